@@ -1,0 +1,158 @@
+"""API plumbing shared by every app: Bearer-token authentication, the runtime permission,
+pagination, and the one exception handler that turns every error into RFC 9457 problem
+details with a stable `code` (SPEC §10, DESIGN habit 4)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, JsonResponse
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import exceptions as drf_exceptions
+from rest_framework import permissions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+
+from config.errors import DomainError
+
+from .models import ApiToken, hash_token
+
+log = logging.getLogger("companion.api")
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+
+class RuntimeClient:
+    """Who is calling: the chat runtime, identified by its token. It acts for every user."""
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __init__(self, token: ApiToken):
+        self.token = token
+        self.pk = None
+
+    def __str__(self) -> str:
+        return f"runtime:{self.token.name}"
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    keyword = b"bearer"
+
+    def authenticate(self, request):
+        auth = get_authorization_header(request).split()
+        if not auth or auth[0].lower() != self.keyword:
+            return None
+        if len(auth) != 2:
+            raise drf_exceptions.AuthenticationFailed("Malformed Authorization header.")
+        try:
+            raw = auth[1].decode("ascii")
+        except UnicodeDecodeError:
+            raise drf_exceptions.AuthenticationFailed("Malformed token.") from None
+        token = ApiToken.objects.filter(token_hash=hash_token(raw), revoked_at__isnull=True).first()
+        if token is None:
+            raise drf_exceptions.AuthenticationFailed("Invalid or revoked token.")
+        return RuntimeClient(token), token
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="api"'
+
+
+class BearerScheme(OpenApiAuthenticationExtension):
+    target_class = BearerTokenAuthentication
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer"}
+
+
+class IsRuntime(permissions.BasePermission):
+    """Only a valid runtime token; a browser session never writes (or reads) through the API."""
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, ApiToken)
+
+
+class Pagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+
+
+_DRF_CODES = {
+    drf_exceptions.NotAuthenticated: ("unauthenticated", "Authentication required"),
+    drf_exceptions.AuthenticationFailed: ("unauthenticated", "Authentication failed"),
+    drf_exceptions.PermissionDenied: ("permission_denied", "Permission denied"),
+    drf_exceptions.NotFound: ("not_found", "Not found"),
+    drf_exceptions.MethodNotAllowed: ("method_not_allowed", "Method not allowed"),
+    drf_exceptions.NotAcceptable: ("not_acceptable", "Not acceptable"),
+    drf_exceptions.UnsupportedMediaType: ("unsupported_media_type", "Unsupported media type"),
+    drf_exceptions.Throttled: ("throttled", "Too many requests"),
+    drf_exceptions.ParseError: ("validation_error", "Malformed request body"),
+    drf_exceptions.ValidationError: ("validation_error", "Invalid input"),
+}
+
+
+def problem(status: int, code: str, title: str, detail: str, errors=None, headers=None, **extra) -> dict:
+    body = {"type": f"/problems/{code}", "title": title, "status": status, "detail": detail, "code": code}
+    if errors:
+        body["errors"] = errors
+    body.update(extra)
+    return body
+
+
+def _flatten_errors(data, prefix: str = "") -> dict[str, list[str]]:
+    """DRF nests errors like its input; the problem body wants `field.sub: [messages]`."""
+    out: dict[str, list[str]] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            name = str(key) if not prefix else (f"{prefix}.{key}" if key != "non_field_errors" else prefix)
+            for k, v in _flatten_errors(value, name).items():
+                out.setdefault(k, []).extend(v)
+    elif isinstance(data, list):
+        if all(not isinstance(item, (dict, list)) for item in data):
+            out[prefix or "non_field_errors"] = [str(item) for item in data]
+        else:
+            for index, item in enumerate(data):
+                for k, v in _flatten_errors(item, f"{prefix}.{index}" if prefix else str(index)).items():
+                    out.setdefault(k, []).extend(v)
+    else:
+        out[prefix or "non_field_errors"] = [str(data)]
+    return out
+
+
+def problem_exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        body = problem(exc.status, exc.code, exc.title, exc.detail, errors=exc.errors, **exc.extra)
+        return Response(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE)
+    if isinstance(exc, Http404):
+        exc = drf_exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = drf_exceptions.PermissionDenied()
+    if not isinstance(exc, drf_exceptions.APIException):
+        return None  # a real bug: let Django log it and answer 500 (see handler500)
+    code, title = "error", "Request failed"
+    for cls in type(exc).__mro__:
+        if cls in _DRF_CODES:
+            code, title = _DRF_CODES[cls]
+            break
+    status = exc.status_code
+    if isinstance(exc, drf_exceptions.ValidationError):
+        errors = _flatten_errors(exc.detail)
+        first = next(iter(errors.items()), ("", [""]))
+        detail = f"{first[0]}: {first[1][0]}" if first[0] else first[1][0]
+        body = problem(400, code, title, detail, errors=errors)
+    else:
+        body = problem(status, code, title, str(exc.detail))
+    headers = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(exc.wait))
+    response = Response(body, status=status, content_type=PROBLEM_CONTENT_TYPE, headers=headers)
+    return response
+
+
+def json_problem_response(status: int, code: str, title: str, detail: str) -> JsonResponse:
+    return JsonResponse(problem(status, code, title, detail), status=status, content_type=PROBLEM_CONTENT_TYPE)

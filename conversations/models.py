@@ -1,0 +1,62 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Character(models.Model):
+    """A companion persona (catalog data, SPEC §0), identified by its slug."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["name", "slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Conversation(models.Model):
+    """One user talking with one character (SPEC §0). `last_seq` is the row that message
+    sequence numbers are allocated under (a row lock, §7)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    character = models.ForeignKey(Character, on_delete=models.PROTECT, related_name="conversations")
+    title = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()
+    last_seq = models.BigIntegerField(default=0, editable=False)
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        indexes = [models.Index(fields=["user", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation with {self.character_id}"
+
+
+class Message(models.Model):
+    """A chat message. `seq` orders messages within the conversation; timestamps never do."""
+
+    ROLES = [("user", "user"), ("assistant", "assistant"), ("system", "system")]
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    seq = models.BigIntegerField()
+    role = models.CharField(max_length=10, choices=ROLES)
+    content = models.TextField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique"),
+            models.CheckConstraint(condition=Q(seq__gte=1), name="message_seq_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"message #{self.seq}"

@@ -1,0 +1,2 @@
+app_name = "conversations_api"
+urlpatterns: list = []

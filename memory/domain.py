@@ -1,0 +1,261 @@
+"""Memory domain types (SPEC §1, §3, §4). Standard library only (DESIGN habit 1): the clock,
+ids and secrets come in as arguments, so everything here is deterministic and testable
+without a database."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+
+# ---------------------------------------------------------------------------------------------
+# Vocabulary
+
+SCOPE_KINDS = ("user", "character", "conversation", "scene")
+# P3/I3: scene is the narrowest scope, user the widest.
+SCOPE_NARROWNESS = {"user": 0, "character": 1, "conversation": 2, "scene": 3}
+
+AUTHORITIES = ("model-inferred", "rule-extracted", "user-confirmed", "user-corrected")
+AUTHORITY_RANK = {name: rank for rank, name in enumerate(AUTHORITIES)}
+USER_AUTHORITIES = frozenset({"user-confirmed", "user-corrected"})
+
+STATUSES = ("active", "superseded", "expired", "forgotten")
+CARDINALITIES = ("one", "many")
+
+# Resolver reasons (§3), projection reasons (§5) and the planner's (§7).
+REASON_SCOPE = "scope"
+REASON_FORGOTTEN = "forgotten"
+REASON_NOT_YET_VALID = "not-yet-valid"
+REASON_EXPIRED = "expired"
+REASON_SUPERSEDED = "superseded"
+REASON_LOWER_PRECEDENCE = "lower-precedence"
+REASON_UNSUPPORTED = "unsupported"
+REASON_LOW_CONFIDENCE = "low-confidence"
+REASON_SHADOWED = "shadowed"
+REASON_BUDGET = "budget"
+
+# Bumped whenever a change to the resolver or projection could change a result.
+RESOLVER_VERSION = "resolver-2026.11.1"
+
+KEY_RE = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
+KEY_MAX = 120
+VALUE_MAX = 2000
+
+
+def valid_key(key: str) -> bool:
+    """SPEC §1: 1–120 chars of [a-z0-9_.-], no leading, trailing or double dot."""
+    return 0 < len(key) <= KEY_MAX and KEY_RE.match(key) is not None
+
+
+def normalise_value(value: str) -> str:
+    """casefold(strip(NFC(value))): how a value is compared everywhere (§1)."""
+    return unicodedata.normalize("NFC", value).strip().casefold()
+
+
+def value_hash(secret: bytes, value: str) -> str:
+    """F1: a keyed hash of the normalised value, so a forgotten value can be blocked without
+    being kept. The per-user secret makes equal values of different users unlinkable."""
+    return hmac.new(secret, normalise_value(value).encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Scopes
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    kind: str
+    character: str | None = None  # character slug
+    conversation: str | None = None  # conversation UUID as a string
+    scene: str | None = None
+
+    def scope_id(self, user: str) -> str:
+        """The stable scope id of SPEC §1."""
+        if self.kind == "user":
+            return f"user:{user}"
+        if self.kind == "character":
+            return f"character:{user}:{self.character}"
+        if self.kind == "conversation":
+            return f"conversation:{self.conversation}"
+        return f"scene:{self.conversation}:{self.scene}"
+
+    def as_dict(self) -> dict:
+        out: dict = {"kind": self.kind}
+        if self.kind == "character":
+            out["character"] = self.character
+        if self.kind in ("conversation", "scene"):
+            out["conversation"] = self.conversation
+        if self.kind == "scene":
+            out["scene"] = self.scene
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a resolution or decision is made for (SPEC §0). `now` is always given."""
+
+    user: str
+    character: str | None
+    conversation: str | None
+    now: datetime
+    scene: str | None = None
+
+    def matches(self, scope: Scope, user: str) -> bool:
+        """R1 (and D1's scope test): does a record or rule of this scope apply here?"""
+        if user != self.user:
+            return False
+        if scope.kind == "user":
+            return True
+        if scope.kind == "character":
+            return scope.character == self.character
+        if scope.kind == "conversation":
+            return scope.conversation == self.conversation
+        if scope.kind == "scene":
+            return (
+                self.scene is not None
+                and scope.conversation == self.conversation
+                and scope.scene == self.scene
+            )
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A stored memory record, as the pure core sees it (SPEC §1).
+
+    `sources` are the ids of the source messages that still exist; `evidence_time` was fixed
+    at write and does not change when a source is deleted."""
+
+    id: str
+    user: str
+    key: str
+    value: str
+    scope: Scope
+    authority: str
+    valid_from: datetime
+    recorded_at: datetime
+    evidence_time: datetime
+    version: int
+    status: str = "active"
+    status_since: datetime | None = None
+    confidence: float = 1.0
+    valid_until: datetime | None = None
+    supersedes: str | None = None
+    retracted_at: datetime | None = None
+    sources: tuple[str, ...] = ()
+
+    @property
+    def scope_id(self) -> str:
+        return self.scope.scope_id(self.user)
+
+    @property
+    def authority_rank(self) -> int:
+        return AUTHORITY_RANK[self.authority]
+
+    def value_slot(self, many: bool) -> str:
+        """The slot within the scoped key: the normalised value for a `many` key, else ''."""
+        return normalise_value(self.value) if many else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """F1: a forget. Never holds the value; `value_hash` only for a value-level forget."""
+
+    id: str
+    user: str
+    scope_id: str  # a scope id, or "*" for every scope of the user
+    key: str
+    forgotten_at: datetime
+    blocks_sources_before: datetime
+    value_hash: str | None = None
+
+    def blocks(self, *, user: str, key: str, scope_id: str, evidence_time: datetime,
+               hashed_value: str | None) -> bool:
+        """F3: same user and key, covering scope, matching value hash if any, and evidence
+        no newer than the forget."""
+        return (
+            self.user == user
+            and self.key == key
+            and (self.scope_id == "*" or self.scope_id == scope_id)
+            and (self.value_hash is None or self.value_hash == hashed_value)
+            and evidence_time <= self.blocks_sources_before
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """R8: which step decided a record and why. `detail` names the winning or superseding
+    record, or says which boundary or tombstone applied."""
+
+    id: str
+    step: str  # "R1".."R6", or "active"
+    reason: str  # a reason, or "active"
+    detail: str
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "step": self.step, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    active: tuple[MemoryRecord, ...]
+    excluded: tuple[Exclusion, ...]
+    trace: dict
+    explanations: dict[str, Explanation] = field(default_factory=dict)
+
+    def explain(self, record_id: str) -> Explanation | None:
+        return self.explanations.get(record_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedMemory:
+    """P4: what the model is given. `record` stays out of the prompt (debug only)."""
+
+    key: str
+    label: str
+    value: str
+    certainty: str  # confirmed | likely | uncertain
+    scope: Scope
+    record: MemoryRecord
+
+    def as_prompt(self) -> dict:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "value": self.value,
+            "certainty": self.certainty,
+            "scope": self.scope.as_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Projection:
+    prompt: tuple[ProjectedMemory, ...]
+    excluded: tuple[Exclusion, ...]
+
+
+def default_label(key: str) -> str:
+    """A readable label for a key the registry does not know: `people.marcus.lives_in` →
+    "Marcus: lives in"; `story.lantern.status` → "Story lantern: status"."""
+    parts = key.split(".")
+    if len(parts) == 1:
+        return parts[0].replace("_", " ").capitalize()
+    head = " ".join(parts[:-1]).replace("_", " ")
+    if parts[0] == "people" and len(parts) >= 3:
+        head = " ".join(parts[1:-1]).replace("_", " ").title()
+    else:
+        head = head.capitalize()
+    return f"{head}: {parts[-1].replace('_', ' ')}"

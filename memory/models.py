@@ -1,0 +1,169 @@
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from .domain import AUTHORITIES, CARDINALITIES, STATUSES, Scope
+
+
+def _choices(names):
+    return [(n, n) for n in names]
+
+
+class KeyDefinition(models.Model):
+    """The key registry (SPEC §1): cardinality and a human label. Unregistered keys are `one`."""
+
+    key = models.CharField(max_length=120, primary_key=True)
+    cardinality = models.CharField(max_length=4, choices=_choices(CARDINALITIES), default="one")
+    label = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["key"]
+        verbose_name = "memory key"
+        constraints = [
+            models.CheckConstraint(condition=Q(cardinality__in=CARDINALITIES), name="key_cardinality_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class MemoryProfile(models.Model):
+    """Per-user memory state: the random secret that keys value hashes (F1). It is the user's
+    data, exported with it and deleted with it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_profile")
+    secret = models.CharField(max_length=64, default=secrets.token_hex, editable=False)
+
+    def secret_bytes(self) -> bytes:
+        return bytes.fromhex(self.secret)
+
+
+# R1 scope shapes: exactly the references each kind needs (SPEC §1).
+SCOPE_SHAPES = (
+    Q(scope_kind="user", character__isnull=True, conversation__isnull=True, scene__isnull=True)
+    | Q(scope_kind="character", character__isnull=False, conversation__isnull=True, scene__isnull=True)
+    | Q(scope_kind="conversation", character__isnull=True, conversation__isnull=False, scene__isnull=True)
+    | Q(scope_kind="scene", character__isnull=True, conversation__isnull=False, scene__isnull=False)
+)
+
+
+class MemoryRecord(models.Model):
+    """One version of a remembered fact (SPEC §1). Rows are never deleted by the services:
+    superseded and expired rows stay, forgotten ones become skeletons (F2)."""
+
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
+    key = models.CharField(max_length=120)
+    value = models.TextField(max_length=2000)
+    scope_kind = models.CharField(max_length=12, choices=_choices(("user", "character", "conversation", "scene")))
+    character = models.ForeignKey("conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    conversation = models.ForeignKey("conversations.Conversation", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    scene = models.CharField(max_length=100, null=True, blank=True)
+    scope_id = models.CharField(max_length=255, editable=False)
+    status = models.CharField(max_length=10, choices=_choices(STATUSES), default="active")
+    status_since = models.DateTimeField(null=True, blank=True)
+    authority = models.CharField(max_length=16, choices=_choices(AUTHORITIES), default="model-inferred")
+    confidence = models.FloatField(default=1.0)
+    valid_from = models.DateTimeField()
+    valid_until = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField()
+    evidence_time = models.DateTimeField()
+    supersedes = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by")
+    retracted_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField()
+    sources = models.ManyToManyField("conversations.Message", through="MemorySource", related_name="memories", blank=True)
+
+    class Meta:
+        ordering = ["user", "scope_id", "key", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "scope_id", "key", "version"], name="memory_version_unique"),
+            models.CheckConstraint(condition=SCOPE_SHAPES, name="memory_scope_shape"),
+            models.CheckConstraint(condition=Q(status="active") | Q(status_since__isnull=False), name="memory_status_since"),
+            models.CheckConstraint(condition=Q(valid_until__isnull=True) | Q(valid_until__gte=models.F("valid_from")), name="memory_window_not_inverted"),
+            models.CheckConstraint(condition=Q(confidence__gte=0.0, confidence__lte=1.0), name="memory_confidence_range"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="memory_version_positive"),
+            models.CheckConstraint(condition=Q(status__in=STATUSES), name="memory_status_valid"),
+            models.CheckConstraint(condition=Q(authority__in=AUTHORITIES), name="memory_authority_valid"),
+            models.CheckConstraint(condition=~Q(value="") | Q(status="forgotten"), name="memory_value_only_empty_when_forgotten"),
+        ]
+        indexes = [
+            # The resolver's candidate query: user first, then key (DESIGN: the sharding key).
+            models.Index(fields=["user", "key", "scope_id"], name="memory_user_key_scope"),
+            models.Index(fields=["user", "scope_id", "key"], name="memory_user_scope_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} v{self.version}"
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(
+            kind=self.scope_kind,
+            character=self.character.slug if self.character_id else None,
+            conversation=str(self.conversation_id) if self.conversation_id else None,
+            scene=self.scene,
+        )
+
+
+class MemorySource(models.Model):
+    """Provenance (SPEC §1): the messages a record was derived from. Deleting a message deletes
+    the link; the record's evidence time stays as it was."""
+
+    memory = models.ForeignKey(MemoryRecord, on_delete=models.CASCADE, related_name="source_links")
+    message = models.ForeignKey("conversations.Message", on_delete=models.CASCADE, related_name="memory_links")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "message"], name="memory_source_unique")]
+
+
+class Tombstone(models.Model):
+    """F1: a forget. Holds no value; a value-level forget holds a keyed hash of it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tombstones")
+    scope_id = models.CharField(max_length=255, help_text='A scope id, or "*" for every scope.')
+    key = models.CharField(max_length=120)
+    value_hash = models.CharField(max_length=64, null=True, blank=True, editable=False)
+    forgotten_at = models.DateTimeField()
+    blocks_sources_before = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-forgotten_at", "id"]
+        indexes = [models.Index(fields=["user", "key"], name="tombstone_user_key")]
+
+    def __str__(self) -> str:
+        return f"forgotten {self.key} ({self.scope_id})"
+
+
+class SlotRetraction(models.Model):
+    """W10 keeps the retraction time for W4: old evidence never brings a retracted value back.
+    For a `many` key the value slot is kept as its keyed hash, never as text."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    scope_id = models.CharField(max_length=255)
+    key = models.CharField(max_length=120)
+    value_hash = models.CharField(max_length=64, blank=True, default="")
+    retracted_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "key", "scope_id"], name="retraction_user_key_scope")]
+
+
+class IdempotencyRecord(models.Model):
+    """W2: an idempotency key with the outcome, the record and an HMAC of the payload (never
+    the payload itself)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    payload_hmac = models.CharField(max_length=64)
+    outcome = models.CharField(max_length=10)
+    reason = models.CharField(max_length=40, blank=True, default="")
+    record = models.ForeignKey(MemoryRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique")]

@@ -1,0 +1,2 @@
+app_name = "memory_api"
+urlpatterns: list = []

@@ -1,0 +1,2 @@
+app_name = "policy_api"
+urlpatterns: list = []

@@ -1,0 +1,61 @@
+import datetime as dt
+
+import factory
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from conversations.models import Character, Conversation, Message
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.PostGenerationMethodCall("set_password", "correct horse battery")
+
+
+class CharacterFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Character
+        django_get_or_create = ("slug",)
+
+    slug = factory.Sequence(lambda n: f"character-{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.replace("-", " ").title())
+    created_at = factory.LazyFunction(timezone.now)
+
+
+class ConversationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Conversation
+
+    user = factory.SubFactory(UserFactory)
+    character = factory.SubFactory(CharacterFactory)
+    created_at = factory.LazyFunction(timezone.now)
+
+
+class MessageFactory(factory.django.DjangoModelFactory):
+    """A message with the next seq of its conversation (tests only; services allocate seq
+    under a row lock)."""
+
+    class Meta:
+        model = Message
+
+    conversation = factory.SubFactory(ConversationFactory)
+    user = factory.LazyAttribute(lambda o: o.conversation.user)
+    role = "user"
+    content = factory.Sequence(lambda n: f"message {n}")
+    created_at = factory.LazyFunction(timezone.now)
+
+    @factory.lazy_attribute
+    def seq(self):
+        conversation = self.conversation
+        conversation.last_seq += 1
+        Conversation.objects.filter(pk=conversation.pk).update(last_seq=conversation.last_seq)
+        return conversation.last_seq
+
+
+def at(text: str) -> dt.datetime:
+    """`at("2026-08-05T12:00")` → an aware UTC datetime, for readable tests."""
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
