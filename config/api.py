@@ -156,3 +156,51 @@ def problem_exception_handler(exc, context):
 
 def json_problem_response(status: int, code: str, title: str, detail: str) -> JsonResponse:
     return JsonResponse(problem(status, code, title, detail), status=status, content_type=PROBLEM_CONTENT_TYPE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema helpers: every documented error is a problem+json body.
+
+from drf_spectacular.utils import OpenApiResponse  # noqa: E402
+from rest_framework import serializers  # noqa: E402
+
+
+class ProblemOutput(serializers.Serializer):
+    type = serializers.CharField()
+    title = serializers.CharField()
+    status = serializers.IntegerField()
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
+
+
+_PROBLEM_TEXT = {
+    400: "Invalid input (`validation_error`), naming the field in `errors`.",
+    401: "Missing, invalid or revoked token (`unauthenticated`).",
+    403: "Not allowed (`permission_denied`).",
+    404: "No such object (`not_found`).",
+    409: "Conflict (`conflict`, `idempotency_key_reused`, `authority_conflict`, `import_conflict`).",
+    413: "Body too large (`payload_too_large`).",
+    422: "The current message alone does not fit the budget (`budget_exceeded`).",
+    429: "Too many requests (`throttled`).",
+}
+
+
+def problems(*statuses: int) -> dict:
+    """`responses=` entries for the problem answers an operation can give (401 always)."""
+    out = {}
+    for status in sorted({401, *statuses}):
+        out[(status, PROBLEM_CONTENT_TYPE)] = OpenApiResponse(ProblemOutput, description=_PROBLEM_TEXT[status])
+    return out
+
+
+def validated(serializer_class, data, **kwargs):
+    """Validate input with a serializer; DRF's ValidationError becomes a problem response."""
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def query_params(request) -> dict:
+    """Query parameters as a plain dict of single values (repeated parameters keep the last)."""
+    return {k: v for k, v in request.query_params.items()}

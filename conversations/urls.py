@@ -1,2 +1,12 @@
+from django.urls import path
+
+from . import api
+
 app_name = "conversations_api"
-urlpatterns: list = []
+
+urlpatterns = [
+    path("users/<str:user_ref>", api.UserPutApi.as_view(), name="user"),
+    path("characters/<slug:slug>", api.CharacterPutApi.as_view(), name="character"),
+    path("conversations", api.ConversationCreateApi.as_view(), name="conversations"),
+    path("conversations/<uuid:conversation_id>", api.ConversationDeleteApi.as_view(), name="conversation"),
+]

@@ -37,6 +37,9 @@ class MemoryProfile(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_profile")
     secret = models.CharField(max_length=64, default=secrets.token_hex, editable=False)
 
+    def __str__(self) -> str:
+        return f"memory profile of user {self.user_id}"
+
     def secret_bytes(self) -> bytes:
         return bytes.fromhex(self.secret)
 
@@ -119,6 +122,9 @@ class MemorySource(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["memory", "message"], name="memory_source_unique")]
 
+    def __str__(self) -> str:
+        return f"source of {self.memory_id}"
+
 
 class Tombstone(models.Model):
     """F1: a forget. Holds no value; a value-level forget holds a keyed hash of it."""
@@ -152,6 +158,9 @@ class SlotRetraction(models.Model):
     class Meta:
         indexes = [models.Index(fields=["user", "key", "scope_id"], name="retraction_user_key_scope")]
 
+    def __str__(self) -> str:
+        return f"retraction of {self.key} ({self.scope_id})"
+
 
 class IdempotencyRecord(models.Model):
     """W2: an idempotency key with the outcome, the record and an HMAC of the payload (never
@@ -167,3 +176,6 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique")]
+
+    def __str__(self) -> str:
+        return f"idempotency key ({self.outcome})"

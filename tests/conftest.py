@@ -1,5 +1,4 @@
 import pytest
-from django.db import connection
 
 
 @pytest.fixture
@@ -18,3 +17,9 @@ def api(api_token):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_token}")
     return client
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # Real hashers are slow on purpose; tests create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,5 +1,5 @@
-from django.conf import settings
 import pytest
+from django.conf import settings
 
 ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
 

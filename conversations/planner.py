@@ -1,0 +1,350 @@
+"""The prompt planner (SPEC §7, I1 and I3; I5 is enforced upstream by the projection).
+Standard library only: no Django, no clock, no database, so the same inputs always give the
+same plan and the same ``plan_hash``.
+
+Order of work in :func:`build_plan`:
+
+1. **Parameters** are validated (``budget`` a positive int, ``memory_share`` in [0, 1],
+   ``history`` ``contiguous`` or ``skip``) → ``ValidationError`` naming the field.
+2. **Memory section** (I3): at most ``floor(memory_share × budget)`` tokens. The share is
+   taken at its decimal value (``0.29 × 100`` is 29, not 28 as binary floats would give).
+   Items are filled in the order given — the projection already orders them confirmed →
+   likely → uncertain, narrower scope, newer, id. An item that does not fit is excluded
+   with reason ``budget`` and filling **continues** with the later items (skip and
+   continue), so a long early item does not starve short later ones. The order of the
+   included items is kept. Items the resolver/projection excluded (``memory_excluded``)
+   are reported with their own reasons. Memories reach the planner only through the
+   projection, so an item without provenance never enters the plan (I5).
+3. **Current message** (I1, I3): it must fit in ``budget − memory_tokens``, else
+   ``BudgetExceeded`` naming the needed and available tokens. It appears exactly once, as
+   ``Plan.current``.
+4. **History** (I1, I3): only messages with ``seq < current.seq`` and an id other than
+   ``current.id`` are eligible; anything else passed in is dropped silently (it is outside
+   the turn boundary, not "excluded"). Duplicate ids are kept once. The rest of the budget
+   is filled newest-first by ``seq`` (then id; timestamps never matter) and the history is
+   returned oldest-first. Policy ``contiguous`` stops at the first message that does not fit
+   (it and every older message → ``budget``); ``skip`` excludes it and keeps trying older
+   ones. :func:`select_history` does this on byte lengths only, so a database can load the
+   content of the chosen messages alone.
+
+``estimated_tokens = memory_tokens + current_tokens + Σ history tokens <= budget`` always.
+
+``plan_hash`` is the SHA-256 hex of a canonical JSON (sorted keys, ``(",", ":")``
+separators, ``ensure_ascii=False``) of the current message (id, seq, role, content), the
+history (id, seq, role, content, oldest-first), the included memories in fill order
+(record id plus the prompt shape: key, label, value, certainty, scope), the parameters
+(budget, memory_share as a float, history policy, sorted distinct capabilities) and the
+resolver version. It covers neither ``now`` nor decision ids nor the exclusions, so the same
+state and parameters give the same hash whatever order the inputs arrived in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from config.errors import BudgetExceeded, ValidationError
+from conversations.tokens import estimate_from_bytes, estimate_memory, estimate_message
+from memory.domain import REASON_BUDGET, Exclusion, ProjectedMemory
+
+HISTORY_POLICIES = ("contiguous", "skip")
+DEFAULT_MEMORY_SHARE = 0.3
+KIND_MEMORY = "memory"
+KIND_MESSAGE = "message"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanMessage:
+    """A message as the planner sees it."""
+
+    id: str
+    seq: int
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryCandidate:
+    """A history message sized by its UTF-8 octet length, without its content."""
+
+    id: str
+    seq: int
+    role: str
+    n_bytes: int
+
+
+@dataclass(frozen=True)
+class PlanParams:
+    budget: int
+    memory_share: float = DEFAULT_MEMORY_SHARE
+    history: str = "contiguous"  # or "skip"
+    capabilities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    boundary_seq: int
+    current: PlanMessage
+    current_tokens: int
+    history: tuple[tuple[PlanMessage, int], ...]  # oldest-first, with token estimates
+    memories: tuple[ProjectedMemory, ...]  # in fill order
+    memory_tokens: int
+    excluded: tuple[tuple[str, str, str], ...]  # (kind, id, reason), sorted by (kind, id)
+    estimated_tokens: int
+    plan_hash: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters
+
+
+def validate_params(params: PlanParams) -> None:
+    """Raise ``ValidationError`` (with the offending field) for unusable parameters."""
+    budget = params.budget
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise ValidationError("budget must be a positive integer.", field="budget")
+    share = params.memory_share
+    if (
+        isinstance(share, bool)
+        or not isinstance(share, int | float)
+        or not math.isfinite(share)
+        or not 0 <= share <= 1
+    ):
+        raise ValidationError("memory_share must be a number from 0 to 1.", field="memory_share")
+    if params.history not in HISTORY_POLICIES:
+        raise ValidationError("history must be 'contiguous' or 'skip'.", field="history")
+    caps = params.capabilities
+    if isinstance(caps, str) or not all(isinstance(c, str) for c in caps):
+        raise ValidationError("capabilities must be a list of strings.", field="capabilities")
+
+
+def memory_cap(params: PlanParams) -> int:
+    """``floor(memory_share × budget)``, computed on the share's decimal value."""
+    return math.floor(Decimal(repr(float(params.memory_share))) * params.budget)
+
+
+# ---------------------------------------------------------------------------------------------
+# History
+
+
+def _unique_candidates(candidates: Iterable[HistoryCandidate]) -> list[HistoryCandidate]:
+    """One candidate per id (the lowest ``(seq, role, n_bytes)``, so input order never
+    matters), sorted oldest-first by ``(seq, id)``."""
+    best: dict[str, HistoryCandidate] = {}
+    for c in candidates:
+        kept = best.get(c.id)
+        if kept is None or (c.seq, c.role, c.n_bytes) < (kept.seq, kept.role, kept.n_bytes):
+            best[c.id] = c
+    return sorted(best.values(), key=lambda c: (c.seq, c.id))
+
+
+def select_history(
+    current_tokens_and_memory: int,
+    candidates: Sequence[HistoryCandidate],
+    budget: int,
+    policy: str,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Choose history by size alone (I3). ``budget − current_tokens_and_memory`` tokens are
+    filled newest-first by ``seq`` (ties by id). ``contiguous`` stops at the first message
+    that does not fit; ``skip`` skips it and continues. Returns ``(chosen_ids,
+    excluded_ids)``, both oldest-first. The caller applies the turn boundary (I1) first."""
+    if policy not in HISTORY_POLICIES:
+        raise ValidationError("history must be 'contiguous' or 'skip'.", field="history")
+    available = budget - current_tokens_and_memory
+    used = 0
+    stopped = False
+    chosen: list[str] = []
+    excluded: list[str] = []
+    for c in reversed(_unique_candidates(candidates)):
+        cost = estimate_from_bytes(c.n_bytes)
+        if not stopped and used + cost <= available:
+            chosen.append(c.id)
+            used += cost
+        else:
+            excluded.append(c.id)
+            if policy == "contiguous":
+                stopped = True
+    chosen.reverse()
+    excluded.reverse()
+    return tuple(chosen), tuple(excluded)
+
+
+def _eligible_history(current: PlanMessage, history: Iterable[PlanMessage]) -> list[PlanMessage]:
+    """I1: strictly before the current message and never the current message itself. One
+    message per id (the lowest ``(seq, role, content)``), oldest-first by ``(seq, id)``."""
+    best: dict[str, PlanMessage] = {}
+    for m in history:
+        if m.id == current.id or m.seq >= current.seq:
+            continue
+        kept = best.get(m.id)
+        if kept is None or (m.seq, m.role, m.content) < (kept.seq, kept.role, kept.content):
+            best[m.id] = m
+    return sorted(best.values(), key=lambda m: (m.seq, m.id))
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+def _exclusion_pair(item: tuple[str, str] | Exclusion) -> tuple[str, str]:
+    if isinstance(item, Exclusion):
+        return item.id, item.reason
+    record_id, reason = item
+    return record_id, reason
+
+
+def compute_plan_hash(
+    *,
+    current: PlanMessage,
+    history: Sequence[PlanMessage],
+    memories: Sequence[ProjectedMemory],
+    params: PlanParams,
+    resolver_version: str,
+) -> str:
+    """SHA-256 hex over the canonical JSON described in the module docstring."""
+    payload = {
+        "current": _message_payload(current),
+        "history": [_message_payload(m) for m in history],
+        "memories": [{"id": pm.record.id, **pm.as_prompt()} for pm in memories],
+        "params": {
+            "budget": params.budget,
+            "memory_share": float(params.memory_share),
+            "history": params.history,
+            "capabilities": sorted(set(params.capabilities)),
+        },
+        "resolver_version": resolver_version,
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _message_payload(m: PlanMessage) -> dict:
+    return {"id": m.id, "seq": m.seq, "role": m.role, "content": m.content}
+
+
+def build_plan(
+    *,
+    current: PlanMessage,
+    history: Sequence[PlanMessage],
+    memories: Sequence[ProjectedMemory],
+    memory_excluded: Sequence[tuple[str, str] | Exclusion],
+    params: PlanParams,
+    resolver_version: str,
+) -> Plan:
+    """Build the prompt plan for one turn (I1, I3). See the module docstring for the rules.
+    ``memory_excluded`` takes ``(id, reason)`` pairs or ``Exclusion`` objects from the
+    resolver and projection."""
+    validate_params(params)
+    budget = params.budget
+    excluded: set[tuple[str, str, str]] = set()
+
+    # Memory section: skip what does not fit and keep trying later items.
+    cap = memory_cap(params)
+    chosen_memories: list[ProjectedMemory] = []
+    memory_tokens = 0
+    seen: set[str] = set()
+    for pm in memories:
+        record_id = pm.record.id
+        if record_id in seen:
+            continue
+        seen.add(record_id)
+        cost = estimate_memory(pm.label, pm.value)
+        if memory_tokens + cost <= cap:
+            chosen_memories.append(pm)
+            memory_tokens += cost
+        else:
+            excluded.add((KIND_MEMORY, record_id, REASON_BUDGET))
+    for item in memory_excluded:
+        record_id, reason = _exclusion_pair(item)
+        excluded.add((KIND_MEMORY, record_id, reason))
+
+    # The current message must fit beside the memory section.
+    current_tokens = estimate_message(current.content)
+    available = budget - memory_tokens
+    if current_tokens > available:
+        raise BudgetExceeded(
+            f"The current message needs {current_tokens} tokens but only {available} are "
+            f"available (budget {budget} minus {memory_tokens} for memories).",
+            needed_tokens=current_tokens,
+            available_tokens=available,
+        )
+
+    # History: the boundary first (I1), then the budget by size alone.
+    eligible = _eligible_history(current, history)
+    by_id = {m.id: m for m in eligible}
+    candidates = [
+        HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode("utf-8"))) for m in eligible
+    ]
+    chosen_ids, dropped_ids = select_history(
+        memory_tokens + current_tokens, candidates, budget, params.history
+    )
+    chosen_history = tuple((by_id[i], estimate_message(by_id[i].content)) for i in chosen_ids)
+    excluded.update((KIND_MESSAGE, i, REASON_BUDGET) for i in dropped_ids)
+
+    estimated = memory_tokens + current_tokens + sum(t for _, t in chosen_history)
+    assert estimated <= budget, "planner overran its budget"
+
+    return Plan(
+        boundary_seq=current.seq,
+        current=current,
+        current_tokens=current_tokens,
+        history=chosen_history,
+        memories=tuple(chosen_memories),
+        memory_tokens=memory_tokens,
+        excluded=tuple(sorted(excluded)),
+        estimated_tokens=estimated,
+        plan_hash=compute_plan_hash(
+            current=current,
+            history=[m for m, _ in chosen_history],
+            memories=chosen_memories,
+            params=params,
+            resolver_version=resolver_version,
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Serialisation
+
+
+def plan_snapshot(plan: Plan) -> dict:
+    """What a turn stores: ids, counts and the hash, never text (SPEC §7)."""
+    return {
+        "boundary_seq": plan.boundary_seq,
+        "current": plan.current.id,
+        "history": [m.id for m, _ in plan.history],
+        "memories": [pm.record.id for pm in plan.memories],
+        "excluded": [[kind, item_id, reason] for kind, item_id, reason in plan.excluded],
+        "estimated_tokens": plan.estimated_tokens,
+        "plan_hash": plan.plan_hash,
+    }
+
+
+def plan_body(plan: Plan) -> dict:
+    """The planner's part of the §10 plan JSON (the view adds ``turn``, ``policy``,
+    ``budget`` and ``resolver_version``)."""
+    return {
+        "boundary_seq": plan.boundary_seq,
+        "current_message": {
+            "id": plan.current.id,
+            "seq": plan.current.seq,
+            "content": plan.current.content,
+            "estimated_tokens": plan.current_tokens,
+        },
+        "history": [
+            {"id": m.id, "seq": m.seq, "role": m.role, "content": m.content,
+             "estimated_tokens": tokens}
+            for m, tokens in plan.history
+        ],
+        "memories": [pm.as_prompt() for pm in plan.memories],
+        "excluded": [
+            {"kind": kind, "id": item_id, "reason": reason}
+            for kind, item_id, reason in plan.excluded
+        ],
+        "estimated_tokens": plan.estimated_tokens,
+        "plan_hash": plan.plan_hash,
+    }

@@ -1,0 +1,108 @@
+"""Reads shared by the API, the pages and the services. Every query filters by user first
+(SPEC §0: the privacy boundary and the sharding key)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+
+from config.clock import db_now
+from config.errors import NotFound, ValidationError
+from memory.domain import Context
+
+from .models import Character, Conversation, Message
+
+User = get_user_model()
+
+
+@dataclass(frozen=True)
+class LoadedContext:
+    """A validated context (SPEC §0) with its rows, and the pure-core view of it."""
+
+    user: User
+    character: Character | None
+    conversation: Conversation | None
+    scene: str | None
+    now: datetime
+    now_given: bool
+
+    @property
+    def domain(self) -> Context:
+        return Context(
+            user=self.user.username,
+            character=self.character.slug if self.character else None,
+            conversation=str(self.conversation.pk) if self.conversation else None,
+            scene=self.scene,
+            now=self.now,
+        )
+
+
+def user_by_ref(ref: str, *, field: str | None = "user") -> User:
+    """The user a ref names. In a body an unknown user is a validation error naming the field;
+    in a path (`field=None`) it is a 404."""
+    user = User.objects.filter(username=ref).first() if isinstance(ref, str) else None
+    if user is None:
+        if field is None:
+            raise NotFound(f"No user {ref!r}.")
+        raise ValidationError(f"Unknown user {ref!r}.", field=field)
+    return user
+
+
+def character_by_slug(slug: str, *, field: str = "character") -> Character:
+    character = Character.objects.filter(slug=slug).first()
+    if character is None:
+        raise ValidationError(f"Unknown character {slug!r}.", field=field)
+    return character
+
+
+def conversation_of_user(user, conversation_id, *, field: str = "conversation") -> Conversation:
+    """W1: a conversation that does not exist, or belongs to another user, is invalid."""
+    try:
+        conversation_id = uuid.UUID(str(conversation_id))
+    except ValueError:
+        raise ValidationError("Must be a UUID.", field=field) from None
+    conversation = (
+        Conversation.objects.select_related("character").filter(user=user, pk=conversation_id).first()
+    )
+    if conversation is None:
+        raise ValidationError("Unknown conversation for this user.", field=field)
+    return conversation
+
+
+def load_context(data: dict, *, prefix: str = "context") -> LoadedContext:
+    """Validate a context dict (already type-checked by `ContextInput`) against the database:
+    the user exists; the character exists; the conversation belongs to the user and, when a
+    character is named, to that character; a scene needs a conversation. Without `now` the
+    database clock is read once (SPEC §0)."""
+    user = user_by_ref(data["user"], field=f"{prefix}.user")
+    conversation = None
+    if data.get("conversation"):
+        conversation = conversation_of_user(user, data["conversation"], field=f"{prefix}.conversation")
+    character = None
+    if data.get("character"):
+        if conversation is not None and conversation.character.slug == data["character"]:
+            character = conversation.character
+        else:
+            character = character_by_slug(data["character"], field=f"{prefix}.character")
+    if conversation is not None:
+        if character is None:
+            character = conversation.character
+        elif conversation.character_id != character.pk:
+            raise ValidationError(
+                "The conversation is with another character.", field=f"{prefix}.conversation"
+            )
+    scene = data.get("scene") or None
+    if scene is not None and conversation is None:
+        raise ValidationError("A scene needs a conversation.", field=f"{prefix}.scene")
+    now = data.get("now")
+    return LoadedContext(
+        user=user, character=character, conversation=conversation, scene=scene,
+        now=now if now is not None else db_now(), now_given=now is not None,
+    )
+
+
+def messages_of_user(user, ids) -> list[Message]:
+    return list(Message.objects.filter(user=user, pk__in=list(ids)))

@@ -1,0 +1,78 @@
+"""Input pieces shared by every API: context and scope shapes (SPEC §10)."""
+
+from rest_framework import serializers
+
+SCENE_MAX = 100
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses unknown fields: a typo in a field name must not be silently ignored."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class CleanCharField(serializers.CharField):
+    """A CharField that refuses NUL bytes (PostgreSQL cannot store them; nothing needs them)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if "\x00" in value:
+            raise serializers.ValidationError("Must not contain NUL characters.")
+        return value
+
+
+class ContextInput(StrictSerializer):
+    user = CleanCharField(max_length=150)
+    character = serializers.SlugField(max_length=100, required=False, allow_null=True)
+    conversation = serializers.UUIDField(required=False, allow_null=True, format="hex_verbose")
+    scene = CleanCharField(max_length=SCENE_MAX, required=False, allow_null=True)
+    now = serializers.DateTimeField(required=False, allow_null=True)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if value.get("conversation") is not None:
+            value["conversation"] = str(value["conversation"])
+        return value
+
+
+class ScopeInput(StrictSerializer):
+    """A memory scope: {"kind": "user"} · character · conversation · scene (SPEC §10)."""
+
+    kind = serializers.ChoiceField(choices=["user", "character", "conversation", "scene"])
+    character = serializers.SlugField(max_length=100, required=False)
+    conversation = serializers.UUIDField(required=False, format="hex_verbose")
+    scene = CleanCharField(max_length=SCENE_MAX, required=False)
+
+    REQUIRED = {
+        "user": set(),
+        "character": {"character"},
+        "conversation": {"conversation"},
+        "scene": {"conversation", "scene"},
+    }
+
+    def validate(self, attrs):
+        kind = attrs["kind"]
+        needed = self.REQUIRED[kind]
+        errors = {}
+        for name in ("character", "conversation", "scene"):
+            if name in needed and name not in attrs:
+                errors[name] = [f"Required for a {kind} scope."]
+            elif name not in needed and name in attrs:
+                errors[name] = [f"Not allowed for a {kind} scope."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        if "conversation" in attrs:
+            attrs["conversation"] = str(attrs["conversation"])
+        return attrs
+
+
+class ScopeOutput(serializers.Serializer):
+    kind = serializers.CharField()
+    character = serializers.CharField(required=False)
+    conversation = serializers.CharField(required=False)
+    scene = serializers.CharField(required=False)

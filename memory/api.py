@@ -1,0 +1,251 @@
+"""Memory endpoints (SPEC §10): one APIView per operation, validating with a named input
+serializer, calling one service or selector, rendering with an output shape."""
+
+import logging
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import Pagination, problems, query_params, validated
+from config.errors import ValidationError
+from conversations.selectors import load_context, user_by_ref
+
+from . import resolver, selectors, services
+from .domain import Scope
+from .extract import question_key
+from .models import MemoryRecord, Tombstone
+from .serializers import (
+    AskOutput,
+    AskQuery,
+    AssertOutput,
+    EmptyInput,
+    HistoryQuery,
+    HistoryRowOutput,
+    MemoryAssertInput,
+    MemoryCorrectInput,
+    MemoryForgetInput,
+    MemoryListQuery,
+    MemoryOutput,
+    RememberInput,
+    RememberOutput,
+    ResolveInput,
+    ResolveOutput,
+    RetractOutput,
+    TombstoneListQuery,
+    TombstoneOutput,
+    assert_json,
+    memory_json,
+)
+
+log = logging.getLogger("companion.memory")
+
+
+def _scope(data: dict) -> Scope:
+    return Scope(kind=data["kind"], character=data.get("character"),
+                 conversation=data.get("conversation"), scene=data.get("scene"))
+
+
+class MemoryCollectionApi(APIView):
+    @extend_schema(
+        operation_id="memory_assert", request=MemoryAssertInput,
+        responses={201: AssertOutput, 200: AssertOutput, **problems(400, 409)},
+        description="Assert a memory (SPEC W1–W9). 201 `created`; 200 `unchanged`, `replayed` or `blocked`.",
+    )
+    def post(self, request):
+        data = validated(MemoryAssertInput, request.data)
+        user = user_by_ref(data["user"], field="user")
+        result = services.memory_assert(
+            user=user, key=data["key"], value=data["value"], scope=_scope(data["scope"]),
+            authority=data["authority"], confidence=data["confidence"],
+            valid_from=data.get("valid_from"), valid_until=data.get("valid_until"),
+            sources=[str(s) for s in data.get("sources", [])],
+            supersedes=str(data["supersedes"]) if data.get("supersedes") else None,
+            idempotency_key=data.get("idempotency_key"),
+        )
+        return Response(assert_json(result), status=result.http_status)
+
+    @extend_schema(
+        operation_id="memory_list",
+        parameters=[MemoryListQuery],
+        responses={200: MemoryOutput(many=True), **problems(400)},
+        description="A user's stored records, filtered by key, scope id and stored status.",
+    )
+    def get(self, request):
+        params = validated(MemoryListQuery, query_params(request))
+        user = user_by_ref(params["user"], field="user")
+        qs = MemoryRecord.objects.filter(user=user).order_by("key", "scope_id", "version")
+        if params.get("key"):
+            qs = qs.filter(key=params["key"])
+        if params.get("scope"):
+            qs = qs.filter(scope_id=params["scope"])
+        if params.get("status"):
+            qs = qs.filter(status=params["status"])
+        paginator = Pagination()
+        page = paginator.paginate_queryset(qs.values_list("pk", flat=True), request, view=self)
+        records = selectors.records_to_domain(MemoryRecord.objects.filter(pk__in=list(page)), user.username)
+        records.sort(key=lambda r: (r.key, r.scope_id, r.version))
+        return paginator.get_paginated_response([memory_json(r) for r in records])
+
+
+class MemoryDetailApi(APIView):
+    @extend_schema(operation_id="memory_get", responses={200: MemoryOutput, **problems(404)})
+    def get(self, request, memory_id):
+        return Response(memory_json(selectors.memory_get_domain(memory_id)))
+
+
+class MemoryConfirmApi(APIView):
+    @extend_schema(
+        operation_id="memory_confirm", request=EmptyInput,
+        responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
+        description="Confirm a current memory: the same value with authority `user-confirmed`.",
+    )
+    def post(self, request, memory_id):
+        validated(EmptyInput, request.data or {})
+        result = services.memory_confirm(record_id=memory_id)
+        return Response(assert_json(result), status=result.http_status)
+
+
+class MemoryCorrectApi(APIView):
+    @extend_schema(
+        operation_id="memory_correct", request=MemoryCorrectInput,
+        responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
+        description="Correct a current memory: the new value with authority `user-corrected`.",
+    )
+    def post(self, request, memory_id):
+        data = validated(MemoryCorrectInput, request.data)
+        result = services.memory_correct(record_id=memory_id, value=data["value"])
+        return Response(assert_json(result), status=result.http_status)
+
+
+class MemoryRetractApi(APIView):
+    @extend_schema(
+        operation_id="memory_retract", request=EmptyInput,
+        responses={200: RetractOutput, **problems(400, 404, 409)},
+        description="Retract the slot of this memory (W10): every open record of it is closed now.",
+    )
+    def post(self, request, memory_id):
+        validated(EmptyInput, request.data or {})
+        result = services.memory_retract(record_id=memory_id)
+        return Response({"retracted_at": MemoryOutput().fields["valid_from"].to_representation(result.retracted_at),
+                         "records": [memory_json(r) for r in result.records]})
+
+
+class MemoryForgetApi(APIView):
+    @extend_schema(
+        operation_id="memory_forget", request=MemoryForgetInput,
+        responses={200: TombstoneOutput, **problems(400, 404, 409)},
+        description="Forget this memory's slot (F1/F2); `everywhere` covers every scope, `whole_key` every value of a `many` key.",
+    )
+    def post(self, request, memory_id):
+        data = validated(MemoryForgetInput, request.data or {})
+        tombstone = services.memory_forget(record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"])
+        return Response(TombstoneOutput(tombstone).data)
+
+
+class MemoryResolveApi(APIView):
+    @extend_schema(
+        operation_id="memory_resolve", request=ResolveInput,
+        responses={200: ResolveOutput, **problems(400)},
+        description="Which memories are eligible for a context (R1–R8) and what the prompt would get (P1–P4).",
+    )
+    def post(self, request):
+        data = validated(ResolveInput, request.data)
+        ctx = load_context(data["context"])
+        keys = data.get("keys") or None
+        result = selectors.ContextResolution(ctx, keys)
+        log.info("resolve %s", result.log_line())
+        resolution, projection = result.resolution, result.projection
+        body = {
+            "active": [memory_json(r) for r in resolution.active],
+            "excluded": [{"id": e.id, "reason": e.reason} for e in resolution.excluded],
+            "prompt": [p.as_prompt() for p in projection.prompt],
+            "prompt_excluded": [{"id": e.id, "reason": e.reason} for e in projection.excluded],
+            "trace": resolution.trace,
+            "resolver_version": resolution.trace.get("resolver_version") or resolver.RESOLVER_VERSION,
+        }
+        if data.get("explain"):
+            explanation = resolution.explain(str(data["explain"]))
+            if explanation is None:
+                raise ValidationError("No candidate record with this id for this context.", field="explain")
+            body["explain"] = explanation.as_dict()
+        return Response(body)
+
+
+class MemoryHistoryApi(APIView):
+    @extend_schema(
+        operation_id="memory_history", parameters=[HistoryQuery],
+        responses={200: HistoryRowOutput(many=True), **problems(400)},
+        description="Every record of a scoped key in valid-time order with its effective end (W11). `scope` is a scope id; the user scope by default.",
+    )
+    def get(self, request):
+        params = validated(HistoryQuery, query_params(request))
+        user = user_by_ref(params["user"], field="user")
+        scope_id = params.get("scope") or f"user:{user.username}"
+        records = selectors.history_records(user, params["key"], scope_id)
+        many = selectors.registry([params["key"]]).is_many(params["key"])
+        ends = resolver.effective_ends(records, many=many)
+        rows = []
+        for r in resolver.history_order(records):
+            row = memory_json(r)
+            end = ends.get(r.id)
+            row["effective_until"] = MemoryOutput().fields["valid_from"].to_representation(end) if end else None
+            rows.append(row)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response(page)
+
+
+class MemoryRememberApi(APIView):
+    @extend_schema(
+        operation_id="memory_remember", request=RememberInput,
+        responses={200: RememberOutput, **problems(400)},
+        description="Run the rule-based extractor (SPEC §8) on a text and assert what it finds.",
+    )
+    def post(self, request):
+        data = validated(RememberInput, request.data)
+        ctx = load_context(data["context"])
+        results = services.memory_remember(ctx=ctx, text=data["text"], source=data.get("source"))
+        return Response({"extracted": [assert_json(r) for r in results]})
+
+
+class MemoryAskApi(APIView):
+    @extend_schema(
+        operation_id="memory_ask", parameters=[AskQuery],
+        responses={200: AskOutput, **problems(400)},
+        description="Answer a simple question from the user-scope memories that are active now.",
+    )
+    def get(self, request):
+        params = validated(AskQuery, query_params(request))
+        user = user_by_ref(params["user"], field="user")
+        key = question_key(params["q"])
+        if key is None:
+            return Response({"answer": None, "memory": None})
+        ctx = load_context({"user": user.username})
+        result = selectors.ContextResolution(ctx, [key])
+        active = [r for r in result.resolution.active if r.key == key]
+        if not active:
+            return Response({"answer": None, "memory": None})
+        active.sort(key=lambda r: (-r.valid_from.timestamp(), r.id))
+        answer = ", ".join(r.value for r in active) if result.registry.is_many(key) else active[0].value
+        return Response({"answer": answer, "memory": memory_json(active[0])})
+
+
+class TombstoneListApi(APIView):
+    @extend_schema(operation_id="tombstone_list", parameters=[TombstoneListQuery],
+                   responses={200: TombstoneOutput(many=True), **problems(400)})
+    def get(self, request):
+        params = validated(TombstoneListQuery, query_params(request))
+        user = user_by_ref(params["user"], field="user")
+        qs = Tombstone.objects.filter(user=user).select_related("user").order_by("-forgotten_at", "id")
+        paginator = Pagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(TombstoneOutput(page, many=True).data)
+
+
+class TombstoneDetailApi(APIView):
+    @extend_schema(operation_id="tombstone_delete", responses={204: None, **problems(404)},
+                   description="Let it learn this again (F4). Erased values do not come back.")
+    def delete(self, request, tombstone_id):
+        services.tombstone_delete(tombstone_id=tombstone_id)
+        return Response(status=204)

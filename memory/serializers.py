@@ -1,0 +1,214 @@
+"""Input and output shapes of the memory API (SPEC §10). Inputs are strict: unknown fields
+are refused, so a misspelt field never silently changes meaning."""
+
+from rest_framework import serializers
+
+from conversations.serializers import (
+    CleanCharField,
+    ContextInput,
+    ScopeInput,
+    ScopeOutput,
+    StrictSerializer,
+)
+
+from .domain import AUTHORITIES, STATUSES, VALUE_MAX
+
+
+class MemoryOutput(serializers.Serializer):
+    """A memory record as the API shows it; built from the pure-core record."""
+
+    id = serializers.UUIDField()
+    user = serializers.CharField()
+    key = serializers.CharField()
+    value = serializers.CharField(allow_blank=True)
+    scope = ScopeOutput()
+    status = serializers.ChoiceField(choices=STATUSES)
+    status_since = serializers.DateTimeField(allow_null=True)
+    authority = serializers.ChoiceField(choices=AUTHORITIES)
+    confidence = serializers.FloatField()
+    valid_from = serializers.DateTimeField()
+    valid_until = serializers.DateTimeField(allow_null=True)
+    retracted_at = serializers.DateTimeField(allow_null=True)
+    recorded_at = serializers.DateTimeField()
+    evidence_time = serializers.DateTimeField()
+    sources = serializers.ListField(child=serializers.UUIDField())
+    supersedes = serializers.UUIDField(allow_null=True)
+    version = serializers.IntegerField()
+
+
+def _dt(value):
+    if value is None:
+        return None
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def memory_json(record) -> dict:
+    """Fast rendering of a pure-core record in the `MemoryOutput` shape (the resolver's hot
+    path renders many of them; a schema test keeps the two in step)."""
+    return {
+        "id": record.id,
+        "user": record.user,
+        "key": record.key,
+        "value": record.value,
+        "scope": record.scope.as_dict(),
+        "status": record.status,
+        "status_since": _dt(record.status_since),
+        "authority": record.authority,
+        "confidence": record.confidence,
+        "valid_from": _dt(record.valid_from),
+        "valid_until": _dt(record.valid_until),
+        "retracted_at": _dt(record.retracted_at),
+        "recorded_at": _dt(record.recorded_at),
+        "evidence_time": _dt(record.evidence_time),
+        "sources": list(record.sources),
+        "supersedes": record.supersedes,
+        "version": record.version,
+    }
+
+
+class HistoryRowOutput(MemoryOutput):
+    effective_until = serializers.DateTimeField(allow_null=True)
+
+
+class MemoryAssertInput(StrictSerializer):
+    user = CleanCharField(max_length=150)
+    key = CleanCharField(max_length=200)
+    value = CleanCharField(max_length=VALUE_MAX, trim_whitespace=False)
+    scope = ScopeInput()
+    authority = serializers.ChoiceField(choices=AUTHORITIES, default="model-inferred")
+    confidence = serializers.FloatField(default=1.0, min_value=0.0, max_value=1.0)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    valid_until = serializers.DateTimeField(required=False, allow_null=True)
+    sources = serializers.ListField(child=serializers.UUIDField(), required=False, default=list, max_length=100)
+    supersedes = serializers.UUIDField(required=False, allow_null=True)
+    idempotency_key = CleanCharField(max_length=255, required=False, allow_null=True)
+
+
+class AssertOutput(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=["created", "unchanged", "replayed", "blocked"])
+    memory = MemoryOutput(allow_null=True)
+    reason = serializers.CharField(required=False)
+
+
+class MemoryListQuery(StrictSerializer):
+    user = CleanCharField(max_length=150)
+    key = CleanCharField(max_length=200, required=False)
+    scope = CleanCharField(max_length=255, required=False)
+    status = serializers.ChoiceField(choices=STATUSES, required=False)
+    limit = serializers.IntegerField(required=False, min_value=1)
+    offset = serializers.IntegerField(required=False, min_value=0)
+
+
+class MemoryCorrectInput(StrictSerializer):
+    value = CleanCharField(max_length=VALUE_MAX, trim_whitespace=False)
+
+
+class EmptyInput(StrictSerializer):
+    pass
+
+
+class MemoryForgetInput(StrictSerializer):
+    everywhere = serializers.BooleanField(default=False)
+    whole_key = serializers.BooleanField(default=False)
+
+
+class TombstoneOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    user = serializers.CharField(source="user.username")
+    scope = serializers.CharField(source="scope_id")
+    key = serializers.CharField()
+    has_value_hash = serializers.SerializerMethodField()
+    forgotten_at = serializers.DateTimeField()
+    blocks_sources_before = serializers.DateTimeField()
+
+    def get_has_value_hash(self, obj) -> bool:
+        return obj.value_hash is not None
+
+
+class RetractOutput(serializers.Serializer):
+    retracted_at = serializers.DateTimeField()
+    records = MemoryOutput(many=True)
+
+
+class ResolveInput(StrictSerializer):
+    context = ContextInput()
+    keys = serializers.ListField(child=CleanCharField(max_length=200), required=False, allow_empty=True, max_length=200)
+    explain = serializers.UUIDField(required=False, allow_null=True)
+
+
+class ExclusionOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    reason = serializers.CharField()
+
+
+class ProjectedOutput(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    value = serializers.CharField()
+    certainty = serializers.ChoiceField(choices=["confirmed", "likely", "uncertain"])
+    scope = ScopeOutput()
+
+
+class ExplainOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    step = serializers.CharField()
+    reason = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class ResolveOutput(serializers.Serializer):
+    active = MemoryOutput(many=True)
+    excluded = ExclusionOutput(many=True)
+    prompt = ProjectedOutput(many=True)
+    prompt_excluded = ExclusionOutput(many=True)
+    trace = serializers.DictField()
+    resolver_version = serializers.CharField()
+    explain = ExplainOutput(required=False)
+
+
+class HistoryQuery(StrictSerializer):
+    user = CleanCharField(max_length=150)
+    key = CleanCharField(max_length=200)
+    scope = CleanCharField(max_length=255, required=False)
+    limit = serializers.IntegerField(required=False, min_value=1)
+    offset = serializers.IntegerField(required=False, min_value=0)
+
+
+class RememberInput(StrictSerializer):
+    context = ContextInput()
+    text = CleanCharField(max_length=100_000, trim_whitespace=False)
+    source = serializers.UUIDField(required=False, allow_null=True)
+
+
+class ExtractedOutput(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=["created", "unchanged", "replayed", "blocked"])
+    memory = MemoryOutput(allow_null=True)
+    reason = serializers.CharField(required=False)
+
+
+class RememberOutput(serializers.Serializer):
+    extracted = ExtractedOutput(many=True)
+
+
+class AskQuery(StrictSerializer):
+    user = CleanCharField(max_length=150)
+    q = CleanCharField(max_length=500)
+
+
+class AskOutput(serializers.Serializer):
+    answer = serializers.CharField(allow_null=True)
+    memory = MemoryOutput(required=False, allow_null=True)
+
+
+class TombstoneListQuery(StrictSerializer):
+    user = CleanCharField(max_length=150)
+    limit = serializers.IntegerField(required=False, min_value=1)
+    offset = serializers.IntegerField(required=False, min_value=0)
+
+
+def assert_json(result) -> dict:
+    body = {"outcome": result.outcome, "memory": memory_json(result.record) if result.record else None}
+    if result.reason:
+        body["reason"] = result.reason
+    return body

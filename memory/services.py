@@ -1,0 +1,607 @@
+"""Memory writers (DESIGN habit 2): the only code that changes memory state. Each service runs
+in one transaction, reads the database clock once, holds the user's memory lock while it
+decides, calls the pure core, and saves.
+
+Serialisation: writes of one user take a row lock on that user's MemoryProfile. That makes the
+check-then-write steps of W2, W5 and W8 race-free (concurrent writers never duplicate a
+version, and one idempotency key stores one record), and the unique constraint on
+(user, scope_id, key, version) stays as a backstop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Q
+
+from config.clock import db_now
+from config.errors import AuthorityConflict, Conflict, IdempotencyKeyReused, ValidationError
+from conversations.models import Character, Conversation, Message
+
+from . import resolver
+from .domain import (
+    AUTHORITIES,
+    AUTHORITY_RANK,
+    SCOPE_KINDS,
+    VALUE_MAX,
+    Scope,
+    normalise_value,
+    valid_key,
+    value_hash,
+)
+from .domain import (
+    MemoryRecord as DomainRecord,
+)
+from .domain import (
+    Tombstone as DomainTombstone,
+)
+from .models import (
+    IdempotencyRecord,
+    MemoryProfile,
+    MemoryRecord,
+    MemorySource,
+    SlotRetraction,
+    Tombstone,
+)
+from .selectors import memory_get, records_to_domain, registry, tombstones_of
+
+log = logging.getLogger("companion.memory")
+
+
+@dataclass
+class AssertResult:
+    outcome: str  # created | unchanged | replayed | blocked
+    record: DomainRecord | None
+    reason: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def http_status(self) -> int:
+        return 201 if self.outcome == "created" else 200
+
+
+# ---------------------------------------------------------------------------------------------
+# Locks and small helpers
+
+
+def lock_profile(user) -> MemoryProfile:
+    """Take the user's memory write lock (and create the profile, with its secret, on first
+    use; a concurrent first use loses the insert race and then waits on the lock)."""
+    profile = MemoryProfile.objects.select_for_update().filter(user=user).first()
+    if profile is None:
+        try:
+            with transaction.atomic():
+                MemoryProfile.objects.create(user=user)
+        except IntegrityError:
+            pass
+        profile = MemoryProfile.objects.select_for_update().get(user=user)
+    return profile
+
+
+def _scope_row_fields(user, scope: Scope) -> dict:
+    """W1: resolve a scope's references against the database, owned by `user`."""
+    if scope.kind not in SCOPE_KINDS:
+        raise ValidationError("Unknown scope kind.", field="scope.kind")
+    fields: dict = {"scope_kind": scope.kind, "character": None, "conversation": None, "scene": None}
+    if scope.kind == "character":
+        character = Character.objects.filter(slug=scope.character).first()
+        if character is None:
+            raise ValidationError(f"Unknown character {scope.character!r}.", field="scope.character")
+        fields["character"] = character
+    elif scope.kind in ("conversation", "scene"):
+        conversation = Conversation.objects.filter(user=user, pk=scope.conversation).first()
+        if conversation is None:
+            raise ValidationError("Unknown conversation for this user.", field="scope.conversation")
+        fields["conversation"] = conversation
+        if scope.kind == "scene":
+            if not scope.scene:
+                raise ValidationError("A scene scope needs a scene id.", field="scope.scene")
+            fields["scene"] = scope.scene
+    return fields
+
+
+def _payload_hmac(secret: bytes, payload: dict) -> str:
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hmac.new(secret, canonical.encode(), hashlib.sha256).hexdigest()
+
+
+def _slot_records(user, scope_id: str, key: str, *, many: bool, value: str | None) -> list[DomainRecord]:
+    """Every stored record of a slot (W-steps work on slots): the scoped key, narrowed to the
+    value slot for a `many` key."""
+    records = records_to_domain(MemoryRecord.objects.filter(user=user, scope_id=scope_id, key=key), user.username)
+    if many and value is not None:
+        slot = normalise_value(value)
+        records = [r for r in records if r.status != "forgotten" and normalise_value(r.value) == slot]
+    return records
+
+
+def _next_version(user, scope_id: str, key: str) -> int:
+    """W8: 1 + the highest version of the scoped key, read under the user's lock."""
+    top = MemoryRecord.objects.filter(user=user, scope_id=scope_id, key=key).aggregate(m=Max("version"))["m"]
+    return (top or 0) + 1
+
+
+def _domain(record: MemoryRecord, username: str) -> DomainRecord:
+    return records_to_domain(MemoryRecord.objects.filter(pk=record.pk), username)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Assert (W1–W9)
+
+
+def memory_assert(
+    *,
+    user,
+    key: str,
+    value: str,
+    scope: Scope,
+    authority: str = "model-inferred",
+    confidence: float = 1.0,
+    valid_from: datetime | None = None,
+    valid_until: datetime | None = None,
+    sources: list[str] | tuple[str, ...] = (),
+    supersedes: str | None = None,
+    idempotency_key: str | None = None,
+) -> AssertResult:
+    """Write a memory: W1 validate, W2 idempotency, W3 tombstones, W4 retractions, W5
+    unchanged values, W6 store (with W7 authority, W8 versions, W9 out-of-order writes)."""
+    # W1: everything that can be checked without the lock, so bad input stores nothing.
+    if not isinstance(key, str) or not valid_key(key):
+        raise ValidationError(
+            "Keys are 1–120 characters of a-z, 0-9, '_', '-' and '.', with no leading, trailing or double dot.",
+            field="key",
+        )
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("A value must not be empty.", field="value")
+    if len(value) > VALUE_MAX:
+        raise ValidationError(f"At most {VALUE_MAX} characters.", field="value")
+    if authority not in AUTHORITIES:
+        raise ValidationError("Unknown authority.", field="authority")
+    if not (0.0 <= float(confidence) <= 1.0):
+        raise ValidationError("Confidence must be between 0 and 1.", field="confidence")
+    if valid_from is not None and valid_until is not None and valid_until <= valid_from:
+        raise ValidationError("valid_until must be after valid_from.", field="valid_until")
+    if idempotency_key is not None and not (1 <= len(idempotency_key) <= 255):
+        raise ValidationError("1–255 characters.", field="idempotency_key")
+    source_ids = sorted({str(s) for s in sources})
+
+    with transaction.atomic():
+        return _memory_assert_locked(
+            user=user, key=key, value=value, scope=scope, authority=authority,
+            confidence=float(confidence), valid_from=valid_from, valid_until=valid_until,
+            source_ids=source_ids, supersedes=str(supersedes) if supersedes else None,
+            idempotency_key=idempotency_key,
+        )
+
+
+def _memory_assert_locked(*, user, key, value, scope, authority, confidence, valid_from,
+                          valid_until, source_ids, supersedes, idempotency_key) -> AssertResult:
+    scope_fields = _scope_row_fields(user, scope)
+    messages = list(Message.objects.filter(user=user, pk__in=source_ids)) if source_ids else []
+    if len(messages) != len(source_ids):
+        raise ValidationError("Every source must be a message of this user.", field="sources")
+    profile = lock_profile(user)
+    secret = profile.secret_bytes()
+    now = db_now()
+
+    # W2: idempotency — the same key and payload replays, another payload is a conflict.
+    payload_hmac = None
+    if idempotency_key is not None:
+        payload = {
+            "key": key, "value": value, "scope": scope.as_dict(), "authority": authority,
+            "confidence": confidence, "valid_from": valid_from, "valid_until": valid_until,
+            "sources": source_ids, "supersedes": supersedes,
+        }
+        payload_hmac = _payload_hmac(secret, payload)
+        previous = IdempotencyRecord.objects.filter(user=user, key=idempotency_key).first()
+        if previous is not None:
+            if not hmac.compare_digest(previous.payload_hmac, payload_hmac):
+                raise IdempotencyKeyReused("This idempotency key was used with another payload.")
+            record = _domain(previous.record, user.username) if previous.record_id else None
+            return AssertResult("replayed", record, previous.reason or None, {"original_outcome": previous.outcome})
+
+    result = _assert_core(
+        user=user, key=key, value=value, scope=scope, scope_fields=scope_fields,
+        authority=authority, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
+        messages=messages, supersedes=supersedes, secret=secret, now=now,
+    )
+    if idempotency_key is not None:
+        IdempotencyRecord.objects.create(
+            user=user, key=idempotency_key, payload_hmac=payload_hmac, outcome=result.outcome,
+            reason=result.reason or "", record_id=result.record.id if result.record else None,
+            created_at=now,
+        )
+    log.info(
+        "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
+        result.outcome, key, scope.kind, authority, len(messages),
+    )
+    return result
+
+
+def _assert_core(*, user, key, value, scope, scope_fields, authority, confidence, valid_from,
+                 valid_until, messages, supersedes, secret, now) -> AssertResult:
+    many = registry([key]).is_many(key)
+    scope_id = scope.scope_id(user.username)
+    # SPEC §1: evidence time is fixed at write; valid_from defaults to it when there are sources.
+    evidence_time = max(m.created_at for m in messages) if messages else None
+    if valid_from is None:
+        valid_from = evidence_time or now
+        if valid_until is not None and valid_until <= valid_from:
+            raise ValidationError("valid_until must be after valid_from.", field="valid_until")
+    if evidence_time is None:
+        evidence_time = min(valid_from, now)
+    hashed = value_hash(secret, value) if many else None
+
+    # W3: a tombstone blocks the write; nothing is stored, not even the value.
+    for tombstone in tombstones_of(user, [key]):
+        if tombstone.blocks(user=user.username, key=key, scope_id=scope_id,
+                            evidence_time=evidence_time, hashed_value=value_hash(secret, value)):
+            return AssertResult("blocked", None, "forgotten")
+
+    # W4: a retracted slot stays retracted for evidence no newer than the retraction.
+    retracted = SlotRetraction.objects.filter(
+        user=user, scope_id=scope_id, key=key, value_hash=hashed or ""
+    ).aggregate(m=Max("retracted_at"))["m"]
+    born_closed = retracted is not None and evidence_time <= retracted
+    if born_closed:
+        closed_at = max(valid_from, retracted)
+        valid_until = closed_at if valid_until is None else min(valid_until, closed_at)
+        valid_until = max(valid_until, valid_from)
+
+    slot = _slot_records(user, scope_id, key, many=many, value=value)
+    tombstones = tombstones_of(user, [key])
+    winner = resolver.resolve_slot(slot, valid_from, tombstones=tombstones, many=many, secret=secret)
+
+    # W5: an unchanged value only merges provenance.
+    rank = AUTHORITY_RANK[authority]
+    if (
+        winner is not None
+        and normalise_value(winner.value) == normalise_value(value)
+        and winner.valid_from <= valid_from
+        and (winner.valid_until is None or (valid_until is not None and valid_until <= winner.valid_until))
+        and rank <= winner.authority_rank
+        and supersedes in (None, winner.id)
+    ):
+        if messages:
+            MemorySource.objects.bulk_create(
+                [MemorySource(memory_id=winner.id, message=m) for m in messages], ignore_conflicts=True
+            )
+        if confidence > winner.confidence:
+            MemoryRecord.objects.filter(pk=winner.id).update(confidence=confidence)
+        return AssertResult("unchanged", _domain(MemoryRecord(pk=winner.id), user.username))
+
+    # W6: store. An explicit supersedes must stay within the slot and not overrule authority.
+    supersedes_id = None
+    if supersedes is not None:
+        target = next((r for r in slot if r.id == supersedes), None)
+        if target is None:
+            raise ValidationError("supersedes must name a record of the same slot.", field="supersedes")
+        if target.authority_rank > rank:
+            raise AuthorityConflict(
+                f"The record to supersede has authority {target.authority}, higher than {authority}."
+            )
+        supersedes_id = target.id
+    elif not many and valid_until is None and not born_closed and winner is not None:
+        # W6/W7: implicit supersession only of a winner whose authority is not higher.
+        if winner.authority_rank <= rank:
+            supersedes_id = winner.id
+
+    record = _insert_record(
+        user=user, key=key, value=value, scope_id=scope_id, scope_fields=scope_fields,
+        authority=authority, confidence=confidence, valid_from=valid_from,
+        valid_until=valid_until, recorded_at=now, evidence_time=evidence_time,
+        supersedes_id=supersedes_id, messages=messages,
+    )
+    return AssertResult("created", _domain(record, user.username))
+
+
+def _insert_record(*, user, key, value, scope_id, scope_fields, authority, confidence,
+                   valid_from, valid_until, recorded_at, evidence_time, supersedes_id,
+                   messages, version=None, record_id=None, status="active",
+                   status_since=None, retracted_at=None) -> MemoryRecord:
+    """W8: the version is allocated under the user's lock; the unique constraint is the
+    backstop, so a racing writer that slipped past the lock retries with the next number."""
+    for _ in range(5):
+        try:
+            with transaction.atomic():
+                record = MemoryRecord(
+                    user=user, key=key, value=value, scope_id=scope_id, **scope_fields,
+                    authority=authority, confidence=confidence, valid_from=valid_from,
+                    valid_until=valid_until, recorded_at=recorded_at, evidence_time=evidence_time,
+                    supersedes_id=supersedes_id,
+                    version=version or _next_version(user, scope_id, key),
+                    status=status, status_since=status_since, retracted_at=retracted_at,
+                )
+                if record_id is not None:
+                    record.pk = record_id
+                record.save(force_insert=True)
+                if messages:
+                    MemorySource.objects.bulk_create([MemorySource(memory=record, message=m) for m in messages])
+                return record
+        except IntegrityError:
+            if version is not None:
+                raise
+            continue
+    raise Conflict("Could not allocate a version; please retry.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Confirm, correct, retract
+
+
+def _require_active_now(record: DomainRecord, user, now) -> None:
+    """Confirm and correct act on what is current: the record must win its slot now."""
+    many = registry([record.key]).is_many(record.key)
+    slot = _slot_records(user, record.scope_id, record.key, many=many, value=record.value if many else None)
+    secret = MemoryProfile.objects.get(user=user).secret_bytes()
+    winner = resolver.resolve_slot(slot, now, tombstones=tombstones_of(user, [record.key]), many=many, secret=secret)
+    if winner is None or winner.id != record.id:
+        raise Conflict("Only a memory that is current can be confirmed or corrected.")
+
+
+def memory_confirm(*, record_id, user=None) -> AssertResult:
+    """SPEC §2 Confirm: the same value again, `user-confirmed`, valid from now, superseding it."""
+    row = memory_get(record_id, user=user)
+    owner = row.user
+    with transaction.atomic():
+        lock_profile(owner)
+        record = _domain(row, owner.username)
+        now = db_now()
+        _require_active_now(record, owner, now)
+        if record.authority_rank >= AUTHORITY_RANK["user-confirmed"]:
+            return AssertResult("unchanged", record)
+        new = _insert_record(
+            user=owner, key=record.key, value=record.value, scope_id=record.scope_id,
+            scope_fields=_scope_row_fields(owner, record.scope), authority="user-confirmed",
+            confidence=1.0, valid_from=now, valid_until=None, recorded_at=now,
+            evidence_time=now, supersedes_id=record.id, messages=[],
+        )
+        log.info("memory_confirm key=%s", record.key)
+        return AssertResult("created", _domain(new, owner.username))
+
+
+def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
+    """SPEC §2 Correct: the new value, `user-corrected`, valid from now, in the record's scope,
+    superseding it; for a `many` key the old value slot is retracted and the new value asserted."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("A value must not be empty.", field="value")
+    if len(value) > VALUE_MAX:
+        raise ValidationError(f"At most {VALUE_MAX} characters.", field="value")
+    row = memory_get(record_id, user=user)
+    owner = row.user
+    with transaction.atomic():
+        lock_profile(owner)
+        record = _domain(row, owner.username)
+        now = db_now()
+        _require_active_now(record, owner, now)
+        if registry([record.key]).is_many(record.key):
+            _retract_slot(owner, record, now)
+            secret = MemoryProfile.objects.get(user=owner).secret_bytes()
+            return _assert_core(
+                user=owner, key=record.key, value=value, scope=record.scope,
+                scope_fields=_scope_row_fields(owner, record.scope), authority="user-corrected",
+                confidence=1.0, valid_from=now, valid_until=None, messages=[], supersedes=None,
+                secret=secret, now=now,
+            )
+        new = _insert_record(
+            user=owner, key=record.key, value=value, scope_id=record.scope_id,
+            scope_fields=_scope_row_fields(owner, record.scope), authority="user-corrected",
+            confidence=1.0, valid_from=now, valid_until=None, recorded_at=now,
+            evidence_time=now, supersedes_id=record.id, messages=[],
+        )
+        log.info("memory_correct key=%s", record.key)
+        return AssertResult("created", _domain(new, owner.username))
+
+
+def _retract_slot(user, record: DomainRecord, now) -> list[str]:
+    """W10: close, at `now`, every record of the slot that has not ended (which includes every
+    record they supersede, since supersession stays within the slot), stamping retracted_at;
+    a record that has not started yet gets an empty window. The time is kept for W4."""
+    many = registry([record.key]).is_many(record.key)
+    secret = MemoryProfile.objects.get(user=user).secret_bytes()
+    slot = _slot_records(user, record.scope_id, record.key, many=many, value=record.value if many else None)
+    closed = []
+    for r in slot:
+        if r.status == "forgotten":
+            continue
+        if r.valid_until is None or r.valid_until > now:
+            end = max(r.valid_from, now)
+            MemoryRecord.objects.filter(pk=r.id).update(valid_until=end, retracted_at=now)
+            closed.append(r.id)
+    SlotRetraction.objects.create(
+        user=user, scope_id=record.scope_id, key=record.key,
+        value_hash=value_hash(secret, record.value) if many else "", retracted_at=now,
+    )
+    return closed
+
+
+@dataclass
+class RetractResult:
+    retracted_at: datetime
+    records: list[DomainRecord]
+
+
+def memory_retract(*, record_id, user=None) -> RetractResult:
+    """W10: "I don't have a dog anymore" — retract the slot of this record."""
+    row = memory_get(record_id, user=user)
+    owner = row.user
+    with transaction.atomic():
+        lock_profile(owner)
+        record = _domain(row, owner.username)
+        if record.status == "forgotten":
+            raise Conflict("This memory was forgotten; there is nothing to retract.")
+        now = db_now()
+        closed = _retract_slot(owner, record, now)
+        log.info("memory_retract key=%s closed=%d", record.key, len(closed))
+        records = records_to_domain(MemoryRecord.objects.filter(pk__in=closed), owner.username)
+        return RetractResult(now, sorted(records, key=lambda r: (r.valid_from, r.version)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Forget (F1–F4)
+
+
+def memory_forget(*, record_id, user=None, everywhere: bool = False, whole_key: bool = False) -> Tombstone:
+    """F1/F2: forget the slot of a record. For a `many` key only its value slot, unless
+    `whole_key`; `everywhere` forgets the key in every scope, present and future."""
+    row = memory_get(record_id, user=user)
+    owner = row.user
+    if row.status == "forgotten":
+        raise Conflict("This memory is already forgotten.")
+    many = registry([row.key]).is_many(row.key)
+    return forget_key(
+        user=owner, key=row.key, scope_id="*" if everywhere else row.scope_id,
+        value=row.value if many and not whole_key else None,
+    )
+
+
+def forget_key(*, user, key: str, scope_id: str, value: str | None = None) -> Tombstone:
+    """Create a tombstone and purge every record it covers in the same transaction (F1, F2).
+    The tombstone keeps only a keyed hash of `value` (value-level forget), never the value."""
+    with transaction.atomic():
+        profile = lock_profile(user)
+        secret = profile.secret_bytes()
+        now = db_now()
+        tombstone = Tombstone.objects.create(
+            user=user, scope_id=scope_id, key=key,
+            value_hash=value_hash(secret, value) if value is not None else None,
+            forgotten_at=now, blocks_sources_before=now,
+        )
+        purged = _purge(user, [_tombstone_domain(tombstone, user)], secret)
+        log.info("memory_forget key=%s scope=%s value_level=%s purged=%d",
+                 key, "*" if scope_id == "*" else scope_id.split(":", 1)[0], value is not None, purged)
+        return tombstone
+
+
+def _tombstone_domain(t: Tombstone, user) -> DomainTombstone:
+    return DomainTombstone(
+        id=str(t.id), user=user.username, scope_id=t.scope_id, key=t.key, value_hash=t.value_hash,
+        forgotten_at=t.forgotten_at, blocks_sources_before=t.blocks_sources_before,
+    )
+
+
+def _purge(user, tombstones: list[DomainTombstone], secret: bytes) -> int:
+    """F2: every record a tombstone covers becomes a skeleton: status `forgotten` since the
+    forget, value erased, provenance links dropped."""
+    keys = {t.key for t in tombstones}
+    qs = MemoryRecord.objects.filter(user=user, key__in=keys).exclude(status="forgotten")
+    doomed: dict[str, datetime] = {}
+    for rid, key, scope_id, value, evidence in qs.values_list("id", "key", "scope_id", "value", "evidence_time"):
+        hashed = None
+        for t in tombstones:
+            if t.value_hash is not None and hashed is None:
+                hashed = value_hash(secret, value)
+            if t.blocks(user=user.username, key=key, scope_id=scope_id, evidence_time=evidence, hashed_value=hashed):
+                doomed[str(rid)] = t.forgotten_at
+                break
+    for rid, at in doomed.items():
+        MemoryRecord.objects.filter(pk=rid).update(status="forgotten", status_since=at, value="")
+    if doomed:
+        MemorySource.objects.filter(memory_id__in=list(doomed)).delete()
+    return len(doomed)
+
+
+def tombstone_delete(*, tombstone_id, user=None) -> None:
+    """F4: "let it learn this again". Erased values do not come back."""
+    from .selectors import parse_uuid
+
+    qs = Tombstone.objects.filter(pk=parse_uuid(tombstone_id, field="tombstone"))
+    if user is not None:
+        qs = qs.filter(user=user)
+    tombstone = qs.first()
+    if tombstone is None:
+        from config.errors import NotFound
+
+        raise NotFound("No such tombstone.")
+    with transaction.atomic():
+        lock_profile(tombstone.user)
+        tombstone.delete()
+    log.info("tombstone_delete key=%s", tombstone.key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalisation (W12)
+
+
+def memory_normalise(*, user=None, now: datetime | None = None, batch_users: int = 200) -> int:
+    """W12: write stored statuses (`expired`, `superseded`) from the pure plan. Idempotent and
+    safe at any time: each user is done in its own transaction under the user's lock, and the
+    plan marks chains oldest first, so a partial run leaves a consistent state."""
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    users = User.objects.filter(pk=user.pk) if user is not None else User.objects.filter(memories__isnull=False).distinct()
+    changed = 0
+    for u in users.iterator(chunk_size=batch_users):
+        with transaction.atomic():
+            lock_profile(u)
+            at = now or db_now()
+            records = records_to_domain(MemoryRecord.objects.filter(user=u), u.username)
+            for change in resolver.plan_normalisation(records, at):
+                MemoryRecord.objects.filter(pk=change.id, user=u).exclude(status="forgotten").update(
+                    status=change.status, status_since=change.status_since
+                )
+                changed += 1
+    log.info("memory_normalise changed=%d", changed)
+    return changed
+
+
+def ensure_profile(user) -> MemoryProfile:
+    profile, _ = MemoryProfile.objects.get_or_create(user=user)
+    return profile
+
+
+__all__ = [
+    "AssertResult", "RetractResult", "memory_assert", "memory_confirm", "memory_correct",
+    "memory_retract", "memory_forget", "forget_key", "tombstone_delete", "memory_normalise",
+    "lock_profile", "ensure_profile", "Q",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction (SPEC §8)
+
+
+def memory_remember(*, ctx, text: str, source=None, source_message: Message | None = None) -> list[AssertResult]:
+    """Run the rule-based extractor and assert what it finds in the user scope with
+    authority `rule-extracted` and the message as source. An explicit correction corrects the
+    record of that key projected for the context, in that record's scope; with none it is
+    asserted in the user scope as `user-corrected`."""
+    from .extract import extract
+    from .selectors import ContextResolution, last_named_key
+
+    user = ctx.user
+    if source_message is None and source is not None:
+        source_message = Message.objects.filter(user=user, pk=source).first()
+        if source_message is None:
+            raise ValidationError("Unknown message for this user.", field="source")
+    sources = [str(source_message.pk)] if source_message is not None else []
+    results: list[AssertResult] = []
+    for found in extract(text, last_named_key=last_named_key(user)):
+        if not found.correction:
+            results.append(memory_assert(
+                user=user, key=found.key, value=found.value, scope=Scope("user"),
+                authority="rule-extracted", sources=sources,
+            ))
+            continue
+        current = ContextResolution(ctx, [found.key])
+        target = next((p.record for p in current.projection.prompt if p.key == found.key), None)
+        if target is None:
+            results.append(memory_assert(
+                user=user, key=found.key, value=found.value, scope=Scope("user"),
+                authority="user-corrected", sources=sources,
+            ))
+        elif current.registry.is_many(found.key):
+            results.append(memory_correct(record_id=target.id, value=found.value, user=user))
+        else:
+            results.append(memory_assert(
+                user=user, key=found.key, value=found.value, scope=target.scope,
+                authority="user-corrected", sources=sources, supersedes=target.id,
+            ))
+    return results

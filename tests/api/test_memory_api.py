@@ -1,0 +1,223 @@
+"""The memory endpoints (SPEC §10), through HTTP with a runtime token."""
+
+import uuid
+
+import pytest
+
+from memory.models import MemoryRecord, Tombstone
+from tests.factories import ConversationFactory, MessageFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+USER_SCOPE = {"kind": "user"}
+
+
+def assert_memory(api, **body):
+    body.setdefault("scope", USER_SCOPE)
+    return api.post("/api/v1/memories", body, format="json")
+
+
+def problem(response, status, code):
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    body = response.json()
+    assert body["code"] == code and body["status"] == status
+    assert {"type", "title", "detail"} <= set(body)
+    return body
+
+
+MEMORY_FIELDS = {
+    "id", "user", "key", "value", "scope", "status", "status_since", "authority", "confidence",
+    "valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time", "sources",
+    "supersedes", "version",
+}
+
+
+def test_it_creates_a_memory_with_every_field(api, sam):
+    """§10: 201 with outcome `created` and the memory shape; times in RFC 3339 with Z."""
+    r = assert_memory(api, user="sam", key="pet.name", value="Rex", valid_from="2026-08-05T12:00:00Z")
+    assert r.status_code == 201
+    body = r.json()
+    assert body["outcome"] == "created"
+    assert set(body["memory"]) == MEMORY_FIELDS
+    assert body["memory"]["valid_from"] == "2026-08-05T12:00:00Z"
+    assert body["memory"]["recorded_at"].endswith("Z")
+    assert body["memory"]["scope"] == {"kind": "user"}
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"key": "Bad Key!"}, "key"),
+        ({"value": ""}, "value"),
+        ({"confidence": 2}, "confidence"),
+        ({"confidence": "high"}, "confidence"),
+        ({"scope": {"kind": "galaxy"}}, "scope.kind"),
+        ({"scope": {"kind": "character"}}, "scope.character"),
+        ({"scope": {"kind": "user", "character": "x"}}, "scope.character"),
+        ({"scope": {"kind": "conversation", "conversation": "not-a-uuid"}}, "scope.conversation"),
+        ({"valid_from": "yesterday"}, "valid_from"),
+        ({"valid_from": "2026-08-02T00:00:00Z", "valid_until": "2026-08-01T00:00:00Z"}, "valid_until"),
+        ({"sources": ["not-a-uuid"]}, "sources.0"),
+        ({"user": "nobody"}, "user"),
+        ({"colour": "blue"}, "colour"),
+        ({"value": "nul\x00byte"}, "value"),
+        ({"authority": "boss"}, "authority"),
+    ],
+)
+def test_it_answers_bad_input_with_a_problem_naming_the_field(api, sam, patch, field):
+    """W1 / §10: 400 validation_error naming the field; nothing stored."""
+    body = {"user": "sam", "key": "pet.name", "value": "Rex", **patch}
+    r = assert_memory(api, **body)
+    errors = problem(r, 400, "validation_error")["errors"]
+    assert field in errors, errors
+    assert MemoryRecord.objects.count() == 0
+
+
+def test_it_refuses_malformed_json(api, sam):
+    r = api.post("/api/v1/memories", data=b"{not json", content_type="application/json")
+    problem(r, 400, "validation_error")
+
+
+def test_it_refuses_a_missing_or_revoked_token(client, api_token, sam):
+    """§10: the API needs a Bearer token; a session never gets in."""
+    problem(client.get("/api/v1/memories?user=sam"), 401, "unauthenticated")
+    from django.utils import timezone
+
+    from config.models import ApiToken
+
+    ApiToken.objects.update(revoked_at=timezone.now())
+    r = client.get("/api/v1/memories?user=sam", HTTP_AUTHORIZATION=f"Bearer {api_token}")
+    problem(r, 401, "unauthenticated")
+
+
+def test_it_does_not_accept_a_session(client, sam):
+    """§10: pages use sessions; the API never accepts one."""
+    sam.is_staff = sam.is_superuser = True
+    sam.save()
+    client.force_login(sam)
+    problem(client.get("/api/v1/memories?user=sam"), 401, "unauthenticated")
+
+
+def test_it_answers_unchanged_and_replayed_with_200(api, sam):
+    """W2/W5 outcomes are 200."""
+    first = assert_memory(api, user="sam", key="story.lantern.status", value="unlit", idempotency_key="a")
+    assert first.status_code == 201
+    again = assert_memory(api, user="sam", key="story.lantern.status", value="unlit", idempotency_key="a")
+    assert (again.status_code, again.json()["outcome"]) == (200, "replayed")
+    same = assert_memory(api, user="sam", key="story.lantern.status", value="Unlit")
+    assert (same.status_code, same.json()["outcome"]) == (200, "unchanged")
+    reused = assert_memory(api, user="sam", key="story.lantern.status", value="lit", idempotency_key="a")
+    problem(reused, 409, "idempotency_key_reused")
+
+
+def test_it_answers_an_authority_conflict_with_409(api, sam):
+    """W6: explicit supersedes over a higher authority → 409 authority_conflict."""
+    corrected = assert_memory(api, user="sam", key="pet.name", value="Max", authority="user-corrected").json()
+    r = assert_memory(api, user="sam", key="pet.name", value="Rex", supersedes=corrected["memory"]["id"])
+    problem(r, 409, "authority_conflict")
+
+
+def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
+    created = assert_memory(api, user="sam", key="pet.name", value="Rex", authority="rule-extracted").json()["memory"]
+    listed = api.get("/api/v1/memories?user=sam&key=pet.name").json()
+    assert listed["count"] == 1 and listed["results"][0]["id"] == created["id"]
+    assert api.get(f"/api/v1/memories/{created['id']}").json()["value"] == "Rex"
+
+    confirmed = api.post(f"/api/v1/memories/{created['id']}/confirm", {}, format="json")
+    assert confirmed.status_code == 201 and confirmed.json()["memory"]["authority"] == "user-confirmed"
+    corrected = api.post(f"/api/v1/memories/{confirmed.json()['memory']['id']}/correct", {"value": "Max"}, format="json")
+    assert corrected.status_code == 201 and corrected.json()["memory"]["value"] == "Max"
+    retracted = api.post(f"/api/v1/memories/{corrected.json()['memory']['id']}/retract", {}, format="json")
+    assert retracted.status_code == 200 and len(retracted.json()["records"]) == 3
+
+    other = assert_memory(api, user="sam", key="dog.name", value="Bolt").json()["memory"]
+    forgot = api.post(f"/api/v1/memories/{other['id']}/forget", {"everywhere": True}, format="json")
+    assert forgot.status_code == 200
+    assert set(forgot.json()) == {"id", "user", "scope", "key", "has_value_hash", "forgotten_at", "blocks_sources_before"}
+    assert forgot.json()["scope"] == "*" and forgot.json()["has_value_hash"] is False
+    assert api.get(f"/api/v1/memories/{other['id']}").json()["value"] == ""
+
+    tombstones = api.get("/api/v1/tombstones?user=sam").json()
+    assert tombstones["count"] == 1
+    assert api.delete(f"/api/v1/tombstones/{forgot.json()['id']}").status_code == 204
+    assert Tombstone.objects.count() == 0
+
+
+def test_it_answers_404_for_unknown_ids(api, sam):
+    problem(api.get(f"/api/v1/memories/{uuid.uuid4()}"), 404, "not_found")
+    problem(api.get("/api/v1/memories/not-a-uuid"), 404, "not_found")
+    problem(api.post(f"/api/v1/memories/{uuid.uuid4()}/confirm", {}, format="json"), 404, "not_found")
+    problem(api.delete(f"/api/v1/tombstones/{uuid.uuid4()}"), 404, "not_found")
+
+
+def test_it_resolves_with_prompt_and_explain(api, sam, ctx, conv):
+    """§5/§10: resolve answers active/excluded and, separately, the projection."""
+    msg = MessageFactory(conversation=conv)
+    harbor = assert_memory(api, user="sam", key="basil_plant.name", value="Harbor", sources=[str(msg.pk)]).json()["memory"]
+    api.post(f"/api/v1/memories/{harbor['id']}/correct", {"value": "Marlowe"}, format="json")
+    unsupported = assert_memory(api, user="sam", key="letter.status", value="sent").json()["memory"]
+    r = api.post("/api/v1/memory/resolve", {"context": ctx, "explain": harbor["id"]}, format="json")
+    assert r.status_code == 200
+    body = r.json()
+    assert [m["value"] for m in body["active"] if m["key"] == "basil_plant.name"] == ["Marlowe"]
+    assert {"id": harbor["id"], "reason": "superseded"} in body["excluded"]
+    assert [p["value"] for p in body["prompt"]] == ["Marlowe"]
+    assert body["prompt"][0] == {"key": "basil_plant.name", "label": "Basil plant's name", "value": "Marlowe",
+                                 "certainty": "confirmed", "scope": {"kind": "user"}}
+    assert {"id": unsupported["id"], "reason": "unsupported"} in body["prompt_excluded"]
+    assert body["explain"]["id"] == harbor["id"] and body["explain"]["step"] == "R5"
+    assert body["resolver_version"]
+
+
+def test_it_refuses_a_context_with_a_conversation_of_another_user(api, sam, rowan):
+    other = ConversationFactory(user=UserFactory(username="mallory"), character=rowan)
+    r = api.post("/api/v1/memory/resolve", {"context": {"user": "sam", "conversation": str(other.pk)}}, format="json")
+    assert "context.conversation" in problem(r, 400, "validation_error")["errors"]
+
+
+def test_it_shows_history_with_effective_ends(api, sam):
+    """W11 through the API: rows in valid-time order with `effective_until`."""
+    a = assert_memory(api, user="sam", key="pet.name", value="Rex", valid_from="2026-08-01T00:00:00Z").json()["memory"]
+    b = assert_memory(api, user="sam", key="pet.name", value="Max", valid_from="2026-08-03T00:00:00Z").json()["memory"]
+    r = api.get("/api/v1/memory/history?user=sam&key=pet.name")
+    rows = r.json()["results"]
+    assert [row["id"] for row in rows] == [a["id"], b["id"]]
+    assert rows[0]["effective_until"] == "2026-08-03T00:00:00Z"
+    assert rows[1]["effective_until"] is None
+
+
+def test_it_remembers_and_answers_questions(api, sam, ctx):
+    """§8: remember extracts and asserts; ask answers from active memories."""
+    r = api.post("/api/v1/memory/remember", {"context": ctx, "text": "Priya works at Acme."}, format="json")
+    assert r.status_code == 200
+    extracted = r.json()["extracted"]
+    assert [(e["outcome"], e["memory"]["key"], e["memory"]["value"]) for e in extracted] == [
+        ("created", "people.priya.works_at", "Acme")
+    ]
+    assert extracted[0]["memory"]["authority"] == "rule-extracted"
+    answer = api.get("/api/v1/memory/ask", {"user": "sam", "q": "Where does Priya work?"}).json()
+    assert answer["answer"] == "Acme" and answer["memory"]["id"] == extracted[0]["memory"]["id"]
+    assert api.get("/api/v1/memory/ask", {"user": "sam", "q": "Where does Nobody work?"}).json()["answer"] is None
+
+
+@pytest.mark.parametrize("n", [10, 1000])
+def test_it_resolves_in_a_constant_number_of_queries(api, sam, ctx, conv, n, django_assert_num_queries):
+    """DESIGN: resolve runs a constant number of SQL queries, whatever the number of records."""
+    from config.clock import db_now
+    from memory.models import MemoryRecord, MemorySource
+
+    now = db_now()
+    msg = MessageFactory(conversation=conv)
+    rows = [
+        MemoryRecord(user=sam, key=f"fact.k{i % 50}", value=f"v{i}", scope_kind="user", scope_id="user:sam",
+                     valid_from=now, recorded_at=now, evidence_time=now, version=i + 1, authority="rule-extracted")
+        for i in range(n)
+    ]
+    MemoryRecord.objects.bulk_create(rows)
+    MemorySource.objects.bulk_create([MemorySource(memory=r, message=msg) for r in rows])
+    body = {"context": {**ctx, "now": "2030-01-01T00:00:00Z"}}
+    with django_assert_num_queries(7):
+        r = api.post("/api/v1/memory/resolve", body, format="json")
+    assert r.status_code == 200
+    assert len(r.json()["active"]) == min(n, 50)

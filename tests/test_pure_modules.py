@@ -1,0 +1,27 @@
+"""DESIGN habit 1: the pure core imports only the standard library. Each module is imported
+in a fresh interpreter and must not pull in Django or DRF, directly or indirectly."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PURE = [
+    "memory.domain", "memory.resolver", "memory.projection", "memory.extract",
+    "policy.domain", "policy.engine",
+    "conversations.planner", "conversations.tokens",
+    "config.errors",
+]
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_it_keeps_the_pure_core_free_of_django(module):
+    code = (
+        f"import sys, {module}\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework', 'drf_spectacular'))\n"
+        "assert not bad, bad\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, env={"PYTHONPATH": str(root)})
+    assert result.returncode == 0, result.stderr
