@@ -94,3 +94,177 @@ class ConversationDeleteApi(APIView):
     def delete(self, request, conversation_id):
         services.conversation_delete(conversation_id=conversation_id)
         return Response(status=204)
+
+
+# ---------------------------------------------------------------------------------------------
+# Turns, prompt plans and replies (SPEC §7)
+
+
+from memory.models import MemoryRecord  # noqa: E402
+from memory.selectors import records_to_domain  # noqa: E402
+from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json  # noqa: E402
+
+from .models import Turn  # noqa: E402
+from .serializers import SCENE_MAX  # noqa: E402
+
+
+class TurnCreateInput(StrictSerializer):
+    turn_key = CleanCharField(max_length=255)
+    content = CleanCharField(trim_whitespace=False)
+    scene = CleanCharField(max_length=SCENE_MAX, required=False, allow_null=True)
+
+
+class MessageRefOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    seq = serializers.IntegerField()
+
+
+class TurnOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    conversation = serializers.UUIDField()
+    turn_key = serializers.CharField()
+    scene = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=["open", "replied"])
+    user_message = MessageRefOutput()
+    extracted = ExtractedOutput(many=True)
+
+
+def turn_json(turn: Turn) -> dict:
+    """The turn with its extraction outcomes; memories are shown as they are now (a forget
+    since then shows the erased skeleton)."""
+    ids = [e["memory"] for e in turn.extracted if e.get("memory")]
+    records = {}
+    if ids:
+        records = {r.id: r for r in records_to_domain(MemoryRecord.objects.filter(pk__in=ids), turn.conversation.user.username)}
+    extracted = []
+    for e in turn.extracted:
+        item = {"outcome": e["outcome"], "memory": memory_json(records[e["memory"]]) if e.get("memory") in records else None}
+        if e.get("reason"):
+            item["reason"] = e["reason"]
+        extracted.append(item)
+    return {
+        "id": str(turn.pk),
+        "conversation": str(turn.conversation_id),
+        "turn_key": turn.turn_key,
+        "scene": turn.scene,
+        "status": turn.status,
+        "user_message": {"id": str(turn.user_message_id), "seq": turn.user_message.seq},
+        "extracted": extracted,
+    }
+
+
+class TurnCreateApi(APIView):
+    @extend_schema(
+        operation_id="turn_create", request=TurnCreateInput,
+        responses={201: TurnOutput, 200: TurnOutput, **problems(400, 404, 409)},
+        description="Store the user message, create the turn and extract memories from it (I1, I4, §8). "
+        "A retry with the same turn_key and content answers 200 with the same turn; other content is a 409.",
+    )
+    def post(self, request, conversation_id):
+        data = validated(TurnCreateInput, request.data)
+        result = services.turn_create(
+            conversation_id=conversation_id, turn_key=data["turn_key"], content=data["content"],
+            scene=data.get("scene"),
+        )
+        return Response(turn_json(result.turn), status=201 if result.created else 200)
+
+
+class PromptPlanQuery(StrictSerializer):
+    budget = serializers.IntegerField(min_value=1, max_value=10_000_000)
+    memory_share = serializers.FloatField(required=False, default=0.3, min_value=0.0, max_value=1.0)
+    history = serializers.ChoiceField(choices=["contiguous", "skip"], required=False, default="contiguous")
+    capabilities = CleanCharField(required=False, allow_blank=True, default="", max_length=2000,
+                                  help_text="Comma-separated capability names.")
+    now = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class PlanMessageOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    seq = serializers.IntegerField()
+    content = serializers.CharField()
+    estimated_tokens = serializers.IntegerField()
+
+
+class PlanHistoryOutput(PlanMessageOutput):
+    role = serializers.ChoiceField(choices=["user", "assistant", "system"])
+
+
+class PlanExclusionOutput(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["memory", "message"])
+    id = serializers.UUIDField()
+    reason = serializers.CharField()
+
+
+def _decision_output():
+    from policy.serializers import DecisionOutput
+
+    return DecisionOutput
+
+
+class PromptPlanOutput(serializers.Serializer):
+    turn = serializers.UUIDField()
+    boundary_seq = serializers.IntegerField()
+    current_message = PlanMessageOutput()
+    history = PlanHistoryOutput(many=True)
+    memories = ProjectedOutput(many=True)
+    policy = serializers.ListField(child=serializers.DictField())
+    excluded = PlanExclusionOutput(many=True)
+    estimated_tokens = serializers.IntegerField()
+    budget = serializers.IntegerField()
+    plan_hash = serializers.CharField()
+    resolver_version = serializers.CharField()
+
+
+class TurnPromptPlanApi(APIView):
+    @extend_schema(
+        operation_id="turn_prompt_plan", parameters=[PromptPlanQuery],
+        responses={200: PromptPlanOutput, **problems(400, 404, 422)},
+        description="The prompt plan of a turn under a token budget (I1–I5).",
+    )
+    def get(self, request, turn_id):
+        from .planner import plan_body
+
+        params = validated(PromptPlanQuery, dict(request.query_params.items()))
+        capabilities = tuple(c.strip() for c in params["capabilities"].split(",") if c.strip())
+        result = services.turn_prompt_plan(
+            turn_id=turn_id, budget=params["budget"], memory_share=params["memory_share"],
+            history=params["history"], capabilities=capabilities, now=params.get("now"),
+        )
+        body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
+        DecisionOutput = _decision_output()
+        body["policy"] = [DecisionOutput(d).data for d in result.decisions]
+        body["budget"] = params["budget"]
+        from memory.domain import RESOLVER_VERSION
+
+        body["resolver_version"] = RESOLVER_VERSION
+        return Response(body)
+
+
+class TurnReplyInput(StrictSerializer):
+    content = CleanCharField(trim_whitespace=False)
+
+
+class ReplyMessageOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    seq = serializers.IntegerField()
+    role = serializers.CharField()
+    content = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class TurnReplyOutput(serializers.Serializer):
+    message = ReplyMessageOutput()
+    replayed = serializers.BooleanField()
+
+
+class TurnReplyApi(APIView):
+    @extend_schema(
+        operation_id="turn_reply", request=TurnReplyInput,
+        responses={201: TurnReplyOutput, 200: TurnReplyOutput, **problems(400, 404)},
+        description="Commit the assistant reply exactly once (I4): 201 the first time, then 200 with `replayed: true` and the first message.",
+    )
+    def post(self, request, turn_id):
+        data = validated(TurnReplyInput, request.data)
+        result = services.turn_commit_reply(turn_id=turn_id, content=data["content"])
+        body = {"message": ReplyMessageOutput(result.message).data, "replayed": result.replayed}
+        return Response(body, status=200 if result.replayed else 201)

@@ -52,7 +52,7 @@ class Message(models.Model):
     created_at = models.DateTimeField()
 
     class Meta:
-        ordering = ["conversation", "seq"]
+        ordering = ["conversation_id", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique"),
             models.CheckConstraint(condition=Q(seq__gte=1), name="message_seq_positive"),
@@ -60,3 +60,34 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"message #{self.seq}"
+
+
+class Turn(models.Model):
+    """One exchange, created from a user message with the client's `turn_key` (I1, I4).
+
+    `extracted` keeps the extraction outcomes as ids; `plan_snapshot` keeps the last plan's
+    ids and hash (never text) so a past plan can be explained."""
+
+    STATUSES = [("open", "open"), ("replied", "replied")]
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    turn_key = models.CharField(max_length=255)
+    scene = models.CharField(max_length=100, null=True, blank=True)
+    status = models.CharField(max_length=10, choices=STATUSES, default="open")
+    user_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn")
+    reply_message = models.OneToOneField(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="reply_to")
+    created_at = models.DateTimeField()
+    extracted = models.JSONField(default=list, blank=True)
+    plan_snapshot = models.JSONField(null=True, blank=True)
+    plan_hash = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        ordering = ["conversation_id", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "turn_key"], name="turn_key_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_key}"

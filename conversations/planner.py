@@ -43,7 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -234,10 +234,16 @@ def build_plan(
     memory_excluded: Sequence[tuple[str, str] | Exclusion],
     params: PlanParams,
     resolver_version: str,
+    history_candidates: Sequence[HistoryCandidate] | None = None,
+    fetch_content: Callable[[list[str]], Mapping[str, str]] | None = None,
 ) -> Plan:
     """Build the prompt plan for one turn (I1, I3). See the module docstring for the rules.
     ``memory_excluded`` takes ``(id, reason)`` pairs or ``Exclusion`` objects from the
-    resolver and projection."""
+    resolver and projection.
+
+    A long conversation need not be loaded whole: pass ``history_candidates`` (ids, seqs and
+    byte lengths) instead of ``history`` and a ``fetch_content(ids)`` callback; only the
+    messages the budget admits are then fetched. Both ways give the same plan."""
     validate_params(params)
     budget = params.budget
     excluded: set[tuple[str, str, str]] = set()
@@ -274,14 +280,25 @@ def build_plan(
         )
 
     # History: the boundary first (I1), then the budget by size alone.
-    eligible = _eligible_history(current, history)
-    by_id = {m.id: m for m in eligible}
-    candidates = [
-        HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode("utf-8"))) for m in eligible
-    ]
+    if history_candidates is None:
+        eligible = _eligible_history(current, history)
+        by_id = {m.id: m for m in eligible}
+        candidates = [
+            HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode("utf-8"))) for m in eligible
+        ]
+    else:
+        candidates = [
+            c for c in history_candidates if c.id != current.id and c.seq < current.seq
+        ]
     chosen_ids, dropped_ids = select_history(
         memory_tokens + current_tokens, candidates, budget, params.history
     )
+    if history_candidates is not None:
+        if fetch_content is None:
+            raise TypeError("history_candidates needs fetch_content")
+        contents = fetch_content(list(chosen_ids))
+        meta = {c.id: c for c in candidates}
+        by_id = {i: PlanMessage(i, meta[i].seq, meta[i].role, contents[i]) for i in chosen_ids}
     chosen_history = tuple((by_id[i], estimate_message(by_id[i].content)) for i in chosen_ids)
     excluded.update((KIND_MESSAGE, i, REASON_BUDGET) for i in dropped_ids)
 

@@ -106,3 +106,39 @@ def load_context(data: dict, *, prefix: str = "context") -> LoadedContext:
 
 def messages_of_user(user, ids) -> list[Message]:
     return list(Message.objects.filter(user=user, pk__in=list(ids)))
+
+
+# ---------------------------------------------------------------------------------------------
+# History for the planner: sizes first, content only for what the budget admits.
+
+from django.db.models import Func, IntegerField  # noqa: E402
+
+
+class OctetLength(Func):
+    """UTF-8 byte length of a text column (I3 estimates tokens from bytes)."""
+
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
+
+
+def history_candidates(conversation, before_seq: int):
+    """Every message strictly before the boundary (I1), as (id, seq, role, bytes): one query
+    that reads no message text."""
+    from .planner import HistoryCandidate
+
+    rows = (
+        Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
+        .annotate(n_bytes=OctetLength("content"))
+        .values_list("id", "seq", "role", "n_bytes")
+    )
+    return [HistoryCandidate(str(i), seq, role, n or 0) for i, seq, role, n in rows]
+
+
+def message_contents(conversation, ids: list[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    rows = Message.objects.filter(user_id=conversation.user_id, conversation=conversation, pk__in=ids)
+    return {str(i): content for i, content in rows.values_list("id", "content")}

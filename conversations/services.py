@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
@@ -11,6 +13,7 @@ from config.errors import NotFound
 from .models import Character, Conversation
 
 User = get_user_model()
+log = logging.getLogger("companion.conversations")
 
 
 def user_put(*, ref: str, email: str = "") -> tuple[User, bool]:
@@ -79,3 +82,185 @@ def _delete_conversation_rows(conversation: Conversation) -> None:
     MemoryRecord.objects.filter(user=conversation.user, supersedes__in=scoped).update(supersedes=None)
     scoped.delete()
     conversation.delete()
+
+
+# ---------------------------------------------------------------------------------------------
+# Turns (SPEC §7: I1, I4) and replies
+
+
+from dataclasses import dataclass  # noqa: E402
+
+from django.conf import settings  # noqa: E402
+
+from config.errors import Conflict, ValidationError  # noqa: E402
+
+from .models import Message, Turn  # noqa: E402
+
+
+def _check_content(content: str, *, field: str = "content") -> None:
+    limit = settings.COMPANION["MESSAGE_MAX_CHARS"]
+    if not isinstance(content, str) or not content.strip():
+        raise ValidationError("A message must not be empty.", field=field)
+    if len(content) > limit:
+        raise ValidationError(f"A message is at most {limit} characters.", field=field)
+    if "\x00" in content:
+        raise ValidationError("Must not contain NUL characters.", field=field)
+
+
+def _append_message(conversation: Conversation, *, role: str, content: str, at) -> Message:
+    """Allocate the next `seq` under the conversation's row lock (held by the caller)."""
+    conversation.last_seq += 1
+    Conversation.objects.filter(pk=conversation.pk).update(last_seq=conversation.last_seq)
+    return Message.objects.create(
+        user=conversation.user, conversation=conversation, seq=conversation.last_seq,
+        role=role, content=content, created_at=at,
+    )
+
+
+@dataclass
+class TurnResult:
+    turn: Turn
+    created: bool
+
+
+def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | None = None, user=None) -> TurnResult:
+    """I1/I4: store the user message with the next seq, create the turn (unique per
+    conversation and key), run the extractor on the message (SPEC §8) and keep the outcomes.
+    A retry with the same key and content returns the same turn; other content is a 409."""
+    if not isinstance(turn_key, str) or not (1 <= len(turn_key) <= 255):
+        raise ValidationError("1–255 characters.", field="turn_key")
+    _check_content(content)
+    qs = Conversation.objects.select_related("user", "character").filter(pk=conversation_id)
+    if user is not None:
+        qs = qs.filter(user=user)
+    with transaction.atomic():
+        conversation = qs.select_for_update(of=("self",)).first()
+        if conversation is None:
+            raise NotFound("No such conversation.")
+        existing = Turn.objects.select_related("user_message").filter(conversation=conversation, turn_key=turn_key).first()
+        if existing is not None:
+            if existing.user_message.content != content or (existing.scene or None) != (scene or None):
+                raise Conflict("This turn_key was used with other content.")
+            return TurnResult(existing, False)
+        now = db_now()
+        message = _append_message(conversation, role="user", content=content, at=now)
+        turn = Turn.objects.create(
+            user=conversation.user, conversation=conversation, turn_key=turn_key, scene=scene or None,
+            user_message=message, created_at=now,
+        )
+        turn.extracted = _extract(conversation, scene, message)
+        turn.save(update_fields=["extracted"])
+    return TurnResult(turn, True)
+
+
+def _extract(conversation: Conversation, scene, message: Message) -> list[dict]:
+    from conversations.selectors import LoadedContext
+    from memory.services import memory_remember
+
+    ctx = LoadedContext(
+        user=conversation.user, character=conversation.character, conversation=conversation,
+        scene=scene or None, now=message.created_at, now_given=True,
+    )
+    results = memory_remember(ctx=ctx, text=message.content, source_message=message)
+    return [
+        {"outcome": r.outcome, "memory": r.record.id if r.record else None, **({"reason": r.reason} if r.reason else {})}
+        for r in results
+    ]
+
+
+@dataclass
+class ReplyResult:
+    message: Message
+    replayed: bool
+
+
+def turn_commit_reply(*, turn_id, content: str, user=None) -> ReplyResult:
+    """I4: the assistant reply of a turn is committed exactly once. Retries and concurrent
+    requests, with the same or other content, get the first committed message."""
+    _check_content(content)
+    qs = Turn.objects.filter(pk=turn_id)
+    if user is not None:
+        qs = qs.filter(user=user)
+    with transaction.atomic():
+        turn = qs.select_for_update().first()
+        if turn is None:
+            raise NotFound("No such turn.")
+        if turn.reply_message_id is not None:
+            return ReplyResult(Message.objects.get(pk=turn.reply_message_id), True)
+        conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_id)
+        message = _append_message(conversation, role="assistant", content=content, at=db_now())
+        turn.reply_message = message
+        turn.status = "replied"
+        turn.save(update_fields=["reply_message", "status"])
+        return ReplyResult(message, False)
+
+
+@dataclass
+class PromptPlanResult:
+    turn: Turn
+    plan: object  # planner.Plan
+    decisions: list
+    params: object  # planner.PlanParams
+
+
+def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history: str = "contiguous",
+                     capabilities: tuple[str, ...] = (), now=None, user=None) -> PromptPlanResult:
+    """SPEC §7: the prompt plan of a turn — history before the turn's message under the
+    budget (I1, I3), the memories through the resolver and projection (I2, I5), and policy
+    decisions for the requested capabilities. The turn keeps the plan's ids and hash."""
+    from memory.domain import RESOLVER_VERSION
+    from memory.selectors import ContextResolution
+    from policy.services import decisions_make
+
+    from .planner import PlanMessage, PlanParams, build_plan, plan_snapshot
+    from .selectors import LoadedContext, history_candidates, message_contents
+
+    qs = Turn.objects.select_related("conversation__character", "conversation__user", "user_message").filter(pk=turn_id)
+    if user is not None:
+        qs = qs.filter(user=user)
+    turn = qs.first()
+    if turn is None:
+        raise NotFound("No such turn.")
+    conversation = turn.conversation
+    ctx = LoadedContext(
+        user=conversation.user, character=conversation.character, conversation=conversation,
+        scene=turn.scene, now=now if now is not None else db_now(), now_given=now is not None,
+    )
+    params = PlanParams(budget=budget, memory_share=memory_share, history=history,
+                        capabilities=tuple(dict.fromkeys(capabilities)))
+    resolved = ContextResolution(ctx)
+    current = turn.user_message
+    plan = build_plan(
+        current=PlanMessage(str(current.pk), current.seq, current.role, current.content),
+        history=(),
+        history_candidates=history_candidates(conversation, current.seq),
+        fetch_content=lambda ids: message_contents(conversation, ids),
+        memories=resolved.projection.prompt,
+        memory_excluded=list(resolved.resolution.excluded) + list(resolved.projection.excluded),
+        params=params, resolver_version=RESOLVER_VERSION,
+    )
+    decisions = decisions_make(context=ctx, capabilities=list(params.capabilities)) if params.capabilities else []
+    snapshot = plan_snapshot(plan)
+    snapshot["now"] = ctx.now.isoformat()
+    snapshot["params"] = {"budget": budget, "memory_share": memory_share, "history": history,
+                          "capabilities": list(params.capabilities)}
+    snapshot["decisions"] = [d.decision_id for d in decisions]
+    Turn.objects.filter(pk=turn.pk).update(plan_snapshot=snapshot, plan_hash=plan.plan_hash)
+    log.info(
+        "prompt_plan turn=%s %s history=%d memories=%d excluded=%d tokens=%d budget=%d plan_hash=%s",
+        turn.pk, resolved.log_line(), len(plan.history), len(plan.memories), len(plan.excluded),
+        plan.estimated_tokens, budget, plan.plan_hash,
+    )
+    return PromptPlanResult(turn, plan, decisions, params)
+
+
+def user_delete(*, user) -> None:
+    """DELETE /users/{user}: erase everything of that user synchronously (SPEC §9). Memory
+    rows go first so supersedes edges between them never block the cascade."""
+    from memory.models import MemoryRecord
+
+    with transaction.atomic():
+        for conversation in Conversation.objects.filter(user=user):
+            _delete_conversation_rows(conversation)
+        MemoryRecord.objects.filter(user=user).update(supersedes=None)
+        user.delete()

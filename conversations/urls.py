@@ -9,4 +9,7 @@ urlpatterns = [
     path("characters/<slug:slug>", api.CharacterPutApi.as_view(), name="character"),
     path("conversations", api.ConversationCreateApi.as_view(), name="conversations"),
     path("conversations/<uuid:conversation_id>", api.ConversationDeleteApi.as_view(), name="conversation"),
+    path("conversations/<uuid:conversation_id>/turns", api.TurnCreateApi.as_view(), name="turns"),
+    path("turns/<uuid:turn_id>/prompt-plan", api.TurnPromptPlanApi.as_view(), name="prompt-plan"),
+    path("turns/<uuid:turn_id>/reply", api.TurnReplyApi.as_view(), name="reply"),
 ]

@@ -75,7 +75,7 @@ class MemoryRecord(models.Model):
     valid_until = models.DateTimeField(null=True, blank=True)
     recorded_at = models.DateTimeField()
     evidence_time = models.DateTimeField()
-    supersedes = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by")
+    supersedes = models.ForeignKey("self", null=True, blank=True, on_delete=models.RESTRICT, related_name="superseded_by")
     retracted_at = models.DateTimeField(null=True, blank=True)
     version = models.PositiveIntegerField()
     sources = models.ManyToManyField("conversations.Message", through="MemorySource", related_name="memories", blank=True)

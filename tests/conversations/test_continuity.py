@@ -1,0 +1,42 @@
+"""SPEC §11: the continuity check is part of the suite."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from conversations.continuity import CATEGORIES, play
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_passes_every_check_in_every_category():
+    card, _ = play()
+    failed = [c for c in card.checks if not c.passed]
+    assert not failed, failed
+    assert {c.category for c in card.checks} == set(CATEGORIES)
+
+
+def test_it_prints_a_scorecard_and_leaves_no_user_behind(capsys):
+    call_command("continuity_check")
+    out = capsys.readouterr().out
+    assert "total" in out and "passed" in out and "FAIL" not in out
+    assert not get_user_model().objects.filter(username__startswith="continuity-").exists()
+
+
+def test_it_fails_loudly_when_a_check_fails(monkeypatch):
+    """The scorecard can fail: a broken correction path must make the command exit non-zero."""
+    from django.core.management.base import CommandError
+
+    import memory.services as memory_services
+
+    real = memory_services.memory_assert
+
+    def no_corrections(**kwargs):
+        if kwargs.get("authority") == "user-corrected":
+            kwargs["authority"] = "model-inferred"
+            kwargs.pop("supersedes", None)
+        return real(**kwargs)
+
+    monkeypatch.setattr(memory_services, "memory_assert", no_corrections)
+    with pytest.raises(CommandError):
+        call_command("continuity_check")
