@@ -1,6 +1,7 @@
 """User, character and conversation endpoints (SPEC §10)."""
 
 from django.contrib.auth import get_user_model
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -59,7 +60,7 @@ def _check_user_ref(ref: str) -> None:
             ) from None
 
 
-class UserPutApi(APIView):
+class UserApi(APIView):
     @extend_schema(operation_id="user_put", request=UserPutInput,
                    responses={201: UserOutput, 200: UserOutput, **problems(400)})
     def put(self, request, user_ref):
@@ -67,6 +68,44 @@ class UserPutApi(APIView):
         _check_user_ref(user_ref)
         user, created = services.user_put(ref=user_ref, email=data.get("email", ""))
         return Response(UserOutput(user).data, status=201 if created else 200)
+
+    @extend_schema(operation_id="user_delete", responses={204: None, **problems(404)},
+                   description="Erase everything of this user, synchronously (SPEC §9).")
+    def delete(self, request, user_ref):
+        services.user_delete(user=user_by_ref(user_ref, field=None))
+        return Response(status=204)
+
+
+class UserExportApi(APIView):
+    @extend_schema(operation_id="user_export", responses={200: OpenApiTypes.OBJECT, **problems(404)},
+                   description="The user's whole snapshot (SPEC §9, format `companion-memory/1`).")
+    def get(self, request, user_ref):
+        from .portability import user_export
+
+        return Response(user_export(user=user_by_ref(user_ref, field=None)))
+
+
+class UserImportOutput(serializers.Serializer):
+    user = serializers.CharField()
+    created = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+
+
+class UserImportApi(APIView):
+    @extend_schema(operation_id="user_import", request=OpenApiTypes.OBJECT,
+                   responses={200: UserImportOutput, **problems(400, 409, 413)},
+                   description="Import a snapshot atomically and idempotently, keeping ids (SPEC §9).")
+    def post(self, request, user_ref):
+        from .portability import user_import
+
+        data = request.data
+        if not isinstance(data, dict):
+            raise ValidationError("Must be a JSON object.", field="body")
+        ref = data.get("user", {}).get("ref") if isinstance(data.get("user"), dict) else None
+        if ref != user_ref:
+            raise ValidationError("The snapshot's user.ref must be the user in the path.", field="user.ref")
+        user, counts = user_import(data=data)
+        return Response({"user": user.username, **counts})
 
 
 class CharacterPutApi(APIView):

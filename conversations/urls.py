@@ -5,7 +5,9 @@ from . import api
 app_name = "conversations_api"
 
 urlpatterns = [
-    path("users/<str:user_ref>", api.UserPutApi.as_view(), name="user"),
+    path("users/<str:user_ref>", api.UserApi.as_view(), name="user"),
+    path("users/<str:user_ref>/export", api.UserExportApi.as_view(), name="user-export"),
+    path("users/<str:user_ref>/import", api.UserImportApi.as_view(), name="user-import"),
     path("characters/<slug:slug>", api.CharacterPutApi.as_view(), name="character"),
     path("conversations", api.ConversationCreateApi.as_view(), name="conversations"),
     path("conversations/<uuid:conversation_id>", api.ConversationDeleteApi.as_view(), name="conversation"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 
 from config.clock import db_now
 from config.errors import AuthorityConflict, Conflict, IdempotencyKeyReused, ValidationError
@@ -557,11 +557,6 @@ def ensure_profile(user) -> MemoryProfile:
     return profile
 
 
-__all__ = [
-    "AssertResult", "RetractResult", "memory_assert", "memory_confirm", "memory_correct",
-    "memory_retract", "memory_forget", "forget_key", "tombstone_delete", "memory_normalise",
-    "lock_profile", "ensure_profile", "Q",
-]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -605,3 +600,14 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
                 authority="user-corrected", sources=sources, supersedes=target.id,
             ))
     return results
+
+
+def memory_forget_all(*, user) -> list[Tombstone]:
+    """"Forget everything": every key the user has a live memory of is forgotten everywhere
+    (F1 with scope `*`), in one transaction."""
+    with transaction.atomic():
+        lock_profile(user)
+        keys = sorted(set(
+            MemoryRecord.objects.filter(user=user).exclude(status="forgotten").values_list("key", flat=True)
+        ))
+        return [forget_key(user=user, key=key, scope_id="*") for key in keys]
