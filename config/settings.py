@@ -125,7 +125,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryStatusEnum": "memory.domain.STATUSES",
+        "TurnStatusEnum": [("open", "open"), ("replied", "replied")],
+    },
 }
 
 # Domain settings (SPEC §5, §7).

@@ -1,0 +1,166 @@
+"""The policy endpoints of SPEC §10: one view per operation (DESIGN habit 3). Each validates
+its input with its own serializer, calls one service and serializes the result; every error
+is a DomainError or a DRF error that config.api renders as problem details."""
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import Pagination, problems, validated
+from conversations.selectors import load_context, user_by_ref
+
+from . import selectors, services
+from .serializers import (
+    CapabilityOutput,
+    CapabilityPageOutput,
+    DecisionOutput,
+    MediaJobAdmitInput,
+    MediaJobCompleteInput,
+    MediaJobOutput,
+    MediaJobStartInput,
+    PolicyAnswerInput,
+    PolicyAnswerOutput,
+    PolicyDecideInput,
+    RuleCreateInput,
+    RuleListQueryInput,
+    RuleOutput,
+    RulePageOutput,
+    RuleRevokeInput,
+)
+
+TAG = ["policy"]
+JOBS_TAG = ["media jobs"]
+
+
+class CapabilityListApi(APIView):
+    """SPEC §6: the capability catalog, each with the question to ask."""
+
+    @extend_schema(tags=TAG, operation_id="policy_capabilities_list",
+                   responses={200: CapabilityPageOutput, **problems(401)})
+    def get(self, request):
+        paginator = Pagination()
+        page = paginator.paginate_queryset(selectors.capability_list(), request, view=self)
+        return paginator.get_paginated_response(CapabilityOutput(page, many=True).data)
+
+
+class PolicyDecideApi(APIView):
+    """D1–D7, logged (D10). An unknown capability is a 400 naming `capability`."""
+
+    @extend_schema(tags=TAG, operation_id="policy_decide", request=PolicyDecideInput,
+                   responses={200: DecisionOutput, **problems(400, 401)})
+    def post(self, request):
+        data = validated(PolicyDecideInput, request.data)
+        context = load_context(data["context"])
+        outcome = services.decision_make(
+            context=context, capability=data["capability"], requested_by=data["requested_by"],
+            explain=data["explain"],
+        )
+        return Response(DecisionOutput(outcome).data)
+
+
+class RuleListApi(APIView):
+    """A user's rules (every version, revoked ones too), or the product defaults without
+    `user`; paginated."""
+
+    @extend_schema(
+        tags=TAG, operation_id="policy_rules_list",
+        parameters=[
+            OpenApiParameter("user", str, description="A user ref; without it, the product defaults."),
+            OpenApiParameter("capability", str, description="Only rules for this capability."),
+        ],
+        responses={200: RulePageOutput, **problems(400, 401)},
+    )
+    def get(self, request):
+        query = validated(RuleListQueryInput, request.query_params)
+        user = user_by_ref(query["user"], field="user") if query.get("user") else None
+        if query.get("capability"):
+            selectors.capability_by_name(query["capability"])
+        rules = selectors.rule_list(user=user, capability=query.get("capability"))
+        paginator = Pagination()
+        page = paginator.paginate_queryset(rules, request, view=self)
+        return paginator.get_paginated_response(RuleOutput(page, many=True).data)
+
+
+class RuleCreateApi(APIView):
+    """SPEC §6: a new rule (version 1); bumps the owner's policy version (D7)."""
+
+    @extend_schema(tags=TAG, operation_id="policy_rules_create", request=RuleCreateInput,
+                   responses={201: RuleOutput, **problems(400, 401)})
+    def post(self, request):
+        data = validated(RuleCreateInput, request.data)
+        user = user_by_ref(data["user"], field="user") if data.get("user") else None
+        rule = services.rule_create(
+            user=user, capability=data["capability"], effect=data["effect"], source=data["source"],
+            scope=data["scope"], requested_by=data.get("requested_by"),
+            valid_from=data.get("valid_from"), valid_until=data.get("valid_until"),
+        )
+        return Response(RuleOutput(selectors.rule_by_id(rule.pk)).data, status=status.HTTP_201_CREATED)
+
+
+class RuleCollectionApi(RuleListApi, RuleCreateApi):
+    """`/policy/rules`: GET lists, POST creates (one path, two operations)."""
+
+
+class RuleRevokeApi(APIView):
+    """D5/D7: revoke a rule now; revoking it again changes nothing."""
+
+    @extend_schema(tags=TAG, operation_id="policy_rules_revoke", request=RuleRevokeInput,
+                   responses={200: RuleOutput, **problems(400, 401, 404)})
+    def post(self, request, rule_id):
+        validated(RuleRevokeInput, request.data)
+        rule = services.rule_revoke(rule_id=rule_id)
+        return Response(RuleOutput(selectors.rule_by_id(rule.pk)).data)
+
+
+class PolicyAnswerApi(APIView):
+    """D8: the user's answer to an ASK decision."""
+
+    @extend_schema(tags=TAG, operation_id="policy_answers_create", request=PolicyAnswerInput,
+                   responses={200: PolicyAnswerOutput, **problems(400, 401, 409)})
+    def post(self, request):
+        data = validated(PolicyAnswerInput, request.data)
+        outcome = services.decision_answer(
+            decision_id=data["decision_id"], answer=data["answer"], remember=data["remember"],
+            media_job_id=data.get("media_job"),
+        )
+        return Response(PolicyAnswerOutput(outcome).data)
+
+
+class MediaJobAdmitApi(APIView):
+    """D9: admit a media job (201; the same idempotency key and request again: 200)."""
+
+    @extend_schema(tags=JOBS_TAG, operation_id="media_jobs_create", request=MediaJobAdmitInput,
+                   responses={201: MediaJobOutput, 200: MediaJobOutput, **problems(400, 401, 409)})
+    def post(self, request):
+        data = validated(MediaJobAdmitInput, request.data)
+        context = load_context(data["context"])
+        job, created = services.media_job_admit(
+            context=context, capability=data["capability"], requested_by=data["requested_by"],
+            idempotency_key=data["idempotency_key"],
+        )
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data, status=code)
+
+
+class MediaJobStartApi(APIView):
+    """D9: decide again and start (or cancel) the job; 200 with the job whatever its status."""
+
+    @extend_schema(tags=JOBS_TAG, operation_id="media_jobs_start", request=MediaJobStartInput,
+                   responses={200: MediaJobOutput, **problems(400, 401, 404)})
+    def post(self, request, job_id):
+        validated(MediaJobStartInput, request.data)
+        job = services.media_job_start(job_id=job_id)
+        return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data)
+
+
+class MediaJobCompleteApi(APIView):
+    """D9: a running job is done (idempotent); a job that never ran is a 409."""
+
+    @extend_schema(tags=JOBS_TAG, operation_id="media_jobs_complete", request=MediaJobCompleteInput,
+                   responses={200: MediaJobOutput, **problems(400, 401, 404, 409)})
+    def post(self, request, job_id):
+        validated(MediaJobCompleteInput, request.data)
+        job = services.media_job_complete(job_id=job_id)
+        return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data)
+

@@ -1,0 +1,149 @@
+"""Policy reads shared by the API, the services and (later) the pages. Every query on user data
+filters by user first (SPEC §0); capabilities and product defaults are catalog data."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db.models import Q, QuerySet, Subquery
+
+from config.errors import NotFound, ValidationError
+from conversations.models import Conversation
+
+from .domain import PolicyVersion, Rule, RuleCheck
+from .engine import check_rules
+from .models import (
+    Capability,
+    DecisionLog,
+    DefaultsPolicyVersion,
+    MediaJob,
+    PolicyRule,
+    UserPolicyVersion,
+)
+
+
+def capability_list() -> QuerySet[Capability]:
+    return Capability.objects.order_by("name")
+
+
+def capability_by_name(name, *, field: str = "capability") -> Capability:
+    """An unknown capability is bad input naming the field (SPEC §10)."""
+    capability = Capability.objects.filter(pk=name).first() if isinstance(name, str) else None
+    if capability is None:
+        raise ValidationError(f"Unknown capability {name!r}.", field=field)
+    return capability
+
+
+def capabilities_by_name(names: Iterable[str], *, field: str = "capabilities") -> dict[str, Capability]:
+    wanted = list(dict.fromkeys(names))
+    found = {c.name: c for c in Capability.objects.filter(pk__in=wanted)}
+    missing = [name for name in wanted if name not in found]
+    if missing:
+        raise ValidationError(f"Unknown capability {missing[0]!r}.", field=field)
+    return found
+
+
+def policy_version_of(user) -> PolicyVersion:
+    """D7: the defaults' and the user's version, in one query. A missing row counts as 0."""
+    user_version = UserPolicyVersion.objects.filter(user=user).values("version")[:1]
+    row = (
+        DefaultsPolicyVersion.objects.filter(pk=1)
+        .annotate(user_version=Subquery(user_version))
+        .values("version", "user_version")
+        .first()
+    )
+    if row is None:  # the seeded row is gone (a flushed test database): read the user's alone
+        value = UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first()
+        return PolicyVersion(defaults=0, user=value or 0)
+    return PolicyVersion(defaults=row["version"], user=row["user_version"] or 0)
+
+
+def _rules_of_user_and_defaults(user) -> QuerySet[PolicyRule]:
+    return PolicyRule.objects.filter(Q(user=user) | Q(user__isnull=True)).select_related("user", "character")
+
+
+def rules_for_decision(*, user, capabilities: Iterable[str], character_id=None, conversation_id=None,
+                       scene: str | None = None, now: datetime | None = None) -> list[Rule]:
+    """The rules that may be D1 candidates, in one query whatever the number of rules or
+    capabilities: the user's and the product defaults, for these capabilities, whose scope can
+    match the context and (when `now` is given) that are in force at `now`. The engine applies
+    D1 again, so this filter only has to be no narrower than D1."""
+    scope = Q(scope_kind="global")
+    if character_id is not None:
+        scope |= Q(scope_kind="character", character_id=character_id)
+    if conversation_id is not None:
+        scope |= Q(scope_kind="conversation", conversation_id=conversation_id)
+        if scene is not None:
+            scope |= Q(scope_kind="scene", conversation_id=conversation_id, scene=scene)
+    rules = _rules_of_user_and_defaults(user).filter(capability_id__in=list(capabilities)).filter(scope)
+    if now is not None:
+        rules = rules.filter(
+            Q(valid_from__lte=now),
+            Q(valid_until__isnull=True) | Q(valid_until__gt=now),
+            Q(revoked_at__isnull=True) | Q(revoked_at__gt=now),
+        )
+    return [rule.to_domain() for rule in rules]
+
+
+def rules_for_explain(*, user, capability: str) -> list[Rule]:
+    """Every rule of the user and every product default for one capability: explain tells why
+    each was or was not a candidate."""
+    return [rule.to_domain() for rule in _rules_of_user_and_defaults(user).filter(capability_id=capability)]
+
+
+def rule_list(*, user=None, capability: str | None = None) -> QuerySet[PolicyRule]:
+    """A user's rules, or the product defaults when `user` is None."""
+    rules = PolicyRule.objects.filter(user=user) if user is not None else PolicyRule.objects.filter(user__isnull=True)
+    if capability:
+        rules = rules.filter(capability_id=capability)
+    return rules.select_related("user", "character").order_by("capability_id", "created_at", "id")
+
+
+def as_uuid(value) -> uuid.UUID | None:
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def rule_by_id(rule_id) -> PolicyRule:
+    pk = as_uuid(rule_id)
+    rule = PolicyRule.objects.select_related("user", "character").filter(pk=pk).first() if pk else None
+    if rule is None:
+        raise NotFound("No such rule.")
+    return rule
+
+
+def media_job_by_id(job_id) -> MediaJob:
+    pk = as_uuid(job_id)
+    job = MediaJob.objects.select_related("capability").filter(pk=pk).first() if pk else None
+    if job is None:
+        raise NotFound("No such media job.")
+    return job
+
+
+def decision_by_id(decision_id, *, field: str = "decision_id") -> DecisionLog:
+    pk = as_uuid(decision_id)
+    decision = DecisionLog.objects.filter(pk=pk).first() if pk else None
+    if decision is None:
+        raise ValidationError("Unknown decision.", field=field)
+    return decision
+
+
+def media_job_of_user(user, job_id, *, field: str = "media_job") -> MediaJob:
+    pk = as_uuid(job_id)
+    job = MediaJob.objects.filter(user=user, pk=pk).first() if pk else None
+    if job is None:
+        raise ValidationError("Unknown media job for this user.", field=field)
+    return job
+
+
+def rule_check_of_user(user, *, now: datetime) -> RuleCheck:
+    """The static check (conflicts, rules that can never decide) over a user's rules and the
+    product defaults, from `now` on, for the pages and the admin. Three queries: the rules and
+    the user's conversations (so a character rule is known to cover them)."""
+    rules = [rule.to_domain() for rule in _rules_of_user_and_defaults(user)]
+    conversations = Conversation.objects.filter(user=user).values_list("pk", "character__slug")
+    return check_rules(rules, now=now, conversation_characters={str(pk): slug for pk, slug in conversations})

@@ -1,0 +1,618 @@
+"""Policy writes (DESIGN habit 2): the only code that creates or changes rules, policy versions,
+decision-log rows, answers and media jobs. Each service is one transaction, reads the database
+clock once (SPEC §0) and leaves the meaning to the pure engine.
+
+Lock order, everywhere: a policy-version row, then a rule row; a media-job row alone. Keeping
+one order means two concurrent changes wait for each other instead of deadlocking.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import IntegrityError, transaction
+
+from config.clock import db_now
+from config.errors import Conflict, IdempotencyKeyReused, NotFound, ValidationError
+from conversations.selectors import character_by_slug, conversation_of_user
+
+from . import engine
+from .domain import (
+    ADMISSION_STATUS,
+    ANSWERS,
+    DEFAULT_SCOPE_KINDS,
+    EFFECTS,
+    EXPLICIT_USER,
+    JOB_CANCELLED,
+    JOB_DONE,
+    JOB_NEEDS_CONFIRMATION,
+    JOB_QUEUED,
+    JOB_REASON_USER_DENIED,
+    JOB_REJECTED,
+    JOB_RUNNING,
+    PRODUCT_DEFAULT,
+    REMEMBER,
+    REQUESTERS,
+    SCOPE_KINDS,
+    SOURCES,
+    Decision,
+    DecisionRequest,
+    Explanation,
+    PolicyContext,
+    PolicyVersion,
+    context_ids_from_scope_ids,
+    is_media_capability,
+    job_reason,
+)
+from .models import (
+    Capability,
+    DecisionLog,
+    DefaultsPolicyVersion,
+    MediaJob,
+    PolicyAnswer,
+    PolicyRule,
+    UserPolicyVersion,
+)
+from .selectors import (
+    as_uuid,
+    capabilities_by_name,
+    capability_by_name,
+    decision_by_id,
+    media_job_of_user,
+    policy_version_of,
+    rules_for_decision,
+    rules_for_explain,
+)
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from conversations.selectors import LoadedContext
+
+log = logging.getLogger("companion.policy")
+
+KEEP: Any = object()  # rule_change: "leave this field as it was"
+
+IDEMPOTENCY_KEY_MAX = 255
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """A logged decision (D10) as the API and the planner return it."""
+
+    decision_id: str
+    capability: str
+    decision: Decision
+    policy_version: PolicyVersion
+    question: str
+    explanation: Explanation | None = None
+
+
+@dataclass(frozen=True)
+class AnswerOutcome:
+    """D8: what an answer did. `effect` is the answer, which now applies to the decision."""
+
+    answer: PolicyAnswer
+    rule: PolicyRule | None
+    media_job: MediaJob | None
+    policy_version: PolicyVersion
+    replayed: bool
+
+    @property
+    def effect(self) -> str:
+        return self.answer.answer
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _require_choice(value, choices, *, field: str, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if value not in choices:
+        raise ValidationError(f"Must be one of: {', '.join(choices)}.", field=field)
+
+
+def policy_context(context: LoadedContext) -> PolicyContext:
+    """The pure-core view of a loaded context: ids only, and its `now`."""
+    return PolicyContext(
+        user=context.user.username,
+        now=context.now,
+        character=context.character.slug if context.character else None,
+        conversation=str(context.conversation.pk) if context.conversation else None,
+        scene=context.scene,
+    )
+
+
+def _lock_policy_version(user) -> UserPolicyVersion | DefaultsPolicyVersion:
+    """D7: the row that a user's (or, for `None`, the product defaults') version lives in,
+    locked for the rest of the transaction: concurrent changes for one user queue here."""
+    if user is None:
+        model, lookup = DefaultsPolicyVersion, {"pk": 1}
+    else:
+        model, lookup = UserPolicyVersion, {"user": user}
+    row = model.objects.select_for_update().filter(**lookup).first()
+    if row is None:
+        # The first change: create the row (get_or_create re-reads it if a concurrent
+        # transaction created it first), then lock it like any other.
+        model.objects.get_or_create(**lookup)
+        row = model.objects.select_for_update().get(**lookup)
+    return row
+
+
+def _bump(row: UserPolicyVersion | DefaultsPolicyVersion) -> int:
+    """D7: strictly increasing, in the transaction of the change it counts. Returns the new
+    version, which the services leave on the rule as `policy_version_after`."""
+    row.version += 1
+    row.save(update_fields=["version"])
+    return row.version
+
+
+def _decide_and_log(*, user, context: PolicyContext, character_id, conversation_id,
+                    capabilities: Sequence[Capability], requested_by: str,
+                    explain: bool = False) -> list[DecisionOutcome]:
+    """D1–D7 and D10 for one or more capabilities in a constant number of queries: the policy
+    version, the rules, one insert into the decision log.
+
+    The version is read before the rules, so a change committed in between makes the returned
+    version older than the rules, never newer: a worker comparing versions (D9) then re-checks
+    instead of trusting a decision made on older rules."""
+    version = policy_version_of(user)
+    if explain:
+        rules = [r for c in capabilities for r in rules_for_explain(user=user, capability=c.name)]
+    else:
+        rules = rules_for_decision(
+            user=user, capabilities=[c.name for c in capabilities], character_id=character_id,
+            conversation_id=conversation_id, scene=context.scene, now=context.now,
+        )
+    outcomes: list[DecisionOutcome] = []
+    rows: list[DecisionLog] = []
+    for capability in capabilities:
+        request = DecisionRequest(capability=capability.name, requested_by=requested_by)
+        explanation = engine.explain(request, rules, context) if explain else None
+        decision = explanation.decision if explanation else engine.decide(request, rules, context)
+        row = DecisionLog(
+            user=user, capability=capability.name, requested_by=requested_by,
+            effect=decision.effect, reason=decision.reason, rule_ids=list(decision.rule_ids),
+            defaults_version=version.defaults, user_version=version.user,
+            scope_ids=list(context.scope_ids), decided_at=context.now,
+        )
+        rows.append(row)
+        outcomes.append(DecisionOutcome(
+            decision_id=str(row.pk), capability=capability.name, decision=decision,
+            policy_version=version, question=capability.question, explanation=explanation,
+        ))
+        # SPEC §12: one line of ids, codes and versions; never text.
+        log.info(
+            "policy_decision decision=%s capability=%s requested_by=%s effect=%s reason=%s "
+            "rule_ids=%s rules_loaded=%d policy_version=%d/%d",
+            row.pk, capability.name, requested_by, decision.effect, decision.reason,
+            ",".join(decision.rule_ids) or "-", len(rules), version.defaults, version.user,
+        )
+    DecisionLog.objects.bulk_create(rows)
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# Decisions
+
+
+def decision_make(*, context: LoadedContext, capability: str, requested_by: str,
+                  explain: bool = False) -> DecisionOutcome:
+    """D1–D7, logged (D10). With `explain`, every rule of the user and every product default
+    for the capability is loaded and explained; the decision is the same."""
+    _require_choice(requested_by, REQUESTERS, field="requested_by")
+    found = capability_by_name(capability)
+    with transaction.atomic():
+        return _decide_and_log(
+            user=context.user, context=policy_context(context),
+            character_id=context.character.pk if context.character else None,
+            conversation_id=context.conversation.pk if context.conversation else None,
+            capabilities=[found], requested_by=requested_by, explain=explain,
+        )[0]
+
+
+def decisions_make(*, context: LoadedContext, capabilities: Sequence[str],
+                   requested_by: str = "assistant") -> list[DecisionOutcome]:
+    """D1–D7 for several capabilities at once (the prompt plan's `policy`), in the same number
+    of queries as one: one version read, one rule query, one insert into the log."""
+    _require_choice(requested_by, REQUESTERS, field="requested_by")
+    found = capabilities_by_name(capabilities)
+    if not found:
+        return []
+    with transaction.atomic():
+        return _decide_and_log(
+            user=context.user, context=policy_context(context),
+            character_id=context.character.pk if context.character else None,
+            conversation_id=context.conversation.pk if context.conversation else None,
+            capabilities=[found[name] for name in dict.fromkeys(capabilities)],
+            requested_by=requested_by,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules
+
+
+def _scope_rows(*, user, scope: Mapping) -> dict:
+    """A scope dict ({"kind", "character"?, "conversation"?, "scene"?}) → the rule's columns,
+    checked: the character exists, the conversation belongs to the rule's user, a product
+    default is global or per character."""
+    kind = scope.get("kind")
+    _require_choice(kind, SCOPE_KINDS, field="scope.kind")
+    if user is None and kind not in DEFAULT_SCOPE_KINDS:
+        raise ValidationError("A product default has a global or character scope.", field="scope.kind")
+    needed = {"global": set(), "character": {"character"}, "conversation": {"conversation"},
+              "scene": {"conversation", "scene"}}[kind]
+    for name in ("character", "conversation", "scene"):
+        if name in needed and not scope.get(name):
+            raise ValidationError(f"Required for a {kind} scope.", field=f"scope.{name}")
+        if name not in needed and scope.get(name) is not None:
+            raise ValidationError(f"Not allowed for a {kind} scope.", field=f"scope.{name}")
+    rows: dict = {"scope_kind": kind, "character": None, "conversation": None, "scene": None}
+    if kind == "character":
+        rows["character"] = character_by_slug(scope["character"], field="scope.character")
+    if kind in ("conversation", "scene"):
+        rows["conversation"] = conversation_of_user(user, scope["conversation"], field="scope.conversation")
+    if kind == "scene":
+        scene = scope["scene"]
+        if not isinstance(scene, str) or len(scene) > 100 or "\x00" in scene:
+            raise ValidationError("A scene id of 1–100 characters.", field="scope.scene")
+        rows["scene"] = scene
+    return rows
+
+
+def _insert_rule(*, user, capability: Capability, effect: str, source: str, scope_rows: dict,
+                 requested_by: str | None, valid_from: datetime, valid_until: datetime | None,
+                 now: datetime, version: int = 1, supersedes: PolicyRule | None = None) -> PolicyRule:
+    if valid_until is not None and valid_until <= valid_from:
+        raise ValidationError("Must be later than valid_from.", field="valid_until")
+    return PolicyRule.objects.create(
+        user=user, capability=capability, effect=effect, source=source, requested_by=requested_by,
+        valid_from=valid_from, valid_until=valid_until, version=version, supersedes=supersedes,
+        created_at=now, **scope_rows,
+    )
+
+
+def rule_create(*, user: User | None, capability: str, effect: str, source: str, scope: Mapping,
+                requested_by: str | None = None, valid_from: datetime | None = None,
+                valid_until: datetime | None = None) -> PolicyRule:
+    """A new rule, version 1 (SPEC §6), and D7's version bump in the same transaction. `user`
+    None makes a product default: global or character scope, source `product-default` (and
+    only a product default has that source). `valid_from` defaults to the database clock."""
+    with transaction.atomic():
+        return _rule_create_at(
+            now=None, user=user, capability=capability, effect=effect, source=source, scope=scope,
+            requested_by=requested_by, valid_from=valid_from, valid_until=valid_until,
+        )
+
+
+def _rule_create_at(*, now: datetime | None, user, capability: str, effect: str, source: str,
+                    scope: Mapping, requested_by: str | None, valid_from: datetime | None,
+                    valid_until: datetime | None) -> PolicyRule:
+    """rule_create inside the caller's transaction, at the caller's clock reading if it has one
+    (SPEC §0: one reading per transaction)."""
+    _require_choice(effect, EFFECTS, field="effect")
+    _require_choice(source, SOURCES, field="source")
+    _require_choice(requested_by, REQUESTERS, field="requested_by", allow_none=True)
+    if user is None and source != PRODUCT_DEFAULT:
+        raise ValidationError("A rule without a user is a product default.", field="source")
+    if user is not None and source == PRODUCT_DEFAULT:
+        raise ValidationError("A user's rule cannot have the product-default source.", field="source")
+    found = capability_by_name(capability)
+    scope_rows = _scope_rows(user=user, scope=scope)
+    version_row = _lock_policy_version(user)
+    now = now or db_now()
+    rule = _insert_rule(
+        user=user, capability=found, effect=effect, source=source, scope_rows=scope_rows,
+        requested_by=requested_by, valid_from=valid_from or now, valid_until=valid_until, now=now,
+    )
+    rule.policy_version_after = _bump(version_row)
+    return rule
+
+
+def _locked_rule(rule_id, *, owner) -> tuple[PolicyRule, UserPolicyVersion | DefaultsPolicyVersion]:
+    """The rule, locked after its owner's version row (the module's lock order). With `owner`,
+    another user's rule or a product default is not found (DESIGN habit 5)."""
+    pk = as_uuid(rule_id)
+    head = PolicyRule.objects.select_related("user").filter(pk=pk).first() if pk else None
+    if head is None or (owner is not None and head.user_id != owner.pk):
+        raise NotFound("No such rule.")
+    version_row = _lock_policy_version(head.user)
+    rule = PolicyRule.objects.select_for_update().get(pk=pk)
+    rule.user = head.user
+    return rule, version_row
+
+
+def rule_revoke(*, rule_id, owner: User | None = None) -> PolicyRule:
+    """Revoke a rule at the database clock (D5: a decision, unlike expiry) and bump its owner's
+    version (D7) in the same transaction. Revoking a revoked rule changes nothing and bumps
+    nothing, so a retried revoke is harmless."""
+    with transaction.atomic():
+        rule, version_row = _locked_rule(rule_id, owner=owner)
+        if rule.revoked_at is not None:
+            rule.policy_version_after = version_row.version
+            return rule
+        rule.revoked_at = db_now()
+        rule.save(update_fields=["revoked_at"])
+        rule.policy_version_after = _bump(version_row)
+        return rule
+
+
+def rule_change(*, rule_id, owner: User | None = None, effect: str = KEEP, requested_by=KEEP,
+                valid_from: datetime | None = KEEP, valid_until: datetime | None = KEEP,
+                source: str = KEEP) -> PolicyRule:
+    """SPEC §6: rules are immutable, so a change revokes the rule and creates its successor
+    (same user, capability and scope; `version + 1`) in one transaction with one version bump
+    (D7). A successor without a new `valid_from` starts when its predecessor is revoked.
+    Changing a revoked rule is a conflict: its successor, if any, is the one to change."""
+    if effect is not KEEP:
+        _require_choice(effect, EFFECTS, field="effect")
+    if requested_by is not KEEP:
+        _require_choice(requested_by, REQUESTERS, field="requested_by", allow_none=True)
+    if source is not KEEP:
+        _require_choice(source, SOURCES, field="source")
+    with transaction.atomic():
+        rule, version_row = _locked_rule(rule_id, owner=owner)
+        if rule.revoked_at is not None:
+            raise Conflict("This rule was revoked; change its successor instead.")
+        new_source = rule.source if source is KEEP else source
+        if (rule.user_id is None) != (new_source == PRODUCT_DEFAULT):
+            raise ValidationError("Only a product default has the product-default source.", field="source")
+        now = db_now()
+        rule.revoked_at = now
+        rule.save(update_fields=["revoked_at"])
+        successor = _insert_rule(
+            user=rule.user, capability=rule.capability, source=new_source,
+            effect=rule.effect if effect is KEEP else effect,
+            scope_rows={"scope_kind": rule.scope_kind, "character_id": rule.character_id,
+                        "conversation_id": rule.conversation_id, "scene": rule.scene},
+            requested_by=rule.requested_by if requested_by is KEEP else requested_by,
+            valid_from=now if valid_from is KEEP or valid_from is None else valid_from,
+            valid_until=rule.valid_until if valid_until is KEEP else valid_until,
+            now=now, version=rule.version + 1, supersedes=rule,
+        )
+        successor.policy_version_after = _bump(version_row)
+        return successor
+
+
+# ---------------------------------------------------------------------------------------------
+# Answers (D8)
+
+
+def _answer_scope(remember: str, decision: DecisionLog) -> dict:
+    """The scope of the rule an answer creates: the decision's own context, as wide as
+    `remember` says. A scope the context does not have is bad input (D8: a scene answer
+    without a scene → 400)."""
+    ids = context_ids_from_scope_ids(decision.scope_ids)
+    if remember == "global":
+        return {"kind": "global"}
+    if remember == "character":
+        if not ids["character"]:
+            raise ValidationError("The decision's context has no character.", field="remember")
+        return {"kind": "character", "character": ids["character"]}
+    if not ids["conversation"]:
+        raise ValidationError("The decision's context has no conversation.", field="remember")
+    if remember == "conversation":
+        return {"kind": "conversation", "conversation": ids["conversation"]}
+    if ids["scene"] is None:
+        raise ValidationError("The decision's context has no scene.", field="remember")
+    return {"kind": "scene", "conversation": ids["conversation"], "scene": ids["scene"]}
+
+
+def _answer_job(job: MediaJob, answer: str, remember: str) -> bool:
+    """D8 on a media job the answer names: allow → queued (once: it then runs unless the
+    decision at start is deny); deny → rejected. An answer that the job's state already
+    reflects changes nothing; one that contradicts a job already past it is a conflict.
+    Returns whether the job changed."""
+    once = remember == "once"
+    if job.status == JOB_NEEDS_CONFIRMATION:
+        if answer == "allow":
+            job.status, job.reason, job.allowed_once = JOB_QUEUED, "", once
+        else:
+            job.status, job.reason = JOB_REJECTED, JOB_REASON_USER_DENIED
+        return True
+    if job.status == JOB_QUEUED and answer == "allow":
+        if once and not job.allowed_once:
+            job.allowed_once = True
+            return True
+        return False
+    if job.status == JOB_QUEUED and answer == "deny":
+        job.status, job.reason = JOB_CANCELLED, JOB_REASON_USER_DENIED
+        return True
+    if job.status in (JOB_REJECTED, JOB_CANCELLED) and answer == "deny":
+        return False
+    raise Conflict(f"The media job is already {job.status}.")
+
+
+def decision_answer(*, decision_id, answer: str, remember: str, media_job_id=None) -> AnswerOutcome:
+    """D8: the user's answer to an ASK. Anything but `once` creates an explicit-user rule for
+    the decision's capability and requester at that scope of the decision's context (and bumps
+    the user's version, D7); `once` applies to this decision only, and to the media job the
+    answer names. One answer per decision: the same answer again is a replay, another one a
+    conflict."""
+    _require_choice(answer, ANSWERS, field="answer")
+    _require_choice(remember, REMEMBER, field="remember")
+    with transaction.atomic():
+        decision = decision_by_id(decision_id)
+        # Serialises answers to one decision (two taps on "yes").
+        decision = DecisionLog.objects.select_for_update().get(pk=decision.pk)
+        if decision.effect != "ask":
+            raise ValidationError("Only an ask decision can be answered.", field="decision_id")
+        job = None
+        if media_job_id is not None:
+            job = media_job_of_user(decision.user_id, media_job_id)
+            if job.capability_id != decision.capability:
+                raise ValidationError("The media job is for another capability.", field="media_job")
+        previous = PolicyAnswer.objects.filter(decision=decision).first()
+        if previous is not None:
+            same = (previous.answer, previous.remember, previous.media_job_id) == (
+                answer, remember, job.pk if job else None)
+            if not same:
+                raise Conflict("This decision was already answered differently.")
+            return AnswerOutcome(
+                answer=previous, rule=previous.rule, media_job=previous.media_job,
+                policy_version=policy_version_of(decision.user_id), replayed=True,
+            )
+        scope = _answer_scope(remember, decision) if remember != "once" else None
+        if job is not None:
+            job = MediaJob.objects.select_for_update().get(pk=job.pk)
+            if _answer_job(job, answer, remember):
+                job.save(update_fields=["status", "reason", "allowed_once"])
+        now = db_now()
+        rule = None
+        if scope is not None:
+            rule = _rule_create_at(
+                now=now, user=decision.user, capability=decision.capability, effect=answer,
+                source=EXPLICIT_USER, scope=scope, requested_by=decision.requested_by,
+                valid_from=None, valid_until=None,
+            )
+        saved = PolicyAnswer.objects.create(
+            user_id=decision.user_id, decision=decision, answer=answer, remember=remember,
+            rule=rule, media_job=job, answered_at=now,
+        )
+        return AnswerOutcome(
+            answer=saved, rule=rule, media_job=job,
+            policy_version=policy_version_of(decision.user_id), replayed=False,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Media jobs (D9)
+
+
+def _job_fingerprint(*, capability: str, requested_by: str, character_id, conversation_id, scene) -> tuple:
+    return (capability, requested_by, character_id, str(conversation_id) if conversation_id else None, scene)
+
+
+def _replay_job(job: MediaJob, fingerprint: tuple) -> tuple[MediaJob, bool]:
+    seen = _job_fingerprint(
+        capability=job.capability_id, requested_by=job.requested_by, character_id=job.character_id,
+        conversation_id=job.conversation_id, scene=job.scene,
+    )
+    if seen != fingerprint:
+        raise IdempotencyKeyReused("This idempotency key was used for another media job.")
+    return job, False
+
+
+def media_job_admit(*, context: LoadedContext, capability: str, requested_by: str,
+                    idempotency_key: str) -> tuple[MediaJob, bool]:
+    """D9: admit a media job with the decision and policy version of this moment (allow →
+    queued, ask → needs-confirmation, deny → rejected). The idempotency key is unique per user:
+    the same request again returns the same job (`created` False); the same key for another
+    request is a conflict. Returns (job, created)."""
+    _require_choice(requested_by, REQUESTERS, field="requested_by")
+    if not isinstance(idempotency_key, str) or not 0 < len(idempotency_key) <= IDEMPOTENCY_KEY_MAX:
+        raise ValidationError("An idempotency key of 1–255 characters.", field="idempotency_key")
+    found = capability_by_name(capability)
+    if not is_media_capability(found.name):
+        raise ValidationError("Media jobs are only for media capabilities.", field="capability")
+    user = context.user
+    character_id = context.character.pk if context.character else None
+    conversation_id = context.conversation.pk if context.conversation else None
+    fingerprint = _job_fingerprint(
+        capability=found.name, requested_by=requested_by, character_id=character_id,
+        conversation_id=conversation_id, scene=context.scene,
+    )
+    existing = MediaJob.objects.filter(user=user, idempotency_key=idempotency_key).first()
+    if existing is not None:
+        return _replay_job(existing, fingerprint)
+    with transaction.atomic():
+        outcome = _decide_and_log(
+            user=user, context=policy_context(context), character_id=character_id,
+            conversation_id=conversation_id, capabilities=[found], requested_by=requested_by,
+        )[0]
+        decision = outcome.decision
+        job = MediaJob(
+            user=user, idempotency_key=idempotency_key, capability=found, requested_by=requested_by,
+            character_id=character_id, conversation_id=conversation_id, scene=context.scene,
+            status=ADMISSION_STATUS[decision.effect],
+            reason="" if decision.effect == "allow" else job_reason(decision),
+            decision_id=outcome.decision_id, decision_effect=decision.effect,
+            decision_reason=decision.reason, decision_rule_ids=list(decision.rule_ids),
+            admission_defaults_version=outcome.policy_version.defaults,
+            admission_user_version=outcome.policy_version.user,
+            # One clock reading per request: the context's, unless it named a valid time.
+            created_at=db_now() if context.now_given else context.now,
+        )
+        try:
+            with transaction.atomic():
+                job.save(force_insert=True)
+        except IntegrityError:
+            # A concurrent request with the same key won the insert: answer as a replay.
+            existing = MediaJob.objects.filter(user=user, idempotency_key=idempotency_key).first()
+            if existing is None:
+                raise
+            return _replay_job(existing, fingerprint)
+        return job, True
+
+
+def _locked_job(job_id) -> MediaJob:
+    pk = as_uuid(job_id)
+    job = MediaJob.objects.select_for_update().filter(pk=pk).first() if pk else None
+    if job is None:
+        raise NotFound("No such media job.")
+    return job
+
+
+def media_job_start(*, job_id) -> MediaJob:
+    """D9: a worker asks to start a job. Under the job's row lock (concurrent starts start it
+    once), the rules are reloaded and the capability decided again at the database clock (not
+    a version compare: rules also expire). Allow → running; anything else → cancelled with the
+    reason and both versions (a job allowed once is cancelled only by a deny). A job waiting
+    for confirmation runs on allow, is cancelled on deny, and keeps waiting on ask. Any other
+    status is returned as it is: start is idempotent."""
+    with transaction.atomic():
+        job = _locked_job(job_id)
+        if job.status not in (JOB_QUEUED, JOB_NEEDS_CONFIRMATION):
+            return job
+        now = db_now()
+        context = PolicyContext(
+            user=job.user.username, now=now,
+            character=job.character.slug if job.character_id else None,
+            conversation=str(job.conversation_id) if job.conversation_id else None,
+            scene=job.scene,
+        )
+        outcome = _decide_and_log(
+            user=job.user, context=context, character_id=job.character_id,
+            conversation_id=job.conversation_id, capabilities=[job.capability],
+            requested_by=job.requested_by,
+        )[0]
+        decision = outcome.decision
+        if job.status == JOB_NEEDS_CONFIRMATION and decision.effect == "ask":
+            return job  # still unanswered: nothing to start or cancel
+        if job.status == JOB_QUEUED and job.allowed_once:
+            runs = decision.effect != "deny"
+        else:
+            runs = decision.effect == "allow"
+        job.start_decision_id = outcome.decision_id
+        job.start_defaults_version = outcome.policy_version.defaults
+        job.start_user_version = outcome.policy_version.user
+        if runs:
+            job.status, job.reason, job.started_at = JOB_RUNNING, "", now
+        else:
+            job.status, job.reason, job.finished_at = JOB_CANCELLED, job_reason(decision), now
+        job.save(update_fields=[
+            "status", "reason", "started_at", "finished_at", "start_decision_id",
+            "start_defaults_version", "start_user_version",
+        ])
+        return job
+
+
+def media_job_complete(*, job_id) -> MediaJob:
+    """D9: a running job is done; completing a done job again changes nothing. A job that
+    never ran (queued, waiting, rejected, cancelled) cannot complete: a conflict."""
+    with transaction.atomic():
+        job = _locked_job(job_id)
+        if job.status == JOB_DONE:
+            return job
+        if job.status != JOB_RUNNING:
+            raise Conflict(f"A {job.status} media job cannot complete; only a running one can.")
+        job.status, job.finished_at = JOB_DONE, db_now()
+        job.save(update_fields=["status", "finished_at"])
+        return job

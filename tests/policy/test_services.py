@@ -1,0 +1,440 @@
+"""Policy services (SPEC §6 D1–D10): rules, versions, decisions, answers and media jobs, on the
+database with a controllable clock."""
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from config.errors import Conflict, IdempotencyKeyReused, NotFound, ValidationError
+from policy import selectors, services
+from policy.models import DecisionLog, MediaJob, PolicyRule
+from tests.factories import ConversationFactory, UserFactory, at
+
+pytestmark = pytest.mark.django_db
+
+
+def allow_voice(user, **changes):
+    values = {"user": user, "capability": "media.voice", "effect": "allow", "source": "explicit-user",
+              "scope": {"kind": "global"}}
+    values.update(changes)
+    return services.rule_create(**values)
+
+
+def version_of(user):
+    return selectors.policy_version_of(user).as_dict()
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules (SPEC §6) and D7
+
+
+def test_it_creates_a_rule_at_version_1_valid_from_the_database_clock(wren, capabilities, clock):
+    rule = allow_voice(wren)
+    assert (rule.version, rule.valid_from, rule.revoked_at, rule.created_at) == (1, clock.now, None, clock.now)
+    assert rule.to_domain().scope.kind == "global"
+
+
+def test_d7_creating_and_revoking_a_users_rule_bumps_only_the_users_version(wren, capabilities):
+    assert version_of(wren) == {"defaults": 0, "user": 0}
+    rule = allow_voice(wren)
+    assert version_of(wren) == {"defaults": 0, "user": 1}
+    services.rule_revoke(rule_id=rule.pk)
+    assert version_of(wren) == {"defaults": 0, "user": 2}
+    assert version_of(UserFactory()) == {"defaults": 0, "user": 0}
+
+
+def test_d7_a_product_default_bumps_the_defaults_version_for_everyone(wren, capabilities, rowan):
+    rule = services.rule_create(user=None, capability="tone.playful", effect="deny",
+                                source="product-default", scope={"kind": "character", "character": "rowan"})
+    assert version_of(wren) == {"defaults": 1, "user": 0}
+    services.rule_revoke(rule_id=rule.pk)
+    assert version_of(UserFactory()) == {"defaults": 2, "user": 0}
+
+
+def test_d7_revoking_twice_changes_nothing_the_second_time(wren, capabilities, clock):
+    rule = allow_voice(wren)
+    first = services.rule_revoke(rule_id=rule.pk)
+    clock.advance(hours=1)
+    again = services.rule_revoke(rule_id=rule.pk)
+    assert again.revoked_at == first.revoked_at == at("2026-08-05T12:00")
+    assert version_of(wren)["user"] == 2
+
+
+def test_a_change_revokes_the_rule_and_creates_its_successor_with_one_bump(wren, capabilities, clock):
+    rule = allow_voice(wren)
+    clock.advance(minutes=5)
+    successor = services.rule_change(rule_id=rule.pk, effect="deny")
+    rule.refresh_from_db()
+    assert rule.revoked_at == clock.now
+    assert (successor.version, successor.effect, successor.supersedes_id) == (2, "deny", rule.pk)
+    assert successor.valid_from == clock.now
+    assert version_of(wren)["user"] == 2
+    with pytest.raises(Conflict):
+        services.rule_change(rule_id=rule.pk, effect="allow")
+
+
+def test_a_change_of_another_users_rule_is_not_found_for_an_owner(wren, capabilities):
+    rule = allow_voice(wren)
+    with pytest.raises(NotFound):
+        services.rule_change(rule_id=rule.pk, owner=UserFactory(), effect="deny")
+    with pytest.raises(NotFound):
+        services.rule_revoke(rule_id="00000000-0000-0000-0000-000000000000")
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"capability": "media.smell"}, "capability"),
+        ({"effect": "maybe"}, "effect"),
+        ({"source": "product-default"}, "source"),
+        ({"requested_by": "robot"}, "requested_by"),
+        ({"scope": {"kind": "user"}}, "scope.kind"),
+        ({"scope": {"kind": "character"}}, "scope.character"),
+        ({"scope": {"kind": "character", "character": "nobody"}}, "scope.character"),
+        ({"scope": {"kind": "global", "scene": "x"}}, "scope.scene"),
+        ({"scope": {"kind": "scene", "conversation": "00000000-0000-0000-0000-000000000000", "scene": "x"}}, "scope.conversation"),
+        ({"valid_from": at("2026-08-05T12:00"), "valid_until": at("2026-08-05T12:00")}, "valid_until"),
+    ],
+)
+def test_it_refuses_a_bad_rule_naming_the_field(wren, capabilities, changes, field):
+    with pytest.raises(ValidationError) as caught:
+        allow_voice(wren, **changes)
+    assert field in caught.value.errors
+
+
+def test_a_rule_cannot_name_another_users_conversation(wren, capabilities):
+    theirs = ConversationFactory()
+    with pytest.raises(ValidationError) as caught:
+        allow_voice(wren, scope={"kind": "conversation", "conversation": str(theirs.pk)})
+    assert "scope.conversation" in caught.value.errors
+
+
+def test_a_product_default_has_no_user_and_a_global_or_character_scope(capabilities, conversation):
+    with pytest.raises(ValidationError) as caught:
+        services.rule_create(user=None, capability="media.voice", effect="deny", source="product-default",
+                             scope={"kind": "conversation", "conversation": str(conversation.pk)})
+    assert "scope.kind" in caught.value.errors
+    with pytest.raises(ValidationError) as caught:
+        services.rule_create(user=None, capability="media.voice", effect="deny", source="explicit-user",
+                             scope={"kind": "global"})
+    assert "source" in caught.value.errors
+
+
+def test_the_database_refuses_a_product_default_with_a_conversation_scope(capabilities, conversation):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PolicyRule.objects.create(
+            user=None, capability_id="media.voice", effect="deny", source="product-default",
+            scope_kind="conversation", conversation=conversation, valid_from=at("2026-08-05T12:00"),
+            created_at=at("2026-08-05T12:00"),
+        )
+
+
+def test_the_database_refuses_a_scope_of_the_wrong_shape(wren, capabilities, conversation):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PolicyRule.objects.create(
+            user=wren, capability_id="media.voice", effect="deny", source="explicit-user",
+            scope_kind="scene", conversation=conversation, scene=None,
+            valid_from=at("2026-08-05T12:00"), created_at=at("2026-08-05T12:00"),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Decisions (D1–D7, D10)
+
+
+def test_d2_with_no_rule_the_decision_is_ask_with_the_question(conversation, context_of):
+    outcome = services.decision_make(context=context_of(conversation), capability="media.voice", requested_by="user")
+    assert (outcome.decision.effect, outcome.decision.reason) == ("ask", "no-applicable-rule")
+    assert outcome.question == "May I send you voice messages?"
+
+
+def test_d7_each_decision_returns_the_policy_version(wren, conversation, context_of):
+    allow_voice(wren)
+    outcome = services.decision_make(context=context_of(conversation), capability="media.voice", requested_by="user")
+    assert outcome.policy_version.as_dict() == {"defaults": 0, "user": 1}
+    assert outcome.decision.effect == "allow"
+
+
+def test_d1_a_rule_of_another_user_never_applies(wren, conversation, context_of):
+    allow_voice(UserFactory())
+    outcome = services.decision_make(context=context_of(conversation), capability="media.voice", requested_by="user")
+    assert outcome.decision.effect == "ask"
+
+
+def test_d10_every_decision_is_logged_with_ids_only(wren, conversation, context_of, clock):
+    rule = allow_voice(wren)
+    outcome = services.decision_make(
+        context=context_of(conversation, scene="greenhouse"), capability="media.voice", requested_by="assistant",
+    )
+    row = DecisionLog.objects.get(pk=outcome.decision_id)
+    assert (row.user, row.capability, row.requested_by, row.effect, row.reason) == (
+        wren, "media.voice", "assistant", "allow", "explicit-rule")
+    assert row.rule_ids == [str(rule.pk)]
+    assert (row.defaults_version, row.user_version) == (0, 1)
+    assert row.scope_ids == [
+        "user:wren", "character:wren:rowan", f"conversation:{conversation.pk}", f"scene:{conversation.pk}:greenhouse",
+    ]
+    assert row.decided_at == clock.now
+
+
+def test_d1_the_decision_uses_the_contexts_now(wren, conversation, context_of):
+    allow_voice(wren, valid_from=at("2026-08-01T00:00"), valid_until=at("2026-08-02T00:00"))
+    before = services.decision_make(context=context_of(conversation, now=at("2026-08-01T23:59")),
+                                    capability="media.voice", requested_by="user")
+    at_end = services.decision_make(context=context_of(conversation, now=at("2026-08-02T00:00")),
+                                    capability="media.voice", requested_by="user")
+    assert (before.decision.effect, at_end.decision.effect) == ("allow", "ask")
+
+
+def test_explain_loads_every_rule_of_the_capability(wren, conversation, context_of, marlowe):
+    kept = allow_voice(wren, scope={"kind": "character", "character": "marlowe"})
+    outcome = services.decision_make(context=context_of(conversation), capability="media.voice",
+                                     requested_by="user", explain=True)
+    assert outcome.explanation.reason_of(str(kept.pk)) == "scope"
+
+
+def test_decisions_for_several_capabilities_come_from_one_rule_query(wren, conversation, context_of, clock,
+                                                                     django_assert_num_queries):
+    allow_voice(wren)
+    context = context_of(conversation, now=at("2026-08-06T00:00"))
+    with django_assert_num_queries(6):  # capabilities, savepoint, version, rules, log, release
+        outcomes = services.decisions_make(context=context, capabilities=["media.voice", "tone.playful"])
+    assert [o.decision.effect for o in outcomes] == ["allow", "ask"]
+
+
+def test_an_unknown_capability_names_the_field(conversation, context_of):
+    with pytest.raises(ValidationError) as caught:
+        services.decision_make(context=context_of(conversation), capability="media.smell", requested_by="user")
+    assert "capability" in caught.value.errors
+
+
+# ---------------------------------------------------------------------------------------------
+# Answers (D8)
+
+
+def ask_voice(conversation, context_of, **kw):
+    return services.decision_make(context=context_of(conversation, **kw), capability="media.voice", requested_by="user")
+
+
+def test_d8_once_applies_to_the_decision_only(conversation, context_of):
+    asked = ask_voice(conversation, context_of)
+    outcome = services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="once")
+    assert (outcome.effect, outcome.rule, outcome.replayed) == ("allow", None, False)
+    assert ask_voice(conversation, context_of).decision.effect == "ask"
+    assert version_of(conversation.user)["user"] == 0
+
+
+@pytest.mark.parametrize(
+    "remember, kind",
+    [("global", "global"), ("character", "character"), ("conversation", "conversation"), ("scene", "scene")],
+)
+def test_d8_remembering_creates_an_explicit_user_rule_at_that_scope(conversation, context_of, remember, kind):
+    asked = ask_voice(conversation, context_of, scene="greenhouse")
+    outcome = services.decision_answer(decision_id=asked.decision_id, answer="deny", remember=remember)
+    rule = outcome.rule.to_domain()
+    assert (rule.source, rule.effect, rule.scope.kind, rule.requested_by) == ("explicit-user", "deny", kind, "user")
+    assert outcome.policy_version.user == 1
+    assert ask_voice(conversation, context_of, scene="greenhouse").decision.effect == "deny"
+
+
+def test_d8_a_scene_answer_without_a_scene_is_refused(conversation, context_of):
+    asked = ask_voice(conversation, context_of)
+    with pytest.raises(ValidationError) as caught:
+        services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="scene")
+    assert "remember" in caught.value.errors
+
+
+def test_d8_only_an_ask_can_be_answered(wren, conversation, context_of):
+    allow_voice(wren)
+    allowed = ask_voice(conversation, context_of)
+    with pytest.raises(ValidationError) as caught:
+        services.decision_answer(decision_id=allowed.decision_id, answer="deny", remember="once")
+    assert "decision_id" in caught.value.errors
+    with pytest.raises(ValidationError):
+        services.decision_answer(decision_id="00000000-0000-0000-0000-000000000000", answer="deny", remember="once")
+
+
+def test_d8_the_same_answer_twice_is_a_replay_and_another_one_a_conflict(conversation, context_of):
+    asked = ask_voice(conversation, context_of)
+    first = services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="conversation")
+    again = services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="conversation")
+    assert again.replayed and again.rule.pk == first.rule.pk
+    assert PolicyRule.objects.filter(user=conversation.user).count() == 1
+    with pytest.raises(Conflict):
+        services.decision_answer(decision_id=asked.decision_id, answer="deny", remember="conversation")
+
+
+# ---------------------------------------------------------------------------------------------
+# Media jobs (D9)
+
+
+def admit(conversation, context_of, key="job-1", capability="media.voice", **kw):
+    return services.media_job_admit(context=context_of(conversation, **kw), capability=capability,
+                                    requested_by="user", idempotency_key=key)
+
+
+@pytest.mark.parametrize("effect, status", [("allow", "queued"), ("ask", "needs-confirmation"), ("deny", "rejected")])
+def test_d9_a_job_is_admitted_with_the_decision_and_version(wren, conversation, context_of, effect, status):
+    allow_voice(wren, effect=effect)
+    job, created = admit(conversation, context_of)
+    assert created and job.status == status
+    assert job.decision_effect == effect
+    assert job.policy_version_at_admission.as_dict() == {"defaults": 0, "user": 1}
+    assert DecisionLog.objects.filter(pk=job.decision_id).exists()
+
+
+def test_d9_the_same_key_returns_the_same_job_and_another_request_is_a_conflict(conversation, context_of):
+    job, _ = admit(conversation, context_of)
+    again, created = admit(conversation, context_of)
+    assert (again.pk, created) == (job.pk, False)
+    with pytest.raises(IdempotencyKeyReused):
+        admit(conversation, context_of, capability="media.image")
+    assert MediaJob.objects.count() == 1
+
+
+def test_d9_media_jobs_are_for_media_capabilities(conversation, context_of):
+    with pytest.raises(ValidationError) as caught:
+        admit(conversation, context_of, capability="tone.playful")
+    assert "capability" in caught.value.errors
+
+
+def test_d9_an_allowed_job_starts_and_completes_idempotently(wren, conversation, context_of, clock):
+    allow_voice(wren)
+    job, _ = admit(conversation, context_of)
+    clock.advance(minutes=1)
+    started = services.media_job_start(job_id=job.pk)
+    assert (started.status, started.started_at) == ("running", clock.now)
+    assert started.policy_version_at_start.as_dict() == {"defaults": 0, "user": 1}
+    clock.advance(minutes=1)
+    assert services.media_job_start(job_id=job.pk).started_at == at("2026-08-05T12:01")
+    done = services.media_job_complete(job_id=job.pk)
+    assert done.status == "done"
+    assert services.media_job_complete(job_id=job.pk).finished_at == done.finished_at
+    assert services.media_job_start(job_id=job.pk).status == "done"
+
+
+def test_d9_a_stale_job_whose_rule_was_revoked_after_admission_is_cancelled(wren, conversation, context_of, clock):
+    rule = allow_voice(wren)
+    job, _ = admit(conversation, context_of)
+    clock.advance(minutes=1)
+    services.rule_revoke(rule_id=rule.pk)
+    started = services.media_job_start(job_id=job.pk)
+    assert (started.status, started.reason) == ("cancelled", "ask:no-applicable-rule")
+    assert started.policy_version_at_admission.as_dict() == {"defaults": 0, "user": 1}
+    assert started.policy_version_at_start.as_dict() == {"defaults": 0, "user": 2}
+    assert services.media_job_start(job_id=job.pk).status == "cancelled"
+
+
+def test_d9_a_rule_that_expired_between_admission_and_start_also_cancels(wren, conversation, context_of, clock):
+    allow_voice(wren, valid_until=at("2026-08-05T12:30"))
+    job, _ = admit(conversation, context_of)
+    assert job.status == "queued"
+    clock.advance(minutes=30)  # valid until T is not applied at T
+    started = services.media_job_start(job_id=job.pk)
+    assert (started.status, started.reason) == ("cancelled", "ask:no-applicable-rule")
+    # Nothing changed the versions: only deciding again could see the expiry.
+    assert started.policy_version_at_start == started.policy_version_at_admission
+
+
+def test_retries_after_the_user_changes_a_rule(wren, conversation, context_of, clock):
+    rule = allow_voice(wren)
+    job, _ = admit(conversation, context_of)
+    clock.advance(minutes=1)
+    services.rule_change(rule_id=rule.pk, effect="deny")
+    retried, created = admit(conversation, context_of)  # the runtime retries its request
+    assert (retried.pk, created, retried.status) == (job.pk, False, "queued")
+    started = services.media_job_start(job_id=job.pk)
+    assert (started.status, started.reason) == ("cancelled", "deny:explicit-rule")
+    fresh, created = admit(conversation, context_of, key="job-2")
+    assert (created, fresh.status) == (True, "rejected")
+
+
+def test_d8_d9_an_allow_once_answer_lets_a_job_run_unless_the_start_decision_is_deny(wren, conversation, context_of):
+    job, _ = admit(conversation, context_of)
+    assert job.status == "needs-confirmation"
+    outcome = services.decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
+    assert (outcome.media_job.status, outcome.media_job.allowed_once) == ("queued", True)
+    # Still no rule: the start decision is ask, which does not stop a job allowed once.
+    assert services.media_job_start(job_id=job.pk).status == "running"
+
+    other, _ = admit(conversation, context_of, key="job-2")
+    services.decision_answer(decision_id=other.decision_id, answer="allow", remember="once", media_job_id=other.pk)
+    allow_voice(wren, effect="deny")
+    started = services.media_job_start(job_id=other.pk)
+    assert (started.status, started.reason) == ("cancelled", "deny:explicit-rule")
+
+
+def test_d8_a_deny_answer_rejects_the_job_it_names(conversation, context_of):
+    job, _ = admit(conversation, context_of)
+    outcome = services.decision_answer(decision_id=job.decision_id, answer="deny", remember="once", media_job_id=job.pk)
+    assert (outcome.media_job.status, outcome.media_job.reason) == ("rejected", "user-denied")
+
+
+def test_d8_an_answer_cannot_move_a_job_that_already_ran(wren, conversation, context_of):
+    job, _ = admit(conversation, context_of)
+    services.decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
+    services.media_job_start(job_id=job.pk)
+    later = ask_voice(conversation, context_of)
+    with pytest.raises(Conflict):
+        services.decision_answer(decision_id=later.decision_id, answer="deny", remember="once", media_job_id=job.pk)
+
+
+def test_d8_an_answer_must_name_a_job_of_the_same_user_and_capability(wren, conversation, context_of):
+    job, _ = admit(conversation, context_of, capability="media.image")
+    asked = ask_voice(conversation, context_of)
+    with pytest.raises(ValidationError) as caught:
+        services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="once", media_job_id=job.pk)
+    assert "media_job" in caught.value.errors
+
+
+def test_d9_a_waiting_job_starts_once_a_rule_allows_it_and_keeps_waiting_otherwise(wren, conversation, context_of):
+    job, _ = admit(conversation, context_of)
+    assert services.media_job_start(job_id=job.pk).status == "needs-confirmation"
+    allow_voice(wren)
+    assert services.media_job_start(job_id=job.pk).status == "running"
+
+
+def test_d9_a_job_that_never_ran_cannot_complete(conversation, context_of):
+    job, _ = admit(conversation, context_of)
+    with pytest.raises(Conflict):
+        services.media_job_complete(job_id=job.pk)
+    with pytest.raises(NotFound):
+        services.media_job_start(job_id="00000000-0000-0000-0000-000000000000")
+
+
+# ---------------------------------------------------------------------------------------------
+# Deleting (SPEC §0: user data belongs to one user and goes with them)
+
+
+def test_deleting_a_user_deletes_their_policy_data_including_rule_chains(wren, conversation, context_of):
+    rule = allow_voice(wren, scope={"kind": "conversation", "conversation": str(conversation.pk)})
+    services.rule_change(rule_id=rule.pk, effect="deny")
+    job, _ = admit(conversation, context_of)
+    asked = services.decision_make(context=context_of(conversation, scene="greenhouse"),
+                                   capability="tone.playful", requested_by="assistant")
+    services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="scene")
+    assert job.status == "rejected"
+    wren.delete()
+    assert not PolicyRule.objects.exists()
+    assert not MediaJob.objects.exists()
+    assert not DecisionLog.objects.exists()
+
+
+def test_deleting_a_conversation_deletes_its_scoped_rules_and_jobs(wren, conversation, context_of):
+    rule = allow_voice(wren, scope={"kind": "conversation", "conversation": str(conversation.pk)})
+    services.rule_change(rule_id=rule.pk, effect="deny")
+    kept = allow_voice(wren)
+    admit(conversation, context_of)
+    conversation.delete()
+    assert list(PolicyRule.objects.values_list("pk", flat=True)) == [kept.pk]
+    assert not MediaJob.objects.exists()
+
+
+def test_the_static_check_of_a_users_rules_reports_conflicts_and_dead_rules(wren, conversation, clock):
+    a = allow_voice(wren, scope={"kind": "character", "character": "rowan"})
+    b = allow_voice(wren, effect="deny", scope={"kind": "character", "character": "rowan"})
+    shadowed = allow_voice(wren, source="confirmed-inference",
+                           scope={"kind": "conversation", "conversation": str(conversation.pk)})
+    revoked = services.rule_revoke(rule_id=allow_voice(wren, capability="media.image").pk)
+    result = selectors.rule_check_of_user(wren, now=clock.now)
+    assert [c.rule_ids for c in result.conflicts] == [tuple(sorted([str(a.pk), str(b.pk)]))]
+    assert {(d.rule_id, d.reason) for d in result.dead} == {(str(shadowed.pk), "shadowed"), (str(revoked.pk), "revoked")}
