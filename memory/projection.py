@@ -1,0 +1,148 @@
+"""Prompt projection (SPEC §5): what the model is given out of the resolver's `active` records.
+
+Pure and standard library only (DESIGN habit 1). P1–P3 run in order on the records the
+resolver kept; a record excluded at one step is not seen by later ones, so an unsupported or
+low-confidence record in a narrow scope does not shadow a usable one in a wider scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+
+from memory.domain import (
+    AUTHORITY_RANK,
+    REASON_LOW_CONFIDENCE,
+    REASON_SHADOWED,
+    REASON_UNSUPPORTED,
+    SCOPE_NARROWNESS,
+    USER_AUTHORITIES,
+    Exclusion,
+    MemoryRecord,
+    Projection,
+    ProjectedMemory,
+    default_label,
+    normalise_value,
+)
+
+__all__ = ["CERTAINTIES", "certainty_of", "project"]
+
+# P2, in the order the planner fills the memory section (I3).
+CERTAINTIES = ("confirmed", "likely", "uncertain")
+_CERTAINTY_RANK = {name: rank for rank, name in enumerate(CERTAINTIES)}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def certainty_of(record: MemoryRecord, *, likely: float = 0.85, uncertain: float = 0.5) -> str:
+    """P2: `confirmed` for the user's own word, else by confidence against the thresholds
+    (bounds included: `confidence >= likely` is likely, `>= uncertain` uncertain); below
+    `uncertain` the answer is the exclusion reason `low-confidence`."""
+    if record.authority in USER_AUTHORITIES:
+        return "confirmed"
+    if record.confidence >= likely:
+        return "likely"
+    if record.confidence >= uncertain:
+        return "uncertain"
+    return REASON_LOW_CONFIDENCE
+
+
+def _outranks(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """P3: narrower scope wins; equal scope kinds (impossible for one context, kept
+    deterministic anyway) fall back to the R6 order."""
+    narrow_a, narrow_b = SCOPE_NARROWNESS[a.scope.kind], SCOPE_NARROWNESS[b.scope.kind]
+    if narrow_a != narrow_b:
+        return narrow_a > narrow_b
+    rank_a, rank_b = AUTHORITY_RANK[a.authority], AUTHORITY_RANK[b.authority]
+    if rank_a != rank_b:
+        return rank_a > rank_b
+    if a.valid_from != b.valid_from:
+        return a.valid_from > b.valid_from
+    if a.version != b.version:
+        return a.version > b.version
+    return a.id < b.id
+
+
+def _prompt_order(item: ProjectedMemory) -> tuple:
+    """I3: confirmed → likely → uncertain, narrower scope first, newer valid_from first,
+    then id. Valid time as integer microseconds so the order is exact."""
+    record = item.record
+    micros = (record.valid_from - _EPOCH) // _MICROSECOND
+    return (
+        _CERTAINTY_RANK[item.certainty],
+        -SCOPE_NARROWNESS[record.scope.kind],
+        -micros,
+        record.id,
+    )
+
+
+def project(
+    active: Iterable[MemoryRecord],
+    *,
+    labels: Mapping[str, str],
+    many_keys: frozenset[str] | set[str] = frozenset(),
+    likely: float = 0.85,
+    uncertain: float = 0.5,
+) -> Projection:
+    """P1–P4 on the resolver's `active` records (one context).
+
+    - P1 provenance: `user-confirmed`/`user-corrected` always pass; any other record needs at
+      least one entry in `sources` (which lists only messages that still exist), else
+      `unsupported`.
+    - P2 certainty (`certainty_of`): below `uncertain` → `low-confidence`.
+    - P3 shadowing: a `one` key keeps only its narrowest scope's record (scene >
+      conversation > character > user); a `many` key keeps each normalised value once, from
+      the narrowest scope; the others → `shadowed`.
+    - P4 shape: `ProjectedMemory` with `labels.get(key)` or `default_label(key)`.
+
+    `prompt` is in the order the planner fills it (I3); `excluded` is ordered by id.
+    Duplicated ids count once.
+    """
+    excluded: dict[str, str] = {}
+    passed: dict[str, tuple[MemoryRecord, str]] = {}
+    for record in active:
+        if record.id in passed or record.id in excluded:
+            continue
+        # P1
+        if record.authority not in USER_AUTHORITIES and not record.sources:
+            excluded[record.id] = REASON_UNSUPPORTED
+            continue
+        # P2
+        certainty = certainty_of(record, likely=likely, uncertain=uncertain)
+        if certainty == REASON_LOW_CONFIDENCE:
+            excluded[record.id] = REASON_LOW_CONFIDENCE
+            continue
+        passed[record.id] = (record, certainty)
+
+    # P3: one record per key (`one`) or per (key, normalised value) (`many`).
+    best: dict[tuple[str, str], tuple[MemoryRecord, str]] = {}
+    slot_of: dict[str, tuple[str, str]] = {}
+    for record, certainty in passed.values():
+        slot = (record.key, normalise_value(record.value) if record.key in many_keys else "")
+        slot_of[record.id] = slot
+        current = best.get(slot)
+        if current is None or _outranks(record, current[0]):
+            best[slot] = (record, certainty)
+
+    prompt: list[ProjectedMemory] = []
+    for record, certainty in passed.values():
+        winner = best[slot_of[record.id]][0]
+        if winner.id != record.id:
+            excluded[record.id] = REASON_SHADOWED
+            continue
+        prompt.append(
+            ProjectedMemory(
+                key=record.key,
+                label=labels.get(record.key) or default_label(record.key),
+                value=record.value,
+                certainty=certainty,
+                scope=record.scope,
+                record=record,
+            )
+        )
+
+    prompt.sort(key=_prompt_order)
+    return Projection(
+        prompt=tuple(prompt),
+        excluded=tuple(Exclusion(i, excluded[i]) for i in sorted(excluded)),
+    )
