@@ -204,3 +204,25 @@ def validated(serializer_class, data, **kwargs):
 def query_params(request) -> dict:
     """Query parameters as a plain dict of single values (repeated parameters keep the last)."""
     return {k: v for k, v in request.query_params.items()}
+
+
+from rest_framework.throttling import SimpleRateThrottle  # noqa: E402
+
+
+class RuntimeThrottle(SimpleRateThrottle):
+    """Scoped rate limits per runtime token: a view's `throttle_scope` (default `runtime`)."""
+
+    def get_rate(self):
+        return None  # set per request in allow_request, from the view's scope
+
+    def allow_request(self, request, view):
+        self.scope = getattr(view, "throttle_scope", "runtime")
+        rates = self.THROTTLE_RATES
+        if self.scope not in rates or not isinstance(request.auth, ApiToken):
+            return True
+        self.rate = rates[self.scope]
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        return super().allow_request(request, view)
+
+    def get_cache_key(self, request, view):
+        return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}

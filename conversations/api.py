@@ -92,6 +92,8 @@ class UserImportOutput(serializers.Serializer):
 
 
 class UserImportApi(APIView):
+    throttle_scope = "import"
+
     @extend_schema(operation_id="user_import", request=OpenApiTypes.OBJECT,
                    responses={200: UserImportOutput, **problems(400, 409, 413)},
                    description="Import a snapshot atomically and idempotently, keeping ids (SPEC §9).")
