@@ -27,6 +27,10 @@ class UserOutput(serializers.Serializer):
     created_at = serializers.DateTimeField(source="date_joined")
 
 
+class CharacterSlug(serializers.Serializer):
+    slug = serializers.SlugField(max_length=100)
+
+
 class CharacterPutInput(StrictSerializer):
     name = CleanCharField(max_length=200)
 
@@ -114,6 +118,7 @@ class CharacterPutApi(APIView):
     @extend_schema(operation_id="character_put", request=CharacterPutInput,
                    responses={201: CharacterOutput, 200: CharacterOutput, **problems(400)})
     def put(self, request, slug):
+        validated(CharacterSlug, {"slug": slug})
         data = validated(CharacterPutInput, request.data)
         character, created = services.character_put(slug=slug, name=data["name"])
         return Response(CharacterOutput(character).data, status=201 if created else 200)
