@@ -226,3 +226,18 @@ class RuntimeThrottle(SimpleRateThrottle):
 
     def get_cache_key(self, request, view):
         return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
+
+
+from rest_framework.exceptions import ParseError  # noqa: E402
+from rest_framework.parsers import JSONParser  # noqa: E402
+
+
+class SafeJSONParser(JSONParser):
+    """JSON that nests too deeply exhausts Python's recursion limit; that is bad input (400),
+    not a server error."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON nested too deeply.") from None

@@ -17,9 +17,13 @@ class StrictSerializer(serializers.Serializer):
 
 
 class CleanCharField(serializers.CharField):
-    """A CharField that refuses NUL bytes (PostgreSQL cannot store them; nothing needs them)."""
+    """A CharField that takes only strings and refuses NUL characters (PostgreSQL cannot store
+    them; nothing needs them)."""
 
     def to_internal_value(self, data):
+        # Strict: a number is not a string (DRF would quietly turn 123 into "123").
+        if not isinstance(data, str):
+            self.fail("invalid")
         value = super().to_internal_value(data)
         if "\x00" in value:
             raise serializers.ValidationError("Must not contain NUL characters.")

@@ -1,0 +1,86 @@
+"""Faults (issue 8): a database error in the middle of a turn or a forget leaves no partial
+state, and the retry succeeds; a retried request after a lost response returns the original
+result."""
+
+import pytest
+from django.db import OperationalError
+
+from conversations import services as conversation_services
+from conversations.models import Message, Turn
+from memory import services as memory_services
+from memory.domain import Scope
+from memory.models import MemoryRecord, MemorySource, Tombstone
+from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def conv():
+    return ConversationFactory(user=UserFactory(username="sam"), character=CharacterFactory(slug="rowan"))
+
+
+def boom(*args, **kwargs):
+    raise OperationalError("connection lost")
+
+
+def test_it_leaves_nothing_behind_when_a_turn_fails_midway(conv, monkeypatch):
+    """The message is inserted, then extraction fails: the whole turn rolls back."""
+    monkeypatch.setattr(memory_services, "memory_assert", boom)
+    with pytest.raises(OperationalError):
+        conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
+    assert not Message.objects.exists() and not Turn.objects.exists() and not MemoryRecord.objects.exists()
+    conv.refresh_from_db()
+    assert conv.last_seq == 0
+    monkeypatch.undo()
+    result = conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
+    assert result.created and result.turn.user_message.seq == 1
+    assert MemoryRecord.objects.get().value == "Rex"
+
+
+def test_it_leaves_nothing_behind_when_a_forget_fails_midway(conv, monkeypatch):
+    """The tombstone is written, then the purge fails: no tombstone, values intact."""
+    user = conv.user
+    record = memory_services.memory_assert(user=user, key="pet.name", value="Rex", scope=Scope("user")).record
+    monkeypatch.setattr(memory_services, "_purge", boom)
+    with pytest.raises(OperationalError):
+        memory_services.memory_forget(record_id=record.id)
+    assert not Tombstone.objects.exists()
+    assert MemoryRecord.objects.get().value == "Rex"
+    monkeypatch.undo()
+    memory_services.memory_forget(record_id=record.id)
+    assert Tombstone.objects.count() == 1 and MemoryRecord.objects.get().value == ""
+
+
+def test_it_leaves_nothing_behind_when_an_assert_fails_after_the_insert(conv, monkeypatch):
+    """The record row is inserted, then its sources fail: no record remains."""
+    from tests.factories import MessageFactory
+
+    msg = MessageFactory(conversation=conv)
+    real = MemorySource.objects.bulk_create
+
+    def failing_bulk_create(*args, **kwargs):
+        raise OperationalError("disk full")
+
+    monkeypatch.setattr(MemorySource.objects, "bulk_create", failing_bulk_create)
+    with pytest.raises(OperationalError):
+        memory_services.memory_assert(user=conv.user, key="pet.name", value="Rex", scope=Scope("user"), sources=[str(msg.pk)])
+    assert not MemoryRecord.objects.exists()
+    monkeypatch.setattr(MemorySource.objects, "bulk_create", real)
+    assert memory_services.memory_assert(user=conv.user, key="pet.name", value="Rex", scope=Scope("user"),
+                                         sources=[str(msg.pk)]).outcome == "created"
+
+
+def test_it_returns_the_original_reply_after_a_lost_response(api, conv):
+    turn = conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="hi").turn
+    first = conversation_services.turn_commit_reply(turn_id=turn.pk, content="Hello!")  # response lost
+    retry = api.post(f"/api/v1/turns/{turn.pk}/reply", {"content": "Hello!"}, format="json")
+    assert retry.status_code == 200 and retry.json()["message"]["id"] == str(first.message.pk)
+
+
+def test_it_returns_the_original_assert_after_a_lost_response(api, conv):
+    body = {"user": "sam", "key": "pet.name", "value": "Rex", "scope": {"kind": "user"}, "idempotency_key": "lost-1"}
+    first = api.post("/api/v1/memories", body, format="json").json()
+    retry = api.post("/api/v1/memories", body, format="json")
+    assert retry.status_code == 200 and retry.json()["outcome"] == "replayed"
+    assert retry.json()["memory"] == first["memory"]
