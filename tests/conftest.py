@@ -23,3 +23,25 @@ def api(api_token):
 def _fast_password_hashing(settings):
     # Real hashers are slow on purpose; tests create many users.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _seeded_catalog(request):
+    """Transactional tests (threads, live servers) end by flushing every table, seeded catalog
+    rows included (key labels, capabilities, the defaults' policy version, the Support group).
+    Before each database test, put them back if a flush took them."""
+    marker = request.node.get_closest_marker("django_db")
+    wanted = marker is not None or {"db", "transactional_db", "live_server"} & set(request.fixturenames)
+    if not wanted:
+        yield
+        return
+    request.getfixturevalue("django_db_setup")
+    blocker = request.getfixturevalue("django_db_blocker")
+    with blocker.unblock():
+        from policy.models import Capability
+
+        if not Capability.objects.exists():
+            from tests.helpers import reseed_catalog
+
+            reseed_catalog()
+    yield

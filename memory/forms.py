@@ -1,0 +1,47 @@
+"""Forms of the memory pages. They check shape only; the services decide (SPEC §2, §4) and
+their `ValidationError`s come back onto these forms (`config.pages.form_errors_from`)."""
+
+from django import forms
+
+from .domain import VALUE_MAX
+
+
+class MemoryFilterForm(forms.Form):
+    """Filter the memories page by character and search it (GET, so a filtered view can be
+    bookmarked)."""
+
+    q = forms.CharField(label="Search", required=False, max_length=200)
+    character = forms.ChoiceField(label="Character", required=False)
+
+    def __init__(self, *args, characters=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["character"].choices = [
+            ("", "Everything"),
+            ("everywhere", "Only what applies everywhere"),
+            *[(c.slug, f"What {c.name} can use") for c in characters],
+        ]
+
+
+class CorrectForm(forms.Form):
+    """SPEC §2 Correct: the new value. The value rule (1–2,000 characters, not blank) is the
+    same as the service's, so the form catches it first; the service still checks."""
+
+    value = forms.CharField(
+        label="New value", max_length=VALUE_MAX, strip=True,
+        error_messages={"required": "Write the correct value, or use “Forget” to remove it."},
+    )
+
+
+class ForgetForm(forms.Form):
+    """F1/F2: how wide to forget. `whole_key` only matters for a key with several values."""
+
+    everywhere = forms.BooleanField(
+        label="Forget this everywhere: with every character and in every conversation, now and later",
+        required=False,
+    )
+    whole_key = forms.BooleanField(label="Forget every value, not only this one", required=False)
+
+    def __init__(self, *args, many: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not many:
+            del self.fields["whole_key"]

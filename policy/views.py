@@ -1,0 +1,280 @@
+"""The boundaries page (issue 5; SPEC §6): for each character, what the companion may do now
+(allow / deny / ask) and why, in words; controls to always allow, always ask or never, at a
+chosen scope; revoking a choice; and the conflicts the static check finds.
+
+The page decides with the pure engine over rules read in bulk. It does not log those
+decisions (D10 logs decisions the runtime asks for; showing a page is not one), so a page view
+writes nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from config.clock import db_now
+from config.errors import Conflict, ValidationError
+from config.pages import day, form_errors_from, next_url, private_page
+from conversations.models import Character, Conversation
+
+from . import engine
+from .domain import (
+    EXPLICIT_USER,
+    PRODUCT_DEFAULT,
+    REASON_CONFLICTING_RULES,
+    REASON_NO_APPLICABLE_RULE,
+    DecisionRequest,
+    PolicyContext,
+    Rule,
+)
+from .forms import EFFECT_CHOICES, BoundaryForm
+from .models import PolicyRule
+from .selectors import capability_list, rule_check_of_user, rule_list
+from .services import rule_change, rule_create, rule_revoke
+
+# Seeded capabilities in plain words; others fall back to their name.
+CAPABILITY_NAMES = {
+    "tone.playful": "A playful tone",
+    "topic.work": "Talking about your work",
+    "relationship.advance": "A closer relationship",
+    "media.voice": "Voice messages",
+    "media.image": "Images",
+}
+DECISION_WORDS = {"allow": "Allowed", "deny": "Not allowed", "ask": "Asks you first"}
+EFFECT_WORDS = dict(EFFECT_CHOICES)
+# The page shows what happens when the companion itself wants to do something.
+REQUESTER = "assistant"
+
+
+def capability_name(name: str) -> str:
+    return CAPABILITY_NAMES.get(name) or name.replace("_", " ").replace(".", ": ").capitalize()
+
+
+class Places:
+    """The places a choice can apply to, and rule scopes in words: everywhere, a character
+    the user knows (from conversations or earlier choices), one of the user's conversations."""
+
+    def __init__(self, conversations: list[Conversation], rules: list[PolicyRule]):
+        self.conversations = {str(c.pk): c for c in conversations}
+        characters: dict[str, Character] = {c.character.slug: c.character for c in conversations}
+        for rule in rules:
+            if rule.character_id is not None and rule.user_id is not None:
+                characters.setdefault(rule.character.slug, rule.character)
+        self.characters = sorted(characters.values(), key=lambda c: (c.name.casefold(), c.slug))
+
+    def conversation_words(self, conversation_id: str | None) -> str:
+        conversation = self.conversations.get(conversation_id or "")
+        if conversation is None:
+            return "a conversation that was deleted"
+        if conversation.title:
+            return f"“{conversation.title}” with {conversation.character.name}"
+        return f"your conversation with {conversation.character.name} of {day(conversation.created_at)}"
+
+    def character_name(self, slug: str | None) -> str:
+        return next((c.name for c in self.characters if c.slug == slug), slug or "a character")
+
+    def scope_words(self, rule: Rule) -> str:
+        scope = rule.scope
+        if scope.kind == "global":
+            return "everywhere"
+        if scope.kind == "character":
+            return f"with {self.character_name(scope.character)}"
+        if scope.kind == "conversation":
+            return f"only in {self.conversation_words(scope.conversation)}"
+        return f"only in the “{scope.scene}” scene of {self.conversation_words(scope.conversation)}"
+
+    def choices(self, character: Character | None = None) -> list[tuple[str, str]]:
+        """The "where" options: all of them (to validate), or one character's section's."""
+        if character is None:
+            out = [("global", "everywhere")]
+            out += [(f"character:{c.slug}", f"with {c.name}") for c in self.characters]
+            out += [(f"conversation:{pk}", f"only in {self.conversation_words(pk)}") for pk in self.conversations]
+            return out
+        out = [(f"character:{character.slug}", f"with {character.name}"), ("global", "everywhere")]
+        out += [
+            (f"conversation:{pk}", f"only in {self.conversation_words(pk)}")
+            for pk, c in self.conversations.items() if c.character_id == character.pk
+        ]
+        return out
+
+
+def rule_words(rule: Rule, places: Places, *, lower: bool = False) -> str:
+    """A rule in words: "Never, with Captain Rowan" (names keep their capitals)."""
+    effect = EFFECT_WORDS[rule.effect]
+    words = f"{effect.lower() if lower else effect}, {places.scope_words(rule)}"
+    if rule.requested_by:
+        words += f", only when the {'companion' if rule.requested_by == 'assistant' else rule.requested_by} asks"
+    return words
+
+
+def why_words(decision, rules_by_id: dict[str, Rule], places: Places) -> str:
+    """The reason for a decision in words ("you decided", "product default")."""
+    if decision.reason == REASON_NO_APPLICABLE_RULE:
+        return "You have not chosen yet, so the companion asks you first."
+    if decision.reason == REASON_CONFLICTING_RULES:
+        return "Choices that rank the same disagree here, so the companion asks you first."
+    top = rules_by_id[decision.rule_ids[0]]
+    if top.source == PRODUCT_DEFAULT:
+        return f"Product default ({places.scope_words(top)})."
+    if top.source == EXPLICIT_USER:
+        return f"You decided: {rule_words(top, places, lower=True)}."
+    return f"From an answer you confirmed: {rule_words(top, places, lower=True)}."
+
+
+@dataclass(frozen=True)
+class CapabilityRow:
+    fid: str  # a unique id prefix for the row's form fields
+    name: str
+    title: str
+    question: str
+    effect: str
+    decision: str
+    why: str
+
+
+def boundary_set(*, user, capability: str, effect: str, scope: dict) -> str:
+    """Make the user's own choice for one capability at one scope exactly `effect`.
+
+    SPEC §6: rules are immutable, so an existing explicit choice at the same scope is changed
+    (revoked, and a successor with version + 1) instead of being joined by a second rule of the
+    same rank, which would tie with it and make D4 ask (`conflicting-rules`). Returns
+    `created`, `changed` or `unchanged`. (A candidate for policy/services.py.)"""
+    with transaction.atomic():
+        now = db_now()
+        same = [
+            rule for rule in rule_list(user=user, capability=capability)
+            if rule.source == EXPLICIT_USER and rule.requested_by is None
+            and rule.to_domain().lapse(now) is None and rule.scope.as_dict() == scope
+        ]
+        if len(same) == 1 and same[0].effect == effect:
+            return "unchanged"
+        keep, *extra = same or [None]
+        for rule in extra:
+            rule_revoke(rule_id=rule.pk, owner=user)
+        if keep is None:
+            rule_create(user=user, capability=capability, effect=effect, source=EXPLICIT_USER, scope=scope)
+            return "created"
+        if keep.effect != effect:
+            rule_change(rule_id=keep.pk, owner=user, effect=effect)
+        return "changed"
+
+
+def _page(request, *, error_form: BoundaryForm | None = None):
+    user = request.user
+    now = db_now()
+    capabilities = list(capability_list())
+    own = list(rule_list(user=user))
+    defaults = list(rule_list())
+    conversations = list(Conversation.objects.filter(user=user).select_related("character").order_by("-created_at", "id"))
+    places = Places(conversations, own)
+    domain_rules = [r.to_domain() for r in own + defaults]
+    rules_by_id = {r.id: r for r in domain_rules}
+
+    def section(character: Character | None) -> dict:
+        context = PolicyContext(user=user.username, now=now, character=character.slug if character else None)
+        rows = []
+        for capability in capabilities:
+            decision = engine.decide(DecisionRequest(capability.name, REQUESTER), domain_rules, context)
+            rows.append(CapabilityRow(
+                fid=f"{character.slug if character else 'everywhere'}-{capability.name}".replace(".", "-"),
+                name=capability.name, title=capability_name(capability.name), question=capability.question,
+                effect=decision.effect, decision=DECISION_WORDS[decision.effect],
+                why=why_words(decision, rules_by_id, places),
+            ))
+        return {
+            "character": character,
+            "key": character.slug if character else "everywhere",
+            "title": f"With {character.name}" if character else "Everywhere",
+            "rows": rows,
+            "places": places.choices(character) if character else [("global", "everywhere")],
+        }
+
+    sections = [section(None)] + [section(c) for c in places.characters]
+    live = sorted(
+        (r for r in domain_rules if r.user is not None and r.lapse(now) is None),
+        key=lambda r: (capability_name(r.capability).casefold(), r.scope.rank, r.id),
+    )
+    yours = [
+        {"id": r.id, "capability": capability_name(r.capability), "words": rule_words(r, places),
+         "since": day(r.valid_from), "effect": r.effect}
+        for r in live
+    ]
+    check = rule_check_of_user(user, now=now)
+
+    def described(rule_id: str) -> str:
+        rule = rules_by_id.get(rule_id)
+        if rule is None:
+            return "a rule"
+        prefix = "product default: " if rule.is_default else "your choice: "
+        return f"{prefix}{rule_words(rule, places, lower=True)}"
+
+    conflicts = [
+        {"capability": capability_name(c.capability), "rules": [described(i) for i in c.rule_ids]}
+        for c in check.conflicts
+    ]
+    shadowed = [
+        {"capability": capability_name(rules_by_id[d.rule_id].capability), "rule": described(d.rule_id),
+         "by": described(d.by) if d.by else ""}
+        for d in check.dead
+        if d.reason == "shadowed" and d.rule_id in rules_by_id and not rules_by_id[d.rule_id].is_default
+    ]
+    return render(request, "policy/boundaries.html", {
+        "sections": sections, "yours": yours, "conflicts": conflicts, "shadowed": shadowed,
+        "effects": EFFECT_CHOICES, "error_form": error_form,
+    })
+
+
+@private_page
+def boundaries(request):
+    return _page(request)
+
+
+@private_page
+@require_POST
+def boundary_set_view(request):
+    """Set always allow / always ask / never for a capability at a chosen place."""
+    user = request.user
+    conversations = list(Conversation.objects.filter(user=user).select_related("character"))
+    places = Places(conversations, list(rule_list(user=user)))
+    all_places = places.choices()
+    form = BoundaryForm(
+        request.POST,
+        capabilities=[(c.name, capability_name(c.name)) for c in capability_list()],
+        places=all_places,
+    )
+    if form.is_valid():
+        try:
+            outcome = boundary_set(
+                user=user, capability=form.cleaned_data["capability"], effect=form.cleaned_data["effect"],
+                scope=form.scope(),
+            )
+        except ValidationError as exc:
+            form_errors_from(form, exc, fields={"scope.kind": "where", "scope.character": "where",
+                                                "scope.conversation": "where"})
+        except Conflict:
+            messages.error(request, "That choice changed at the same moment somewhere else, so nothing was "
+                                    "saved. Here is what applies now; please choose again.")
+            return redirect("policy:boundaries")
+        else:
+            what = capability_name(form.cleaned_data["capability"])
+            where = dict(all_places)[form.cleaned_data["where"]]
+            choice = EFFECT_WORDS[form.cleaned_data["effect"]].lower()
+            if outcome == "unchanged":
+                messages.info(request, f"{what} was already set to “{choice}” {where}.")
+            else:
+                messages.success(request, f"Saved: {what} — {choice}, {where}.")
+            return redirect(next_url(request, "policy:boundaries"))
+    return _page(request, error_form=form)
+
+
+@private_page
+@require_POST
+def rule_revoke_view(request, rule_id):
+    """Revoke one of your choices (D5). Another user's rule or a product default is a 404."""
+    rule = rule_revoke(rule_id=rule_id, owner=request.user)
+    messages.success(request, f"Removed your choice for {capability_name(rule.capability_id)}. "
+                              "What applies now is shown below.")
+    return redirect(next_url(request, "policy:boundaries"))

@@ -1,0 +1,53 @@
+import pytest
+from django.test import Client
+
+from conversations.services import turn_create
+from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+
+
+@pytest.fixture
+def sam(db):
+    return UserFactory(username="sam")
+
+
+@pytest.fixture
+def rowan(db):
+    return CharacterFactory(slug="captain-rowan", name="Captain Rowan")
+
+
+@pytest.fixture
+def conv(sam, rowan):
+    return ConversationFactory(user=sam, character=rowan, title="Rooftop greenhouse")
+
+
+@pytest.fixture
+def page(sam):
+    """A browser-like client signed in as sam."""
+    client = Client()
+    client.force_login(sam)
+    return client
+
+
+@pytest.fixture
+def say(conv):
+    """sam says something in the conversation: a turn whose message the extractor reads
+    (SPEC §8), so memories get that message as their source."""
+    counter = {"n": 0}
+
+    def _say(text, conversation=None):
+        counter["n"] += 1
+        return turn_create(
+            conversation_id=(conversation or conv).pk, turn_key=f"t{counter['n']}", content=text
+        ).turn
+
+    return _say
+
+
+@pytest.fixture
+def alex(db):
+    return UserFactory(username="alex")
+
+
+@pytest.fixture
+def alex_conv(alex, rowan):
+    return ConversationFactory(user=alex, character=rowan, title="Alex's chat")
