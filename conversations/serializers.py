@@ -44,20 +44,11 @@ class ContextInput(StrictSerializer):
         return value
 
 
-class ScopeInput(StrictSerializer):
-    """A memory scope: {"kind": "user"} · character · conversation · scene (SPEC §10)."""
+class ScopeShapeMixin:
+    """Validates a scope's shape: exactly the references its kind needs. Subclasses name the
+    kinds and what each requires (`REQUIRED`)."""
 
-    kind = serializers.ChoiceField(choices=["user", "character", "conversation", "scene"])
-    character = serializers.SlugField(max_length=100, required=False)
-    conversation = serializers.UUIDField(required=False, format="hex_verbose")
-    scene = CleanCharField(max_length=SCENE_MAX, required=False)
-
-    REQUIRED = {
-        "user": set(),
-        "character": {"character"},
-        "conversation": {"conversation"},
-        "scene": {"conversation", "scene"},
-    }
+    REQUIRED: dict[str, set[str]] = {}
 
     def validate(self, attrs):
         kind = attrs["kind"]
@@ -73,6 +64,22 @@ class ScopeInput(StrictSerializer):
         if "conversation" in attrs:
             attrs["conversation"] = str(attrs["conversation"])
         return attrs
+
+
+class ScopeInput(ScopeShapeMixin, StrictSerializer):
+    """A memory scope: {"kind": "user"} · character · conversation · scene (SPEC §10)."""
+
+    kind = serializers.ChoiceField(choices=["user", "character", "conversation", "scene"])
+    character = serializers.SlugField(max_length=100, required=False)
+    conversation = serializers.UUIDField(required=False, format="hex_verbose")
+    scene = CleanCharField(max_length=SCENE_MAX, required=False)
+
+    REQUIRED = {
+        "user": set(),
+        "character": {"character"},
+        "conversation": {"conversation"},
+        "scene": {"conversation", "scene"},
+    }
 
 
 class ScopeOutput(serializers.Serializer):

@@ -65,6 +65,19 @@ def value_hash(secret: bytes, value: str) -> str:
 # Scopes
 
 
+def scope_dict(kind: str, character: str | None, conversation: str | None, scene: str | None) -> dict:
+    """The JSON shape of a scope (SPEC §10): only the references its kind has. Memory and
+    policy scopes share it (policy's widest kind is `global`, memory's `user`)."""
+    out: dict = {"kind": kind}
+    if kind == "character":
+        out["character"] = character
+    if kind in ("conversation", "scene"):
+        out["conversation"] = conversation
+    if kind == "scene":
+        out["scene"] = scene
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     kind: str
@@ -83,14 +96,7 @@ class Scope:
         return f"scene:{self.conversation}:{self.scene}"
 
     def as_dict(self) -> dict:
-        out: dict = {"kind": self.kind}
-        if self.kind == "character":
-            out["character"] = self.character
-        if self.kind in ("conversation", "scene"):
-            out["conversation"] = self.conversation
-        if self.kind == "scene":
-            out["scene"] = self.scene
-        return out
+        return scope_dict(self.kind, self.character, self.conversation, self.scene)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.domain import scope_dict
+
 # ---------------------------------------------------------------------------------------------
 # Vocabulary
 
@@ -102,14 +104,7 @@ class PolicyScope:
         return SCOPE_RANK[self.kind]
 
     def as_dict(self) -> dict:
-        out: dict = {"kind": self.kind}
-        if self.kind == "character":
-            out["character"] = self.character
-        if self.kind in ("conversation", "scene"):
-            out["conversation"] = self.conversation
-        if self.kind == "scene":
-            out["scene"] = self.scene
-        return out
+        return scope_dict(self.kind, self.character, self.conversation, self.scene)
 
     def label(self) -> str:
         """A short, text-free description for explanations (ids only)."""

@@ -6,7 +6,13 @@ import re
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from conversations.serializers import SCENE_MAX, CleanCharField, ContextInput, StrictSerializer
+from conversations.serializers import (
+    SCENE_MAX,
+    CleanCharField,
+    ContextInput,
+    ScopeShapeMixin,
+    StrictSerializer,
+)
 
 from .domain import (
     ANSWERS,
@@ -108,7 +114,7 @@ class DecisionOutput(_DropAbsent):
 # Rules
 
 
-class RuleScopeInput(StrictSerializer):
+class RuleScopeInput(ScopeShapeMixin, StrictSerializer):
     """A rule scope: {"kind": "global"} · character · conversation · scene (SPEC §6)."""
 
     kind = RuleScopeKindField(choices=SCOPE_KINDS)
@@ -122,21 +128,6 @@ class RuleScopeInput(StrictSerializer):
         "conversation": {"conversation"},
         "scene": {"conversation", "scene"},
     }
-
-    def validate(self, attrs):
-        kind = attrs["kind"]
-        needed = self.REQUIRED[kind]
-        errors = {}
-        for name in ("character", "conversation", "scene"):
-            if name in needed and name not in attrs:
-                errors[name] = [f"Required for a {kind} scope."]
-            elif name not in needed and name in attrs:
-                errors[name] = [f"Not allowed for a {kind} scope."]
-        if errors:
-            raise serializers.ValidationError(errors)
-        if "conversation" in attrs:
-            attrs["conversation"] = str(attrs["conversation"])
-        return attrs
 
 
 class RuleScopeOutput(serializers.Serializer):
