@@ -19,8 +19,8 @@ from memory.domain import (
     USER_AUTHORITIES,
     Exclusion,
     MemoryRecord,
-    Projection,
     ProjectedMemory,
+    Projection,
     default_label,
     normalise_value,
 )

@@ -1,0 +1,228 @@
+"""Prompt projection (SPEC §5 P1–P4) on the resolver's active records. No database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.domain import MemoryRecord, Scope
+from memory.projection import certainty_of, project
+
+T0 = datetime(2026, 8, 1, tzinfo=UTC)
+USER = "ana"
+CONV = "6f1c3f0e-6a1d-4a57-9d0e-3b8c2f1a9e10"
+MANY = frozenset({"user.likes"})
+LABELS = {"basil_plant.name": "Basil plant's name", "user.likes": "Likes"}
+
+SCOPES = {
+    "user": Scope("user"),
+    "character": Scope("character", character="captain-rowan"),
+    "conversation": Scope("conversation", conversation=CONV),
+    "scene": Scope("scene", conversation=CONV, scene="greenhouse"),
+}
+
+
+def rec(
+    id: str,
+    *,
+    key: str = "basil_plant.name",
+    value: str = "Harbor",
+    scope: str = "user",
+    authority: str = "rule-extracted",
+    confidence: float = 1.0,
+    sources: tuple[str, ...] = ("m1",),
+    vf: float = 0,
+    version: int = 1,
+) -> MemoryRecord:
+    moment = T0 + timedelta(hours=vf)
+    return MemoryRecord(
+        id=id,
+        user=USER,
+        key=key,
+        value=value,
+        scope=SCOPES[scope],
+        authority=authority,
+        valid_from=moment,
+        recorded_at=moment,
+        evidence_time=moment,
+        version=version,
+        confidence=confidence,
+        sources=sources,
+    )
+
+
+def run(active, **kwargs):
+    return project(active, labels=LABELS, many_keys=MANY, **kwargs)
+
+
+def outcome(projection) -> dict[str, str]:
+    """id → certainty for projected records, id → reason for excluded ones."""
+    out = {m.record.id: m.certainty for m in projection.prompt}
+    out.update({e.id: e.reason for e in projection.excluded})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# P1 provenance
+
+
+@pytest.mark.parametrize(
+    ("authority", "sources", "expected"),
+    [
+        ("model-inferred", ("m1",), "likely"),
+        ("model-inferred", (), "unsupported"),
+        ("rule-extracted", (), "unsupported"),  # its source messages were deleted
+        ("user-confirmed", (), "confirmed"),  # the user's own word needs no source
+        ("user-corrected", (), "confirmed"),
+    ],
+)
+def test_it_needs_a_surviving_source_unless_the_user_said_it(authority, sources, expected):
+    """P1: user-confirmed/corrected records are always injectable; any other needs at least
+    one source message that still exists, else `unsupported`."""
+    active = [rec("a", authority=authority, sources=sources, confidence=0.9)]
+    assert outcome(run(active)) == {"a": expected}
+
+
+def test_it_runs_the_provenance_gate_before_certainty():
+    """P1 before P2: an unsupported low-confidence record says unsupported."""
+    assert outcome(run([rec("a", sources=(), confidence=0.1)])) == {"a": "unsupported"}
+
+
+# ---------------------------------------------------------------------------------------------
+# P2 certainty
+
+
+@pytest.mark.parametrize(
+    ("confidence", "expected"),
+    [
+        (1.0, "likely"),
+        (0.85, "likely"),  # the likely threshold is inclusive
+        (0.8499, "uncertain"),
+        (0.5, "uncertain"),  # the uncertain threshold is inclusive
+        (0.49, "low-confidence"),
+        (0.0, "low-confidence"),
+    ],
+)
+def test_it_grades_certainty_at_the_exact_thresholds(confidence, expected):
+    """P2: confidence >= 0.85 likely, 0.5 <= confidence < 0.85 uncertain, below 0.5
+    low-confidence (excluded)."""
+    assert outcome(run([rec("a", confidence=confidence)])) == {"a": expected}
+
+
+def test_it_calls_the_users_word_confirmed_whatever_its_confidence():
+    """P2: user-confirmed/corrected → confirmed."""
+    active = [rec("a", authority="user-corrected", confidence=0.1)]
+    assert outcome(run(active)) == {"a": "confirmed"}
+    assert certainty_of(active[0]) == "confirmed"
+
+
+def test_it_takes_the_thresholds_as_settings():
+    """P2: thresholds are settings."""
+    active = [rec("a", confidence=0.7)]
+    assert outcome(run(active, likely=0.7, uncertain=0.6)) == {"a": "likely"}
+    assert outcome(run(active, likely=0.9, uncertain=0.75)) == {"a": "low-confidence"}
+
+
+# ---------------------------------------------------------------------------------------------
+# P3 shadowing
+
+
+def test_it_projects_only_the_narrowest_scope_of_a_one_key_across_four_scopes():
+    """P3: scene > conversation > character > user; the wider ones are shadowed, so the
+    model never sees two values for one single-valued slot."""
+    active = [
+        rec("u", scope="user", value="Harbor"),
+        rec("c", scope="character", value="Harbour"),
+        rec("v", scope="conversation", value="Marlowe"),
+        rec("s", scope="scene", value="Greenhouse Basil"),
+    ]
+    projection = run(active)
+    assert outcome(projection) == {"s": "likely", "u": "shadowed", "c": "shadowed",
+                                   "v": "shadowed"}
+    assert [m.value for m in projection.prompt] == ["Greenhouse Basil"]
+    # without the scene record, the conversation wins; then the character; then the user
+    assert [m.record.id for m in run(active[:3]).prompt] == ["v"]
+    assert [m.record.id for m in run(active[:2]).prompt] == ["c"]
+    assert [m.record.id for m in run(active[:1]).prompt] == ["u"]
+
+
+def test_it_does_not_let_an_excluded_record_shadow_a_usable_one():
+    """P1/P2 before P3: a narrower record that is unsupported or low-confidence is already
+    out, so the wider usable value is projected."""
+    active = [
+        rec("u", scope="user", value="Harbor"),
+        rec("v", scope="conversation", value="Marlowe", sources=()),
+        rec("s", scope="scene", value="Basil", confidence=0.2),
+    ]
+    assert outcome(run(active)) == {"u": "likely", "v": "unsupported", "s": "low-confidence"}
+
+
+def test_it_projects_the_union_of_a_many_key_with_each_value_once():
+    """P3: a many key projects every value, each normalised value once (the narrowest
+    scope's record); duplicates are shadowed."""
+    active = [
+        rec("u-jazz", key="user.likes", value="jazz", scope="user"),
+        rec("c-jazz", key="user.likes", value=" Jazz ", scope="character"),
+        rec("s-jazz", key="user.likes", value="JAZZ", scope="scene"),
+        rec("u-rain", key="user.likes", value="rainy days", scope="user"),
+        rec("v-tea", key="user.likes", value="tea", scope="conversation"),
+    ]
+    projection = run(active)
+    assert outcome(projection) == {
+        "s-jazz": "likely", "u-rain": "likely", "v-tea": "likely",
+        "u-jazz": "shadowed", "c-jazz": "shadowed",
+    }
+    assert sorted(m.value for m in projection.prompt) == ["JAZZ", "rainy days", "tea"]
+
+
+def test_it_breaks_a_same_scope_tie_by_the_resolver_order():
+    """P3: two records of one scope kind for one key cannot come from one context, but the
+    choice is still deterministic (R6 order: authority, valid_from, version, id)."""
+    active = [
+        rec("b", scope="character", value="Harbor", vf=1),
+        rec("a", scope="character", value="Marlowe", vf=1),
+        rec("z", scope="character", value="Rex", authority="user-confirmed"),
+    ]
+    assert [m.record.id for m in run(active).prompt] == ["z"]
+    assert [m.record.id for m in run(list(reversed(active[:2]))).prompt] == ["a"]
+
+
+# ---------------------------------------------------------------------------------------------
+# P4 shape and order
+
+
+def test_it_gives_the_model_the_narrow_shape_with_a_label():
+    """P4: {key, label, value, certainty, scope}; the registry label or a default one."""
+    active = [rec("a", scope="scene"), rec("b", key="people.marcus.lives_in", value="Seattle")]
+    prompt = {m.record.id: m.as_prompt() for m in run(active).prompt}
+    assert prompt["a"] == {
+        "key": "basil_plant.name",
+        "label": "Basil plant's name",
+        "value": "Harbor",
+        "certainty": "likely",
+        "scope": {"kind": "scene", "conversation": CONV, "scene": "greenhouse"},
+    }
+    assert prompt["b"]["label"] == "Marcus: lives in"
+    assert set(prompt["b"]) == {"key", "label", "value", "certainty", "scope"}
+
+
+def test_it_orders_the_prompt_as_the_planner_fills_it():
+    """I3: confirmed → likely → uncertain, then narrower scope first, then newer valid_from
+    first, then id; `excluded` is ordered by id."""
+    active = [
+        rec("u-old", key="a.one", scope="user", vf=1),
+        rec("u-new", key="a.two", scope="user", vf=5),
+        rec("s-likely", key="a.three", scope="scene", vf=0),
+        rec("unsure", key="a.four", scope="scene", confidence=0.6, vf=9),
+        rec("conf", key="a.five", scope="user", authority="user-confirmed", vf=0),
+        rec("tie-b", key="a.six", scope="character", vf=3),
+        rec("tie-a", key="a.seven", scope="character", vf=3),
+        rec("zz", key="a.eight", sources=()),
+        rec("aa", key="a.nine", confidence=0.1),
+    ]
+    projection = run(active)
+    assert [m.record.id for m in projection.prompt] == [
+        "conf", "s-likely", "tie-a", "tie-b", "u-new", "u-old", "unsure"]
+    assert [e.id for e in projection.excluded] == ["aa", "zz"]
+    assert projection == run(list(reversed(active)))
