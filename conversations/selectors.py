@@ -43,7 +43,9 @@ class LoadedContext:
 def user_by_ref(ref: str, *, field: str | None = "user") -> User:
     """The user a ref names. In a body an unknown user is a validation error naming the field;
     in a path (`field=None`) it is a 404."""
-    user = User.objects.filter(username=ref).first() if isinstance(ref, str) else None
+    # A ref no user could have (PostgreSQL cannot even compare a NUL) is simply unknown.
+    plausible = isinstance(ref, str) and 0 < len(ref) <= 150 and "\x00" not in ref
+    user = User.objects.filter(username=ref).first() if plausible else None
     if user is None:
         if field is None:
             raise NotFound(f"No user {ref!r}.")
@@ -126,7 +128,10 @@ class OctetLength(Func):
 
 def history_candidates(conversation, before_seq: int):
     """Every message strictly before the boundary (I1), as (id, seq, role, bytes): one query
-    that reads no message text."""
+    that reads no message text. Read as tuples on a plain cursor where the vendor allows it
+    (a long conversation has thousands of candidates; see memory.selectors.raw_values)."""
+    from memory.selectors import _raw_reader, raw_values
+
     from .planner import HistoryCandidate
 
     rows = (
@@ -134,7 +139,11 @@ def history_candidates(conversation, before_seq: int):
         .annotate(n_bytes=OctetLength("content"))
         .values_list("id", "seq", "role", "n_bytes")
     )
-    return [HistoryCandidate(str(i), seq, role, n or 0) for i, seq, role, n in rows]
+    raw = raw_values(rows)
+    if raw is None:
+        return [HistoryCandidate(str(i), seq, role, n or 0) for i, seq, role, n in rows]
+    text = _raw_reader(rows.db).uuid_text
+    return [HistoryCandidate(text(i), seq, role, n or 0) for i, seq, role, n in raw]
 
 
 def message_contents(conversation, ids: list[str]) -> dict[str, str]:

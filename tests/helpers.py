@@ -18,8 +18,13 @@ def reseed_catalog() -> None:
 
     import_module("memory.migrations.0002_seed_keys").seed(apps, None)
     import_module("policy.migrations.0002_seed_capabilities").seed(apps, None)
-    support = "config.migrations.0003_support_group"
+    # The Support group: permissions themselves come back with the flush's post_migrate.
     try:
-        import_module(support).create_group(apps, None)
+        support = import_module("config.migrations.0003_support_group")
     except ModuleNotFoundError:
-        pass
+        return
+    from django.contrib.auth.models import Group, Permission
+
+    group, _ = Group.objects.get_or_create(name="Support")
+    for app_label, codename in support.PERMISSIONS:
+        group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))

@@ -12,7 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_it_passes_the_deployment_checks_in_production():
     """`DJANGO_ENV=production` passes `manage.py check --deploy` with no warnings."""
-    env = {**os.environ, "DJANGO_ENV": "production", "DJANGO_DEBUG": "false",
+    # (Browser tests set DJANGO_ALLOW_ASYNC_UNSAFE for Playwright; a deployment never does.)
+    base = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env = {**base, "DJANGO_ENV": "production", "DJANGO_DEBUG": "false",
            "SECRET_KEY": "k" * 20 + "-a-long-random-production-secret-" + "9" * 20,
            "ALLOWED_HOSTS": "memory.example.org"}
     result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],

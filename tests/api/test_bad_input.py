@@ -109,3 +109,11 @@ def test_it_accepts_far_past_and_future_valid_times_without_crashing(api, world)
         assert r.status_code == 201, r.content
     r = api.post("/api/v1/memory/resolve", {"context": {**world["ctx"], "now": "9999-12-31T23:59:59Z"}}, format="json")
     assert r.status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/api/v1/users/a%00b/export", "/api/v1/users/" + "x" * 300 + "/export"])
+def test_it_answers_an_impossible_user_ref_in_a_path_with_404(api, world, path):
+    """A NUL or an overlong ref in a path is simply nobody (PostgreSQL could not compare it)."""
+    r = api.get(path)
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
+    assert api.delete(path.removesuffix("/export")).status_code == 404
