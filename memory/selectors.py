@@ -4,9 +4,15 @@ whatever the number of records (DESIGN: constant query counts)."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
+from datetime import UTC, datetime
+from itertools import repeat
+
+from django.core.exceptions import EmptyResultSet
+from django.db import connections
 
 from config.errors import NotFound, ValidationError
 
@@ -49,9 +55,195 @@ def _to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# Reading tuples on the hot path
+#
+# A resolve or a plan reads every candidate row of a user. Through the ORM each field of each
+# row went through a Python converter (a UUID object built and printed back, each datetime
+# made aware) and each row through a 17-field dataclass constructor, which cost several times
+# more than resolving the rows. The readers below run the same SQL (same WHERE, same ORDER
+# BY) on a plain cursor, let the database format UUIDs as text, and build the records column
+# by column, giving exactly the values the ORM path gives. Other database vendors, or
+# settings where the two could differ, take the ORM path.
+
+
+def _uuid_text_sqlite(value):
+    """SQLite stores a UUIDField as 32 lowercase hex digits: the canonical text without
+    `uuid.UUID` (anything else goes through it, as the ORM would)."""
+    if value is None:
+        return None
+    if len(value) == 32:
+        return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+    return str(uuid.UUID(value))
+
+
+def _uuid_text(value):
+    return None if value is None else str(value)
+
+
+def _aware_utc(value):
+    """SQLite datetimes come back naive (UTC): the ORM makes them aware in UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def _same(value):
+    return value
+
+
+class _RawReader:
+    """How one vendor's raw values become the ORM's: Python converters for rows read with
+    the ORM's SQL (`uuid_text`, `aware`), and SQL expressions for hand-written reads
+    (`uuid_sql`: a UUID column as its canonical text; `datetime_sql` and `parse_datetime`:
+    a datetime column as text the C parser reads into an aware UTC datetime, or None when
+    the driver already gives aware datetimes)."""
+
+    def __init__(self, vendor, uuid_text, aware, uuid_sql, datetime_sql=None, parse_datetime=None):
+        self.vendor = vendor
+        self.uuid_text = uuid_text
+        self.aware = aware
+        self.uuid_sql = uuid_sql
+        self.datetime_sql = datetime_sql
+        self.parse_datetime = parse_datetime
+
+
+def _sqlite_uuid_sql(column: str) -> str:
+    c = column
+    return (f"substr({c}, 1, 8) || '-' || substr({c}, 9, 4) || '-' || substr({c}, 13, 4) || '-' "
+            f"|| substr({c}, 17, 4) || '-' || substr({c}, 21)")
+
+
+def _raw_reader(alias: str) -> _RawReader | None:
+    from django.conf import settings
+
+    connection = connections[alias]
+    if not settings.USE_TZ or connection.timezone is not UTC:
+        return None
+    if connection.vendor == "sqlite":
+        # Django stores UUIDs as 32 lowercase hex digits and datetimes as naive UTC text;
+        # an expression column has no declared type, so no converter runs on it and
+        # `datetime.fromisoformat` reads "<text>+00:00" into a datetime in `UTC`.
+        return _RawReader("sqlite", _uuid_text_sqlite, _aware_utc, _sqlite_uuid_sql,
+                          lambda c: f"{c} || '+00:00'", datetime.fromisoformat)
+    if connection.vendor == "postgresql":
+        # psycopg gives UUID objects and datetimes already aware in the connection's UTC.
+        return _RawReader("postgresql", _uuid_text, _same, lambda c: f"{c}::text")
+    return None
+
+
+def raw_values(queryset) -> list[tuple] | None:
+    """The rows of a `values_list` queryset through a plain cursor (same SQL), or None when
+    the vendor is not one whose raw values are known to match the ORM's."""
+    if _raw_reader(queryset.db) is None:
+        return None
+    try:
+        sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
+    except EmptyResultSet:
+        return []
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def records_to_domain(queryset, username: str) -> list[DomainRecord]:
     """Materialise a queryset of MemoryRecord rows as pure-core records, sources included
-    (two queries: rows as tuples, then their source links)."""
+    (two queries: rows as tuples, then their source links). Records of one scope share one
+    `Scope` object (the resolver caches its scope test per object)."""
+    reader = _raw_reader(queryset.db)
+    if reader is None:
+        return _records_to_domain_orm(queryset, username)
+    rows = raw_values(queryset.values_list(*RECORD_FIELDS))
+    if not rows:
+        return []
+    links = raw_values(
+        MemorySource.objects.filter(memory_id__in=queryset.values("id"))
+        .values_list("memory_id", "message_id")
+        .order_by()
+    )
+    text, aware = reader.uuid_text, reader.aware
+    columns = list(zip(*rows, strict=True))
+    raw_ids = columns[0]
+    for index in _UUID_COLUMNS:
+        columns[index] = list(map(text, columns[index]))
+    for index in _DATETIME_COLUMNS:
+        columns[index] = list(map(aware, columns[index]))
+    sources: dict = {}
+    for memory_id, message_id in links:
+        sources.setdefault(memory_id, []).append(text(message_id))
+    return _build_records(columns, list(map(sources.get, raw_ids)), username)
+
+
+_UUID_COLUMNS = (RECORD_FIELDS.index("id"), RECORD_FIELDS.index("supersedes_id"))
+_DATETIME_COLUMNS = tuple(
+    RECORD_FIELDS.index(name)
+    for name in ("status_since", "valid_from", "valid_until", "recorded_at", "evidence_time",
+                 "retracted_at")
+)
+# RECORD_FIELDS column → MemoryRecord (domain) field, for the columns stored as they are.
+_COLUMN_FIELDS = {
+    "id": "id", "key": "key", "value": "value", "status": "status",
+    "status_since": "status_since", "authority": "authority", "confidence": "confidence",
+    "valid_from": "valid_from", "valid_until": "valid_until", "recorded_at": "recorded_at",
+    "evidence_time": "evidence_time", "supersedes_id": "supersedes",
+    "retracted_at": "retracted_at", "version": "version",
+}
+_new_object = object.__new__
+_SLOTTED: dict[type, dict | None] = {}
+
+
+def _slot_setters(cls) -> dict | None:
+    """The slot setters of a slots dataclass whose instances can be built field by field
+    exactly as its generated `__init__` would (every field set through `__init__`, no
+    `__post_init__`), or None."""
+    if cls not in _SLOTTED:
+        setters = None
+        params = getattr(cls, "__dataclass_params__", None)
+        if params is not None and params.init and not hasattr(cls, "__post_init__"):
+            fields = dataclasses.fields(cls)
+            names = tuple(f.name for f in fields)
+            if all(f.init for f in fields) and getattr(cls, "__slots__", None) == names:
+                setters = {name: getattr(getattr(cls, name, None), "__set__", None) for name in names}
+                if None in setters.values():
+                    setters = None
+        _SLOTTED[cls] = setters
+    return _SLOTTED[cls]
+
+
+def build_slotted(cls, columns: dict, n: int) -> list:
+    """`n` instances of `cls`, field values given column by column (one iterable per field,
+    all fields given). Each value is stored through its slot in C, so no Python frame runs
+    per instance (a frozen dataclass's `__init__` makes one `object.__setattr__` call per
+    field); classes that do not qualify are constructed normally."""
+    setters = _slot_setters(cls)
+    if setters is None or set(columns) != set(setters):
+        names = list(columns)
+        return [cls(**dict(zip(names, row, strict=True)))
+                for row in zip(*columns.values(), strict=False)]
+    objects = list(map(_new_object, repeat(cls, n)))
+    for name, column in columns.items():
+        deque(map(setters[name], objects, column), maxlen=0)
+    return objects
+
+
+def _build_records(columns: list, found_sources: list, username: str) -> list[DomainRecord]:
+    """Domain records from columns in RECORD_FIELDS order (values already converted) and,
+    per row, the list of its source message ids or None."""
+    n = len(columns[0])
+    index = RECORD_FIELDS.index
+    kinds, scope_ids, scenes = columns[index("scope_kind")], columns[index("scope_id")], columns[index("scene")]
+    scopes: dict[tuple, Scope] = {}
+    for key in set(zip(kinds, scope_ids, scenes, strict=True)):
+        scopes[key] = scope_from_id(*key)
+    empty: tuple = ()
+    values = {field: columns[index(column)] for column, field in _COLUMN_FIELDS.items()}
+    values["user"] = repeat(username, n)
+    values["scope"] = list(map(scopes.__getitem__, zip(kinds, scope_ids, scenes, strict=True)))
+    values["sources"] = [tuple(sorted(found)) if found else empty for found in found_sources]
+    return build_slotted(DomainRecord, values, n)
+
+
+def _records_to_domain_orm(queryset, username: str) -> list[DomainRecord]:
     rows = list(queryset.values_list(*RECORD_FIELDS))
     if not rows:
         return []
@@ -79,7 +271,85 @@ def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainReco
     qs = MemoryRecord.objects.filter(user=ctx.user, scope_id__in=context_scope_ids(ctx))
     if keys:
         qs = qs.filter(key__in=list(keys))
-    return records_to_domain(qs, ctx.user.username)
+    reader = _raw_reader(qs.db)
+    if reader is None:
+        return records_to_domain(qs, ctx.user.username)
+    # The read of every resolve and plan: the SQL the queryset above compiles to (same WHERE,
+    # same ORDER BY), written out once per database, with UUIDs formatted by the database,
+    # so a request pays neither for compiling querysets nor for converting values in Python.
+    where, params = _candidate_where(qs.db, ctx.user.pk, context_scope_ids(ctx),
+                                     list(keys) if keys else None)
+    sql = _candidate_sql(qs.db, reader)
+    with connections[qs.db].cursor() as cursor:
+        cursor.execute(sql["records"].format(where=where), params)
+        rows = cursor.fetchall()
+        if not rows:
+            return []
+        cursor.execute(sql["sources"].format(where=where), params)
+        links = cursor.fetchall()
+    columns = list(zip(*rows, strict=True))
+    parse = reader.parse_datetime
+    if parse is not None:
+        for index in _DATETIME_COLUMNS:
+            column = columns[index]
+            if None in column:
+                columns[index] = [None if v is None else parse(v) for v in column]
+            else:
+                columns[index] = list(map(parse, column))
+    sources: dict[str, list[str]] = {}
+    for memory_id, message_id in links:
+        found = sources.get(memory_id)
+        if found is None:
+            sources[memory_id] = [message_id]
+        else:
+            found.append(message_id)
+    return _build_records(columns, list(map(sources.get, columns[0])), ctx.user.username)
+
+
+def _candidate_where(alias: str, user_pk, scope_ids: list[str], keys: list[str] | None) -> tuple[str, list]:
+    quote = connections[alias].ops.quote_name
+    where = f"{quote('user_id')} = %s AND {quote('scope_id')} IN ({', '.join(['%s'] * len(scope_ids))})"
+    params: list = [user_pk, *scope_ids]
+    if keys:
+        where += f" AND {quote('key')} IN ({', '.join(['%s'] * len(keys))})"
+        params += keys
+    return where, params
+
+
+_CANDIDATE_SQL: dict[str, dict[str, str]] = {}
+
+
+def _candidate_sql(alias: str, reader: _RawReader) -> dict[str, str]:
+    """SELECT RECORD_FIELDS ... ORDER BY the model's ordering, and the source links of the
+    same rows, with table and column names taken from the models."""
+    sql = _CANDIDATE_SQL.get(alias)
+    if sql is None:
+        quote = connections[alias].ops.quote_name
+        meta = MemoryRecord._meta
+        select = []
+        for name in RECORD_FIELDS:
+            column = quote(meta.get_field(name).column)
+            index = RECORD_FIELDS.index(name)
+            if index in _UUID_COLUMNS:
+                column = reader.uuid_sql(column)
+            elif index in _DATETIME_COLUMNS and reader.datetime_sql is not None:
+                column = reader.datetime_sql(column)
+            select.append(column)
+        order = []
+        for name in meta.ordering:
+            field = meta.get_field(name.lstrip("-"))
+            order.append(quote(field.column) + (" DESC" if name.startswith("-") else " ASC"))
+        links = MemorySource._meta
+        memory = quote(links.get_field("memory").column)
+        message = quote(links.get_field("message").column)
+        sql = _CANDIDATE_SQL[alias] = {
+            "records": f"SELECT {', '.join(select)} FROM {quote(meta.db_table)} "
+                       f"WHERE {{where}} ORDER BY {', '.join(order)}",
+            "sources": f"SELECT {reader.uuid_sql(memory)}, {reader.uuid_sql(message)} "
+                       f"FROM {quote(links.db_table)} WHERE {memory} IN "
+                       f"(SELECT {quote(meta.pk.column)} FROM {quote(meta.db_table)} WHERE {{where}})",
+        }
+    return sql
 
 
 def tombstones_of(user, keys: Iterable[str] | None = None) -> list[DomainTombstone]:
@@ -171,6 +441,38 @@ def last_named_key(user) -> str | None:
     )
 
 
+def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombstone], bytes]:
+    """`registry()`, `tombstones_of(user, keys)` and — when a tombstone holds a value hash —
+    `user_secret(user)`, in two queries whatever the data (the secret comes with the
+    tombstones), so a resolve's query count does not depend on what was forgotten."""
+    alias = Tombstone.objects.db
+    reader = _raw_reader(alias)
+    if reader is None:
+        tombstones = tombstones_of(user, keys)
+        secret = user_secret(user) if any(t.value_hash for t in tombstones) else b""
+        return registry(), tombstones, secret
+    tombs = Tombstone.objects.filter(user=user)
+    if keys is not None:
+        tombs = tombs.filter(key__in=list(keys))
+    rows = raw_values(tombs.values_list(
+        "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before",
+        "user__memory_profile__secret"))
+    text, aware = reader.uuid_text, reader.aware
+    username = user.username
+    tombstones = [
+        DomainTombstone(
+            id=text(t[0]), user=username, scope_id=t[1], key=t[2], value_hash=t[3],
+            forgotten_at=aware(t[4]), blocks_sources_before=aware(t[5]),
+        )
+        for t in rows
+    ]
+    secret = b""
+    if any(t.value_hash for t in tombstones):
+        hexed = rows[0][6]
+        secret = bytes.fromhex(hexed) if hexed else b""
+    return Registry(raw_values(KeyDefinition.objects.values_list("key", "cardinality", "label"))), tombstones, secret
+
+
 class ContextResolution:
     """Everything one resolve needs and produces, for one context (SPEC §3, §5)."""
 
@@ -183,11 +485,15 @@ class ContextResolution:
         keys = list(keys) if keys else None
         self.ctx = ctx
         self.records = candidate_records(ctx, keys)
-        self.registry = registry()
-        self.tombstones = tombstones_of(ctx.user, keys)
-        secret = user_secret(ctx.user) if any(t.value_hash for t in self.tombstones) else b""
+        self.registry, self.tombstones, secret = _registry_tombstones_secret(ctx.user, keys)
+        # The resolver compares `now` with every record's times: in the records' own tzinfo
+        # (UTC) each comparison is a plain one, in an equal but different tzinfo object (a
+        # parsed `now` carries ZoneInfo("UTC")) each costs two utcoffset() calls.
+        context = ctx.domain
+        if context.now.tzinfo is not UTC and context.now.utcoffset() is not None:
+            context = dataclasses.replace(context, now=context.now.astimezone(UTC))
         self.resolution = resolve(
-            self.records, self.tombstones, ctx.domain, many_keys=self.registry.many_keys, secret=secret
+            self.records, self.tombstones, context, many_keys=self.registry.many_keys, secret=secret
         )
         cfg = settings.COMPANION
         self.projection = project(
