@@ -257,10 +257,14 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
 def user_delete(*, user) -> None:
     """DELETE /users/{user}: erase everything of that user synchronously (SPEC §9). Memory
     rows go first so supersedes edges between them never block the cascade."""
+    from config.models import PrivateTextAccess, SupportAction
     from memory.models import MemoryRecord
 
     with transaction.atomic():
         for conversation in Conversation.objects.filter(user=user):
             _delete_conversation_rows(conversation)
         MemoryRecord.objects.filter(user=user).update(supersedes=None)
+        # Support's notes about this user go too: a staff-written reason may quote them.
+        SupportAction.objects.filter(subject_id=user.pk).delete()
+        PrivateTextAccess.objects.filter(subject_id=user.pk).delete()
         user.delete()

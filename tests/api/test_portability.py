@@ -136,3 +136,21 @@ def test_it_deletes_a_user_and_everything_theirs(api, story):
     assert api.get("/api/v1/users/wren/export").status_code == 404
     assert api.delete("/api/v1/users/wren").status_code == 404
     assert not Turn.objects.exists() and not MemoryRecord.objects.exists()
+
+
+def test_it_erases_support_notes_about_a_deleted_user(api, story):
+    """§9: DELETE erases everything of the user, support's notes about them included."""
+    from config.models import PrivateTextAccess, SupportAction
+    from config.support import reveals_record, support_retract
+    from memory.models import MemoryRecord as Record
+    from tests.factories import UserFactory
+
+    staff = UserFactory(username="helper", is_staff=True, is_superuser=True)
+    record = Record.objects.filter(user=story).exclude(status="forgotten").first()
+    support_retract(staff=staff, record_ids=[record.pk], reason="asked by mail")
+    reveals_record(staff=staff, view="change", objects=[(Record, record.pk, story.pk)])
+    assert SupportAction.objects.filter(subject_id=story.pk).exists()
+    assert PrivateTextAccess.objects.filter(subject_id=story.pk).exists()
+    assert api.delete("/api/v1/users/wren").status_code == 204
+    assert not SupportAction.objects.filter(subject_id=story.pk).exists()
+    assert not PrivateTextAccess.objects.filter(subject_id=story.pk).exists()

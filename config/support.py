@@ -1,0 +1,373 @@
+"""Support tooling (issue 6): what the admin's support actions, access log and explain view do,
+kept out of the admin classes so it can be tested and reused (a management command, a future
+support API) without a request.
+
+- **Private text** (memory values, message content, conversation titles) is shown only to a
+  staff member with `config.view_private_text`, and each time a page shows it unmasked
+  `reveals_record` writes a `PrivateTextAccess` row (DESIGN, Privacy).
+- **Support actions** call the owning services — `memory_forget`, `memory_retract`,
+  `memory_normalise`, `rule_revoke` — never the models, and write one `SupportAction` row per
+  object with the reason the staff member gave (required). That table is the one place the
+  reasons are kept; `detail` holds ids and counts only.
+- **Explain** runs the resolver and the projection (`ContextResolution`) and the pure policy
+  engine (`engine.explain`) for a context. It writes nothing: unlike `decision_make`, it does
+  not add decision-log rows (D10 logs decisions the runtime acted on, not a support look-up).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.contrib.contenttypes.models import ContentType
+from django.db import transaction
+
+from config.clock import db_now
+from config.errors import DomainError, ValidationError
+
+from .models import PrivateTextAccess, SupportAction
+
+PRIVATE_TEXT_PERMISSION = "config.view_private_text"
+EXPLAIN_PERMISSION = "config.use_explain"
+ACTION_PERMISSIONS = {
+    "forget": "config.forget_memory",
+    "retract": "config.retract_memory",
+    "normalise": "config.normalise_memory",
+    "revoke-rule": "config.revoke_rule",
+}
+REASON_MAX = 1000
+
+SUPPORT_GROUP = "Support"
+# What the "Support" group holds (config/migrations/0003_support_group.py seeded the same list;
+# a test keeps them in step). View permissions for answering tickets, the explain view and the
+# four actions; not `view_private_text`, which is granted person by person.
+SUPPORT_GROUP_PERMISSIONS = (
+    ("auth", "view_user"),
+    ("memory", "view_memoryrecord"),
+    ("memory", "view_keydefinition"),
+    ("memory", "view_tombstone"),
+    ("memory", "view_slotretraction"),
+    ("memory", "view_idempotencyrecord"),
+    ("policy", "view_policyrule"),
+    ("policy", "view_capability"),
+    ("policy", "view_userpolicyversion"),
+    ("policy", "view_defaultspolicyversion"),
+    ("policy", "view_decisionlog"),
+    ("policy", "view_policyanswer"),
+    ("policy", "view_mediajob"),
+    ("conversations", "view_character"),
+    ("conversations", "view_conversation"),
+    ("conversations", "view_turn"),
+    ("conversations", "view_message"),
+    ("config", "view_supportaction"),
+    ("config", "use_explain"),
+    ("config", "forget_memory"),
+    ("config", "retract_memory"),
+    ("config", "normalise_memory"),
+    ("config", "revoke_rule"),
+)
+
+
+def can_view_private(user) -> bool:
+    return bool(user and user.is_active and user.is_staff and user.has_perm(PRIVATE_TEXT_PERMISSION))
+
+
+# ---------------------------------------------------------------------------------------------
+# Access log
+
+
+def reveals_record(*, staff, view: str, objects: Iterable[tuple[type, object, int | None]]) -> int:
+    """Log that `staff` was shown the private text of each (model, pk, owner id) in `objects`,
+    in one insert whatever their number (so a changelist stays at a constant query count)."""
+    now = None
+    rows = []
+    for model, pk, subject_id in objects:
+        if now is None:
+            now = db_now()
+        rows.append(PrivateTextAccess(
+            staff_id=staff.pk, staff_username=staff.get_username(), subject_id=subject_id,
+            content_type=ContentType.objects.get_for_model(model, for_concrete_model=False),
+            object_id=str(pk), view=view, accessed_at=now,
+        ))
+    if rows:
+        PrivateTextAccess.objects.bulk_create(rows)
+    return len(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Support actions
+
+
+def clean_reason(reason) -> str:
+    text = (reason or "").strip() if isinstance(reason, str) or reason is None else ""
+    if not text:
+        raise ValidationError("Say why (a ticket number and what the user asked for).", field="reason")
+    if len(text) > REASON_MAX:
+        raise ValidationError(f"At most {REASON_MAX} characters.", field="reason")
+    return text
+
+
+@dataclass
+class ActionOutcome:
+    object_id: str
+    outcome: str  # "done", or a stable code for why nothing changed
+    detail: dict = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.outcome == "done"
+
+
+def _log_action(*, staff, action: str, model, object_id, subject_id, reason: str,
+                outcome: ActionOutcome) -> None:
+    SupportAction.objects.create(
+        staff_id=staff.pk, staff_username=staff.get_username(), subject_id=subject_id,
+        action=action, content_type=ContentType.objects.get_for_model(model),
+        object_id=str(object_id), reason=reason, outcome=outcome.outcome, detail=outcome.detail,
+        acted_at=db_now(),
+    )
+
+
+def _uuids(ids: Iterable) -> list[uuid.UUID]:
+    """Ids as UUIDs (they come as strings from a form, as UUIDs from a queryset); an id that is
+    not a UUID cannot name a row and is dropped."""
+    out = []
+    for value in ids:
+        try:
+            out.append(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    return list(dict.fromkeys(out))
+
+
+def _each(*, staff, action: str, model, reason: str, targets: Sequence[tuple[object, int | None]],
+          run) -> list[ActionOutcome]:
+    """Run `run(object_id)` for each target in its own transaction together with its log row:
+    a refusal by the service (a DomainError) is logged as the outcome and changes nothing."""
+    reason = clean_reason(reason)
+    outcomes = []
+    for object_id, subject_id in targets:
+        with transaction.atomic():
+            try:
+                outcome = run(object_id)
+            except DomainError as error:
+                outcome = ActionOutcome(str(object_id), error.code, {"detail": error.detail})
+            _log_action(staff=staff, action=action, model=model, object_id=object_id,
+                        subject_id=subject_id, reason=reason, outcome=outcome)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def support_forget(*, staff, record_ids: Sequence, reason: str, everywhere: bool = False,
+                   whole_key: bool = False) -> list[ActionOutcome]:
+    """F1/F2 on the user's behalf, through `memory_forget`: a tombstone (never the value), the
+    covered records purged to skeletons. A record already forgotten (for instance by the forget
+    of another selected record of its slot) is skipped and says so."""
+    from memory.models import MemoryRecord
+    from memory.services import memory_forget
+
+    record_ids = _uuids(record_ids)
+    owners = dict(MemoryRecord.objects.filter(pk__in=record_ids).values_list("pk", "user_id"))
+
+    def run(record_id):
+        owner = get_user_model().objects.get(pk=owners[record_id])
+        tombstone = memory_forget(record_id=record_id, user=owner, everywhere=everywhere, whole_key=whole_key)
+        purged = MemoryRecord.objects.filter(
+            user=owner, key=tombstone.key, status="forgotten", status_since=tombstone.forgotten_at
+        ).values_list("pk", flat=True)
+        return ActionOutcome(str(record_id), "done", {
+            "tombstone": str(tombstone.pk), "scope": tombstone.scope_id, "key": tombstone.key,
+            "value_level": tombstone.value_hash is not None,
+            "forgotten_at": tombstone.forgotten_at.isoformat(),
+            "records": sorted(str(pk) for pk in purged),
+        })
+
+    return _each(staff=staff, action="forget", model=MemoryRecord, reason=reason,
+                 targets=[(pk, owners[pk]) for pk in record_ids if pk in owners], run=run)
+
+
+def support_retract(*, staff, record_ids: Sequence, reason: str) -> list[ActionOutcome]:
+    """W10 through `memory_retract`: the record's slot is closed now and stays closed for old
+    evidence (W4)."""
+    from memory.models import MemoryRecord
+    from memory.services import memory_retract
+
+    record_ids = _uuids(record_ids)
+    owners = dict(MemoryRecord.objects.filter(pk__in=record_ids).values_list("pk", "user_id"))
+
+    def run(record_id):
+        result = memory_retract(record_id=record_id)
+        return ActionOutcome(str(record_id), "done", {
+            "retracted_at": result.retracted_at.isoformat(),
+            "closed": [r.id for r in result.records],
+        })
+
+    return _each(staff=staff, action="retract", model=MemoryRecord, reason=reason,
+                 targets=[(pk, owners[pk]) for pk in record_ids if pk in owners], run=run)
+
+
+def support_normalise(*, staff, user_ids: Sequence[int], reason: str) -> list[ActionOutcome]:
+    """W12 through `memory_normalise`, per user: idempotent and safe at any time (the
+    `normalise_statuses` management command runs the same service for everyone)."""
+    from memory.services import memory_normalise
+
+    User = get_user_model()
+    user_ids = list(dict.fromkeys(int(pk) for pk in user_ids))
+    users = {u.pk: u for u in User.objects.filter(pk__in=user_ids)}
+
+    def run(user_id):
+        changed = memory_normalise(user=users[user_id])
+        return ActionOutcome(str(user_id), "done", {"changed": changed})
+
+    return _each(staff=staff, action="normalise", model=User, reason=reason,
+                 targets=[(pk, pk) for pk in user_ids if pk in users], run=run)
+
+
+def support_rule_revoke(*, staff, rule_ids: Sequence, reason: str) -> list[ActionOutcome]:
+    """D5/D7 through `rule_revoke`: revoked now, the owner's policy version bumped in the same
+    transaction. A product default (no user) affects every user; a revoked rule is skipped."""
+    from policy.models import PolicyRule
+    from policy.services import rule_revoke
+
+    rule_ids = _uuids(rule_ids)
+    rows = {pk: (user_id, revoked) for pk, user_id, revoked in
+            PolicyRule.objects.filter(pk__in=rule_ids).values_list("pk", "user_id", "revoked_at")}
+
+    def run(rule_id):
+        if rows[rule_id][1] is not None:
+            return ActionOutcome(str(rule_id), "already-revoked", {})
+        rule = rule_revoke(rule_id=rule_id)
+        return ActionOutcome(str(rule_id), "done", {
+            "revoked_at": rule.revoked_at.isoformat(),
+            "product_default": rule.user_id is None,
+            "policy_version_after": rule.policy_version_after,
+        })
+
+    return _each(staff=staff, action="revoke-rule", model=PolicyRule, reason=reason,
+                 targets=[(pk, rows[pk][0]) for pk in rule_ids if pk in rows], run=run)
+
+
+# ---------------------------------------------------------------------------------------------
+# Explain
+
+
+@dataclass
+class RecordExplained:
+    """One candidate record: what the resolver (R1–R6, R8) and the projection (P1–P3) said.
+    `record.value` is private: the caller decides whether to show it."""
+
+    record: object  # memory.domain.MemoryRecord
+    step: str
+    reason: str
+    detail: str
+    prompt: str  # certainty when projected, the P-reason when left out, "" when not active
+
+
+@dataclass
+class CapabilityExplained:
+    capability: str
+    effect: str
+    reason: str
+    rule_ids: tuple[str, ...]
+    rules: list[dict]  # {"id", "reason", "detail", "effect", "source", "scope", "user"}
+
+
+@dataclass
+class ExplainResult:
+    context: object  # LoadedContext
+    records: list[RecordExplained]
+    counts: dict
+    prompt_counts: dict
+    trace: dict
+    policy_version: dict
+    capabilities: list[CapabilityExplained]
+
+    @property
+    def active(self) -> list[RecordExplained]:
+        return [r for r in self.records if r.step == "active"]
+
+    @property
+    def excluded(self) -> list[RecordExplained]:
+        return [r for r in self.records if r.step != "active"]
+
+
+def support_explain(*, user: str, character: str | None = None, conversation: str | None = None,
+                    scene: str | None = None, now: datetime | None = None,
+                    capabilities: Sequence[str] = (), requested_by: str = "assistant",
+                    keys: Sequence[str] | None = None) -> ExplainResult:
+    """The resolver's and the policy engine's view of one context, for support. Raises
+    `ValidationError` (fields named `context.*`) for a context that does not load."""
+    from conversations.selectors import load_context
+    from memory.selectors import ContextResolution
+    from policy import engine
+    from policy.domain import DecisionRequest
+    from policy.selectors import capabilities_by_name, policy_version_of, rules_for_explain
+    from policy.services import policy_context
+
+    ctx = load_context({"user": user, "character": character or None,
+                        "conversation": conversation or None, "scene": scene or None, "now": now})
+    resolved = ContextResolution(ctx, list(keys) if keys else None)
+    resolution, projection = resolved.resolution, resolved.projection
+    projected = {p.record.id: p.certainty for p in projection.prompt}
+    left_out = {e.id: e.reason for e in projection.excluded}
+    records = []
+    for record in sorted(resolved.records, key=lambda r: (r.key, r.scope_id, r.version, r.id)):
+        why = resolution.explain(record.id)
+        if why is None:  # duplicate ids collapse in the resolver; every id has one explanation
+            continue
+        prompt = projected.get(record.id) or left_out.get(record.id, "")
+        records.append(RecordExplained(record, why.step, why.reason, why.detail, prompt))
+    counts: dict[str, int] = {}
+    for item in resolution.excluded:
+        counts[item.reason] = counts.get(item.reason, 0) + 1
+    prompt_counts: dict[str, int] = {"projected": len(projection.prompt)}
+    for item in projection.excluded:
+        prompt_counts[item.reason] = prompt_counts.get(item.reason, 0) + 1
+
+    request_context = policy_context(ctx)
+    wanted = capabilities_by_name(capabilities) if capabilities else {}
+    explained = []
+    for name in wanted:
+        rules = rules_for_explain(user=ctx.user, capability=name)
+        by_id = {r.id: r for r in rules}
+        result = engine.explain(DecisionRequest(capability=name, requested_by=requested_by), rules,
+                                request_context)
+        explained.append(CapabilityExplained(
+            capability=name, effect=result.decision.effect, reason=result.decision.reason,
+            rule_ids=result.decision.rule_ids,
+            rules=[{
+                "id": item.rule_id, "reason": item.reason, "detail": item.detail,
+                "effect": by_id[item.rule_id].effect, "source": by_id[item.rule_id].source,
+                "scope": by_id[item.rule_id].scope.label(),
+                "user": by_id[item.rule_id].user or "(product default)",
+            } for item in result.rules],
+        ))
+    return ExplainResult(
+        context=ctx, records=records, counts=counts, prompt_counts=prompt_counts,
+        trace=dict(resolution.trace), policy_version=policy_version_of(ctx.user).as_dict(),
+        capabilities=explained,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The Support group
+
+
+def support_group_ensure():
+    """Create or complete the "Support" group (the data migration does this once; a flushed
+    test database or a new deployment step can call it again). Idempotent."""
+    from django.contrib.auth.models import Group, Permission
+    from django.db.models import Q
+
+    group, _ = Group.objects.get_or_create(name=SUPPORT_GROUP)
+    wanted = Q(pk__in=[])
+    for app_label, codename in SUPPORT_GROUP_PERMISSIONS:
+        wanted |= Q(content_type__app_label=app_label, codename=codename)
+    permissions = list(Permission.objects.filter(wanted))
+    if len(permissions) != len(SUPPORT_GROUP_PERMISSIONS):
+        raise LookupError("Some support permissions do not exist yet; run migrate first.")
+    group.permissions.add(*permissions)
+    return group

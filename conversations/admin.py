@@ -1,0 +1,202 @@
+"""Characters, conversations, turns and messages in the admin, for support staff (issue 6).
+
+Message content and conversation titles are the user's own words: masked without
+`view_private_text` (and logged when shown), never searchable or filterable without it, and a
+conversation is named by its id, never by its title. Conversations, turns and messages are
+read-only (the services own them). Characters are catalog data and editable, through the same
+service as `PUT /characters/{slug}`.
+"""
+
+from django import forms
+from django.contrib import admin
+from django.db.models import F
+from django.utils.html import format_html, format_html_join
+
+from config.support_admin import SupportAdmin, admin_link, count_of, explain_url
+
+from .models import Character, Conversation, Message, Turn
+from .services import character_put
+
+
+def conversation_link(conversation_id):
+    return admin_link(Conversation, conversation_id, conversation_id)
+
+
+class CharacterForm(forms.ModelForm):
+    class Meta:
+        model = Character
+        fields = ("slug", "name")
+
+
+@admin.register(Character)
+class CharacterAdmin(SupportAdmin):
+    form = CharacterForm
+    list_display = ("slug", "name", "n_conversations", "created_at")
+    search_fields = ("slug", "name")
+    date_hierarchy = "created_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_conversations=count_of(Conversation, "character"))
+
+    @admin.display(description="conversations", ordering="_conversations")
+    def n_conversations(self, obj):
+        return obj._conversations
+
+    def get_readonly_fields(self, request, obj=None):
+        # The slug is the character's identity in scope ids and the API.
+        return ("slug", "created_at") if obj is not None else ("created_at",)
+
+    def save_model(self, request, obj, form, change):
+        character, _ = character_put(slug=obj.slug, name=obj.name)
+        obj.pk, obj.created_at = character.pk, character.created_at
+
+    def has_delete_permission(self, request, obj=None):
+        # Conversations, memories and rules refer to characters (PROTECT); retire none here.
+        return False
+
+
+@admin.register(Conversation)
+class ConversationAdmin(SupportAdmin):
+    read_only = True
+    private_fields = ("title",)
+    private_search_fields = ("title",)
+    uuid_search_fields = ("id",)
+    list_display = ("id", "user_ref", "character_slug", "title_preview", "n_messages", "n_turns", "created_at")
+    list_filter = (("character", admin.RelatedOnlyFieldListFilter),)
+    search_fields = ("user__username", "character__slug")
+    search_help_text = "A username or character slug, or a conversation id."
+    list_select_related = ("user", "character")
+    date_hierarchy = "created_at"
+    fields = ("id", "user_ref", "character_slug", "title_full", "created_at", "last_seq", "n_messages",
+              "n_turns", "related")
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            _messages=count_of(Message, "conversation"), _turns=count_of(Turn, "conversation"),
+        )
+
+    def object_label(self, obj):
+        return f"Conversation {obj.pk}"  # never the title: it is the user's own text
+
+    @admin.display(description="character", ordering="character__slug")
+    def character_slug(self, obj):
+        return obj.character.slug
+
+    @admin.display(description="title")
+    def title_preview(self, obj):
+        return self.private_text(obj, "title")
+
+    @admin.display(description="title")
+    def title_full(self, obj):
+        return self.private_text(obj, "title", full=True)
+
+    @admin.display(description="messages", ordering="_messages")
+    def n_messages(self, obj):
+        return obj._messages
+
+    @admin.display(description="turns", ordering="_turns")
+    def n_turns(self, obj):
+        return obj._turns
+
+    @admin.display(description="see also")
+    def related(self, obj):
+        from django.urls import reverse
+
+        messages_url = reverse("admin:conversations_message_changelist") + f"?conversation={obj.pk}"
+        turns_url = reverse("admin:conversations_turn_changelist") + f"?conversation={obj.pk}"
+        memory_url = reverse("admin:memory_memoryrecord_changelist") + f"?conversation={obj.pk}"
+        explain = explain_url(user=obj.user.get_username(), conversation=str(obj.pk))
+        return format_html(
+            '<a href="{}">messages</a> · <a href="{}">turns</a> · <a href="{}">memories scoped here</a>'
+            ' · <a href="{}">explain this context</a>', messages_url, turns_url, memory_url, explain,
+        )
+
+
+@admin.register(Turn)
+class TurnAdmin(SupportAdmin):
+    """A turn keeps ids, outcomes and the last plan's ids and hash (never text, SPEC §7)."""
+
+    read_only = True
+    uuid_search_fields = ("id", "conversation_id", "user_message_id", "reply_message_id")
+    list_display = ("turn_key", "user_ref", "conversation_ref", "scene", "status", "user_seq", "reply_seq",
+                    "planned", "created_at")
+    list_filter = ("status", ("plan_hash", admin.EmptyFieldListFilter))
+    search_fields = ("user__username", "turn_key", "scene")
+    search_help_text = "A username, turn key or scene, or a turn, conversation or message id."
+    list_select_related = ("user",)
+    date_hierarchy = "created_at"
+    fields = ("id", "user_ref", "conversation_ref", "turn_key", "scene", "status", "user_message_ref",
+              "reply_message_ref", "created_at", "extracted", "plan_snapshot", "plan_hash")
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            _user_seq=F("user_message__seq"), _reply_seq=F("reply_message__seq"),
+        )
+
+    @admin.display(description="conversation")
+    def conversation_ref(self, obj):
+        return conversation_link(obj.conversation_id)
+
+    @admin.display(description="user message", ordering="_user_seq")
+    def user_seq(self, obj):
+        return admin_link(Message, obj.user_message_id, f"#{obj._user_seq}")
+
+    @admin.display(description="reply", ordering="_reply_seq")
+    def reply_seq(self, obj):
+        return admin_link(Message, obj.reply_message_id, f"#{obj._reply_seq}") if obj.reply_message_id else "-"
+
+    @admin.display(description="planned", boolean=True)
+    def planned(self, obj):
+        return bool(obj.plan_hash)
+
+    @admin.display(description="user message")
+    def user_message_ref(self, obj):
+        return admin_link(Message, obj.user_message_id, f"#{obj._user_seq} ({obj.user_message_id})")
+
+    @admin.display(description="reply")
+    def reply_message_ref(self, obj):
+        return self.reply_seq(obj)
+
+
+@admin.register(Message)
+class MessageAdmin(SupportAdmin):
+    read_only = True
+    private_fields = ("content",)
+    private_search_fields = ("content",)
+    uuid_search_fields = ("id", "conversation_id")
+    list_display = ("seq", "user_ref", "role", "content_preview", "conversation_ref", "created_at")
+    list_filter = ("role",)
+    search_fields = ("user__username",)
+    search_help_text = "A username, or a message or conversation id."
+    list_select_related = ("user",)
+    date_hierarchy = "created_at"
+    fields = ("id", "user_ref", "conversation_ref", "seq", "role", "created_at", "content_full",
+              "turn_ref", "memory_refs")
+    readonly_fields = fields
+
+    @admin.display(description="conversation")
+    def conversation_ref(self, obj):
+        return conversation_link(obj.conversation_id)
+
+    @admin.display(description="content")
+    def content_preview(self, obj):
+        return self.private_text(obj, "content")
+
+    @admin.display(description="content")
+    def content_full(self, obj):
+        return self.private_text(obj, "content", full=True)
+
+    @admin.display(description="turn")
+    def turn_ref(self, obj):
+        turn = (Turn.objects.filter(user_id=obj.user_id, user_message_id=obj.pk).values_list("pk", flat=True).first()
+                or Turn.objects.filter(user_id=obj.user_id, reply_message_id=obj.pk).values_list("pk", flat=True).first())
+        return admin_link(Turn, turn) if turn else "-"
+
+    @admin.display(description="memories derived from it")
+    def memory_refs(self, obj):
+        from memory.models import MemoryRecord, MemorySource
+
+        ids = MemorySource.objects.filter(message_id=obj.pk).values_list("memory_id", flat=True)
+        return format_html_join(", ", "{}", ((admin_link(MemoryRecord, pk),) for pk in ids)) or "-"

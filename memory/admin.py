@@ -1,0 +1,351 @@
+"""Memory in the admin, for support staff (issue 6).
+
+Records, tombstones, slot retractions and idempotency records are read-only: the services are
+their only writers (DESIGN habit 2). Support changes memory only through the actions below
+(forget on the user's behalf, retract, normalise statuses), each asking for a reason that
+`config.support` logs. Values are private: masked without `view_private_text`, logged when shown.
+The key registry is catalog data and stays editable, but a key's cardinality cannot change once
+records use it (SPEC §0). `MemoryProfile` is not registered: it holds the secret that keys the
+value hashes.
+"""
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Exists, OuterRef
+from django.utils.html import format_html, format_html_join
+
+from config import support
+from config.support_admin import (
+    ForgetForm,
+    SupportAdmin,
+    admin_link,
+    count_of,
+    explain_url,
+    support_action,
+)
+
+from .domain import valid_key
+from .models import (
+    IdempotencyRecord,
+    KeyDefinition,
+    MemoryRecord,
+    MemorySource,
+    SlotRetraction,
+    Tombstone,
+)
+
+
+class RetractedFilter(admin.SimpleListFilter):
+    title = "retracted"
+    parameter_name = "retracted"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "retracted (W10)"), ("no", "not retracted")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(retracted_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(retracted_at__isnull=True)
+        return queryset
+
+
+@admin.register(MemoryRecord)
+class MemoryRecordAdmin(SupportAdmin):
+    read_only = True
+    private_fields = ("value",)
+    private_search_fields = ("value",)
+    uuid_search_fields = ("id", "supersedes_id", "conversation_id")
+    list_display = ("key", "user_ref", "value_preview", "scope_id", "status", "authority", "version",
+                    "valid_from", "valid_until", "n_sources")
+    list_filter = ("status", "authority", "scope_kind", RetractedFilter)
+    search_fields = ("user__username", "key")
+    search_help_text = "A username or key (part of it), or a record, conversation or superseded id."
+    list_select_related = ("user",)
+    date_hierarchy = "recorded_at"
+    ordering = ("user__username", "key", "scope_id", "version")
+    actions = ("forget_on_behalf", "retract", "normalise_statuses")
+    fieldsets = (
+        (None, {"fields": ("id", "user_ref", "key", "value_full", "scope_ref", "status", "status_since",
+                           "authority", "confidence")}),
+        ("Time", {"fields": ("valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time")}),
+        ("History and provenance", {"fields": ("version", "supersedes_ref", "superseded_by_refs", "source_refs",
+                                               "tombstone_refs", "explain_link")}),
+    )
+    readonly_fields = ("id", "user_ref", "key", "value_full", "scope_ref", "status", "status_since",
+                       "authority", "confidence", "valid_from", "valid_until", "retracted_at",
+                       "recorded_at", "evidence_time", "version", "supersedes_ref", "superseded_by_refs",
+                       "source_refs", "tombstone_refs", "explain_link")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_sources=count_of(MemorySource, "memory"))
+
+    @admin.display(description="value")
+    def value_preview(self, obj):
+        if obj.status == "forgotten":
+            return format_html("<em>{}</em>", "erased (forgotten)")
+        return self.private_text(obj, "value")
+
+    @admin.display(description="value")
+    def value_full(self, obj):
+        if obj.status == "forgotten":
+            return format_html("<em>{}</em>", "erased (forgotten, F2)")
+        return self.private_text(obj, "value", full=True)
+
+    @admin.display(description="sources", ordering="_sources")
+    def n_sources(self, obj):
+        return obj._sources
+
+    @admin.display(description="scope")
+    def scope_ref(self, obj):
+        if obj.conversation_id:
+            from conversations.models import Conversation
+
+            return format_html("{} ({})", obj.scope_id, admin_link(Conversation, obj.conversation_id, "conversation"))
+        return obj.scope_id
+
+    @admin.display(description="supersedes")
+    def supersedes_ref(self, obj):
+        return admin_link(MemoryRecord, obj.supersedes_id)
+
+    @admin.display(description="superseded by")
+    def superseded_by_refs(self, obj):
+        ids = MemoryRecord.objects.filter(user_id=obj.user_id, supersedes_id=obj.pk).values_list("pk", flat=True)
+        return format_html_join(", ", "{}", ((admin_link(MemoryRecord, pk),) for pk in ids)) or "-"
+
+    @admin.display(description="source messages")
+    def source_refs(self, obj):
+        from conversations.models import Message
+
+        rows = (MemorySource.objects.filter(memory=obj)
+                .values_list("message_id", "message__seq", "message__conversation_id"))
+        return format_html_join(
+            ", ", "{} (#{} in {})",
+            ((admin_link(Message, mid, mid), seq, conv) for mid, seq, conv in rows),
+        ) or "-"
+
+    @admin.display(description="tombstones of this key")
+    def tombstone_refs(self, obj):
+        rows = Tombstone.objects.filter(user_id=obj.user_id, key=obj.key).values_list("pk", "scope_id", "forgotten_at")
+        return format_html_join(
+            ", ", "{} ({}, {})", ((admin_link(Tombstone, pk), scope, at.isoformat()) for pk, scope, at in rows)
+        ) or "-"
+
+    @admin.display(description="explain")
+    def explain_link(self, obj):
+        params = {"user": obj.user.get_username(), "keys": obj.key}
+        if obj.scope_kind == "character":
+            params["character"] = obj.scope_id.rsplit(":", 1)[1]
+        if obj.conversation_id:
+            params["conversation"] = str(obj.conversation_id)
+        if obj.scene:
+            params["scene"] = obj.scene
+        return format_html('<a href="{}">Explain this key in its scope</a>', explain_url(**params))
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def _rows(self, request, queryset):
+        records = list(queryset.select_related("user"))
+        rows = [[admin_link(MemoryRecord, r.pk), r.user.get_username(), r.key, r.scope_id, r.status,
+                 r.authority, self.value_preview(r)] for r in records]
+        revealed = [r for r in records if r.status != "forgotten"]
+        return records, rows, revealed
+
+    @admin.action(description="Forget on the user's behalf…", permissions=["forget_memory"])
+    def forget_on_behalf(self, request, queryset):
+        records, rows, revealed = self._rows(request, queryset)
+        return support_action(
+            self, request, queryset, title="Forget on the user's behalf",
+            intro="Each selected memory's slot is forgotten through the forget service (SPEC F1–F3): "
+                  "a tombstone that never holds the value, every covered record purged to a skeleton "
+                  "with its value erased, and the same value blocked from coming back from older "
+                  "evidence. For a multi-valued key only that value is forgotten unless you tick "
+                  "“every value of the key”. The user can undo the tombstone; erased values do not come back.",
+            columns=["record", "user", "key", "scope", "status", "authority", "value"], rows=rows,
+            revealed=revealed, form_class=ForgetForm,
+            perform=lambda data: support.support_forget(
+                staff=request.user, record_ids=[r.pk for r in records], reason=data["reason"],
+                everywhere=data["everywhere"], whole_key=data["whole_key"],
+            ),
+        )
+
+    @admin.action(description="Retract (the slot is no longer true)…", permissions=["retract_memory"])
+    def retract(self, request, queryset):
+        records, rows, revealed = self._rows(request, queryset)
+        return support_action(
+            self, request, queryset, title="Retract",
+            intro="Each selected memory's slot is retracted through the retract service (SPEC W10): "
+                  "every record of the slot that has not ended is closed now; history keeps them, and "
+                  "older evidence cannot bring the value back (W4). Nothing is erased.",
+            columns=["record", "user", "key", "scope", "status", "authority", "value"], rows=rows,
+            revealed=revealed,
+            perform=lambda data: support.support_retract(
+                staff=request.user, record_ids=[r.pk for r in records], reason=data["reason"],
+            ),
+        )
+
+    @admin.action(description="Normalise statuses of these users…", permissions=["normalise_memory"])
+    def normalise_statuses(self, request, queryset):
+        from django.contrib.auth import get_user_model
+
+        user_ids = sorted(set(queryset.values_list("user_id", flat=True)))
+        users = get_user_model().objects.filter(pk__in=user_ids).order_by("username")
+        return support_action(
+            self, request, queryset, title="Normalise statuses",
+            intro="Writes the stored statuses (expired, superseded) of every memory of these users "
+                  "through the normalisation service (SPEC W12). It is idempotent, safe at any time, "
+                  "and never changes what the resolver decides; the management command "
+                  "`normalise_statuses` does the same for everyone.",
+            columns=["user", "memories"],
+            rows=[[u.get_username(), MemoryRecord.objects.filter(user=u).count()] for u in users],
+            perform=lambda data: support.support_normalise(
+                staff=request.user, user_ids=user_ids, reason=data["reason"],
+            ),
+        )
+
+
+class KeyDefinitionForm(forms.ModelForm):
+    class Meta:
+        model = KeyDefinition
+        fields = ("key", "cardinality", "label")
+
+    def clean_key(self):
+        key = self.cleaned_data["key"]
+        if not valid_key(key):
+            raise forms.ValidationError(
+                "1–120 characters of a-z, 0-9, '_', '-' and '.', with no leading, trailing or double dot."
+            )
+        return key
+
+    def clean(self):
+        """SPEC §0: a key's cardinality cannot change once records use it. An unregistered key
+        is `one`, so registering a used key as `many` is a change too."""
+        data = super().clean()
+        key = data.get("key") or self.instance.key  # the key is read-only once registered
+        cardinality = data.get("cardinality")
+        if not key or not cardinality:
+            return data
+        current = (
+            KeyDefinition.objects.filter(pk=key).values_list("cardinality", flat=True).first() or "one"
+        )
+        if cardinality != current and MemoryRecord.objects.filter(key=key).exists():
+            self.add_error("cardinality", forms.ValidationError(
+                "Memories already use this key, so its cardinality cannot change from %(current)s.",
+                params={"current": current}, code="cardinality_in_use",
+            ))
+        return data
+
+
+@admin.register(KeyDefinition)
+class KeyDefinitionAdmin(SupportAdmin):
+    form = KeyDefinitionForm
+    list_display = ("key", "label", "cardinality", "in_use")
+    list_filter = ("cardinality",)
+    search_fields = ("key", "label")
+
+    def get_queryset(self, request):
+        used = MemoryRecord.objects.filter(key=OuterRef("key"))
+        return super().get_queryset(request).annotate(_in_use=Exists(used))
+
+    @admin.display(description="used by memories", boolean=True, ordering="_in_use")
+    def in_use(self, obj):
+        return obj._in_use
+
+    def get_readonly_fields(self, request, obj=None):
+        # The key is the primary key: editing it would register another key.
+        return ("key",) if obj is not None else ()
+
+    def has_delete_permission(self, request, obj=None):
+        # Deleting a used `many` key would make it `one`: a cardinality change (SPEC §0).
+        if obj is not None and MemoryRecord.objects.filter(key=obj.key).exists():
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # per key, from its page, where usage is checked
+        return actions
+
+
+class ValueLevelFilter(admin.SimpleListFilter):
+    title = "forget level"
+    parameter_name = "level"
+
+    def lookups(self, request, model_admin):
+        return [("value", "one value (many key)"), ("key", "whole key")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "value":
+            return queryset.filter(value_hash__isnull=False)
+        if self.value() == "key":
+            return queryset.filter(value_hash__isnull=True)
+        return queryset
+
+
+class EverywhereFilter(admin.SimpleListFilter):
+    title = "scope"
+    parameter_name = "everywhere"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "everywhere (*)"), ("no", "one scope")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(scope_id="*")
+        if self.value() == "no":
+            return queryset.exclude(scope_id="*")
+        return queryset
+
+
+@admin.register(Tombstone)
+class TombstoneAdmin(SupportAdmin):
+    """F1: a tombstone holds no value, and its value hash is not shown either (it is a keyed
+    hash, useless to read and not for copying around)."""
+
+    read_only = True
+    list_display = ("key", "user_ref", "scope_id", "value_level", "forgotten_at", "blocks_sources_before")
+    list_filter = (ValueLevelFilter, EverywhereFilter)
+    search_fields = ("user__username", "key")
+    uuid_search_fields = ("id",)
+    list_select_related = ("user",)
+    date_hierarchy = "forgotten_at"
+    fields = ("id", "user_ref", "key", "scope_id", "value_level", "forgotten_at", "blocks_sources_before")
+    readonly_fields = fields
+
+    @admin.display(description="one value only", boolean=True)
+    def value_level(self, obj):
+        return obj.value_hash is not None
+
+
+@admin.register(SlotRetraction)
+class SlotRetractionAdmin(SupportAdmin):
+    read_only = True
+    list_display = ("key", "user_ref", "scope_id", "value_level", "retracted_at")
+    search_fields = ("user__username", "key")
+    list_select_related = ("user",)
+    date_hierarchy = "retracted_at"
+    fields = ("user_ref", "key", "scope_id", "value_level", "retracted_at")
+    readonly_fields = fields
+
+    @admin.display(description="one value only", boolean=True)
+    def value_level(self, obj):
+        return bool(obj.value_hash)
+
+
+@admin.register(IdempotencyRecord)
+class IdempotencyRecordAdmin(SupportAdmin):
+    """W2: the key, the outcome and the record; the payload is kept only as an HMAC (not shown)."""
+
+    read_only = True
+    list_display = ("key", "user_ref", "outcome", "reason", "record_ref", "created_at")
+    list_filter = ("outcome", "reason")
+    search_fields = ("user__username", "key")
+    uuid_search_fields = ("record_id",)
+    list_select_related = ("user",)
+    date_hierarchy = "created_at"
+    fields = ("user_ref", "key", "outcome", "reason", "record_ref", "created_at")
+    readonly_fields = fields
+
+    @admin.display(description="record")
+    def record_ref(self, obj):
+        return admin_link(MemoryRecord, obj.record_id)

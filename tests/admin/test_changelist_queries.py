@@ -1,0 +1,100 @@
+"""Issue 6 / DESIGN habit 6: every changelist runs a constant number of queries, for 10 rows
+or 500 (no N+1), with and without the private-text permission (reveals are logged in one
+insert)."""
+
+import pytest
+from django.contrib import admin
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from config.models import ApiToken
+from config.support import reveals_record, support_retract
+from conversations.selectors import load_context
+from conversations.services import (
+    character_put,
+    conversation_create,
+    turn_commit_reply,
+    turn_create,
+)
+from memory.domain import Scope
+from memory.models import KeyDefinition, MemoryRecord
+from memory.services import forget_key, memory_assert
+from policy.services import decision_answer, media_job_admit, rule_create
+from tests.admin.conftest import staff_client
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+APPS = {"memory", "policy", "conversations", "config", "auth"}
+
+
+def grow(start: int, stop: int, staff) -> None:
+    """Users start..stop-1, each with one of everything the admin lists, made by the services
+    (the key registry has no service: it is catalog data edited in the admin)."""
+    character, _ = character_put(slug="captain-rowan", name="Captain Rowan")
+    for i in range(start, stop):
+        user = UserFactory(username=f"bulk{i}")
+        character_put(slug=f"character-{i}", name=f"Character {i}")
+        KeyDefinition.objects.create(key=f"bulk.k{i}", cardinality="one", label=f"Key {i}")
+        ApiToken.issue(f"runtime {i}")
+        conversation = conversation_create(user=user, character=character, title=f"private title {i}")
+        turn = turn_create(conversation_id=conversation.pk, turn_key="t", content=f"private hello {i}").turn
+        if i % 10 == 0:
+            turn_commit_reply(turn_id=turn.pk, content=f"private reply {i}")
+        scope = (Scope("user"), Scope("character", character="captain-rowan"),
+                 Scope("conversation", conversation=str(conversation.pk)))[i % 3]
+        record = memory_assert(user=user, key=f"bulk.k{i}", value=f"private value {i}", scope=scope,
+                               sources=[str(turn.user_message_id)], idempotency_key=f"idem-{i}").record
+        support_retract(staff=staff, record_ids=[record.id], reason="bulk")  # a retraction and its log row
+        forget_key(user=user, key="gone.name", scope_id="*")
+        rule_create(user=user, capability="tone.playful", effect=("allow", "deny")[i % 2], source="explicit-user",
+                    scope={"kind": "conversation", "conversation": str(conversation.pk)})
+        ctx = load_context({"user": user.username, "conversation": str(conversation.pk), "scene": "roof"})
+        job, _ = media_job_admit(context=ctx, capability="media.voice", requested_by="assistant",
+                                 idempotency_key=f"job-{i}")
+        decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
+    records = MemoryRecord.objects.filter(user__username__startswith="bulk").values_list("pk", "user_id")[start:stop]
+    reveals_record(staff=staff, view="change", objects=[(MemoryRecord, pk, uid) for pk, uid in records])
+
+
+def changelists(*, private_only=False):
+    for model, model_admin in admin.site._registry.items():
+        opts = model._meta
+        if opts.app_label in APPS and (getattr(model_admin, "private_fields", ()) or not private_only):
+            yield reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+
+
+def count(client, url, *, warm=True) -> int:
+    if warm:
+        client.get(url)  # warm the per-process caches (content types, templates)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return len(captured.captured_queries)
+
+
+def measure(clients, *, warm) -> dict:
+    """Every changelist as staff who see private text (reveals logged) and, for the admins that
+    mask something, as staff who do not."""
+    counts = {("revealed", url): count(clients["revealed"], url, warm=warm) for url in changelists()}
+    counts.update({("masked", url): count(clients["masked"], url, warm=warm)
+                   for url in changelists(private_only=True)})
+    return counts
+
+
+def test_every_changelist_costs_the_same_for_10_or_500_rows(viewer, superuser):
+    clients = {"masked": staff_client(viewer), "revealed": staff_client(superuser)}
+    grow(0, 10, superuser)
+    small = measure(clients, warm=True)
+    grow(10, 500, superuser)
+    large = measure(clients, warm=False)
+    assert MemoryRecord.objects.filter(user__username__startswith="bulk").count() == 500
+    changed = {key: (small[key], large[key]) for key in small if small[key] != large[key]}
+    assert not changed, changed
+    # And searching, filtering and paging stay constant too.
+    client = clients["revealed"]
+    for url in ["/admin/memory/memoryrecord/?q=bulk&status__exact=active",
+                "/admin/memory/memoryrecord/?p=3", "/admin/conversations/message/?role__exact=user",
+                "/admin/policy/decisionlog/?effect__exact=ask", "/admin/policy/policyrule/?revoked=no"]:
+        assert count(client, url, warm=False) <= small[("revealed", url.split("?")[0])] + 2, url
