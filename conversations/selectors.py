@@ -128,9 +128,16 @@ class OctetLength(Func):
 
 def history_candidates(conversation, before_seq: int):
     """Every message strictly before the boundary (I1), as (id, seq, role, bytes): one query
-    that reads no message text. Read as tuples on a plain cursor where the vendor allows it
-    (a long conversation has thousands of candidates; see memory.selectors.raw_values)."""
-    from memory.selectors import _raw_reader, raw_values
+    that reads no message text.
+
+    A long conversation has thousands of candidates, so where the vendor allows it the
+    query the ORM would compile (same WHERE, same ORDER BY) runs on a plain cursor with the
+    ids formatted by the database, and the candidates are built column by column (see
+    `memory.selectors` on reading tuples); the values are exactly the ORM path's."""
+    from django.db import connections
+
+    from memory.resolver import build_slotted, gc_paused
+    from memory.selectors import _raw_reader
 
     from .planner import HistoryCandidate
 
@@ -139,15 +146,72 @@ def history_candidates(conversation, before_seq: int):
         .annotate(n_bytes=OctetLength("content"))
         .values_list("id", "seq", "role", "n_bytes")
     )
-    raw = raw_values(rows)
-    if raw is None:
+    reader = _raw_reader(rows.db)
+    if reader is None:
         return [HistoryCandidate(str(i), seq, role, n or 0) for i, seq, role, n in rows]
-    text = _raw_reader(rows.db).uuid_text
-    return [HistoryCandidate(text(i), seq, role, n or 0) for i, seq, role, n in raw]
+    connection = connections[rows.db]
+    meta = Message._meta
+    quote = connection.ops.quote_name
+    conversation_field = meta.get_field("conversation")
+    size = (f"LENGTH(CAST({quote('content')} AS BLOB))" if connection.vendor == "sqlite"
+            else f"OCTET_LENGTH({quote('content')})")
+    order = ", ".join(
+        quote(meta.get_field(name.lstrip("-")).column) + (" DESC" if name.startswith("-") else " ASC")
+        for name in meta.ordering
+    )
+    sql = (
+        f"SELECT {reader.uuid_sql(quote(meta.pk.column))}, {quote('seq')}, {quote('role')}, "
+        f"COALESCE({size}, 0) FROM {quote(meta.db_table)} "
+        f"WHERE {quote(meta.get_field('user').column)} = %s "
+        f"AND {quote(conversation_field.column)} = %s AND {quote('seq')} < %s ORDER BY {order}"
+    )
+    params = [
+        conversation.user_id,
+        conversation_field.target_field.get_db_prep_value(conversation.pk, connection),
+        before_seq,
+    ]
+    with gc_paused(), connection.cursor() as cursor:  # every row read is kept
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+        if not fetched:
+            return []
+        ids, seqs, roles, sizes = zip(*fetched, strict=True)
+        return build_slotted(HistoryCandidate, {"id": ids, "seq": seqs, "role": roles,
+                                                "n_bytes": sizes}, len(ids))
 
 
 def message_contents(conversation, ids: list[str]) -> dict[str, str]:
     if not ids:
         return {}
+    from django.db import connections
+
+    from memory.selectors import _raw_reader
+
     rows = Message.objects.filter(user_id=conversation.user_id, conversation=conversation, pk__in=ids)
-    return {str(i): content for i, content in rows.values_list("id", "content")}
+    reader = _raw_reader(rows.db)
+    if reader is None:
+        return {str(i): content for i, content in rows.values_list("id", "content")}
+    # The same query on a plain cursor (ids as text from the database), in the same order.
+    connection = connections[rows.db]
+    meta = Message._meta
+    quote = connection.ops.quote_name
+    conversation_field = meta.get_field("conversation")
+    pk = meta.pk
+    order = ", ".join(
+        quote(meta.get_field(name.lstrip("-")).column) + (" DESC" if name.startswith("-") else " ASC")
+        for name in meta.ordering
+    )
+    unique = list(dict.fromkeys(ids))
+    sql = (
+        f"SELECT {reader.uuid_sql(quote(pk.column))}, {quote('content')} FROM {quote(meta.db_table)} "
+        f"WHERE {quote(meta.get_field('user').column)} = %s AND {quote(conversation_field.column)} = %s "
+        f"AND {quote(pk.column)} IN ({', '.join(['%s'] * len(unique))}) ORDER BY {order}"
+    )
+    params = [
+        conversation.user_id,
+        conversation_field.target_field.get_db_prep_value(conversation.pk, connection),
+        *(pk.get_db_prep_value(i, connection) for i in unique),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return dict(cursor.fetchall())

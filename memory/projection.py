@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from operator import attrgetter
 
 from memory.domain import (
     AUTHORITY_RANK,
@@ -24,6 +26,7 @@ from memory.domain import (
     default_label,
     normalise_value,
 )
+from memory.resolver import build_slotted
 
 __all__ = ["CERTAINTIES", "certainty_of", "project"]
 
@@ -101,48 +104,67 @@ def project(
     excluded: dict[str, str] = {}
     passed: dict[str, tuple[MemoryRecord, str]] = {}
     for record in active:
-        if record.id in passed or record.id in excluded:
+        record_id = record.id
+        if record_id in passed or record_id in excluded:
             continue
         # P1
         if record.authority not in USER_AUTHORITIES and not record.sources:
-            excluded[record.id] = REASON_UNSUPPORTED
+            excluded[record_id] = REASON_UNSUPPORTED
             continue
         # P2
         certainty = certainty_of(record, likely=likely, uncertain=uncertain)
         if certainty == REASON_LOW_CONFIDENCE:
-            excluded[record.id] = REASON_LOW_CONFIDENCE
+            excluded[record_id] = REASON_LOW_CONFIDENCE
             continue
-        passed[record.id] = (record, certainty)
+        passed[record_id] = (record, certainty)
 
-    # P3: one record per key (`one`) or per (key, normalised value) (`many`).
-    best: dict[tuple[str, str], tuple[MemoryRecord, str]] = {}
-    slot_of: dict[str, tuple[str, str]] = {}
-    for record, certainty in passed.values():
-        slot = (record.key, normalise_value(record.value) if record.key in many_keys else "")
-        slot_of[record.id] = slot
+    # P3: one record per key (`one`) or per (key, normalised value) (`many`); a `one` key's
+    # slot is the key itself, a `many` key's a (key, value) pair, so the two never meet.
+    best: dict[str | tuple[str, str], tuple[MemoryRecord, str]] = {}
+    for item in passed.values():
+        record = item[0]
+        key = record.key
+        slot = (key, normalise_value(record.value)) if key in many_keys else key
         current = best.get(slot)
         if current is None or _outranks(record, current[0]):
-            best[slot] = (record, certainty)
+            best[slot] = item
+    winners = {item[0].id for item in best.values()}
 
-    prompt: list[ProjectedMemory] = []
-    for record, certainty in passed.values():
-        winner = best[slot_of[record.id]][0]
-        if winner.id != record.id:
-            excluded[record.id] = REASON_SHADOWED
+    # P4: labels looked up once per key.
+    label_of: dict[str, str] = {}
+    kept: list[tuple[MemoryRecord, str]] = []
+    for record_id, item in passed.items():
+        if record_id not in winners:
+            excluded[record_id] = REASON_SHADOWED
             continue
-        prompt.append(
-            ProjectedMemory(
-                key=record.key,
-                label=labels.get(record.key) or default_label(record.key),
-                value=record.value,
-                certainty=certainty,
-                scope=record.scope,
-                record=record,
-            )
-        )
+        kept.append(item)
+        key = item[0].key
+        if key not in label_of:
+            label_of[key] = labels.get(key) or _default_label(key)
+    records = [record for record, _ in kept]
+    keys = list(map(_record_key, records))
+    prompt = build_slotted(ProjectedMemory, {
+        "key": keys,
+        "label": list(map(label_of.__getitem__, keys)),
+        "value": list(map(_record_value, records)),
+        "certainty": [certainty for _, certainty in kept],
+        "scope": list(map(_record_scope, records)),
+        "record": records,
+    }, len(records))
 
     prompt.sort(key=_prompt_order)
+    excluded_ids = sorted(excluded)
     return Projection(
         prompt=tuple(prompt),
-        excluded=tuple(Exclusion(i, excluded[i]) for i in sorted(excluded)),
+        excluded=tuple(build_slotted(
+            Exclusion, {"id": excluded_ids, "reason": list(map(excluded.__getitem__, excluded_ids))},
+            len(excluded_ids),
+        )),
     )
+
+
+_record_key = attrgetter("key")
+_record_value = attrgetter("value")
+# `default_label` is a pure function of the key, and a user's keys recur from turn to turn.
+_default_label = lru_cache(maxsize=16_384)(default_label)
+_record_scope = attrgetter("scope")

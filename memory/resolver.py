@@ -14,8 +14,10 @@ trusted rather than ignored.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
@@ -254,40 +256,50 @@ def _decide(
     return winners
 
 
-def _exclusions_plain(ids: list[str], reasons: list[str]) -> tuple[Exclusion, ...]:
-    return tuple(map(Exclusion, ids, reasons))
-
-
-def _exclusions_fast(ids: list[str], reasons: list[str]) -> tuple[Exclusion, ...]:
-    """`Exclusion(id, reason)` for each pair without a Python frame per object: a frozen
-    dataclass's generated `__init__` only stores its fields, and storing them through the
-    slot descriptors in C is several times cheaper. A resolve answer holds one per excluded
-    record, so the constructor was the largest single cost of a resolve."""
-    objects = list(map(_new_object, repeat(Exclusion, len(ids))))
-    deque(map(_set_exclusion_id, objects, ids), maxlen=0)
-    deque(map(_set_exclusion_reason, objects, reasons), maxlen=0)
-    return tuple(objects)
-
-
-def _fast_exclusions_are_exact() -> bool:
-    """Use the fast path only while `Exclusion` is exactly a two-slot frozen dataclass with
-    no `__post_init__`, and a fast-built object equals a constructed one."""
-    try:
-        names = tuple(f.name for f in dataclass_fields(Exclusion))
-        if names != ("id", "reason") or getattr(Exclusion, "__slots__", None) != names:
-            return False
-        if hasattr(Exclusion, "__post_init__"):
-            return False
-        made = _exclusions_fast(["x"], ["scope"])[0]
-        return made == Exclusion("x", "scope") and repr(made) == repr(Exclusion("x", "scope"))
-    except Exception:  # pragma: no cover - any surprise means: use the plain constructor
-        return False
-
-
 _new_object = object.__new__
-_set_exclusion_id = getattr(getattr(Exclusion, "id", None), "__set__", None)
-_set_exclusion_reason = getattr(getattr(Exclusion, "reason", None), "__set__", None)
-_exclusions = _exclusions_fast if _fast_exclusions_are_exact() else _exclusions_plain
+_SLOTTED: dict[type, dict | None] = {}
+
+
+def _slot_setters(cls) -> dict | None:
+    """The slot setters of a slots dataclass whose instances can be built field by field
+    exactly as its generated `__init__` would build them (every field set through
+    `__init__`, no `__post_init__`), or None."""
+    if cls not in _SLOTTED:
+        setters = None
+        params = getattr(cls, "__dataclass_params__", None)
+        if params is not None and params.init and not hasattr(cls, "__post_init__"):
+            fields = dataclass_fields(cls)
+            names = tuple(f.name for f in fields)
+            if all(f.init for f in fields) and getattr(cls, "__slots__", None) == names:
+                setters = {name: getattr(getattr(cls, name, None), "__set__", None) for name in names}
+                if None in setters.values():
+                    setters = None
+        _SLOTTED[cls] = setters
+    return _SLOTTED[cls]
+
+
+def build_slotted(cls, columns: Mapping[str, Iterable], n: int) -> list:
+    """`n` instances of the dataclass `cls`, field values given column by column (one
+    iterable per field, every field given), equal to `cls(**fields)` for each row.
+
+    The hot paths build one frozen record per row or per excluded record; a frozen
+    dataclass's generated `__init__` makes one `object.__setattr__` call per field, which made
+    construction the largest cost of a resolve. For a slots dataclass that only stores its
+    fields, each column is stored through its slot descriptor in C, with no Python frame per
+    instance; any other class is constructed normally."""
+    setters = _slot_setters(cls)
+    if setters is None or set(columns) != set(setters):
+        names = list(columns)
+        return [cls(**dict(zip(names, row, strict=True)))
+                for row in zip(*columns.values(), strict=False)]
+    objects = list(map(_new_object, repeat(cls, n)))
+    for name, column in columns.items():
+        deque(map(setters[name], objects, column), maxlen=0)
+    return objects
+
+
+def _exclusions(ids: list[str], reasons: list[str]) -> tuple[Exclusion, ...]:
+    return tuple(build_slotted(Exclusion, {"id": ids, "reason": reasons}, len(ids)))
 
 
 class _Explanations(Mapping):
@@ -343,6 +355,49 @@ _record_id = attrgetter("id")
 
 
 def resolve(
+    records: Iterable[MemoryRecord],
+    tombstones: Iterable[Tombstone],
+    context: Context,
+    *,
+    many_keys: frozenset[str] | set[str] = frozenset(),
+    secret: bytes = b"",
+) -> Resolution:
+    """Which memories are eligible for `context` at `context.now` (SPEC §3).
+
+    See `_resolve` for the steps. The answer holds one `Exclusion` per excluded record, all
+    alive until the function returns, so CPython's cyclic garbage collector (which cannot
+    free any of them) would otherwise walk the whole heap about once per resolve of a large
+    user — most of the time of a 100k-record resolve. It is paused for the call (and only
+    resumed if this call paused it); nothing here creates reference cycles.
+    """
+    small = isinstance(records, list | tuple) and len(records) < _GC_PAUSE_FROM
+    if small:
+        return _resolve(records, tombstones, context, many_keys=many_keys, secret=secret)
+    with gc_paused():
+        return _resolve(records, tombstones, context, many_keys=many_keys, secret=secret)
+
+
+# Below this many records a resolve allocates too little for a collection to matter.
+_GC_PAUSE_FROM = 2_000
+
+
+@contextmanager
+def gc_paused():
+    """Pause CPython's cyclic garbage collector while a block builds many objects that all
+    stay alive until it ends (so a collection could free none of them, yet each one walks
+    them all). Resumed only if this block paused it, so nesting is harmless; objects are
+    still freed by reference counting meanwhile."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _resolve(
     records: Iterable[MemoryRecord],
     tombstones: Iterable[Tombstone],
     context: Context,

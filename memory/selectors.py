@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from itertools import repeat
@@ -20,6 +20,7 @@ from .domain import MemoryRecord as DomainRecord
 from .domain import Scope, default_label
 from .domain import Tombstone as DomainTombstone
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemorySource, Tombstone
+from .resolver import build_slotted, gc_paused
 
 RECORD_FIELDS = (
     "id", "key", "value", "scope_kind", "scope_id", "scene", "status", "status_since",
@@ -127,8 +128,15 @@ def _raw_reader(alias: str) -> _RawReader | None:
         return _RawReader("sqlite", _uuid_text_sqlite, _aware_utc, _sqlite_uuid_sql,
                           lambda c: f"{c} || '+00:00'", datetime.fromisoformat)
     if connection.vendor == "postgresql":
-        # psycopg gives UUID objects and datetimes already aware in the connection's UTC.
-        return _RawReader("postgresql", _uuid_text, _same, lambda c: f"{c}::text")
+        # psycopg gives UUID objects and datetimes already aware in the connection's UTC, but
+        # each datetime goes through Django's Python-level loader (most of the cost of
+        # fetching candidate rows): hand-written reads ask for fixed-format UTC text instead,
+        # which `datetime.fromisoformat` reads into the same datetime in `UTC`.
+        return _RawReader(
+            "postgresql", _uuid_text, _same, lambda c: f"{c}::text",
+            lambda c: f"to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'",
+            datetime.fromisoformat,
+        )
     return None
 
 
@@ -188,44 +196,6 @@ _COLUMN_FIELDS = {
     "evidence_time": "evidence_time", "supersedes_id": "supersedes",
     "retracted_at": "retracted_at", "version": "version",
 }
-_new_object = object.__new__
-_SLOTTED: dict[type, dict | None] = {}
-
-
-def _slot_setters(cls) -> dict | None:
-    """The slot setters of a slots dataclass whose instances can be built field by field
-    exactly as its generated `__init__` would (every field set through `__init__`, no
-    `__post_init__`), or None."""
-    if cls not in _SLOTTED:
-        setters = None
-        params = getattr(cls, "__dataclass_params__", None)
-        if params is not None and params.init and not hasattr(cls, "__post_init__"):
-            fields = dataclasses.fields(cls)
-            names = tuple(f.name for f in fields)
-            if all(f.init for f in fields) and getattr(cls, "__slots__", None) == names:
-                setters = {name: getattr(getattr(cls, name, None), "__set__", None) for name in names}
-                if None in setters.values():
-                    setters = None
-        _SLOTTED[cls] = setters
-    return _SLOTTED[cls]
-
-
-def build_slotted(cls, columns: dict, n: int) -> list:
-    """`n` instances of `cls`, field values given column by column (one iterable per field,
-    all fields given). Each value is stored through its slot in C, so no Python frame runs
-    per instance (a frozen dataclass's `__init__` makes one `object.__setattr__` call per
-    field); classes that do not qualify are constructed normally."""
-    setters = _slot_setters(cls)
-    if setters is None or set(columns) != set(setters):
-        names = list(columns)
-        return [cls(**dict(zip(names, row, strict=True)))
-                for row in zip(*columns.values(), strict=False)]
-    objects = list(map(_new_object, repeat(cls, n)))
-    for name, column in columns.items():
-        deque(map(setters[name], objects, column), maxlen=0)
-    return objects
-
-
 def _build_records(columns: list, found_sources: list, username: str) -> list[DomainRecord]:
     """Domain records from columns in RECORD_FIELDS order (values already converted) and,
     per row, the list of its source message ids or None."""
@@ -268,19 +238,21 @@ def context_scope_ids(ctx) -> list[str]:
 
 
 def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainRecord]:
-    qs = MemoryRecord.objects.filter(user=ctx.user, scope_id__in=context_scope_ids(ctx))
-    if keys:
-        qs = qs.filter(key__in=list(keys))
-    reader = _raw_reader(qs.db)
+    alias = MemoryRecord.objects.db
+    reader = _raw_reader(alias)
     if reader is None:
+        qs = MemoryRecord.objects.filter(user=ctx.user, scope_id__in=context_scope_ids(ctx))
+        if keys:
+            qs = qs.filter(key__in=list(keys))
         return records_to_domain(qs, ctx.user.username)
-    # The read of every resolve and plan: the SQL the queryset above compiles to (same WHERE,
-    # same ORDER BY), written out once per database, with UUIDs formatted by the database,
-    # so a request pays neither for compiling querysets nor for converting values in Python.
-    where, params = _candidate_where(qs.db, ctx.user.pk, context_scope_ids(ctx),
+    # The read of every resolve and plan: the SQL the queryset of the ORM path compiles to
+    # (same WHERE, same ORDER BY), written out once per database, with UUIDs and datetimes as
+    # text from the database, so a request pays neither for building and compiling
+    # querysets nor for Python-level converters per value.
+    where, params = _candidate_where(alias, ctx.user.pk, context_scope_ids(ctx),
                                      list(keys) if keys else None)
-    sql = _candidate_sql(qs.db, reader)
-    with connections[qs.db].cursor() as cursor:
+    sql = _candidate_sql(alias, reader)
+    with connections[alias].cursor() as cursor:
         cursor.execute(sql["records"].format(where=where), params)
         rows = cursor.fetchall()
         if not rows:
@@ -444,25 +416,35 @@ def last_named_key(user) -> str | None:
 def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombstone], bytes]:
     """`registry()`, `tombstones_of(user, keys)` and — when a tombstone holds a value hash —
     `user_secret(user)`, in two queries whatever the data (the secret comes with the
-    tombstones), so a resolve's query count does not depend on what was forgotten."""
+    tombstones), so a resolve's query count does not depend on what was forgotten. Written
+    out once per database like the candidate read (same WHERE and ORDER BY as the ORM's)."""
     alias = Tombstone.objects.db
     reader = _raw_reader(alias)
     if reader is None:
         tombstones = tombstones_of(user, keys)
         secret = user_secret(user) if any(t.value_hash for t in tombstones) else b""
         return registry(), tombstones, secret
-    tombs = Tombstone.objects.filter(user=user)
+    sql = _registry_tombstone_sql(alias, reader)
+    quote = connections[alias].ops.quote_name
+    where, params = f"t.{quote('user_id')} = %s", [user.pk]
     if keys is not None:
-        tombs = tombs.filter(key__in=list(keys))
-    rows = raw_values(tombs.values_list(
-        "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before",
-        "user__memory_profile__secret"))
-    text, aware = reader.uuid_text, reader.aware
+        keys = list(keys)
+        if not keys:
+            where, params = "1 = 0", []
+        else:
+            where += f" AND t.{quote('key')} IN ({', '.join(['%s'] * len(keys))})"
+            params += keys
+    with connections[alias].cursor() as cursor:
+        cursor.execute(sql["tombstones"].format(where=where), params)
+        rows = cursor.fetchall()
+        cursor.execute(sql["registry"])
+        registry_rows = cursor.fetchall()
+    parse = reader.parse_datetime
     username = user.username
     tombstones = [
         DomainTombstone(
-            id=text(t[0]), user=username, scope_id=t[1], key=t[2], value_hash=t[3],
-            forgotten_at=aware(t[4]), blocks_sources_before=aware(t[5]),
+            id=t[0], user=username, scope_id=t[1], key=t[2], value_hash=t[3],
+            forgotten_at=parse(t[4]), blocks_sources_before=parse(t[5]),
         )
         for t in rows
     ]
@@ -470,7 +452,43 @@ def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombst
     if any(t.value_hash for t in tombstones):
         hexed = rows[0][6]
         secret = bytes.fromhex(hexed) if hexed else b""
-    return Registry(raw_values(KeyDefinition.objects.values_list("key", "cardinality", "label"))), tombstones, secret
+    return Registry(registry_rows), tombstones, secret
+
+
+_REGISTRY_TOMBSTONE_SQL: dict[str, dict[str, str]] = {}
+
+
+def _registry_tombstone_sql(alias: str, reader: _RawReader) -> dict[str, str]:
+    sql = _REGISTRY_TOMBSTONE_SQL.get(alias)
+    if sql is None:
+        quote = connections[alias].ops.quote_name
+        tomb, profile, keydef = Tombstone._meta, MemoryProfile._meta, KeyDefinition._meta
+
+        def col(meta, name):
+            return quote(meta.get_field(name).column)
+
+        def order(meta, prefix=""):
+            return ", ".join(
+                prefix + quote(meta.get_field(n.lstrip("-")).column) + (" DESC" if n.startswith("-") else " ASC")
+                for n in meta.ordering
+            )
+
+        sql = _REGISTRY_TOMBSTONE_SQL[alias] = {
+            "tombstones": (
+                f"SELECT {reader.uuid_sql('t.' + col(tomb, 'id'))}, t.{col(tomb, 'scope_id')}, "
+                f"t.{col(tomb, 'key')}, t.{col(tomb, 'value_hash')}, "
+                f"{reader.datetime_sql('t.' + col(tomb, 'forgotten_at'))}, "
+                f"{reader.datetime_sql('t.' + col(tomb, 'blocks_sources_before'))}, "
+                f"p.{col(profile, 'secret')} FROM {quote(tomb.db_table)} t "
+                f"LEFT JOIN {quote(profile.db_table)} p ON p.{col(profile, 'user')} = t.{col(tomb, 'user')} "
+                f"WHERE {{where}} ORDER BY {order(tomb, 't.')}"
+            ),
+            "registry": (
+                f"SELECT {col(keydef, 'key')}, {col(keydef, 'cardinality')}, {col(keydef, 'label')} "
+                f"FROM {quote(keydef.db_table)} ORDER BY {order(keydef)}"
+            ),
+        }
+    return sql
 
 
 class ContextResolution:
@@ -484,22 +502,26 @@ class ContextResolution:
 
         keys = list(keys) if keys else None
         self.ctx = ctx
-        self.records = candidate_records(ctx, keys)
-        self.registry, self.tombstones, secret = _registry_tombstones_secret(ctx.user, keys)
-        # The resolver compares `now` with every record's times: in the records' own tzinfo
-        # (UTC) each comparison is a plain one, in an equal but different tzinfo object (a
-        # parsed `now` carries ZoneInfo("UTC")) each costs two utcoffset() calls.
-        context = ctx.domain
-        if context.now.tzinfo is not UTC and context.now.utcoffset() is not None:
-            context = dataclasses.replace(context, now=context.now.astimezone(UTC))
-        self.resolution = resolve(
-            self.records, self.tombstones, context, many_keys=self.registry.many_keys, secret=secret
-        )
         cfg = settings.COMPANION
-        self.projection = project(
-            self.resolution.active, labels=self.registry.labels, many_keys=self.registry.many_keys,
-            likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"],
-        )
+        # Every object built here is kept until the request ends (see gc_paused).
+        with gc_paused():
+            self.records = candidate_records(ctx, keys)
+            self.registry, self.tombstones, secret = _registry_tombstones_secret(ctx.user, keys)
+            # The resolver compares `now` with every record's times: in the records' own
+            # tzinfo (UTC) each comparison is a plain one, in an equal but different tzinfo
+            # object (a parsed `now` carries ZoneInfo("UTC")) each costs two utcoffset() calls.
+            context = ctx.domain
+            if context.now.tzinfo is not UTC and context.now.utcoffset() is not None:
+                context = dataclasses.replace(context, now=context.now.astimezone(UTC))
+            self.resolution = resolve(
+                self.records, self.tombstones, context, many_keys=self.registry.many_keys,
+                secret=secret,
+            )
+            self.projection = project(
+                self.resolution.active, labels=self.registry.labels,
+                many_keys=self.registry.many_keys, likely=cfg["CERTAINTY_LIKELY"],
+                uncertain=cfg["CERTAINTY_UNCERTAIN"],
+            )
 
     def log_line(self) -> str:
         """SPEC §12: ids, counts, reasons and versions only — never a value."""

@@ -1,0 +1,234 @@
+"""The benchmark harness: `python -m bench` (full run, several minutes) or
+`python -m bench --smoke` (CI: seconds, tiny sizes, no thresholds).
+
+Runs, in one process tree and one run so the numbers are comparable as ratios:
+
+1. the pure resolver at N = 1k / 10k / 100k records (records per second, best of several
+   runs) and one hot slot of 20k versions against 20k records over 2k slots;
+2. `POST /api/v1/memory/resolve` and `GET /api/v1/turns/{id}/prompt-plan` end to end through
+   Django (in-process `django.test.Client`, Bearer token) for users with 100 / 1k / 10k
+   records and conversations with 100 / 10k messages, on SQLite and PostgreSQL, each beside
+   its floor (raw cursor fetch of the same rows + the pure resolver, projection, planner),
+   with SQL query counts and tracemalloc peaks;
+3. on PostgreSQL, the whole turn (create → plan → reply) from 8 client threads against
+   gunicorn, beside the same server's trivial JSON endpoint as the ceiling.
+
+Each database runs in its own worker process (`bench.worker`) on its own database: a
+temporary SQLite file, or `companion_bench` on PostgreSQL (created and dropped; set
+BENCH_POSTGRES=postgres://user@host:port to point elsewhere). The table is printed; JSON
+goes to bench/results/latest.json (smoke: bench/results/smoke.json) and a full run also
+rewrites bench/RESULTS.md. Targets are reported as pass/MISS, never enforced: the exit
+status is non-zero only when the harness itself fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+BASE_DIR = BENCH_DIR.parent
+
+FULL = {
+    "pure_sizes": [1_000, 10_000, 100_000],
+    "slot_n": 20_000,
+    "records": [100, 1_000, 10_000],
+    "messages": [100, 10_000],
+    "case": {"min_calls": 30, "max_calls": 300, "seconds": 8.0, "warmup": 3},
+    "turn_seconds": 20.0,
+}
+SMOKE = {
+    "pure_sizes": [1_000],
+    "slot_n": 2_000,
+    "records": [100],
+    "messages": [100],
+    "case": {"min_calls": 5, "max_calls": 20, "seconds": 0.5, "warmup": 1},
+    "turn_seconds": 2.0,
+}
+TURN_CLIENTS = 8
+TURN_WORKERS = 4
+TURN_RECORDS = 1_000
+SEED = 20261101
+
+HOW = (
+    "How: the pure resolver runs in the harness process on generated `memory.domain` records "
+    "(best wall time of several runs, `time.perf_counter`). The endpoints run in-process "
+    "through `django.test.Client` with a Bearer token (full Django + DRF request path, no "
+    "socket); each timed call alternates with a call of the floor (raw cursor with the "
+    "selector's WHERE + pure resolver, projection and planner), so ratio = endpoint p50 / "
+    "floor p50. Query counts: `CaptureQueriesContext`; peaks: `tracemalloc` during one call. "
+    "The whole turn runs against a real gunicorn (sync workers, CONN_MAX_AGE=60) on "
+    "127.0.0.1 with 8 client threads (`http.client`), one user and conversation per thread "
+    "(1,000 records each); the trivial endpoint `/bench/ping` (a Django view returning "
+    "JSON, same middleware) is measured before and after on the same server."
+)
+
+
+def log(message: str = "") -> None:
+    print(message, flush=True)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds (CI)")
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both",
+                        help="databases for the endpoint benchmarks (default: both; PostgreSQL is "
+                             "skipped with a note when it is not reachable)")
+    parser.add_argument("--only", default="pure,endpoints,turns",
+                        help="comma-separated sections: pure, endpoints, turns")
+    parser.add_argument("--turn-seconds", type=float, default=None,
+                        help="duration of the whole-turn measurement (0 skips it)")
+    parser.add_argument("--out", default=None, help="JSON output path")
+    parser.add_argument("--no-markdown", action="store_true",
+                        help="do not rewrite bench/RESULTS.md after a full run")
+    parser.add_argument("--records", default=None,
+                        help="comma-separated record counts for the endpoints (overrides the size)")
+    parser.add_argument("--messages", default=None,
+                        help="comma-separated message counts for the plan endpoint")
+    parser.add_argument("--pure-sizes", default=None,
+                        help="comma-separated N for the pure resolver")
+    return parser.parse_args(argv)
+
+
+def machine() -> str:
+    return (f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+            f"{platform.system()} {platform.release()}")
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def run_worker(vendor: str, config: dict, timeout: float) -> dict:
+    with tempfile.NamedTemporaryFile(prefix="bench-", suffix=".json", delete=False) as fh:
+        out_path = fh.name
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.worker", vendor, json.dumps(config), out_path],
+            cwd=BASE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        # A watchdog bounds the worker even when it stops printing.
+        watchdog = threading.Timer(timeout, proc.kill)
+        watchdog.daemon = True
+        watchdog.start()
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                log(line.rstrip())
+            proc.wait()
+        finally:
+            watchdog.cancel()
+        try:
+            with open(out_path) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return {"db": vendor, "error": f"worker exited with {proc.returncode} and no results"}
+    finally:
+        try:
+            os.unlink(out_path)
+        except OSError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    sys.path.insert(0, str(BASE_DIR))
+    os.chdir(BASE_DIR)
+    sizes = dict(SMOKE if args.smoke else FULL)
+    custom = False
+    for name, key in (("records", "records"), ("messages", "messages"), ("pure_sizes", "pure_sizes")):
+        value = getattr(args, name)
+        if value:
+            sizes[key] = [int(x) for x in value.split(",") if x.strip()]
+            custom = True
+    sections = {s.strip() for s in args.only.split(",") if s.strip()}
+    turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
+    command = "python -m bench" + (" --smoke" if args.smoke else "") + (
+        f" --db {args.db}" if args.db != "both" else "") + (
+        f" --only {args.only}" if sections != {"pure", "endpoints", "turns"} else "") + (
+        " (custom sizes)" if custom else "")
+    started = time.perf_counter()
+    results: dict = {
+        "meta": {
+            "command": command,
+            "smoke": args.smoke,
+            "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine(),
+            "load_start": loadavg(),
+            "how": HOW,
+            "sizes": sizes,
+        },
+        "databases": [],
+    }
+    log(f"{command}: {results['meta']['machine']}, load {results['meta']['load_start']}")
+    failed = False
+
+    if "pure" in sections:
+        from . import pure
+
+        log("pure resolver")
+        results["pure"] = pure.run(sizes["pure_sizes"], sizes["slot_n"], log)
+        results["meta"]["calibration_mops"] = results["pure"]["calibration_mops"]
+
+    if "endpoints" in sections or "turns" in sections:
+        from .db import postgres_reachable
+
+        vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+        pg_ok, pg_note = postgres_reachable()
+        results["meta"]["postgres"] = pg_note
+        for vendor in vendors:
+            if vendor == "postgres" and not pg_ok:
+                log(f"postgres: skipped ({pg_note})")
+                results["databases"].append({"db": "postgres", "skipped": f"not reachable: {pg_note}"})
+                continue
+            if "endpoints" not in sections and vendor != "postgres":
+                continue
+            config = {
+                "seed": SEED,
+                "records": sizes["records"] if "endpoints" in sections else [],
+                "messages": sizes["messages"],
+                "case": sizes["case"],
+                "turn_seconds": turn_seconds if "turns" in sections else 0,
+                "turn_clients": TURN_CLIENTS,
+                "turn_workers": TURN_WORKERS,
+                "turn_records": TURN_RECORDS if not args.smoke else 100,
+            }
+            log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"
+                                          and config["turn_seconds"] else ""))
+            outcome = run_worker(vendor, config, timeout=300 if args.smoke else 1500)
+            failed |= "error" in outcome
+            results["databases"].append(outcome)
+
+    from . import report
+
+    results["meta"]["load_end"] = loadavg()
+    results["meta"]["seconds"] = time.perf_counter() - started
+    results["targets"] = report.targets(results)
+    log(report.render(results, markdown=False))
+
+    out = Path(args.out) if args.out else BENCH_DIR / "results" / (
+        "smoke.json" if args.smoke else "latest.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, default=str))
+    log(f"JSON: {out}")
+    if not args.smoke and not args.no_markdown and not custom and args.out is None:
+        (BENCH_DIR / "RESULTS.md").write_text(report.render(results, markdown=True))
+        log(f"Markdown: {BENCH_DIR / 'RESULTS.md'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

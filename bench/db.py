@@ -1,0 +1,108 @@
+"""The benchmark's own database: a temporary SQLite file, or the dedicated PostgreSQL
+database `companion_bench` (created and dropped here; no other database is ever touched).
+
+`configure()` must run before `django.setup()`: it points DATABASE_URL at the benchmark
+database and selects `bench.settings`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+PG_DATABASE = "companion_bench"
+# Server part only; the database name is always PG_DATABASE.
+PG_SERVER = os.environ.get("BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
+
+
+def pg_url(database: str = PG_DATABASE) -> str:
+    parts = urlsplit(PG_SERVER)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + database, "", ""))
+
+
+def _pg_admin_connect():
+    import psycopg
+
+    parts = urlsplit(PG_SERVER)
+    return psycopg.connect(
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 5432,
+        user=parts.username or "postgres",
+        password=parts.password,
+        dbname="postgres",
+        autocommit=True,
+        connect_timeout=3,
+    )
+
+
+def postgres_reachable() -> tuple[bool, str]:
+    try:
+        with _pg_admin_connect() as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+        return True, f"PostgreSQL {version}"
+    except Exception as exc:  # noqa: BLE001 - any failure means "not available"
+        return False, f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def _pg_drop(conn) -> None:
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = %s AND pid <> pg_backend_pid()",
+        (PG_DATABASE,),
+    )
+    conn.execute(f'DROP DATABASE IF EXISTS "{PG_DATABASE}"')
+
+
+class BenchDatabase:
+    """Create, configure and later remove the benchmark database of one vendor."""
+
+    def __init__(self, vendor: str):
+        assert vendor in ("sqlite", "postgres"), vendor
+        self.vendor = vendor
+        self.tmpdir: str | None = None
+        self.url = ""
+
+    def create(self) -> str:
+        if self.vendor == "sqlite":
+            self.tmpdir = tempfile.mkdtemp(prefix="companion-bench-")
+            self.url = f"sqlite:///{self.tmpdir}/bench.sqlite3"
+        else:
+            with _pg_admin_connect() as conn:
+                _pg_drop(conn)
+                conn.execute(f'CREATE DATABASE "{PG_DATABASE}"')
+            self.url = pg_url()
+        return self.url
+
+    def configure(self) -> None:
+        os.environ["DATABASE_URL"] = self.url
+        os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+        os.environ.setdefault("BENCH_LOG_NAME", f"server-{self.vendor}.log")
+
+    def drop(self) -> None:
+        if self.vendor == "sqlite":
+            if self.tmpdir:
+                shutil.rmtree(self.tmpdir, ignore_errors=True)
+            return
+        try:
+            from django.db import connections
+
+            connections.close_all()
+        except Exception:  # noqa: BLE001 - Django may not be set up
+            pass
+        for _ in range(5):
+            try:
+                with _pg_admin_connect() as conn:
+                    _pg_drop(conn)
+                return
+            except Exception:  # noqa: BLE001 - a closing backend may still hold it
+                time.sleep(0.5)
+
+
+def migrate() -> float:
+    from django.core.management import call_command
+
+    started = time.perf_counter()
+    call_command("migrate", verbosity=0, interactive=False)
+    return time.perf_counter() - started

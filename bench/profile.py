@@ -1,0 +1,151 @@
+"""Profile the resolve and plan endpoints (and their floor) with pyinstrument and save text
+summaries in bench/profiles/.
+
+    .venv/bin/pip install pyinstrument      # a profiling aid only: not in requirements.lock
+    .venv/bin/python -m bench.profile --db sqlite --records 10000 --messages 10000
+
+Uses the benchmark's own database (temporary SQLite file or `companion_bench`), dropped at
+the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from urllib.parse import urlencode
+
+PROFILES = Path(__file__).resolve().parent / "profiles"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.profile")
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--pure", action="store_true", help="profile the pure resolver only")
+    parser.add_argument("--tag", default="", help="suffix for the profile file names")
+    parser.add_argument("--only", default="", help="comma-separated: turn, ping, resolve, plan, floor-resolve, floor-plan")
+    args = parser.parse_args(argv)
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        print("pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr)
+        return 2
+    PROFILES.mkdir(exist_ok=True)
+    suffix = f"-{args.tag}" if args.tag else ""
+
+    if args.pure:
+        from memory.resolver import resolve
+
+        from . import data
+
+        world = data.build_world(args.records)
+        context = world.context()
+        profiler = Profiler(interval=0.0005)
+        profiler.start()
+        for _ in range(args.calls):
+            resolve(world.records, world.tombstones, context, many_keys=world.many_keys,
+                    secret=world.secret)
+        profiler.stop()
+        path = PROFILES / f"pure-resolve-{args.records}{suffix}.txt"
+        path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+        print(path)
+        return 0
+
+    from .db import BenchDatabase, migrate
+
+    db = BenchDatabase(args.db)
+    db.create()
+    db.configure()
+    try:
+        import django
+
+        django.setup()
+        from django.test import Client
+
+        from config.models import ApiToken
+
+        from . import data, load
+        from .data import NOW, SCENES
+        from .endpoints import PLAN_BUDGET, Floor
+
+        migrate()
+        world = data.build_world(args.records, seed=20261101, user="bench-profile",
+                                 n_messages=args.messages)
+        info = load.load_world(world)
+        if args.db == "postgres":
+            load.analyze()
+        _, token = ApiToken.issue("bench")
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+        now = NOW.isoformat().replace("+00:00", "Z")
+        body = json.dumps({"context": {"user": info.user, "character": info.character,
+                                       "conversation": info.conversation, "scene": SCENES[0],
+                                       "now": now}})
+        plan_url = f"/api/v1/turns/{info.turn}/prompt-plan?" + urlencode(
+            {"budget": PLAN_BUDGET, "now": now})
+        floor = Floor(args.db)
+        sqlite = args.db == "sqlite"
+        case = {
+            "user": info.user, "user_pk": info.user_pk,
+            "scope_ids": [f"user:{info.user}", f"character:{info.user}:{info.character}",
+                          f"conversation:{info.conversation}",
+                          f"scene:{info.conversation}:{SCENES[0]}"],
+            "turn_db": info.turn.replace("-", "") if sqlite else info.turn,
+            "conversation_db": info.conversation.replace("-", "") if sqlite else info.conversation,
+        }
+        context = world.context()
+        from .turns import REPLY, TURN_TEXTS
+
+        counter = iter(range(10**9))
+
+        def whole_turn():
+            n = next(counter)
+            created = client.post(f"/api/v1/conversations/{info.conversation}/turns",
+                                  json.dumps({"turn_key": f"p{n}", "content": TURN_TEXTS[n % len(TURN_TEXTS)]}),
+                                  content_type="application/json")
+            assert created.status_code == 201, created.content[:200]
+            turn = created.json()["id"]
+            plan = client.get(f"/api/v1/turns/{turn}/prompt-plan?budget=8000&capabilities=tone.playful")
+            assert plan.status_code == 200, plan.content[:200]
+            reply = client.post(f"/api/v1/turns/{turn}/reply", json.dumps({"content": REPLY}),
+                                content_type="application/json")
+            assert reply.status_code == 201, reply.content[:200]
+
+        def ping():
+            assert client.get("/bench/ping").status_code == 200
+
+        calls = {
+            "turn": whole_turn,
+            "ping": ping,
+            "resolve": lambda: client.post("/api/v1/memory/resolve", body,
+                                           content_type="application/json"),
+            "plan": lambda: client.get(plan_url),
+            "floor-resolve": lambda: floor.resolve_call(case, context),
+            "floor-plan": lambda: floor.plan_call(case, context),
+        }
+        only = {x for x in args.only.split(",") if x}
+        for name, fn in calls.items():
+            if only and name not in only:
+                continue
+            fn()  # warm
+            profiler = Profiler(interval=0.0005)
+            profiler.start()
+            for _ in range(args.calls):
+                fn()
+            profiler.stop()
+            path = PROFILES / (f"{args.db}-{name}-{args.records}r-{args.messages}m{suffix}.txt")
+            path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+            print(path)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        db.drop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The pure resolver alone (no Django): records per second at N records, best of several
+runs, and one hot slot against the same number of records spread over many slots."""
+
+from __future__ import annotations
+
+import time
+
+from memory.resolver import resolve
+
+from . import data
+
+
+def calibrate() -> float:
+    """Millions of simple interpreter loop iterations per second right now: a yardstick for
+    how busy (or fast) the machine was during the run."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for i in range(200_000):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return 0.2 / best
+
+
+def best_of(fn, runs: int) -> tuple[float, float]:
+    """(best wall seconds, best CPU seconds) over `runs` calls."""
+    wall = cpu = float("inf")
+    for _ in range(runs):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        t1, c1 = time.perf_counter(), time.process_time()
+        wall, cpu = min(wall, t1 - t0), min(cpu, c1 - c0)
+    return wall, cpu
+
+
+def run(sizes: list[int], slot_n: int, log, runs: dict[int, int] | None = None,
+        passes: int = 2) -> dict:
+    """Each size alone in memory (its world built, measured, dropped), the whole sequence
+    `passes` times, keeping the best per size: a burst of load on the shared machine would
+    have to hit the same size in every pass to skew a ratio."""
+    runs = runs or {}
+    out: dict = {"sizes": [], "calibration_mops": calibrate(), "passes": passes}
+    rows: dict[int, dict] = {}
+    for _ in range(passes):
+        for n in sizes:
+            started = time.perf_counter()
+            world = data.build_world(n)
+            built = time.perf_counter() - started
+            context = world.context()
+
+            def call(world=world, context=context):
+                return resolve(world.records, world.tombstones, context,
+                               many_keys=world.many_keys, secret=world.secret)
+
+            trace = call().trace
+            wall, cpu = best_of(call, runs.get(n, 30 if n <= 1000 else 15 if n <= 10_000 else 5))
+            row = rows.get(n)
+            if row is None:
+                row = rows[n] = {"n": n, "best_ms": float("inf"), "best_cpu_ms": float("inf"),
+                                 "active": trace["active"], "excluded": n - trace["active"],
+                                 "build_s": built, "world": world.stats()}
+            row["best_ms"] = min(row["best_ms"], wall * 1000)
+            row["best_cpu_ms"] = min(row["best_cpu_ms"], cpu * 1000)
+            del world, call
+    for n in sizes:
+        row = rows[n]
+        row["records_per_s"] = n / (row["best_ms"] / 1000)
+        row["records_per_cpu_s"] = n / (row["best_cpu_ms"] / 1000)
+        out["sizes"].append(row)
+        log(f"  pure resolve N={n:<7} best {row['best_ms']:8.2f} ms  {row['records_per_s']:>12,.0f} "
+            f"records/s  (cpu {row['best_cpu_ms']:.2f} ms)")
+
+    by_n = {row["n"]: row for row in out["sizes"]}
+    if 10_000 in by_n and 100_000 in by_n:
+        out["scaling_100k_10k"] = by_n[100_000]["best_ms"] / by_n[10_000]["best_ms"]
+        out["scaling_100k_10k_cpu"] = by_n[100_000]["best_cpu_ms"] / by_n[10_000]["best_cpu_ms"]
+
+    context = data.slots_context()
+    inputs = {"hot": data.hot_slot(slot_n), "spread": data.spread_slots(slot_n)}
+    best = {name: [float("inf"), float("inf")] for name in inputs}
+    for _ in range(21):  # alternated, so a change in machine load hits both alike
+        for name, records in inputs.items():
+            wall, cpu = best_of(lambda records=records: resolve(records, [], context), 1)
+            best[name] = [min(best[name][0], wall), min(best[name][1], cpu)]
+    slots = {}
+    for name, (wall, cpu) in best.items():
+        slots[name] = {"n": slot_n, "best_ms": wall * 1000, "best_cpu_ms": cpu * 1000,
+                       "records_per_s": slot_n / wall}
+        log(f"  pure resolve {name:6} {slot_n} records: best {wall * 1000:8.2f} ms"
+            f"  (cpu {cpu * 1000:.2f} ms)")
+    slots["hot_over_spread"] = slots["hot"]["best_ms"] / slots["spread"]["best_ms"]
+    out["slots"] = slots
+    return out

@@ -1,0 +1,236 @@
+"""Targets (compared, never asserted) and the tables: plain text for the terminal, Markdown
+for bench/RESULTS.md."""
+
+from __future__ import annotations
+
+import math
+
+PURE_RPS_TARGET = 1_000_000
+SCALING_TARGET = 12.0
+HOT_TOLERANCE = 1.10  # "no slower": within 10% measurement noise
+OVERHEAD_TARGET = 2.0
+TURN_SHARE_TARGET = 0.25
+
+
+def _fmt(value, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        if abs(value) >= 10_000:
+            return f"{value:,.0f}"
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def targets(results: dict) -> list[dict]:
+    """One row per target: what was measured and whether it passes."""
+    rows: list[dict] = []
+
+    def add(name: str, measured: str, ok: bool | None, note: str = "") -> None:
+        rows.append({"target": name, "measured": measured,
+                     "result": "skipped" if ok is None else ("pass" if ok else "MISS"),
+                     "note": note})
+
+    pure = results.get("pure") or {}
+    by_n = {row["n"]: row for row in pure.get("sizes", [])}
+    if 10_000 in by_n:
+        row = by_n[10_000]
+        add("pure resolver >= 1,000,000 records/s at N=10k",
+            f"{row['records_per_s']:,.0f} records/s ({row['records_per_cpu_s']:,.0f} per CPU-second)",
+            row["records_per_s"] >= PURE_RPS_TARGET)
+    else:
+        add("pure resolver >= 1,000,000 records/s at N=10k", "not run at N=10k", None)
+    if "scaling_100k_10k" in pure:
+        add("t(100k) / t(10k) <= 12", f"{pure['scaling_100k_10k']:.1f}",
+            pure["scaling_100k_10k"] <= SCALING_TARGET)
+    else:
+        add("t(100k) / t(10k) <= 12", "not run at N=100k", None)
+    slots = pure.get("slots")
+    if slots:
+        add("hot slot (one slot, n versions) no slower than n records over many slots",
+            f"hot/spread = {slots['hot_over_spread']:.2f} at n={slots['hot']['n']:,}",
+            slots["hot_over_spread"] <= HOT_TOLERANCE, "pass within 10% noise")
+
+    cases = [c for db in results.get("databases", []) for c in db.get("cases", [])]
+    big = [c for c in cases if c["records"] >= 1000]
+    if big:
+        worst = max(big, key=lambda c: c["ratio"])
+        misses = [c for c in big if c["ratio"] > OVERHEAD_TARGET]
+        add("resolve and plan endpoints <= 2x floor at 1k and 10k records",
+            f"worst {worst['ratio']:.2f}x ({worst['db']} {worst['endpoint']} "
+            f"{worst['records']:,} records{_msgs(worst)}); {len(misses)} of {len(big)} cases over",
+            not misses)
+    else:
+        add("resolve and plan endpoints <= 2x floor at 1k and 10k records", "not run at 1k/10k", None)
+    if cases:
+        groups: dict[tuple, set] = {}
+        for c in cases:
+            groups.setdefault((c["db"], c["endpoint"]), set()).add(c["queries"])
+        varying = {k: v for k, v in groups.items() if len(v) > 1}
+        measured = "; ".join(f"{db} {ep}: {sorted(v)}" for (db, ep), v in sorted(groups.items()))
+        add("query count constant in N (records and messages)", measured,
+            not varying if len({c["records"] for c in cases}) > 1 else None)
+        for row in _memory_rows(results):
+            add(*row)
+    turns_all = [db["turns"] for db in results.get("databases", []) if db.get("turns")]
+    if turns_all:
+        t = turns_all[0]
+        add("whole turn: zero errors", f"{t['turns']['errors']} errors in {t['turns']['units']} turns",
+            t["turns"]["errors"] == 0)
+        add("whole turn: turns/s >= 25% of the trivial endpoint's requests/s",
+            f"{t['turns']['per_second']:.1f} turns/s vs {t['ping_rps']:.0f} req/s = "
+            f"{t['turns_per_ping'] * 100:.1f}%",
+            t["turns_per_ping"] >= TURN_SHARE_TARGET)
+    else:
+        add("whole turn (gunicorn + PostgreSQL)", "not run", None)
+    return rows
+
+
+def _msgs(case: dict) -> str:
+    return f", {case['messages']:,} messages" if case.get("messages") else ""
+
+
+def _memory_rows(results: dict) -> list[tuple[str, str, bool | None]]:
+    """Memory flat: (1) a resolve's peak grows no faster than the candidate rows it must read
+    (10× the candidates may cost at most 10× the memory); (2) a plan never loads the history:
+    its peak stays within 2× the floor's, which reads ids and sizes of the history and the
+    text of the chosen messages only."""
+    resolve_parts, resolve_ok = [], []
+    plan_parts, plan_ok = [], []
+    for db in results.get("databases", []):
+        cases = db.get("cases", [])
+        resolves = {c["records"]: c for c in cases if c["endpoint"] == "resolve"}
+        if 1000 in resolves and 10_000 in resolves:
+            low, high = resolves[1000], resolves[10_000]
+            growth = high["peak_kib"] / low["peak_kib"]
+            allowed = high["candidates"] / max(1, low["candidates"])
+            resolve_ok.append(growth <= allowed)
+            resolve_parts.append(
+                f"{db['db']} {low['peak_kib']:,.0f} → {high['peak_kib']:,.0f} KiB (×{growth:.1f}) for "
+                f"{low['candidates']:,} → {high['candidates']:,} candidates (×{allowed:.1f})")
+        for c in cases:
+            if c["endpoint"] == "plan" and c.get("messages") == 10_000 and c["records"] >= 1000:
+                ratio = c["peak_kib"] / c["floor_peak_kib"]
+                plan_ok.append(ratio <= 2.0)
+                text = db.get("message_text_kib", {}).get(f"{c['records']}/{c['messages']}", 0.0)
+                plan_parts.append(
+                    f"{db['db']} {c['records']:,} records: {c['peak_kib']:,.0f} KiB vs floor "
+                    f"{c['floor_peak_kib']:,.0f} (×{ratio:.1f}; history text {text:,.0f} KiB)")
+    rows = []
+    if resolve_parts:
+        rows.append(("memory flat, resolve: peak grows no faster than the candidates read",
+                     "; ".join(resolve_parts), all(resolve_ok)))
+    if plan_parts:
+        rows.append(("memory flat, plan with 10k messages: peak <= 2x the floor's",
+                     "; ".join(plan_parts), all(plan_ok)))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def _table(headers: list[str], rows: list[list], markdown: bool) -> str:
+    cells = [[_fmt(v) for v in row] for row in rows]
+    if markdown:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(row) + " |" for row in cells]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                      enumerate(zip(row, widths, strict=True))) for row in cells]
+    return "\n".join(out)
+
+
+def render(results: dict, *, markdown: bool) -> str:
+    h = (lambda s: f"\n### {s}\n") if markdown else (lambda s: f"\n== {s} ==")
+    meta = results["meta"]
+    out = []
+    if markdown:
+        out.append("# Benchmark results\n")
+        out.append(f"Produced by `{meta['command']}` on {meta['started']} "
+                   f"({meta['machine']}). Load average at start/end: "
+                   f"{meta['load_start']} / {meta['load_end']}; interpreter yardstick "
+                   f"{_fmt(meta.get('calibration_mops'))} M loop iterations/s. "
+                   f"Total {meta['seconds']:.0f} s.\n")
+        out.append(meta["how"] + "\n")
+    else:
+        out.append(f"{meta['command']} — {meta['started']} — {meta['machine']}")
+        out.append(f"load average start/end {meta['load_start']} / {meta['load_end']}; "
+                   f"yardstick {_fmt(meta.get('calibration_mops'))} M loop it/s")
+
+    pure = results.get("pure")
+    if pure:
+        out.append(h("Pure resolver (memory.resolver.resolve, no Django)"))
+        rows = [[r["n"], r["best_ms"], r["records_per_s"], r["best_cpu_ms"], r["active"],
+                 r["excluded"]] for r in pure["sizes"]]
+        out.append(_table(["N records", "best ms", "records/s", "best CPU ms", "active",
+                           "excluded"], rows, markdown))
+        extra = []
+        if "scaling_100k_10k" in pure:
+            extra.append(f"t(100k)/t(10k) = {pure['scaling_100k_10k']:.1f} "
+                         f"(CPU {pure['scaling_100k_10k_cpu']:.1f})")
+        slots = pure.get("slots")
+        if slots:
+            extra.append(f"hot slot {slots['hot']['n']:,} versions {slots['hot']['best_ms']:.1f} ms vs "
+                         f"{slots['spread']['n']:,} records over {slots['spread']['n'] // 10:,} slots "
+                         f"{slots['spread']['best_ms']:.1f} ms (hot/spread {slots['hot_over_spread']:.2f})")
+        out.append(("\n" if markdown else "") + "; ".join(extra))
+
+    for db in results.get("databases", []):
+        if db.get("skipped"):
+            out.append(h(f"Endpoints on {db['db']}"))
+            out.append(f"skipped: {db['skipped']}")
+            continue
+        if db.get("error"):
+            out.append(h(f"Errors on {db['db']}"))
+            out.append("ERROR: " + db["error"].strip().splitlines()[-1])
+        if db.get("cases"):
+            out.append(h(f"Endpoints on {db.get('server_version', db['db'])} "
+                         "(in-process django.test.Client, Bearer token; floor = raw cursor + pure core)"))
+        rows = [[c["endpoint"], c["records"], c["messages"], c["calls"], c["p50_ms"], c["p95_ms"],
+                 c["floor_p50_ms"], c["ratio"], c["queries"], c["floor_queries"], c["peak_kib"],
+                 c["floor_peak_kib"], c["match"]] for c in db.get("cases", [])]
+        if rows:
+            out.append(_table(["endpoint", "records", "messages", "calls", "p50 ms", "p95 ms",
+                               "floor p50 ms", "ratio", "queries", "floor q", "peak KiB",
+                               "floor peak KiB", "same answer"], rows, markdown))
+        t = db.get("turns")
+        if t:
+            out.append(h(f"Whole turn on {db.get('server_version')}: {t['server']}, "
+                         f"{t['clients']} client threads"))
+            rows = [
+                ["trivial JSON (/bench/ping), before", t["ping_before"]["per_second"], "req/s",
+                 t["ping_before"]["p50_ms"], t["ping_before"]["p95_ms"], t["ping_before"]["errors"]],
+                ["authenticated DRF JSON (/bench/ping-auth)", t["ping_auth"]["per_second"], "req/s",
+                 t["ping_auth"]["p50_ms"], t["ping_auth"]["p95_ms"], t["ping_auth"]["errors"]],
+                ["whole turn (create → plan → reply)", t["turns"]["per_second"], "turns/s",
+                 t["turns"]["p50_ms"], t["turns"]["p95_ms"], t["turns"]["errors"]],
+                ["trivial JSON (/bench/ping), after", t["ping_after"]["per_second"], "req/s",
+                 t["ping_after"]["p50_ms"], t["ping_after"]["p95_ms"], t["ping_after"]["errors"]],
+            ]
+            out.append(_table(["what", "rate", "unit", "p50 ms", "p95 ms", "errors"], rows, markdown))
+            out.append(("\n" if markdown else "")
+                       + f"turns/s ÷ trivial req/s = {t['turns_per_ping'] * 100:.1f}%; "
+                       f"÷ authenticated req/s = {t['turns']['per_second'] / t['ping_auth']['per_second'] * 100:.1f}% "
+                       f"({t['turns']['units']} turns, {t['records_per_user']:,} records per user"
+                       + (f"; SQL queries per turn: create {t['queries']['create']}, plan "
+                          f"{t['queries']['plan']}, reply {t['queries']['reply']} (an authenticated "
+                          f"request alone: {t['queries']['ping_auth']})" if t.get("queries") else "")
+                       + ")")
+            if t["turns"]["error_samples"]:
+                out.append("error samples: " + " | ".join(t["turns"]["error_samples"]))
+
+    out.append(h("Targets (compared, never asserted)"))
+    rows = [[r["target"], r["measured"], r["result"]] for r in results["targets"]]
+    out.append(_table(["target", "measured", "result"], rows, markdown))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,273 @@
+"""The whole turn under concurrency: create turn → prompt plan → reply, from concurrent
+client threads against gunicorn (`config.wsgi` with `bench.settings`) on PostgreSQL, beside
+the same server's trivial JSON endpoint (`/bench/ping`) as the ceiling.
+
+gunicorn is started here on a free loopback port and stopped (SIGTERM to the process this
+module started, then a bounded wait) when the measurement ends. Requests go only to
+127.0.0.1 and are bounded in time.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .endpoints import percentile
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+RESULTS = BASE_DIR / "bench" / "results"
+
+TURN_TEXTS = (
+    "My dog's name is Rex.",
+    "How was your day? The rain kept me inside all afternoon.",
+    "I like green tea.",
+    "We watered the basil on the rooftop today.",
+    "Actually, my dog's name is Max.",
+    "I live in Lisbon.",
+    "Tell me again what we talked about in the greenhouse.",
+    "I dislike being rushed.",
+)
+REPLY = "Of course. I remember, and I'm glad you told me."
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """gunicorn serving the project on a free loopback port."""
+
+    def __init__(self, database_url: str, workers: int):
+        self.port = free_port()
+        self.workers = workers
+        self.database_url = database_url
+        self.proc: subprocess.Popen | None = None
+        self.log_path = RESULTS / "gunicorn.log"
+
+    def start(self, timeout: float = 60) -> None:
+        env = dict(os.environ)
+        env.update({
+            "DATABASE_URL": self.database_url,
+            "DJANGO_SETTINGS_MODULE": "bench.settings",
+            "BENCH_LOG_NAME": "server-gunicorn.log",
+            # Persistent connections, as a production deployment runs them (a new
+            # PostgreSQL backend per request would dominate every request).
+            "CONN_MAX_AGE": env.get("CONN_MAX_AGE", "60"),
+        })
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "w")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi:application",
+             "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
+             "--worker-class", "sync", "--timeout", "120", "--graceful-timeout", "5",
+             "--log-level", "warning"],
+            cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited early; see {self.log_path}")
+            try:
+                status, _ = request(self.connection(), "GET", "/bench/ping")
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("gunicorn did not answer in time")
+
+    def connection(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+
+def request(conn, method: str, path: str, body: dict | None = None, token: str | None = None):
+    headers = {"Accept": "application/json"}
+    payload = None
+    if body is not None:
+        payload = json.dumps(body)
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    conn.request(method, path, payload, headers)
+    response = conn.getresponse()
+    data = response.read()
+    if response.getheader("Connection", "").lower() == "close":
+        conn.close()
+    return response.status, data
+
+
+def _drive(server: Server, clients: int, seconds: float, work) -> dict:
+    """Run `work(index, conn, n)` in `clients` threads until `seconds` have passed; each call
+    returns (units done, errors). Latency is per call."""
+    stop_at = [0.0]
+    lock = threading.Lock()
+    latencies: list[float] = []
+    counts = {"units": 0, "errors": 0, "error_samples": []}
+    barrier = threading.Barrier(clients + 1)
+
+    def loop(index: int) -> None:
+        conn = server.connection()
+        mine: list[float] = []
+        units = errors = 0
+        samples: list[str] = []
+        barrier.wait()
+        n = 0
+        while time.perf_counter() < stop_at[0]:
+            started = time.perf_counter()
+            try:
+                done, failed = work(index, conn, n)
+            except Exception as exc:  # noqa: BLE001 - an error is a result here
+                done, failed = 0, 1
+                samples.append(f"{type(exc).__name__}: {exc}"[:200])
+                conn.close()
+                conn = server.connection()
+            if isinstance(failed, str):
+                samples.append(failed[:200])
+                failed = 1
+            mine.append(time.perf_counter() - started)
+            units += done
+            errors += failed
+            n += 1
+        conn.close()
+        with lock:
+            latencies.extend(mine)
+            counts["units"] += units
+            counts["errors"] += errors
+            counts["error_samples"].extend(samples[:3])
+
+    threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
+    stop_at[0] = time.perf_counter() + seconds
+    started = time.perf_counter()
+    barrier.wait()
+    for t in threads:
+        t.join(timeout=seconds + 120)
+    elapsed = time.perf_counter() - started
+    return {
+        "clients": clients,
+        "seconds": elapsed,
+        "units": counts["units"],
+        "per_second": counts["units"] / elapsed if elapsed else 0.0,
+        "p50_ms": statistics.median(latencies) * 1000 if latencies else float("nan"),
+        "p95_ms": percentile(latencies, 0.95) * 1000 if latencies else float("nan"),
+        "errors": counts["errors"],
+        "error_samples": counts["error_samples"][:5],
+    }
+
+
+def ping_work(index, conn, n):
+    status, _ = request(conn, "GET", "/bench/ping")
+    return (1, 0) if status == 200 else (0, f"ping {status}")
+
+
+def ping_auth_factory(token: str):
+    def work(index, conn, n):
+        status, _ = request(conn, "GET", "/bench/ping-auth", None, token)
+        return (1, 0) if status == 200 else (0, f"ping-auth {status}")
+
+    return work
+
+
+def turn_work_factory(conversations: list[str], token: str, tag: str):
+    def work(index, conn, n):
+        conversation = conversations[index % len(conversations)]
+        text = TURN_TEXTS[n % len(TURN_TEXTS)]
+        status, data = request(conn, "POST", f"/api/v1/conversations/{conversation}/turns",
+                               {"turn_key": f"{tag}-{index}-{n}", "content": text}, token)
+        if status != 201:
+            return 0, f"turn {status} {data[:120]!r}"
+        turn = json.loads(data)["id"]
+        status, data = request(conn, "GET", f"/api/v1/turns/{turn}/prompt-plan?budget=8000"
+                               "&capabilities=tone.playful", None, token)
+        if status != 200:
+            return 0, f"plan {status} {data[:120]!r}"
+        status, data = request(conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token)
+        if status != 201:
+            return 0, f"reply {status} {data[:120]!r}"
+        return 1, 0
+
+    return work
+
+
+def inprocess_queries(conversation: str, token: str) -> dict:
+    """SQL queries of one whole turn, per request, through the in-process test client."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    out = {}
+    with CaptureQueriesContext(connection) as captured:
+        created = client.post(f"/api/v1/conversations/{conversation}/turns",
+                              json.dumps({"turn_key": "count-queries", "content": TURN_TEXTS[0]}),
+                              content_type="application/json")
+    out["create"] = len(captured.captured_queries)
+    turn = created.json()["id"]
+    with CaptureQueriesContext(connection) as captured:
+        client.get(f"/api/v1/turns/{turn}/prompt-plan?budget=8000&capabilities=tone.playful")
+    out["plan"] = len(captured.captured_queries)
+    with CaptureQueriesContext(connection) as captured:
+        client.post(f"/api/v1/turns/{turn}/reply", json.dumps({"content": REPLY}),
+                    content_type="application/json")
+    out["reply"] = len(captured.captured_queries)
+    with CaptureQueriesContext(connection) as captured:
+        client.get("/bench/ping-auth")
+    out["ping_auth"] = len(captured.captured_queries)
+    out["total"] = out["create"] + out["plan"] + out["reply"]
+    connection.close()
+    return out
+
+
+def run(database_url: str, conversations: list[str], token: str, *, clients: int, workers: int,
+        seconds: float, log) -> dict:
+    server = Server(database_url, workers)
+    server.start()
+    try:
+        # Warm every worker (imports, URL resolvers, connections) outside the measurement.
+        _drive(server, clients, min(2.0, seconds / 4), ping_work)
+        _drive(server, clients, min(2.0, seconds / 4), turn_work_factory(conversations, token, "warm"))
+        ping_before = _drive(server, clients, seconds / 2, ping_work)
+        log(f"  gunicorn ping      {ping_before['per_second']:.0f} req/s")
+        ping_auth = _drive(server, clients, seconds / 2, ping_auth_factory(token))
+        log(f"  gunicorn ping-auth {ping_auth['per_second']:.0f} req/s")
+        turns = _drive(server, clients, seconds, turn_work_factory(conversations, token, "bench"))
+        log(f"  gunicorn turns     {turns['per_second']:.1f} turns/s p95={turns['p95_ms']:.0f}ms "
+            f"errors={turns['errors']}")
+        ping_after = _drive(server, clients, seconds / 2, ping_work)
+        log(f"  gunicorn ping      {ping_after['per_second']:.0f} req/s (after)")
+    finally:
+        server.stop()
+    ceiling = (ping_before["per_second"] + ping_after["per_second"]) / 2
+    return {
+        "server": f"gunicorn sync workers={workers} on 127.0.0.1 (CONN_MAX_AGE=60)",
+        "clients": clients,
+        "ping_before": ping_before,
+        "ping_after": ping_after,
+        "ping_auth": ping_auth,
+        "ping_rps": ceiling,
+        "turns": turns,
+        "turns_per_ping": turns["per_second"] / ceiling if ceiling else float("nan"),
+    }

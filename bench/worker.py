@@ -1,0 +1,109 @@
+"""One database's part of a run, in its own process (Django is set up once per process, for
+one DATABASE_URL): create the database, migrate, load the worlds, measure the endpoints and
+their floor, and on PostgreSQL the whole turn against gunicorn; then drop the database."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def main(vendor: str, config: dict, out_path: str) -> int:
+    from .db import BenchDatabase, migrate
+
+    result: dict = {"db": vendor, "config": config}
+    db = BenchDatabase(vendor)
+    db.create()
+    db.configure()
+    try:
+        import django
+
+        django.setup()
+        from django.db import connection
+
+        from config.models import ApiToken
+
+        from . import data, endpoints, load, turns
+
+        result["migrate_s"] = migrate()
+        result["server_version"] = _server_version(connection)
+        log(f"  {vendor}: migrated in {result['migrate_s']:.1f}s ({result['server_version']})")
+
+        started = time.perf_counter()
+        loaded = {}
+        seed = config["seed"]
+        for n in config["records"]:
+            for m in config["messages"]:
+                world = data.build_world(n, seed=seed, user=f"bench-{n}-{m}", n_messages=m,
+                                         id_seed=seed * 100_003 + n * 7 + m)
+                loaded[(n, m)] = load.load_world(world)
+        if vendor == "postgres":
+            load.analyze()
+        result["load_s"] = time.perf_counter() - started
+        log(f"  {vendor}: generated and loaded {len(loaded)} users in {result['load_s']:.1f}s")
+
+        from .checks import selectors_match_orm
+
+        _, token = ApiToken.issue("bench")
+        if loaded:
+            result["selectors_match_orm"] = selectors_match_orm(next(iter(loaded.values())))
+            log(f"  {vendor}: hot-path readers give the ORM's values: "
+                f"{result['selectors_match_orm']['all']}")
+            cfg = endpoints.CaseConfig(**config["case"])
+            result["cases"] = endpoints.run_cases(
+                vendor, loaded, token, cfg, config["records"], config["messages"], log)
+            result["message_text_kib"] = endpoints.message_text_kib(loaded)
+
+        if vendor == "postgres" and config.get("turn_seconds", 0) > 0:
+            started = time.perf_counter()
+            users = []
+            for i in range(config["turn_clients"]):
+                world = data.build_world(config["turn_records"], seed=seed + 1 + i,
+                                         user=f"bench-turn-{i}", n_messages=100)
+                users.append(load.load_world(world, with_turn=False))
+            load.analyze()
+            log(f"  {vendor}: loaded {len(users)} turn users in {time.perf_counter() - started:.1f}s")
+            queries = turns.inprocess_queries(users[-1].conversation, token)
+            log(f"  {vendor}: queries per turn {queries}")
+            connection.close()
+            result["turns"] = turns.run(
+                db.url, [u.conversation for u in users], token,
+                clients=config["turn_clients"], workers=config["turn_workers"],
+                seconds=config["turn_seconds"], log=log,
+            )
+            result["turns"]["records_per_user"] = config["turn_records"]
+            result["turns"]["queries"] = queries
+    except Exception:  # noqa: BLE001 - reported in the results, the run goes on
+        result["error"] = traceback.format_exc()
+        log(result["error"])
+    finally:
+        try:
+            from django.db import connections
+
+            connections.close_all()
+        except Exception:  # noqa: BLE001
+            pass
+        db.drop()
+    with open(out_path, "w") as fh:
+        json.dump(result, fh, default=str)
+    return 0 if "error" not in result else 1
+
+
+def _server_version(connection) -> str:
+    if connection.vendor == "sqlite":
+        import sqlite3
+
+        return f"SQLite {sqlite3.sqlite_version}"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        return f"PostgreSQL {cursor.fetchone()[0]}"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]))
