@@ -45,6 +45,7 @@ FULL = {
     "messages": [100, 10_000],
     "case": {"min_calls": 30, "max_calls": 300, "seconds": 8.0, "warmup": 3},
     "turn_seconds": 20.0,
+    "lock_wait": 600.0,
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -53,6 +54,7 @@ SMOKE = {
     "messages": [100],
     "case": {"min_calls": 5, "max_calls": 20, "seconds": 0.5, "warmup": 1},
     "turn_seconds": 2.0,
+    "lock_wait": 15.0,
 }
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
@@ -205,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                 "turn_clients": TURN_CLIENTS,
                 "turn_workers": TURN_WORKERS,
                 "turn_records": TURN_RECORDS if not args.smoke else 100,
+                "lock_wait": sizes["lock_wait"],
             }
             log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"
                                           and config["turn_seconds"] else ""))

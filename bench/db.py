@@ -55,6 +55,15 @@ def _pg_drop(conn) -> None:
     conn.execute(f'DROP DATABASE IF EXISTS "{PG_DATABASE}"')
 
 
+# Session advisory lock that serialises benchmark runs on one server: `companion_bench` has
+# a fixed name, so a second run would otherwise drop the database under the first.
+PG_LOCK_KEY = 0x636F6D70_62656E63  # "compbenc"
+
+
+class BenchBusy(RuntimeError):
+    """Another benchmark run holds `companion_bench`."""
+
+
 class BenchDatabase:
     """Create, configure and later remove the benchmark database of one vendor."""
 
@@ -63,16 +72,26 @@ class BenchDatabase:
         self.vendor = vendor
         self.tmpdir: str | None = None
         self.url = ""
+        self._lock = None  # the admin connection holding PG_LOCK_KEY
 
-    def create(self) -> str:
+    def create(self, wait: float = 600.0) -> str:
+        """Create the database; on PostgreSQL first wait (at most `wait` seconds) for any
+        other benchmark run to finish with it."""
         if self.vendor == "sqlite":
             self.tmpdir = tempfile.mkdtemp(prefix="companion-bench-")
             self.url = f"sqlite:///{self.tmpdir}/bench.sqlite3"
-        else:
-            with _pg_admin_connect() as conn:
-                _pg_drop(conn)
-                conn.execute(f'CREATE DATABASE "{PG_DATABASE}"')
-            self.url = pg_url()
+            return self.url
+        self._lock = _pg_admin_connect()
+        deadline = time.monotonic() + wait
+        while not self._lock.execute("SELECT pg_try_advisory_lock(%s)", (PG_LOCK_KEY,)).fetchone()[0]:
+            if time.monotonic() > deadline:
+                self._lock.close()
+                self._lock = None
+                raise BenchBusy(f"{PG_DATABASE} is in use by another benchmark run")
+            time.sleep(1.0)
+        _pg_drop(self._lock)
+        self._lock.execute(f'CREATE DATABASE "{PG_DATABASE}"')
+        self.url = pg_url()
         return self.url
 
     def configure(self) -> None:
@@ -91,13 +110,18 @@ class BenchDatabase:
             connections.close_all()
         except Exception:  # noqa: BLE001 - Django may not be set up
             pass
-        for _ in range(5):
-            try:
-                with _pg_admin_connect() as conn:
-                    _pg_drop(conn)
-                return
-            except Exception:  # noqa: BLE001 - a closing backend may still hold it
-                time.sleep(0.5)
+        try:
+            for _ in range(5):
+                try:
+                    with _pg_admin_connect() as conn:
+                        _pg_drop(conn)
+                    return
+                except Exception:  # noqa: BLE001 - a closing backend may still hold it
+                    time.sleep(0.5)
+        finally:
+            if self._lock is not None:
+                self._lock.close()  # releases the advisory lock
+                self._lock = None
 
 
 def migrate() -> float:

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from .db import BenchDatabase, migrate
 
     db = BenchDatabase(args.db)
-    db.create()
+    db.create()  # waits for any benchmark run using companion_bench
     db.configure()
     try:
         import django

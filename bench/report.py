@@ -152,7 +152,7 @@ def _table(headers: list[str], rows: list[list], markdown: bool) -> str:
 
 
 def render(results: dict, *, markdown: bool) -> str:
-    h = (lambda s: f"\n### {s}\n") if markdown else (lambda s: f"\n== {s} ==")
+    h = (lambda s: f"\n## {s}\n") if markdown else (lambda s: f"\n== {s} ==")
     meta = results["meta"]
     out = []
     if markdown:

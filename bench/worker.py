@@ -15,11 +15,18 @@ def log(message: str) -> None:
 
 
 def main(vendor: str, config: dict, out_path: str) -> int:
-    from .db import BenchDatabase, migrate
+    from .db import BenchBusy, BenchDatabase, migrate
 
     result: dict = {"db": vendor, "config": config}
     db = BenchDatabase(vendor)
-    db.create()
+    try:
+        db.create(wait=config.get("lock_wait", 600.0))
+    except BenchBusy as exc:
+        log(f"  {vendor}: skipped ({exc})")
+        result["skipped"] = str(exc)
+        with open(out_path, "w") as fh:
+            json.dump(result, fh, default=str)
+        return 0
     db.configure()
     try:
         import django
