@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "memory",
     "policy",
     "conversations",
+    "support",
 ]
 
 MIDDLEWARE = [

@@ -257,8 +257,8 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
 def user_delete(*, user) -> None:
     """DELETE /users/{user}: erase everything of that user synchronously (SPEC §9). Memory
     rows go first so supersedes edges between them never block the cascade."""
-    from config.models import PrivateTextAccess, SupportAction
     from memory.models import MemoryRecord
+    from support.models import PrivateTextAccess, SupportAction
 
     with transaction.atomic():
         for conversation in Conversation.objects.filter(user=user):

@@ -3,7 +3,7 @@
 Records, tombstones, slot retractions and idempotency records are read-only: the services are
 their only writers (DESIGN habit 2). Support changes memory only through the actions below
 (forget on the user's behalf, retract, normalise statuses), each asking for a reason that
-`config.support` logs. Values are private: masked without `view_private_text`, logged when shown.
+`support.services` logs. Values are private: masked without `view_private_text`, logged when shown.
 The key registry is catalog data and stays editable, but a key's cardinality cannot change once
 records use it (SPEC §0). `MemoryProfile` is not registered: it holds the secret that keys the
 value hashes.
@@ -14,15 +14,10 @@ from django.contrib import admin
 from django.db.models import Exists, OuterRef
 from django.utils.html import format_html, format_html_join
 
-from config import support
-from config.support_admin import (
-    ForgetForm,
-    SupportAdmin,
-    admin_link,
-    count_of,
-    explain_url,
-    support_action,
-)
+from support import services as support
+from support.admin import SupportAdmin, count_of, support_action
+from support.display import admin_link, explain_url
+from support.forms import ForgetForm
 
 from .domain import valid_key
 from .models import (

@@ -20,7 +20,7 @@ def reseed_catalog() -> None:
     import_module("policy.migrations.0002_seed_capabilities").seed(apps, None)
     # The Support group: permissions themselves come back with the flush's post_migrate.
     try:
-        support = import_module("config.migrations.0003_support_group")
+        support = import_module("support.migrations.0002_support_group")
     except ModuleNotFoundError:
         return
     from django.contrib.auth.models import Group, Permission

@@ -6,8 +6,8 @@ import pytest
 from memory.domain import Scope
 from memory.models import KeyDefinition
 from memory.services import memory_assert
-from tests.admin.conftest import staff_client
 from tests.factories import UserFactory
+from tests.support.conftest import staff_client
 
 pytestmark = pytest.mark.django_db
 
