@@ -215,3 +215,93 @@ def message_contents(conversation, ids: list[str]) -> dict[str, str]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return dict(cursor.fetchall())
+
+
+# ---------------------------------------------------------------------------------------------
+# What the conversation and data pages read
+
+
+def conversation_for_page(user, conversation_id) -> Conversation:
+    """One of the user's conversations, with its character; another user's is a 404."""
+    conversation = Conversation.objects.select_related("character").filter(user=user, pk=conversation_id).first()
+    if conversation is None:
+        raise NotFound("No such conversation.")
+    return conversation
+
+
+def conversations_of(user):
+    """The user's conversations, newest first, each with its number of messages."""
+    from django.db.models import Count
+
+    return (
+        Conversation.objects.filter(user=user).select_related("character")
+        .annotate(n_messages=Count("messages")).order_by("-created_at", "id")
+    )
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A conversation's messages in `seq` order and what each one produced: the ids of the
+    memories it is a source of or that its turn's extraction wrote, how many extracted facts a
+    tombstone blocked, what is remembered now, and the forgotten skeletons among the produced
+    (id → key and forget time)."""
+
+    conversation: Conversation
+    messages: list[tuple]  # (id, seq, role, content, created_at)
+    produced: dict[str, list[str]]
+    blocked: dict[str, int]
+    remembered: object  # memory.selectors.Remembered
+    forgotten: dict[str, tuple[str, datetime]]
+
+
+def transcript(user, conversation: Conversation) -> Transcript:
+    """Queries: the messages, the provenance links, the turns' extraction outcomes, one bulk
+    resolve of the user's memories, and the forgotten skeletons among what was produced."""
+    from collections import defaultdict
+
+    from memory.models import MemoryRecord, MemorySource
+    from memory.selectors import remembered_now
+
+    rows = list(
+        Message.objects.filter(user=user, conversation=conversation).order_by("seq")
+        .values_list("id", "seq", "role", "content", "created_at")
+    )
+    produced: dict[str, list[str]] = defaultdict(list)
+    links = MemorySource.objects.filter(memory__user=user, message__conversation=conversation)
+    for message_id, memory_id in links.values_list("message_id", "memory_id"):
+        produced[str(message_id)].append(str(memory_id))
+    blocked: dict[str, int] = defaultdict(int)
+    from .models import Turn
+
+    turns = Turn.objects.filter(user=user, conversation=conversation)
+    for message_id, extracted in turns.values_list("user_message_id", "extracted"):
+        for item in extracted or []:
+            if item.get("memory"):
+                produced[str(message_id)].append(str(item["memory"]))
+            elif item.get("outcome") == "blocked":
+                blocked[str(message_id)] += 1
+    remembered = remembered_now(user)
+    wanted = {i for ids in produced.values() for i in ids}
+    missing = sorted(wanted - set(remembered.by_id))
+    forgotten = {}
+    if missing:
+        forgotten = {
+            str(i): (key, since)
+            for i, key, since in MemoryRecord.objects.filter(user=user, pk__in=missing, status="forgotten")
+            .values_list("id", "key", "status_since")
+        }
+    return Transcript(conversation, rows, dict(produced), dict(blocked), remembered, forgotten)
+
+
+def data_counts(user) -> dict[str, int]:
+    """How much of the user's data there is, for "Your data"."""
+    from memory.models import MemoryRecord, Tombstone
+    from policy.models import PolicyRule
+
+    return {
+        "conversations": Conversation.objects.filter(user=user).count(),
+        "messages": Message.objects.filter(user=user).count(),
+        "memories": MemoryRecord.objects.filter(user=user).exclude(status="forgotten").count(),
+        "forgotten": Tombstone.objects.filter(user=user).count(),
+        "rules": PolicyRule.objects.filter(user=user, revoked_at__isnull=True).count(),
+    }

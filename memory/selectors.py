@@ -17,7 +17,7 @@ from django.db import connections
 from config.errors import NotFound, ValidationError
 
 from .domain import MemoryRecord as DomainRecord
-from .domain import Scope, default_label
+from .domain import Resolution, Scope, default_label
 from .domain import Tombstone as DomainTombstone
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemorySource, Tombstone
 from .resolver import build_slotted, gc_paused
@@ -541,3 +541,138 @@ class ContextResolution:
 
         parts.append(f"resolver_version={RESOLVER_VERSION}")
         return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# What is remembered now (the pages and the API read it through here)
+
+
+@dataclasses.dataclass(frozen=True)
+class Remembered:
+    """What is remembered now for one user (SPEC §3): the records read, the key registry, the
+    tombstones, and the resolver's answer — for one context, or for every scope of the user
+    (one resolution per scope id)."""
+
+    records: list[DomainRecord]
+    registry: Registry
+    tombstones: list[DomainTombstone]
+    resolutions: dict[str | None, Resolution]  # by scope id; None: the one context asked for
+    now: datetime
+
+    @property
+    def active(self) -> list[DomainRecord]:
+        """R7 order (key, then id) across every resolution."""
+        if len(self.resolutions) == 1:
+            return list(next(iter(self.resolutions.values())).active)
+        found = [r for resolution in self.resolutions.values() for r in resolution.active]
+        return sorted(found, key=lambda r: (r.key, r.id))
+
+    @property
+    def by_id(self) -> dict[str, DomainRecord]:
+        return {r.id: r for r in self.records}
+
+    def explain(self, record_id: str):
+        """R8 for a record that was read, else None."""
+        for resolution in self.resolutions.values():
+            found = resolution.explain(record_id)
+            if found is not None:
+                return found
+        return None
+
+
+def remembered_now(user, *, now: datetime | None = None, context=None, keys=None) -> Remembered:
+    """What the resolver keeps for `user` (SPEC §3): for one loaded `context` (the resolve
+    endpoint, prompt plans, support's explain), or — without one — in every scope the user has
+    (the memories and conversation pages). The records, their sources, the tombstones, the
+    registry and the secret are read in bulk, so the query count does not depend on the data.
+
+    Every scope at once is one pure resolve per scope: R1 keeps a scope's records for any
+    context that includes that scope, and supersession and precedence never cross scopes (a
+    slot lives in one scope), so each scope's answer is exactly the resolver's for every
+    context containing it. F5: what the pages show is what the resolver keeps — nothing else.
+    Forgotten skeletons are not read there: R2 excludes them and they supersede nothing (R5
+    counts only records past R1–R4)."""
+    from .domain import Context
+    from .resolver import resolve
+
+    keys = list(keys) if keys else None
+    if context is not None:
+        domain = context.domain
+        if domain.now.tzinfo is not UTC and domain.now.utcoffset() is not None:
+            # In the records' own tzinfo (UTC) every comparison of the resolver is a plain one.
+            domain = dataclasses.replace(domain, now=domain.now.astimezone(UTC))
+        records = candidate_records(context, keys)
+        contexts = {None: domain}
+        now = domain.now
+    else:
+        if now is None:
+            from config.clock import db_now
+
+            now = db_now()
+        qs = MemoryRecord.objects.filter(user=user).exclude(status="forgotten")
+        if keys:
+            qs = qs.filter(key__in=keys)
+        records = records_to_domain(qs, user.username)
+        contexts = {}
+        for record in records:
+            if record.scope_id not in contexts:
+                scope = record.scope
+                contexts[record.scope_id] = Context(
+                    user=user.username, character=scope.character, conversation=scope.conversation,
+                    scene=scope.scene, now=now,
+                )
+    keyed, tombstones, secret = _registry_tombstones_secret(user, keys)
+    if context is not None:
+        resolutions = {None: resolve(records, tombstones, contexts[None],
+                                     many_keys=keyed.many_keys, secret=secret)}
+    else:
+        by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
+        for record in records:
+            by_scope[record.scope_id].append(record)
+        resolutions = {
+            scope_id: resolve(by_scope[scope_id], tombstones, contexts[scope_id],
+                              many_keys=keyed.many_keys, secret=secret)
+            for scope_id in sorted(by_scope)
+        }
+    return Remembered(records, keyed, tombstones, resolutions, now)
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotHistory:
+    """W11 for one scoped key: every record in history order, with its effective end, and the
+    resolver's answer at `now` for the same records."""
+
+    records: list[DomainRecord]  # in history order (valid_from, version, id)
+    ends: dict[str, datetime | None]
+    remembered: Remembered
+    many: bool
+    label: str
+
+    @property
+    def current(self) -> set[str]:
+        return {r.id for r in self.remembered.active}
+
+
+def slot_history(user, *, key: str, scope_id: str, now: datetime | None = None) -> SlotHistory:
+    """History of one scoped key (W11) for the pages: what `/memory/history` lists, plus which
+    record is current now (R1–R6, with the tombstones of that key)."""
+    from .domain import Context
+    from .resolver import effective_ends, history_order, resolve
+
+    if now is None:
+        from config.clock import db_now
+
+        now = db_now()
+    records = history_records(user, key, scope_id)
+    keyed, tombstones, secret = _registry_tombstones_secret(user, [key])
+    many = keyed.is_many(key)
+    resolutions = {}
+    if records:
+        scope = records[0].scope
+        context = Context(user=user.username, character=scope.character,
+                          conversation=scope.conversation, scene=scope.scene, now=now)
+        resolutions[scope_id] = resolve(records, tombstones, context, many_keys=keyed.many_keys,
+                                        secret=secret)
+    remembered = Remembered(records, keyed, tombstones, resolutions, now)
+    return SlotHistory(history_order(records), effective_ends(records, many=many), remembered,
+                       many, keyed.label(key))

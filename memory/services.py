@@ -507,8 +507,9 @@ def _purge(user, tombstones: list[DomainTombstone], secret: bytes) -> int:
     return len(doomed)
 
 
-def tombstone_delete(*, tombstone_id, user=None) -> None:
-    """F4: "let it learn this again". Erased values do not come back."""
+def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
+    """F4: "let it learn this again". Erased values do not come back. Returns the deleted
+    tombstone (its key names what may be learned again)."""
     from .selectors import parse_uuid
 
     qs = Tombstone.objects.filter(pk=parse_uuid(tombstone_id, field="tombstone"))
@@ -523,6 +524,7 @@ def tombstone_delete(*, tombstone_id, user=None) -> None:
         lock_profile(tombstone.user)
         tombstone.delete()
     log.info("tombstone_delete key=%s", tombstone.key)
+    return tombstone
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,269 +8,35 @@ does not belong in a cookie or a session."""
 
 from __future__ import annotations
 
-import uuid
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 
-from django.conf import settings
 from django.contrib import messages
-from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from config.clock import db_now
-from config.errors import Conflict, NotFound, ValidationError
+from config.errors import Conflict, ValidationError
 from config.pages import day, form_errors_from, next_url, private_page, when
-from conversations.models import Character, Conversation, Message
 
 from . import services
-from .domain import (
-    REASON_EXPIRED,
-    REASON_FORGOTTEN,
-    REASON_LOWER_PRECEDENCE,
-    REASON_NOT_YET_VALID,
-    REASON_SUPERSEDED,
-    SCOPE_NARROWNESS,
-    USER_AUTHORITIES,
-    Context,
-    normalise_value,
-)
+from .domain import SCOPE_NARROWNESS, USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
 from .forms import CorrectForm, ForgetForm, MemoryFilterForm
-from .models import MemoryRecord, Tombstone
-from .projection import certainty_of
-from .resolver import effective_ends, history_order, resolve
-from .selectors import (
-    Registry,
-    history_records,
-    memory_get,
-    records_to_domain,
-    registry,
-    tombstones_of,
-    user_secret,
+from .presentation import (
+    CERTAINTY,
+    SET_BY,
+    Provenance,
+    ScopeNames,
+    certainty,
+    from_message,
+    original_of,
+    provenance,
+    source_messages,
+    status_words,
 )
-
-# Who set a value, in words (issue 5: "you, the companion's inference, a rule").
-SET_BY = {
-    "user-corrected": "your correction",
-    "user-confirmed": "you",
-    "rule-extracted": "a rule that read your message",
-    "model-inferred": "the companion's inference",
-}
-
-# P2 certainty in words, with what it means for the companion.
-CERTAINTY = {
-    "confirmed": ("Confirmed", "You said so yourself, so it is used as a fact."),
-    "likely": ("Likely", "Used in conversations as probably true."),
-    "uncertain": ("Uncertain", "Used in conversations, but the companion should check before relying on it."),
-    "low-confidence": ("Unsure", "Too unsure to be used in conversations."),
-}
-
-# Why a record of a slot is not the current value (resolver reasons, §3), in words.
-NOT_CURRENT = {
-    REASON_SUPERSEDED: "replaced",
-    REASON_LOWER_PRECEDENCE: "not used: what you said takes precedence",
-    REASON_NOT_YET_VALID: "starts later",
-    REASON_FORGOTTEN: "forgotten",
-}
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
-
-
-# ---------------------------------------------------------------------------------------------
-# Shared reads (also used by the conversation pages)
-
-
-class ScopeNames:
-    """Scope ids (SPEC §1) in words ("everywhere", "with Captain Rowan", "only in the
-    “greenhouse” scene of …") with every name read in at most two queries: the characters
-    named by the scopes or met in the user's conversations, and the conversations named."""
-
-    def __init__(self, user, scope_ids: Iterable[str]):
-        slugs: set[str] = set()
-        conversation_ids: set[str] = set()
-        for scope_id in scope_ids:
-            kind, _, rest = scope_id.partition(":")
-            if kind == "character":
-                slugs.add(rest.rsplit(":", 1)[-1])
-            elif kind == "conversation" and _is_uuid(rest):
-                conversation_ids.add(rest)
-            elif kind == "scene" and _is_uuid(rest.partition(":")[0]):
-                conversation_ids.add(rest.partition(":")[0])
-        self.characters: dict[str, Character] = {
-            c.slug: c
-            for c in Character.objects.filter(Q(slug__in=sorted(slugs)) | Q(conversations__user=user)).distinct()
-        }
-        self.conversations: dict[str, Conversation] = {}
-        if conversation_ids:
-            rows = Conversation.objects.filter(user=user, pk__in=sorted(conversation_ids)).select_related("character")
-            self.conversations = {str(c.pk): c for c in rows}
-
-    def sorted_characters(self) -> list[Character]:
-        return sorted(self.characters.values(), key=lambda c: (c.name.casefold(), c.slug))
-
-    def character_name(self, slug: str | None) -> str:
-        character = self.characters.get(slug or "")
-        return character.name if character else (slug or "a character")
-
-    def conversation_words(self, conversation_id: str) -> str:
-        conversation = self.conversations.get(conversation_id)
-        if conversation is None:
-            return "a conversation that was deleted"
-        with_whom = conversation.character.name
-        if conversation.title:
-            return f"“{conversation.title}” with {with_whom}"
-        return f"your conversation with {with_whom} of {day(conversation.created_at)}"
-
-    def words(self, scope_id: str) -> str:
-        if scope_id == "*":
-            return "everywhere, with every character and in every conversation"
-        kind, _, rest = scope_id.partition(":")
-        if kind == "user":
-            return "everywhere"
-        if kind == "character":
-            return f"with {self.character_name(rest.rsplit(':', 1)[-1])}"
-        if kind == "conversation":
-            return f"only in {self.conversation_words(rest)}"
-        conversation_id, _, scene = rest.partition(":")
-        return f"only in the “{scene}” scene of {self.conversation_words(conversation_id)}"
-
-    def group_of(self, scope_id: str) -> str | None:
-        """The character a scope belongs with on the page (None: everywhere)."""
-        kind, _, rest = scope_id.partition(":")
-        if kind == "character":
-            return rest.rsplit(":", 1)[-1]
-        if kind in ("conversation", "scene"):
-            conversation = self.conversations.get(rest.partition(":")[0])
-            return conversation.character.slug if conversation else None
-        return None
-
-    def conversation_link(self, scope_id: str) -> str | None:
-        kind, _, rest = scope_id.partition(":")
-        if kind in ("conversation", "scene") and rest.partition(":")[0] in self.conversations:
-            return reverse("conversations:detail", args=[rest.partition(":")[0]])
-        return None
-
-
-@dataclass(frozen=True)
-class SourceMessage:
-    id: str
-    conversation_id: str
-    role: str
-    created_at: datetime
-
-    @property
-    def url(self) -> str:
-        return reverse("conversations:detail", args=[self.conversation_id]) + f"#m-{self.id}"
-
-
-def source_messages(user, ids: Iterable[str]) -> dict[str, SourceMessage]:
-    """The messages records came from, for provenance links: one query, no message text."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return {}
-    rows = Message.objects.filter(user=user, pk__in=wanted).values_list("id", "conversation_id", "role", "created_at")
-    return {str(i): SourceMessage(str(i), str(c), role, at) for i, c, role, at in rows}
-
-
-@dataclass(frozen=True)
-class Provenance:
-    text: str
-    url: str | None = None
-    more: str = ""
-
-
-def _from_message(record: DomainRecord, found: dict[str, SourceMessage]) -> Provenance | None:
-    messages_ = [found[s] for s in record.sources if s in found]
-    if not messages_:
-        return None
-    newest = max(messages_, key=lambda m: (m.created_at, m.id))
-    who = "your message" if newest.role == "user" else "the companion's message"
-    more = f" and {len(messages_) - 1} more" if len(messages_) > 1 else ""
-    return Provenance(f"from {who} on {day(newest.created_at)}", newest.url, more)
-
-
-def original_of(record: DomainRecord, by_id: dict[str, DomainRecord]) -> DomainRecord | None:
-    """For a confirmation (same value, no sources of its own): the record it confirmed that
-    still has a source message, following the supersedes chain in memory."""
-    seen = {record.id}
-    current = by_id.get(record.supersedes or "")
-    while current is not None and current.id not in seen:
-        if current.sources:
-            return current
-        seen.add(current.id)
-        current = by_id.get(current.supersedes or "")
-    return None
-
-
-def provenance(record: DomainRecord, found: dict[str, SourceMessage],
-               original: DomainRecord | None = None) -> Provenance:
-    """Where a memory came from, in words, linking to the message when there is one."""
-    direct = _from_message(record, found)
-    if direct is not None:
-        return direct
-    if record.authority == "user-corrected":
-        return Provenance(f"you corrected it on {day(record.recorded_at)}")
-    if record.authority == "user-confirmed":
-        first = _from_message(original, found) if original is not None else None
-        if first is not None:
-            return Provenance(f"you confirmed it on {day(record.recorded_at)}; first {first.text}", first.url)
-        return Provenance(f"you confirmed it on {day(record.recorded_at)}")
-    if record.authority == "model-inferred":
-        return Provenance(f"the companion's inference on {day(record.recorded_at)}, not linked to a message")
-    return Provenance(f"noted on {day(record.recorded_at)}, not linked to a message")
-
-
-@dataclass(frozen=True)
-class RememberedNow:
-    active: list[DomainRecord]
-    records: list[DomainRecord]  # every record read (all but forgotten skeletons)
-    registry: Registry
-    explanations: dict  # record id → R8 explanation
-
-    @property
-    def by_id(self) -> dict[str, DomainRecord]:
-        return {r.id: r for r in self.records}
-
-
-def remembered_now(user, now: datetime) -> RememberedNow:
-    """What the resolver keeps for this user at `now`, in every scope the user has (SPEC §3),
-    with the records read in bulk (records, sources, tombstones, registry, secret).
-
-    One pure resolve per scope: R1 keeps a scope's records for any context that includes that
-    scope, and supersession and precedence never cross scopes (a slot lives in one scope), so
-    each scope's answer is exactly the resolver's for every context containing it. F5: what
-    the page shows is what the resolver keeps — nothing else. Forgotten skeletons are not
-    read: R2 excludes them and they supersede nothing (R5 counts only records past R1–R4)."""
-    records = records_to_domain(MemoryRecord.objects.filter(user=user).exclude(status="forgotten"), user.username)
-    tombstones = tombstones_of(user)
-    keys = registry()
-    secret = user_secret(user)
-    by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
-    for record in records:
-        by_scope[record.scope_id].append(record)
-    active: list[DomainRecord] = []
-    explanations: dict = {}
-    for scope_id in sorted(by_scope):
-        scope = by_scope[scope_id][0].scope
-        context = Context(
-            user=user.username, character=scope.character, conversation=scope.conversation,
-            scene=scope.scene, now=now,
-        )
-        resolution = resolve(by_scope[scope_id], tombstones, context, many_keys=keys.many_keys, secret=secret)
-        active.extend(resolution.active)
-        explanations.update(resolution.explanations)
-    return RememberedNow(active, records, keys, explanations)
+from .selectors import memory_get, registry, remembered_now, slot_history, tombstones_of
 
 
 @dataclass(frozen=True)
@@ -320,7 +86,7 @@ def _group_title(names: ScopeNames, slug: str | None) -> tuple[str, str]:
 def memory_list(request):
     """What is remembered now, grouped by character, with where each memory came from."""
     user = request.user
-    remembered = remembered_now(user, db_now())
+    remembered = remembered_now(user)
     active, keys, by_id = remembered.active, remembered.registry, remembered.by_id
     names = ScopeNames(user, {r.scope_id for r in active})
     originals = {r.id: original_of(r, by_id) for r in active if r.authority == "user-confirmed" and not r.sources}
@@ -334,7 +100,6 @@ def memory_list(request):
         query = normalise_value(form.cleaned_data["q"] or "")
         only = form.cleaned_data["character"] or ""
 
-    cfg = settings.COMPANION
     root = reverse("memory:list")
     groups: dict[str | None, list[MemoryRow]] = defaultdict(list)
     for record in active:
@@ -347,13 +112,13 @@ def memory_list(request):
         scope_words = names.words(record.scope_id)
         if query and not any(query in normalise_value(t) for t in (label, record.key, record.value, scope_words)):
             continue
-        certainty = certainty_of(record, likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"])
-        certainty_label, certainty_help = CERTAINTY[certainty]
+        level = certainty(record)
+        certainty_label, certainty_help = CERTAINTY[level]
         groups[group].append(MemoryRow(
-            record=record, label=label, scope_words=scope_words, certainty=certainty,
+            record=record, label=label, scope_words=scope_words, certainty=level,
             certainty_label=certainty_label, certainty_help=certainty_help,
             provenance=provenance(record, found, originals.get(record.id)),
-            set_by=SET_BY[record.authority], not_in_chats=_not_in_chats(record, certainty),
+            set_by=SET_BY[record.authority], not_in_chats=_not_in_chats(record, level),
             confirmable=record.authority not in USER_AUTHORITIES,
             base=f"{root}{record.id}/",
         ))
@@ -492,38 +257,20 @@ class HistoryRow:
     provenance: Provenance | None
 
 
-def status_words(record: DomainRecord, reason: str | None) -> str:
-    """Why a value of the slot is not the current one, in words (the resolver's reason)."""
-    if record.status == "forgotten":
-        return "forgotten"
-    if reason == REASON_EXPIRED or reason is None:
-        return "no longer true" if record.retracted_at is not None else "ended"
-    return NOT_CURRENT.get(reason, "not used")
-
-
 @private_page
 def memory_history(request, memory_id):
     """W11: every value of this memory's slot over time, with its window and who set it.
     Forgotten values appear as "forgotten on …", never with their value."""
     user = request.user
     row = memory_get(memory_id, user=user)
-    records = history_records(user, row.key, row.scope_id)
-    keys = registry([row.key])
-    many = keys.is_many(row.key)
-    ends = effective_ends(records, many=many)
-    now = db_now()
-    scope = records[0].scope
-    context = Context(user=user.username, character=scope.character, conversation=scope.conversation,
-                      scene=scope.scene, now=now)
-    resolution = resolve(records, tombstones_of(user, [row.key]), context, many_keys=keys.many_keys,
-                         secret=user_secret(user))
-    active = {r.id for r in resolution.active}
-    found = source_messages(user, [s for r in records for s in r.sources])
+    history = slot_history(user, key=row.key, scope_id=row.scope_id)
+    active = history.current
+    found = source_messages(user, [s for r in history.records for s in r.sources])
     rows = []
-    for record in history_order(records):
+    for record in history.records:
         forgotten = record.status == "forgotten"
-        end = ends.get(record.id)
-        explanation = resolution.explain(record.id)
+        end = history.ends.get(record.id)
+        explanation = history.remembered.explain(record.id)
         current = record.id in active
         rows.append(HistoryRow(
             record=record,
@@ -534,12 +281,12 @@ def memory_history(request, memory_id):
             set_by=SET_BY[record.authority],
             status="current" if current else status_words(record, explanation.reason if explanation else None),
             current=current,
-            provenance=None if forgotten else _from_message(record, found),
+            provenance=None if forgotten else from_message(record, found),
         ))
     live = [r for r in rows if r.current]
     names = ScopeNames(user, [row.scope_id])
     return render(request, "memory/history.html", {
-        "label": keys.label(row.key), "key": row.key, "many": many, "rows": rows,
+        "label": history.label, "key": row.key, "many": history.many, "rows": rows,
         "scope_words": names.words(row.scope_id), "current": live,
     })
 
@@ -549,19 +296,17 @@ def forgotten_list(request):
     """F1/F4: what was forgotten — the slot and scope, never the value — and a way to let
     the companion learn it again."""
     user = request.user
-    tombstones = list(
-        Tombstone.objects.filter(user=user).order_by("-forgotten_at", "id")
-        .values_list("id", "scope_id", "key", "value_hash", "forgotten_at")
-    )
+    tombstones = sorted(tombstones_of(user), key=lambda t: (-t.forgotten_at.timestamp(), t.id))
     keys = registry()
-    names = ScopeNames(user, {t[1] for t in tombstones})
+    names = ScopeNames(user, {t.scope_id for t in tombstones})
     root = reverse("memory:forgotten")
     rows = [
         {
-            "id": str(tid), "learn_again": f"{root}{tid}/learn-again", "label": keys.label(key), "key": key, "scope_words": names.words(scope_id),
-            "one_value": bool(hashed), "many": keys.is_many(key), "forgotten_on": when(at),
+            "id": t.id, "learn_again": f"{root}{t.id}/learn-again", "label": keys.label(t.key),
+            "key": t.key, "scope_words": names.words(t.scope_id), "one_value": bool(t.value_hash),
+            "many": keys.is_many(t.key), "forgotten_on": when(t.forgotten_at),
         }
-        for tid, scope_id, key, hashed, at in tombstones
+        for t in tombstones
     ]
     return render(request, "memory/forgotten.html", {"rows": rows})
 
@@ -570,10 +315,7 @@ def forgotten_list(request):
 @require_POST
 def tombstone_delete(request, tombstone_id):
     """F4: "let it learn this again". The erased value does not come back."""
-    key = Tombstone.objects.filter(user=request.user, pk=tombstone_id).values_list("key", flat=True).first()
-    if key is None:
-        raise NotFound("No such forgotten memory.")
-    services.tombstone_delete(tombstone_id=tombstone_id, user=request.user)
-    messages.success(request, f"The companion may learn “{_label(key)}” again from what you say. "
+    tombstone = services.tombstone_delete(tombstone_id=tombstone_id, user=request.user)
+    messages.success(request, f"The companion may learn “{_label(tombstone.key)}” again from what you say. "
                               "The erased value does not come back by itself.")
     return redirect(next_url(request, "memory:forgotten"))
