@@ -11,19 +11,24 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.text import slugify
+from django.views.decorators.http import require_POST
 
-from config.pages import day, private_page, when
+from config.errors import ValidationError
+from config.pages import day, form_errors_from, private_page, when
+from memory import services as memory_services
 from memory.presentation import status_words
 from memory.services import memory_forget_all
 
-from .forms import DeleteAccountForm
+from .forms import DeleteAccountForm, TimeZoneForm
 from .portability import user_export
 from .selectors import conversation_for_page, conversations_of, data_counts, transcript
 from .services import conversation_delete, user_delete
@@ -112,7 +117,29 @@ def conversation_delete_view(request, conversation_id):
 
 @private_page
 def data_index(request):
-    return render(request, "data/index.html", {"counts": data_counts(request.user)})
+    zone = timezone.get_current_timezone_name() if getattr(request, "time_zone_chosen", False) else ""
+    return render(request, "data/index.html", {
+        "counts": data_counts(request.user), "time_zone_form": TimeZoneForm(initial={"time_zone": zone}),
+    })
+
+
+@private_page
+@require_POST
+def data_time_zone(request):
+    """The time zone every page shows your times in (blank: the service's)."""
+    form = TimeZoneForm(request.POST)
+    if form.is_valid():
+        try:
+            memory_services.profile_set_time_zone(user=request.user, time_zone=form.cleaned_data["time_zone"])
+        except ValidationError as exc:
+            form_errors_from(form, exc)
+        else:
+            zone = form.cleaned_data["time_zone"]
+            messages.success(request, f"Times are now shown in {zone}." if zone else
+                             f"Times are now shown in the service's time zone, {settings.TIME_ZONE}.",
+                             extra_tags="at-time-zone")
+            return redirect(reverse("data:index") + "#time-zone")
+    return render(request, "data/index.html", {"counts": data_counts(request.user), "time_zone_form": form})
 
 
 @private_page
