@@ -25,7 +25,8 @@ from django.views.decorators.http import require_POST
 from config.errors import ValidationError
 from config.pages import day, form_errors_from, private_page, when
 from memory import services as memory_services
-from memory.presentation import status_words
+from memory.presentation import Sentence, Wording, status_words
+from memory.selectors import key_templates
 from memory.services import memory_forget_all
 
 from .forms import DeleteAccountForm, TimeZoneForm
@@ -49,6 +50,7 @@ class Produced:
     value: str | None  # None: forgotten
     status: str
     current: bool
+    sentence: Sentence | None = None
 
 
 @dataclass
@@ -72,7 +74,8 @@ def conversation_detail(request, conversation_id):
     read = transcript(user, conversation_for_page(user, conversation_id))
     conversation, remembered = read.conversation, read.remembered
     speakers = {"user": "You", "assistant": conversation.character.name, "system": "System"}
-    by_id, keys = remembered.by_id, remembered.registry
+    by_id = remembered.by_id
+    words = Wording(remembered.registry.labels, key_templates())
     active = {r.id for r in remembered.active}
     root = reverse("memory:list")
     messages_ = []
@@ -85,11 +88,12 @@ def conversation_detail(request, conversation_id):
                 explanation = remembered.explain(memory_id)
                 current = memory_id in active
                 status = "remembered now" if current else status_words(record, explanation.reason if explanation else None)
-                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", keys.label(record.key),
-                                                 record.value, status, current))
+                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(record.key),
+                                                 record.value, status, current,
+                                                 words.sentence(record.key, record.value)))
             elif memory_id in read.forgotten:
                 key, since = read.forgotten[memory_id]
-                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", keys.label(key), None,
+                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(key), None,
                                                  f"forgotten on {day(since)}", False))
         messages_.append(message)
     return render(request, "conversations/detail.html", {

@@ -2,6 +2,7 @@ import secrets
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
@@ -14,6 +15,13 @@ def _choices(names):
     return [(n, n) for n in names]
 
 
+def validate_template(template: str) -> None:
+    """A sentence template holds `{value}` exactly once and no other braces."""
+    if template and (template.count("{value}") != 1 or "{" in template.replace("{value}", "")
+                     or "}" in template.replace("{value}", "")):
+        raise ValidationError("Write {value} exactly once, where the value goes, and no other braces.")
+
+
 class KeyDefinition(models.Model):
     """The key registry (SPEC §1): cardinality and a human label. Unregistered keys are `one`."""
 
@@ -23,7 +31,7 @@ class KeyDefinition(models.Model):
     # The pages' sentence for a value of this key ("Your basil plant is called {value}");
     # blank: the pages show the label and the value apart.
     template = models.CharField(
-        max_length=200, blank=True, default="",
+        max_length=200, blank=True, default="", validators=[validate_template],
         help_text="A sentence for the pages with {value} once, e.g. “Your basil plant is called {value}”. "
                   "Leave blank to show the label and the value apart.",
     )

@@ -4,6 +4,8 @@ user's behalf)."""
 
 from django.db import migrations, models
 
+import memory.models
+
 TEMPLATES = {
     "user.preferred_name": "You like to be called {value}",
     "user.avoid_nickname": "You don't want to be called {value}",
@@ -38,7 +40,7 @@ class Migration(migrations.Migration):
             model_name="keydefinition",
             name="template",
             field=models.CharField(
-                blank=True, default="", max_length=200,
+                blank=True, default="", max_length=200, validators=[memory.models.validate_template],
                 help_text="A sentence for the pages with {value} once, e.g. “Your basil plant is called "
                           "{value}”. Leave blank to show the label and the value apart.",
             ),
