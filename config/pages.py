@@ -73,17 +73,17 @@ def form_errors_from(form, exc: ValidationError, *, fields: dict[str, str] | Non
 
 
 def day(moment: datetime | None) -> str:
-    """A date as people say it: "3 Aug", with the year when it is not this year."""
+    """A date, one format on every page: "3 Aug 2026", in the active time zone (the user's,
+    see `memory.middleware`; templates use the same format, `j M Y`)."""
     if moment is None:
         return ""
     local = timezone.localtime(moment)
-    if local.year == timezone.localtime().year:
-        return f"{local.day} {local:%b}"
     return f"{local.day} {local:%b %Y}"
 
 
 def when(moment: datetime | None) -> str:
-    """A date and time: "3 Aug, 14:05"."""
+    """A date and time: "3 Aug 2026, 14:05". Pages that show times name the zone once
+    (`includes/time_zone.html`)."""
     if moment is None:
         return ""
     return f"{day(moment)}, {timezone.localtime(moment):%H:%M}"

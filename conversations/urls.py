@@ -26,6 +26,7 @@ pages = [
 data_pages = [
     path("", views.data_index, name="index"),
     path("export.json", views.data_export, name="export"),
+    path("time-zone", views.data_time_zone, name="time-zone"),
     path("forget-everything", views.forget_everything, name="forget-everything"),
     path("delete-account", views.delete_account, name="delete-account"),
 ]

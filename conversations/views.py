@@ -11,19 +11,25 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.text import slugify
+from django.views.decorators.http import require_POST
 
-from config.pages import day, private_page, when
-from memory.presentation import status_words
+from config.errors import ValidationError
+from config.pages import day, form_errors_from, private_page, when
+from memory import services as memory_services
+from memory.presentation import Sentence, Wording, status_words
+from memory.selectors import key_templates
 from memory.services import memory_forget_all
 
-from .forms import DeleteAccountForm
+from .forms import DeleteAccountForm, TimeZoneForm
 from .portability import user_export
 from .selectors import conversation_for_page, conversations_of, data_counts, transcript
 from .services import conversation_delete, user_delete
@@ -44,6 +50,7 @@ class Produced:
     value: str | None  # None: forgotten
     status: str
     current: bool
+    sentence: Sentence | None = None
 
 
 @dataclass
@@ -67,7 +74,8 @@ def conversation_detail(request, conversation_id):
     read = transcript(user, conversation_for_page(user, conversation_id))
     conversation, remembered = read.conversation, read.remembered
     speakers = {"user": "You", "assistant": conversation.character.name, "system": "System"}
-    by_id, keys = remembered.by_id, remembered.registry
+    by_id = remembered.by_id
+    words = Wording(remembered.registry.labels, key_templates())
     active = {r.id for r in remembered.active}
     root = reverse("memory:list")
     messages_ = []
@@ -80,11 +88,12 @@ def conversation_detail(request, conversation_id):
                 explanation = remembered.explain(memory_id)
                 current = memory_id in active
                 status = "remembered now" if current else status_words(record, explanation.reason if explanation else None)
-                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", keys.label(record.key),
-                                                 record.value, status, current))
+                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(record.key),
+                                                 record.value, status, current,
+                                                 words.sentence(record.key, record.value)))
             elif memory_id in read.forgotten:
                 key, since = read.forgotten[memory_id]
-                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", keys.label(key), None,
+                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(key), None,
                                                  f"forgotten on {day(since)}", False))
         messages_.append(message)
     return render(request, "conversations/detail.html", {
@@ -112,7 +121,29 @@ def conversation_delete_view(request, conversation_id):
 
 @private_page
 def data_index(request):
-    return render(request, "data/index.html", {"counts": data_counts(request.user)})
+    zone = timezone.get_current_timezone_name() if getattr(request, "time_zone_chosen", False) else ""
+    return render(request, "data/index.html", {
+        "counts": data_counts(request.user), "time_zone_form": TimeZoneForm(initial={"time_zone": zone}),
+    })
+
+
+@private_page
+@require_POST
+def data_time_zone(request):
+    """The time zone every page shows your times in (blank: the service's)."""
+    form = TimeZoneForm(request.POST)
+    if form.is_valid():
+        try:
+            memory_services.profile_set_time_zone(user=request.user, time_zone=form.cleaned_data["time_zone"])
+        except ValidationError as exc:
+            form_errors_from(form, exc)
+        else:
+            zone = form.cleaned_data["time_zone"]
+            messages.success(request, f"Times are now shown in {zone}." if zone else
+                             f"Times are now shown in the service's time zone, {settings.TIME_ZONE}.",
+                             extra_tags="at-time-zone")
+            return redirect(reverse("data:index") + "#time-zone")
+    return render(request, "data/index.html", {"counts": data_counts(request.user), "time_zone_form": form})
 
 
 @private_page

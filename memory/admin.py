@@ -202,7 +202,7 @@ class MemoryRecordAdmin(SupportAdmin):
 class KeyDefinitionForm(forms.ModelForm):
     class Meta:
         model = KeyDefinition
-        fields = ("key", "cardinality", "label")
+        fields = ("key", "cardinality", "label", "template")
 
     def clean_key(self):
         key = self.cleaned_data["key"]

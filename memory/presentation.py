@@ -24,12 +24,16 @@ from conversations.models import Character, Conversation, Message
 from .domain import (
     REASON_EXPIRED,
     REASON_FORGOTTEN,
+    REASON_LOW_CONFIDENCE,
     REASON_LOWER_PRECEDENCE,
     REASON_NOT_YET_VALID,
     REASON_SUPERSEDED,
+    REASON_UNSUPPORTED,
+    USER_AUTHORITIES,
 )
 from .domain import MemoryRecord as DomainRecord
 from .projection import certainty_of
+from .selectors import key_templates, registry
 
 # Who set a value, in words (issue 5: "you, the companion's inference, a rule").
 SET_BY = {
@@ -39,12 +43,15 @@ SET_BY = {
     "model-inferred": "the companion's inference",
 }
 
-# P2 certainty in words, with what it means for the companion.
+# One certainty vocabulary for every page, in the order of P1 then P2 (SPEC §5): a name for
+# each state the prompt projection gives a remembered value, and one sentence on whether and
+# why it is used in conversations. No two names for one state, no one name for two.
 CERTAINTY = {
-    "confirmed": ("Confirmed", "You said so yourself, so it is used as a fact."),
+    "confirmed": ("Confirmed", "Used in conversations as a fact: you said so yourself."),
     "likely": ("Likely", "Used in conversations as probably true."),
-    "uncertain": ("Uncertain", "Used in conversations, but the companion should check before relying on it."),
-    "low-confidence": ("Unsure", "Too unsure to be used in conversations."),
+    "uncertain": ("Uncertain", "Used in conversations as uncertain: the companion should check before relying on it."),
+    REASON_LOW_CONFIDENCE: ("Low confidence", "Not used in conversations: the companion is not sure enough of it."),
+    REASON_UNSUPPORTED: ("No source", "Not used in conversations: no message of yours backs it up."),
 }
 
 # Why a record of a slot is not the current value (resolver reasons, §3), in words.
@@ -57,10 +64,72 @@ NOT_CURRENT = {
 
 
 def certainty(record: DomainRecord) -> str:
-    """P2 for a page: the certainty the prompt projection gives this record, with the
-    thresholds in settings."""
+    """P1 then P2 for a page, exactly as the prompt projection decides them: a record that is
+    not the user's own word needs a source message that still exists (else `unsupported`),
+    then confidence against the thresholds in settings (below them: `low-confidence`)."""
+    if record.authority not in USER_AUTHORITIES and not record.sources:
+        return REASON_UNSUPPORTED
     cfg = settings.COMPANION
     return certainty_of(record, likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels and sentences (never a field name: "Story letter: outcome")
+
+# Other people's facts (SPEC §8: `people.<name>.<attribute>`): the name is the key's free part.
+_PEOPLE_LABELS = {"lives_in": "Where {name} lives", "works_at": "Where {name} works", "role": "What {name} does"}
+
+
+def plain_label(key: str) -> str:
+    """A label for a key the registry does not name, read as words about you or the thing it
+    is about: `story.letter.outcome` → "The story letter's outcome", `user.favourite_tea` →
+    "Your favourite tea", `people.priya.works_at` → "Where Priya works"."""
+    parts = key.split(".")
+    words = [p.replace("_", " ").replace("-", " ").strip() or p for p in parts]
+    if len(parts) == 1:
+        return words[0].capitalize()
+    if parts[0] == "people" and len(parts) >= 3:
+        name = " ".join(words[1:-1]).title()
+        return _PEOPLE_LABELS.get(parts[-1], "{name}'s {attribute}").format(name=name, attribute=words[-1])
+    if parts[0] == "user":
+        return "Your " + " ".join(words[1:])
+    return f"The {' '.join(words[:-1])}'s {words[-1]}"
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A value in its sentence ("Your dog is called" · "Rex" · ""): the template splits around
+    the value, so the page escapes and marks up the value on its own."""
+
+    before: str
+    value: str
+    after: str
+
+    def __str__(self) -> str:
+        return f"{self.before}{self.value}{self.after}"
+
+
+class Wording:
+    """How the pages name keys: the registry's label (or a plain one), and its sentence
+    template when the registry has one ("Your basil plant is called {value}")."""
+
+    def __init__(self, labels: dict[str, str], templates: dict[str, str]):
+        self.labels, self.templates = labels, templates
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key) or plain_label(key)
+
+    def sentence(self, key: str, value: str) -> Sentence | None:
+        template = self.templates.get(key, "")
+        if template.count("{value}") != 1:
+            return None
+        before, after = template.split("{value}")
+        return Sentence(before, value, after)
+
+
+def wording(keys: Iterable[str] | None = None) -> Wording:
+    """The labels and templates of the key registry (two queries, whatever the number of keys)."""
+    return Wording(registry(keys).labels, key_templates(keys))
 
 
 def _is_uuid(value: str) -> bool:

@@ -676,3 +676,91 @@ def slot_history(user, *, key: str, scope_id: str, now: datetime | None = None) 
     remembered = Remembered(records, keyed, tombstones, resolutions, now)
     return SlotHistory(history_order(records), effective_ends(records, many=many), remembered,
                        many, keyed.label(key))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads of the pages (new functions only: the reads above stay as the API and resolver use them)
+
+
+def key_templates(keys: Iterable[str] | None = None) -> dict[str, str]:
+    """The registry's sentence templates for the pages ("Your dog is called {value}"), by key;
+    keys without one are left out. One query."""
+    qs = KeyDefinition.objects.exclude(template="")
+    if keys is not None:
+        qs = qs.filter(key__in=list(keys))
+    return dict(qs.values_list("key", "template"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Skeleton:
+    """What stays of a forgotten record (F2): where and when, never the value."""
+
+    id: str
+    key: str
+    scope_id: str
+    valid_from: datetime
+    recorded_at: datetime
+
+
+def memory_skeletons(user, ids: Iterable[str]) -> list[Skeleton]:
+    """Forgotten records of `user` among `ids` (one query; none without ids)."""
+    wanted = []
+    for value in ids:
+        try:
+            wanted.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    if not wanted:
+        return []
+    rows = MemoryRecord.objects.filter(user=user, pk__in=wanted, status="forgotten").values_list(
+        "id", "key", "scope_id", "valid_from", "recorded_at")
+    return [Skeleton(str(i), key, scope_id, valid_from, recorded_at) for i, key, scope_id, valid_from, recorded_at in rows]
+
+
+def no_longer_true(remembered: Remembered) -> list[DomainRecord]:
+    """What was marked no longer true (W10) and holds nothing now: per retracted slot (the
+    scoped key; a value slot for a `many` key) whose resolver answer has no active record, the
+    record that was current when it was retracted (R6 order: authority, valid time, version).
+    A `many` key's correction retracts the old value slot at the instant it records the new
+    value: that is a correction, not a "no longer true", and is left out. Reads nothing."""
+    from .domain import AUTHORITY_RANK, normalise_value
+
+    many = remembered.registry.is_many
+    active_slots = {
+        (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "") for r in remembered.active
+    }
+    corrected_at = {
+        (r.scope_id, r.key, r.recorded_at) for r in remembered.records if r.authority == "user-corrected"
+    }
+    best: dict[tuple, DomainRecord] = {}
+    for r in remembered.records:
+        if r.retracted_at is None or r.status == "forgotten":
+            continue
+        slot = (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "")
+        if slot in active_slots or (many(r.key) and (r.scope_id, r.key, r.retracted_at) in corrected_at):
+            continue
+        rank = (r.retracted_at, AUTHORITY_RANK[r.authority], r.valid_from, r.version, r.id)
+        held = best.get(slot)
+        if held is None or rank > (held.retracted_at, AUTHORITY_RANK[held.authority], held.valid_from,
+                                   held.version, held.id):
+            best[slot] = r
+    return sorted(best.values(), key=lambda r: (r.retracted_at, r.id), reverse=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ForgottenEntry:
+    """A tombstone as the forgotten page shows it (F1): never a value."""
+
+    id: str
+    key: str
+    scope_id: str
+    one_value: bool
+    forgotten_at: datetime
+    forgotten_by: str
+
+
+def forgotten_entries(user) -> list[ForgottenEntry]:
+    """The user's tombstones, newest first, with who asked (one query)."""
+    rows = Tombstone.objects.filter(user=user).order_by("-forgotten_at", "id").values_list(
+        "id", "key", "scope_id", "value_hash", "forgotten_at", "forgotten_by")
+    return [ForgottenEntry(str(i), key, scope_id, bool(hashed), at, by) for i, key, scope_id, hashed, at, by in rows]

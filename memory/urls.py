@@ -21,11 +21,15 @@ api = [
 # The end user's pages, under /memories/ (namespace `memory`).
 pages = [
     path("", views.memory_list, name="list"),
+    path("filter", views.memory_filter, name="filter"),
+    path("forget-selected", views.memory_forget_selected, name="forget-selected"),
+    path("no-longer-true/", views.no_longer_true_list, name="no-longer-true"),
     path("forgotten/", views.forgotten_list, name="forgotten"),
     path("forgotten/<uuid:tombstone_id>/learn-again", views.tombstone_delete, name="learn-again"),
     path("<uuid:memory_id>/confirm", views.memory_confirm, name="confirm"),
     path("<uuid:memory_id>/correct", views.memory_correct, name="correct"),
     path("<uuid:memory_id>/retract", views.memory_retract, name="retract"),
+    path("<uuid:memory_id>/restore", views.memory_restore, name="restore"),
     path("<uuid:memory_id>/forget", views.memory_forget, name="forget"),
     path("<uuid:memory_id>/history", views.memory_history, name="history"),
 ]

@@ -181,7 +181,8 @@ def support_forget(*, staff, record_ids: Sequence, reason: str, everywhere: bool
 
     def run(record_id):
         owner = get_user_model().objects.get(pk=owners[record_id])
-        tombstone = memory_forget(record_id=record_id, user=owner, everywhere=everywhere, whole_key=whole_key)
+        tombstone = memory_forget(record_id=record_id, user=owner, everywhere=everywhere, whole_key=whole_key,
+                                  by="support")
         purged = MemoryRecord.objects.filter(
             user=owner, key=tombstone.key, status="forgotten", status_since=tombstone.forgotten_at
         ).values_list("pk", flat=True)

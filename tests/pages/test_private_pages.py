@@ -39,11 +39,12 @@ def page_routes():
 
 
 GET_PAGES = [
-    "memory:list", "memory:forgotten", "memory:correct", "memory:forget", "memory:history",
+    "memory:list", "memory:forgotten", "memory:correct", "memory:forget", "memory:history", "memory:no-longer-true",
     "policy:boundaries", "conversations:list", "conversations:detail", "conversations:delete",
     "data:index", "data:export", "data:forget-everything", "data:delete-account",
 ]
-POST_ONLY = ["memory:confirm", "memory:retract", "memory:learn-again", "policy:set", "policy:revoke"]
+POST_ONLY = ["memory:confirm", "memory:retract", "memory:restore", "memory:learn-again", "memory:filter",
+             "memory:forget-selected", "data:time-zone", "policy:set", "policy:revoke"]
 
 
 def url(name, objects):
@@ -141,7 +142,7 @@ def test_sign_in_returns_to_the_page_asked_for(client, sam):
 
 def test_a_next_url_off_the_site_is_ignored(page, objects):
     r = page.post(url("memory:confirm", objects), {"next": "https://evil.example/"})
-    assert r["Location"] == "/memories/"
+    assert r["Location"].split("#")[0] == "/memories/"
 
 
 @pytest.mark.parametrize("value", [
@@ -155,7 +156,9 @@ def test_a_next_value_that_is_not_a_local_path_falls_back_and_never_fails(page, 
     fallback = "/boundaries/" if name.startswith("policy") else "/memories/"
     r = page.post(url(name, objects), {"next": value})
     assert r.status_code == 302
-    assert r["Location"] == fallback
+    # The memory actions land on the card they acted on (issue 13, item 8): `#m-<id>`.
+    assert r["Location"].split("#")[0] == fallback
+    assert name.startswith("policy") or re.fullmatch(r"/memories/#m-[0-9a-f-]{36}", r["Location"])
 
 
 def test_a_next_value_with_bytes_that_are_not_text_falls_back(page, objects):
@@ -168,9 +171,10 @@ def test_a_next_value_with_bytes_that_are_not_text_falls_back(page, objects):
         assert r["Location"].startswith("/") and not r["Location"].startswith("//")
 
 
-def test_a_local_next_path_with_a_query_and_anchor_is_kept(page, objects):
-    r = page.post(url("memory:confirm", objects), {"next": "/memories/?page=2#m-1"})
-    assert r["Location"] == "/memories/?page=2#m-1"
+def test_a_local_next_path_with_a_query_is_kept_and_lands_on_the_card(page, sam, objects):
+    """The page and filters of `next` are kept; its anchor becomes the acted-on card's."""
+    r = page.post(url("memory:confirm", objects), {"next": "/memories/?page=2&sort=az#m-1"})
+    assert r["Location"] == f"/memories/?page=2&sort=az#m-{live('dog.name', sam).pk}"
 
 
 @pytest.mark.parametrize("username", ["x" * 151, "x" * 256, "x" * 5000, "a\x00b", "%ED%A0%80"])
