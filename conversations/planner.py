@@ -1,20 +1,26 @@
-"""The prompt planner (SPEC §7, I1 and I3; I5 is enforced upstream by the projection).
-Standard library only: no Django, no clock, no database, so the same inputs always give the
-same plan and the same ``plan_hash``.
+"""The prompt planner (SPEC §7, I1, I3, I6 and the `use` switch of I8; I5 is enforced
+upstream by the projection). Standard library only: no Django, no clock, no database, so the
+same inputs always give the same plan and the same ``plan_hash``.
 
 Order of work in :func:`build_plan`:
 
 1. **Parameters** are validated (``budget`` a positive int, ``memory_share`` in [0, 1],
-   ``history`` ``contiguous`` or ``skip``) → ``ValidationError`` naming the field.
+   ``history`` ``contiguous`` or ``skip``, ``memory_order`` ``certainty`` or ``relevance``)
+   → ``ValidationError`` naming the field.
 2. **Memory section** (I3): at most ``floor(memory_share × budget)`` tokens. The share is
    taken at its decimal value (``0.29 × 100`` is 29, not 28 as binary floats would give).
-   Items are filled in the order given — the projection already orders them confirmed →
-   likely → uncertain, narrower scope, newer, id. An item that does not fit is excluded
-   with reason ``budget`` and filling **continues** with the later items (skip and
-   continue), so a long early item does not starve short later ones. The order of the
-   included items is kept. Items the resolver/projection excluded (``memory_excluded``)
-   are reported with their own reasons. Memories reach the planner only through the
-   projection, so an item without provenance never enters the plan (I5).
+   Under ``memory_order=certainty`` (the default) items are filled in the order given — the
+   projection already orders them confirmed → likely → uncertain, narrower scope, newer, id
+   (the I3 order). Under ``relevance`` (I6) they are filled pinned keys first, then by BM25
+   score (see :func:`bm25_scores`), highest first, then in the I3 order. An item that does
+   not fit is excluded with reason ``budget`` and filling **continues** with the later items
+   (skip and continue), so a long early item does not starve short later ones, and items
+   with score 0 still fill what is left. The fill order of the included items is kept.
+   Items the resolver/projection excluded (``memory_excluded``) are reported with their own
+   reasons. Memories reach the planner only through the projection, so an item without
+   provenance never enters the plan (I5), and ordering never changes an item's certainty.
+   When the user switched memory use off (I8, ``use_memories=False``) every item goes to
+   ``excluded`` with reason ``memory-off`` and the section is empty.
 3. **Current message** (I1, I3): it must fit in ``budget − memory_tokens``, else
    ``BudgetExceeded`` naming the needed and available tokens. It appears exactly once, as
    ``Plan.current``.
@@ -33,9 +39,24 @@ Order of work in :func:`build_plan`:
 separators, ``ensure_ascii=False``) of the current message (id, seq, role, content), the
 history (id, seq, role, content, oldest-first), the included memories in fill order
 (record id plus the prompt shape: key, label, value, certainty, scope), the parameters
-(budget, memory_share as a float, history policy, sorted distinct capabilities) and the
+(budget, memory_share as a float, history policy, sorted distinct capabilities and, for a
+plan ordered by relevance, ``memory_order`` and the stopword list's version) and the
 resolver version. It covers neither ``now`` nor decision ids nor the exclusions, so the same
-state and parameters give the same hash whatever order the inputs arrived in.
+state and parameters give the same hash whatever order the inputs arrived in. A plan ordered
+by certainty hashes exactly as it did before the relevance order existed (its payload has no
+``memory_order`` entry; the stopwords cannot change it), so its hash is stable across a change
+of the stopword list; a relevance plan's payload names both, so the two orders never share
+a hash.
+
+**Relevance (I6).** Terms of a text (:func:`terms`): NFKC, casefold, split on every
+character that is not a letter (Unicode category L*) or a decimal digit (Nd), then drop terms
+of one character and the stopwords of :mod:`conversations.stopwords`. The query is the
+terms of the current message plus those of the last ``QUERY_HISTORY`` (2) messages before it,
+whatever their role and whether or not the history budget admits them. A memory's document
+is the terms of its label, value and key (``basil_plant.name`` → basil, plant, name). Scores
+are Okapi BM25 with k1 = 1.2 and b = 0.75 over the memories that passed P1–P4 for this plan,
+rounded to 6 decimals before ordering; each plan memory carries its rounded score
+(``Plan.relevance``; ``None`` under ``certainty``).
 """
 
 from __future__ import annotations
@@ -43,18 +64,28 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+import unicodedata
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 from config.errors import BudgetExceeded, ValidationError
+from conversations.stopwords import STOPWORDS, STOPWORDS_VERSION
 from conversations.tokens import estimate_from_bytes, estimate_memory, estimate_message
-from memory.domain import REASON_BUDGET, Exclusion, ProjectedMemory
+from memory.domain import REASON_BUDGET, REASON_MEMORY_OFF, Exclusion, ProjectedMemory
 
 HISTORY_POLICIES = ("contiguous", "skip")
+MEMORY_ORDERS = ("certainty", "relevance")
 DEFAULT_MEMORY_SHARE = 0.3
 KIND_MEMORY = "memory"
 KIND_MESSAGE = "message"
+
+# I6: Okapi BM25 parameters and the messages before the current one that join the query.
+BM25_K1 = 1.2
+BM25_B = 0.75
+QUERY_HISTORY = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +114,7 @@ class PlanParams:
     memory_share: float = DEFAULT_MEMORY_SHARE
     history: str = "contiguous"  # or "skip"
     capabilities: tuple[str, ...] = ()
+    memory_order: str = "certainty"  # or "relevance" (I6)
 
 
 @dataclass(frozen=True)
@@ -96,6 +128,10 @@ class Plan:
     excluded: tuple[tuple[str, str, str], ...]  # (kind, id, reason), sorted by (kind, id)
     estimated_tokens: int
     plan_hash: str
+    # I6: the rounded BM25 score of each included memory (aligned with `memories`), or None
+    # for every memory under `certainty`.
+    relevance: tuple[float | None, ...] = ()
+    memory_order: str = "certainty"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,6 +156,8 @@ def validate_params(params: PlanParams) -> None:
     caps = params.capabilities
     if isinstance(caps, str) or not all(isinstance(c, str) for c in caps):
         raise ValidationError("capabilities must be a list of strings.", field="capabilities")
+    if params.memory_order not in MEMORY_ORDERS:
+        raise ValidationError("memory_order must be 'certainty' or 'relevance'.", field="memory_order")
 
 
 def memory_cap(params: PlanParams) -> int:
@@ -187,6 +225,116 @@ def _eligible_history(current: PlanMessage, history: Iterable[PlanMessage]) -> l
 
 
 # ---------------------------------------------------------------------------------------------
+# Relevance (I6)
+
+# Runs of characters that `str.isalnum` accepts: every letter and digit, plus the few other
+# numeric characters (categories Nl and No) that `_letters_and_digits` splits off again.
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+
+
+def _letters_and_digits(run: str) -> list[str]:
+    """Split a run of alphanumeric characters on those that are neither a letter (L*) nor a
+    decimal digit (Nd): `isalnum` also accepts other numerics such as Roman numerals."""
+    if run.isascii():
+        return [run]
+    pieces: list[str] = []
+    start = 0
+    for i, char in enumerate(run):
+        if not (char.isalpha() or char.isdecimal()):
+            if i > start:
+                pieces.append(run[start:i])
+            start = i + 1
+    if start < len(run):
+        pieces.append(run[start:])
+    return pieces
+
+
+def terms(text: str) -> list[str]:
+    """I6: the terms of a text, in order, repeats kept. NFKC, then casefold, then split on
+    every character that is not a letter or a decimal digit; terms of one character and
+    stopwords are dropped."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    out: list[str] = []
+    for run in _ALNUM_RUN.findall(folded):
+        for term in _letters_and_digits(run):
+            if len(term) > 1 and term not in STOPWORDS:
+                out.append(term)
+    return out
+
+
+# Labels and keys recur from memory to memory and plan to plan; values are not cached.
+_cached_terms = lru_cache(maxsize=16_384)(lambda text: tuple(terms(text)))
+
+
+def document_terms(pm: ProjectedMemory) -> list[str]:
+    """I6: a memory's document is the terms of its label, value and key
+    (``basil_plant.name`` → basil, plant, name)."""
+    return [*_cached_terms(pm.label), *terms(pm.value), *_cached_terms(pm.key)]
+
+
+def query_terms(current: str, recent: Iterable[str] = ()) -> list[str]:
+    """I6: the current message's terms plus those of the messages before it (the caller
+    passes the last ``QUERY_HISTORY``)."""
+    out = terms(current)
+    for text in recent:
+        out.extend(terms(text))
+    return out
+
+
+def bm25_scores(query: Iterable[str], documents: Sequence[Sequence[str]]) -> list[float]:
+    """I6: Okapi BM25 of the query against each document, rounded to 6 decimals.
+
+    score(d) = Σ over the query's distinct terms t of
+    idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / avgdl)), with k1 = 1.2, b = 0.75,
+    idf(t) = ln(1 + (N − n(t) + 0.5) / (n(t) + 0.5)), tf the count of t in d, |d| its number
+    of terms, avgdl the mean |d|, N the number of documents and n(t) the number containing t.
+    The terms are summed in sorted order, so the result never depends on input order. With
+    no query terms, or documents without terms, every score is 0."""
+    n_docs = len(documents)
+    distinct = sorted(set(query))
+    lengths = [len(d) for d in documents]
+    total = sum(lengths)
+    if not distinct or not total:
+        return [0.0] * n_docs
+    wanted = set(distinct)
+    counts: list[dict[str, int]] = []
+    containing = dict.fromkeys(distinct, 0)
+    for document in documents:
+        found: dict[str, int] = {}
+        for term in document:
+            if term in wanted:
+                found[term] = found.get(term, 0) + 1
+        for term in found:
+            containing[term] += 1
+        counts.append(found)
+    idf = {t: math.log(1 + (n_docs - n + 0.5) / (n + 0.5)) for t, n in containing.items()}
+    avgdl = total / n_docs
+    scores: list[float] = []
+    for found, length in zip(counts, lengths, strict=True):
+        score = 0.0
+        if found:
+            for term in distinct:
+                tf = found.get(term)
+                if tf:
+                    score += idf[term] * tf * (BM25_K1 + 1) / (
+                        tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
+        scores.append(round(score, 6))
+    return scores
+
+
+def relevance_order(
+    memories: Sequence[ProjectedMemory], query: Iterable[str], pinned_keys: Collection[str],
+) -> tuple[list[int], list[float]]:
+    """I6: the fill order (indexes into ``memories``, which are in the I3 order) and each
+    memory's rounded score: pinned keys first, then score highest first, then the I3 order."""
+    scores = bm25_scores(query, [document_terms(pm) for pm in memories])
+    pinned = frozenset(pinned_keys)
+    order = sorted(range(len(memories)),
+                   key=lambda i: (memories[i].key not in pinned, -scores[i], i))
+    return order, scores
+
+
+# ---------------------------------------------------------------------------------------------
 # The plan
 
 
@@ -210,16 +358,26 @@ def compute_plan_hash(
         "current": _message_payload(current),
         "history": [_message_payload(m) for m in history],
         "memories": [{"id": pm.record.id, **pm.as_prompt()} for pm in memories],
-        "params": {
-            "budget": params.budget,
-            "memory_share": float(params.memory_share),
-            "history": params.history,
-            "capabilities": sorted(set(params.capabilities)),
-        },
+        "params": _params_payload(params),
         "resolver_version": resolver_version,
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _params_payload(params: PlanParams) -> dict:
+    payload = {
+        "budget": params.budget,
+        "memory_share": float(params.memory_share),
+        "history": params.history,
+        "capabilities": sorted(set(params.capabilities)),
+    }
+    # I6: the order and the stopword list it depends on; a certainty plan's payload is the
+    # one it always had (see the module docstring).
+    if params.memory_order != "certainty":
+        payload["memory_order"] = params.memory_order
+        payload["stopwords"] = STOPWORDS_VERSION
+    return payload
 
 
 def _message_payload(m: PlanMessage) -> dict:
@@ -236,34 +394,61 @@ def build_plan(
     resolver_version: str,
     history_candidates: Sequence[HistoryCandidate] | None = None,
     fetch_content: Callable[[list[str]], Mapping[str, str]] | None = None,
+    pinned_keys: Collection[str] = frozenset(),
+    recent: Sequence[str] | None = None,
+    use_memories: bool = True,
 ) -> Plan:
-    """Build the prompt plan for one turn (I1, I3). See the module docstring for the rules.
-    ``memory_excluded`` takes ``(id, reason)`` pairs or ``Exclusion`` objects from the
-    resolver and projection.
+    """Build the prompt plan for one turn (I1, I3, I6). See the module docstring for the
+    rules. ``memories`` are the projection's items in the I3 order; ``memory_excluded`` takes
+    ``(id, reason)`` pairs or ``Exclusion`` objects from the resolver and projection.
 
     A long conversation need not be loaded whole: pass ``history_candidates`` (ids, seqs and
     byte lengths) instead of ``history`` and a ``fetch_content(ids)`` callback; only the
-    messages the budget admits are then fetched. Both ways give the same plan."""
+    messages the budget admits are then fetched. Both ways give the same plan.
+
+    Under ``memory_order=relevance``, ``pinned_keys`` are the registry's pinned keys and
+    ``recent`` may give the contents of the last ``QUERY_HISTORY`` messages before the
+    current one (newest first); without it they are taken from ``history`` or fetched
+    through ``fetch_content``. ``use_memories=False`` is the user's `use` switch (I8)."""
     validate_params(params)
     budget = params.budget
     excluded: set[tuple[str, str, str]] = set()
+    relevance_on = params.memory_order == "relevance"
+
+    unique: list[ProjectedMemory] = []
+    seen: set[str] = set()
+    for pm in memories:
+        if pm.record.id not in seen:
+            seen.add(pm.record.id)
+            unique.append(pm)
+
+    # I8: with memory use off, every projected memory is excluded and the section is empty.
+    scores: list[float | None] = [None] * len(unique)
+    order = list(range(len(unique)))
+    if not use_memories:
+        excluded.update((KIND_MEMORY, pm.record.id, REASON_MEMORY_OFF) for pm in unique)
+        order = []
+    elif relevance_on and unique:
+        if recent is None:
+            recent = _recent_contents(current, history, history_candidates, fetch_content)
+        order, rounded = relevance_order(
+            unique, query_terms(current.content, recent[:QUERY_HISTORY]), pinned_keys)
+        scores = list(rounded)
 
     # Memory section: skip what does not fit and keep trying later items.
     cap = memory_cap(params)
     chosen_memories: list[ProjectedMemory] = []
+    chosen_scores: list[float | None] = []
     memory_tokens = 0
-    seen: set[str] = set()
-    for pm in memories:
-        record_id = pm.record.id
-        if record_id in seen:
-            continue
-        seen.add(record_id)
+    for index in order:
+        pm = unique[index]
         cost = estimate_memory(pm.label, pm.value)
         if memory_tokens + cost <= cap:
             chosen_memories.append(pm)
+            chosen_scores.append(scores[index])
             memory_tokens += cost
         else:
-            excluded.add((KIND_MEMORY, record_id, REASON_BUDGET))
+            excluded.add((KIND_MEMORY, pm.record.id, REASON_BUDGET))
     for item in memory_excluded:
         record_id, reason = _exclusion_pair(item)
         excluded.add((KIND_MEMORY, record_id, reason))
@@ -321,7 +506,31 @@ def build_plan(
             params=params,
             resolver_version=resolver_version,
         ),
+        relevance=tuple(chosen_scores),
+        memory_order=params.memory_order,
     )
+
+
+def _recent_contents(
+    current: PlanMessage,
+    history: Sequence[PlanMessage],
+    history_candidates: Sequence[HistoryCandidate] | None,
+    fetch_content: Callable[[list[str]], Mapping[str, str]] | None,
+) -> list[str]:
+    """I6: the contents of the last ``QUERY_HISTORY`` messages before the current one
+    (inside the turn boundary, I1), newest first."""
+    if history_candidates is None:
+        eligible = _eligible_history(current, history)
+        return [m.content for m in reversed(eligible[-QUERY_HISTORY:])]
+    candidates = _unique_candidates(
+        c for c in history_candidates if c.id != current.id and c.seq < current.seq)
+    ids = [c.id for c in reversed(candidates[-QUERY_HISTORY:])]
+    if not ids:
+        return []
+    if fetch_content is None:
+        raise TypeError("history_candidates needs fetch_content")
+    contents = fetch_content(ids)
+    return [contents[i] for i in ids]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,11 +566,19 @@ def plan_body(plan: Plan) -> dict:
              "estimated_tokens": tokens}
             for m, tokens in plan.history
         ],
-        "memories": [pm.as_prompt() for pm in plan.memories],
+        "memories": [
+            {**pm.as_prompt(), "relevance": score}
+            for pm, score in zip(plan.memories, _relevance_of(plan), strict=True)
+        ],
         "excluded": [
             {"kind": kind, "id": item_id, "reason": reason}
             for kind, item_id, reason in plan.excluded
         ],
         "estimated_tokens": plan.estimated_tokens,
+        "memory_order": plan.memory_order,
         "plan_hash": plan.plan_hash,
     }
+
+
+def _relevance_of(plan: Plan) -> tuple[float | None, ...]:
+    return plan.relevance if len(plan.relevance) == len(plan.memories) else (None,) * len(plan.memories)

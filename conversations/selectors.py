@@ -45,7 +45,9 @@ def user_by_ref(ref: str, *, field: str | None = "user") -> User:
     in a path (`field=None`) it is a 404."""
     # A ref no user could have (PostgreSQL cannot even compare a NUL) is simply unknown.
     plausible = isinstance(ref, str) and 0 < len(ref) <= 150 and "\x00" not in ref
-    user = User.objects.filter(username=ref).first() if plausible else None
+    # The memory profile comes along (one join): it holds the user's memory switches (I8),
+    # which resolve and extraction read.
+    user = User.objects.select_related("memory_profile").filter(username=ref).first() if plausible else None
     if user is None:
         if field is None:
             raise NotFound(f"No user {ref!r}.")
@@ -104,6 +106,13 @@ def load_context(data: dict, *, prefix: str = "context") -> LoadedContext:
         user=user, character=character, conversation=conversation, scene=scene,
         now=now if now is not None else db_now(), now_given=now is not None,
     )
+
+
+def pinned_keys() -> frozenset[str]:
+    """I6: the keys the registry pins (catalog data: a handful of rows)."""
+    from memory.models import KeyDefinition
+
+    return frozenset(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True))
 
 
 def messages_of_user(user, ids) -> list[Message]:

@@ -207,7 +207,7 @@ class MemoryRecordAdmin(SupportAdmin):
 class KeyDefinitionForm(forms.ModelForm):
     class Meta:
         model = KeyDefinition
-        fields = ("key", "cardinality", "label")
+        fields = ("key", "cardinality", "label", "pinned")
 
     def clean_key(self):
         key = self.cleaned_data["key"]
@@ -239,7 +239,7 @@ class KeyDefinitionForm(forms.ModelForm):
 @admin.register(KeyDefinition)
 class KeyDefinitionAdmin(SupportAdmin):
     form = KeyDefinitionForm
-    list_display = ("key", "label", "cardinality", "in_use")
+    list_display = ("key", "label", "cardinality", "pinned", "in_use")
     list_filter = ("cardinality",)
     search_fields = ("key", "label")
 
