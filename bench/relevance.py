@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -73,7 +75,8 @@ TOPICS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 SHARED = ("week", "friend", "morning", "weekend", "favourite", "started", "plan", "evening",
           "city", "sister", "summer", "again", "really", "little", "every", "saturday")
 FAMILIES = ("user.likes", "story", "plans")  # keys that do not name the topic
-CHARACTERS = ("captain-rowan", "mira-vale")
+CHARACTER = "captain-rowan"
+CONVERSATION = "0c6e7d2a-5b0e-4c38-9d51-1f2a3b4c5d6e"
 
 
 @dataclass(frozen=True)
@@ -100,16 +103,20 @@ def _value(rng: random.Random, topic: Topic, named: bool) -> str:
     return " ".join(w.replace("_", " ") for w in words)
 
 
-def generate(seed: int = SEED, per_topic: int = PER_TOPIC) -> RelevanceWorld:
+def generate(seed: int = SEED, n_memories: int = PER_TOPIC * len(TOPICS), *,
+             conversation: str = CONVERSATION, user: str = USER) -> RelevanceWorld:
+    """`n_memories` memories spread evenly over the topics (the first topics get one more
+    when it does not divide), every one visible in the context (user scope, the character
+    `CHARACTER`, or `conversation`) and with a source."""
     rng = random.Random(seed)
     topics = [Topic(*t) for t in TOPICS]
     records: list[MemoryRecord] = []
     topic_of: dict[str, str] = {}
-    conversation = "0c6e7d2a-5b0e-4c38-9d51-1f2a3b4c5d6e"
     for t_index, topic in enumerate(topics):
+        per_topic = n_memories // len(topics) + (t_index < n_memories % len(topics))
         for i in range(per_topic):
             # Seven in ten name their topic in the key; the rest sit in a shared family.
-            named = i < math.ceil(per_topic * 0.7)
+            named = i % 10 < 7
             if named:
                 key = f"{topic.name}.{topic.facets[i % len(topic.facets)]}" + (
                     f"_{i}" if i >= len(topic.facets) else "")
@@ -118,13 +125,13 @@ def generate(seed: int = SEED, per_topic: int = PER_TOPIC) -> RelevanceWorld:
             kind = rng.choice(("user", "user", "character", "conversation"))
             scope = {
                 "user": Scope("user"),
-                "character": Scope("character", character=rng.choice(CHARACTERS)),
+                "character": Scope("character", character=CHARACTER),
                 "conversation": Scope("conversation", conversation=conversation),
             }[kind]
             at = NOW - timedelta(minutes=rng.randrange(1, 60 * 24 * 365))
-            record_id = f"{rng.getrandbits(128):032x}"
+            record_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
             records.append(MemoryRecord(
-                id=record_id, user=USER, key=key, value=_value(rng, topic, named), scope=scope,
+                id=record_id, user=user, key=key, value=_value(rng, topic, named), scope=scope,
                 authority=rng.choice(("rule-extracted", "model-inferred", "user-confirmed")),
                 valid_from=at, recorded_at=at, evidence_time=at, version=1,
                 confidence=rng.choice((1.0, 0.95, 0.9, 0.7, 0.6)), sources=(f"msg-{record_id}",),
@@ -190,3 +197,134 @@ def quality(seed: int = SEED) -> dict:
         "target": QUALITY_TARGET,
         "rows": rows,
     }
+
+
+def quality_over_seeds(seeds: int = 10, seed: int = SEED) -> dict:
+    """`quality` for `seeds` generated users (the suite pins the first): how often the target
+    holds across worlds, not just in one."""
+    runs = [quality(seed + i) for i in range(seeds)]
+    topics = sum(r["topics"] for r in runs)
+    return {
+        "seeds": seeds,
+        "topics_meeting_target": sum(r["topics_meeting_target"] for r in runs),
+        "topics": topics,
+        "relevance_min": min(r["relevance_min"] for r in runs),
+        "relevance_mean": statistics.fmean(r["relevance_mean"] for r in runs),
+        "certainty_mean": statistics.fmean(r["certainty_mean"] for r in runs),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan endpoint under each order, on a database (bench.worker)
+
+ENDPOINT_MEMORIES = 1_000
+ENDPOINT_MESSAGES = 100
+
+
+def load_user(n_memories: int = ENDPOINT_MEMORIES, n_messages: int = ENDPOINT_MESSAGES,
+              seed: int = SEED) -> dict:
+    """A user with `n_memories` memories that all pass P1–P4 (each from one of the
+    conversation's messages), a conversation of `n_messages` messages and a turn asking
+    about the first topic. Rows are bulk-inserted, as `bench.load` does."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from conversations.models import Conversation, Message, Turn
+    from memory.models import MemoryProfile, MemoryRecord, MemorySource
+
+    from .load import BATCH, ensure_characters
+
+    rng = random.Random(seed + 1)
+    ref = f"bench-relevance-{n_memories}"
+    conversation_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    world = generate(seed, n_memories, conversation=conversation_id, user=ref)
+    characters = ensure_characters()
+    topic = world.topics[0]
+    with transaction.atomic():
+        user = get_user_model()(username=ref, date_joined=NOW - timedelta(days=500))
+        user.set_unusable_password()
+        user.save()
+        MemoryProfile.objects.create(user=user)
+        Conversation.objects.create(id=conversation_id, user=user, character_id=characters[CHARACTER],
+                                    title="bench relevance", created_at=NOW - timedelta(days=400),
+                                    last_seq=n_messages + 1)
+        start = NOW - timedelta(days=399)
+        messages = [Message(id=str(uuid.UUID(int=rng.getrandbits(128), version=4)), user=user,
+                            conversation_id=conversation_id, seq=seq,
+                            role="user" if seq % 2 else "assistant",
+                            content=SMALL_TALK[seq % 2] if seq > n_messages - 2 else f"Message {seq}.",
+                            created_at=start + timedelta(minutes=seq))
+                    for seq in range(1, n_messages + 1)]
+        Message.objects.bulk_create(messages, batch_size=BATCH)
+        current = Message.objects.create(
+            user=user, conversation_id=conversation_id, seq=n_messages + 1, role="user",
+            content=message_about(topic, random.Random(f"{seed}:{topic.name}")),
+            created_at=start + timedelta(minutes=n_messages + 1))
+        turn = Turn.objects.create(user=user, conversation_id=conversation_id, turn_key="bench-relevance",
+                                   user_message=current, created_at=current.created_at)
+        rows, links = [], []
+        for n, pm in enumerate(world.memories):
+            r = pm.record
+            kind = r.scope.kind
+            rows.append(MemoryRecord(
+                id=r.id, user=user, key=r.key, value=r.value, scope_kind=kind,
+                character_id=characters[CHARACTER] if kind == "character" else None,
+                conversation_id=conversation_id if kind == "conversation" else None,
+                scope_id=r.scope_id, authority=r.authority, confidence=r.confidence,
+                valid_from=r.valid_from, recorded_at=r.recorded_at, evidence_time=r.evidence_time,
+                version=1))
+            links.append(MemorySource(memory_id=r.id, message_id=messages[n % len(messages)].id))
+        MemoryRecord.objects.bulk_create(rows, batch_size=BATCH)
+        MemorySource.objects.bulk_create(links, batch_size=BATCH)
+    return {"user": ref, "turn": str(turn.pk), "topic": topic.name, "memories": len(world.memories),
+            "topic_of_key": {pm.key: world.topic_of[pm.record.id] for pm in world.memories},
+            "budget": world.budget}
+
+
+def endpoint_cost(token: str, loaded: dict, cfg, log) -> dict:
+    """`GET /turns/{id}/prompt-plan` with `memory_order=relevance` against the same request
+    with `certainty`, calls alternating so machine noise hits both alike (ratio = relevance
+    p50 / certainty p50), at a budget whose memory share holds every memory (every score is
+    computed and every memory rendered) and at the quality check's tight budget."""
+    from urllib.parse import urlencode
+
+    from .endpoints import _client, _queries, measure_pair
+
+    client = _client(token)
+    out: dict = {"memories": loaded["memories"], "topic": loaded["topic"]}
+
+    def url(order: str, budget: int) -> str:
+        return f"/api/v1/turns/{loaded['turn']}/prompt-plan?" + urlencode(
+            {"budget": budget, "memory_order": order, "now": "2026-11-15T12:00:00Z"})
+
+    def call(address: str):
+        response = client.get(address)
+        assert response.status_code == 200, response.content[:300]
+        return response
+
+    for label, budget in (("wide", 200_000), ("tight", loaded["budget"])):
+        relevance_url, certainty_url = url("relevance", budget), url("certainty", budget)
+        started = time.perf_counter()
+        row = measure_pair(lambda u=relevance_url: call(u), lambda u=certainty_url: call(u), cfg)
+        answers = {order: call(url(order, budget)).json() for order in ("relevance", "certainty")}
+        row = {
+            "budget": budget, "calls": row["calls"],
+            "relevance_p50_ms": row["p50_ms"], "relevance_p95_ms": row["p95_ms"],
+            "certainty_p50_ms": row["floor_p50_ms"], "certainty_p95_ms": row["floor_p95_ms"],
+            "ratio": row["ratio"],
+            "relevance_queries": _queries(lambda u=relevance_url: call(u)),
+            "certainty_queries": _queries(lambda u=certainty_url: call(u)),
+            "admitted": {o: len(a["memories"]) for o, a in answers.items()},
+            # Plan memories carry no ids (P4); keys are unique per memory in this world.
+            "about_topic": {o: sum(loaded["topic_of_key"][m["key"]] == loaded["topic"] for m in a["memories"])
+                            for o, a in answers.items()},
+            "seconds": time.perf_counter() - started,
+        }
+        out[label] = row
+        log(f"  plan relevance vs certainty ({label}, {loaded['memories']:,} memories): "
+            f"p50 {row['relevance_p50_ms']:.1f} vs {row['certainty_p50_ms']:.1f} ms "
+            f"(×{row['ratio']:.2f}), queries {row['relevance_queries']} vs {row['certainty_queries']}, "
+            f"about the topic {row['about_topic']['relevance']}/{row['admitted']['relevance']} vs "
+            f"{row['about_topic']['certainty']}/{row['admitted']['certainty']}")
+    return out
+

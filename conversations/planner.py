@@ -230,12 +230,15 @@ def _eligible_history(current: PlanMessage, history: Iterable[PlanMessage]) -> l
 # Runs of characters that `str.isalnum` accepts: every letter and digit, plus the few other
 # numeric characters (categories Nl and No) that `_letters_and_digits` splits off again.
 _ALNUM_RUN = re.compile(r"[^\W_]+")
+# ASCII text is its own NFKC form, its casefold is `lower()`, and its letters and digits are
+# [a-z0-9] once lowered: the same terms, without the Unicode work.
+_ASCII_RUN = re.compile(r"[a-z0-9]+")
 
 
 def _letters_and_digits(run: str) -> list[str]:
     """Split a run of alphanumeric characters on those that are neither a letter (L*) nor a
     decimal digit (Nd): `isalnum` also accepts other numerics such as Roman numerals."""
-    if run.isascii():
+    if run.isascii() or run.isalpha():
         return [run]
     pieces: list[str] = []
     start = 0
@@ -253,17 +256,43 @@ def terms(text: str) -> list[str]:
     """I6: the terms of a text, in order, repeats kept. NFKC, then casefold, then split on
     every character that is not a letter or a decimal digit; terms of one character and
     stopwords are dropped."""
+    if text.isascii():
+        return [t for t in _ASCII_RUN.findall(text.lower()) if len(t) > 1 and t not in STOPWORDS]
     folded = unicodedata.normalize("NFKC", text).casefold()
-    out: list[str] = []
-    for run in _ALNUM_RUN.findall(folded):
-        for term in _letters_and_digits(run):
-            if len(term) > 1 and term not in STOPWORDS:
-                out.append(term)
-    return out
+    return [
+        term
+        for run in _ALNUM_RUN.findall(folded)
+        for term in _letters_and_digits(run)
+        if len(term) > 1 and term not in STOPWORDS
+    ]
+
+
+# ASCII terms, one-character ones left out: a run of two or more is always matched whole.
+_ASCII_TERM = re.compile(r"[a-z0-9]{2,}")
+_is_stopword = STOPWORDS.__contains__
+
+
+def _counted_terms(text: str) -> tuple[int, list[str]]:
+    """``(len(terms(text)), candidates)``: the number of terms of ``text`` and a list holding
+    every one of them (repeats kept), for ASCII text with its stopwords too — all BM25 needs,
+    since a query holds no stopword. Cheaper than ``terms`` on the hot path."""
+    if text.isascii():
+        runs = _ASCII_TERM.findall(text.lower())
+        return len(runs) - sum(map(_is_stopword, runs)), runs
+    found = terms(text)
+    return len(found), found
 
 
 # Labels and keys recur from memory to memory and plan to plan; values are not cached.
-_cached_terms = lru_cache(maxsize=16_384)(lambda text: tuple(terms(text)))
+@lru_cache(maxsize=16_384)
+def _cached_terms(text: str) -> tuple[str, ...]:
+    return tuple(terms(text))
+
+
+@lru_cache(maxsize=16_384)
+def _label_and_key_terms(label: str, key: str) -> tuple[int, frozenset[str], tuple[str, ...]]:
+    found = (*_cached_terms(label), *_cached_terms(key))
+    return len(found), frozenset(found), found
 
 
 def document_terms(pm: ProjectedMemory) -> list[str]:
@@ -290,20 +319,27 @@ def bm25_scores(query: Iterable[str], documents: Sequence[Sequence[str]]) -> lis
     of terms, avgdl the mean |d|, N the number of documents and n(t) the number containing t.
     The terms are summed in sorted order, so the result never depends on input order. With
     no query terms, or documents without terms, every score is 0."""
-    n_docs = len(documents)
     distinct = sorted(set(query))
-    lengths = [len(d) for d in documents]
+    wanted = frozenset(distinct).__contains__
+    return _bm25(distinct, [len(d) for d in documents], [list(filter(wanted, d)) for d in documents])
+
+
+def _bm25(distinct: list[str], lengths: list[int], hits: Sequence[list[str] | None]) -> list[float]:
+    """BM25 from each document's length and its occurrences of the query's terms (``hits``,
+    repeats kept; None for none); ``distinct`` is the sorted distinct query terms."""
+    n_docs = len(lengths)
     total = sum(lengths)
     if not distinct or not total:
         return [0.0] * n_docs
-    wanted = set(distinct)
-    counts: list[dict[str, int]] = []
+    counts: list[dict[str, int] | None] = []
     containing = dict.fromkeys(distinct, 0)
-    for document in documents:
+    for found_terms in hits:
+        if not found_terms:
+            counts.append(None)
+            continue
         found: dict[str, int] = {}
-        for term in document:
-            if term in wanted:
-                found[term] = found.get(term, 0) + 1
+        for term in found_terms:
+            found[term] = found.get(term, 0) + 1
         for term in found:
             containing[term] += 1
         counts.append(found)
@@ -311,13 +347,15 @@ def bm25_scores(query: Iterable[str], documents: Sequence[Sequence[str]]) -> lis
     avgdl = total / n_docs
     scores: list[float] = []
     for found, length in zip(counts, lengths, strict=True):
+        if found is None:
+            scores.append(0.0)
+            continue
         score = 0.0
-        if found:
-            for term in distinct:
-                tf = found.get(term)
-                if tf:
-                    score += idf[term] * tf * (BM25_K1 + 1) / (
-                        tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
+        for term in distinct:
+            tf = found.get(term)
+            if tf:
+                score += idf[term] * tf * (BM25_K1 + 1) / (
+                    tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
         scores.append(round(score, 6))
     return scores
 
@@ -326,11 +364,36 @@ def relevance_order(
     memories: Sequence[ProjectedMemory], query: Iterable[str], pinned_keys: Collection[str],
 ) -> tuple[list[int], list[float]]:
     """I6: the fill order (indexes into ``memories``, which are in the I3 order) and each
-    memory's rounded score: pinned keys first, then score highest first, then the I3 order."""
-    scores = bm25_scores(query, [document_terms(pm) for pm in memories])
+    memory's rounded score: pinned keys first, then score highest first, then the I3 order.
+
+    Scores are :func:`bm25_scores` of the memories' documents (:func:`document_terms`),
+    computed without building the documents: a document's length and its occurrences of the
+    query's terms are all BM25 reads (a test holds the two equal)."""
+    distinct = sorted(set(query))
+    n = len(memories)
+    if distinct:
+        query_set = frozenset(distinct)
+        wanted, disjoint = query_set.__contains__, query_set.isdisjoint
+        lengths: list[int] = []
+        hits: list[list[str] | None] = []
+        for pm in memories:
+            fixed_length, fixed_set, fixed = _label_and_key_terms(pm.label, pm.key)
+            value_length, value = _counted_terms(pm.value)
+            lengths.append(fixed_length + value_length)
+            if disjoint(fixed_set) and disjoint(value):
+                hits.append(None)
+            else:
+                hits.append([*filter(wanted, fixed), *filter(wanted, value)])
+        scores = _bm25(distinct, lengths, hits)
+    else:
+        scores = [0.0] * n  # BM25 of an empty query
+    # Two stable sorts (score, then pinned first) keep the I3 order among equals, with keys
+    # that are plain floats and booleans rather than a tuple per memory.
     pinned = frozenset(pinned_keys)
-    order = sorted(range(len(memories)),
-                   key=lambda i: (memories[i].key not in pinned, -scores[i], i))
+    order = sorted(range(n), key=[-s for s in scores].__getitem__)
+    if pinned:
+        unpinned = [pm.key not in pinned for pm in memories]
+        order.sort(key=unpinned.__getitem__)
     return order, scores
 
 

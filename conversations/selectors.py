@@ -108,13 +108,6 @@ def load_context(data: dict, *, prefix: str = "context") -> LoadedContext:
     )
 
 
-def pinned_keys() -> frozenset[str]:
-    """I6: the keys the registry pins (catalog data: a handful of rows)."""
-    from memory.models import KeyDefinition
-
-    return frozenset(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True))
-
-
 def messages_of_user(user, ids) -> list[Message]:
     return list(Message.objects.filter(user=user, pk__in=list(ids)))
 
@@ -224,3 +217,43 @@ def message_contents(conversation, ids: list[str]) -> dict[str, str]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return dict(cursor.fetchall())
+
+
+def relevance_inputs(conversation, before_seq: int, n_recent: int) -> tuple[frozenset[str], list[str]]:
+    """I6: what a plan ordered by relevance needs besides the memories: the keys the
+    registry pins, and the contents of the `n_recent` messages right before the boundary (I1),
+    newest first — in one query (`UNION ALL` of the two reads) where the vendor allows it."""
+    from django.db import connections
+
+    from memory.models import KeyDefinition
+    from memory.selectors import _raw_reader
+
+    recent_qs = (
+        Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
+        .order_by("-seq").values_list("content", flat=True)[:n_recent]
+    )
+    if _raw_reader(recent_qs.db) is None:
+        pinned = frozenset(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True))
+        return pinned, list(recent_qs)
+    connection = connections[recent_qs.db]
+    quote = connection.ops.quote_name
+    keys, messages = KeyDefinition._meta, Message._meta
+    conversation_field = messages.get_field("conversation")
+    sql = (
+        f"SELECT 0, {quote('key')}, 0 FROM {quote(keys.db_table)} WHERE {quote('pinned')} "
+        f"UNION ALL SELECT 1, recent.{quote('content')}, recent.{quote('seq')} FROM ("
+        f"SELECT {quote('content')}, {quote('seq')} FROM {quote(messages.db_table)} "
+        f"WHERE {quote(messages.get_field('user').column)} = %s AND {quote(conversation_field.column)} = %s "
+        f"AND {quote('seq')} < %s ORDER BY {quote('seq')} DESC LIMIT %s) recent"
+    )
+    params = [
+        conversation.user_id,
+        conversation_field.target_field.get_db_prep_value(conversation.pk, connection),
+        before_seq, n_recent,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    pinned = frozenset(text for kind, text, _ in rows if kind == 0)
+    recent = [text for kind, text, _ in sorted((r for r in rows if r[0] == 1), key=lambda r: -r[2])]
+    return pinned, recent

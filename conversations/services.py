@@ -218,17 +218,16 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
     order (I6), and policy decisions for the requested capabilities. The turn keeps the
     plan's ids and hash. The user's `use` switch (I8) comes with the turn's row.
 
-    Under `memory_order=relevance` the same turn query also reads the contents of the two
-    messages before the turn's (the query's history part, I6), and one more query reads the
-    registry's pinned keys; a plan ordered by certainty runs exactly the queries it always
-    did."""
+    Under `memory_order=relevance` one more query reads the registry's pinned keys and the
+    contents of the two messages before the turn's (the query's history part, I6); a plan
+    ordered by certainty runs exactly the queries it always did."""
     from memory.domain import RESOLVER_VERSION
     from memory.selectors import ContextResolution
     from memory.switches import memory_settings_of
     from policy.services import decisions_make
 
     from .planner import QUERY_HISTORY, PlanMessage, PlanParams, build_plan, plan_snapshot
-    from .selectors import LoadedContext, history_candidates, message_contents, pinned_keys
+    from .selectors import LoadedContext, history_candidates, message_contents, relevance_inputs
 
     params = PlanParams(budget=budget, memory_share=memory_share, history=history,
                         capabilities=tuple(dict.fromkeys(capabilities)), memory_order=memory_order)
@@ -238,8 +237,6 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
     ).filter(pk=turn_id)
     if user is not None:
         qs = qs.filter(user=user)
-    if relevance:
-        qs = qs.annotate(**_recent_annotations(QUERY_HISTORY))
     turn = qs.first()
     if turn is None:
         raise NotFound("No such turn.")
@@ -254,9 +251,7 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
     recent = None
     pinned: frozenset[str] = frozenset()
     if relevance:
-        recent = [text for i in range(QUERY_HISTORY)
-                  if (text := getattr(turn, f"_recent_{i}")) is not None]
-        pinned = pinned_keys()
+        pinned, recent = relevance_inputs(conversation, current.seq, QUERY_HISTORY)
     plan = build_plan(
         current=PlanMessage(str(current.pk), current.seq, current.role, current.content),
         history=(),
@@ -281,20 +276,6 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
         plan.estimated_tokens, budget, memory_order, "on" if switches.use else "off", plan.plan_hash,
     )
     return PromptPlanResult(turn, plan, decisions, params)
-
-
-def _recent_annotations(n: int) -> dict:
-    """I6: the contents of the `n` messages right before the turn's message, newest first,
-    as subqueries of the turn's own query (the same rows `history_candidates` reads: this
-    user's messages of this conversation with a lower seq)."""
-    from django.db.models import OuterRef, Subquery
-
-    before = (
-        Message.objects.filter(user=OuterRef("user_id"), conversation=OuterRef("conversation_id"),
-                               seq__lt=OuterRef("user_message__seq"))
-        .order_by("-seq").values("content")
-    )
-    return {f"_recent_{i}": Subquery(before[i:i + 1]) for i in range(n)}
 
 
 def user_delete(*, user) -> None:

@@ -49,7 +49,7 @@ def test_it_fails_the_relevance_scene_when_plans_ignore_relevance(monkeypatch):
 
     import conversations.planner as planner
 
-    monkeypatch.setattr(planner, "bm25_scores", lambda query, documents: [0.0] * len(documents))
+    monkeypatch.setattr(planner, "_bm25", lambda distinct, lengths, hits: [0.0] * len(lengths))
     card, _ = play()
     failed = {c.name for c in card.checks if not c.passed}
     assert failed == {

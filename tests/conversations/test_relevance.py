@@ -148,6 +148,28 @@ def test_it_scores_bm25_as_the_spec_gives_it(query, documents, expected):
     assert bm25_scores(query, documents) == expected
 
 
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.lists(st.sampled_from(
+    list("abcXYZ019 _.-'!é") + ["ß", "Ⅻ", "ﬁ", "İ", "\u0301", "漢", "😀", "the ", "and ", "letter "]),
+    max_size=12).map("".join), max_size=8), st.text(max_size=40))
+def test_it_orders_by_the_same_scores_as_bm25_of_the_documents(values, query_text):
+    """I6: the planner's fast scoring (lengths and query-term counts, ASCII shortcuts) gives
+    exactly `bm25_scores` of the memories' documents, for any text."""
+    memories = [mem(f"r{i}", value or "x", key=f"k.k{i % 3}", label=f"Label {value[:3]}")
+                for i, value in enumerate(values)]
+    query = planner_module.query_terms(query_text, ["letter and the basil"])
+    _, scores = planner_module.relevance_order(memories, query, frozenset())
+    assert scores == bm25_scores(query, [document_terms(pm) for pm in memories])
+
+
+@given(st.text(max_size=60))
+def test_it_counts_terms_the_same_way_on_the_fast_path(text):
+    """I6: the hot path's term count and candidates agree with `terms`."""
+    count, candidates = planner_module._counted_terms(text)
+    assert count == len(terms(text))
+    assert sorted(t for t in candidates if t not in STOPWORDS) == sorted(terms(text))
+
+
 def test_it_rounds_scores_to_six_decimals():
     scores = bm25_scores(["basil", "name"], DOCS)
     assert all(s == round(s, 6) for s in scores)
