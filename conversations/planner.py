@@ -374,13 +374,14 @@ def relevance_order(
     if distinct:
         query_set = frozenset(distinct)
         wanted, disjoint = query_set.__contains__, query_set.isdisjoint
+        label_and_key, counted = _label_and_key_terms, _counted_terms  # the loop runs per memory
         lengths: list[int] = []
         hits: list[list[str] | None] = []
         for pm in memories:
-            fixed_length, fixed_set, fixed = _label_and_key_terms(pm.label, pm.key)
-            value_length, value = _counted_terms(pm.value)
+            fixed_length, fixed_set, fixed = label_and_key(pm.label, pm.key)
+            value_length, value = counted(pm.value)
             lengths.append(fixed_length + value_length)
-            if disjoint(fixed_set) and disjoint(value):
+            if disjoint(value) and disjoint(fixed_set):
                 hits.append(None)
             else:
                 hits.append([*filter(wanted, fixed), *filter(wanted, value)])
