@@ -306,12 +306,13 @@ def endpoint_cost(token: str, loaded: dict, cfg, log) -> dict:
         relevance_url, certainty_url = url("relevance", budget), url("certainty", budget)
         started = time.perf_counter()
         row = measure_pair(lambda u=relevance_url: call(u), lambda u=certainty_url: call(u), cfg)
+        cpu = _cpu_p50(lambda u=relevance_url: call(u), lambda u=certainty_url: call(u), row["calls"])
         answers = {order: call(url(order, budget)).json() for order in ("relevance", "certainty")}
         row = {
             "budget": budget, "calls": row["calls"],
             "relevance_p50_ms": row["p50_ms"], "relevance_p95_ms": row["p95_ms"],
             "certainty_p50_ms": row["floor_p50_ms"], "certainty_p95_ms": row["floor_p95_ms"],
-            "ratio": row["ratio"],
+            "ratio": row["ratio"], **cpu,
             "relevance_queries": _queries(lambda u=relevance_url: call(u)),
             "certainty_queries": _queries(lambda u=certainty_url: call(u)),
             "admitted": {o: len(a["memories"]) for o, a in answers.items()},
@@ -323,8 +324,23 @@ def endpoint_cost(token: str, loaded: dict, cfg, log) -> dict:
         out[label] = row
         log(f"  plan relevance vs certainty ({label}, {loaded['memories']:,} memories): "
             f"p50 {row['relevance_p50_ms']:.1f} vs {row['certainty_p50_ms']:.1f} ms "
-            f"(×{row['ratio']:.2f}), queries {row['relevance_queries']} vs {row['certainty_queries']}, "
+            f"(×{row['ratio']:.2f}; CPU ×{row['cpu_ratio']:.2f}), queries {row['relevance_queries']} vs "
+            f"{row['certainty_queries']}, "
             f"about the topic {row['about_topic']['relevance']}/{row['admitted']['relevance']} vs "
             f"{row['about_topic']['certainty']}/{row['admitted']['certainty']}")
     return out
 
+
+def _cpu_p50(relevance_call, certainty_call, calls: int) -> dict:
+    """This process's CPU time per call (`time.process_time`), calls alternating: the
+    request's own work, which other processes on a shared machine do not inflate the way
+    they inflate wall time (the database server's share is not in it)."""
+    samples: dict[str, list[float]] = {"relevance": [], "certainty": []}
+    for _ in range(max(calls, 5)):
+        for order, fn in (("relevance", relevance_call), ("certainty", certainty_call)):
+            started = time.process_time()
+            fn()
+            samples[order].append(time.process_time() - started)
+    relevance, certainty = statistics.median(samples["relevance"]), statistics.median(samples["certainty"])
+    return {"relevance_cpu_p50_ms": relevance * 1000, "certainty_cpu_p50_ms": certainty * 1000,
+            "cpu_ratio": relevance / certainty if certainty else float("nan")}

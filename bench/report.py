@@ -118,7 +118,8 @@ def _relevance_rows(results: dict, add) -> None:
         for label in ("wide", "tight"):
             row = cost[label]
             measured.append(f"{db['db']} {label}: {row['relevance_p50_ms']:.1f} vs "
-                            f"{row['certainty_p50_ms']:.1f} ms (×{row['ratio']:.2f})")
+                            f"{row['certainty_p50_ms']:.1f} ms (×{row['ratio']:.2f}; CPU "
+                            f"×{row.get('cpu_ratio', float('nan')):.2f})")
             verdicts.append(row["ratio"] <= RELEVANCE_COST_TOLERANCE)
         at_size = cost["memories"] == RELEVANCE_MEMORIES
     if measured:
@@ -285,14 +286,17 @@ def render(results: dict, *, markdown: bool) -> str:
             for label in ("wide", "tight"):
                 r = cost[label]
                 rows.append([vendor, cost["memories"], label, r["budget"], r["calls"], r["relevance_p50_ms"],
-                             r["certainty_p50_ms"], r["ratio"], r["relevance_queries"], r["certainty_queries"],
+                             r["certainty_p50_ms"], r["ratio"], r.get("relevance_cpu_p50_ms"),
+                             r.get("certainty_cpu_p50_ms"), r.get("cpu_ratio"),
+                             r["relevance_queries"], r["certainty_queries"],
                              f"{r['about_topic']['relevance']}/{r['admitted']['relevance']}",
                              f"{r['about_topic']['certainty']}/{r['admitted']['certainty']}"])
         out.append(("\n" if markdown else "")
                    + "Plan endpoint, calls alternating between the two orders (wide: every memory fits; "
                    "tight: the quality check's budget):")
         out.append(_table(["db", "memories", "budget", "tokens", "calls", "relevance p50 ms",
-                           "certainty p50 ms", "ratio", "queries rel.", "queries cert.",
+                           "certainty p50 ms", "ratio", "rel. CPU p50 ms", "cert. CPU p50 ms",
+                           "CPU ratio", "queries rel.", "queries cert.",
                            "about topic rel.", "about topic cert."], rows, markdown))
 
     out.append(h("Targets (compared, never asserted)"))

@@ -66,10 +66,12 @@ import json
 import math
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from itertools import accumulate
 
 from config.errors import BudgetExceeded, ValidationError
 from conversations.stopwords import STOPWORDS, STOPWORDS_VERSION
@@ -321,73 +323,115 @@ def bm25_scores(query: Iterable[str], documents: Sequence[Sequence[str]]) -> lis
     no query terms, or documents without terms, every score is 0."""
     distinct = sorted(set(query))
     wanted = frozenset(distinct).__contains__
-    return _bm25(distinct, [len(d) for d in documents], [list(filter(wanted, d)) for d in documents])
+    matched: dict[int, tuple[int, list[str]]] = {}
+    for index, document in enumerate(documents):
+        found = list(filter(wanted, document))
+        if found:
+            matched[index] = (len(document), found)
+    return _bm25(distinct, len(documents), sum(map(len, documents)), matched)
 
 
-def _bm25(distinct: list[str], lengths: list[int], hits: Sequence[list[str] | None]) -> list[float]:
-    """BM25 from each document's length and its occurrences of the query's terms (``hits``,
-    repeats kept; None for none); ``distinct`` is the sorted distinct query terms."""
-    n_docs = len(lengths)
-    total = sum(lengths)
-    if not distinct or not total:
-        return [0.0] * n_docs
-    counts: list[dict[str, int] | None] = []
+def _bm25(distinct: list[str], n_docs: int, total: int,
+          matched: Mapping[int, tuple[int, list[str]]]) -> list[float]:
+    """BM25 of `n_docs` documents of `total` terms in all, from the documents that hold a
+    query term: index → (their length, their occurrences of the query's terms, repeats kept).
+    Every other document scores 0. ``distinct`` is the sorted distinct query terms."""
+    scores = [0.0] * n_docs
+    if not distinct or not total or not matched:
+        return scores
+    counts: dict[int, dict[str, int]] = {}
     containing = dict.fromkeys(distinct, 0)
-    for found_terms in hits:
-        if not found_terms:
-            counts.append(None)
-            continue
+    for index, (_, found_terms) in matched.items():
         found: dict[str, int] = {}
         for term in found_terms:
             found[term] = found.get(term, 0) + 1
         for term in found:
             containing[term] += 1
-        counts.append(found)
+        counts[index] = found
     idf = {t: math.log(1 + (n_docs - n + 0.5) / (n + 0.5)) for t, n in containing.items()}
     avgdl = total / n_docs
-    scores: list[float] = []
-    for found, length in zip(counts, lengths, strict=True):
-        if found is None:
-            scores.append(0.0)
-            continue
+    for index, found in counts.items():
+        length = matched[index][0]
         score = 0.0
         for term in distinct:
             tf = found.get(term)
             if tf:
                 score += idf[term] * tf * (BM25_K1 + 1) / (
                     tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
-        scores.append(round(score, 6))
+        scores[index] = round(score, 6)
     return scores
+
+
+_ALNUM_ASCII = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _occurrences(text: str, term: str) -> list[int]:
+    """Where ``term`` occurs in lowered ASCII ``text`` as a whole term: a maximal run of
+    [a-z0-9] equal to it (found with `str.find`, then its neighbours checked)."""
+    out: list[int] = []
+    find, size, end = text.find, len(term), len(text)
+    at = find(term)
+    while at >= 0:
+        after = at + size
+        if (at == 0 or text[at - 1] not in _ALNUM_ASCII) and (after == end or text[after] not in _ALNUM_ASCII):
+            out.append(at)
+        at = find(term, after)
+    return out
+
+
+def _memory_scores(memories: Sequence[ProjectedMemory], distinct: list[str]) -> list[float]:
+    """`bm25_scores` of the memories' documents (:func:`document_terms`) without building
+    them: BM25 reads only the total number of terms, and the length and query-term
+    occurrences of the documents that hold a query term. Labels and keys are looked up in a
+    cache; when every value is ASCII, the values' terms are counted in one pass over their
+    concatenation and the query's terms found there by one pattern, so per memory only a
+    cache lookup remains. (A test holds the result equal to `bm25_scores`.)"""
+    query_set = frozenset(distinct)
+    wanted, disjoint = query_set.__contains__, query_set.isdisjoint
+    fixed = list(map(_label_and_key_terms, [pm.label for pm in memories], [pm.key for pm in memories]))
+    total = sum(f[0] for f in fixed)
+    matched_terms: dict[int, list[str]] = {
+        index: list(filter(wanted, fixed[index][2]))
+        for index in [i for i, f in enumerate(fixed) if not disjoint(f[1])]
+    }
+    values = [pm.value for pm in memories]
+    joined = "\n".join(values)
+    value_lengths: dict[int, int] = {}
+    if joined.isascii():
+        lowered = joined.lower()  # ASCII: the NFKC casefold, and of the same length
+        runs = _ASCII_TERM.findall(lowered)
+        total += len(runs) - sum(map(_is_stopword, runs))
+        # Where each value starts in `lowered` (one separator after each).
+        starts = list(accumulate(map((1).__add__, map(len, values[:-1])), initial=0))
+        for term in distinct:
+            if term.isascii():
+                for at in _occurrences(lowered, term):
+                    matched_terms.setdefault(bisect_right(starts, at) - 1, []).append(term)
+    else:
+        for index, value in enumerate(values):
+            length, candidates = _counted_terms(value)
+            total += length
+            value_lengths[index] = length
+            if not disjoint(candidates):
+                matched_terms.setdefault(index, []).extend(filter(wanted, candidates))
+    matched = {}
+    for index, found_terms in matched_terms.items():
+        length = value_lengths.get(index)
+        if length is None:
+            length = _counted_terms(values[index])[0]
+        matched[index] = (fixed[index][0] + length, found_terms)
+    return _bm25(distinct, len(memories), total, matched)
 
 
 def relevance_order(
     memories: Sequence[ProjectedMemory], query: Iterable[str], pinned_keys: Collection[str],
 ) -> tuple[list[int], list[float]]:
     """I6: the fill order (indexes into ``memories``, which are in the I3 order) and each
-    memory's rounded score: pinned keys first, then score highest first, then the I3 order.
-
-    Scores are :func:`bm25_scores` of the memories' documents (:func:`document_terms`),
-    computed without building the documents: a document's length and its occurrences of the
-    query's terms are all BM25 reads (a test holds the two equal)."""
+    memory's rounded score (:func:`bm25_scores` of their documents): pinned keys first, then
+    score highest first, then the I3 order."""
     distinct = sorted(set(query))
     n = len(memories)
-    if distinct:
-        query_set = frozenset(distinct)
-        wanted, disjoint = query_set.__contains__, query_set.isdisjoint
-        label_and_key, counted = _label_and_key_terms, _counted_terms  # the loop runs per memory
-        lengths: list[int] = []
-        hits: list[list[str] | None] = []
-        for pm in memories:
-            fixed_length, fixed_set, fixed = label_and_key(pm.label, pm.key)
-            value_length, value = counted(pm.value)
-            lengths.append(fixed_length + value_length)
-            if disjoint(value) and disjoint(fixed_set):
-                hits.append(None)
-            else:
-                hits.append([*filter(wanted, fixed), *filter(wanted, value)])
-        scores = _bm25(distinct, lengths, hits)
-    else:
-        scores = [0.0] * n  # BM25 of an empty query
+    scores = _memory_scores(memories, distinct) if distinct and n else [0.0] * n
     # Two stable sorts (score, then pinned first) keep the I3 order among equals, with keys
     # that are plain floats and booleans rather than a tuple per memory.
     pinned = frozenset(pinned_keys)

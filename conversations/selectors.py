@@ -228,14 +228,15 @@ def relevance_inputs(conversation, before_seq: int, n_recent: int) -> tuple[froz
     from memory.models import KeyDefinition
     from memory.selectors import _raw_reader
 
-    recent_qs = (
-        Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
-        .order_by("-seq").values_list("content", flat=True)[:n_recent]
-    )
-    if _raw_reader(recent_qs.db) is None:
+    alias = Message.objects.db
+    if _raw_reader(alias) is None:
         pinned = frozenset(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True))
-        return pinned, list(recent_qs)
-    connection = connections[recent_qs.db]
+        recent = (
+            Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
+            .order_by("-seq").values_list("content", flat=True)[:n_recent]
+        )
+        return pinned, list(recent)
+    connection = connections[alias]
     quote = connection.ops.quote_name
     keys, messages = KeyDefinition._meta, Message._meta
     conversation_field = messages.get_field("conversation")
