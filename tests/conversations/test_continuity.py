@@ -43,13 +43,15 @@ def test_it_fails_loudly_when_a_check_fails(monkeypatch):
 
 
 def test_it_fails_the_relevance_scene_when_plans_ignore_relevance(monkeypatch):
-    """§11/I6: the relevance scene can fail: with every BM25 score zero, the tight plan falls
-    back to the certainty order, leaves the letter out, and the command exits non-zero."""
+    """§11/I6: the relevance scene can fail: when the planner ignores relevance (the I3
+    order, every score zero), the tight plan leaves the letter out and the command exits
+    non-zero."""
     from django.core.management.base import CommandError
 
     import conversations.planner as planner
 
-    monkeypatch.setattr(planner, "_bm25", lambda distinct, lengths, hits: [0.0] * len(lengths))
+    monkeypatch.setattr(planner, "relevance_order",
+                        lambda memories, query, pinned: (list(range(len(memories))), [0.0] * len(memories)))
     card, _ = play()
     failed = {c.name for c in card.checks if not c.passed}
     assert failed == {
