@@ -53,7 +53,9 @@ class MemoryCollectionApi(APIView):
     @extend_schema(
         operation_id="memory_assert", request=MemoryAssertInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 409)},
-        description="Assert a memory (SPEC W1–W9). 201 `created`; 200 `unchanged`, `replayed` or `blocked`.",
+        description="Assert a memory (SPEC W1–W9). 201 `created`; 200 `unchanged`, `replayed` or `blocked` "
+        "(reason `forgotten`, W3; or `paused`: a `model-inferred` or `rule-extracted` write while the user's "
+        "`learn` switch is off, I8).",
     )
     def post(self, request):
         data = validated(MemoryAssertInput, request.data)
@@ -206,7 +208,8 @@ class MemoryRememberApi(APIView):
     @extend_schema(
         operation_id="memory_remember", request=RememberInput,
         responses={200: RememberOutput, **problems(400)},
-        description="Run the rule-based extractor (SPEC §8) on a text and assert what it finds.",
+        description="Run the rule-based extractor (SPEC §8) on a text and assert what it finds. With the "
+        "user's `learn` switch off (I8) nothing is extracted.",
     )
     def post(self, request):
         data = validated(RememberInput, request.data)
