@@ -45,7 +45,9 @@ def user_by_ref(ref: str, *, field: str | None = "user") -> User:
     in a path (`field=None`) it is a 404."""
     # A ref no user could have (PostgreSQL cannot even compare a NUL) is simply unknown.
     plausible = isinstance(ref, str) and 0 < len(ref) <= 150 and "\x00" not in ref
-    user = User.objects.filter(username=ref).first() if plausible else None
+    # The memory profile comes along (one join): it holds the user's memory switches (I8),
+    # which resolve and extraction read.
+    user = User.objects.select_related("memory_profile").filter(username=ref).first() if plausible else None
     if user is None:
         if field is None:
             raise NotFound(f"No user {ref!r}.")
@@ -305,3 +307,44 @@ def data_counts(user) -> dict[str, int]:
         "forgotten": Tombstone.objects.filter(user=user).count(),
         "rules": PolicyRule.objects.filter(user=user, revoked_at__isnull=True).count(),
     }
+
+
+def relevance_inputs(conversation, before_seq: int, n_recent: int) -> tuple[frozenset[str], list[str]]:
+    """I6: what a plan ordered by relevance needs besides the memories: the keys the
+    registry pins, and the contents of the `n_recent` messages right before the boundary (I1),
+    newest first — in one query (`UNION ALL` of the two reads) where the vendor allows it."""
+    from django.db import connections
+
+    from memory.models import KeyDefinition
+    from memory.selectors import _raw_reader
+
+    alias = Message.objects.db
+    if _raw_reader(alias) is None:
+        pinned = frozenset(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True))
+        recent = (
+            Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
+            .order_by("-seq").values_list("content", flat=True)[:n_recent]
+        )
+        return pinned, list(recent)
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    keys, messages = KeyDefinition._meta, Message._meta
+    conversation_field = messages.get_field("conversation")
+    sql = (
+        f"SELECT 0, {quote('key')}, 0 FROM {quote(keys.db_table)} WHERE {quote('pinned')} "
+        f"UNION ALL SELECT 1, recent.{quote('content')}, recent.{quote('seq')} FROM ("
+        f"SELECT {quote('content')}, {quote('seq')} FROM {quote(messages.db_table)} "
+        f"WHERE {quote(messages.get_field('user').column)} = %s AND {quote(conversation_field.column)} = %s "
+        f"AND {quote('seq')} < %s ORDER BY {quote('seq')} DESC LIMIT %s) recent"
+    )
+    params = [
+        conversation.user_id,
+        conversation_field.target_field.get_db_prep_value(conversation.pk, connection),
+        before_seq, n_recent,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    pinned = frozenset(text for kind, text, _ in rows if kind == 0)
+    recent = [text for kind, text, _ in sorted((r for r in rows if r[0] == 1), key=lambda r: -r[2])]
+    return pinned, recent

@@ -202,7 +202,7 @@ class MemoryRecordAdmin(SupportAdmin):
 class KeyDefinitionForm(forms.ModelForm):
     class Meta:
         model = KeyDefinition
-        fields = ("key", "cardinality", "label", "template")
+        fields = ("key", "cardinality", "label", "template", "pinned")
 
     def clean_key(self):
         key = self.cleaned_data["key"]
@@ -234,7 +234,7 @@ class KeyDefinitionForm(forms.ModelForm):
 @admin.register(KeyDefinition)
 class KeyDefinitionAdmin(SupportAdmin):
     form = KeyDefinitionForm
-    list_display = ("key", "label", "cardinality", "in_use")
+    list_display = ("key", "label", "cardinality", "pinned", "in_use")
     list_filter = ("cardinality",)
     search_fields = ("key", "label")
 

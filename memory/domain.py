@@ -38,6 +38,9 @@ REASON_UNSUPPORTED = "unsupported"
 REASON_LOW_CONFIDENCE = "low-confidence"
 REASON_SHADOWED = "shadowed"
 REASON_BUDGET = "budget"
+REASON_MEMORY_OFF = "memory-off"  # I8: the user switched `use` off
+# I8: a write blocked because the user switched `learn` off (an outcome reason, not a resolver one).
+REASON_PAUSED = "paused"
 
 # Bumped whenever a change to the resolver or projection could change a result.
 RESOLVER_VERSION = "resolver-2026.11.1"

@@ -35,6 +35,10 @@ class KeyDefinition(models.Model):
         help_text="A sentence for the pages with {value} once, e.g. “Your basil plant is called {value}”. "
                   "Leave blank to show the label and the value apart.",
     )
+    pinned = models.BooleanField(
+        default=False,
+        help_text="I6: memories of a pinned key enter a plan ordered by relevance before any other.",
+    )
 
     class Meta:
         ordering = ["key"]
@@ -47,14 +51,32 @@ class KeyDefinition(models.Model):
         return self.key
 
 
+SETTINGS_CHANGED_BY = ("user", "api", "support")
+
+
 class MemoryProfile(models.Model):
-    """Per-user memory state: the random secret that keys value hashes (F1), and the time
-    zone the pages show times in (blank: the product's, `settings.TIME_ZONE`). It is the
-    user's data, exported with it and deleted with it."""
+    """Per-user memory state: the random secret that keys value hashes (F1); the user's two
+    memory switches (I8): `learn` (new memories may be learned from messages) and `use`
+    (memories may enter prompts), both on by default, with who changed them last and when; and
+    the time zone the pages show times in (blank: the product's, `settings.TIME_ZONE`). It is
+    the user's data, exported with it and deleted with it. A user without a profile has both
+    switches on."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_profile")
     secret = models.CharField(max_length=64, default=secrets.token_hex, editable=False)
+    learn = models.BooleanField(default=True)
+    use = models.BooleanField(default=True)
+    settings_changed_at = models.DateTimeField(null=True, blank=True)
+    settings_changed_by = models.CharField(max_length=8, choices=_choices(SETTINGS_CHANGED_BY), blank=True, default="")
     time_zone = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(settings_changed_by__in=("", *SETTINGS_CHANGED_BY)),
+                name="memory_profile_changed_by_valid",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"memory profile of user {self.user_id}"

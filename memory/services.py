@@ -28,6 +28,7 @@ from . import resolver
 from .domain import (
     AUTHORITIES,
     AUTHORITY_RANK,
+    REASON_PAUSED,
     SCOPE_KINDS,
     VALUE_MAX,
     Scope,
@@ -44,6 +45,7 @@ from .domain import (
 )
 from .models import (
     FORGOTTEN_BY,
+    SETTINGS_CHANGED_BY,
     IdempotencyRecord,
     MemoryProfile,
     MemoryRecord,
@@ -52,6 +54,10 @@ from .models import (
     Tombstone,
 )
 from .selectors import memory_get, records_to_domain, registry, tombstones_of
+from .switches import MemorySettings, memory_settings_of, settings_of_profile
+
+# I8: the authorities of what the companion learns by itself; `learn` off blocks them.
+LEARNED_AUTHORITIES = frozenset({"model-inferred", "rule-extracted"})
 
 log = logging.getLogger("companion.memory")
 
@@ -151,8 +157,13 @@ def memory_assert(
     supersedes: str | None = None,
     idempotency_key: str | None = None,
 ) -> AssertResult:
-    """Write a memory: W1 validate, W2 idempotency, W3 tombstones, W4 retractions, W5
-    unchanged values, W6 store (with W7 authority, W8 versions, W9 out-of-order writes)."""
+    """Write a memory: W1 validate, W2 idempotency, I8 the `learn` switch, W3 tombstones, W4
+    retractions, W5 unchanged values, W6 store (with W7 authority, W8 versions, W9
+    out-of-order writes).
+
+    I8: while the user's `learn` switch is off, a `model-inferred` or `rule-extracted` write
+    stores nothing (outcome `blocked`, reason `paused`, like W3); the user's own authorities
+    still write. The switch is read from the profile row the write lock takes anyway."""
     # W1: everything that can be checked without the lock, so bad input stores nothing.
     if not isinstance(key, str) or not valid_key(key):
         raise ValidationError(
@@ -208,11 +219,15 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
             record = _domain(previous.record, user.username) if previous.record_id else None
             return AssertResult("replayed", record, previous.reason or None, {"original_outcome": previous.outcome})
 
-    result = _assert_core(
-        user=user, key=key, value=value, scope=scope, scope_fields=scope_fields,
-        authority=authority, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
-        messages=messages, supersedes=supersedes, secret=secret, now=now,
-    )
+    if authority in LEARNED_AUTHORITIES and not profile.learn:
+        result = AssertResult("blocked", None, REASON_PAUSED)
+    else:
+        result = _assert_core(
+            user=user, key=key, value=value, scope=scope, scope_fields=scope_fields,
+            authority=authority, confidence=confidence, valid_from=valid_from,
+            valid_until=valid_until, messages=messages, supersedes=supersedes, secret=secret,
+            now=now,
+        )
     if idempotency_key is not None:
         IdempotencyRecord.objects.create(
             user=user, key=idempotency_key, payload_hmac=payload_hmac, outcome=result.outcome,
@@ -651,6 +666,9 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
         source_message = Message.objects.filter(user=user, pk=source).first()
         if source_message is None:
             raise ValidationError("Unknown message for this user.", field="source")
+    # I8: with `learn` off nothing is extracted at all (corrections included).
+    if not memory_settings_of(user).learn:
+        return []
     sources = [str(source_message.pk)] if source_message is not None else []
     results: list[AssertResult] = []
     for found in extract(text, last_named_key=last_named_key(user)):
@@ -675,6 +693,35 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
                 authority="user-corrected", sources=sources, supersedes=target.id,
             ))
     return results
+
+
+def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,
+                        use: bool | None = None) -> MemorySettings:
+    """I8: switch learning and/or memory use on or off for `user` (`None` leaves a switch as
+    it is). A change records when (database clock) and through what (`user` on the pages,
+    `api`, `support`) for support to see; setting a switch to the value it has changes
+    nothing and records nothing. Neither switch deletes anything."""
+    if changed_by not in SETTINGS_CHANGED_BY:
+        raise ValidationError("Unknown origin of the change.", field="changed_by")
+    for name, value in (("learn", learn), ("use", use)):
+        if value is not None and not isinstance(value, bool):
+            raise ValidationError("Must be true or false.", field=name)
+    with transaction.atomic():
+        profile = lock_profile(user)
+        wanted = {"learn": learn, "use": use}
+        changed = [name for name, value in wanted.items()
+                   if value is not None and getattr(profile, name) != value]
+        if changed:
+            for name in changed:
+                setattr(profile, name, wanted[name])
+            profile.settings_changed_at = db_now()
+            profile.settings_changed_by = changed_by
+            profile.save(update_fields=[*changed, "settings_changed_at", "settings_changed_by"])
+            log.info("memory_settings_set user_id=%s learn=%s use=%s changed_by=%s",
+                     user.pk, profile.learn, profile.use, changed_by)
+    # Later reads in this request see the new switches.
+    user.memory_profile = profile
+    return settings_of_profile(profile)
 
 
 def memory_forget_all(*, user) -> list[Tombstone]:

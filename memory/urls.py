@@ -14,6 +14,7 @@ api = [
     path("memory/history", api.MemoryHistoryApi.as_view(), name="history"),
     path("memory/remember", api.MemoryRememberApi.as_view(), name="remember"),
     path("memory/ask", api.MemoryAskApi.as_view(), name="ask"),
+    path("users/<str:user_ref>/memory-settings", api.MemorySettingsApi.as_view(), name="memory-settings"),
     path("tombstones", api.TombstoneListApi.as_view(), name="tombstones"),
     path("tombstones/<uuid:tombstone_id>", api.TombstoneDetailApi.as_view(), name="tombstone"),
 ]

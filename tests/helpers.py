@@ -17,6 +17,7 @@ def reseed_catalog() -> None:
     from django.apps import apps
 
     import_module("memory.migrations.0002_seed_keys").seed(apps, None)
+    import_module("memory.migrations.0007_pin_preferred_name").seed(apps, None)
     import_module("policy.migrations.0002_seed_capabilities").seed(apps, None)
     # The Support group: permissions themselves come back with the flush's post_migrate.
     try:
