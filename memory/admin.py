@@ -5,8 +5,9 @@ their only writers (DESIGN habit 2). Support changes memory only through the act
 (forget on the user's behalf, retract, normalise statuses), each asking for a reason that
 `support.services` logs. Values are private: masked without `view_private_text`, logged when shown.
 The key registry is catalog data and stays editable, but a key's cardinality cannot change once
-records use it (SPEC §0). `MemoryProfile` is not registered: it holds the secret that keys the
-value hashes.
+records use it (SPEC §0). `MemoryProfile` is shown as the user's memory settings — the I8
+switches with who changed them and when, and the time zone — read-only, and never its secret
+(the key of the value hashes).
 """
 
 from django import forms
@@ -23,6 +24,7 @@ from .domain import valid_key
 from .models import (
     IdempotencyRecord,
     KeyDefinition,
+    MemoryProfile,
     MemoryRecord,
     MemorySource,
     SlotRetraction,
@@ -298,18 +300,36 @@ class TombstoneAdmin(SupportAdmin):
     hash, useless to read and not for copying around)."""
 
     read_only = True
-    list_display = ("key", "user_ref", "scope_id", "value_level", "forgotten_at", "blocks_sources_before")
-    list_filter = (ValueLevelFilter, EverywhereFilter)
+    list_display = ("key", "user_ref", "scope_id", "value_level", "forgotten_by", "forgotten_at",
+                    "blocks_sources_before")
+    list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
     search_fields = ("user__username", "key")
     uuid_search_fields = ("id",)
     list_select_related = ("user",)
     date_hierarchy = "forgotten_at"
-    fields = ("id", "user_ref", "key", "scope_id", "value_level", "forgotten_at", "blocks_sources_before")
+    fields = ("id", "user_ref", "key", "scope_id", "value_level", "forgotten_by", "forgotten_at",
+              "blocks_sources_before")
     readonly_fields = fields
 
     @admin.display(description="one value only", boolean=True)
     def value_level(self, obj):
         return obj.value_hash is not None
+
+
+@admin.register(MemoryProfile)
+class MemorySettingsAdmin(SupportAdmin):
+    """I8: whether the companion learns from a user's messages and uses their memories in
+    conversations, who changed that last (the user on the pages, the API, support) and when.
+    The switches change only through `memory_settings_set` (the pages and the API); the
+    profile's secret is never shown."""
+
+    read_only = True
+    list_display = ("user_ref", "learn", "use", "settings_changed_by", "settings_changed_at", "time_zone")
+    list_filter = ("learn", "use", "settings_changed_by")
+    search_fields = ("user__username",)
+    list_select_related = ("user",)
+    fields = ("user_ref", "learn", "use", "settings_changed_by", "settings_changed_at", "time_zone")
+    readonly_fields = fields
 
 
 @admin.register(SlotRetraction)

@@ -56,3 +56,20 @@ class ForgetForm(forms.Form):
         super().__init__(*args, **kwargs)
         if not many:
             del self.fields["whole_key"]
+
+
+class MemorySwitchesForm(forms.Form):
+    """I8: the two memory switches, as the memories page offers them. An unticked box is
+    "off" (a browser does not send it); `switches` tells this form's posts from others."""
+
+    switches = forms.CharField(widget=forms.HiddenInput, initial="1")
+    learn = forms.BooleanField(
+        label="Learn from my messages", required=False,
+        help_text="When this is off, the companion notes nothing new from what you say. What it "
+                  "already remembers stays, and you can still confirm and correct it here.",
+    )
+    use = forms.BooleanField(
+        label="Use memories in conversations", required=False,
+        help_text="When this is off, the companion brings none of these memories into a "
+                  "conversation. Nothing is deleted: everything stays here as it is.",
+    )

@@ -1,5 +1,6 @@
 """Pages show times in the signed-in user's time zone (the memory profile's `time_zone`),
-else in the product's (`settings.TIME_ZONE`). One primary-key read per signed-in page request,
+else in the product's (`settings.TIME_ZONE`). One read of the profile per signed-in page request
+(kept on `request.user` for the page's other uses of it),
 so a change made anywhere (the "Your data" page, an import) applies at the next page; the API
 (Bearer tokens, no session) never pays for it and keeps answering in UTC (SPEC §0)."""
 
@@ -20,7 +21,11 @@ class UserTimeZoneMiddleware:
         request.time_zone_chosen = False
         user = getattr(request, "user", None)
         if user is not None and not request.path.startswith("/api/") and user.is_authenticated:
-            name = MemoryProfile.objects.filter(user=user).values_list("time_zone", flat=True).first()
+            # The whole profile, kept on the user: the pages' memory switches (I8) read it too.
+            profile = MemoryProfile.objects.filter(user=user).first()
+            if profile is not None:
+                user.memory_profile = profile
+            name = profile.time_zone if profile is not None else ""
             if name:
                 try:
                     timezone.activate(zoneinfo.ZoneInfo(name))

@@ -71,6 +71,8 @@ class MemoryProfile(models.Model):
     time_zone = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
+        verbose_name = "memory settings"
+        verbose_name_plural = "memory settings"
         constraints = [
             models.CheckConstraint(
                 condition=Q(settings_changed_by__in=("", *SETTINGS_CHANGED_BY)),

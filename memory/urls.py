@@ -23,6 +23,7 @@ api = [
 pages = [
     path("", views.memory_list, name="list"),
     path("filter", views.memory_filter, name="filter"),
+    path("switches", views.memory_switches, name="switches"),
     path("forget-selected", views.memory_forget_selected, name="forget-selected"),
     path("no-longer-true/", views.no_longer_true_list, name="no-longer-true"),
     path("forgotten/", views.forgotten_list, name="forgotten"),

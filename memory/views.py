@@ -31,7 +31,7 @@ from config.pages import day, form_errors_from, next_url, private_page, when
 from . import services
 from .domain import SCOPE_NARROWNESS, USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
-from .forms import SEARCH_MAX, CorrectForm, ForgetForm, MemoryFilterForm
+from .forms import SEARCH_MAX, CorrectForm, ForgetForm, MemoryFilterForm, MemorySwitchesForm
 from .presentation import (
     CERTAINTY,
     SET_BY,
@@ -57,6 +57,7 @@ from .selectors import (
     remembered_now,
     slot_history,
 )
+from .switches import memory_settings_of
 
 PAGE_SIZE = 25
 SEARCH_SESSION_KEY = "memory_search"
@@ -97,6 +98,11 @@ def _pending(request) -> tuple[dict[str, list], list]:
         else:
             loose.append(message)
     return placed, loose
+
+
+def _switch_values(user) -> dict:
+    current = memory_settings_of(user)
+    return {"switches": "1", "learn": current.learn, "use": current.use}
 
 
 def _label(key: str) -> str:
@@ -298,9 +304,36 @@ def memory_list(request):
         "anything": bool(active),
         "no_longer_true": len(restorable),
         "loose_messages": loose,
+        "switches": MemorySwitchesForm(initial=_switch_values(request.user)),
+        "switch_notices": placed.get(SWITCHES_ANCHOR, []),
         "here": here_path,
         "here_query": urlencode({"next": here_path}),
     })
+
+
+SWITCHES_ANCHOR = "switches"
+
+
+@private_page
+@require_POST
+def memory_switches(request):
+    """I8 from the page: learning and memory use on or off, recorded as the user's change.
+    Nothing is deleted either way."""
+    form = MemorySwitchesForm(request.POST)
+    if not form.is_valid():
+        _notify(request, messages.ERROR, "Those switches could not be read; nothing changed.", SWITCHES_ANCHOR)
+        return _back(request, SWITCHES_ANCHOR)
+    before = memory_settings_of(request.user)
+    after = services.memory_settings_set(user=request.user, changed_by="user",
+                                         learn=form.cleaned_data["learn"], use=form.cleaned_data["use"])
+    if after == before:
+        _notify(request, messages.INFO, "Nothing changed.", SWITCHES_ANCHOR)
+    else:
+        learning = "learns from your messages" if after.learn else "learns nothing new from your messages"
+        using = "uses these memories in conversations" if after.use else "uses none of these memories in conversations"
+        _notify(request, messages.SUCCESS, f"Saved: the companion {learning} and {using}. Nothing was deleted.",
+                SWITCHES_ANCHOR)
+    return _back(request, SWITCHES_ANCHOR)
 
 
 @private_page

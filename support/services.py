@@ -56,6 +56,7 @@ SUPPORT_GROUP = "Support"
 SUPPORT_GROUP_PERMISSIONS = (
     ("auth", "view_user"),
     ("memory", "view_memoryrecord"),
+    ("memory", "view_memoryprofile"),
     ("memory", "view_keydefinition"),
     ("memory", "view_tombstone"),
     ("memory", "view_slotretraction"),

@@ -44,7 +44,7 @@ GET_PAGES = [
     "data:index", "data:export", "data:forget-everything", "data:delete-account",
 ]
 POST_ONLY = ["memory:confirm", "memory:retract", "memory:restore", "memory:learn-again", "memory:filter",
-             "memory:forget-selected", "data:time-zone", "policy:set", "policy:revoke"]
+             "memory:forget-selected", "data:time-zone", "memory:switches", "policy:set", "policy:revoke"]
 
 
 def url(name, objects):
