@@ -352,6 +352,28 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
 # The Support group
 
 
+def support_staff_put(*, username: str, password: str, private_text: bool = False):
+    """A support staff member: a staff account (not a superuser) in the Support group, with
+    `view_private_text` only when asked for. Creates the account or updates its password,
+    group and that permission."""
+    from django.contrib.auth.models import Permission
+
+    User = get_user_model()
+    with transaction.atomic():
+        user, _ = User.objects.get_or_create(username=username)
+        user.is_staff, user.is_active = True, True
+        user.set_password(password)
+        user.save()
+        user.groups.add(support_group_ensure())
+        app_label, codename = PRIVATE_TEXT_PERMISSION.split(".")
+        permission = Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        if private_text:
+            user.user_permissions.add(permission)
+        else:
+            user.user_permissions.remove(permission)
+    return user
+
+
 def support_group_ensure():
     """Create or complete the "Support" group (the data migration does this once; a flushed
     test database or a new deployment step can call it again). Idempotent."""
