@@ -212,9 +212,9 @@ def test_after_saving_the_card_keeps_where_and_the_choice_as_chosen(page, sam, c
 
 def test_the_demos_own_conversation_choice_shows_on_its_card(client, db):
     """The demo answers "playful tone? allow, for this conversation" (D8): its card says so."""
-    from conversations.demo import build
-
     from django.contrib.auth import get_user_model
+
+    from conversations.demo import build
 
     build(username="demo", password="demo password 1")
     client.force_login(get_user_model().objects.get(username="demo"))
