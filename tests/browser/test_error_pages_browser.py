@@ -58,3 +58,18 @@ def test_the_500_page_is_styled_and_shows_the_request_id(page, readme_server, lo
     expect(page.get_by_role("heading", level=1)).to_have_text("Something went wrong on our side")
     expect(page.locator(".request-id")).to_have_text("7d9c2a4e-1b3f-4c5d-8e6f-0a1b2c3d4e5f")
     look(page, "error-500")
+
+
+def test_too_many_wrong_passwords_is_a_styled_page(page, readme_server, look, width):
+    """django-axes locks a username and address after five failures: the page that says so is
+    one of ours too."""
+    username = f"nobody-{width}"
+    page.goto(readme_server.url + "/login/")
+    for _ in range(5):
+        page.get_by_label("Username").fill(username)
+        page.get_by_label("Password").fill("not the password")
+        page.get_by_role("button", name="Sign in").click()
+        if page.get_by_role("heading", name="Too many sign-in attempts").count():
+            break
+    expect(page.get_by_role("heading", level=1)).to_have_text("Too many sign-in attempts")
+    look(page, "error-locked-out")

@@ -192,6 +192,8 @@ def test_a_choice_for_one_conversation_shows_on_the_characters_card(page, sam, c
 
 
 def test_after_saving_the_card_keeps_where_and_the_choice_as_chosen(page, sam, conv):
+    """SPEC §6: the place and the effect just saved stay selected on their card, which the
+    redirect brings into view."""
     r = page.post("/boundaries/set", {"capability": "media.image", "effect": "deny", "section": "captain-rowan",
                                       "where": f"conversation:{conv.pk}"})
     assert r.status_code == 302
@@ -249,6 +251,7 @@ def test_each_place_on_a_card_is_what_the_runtime_is_told_there(page, api, sam, 
 
 
 def test_your_choices_come_first(page, sam, conv):
+    """The user's own rules (SPEC §6, source explicit-user) are the first thing on the page."""
     rule_create(user=sam, capability="media.image", effect="deny", source="explicit-user", scope={"kind": "global"})
     html = page.get("/boundaries/").content.decode()
     assert html.index('id="yours-title"') < html.index('id="section-everywhere"') < html.index(
@@ -256,6 +259,8 @@ def test_your_choices_come_first(page, sam, conv):
 
 
 def test_a_refused_choice_reopens_its_card_and_the_errors_point_into_it(page, sam, conv, alex_conv):
+    """SPEC §0: another user's conversation is not a place; nothing is stored, and the error
+    summary links to the field in the card the form came from."""
     r = page.post("/boundaries/set", {"capability": "media.image", "effect": "deny", "section": "captain-rowan",
                                       "where": f"conversation:{alex_conv.pk}"})
     assert r.status_code == 200
@@ -273,6 +278,7 @@ def test_a_refused_choice_reopens_its_card_and_the_errors_point_into_it(page, sa
     "?section=captain-rowan&capability=media.image&where=galaxy",
 ])
 def test_the_card_to_reopen_is_read_from_the_address_without_ever_failing(page, conv, query):
+    """Never a 500 for bad input: an address naming no card reopens none."""
     r = page.get("/boundaries/" + query)
     assert r.status_code == 200
     images = card(r, "With Captain Rowan", "media.image")

@@ -53,6 +53,7 @@ def test_another_users_object_is_the_styled_404(page, alex_conv):
 
 
 def test_the_api_keeps_problem_json_for_an_unknown_path(client, db):
+    """SPEC §10: every API error is an RFC 9457 problem with a stable code."""
     assert_problem(client.get("/api/v1/no-such-thing"), 404, "not_found")
 
 
