@@ -165,6 +165,7 @@ class TurnAdmin(SupportAdmin):
     @admin.display(description="why did the companion say that?")
     def explain_this(self, obj):
         return explain_turn_link(obj.pk, "Explain this turn: its conversation, scene and plan time")
+
     @admin.display(description="conversation")
     def conversation_ref(self, obj):
         return conversation_link(obj.conversation_id)
@@ -208,7 +209,8 @@ class MessageAdmin(SupportAdmin):
 
     def get_queryset(self, request):
         # The message's turn (it made the turn, or it is the turn's reply), in the same query.
-        turn = Turn.objects.filter(Q(user_message=OuterRef("pk")) | Q(reply_message=OuterRef("pk"))).values("pk")[:1]
+        turn = (Turn.objects.filter(user=OuterRef("user"))
+                .filter(Q(user_message=OuterRef("pk")) | Q(reply_message=OuterRef("pk"))).values("pk")[:1])
         return super().get_queryset(request).annotate(_turn=Subquery(turn))
 
     @admin.display(description="explain")

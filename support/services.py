@@ -10,8 +10,10 @@ a future support API) without a request.
   object with the reason the staff member gave (required). That table is the one place the
   reasons are kept; `detail` holds ids and counts only.
 - **Explain** runs the resolver and the projection (`ContextResolution`) and the pure policy
-  engine (`engine.explain`) for a context. It writes nothing: unlike `decision_make`, it does
-  not add decision-log rows (D10 logs decisions the runtime acted on, not a support look-up).
+  engine (`engine.explain`) for a context, with every reason also in words (`support.words`,
+  naming who acted from the support-action log). It writes nothing: unlike `decision_make`, it
+  does not add decision-log rows (D10 logs decisions the runtime acted on, not a support
+  look-up). `turn_plan` reads a turn's stored plan (SPEC §7) back into rows for the admin.
 """
 
 from __future__ import annotations

@@ -118,4 +118,3 @@ def explain_view(request):
         "media": form.media,
     }
     return TemplateResponse(request, "admin/support/explain.html", context)
-
