@@ -41,4 +41,4 @@ bench-smoke: install
 	$(BIN)/python -m bench --smoke
 
 clean:
-	rm -rf $(VENV) db.sqlite3*
+	rm -rf $(VENV) db.sqlite3* staticfiles
