@@ -3,6 +3,12 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
+# `make run` serves on HOST:PORT; DB=path/to/file.sqlite3 runs it on another SQLite file
+# (default: DATABASE_URL from the environment or .env, else db.sqlite3 next to manage.py).
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+DB     ?=
+RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB)))
 
 .PHONY: run test install lint bench bench-smoke clean
 
@@ -17,9 +23,10 @@ $(STAMP): $(BIN)/python requirements.lock pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py load_demo
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
+	$(RUN_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(RUN_ENV) $(BIN)/python manage.py load_demo --address http://$(HOST):$(PORT)
+	$(RUN_ENV) $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -34,4 +41,4 @@ bench-smoke: install
 	$(BIN)/python -m bench --smoke
 
 clean:
-	rm -rf $(VENV) db.sqlite3*
+	rm -rf $(VENV) db.sqlite3* staticfiles

@@ -9,11 +9,14 @@ service as `PUT /characters/{slug}`.
 
 from django import forms
 from django.contrib import admin
-from django.db.models import F
+from django.contrib.admin.utils import unquote
+from django.db.models import F, OuterRef, Q, Subquery
 from django.utils.html import format_html, format_html_join
 
+from memory.models import MemoryRecord
+from support import services as support
 from support.admin import SupportAdmin, count_of
-from support.display import admin_link, explain_url
+from support.display import admin_link, explain_turn_url, explain_url, plan_rows
 
 from .models import Character, Conversation, Message, Turn
 from .services import character_put
@@ -114,27 +117,54 @@ class ConversationAdmin(SupportAdmin):
         )
 
 
+def explain_turn_link(turn_id, text="Explain"):
+    """One click to the explain view for a turn's conversation, scene and plan time."""
+    if not turn_id:
+        return "-"
+    return format_html('<a href="{}" class="explain-turn">{}</a>', explain_turn_url(turn_id), text)
+
+
 @admin.register(Turn)
 class TurnAdmin(SupportAdmin):
-    """A turn keeps ids, outcomes and the last plan's ids and hash (never text, SPEC §7)."""
+    """A turn keeps ids, outcomes and the last plan's ids and hash (never text, SPEC §7). Its
+    page reads the plan back as tables of keys and labels (values only with
+    `view_private_text`, and then logged), and one click explains the turn."""
 
     read_only = True
+    change_form_template = "admin/support/turn_change_form.html"
     uuid_search_fields = ("id", "conversation_id", "user_message_id", "reply_message_id")
     list_display = ("turn_key", "user_ref", "conversation_ref", "scene", "status", "user_seq", "reply_seq",
-                    "planned", "created_at")
+                    "planned", "explain", "created_at")
     list_filter = ("status", ("plan_hash", admin.EmptyFieldListFilter))
     search_fields = ("user__username", "turn_key", "scene")
     search_help_text = "A username, turn key or scene, or a turn, conversation or message id."
     list_select_related = ("user",)
     date_hierarchy = "created_at"
     fields = ("id", "user_ref", "conversation_ref", "turn_key", "scene", "status", "user_message_ref",
-              "reply_message_ref", "created_at", "extracted", "plan_snapshot", "plan_hash")
+              "reply_message_ref", "created_at", "extracted", "plan_hash", "explain_this")
     readonly_fields = fields
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
             _user_seq=F("user_message__seq"), _reply_seq=F("reply_message__seq"),
         )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        turn = self.get_object(request, unquote(object_id))
+        if turn is not None and self.has_view_or_change_permission(request, turn):
+            plan = support.turn_plan(turn, reveal=self.private_allowed(request))
+            support.reveals_record(staff=request.user, view="change", objects=[
+                (MemoryRecord, record_id, turn.user_id) for record_id in plan.revealed])
+            extra_context = {**(extra_context or {}), "plan": plan, "plan_rows": plan_rows(plan)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description="explain")
+    def explain(self, obj):
+        return explain_turn_link(obj.pk)
+
+    @admin.display(description="why did the companion say that?")
+    def explain_this(self, obj):
+        return explain_turn_link(obj.pk, "Explain this turn: its conversation, scene and plan time")
 
     @admin.display(description="conversation")
     def conversation_ref(self, obj):
@@ -167,15 +197,25 @@ class MessageAdmin(SupportAdmin):
     private_fields = ("content",)
     private_search_fields = ("content",)
     uuid_search_fields = ("id", "conversation_id")
-    list_display = ("seq", "user_ref", "role", "content_preview", "conversation_ref", "created_at")
+    list_display = ("seq", "user_ref", "role", "content_preview", "conversation_ref", "explain", "created_at")
     list_filter = ("role",)
     search_fields = ("user__username",)
     search_help_text = "A username, or a message or conversation id."
     list_select_related = ("user",)
     date_hierarchy = "created_at"
     fields = ("id", "user_ref", "conversation_ref", "seq", "role", "created_at", "content_full",
-              "turn_ref", "memory_refs")
+              "turn_ref", "explain", "memory_refs")
     readonly_fields = fields
+
+    def get_queryset(self, request):
+        # The message's turn (it made the turn, or it is the turn's reply), in the same query.
+        turn = (Turn.objects.filter(user=OuterRef("user"))
+                .filter(Q(user_message=OuterRef("pk")) | Q(reply_message=OuterRef("pk"))).values("pk")[:1])
+        return super().get_queryset(request).annotate(_turn=Subquery(turn))
+
+    @admin.display(description="explain")
+    def explain(self, obj):
+        return explain_turn_link(getattr(obj, "_turn", None))
 
     @admin.display(description="conversation")
     def conversation_ref(self, obj):
@@ -191,8 +231,7 @@ class MessageAdmin(SupportAdmin):
 
     @admin.display(description="turn")
     def turn_ref(self, obj):
-        turn = (Turn.objects.filter(user_id=obj.user_id, user_message_id=obj.pk).values_list("pk", flat=True).first()
-                or Turn.objects.filter(user_id=obj.user_id, reply_message_id=obj.pk).values_list("pk", flat=True).first())
+        turn = getattr(obj, "_turn", None)
         return admin_link(Turn, turn) if turn else "-"
 
     @admin.display(description="memories derived from it")

@@ -17,7 +17,7 @@ from django.utils.html import format_html, format_html_join
 
 from support import services as support
 from support.admin import SupportAdmin, count_of, support_action
-from support.display import admin_link, explain_url
+from support.display import admin_link, explain_turn_url, explain_url
 from support.forms import ForgetForm
 
 from .domain import valid_key
@@ -54,7 +54,7 @@ class MemoryRecordAdmin(SupportAdmin):
     private_search_fields = ("value",)
     uuid_search_fields = ("id", "supersedes_id", "conversation_id")
     list_display = ("key", "user_ref", "value_preview", "scope_id", "status", "authority", "version",
-                    "valid_from", "valid_until", "n_sources")
+                    "valid_from", "valid_until", "n_sources", "explain")
     list_filter = ("status", "authority", "scope_kind", RetractedFilter)
     search_fields = ("user__username", "key")
     search_help_text = "A username or key (part of it), or a record, conversation or superseded id."
@@ -128,8 +128,9 @@ class MemoryRecordAdmin(SupportAdmin):
             ", ", "{} ({}, {})", ((admin_link(Tombstone, pk), scope, at.isoformat()) for pk, scope, at in rows)
         ) or "-"
 
-    @admin.display(description="explain")
-    def explain_link(self, obj):
+    def _explain_url(self, obj) -> str:
+        """The explain view for this record's key in its own scope (its conversation and
+        scene when it has them), now."""
         params = {"user": obj.user.get_username(), "keys": obj.key}
         if obj.scope_kind == "character":
             params["character"] = obj.scope_id.rsplit(":", 1)[1]
@@ -137,7 +138,25 @@ class MemoryRecordAdmin(SupportAdmin):
             params["conversation"] = str(obj.conversation_id)
         if obj.scene:
             params["scene"] = obj.scene
-        return format_html('<a href="{}">Explain this key in its scope</a>', explain_url(**params))
+        return explain_url(**params)
+
+    @admin.display(description="explain")
+    def explain(self, obj):
+        return format_html('<a href="{}" class="explain-memory">Explain</a>', self._explain_url(obj))
+
+    @admin.display(description="explain")
+    def explain_link(self, obj):
+        """Now, in the record's scope; and as at each turn that taught it (its source messages'
+        turns: their conversation, scene and plan time)."""
+        from conversations.models import Turn
+
+        links = [format_html('<a href="{}">Explain this key in its scope now</a>', self._explain_url(obj))]
+        sources = MemorySource.objects.filter(memory=obj).values_list("message_id", flat=True)
+        turns = Turn.objects.filter(user_id=obj.user_id, user_message_id__in=sources).order_by("created_at")
+        for turn_id, turn_key in turns.values_list("pk", "turn_key"):
+            links.append(format_html('<a href="{}" class="explain-turn">Explain turn {} that taught it</a>',
+                                     explain_turn_url(turn_id), turn_key))
+        return format_html_join(" · ", "{}", ((link,) for link in links))
 
     # --- actions ------------------------------------------------------------------------------
 

@@ -154,8 +154,9 @@ def rule_check_of_user(user, *, now: datetime) -> RuleCheck:
 class BoundaryOverview:
     """What the boundaries page shows, read in bulk: the capabilities, the user's own rules
     and the product defaults (as rows and as the pure core's rules), and the decisions D1–D6
-    for a character (or everywhere) at `now`. Nothing is logged: D10 logs the decisions the
-    runtime asks for, and showing a page is not one."""
+    for any place — everywhere, a character, one of its conversations or a scene in one — at
+    `now`. Nothing is logged: D10 logs the decisions the runtime asks for, and showing a page
+    is not one."""
 
     now: datetime
     capabilities: list[Capability]
@@ -167,12 +168,29 @@ class BoundaryOverview:
     def decide(self, capability: str, requested_by: str, *, user: str,
                character: str | None = None, conversation: str | None = None,
                scene: str | None = None) -> Decision:
+        """The engine's decision for that place, exactly as the runtime would get it there."""
         from .domain import DecisionRequest, PolicyContext
         from .engine import decide
 
         context = PolicyContext(user=user, now=self.now, character=character,
                                 conversation=conversation, scene=scene)
         return decide(DecisionRequest(capability, requested_by), list(self.rules.values()), context)
+
+    def narrower_places(self, capability: str, conversations: Iterable[str]) -> list[tuple[str, str | None]]:
+        """The places narrower than a character where one of the user's live choices for
+        `capability` exists, among `conversations` (ids): `(conversation, None)` for a choice
+        made for the conversation, `(conversation, scene)` for one made for a scene in it. The
+        page decides at each of them, so a choice that applies only there is shown where it
+        applies (D3: a narrower scope ranks higher within a source)."""
+        wanted = set(conversations)
+        places: set[tuple[str, str | None]] = set()
+        for rule in self.rules.values():
+            scope = rule.scope
+            if (rule.capability != capability or rule.is_default or scope.kind not in ("conversation", "scene")
+                    or scope.conversation not in wanted or rule.lapse(self.now) is not None):
+                continue
+            places.add((scope.conversation, scope.scene if scope.kind == "scene" else None))
+        return sorted(places, key=lambda place: (place[0], place[1] is not None, place[1] or ""))
 
 
 def boundary_overview(user, *, now: datetime) -> BoundaryOverview:

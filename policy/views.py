@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from config.clock import db_now
@@ -62,13 +64,20 @@ class Places:
                 characters.setdefault(rule.character.slug, rule.character)
         self.characters = sorted(characters.values(), key=lambda c: (c.name.casefold(), c.slug))
 
-    def conversation_words(self, conversation_id: str | None) -> str:
+    def conversation_title(self, conversation_id: str | None) -> str:
+        """A conversation as people name it: its title, or when it started."""
         conversation = self.conversations.get(conversation_id or "")
         if conversation is None:
             return "a conversation that was deleted"
         if conversation.title:
-            return f"“{conversation.title}” with {conversation.character.name}"
-        return f"your conversation with {conversation.character.name} of {day(conversation.created_at)}"
+            return f"“{conversation.title}”"
+        return f"your conversation of {day(conversation.created_at)}"
+
+    def conversation_words(self, conversation_id: str | None) -> str:
+        conversation = self.conversations.get(conversation_id or "")
+        if conversation is None:
+            return self.conversation_title(conversation_id)
+        return f"{self.conversation_title(conversation_id)} with {conversation.character.name}"
 
     def character_name(self, slug: str | None) -> str:
         return next((c.name for c in self.characters if c.slug == slug), slug or "a character")
@@ -83,6 +92,11 @@ class Places:
             return f"only in {self.conversation_words(scope.conversation)}"
         return f"only in the “{scope.scene}” scene of {self.conversation_words(scope.conversation)}"
 
+    def place_words(self, conversation_id: str, scene: str | None) -> str:
+        """A place on a character's card: "In “Rooftop greenhouse”", or a scene in it."""
+        title = self.conversation_title(conversation_id)
+        return f"In the “{scene}” scene of {title}" if scene is not None else f"In {title}"
+
     def choices(self, character: Character | None = None) -> list[tuple[str, str]]:
         """The "where" options: all of them (to validate), or one character's section's."""
         if character is None:
@@ -91,11 +105,20 @@ class Places:
             out += [(f"conversation:{pk}", f"only in {self.conversation_words(pk)}") for pk in self.conversations]
             return out
         out = [(f"character:{character.slug}", f"with {character.name}"), ("global", "everywhere")]
-        out += [
-            (f"conversation:{pk}", f"only in {self.conversation_words(pk)}")
+        out += [  # the section is the character's: its conversations need no "with …"
+            (f"conversation:{pk}", f"only in {self.conversation_title(pk)}")
             for pk, c in self.conversations.items() if c.character_id == character.pk
         ]
         return out
+
+    def context_of(self, where: str) -> dict:
+        """The decision context (character, conversation) of a "where" option."""
+        kind, _, ref = where.partition(":")
+        if kind == "character":
+            return {"character": ref}
+        if kind == "conversation" and ref in self.conversations:
+            return {"character": self.conversations[ref].character.slug, "conversation": ref}
+        return {}
 
 
 def rule_words(rule: Rule, places: Places, *, lower: bool = False) -> str:
@@ -107,9 +130,12 @@ def rule_words(rule: Rule, places: Places, *, lower: bool = False) -> str:
     return words
 
 
-def why_words(decision, rules_by_id: dict[str, Rule], places: Places) -> str:
-    """The reason for a decision in words ("you decided", "product default")."""
+def why_words(decision, rules_by_id: dict[str, Rule], places: Places, *, elsewhere: bool = False) -> str:
+    """The reason for a decision in words ("you decided", "product default"). `elsewhere`: the
+    place is what remains of a character once narrower choices are set apart."""
     if decision.reason == REASON_NO_APPLICABLE_RULE:
+        if elsewhere:
+            return "No choice of yours covers the rest, so the companion asks you first."
         return "You have not chosen yet, so the companion asks you first."
     if decision.reason == REASON_CONFLICTING_RULES:
         return "Choices that rank the same disagree here, so the companion asks you first."
@@ -122,45 +148,92 @@ def why_words(decision, rules_by_id: dict[str, Rule], places: Places) -> str:
 
 
 @dataclass(frozen=True)
-class CapabilityRow:
-    fid: str  # a unique id prefix for the row's form fields
-    name: str
-    title: str
-    question: str
+class Applies:
+    """One place on a capability's card and what the companion may do there."""
+
+    where: str
     effect: str
     decision: str
     why: str
 
 
+@dataclass(frozen=True)
+class CapabilityRow:
+    fid: str  # a unique id prefix for the row's form fields
+    name: str
+    title: str
+    question: str
+    effect: str  # the section's own place: everywhere, or the character in general
+    decision: str
+    why: str
+    applies: tuple[Applies, ...]  # that place first, then each narrower place with a choice
+    where: str  # the "Where" option the form shows
+    choice: str  # the effect the form shows
+    open: bool  # the form starts open: just saved from it, or it came back with errors
+
+
+def field_id(section_key: str, capability: str) -> str:
+    return f"{section_key}-{capability}".replace(".", "-")
+
+
 def _page(request, *, error_form: BoundaryForm | None = None):
     user = request.user
     overview = boundary_overview(user, now=db_now())
-    now, capabilities, rules_by_id = overview.now, overview.capabilities, overview.rules
-    domain_rules = list(rules_by_id.values())
+    rules_by_id = overview.rules
     places = Places(list(conversations_of(user)), overview.own)
+    order = {pk: i for i, pk in enumerate(places.conversations)}  # newest conversation first
+    # The card the form was last sent from keeps what was chosen in it: after a save the
+    # redirect names it (?section=&capability=&where=), after an error the posted form does.
+    asked = request.POST if error_form is not None else request.GET
+    asked_section, asked_capability, asked_where, asked_effect = (
+        str(asked.get(name, "")) for name in ("section", "capability", "where", "effect"))
+
+    def decide(capability: str, **where):
+        return overview.decide(capability, REQUESTER, user=user.username, **where)
 
     def section(character: Character | None) -> dict:
+        key = character.slug if character else "everywhere"
+        options = places.choices(character) if character else [("global", "everywhere")]
+        mine = [pk for pk, c in places.conversations.items() if character is not None and c.character_id == character.pk]
         rows = []
-        for capability in capabilities:
-            decision = overview.decide(capability.name, REQUESTER, user=user.username,
-                                       character=character.slug if character else None)
+        for capability in overview.capabilities:
+            name = capability.name
+            general = decide(name, character=character.slug if character else None)
+            narrower = sorted(overview.narrower_places(name, mine), key=lambda p: (order[p[0]], p[1] or ""))
+            if character is None:
+                here = "Everywhere"
+            else:
+                here = f"{'Elsewhere with' if narrower else 'With'} {character.name}"
+            applies = [Applies(here, general.effect, DECISION_WORDS[general.effect],
+                               why_words(general, rules_by_id, places, elsewhere=bool(narrower)))]
+            for conversation, scene in narrower:
+                decision = decide(name, character=character.slug, conversation=conversation, scene=scene)
+                applies.append(Applies(places.place_words(conversation, scene), decision.effect,
+                                       DECISION_WORDS[decision.effect], why_words(decision, rules_by_id, places)))
+            asked_here = asked_section == key and asked_capability == name
+            where = asked_where if asked_here and asked_where in dict(options) else options[0][0]
+            if asked_here and error_form is not None and asked_effect in EFFECT_WORDS:
+                choice = asked_effect
+            else:
+                choice = decide(name, **places.context_of(where)).effect
             rows.append(CapabilityRow(
-                fid=f"{character.slug if character else 'everywhere'}-{capability.name}".replace(".", "-"),
-                name=capability.name, title=capability_name(capability.name), question=capability.question,
-                effect=decision.effect, decision=DECISION_WORDS[decision.effect],
-                why=why_words(decision, rules_by_id, places),
+                fid=field_id(key, name), name=name, title=capability_name(name), question=capability.question,
+                effect=general.effect, decision=DECISION_WORDS[general.effect],
+                why=applies[0].why, applies=tuple(applies), where=where, choice=choice,
+                open=asked_here,
             ))
         return {
             "character": character,
-            "key": character.slug if character else "everywhere",
+            "key": key,
             "title": f"With {character.name}" if character else "Everywhere",
             "rows": rows,
-            "places": places.choices(character) if character else [("global", "everywhere")],
+            "places": options,
         }
 
     sections = [section(None)] + [section(c) for c in places.characters]
+    now = overview.now
     live = sorted(
-        (r for r in domain_rules if r.user is not None and r.lapse(now) is None),
+        (r for r in rules_by_id.values() if r.user is not None and r.lapse(now) is None),
         key=lambda r: (capability_name(r.capability).casefold(), r.scope.rank, r.id),
     )
     yours = [
@@ -201,14 +274,20 @@ def boundaries(request):
 @private_page
 @require_POST
 def boundary_set_view(request):
-    """Set always allow / always ask / never for a capability at a chosen place."""
+    """Set always allow / always ask / never for a capability at a chosen place. Back on the
+    page, the card it was sent from is in view and open, showing the place just chosen."""
     user = request.user
     places = Places(list(conversations_of(user)), list(rule_list(user=user)))
     all_places = places.choices()
+    sections = {"everywhere", *(c.slug for c in places.characters)}
+    section = request.POST.get("section", "")
+    section = section if section in sections else ""
+    capability = request.POST.get("capability", "")
     form = BoundaryForm(
         request.POST,
         capabilities=[(c.name, capability_name(c.name)) for c in capability_list()],
         places=all_places,
+        auto_id=f"%s-{field_id(section, capability)}" if section else "id_%s",
     )
     if form.is_valid():
         try:
@@ -231,7 +310,12 @@ def boundary_set_view(request):
                 messages.info(request, f"{what} was already set to “{choice}” {where}.")
             else:
                 messages.success(request, f"Saved: {what} — {choice}, {where}.")
-            return redirect(next_url(request, "policy:boundaries"))
+            url = reverse("policy:boundaries")
+            if section:
+                query = urlencode({"section": section, "capability": form.cleaned_data["capability"],
+                                   "where": form.cleaned_data["where"]})
+                url += f"?{query}#card-{field_id(section, form.cleaned_data['capability'])}"
+            return redirect(url)
     return _page(request, error_form=form)
 
 

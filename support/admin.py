@@ -40,7 +40,7 @@ from . import services as support
 from .display import admin_link, masked
 from .forms import ReasonForm
 from .models import PrivateTextAccess, SupportAction
-from .views import explain_view
+from .views import explain_turn_view, explain_view
 
 # Lookup parts that reach private text, from any model: refused without the permission.
 PRIVATE_LOOKUP_PARTS = frozenset({"value", "content", "title"})
@@ -359,6 +359,8 @@ def _with_support_urls(get_urls):
     def get_urls_with_support():
         return [
             path("support/explain/", admin.site.admin_view(explain_view), name="support_explain"),
+            path("support/explain/turn/<uuid:turn_id>/", admin.site.admin_view(explain_turn_view),
+                 name="support_explain_turn"),
         ] + get_urls()
 
     get_urls_with_support.support_urls = True

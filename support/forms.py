@@ -49,6 +49,7 @@ class ExplainForm(forms.Form):
         help_text="Valid time, UTC (2026-08-05T12:00:00Z). Empty: now, by the database clock.",
     )
     keys = forms.CharField(required=False, help_text="Only these keys (comma-separated). Empty: every key.")
+    turn = forms.UUIDField(required=False, help_text="A turn of this user: its stored prompt plan is shown too.")
     capabilities = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, help_text="Empty: every capability.",
     )

@@ -10,8 +10,10 @@ a future support API) without a request.
   object with the reason the staff member gave (required). That table is the one place the
   reasons are kept; `detail` holds ids and counts only.
 - **Explain** runs the resolver and the projection (`ContextResolution`) and the pure policy
-  engine (`engine.explain`) for a context. It writes nothing: unlike `decision_make`, it does
-  not add decision-log rows (D10 logs decisions the runtime acted on, not a support look-up).
+  engine (`engine.explain`) for a context, with every reason also in words (`support.words`,
+  naming who acted from the support-action log). It writes nothing: unlike `decision_make`, it
+  does not add decision-log rows (D10 logs decisions the runtime acted on, not a support
+  look-up). `turn_plan` reads a turn's stored plan (SPEC §7) back into rows for the admin.
 """
 
 from __future__ import annotations
@@ -27,16 +29,18 @@ from django.db import transaction
 
 from config.clock import db_now
 from config.errors import DomainError, ValidationError
+from conversations.models import Message
 from conversations.selectors import load_context
 from memory.models import MemoryRecord
-from memory.selectors import ContextResolution
+from memory.selectors import ContextResolution, registry
 from memory.services import memory_forget, memory_normalise, memory_retract
 from policy import engine
 from policy.domain import DecisionRequest
-from policy.models import PolicyRule
+from policy.models import DecisionLog, PolicyRule
 from policy.selectors import capabilities_by_name, policy_version_of, rules_for_explain
 from policy.services import policy_context, rule_revoke
 
+from . import words
 from .models import PrivateTextAccess, SupportAction
 
 PRIVATE_TEXT_PERMISSION = "support.view_private_text"
@@ -260,14 +264,18 @@ def support_rule_revoke(*, staff, rule_ids: Sequence, reason: str) -> list[Actio
 
 @dataclass
 class RecordExplained:
-    """One candidate record: what the resolver (R1–R6, R8) and the projection (P1–P3) said.
-    `record.value` is private: the caller decides whether to show it."""
+    """One candidate record: what the resolver (R1–R6, R8) and the projection (P1–P3) said,
+    as codes and in words (`support.words`). `record.value` is private: the caller decides
+    whether to show it."""
 
     record: object  # memory.domain.MemoryRecord
     step: str
     reason: str
     detail: str
     prompt: str  # certainty when projected, the P-reason when left out, "" when not active
+    words: str = ""  # the resolver's reason in a sentence
+    prompt_words: str = ""
+    label: str = ""  # the key's label (the registry's, or one made from the key)
 
 
 @dataclass
@@ -276,7 +284,8 @@ class CapabilityExplained:
     effect: str
     reason: str
     rule_ids: tuple[str, ...]
-    rules: list[dict]  # {"id", "reason", "detail", "effect", "source", "scope", "user"}
+    rules: list[dict]  # {"id", "reason", "detail", "words", "effect", "source", "scope", "user"}
+    words: str = ""  # the decision's reason in words
 
 
 @dataclass
@@ -298,6 +307,15 @@ class ExplainResult:
         return [r for r in self.records if r.step != "active"]
 
 
+def support_actors(user) -> words.Actors:
+    """What support did for `user` (forgets, retractions, rule revocations that were done), so
+    reasons can say who acted. One query."""
+    rows = SupportAction.objects.filter(
+        subject=user, outcome="done", action__in=("forget", "retract", "revoke-rule"),
+    ).values_list("action", "object_id", "detail")
+    return words.Actors.from_log(rows)
+
+
 def support_explain(*, user: str, character: str | None = None, conversation: str | None = None,
                     scene: str | None = None, now: datetime | None = None,
                     capabilities: Sequence[str] = (), requested_by: str = "assistant",
@@ -311,13 +329,21 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
     resolution, projection = resolved.resolution, resolved.projection
     projected = {p.record.id: p.certainty for p in projection.prompt}
     left_out = {e.id: e.reason for e in projection.excluded}
+    actors = support_actors(ctx.user)
+    candidates = {record.id: record for record in resolved.records}
+    tombstones = {t.id: (t.forgotten_at, t.scope_id) for t in resolved.tombstones}
     records = []
     for record in sorted(resolved.records, key=lambda r: (r.key, r.scope_id, r.version, r.id)):
         why = resolution.explain(record.id)
         if why is None:  # duplicate ids collapse in the resolver; every id has one explanation
             continue
         prompt = projected.get(record.id) or left_out.get(record.id, "")
-        records.append(RecordExplained(record, why.step, why.reason, why.detail, prompt))
+        records.append(RecordExplained(
+            record, why.step, why.reason, why.detail, prompt,
+            words=words.record_words(step=why.step, reason=why.reason, detail=why.detail, record=record,
+                                     records=candidates, tombstones=tombstones, actors=actors),
+            prompt_words=words.prompt_words(prompt), label=resolved.registry.label(record.key),
+        ))
     counts: dict[str, int] = {}
     for item in resolution.excluded:
         counts[item.reason] = counts.get(item.reason, 0) + 1
@@ -335,9 +361,10 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
                                 request_context)
         explained.append(CapabilityExplained(
             capability=name, effect=result.decision.effect, reason=result.decision.reason,
-            rule_ids=result.decision.rule_ids,
+            rule_ids=result.decision.rule_ids, words=words.decision_words(result.decision.reason),
             rules=[{
                 "id": item.rule_id, "reason": item.reason, "detail": item.detail,
+                "words": words.rule_words(reason=item.reason, rule=by_id[item.rule_id], actors=actors),
                 "effect": by_id[item.rule_id].effect, "source": by_id[item.rule_id].source,
                 "scope": by_id[item.rule_id].scope.label(),
                 "user": by_id[item.rule_id].user or "(product default)",
@@ -351,7 +378,154 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
 
 
 # ---------------------------------------------------------------------------------------------
+# A turn's prompt plan, as support reads it
+
+
+@dataclass
+class PlanItem:
+    """One memory or message of a stored plan: ids and what they stand for, never text unless
+    `value` was revealed (memories only, with `view_private_text`)."""
+
+    kind: str  # "memory" or "message"
+    id: str
+    key: str = ""  # memory
+    label: str = ""
+    scope_id: str = ""
+    authority: str = ""
+    value: str | None = None  # None: not shown (masked); "" : erased since
+    gone: bool = False  # the record or message no longer exists (its conversation was deleted)
+    seq: int | None = None  # message
+    role: str = ""
+    reason: str = ""  # left out: the planner's reason code
+    words: str = ""  # left out: the reason in words
+
+
+@dataclass
+class TurnPlan:
+    """A turn's last prompt plan (its snapshot, SPEC §7), read back for support: the memories
+    and messages it gave the model, what it left out and why, and the policy decisions."""
+
+    turn: object
+    now: datetime | None
+    params: dict
+    estimated_tokens: int | None
+    plan_hash: str
+    current: PlanItem | None
+    history: list[PlanItem]
+    memories: list[PlanItem]
+    left_out: list[PlanItem]
+    decisions: list[dict]  # {"id", "capability", "effect", "reason", "words"}
+    revealed: list[str]  # ids of the memories whose value is shown
+
+    @property
+    def exists(self) -> bool:
+        return bool(self.plan_hash)
+
+
+def _parse_time(text) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def turn_plan_time(turn) -> datetime:
+    """The time a turn's plan was made for (the snapshot's `now`), or when the turn was made."""
+    return _parse_time((turn.plan_snapshot or {}).get("now")) or turn.created_at
+
+
+def turn_plan(turn, *, reveal: bool) -> TurnPlan:
+    """Read a turn's plan snapshot back into rows: four queries whatever its size (memory
+    records, key labels, messages, decisions). Values only when `reveal`; the caller logs them
+    (`revealed`)."""
+    snapshot = turn.plan_snapshot or {}
+    excluded = [tuple(item) for item in snapshot.get("excluded", []) if len(item) == 3]
+    memory_ids = list(dict.fromkeys(
+        [*snapshot.get("memories", []), *(i for kind, i, _ in excluded if kind == "memory")]))
+    message_ids = list(dict.fromkeys([
+        *([snapshot["current"]] if snapshot.get("current") else []), *snapshot.get("history", []),
+        *(i for kind, i, _ in excluded if kind == "message"),
+    ]))
+    fields = ["id", "key", "scope_id", "authority", "status", *(["value"] if reveal else [])]
+    records = {
+        str(row["id"]): row for row in
+        MemoryRecord.objects.filter(user_id=turn.user_id, pk__in=_uuids(memory_ids)).values(*fields)
+    } if memory_ids else {}
+    labels = registry({row["key"] for row in records.values()}) if records else None
+    messages = {
+        str(pk): (seq, role) for pk, seq, role in
+        Message.objects.filter(conversation_id=turn.conversation_id, pk__in=_uuids(message_ids))
+        .values_list("pk", "seq", "role")
+    } if message_ids else {}
+    revealed: list[str] = []
+
+    def memory(record_id: str, reason: str = "") -> PlanItem:
+        row = records.get(record_id)
+        item = PlanItem("memory", record_id, reason=reason, words=words.plan_reason_words(reason))
+        if row is None:
+            item.gone = True
+            return item
+        item.key, item.scope_id, item.authority = row["key"], row["scope_id"], row["authority"]
+        item.label = labels.label(row["key"])
+        if row["status"] == "forgotten":
+            item.value = ""
+        elif reveal and not reason:  # values of what the model was given; left-out rows show none
+            item.value = row["value"]
+            revealed.append(record_id)
+        return item
+
+    def message(message_id: str, reason: str = "") -> PlanItem:
+        found = messages.get(message_id)
+        item = PlanItem("message", message_id, reason=reason, words=words.plan_reason_words(reason))
+        if found is None:
+            item.gone = True
+        else:
+            item.seq, item.role = found
+        return item
+
+    decision_ids = _uuids(snapshot.get("decisions", []))
+    decisions = [
+        {"id": str(pk), "capability": capability, "effect": effect, "reason": reason,
+         "words": words.decision_words(reason)}
+        for pk, capability, effect, reason in
+        DecisionLog.objects.filter(user_id=turn.user_id, pk__in=decision_ids)
+        .order_by("capability").values_list("pk", "capability", "effect", "reason")
+    ] if decision_ids else []
+    return TurnPlan(
+        turn=turn, now=_parse_time(snapshot.get("now")), params=snapshot.get("params") or {},
+        estimated_tokens=snapshot.get("estimated_tokens"), plan_hash=turn.plan_hash or "",
+        current=message(snapshot["current"]) if snapshot.get("current") else None,
+        history=[message(i) for i in snapshot.get("history", [])],
+        memories=[memory(i) for i in snapshot.get("memories", [])],
+        left_out=[memory(i, reason) if kind == "memory" else message(i, reason) for kind, i, reason in excluded],
+        decisions=decisions, revealed=revealed,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # The Support group
+
+
+def support_staff_put(*, username: str, password: str, private_text: bool = False):
+    """A support staff member: a staff account (not a superuser) in the Support group, with
+    `view_private_text` only when asked for. Creates the account or updates its password,
+    group and that permission."""
+    from django.contrib.auth.models import Permission
+
+    User = get_user_model()
+    with transaction.atomic():
+        user, _ = User.objects.get_or_create(username=username)
+        user.is_staff, user.is_active = True, True
+        user.set_password(password)
+        user.save()
+        user.groups.add(support_group_ensure())
+        app_label, codename = PRIVATE_TEXT_PERMISSION.split(".")
+        permission = Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        if private_text:
+            user.user_permissions.add(permission)
+        else:
+            user.user_permissions.remove(permission)
+    return user
 
 
 def support_group_ensure():

@@ -1,20 +1,43 @@
 """The explain view (`/admin/support/explain/`): for a user, character, conversation, scene and
-time, what the resolver and the policy engine say, through `support.services.support_explain`."""
+time, what the resolver and the policy engine say, through `support.services.support_explain`,
+with every reason in words; and, for a turn, the prompt plan it stored. From a turn, a message
+or a memory's source in the admin, one click (`/admin/support/explain/turn/<id>/`) opens it
+pre-filled with that turn's conversation, scene and plan time."""
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
 from config.errors import ValidationError as DomainValidationError
-from conversations.models import Conversation
+from conversations.models import Conversation, Turn
 from memory.models import MemoryRecord
 from policy.models import PolicyRule
 
 from . import services as support
-from .display import admin_link, masked
+from .display import admin_link, explain_url, masked, plan_rows, scope_short, short_id
 from .forms import ExplainForm
+
+
+def explain_turn_view(request, turn_id):
+    """Explain pre-filled from a turn: its user, conversation, scene, the time its plan was made
+    for (else when it was made), the capabilities the plan asked about, and the turn itself."""
+    if not request.user.has_perm(support.EXPLAIN_PERMISSION):
+        raise PermissionDenied
+    turn = Turn.objects.select_related("user").filter(pk=turn_id).first()
+    if turn is None:
+        raise Http404("No such turn.")
+    at = support.turn_plan_time(turn).astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return redirect(explain_url(
+        user=turn.user.get_username(), conversation=str(turn.conversation_id), scene=turn.scene or "",
+        now=at, turn=str(turn.pk),
+        capabilities=list(((turn.plan_snapshot or {}).get("params") or {}).get("capabilities") or []),
+    ))
 
 
 def explain_view(request):
@@ -31,6 +54,7 @@ def explain_view(request):
         data.setdefault("requested_by", "assistant")
     form = ExplainForm(data)
     result = None
+    plan = None
     conversations = []
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
@@ -47,6 +71,12 @@ def explain_view(request):
                 field = name.split(".", 1)[1] if name and name.startswith("context.") else None
                 for problem in problems:
                     form.add_error(field if field in form.fields else None, problem)
+        if result is not None and data["turn"]:
+            turn = Turn.objects.filter(pk=data["turn"], user=result.context.user).first()
+            if turn is None:
+                form.add_error("turn", "Not a turn of this user.")
+            else:
+                plan = support.turn_plan(turn, reveal=reveal)
         if result is not None:
             # Ids to pick from, never titles: the conversation title is the user's own text.
             conversations = list(
@@ -61,14 +91,16 @@ def explain_view(request):
             value = record.value if reveal else None
             rows.append({
                 "item": item, "record": record,
-                "link": admin_link(MemoryRecord, record.id, record.id),
+                "link": admin_link(MemoryRecord, record.id, short_id(record.id)),
+                "scope": scope_short(record.scope_id),
                 "value": value if value else ("" if reveal else masked()),
                 "erased": record.status == "forgotten",
             })
         if reveal:
+            shown = {item.record.id for item in result.records if item.record.value}
+            shown.update(plan.revealed if plan is not None else ())
             support.reveals_record(staff=request.user, view="explain", objects=[
-                (MemoryRecord, item.record.id, result.context.user.pk)
-                for item in result.records if item.record.value
+                (MemoryRecord, record_id, result.context.user.pk) for record_id in sorted(shown)
             ])
     context = {
         **admin.site.each_context(request),
@@ -79,6 +111,8 @@ def explain_view(request):
         "rows": rows,
         "reveal": reveal,
         "conversations": conversations,
+        "plan": plan,
+        "plan_rows": plan_rows(plan) if plan is not None else None,
         "rule_opts": PolicyRule._meta,
         "memory_opts": MemoryRecord._meta,
         "media": form.media,

@@ -1,4 +1,5 @@
 import pytest
+from django.test.utils import override_settings
 
 
 @pytest.fixture
@@ -17,6 +18,20 @@ def api(api_token):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_token}")
     return client
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _static_files_in_place(tmp_path_factory):
+    """Pages link their stylesheet through the static files storage. The real one
+    (WhiteNoise's hashed manifest) needs `collectstatic` first, which `make run` and the deploy
+    steps run; the browser tests use exactly that (tests/browser/conftest.py). Everywhere else
+    the suite renders pages with the plain storage and an empty STATIC_ROOT of its own, so it
+    never depends on a stale (or missing) `staticfiles/` directory."""
+    with override_settings(STATIC_ROOT=tmp_path_factory.mktemp("static-root"), STORAGES={
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }):
+        yield
 
 
 @pytest.fixture(autouse=True)

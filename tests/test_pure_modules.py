@@ -11,7 +11,7 @@ PURE = [
     "memory.domain", "memory.resolver", "memory.projection", "memory.extract",
     "policy.domain", "policy.engine",
     "conversations.planner", "conversations.tokens", "conversations.stopwords", "bench.relevance",
-    "config.errors",
+    "config.errors", "support.words",
 ]
 
 

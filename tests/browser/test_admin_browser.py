@@ -1,152 +1,129 @@
-"""Support staff in the admin, in a real browser (issue 6): the system Chromium driven by
-Playwright against `live_server`.
+"""Support staff in the admin, in Debian's Chromium, against the server `make run` starts
+(see conftest.py), at 1280 and 390 px. Staff accounts come from
+`manage.py create_support_user` (the Support group, no private-text permission).
 
-A member of the Support group signs in to the admin, finds a user's memory by username (its
-value is hidden from them), forgets it on the user's behalf with a reason, and the runtime's
-`POST /api/v1/memory/resolve` no longer returns it (F5). The explain view then shows it as
-excluded, `forgotten`. Screenshots go to test-artifacts/screenshots/.
+- Forget on the user's behalf: find a user's memory by username (its value hidden), forget it
+  with a reason, and the runtime's `POST /memory/resolve` no longer returns it (F5); the
+  explain view shows it excluded as forgotten, in words; the reason is in the support log.
+- "Why did the companion say that?" (issue 13, item 15): from a turn, one click opens the
+  explain view pre-filled with its conversation, scene and plan time; the turn's stored plan
+  reads as keys and labels with values hidden; every reason is in words; the page fits 1280 px.
+  The same click exists from a message and from a memory.
 """
 
 import json
-import os
-import shutil
-import urllib.request
-from pathlib import Path
+import re
+import secrets
 
-import pytest
+from playwright.sync_api import expect
 
-CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
-PASSWORD = "correct horse battery"
-VALUE = "Marlowe-private-xyz"
 REASON = "Ticket 4711: the user asked us to forget their plant's name."
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium binary: neither /usr/bin/chromium nor `chromium` on PATH"),
-]
+
+def support_staff(server, name: str) -> tuple[str, str]:
+    password = "staff-" + secrets.token_urlsafe(12)
+    server.manage("create_support_user", name, f"--password={password}")
+    return name, password
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _allow_orm_beside_playwright():
-    """Playwright's sync API runs an event loop in this thread; Django refuses ORM calls from a
-    thread with a running loop unless told that this is deliberate. Set for this module only
-    (set at import, it would leak into every later test, e.g. a `check --deploy` subprocess)."""
-    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if before is None:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
-
-
-@pytest.fixture(scope="module")
-def admin_browser(_allow_orm_beside_playwright):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def admin_page(admin_browser):
-    context = admin_browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert errors == [], errors
-
-
-def shot(page, name):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"admin-{name}.png"), full_page=True)
-
-
-def resolve(base_url, token, context):
-    request = urllib.request.Request(
-        f"{base_url}/api/v1/memory/resolve", data=json.dumps({"context": context}).encode(), method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        assert response.status == 200
-        return json.loads(response.read())
-
-
-def test_support_staff_forget_a_memory_on_the_users_behalf(live_server, admin_page):
-    from config.models import ApiToken
-    from memory.domain import Scope
-    from memory.models import MemoryRecord, Tombstone
-    from memory.services import memory_assert
-    from support.models import SupportAction
-    from support.services import support_group_ensure
-    from tests.factories import UserFactory
-
-    # The flush between transactional tests drops the group the data migration made.
-    group = support_group_ensure()
-    staff = UserFactory(username="support-alex", is_staff=True)
-    staff.groups.add(group)
-    sam = UserFactory(username="sam")
-    plant = memory_assert(user=sam, key="basil_plant.name", value=VALUE, scope=Scope("user"),
-                          authority="user-confirmed").record
-    memory_assert(user=sam, key="user.likes", value="jazz", scope=Scope("user"), authority="user-confirmed")
-    _, token = ApiToken.issue("browser-test-runtime")
-    before = resolve(live_server.url, token, {"user": "sam"})
-    assert plant.id in {m["id"] for m in before["active"]}
-
-    page = admin_page
-    page.goto(f"{live_server.url}/admin/login/?next=/admin/")
-    page.fill("#id_username", "support-alex")
-    page.fill("#id_password", PASSWORD)
+def admin_sign_in(page, server, who: tuple[str, str]) -> None:
+    page.goto(f"{server.url}/admin/login/?next=/admin/")
+    page.fill("#id_username", who[0])
+    page.fill("#id_password", who[1])
     page.click("input[type=submit]")
-    page.wait_for_selector("#support-tools")
-    shot(page, "01-index")
+    expect(page.locator("#support-tools")).to_be_visible()
 
-    # Find sam's memories: the key is there, the value is not.
+
+def active(server, username: str) -> dict:
+    answer = server.api("POST", "/memory/resolve", {"context": {"user": username}})
+    return {m["key"]: m for m in answer["active"]}
+
+
+def test_support_staff_forget_a_memory_on_the_users_behalf(page, readme_server, person, look, width):
+    staff = support_staff(readme_server, f"support-forget-{width}")
+    plant = active(readme_server, person.username)["basil_plant.name"]
+    assert plant["value"] == "Marlowe"
+
+    admin_sign_in(page, readme_server, staff)
+    look(page, "admin-01-index", admin=True, fits=False)
+
+    # Find the user's memories: the key is there, the value is not.
     page.click("a[href='/admin/memory/memoryrecord/']")
-    page.wait_for_selector("#searchbar")
-    page.fill("#searchbar", "sam")
+    page.fill("#searchbar", person.username)
     page.press("#searchbar", "Enter")
-    page.wait_for_selector("#result_list")
-    assert "basil_plant.name" in page.content()
-    assert VALUE not in page.content()
+    expect(page.locator("#result_list")).to_contain_text("basil_plant.name")
+    assert "Marlowe" not in page.content()
     assert page.locator("#result_list .private-masked").count() >= 1
-    shot(page, "02-memories-masked")
+    look(page, "admin-02-memories-masked", admin=True, fits=False)
 
-    # Forget it on sam's behalf: select the row, pick the action, give a reason.
-    page.check(f"input[name=_selected_action][value='{plant.id}']")
+    # Forget it on the user's behalf: select the row, pick the action, give a reason.
+    page.check(f"input[name=_selected_action][value='{plant['id']}']")
     page.select_option("select[name=action]", "forget_on_behalf")
     page.click("button[name=index]")
-    page.wait_for_selector("#support-action-form")
-    assert VALUE not in page.content()
-    shot(page, "03-forget-confirm")
+    expect(page.locator("#support-action-form")).to_be_visible()
+    assert "Marlowe" not in page.content()
+    look(page, "admin-03-forget-confirm", admin=True, fits=False)
     page.fill("textarea[name=reason]", REASON)
     page.click("input[name=_apply]")
-    page.wait_for_selector(".messagelist .success")
-    assert "1 done" in page.inner_text(".messagelist")
-    shot(page, "04-forgotten")
+    expect(page.locator(".messagelist .success")).to_contain_text("1 done")
+    look(page, "admin-04-forgotten", admin=True, fits=False)
 
-    # The resolver no longer has it; the explain view says why.
-    after = resolve(live_server.url, token, {"user": "sam"})
-    assert plant.id not in {m["id"] for m in after["active"]}
-    assert {"id": plant.id, "reason": "forgotten"} in after["excluded"]
-    assert VALUE not in json.dumps(after)
-    page.goto(f"{live_server.url}/admin/support/explain/?user=sam")
-    row = page.locator(f"tr[data-record='{plant.id}']")
-    assert "forgotten" in row.inner_text()
-    shot(page, "05-explain")
+    # The resolver no longer has it; the explain view says why, in words.
+    answer = readme_server.api("POST", "/memory/resolve", {"context": {"user": person.username}})
+    assert plant["id"] not in {m["id"] for m in answer["active"]}
+    assert {"id": plant["id"], "reason": "forgotten"} in answer["excluded"]
+    assert "Marlowe" not in json.dumps(answer)
+    page.goto(f"{readme_server.url}/admin/support/explain/?user={person.username}")
+    row = page.locator(f"tr[data-record='{plant['id']}']")
+    expect(row).to_contain_text("Forgotten by support, on the user's behalf, on ")
+    look(page, "admin-05-explain", admin=True, fits=width >= 1280)
 
-    record = MemoryRecord.objects.get(pk=plant.id)
-    assert (record.status, record.value) == ("forgotten", "")
-    assert Tombstone.objects.filter(user=sam, key="basil_plant.name").exists()
-    logged = SupportAction.objects.get()
-    assert (logged.action, logged.reason, logged.staff_id) == ("forget", REASON, staff.pk)
+    # The reason is in the support log, under the staff member's name.
+    page.goto(f"{readme_server.url}/admin/support/supportaction/?q={staff[0]}")
+    expect(page.locator("#result_list")).to_contain_text(REASON)
+
+
+def test_support_explains_a_turn_in_one_click(page, readme_server, person, look, width):
+    staff = support_staff(readme_server, f"support-explain-{width}")
+    admin_sign_in(page, readme_server, staff)
+
+    # From the list of turns: the user's turns in the greenhouse scene.
+    page.goto(f"{readme_server.url}/admin/conversations/turn/?q={person.username}")
+    turn = page.locator("#result_list tbody tr", has_text="greenhouse").first
+    turn.get_by_role("link", name="Explain").click()
+
+    expect(page.get_by_role("heading", name="Explain a context")).to_be_visible()
+    expect(page.locator("#id_user")).to_have_value(person.username)
+    expect(page.locator("#id_conversation")).to_have_value(re.compile(r"^[0-9a-f-]{36}$"))
+    expect(page.locator("#id_scene")).to_have_value("greenhouse")
+    expect(page.locator("#id_now")).to_have_value(re.compile(r"^\d{4}-\d{2}-\d{2}"))
+    expect(page.locator("#id_turn")).to_have_value(re.compile(r"^[0-9a-f-]{36}$"))
+
+    # The stored plan: keys and labels, values hidden; reasons in words.
+    plan = page.locator("#plan-snapshot")
+    expect(plan.locator("table.plan-memories")).to_contain_text("basil_plant.name")
+    expect(plan.locator("table.plan-memories")).to_contain_text("Basil plant's name")
+    expect(plan.locator("table.plan-memories .private-masked").first).to_be_visible()
+    records = page.locator("#explain-records")
+    expect(records).to_contain_text("Used: the current value for this key here.")
+    assert "Harbor" not in page.content() and "Marlowe" not in page.content()
+    look(page, "admin-06-explain-a-turn", admin=True, fits=width >= 1280)
+
+    # The turn's own page reads its plan back the same way.
+    turn_id = page.locator("#id_turn").input_value()
+    page.locator(f"a[href$='/conversations/turn/{turn_id}/change/']").first.click()
+    expect(page.locator("#plan-title")).to_have_text("The prompt plan this turn stored")
+    expect(page.locator("#plan-snapshot table.plan-memories")).to_contain_text("Basil plant's name")
+    look(page, "admin-07-turn", admin=True, fits=width >= 1280)
+
+    # From a message: its turn, one click.
+    page.goto(f"{readme_server.url}/admin/conversations/message/?q={person.username}")
+    page.locator("#result_list tbody tr").first.get_by_role("link", name="Explain").click()
+    expect(page.locator("#plan-snapshot")).to_be_visible()
+
+    # From a memory: the turn that taught it, one click.
+    page.goto(f"{readme_server.url}/admin/memory/memoryrecord/?q={person.username}")
+    page.locator("#result_list tbody tr", has_text="user.dislikes").first.locator("th a").first.click()
+    page.get_by_role("link", name=re.compile("^Explain turn .* that taught it")).first.click()
+    expect(page.locator("#id_scene")).to_have_value("greenhouse")
+    expect(page.locator("#explain-records")).to_contain_text("user.dislikes")

@@ -162,3 +162,124 @@ def test_it_only_shows_the_users_characters_and_choices(page, alex, conv):
     r = page.get("/boundaries/")
     assert "Mira" not in text(r)
     assert r.context["yours"] == []
+
+
+# --- Issue 13: the page never contradicts a save ------------------------------------------------
+
+
+def card(response, title, capability):
+    return row(response, title, capability)
+
+
+def places_of(row_):
+    return [(a.where, a.effect, a.why) for a in row_.applies]
+
+
+def test_a_choice_for_one_conversation_shows_on_the_characters_card(page, sam, conv):
+    """Before, the card decided for the character alone, so "Never, only in this conversation"
+    was saved and the card still said "Asks you first – You have not chosen yet" (D1, D3)."""
+    r = page.post("/boundaries/set", {"capability": "media.image", "effect": "deny", "section": "captain-rowan",
+                                      "where": f"conversation:{conv.pk}"}, follow=True)
+
+    assert follow_messages(r) == ["Saved: Images — never, only in “Rooftop greenhouse” with Captain Rowan."]
+    images = card(r, "With Captain Rowan", "media.image")
+    assert places_of(images) == [
+        ("Elsewhere with Captain Rowan", "ask", "No choice of yours covers the rest, so the companion asks you first."),
+        ("In “Rooftop greenhouse”", "deny", "You decided: never, only in “Rooftop greenhouse” with Captain Rowan."),
+    ]
+    html = r.content.decode()
+    assert "In “Rooftop greenhouse”:</span> <span class=\"decision decision-deny\">Not allowed</span>" in html
+
+
+def test_after_saving_the_card_keeps_where_and_the_choice_as_chosen(page, sam, conv):
+    """SPEC §6: the place and the effect just saved stay selected on their card, which the
+    redirect brings into view."""
+    r = page.post("/boundaries/set", {"capability": "media.image", "effect": "deny", "section": "captain-rowan",
+                                      "where": f"conversation:{conv.pk}"})
+    assert r.status_code == 302
+    assert r["Location"] == (f"/boundaries/?section=captain-rowan&capability=media.image&where=conversation%3A{conv.pk}"
+                             "#card-captain-rowan-media-image")
+
+    after = page.get(r["Location"])
+    images = card(after, "With Captain Rowan", "media.image")
+    assert (images.where, images.choice, images.open) == (f"conversation:{conv.pk}", "deny", True)
+    html = after.content.decode()
+    assert f'<option value="conversation:{conv.pk}" selected>' in html
+    assert '<option value="deny" selected>Never</option>' in html
+    assert 'id="card-captain-rowan-media-image"' in html
+    # Only that card is open; every other card shows its own place and decision.
+    assert [r.open for s in after.context["sections"] for r in s["rows"]].count(True) == 1
+    assert card(after, "With Captain Rowan", "media.voice").where == "character:captain-rowan"
+
+
+def test_the_demos_own_conversation_choice_shows_on_its_card(client, db):
+    """The demo answers "playful tone? allow, for this conversation" (D8): its card says so."""
+    from django.contrib.auth import get_user_model
+
+    from conversations.demo import build
+
+    build(username="demo", password="demo password 1")
+    client.force_login(get_user_model().objects.get(username="demo"))
+    r = client.get("/boundaries/")
+    playful = card(r, "With The Night Caretaker", "tone.playful")
+    assert places_of(playful)[1] == (
+        "In “The rooftop greenhouse”", "allow",
+        "You decided: always allow, only in “The rooftop greenhouse” with The Night Caretaker, only when the "
+        "companion asks.")
+    assert places_of(playful)[0][0] == "Elsewhere with The Night Caretaker"
+
+
+def test_each_place_on_a_card_is_what_the_runtime_is_told_there(page, api, sam, conv, rowan):
+    """The page decides through the same engine as `POST /policy/decide` (D1–D4), per place."""
+    other = ConversationFactory(user=sam, character=rowan, title="Second chat")
+    rule_create(user=sam, capability="media.voice", effect="allow", source="explicit-user",
+                scope={"kind": "character", "character": "captain-rowan"})
+    rule_create(user=sam, capability="media.voice", effect="deny", source="explicit-user",
+                scope={"kind": "conversation", "conversation": str(conv.pk)})
+    rule_create(user=sam, capability="media.voice", effect="ask", source="explicit-user",
+                scope={"kind": "scene", "conversation": str(other.pk), "scene": "greenhouse"})
+    voice = card(page.get("/boundaries/"), "With Captain Rowan", "media.voice")
+
+    contexts = [{}, {"conversation": str(other.pk), "scene": "greenhouse"}, {"conversation": str(conv.pk)}]
+    assert [a.where for a in voice.applies] == [
+        "Elsewhere with Captain Rowan", "In the “greenhouse” scene of “Second chat”", "In “Rooftop greenhouse”"]
+    for place, extra in zip(voice.applies, contexts, strict=True):
+        body = {"context": {"user": "sam", "character": "captain-rowan", **extra},
+                "capability": "media.voice", "requested_by": "assistant"}
+        assert api.post("/api/v1/policy/decide", body, format="json").json()["effect"] == place.effect
+    assert [a.effect for a in voice.applies] == ["allow", "ask", "deny"]
+
+
+def test_your_choices_come_first(page, sam, conv):
+    """The user's own rules (SPEC §6, source explicit-user) are the first thing on the page."""
+    rule_create(user=sam, capability="media.image", effect="deny", source="explicit-user", scope={"kind": "global"})
+    html = page.get("/boundaries/").content.decode()
+    assert html.index('id="yours-title"') < html.index('id="section-everywhere"') < html.index(
+        'id="section-captain-rowan"')
+
+
+def test_a_refused_choice_reopens_its_card_and_the_errors_point_into_it(page, sam, conv, alex_conv):
+    """SPEC §0: another user's conversation is not a place; nothing is stored, and the error
+    summary links to the field in the card the form came from."""
+    r = page.post("/boundaries/set", {"capability": "media.image", "effect": "deny", "section": "captain-rowan",
+                                      "where": f"conversation:{alex_conv.pk}"})
+    assert r.status_code == 200
+    images = card(r, "With Captain Rowan", "media.image")
+    assert (images.open, images.choice) == (True, "deny")
+    html = r.content.decode()
+    assert 'href="#where-captain-rowan-media-image"' in html and 'id="where-captain-rowan-media-image"' in html
+    assert not PolicyRule.objects.exists()
+
+
+@pytest.mark.parametrize("query", [
+    "?section=nobody&capability=media.image&where=global",
+    "?section=captain-rowan&capability=media.smell&where=character:captain-rowan",
+    "?section=captain-rowan&capability=media.image&where=conversation:not-a-uuid",
+    "?section=captain-rowan&capability=media.image&where=galaxy",
+])
+def test_the_card_to_reopen_is_read_from_the_address_without_ever_failing(page, conv, query):
+    """Never a 500 for bad input: an address naming no card reopens none."""
+    r = page.get("/boundaries/" + query)
+    assert r.status_code == 200
+    images = card(r, "With Captain Rowan", "media.image")
+    assert images.where == "character:captain-rowan"

@@ -15,8 +15,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--username", default="demo")
         parser.add_argument("--password", default=None, help="Default: a new random password.")
+        parser.add_argument("--address", default="http://127.0.0.1:8000",
+                            help="Where the server answers, for the sign-in line it prints.")
 
-    def handle(self, *args, username, password, **options):
+    def handle(self, *args, username, password, address, **options):
         password = password or secrets.token_urlsafe(9)
         with transaction.atomic():
             summary = demo.build(username=username, password=password)
@@ -24,4 +26,4 @@ class Command(BaseCommand):
         for line in summary:
             self.stdout.write(f"  {line}")
         self.stdout.write("")
-        self.stdout.write(f"  Sign in at http://127.0.0.1:8000/login/ as {username!r} with password {password!r}")
+        self.stdout.write(f"  Sign in at {address.rstrip('/')}/login/ as {username!r} with password {password!r}")

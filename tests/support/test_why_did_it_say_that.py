@@ -1,0 +1,246 @@
+"""Issue 13, item 15: support can answer "why did the companion say X?".
+
+From a message, a turn or a memory in the admin, one click opens the explain view pre-filled
+with that turn's conversation, scene and plan time; a turn's stored plan (SPEC §7) reads back
+as tables of keys and labels, values only with `view_private_text` (each reveal logged); and
+every reason is said in words, naming who acted ("retracted by the user on …"), not as a code.
+"""
+
+from datetime import UTC, datetime
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from conversations.models import Turn
+from conversations.services import turn_create, turn_prompt_plan
+from memory.domain import Scope
+from memory.models import MemoryRecord
+from memory.services import memory_assert, memory_retract
+from policy.services import rule_create, rule_revoke
+from support.models import PrivateTextAccess
+from support.services import support_forget, support_retract
+from tests.support.conftest import VALUE, assert_no_private_text, staff_client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def planned(world):
+    """sam's turn, with a plan that asked about the playful tone (its snapshot keeps ids only)."""
+    turn_prompt_plan(turn_id=world.turn.pk, budget=4000, capabilities=("tone.playful",))
+    return Turn.objects.get(pk=world.turn.pk)
+
+
+def query(url: str) -> dict:
+    return {k: v for k, v in parse_qs(urlparse(url).query).items()}
+
+
+# --- one click from a turn, a message, a memory -----------------------------------------------------
+
+
+def test_one_click_from_a_turn_opens_explain_for_its_conversation_scene_and_plan_time(planned, world, support):
+    response = support.get(f"/admin/support/explain/turn/{planned.pk}/")
+    assert response.status_code == 302
+    params = query(response["Location"])
+    assert params == {
+        "user": ["sam"], "conversation": [str(world.conversation.pk)], "scene": ["greenhouse"],
+        "now": [datetime.fromisoformat(planned.plan_snapshot["now"]).astimezone(UTC).isoformat().replace("+00:00", "Z")],
+        "turn": [str(planned.pk)], "capabilities": ["tone.playful"],
+    }
+    page = support.get(response["Location"])
+    assert page.status_code == 200
+    form = page.context["form"]
+    assert form.is_valid(), form.errors
+    assert (str(form.cleaned_data["conversation"]), form.cleaned_data["scene"]) == (str(world.conversation.pk), "greenhouse")
+    assert form.cleaned_data["now"] == datetime.fromisoformat(planned.plan_snapshot["now"])
+    assert page.context["plan"].turn.pk == planned.pk
+
+
+def test_a_turn_without_a_plan_is_explained_at_the_time_it_was_made(world, support):
+    response = support.get(f"/admin/support/explain/turn/{world.turn.pk}/")
+    now = query(response["Location"])["now"][0]
+    assert datetime.fromisoformat(now) == world.turn.created_at
+
+
+def test_the_turn_link_needs_the_explain_permission_and_a_real_turn(world, viewer, support):
+    from tests.factories import UserFactory
+
+    staff = UserFactory(username="staff-only", is_staff=True)
+    assert staff_client(staff).get(f"/admin/support/explain/turn/{world.turn.pk}/").status_code == 403
+    assert support.get("/admin/support/explain/turn/00000000-0000-0000-0000-000000000000/").status_code == 404
+
+
+def test_turns_messages_and_memories_link_to_explain(planned, world, support):
+    turn_link = f'href="/admin/support/explain/turn/{planned.pk}/"'
+    assert turn_link in support.get("/admin/conversations/turn/").content.decode()
+    assert turn_link in support.get(f"/admin/conversations/turn/{planned.pk}/change/").content.decode()
+    # The user's message and the companion's reply both lead to the turn they belong to.
+    assert support.get("/admin/conversations/message/").content.decode().count(turn_link) == 2
+    for message_id in (planned.user_message_id, world.reply.pk):
+        assert turn_link in support.get(f"/admin/conversations/message/{message_id}/change/").content.decode()
+    # A memory: its key in its scope now (list and page), and the turn that taught it (page).
+    listing = support.get("/admin/memory/memoryrecord/").content.decode()
+    assert 'class="explain-memory"' in listing and "/admin/support/explain/?user=sam" in listing
+    page = support.get(f"/admin/memory/memoryrecord/{world.plant.pk}/change/").content.decode()
+    assert turn_link in page and "Explain turn t1 that taught it" in page
+
+
+# --- the plan snapshot as tables -------------------------------------------------------------
+
+
+def test_a_turns_plan_reads_as_keys_and_labels_with_values_hidden(planned, world, support, support_user):
+    response = support.get(f"/admin/conversations/turn/{planned.pk}/change/")
+    html = response.content.decode()
+    plan = response.context["plan"]
+    assert [m.id for m in plan.memories] == planned.plan_snapshot["memories"]
+    plant = next(m for m in plan.memories if m.id == str(world.plant.pk))
+    assert (plant.key, plant.label, plant.value) == ("basil_plant.name", "Basil plant's name", None)
+    assert f'<tr data-record="{world.plant.pk}">' in html and "Basil plant&#x27;s name" in html
+    assert "private-masked" in html
+    assert [d["capability"] for d in plan.decisions] == ["tone.playful"]
+    assert "plan_snapshot" not in html and '"excluded"' not in html  # no raw JSON of ids
+    assert_no_private_text(html, "turn page")
+    assert not PrivateTextAccess.objects.filter(staff_id=support_user.pk).exists()
+
+
+def test_a_turns_plan_shows_values_to_privileged_staff_and_logs_each(planned, world, privileged, privileged_user):
+    html = privileged.get(f"/admin/conversations/turn/{planned.pk}/change/").content.decode()
+    assert VALUE in html
+    logged = set(PrivateTextAccess.objects.filter(staff_id=privileged_user.pk, view="change")
+                 .values_list("object_id", flat=True))
+    assert logged == set(planned.plan_snapshot["memories"])
+
+
+def test_what_the_plan_left_out_is_said_in_words(world, support):
+    """A record retracted before the plan is left out as `expired`: the table says so in words."""
+    turn = turn_create(conversation_id=world.conversation.pk, turn_key="t2", content="hello again",
+                       scene="greenhouse").turn
+    turn_prompt_plan(turn_id=turn.pk, budget=4000)
+    plan = support.get(f"/admin/conversations/turn/{turn.pk}/change/").context["plan"]
+    left_out = {item.id: item for item in plan.left_out}
+    forgotten = left_out[str(world.forgotten.pk)]
+    assert (forgotten.reason, forgotten.words) == ("forgotten", "forgotten by then")
+
+
+def test_the_turn_page_costs_the_same_for_a_small_or_a_large_plan(world, privileged, django_assert_num_queries):
+    def turn_with(n, key):
+        for i in range(n):
+            memory_assert(user=world.sam, key=f"{key}.k{i}", value=f"v{i}", scope=Scope("user"),
+                          authority="user-confirmed")
+        turn = turn_create(conversation_id=world.conversation.pk, turn_key=key, content="hi").turn
+        turn_prompt_plan(turn_id=turn.pk, budget=100_000, capabilities=("tone.playful", "media.voice"))
+        return f"/admin/conversations/turn/{turn.pk}/change/"
+
+    small, large = turn_with(2, "small"), turn_with(40, "large")
+    privileged.get(small)
+    with CaptureQueriesContext(connection) as captured:
+        assert privileged.get(small).status_code == 200
+    expected = len(captured.captured_queries)  # read now: the next request resets the log
+    privileged.get(large)
+    with django_assert_num_queries(expected):
+        assert privileged.get(large).status_code == 200
+
+
+def test_explain_with_a_turn_shows_its_plan_and_logs_revealed_values_once(planned, world, privileged, privileged_user):
+    url = privileged.get(f"/admin/support/explain/turn/{planned.pk}/")["Location"]
+    html = privileged.get(url).content.decode()
+    assert 'id="explain-plan"' in html and 'id="plan-memories"' in html
+    shown = list(PrivateTextAccess.objects.filter(staff_id=privileged_user.pk, view="explain")
+                 .values_list("object_id", flat=True))
+    assert len(shown) == len(set(shown)) and str(world.plant.pk) in shown
+
+
+def test_explain_refuses_a_turn_of_another_user(world, support):
+    from tests.factories import ConversationFactory, UserFactory
+
+    other = UserFactory(username="other")
+    conversation = ConversationFactory(user=other, character=world.rowan)
+    theirs = turn_create(conversation_id=conversation.pk, turn_key="x", content="hi").turn
+    response = support.get("/admin/support/explain/", {"user": "sam", "turn": str(theirs.pk)})
+    assert response.context["form"].errors["turn"] == ["Not a turn of this user."]
+    assert response.context["plan"] is None
+
+
+# --- reasons in words ----------------------------------------------------------------------------
+
+
+def explained(client, **params):
+    result = client.get("/admin/support/explain/", {"user": "sam", **params}).context["result"]
+    return {str(item.record.id): item for item in result.records}, result
+
+
+def test_a_retraction_is_explained_as_the_users_with_its_time(world, support):
+    items, _ = explained(support)
+    item = items[str(world.retracted.pk)]
+    assert (item.step, item.reason) == ("R3", "expired")
+    assert item.words == f"Retracted by the user on {when(world.retracted.retracted_at)}: marked no longer true."
+
+
+def test_a_retraction_by_support_says_so(world, support, support_user):
+    record = memory_assert(user=world.sam, key="fish.name", value="Nemo", scope=Scope("user")).record
+    support_retract(staff=support_user, record_ids=[record.id], reason="Ticket 1: the user asked")
+    items, _ = explained(support)
+    retracted_at = MemoryRecord.objects.get(pk=record.id).retracted_at
+    assert items[record.id].words == (
+        f"Retracted by support, on the user's behalf, on {when(retracted_at)}: marked no longer true.")
+
+
+def test_a_forget_and_a_replacement_are_explained_in_words(world, support, support_user):
+    items, _ = explained(support, conversation=str(world.conversation.pk))
+    forgotten = items[str(world.forgotten.pk)]
+    assert forgotten.words.startswith("Forgotten by the user on ") and forgotten.words.endswith("; its value is erased.")
+    replaced = next(i for i in items.values() if i.record.key == "user.lives_in" and i.reason == "superseded")
+    assert replaced.words.startswith("Replaced on ") and replaced.words.endswith("by a correction by the user.")
+
+    support_forget(staff=support_user, record_ids=[world.plant.pk], reason="Ticket 2: forget the plant")
+    items, _ = explained(support, conversation=str(world.conversation.pk))
+    assert items[str(world.plant.pk)].words.startswith("Forgotten by support, on the user's behalf, on ")
+
+
+def test_an_older_value_blocked_by_a_forget_names_the_forget(world, support):
+    from memory.services import forget_key
+
+    record = memory_assert(user=world.sam, key="bird.name", value="Tweety", scope=Scope("user")).record
+    tombstone = forget_key(user=world.sam, key="bird.name", scope_id="*")
+    items, _ = explained(support)
+    item = items[record.id]
+    assert item.reason == "forgotten"
+    assert item.words in {
+        f"Blocked by a forget: the user forgot this key everywhere on {when(tombstone.forgotten_at)}, so older "
+        "messages cannot bring it back.",
+        f"Forgotten by the user on {when(MemoryRecord.objects.get(pk=record.id).status_since)}; its value is erased.",
+    }
+
+
+def test_rules_are_explained_in_words(world, support):
+    revoked = rule_create(user=world.sam, capability="tone.playful", effect="deny", source="explicit-user",
+                          scope={"kind": "global"})
+    revoked = rule_revoke(rule_id=revoked.pk, owner=world.sam)
+    _, result = explained(support, conversation=str(world.conversation.pk), capabilities=["tone.playful"])
+    [playful] = result.capabilities
+    words = {rule["id"]: rule["words"] for rule in playful.rules}
+    assert words[str(world.rule.pk)] == "Decides: allowed."
+    assert words[str(revoked.pk)] == f"Revoked by the user on {when(revoked.revoked_at)}."
+    assert playful.words == "one rule decides"
+
+
+def test_the_page_shows_the_words_and_keeps_the_codes_small(world, support):
+    html = support.get("/admin/support/explain/", {"user": "sam"}).content.decode()
+    assert "Retracted by the user on " in html
+    assert '<span class="reason-code"' in html
+
+
+def when(moment):
+    from support.words import when as words_when
+
+    return words_when(moment)
+
+
+def test_a_retraction_happens_through_the_service_the_words_describe(world):
+    """Guard for the words above: `memory_retract` closes the slot at the retraction time."""
+    record = memory_assert(user=world.sam, key="horse.name", value="Ed", scope=Scope("user")).record
+    result = memory_retract(record_id=record.id)
+    stored = MemoryRecord.objects.get(pk=record.id)
+    assert stored.retracted_at == stored.valid_until == result.retracted_at
