@@ -136,7 +136,7 @@ def history_candidates(conversation, before_seq: int):
     `memory.selectors` on reading tuples); the values are exactly the ORM path's."""
     from django.db import connections
 
-    from memory.resolver import build_slotted, gc_paused
+    from memory.builders import build_slotted, gc_paused
     from memory.selectors import _raw_reader
 
     from .planner import HistoryCandidate

@@ -16,11 +16,11 @@ from django.db import connections
 
 from config.errors import NotFound, ValidationError
 
+from .builders import build_slotted, gc_paused
 from .domain import MemoryRecord as DomainRecord
 from .domain import Scope, default_label
 from .domain import Tombstone as DomainTombstone
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemorySource, Tombstone
-from .resolver import build_slotted, gc_paused
 
 RECORD_FIELDS = (
     "id", "key", "value", "scope_kind", "scope_id", "scene", "status", "status_since",
