@@ -224,7 +224,8 @@ def _decide(records: list[MemoryRecord] | tuple[MemoryRecord, ...], now: datetim
         records = list(_dedupe(records).values())
     refs: dict[str, str | datetime] = {}
     scopes: dict[int, tuple[str, str, bool]] = {}
-    passed: list[tuple[MemoryRecord, str]] = []
+    passed: list[MemoryRecord] = []
+    passed_scope: list[str] = []  # their scope ids
     named_by: dict[str, str] = {}
     for record in records:
         record_id, user, scope = record.id, record.user, record.scope
@@ -257,7 +258,8 @@ def _decide(records: list[MemoryRecord] | tuple[MemoryRecord, ...], now: datetim
                 reasons[record_id] = REASON_FORGOTTEN
                 refs[record_id] = tomb.id
                 continue
-        passed.append((record, hit[1]))
+        passed.append(record)
+        passed_scope.append(hit[1])
         # R5: every record that passed R1–R4 hides what it names, superseded or not (chains
         # hold); the smallest corrector id is named (R7).
         target = record.supersedes
@@ -268,7 +270,7 @@ def _decide(records: list[MemoryRecord] | tuple[MemoryRecord, ...], now: datetim
 
     # R5, then R6 by a total order, so no winner depends on the order of the survivors.
     slots: dict[_Slot, list] = {}
-    for record, scope_id in passed:
+    for record, scope_id in zip(passed, passed_scope, strict=True):
         record_id = record.id
         by = named_by.get(record_id)
         if by is not None:
