@@ -11,7 +11,11 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
    its floor (raw cursor fetch of the same rows + the pure resolver, projection, planner),
    with SQL query counts and tracemalloc peaks;
 3. on PostgreSQL, the whole turn (create → plan → reply) from 8 client threads against
-   gunicorn, beside the same server's trivial JSON endpoint as the ceiling.
+   gunicorn, beside the same server's trivial JSON endpoint as the ceiling;
+4. the relevance order (I6): the quality check of `bench.relevance` (300 memories over 30
+   topics, a memory share that fits about 10 items: how many admitted memories are about
+   the message's topic, under `relevance` and under `certainty`), and on each database the
+   plan endpoint's p50 under `relevance` against `certainty` for a user with 1,000 memories.
 
 Each database runs in its own worker process (`bench.worker`) on its own database: a
 temporary SQLite file, or `companion_bench` on PostgreSQL (created and dropped; set
@@ -46,6 +50,8 @@ FULL = {
     "case": {"min_calls": 30, "max_calls": 300, "seconds": 8.0, "warmup": 3},
     "turn_seconds": 20.0,
     "lock_wait": 600.0,
+    "relevance_memories": 1_000,
+    "relevance_seeds": 10,
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -55,6 +61,8 @@ SMOKE = {
     "case": {"min_calls": 5, "max_calls": 20, "seconds": 0.5, "warmup": 1},
     "turn_seconds": 2.0,
     "lock_wait": 15.0,
+    "relevance_memories": 100,
+    "relevance_seeds": 2,
 }
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
@@ -85,8 +93,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both",
                         help="databases for the endpoint benchmarks (default: both; PostgreSQL is "
                              "skipped with a note when it is not reachable)")
-    parser.add_argument("--only", default="pure,endpoints,turns",
-                        help="comma-separated sections: pure, endpoints, turns")
+    parser.add_argument("--only", default="pure,endpoints,turns,relevance",
+                        help="comma-separated sections: pure, endpoints, turns, relevance")
     parser.add_argument("--turn-seconds", type=float, default=None,
                         help="duration of the whole-turn measurement (0 skips it)")
     parser.add_argument("--out", default=None, help="JSON output path")
@@ -160,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
     command = "python -m bench" + (" --smoke" if args.smoke else "") + (
         f" --db {args.db}" if args.db != "both" else "") + (
-        f" --only {args.only}" if sections != {"pure", "endpoints", "turns"} else "") + (
+        f" --only {args.only}" if sections != {"pure", "endpoints", "turns", "relevance"} else "") + (
         " (custom sizes)" if custom else "")
     started = time.perf_counter()
     results: dict = {
@@ -185,7 +193,21 @@ def main(argv: list[str] | None = None) -> int:
         results["pure"] = pure.run(sizes["pure_sizes"], sizes["slot_n"], log)
         results["meta"]["calibration_mops"] = results["pure"]["calibration_mops"]
 
-    if "endpoints" in sections or "turns" in sections:
+    if "relevance" in sections:
+        from . import relevance
+
+        log("relevance quality (pure planner)")
+        started_quality = time.perf_counter()
+        results["relevance_quality"] = {
+            **relevance.quality(),
+            "over_seeds": relevance.quality_over_seeds(sizes["relevance_seeds"]),
+        }
+        q = results["relevance_quality"]
+        log(f"  {q['topics_meeting_target']}/{q['topics']} topics with >= {q['target']} of the admitted "
+            f"memories about the topic (relevance mean {q['relevance_mean']:.1f}, certainty mean "
+            f"{q['certainty_mean']:.1f}) in {time.perf_counter() - started_quality:.1f}s")
+
+    if {"endpoints", "turns", "relevance"} & sections:
         from .db import postgres_reachable
 
         vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
@@ -196,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"postgres: skipped ({pg_note})")
                 results["databases"].append({"db": "postgres", "skipped": f"not reachable: {pg_note}"})
                 continue
-            if "endpoints" not in sections and vendor != "postgres":
+            if not {"endpoints", "relevance"} & sections and vendor != "postgres":
                 continue
             config = {
                 "seed": SEED,
@@ -208,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 "turn_workers": TURN_WORKERS,
                 "turn_records": TURN_RECORDS if not args.smoke else 100,
                 "lock_wait": sizes["lock_wait"],
+                "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
             }
             log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"
                                           and config["turn_seconds"] else ""))

@@ -10,6 +10,8 @@ SCALING_TARGET = 12.0
 HOT_TOLERANCE = 1.10  # "no slower": within 10% measurement noise
 OVERHEAD_TARGET = 2.0
 TURN_SHARE_TARGET = 0.25
+RELEVANCE_COST_TOLERANCE = 1.10  # relevance p50 within 10% of certainty's
+RELEVANCE_MEMORIES = 1_000
 
 
 def _fmt(value, digits: int = 1) -> str:
@@ -89,7 +91,41 @@ def targets(results: dict) -> list[dict]:
             t["turns_per_ping"] >= TURN_SHARE_TARGET)
     else:
         add("whole turn (gunicorn + PostgreSQL)", "not run", None)
+    _relevance_rows(results, add)
     return rows
+
+
+def _relevance_rows(results: dict, add) -> None:
+    """I6: the quality check and the plan endpoint's cost under relevance (added with `add`)."""
+    quality = results.get("relevance_quality")
+    name = "relevance quality: >= 8 of ~10 admitted memories about the message's topic (300 memories, 30 topics)"
+    if quality:
+        seeds = quality["over_seeds"]
+        add(name,
+            f"{quality['topics_meeting_target']}/{quality['topics']} topics (min {quality['relevance_min']}, "
+            f"mean {quality['relevance_mean']:.1f} of {quality['admitted_mean']:.1f} admitted; certainty "
+            f"mean {quality['certainty_mean']:.1f}); over {seeds['seeds']} generated users "
+            f"{seeds['topics_meeting_target']}/{seeds['topics']} (min {seeds['relevance_min']})",
+            quality["topics_meeting_target"] == quality["topics"])
+    else:
+        add(name, "not run", None)
+    name = "plan endpoint p50 under relevance within 10% of certainty at 1,000 memories"
+    measured, verdicts = [], []
+    for db in results.get("databases", []):
+        cost = db.get("relevance")
+        if not cost:
+            continue
+        for label in ("wide", "tight"):
+            row = cost[label]
+            measured.append(f"{db['db']} {label}: {row['relevance_p50_ms']:.1f} vs "
+                            f"{row['certainty_p50_ms']:.1f} ms (×{row['ratio']:.2f}; CPU "
+                            f"×{row.get('cpu_ratio', float('nan')):.2f})")
+            verdicts.append(row["ratio"] <= RELEVANCE_COST_TOLERANCE)
+        at_size = cost["memories"] == RELEVANCE_MEMORIES
+    if measured:
+        add(name, "; ".join(measured), all(verdicts) if at_size else None)
+    else:
+        add(name, "not run", None)
 
 
 def _msgs(case: dict) -> str:
@@ -229,6 +265,39 @@ def render(results: dict, *, markdown: bool) -> str:
                        + ")")
             if t["turns"]["error_samples"]:
                 out.append("error samples: " + " | ".join(t["turns"]["error_samples"]))
+
+    quality = results.get("relevance_quality")
+    costs = [(db["db"], db["relevance"]) for db in results.get("databases", []) if db.get("relevance")]
+    if quality or costs:
+        out.append(h("Relevance order (I6)"))
+    if quality:
+        out.append(("\n" if markdown else "")
+                   + f"Quality ({quality['memories']} memories over {quality['topics']} topics, budget "
+                   f"{quality['budget']} × memory share {quality['memory_share']}: about "
+                   f"{quality['admitted_mean']:.1f} memories admitted): memories about the message's "
+                   f"topic, per topic, under relevance / certainty:")
+        rows = [[r["topic"], r["relevance"], r["relevance_admitted"], r["certainty"], r["certainty_admitted"]]
+                for r in quality["rows"]]
+        out.append(_table(["topic", "relevance: about it", "admitted", "certainty: about it", "admitted"],
+                          rows, markdown))
+    if costs:
+        rows = []
+        for vendor, cost in costs:
+            for label in ("wide", "tight"):
+                r = cost[label]
+                rows.append([vendor, cost["memories"], label, r["budget"], r["calls"], r["relevance_p50_ms"],
+                             r["certainty_p50_ms"], r["ratio"], r.get("relevance_cpu_p50_ms"),
+                             r.get("certainty_cpu_p50_ms"), r.get("cpu_ratio"),
+                             r["relevance_queries"], r["certainty_queries"],
+                             f"{r['about_topic']['relevance']}/{r['admitted']['relevance']}",
+                             f"{r['about_topic']['certainty']}/{r['admitted']['certainty']}"])
+        out.append(("\n" if markdown else "")
+                   + "Plan endpoint, calls alternating between the two orders (wide: every memory fits; "
+                   "tight: the quality check's budget):")
+        out.append(_table(["db", "memories", "budget", "tokens", "calls", "relevance p50 ms",
+                           "certainty p50 ms", "ratio", "rel. CPU p50 ms", "cert. CPU p50 ms",
+                           "CPU ratio", "queries rel.", "queries cert.",
+                           "about topic rel.", "about topic cert."], rows, markdown))
 
     out.append(h("Targets (compared, never asserted)"))
     rows = [[r["target"], r["measured"], r["result"]] for r in results["targets"]]

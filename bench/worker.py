@@ -67,6 +67,18 @@ def main(vendor: str, config: dict, out_path: str) -> int:
                 vendor, loaded, token, cfg, config["records"], config["messages"], log)
             result["message_text_kib"] = endpoints.message_text_kib(loaded)
 
+        if config.get("relevance_memories"):
+            from . import relevance
+
+            started = time.perf_counter()
+            user = relevance.load_user(config["relevance_memories"])
+            if vendor == "postgres":
+                load.analyze()
+            log(f"  {vendor}: loaded the relevance user ({user['memories']:,} memories) in "
+                f"{time.perf_counter() - started:.1f}s")
+            result["relevance"] = relevance.endpoint_cost(
+                token, user, endpoints.CaseConfig(**config["case"]), log)
+
         if vendor == "postgres" and config.get("turn_seconds", 0) > 0:
             started = time.perf_counter()
             users = []

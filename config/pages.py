@@ -1,13 +1,10 @@
-"""The end user's pages (issue 5): their URLconf and the few helpers every page shares.
+"""The few helpers every end-user page shares. It imports no view and no app: each app's
+`urls.py` lists its own pages, and `config/urls.py` includes them.
 
 Pages are plain Django views with forms that call the same services as the API
 (DESIGN habit 3), POST-redirect-GET, and every one of them is private: `private_page` asks for
 a login and sends `Cache-Control: no-store`, so a shared computer's back button or a proxy
 never shows someone's memories.
-
-The view modules import the helpers below, and the URL patterns import the view modules. The
-patterns are therefore built on first use (PEP 562 `__getattr__`), which keeps that import
-cycle harmless whichever side is imported first.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from datetime import datetime
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.http import Http404
 from django.shortcuts import resolve_url
 from django.utils import timezone
@@ -41,11 +39,19 @@ def private_page(view: Callable) -> Callable:
 
 
 def next_url(request, default: str = "memory:list") -> str:
-    """Where to go after an action: the form's `next` when it is a path on this site, else
-    `default` (a URL name or path). Never an open redirect."""
-    candidate = request.POST.get("next") or request.GET.get("next")
-    if candidate and url_has_allowed_host_and_scheme(
-        candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    """Where to go after an action: the form's `next` when it is a path on this site
+    (`/memories/?page=2#m-…`), else `default` (a URL name or path). Anything else — another
+    host, a scheme, `//host`, a bare word that is neither — falls back to `default`: never an
+    open redirect, never an error."""
+    candidate = request.POST.get("next") or request.GET.get("next") or ""
+    if (
+        isinstance(candidate, str)
+        and candidate.startswith("/")
+        and not candidate.startswith(("//", "/\\"))
+        and candidate.isprintable()  # no line breaks or other controls for a Location header
+        and url_has_allowed_host_and_scheme(
+            candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
     ):
         return candidate
     return resolve_url(default)
@@ -67,66 +73,33 @@ def form_errors_from(form, exc: ValidationError, *, fields: dict[str, str] | Non
 
 
 def day(moment: datetime | None) -> str:
-    """A date as people say it: "3 Aug", with the year when it is not this year."""
+    """A date, one format on every page: "3 Aug 2026", in the active time zone (the user's,
+    see `memory.middleware`; templates use the same format, `j M Y`)."""
     if moment is None:
         return ""
     local = timezone.localtime(moment)
-    if local.year == timezone.localtime().year:
-        return f"{local.day} {local:%b}"
     return f"{local.day} {local:%b %Y}"
 
 
 def when(moment: datetime | None) -> str:
-    """A date and time: "3 Aug, 14:05"."""
+    """A date and time: "3 Aug 2026, 14:05". Pages that show times name the zone once
+    (`includes/time_zone.html`)."""
     if moment is None:
         return ""
     return f"{day(moment)}, {timezone.localtime(moment):%H:%M}"
 
 
-def _build_urlpatterns() -> list:
-    from django.urls import include, path
+class SignInForm(AuthenticationForm):
+    """The sign-in form, refusing a username no account can have (longer than the username
+    field allows, or with control characters) with the same message as a wrong password,
+    before authentication: such a value is never looked up, counted by the sign-in lockout or
+    stored with a failed attempt. (Django's own form shows the length limit in the page but
+    does not validate it.)"""
 
-    from conversations import views as conversation_views
-    from memory import views as memory_views
-    from policy import views as policy_views
-
-    memory = [
-        path("", memory_views.memory_list, name="list"),
-        path("forgotten/", memory_views.forgotten_list, name="forgotten"),
-        path("forgotten/<uuid:tombstone_id>/learn-again", memory_views.tombstone_delete, name="learn-again"),
-        path("<uuid:memory_id>/confirm", memory_views.memory_confirm, name="confirm"),
-        path("<uuid:memory_id>/correct", memory_views.memory_correct, name="correct"),
-        path("<uuid:memory_id>/retract", memory_views.memory_retract, name="retract"),
-        path("<uuid:memory_id>/forget", memory_views.memory_forget, name="forget"),
-        path("<uuid:memory_id>/history", memory_views.memory_history, name="history"),
-    ]
-    policy = [
-        path("", policy_views.boundaries, name="boundaries"),
-        path("set", policy_views.boundary_set_view, name="set"),
-        path("rules/<uuid:rule_id>/revoke", policy_views.rule_revoke_view, name="revoke"),
-    ]
-    conversations = [
-        path("", conversation_views.conversation_list, name="list"),
-        path("<uuid:conversation_id>/", conversation_views.conversation_detail, name="detail"),
-        path("<uuid:conversation_id>/delete", conversation_views.conversation_delete_view, name="delete"),
-    ]
-    data = [
-        path("", conversation_views.data_index, name="index"),
-        path("export.json", conversation_views.data_export, name="export"),
-        path("forget-everything", conversation_views.forget_everything, name="forget-everything"),
-        path("delete-account", conversation_views.delete_account, name="delete-account"),
-    ]
-    return [
-        path("memories/", include((memory, "memory"))),
-        path("boundaries/", include((policy, "policy"))),
-        path("conversations/", include((conversations, "conversations"))),
-        path("data/", include((data, "data"))),
-    ]
-
-
-def __getattr__(name: str):
-    if name == "urlpatterns":
-        patterns = _build_urlpatterns()
-        globals()["urlpatterns"] = patterns
-        return patterns
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def clean(self):
+        username = self.data.get(self.add_prefix("username"), "")
+        if not isinstance(username, str) or (
+            len(username) > self.username_field.max_length or not username.isprintable()
+        ):
+            raise self.get_invalid_login_error()
+        return super().clean()

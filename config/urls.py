@@ -1,13 +1,21 @@
+"""The one place that knows every app: the runtime's API under /api/v1/, the end user's pages,
+the admin (with the support views), sign-in, and the error handlers."""
+
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config import views
+from config.pages import SignInForm
+from conversations import urls as conversations_urls
+from memory import urls as memory_urls
+from policy import urls as policy_urls
 
 api_v1 = [
-    path("", include("conversations.urls")),
-    path("", include("memory.urls")),
-    path("", include("policy.urls")),
+    path("", include((conversations_urls.api, "conversations_api"))),
+    path("", include((memory_urls.api, "memory_api"))),
+    path("", include((policy_urls.api, "policy_api"))),
 ]
 
 urlpatterns = [
@@ -16,7 +24,11 @@ urlpatterns = [
     # The split view serves Swagger UI's start script as a file, so the CSP needs no inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("admin/", admin.site.urls),
-    path("", include("config.pages")),
+    path("memories/", include((memory_urls.pages, "memory"))),
+    path("boundaries/", include((policy_urls.pages, "policy"))),
+    path("conversations/", include((conversations_urls.pages, "conversations"))),
+    path("data/", include((conversations_urls.data_pages, "data"))),
+    path("login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("", include("django.contrib.auth.urls")),
     path("", views.home, name="home"),
 ]

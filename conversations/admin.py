@@ -12,7 +12,8 @@ from django.contrib import admin
 from django.db.models import F
 from django.utils.html import format_html, format_html_join
 
-from config.support_admin import SupportAdmin, admin_link, count_of, explain_url
+from support.admin import SupportAdmin, count_of
+from support.display import admin_link, explain_url
 
 from .models import Character, Conversation, Message, Turn
 from .services import character_put

@@ -173,6 +173,9 @@ class TurnOutput(serializers.Serializer):
     status = serializers.ChoiceField(choices=["open", "replied"])
     user_message = MessageRefOutput()
     extracted = ExtractedOutput(many=True)
+    learning = serializers.BooleanField(
+        help_text="I8: whether the user's `learn` switch was on when the turn was created "
+        "(off: nothing was extracted from its message).")
 
 
 def turn_json(turn: Turn) -> dict:
@@ -196,6 +199,7 @@ def turn_json(turn: Turn) -> dict:
         "status": turn.status,
         "user_message": {"id": str(turn.user_message_id), "seq": turn.user_message.seq},
         "extracted": extracted,
+        "learning": turn.learning,
     }
 
 
@@ -222,6 +226,10 @@ class PromptPlanQuery(StrictSerializer):
     capabilities = CleanCharField(required=False, allow_blank=True, default="", max_length=2000,
                                   help_text="Comma-separated capability names.")
     now = serializers.DateTimeField(required=False, allow_null=True)
+    memory_order = serializers.ChoiceField(
+        choices=["certainty", "relevance"], required=False, default="certainty",
+        help_text="I6: `certainty` (the I3 order) or `relevance` (pinned keys, then BM25 score "
+        "against the current message and the two before it, then the I3 order).")
 
 
 class PlanMessageOutput(serializers.Serializer):
@@ -247,16 +255,23 @@ def _decision_output():
     return DecisionOutput
 
 
+class PlanMemoryOutput(ProjectedOutput):
+    relevance = serializers.FloatField(
+        allow_null=True,
+        help_text="I6: the memory's BM25 score rounded to 6 decimals; null under `certainty`.")
+
+
 class PromptPlanOutput(serializers.Serializer):
     turn = serializers.UUIDField()
     boundary_seq = serializers.IntegerField()
     current_message = PlanMessageOutput()
     history = PlanHistoryOutput(many=True)
-    memories = ProjectedOutput(many=True)
+    memories = PlanMemoryOutput(many=True)
     policy = serializers.ListField(child=serializers.DictField())
     excluded = PlanExclusionOutput(many=True)
     estimated_tokens = serializers.IntegerField()
     budget = serializers.IntegerField()
+    memory_order = serializers.ChoiceField(choices=["certainty", "relevance"])
     plan_hash = serializers.CharField()
     resolver_version = serializers.CharField()
 
@@ -265,7 +280,9 @@ class TurnPromptPlanApi(APIView):
     @extend_schema(
         operation_id="turn_prompt_plan", parameters=[PromptPlanQuery],
         responses={200: PromptPlanOutput, **problems(400, 404, 422)},
-        description="The prompt plan of a turn under a token budget (I1–I5).",
+        description="The prompt plan of a turn under a token budget (I1–I6). With the user's `use` "
+        "switch off (I8) the memory section is empty and every projected memory is excluded with "
+        "reason `memory-off`.",
     )
     def get(self, request, turn_id):
         from .planner import plan_body
@@ -275,6 +292,7 @@ class TurnPromptPlanApi(APIView):
         result = services.turn_prompt_plan(
             turn_id=turn_id, budget=params["budget"], memory_share=params["memory_share"],
             history=params["history"], capabilities=capabilities, now=params.get("now"),
+            memory_order=params["memory_order"],
         )
         body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
         DecisionOutput = _decision_output()

@@ -10,7 +10,9 @@ Phases, as a chat runtime would drive them:
 3. a tone change to playful, which the companion must ask about before using, and a
    summary that invents an outcome (the letter was sent) with no evidence;
 4. a scene change downstairs, bringing the letter and leaving Marlowe behind;
-5. a return days later: "What did we leave unresolved last time?".
+5. a return days later: "What did we leave unresolved last time?";
+6. the relevance scene (I6): asked about the unsent letter with a budget whose memory share
+   fits only a few memories, a plan ordered by relevance holds memories about the letter.
 
 Each check is structural (which memories, values, certainties, exclusion reasons and policy
 effects the plan holds) and cites the rule it exercises.
@@ -45,6 +47,9 @@ User = get_user_model()
 
 CATEGORIES = ("correction", "recall", "uncertainty", "progression", "user control")
 BUDGET = 1200
+# The relevance scene's budget: its memory share (0.3 × 120 = 36 tokens) fits two or three
+# short memories of the six the plan could hold.
+TIGHT_BUDGET = 120
 
 SETUP = (
     "We meet every Thursday at a quiet rooftop greenhouse. You are the night caretaker. "
@@ -114,10 +119,12 @@ class _Runtime:
         self.conversation = conversation
         self.n = 0
 
-    def say(self, content: str, *, scene: str | None, reply: str = "…", capabilities=(), now=None):
+    def say(self, content: str, *, scene: str | None, reply: str = "…", capabilities=(), now=None,
+            budget: int = BUDGET, memory_order: str = "certainty"):
         self.n += 1
         turn = turn_create(conversation_id=self.conversation.pk, turn_key=f"t{self.n}", content=content, scene=scene).turn
-        plan = turn_prompt_plan(turn_id=turn.pk, budget=BUDGET, capabilities=tuple(capabilities), now=now)
+        plan = turn_prompt_plan(turn_id=turn.pk, budget=budget, capabilities=tuple(capabilities), now=now,
+                                memory_order=memory_order)
         turn_commit_reply(turn_id=turn.pk, content=reply)
         return turn, plan
 
@@ -259,4 +266,17 @@ def _play(card: Scorecard, user) -> None:
     still = _policy(p_return, "tone.playful")
     card.check("user control", "the tone choice still holds on return (D8)",
                still is not None and still.decision.effect == "allow", still and still.decision.reason)
+
+    # Phase 6 — relevance (I6): a tight budget, a question about the unsent letter.
+    _, p_letter = runtime.say("Can we talk about the letter? I still have not sent it.", scene="downstairs",
+                              now=later, budget=TIGHT_BUDGET, memory_order="relevance", reply="Of course.")
+    about_letter = [m for m in p_letter.plan.memories if ".letter." in f".{m.key}."]
+    card.check("recall", "asked about the unsent letter on a tight budget, the plan brings the letter (I6)",
+               bool(about_letter) and len(about_letter) == len(p_letter.plan.memories)
+               and p_letter.plan.memory_order == "relevance"
+               and any(r == "budget" for k, _, r in p_letter.plan.excluded if k == "memory"),
+               _memory_text(p_letter))
+    card.check("uncertainty", "the relevance plan keeps the letter uncertain and unsent (I6, P2)",
+               _certainty(p_letter, "story.letter.status") == "uncertain"
+               and not _values(p_letter, "story.letter.outcome"), _memory_text(p_letter))
     _ = (letter, elsewhere, turn3, p1, p_fix, p_down)

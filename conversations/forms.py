@@ -20,3 +20,30 @@ class DeleteAccountForm(forms.Form):
         if value != self.username:
             raise forms.ValidationError("That is not your username, so nothing was deleted.")
         return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The time zone the pages show times in
+
+
+def _time_zone_choices():
+    """The product's zone first, then every IANA zone grouped by region ("Europe", "America"
+    …), so a select list stays usable with a keyboard (type to jump)."""
+    from django.conf import settings
+
+    from memory.domain import known_time_zones
+
+    regions: dict[str, list[tuple[str, str]]] = {}
+    others: list[tuple[str, str]] = []
+    for name in sorted(known_time_zones()):
+        region, _, place = name.partition("/")
+        if place and region not in ("Etc", "SystemV", "US", "Canada", "Brazil", "Mexico", "Chile"):
+            regions.setdefault(region, []).append((name, place.replace("_", " ").replace("/", " – ")))
+        else:
+            others.append((name, name))
+    return [("", f"The service's time zone ({settings.TIME_ZONE})"),
+            *sorted(regions.items()), ("Other", others)]
+
+
+class TimeZoneForm(forms.Form):
+    time_zone = forms.ChoiceField(label="Your time zone", required=False, choices=_time_zone_choices)

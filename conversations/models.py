@@ -80,6 +80,9 @@ class Turn(models.Model):
     reply_message = models.OneToOneField(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="reply_to")
     created_at = models.DateTimeField()
     extracted = models.JSONField(default=list, blank=True)
+    # I8: whether the user's `learn` switch was on when the turn was created (off: nothing
+    # was extracted from its message).
+    learning = models.BooleanField(default=True)
     plan_snapshot = models.JSONField(null=True, blank=True)
     plan_hash = models.CharField(max_length=64, blank=True, default="")
 

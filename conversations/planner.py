@@ -1,20 +1,26 @@
-"""The prompt planner (SPEC §7, I1 and I3; I5 is enforced upstream by the projection).
-Standard library only: no Django, no clock, no database, so the same inputs always give the
-same plan and the same ``plan_hash``.
+"""The prompt planner (SPEC §7, I1, I3, I6 and the `use` switch of I8; I5 is enforced
+upstream by the projection). Standard library only: no Django, no clock, no database, so the
+same inputs always give the same plan and the same ``plan_hash``.
 
 Order of work in :func:`build_plan`:
 
 1. **Parameters** are validated (``budget`` a positive int, ``memory_share`` in [0, 1],
-   ``history`` ``contiguous`` or ``skip``) → ``ValidationError`` naming the field.
+   ``history`` ``contiguous`` or ``skip``, ``memory_order`` ``certainty`` or ``relevance``)
+   → ``ValidationError`` naming the field.
 2. **Memory section** (I3): at most ``floor(memory_share × budget)`` tokens. The share is
    taken at its decimal value (``0.29 × 100`` is 29, not 28 as binary floats would give).
-   Items are filled in the order given — the projection already orders them confirmed →
-   likely → uncertain, narrower scope, newer, id. An item that does not fit is excluded
-   with reason ``budget`` and filling **continues** with the later items (skip and
-   continue), so a long early item does not starve short later ones. The order of the
-   included items is kept. Items the resolver/projection excluded (``memory_excluded``)
-   are reported with their own reasons. Memories reach the planner only through the
-   projection, so an item without provenance never enters the plan (I5).
+   Under ``memory_order=certainty`` (the default) items are filled in the order given — the
+   projection already orders them confirmed → likely → uncertain, narrower scope, newer, id
+   (the I3 order). Under ``relevance`` (I6) they are filled pinned keys first, then by BM25
+   score (see :func:`bm25_scores`), highest first, then in the I3 order. An item that does
+   not fit is excluded with reason ``budget`` and filling **continues** with the later items
+   (skip and continue), so a long early item does not starve short later ones, and items
+   with score 0 still fill what is left. The fill order of the included items is kept.
+   Items the resolver/projection excluded (``memory_excluded``) are reported with their own
+   reasons. Memories reach the planner only through the projection, so an item without
+   provenance never enters the plan (I5), and ordering never changes an item's certainty.
+   When the user switched memory use off (I8, ``use_memories=False``) every item goes to
+   ``excluded`` with reason ``memory-off`` and the section is empty.
 3. **Current message** (I1, I3): it must fit in ``budget − memory_tokens``, else
    ``BudgetExceeded`` naming the needed and available tokens. It appears exactly once, as
    ``Plan.current``.
@@ -33,9 +39,24 @@ Order of work in :func:`build_plan`:
 separators, ``ensure_ascii=False``) of the current message (id, seq, role, content), the
 history (id, seq, role, content, oldest-first), the included memories in fill order
 (record id plus the prompt shape: key, label, value, certainty, scope), the parameters
-(budget, memory_share as a float, history policy, sorted distinct capabilities) and the
+(budget, memory_share as a float, history policy, sorted distinct capabilities and, for a
+plan ordered by relevance, ``memory_order`` and the stopword list's version) and the
 resolver version. It covers neither ``now`` nor decision ids nor the exclusions, so the same
-state and parameters give the same hash whatever order the inputs arrived in.
+state and parameters give the same hash whatever order the inputs arrived in. A plan ordered
+by certainty hashes exactly as it did before the relevance order existed (its payload has no
+``memory_order`` entry; the stopwords cannot change it), so its hash is stable across a change
+of the stopword list; a relevance plan's payload names both, so the two orders never share
+a hash.
+
+**Relevance (I6).** Terms of a text (:func:`terms`): NFKC, casefold, split on every
+character that is not a letter (Unicode category L*) or a decimal digit (Nd), then drop terms
+of one character and the stopwords of :mod:`conversations.stopwords`. The query is the
+terms of the current message plus those of the last ``QUERY_HISTORY`` (2) messages before it,
+whatever their role and whether or not the history budget admits them. A memory's document
+is the terms of its label, value and key (``basil_plant.name`` → basil, plant, name). Scores
+are Okapi BM25 with k1 = 1.2 and b = 0.75 over the memories that passed P1–P4 for this plan,
+rounded to 6 decimals before ordering; each plan memory carries its rounded score
+(``Plan.relevance``; ``None`` under ``certainty``).
 """
 
 from __future__ import annotations
@@ -43,18 +64,30 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
+from itertools import accumulate
 
 from config.errors import BudgetExceeded, ValidationError
+from conversations.stopwords import STOPWORDS, STOPWORDS_VERSION
 from conversations.tokens import estimate_from_bytes, estimate_memory, estimate_message
-from memory.domain import REASON_BUDGET, Exclusion, ProjectedMemory
+from memory.domain import REASON_BUDGET, REASON_MEMORY_OFF, Exclusion, ProjectedMemory
 
 HISTORY_POLICIES = ("contiguous", "skip")
+MEMORY_ORDERS = ("certainty", "relevance")
 DEFAULT_MEMORY_SHARE = 0.3
 KIND_MEMORY = "memory"
 KIND_MESSAGE = "message"
+
+# I6: Okapi BM25 parameters and the messages before the current one that join the query.
+BM25_K1 = 1.2
+BM25_B = 0.75
+QUERY_HISTORY = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +116,7 @@ class PlanParams:
     memory_share: float = DEFAULT_MEMORY_SHARE
     history: str = "contiguous"  # or "skip"
     capabilities: tuple[str, ...] = ()
+    memory_order: str = "certainty"  # or "relevance" (I6)
 
 
 @dataclass(frozen=True)
@@ -96,6 +130,10 @@ class Plan:
     excluded: tuple[tuple[str, str, str], ...]  # (kind, id, reason), sorted by (kind, id)
     estimated_tokens: int
     plan_hash: str
+    # I6: the rounded BM25 score of each included memory (aligned with `memories`), or None
+    # for every memory under `certainty`.
+    relevance: tuple[float | None, ...] = ()
+    memory_order: str = "certainty"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,6 +158,8 @@ def validate_params(params: PlanParams) -> None:
     caps = params.capabilities
     if isinstance(caps, str) or not all(isinstance(c, str) for c in caps):
         raise ValidationError("capabilities must be a list of strings.", field="capabilities")
+    if params.memory_order not in MEMORY_ORDERS:
+        raise ValidationError("memory_order must be 'certainty' or 'relevance'.", field="memory_order")
 
 
 def memory_cap(params: PlanParams) -> int:
@@ -187,6 +227,222 @@ def _eligible_history(current: PlanMessage, history: Iterable[PlanMessage]) -> l
 
 
 # ---------------------------------------------------------------------------------------------
+# Relevance (I6)
+
+# Runs of characters that `str.isalnum` accepts: every letter and digit, plus the few other
+# numeric characters (categories Nl and No) that `_letters_and_digits` splits off again.
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+# ASCII text is its own NFKC form, its casefold is `lower()`, and its letters and digits are
+# [a-z0-9] once lowered: the same terms, without the Unicode work.
+_ASCII_RUN = re.compile(r"[a-z0-9]+")
+
+
+def _letters_and_digits(run: str) -> list[str]:
+    """Split a run of alphanumeric characters on those that are neither a letter (L*) nor a
+    decimal digit (Nd): `isalnum` also accepts other numerics such as Roman numerals."""
+    if run.isascii() or run.isalpha():
+        return [run]
+    pieces: list[str] = []
+    start = 0
+    for i, char in enumerate(run):
+        if not (char.isalpha() or char.isdecimal()):
+            if i > start:
+                pieces.append(run[start:i])
+            start = i + 1
+    if start < len(run):
+        pieces.append(run[start:])
+    return pieces
+
+
+def terms(text: str) -> list[str]:
+    """I6: the terms of a text, in order, repeats kept. NFKC, then casefold, then split on
+    every character that is not a letter or a decimal digit; terms of one character and
+    stopwords are dropped."""
+    if text.isascii():
+        return [t for t in _ASCII_RUN.findall(text.lower()) if len(t) > 1 and t not in STOPWORDS]
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [
+        term
+        for run in _ALNUM_RUN.findall(folded)
+        for term in _letters_and_digits(run)
+        if len(term) > 1 and term not in STOPWORDS
+    ]
+
+
+# ASCII terms, one-character ones left out: a run of two or more is always matched whole.
+_ASCII_TERM = re.compile(r"[a-z0-9]{2,}")
+_is_stopword = STOPWORDS.__contains__
+
+
+def _counted_terms(text: str) -> tuple[int, list[str]]:
+    """``(len(terms(text)), candidates)``: the number of terms of ``text`` and a list holding
+    every one of them (repeats kept), for ASCII text with its stopwords too — all BM25 needs,
+    since a query holds no stopword. Cheaper than ``terms`` on the hot path."""
+    if text.isascii():
+        runs = _ASCII_TERM.findall(text.lower())
+        return len(runs) - sum(map(_is_stopword, runs)), runs
+    found = terms(text)
+    return len(found), found
+
+
+# Labels and keys recur from memory to memory and plan to plan; values are not cached.
+@lru_cache(maxsize=16_384)
+def _cached_terms(text: str) -> tuple[str, ...]:
+    return tuple(terms(text))
+
+
+@lru_cache(maxsize=16_384)
+def _label_and_key_terms(label: str, key: str) -> tuple[int, frozenset[str], tuple[str, ...]]:
+    found = (*_cached_terms(label), *_cached_terms(key))
+    return len(found), frozenset(found), found
+
+
+def document_terms(pm: ProjectedMemory) -> list[str]:
+    """I6: a memory's document is the terms of its label, value and key
+    (``basil_plant.name`` → basil, plant, name)."""
+    return [*_cached_terms(pm.label), *terms(pm.value), *_cached_terms(pm.key)]
+
+
+def query_terms(current: str, recent: Iterable[str] = ()) -> list[str]:
+    """I6: the current message's terms plus those of the messages before it (the caller
+    passes the last ``QUERY_HISTORY``)."""
+    out = terms(current)
+    for text in recent:
+        out.extend(terms(text))
+    return out
+
+
+def bm25_scores(query: Iterable[str], documents: Sequence[Sequence[str]]) -> list[float]:
+    """I6: Okapi BM25 of the query against each document, rounded to 6 decimals.
+
+    score(d) = Σ over the query's distinct terms t of
+    idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / avgdl)), with k1 = 1.2, b = 0.75,
+    idf(t) = ln(1 + (N − n(t) + 0.5) / (n(t) + 0.5)), tf the count of t in d, |d| its number
+    of terms, avgdl the mean |d|, N the number of documents and n(t) the number containing t.
+    The terms are summed in sorted order, so the result never depends on input order. With
+    no query terms, or documents without terms, every score is 0."""
+    distinct = sorted(set(query))
+    wanted = frozenset(distinct).__contains__
+    matched: dict[int, tuple[int, list[str]]] = {}
+    for index, document in enumerate(documents):
+        found = list(filter(wanted, document))
+        if found:
+            matched[index] = (len(document), found)
+    return _bm25(distinct, len(documents), sum(map(len, documents)), matched)
+
+
+def _bm25(distinct: list[str], n_docs: int, total: int,
+          matched: Mapping[int, tuple[int, list[str]]]) -> list[float]:
+    """BM25 of `n_docs` documents of `total` terms in all, from the documents that hold a
+    query term: index → (their length, their occurrences of the query's terms, repeats kept).
+    Every other document scores 0. ``distinct`` is the sorted distinct query terms."""
+    scores = [0.0] * n_docs
+    if not distinct or not total or not matched:
+        return scores
+    counts: dict[int, dict[str, int]] = {}
+    containing = dict.fromkeys(distinct, 0)
+    for index, (_, found_terms) in matched.items():
+        found: dict[str, int] = {}
+        for term in found_terms:
+            found[term] = found.get(term, 0) + 1
+        for term in found:
+            containing[term] += 1
+        counts[index] = found
+    idf = {t: math.log(1 + (n_docs - n + 0.5) / (n + 0.5)) for t, n in containing.items()}
+    avgdl = total / n_docs
+    for index, found in counts.items():
+        length = matched[index][0]
+        score = 0.0
+        for term in distinct:
+            tf = found.get(term)
+            if tf:
+                score += idf[term] * tf * (BM25_K1 + 1) / (
+                    tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
+        scores[index] = round(score, 6)
+    return scores
+
+
+_ALNUM_ASCII = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _occurrences(text: str, term: str) -> list[int]:
+    """Where ``term`` occurs in lowered ASCII ``text`` as a whole term: a maximal run of
+    [a-z0-9] equal to it (found with `str.find`, then its neighbours checked)."""
+    out: list[int] = []
+    find, size, end = text.find, len(term), len(text)
+    at = find(term)
+    while at >= 0:
+        after = at + size
+        if (at == 0 or text[at - 1] not in _ALNUM_ASCII) and (after == end or text[after] not in _ALNUM_ASCII):
+            out.append(at)
+        at = find(term, after)
+    return out
+
+
+def _memory_scores(memories: Sequence[ProjectedMemory], distinct: list[str]) -> list[float]:
+    """`bm25_scores` of the memories' documents (:func:`document_terms`) without building
+    them: BM25 reads only the total number of terms, and the length and query-term
+    occurrences of the documents that hold a query term. Labels and keys are looked up in a
+    cache; when every value is ASCII, the values' terms are counted in one pass over their
+    concatenation and the query's terms found there by one pattern, so per memory only a
+    cache lookup remains. (A test holds the result equal to `bm25_scores`.)"""
+    query_set = frozenset(distinct)
+    wanted, disjoint = query_set.__contains__, query_set.isdisjoint
+    fixed = list(map(_label_and_key_terms, [pm.label for pm in memories], [pm.key for pm in memories]))
+    total = sum(f[0] for f in fixed)
+    matched_terms: dict[int, list[str]] = {
+        index: list(filter(wanted, fixed[index][2]))
+        for index in [i for i, f in enumerate(fixed) if not disjoint(f[1])]
+    }
+    values = [pm.value for pm in memories]
+    joined = "\n".join(values)
+    value_lengths: dict[int, int] = {}
+    if joined.isascii():
+        lowered = joined.lower()  # ASCII: the NFKC casefold, and of the same length
+        runs = _ASCII_TERM.findall(lowered)
+        total += len(runs) - sum(map(_is_stopword, runs))
+        # Where each value starts in `lowered` (one separator after each).
+        starts = list(accumulate(map((1).__add__, map(len, values[:-1])), initial=0))
+        for term in distinct:
+            if term.isascii():
+                for at in _occurrences(lowered, term):
+                    matched_terms.setdefault(bisect_right(starts, at) - 1, []).append(term)
+    else:
+        for index, value in enumerate(values):
+            length, candidates = _counted_terms(value)
+            total += length
+            value_lengths[index] = length
+            if not disjoint(candidates):
+                matched_terms.setdefault(index, []).extend(filter(wanted, candidates))
+    matched = {}
+    for index, found_terms in matched_terms.items():
+        length = value_lengths.get(index)
+        if length is None:
+            length = _counted_terms(values[index])[0]
+        matched[index] = (fixed[index][0] + length, found_terms)
+    return _bm25(distinct, len(memories), total, matched)
+
+
+def relevance_order(
+    memories: Sequence[ProjectedMemory], query: Iterable[str], pinned_keys: Collection[str],
+) -> tuple[list[int], list[float]]:
+    """I6: the fill order (indexes into ``memories``, which are in the I3 order) and each
+    memory's rounded score (:func:`bm25_scores` of their documents): pinned keys first, then
+    score highest first, then the I3 order."""
+    distinct = sorted(set(query))
+    n = len(memories)
+    scores = _memory_scores(memories, distinct) if distinct and n else [0.0] * n
+    # Two stable sorts (score, then pinned first) keep the I3 order among equals, with keys
+    # that are plain floats and booleans rather than a tuple per memory.
+    pinned = frozenset(pinned_keys)
+    order = sorted(range(n), key=[-s for s in scores].__getitem__)
+    if pinned:
+        unpinned = [pm.key not in pinned for pm in memories]
+        order.sort(key=unpinned.__getitem__)
+    return order, scores
+
+
+# ---------------------------------------------------------------------------------------------
 # The plan
 
 
@@ -210,16 +466,26 @@ def compute_plan_hash(
         "current": _message_payload(current),
         "history": [_message_payload(m) for m in history],
         "memories": [{"id": pm.record.id, **pm.as_prompt()} for pm in memories],
-        "params": {
-            "budget": params.budget,
-            "memory_share": float(params.memory_share),
-            "history": params.history,
-            "capabilities": sorted(set(params.capabilities)),
-        },
+        "params": _params_payload(params),
         "resolver_version": resolver_version,
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _params_payload(params: PlanParams) -> dict:
+    payload = {
+        "budget": params.budget,
+        "memory_share": float(params.memory_share),
+        "history": params.history,
+        "capabilities": sorted(set(params.capabilities)),
+    }
+    # I6: the order and the stopword list it depends on; a certainty plan's payload is the
+    # one it always had (see the module docstring).
+    if params.memory_order != "certainty":
+        payload["memory_order"] = params.memory_order
+        payload["stopwords"] = STOPWORDS_VERSION
+    return payload
 
 
 def _message_payload(m: PlanMessage) -> dict:
@@ -236,34 +502,61 @@ def build_plan(
     resolver_version: str,
     history_candidates: Sequence[HistoryCandidate] | None = None,
     fetch_content: Callable[[list[str]], Mapping[str, str]] | None = None,
+    pinned_keys: Collection[str] = frozenset(),
+    recent: Sequence[str] | None = None,
+    use_memories: bool = True,
 ) -> Plan:
-    """Build the prompt plan for one turn (I1, I3). See the module docstring for the rules.
-    ``memory_excluded`` takes ``(id, reason)`` pairs or ``Exclusion`` objects from the
-    resolver and projection.
+    """Build the prompt plan for one turn (I1, I3, I6). See the module docstring for the
+    rules. ``memories`` are the projection's items in the I3 order; ``memory_excluded`` takes
+    ``(id, reason)`` pairs or ``Exclusion`` objects from the resolver and projection.
 
     A long conversation need not be loaded whole: pass ``history_candidates`` (ids, seqs and
     byte lengths) instead of ``history`` and a ``fetch_content(ids)`` callback; only the
-    messages the budget admits are then fetched. Both ways give the same plan."""
+    messages the budget admits are then fetched. Both ways give the same plan.
+
+    Under ``memory_order=relevance``, ``pinned_keys`` are the registry's pinned keys and
+    ``recent`` may give the contents of the last ``QUERY_HISTORY`` messages before the
+    current one (newest first); without it they are taken from ``history`` or fetched
+    through ``fetch_content``. ``use_memories=False`` is the user's `use` switch (I8)."""
     validate_params(params)
     budget = params.budget
     excluded: set[tuple[str, str, str]] = set()
+    relevance_on = params.memory_order == "relevance"
+
+    unique: list[ProjectedMemory] = []
+    seen: set[str] = set()
+    for pm in memories:
+        if pm.record.id not in seen:
+            seen.add(pm.record.id)
+            unique.append(pm)
+
+    # I8: with memory use off, every projected memory is excluded and the section is empty.
+    scores: list[float | None] = [None] * len(unique)
+    order = list(range(len(unique)))
+    if not use_memories:
+        excluded.update((KIND_MEMORY, pm.record.id, REASON_MEMORY_OFF) for pm in unique)
+        order = []
+    elif relevance_on and unique:
+        if recent is None:
+            recent = _recent_contents(current, history, history_candidates, fetch_content)
+        order, rounded = relevance_order(
+            unique, query_terms(current.content, recent[:QUERY_HISTORY]), pinned_keys)
+        scores = list(rounded)
 
     # Memory section: skip what does not fit and keep trying later items.
     cap = memory_cap(params)
     chosen_memories: list[ProjectedMemory] = []
+    chosen_scores: list[float | None] = []
     memory_tokens = 0
-    seen: set[str] = set()
-    for pm in memories:
-        record_id = pm.record.id
-        if record_id in seen:
-            continue
-        seen.add(record_id)
+    for index in order:
+        pm = unique[index]
         cost = estimate_memory(pm.label, pm.value)
         if memory_tokens + cost <= cap:
             chosen_memories.append(pm)
+            chosen_scores.append(scores[index])
             memory_tokens += cost
         else:
-            excluded.add((KIND_MEMORY, record_id, REASON_BUDGET))
+            excluded.add((KIND_MEMORY, pm.record.id, REASON_BUDGET))
     for item in memory_excluded:
         record_id, reason = _exclusion_pair(item)
         excluded.add((KIND_MEMORY, record_id, reason))
@@ -321,7 +614,31 @@ def build_plan(
             params=params,
             resolver_version=resolver_version,
         ),
+        relevance=tuple(chosen_scores),
+        memory_order=params.memory_order,
     )
+
+
+def _recent_contents(
+    current: PlanMessage,
+    history: Sequence[PlanMessage],
+    history_candidates: Sequence[HistoryCandidate] | None,
+    fetch_content: Callable[[list[str]], Mapping[str, str]] | None,
+) -> list[str]:
+    """I6: the contents of the last ``QUERY_HISTORY`` messages before the current one
+    (inside the turn boundary, I1), newest first."""
+    if history_candidates is None:
+        eligible = _eligible_history(current, history)
+        return [m.content for m in reversed(eligible[-QUERY_HISTORY:])]
+    candidates = _unique_candidates(
+        c for c in history_candidates if c.id != current.id and c.seq < current.seq)
+    ids = [c.id for c in reversed(candidates[-QUERY_HISTORY:])]
+    if not ids:
+        return []
+    if fetch_content is None:
+        raise TypeError("history_candidates needs fetch_content")
+    contents = fetch_content(ids)
+    return [contents[i] for i in ids]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,11 +674,19 @@ def plan_body(plan: Plan) -> dict:
              "estimated_tokens": tokens}
             for m, tokens in plan.history
         ],
-        "memories": [pm.as_prompt() for pm in plan.memories],
+        "memories": [
+            {**pm.as_prompt(), "relevance": score}
+            for pm, score in zip(plan.memories, _relevance_of(plan), strict=True)
+        ],
         "excluded": [
             {"kind": kind, "id": item_id, "reason": reason}
             for kind, item_id, reason in plan.excluded
         ],
         "estimated_tokens": plan.estimated_tokens,
+        "memory_order": plan.memory_order,
         "plan_hash": plan.plan_hash,
     }
+
+
+def _relevance_of(plan: Plan) -> tuple[float | None, ...]:
+    return plan.relevance if len(plan.relevance) == len(plan.memories) else (None,) * len(plan.memories)

@@ -26,6 +26,7 @@ from config.clock import db_now
 from config.errors import ImportConflict, ValidationError
 from memory.domain import AUTHORITIES, CARDINALITIES, SCOPE_KINDS, STATUSES, valid_key
 from memory.models import (
+    FORGOTTEN_BY,
     IdempotencyRecord,
     KeyDefinition,
     MemoryProfile,
@@ -100,7 +101,8 @@ def _memory(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
 
 def _tombstone(t: Tombstone) -> dict:
     return {"id": str(t.pk), "scope": t.scope_id, "key": t.key, "value_hash": t.value_hash,
-            "forgotten_at": _t(t.forgotten_at), "blocks_sources_before": _t(t.blocks_sources_before)}
+            "forgotten_at": _t(t.forgotten_at), "blocks_sources_before": _t(t.blocks_sources_before),
+            "forgotten_by": t.forgotten_by}
 
 
 def _retraction(r: SlotRetraction) -> dict:
@@ -179,7 +181,9 @@ def user_export(*, user) -> dict:
         "exported_at": _t(db_now()),
         "user": {"ref": user.username, "email": user.email, "first_name": user.first_name,
                  "last_name": user.last_name, "date_joined": _t(user.date_joined),
-                 "secret": profile.secret if profile else None},
+                 "secret": profile.secret if profile else None,
+                 # The zone the pages show times in (null: the service's).
+                 "time_zone": (profile.time_zone or None) if profile else None},
         "characters": [_character(c) for c in characters],
         "conversations": [_conversation(c, slugs) for c in conversations],
         "messages": [_message(m) for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")],
@@ -303,6 +307,12 @@ def user_import(*, data) -> tuple[User, dict]:
     # The user: recreated if needed; the secret keyed value hashes (F1) must carry over.
     user = User.objects.filter(username=ref).first()
     secret = u.text("secret", null=True, required=False, max_length=64)
+    # The user's page time zone (an optional field; null: the service's zone).
+    from memory.domain import known_time_zones
+
+    time_zone = u.text("time_zone", null=True, required=False, max_length=64)
+    if time_zone is not None and time_zone not in known_time_zones():
+        raise ValidationError("Must be an IANA time zone name, or null.", field="user.time_zone")
     if user is None:
         user = User(username=ref, email=u.text("email", required=False, default="", max_length=254) or "",
                     first_name=u.text("first_name", required=False, default="", max_length=150) or "",
@@ -331,6 +341,9 @@ def user_import(*, data) -> tuple[User, dict]:
             profile.save(update_fields=["secret"])
     elif profile is None:
         MemoryProfile.objects.create(user=user)
+    # The time zone of the pages: the snapshot's, unless this user already chose one here.
+    if time_zone:
+        MemoryProfile.objects.filter(user=user, time_zone="").update(time_zone=time_zone)
 
     # Characters are catalog rows: created when missing, never overwritten.
     characters = {c.slug: c for c in Character.objects.all()}
@@ -478,12 +491,14 @@ def user_import(*, data) -> tuple[User, dict]:
     for t in root.rows("tombstones"):
         row = {"id": t.uuid("id"), "scope": t.text("scope", max_length=255), "key": t.text("key", max_length=120),
                "value_hash": t.text("value_hash", null=True, required=False, max_length=64),
-               "forgotten_at": t.time("forgotten_at"), "blocks_sources_before": t.time("blocks_sources_before")}
+               "forgotten_at": t.time("forgotten_at"), "blocks_sources_before": t.time("blocks_sources_before"),
+               "forgotten_by": t.choice("forgotten_by", FORGOTTEN_BY, required=False, default="user")}
         incoming = {**row, "forgotten_at": _t(row["forgotten_at"]), "blocks_sources_before": _t(row["blocks_sources_before"])}
         _merge_row(Tombstone, row["id"], user, incoming, _tombstone, "tombstone",
                    lambda row=row: Tombstone.objects.create(id=row["id"], user=user, scope_id=row["scope"], key=row["key"],
                                                     value_hash=row["value_hash"], forgotten_at=row["forgotten_at"],
-                                                    blocks_sources_before=row["blocks_sources_before"]), counts)
+                                                    blocks_sources_before=row["blocks_sources_before"],
+                                                    forgotten_by=row["forgotten_by"]), counts)
     have = {tuple(_retraction(r).values()) for r in SlotRetraction.objects.filter(user=user)}
     for r in root.rows("retractions"):
         row = {"scope": r.text("scope", max_length=255), "key": r.text("key", max_length=120),

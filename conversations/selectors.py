@@ -45,7 +45,9 @@ def user_by_ref(ref: str, *, field: str | None = "user") -> User:
     in a path (`field=None`) it is a 404."""
     # A ref no user could have (PostgreSQL cannot even compare a NUL) is simply unknown.
     plausible = isinstance(ref, str) and 0 < len(ref) <= 150 and "\x00" not in ref
-    user = User.objects.filter(username=ref).first() if plausible else None
+    # The memory profile comes along (one join): it holds the user's memory switches (I8),
+    # which resolve and extraction read.
+    user = User.objects.select_related("memory_profile").filter(username=ref).first() if plausible else None
     if user is None:
         if field is None:
             raise NotFound(f"No user {ref!r}.")
@@ -186,3 +188,125 @@ def message_contents(conversation, ids: list[str]) -> dict[str, str]:
     params = [conversation.user_id, reader.param(Message, "conversation", conversation.pk),
               *(reader.param(Message, "id", i) for i in unique)]
     return dict(reader.fetch(sql, params))
+
+
+# ---------------------------------------------------------------------------------------------
+# What the conversation and data pages read
+
+
+def conversation_for_page(user, conversation_id) -> Conversation:
+    """One of the user's conversations, with its character; another user's is a 404."""
+    conversation = Conversation.objects.select_related("character").filter(user=user, pk=conversation_id).first()
+    if conversation is None:
+        raise NotFound("No such conversation.")
+    return conversation
+
+
+def conversations_of(user):
+    """The user's conversations, newest first, each with its number of messages."""
+    from django.db.models import Count
+
+    return (
+        Conversation.objects.filter(user=user).select_related("character")
+        .annotate(n_messages=Count("messages")).order_by("-created_at", "id")
+    )
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A conversation's messages in `seq` order and what each one produced: the ids of the
+    memories it is a source of or that its turn's extraction wrote, how many extracted facts a
+    tombstone blocked, what is remembered now, and the forgotten skeletons among the produced
+    (id → key and forget time)."""
+
+    conversation: Conversation
+    messages: list[tuple]  # (id, seq, role, content, created_at)
+    produced: dict[str, list[str]]
+    blocked: dict[str, int]
+    remembered: object  # memory.selectors.Remembered
+    forgotten: dict[str, tuple[str, datetime]]
+
+
+def transcript(user, conversation: Conversation) -> Transcript:
+    """Queries: the messages, the provenance links, the turns' extraction outcomes, one bulk
+    resolve of the user's memories, and the forgotten skeletons among what was produced."""
+    from collections import defaultdict
+
+    from memory.models import MemoryRecord, MemorySource
+    from memory.selectors import remembered_now
+
+    rows = list(
+        Message.objects.filter(user=user, conversation=conversation).order_by("seq")
+        .values_list("id", "seq", "role", "content", "created_at")
+    )
+    produced: dict[str, list[str]] = defaultdict(list)
+    links = MemorySource.objects.filter(memory__user=user, message__conversation=conversation)
+    for message_id, memory_id in links.values_list("message_id", "memory_id"):
+        produced[str(message_id)].append(str(memory_id))
+    blocked: dict[str, int] = defaultdict(int)
+    from .models import Turn
+
+    turns = Turn.objects.filter(user=user, conversation=conversation)
+    for message_id, extracted in turns.values_list("user_message_id", "extracted"):
+        for item in extracted or []:
+            if item.get("memory"):
+                produced[str(message_id)].append(str(item["memory"]))
+            elif item.get("outcome") == "blocked":
+                blocked[str(message_id)] += 1
+    remembered = remembered_now(user)
+    wanted = {i for ids in produced.values() for i in ids}
+    missing = sorted(wanted - set(remembered.by_id))
+    forgotten = {}
+    if missing:
+        forgotten = {
+            str(i): (key, since)
+            for i, key, since in MemoryRecord.objects.filter(user=user, pk__in=missing, status="forgotten")
+            .values_list("id", "key", "status_since")
+        }
+    return Transcript(conversation, rows, dict(produced), dict(blocked), remembered, forgotten)
+
+
+def data_counts(user) -> dict[str, int]:
+    """How much of the user's data there is, for "Your data"."""
+    from memory.models import MemoryRecord, Tombstone
+    from policy.models import PolicyRule
+
+    return {
+        "conversations": Conversation.objects.filter(user=user).count(),
+        "messages": Message.objects.filter(user=user).count(),
+        "memories": MemoryRecord.objects.filter(user=user).exclude(status="forgotten").count(),
+        "forgotten": Tombstone.objects.filter(user=user).count(),
+        "rules": PolicyRule.objects.filter(user=user, revoked_at__isnull=True).count(),
+    }
+
+
+def relevance_inputs(conversation, before_seq: int, n_recent: int) -> tuple[frozenset[str], list[str]]:
+    """I6: what a plan ordered by relevance needs besides the memories: the keys the
+    registry pins, and the contents of the `n_recent` messages right before the boundary (I1),
+    newest first — in one query (`UNION ALL` of the two reads) where the vendor allows it."""
+    from memory.models import KeyDefinition
+    from memory.selectors import raw_reader
+
+    reader = raw_reader(Message.objects.db)
+    if reader is None:
+        pinned = frozenset(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True))
+        recent = (
+            Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
+            .order_by("-seq").values_list("content", flat=True)[:n_recent]
+        )
+        return pinned, list(recent)
+    content, seq = reader.name(Message, "content"), reader.name(Message, "seq")
+    sql = (
+        f"SELECT 0, {reader.name(KeyDefinition, 'key')}, 0 FROM {reader.table(KeyDefinition)} "
+        f"WHERE {reader.name(KeyDefinition, 'pinned')} "
+        f"UNION ALL SELECT 1, recent.{content}, recent.{seq} FROM ("
+        f"SELECT {content}, {seq} FROM {reader.table(Message)} "
+        f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
+        f"AND {seq} < %s ORDER BY {seq} DESC LIMIT %s) recent"
+    )
+    params = [conversation.user_id, reader.param(Message, "conversation", conversation.pk),
+              before_seq, n_recent]
+    rows = reader.fetch(sql, params)
+    pinned = frozenset(text for kind, text, _ in rows if kind == 0)
+    recent = [text for kind, text, _ in sorted((r for r in rows if r[0] == 1), key=lambda r: -r[2])]
+    return pinned, recent

@@ -126,11 +126,16 @@ class TurnResult:
 def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | None = None, user=None) -> TurnResult:
     """I1/I4: store the user message with the next seq, create the turn (unique per
     conversation and key), run the extractor on the message (SPEC §8) and keep the outcomes.
-    A retry with the same key and content returns the same turn; other content is a 409."""
+    A retry with the same key and content returns the same turn; other content is a 409.
+
+    I8: with the user's `learn` switch off nothing is extracted and the turn records
+    `learning = False`. The switch comes with the conversation's row (no query of its own)."""
+    from memory.switches import memory_settings_of
+
     if not isinstance(turn_key, str) or not (1 <= len(turn_key) <= 255):
         raise ValidationError("1–255 characters.", field="turn_key")
     _check_content(content)
-    qs = Conversation.objects.select_related("user", "character").filter(pk=conversation_id)
+    qs = Conversation.objects.select_related("user__memory_profile", "character").filter(pk=conversation_id)
     if user is not None:
         qs = qs.filter(user=user)
     with transaction.atomic():
@@ -143,13 +148,15 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
                 raise Conflict("This turn_key was used with other content.")
             return TurnResult(existing, False)
         now = db_now()
+        learning = memory_settings_of(conversation.user).learn
         message = _append_message(conversation, role="user", content=content, at=now)
         turn = Turn.objects.create(
             user=conversation.user, conversation=conversation, turn_key=turn_key, scene=scene or None,
-            user_message=message, created_at=now,
+            user_message=message, created_at=now, learning=learning,
         )
-        turn.extracted = _extract(conversation, scene, message)
-        turn.save(update_fields=["extracted"])
+        if learning:
+            turn.extracted = _extract(conversation, scene, message)
+            turn.save(update_fields=["extracted"])
     return TurnResult(turn, True)
 
 
@@ -204,18 +211,30 @@ class PromptPlanResult:
 
 
 def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history: str = "contiguous",
-                     capabilities: tuple[str, ...] = (), now=None, user=None) -> PromptPlanResult:
+                     capabilities: tuple[str, ...] = (), now=None, user=None,
+                     memory_order: str = "certainty") -> PromptPlanResult:
     """SPEC §7: the prompt plan of a turn — history before the turn's message under the
-    budget (I1, I3), the memories through the resolver and projection (I2, I5), and policy
-    decisions for the requested capabilities. The turn keeps the plan's ids and hash."""
+    budget (I1, I3), the memories through the resolver and projection (I2, I5) in the chosen
+    order (I6), and policy decisions for the requested capabilities. The turn keeps the
+    plan's ids and hash. The user's `use` switch (I8) comes with the turn's row.
+
+    Under `memory_order=relevance` one more query reads the registry's pinned keys and the
+    contents of the two messages before the turn's (the query's history part, I6); a plan
+    ordered by certainty runs exactly the queries it always did."""
     from memory.domain import RESOLVER_VERSION
     from memory.selectors import ContextResolution
+    from memory.switches import memory_settings_of
     from policy.services import decisions_make
 
-    from .planner import PlanMessage, PlanParams, build_plan, plan_snapshot
-    from .selectors import LoadedContext, history_candidates, message_contents
+    from .planner import QUERY_HISTORY, PlanMessage, PlanParams, build_plan, plan_snapshot
+    from .selectors import LoadedContext, history_candidates, message_contents, relevance_inputs
 
-    qs = Turn.objects.select_related("conversation__character", "conversation__user", "user_message").filter(pk=turn_id)
+    params = PlanParams(budget=budget, memory_share=memory_share, history=history,
+                        capabilities=tuple(dict.fromkeys(capabilities)), memory_order=memory_order)
+    relevance = memory_order == "relevance"
+    qs = Turn.objects.select_related(
+        "conversation__character", "conversation__user__memory_profile", "user_message"
+    ).filter(pk=turn_id)
     if user is not None:
         qs = qs.filter(user=user)
     turn = qs.first()
@@ -226,10 +245,13 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
         user=conversation.user, character=conversation.character, conversation=conversation,
         scene=turn.scene, now=now if now is not None else db_now(), now_given=now is not None,
     )
-    params = PlanParams(budget=budget, memory_share=memory_share, history=history,
-                        capabilities=tuple(dict.fromkeys(capabilities)))
+    switches = memory_settings_of(conversation.user)
     resolved = ContextResolution(ctx)
     current = turn.user_message
+    recent = None
+    pinned: frozenset[str] = frozenset()
+    if relevance:
+        pinned, recent = relevance_inputs(conversation, current.seq, QUERY_HISTORY)
     plan = build_plan(
         current=PlanMessage(str(current.pk), current.seq, current.role, current.content),
         history=(),
@@ -238,18 +260,20 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
         memories=resolved.projection.prompt,
         memory_excluded=list(resolved.resolution.excluded) + list(resolved.projection.excluded),
         params=params, resolver_version=RESOLVER_VERSION,
+        pinned_keys=pinned, recent=recent, use_memories=switches.use,
     )
     decisions = decisions_make(context=ctx, capabilities=list(params.capabilities)) if params.capabilities else []
     snapshot = plan_snapshot(plan)
     snapshot["now"] = ctx.now.isoformat()
     snapshot["params"] = {"budget": budget, "memory_share": memory_share, "history": history,
-                          "capabilities": list(params.capabilities)}
+                          "capabilities": list(params.capabilities), "memory_order": memory_order}
     snapshot["decisions"] = [d.decision_id for d in decisions]
     Turn.objects.filter(pk=turn.pk).update(plan_snapshot=snapshot, plan_hash=plan.plan_hash)
     log.info(
-        "prompt_plan turn=%s %s history=%d memories=%d excluded=%d tokens=%d budget=%d plan_hash=%s",
+        "prompt_plan turn=%s %s history=%d memories=%d excluded=%d tokens=%d budget=%d "
+        "memory_order=%s memory_use=%s plan_hash=%s",
         turn.pk, resolved.log_line(), len(plan.history), len(plan.memories), len(plan.excluded),
-        plan.estimated_tokens, budget, plan.plan_hash,
+        plan.estimated_tokens, budget, memory_order, "on" if switches.use else "off", plan.plan_hash,
     )
     return PromptPlanResult(turn, plan, decisions, params)
 
@@ -257,8 +281,8 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
 def user_delete(*, user) -> None:
     """DELETE /users/{user}: erase everything of that user synchronously (SPEC §9). Memory
     rows go first so supersedes edges between them never block the cascade."""
-    from config.models import PrivateTextAccess, SupportAction
     from memory.models import MemoryRecord
+    from support.models import PrivateTextAccess, SupportAction
 
     with transaction.atomic():
         for conversation in Conversation.objects.filter(user=user):

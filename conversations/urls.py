@@ -1,10 +1,9 @@
 from django.urls import path
 
-from . import api
+from . import api, views
 
-app_name = "conversations_api"
-
-urlpatterns = [
+# The runtime's API (SPEC §10), under /api/v1/ (namespace `conversations_api`).
+api = [
     path("users/<str:user_ref>", api.UserApi.as_view(), name="user"),
     path("users/<str:user_ref>/export", api.UserExportApi.as_view(), name="user-export"),
     path("users/<str:user_ref>/import", api.UserImportApi.as_view(), name="user-import"),
@@ -14,4 +13,20 @@ urlpatterns = [
     path("conversations/<uuid:conversation_id>/turns", api.TurnCreateApi.as_view(), name="turns"),
     path("turns/<uuid:turn_id>/prompt-plan", api.TurnPromptPlanApi.as_view(), name="prompt-plan"),
     path("turns/<uuid:turn_id>/reply", api.TurnReplyApi.as_view(), name="reply"),
+]
+
+# The transcripts, under /conversations/ (namespace `conversations`).
+pages = [
+    path("", views.conversation_list, name="list"),
+    path("<uuid:conversation_id>/", views.conversation_detail, name="detail"),
+    path("<uuid:conversation_id>/delete", views.conversation_delete_view, name="delete"),
+]
+
+# "Your data", under /data/ (namespace `data`).
+data_pages = [
+    path("", views.data_index, name="index"),
+    path("export.json", views.data_export, name="export"),
+    path("time-zone", views.data_time_zone, name="time-zone"),
+    path("forget-everything", views.forget_everything, name="forget-everything"),
+    path("delete-account", views.delete_account, name="delete-account"),
 ]

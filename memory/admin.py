@@ -3,10 +3,11 @@
 Records, tombstones, slot retractions and idempotency records are read-only: the services are
 their only writers (DESIGN habit 2). Support changes memory only through the actions below
 (forget on the user's behalf, retract, normalise statuses), each asking for a reason that
-`config.support` logs. Values are private: masked without `view_private_text`, logged when shown.
+`support.services` logs. Values are private: masked without `view_private_text`, logged when shown.
 The key registry is catalog data and stays editable, but a key's cardinality cannot change once
-records use it (SPEC §0). `MemoryProfile` is not registered: it holds the secret that keys the
-value hashes.
+records use it (SPEC §0). `MemoryProfile` is shown as the user's memory settings — the I8
+switches with who changed them and when, and the time zone — read-only, and never its secret
+(the key of the value hashes).
 """
 
 from django import forms
@@ -14,20 +15,16 @@ from django.contrib import admin
 from django.db.models import Exists, OuterRef
 from django.utils.html import format_html, format_html_join
 
-from config import support
-from config.support_admin import (
-    ForgetForm,
-    SupportAdmin,
-    admin_link,
-    count_of,
-    explain_url,
-    support_action,
-)
+from support import services as support
+from support.admin import SupportAdmin, count_of, support_action
+from support.display import admin_link, explain_url
+from support.forms import ForgetForm
 
 from .domain import valid_key
 from .models import (
     IdempotencyRecord,
     KeyDefinition,
+    MemoryProfile,
     MemoryRecord,
     MemorySource,
     SlotRetraction,
@@ -207,7 +204,7 @@ class MemoryRecordAdmin(SupportAdmin):
 class KeyDefinitionForm(forms.ModelForm):
     class Meta:
         model = KeyDefinition
-        fields = ("key", "cardinality", "label")
+        fields = ("key", "cardinality", "label", "template", "pinned")
 
     def clean_key(self):
         key = self.cleaned_data["key"]
@@ -239,7 +236,7 @@ class KeyDefinitionForm(forms.ModelForm):
 @admin.register(KeyDefinition)
 class KeyDefinitionAdmin(SupportAdmin):
     form = KeyDefinitionForm
-    list_display = ("key", "label", "cardinality", "in_use")
+    list_display = ("key", "label", "cardinality", "pinned", "in_use")
     list_filter = ("cardinality",)
     search_fields = ("key", "label")
 
@@ -303,18 +300,36 @@ class TombstoneAdmin(SupportAdmin):
     hash, useless to read and not for copying around)."""
 
     read_only = True
-    list_display = ("key", "user_ref", "scope_id", "value_level", "forgotten_at", "blocks_sources_before")
-    list_filter = (ValueLevelFilter, EverywhereFilter)
+    list_display = ("key", "user_ref", "scope_id", "value_level", "forgotten_by", "forgotten_at",
+                    "blocks_sources_before")
+    list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
     search_fields = ("user__username", "key")
     uuid_search_fields = ("id",)
     list_select_related = ("user",)
     date_hierarchy = "forgotten_at"
-    fields = ("id", "user_ref", "key", "scope_id", "value_level", "forgotten_at", "blocks_sources_before")
+    fields = ("id", "user_ref", "key", "scope_id", "value_level", "forgotten_by", "forgotten_at",
+              "blocks_sources_before")
     readonly_fields = fields
 
     @admin.display(description="one value only", boolean=True)
     def value_level(self, obj):
         return obj.value_hash is not None
+
+
+@admin.register(MemoryProfile)
+class MemorySettingsAdmin(SupportAdmin):
+    """I8: whether the companion learns from a user's messages and uses their memories in
+    conversations, who changed that last (the user on the pages, the API, support) and when.
+    The switches change only through `memory_settings_set` (the pages and the API); the
+    profile's secret is never shown."""
+
+    read_only = True
+    list_display = ("user_ref", "learn", "use", "settings_changed_by", "settings_changed_at", "time_zone")
+    list_filter = ("learn", "use", "settings_changed_by")
+    search_fields = ("user__username",)
+    list_select_related = ("user",)
+    fields = ("user_ref", "learn", "use", "settings_changed_by", "settings_changed_at", "time_zone")
+    readonly_fields = fields
 
 
 @admin.register(SlotRetraction)

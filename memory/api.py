@@ -27,6 +27,8 @@ from .serializers import (
     MemoryForgetInput,
     MemoryListQuery,
     MemoryOutput,
+    MemorySettingsInput,
+    MemorySettingsOutput,
     RememberInput,
     RememberOutput,
     ResolveInput,
@@ -37,6 +39,7 @@ from .serializers import (
     assert_json,
     memory_json,
 )
+from .switches import memory_settings_of, prompt_projection
 
 log = logging.getLogger("companion.memory")
 
@@ -50,7 +53,9 @@ class MemoryCollectionApi(APIView):
     @extend_schema(
         operation_id="memory_assert", request=MemoryAssertInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 409)},
-        description="Assert a memory (SPEC W1–W9). 201 `created`; 200 `unchanged`, `replayed` or `blocked`.",
+        description="Assert a memory (SPEC W1–W9). 201 `created`; 200 `unchanged`, `replayed` or `blocked` "
+        "(reason `forgotten`, W3; or `paused`: a `model-inferred` or `rule-extracted` write while the user's "
+        "`learn` switch is off, I8).",
     )
     def post(self, request):
         data = validated(MemoryAssertInput, request.data)
@@ -147,7 +152,9 @@ class MemoryResolveApi(APIView):
     @extend_schema(
         operation_id="memory_resolve", request=ResolveInput,
         responses={200: ResolveOutput, **problems(400)},
-        description="Which memories are eligible for a context (R1–R8) and what the prompt would get (P1–P4).",
+        description="Which memories are eligible for a context (R1–R8) and what the prompt would get (P1–P4). "
+        "With the user's `use` switch off (I8) `prompt` is empty and what it would have held is in "
+        "`prompt_excluded` with reason `memory-off`.",
     )
     def post(self, request):
         data = validated(ResolveInput, request.data)
@@ -155,7 +162,8 @@ class MemoryResolveApi(APIView):
         keys = data.get("keys") or None
         result = selectors.ContextResolution(ctx, keys)
         log.info("resolve %s", result.log_line())
-        resolution, projection = result.resolution, result.projection
+        resolution = result.resolution
+        projection = prompt_projection(result.projection, memory_settings_of(ctx.user))
         body = {
             "active": [memory_json(r) for r in resolution.active],
             "excluded": [{"id": e.id, "reason": e.reason} for e in resolution.excluded],
@@ -200,7 +208,8 @@ class MemoryRememberApi(APIView):
     @extend_schema(
         operation_id="memory_remember", request=RememberInput,
         responses={200: RememberOutput, **problems(400)},
-        description="Run the rule-based extractor (SPEC §8) on a text and assert what it finds.",
+        description="Run the rule-based extractor (SPEC §8) on a text and assert what it finds. With the "
+        "user's `learn` switch off (I8) nothing is extracted.",
     )
     def post(self, request):
         data = validated(RememberInput, request.data)
@@ -249,3 +258,37 @@ class TombstoneDetailApi(APIView):
     def delete(self, request, tombstone_id):
         services.tombstone_delete(tombstone_id=tombstone_id)
         return Response(status=204)
+
+
+class MemorySettingsApi(APIView):
+    """I8: the user's two memory switches."""
+
+    @extend_schema(
+        operation_id="memory_settings_get", responses={200: MemorySettingsOutput, **problems(404)},
+        description="The user's memory switches (I8): `learn` (the companion may learn new memories from "
+        "messages) and `use` (memories may enter prompts), both on by default.",
+    )
+    def get(self, request, user_ref):
+        user = user_by_ref(user_ref, field=None)
+        return Response(_settings_json(memory_settings_of(user)))
+
+    @extend_schema(
+        operation_id="memory_settings_put", request=MemorySettingsInput,
+        responses={200: MemorySettingsOutput, **problems(400, 404)},
+        description="Switch learning and/or memory use on or off (I8); an omitted switch stays as it is. "
+        "Nothing is deleted. A change records when and that it came through the API.",
+    )
+    def put(self, request, user_ref):
+        user = user_by_ref(user_ref, field=None)
+        data = validated(MemorySettingsInput, request.data if request.data is not None else {})
+        result = services.memory_settings_set(
+            user=user, changed_by="api", learn=data.get("learn"), use=data.get("use"),
+        )
+        return Response(_settings_json(result))
+
+
+def _settings_json(settings) -> dict:
+    return MemorySettingsOutput({
+        "learn": settings.learn, "use": settings.use, "changed_at": settings.changed_at,
+        "changed_by": settings.changed_by,
+    }).data

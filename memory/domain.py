@@ -8,8 +8,10 @@ import hashlib
 import hmac
 import re
 import unicodedata
+import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary
@@ -36,6 +38,9 @@ REASON_UNSUPPORTED = "unsupported"
 REASON_LOW_CONFIDENCE = "low-confidence"
 REASON_SHADOWED = "shadowed"
 REASON_BUDGET = "budget"
+REASON_MEMORY_OFF = "memory-off"  # I8: the user switched `use` off
+# I8: a write blocked because the user switched `learn` off (an outcome reason, not a resolver one).
+REASON_PAUSED = "paused"
 
 # Bumped whenever a change to the resolver or projection could change a result.
 RESOLVER_VERSION = "resolver-2026.11.1"
@@ -265,3 +270,13 @@ def default_label(key: str) -> str:
     else:
         head = head.capitalize()
     return f"{head}: {parts[-1].replace('_', ' ')}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Time zones (the pages show times in the user's zone)
+
+
+@lru_cache(maxsize=1)
+def known_time_zones() -> frozenset[str]:
+    """The IANA zone names this machine knows (the `tzdata` package ships them everywhere)."""
+    return frozenset(zoneinfo.available_timezones())

@@ -4,14 +4,25 @@ their `ValidationError`s come back onto these forms (`config.pages.form_errors_f
 from django import forms
 
 from .domain import VALUE_MAX
+from .presentation import CERTAINTY
+
+SORTS = (("newest", "Newest first"), ("az", "A–Z"))
+SEARCH_MAX = 200
 
 
 class MemoryFilterForm(forms.Form):
-    """Filter the memories page by character and search it (GET, so a filtered view can be
-    bookmarked)."""
+    """Search, filter and sort the memories page. The form is posted (SPEC §12: a search term
+    never goes into a URL): the term is kept in the session, and the rest — which character,
+    which certainty, which order, none of them private — goes into the page's address, so a
+    filtered view can be bookmarked."""
 
-    q = forms.CharField(label="Search", required=False, max_length=200)
-    character = forms.ChoiceField(label="Character", required=False)
+    q = forms.CharField(label="Search", required=False, max_length=SEARCH_MAX)
+    character = forms.ChoiceField(label="Show", required=False)
+    certainty = forms.ChoiceField(
+        label="Certainty", required=False,
+        choices=[("", "Any certainty"), *[(name, label) for name, (label, _) in CERTAINTY.items()]],
+    )
+    sort = forms.ChoiceField(label="Order", required=False, choices=SORTS)
 
     def __init__(self, *args, characters=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -45,3 +56,20 @@ class ForgetForm(forms.Form):
         super().__init__(*args, **kwargs)
         if not many:
             del self.fields["whole_key"]
+
+
+class MemorySwitchesForm(forms.Form):
+    """I8: the two memory switches, as the memories page offers them. An unticked box is
+    "off" (a browser does not send it); `switches` tells this form's posts from others."""
+
+    switches = forms.CharField(widget=forms.HiddenInput, initial="1")
+    learn = forms.BooleanField(
+        label="Learn from my messages", required=False,
+        help_text="When this is off, the companion notes nothing new from what you say. What it "
+                  "already remembers stays, and you can still confirm and correct it here.",
+    )
+    use = forms.BooleanField(
+        label="Use memories in conversations", required=False,
+        help_text="When this is off, the companion brings none of these memories into a "
+                  "conversation. Nothing is deleted: everything stays here as it is.",
+    )

@@ -2,14 +2,24 @@ import secrets
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from .domain import AUTHORITIES, CARDINALITIES, STATUSES, Scope
 
+FORGOTTEN_BY = ("user", "support")
+
 
 def _choices(names):
     return [(n, n) for n in names]
+
+
+def validate_template(template: str) -> None:
+    """A sentence template holds `{value}` exactly once and no other braces."""
+    if template and (template.count("{value}") != 1 or "{" in template.replace("{value}", "")
+                     or "}" in template.replace("{value}", "")):
+        raise ValidationError("Write {value} exactly once, where the value goes, and no other braces.")
 
 
 class KeyDefinition(models.Model):
@@ -18,6 +28,17 @@ class KeyDefinition(models.Model):
     key = models.CharField(max_length=120, primary_key=True)
     cardinality = models.CharField(max_length=4, choices=_choices(CARDINALITIES), default="one")
     label = models.CharField(max_length=200)
+    # The pages' sentence for a value of this key ("Your basil plant is called {value}");
+    # blank: the pages show the label and the value apart.
+    template = models.CharField(
+        max_length=200, blank=True, default="", validators=[validate_template],
+        help_text="A sentence for the pages with {value} once, e.g. “Your basil plant is called {value}”. "
+                  "Leave blank to show the label and the value apart.",
+    )
+    pinned = models.BooleanField(
+        default=False,
+        help_text="I6: memories of a pinned key enter a plan ordered by relevance before any other.",
+    )
 
     class Meta:
         ordering = ["key"]
@@ -30,12 +51,34 @@ class KeyDefinition(models.Model):
         return self.key
 
 
+SETTINGS_CHANGED_BY = ("user", "api", "support")
+
+
 class MemoryProfile(models.Model):
-    """Per-user memory state: the random secret that keys value hashes (F1). It is the user's
-    data, exported with it and deleted with it."""
+    """Per-user memory state: the random secret that keys value hashes (F1); the user's two
+    memory switches (I8): `learn` (new memories may be learned from messages) and `use`
+    (memories may enter prompts), both on by default, with who changed them last and when; and
+    the time zone the pages show times in (blank: the product's, `settings.TIME_ZONE`). It is
+    the user's data, exported with it and deleted with it. A user without a profile has both
+    switches on."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_profile")
     secret = models.CharField(max_length=64, default=secrets.token_hex, editable=False)
+    learn = models.BooleanField(default=True)
+    use = models.BooleanField(default=True)
+    settings_changed_at = models.DateTimeField(null=True, blank=True)
+    settings_changed_by = models.CharField(max_length=8, choices=_choices(SETTINGS_CHANGED_BY), blank=True, default="")
+    time_zone = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        verbose_name = "memory settings"
+        verbose_name_plural = "memory settings"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(settings_changed_by__in=("", *SETTINGS_CHANGED_BY)),
+                name="memory_profile_changed_by_valid",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"memory profile of user {self.user_id}"
@@ -136,10 +179,16 @@ class Tombstone(models.Model):
     value_hash = models.CharField(max_length=64, null=True, blank=True, editable=False)
     forgotten_at = models.DateTimeField()
     blocks_sources_before = models.DateTimeField()
+    # Who asked: the user, or support staff on the user's behalf (never the staff's reason,
+    # which stays in the support log).
+    forgotten_by = models.CharField(max_length=8, choices=_choices(FORGOTTEN_BY), default="user")
 
     class Meta:
         ordering = ["-forgotten_at", "id"]
         indexes = [models.Index(fields=["user", "key"], name="tombstone_user_key")]
+        constraints = [
+            models.CheckConstraint(condition=Q(forgotten_by__in=FORGOTTEN_BY), name="tombstone_forgotten_by_valid"),
+        ]
 
     def __str__(self) -> str:
         return f"forgotten {self.key} ({self.scope_id})"

@@ -19,7 +19,7 @@ from config.errors import NotFound, ValidationError
 
 from .builders import build_slotted, gc_paused
 from .domain import MemoryRecord as DomainRecord
-from .domain import Scope, default_label
+from .domain import Resolution, Scope, default_label
 from .domain import Tombstone as DomainTombstone
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemorySource, Tombstone
 
@@ -485,3 +485,226 @@ class ContextResolution:
 
         parts.append(f"resolver_version={RESOLVER_VERSION}")
         return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# What is remembered now (the pages and the API read it through here)
+
+
+@dataclasses.dataclass(frozen=True)
+class Remembered:
+    """What is remembered now for one user (SPEC §3): the records read, the key registry, the
+    tombstones, and the resolver's answer — for one context, or for every scope of the user
+    (one resolution per scope id)."""
+
+    records: list[DomainRecord]
+    registry: Registry
+    tombstones: list[DomainTombstone]
+    resolutions: dict[str | None, Resolution]  # by scope id; None: the one context asked for
+    now: datetime
+
+    @property
+    def active(self) -> list[DomainRecord]:
+        """R7 order (key, then id) across every resolution."""
+        if len(self.resolutions) == 1:
+            return list(next(iter(self.resolutions.values())).active)
+        found = [r for resolution in self.resolutions.values() for r in resolution.active]
+        return sorted(found, key=lambda r: (r.key, r.id))
+
+    @property
+    def by_id(self) -> dict[str, DomainRecord]:
+        return {r.id: r for r in self.records}
+
+    def explain(self, record_id: str):
+        """R8 for a record that was read, else None."""
+        for resolution in self.resolutions.values():
+            found = resolution.explain(record_id)
+            if found is not None:
+                return found
+        return None
+
+
+def remembered_now(user, *, now: datetime | None = None, context=None, keys=None) -> Remembered:
+    """What the resolver keeps for `user` (SPEC §3): for one loaded `context` (the resolve
+    endpoint, prompt plans, support's explain), or — without one — in every scope the user has
+    (the memories and conversation pages). The records, their sources, the tombstones, the
+    registry and the secret are read in bulk, so the query count does not depend on the data.
+
+    Every scope at once is one pure resolve per scope: R1 keeps a scope's records for any
+    context that includes that scope, and supersession and precedence never cross scopes (a
+    slot lives in one scope), so each scope's answer is exactly the resolver's for every
+    context containing it. F5: what the pages show is what the resolver keeps — nothing else.
+    Forgotten skeletons are not read there: R2 excludes them and they supersede nothing (R5
+    counts only records past R1–R4)."""
+    from .domain import Context
+    from .resolver import resolve
+
+    keys = list(keys) if keys else None
+    if context is not None:
+        domain = context.domain
+        if domain.now.tzinfo is not UTC and domain.now.utcoffset() is not None:
+            # In the records' own tzinfo (UTC) every comparison of the resolver is a plain one.
+            domain = dataclasses.replace(domain, now=domain.now.astimezone(UTC))
+        records = candidate_records(context, keys)
+        contexts = {None: domain}
+        now = domain.now
+    else:
+        if now is None:
+            from config.clock import db_now
+
+            now = db_now()
+        qs = MemoryRecord.objects.filter(user=user).exclude(status="forgotten")
+        if keys:
+            qs = qs.filter(key__in=keys)
+        records = records_to_domain(qs, user.username)
+        contexts = {}
+        for record in records:
+            if record.scope_id not in contexts:
+                scope = record.scope
+                contexts[record.scope_id] = Context(
+                    user=user.username, character=scope.character, conversation=scope.conversation,
+                    scene=scope.scene, now=now,
+                )
+    keyed, tombstones, secret = _registry_tombstones_secret(user, keys)
+    if context is not None:
+        resolutions = {None: resolve(records, tombstones, contexts[None],
+                                     many_keys=keyed.many_keys, secret=secret)}
+    else:
+        by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
+        for record in records:
+            by_scope[record.scope_id].append(record)
+        resolutions = {
+            scope_id: resolve(by_scope[scope_id], tombstones, contexts[scope_id],
+                              many_keys=keyed.many_keys, secret=secret)
+            for scope_id in sorted(by_scope)
+        }
+    return Remembered(records, keyed, tombstones, resolutions, now)
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotHistory:
+    """W11 for one scoped key: every record in history order, with its effective end, and the
+    resolver's answer at `now` for the same records."""
+
+    records: list[DomainRecord]  # in history order (valid_from, version, id)
+    ends: dict[str, datetime | None]
+    remembered: Remembered
+    many: bool
+    label: str
+
+    @property
+    def current(self) -> set[str]:
+        return {r.id for r in self.remembered.active}
+
+
+def slot_history(user, *, key: str, scope_id: str, now: datetime | None = None) -> SlotHistory:
+    """History of one scoped key (W11) for the pages: what `/memory/history` lists, plus which
+    record is current now (R1–R6, with the tombstones of that key)."""
+    from .domain import Context
+    from .resolver import effective_ends, history_order, resolve
+
+    if now is None:
+        from config.clock import db_now
+
+        now = db_now()
+    records = history_records(user, key, scope_id)
+    keyed, tombstones, secret = _registry_tombstones_secret(user, [key])
+    many = keyed.is_many(key)
+    resolutions = {}
+    if records:
+        scope = records[0].scope
+        context = Context(user=user.username, character=scope.character,
+                          conversation=scope.conversation, scene=scope.scene, now=now)
+        resolutions[scope_id] = resolve(records, tombstones, context, many_keys=keyed.many_keys,
+                                        secret=secret)
+    remembered = Remembered(records, keyed, tombstones, resolutions, now)
+    return SlotHistory(history_order(records), effective_ends(records, many=many), remembered,
+                       many, keyed.label(key))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads of the pages (new functions only: the reads above stay as the API and resolver use them)
+
+
+def key_templates(keys: Iterable[str] | None = None) -> dict[str, str]:
+    """The registry's sentence templates for the pages ("Your dog is called {value}"), by key;
+    keys without one are left out. One query."""
+    qs = KeyDefinition.objects.exclude(template="")
+    if keys is not None:
+        qs = qs.filter(key__in=list(keys))
+    return dict(qs.values_list("key", "template"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Skeleton:
+    """What stays of a forgotten record (F2): where and when, never the value."""
+
+    id: str
+    key: str
+    scope_id: str
+    valid_from: datetime
+    recorded_at: datetime
+
+
+def memory_skeletons(user, ids: Iterable[str]) -> list[Skeleton]:
+    """Forgotten records of `user` among `ids` (one query; none without ids)."""
+    wanted = []
+    for value in ids:
+        try:
+            wanted.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    if not wanted:
+        return []
+    rows = MemoryRecord.objects.filter(user=user, pk__in=wanted, status="forgotten").values_list(
+        "id", "key", "scope_id", "valid_from", "recorded_at")
+    return [Skeleton(str(i), key, scope_id, valid_from, recorded_at) for i, key, scope_id, valid_from, recorded_at in rows]
+
+
+def no_longer_true(remembered: Remembered) -> list[DomainRecord]:
+    """What was marked no longer true (W10) and holds nothing now: per retracted slot (the
+    scoped key; a value slot for a `many` key) whose resolver answer has no active record, the
+    record that was current when it was retracted (R6 order: authority, valid time, version).
+    A `many` key's correction retracts the old value slot at the instant it records the new
+    value: that is a correction, not a "no longer true", and is left out. Reads nothing."""
+    from .domain import AUTHORITY_RANK, normalise_value
+
+    many = remembered.registry.is_many
+    active_slots = {
+        (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "") for r in remembered.active
+    }
+    corrected_at = {
+        (r.scope_id, r.key, r.recorded_at) for r in remembered.records if r.authority == "user-corrected"
+    }
+    best: dict[tuple, DomainRecord] = {}
+    for r in remembered.records:
+        if r.retracted_at is None or r.status == "forgotten":
+            continue
+        slot = (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "")
+        if slot in active_slots or (many(r.key) and (r.scope_id, r.key, r.retracted_at) in corrected_at):
+            continue
+        rank = (r.retracted_at, AUTHORITY_RANK[r.authority], r.valid_from, r.version, r.id)
+        held = best.get(slot)
+        if held is None or rank > (held.retracted_at, AUTHORITY_RANK[held.authority], held.valid_from,
+                                   held.version, held.id):
+            best[slot] = r
+    return sorted(best.values(), key=lambda r: (r.retracted_at, r.id), reverse=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ForgottenEntry:
+    """A tombstone as the forgotten page shows it (F1): never a value."""
+
+    id: str
+    key: str
+    scope_id: str
+    one_value: bool
+    forgotten_at: datetime
+    forgotten_by: str
+
+
+def forgotten_entries(user) -> list[ForgottenEntry]:
+    """The user's tombstones, newest first, with who asked (one query)."""
+    rows = Tombstone.objects.filter(user=user).order_by("-forgotten_at", "id").values_list(
+        "id", "key", "scope_id", "value_hash", "forgotten_at", "forgotten_by")
+    return [ForgottenEntry(str(i), key, scope_id, bool(hashed), at, by) for i, key, scope_id, hashed, at, by in rows]

@@ -212,3 +212,30 @@ def assert_json(result) -> dict:
     if result.reason:
         body["reason"] = result.reason
     return body
+
+
+# ---------------------------------------------------------------------------------------------
+# The memory switches (I8)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON boolean and nothing else: DRF would read "yes", 1 or "off" as booleans, and a
+    switch that stops or resumes learning must not flip on a guess."""
+
+    def to_internal_value(self, data):
+        if data is True or data is False:
+            return data
+        self.fail("invalid", input=data)
+
+
+class MemorySettingsInput(StrictSerializer):
+    learn = StrictBooleanField(required=False, help_text="May the companion learn new memories from messages?")
+    use = StrictBooleanField(required=False, help_text="May memories enter prompts?")
+
+
+class MemorySettingsOutput(serializers.Serializer):
+    learn = serializers.BooleanField()
+    use = serializers.BooleanField()
+    changed_at = serializers.DateTimeField(allow_null=True, help_text="When a switch last changed; null if never.")
+    changed_by = serializers.ChoiceField(choices=["user", "api", "support"], allow_null=True,
+                                         help_text="Where the last change came from: the pages, the API or support.")

@@ -28,9 +28,11 @@ from . import resolver
 from .domain import (
     AUTHORITIES,
     AUTHORITY_RANK,
+    REASON_PAUSED,
     SCOPE_KINDS,
     VALUE_MAX,
     Scope,
+    known_time_zones,
     normalise_value,
     valid_key,
     value_hash,
@@ -42,6 +44,8 @@ from .domain import (
     Tombstone as DomainTombstone,
 )
 from .models import (
+    FORGOTTEN_BY,
+    SETTINGS_CHANGED_BY,
     IdempotencyRecord,
     MemoryProfile,
     MemoryRecord,
@@ -50,6 +54,10 @@ from .models import (
     Tombstone,
 )
 from .selectors import memory_get, records_to_domain, registry, tombstones_of
+from .switches import MemorySettings, memory_settings_of, settings_of_profile
+
+# I8: the authorities of what the companion learns by itself; `learn` off blocks them.
+LEARNED_AUTHORITIES = frozenset({"model-inferred", "rule-extracted"})
 
 log = logging.getLogger("companion.memory")
 
@@ -149,8 +157,13 @@ def memory_assert(
     supersedes: str | None = None,
     idempotency_key: str | None = None,
 ) -> AssertResult:
-    """Write a memory: W1 validate, W2 idempotency, W3 tombstones, W4 retractions, W5
-    unchanged values, W6 store (with W7 authority, W8 versions, W9 out-of-order writes)."""
+    """Write a memory: W1 validate, W2 idempotency, I8 the `learn` switch, W3 tombstones, W4
+    retractions, W5 unchanged values, W6 store (with W7 authority, W8 versions, W9
+    out-of-order writes).
+
+    I8: while the user's `learn` switch is off, a `model-inferred` or `rule-extracted` write
+    stores nothing (outcome `blocked`, reason `paused`, like W3); the user's own authorities
+    still write. The switch is read from the profile row the write lock takes anyway."""
     # W1: everything that can be checked without the lock, so bad input stores nothing.
     if not isinstance(key, str) or not valid_key(key):
         raise ValidationError(
@@ -206,11 +219,15 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
             record = _domain(previous.record, user.username) if previous.record_id else None
             return AssertResult("replayed", record, previous.reason or None, {"original_outcome": previous.outcome})
 
-    result = _assert_core(
-        user=user, key=key, value=value, scope=scope, scope_fields=scope_fields,
-        authority=authority, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
-        messages=messages, supersedes=supersedes, secret=secret, now=now,
-    )
+    if authority in LEARNED_AUTHORITIES and not profile.learn:
+        result = AssertResult("blocked", None, REASON_PAUSED)
+    else:
+        result = _assert_core(
+            user=user, key=key, value=value, scope=scope, scope_fields=scope_fields,
+            authority=authority, confidence=confidence, valid_from=valid_from,
+            valid_until=valid_until, messages=messages, supersedes=supersedes, secret=secret,
+            now=now,
+        )
     if idempotency_key is not None:
         IdempotencyRecord.objects.create(
             user=user, key=idempotency_key, payload_hmac=payload_hmac, outcome=result.outcome,
@@ -346,7 +363,8 @@ def _require_active_now(record: DomainRecord, user, now) -> None:
 
 
 def memory_confirm(*, record_id, user=None) -> AssertResult:
-    """SPEC §2 Confirm: the same value again, `user-confirmed`, valid from now, superseding it."""
+    """SPEC §2 Confirm: the same value again, `user-confirmed`, valid from now, superseding it.
+    A record that already has the user's authority stays as it is (`unchanged`)."""
     row = memory_get(record_id, user=user)
     owner = row.user
     with transaction.atomic():
@@ -354,21 +372,26 @@ def memory_confirm(*, record_id, user=None) -> AssertResult:
         record = _domain(row, owner.username)
         now = db_now()
         _require_active_now(record, owner, now)
-        if record.authority_rank >= AUTHORITY_RANK["user-confirmed"]:
-            return AssertResult("unchanged", record)
-        new = _insert_record(
-            user=owner, key=record.key, value=record.value, scope_id=record.scope_id,
-            scope_fields=_scope_row_fields(owner, record.scope), authority="user-confirmed",
-            confidence=1.0, valid_from=now, valid_until=None, recorded_at=now,
-            evidence_time=now, supersedes_id=record.id, messages=[],
-        )
-        log.info("memory_confirm key=%s", record.key)
-        return AssertResult("created", _domain(new, owner.username))
+        return _confirm_locked(owner, record, now)
+
+
+def _confirm_locked(owner, record: DomainRecord, now) -> AssertResult:
+    if record.authority_rank >= AUTHORITY_RANK["user-confirmed"]:
+        return AssertResult("unchanged", record)
+    new = _insert_record(
+        user=owner, key=record.key, value=record.value, scope_id=record.scope_id,
+        scope_fields=_scope_row_fields(owner, record.scope), authority="user-confirmed",
+        confidence=1.0, valid_from=now, valid_until=None, recorded_at=now,
+        evidence_time=now, supersedes_id=record.id, messages=[],
+    )
+    log.info("memory_confirm key=%s", record.key)
+    return AssertResult("created", _domain(new, owner.username))
 
 
 def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
     """SPEC §2 Correct: the new value, `user-corrected`, valid from now, in the record's scope,
-    superseding it; for a `many` key the old value slot is retracted and the new value asserted."""
+    superseding it; for a `many` key the old value slot is retracted and the new value asserted.
+    The same value (normalised as in §1) is a confirm."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError("A value must not be empty.", field="value")
     if len(value) > VALUE_MAX:
@@ -380,6 +403,8 @@ def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
         record = _domain(row, owner.username)
         now = db_now()
         _require_active_now(record, owner, now)
+        if normalise_value(value) == normalise_value(record.value):
+            return _confirm_locked(owner, record, now)
         if registry([record.key]).is_many(record.key):
             _retract_slot(owner, record, now)
             secret = MemoryProfile.objects.get(user=owner).secret_bytes()
@@ -443,13 +468,47 @@ def memory_retract(*, record_id, user=None) -> RetractResult:
         return RetractResult(now, sorted(records, key=lambda r: (r.valid_from, r.version)))
 
 
+def memory_restore(*, record_id, user=None) -> AssertResult:
+    """Undo "no longer true": the user says the value is true again. W10 closed the slot at
+    the retraction and W4 keeps it closed for evidence older than that; this is new evidence,
+    so the value is asserted again as `user-confirmed`, valid from now (the old records keep
+    their closed windows: history shows the gap). Refused for a record that was not retracted,
+    was forgotten, or whose slot holds a value again (the undo would overrule it)."""
+    row = memory_get(record_id, user=user)
+    owner = row.user
+    with transaction.atomic():
+        lock_profile(owner)
+        record = _domain(row, owner.username)
+        if record.status == "forgotten":
+            raise Conflict("This memory was forgotten; its value is gone.")
+        if record.retracted_at is None:
+            raise Conflict("This memory was not marked as no longer true.")
+        many = registry([record.key]).is_many(record.key)
+        slot = _slot_records(owner, record.scope_id, record.key, many=many, value=record.value if many else None)
+        secret = MemoryProfile.objects.get(user=owner).secret_bytes()
+        now = db_now()
+        if resolver.resolve_slot(slot, now, tombstones=tombstones_of(owner, [record.key]), many=many,
+                                 secret=secret) is not None:
+            raise Conflict("Something is remembered for this again, so there is nothing to undo.")
+        result = memory_assert(
+            user=owner, key=record.key, value=record.value, scope=record.scope,
+            authority="user-confirmed", confidence=1.0,
+        )
+        log.info("memory_restore key=%s outcome=%s", record.key, result.outcome)
+        return result
+
+
 # ---------------------------------------------------------------------------------------------
 # Forget (F1–F4)
 
 
-def memory_forget(*, record_id, user=None, everywhere: bool = False, whole_key: bool = False) -> Tombstone:
+def memory_forget(*, record_id, user=None, everywhere: bool = False, whole_key: bool = False,
+                  by: str = "user") -> Tombstone:
     """F1/F2: forget the slot of a record. For a `many` key only its value slot, unless
-    `whole_key`; `everywhere` forgets the key in every scope, present and future."""
+    `whole_key`; `everywhere` forgets the key in every scope, present and future. `by` says
+    who asked: the user, or support on the user's behalf (the forgotten page says so)."""
+    if by not in FORGOTTEN_BY:
+        raise ValidationError(f"Must be one of {', '.join(FORGOTTEN_BY)}.", field="by")
     row = memory_get(record_id, user=user)
     owner = row.user
     if row.status == "forgotten":
@@ -457,11 +516,27 @@ def memory_forget(*, record_id, user=None, everywhere: bool = False, whole_key: 
     many = registry([row.key]).is_many(row.key)
     return forget_key(
         user=owner, key=row.key, scope_id="*" if everywhere else row.scope_id,
-        value=row.value if many and not whole_key else None,
+        value=row.value if many and not whole_key else None, by=by,
     )
 
 
-def forget_key(*, user, key: str, scope_id: str, value: str | None = None) -> Tombstone:
+def memory_forget_selected(*, record_ids, user) -> list[Tombstone]:
+    """Forget several memories of one user at once, each as `memory_forget` would (its own
+    scope; for a `many` key its value slot), in one transaction. A record that an earlier
+    forget of the batch already covered is skipped. Another user's (or an unknown) id is a
+    `NotFound` and nothing is forgotten."""
+    with transaction.atomic():
+        lock_profile(user)
+        rows = [memory_get(record_id, user=user) for record_id in record_ids]
+        tombstones = []
+        for row in rows:
+            if MemoryRecord.objects.filter(pk=row.pk, status="forgotten").exists():
+                continue
+            tombstones.append(memory_forget(record_id=row.pk, user=user))
+        return tombstones
+
+
+def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: str = "user") -> Tombstone:
     """Create a tombstone and purge every record it covers in the same transaction (F1, F2).
     The tombstone keeps only a keyed hash of `value` (value-level forget), never the value."""
     with transaction.atomic():
@@ -471,7 +546,7 @@ def forget_key(*, user, key: str, scope_id: str, value: str | None = None) -> To
         tombstone = Tombstone.objects.create(
             user=user, scope_id=scope_id, key=key,
             value_hash=value_hash(secret, value) if value is not None else None,
-            forgotten_at=now, blocks_sources_before=now,
+            forgotten_at=now, blocks_sources_before=now, forgotten_by=by,
         )
         purged = _purge(user, [_tombstone_domain(tombstone, user)], secret)
         log.info("memory_forget key=%s scope=%s value_level=%s purged=%d",
@@ -507,8 +582,9 @@ def _purge(user, tombstones: list[DomainTombstone], secret: bytes) -> int:
     return len(doomed)
 
 
-def tombstone_delete(*, tombstone_id, user=None) -> None:
-    """F4: "let it learn this again". Erased values do not come back."""
+def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
+    """F4: "let it learn this again". Erased values do not come back. Returns the deleted
+    tombstone (its key names what may be learned again)."""
     from .selectors import parse_uuid
 
     qs = Tombstone.objects.filter(pk=parse_uuid(tombstone_id, field="tombstone"))
@@ -523,6 +599,7 @@ def tombstone_delete(*, tombstone_id, user=None) -> None:
         lock_profile(tombstone.user)
         tombstone.delete()
     log.info("tombstone_delete key=%s", tombstone.key)
+    return tombstone
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,6 +629,19 @@ def memory_normalise(*, user=None, now: datetime | None = None, batch_users: int
     return changed
 
 
+def profile_set_time_zone(*, user, time_zone: str) -> MemoryProfile:
+    """The zone the pages show this user's times in: an IANA name, or "" for the product's
+    (`settings.TIME_ZONE`)."""
+    if not isinstance(time_zone, str) or (time_zone and time_zone not in known_time_zones()):
+        raise ValidationError("Choose a time zone from the list.", field="time_zone")
+    with transaction.atomic():
+        profile = lock_profile(user)
+        if profile.time_zone != time_zone:
+            profile.time_zone = time_zone
+            profile.save(update_fields=["time_zone"])
+    return profile
+
+
 def ensure_profile(user) -> MemoryProfile:
     profile, _ = MemoryProfile.objects.get_or_create(user=user)
     return profile
@@ -576,6 +666,9 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
         source_message = Message.objects.filter(user=user, pk=source).first()
         if source_message is None:
             raise ValidationError("Unknown message for this user.", field="source")
+    # I8: with `learn` off nothing is extracted at all (corrections included).
+    if not memory_settings_of(user).learn:
+        return []
     sources = [str(source_message.pk)] if source_message is not None else []
     results: list[AssertResult] = []
     for found in extract(text, last_named_key=last_named_key(user)):
@@ -600,6 +693,35 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
                 authority="user-corrected", sources=sources, supersedes=target.id,
             ))
     return results
+
+
+def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,
+                        use: bool | None = None) -> MemorySettings:
+    """I8: switch learning and/or memory use on or off for `user` (`None` leaves a switch as
+    it is). A change records when (database clock) and through what (`user` on the pages,
+    `api`, `support`) for support to see; setting a switch to the value it has changes
+    nothing and records nothing. Neither switch deletes anything."""
+    if changed_by not in SETTINGS_CHANGED_BY:
+        raise ValidationError("Unknown origin of the change.", field="changed_by")
+    for name, value in (("learn", learn), ("use", use)):
+        if value is not None and not isinstance(value, bool):
+            raise ValidationError("Must be true or false.", field=name)
+    with transaction.atomic():
+        profile = lock_profile(user)
+        wanted = {"learn": learn, "use": use}
+        changed = [name for name, value in wanted.items()
+                   if value is not None and getattr(profile, name) != value]
+        if changed:
+            for name in changed:
+                setattr(profile, name, wanted[name])
+            profile.settings_changed_at = db_now()
+            profile.settings_changed_by = changed_by
+            profile.save(update_fields=[*changed, "settings_changed_at", "settings_changed_by"])
+            log.info("memory_settings_set user_id=%s learn=%s use=%s changed_by=%s",
+                     user.pk, profile.learn, profile.use, changed_by)
+    # Later reads in this request see the new switches.
+    user.memory_profile = profile
+    return settings_of_profile(profile)
 
 
 def memory_forget_all(*, user) -> list[Tombstone]:

@@ -1,10 +1,9 @@
 from django.urls import path
 
-from . import api
+from . import api, views
 
-app_name = "memory_api"
-
-urlpatterns = [
+# The runtime's API (SPEC §10), under /api/v1/ (namespace `memory_api`).
+api = [
     path("memories", api.MemoryCollectionApi.as_view(), name="memories"),
     path("memories/<uuid:memory_id>", api.MemoryDetailApi.as_view(), name="memory"),
     path("memories/<uuid:memory_id>/confirm", api.MemoryConfirmApi.as_view(), name="memory-confirm"),
@@ -15,6 +14,24 @@ urlpatterns = [
     path("memory/history", api.MemoryHistoryApi.as_view(), name="history"),
     path("memory/remember", api.MemoryRememberApi.as_view(), name="remember"),
     path("memory/ask", api.MemoryAskApi.as_view(), name="ask"),
+    path("users/<str:user_ref>/memory-settings", api.MemorySettingsApi.as_view(), name="memory-settings"),
     path("tombstones", api.TombstoneListApi.as_view(), name="tombstones"),
     path("tombstones/<uuid:tombstone_id>", api.TombstoneDetailApi.as_view(), name="tombstone"),
+]
+
+# The end user's pages, under /memories/ (namespace `memory`).
+pages = [
+    path("", views.memory_list, name="list"),
+    path("filter", views.memory_filter, name="filter"),
+    path("switches", views.memory_switches, name="switches"),
+    path("forget-selected", views.memory_forget_selected, name="forget-selected"),
+    path("no-longer-true/", views.no_longer_true_list, name="no-longer-true"),
+    path("forgotten/", views.forgotten_list, name="forgotten"),
+    path("forgotten/<uuid:tombstone_id>/learn-again", views.tombstone_delete, name="learn-again"),
+    path("<uuid:memory_id>/confirm", views.memory_confirm, name="confirm"),
+    path("<uuid:memory_id>/correct", views.memory_correct, name="correct"),
+    path("<uuid:memory_id>/retract", views.memory_retract, name="retract"),
+    path("<uuid:memory_id>/restore", views.memory_restore, name="restore"),
+    path("<uuid:memory_id>/forget", views.memory_forget, name="forget"),
+    path("<uuid:memory_id>/history", views.memory_history, name="history"),
 ]

@@ -1,308 +1,156 @@
-"""The memory pages (issue 5; SPEC §1–§4): what the companion remembers now, the history of
-one slot, what was forgotten, and the actions confirm, correct, retract and forget.
+"""The memory pages (SPEC §1–§5): what the companion remembers now, the history of one slot,
+what was marked no longer true, what was forgotten, and the actions confirm, correct, "no
+longer true" and its undo, forget, and forget several.
 
 Each action validates a form, calls the service the API calls, adds a message and redirects
-(POST-redirect-GET). Reads are bulk, so a page costs the same number of queries for five
-memories or five thousand. Messages name the memory by its label, never by its value: a value
-does not belong in a cookie or a session."""
+(POST-redirect-GET) to the card it acted on: the address ends in the card's anchor
+(`#m-<memory id>`, a `tabindex="-1"` target, focused by pages.js where scripts run) and the
+message is shown beside that card — or, where the card is gone, in its place. Reads are bulk,
+so a page costs the same number of queries for five memories or five thousand. Messages name
+a memory by its label, never by its value: a value does not belong in a cookie or a session.
+A search term does not belong in an address either (SPEC §12): the search form is posted and
+the term is kept in the session."""
 
 from __future__ import annotations
 
-import uuid
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.conf import settings
 from django.contrib import messages
-from django.db.models import Q
+from django.core.paginator import Paginator
+from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from config.clock import db_now
-from config.errors import Conflict, NotFound, ValidationError
+from config.errors import Conflict, ValidationError
 from config.pages import day, form_errors_from, next_url, private_page, when
-from conversations.models import Character, Conversation, Message
 
 from . import services
-from .domain import (
-    REASON_EXPIRED,
-    REASON_FORGOTTEN,
-    REASON_LOWER_PRECEDENCE,
-    REASON_NOT_YET_VALID,
-    REASON_SUPERSEDED,
-    SCOPE_NARROWNESS,
-    USER_AUTHORITIES,
-    Context,
-    normalise_value,
-)
+from .domain import SCOPE_NARROWNESS, USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
-from .forms import CorrectForm, ForgetForm, MemoryFilterForm
-from .models import MemoryRecord, Tombstone
-from .projection import certainty_of
-from .resolver import effective_ends, history_order, resolve
-from .selectors import (
-    Registry,
-    history_records,
-    memory_get,
-    records_to_domain,
-    registry,
-    tombstones_of,
-    user_secret,
+from .forms import SEARCH_MAX, CorrectForm, ForgetForm, MemoryFilterForm, MemorySwitchesForm
+from .presentation import (
+    CERTAINTY,
+    SET_BY,
+    Provenance,
+    ScopeNames,
+    Sentence,
+    Wording,
+    certainty,
+    from_message,
+    original_of,
+    plain_label,
+    provenance,
+    source_messages,
+    status_words,
 )
+from .selectors import (
+    forgotten_entries,
+    key_templates,
+    memory_get,
+    memory_skeletons,
+    no_longer_true,
+    registry,
+    remembered_now,
+    slot_history,
+)
+from .switches import memory_settings_of
 
-# Who set a value, in words (issue 5: "you, the companion's inference, a rule").
-SET_BY = {
-    "user-corrected": "your correction",
-    "user-confirmed": "you",
-    "rule-extracted": "a rule that read your message",
-    "model-inferred": "the companion's inference",
-}
-
-# P2 certainty in words, with what it means for the companion.
-CERTAINTY = {
-    "confirmed": ("Confirmed", "You said so yourself, so it is used as a fact."),
-    "likely": ("Likely", "Used in conversations as probably true."),
-    "uncertain": ("Uncertain", "Used in conversations, but the companion should check before relying on it."),
-    "low-confidence": ("Unsure", "Too unsure to be used in conversations."),
-}
-
-# Why a record of a slot is not the current value (resolver reasons, §3), in words.
-NOT_CURRENT = {
-    REASON_SUPERSEDED: "replaced",
-    REASON_LOWER_PRECEDENCE: "not used: what you said takes precedence",
-    REASON_NOT_YET_VALID: "starts later",
-    REASON_FORGOTTEN: "forgotten",
-}
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
+PAGE_SIZE = 25
+SEARCH_SESSION_KEY = "memory_search"
+# A flash message's extra tag naming the element it belongs beside (`at-m-<id>`).
+ANCHOR_TAG = "at-"
+MESSAGES_ANCHOR = "messages"
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared reads (also used by the conversation pages)
+# Where an action lands
 
 
-class ScopeNames:
-    """Scope ids (SPEC §1) in words ("everywhere", "with Captain Rowan", "only in the
-    “greenhouse” scene of …") with every name read in at most two queries: the characters
-    named by the scopes or met in the user's conversations, and the conversations named."""
-
-    def __init__(self, user, scope_ids: Iterable[str]):
-        slugs: set[str] = set()
-        conversation_ids: set[str] = set()
-        for scope_id in scope_ids:
-            kind, _, rest = scope_id.partition(":")
-            if kind == "character":
-                slugs.add(rest.rsplit(":", 1)[-1])
-            elif kind == "conversation" and _is_uuid(rest):
-                conversation_ids.add(rest)
-            elif kind == "scene" and _is_uuid(rest.partition(":")[0]):
-                conversation_ids.add(rest.partition(":")[0])
-        self.characters: dict[str, Character] = {
-            c.slug: c
-            for c in Character.objects.filter(Q(slug__in=sorted(slugs)) | Q(conversations__user=user)).distinct()
-        }
-        self.conversations: dict[str, Conversation] = {}
-        if conversation_ids:
-            rows = Conversation.objects.filter(user=user, pk__in=sorted(conversation_ids)).select_related("character")
-            self.conversations = {str(c.pk): c for c in rows}
-
-    def sorted_characters(self) -> list[Character]:
-        return sorted(self.characters.values(), key=lambda c: (c.name.casefold(), c.slug))
-
-    def character_name(self, slug: str | None) -> str:
-        character = self.characters.get(slug or "")
-        return character.name if character else (slug or "a character")
-
-    def conversation_words(self, conversation_id: str) -> str:
-        conversation = self.conversations.get(conversation_id)
-        if conversation is None:
-            return "a conversation that was deleted"
-        with_whom = conversation.character.name
-        if conversation.title:
-            return f"“{conversation.title}” with {with_whom}"
-        return f"your conversation with {with_whom} of {day(conversation.created_at)}"
-
-    def words(self, scope_id: str) -> str:
-        if scope_id == "*":
-            return "everywhere, with every character and in every conversation"
-        kind, _, rest = scope_id.partition(":")
-        if kind == "user":
-            return "everywhere"
-        if kind == "character":
-            return f"with {self.character_name(rest.rsplit(':', 1)[-1])}"
-        if kind == "conversation":
-            return f"only in {self.conversation_words(rest)}"
-        conversation_id, _, scene = rest.partition(":")
-        return f"only in the “{scene}” scene of {self.conversation_words(conversation_id)}"
-
-    def group_of(self, scope_id: str) -> str | None:
-        """The character a scope belongs with on the page (None: everywhere)."""
-        kind, _, rest = scope_id.partition(":")
-        if kind == "character":
-            return rest.rsplit(":", 1)[-1]
-        if kind in ("conversation", "scene"):
-            conversation = self.conversations.get(rest.partition(":")[0])
-            return conversation.character.slug if conversation else None
-        return None
-
-    def conversation_link(self, scope_id: str) -> str | None:
-        kind, _, rest = scope_id.partition(":")
-        if kind in ("conversation", "scene") and rest.partition(":")[0] in self.conversations:
-            return reverse("conversations:detail", args=[rest.partition(":")[0]])
-        return None
+def _notify(request, level: int, text: str, anchor: str = MESSAGES_ANCHOR) -> None:
+    messages.add_message(request, level, text, extra_tags=f"{ANCHOR_TAG}{anchor}")
 
 
-@dataclass(frozen=True)
-class SourceMessage:
-    id: str
-    conversation_id: str
-    role: str
-    created_at: datetime
-
-    @property
-    def url(self) -> str:
-        return reverse("conversations:detail", args=[self.conversation_id]) + f"#m-{self.id}"
+def _back(request, anchor: str = MESSAGES_ANCHOR, default: str = "memory:list"):
+    """Back where the action came from (`next`, a path on this site), at `anchor`."""
+    return redirect(f"{next_url(request, default).split('#', 1)[0]}#{anchor}")
 
 
-def source_messages(user, ids: Iterable[str]) -> dict[str, SourceMessage]:
-    """The messages records came from, for provenance links: one query, no message text."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return {}
-    rows = Message.objects.filter(user=user, pk__in=wanted).values_list("id", "conversation_id", "role", "created_at")
-    return {str(i): SourceMessage(str(i), str(c), role, at) for i, c, role, at in rows}
-
-
-@dataclass(frozen=True)
-class Provenance:
-    text: str
-    url: str | None = None
-    more: str = ""
-
-
-def _from_message(record: DomainRecord, found: dict[str, SourceMessage]) -> Provenance | None:
-    messages_ = [found[s] for s in record.sources if s in found]
-    if not messages_:
-        return None
-    newest = max(messages_, key=lambda m: (m.created_at, m.id))
-    who = "your message" if newest.role == "user" else "the companion's message"
-    more = f" and {len(messages_) - 1} more" if len(messages_) > 1 else ""
-    return Provenance(f"from {who} on {day(newest.created_at)}", newest.url, more)
-
-
-def original_of(record: DomainRecord, by_id: dict[str, DomainRecord]) -> DomainRecord | None:
-    """For a confirmation (same value, no sources of its own): the record it confirmed that
-    still has a source message, following the supersedes chain in memory."""
-    seen = {record.id}
-    current = by_id.get(record.supersedes or "")
-    while current is not None and current.id not in seen:
-        if current.sources:
-            return current
-        seen.add(current.id)
-        current = by_id.get(current.supersedes or "")
+def _anchor_of(message) -> str | None:
+    for tag in (message.extra_tags or "").split():
+        if tag.startswith(ANCHOR_TAG):
+            return tag[len(ANCHOR_TAG):]
     return None
 
 
-def provenance(record: DomainRecord, found: dict[str, SourceMessage],
-               original: DomainRecord | None = None) -> Provenance:
-    """Where a memory came from, in words, linking to the message when there is one."""
-    direct = _from_message(record, found)
-    if direct is not None:
-        return direct
-    if record.authority == "user-corrected":
-        return Provenance(f"you corrected it on {day(record.recorded_at)}")
-    if record.authority == "user-confirmed":
-        first = _from_message(original, found) if original is not None else None
-        if first is not None:
-            return Provenance(f"you confirmed it on {day(record.recorded_at)}; first {first.text}", first.url)
-        return Provenance(f"you confirmed it on {day(record.recorded_at)}")
-    if record.authority == "model-inferred":
-        return Provenance(f"the companion's inference on {day(record.recorded_at)}, not linked to a message")
-    return Provenance(f"noted on {day(record.recorded_at)}, not linked to a message")
+def _pending(request) -> tuple[dict[str, list], list]:
+    """This request's flash messages: those that belong beside an element (by anchor), and
+    the rest."""
+    placed: dict[str, list] = defaultdict(list)
+    loose = []
+    for message in messages.get_messages(request):
+        anchor = _anchor_of(message)
+        if anchor and anchor != MESSAGES_ANCHOR:
+            placed[anchor].append(message)
+        else:
+            loose.append(message)
+    return placed, loose
 
 
-@dataclass(frozen=True)
-class RememberedNow:
-    active: list[DomainRecord]
-    records: list[DomainRecord]  # every record read (all but forgotten skeletons)
-    registry: Registry
-    explanations: dict  # record id → R8 explanation
-
-    @property
-    def by_id(self) -> dict[str, DomainRecord]:
-        return {r.id: r for r in self.records}
+def _switch_values(user) -> dict:
+    current = memory_settings_of(user)
+    return {"switches": "1", "learn": current.learn, "use": current.use}
 
 
-def remembered_now(user, now: datetime) -> RememberedNow:
-    """What the resolver keeps for this user at `now`, in every scope the user has (SPEC §3),
-    with the records read in bulk (records, sources, tombstones, registry, secret).
-
-    One pure resolve per scope: R1 keeps a scope's records for any context that includes that
-    scope, and supersession and precedence never cross scopes (a slot lives in one scope), so
-    each scope's answer is exactly the resolver's for every context containing it. F5: what
-    the page shows is what the resolver keeps — nothing else. Forgotten skeletons are not
-    read: R2 excludes them and they supersede nothing (R5 counts only records past R1–R4)."""
-    records = records_to_domain(MemoryRecord.objects.filter(user=user).exclude(status="forgotten"), user.username)
-    tombstones = tombstones_of(user)
-    keys = registry()
-    secret = user_secret(user)
-    by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
-    for record in records:
-        by_scope[record.scope_id].append(record)
-    active: list[DomainRecord] = []
-    explanations: dict = {}
-    for scope_id in sorted(by_scope):
-        scope = by_scope[scope_id][0].scope
-        context = Context(
-            user=user.username, character=scope.character, conversation=scope.conversation,
-            scene=scope.scene, now=now,
-        )
-        resolution = resolve(by_scope[scope_id], tombstones, context, many_keys=keys.many_keys, secret=secret)
-        active.extend(resolution.active)
-        explanations.update(resolution.explanations)
-    return RememberedNow(active, records, keys, explanations)
+def _label(key: str) -> str:
+    return registry([key]).labels.get(key) or plain_label(key)
 
 
-@dataclass(frozen=True)
+# ---------------------------------------------------------------------------------------------
+# What is remembered now
+
+
+@dataclass
 class MemoryRow:
-    record: DomainRecord
+    """One card of the memories page: a remembered value, or the place of one that was just
+    marked no longer true (`retracted`) or forgotten (`forgotten`, no value)."""
+
+    id: str
+    key: str
+    scope_id: str
     label: str
-    scope_words: str
-    certainty: str
-    certainty_label: str
-    certainty_help: str
-    provenance: Provenance
-    set_by: str
-    not_in_chats: str
-    confirmable: bool
-    base: str  # this memory's page URL prefix, `/memories/<id>/` (one reverse per page, not per row)
+    group: str | None
+    recorded_at: datetime
+    order: tuple
+    kind: str = "memory"
+    record: DomainRecord | None = None
+    sentence: Sentence | None = None
+    scope_words: str = ""
+    certainty: str = ""
+    certainty_label: str = ""
+    certainty_help: str = ""
+    provenance: Provenance | None = None
+    confirmable: bool = False
+    restorable: bool = False
+    base: str = ""  # this memory's page URL prefix, `/memories/<id>/`
+    notices: list = field(default_factory=list)
 
     @property
-    def id(self) -> str:
-        return self.record.id
+    def anchor(self) -> str:
+        return f"m-{self.id}"
 
     @property
-    def value(self) -> str:
-        return self.record.value
+    def value(self) -> str | None:
+        return self.record.value if self.record is not None else None
 
 
-def _not_in_chats(record: DomainRecord, certainty: str) -> str:
-    """P1/P2 in words: a remembered value the prompt projection will still leave out."""
-    if record.authority not in USER_AUTHORITIES and not record.sources:
-        return "Not used in conversations: no message of yours backs it up."
-    if certainty == "low-confidence":
-        return "Not used in conversations: too unsure."
-    return ""
+def _order(sort: str, label: str, scope_kind: str, value: str, recorded_at: datetime, id_: str) -> tuple:
+    if sort == "az":
+        return (label.casefold(), SCOPE_NARROWNESS[scope_kind], normalise_value(value), id_)
+    return (-recorded_at.timestamp(), label.casefold(), id_)
 
 
 def _group_title(names: ScopeNames, slug: str | None) -> tuple[str, str]:
@@ -312,30 +160,47 @@ def _group_title(names: ScopeNames, slug: str | None) -> tuple[str, str]:
     return f"With {name}", f"Only {name} uses these (some only in one conversation or scene)."
 
 
-# ---------------------------------------------------------------------------------------------
-# Pages
+def _group_anchor(slug: str | None) -> str:
+    return "g-everywhere" if slug is None else f"g-{slug}"
+
+
+def _filter_query(form: MemoryFilterForm) -> QueryDict:
+    """The page's address parameters of a valid filter (never the search term)."""
+    query = QueryDict(mutable=True)
+    if form.is_bound and form.is_valid():
+        for name in ("character", "certainty", "sort"):
+            if form.cleaned_data.get(name):
+                query[name] = form.cleaned_data[name]
+    return query
 
 
 @private_page
 def memory_list(request):
-    """What is remembered now, grouped by character, with where each memory came from."""
+    """What is remembered now, grouped by character, a page at a time, newest first or A–Z,
+    filtered by character or certainty and searched by a term kept in the session."""
     user = request.user
-    remembered = remembered_now(user, db_now())
+    remembered = remembered_now(user)
     active, keys, by_id = remembered.active, remembered.registry, remembered.by_id
-    names = ScopeNames(user, {r.scope_id for r in active})
-    originals = {r.id: original_of(r, by_id) for r in active if r.authority == "user-confirmed" and not r.sources}
-    found = source_messages(
-        user, [s for r in active for s in r.sources] + [s for o in originals.values() if o for s in o.sources]
-    )
+    placed, loose = _pending(request)
+    wanted = {anchor[2:] for anchor in placed if anchor.startswith("m-")}
+    active_ids = {r.id for r in active}
+    skeletons = memory_skeletons(user, wanted - active_ids - set(by_id))
+    names = ScopeNames(user, {r.scope_id for r in remembered.records} | {s.scope_id for s in skeletons})
+    words = Wording(keys.labels, key_templates())
 
-    form = MemoryFilterForm(request.GET or None, characters=names.sorted_characters())
-    query, only = "", ""
-    if form.is_bound and form.is_valid():
-        query = normalise_value(form.cleaned_data["q"] or "")
+    query = request.session.get(SEARCH_SESSION_KEY, "")
+    query = query if isinstance(query, str) else ""
+    data = request.GET.copy()
+    data["q"] = query
+    form = MemoryFilterForm(data, characters=names.sorted_characters())
+    only, level_wanted, sort = "", "", "newest"
+    if form.is_valid():
         only = form.cleaned_data["character"] or ""
+        level_wanted = form.cleaned_data["certainty"] or ""
+        sort = form.cleaned_data["sort"] or "newest"
+    needle = normalise_value(query)
 
-    cfg = settings.COMPANION
-    root = reverse("memory:list")
+    restorable = {r.id for r in no_longer_true(remembered)}
     groups: dict[str | None, list[MemoryRow]] = defaultdict(list)
     for record in active:
         group = names.group_of(record.scope_id)
@@ -343,82 +208,220 @@ def memory_list(request):
             continue
         if only and only != "everywhere" and group not in (None, only):
             continue
-        label = keys.label(record.key)
-        scope_words = names.words(record.scope_id)
-        if query and not any(query in normalise_value(t) for t in (label, record.key, record.value, scope_words)):
+        level = certainty(record)
+        if level_wanted and level != level_wanted:
             continue
-        certainty = certainty_of(record, likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"])
-        certainty_label, certainty_help = CERTAINTY[certainty]
+        label = words.label(record.key)
+        scope_words = names.words(record.scope_id)
+        if needle and not any(needle in normalise_value(t) for t in (label, record.key, record.value, scope_words)):
+            continue
         groups[group].append(MemoryRow(
-            record=record, label=label, scope_words=scope_words, certainty=certainty,
-            certainty_label=certainty_label, certainty_help=certainty_help,
-            provenance=provenance(record, found, originals.get(record.id)),
-            set_by=SET_BY[record.authority], not_in_chats=_not_in_chats(record, certainty),
-            confirmable=record.authority not in USER_AUTHORITIES,
-            base=f"{root}{record.id}/",
+            id=record.id, key=record.key, scope_id=record.scope_id, label=label, group=group,
+            recorded_at=record.recorded_at, record=record, scope_words=scope_words, certainty=level,
+            order=_order(sort, label, record.scope.kind, record.value, record.recorded_at, record.id),
         ))
-    ordered_groups = []
+    # The place of a card that was just marked no longer true or forgotten, with its message.
+    for anchor in placed:
+        rid = anchor[2:] if anchor.startswith("m-") else None
+        record = by_id.get(rid or "")
+        if record is not None and rid not in active_ids and record.retracted_at is not None:
+            label = words.label(record.key)
+            group = names.group_of(record.scope_id)
+            groups[group].append(MemoryRow(
+                id=record.id, key=record.key, scope_id=record.scope_id, label=label, group=group,
+                recorded_at=record.recorded_at, record=record, kind="retracted",
+                order=_order(sort, label, record.scope.kind, record.value, record.recorded_at, record.id),
+            ))
+    for skeleton in skeletons:
+        label = words.label(skeleton.key)
+        group = names.group_of(skeleton.scope_id)
+        groups[group].append(MemoryRow(
+            id=skeleton.id, key=skeleton.key, scope_id=skeleton.scope_id, label=label, group=group,
+            recorded_at=skeleton.recorded_at, kind="forgotten",
+            order=_order(sort, label, skeleton.scope_id.split(":", 1)[0], "", skeleton.recorded_at, skeleton.id),
+        ))
+
     slugs = sorted((g for g in groups if g is not None), key=lambda s: (names.character_name(s).casefold(), s))
-    for slug in ([None] if None in groups else []) + slugs:
-        rows = sorted(groups[slug], key=lambda r: (
-            r.label.casefold(), SCOPE_NARROWNESS[r.record.scope.kind], normalise_value(r.value), r.id,
-        ))
-        title, intro = _group_title(names, slug)
-        ordered_groups.append({"slug": slug, "title": title, "intro": intro, "rows": rows})
+    ordered = [row for slug in ([None] if None in groups else []) + slugs
+               for row in sorted(groups[slug], key=lambda r: r.order)]
+
+    # The page: the one asked for, or — right after an action — the one holding its card.
+    paginator = Paginator(ordered, PAGE_SIZE)
+    number = request.GET.get("page")
+    for index, row in enumerate(ordered):
+        if row.anchor in placed:
+            number = index // PAGE_SIZE + 1
+            break
+    page = paginator.get_page(number)
+
+    rows = list(page.object_list)
+    originals = {
+        r.id: original_of(r.record, by_id) for r in rows
+        if r.record is not None and r.record.authority == "user-confirmed" and not r.record.sources
+    }
+    found = source_messages(user, [s for r in rows if r.record is not None for s in r.record.sources]
+                            + [s for o in originals.values() if o for s in o.sources])
+    root = reverse("memory:list")
+    shown = set()
+    for row in rows:
+        row.base = f"{root}{row.id}/"
+        row.notices = placed.get(row.anchor, [])
+        shown.add(row.anchor)
+        if row.record is not None:
+            row.sentence = words.sentence(row.key, row.record.value)
+            row.scope_words = row.scope_words or names.words(row.scope_id)
+        if row.kind == "memory":
+            row.certainty_label, row.certainty_help = CERTAINTY[row.certainty]
+            row.provenance = provenance(row.record, found, originals.get(row.id))
+            row.confirmable = row.record.authority not in USER_AUTHORITIES
+        elif row.kind == "retracted":
+            row.restorable = row.id in restorable
+    loose += [m for anchor, found_messages in placed.items() if anchor not in shown for m in found_messages]
+
+    page_groups: list[dict] = []
+    for row in rows:
+        if not page_groups or page_groups[-1]["slug"] != row.group:
+            title, intro = _group_title(names, row.group)
+            page_groups.append({"slug": row.group, "anchor": _group_anchor(row.group), "title": title,
+                                "intro": intro, "rows": []})
+        page_groups[-1]["rows"].append(row)
+
+    params = _filter_query(form)
+    here = params.copy()
+    if page.number > 1:
+        here["page"] = page.number
+    here_path = f"{root}?{here.urlencode()}" if here else root
     return render(request, "memory/list.html", {
-        "groups": ordered_groups,
+        "groups": page_groups,
+        "page": page,
+        "paginated": paginator.num_pages > 1,
+        "page_range": list(paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)),
+        "page_query": params.urlencode(),
         "form": form,
-        "filtered": bool(query or only),
-        "total": sum(len(g["rows"]) for g in ordered_groups),
+        "query": query,
+        "filtered": bool(query or only or level_wanted),
+        "total": paginator.count,
         "anything": bool(active),
-        "here": request.get_full_path(),
-        "here_query": urlencode({"next": request.get_full_path()}),
+        "no_longer_true": len(restorable),
+        "loose_messages": loose,
+        "switches": MemorySwitchesForm(initial=_switch_values(request.user)),
+        "switch_notices": placed.get(SWITCHES_ANCHOR, []),
+        "here": here_path,
+        "here_query": urlencode({"next": here_path}),
     })
 
 
-def _label(key: str) -> str:
-    return registry([key]).label(key)
+SWITCHES_ANCHOR = "switches"
+
+
+@private_page
+@require_POST
+def memory_switches(request):
+    """I8 from the page: learning and memory use on or off, recorded as the user's change.
+    Nothing is deleted either way."""
+    form = MemorySwitchesForm(request.POST)
+    if not form.is_valid():
+        _notify(request, messages.ERROR, "Those switches could not be read; nothing changed.", SWITCHES_ANCHOR)
+        return _back(request, SWITCHES_ANCHOR)
+    before = memory_settings_of(request.user)
+    after = services.memory_settings_set(user=request.user, changed_by="user",
+                                         learn=form.cleaned_data["learn"], use=form.cleaned_data["use"])
+    if after == before:
+        _notify(request, messages.INFO, "Nothing changed.", SWITCHES_ANCHOR)
+    else:
+        learning = "learns from your messages" if after.learn else "learns nothing new from your messages"
+        using = "uses these memories in conversations" if after.use else "uses none of these memories in conversations"
+        _notify(request, messages.SUCCESS, f"Saved: the companion {learning} and {using}. Nothing was deleted.",
+                SWITCHES_ANCHOR)
+    return _back(request, SWITCHES_ANCHOR)
+
+
+@private_page
+@require_POST
+def memory_filter(request):
+    """The search and filter form (posted, SPEC §12): the term goes into the session, the
+    non-private choices into the list's address. "Show everything" clears both."""
+    if request.POST.get("reset"):
+        request.session.pop(SEARCH_SESSION_KEY, None)
+        return redirect("memory:list")
+    term = request.POST.get("q", "")
+    term = term.strip() if isinstance(term, str) and not request.POST.get("clear") else ""
+    params = QueryDict(mutable=True)
+    for name in ("character", "certainty", "sort"):
+        value = request.POST.get(name, "")
+        if value and len(value) <= 200 and value.isprintable():
+            params[name] = value
+    if len(term) > SEARCH_MAX or not term.isprintable():
+        _notify(request, messages.ERROR, f"Search for at most {SEARCH_MAX} characters of text.")
+    elif term:
+        request.session[SEARCH_SESSION_KEY] = term
+    else:
+        request.session.pop(SEARCH_SESSION_KEY, None)
+    url = reverse("memory:list")
+    return redirect(f"{url}?{params.urlencode()}" if params else url)
+
+
+# ---------------------------------------------------------------------------------------------
+# Confirm, correct, no longer true and its undo
 
 
 @private_page
 @require_POST
 def memory_confirm(request, memory_id):
-    """SPEC §2 Confirm: the same value again, as your own word."""
+    """SPEC §2 Confirm: the same value again, as your own word; nothing changes when it
+    already is."""
     try:
         result = services.memory_confirm(record_id=memory_id, user=request.user)
     except Conflict:
-        messages.error(request, "That memory is no longer current, so there was nothing to confirm. "
-                                "The list shows what is remembered now.")
+        _notify(request, messages.ERROR, "That memory is no longer current, so there was nothing to confirm. "
+                                         "The list shows what is remembered now.")
+        return _back(request)
+    label = _label(result.record.key)
+    if result.outcome == "unchanged":
+        _notify(request, messages.INFO, f"Nothing changed: “{label}” was already confirmed by you.",
+                f"m-{result.record.id}")
     else:
-        label = _label(result.record.key)
-        if result.outcome == "unchanged":
-            messages.info(request, f"“{label}” was already confirmed by you.")
-        else:
-            messages.success(request, f"Confirmed “{label}”. It now counts as something you said yourself.")
-    return redirect(next_url(request))
+        _notify(request, messages.SUCCESS, f"Confirmed “{label}”. It now counts as something you said yourself.",
+                f"m-{result.record.id}")
+    return _back(request, f"m-{result.record.id}")
 
 
 @private_page
 def memory_correct(request, memory_id):
     """SPEC §2 Correct: a new value that replaces this one from now on (and is never
-    overruled by something the companion infers later, W7). GET shows the form on its own
-    page; the memories page also has it inline."""
+    overruled by something the companion infers later, W7); the same value is a confirm.
+    GET shows the form on its own page; the memories page also has it inline."""
     row = memory_get(memory_id, user=request.user)
     label = _label(row.key)
     if request.method == "POST":
         form = CorrectForm(request.POST)
         if form.is_valid():
             try:
-                services.memory_correct(record_id=row.pk, value=form.cleaned_data["value"], user=request.user)
+                result = services.memory_correct(record_id=row.pk, value=form.cleaned_data["value"],
+                                                 user=request.user)
             except ValidationError as exc:
                 form_errors_from(form, exc)
             except Conflict:
-                messages.error(request, f"“{label}” changed in the meantime, so nothing was corrected. "
-                                        "The list shows what is remembered now.")
-                return redirect(next_url(request))
+                _notify(request, messages.ERROR, f"“{label}” changed in the meantime, so nothing was corrected. "
+                                                 "The list shows what is remembered now.")
+                return _back(request)
             else:
-                messages.success(request, f"Corrected “{label}”. The old value will not be used again.")
-                return redirect(next_url(request))
+                if result.record is None:
+                    _notify(request, messages.ERROR, f"Nothing was saved for “{label}”: you had asked the "
+                                                     "companion to forget that value.")
+                    return _back(request)
+                anchor = f"m-{result.record.id}"
+                if result.outcome == "unchanged":
+                    _notify(request, messages.INFO, f"Nothing changed: “{label}” already holds that value, "
+                                                    "as you said it.", anchor)
+                elif result.record.authority == "user-confirmed":
+                    _notify(request, messages.SUCCESS, f"Confirmed “{label}”: the value you saved is the one "
+                                                       "remembered. It now counts as something you said yourself.",
+                            anchor)
+                else:
+                    _notify(request, messages.SUCCESS, f"Corrected “{label}”. The old value will not be used again.",
+                            anchor)
+                return _back(request, anchor)
     else:
         form = CorrectForm(initial={"value": row.value})
     names = ScopeNames(request.user, [row.scope_id])
@@ -431,16 +434,82 @@ def memory_correct(request, memory_id):
 @private_page
 @require_POST
 def memory_retract(request, memory_id):
-    """W10: "that is not true any more" — the slot closes now; history keeps it."""
+    """W10: "that is not true any more" — the slot closes now; history keeps it, and the
+    memories page shows an undo in the card's place."""
     label = _label(memory_get(memory_id, user=request.user).key)
     try:
         services.memory_retract(record_id=memory_id, user=request.user)
     except Conflict:
-        messages.error(request, f"“{label}” was forgotten, so there is nothing to mark as no longer true.")
-    else:
-        messages.success(request, f"“{label}” is no longer treated as true. Its history keeps the old value, "
-                                  "and older messages will not bring it back.")
-    return redirect(next_url(request))
+        _notify(request, messages.ERROR, f"“{label}” was forgotten, so there is nothing to mark as no longer true.")
+        return _back(request)
+    _notify(request, messages.SUCCESS, f"“{label}” is no longer treated as true. Its history keeps the old value, "
+                                       "and older messages will not bring it back.", f"m-{memory_id}")
+    return _back(request, f"m-{memory_id}")
+
+
+@private_page
+@require_POST
+def memory_restore(request, memory_id):
+    """Undo "no longer true": the value is asserted again as yours, from now on (the time
+    between shows in its history)."""
+    label = _label(memory_get(memory_id, user=request.user).key)
+    try:
+        result = services.memory_restore(record_id=memory_id, user=request.user)
+    except Conflict as exc:
+        _notify(request, messages.ERROR, f"Nothing to undo for “{label}”: {exc.detail}")
+        return _back(request)
+    if result.record is None:
+        _notify(request, messages.ERROR, f"“{label}” could not come back: you had asked the companion to forget it.")
+        return _back(request)
+    anchor = f"m-{result.record.id}"
+    _notify(request, messages.SUCCESS, f"“{label}” is remembered again, as something you said yourself, from now "
+                                       "on. Its history shows the time it was not.", anchor)
+    return _back(request, anchor)
+
+
+@dataclass(frozen=True)
+class RetractedRow:
+    record: DomainRecord
+    label: str
+    sentence: Sentence | None
+    scope_words: str
+    retracted_on: str
+    base: str
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def anchor(self) -> str:
+        return f"m-{self.record.id}"
+
+
+@private_page
+def no_longer_true_list(request):
+    """What you marked no longer true, while nothing else is remembered in its place: each
+    with an undo (W10, then a new assert from now)."""
+    user = request.user
+    remembered = remembered_now(user)
+    retracted = no_longer_true(remembered)
+    paginator = Paginator(retracted, PAGE_SIZE)
+    page = paginator.get_page(request.GET.get("page"))
+    names = ScopeNames(user, {r.scope_id for r in page.object_list})
+    words = Wording(remembered.registry.labels, key_templates({r.key for r in page.object_list}))
+    root = reverse("memory:list")
+    rows = [
+        RetractedRow(r, words.label(r.key), words.sentence(r.key, r.value), names.words(r.scope_id),
+                     when(r.retracted_at), f"{root}{r.id}/")
+        for r in page.object_list
+    ]
+    return render(request, "memory/no_longer_true.html", {
+        "rows": rows, "page": page, "paginated": paginator.num_pages > 1, "list_url": root,
+        "page_range": list(paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)),
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# Forget
 
 
 @private_page
@@ -449,7 +518,7 @@ def memory_forget(request, memory_id):
     user = request.user
     row = memory_get(memory_id, user=user)
     keys = registry([row.key])
-    label, many = keys.label(row.key), keys.is_many(row.key)
+    label, many = keys.labels.get(row.key) or plain_label(row.key), keys.is_many(row.key)
     if row.status == "forgotten":
         messages.info(request, f"“{label}” was already forgotten.")
         return redirect("memory:forgotten")
@@ -463,25 +532,70 @@ def memory_forget(request, memory_id):
                     whole_key=bool(form.cleaned_data.get("whole_key")),
                 )
             except Conflict:
-                messages.info(request, f"“{label}” was already forgotten.")
-            else:
-                where = "everywhere" if everywhere else ScopeNames(user, [row.scope_id]).words(row.scope_id)
-                messages.success(request, f"Forgotten: “{label}” ({where}). The value is erased, and old "
-                                          "messages will not bring it back.")
-            return redirect(next_url(request))
+                _notify(request, messages.INFO, f"“{label}” was already forgotten.")
+                return _back(request)
+            where = "everywhere" if everywhere else ScopeNames(user, [row.scope_id]).words(row.scope_id)
+            _notify(request, messages.SUCCESS, f"Forgotten: “{label}” ({where}). The value is erased, and old "
+                                               "messages will not bring it back.", f"m-{row.pk}")
+            return _back(request, f"m-{row.pk}")
     else:
         form = ForgetForm(many=many)
+    words = Wording({row.key: label}, key_templates([row.key]))
     return render(request, "memory/forget.html", {
-        "record": row, "label": label, "many": many, "form": form,
+        "record": row, "label": label, "sentence": words.sentence(row.key, row.value), "many": many, "form": form,
         "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
         "user_scope": row.scope_kind == "user",
         "next": next_url(request),
     })
 
 
+@private_page
+@require_POST
+def memory_forget_selected(request):
+    """Forget several at once: the first post (the ticked cards) shows one confirmation page
+    listing what will be forgotten; posting that page forgets them. Only what is remembered
+    now can be chosen: anything else that was posted (an old card, another user's id, not an
+    id at all) is left out and said so."""
+    user = request.user
+    remembered = remembered_now(user)
+    by_id = {r.id: r for r in remembered.active}
+    posted = [value for value in request.POST.getlist("selected") if isinstance(value, str)]
+    chosen = [by_id[value] for value in dict.fromkeys(posted) if value in by_id]
+    skipped = len(set(posted)) - len(chosen)
+    if not chosen:
+        _notify(request, messages.ERROR, "Nothing was forgotten: choose at least one memory that is remembered now.")
+        return _back(request)
+    if request.POST.get("confirm"):
+        labels = sorted({_label_of(remembered, r.key) for r in chosen}, key=str.casefold)
+        services.memory_forget_selected(record_ids=[r.id for r in chosen], user=user)
+        n = len(chosen)
+        _notify(request, messages.SUCCESS, f"Forgotten: {n} memor{'y' if n == 1 else 'ies'} "
+                                           f"({', '.join(f'“{label}”' for label in labels)}). The values are "
+                                           "erased, and old messages will not bring them back.")
+        return _back(request)
+    names = ScopeNames(user, {r.scope_id for r in chosen})
+    words = Wording(remembered.registry.labels, key_templates({r.key for r in chosen}))
+    items = sorted(
+        ({"record": r, "label": words.label(r.key), "sentence": words.sentence(r.key, r.value),
+          "scope_words": names.words(r.scope_id)} for r in chosen),
+        key=lambda item: (item["label"].casefold(), item["record"].id),
+    )
+    return render(request, "memory/forget_selected.html", {
+        "items": items, "skipped": skipped, "next": next_url(request),
+    })
+
+
+def _label_of(remembered, key: str) -> str:
+    return remembered.registry.labels.get(key) or plain_label(key)
+
+
+# ---------------------------------------------------------------------------------------------
+# History
+
+
 @dataclass(frozen=True)
 class HistoryRow:
-    record: DomainRecord
+    record: DomainRecord | None  # None: a gap between values
     value: str | None  # None: forgotten, the value is gone
     forgotten_on: str
     starts: str
@@ -490,78 +604,129 @@ class HistoryRow:
     status: str
     current: bool
     provenance: Provenance | None
+    confirmed_on: str = ""
+    gap: str = ""
 
 
-def status_words(record: DomainRecord, reason: str | None) -> str:
-    """Why a value of the slot is not the current one, in words (the resolver's reason)."""
-    if record.status == "forgotten":
-        return "forgotten"
-    if reason == REASON_EXPIRED or reason is None:
-        return "no longer true" if record.retracted_at is not None else "ended"
-    return NOT_CURRENT.get(reason, "not used")
+def _confirmations(records: list[DomainRecord]) -> dict[str, DomainRecord]:
+    """SPEC §2: a record superseded by one of the same value that the user confirmed (or,
+    before same-value corrections became confirms, corrected) was confirmed, not replaced:
+    by superseded id, the confirming record."""
+    by_id = {r.id: r for r in records}
+    found = {}
+    for record in records:
+        older = by_id.get(record.supersedes or "")
+        if (
+            older is not None and record.authority in USER_AUTHORITIES
+            and "forgotten" not in (record.status, older.status)
+            and normalise_value(record.value) == normalise_value(older.value)
+        ):
+            found[older.id] = record
+    return found
+
+
+OPEN = "open"
+
+
+def _gap(ended: datetime, what: DomainRecord, resumed: datetime) -> HistoryRow:
+    """A time in which nothing of the slot held, and why it began."""
+    why = ""
+    if what.status == "forgotten":
+        why = " (it was forgotten)"
+    elif what.retracted_at is not None:
+        why = " (it was marked no longer true)"
+    return HistoryRow(None, None, "", when(ended), when(resumed), "", "", False, None,
+                      gap=f"Nothing remembered from {when(ended)} until {when(resumed)}{why}.")
 
 
 @private_page
 def memory_history(request, memory_id):
-    """W11: every value of this memory's slot over time, with its window and who set it.
-    Forgotten values appear as "forgotten on …", never with their value."""
+    """W11: every value of this memory's slot over time, with its window and who set it. A
+    confirmation is part of the value it confirmed ("you confirmed it on …"), a time with no
+    value shows as a gap, and a forgotten value appears as "forgotten on …", never with its
+    value."""
     user = request.user
     row = memory_get(memory_id, user=user)
-    records = history_records(user, row.key, row.scope_id)
-    keys = registry([row.key])
-    many = keys.is_many(row.key)
-    ends = effective_ends(records, many=many)
-    now = db_now()
-    scope = records[0].scope
-    context = Context(user=user.username, character=scope.character, conversation=scope.conversation,
-                      scene=scope.scene, now=now)
-    resolution = resolve(records, tombstones_of(user, [row.key]), context, many_keys=keys.many_keys,
-                         secret=user_secret(user))
-    active = {r.id for r in resolution.active}
-    found = source_messages(user, [s for r in records for s in r.sources])
-    rows = []
-    for record in history_order(records):
+    history = slot_history(user, key=row.key, scope_id=row.scope_id)
+    active = history.current
+    found = source_messages(user, [s for r in history.records for s in r.sources])
+    confirmed_by = _confirmations(history.records)
+    merged_ids = {r.id for r in confirmed_by.values()}
+
+    def end_of(record: DomainRecord) -> datetime | None:
+        end = history.ends.get(record.id)
+        if record.status == "forgotten" and record.status_since is not None and (end is None or end > record.status_since):
+            return record.status_since
+        return end
+
+    rows: list[HistoryRow] = []
+    # How far each slot (a value slot for a `many` key) was covered so far: the latest end and
+    # the record that ended there, or OPEN once a value has no end.
+    reach: dict[str, tuple[datetime, DomainRecord] | str] = {}
+    for record in history.records:
+        if record.id in merged_ids:
+            continue
+        last = record
+        confirmations = []
+        while last.id in confirmed_by:
+            last = confirmed_by[last.id]
+            confirmations.append(last)
         forgotten = record.status == "forgotten"
-        end = ends.get(record.id)
-        explanation = resolution.explain(record.id)
-        current = record.id in active
+        end = end_of(last)
+        if not (history.many and forgotten):  # a forgotten value's slot is unknown
+            slot = normalise_value(record.value) if history.many else ""
+            prior = reach.get(slot)
+            if isinstance(prior, tuple) and prior[0] < record.valid_from:
+                rows.append(_gap(*prior, record.valid_from))
+            if end is None:
+                reach[slot] = OPEN
+            elif prior != OPEN and (prior is None or end >= prior[0]):
+                reach[slot] = (end, last)
+        explanation = history.remembered.explain(last.id)
+        current = last.id in active
         rows.append(HistoryRow(
-            record=record,
+            record=last,
             value=None if forgotten else record.value,
             forgotten_on=day(record.status_since) if forgotten else "",
             starts=when(record.valid_from),
             ends=when(end) if end is not None else "still open",
             set_by=SET_BY[record.authority],
-            status="current" if current else status_words(record, explanation.reason if explanation else None),
+            status="current" if current else status_words(last, explanation.reason if explanation else None),
             current=current,
-            provenance=None if forgotten else _from_message(record, found),
+            provenance=None if forgotten else from_message(record, found),
+            confirmed_on=day(confirmations[-1].recorded_at) if confirmations else "",
         ))
     live = [r for r in rows if r.current]
     names = ScopeNames(user, [row.scope_id])
+    label = history.remembered.registry.labels.get(row.key) or plain_label(row.key)
     return render(request, "memory/history.html", {
-        "label": keys.label(row.key), "key": row.key, "many": many, "rows": rows,
+        "label": label, "key": row.key, "many": history.many, "rows": rows,
         "scope_words": names.words(row.scope_id), "current": live,
     })
 
 
+# ---------------------------------------------------------------------------------------------
+# Forgotten
+
+
 @private_page
 def forgotten_list(request):
-    """F1/F4: what was forgotten — the slot and scope, never the value — and a way to let
-    the companion learn it again."""
+    """F1/F4: what was forgotten — the slot and scope, never the value — who asked (you, or
+    support on your behalf; never support's reason), and a way to let the companion learn it
+    again."""
     user = request.user
-    tombstones = list(
-        Tombstone.objects.filter(user=user).order_by("-forgotten_at", "id")
-        .values_list("id", "scope_id", "key", "value_hash", "forgotten_at")
-    )
+    entries = forgotten_entries(user)
     keys = registry()
-    names = ScopeNames(user, {t[1] for t in tombstones})
+    names = ScopeNames(user, {t.scope_id for t in entries})
     root = reverse("memory:forgotten")
     rows = [
         {
-            "id": str(tid), "learn_again": f"{root}{tid}/learn-again", "label": keys.label(key), "key": key, "scope_words": names.words(scope_id),
-            "one_value": bool(hashed), "many": keys.is_many(key), "forgotten_on": when(at),
+            "id": t.id, "anchor": f"t-{t.id}", "learn_again": f"{root}{t.id}/learn-again",
+            "label": keys.labels.get(t.key) or plain_label(t.key), "key": t.key,
+            "scope_words": names.words(t.scope_id), "one_value": t.one_value, "many": keys.is_many(t.key),
+            "forgotten_on": when(t.forgotten_at), "by_support": t.forgotten_by == "support",
         }
-        for tid, scope_id, key, hashed, at in tombstones
+        for t in entries
     ]
     return render(request, "memory/forgotten.html", {"rows": rows})
 
@@ -570,10 +735,7 @@ def forgotten_list(request):
 @require_POST
 def tombstone_delete(request, tombstone_id):
     """F4: "let it learn this again". The erased value does not come back."""
-    key = Tombstone.objects.filter(user=request.user, pk=tombstone_id).values_list("key", flat=True).first()
-    if key is None:
-        raise NotFound("No such forgotten memory.")
-    services.tombstone_delete(tombstone_id=tombstone_id, user=request.user)
-    messages.success(request, f"The companion may learn “{_label(key)}” again from what you say. "
-                              "The erased value does not come back by itself.")
-    return redirect(next_url(request, "memory:forgotten"))
+    tombstone = services.tombstone_delete(tombstone_id=tombstone_id, user=request.user)
+    _notify(request, messages.SUCCESS, f"The companion may learn “{_label(tombstone.key)}” again from what you say. "
+                                       "The erased value does not come back by itself.")
+    return _back(request, default="memory:forgotten")

@@ -11,9 +11,10 @@ named by its id, never by its title.
 from django.contrib import admin
 from django.utils.html import format_html
 
-from config import support
-from config.support_admin import SupportAdmin, admin_link, count_of, support_action
 from conversations.models import Conversation
+from support import services as support
+from support.admin import SupportAdmin, count_of, support_action
+from support.display import admin_link
 
 from .models import (
     Capability,

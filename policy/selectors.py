@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Q, QuerySet, Subquery
@@ -12,7 +13,7 @@ from django.db.models import Q, QuerySet, Subquery
 from config.errors import NotFound, ValidationError
 from conversations.models import Conversation
 
-from .domain import PolicyVersion, Rule, RuleCheck
+from .domain import Decision, PolicyVersion, Rule, RuleCheck
 from .engine import check_rules
 from .models import (
     Capability,
@@ -147,3 +148,36 @@ def rule_check_of_user(user, *, now: datetime) -> RuleCheck:
     rules = [rule.to_domain() for rule in _rules_of_user_and_defaults(user)]
     conversations = Conversation.objects.filter(user=user).values_list("pk", "character__slug")
     return check_rules(rules, now=now, conversation_characters={str(pk): slug for pk, slug in conversations})
+
+
+@dataclass(frozen=True)
+class BoundaryOverview:
+    """What the boundaries page shows, read in bulk: the capabilities, the user's own rules
+    and the product defaults (as rows and as the pure core's rules), and the decisions D1–D6
+    for a character (or everywhere) at `now`. Nothing is logged: D10 logs the decisions the
+    runtime asks for, and showing a page is not one."""
+
+    now: datetime
+    capabilities: list[Capability]
+    own: list[PolicyRule]
+    defaults: list[PolicyRule]
+    rules: dict[str, Rule]  # the pure core's rules by id, own and defaults
+    check: RuleCheck
+
+    def decide(self, capability: str, requested_by: str, *, user: str,
+               character: str | None = None, conversation: str | None = None,
+               scene: str | None = None) -> Decision:
+        from .domain import DecisionRequest, PolicyContext
+        from .engine import decide
+
+        context = PolicyContext(user=user, now=self.now, character=character,
+                                conversation=conversation, scene=scene)
+        return decide(DecisionRequest(capability, requested_by), list(self.rules.values()), context)
+
+
+def boundary_overview(user, *, now: datetime) -> BoundaryOverview:
+    own = list(rule_list(user=user))
+    defaults = list(rule_list())
+    rules = {r.id: r for r in (rule.to_domain() for rule in own + defaults)}
+    return BoundaryOverview(now, list(capability_list()), own, defaults, rules,
+                            rule_check_of_user(user, now=now))

@@ -64,6 +64,7 @@ from .selectors import (
     decision_by_id,
     media_job_of_user,
     policy_version_of,
+    rule_list,
     rules_for_decision,
     rules_for_explain,
 )
@@ -616,3 +617,34 @@ def media_job_complete(*, job_id) -> MediaJob:
         job.status, job.finished_at = JOB_DONE, db_now()
         job.save(update_fields=["status", "finished_at"])
         return job
+
+
+# ---------------------------------------------------------------------------------------------
+# The boundaries page's choice
+
+
+def boundary_set(*, user, capability: str, effect: str, scope: dict) -> str:
+    """Make the user's own choice for one capability at one scope exactly `effect`.
+
+    SPEC §6: rules are immutable, so an existing explicit choice at the same scope is changed
+    (revoked, and a successor with version + 1) instead of being joined by a second rule of the
+    same rank, which would tie with it and make D4 ask (`conflicting-rules`). Returns
+    `created`, `changed` or `unchanged`."""
+    with transaction.atomic():
+        now = db_now()
+        same = [
+            rule for rule in rule_list(user=user, capability=capability)
+            if rule.source == EXPLICIT_USER and rule.requested_by is None
+            and rule.to_domain().lapse(now) is None and rule.scope.as_dict() == scope
+        ]
+        if len(same) == 1 and same[0].effect == effect:
+            return "unchanged"
+        keep, *extra = same or [None]
+        for rule in extra:
+            rule_revoke(rule_id=rule.pk, owner=user)
+        if keep is None:
+            rule_create(user=user, capability=capability, effect=effect, source=EXPLICIT_USER, scope=scope)
+            return "created"
+        if keep.effect != effect:
+            rule_change(rule_id=keep.pk, owner=user, effect=effect)
+        return "changed"

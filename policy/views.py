@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib import messages
-from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -19,21 +18,19 @@ from config.clock import db_now
 from config.errors import Conflict, ValidationError
 from config.pages import day, form_errors_from, next_url, private_page
 from conversations.models import Character, Conversation
+from conversations.selectors import conversations_of
 
-from . import engine
 from .domain import (
     EXPLICIT_USER,
     PRODUCT_DEFAULT,
     REASON_CONFLICTING_RULES,
     REASON_NO_APPLICABLE_RULE,
-    DecisionRequest,
-    PolicyContext,
     Rule,
 )
 from .forms import EFFECT_CHOICES, BoundaryForm
 from .models import PolicyRule
-from .selectors import capability_list, rule_check_of_user, rule_list
-from .services import rule_change, rule_create, rule_revoke
+from .selectors import boundary_overview, capability_list, rule_list
+from .services import boundary_set, rule_revoke
 
 # Seeded capabilities in plain words; others fall back to their name.
 CAPABILITY_NAMES = {
@@ -135,49 +132,18 @@ class CapabilityRow:
     why: str
 
 
-def boundary_set(*, user, capability: str, effect: str, scope: dict) -> str:
-    """Make the user's own choice for one capability at one scope exactly `effect`.
-
-    SPEC §6: rules are immutable, so an existing explicit choice at the same scope is changed
-    (revoked, and a successor with version + 1) instead of being joined by a second rule of the
-    same rank, which would tie with it and make D4 ask (`conflicting-rules`). Returns
-    `created`, `changed` or `unchanged`. (A candidate for policy/services.py.)"""
-    with transaction.atomic():
-        now = db_now()
-        same = [
-            rule for rule in rule_list(user=user, capability=capability)
-            if rule.source == EXPLICIT_USER and rule.requested_by is None
-            and rule.to_domain().lapse(now) is None and rule.scope.as_dict() == scope
-        ]
-        if len(same) == 1 and same[0].effect == effect:
-            return "unchanged"
-        keep, *extra = same or [None]
-        for rule in extra:
-            rule_revoke(rule_id=rule.pk, owner=user)
-        if keep is None:
-            rule_create(user=user, capability=capability, effect=effect, source=EXPLICIT_USER, scope=scope)
-            return "created"
-        if keep.effect != effect:
-            rule_change(rule_id=keep.pk, owner=user, effect=effect)
-        return "changed"
-
-
 def _page(request, *, error_form: BoundaryForm | None = None):
     user = request.user
-    now = db_now()
-    capabilities = list(capability_list())
-    own = list(rule_list(user=user))
-    defaults = list(rule_list())
-    conversations = list(Conversation.objects.filter(user=user).select_related("character").order_by("-created_at", "id"))
-    places = Places(conversations, own)
-    domain_rules = [r.to_domain() for r in own + defaults]
-    rules_by_id = {r.id: r for r in domain_rules}
+    overview = boundary_overview(user, now=db_now())
+    now, capabilities, rules_by_id = overview.now, overview.capabilities, overview.rules
+    domain_rules = list(rules_by_id.values())
+    places = Places(list(conversations_of(user)), overview.own)
 
     def section(character: Character | None) -> dict:
-        context = PolicyContext(user=user.username, now=now, character=character.slug if character else None)
         rows = []
         for capability in capabilities:
-            decision = engine.decide(DecisionRequest(capability.name, REQUESTER), domain_rules, context)
+            decision = overview.decide(capability.name, REQUESTER, user=user.username,
+                                       character=character.slug if character else None)
             rows.append(CapabilityRow(
                 fid=f"{character.slug if character else 'everywhere'}-{capability.name}".replace(".", "-"),
                 name=capability.name, title=capability_name(capability.name), question=capability.question,
@@ -202,7 +168,7 @@ def _page(request, *, error_form: BoundaryForm | None = None):
          "since": day(r.valid_from), "effect": r.effect}
         for r in live
     ]
-    check = rule_check_of_user(user, now=now)
+    check = overview.check
 
     def described(rule_id: str) -> str:
         rule = rules_by_id.get(rule_id)
@@ -237,8 +203,7 @@ def boundaries(request):
 def boundary_set_view(request):
     """Set always allow / always ask / never for a capability at a chosen place."""
     user = request.user
-    conversations = list(Conversation.objects.filter(user=user).select_related("character"))
-    places = Places(conversations, list(rule_list(user=user)))
+    places = Places(list(conversations_of(user)), list(rule_list(user=user)))
     all_places = places.choices()
     form = BoundaryForm(
         request.POST,

@@ -17,14 +17,9 @@ def reseed_catalog() -> None:
     from django.apps import apps
 
     import_module("memory.migrations.0002_seed_keys").seed(apps, None)
+    import_module("memory.migrations.0007_pin_preferred_name").seed(apps, None)
     import_module("policy.migrations.0002_seed_capabilities").seed(apps, None)
     # The Support group: permissions themselves come back with the flush's post_migrate.
-    try:
-        support = import_module("config.migrations.0003_support_group")
-    except ModuleNotFoundError:
-        return
-    from django.contrib.auth.models import Group, Permission
+    from support.services import support_group_ensure
 
-    group, _ = Group.objects.get_or_create(name="Support")
-    for app_label, codename in support.PERMISSIONS:
-        group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    support_group_ensure()

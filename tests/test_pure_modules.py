@@ -10,7 +10,7 @@ import pytest
 PURE = [
     "memory.domain", "memory.resolver", "memory.projection", "memory.extract", "memory.builders",
     "policy.domain", "policy.engine",
-    "conversations.planner", "conversations.tokens",
+    "conversations.planner", "conversations.tokens", "conversations.stopwords", "bench.relevance",
     "config.errors",
 ]
 

@@ -4,7 +4,12 @@
   document.addEventListener("DOMContentLoaded", function () {
     // After a form came back with errors, take keyboard and screen-reader users to them.
     var summary = document.querySelector(".error-summary");
-    if (summary) { summary.focus(); }
+    if (summary) { summary.focus(); return; }
+    // After an action, the address ends in the card it acted on (#m-…) or the messages
+    // (#messages): the browser scrolls there; move the focus there too.
+    var id = window.location.hash.slice(1);
+    var target = id ? document.getElementById(decodeURIComponent(id)) : null;
+    if (target && target.hasAttribute("tabindex")) { target.focus(); }
   });
   // Opening an inline "Correct" form puts the cursor in its field.
   document.addEventListener("toggle", function (event) {

@@ -140,9 +140,9 @@ def test_it_deletes_a_user_and_everything_theirs(api, story):
 
 def test_it_erases_support_notes_about_a_deleted_user(api, story):
     """§9: DELETE erases everything of the user, support's notes about them included."""
-    from config.models import PrivateTextAccess, SupportAction
-    from config.support import reveals_record, support_retract
     from memory.models import MemoryRecord as Record
+    from support.models import PrivateTextAccess, SupportAction
+    from support.services import reveals_record, support_retract
     from tests.factories import UserFactory
 
     staff = UserFactory(username="helper", is_staff=True, is_superuser=True)

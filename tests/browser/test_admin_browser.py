@@ -83,11 +83,12 @@ def resolve(base_url, token, context):
 
 
 def test_support_staff_forget_a_memory_on_the_users_behalf(live_server, admin_page):
-    from config.models import ApiToken, SupportAction
-    from config.support import support_group_ensure
+    from config.models import ApiToken
     from memory.domain import Scope
     from memory.models import MemoryRecord, Tombstone
     from memory.services import memory_assert
+    from support.models import SupportAction
+    from support.services import support_group_ensure
     from tests.factories import UserFactory
 
     # The flush between transactional tests drops the group the data migration made.

@@ -10,6 +10,7 @@ test-artifacts/screenshots/.
 
 import json
 import os
+import re
 import shutil
 import urllib.request
 from pathlib import Path
@@ -173,8 +174,8 @@ def test_forget_a_memory_and_nothing_holds_it_any_more(page, live_server, world,
     shot(page, "06-forget-confirm")
     page.get_by_role("button", name="Forget it").click()
 
-    # The page.
-    expect(page).to_have_url(live_server.url + "/memories/")
+    # The page, back at the forgotten card's place (issue 13, item 8).
+    expect(page).to_have_url(re.compile(re.escape(live_server.url + "/memories/#m-") + "[0-9a-f-]{36}$"))
     expect(page.locator(".messages")).to_contain_text("Forgotten: “Dog's name”")
     expect(page.locator("main")).not_to_contain_text("Rex")
     expect(card(page, "Lives in")).to_contain_text("Boston")

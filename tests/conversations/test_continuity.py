@@ -40,3 +40,23 @@ def test_it_fails_loudly_when_a_check_fails(monkeypatch):
     monkeypatch.setattr(memory_services, "memory_assert", no_corrections)
     with pytest.raises(CommandError):
         call_command("continuity_check")
+
+
+def test_it_fails_the_relevance_scene_when_plans_ignore_relevance(monkeypatch):
+    """§11/I6: the relevance scene can fail: when the planner ignores relevance (the I3
+    order, every score zero), the tight plan leaves the letter out and the command exits
+    non-zero."""
+    from django.core.management.base import CommandError
+
+    import conversations.planner as planner
+
+    monkeypatch.setattr(planner, "relevance_order",
+                        lambda memories, query, pinned: (list(range(len(memories))), [0.0] * len(memories)))
+    card, _ = play()
+    failed = {c.name for c in card.checks if not c.passed}
+    assert failed == {
+        "asked about the unsent letter on a tight budget, the plan brings the letter (I6)",
+        "the relevance plan keeps the letter uncertain and unsent (I6, P2)",
+    }
+    with pytest.raises(CommandError):
+        call_command("continuity_check")

@@ -411,7 +411,9 @@ def test_it_renders_the_plan_body():
     assert [h["id"] for h in body["history"]] == ["m1", "m2", "m3"]
     assert body["history"][1] == {"id": "m2", "seq": 2, "role": "assistant", "content": "two",
                                   "estimated_tokens": estimate_message("two")}
-    assert body["memories"][0] == mem("r1").as_prompt()
+    # I6: plan memories carry `relevance`, null under the default `certainty` order.
+    assert body["memories"][0] == {**mem("r1").as_prompt(), "relevance": None}
+    assert body["memory_order"] == "certainty"
     assert body["estimated_tokens"] == p.estimated_tokens
     assert body["plan_hash"] == p.plan_hash
 

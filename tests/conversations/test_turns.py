@@ -179,7 +179,7 @@ def test_it_marks_uncertain_memories(api, conv):
     t = turn(api, conv, "t1", "Where were we?").json()
     [memory] = plan(api, t["id"]).json()["memories"]
     assert memory == {"key": "story.letter.status", "label": "Story letter: status", "value": "unfinished",
-                      "certainty": "uncertain", "scope": {"kind": "user"}}
+                      "certainty": "uncertain", "scope": {"kind": "user"}, "relevance": None}
 
 
 def test_it_gives_the_same_hash_for_the_same_state_and_keeps_a_textless_snapshot(api, conv):

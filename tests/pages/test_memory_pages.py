@@ -88,11 +88,18 @@ def test_it_filters_by_character(page, say, sam, rowan):
     assert "Boston" in everywhere_only and "Skipper" not in everywhere_only and "Stargazer" not in everywhere_only
 
 
+def search(page, term, **filters):
+    """Search as the page does (SPEC §12: by POST, the term kept out of every URL)."""
+    r = page.post("/memories/filter", {"q": term, **filters})
+    assert r.status_code == 302 and term not in r["Location"]
+    return page.get(r["Location"])
+
+
 def test_it_searches_labels_and_values(page, say):
     say("I live in Boston. My dog's name is Rex.")
-    by_value = text(page.get("/memories/", {"q": "bost"}))
-    by_label = text(page.get("/memories/", {"q": "DOG"}))
-    nothing = text(page.get("/memories/", {"q": "zebra"}))
+    by_value = text(search(page, "bost"))
+    by_label = text(search(page, "DOG"))
+    nothing = text(search(page, "zebra"))
     assert "Boston" in by_value and "Rex" not in by_value
     assert "Rex" in by_label and "Boston" not in by_label
     assert "Nothing matches this search" in nothing
@@ -114,7 +121,7 @@ def test_it_confirms_a_memory(page, say, sam):
 
     r = page.post(f"/memories/{record.pk}/confirm", {"next": "/memories/"}, follow=True)
 
-    assert r.redirect_chain == [("/memories/", 302)]
+    assert r.redirect_chain == [(f"/memories/#m-{live('dog.name', sam).pk}", 302)]
     assert live("dog.name", sam).authority == "user-confirmed"
     assert any("Confirmed “Dog's name”" in m for m in follow_messages(r))
     seen = text(r)
@@ -136,10 +143,10 @@ def test_it_corrects_a_memory_inline(page, say, sam):
     say("My dog's name is Rex.")
     record = live("dog.name", sam)
 
-    r = page.post(f"/memories/{record.pk}/correct", {"value": "Max", "next": "/memories/?q=dog"}, follow=True)
+    r = page.post(f"/memories/{record.pk}/correct", {"value": "Max", "next": "/memories/?sort=az"}, follow=True)
 
-    assert r.redirect_chain == [("/memories/?q=dog", 302)]
     new = live("dog.name", sam)
+    assert r.redirect_chain == [(f"/memories/?sort=az#m-{new.pk}", 302)]
     assert (new.value, new.authority, new.supersedes_id) == ("Max", "user-corrected", record.pk)
     assert "Corrected “Dog's name”" in follow_messages(r)[0]
     assert "Max" in text(r) and "Rex" not in text(r)
@@ -177,7 +184,11 @@ def test_it_marks_a_memory_as_no_longer_true(page, say, sam):
     record.refresh_from_db()
     assert record.retracted_at is not None
     assert "no longer treated as true" in follow_messages(r)[0]
-    assert "Rex" not in text(r)
+    # In the card's place: what it was, that it is no longer true, and an undo; no longer
+    # among the memories.
+    assert [(row.kind, row.id) for group in r.context["groups"] for row in group["rows"]] == [
+        ("retracted", str(record.pk))]
+    assert "Rex" not in text(page.get("/memories/"))
     history = text(page.get(f"/memories/{record.pk}/history"))
     assert "Rex" in history and "No longer true" in history
 
@@ -321,7 +332,7 @@ def test_letting_it_learn_again_deletes_the_tombstone(page, say, sam):
 
     r = page.post(f"/memories/forgotten/{tombstone.pk}/learn-again", follow=True)
 
-    assert r.redirect_chain == [("/memories/forgotten/", 302)]
+    assert r.redirect_chain == [("/memories/forgotten/#messages", 302)]
     assert not Tombstone.objects.exists()
     assert "may learn “Dog's name” again" in follow_messages(r)[0]
     say("My dog's name is Rex.")

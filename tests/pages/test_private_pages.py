@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import URLResolver, reverse
 
-from config import pages
+from config import urls
 from memory.models import MemoryRecord, Tombstone
 from memory.services import memory_forget
 from policy.services import rule_create
@@ -26,20 +26,25 @@ def objects(say, sam, conv):
     return {"memory_id": memory.pk, "tombstone_id": tombstone.pk, "rule_id": rule.pk, "conversation_id": conv.pk}
 
 
+PAGE_NAMESPACES = {"memory", "policy", "conversations", "data"}
+
+
 def page_routes():
-    """(namespace:name, the kwargs it needs) for every route in the page URLconf."""
-    for include in pages.urlpatterns:
-        assert isinstance(include, URLResolver)
+    """(namespace:name, the kwargs it needs) for every route of the end user's pages."""
+    for include in urls.urlpatterns:
+        if not isinstance(include, URLResolver) or include.namespace not in PAGE_NAMESPACES:
+            continue
         for pattern in include.url_patterns:
             yield f"{include.namespace}:{pattern.name}", sorted(pattern.pattern.converters)
 
 
 GET_PAGES = [
-    "memory:list", "memory:forgotten", "memory:correct", "memory:forget", "memory:history",
+    "memory:list", "memory:forgotten", "memory:correct", "memory:forget", "memory:history", "memory:no-longer-true",
     "policy:boundaries", "conversations:list", "conversations:detail", "conversations:delete",
     "data:index", "data:export", "data:forget-everything", "data:delete-account",
 ]
-POST_ONLY = ["memory:confirm", "memory:retract", "memory:learn-again", "policy:set", "policy:revoke"]
+POST_ONLY = ["memory:confirm", "memory:retract", "memory:restore", "memory:learn-again", "memory:filter",
+             "memory:forget-selected", "data:time-zone", "memory:switches", "policy:set", "policy:revoke"]
 
 
 def url(name, objects):
@@ -137,4 +142,49 @@ def test_sign_in_returns_to_the_page_asked_for(client, sam):
 
 def test_a_next_url_off_the_site_is_ignored(page, objects):
     r = page.post(url("memory:confirm", objects), {"next": "https://evil.example/"})
-    assert r["Location"] == "/memories/"
+    assert r["Location"].split("#")[0] == "/memories/"
+
+
+@pytest.mark.parametrize("value", [
+    "foo", "memories", "https://evil.example/", "//evil.example/x", "/\\evil.example", "\\\\evil",
+    "/memories/\r\nSet-Cookie: x=1", "/memories/\x00", "javascript:alert(1)", "",
+])
+@pytest.mark.parametrize("name", ["memory:confirm", "memory:retract", "policy:revoke"])
+def test_a_next_value_that_is_not_a_local_path_falls_back_and_never_fails(page, objects, name, value):
+    """Issue 12, item 4: any `next` form value is either a path on this site or ignored —
+    never an open redirect and never a server error (a bare word like `foo` was a 500)."""
+    fallback = "/boundaries/" if name.startswith("policy") else "/memories/"
+    r = page.post(url(name, objects), {"next": value})
+    assert r.status_code == 302
+    # The memory actions land on the card they acted on (issue 13, item 8): `#m-<id>`.
+    assert r["Location"].split("#")[0] == fallback
+    assert name.startswith("policy") or re.fullmatch(r"/memories/#m-[0-9a-f-]{36}", r["Location"])
+
+
+def test_a_next_value_with_bytes_that_are_not_text_falls_back(page, objects):
+    """A browser percent-encodes whatever it sends; bytes that are no UTF-8 (a lone surrogate's
+    encoding, a stray continuation byte) decode to replacement characters, and the redirect
+    still stays on this site."""
+    for body in ["next=%2Fmemories%2F%ED%A0%80", "next=%2F%80%FF", "next=%ED%A0%80"]:
+        r = page.post(url("memory:confirm", objects), body, content_type="application/x-www-form-urlencoded")
+        assert r.status_code == 302
+        assert r["Location"].startswith("/") and not r["Location"].startswith("//")
+
+
+def test_a_local_next_path_with_a_query_is_kept_and_lands_on_the_card(page, sam, objects):
+    """The page and filters of `next` are kept; its anchor becomes the acted-on card's."""
+    r = page.post(url("memory:confirm", objects), {"next": "/memories/?page=2&sort=az#m-1"})
+    assert r["Location"] == f"/memories/?page=2&sort=az#m-{live('dog.name', sam).pk}"
+
+
+@pytest.mark.parametrize("username", ["x" * 151, "x" * 256, "x" * 5000, "a\x00b", "%ED%A0%80"])
+def test_sign_in_refuses_an_impossible_username_with_the_normal_message(client, sam, username):
+    """Issue 12, item 4: an over-long (or unstorable) username is refused like a wrong
+    password, before anyone is signed in, without a server error (on PostgreSQL a 256-character
+    name was a 500 when the failed attempt was stored); signing in normally still works."""
+    body = f"username={username}&password=whatever" if "%" in username else {"username": username, "password": "whatever"}
+    r = client.post("/login/", body, content_type="application/x-www-form-urlencoded") if "%" in username else client.post("/login/", body)
+    assert r.status_code == 200
+    assert "Could not sign you in" in text(r)
+    ok = client.post("/login/", {"username": "sam", "password": "correct horse battery"})
+    assert ok["Location"] == "/memories/"

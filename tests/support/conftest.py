@@ -55,7 +55,7 @@ def staff_client(user) -> Client:
 
 @pytest.fixture
 def support_group(db):
-    from config.support import support_group_ensure
+    from support.services import support_group_ensure
 
     return support_group_ensure()
 
@@ -71,7 +71,7 @@ def support_user(support_group):
 def privileged_user(support_group):
     user = UserFactory(username="support-priya", is_staff=True)
     user.groups.add(support_group)
-    user.user_permissions.add(Permission.objects.get(content_type__app_label="config", codename="view_private_text"))
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="support", codename="view_private_text"))
     return user
 
 

@@ -1,10 +1,10 @@
-"""The admin's support machinery (issue 6), shared by every app's `admin.py`.
+"""The support admin: the base class of every ModelAdmin in the project, the support actions' reason page, and the admin of the support logs, API tokens and users.
 
 `SupportAdmin` is the base class of every ModelAdmin in the project:
 
 - **Private text is masked by default.** A model's `private_fields` (memory values, message
   content, conversation titles) are deferred in every admin queryset, so without
-  `config.view_private_text` the text never even leaves the database; pages show "hidden".
+  `support.view_private_text` the text never even leaves the database; pages show "hidden".
   With the permission, changelists show a short preview and change pages the whole text, and
   each object shown unmasked is written to the access log (`PrivateTextAccess`) — one insert
   per page, so query counts stay constant.
@@ -14,7 +14,7 @@
   `object_label` replaces it in titles, breadcrumbs and the history page.
 - **Writes go through the services.** `read_only` admins (everything the services own) allow
   no add, change or delete; the support actions (`support_action`) ask for a reason on an
-  intermediate page and call `config.support`, which calls the services and logs the reason.
+  intermediate page and call `support.services`, which calls the services and logs the reason.
 """
 
 from __future__ import annotations
@@ -23,28 +23,27 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.db.models import BooleanField, Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce, Substr
 from django.template.response import TemplateResponse
-from django.urls import reverse
-from django.utils.html import format_html
+from django.urls import NoReverseMatch, path
 
-from . import support
-from .errors import ValidationError as DomainValidationError
+from config.clock import db_now
+from config.models import ApiToken
 
-MASK = "hidden"
-MASK_TITLE = "Private text: needs the view_private_text permission (every view is logged)."
+from . import services as support
+from .display import admin_link, masked
+from .forms import ReasonForm
+from .models import PrivateTextAccess, SupportAction
+from .views import explain_view
+
 # Lookup parts that reach private text, from any model: refused without the permission.
 PRIVATE_LOOKUP_PARTS = frozenset({"value", "content", "title"})
-
-
-def masked():
-    return format_html('<span class="private-masked" title="{}">{}</span>', MASK_TITLE, MASK)
 
 
 def count_of(model, fk: str, **filters):
@@ -55,15 +54,6 @@ def count_of(model, fk: str, **filters):
         .order_by().values(fk).annotate(n=Count("*")).values("n")
     )
     return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
-
-
-def admin_link(obj_or_model, pk, text=None):
-    """A link to an object's change page (by id, without loading it)."""
-    if pk is None:
-        return "-"
-    opts = obj_or_model._meta
-    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[pk])
-    return format_html('<a href="{}">{}</a>', url, text if text is not None else pk)
 
 
 @dataclass(frozen=True)
@@ -234,31 +224,6 @@ class SupportAdmin(admin.ModelAdmin):
 # Support actions: an intermediate page asking for the reason
 
 
-class ReasonForm(forms.Form):
-    reason = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}), max_length=support.REASON_MAX,
-        help_text="Required. A ticket number and what the user asked for; it is logged with your "
-                  "name. Do not paste the user's private text here.",
-    )
-
-    def clean_reason(self):
-        try:
-            return support.clean_reason(self.cleaned_data.get("reason"))
-        except DomainValidationError as error:
-            raise forms.ValidationError(error.detail) from None
-
-
-class ForgetForm(ReasonForm):
-    everywhere = forms.BooleanField(
-        required=False, label="Forget everywhere",
-        help_text="Forget the key in every scope of the user, present and future (tombstone scope *).",
-    )
-    whole_key = forms.BooleanField(
-        required=False, label="Every value of the key",
-        help_text="For a multi-valued key: forget every value, not only this one.",
-    )
-
-
 def support_action(modeladmin, request, queryset, *, title: str, intro: str, columns: list[str],
                    rows: list[list], perform, form_class=ReasonForm, warning: str = "",
                    revealed=()):
@@ -299,114 +264,107 @@ def support_action(modeladmin, request, queryset, *, title: str, intro: str, col
 
 
 # ---------------------------------------------------------------------------------------------
-# The explain view (/admin/support/explain/)
+# The admin of API tokens, the support logs and users
+#
+# - API tokens: created with `manage.py create_api_token NAME`, revoked here.
+# - The access log (`PrivateTextAccess`) and the support-action log (`SupportAction`, with every
+#   action's reason) are read-only: only `support.services` writes them.
+# - Users: Django's user admin, except that deleting a user here is off: erasing a user goes
+#   through `DELETE /api/v1/users/{user}` (the `user_delete` service, SPEC §9), and the stock
+#   confirmation page would list the user's conversations by their private titles.
+# - `/admin/support/explain/`: the explain view (`support.views.explain_view`).
 
 
-class ExplainForm(forms.Form):
-    user = forms.CharField(max_length=150, label="User", help_text="The user ref (username).")
-    character = forms.ChoiceField(required=False)
-    conversation = forms.UUIDField(required=False, help_text="A conversation id of this user.")
-    scene = forms.CharField(required=False, max_length=100)
-    now = forms.DateTimeField(
-        required=False, label="Time",
-        help_text="Valid time, UTC (2026-08-05T12:00:00Z). Empty: now, by the database clock.",
-    )
-    keys = forms.CharField(required=False, help_text="Only these keys (comma-separated). Empty: every key.")
-    capabilities = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple, help_text="Empty: every capability.",
-    )
-    requested_by = forms.ChoiceField(initial="assistant")
+@admin.register(ApiToken)
+class ApiTokenAdmin(SupportAdmin):
+    """Runtime tokens: create them with `manage.py create_api_token NAME`; revoke them here."""
 
-    def __init__(self, *args, **kwargs):
-        from conversations.models import Character
-        from policy.domain import REQUESTERS
-        from policy.models import Capability
+    list_display = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    search_fields = ("name", "prefix")
+    readonly_fields = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
+    date_hierarchy = "created_at"
+    actions = ["revoke"]
 
-        super().__init__(*args, **kwargs)
-        self.fields["character"].choices = [("", "(the conversation's, or none)")] + [
-            (slug, f"{slug} — {name}") for slug, name in Character.objects.values_list("slug", "name")
-        ]
-        self.fields["capabilities"].choices = [(n, n) for n in Capability.objects.values_list("name", flat=True)]
-        self.fields["requested_by"].choices = [(r, r) for r in REQUESTERS]
+    def has_add_permission(self, request):
+        return False
 
-    def clean_keys(self):
-        return [k.strip() for k in (self.cleaned_data.get("keys") or "").split(",") if k.strip()]
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
+    def revoke(self, request, queryset):
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=db_now())
+        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 
 
-def explain_view(request):
-    """Pick a user, character, conversation, scene and time; see the resolver's result (counts,
-    every record id with its step, reason and detail, the prompt projection) and the policy
-    engine's per capability (effect, reason, rule ids, each rule's explain reason). Values only
-    with `view_private_text`, and then logged. Writes nothing else (no decision-log rows)."""
-    if not request.user.has_perm(support.EXPLAIN_PERMISSION):
-        raise PermissionDenied
-    from conversations.models import Conversation
-    from memory.models import MemoryRecord
-    from policy.models import PolicyRule
+class LogAdmin(SupportAdmin):
+    read_only = True
+    list_select_related = ("content_type", "subject")
 
-    reveal = support.can_view_private(request.user)
-    data = None
-    if "user" in request.GET:
-        data = request.GET.copy()  # a link may name only the user: the rest has defaults
-        data.setdefault("requested_by", "assistant")
-    form = ExplainForm(data)
-    result = None
-    conversations = []
-    if form.is_bound and form.is_valid():
-        data = form.cleaned_data
+    @admin.display(description="object", ordering="content_type")
+    def target(self, obj):
+        model = obj.content_type.model_class()
+        if model is None:
+            return f"{obj.content_type} {obj.object_id}"
         try:
-            result = support.support_explain(
-                user=data["user"], character=data["character"] or None,
-                conversation=str(data["conversation"]) if data["conversation"] else None,
-                scene=data["scene"] or None, now=data["now"],
-                capabilities=data["capabilities"] or [c for c, _ in form.fields["capabilities"].choices],
-                requested_by=data["requested_by"], keys=data["keys"] or None,
-            )
-        except DomainValidationError as error:
-            for name, problems in (error.errors or {None: [error.detail]}).items():
-                field = name.split(".", 1)[1] if name and name.startswith("context.") else None
-                for problem in problems:
-                    form.add_error(field if field in form.fields else None, problem)
-        if result is not None:
-            # Ids to pick from, never titles: the conversation title is the user's own text.
-            conversations = list(
-                Conversation.objects.filter(user=result.context.user)
-                .select_related("character").order_by("-created_at")
-                .values_list("pk", "character__slug", "created_at")[:50]
-            )
-    rows = []
-    if result is not None:
-        for item in result.records:
-            record = item.record
-            value = record.value if reveal else None
-            rows.append({
-                "item": item, "record": record,
-                "link": admin_link(MemoryRecord, record.id, record.id),
-                "value": value if value else ("" if reveal else masked()),
-                "erased": record.status == "forgotten",
-            })
-        if reveal:
-            support.reveals_record(staff=request.user, view="explain", objects=[
-                (MemoryRecord, item.record.id, result.context.user.pk)
-                for item in result.records if item.record.value
-            ])
-    context = {
-        **admin.site.each_context(request),
-        "title": "Explain a context",
-        "subtitle": None,
-        "form": form,
-        "result": result,
-        "rows": rows,
-        "reveal": reveal,
-        "conversations": conversations,
-        "rule_opts": PolicyRule._meta,
-        "memory_opts": MemoryRecord._meta,
-        "media": form.media,
-    }
-    return TemplateResponse(request, "admin/support/explain.html", context)
+            return admin_link(model, obj.object_id, f"{model._meta.verbose_name} {obj.object_id}")
+        except NoReverseMatch:  # no admin page for that model
+            return f"{model._meta.verbose_name} {obj.object_id}"
+
+    @admin.display(description="staff", ordering="staff_username")
+    def staff_ref(self, obj):
+        return obj.staff_username
+
+    @admin.display(description="user", ordering="subject__username")
+    def subject_ref(self, obj):
+        if obj.subject_id is None:
+            return "-"
+        return obj.subject.get_username() if obj.subject is not None else f"(deleted user {obj.subject_id})"
 
 
-def explain_url(**params) -> str:
-    from urllib.parse import urlencode
+@admin.register(PrivateTextAccess)
+class PrivateTextAccessAdmin(LogAdmin):
+    """Who was shown which user's private text, where and when (DESIGN, Privacy)."""
 
-    return reverse("admin:support_explain") + "?" + urlencode({k: v for k, v in params.items() if v})
+    list_display = ("accessed_at", "staff_ref", "view", "target", "subject_ref")
+    list_filter = ("view", "content_type")
+    search_fields = ("staff_username", "subject__username", "=object_id")
+    date_hierarchy = "accessed_at"
+    fields = ("accessed_at", "staff_ref", "view", "target", "subject_ref")
+    readonly_fields = fields
+
+
+@admin.register(SupportAction)
+class SupportActionAdmin(LogAdmin):
+    """Every support action with its reason: the one place the reasons are kept."""
+
+    list_display = ("acted_at", "staff_ref", "action", "target", "subject_ref", "outcome", "reason")
+    list_filter = ("action", "outcome", "content_type")
+    search_fields = ("staff_username", "subject__username", "=object_id", "reason")
+    date_hierarchy = "acted_at"
+    fields = ("acted_at", "staff_ref", "action", "target", "subject_ref", "outcome", "reason", "detail")
+    readonly_fields = fields
+
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class SupportUserAdmin(UserAdmin):
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+def _with_support_urls(get_urls):
+    def get_urls_with_support():
+        return [
+            path("support/explain/", admin.site.admin_view(explain_view), name="support_explain"),
+        ] + get_urls()
+
+    get_urls_with_support.support_urls = True
+    return get_urls_with_support
+
+
+# The default site has no hook for extra views; wrapping its get_urls keeps config/urls.py as it is.
+if not getattr(admin.site.get_urls, "support_urls", False):
+    admin.site.get_urls = _with_support_urls(admin.site.get_urls)

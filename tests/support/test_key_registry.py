@@ -6,8 +6,8 @@ import pytest
 from memory.domain import Scope
 from memory.models import KeyDefinition
 from memory.services import memory_assert
-from tests.admin.conftest import staff_client
 from tests.factories import UserFactory
+from tests.support.conftest import staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -66,3 +66,14 @@ def test_a_used_key_cannot_be_deleted(root, sam):
     assert root.post("/admin/memory/keydefinition/user.likes/delete/", {"post": "yes"}).status_code == 403
     assert KeyDefinition.objects.get(pk="user.likes").cardinality == "many"
     assert root.post("/admin/memory/keydefinition/cat.name/delete/", {"post": "yes"}).status_code == 302
+
+
+def test_it_seeds_the_preferred_name_as_pinned_and_lets_support_pin_keys(root):
+    """I6: pinned keys are a registry flag, seeded for user.preferred_name by a data
+    migration and editable in the admin."""
+    assert list(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True)) == ["user.preferred_name"]
+    page = root.get("/admin/memory/keydefinition/")
+    assert page.status_code == 200 and "pinned" in page.content.decode()
+    assert change(root, "dog.name", cardinality="one", label="Dog's name", pinned="on").status_code == 302
+    assert change(root, "user.preferred_name", cardinality="one", label="Preferred name").status_code == 302
+    assert list(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True)) == ["dog.name"]

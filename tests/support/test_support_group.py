@@ -4,7 +4,7 @@ view and the support actions — and not view_private_text."""
 import pytest
 from django.contrib.auth.models import Group
 
-from config.support import SUPPORT_GROUP_PERMISSIONS, support_group_ensure
+from support.services import SUPPORT_GROUP_PERMISSIONS, support_group_ensure
 
 pytestmark = pytest.mark.django_db
 
@@ -16,7 +16,7 @@ def permissions(group):
 def test_the_migration_created_the_support_group_with_the_expected_permissions():
     group = Group.objects.get(name="Support")
     assert permissions(group) == set(SUPPORT_GROUP_PERMISSIONS)
-    assert ("config", "view_private_text") not in permissions(group)
+    assert ("support", "view_private_text") not in permissions(group)
     assert {"forget_memory", "retract_memory", "normalise_memory", "revoke_rule", "use_explain"} <= {
         codename for _, codename in permissions(group)}
     # Views only: support staff change nothing by hand.
@@ -32,7 +32,7 @@ def test_ensuring_the_group_again_changes_nothing():
 
 def test_a_support_member_can_reach_the_admin_pages_they_need(support):
     for url in ["/admin/", "/admin/memory/memoryrecord/", "/admin/policy/policyrule/", "/admin/policy/decisionlog/",
-                "/admin/conversations/message/", "/admin/support/explain/", "/admin/config/supportaction/"]:
+                "/admin/conversations/message/", "/admin/support/explain/", "/admin/support/supportaction/"]:
         assert support.get(url).status_code == 200, url
-    for url in ["/admin/config/apitoken/", "/admin/config/privatetextaccess/"]:
+    for url in ["/admin/config/apitoken/", "/admin/support/privatetextaccess/"]:
         assert support.get(url).status_code == 403, url

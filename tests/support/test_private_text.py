@@ -7,10 +7,10 @@ from django.contrib import admin
 from django.contrib.contenttypes.models import ContentType
 from django.urls import reverse
 
-from config.models import PrivateTextAccess
 from conversations.models import Conversation
 from memory.models import MemoryRecord
-from tests.admin.conftest import (
+from support.models import PrivateTextAccess
+from tests.support.conftest import (
     FORGOTTEN,
     LIKE,
     REPLY,
@@ -22,7 +22,7 @@ from tests.admin.conftest import (
 
 pytestmark = pytest.mark.django_db
 
-APPS = {"memory", "policy", "conversations", "config", "auth"}
+APPS = {"memory", "policy", "conversations", "config", "support", "auth"}
 
 
 def admin_pages():
@@ -184,14 +184,14 @@ def test_the_access_log_is_read_only(world, privileged, superuser):
     privileged.get(f"/admin/memory/memoryrecord/{world.plant.pk}/change/")
     reveal = PrivateTextAccess.objects.get()
     root = staff_client(superuser)
-    assert root.get("/admin/config/privatetextaccess/").status_code == 200
-    assert root.get("/admin/config/privatetextaccess/add/").status_code == 403
-    response = root.post(f"/admin/config/privatetextaccess/{reveal.pk}/change/", {"view": "explain"})
+    assert root.get("/admin/support/privatetextaccess/").status_code == 200
+    assert root.get("/admin/support/privatetextaccess/add/").status_code == 403
+    response = root.post(f"/admin/support/privatetextaccess/{reveal.pk}/change/", {"view": "explain"})
     assert response.status_code == 403
-    assert root.post(f"/admin/config/privatetextaccess/{reveal.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert root.post(f"/admin/support/privatetextaccess/{reveal.pk}/delete/", {"post": "yes"}).status_code == 403
     assert PrivateTextAccess.objects.get().view == "change"
     # Support staff cannot read who looked at what.
-    assert privileged.get("/admin/config/privatetextaccess/").status_code == 403
+    assert privileged.get("/admin/support/privatetextaccess/").status_code == 403
 
 
 @pytest.mark.parametrize("path", [

@@ -9,7 +9,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from config.models import ApiToken
-from config.support import reveals_record, support_retract
 from conversations.selectors import load_context
 from conversations.services import (
     character_put,
@@ -21,12 +20,13 @@ from memory.domain import Scope
 from memory.models import KeyDefinition, MemoryRecord
 from memory.services import forget_key, memory_assert
 from policy.services import decision_answer, media_job_admit, rule_create
-from tests.admin.conftest import staff_client
+from support.services import reveals_record, support_retract
 from tests.factories import UserFactory
+from tests.support.conftest import staff_client
 
 pytestmark = pytest.mark.django_db
 
-APPS = {"memory", "policy", "conversations", "config", "auth"}
+APPS = {"memory", "policy", "conversations", "config", "support", "auth"}
 
 
 def grow(start: int, stop: int, staff) -> None:

@@ -1,9 +1,9 @@
-"""Support tooling (issue 6): what the admin's support actions, access log and explain view do,
-kept out of the admin classes so it can be tested and reused (a management command, a future
-support API) without a request.
+"""What support staff do, as services: the support actions, the access log and the explain
+service, kept out of the admin classes so they can be tested and reused (a management command,
+a future support API) without a request.
 
 - **Private text** (memory values, message content, conversation titles) is shown only to a
-  staff member with `config.view_private_text`, and each time a page shows it unmasked
+  staff member with `support.view_private_text`, and each time a page shows it unmasked
   `reveals_record` writes a `PrivateTextAccess` row (DESIGN, Privacy).
 - **Support actions** call the owning services — `memory_forget`, `memory_retract`,
   `memory_normalise`, `rule_revoke` — never the models, and write one `SupportAction` row per
@@ -27,26 +27,36 @@ from django.db import transaction
 
 from config.clock import db_now
 from config.errors import DomainError, ValidationError
+from conversations.selectors import load_context
+from memory.models import MemoryRecord
+from memory.selectors import ContextResolution
+from memory.services import memory_forget, memory_normalise, memory_retract
+from policy import engine
+from policy.domain import DecisionRequest
+from policy.models import PolicyRule
+from policy.selectors import capabilities_by_name, policy_version_of, rules_for_explain
+from policy.services import policy_context, rule_revoke
 
 from .models import PrivateTextAccess, SupportAction
 
-PRIVATE_TEXT_PERMISSION = "config.view_private_text"
-EXPLAIN_PERMISSION = "config.use_explain"
+PRIVATE_TEXT_PERMISSION = "support.view_private_text"
+EXPLAIN_PERMISSION = "support.use_explain"
 ACTION_PERMISSIONS = {
-    "forget": "config.forget_memory",
-    "retract": "config.retract_memory",
-    "normalise": "config.normalise_memory",
-    "revoke-rule": "config.revoke_rule",
+    "forget": "support.forget_memory",
+    "retract": "support.retract_memory",
+    "normalise": "support.normalise_memory",
+    "revoke-rule": "support.revoke_rule",
 }
 REASON_MAX = 1000
 
 SUPPORT_GROUP = "Support"
-# What the "Support" group holds (config/migrations/0003_support_group.py seeded the same list;
+# What the "Support" group holds (support/migrations/0002_support_group.py seeded the same list;
 # a test keeps them in step). View permissions for answering tickets, the explain view and the
 # four actions; not `view_private_text`, which is granted person by person.
 SUPPORT_GROUP_PERMISSIONS = (
     ("auth", "view_user"),
     ("memory", "view_memoryrecord"),
+    ("memory", "view_memoryprofile"),
     ("memory", "view_keydefinition"),
     ("memory", "view_tombstone"),
     ("memory", "view_slotretraction"),
@@ -62,12 +72,12 @@ SUPPORT_GROUP_PERMISSIONS = (
     ("conversations", "view_conversation"),
     ("conversations", "view_turn"),
     ("conversations", "view_message"),
-    ("config", "view_supportaction"),
-    ("config", "use_explain"),
-    ("config", "forget_memory"),
-    ("config", "retract_memory"),
-    ("config", "normalise_memory"),
-    ("config", "revoke_rule"),
+    ("support", "view_supportaction"),
+    ("support", "use_explain"),
+    ("support", "forget_memory"),
+    ("support", "retract_memory"),
+    ("support", "normalise_memory"),
+    ("support", "revoke_rule"),
 )
 
 
@@ -166,15 +176,14 @@ def support_forget(*, staff, record_ids: Sequence, reason: str, everywhere: bool
     """F1/F2 on the user's behalf, through `memory_forget`: a tombstone (never the value), the
     covered records purged to skeletons. A record already forgotten (for instance by the forget
     of another selected record of its slot) is skipped and says so."""
-    from memory.models import MemoryRecord
-    from memory.services import memory_forget
 
     record_ids = _uuids(record_ids)
     owners = dict(MemoryRecord.objects.filter(pk__in=record_ids).values_list("pk", "user_id"))
 
     def run(record_id):
         owner = get_user_model().objects.get(pk=owners[record_id])
-        tombstone = memory_forget(record_id=record_id, user=owner, everywhere=everywhere, whole_key=whole_key)
+        tombstone = memory_forget(record_id=record_id, user=owner, everywhere=everywhere, whole_key=whole_key,
+                                  by="support")
         purged = MemoryRecord.objects.filter(
             user=owner, key=tombstone.key, status="forgotten", status_since=tombstone.forgotten_at
         ).values_list("pk", flat=True)
@@ -192,8 +201,6 @@ def support_forget(*, staff, record_ids: Sequence, reason: str, everywhere: bool
 def support_retract(*, staff, record_ids: Sequence, reason: str) -> list[ActionOutcome]:
     """W10 through `memory_retract`: the record's slot is closed now and stays closed for old
     evidence (W4)."""
-    from memory.models import MemoryRecord
-    from memory.services import memory_retract
 
     record_ids = _uuids(record_ids)
     owners = dict(MemoryRecord.objects.filter(pk__in=record_ids).values_list("pk", "user_id"))
@@ -212,7 +219,6 @@ def support_retract(*, staff, record_ids: Sequence, reason: str) -> list[ActionO
 def support_normalise(*, staff, user_ids: Sequence[int], reason: str) -> list[ActionOutcome]:
     """W12 through `memory_normalise`, per user: idempotent and safe at any time (the
     `normalise_statuses` management command runs the same service for everyone)."""
-    from memory.services import memory_normalise
 
     User = get_user_model()
     user_ids = list(dict.fromkeys(int(pk) for pk in user_ids))
@@ -229,8 +235,6 @@ def support_normalise(*, staff, user_ids: Sequence[int], reason: str) -> list[Ac
 def support_rule_revoke(*, staff, rule_ids: Sequence, reason: str) -> list[ActionOutcome]:
     """D5/D7 through `rule_revoke`: revoked now, the owner's policy version bumped in the same
     transaction. A product default (no user) affects every user; a revoked rule is skipped."""
-    from policy.models import PolicyRule
-    from policy.services import rule_revoke
 
     rule_ids = _uuids(rule_ids)
     rows = {pk: (user_id, revoked) for pk, user_id, revoked in
@@ -300,12 +304,6 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
                     keys: Sequence[str] | None = None) -> ExplainResult:
     """The resolver's and the policy engine's view of one context, for support. Raises
     `ValidationError` (fields named `context.*`) for a context that does not load."""
-    from conversations.selectors import load_context
-    from memory.selectors import ContextResolution
-    from policy import engine
-    from policy.domain import DecisionRequest
-    from policy.selectors import capabilities_by_name, policy_version_of, rules_for_explain
-    from policy.services import policy_context
 
     ctx = load_context({"user": user, "character": character or None,
                         "conversation": conversation or None, "scene": scene or None, "now": now})

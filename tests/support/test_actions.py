@@ -3,13 +3,13 @@ for a reason on an intermediate page, and log it; without a reason nothing chang
 
 import pytest
 
-from config.models import SupportAction
 from conversations.selectors import load_context
 from memory.models import MemoryRecord, SlotRetraction, Tombstone
 from memory.selectors import ContextResolution
 from policy.models import PolicyRule, UserPolicyVersion
-from tests.admin.conftest import VALUE, staff_client
+from support.models import SupportAction
 from tests.factories import UserFactory
+from tests.support.conftest import VALUE, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -161,9 +161,9 @@ def test_staff_without_the_action_permissions_cannot_act(world):
 def test_the_support_action_log_is_read_only(world, support, superuser):
     act(support, MEMORIES, "retract", [world.plant.pk], reason=REASON)
     logged = SupportAction.objects.get()
-    assert support.get("/admin/config/supportaction/").status_code == 200
+    assert support.get("/admin/support/supportaction/").status_code == 200
     root = staff_client(superuser)
-    assert root.get("/admin/config/supportaction/add/").status_code == 403
-    assert root.post(f"/admin/config/supportaction/{logged.pk}/change/", {"reason": "x"}).status_code == 403
-    assert root.post(f"/admin/config/supportaction/{logged.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert root.get("/admin/support/supportaction/add/").status_code == 403
+    assert root.post(f"/admin/support/supportaction/{logged.pk}/change/", {"reason": "x"}).status_code == 403
+    assert root.post(f"/admin/support/supportaction/{logged.pk}/delete/", {"post": "yes"}).status_code == 403
     assert SupportAction.objects.get().reason == REASON

@@ -4,8 +4,8 @@ context — counts, record and rule ids, steps, reasons and details — and writ
 import pytest
 
 from policy.models import DecisionLog
-from tests.admin.conftest import staff_client
 from tests.factories import UserFactory
+from tests.support.conftest import staff_client
 
 pytestmark = pytest.mark.django_db
 URL = "/admin/support/explain/"

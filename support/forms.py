@@ -1,0 +1,66 @@
+"""The forms of the support admin: the reason every support action asks for, the forget
+options, and the explain view's context picker."""
+
+from __future__ import annotations
+
+from django import forms
+
+from config.errors import ValidationError as DomainValidationError
+from conversations.models import Character
+from policy.domain import REQUESTERS
+from policy.models import Capability
+
+from . import services as support
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}), max_length=support.REASON_MAX,
+        help_text="Required. A ticket number and what the user asked for; it is logged with your "
+                  "name. Do not paste the user's private text here.",
+    )
+
+    def clean_reason(self):
+        try:
+            return support.clean_reason(self.cleaned_data.get("reason"))
+        except DomainValidationError as error:
+            raise forms.ValidationError(error.detail) from None
+
+
+class ForgetForm(ReasonForm):
+    everywhere = forms.BooleanField(
+        required=False, label="Forget everywhere",
+        help_text="Forget the key in every scope of the user, present and future (tombstone scope *).",
+    )
+    whole_key = forms.BooleanField(
+        required=False, label="Every value of the key",
+        help_text="For a multi-valued key: forget every value, not only this one.",
+    )
+
+
+
+class ExplainForm(forms.Form):
+    user = forms.CharField(max_length=150, label="User", help_text="The user ref (username).")
+    character = forms.ChoiceField(required=False)
+    conversation = forms.UUIDField(required=False, help_text="A conversation id of this user.")
+    scene = forms.CharField(required=False, max_length=100)
+    now = forms.DateTimeField(
+        required=False, label="Time",
+        help_text="Valid time, UTC (2026-08-05T12:00:00Z). Empty: now, by the database clock.",
+    )
+    keys = forms.CharField(required=False, help_text="Only these keys (comma-separated). Empty: every key.")
+    capabilities = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, help_text="Empty: every capability.",
+    )
+    requested_by = forms.ChoiceField(initial="assistant")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["character"].choices = [("", "(the conversation's, or none)")] + [
+            (slug, f"{slug} — {name}") for slug, name in Character.objects.values_list("slug", "name")
+        ]
+        self.fields["capabilities"].choices = [(n, n) for n in Capability.objects.values_list("name", flat=True)]
+        self.fields["requested_by"].choices = [(r, r) for r in REQUESTERS]
+
+    def clean_keys(self):
+        return [k.strip() for k in (self.cleaned_data.get("keys") or "").split(",") if k.strip()]
