@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.selectors import history_candidates, load_context, message_contents
+from conversations.selectors import (
+    history_candidates,
+    load_context,
+    message_contents,
+    relevance_inputs,
+)
 from memory import selectors, services
 from memory.domain import Scope
-from memory.models import MemoryRecord
+from memory.models import KeyDefinition, MemoryRecord
 from tests.factories import MessageFactory, at
 
 from .conftest import USER
@@ -125,3 +130,17 @@ def test_it_reads_history_candidates_and_contents_exactly_as_the_orm_does(stored
     raw = message_contents(conversation, ids)
     assert list(raw.items()) == list(orm(message_contents, conversation, ids).items())
     assert set(raw) == {c.id for c in candidates}
+
+
+def test_it_reads_relevance_inputs_exactly_as_the_orm_does(stored, orm):
+    """I6 input: the pinned keys and the newest messages before the boundary, newest first,
+    are the ORM's."""
+    _, conversation, _ = stored
+    for content in ("first", "second", "third"):
+        MessageFactory(conversation=conversation, content=content)
+    KeyDefinition.objects.update_or_create(key="pet.name", defaults={"pinned": True, "label": "Pet"})
+    for before, n in ((10**6, 2), (10**6, 50), (3, 5), (1, 5)):
+        raw = relevance_inputs(conversation, before, n)
+        assert raw == orm(relevance_inputs, conversation, before, n)
+    pinned, recent = relevance_inputs(conversation, 10**6, 2)
+    assert "pet.name" in pinned and recent == ["third", "second"]
