@@ -132,14 +132,12 @@ def history_candidates(conversation, before_seq: int):
     """Every message strictly before the boundary (I1), as (id, seq, role, bytes): one query
     that reads no message text.
 
-    A long conversation has thousands of candidates, so where the vendor allows it the
-    query the ORM would compile (same WHERE, same ORDER BY) runs on a plain cursor with the
-    ids formatted by the database, and the candidates are built column by column (see
-    `memory.selectors` on reading tuples); the values are exactly the ORM path's."""
-    from django.db import connections
-
-    from memory.resolver import build_slotted, gc_paused
-    from memory.selectors import _raw_reader
+    A long conversation has thousands of candidates, so where the database allows it the
+    query the ORM would compile (same WHERE, same ORDER BY) runs through the raw reader of
+    `memory.selectors` and the candidates are built column by column; the values are exactly
+    the ORM path's."""
+    from memory.builders import build_slotted, gc_paused
+    from memory.selectors import raw_reader
 
     from .planner import HistoryCandidate
 
@@ -148,33 +146,20 @@ def history_candidates(conversation, before_seq: int):
         .annotate(n_bytes=OctetLength("content"))
         .values_list("id", "seq", "role", "n_bytes")
     )
-    reader = _raw_reader(rows.db)
+    reader = raw_reader(rows.db)
     if reader is None:
         return [HistoryCandidate(str(i), seq, role, n or 0) for i, seq, role, n in rows]
-    connection = connections[rows.db]
-    meta = Message._meta
-    quote = connection.ops.quote_name
-    conversation_field = meta.get_field("conversation")
-    size = (f"LENGTH(CAST({quote('content')} AS BLOB))" if connection.vendor == "sqlite"
-            else f"OCTET_LENGTH({quote('content')})")
-    order = ", ".join(
-        quote(meta.get_field(name.lstrip("-")).column) + (" DESC" if name.startswith("-") else " ASC")
-        for name in meta.ordering
-    )
+    # The byte length as the ORM writes it for this database (`OctetLength`).
+    size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
     sql = (
-        f"SELECT {reader.uuid_sql(quote(meta.pk.column))}, {quote('seq')}, {quote('role')}, "
-        f"COALESCE({size}, 0) FROM {quote(meta.db_table)} "
-        f"WHERE {quote(meta.get_field('user').column)} = %s "
-        f"AND {quote(conversation_field.column)} = %s AND {quote('seq')} < %s ORDER BY {order}"
+        f"SELECT {reader.column(Message, 'id')}, {reader.column(Message, 'seq')}, "
+        f"{reader.column(Message, 'role')}, COALESCE({size}, 0) FROM {reader.table(Message)} "
+        f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
+        f"AND {reader.name(Message, 'seq')} < %s ORDER BY {reader.order(Message)}"
     )
-    params = [
-        conversation.user_id,
-        conversation_field.target_field.get_db_prep_value(conversation.pk, connection),
-        before_seq,
-    ]
-    with gc_paused(), connection.cursor() as cursor:  # every row read is kept
-        cursor.execute(sql, params)
-        fetched = cursor.fetchall()
+    with gc_paused():  # every row read is kept
+        fetched = reader.fetch(sql, [conversation.user_id,
+                                     reader.param(Message, "conversation", conversation.pk), before_seq])
         if not fetched:
             return []
         ids, seqs, roles, sizes = zip(*fetched, strict=True)
@@ -185,38 +170,24 @@ def history_candidates(conversation, before_seq: int):
 def message_contents(conversation, ids: list[str]) -> dict[str, str]:
     if not ids:
         return {}
-    from django.db import connections
-
-    from memory.selectors import _raw_reader
+    from memory.selectors import raw_reader
 
     rows = Message.objects.filter(user_id=conversation.user_id, conversation=conversation, pk__in=ids)
-    reader = _raw_reader(rows.db)
+    reader = raw_reader(rows.db)
     if reader is None:
         return {str(i): content for i, content in rows.values_list("id", "content")}
-    # The same query on a plain cursor (ids as text from the database), in the same order.
-    connection = connections[rows.db]
-    meta = Message._meta
-    quote = connection.ops.quote_name
-    conversation_field = meta.get_field("conversation")
-    pk = meta.pk
-    order = ", ".join(
-        quote(meta.get_field(name.lstrip("-")).column) + (" DESC" if name.startswith("-") else " ASC")
-        for name in meta.ordering
-    )
+    # The same query through the raw reader (ids as text from the database), in the same order.
     unique = list(dict.fromkeys(ids))
     sql = (
-        f"SELECT {reader.uuid_sql(quote(pk.column))}, {quote('content')} FROM {quote(meta.db_table)} "
-        f"WHERE {quote(meta.get_field('user').column)} = %s AND {quote(conversation_field.column)} = %s "
-        f"AND {quote(pk.column)} IN ({', '.join(['%s'] * len(unique))}) ORDER BY {order}"
+        f"SELECT {reader.column(Message, 'id')}, {reader.column(Message, 'content')} "
+        f"FROM {reader.table(Message)} WHERE {reader.name(Message, 'user')} = %s "
+        f"AND {reader.name(Message, 'conversation')} = %s "
+        f"AND {reader.name(Message, 'id')} IN ({', '.join(['%s'] * len(unique))}) "
+        f"ORDER BY {reader.order(Message)}"
     )
-    params = [
-        conversation.user_id,
-        conversation_field.target_field.get_db_prep_value(conversation.pk, connection),
-        *(pk.get_db_prep_value(i, connection) for i in unique),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return dict(cursor.fetchall())
+    params = [conversation.user_id, reader.param(Message, "conversation", conversation.pk),
+              *(reader.param(Message, "id", i) for i in unique)]
+    return dict(reader.fetch(sql, params))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,38 +284,29 @@ def relevance_inputs(conversation, before_seq: int, n_recent: int) -> tuple[froz
     """I6: what a plan ordered by relevance needs besides the memories: the keys the
     registry pins, and the contents of the `n_recent` messages right before the boundary (I1),
     newest first — in one query (`UNION ALL` of the two reads) where the vendor allows it."""
-    from django.db import connections
-
     from memory.models import KeyDefinition
-    from memory.selectors import _raw_reader
+    from memory.selectors import raw_reader
 
-    alias = Message.objects.db
-    if _raw_reader(alias) is None:
+    reader = raw_reader(Message.objects.db)
+    if reader is None:
         pinned = frozenset(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True))
         recent = (
             Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
             .order_by("-seq").values_list("content", flat=True)[:n_recent]
         )
         return pinned, list(recent)
-    connection = connections[alias]
-    quote = connection.ops.quote_name
-    keys, messages = KeyDefinition._meta, Message._meta
-    conversation_field = messages.get_field("conversation")
+    content, seq = reader.name(Message, "content"), reader.name(Message, "seq")
     sql = (
-        f"SELECT 0, {quote('key')}, 0 FROM {quote(keys.db_table)} WHERE {quote('pinned')} "
-        f"UNION ALL SELECT 1, recent.{quote('content')}, recent.{quote('seq')} FROM ("
-        f"SELECT {quote('content')}, {quote('seq')} FROM {quote(messages.db_table)} "
-        f"WHERE {quote(messages.get_field('user').column)} = %s AND {quote(conversation_field.column)} = %s "
-        f"AND {quote('seq')} < %s ORDER BY {quote('seq')} DESC LIMIT %s) recent"
+        f"SELECT 0, {reader.name(KeyDefinition, 'key')}, 0 FROM {reader.table(KeyDefinition)} "
+        f"WHERE {reader.name(KeyDefinition, 'pinned')} "
+        f"UNION ALL SELECT 1, recent.{content}, recent.{seq} FROM ("
+        f"SELECT {content}, {seq} FROM {reader.table(Message)} "
+        f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
+        f"AND {seq} < %s ORDER BY {seq} DESC LIMIT %s) recent"
     )
-    params = [
-        conversation.user_id,
-        conversation_field.target_field.get_db_prep_value(conversation.pk, connection),
-        before_seq, n_recent,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    params = [conversation.user_id, reader.param(Message, "conversation", conversation.pk),
+              before_seq, n_recent]
+    rows = reader.fetch(sql, params)
     pinned = frozenset(text for kind, text, _ in rows if kind == 0)
     recent = [text for kind, text, _ in sorted((r for r in rows if r[0] == 1), key=lambda r: -r[2])]
     return pinned, recent

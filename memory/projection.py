@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from operator import attrgetter
 
+from memory.builders import build_slotted
 from memory.domain import (
     AUTHORITY_RANK,
     REASON_LOW_CONFIDENCE,
@@ -26,7 +27,6 @@ from memory.domain import (
     default_label,
     normalise_value,
 )
-from memory.resolver import build_slotted
 
 __all__ = ["CERTAINTIES", "certainty_of", "project"]
 

@@ -3,9 +3,9 @@
 Pure and standard library only (DESIGN habit 1): records, tombstones, the clock and the
 per-user secret come in as arguments, so the same inputs always give the same answer (R7).
 
-Hot-path shape: every function does O(n) work over dicts built once, plus at most one sort
-(per slot, or of the output); nothing scans the record list per record, so a slot with tens of
-thousands of versions stays linear.
+`resolve` and `resolve_slot` share one decision pass (`_decide`, R1–R6); R8 explanations are
+formatted from what that pass recorded. Every function does O(n) work over dicts built once,
+plus at most one sort (per slot, or of the output), so a slot of 20k versions stays linear.
 
 Stored statuses without a `status_since` (the schema requires one for every status but
 `active`) are treated as applying at every `now`: a row marked by hand without a time is
@@ -14,16 +14,13 @@ trusted rather than ignored.
 
 from __future__ import annotations
 
-import gc
-from collections import Counter, deque
-from collections.abc import Iterable, Mapping
-from contextlib import contextmanager
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
-from itertools import repeat
 from operator import attrgetter
 
+from memory.builders import build_slotted
 from memory.domain import (
     AUTHORITY_RANK,
     REASON_EXPIRED,
@@ -43,28 +40,18 @@ from memory.domain import (
     value_hash,
 )
 
-__all__ = [
-    "RESOLVER_REASONS",
-    "StatusChange",
-    "apply_changes",
-    "effective_ends",
-    "history_order",
-    "plan_normalisation",
-    "resolve",
-    "resolve_slot",
-]
+__all__ = ["RESOLVER_REASONS", "StatusChange", "apply_changes", "effective_ends",
+           "history_order", "plan_normalisation", "resolve", "resolve_slot"]
 
 # The resolver's reasons in step order (R1..R6); the trace has one count for each.
-RESOLVER_REASONS = (
-    REASON_SCOPE,
-    REASON_FORGOTTEN,
-    REASON_NOT_YET_VALID,
-    REASON_EXPIRED,
-    REASON_SUPERSEDED,
-    REASON_LOWER_PRECEDENCE,
-)
+RESOLVER_REASONS = (REASON_SCOPE, REASON_FORGOTTEN, REASON_NOT_YET_VALID, REASON_EXPIRED,
+                    REASON_SUPERSEDED, REASON_LOWER_PRECEDENCE)
 _TRACE_KEYS = {reason: "excluded_" + reason.replace("-", "_") for reason in RESOLVER_REASONS}
 _MAX_RANK = max(AUTHORITY_RANK.values())
+_ACTIVE = "active"
+
+# A slot: (scope id, key, normalised value for a `many` key, else "").
+_Slot = tuple[str, str, str]
 
 
 def _iso(moment: datetime | None) -> str:
@@ -79,6 +66,9 @@ def _applies(since: datetime | None, now: datetime) -> bool:
     return since is None or since <= now
 
 
+_record_id = attrgetter("id")
+
+
 def _dedupe(records: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
     """R7: one row per id whatever the input order. Two *different* rows claiming one id
     cannot come from the database; if they do, the choice is still order-independent."""
@@ -90,6 +80,11 @@ def _dedupe(records: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
         elif seen is not record and seen != record and repr(record) < repr(seen):
             by_id[record.id] = record
     return by_id
+
+
+def _slot_of(record: MemoryRecord, scope_id: str, many_keys: frozenset[str] | set[str]) -> _Slot:
+    key = record.key
+    return (scope_id, key, normalise_value(record.value) if key in many_keys else "")
 
 
 def _beats(a: MemoryRecord, b: MemoryRecord) -> bool:
@@ -116,242 +111,190 @@ def _why_beats(winner: MemoryRecord, loser: MemoryRecord) -> str:
     return "equal rank, smaller id"
 
 
-def _index_tombstones(tombstones: Iterable[Tombstone]) -> dict[tuple[str, str], list[Tombstone]]:
-    """F3 lookups by (user, key); each group deduplicated and ordered by id so the tombstone
-    named in an explanation does not depend on input order (R7)."""
-    groups: dict[tuple[str, str], dict[str, Tombstone]] = {}
+def _index_tombstones(tombstones: Iterable[Tombstone]) -> dict[str, list[Tombstone]]:
+    """F3 lookups by key; each group deduplicated and ordered by id so the tombstone that
+    blocks a record does not depend on input order (R7)."""
+    groups: dict[str, dict[str, Tombstone]] = {}
     for tomb in tombstones:
-        groups.setdefault((tomb.user, tomb.key), {}).setdefault(tomb.id, tomb)
-    return {k: [group[i] for i in sorted(group)] for k, group in groups.items()}
+        groups.setdefault(tomb.key, {}).setdefault(tomb.id, tomb)
+    return {key: [group[i] for i in sorted(group)] for key, group in groups.items()}
 
 
 def _blocking_tombstone(
     record: MemoryRecord, scope_id: str, group: list[Tombstone], secret: bytes
 ) -> Tombstone | None:
-    """R4/F3. The value's HMAC is computed only if a tombstone that could otherwise block
-    this record carries a value hash."""
+    """R4/F3: the first tombstone (by id) of the record's key that blocks it. The value's
+    HMAC is computed only if a tombstone that could otherwise block it carries a value hash."""
     hashed: str | None = None
     for tomb in group:
-        if tomb.scope_id != "*" and tomb.scope_id != scope_id:
+        if tomb.user != record.user or (tomb.scope_id != "*" and tomb.scope_id != scope_id):
             continue
         if record.evidence_time > tomb.blocks_sources_before:
             continue
         if tomb.value_hash is not None and hashed is None:
             hashed = value_hash(secret, record.value)
-        if tomb.blocks(
-            user=record.user,
-            key=record.key,
-            scope_id=scope_id,
-            evidence_time=record.evidence_time,
-            hashed_value=hashed,
-        ):
+        if tomb.blocks(user=record.user, key=record.key, scope_id=scope_id,
+                       evidence_time=record.evidence_time, hashed_value=hashed):
             return tomb
     return None
 
 
-# A decision: (step, reason, detail).
-_Decision = tuple[str, str, str]
+# ---------------------------------------------------------------------------------------------
+# The decision pass (R1–R6) and its explanations (R8)
 
 
-def _decide(
-    candidates: list[tuple[MemoryRecord, str]],
-    tomb_index: Mapping[tuple[str, str], list[Tombstone]],
-    now: datetime,
-    many_keys: frozenset[str] | set[str],
-    secret: bytes,
-    out: dict[str, _Decision],
-) -> list[MemoryRecord]:
-    """R2–R6 for records that passed R1 (each paired with its scope id). Writes one decision
-    per excluded record into `out` and returns the winners, one per slot."""
-    # R2 forgotten, R3 time, R4 tombstones: each record alone, in that order.
-    passed: list[tuple[MemoryRecord, str]] = []
-    for record, scope_id in candidates:
-        status = record.status
-        if status == "forgotten":
-            out[record.id] = (
-                "R2",
-                REASON_FORGOTTEN,
-                f"stored status forgotten since {_iso(record.status_since)}",
-            )
-            continue
-        if record.valid_from > now:
-            out[record.id] = (
-                "R3",
-                REASON_NOT_YET_VALID,
-                f"valid_from {_iso(record.valid_from)} > now",
-            )
-            continue
-        until = record.valid_until
-        if until is not None and until <= now:
-            out[record.id] = ("R3", REASON_EXPIRED, f"valid_until {_iso(until)} <= now")
-            continue
-        if status == "expired" and _applies(record.status_since, now):
-            out[record.id] = (
-                "R3",
-                REASON_EXPIRED,
-                f"stored status expired since {_iso(record.status_since)}",
-            )
-            continue
-        group = tomb_index.get((record.user, record.key))
-        if group:
-            tomb = _blocking_tombstone(record, scope_id, group, secret)
-            if tomb is not None:
-                out[record.id] = ("R4", REASON_FORGOTTEN, f"blocked by tombstone {tomb.id}")
-                continue
-        passed.append((record, scope_id))
+class _Decisions(Mapping):
+    """What one decision pass recorded, read as R8: a read-only mapping of record id →
+    `Explanation` for every record the pass saw, iterating in id order.
 
-    # R5: every record that passed R1–R4 hides what it names, superseded or not (chains
-    # hold). One dict of targets, built once; the smallest corrector id is named (R7).
-    named_by: dict[str, str] = {}
-    for record, _ in passed:
-        target = record.supersedes
-        if target is not None:
-            current = named_by.get(target)
-            if current is None or record.id < current:
-                named_by[target] = record.id
+    The pass records, per id, its reason (or "active") and, in `refs`, what excluded it when
+    that was not the record's own stored status: the blocking tombstone's id (R4), the
+    superseding record's id (R5) or the `valid_until` boundary (R3); per slot, the winner
+    and how many records reached R6 there. An explanation is formatted from these only
+    when it is looked up: a resolve decides every record and explains at most a few."""
 
-    survivors: list[tuple[MemoryRecord, tuple[str, str, str]]] = []
-    for record, scope_id in passed:
-        by = named_by.get(record.id)
-        if by is not None:
-            out[record.id] = ("R5", REASON_SUPERSEDED, f"superseded by {by}")
-            continue
-        if record.status == "superseded" and _applies(record.status_since, now):
-            out[record.id] = (
-                "R5",
-                REASON_SUPERSEDED,
-                f"stored status superseded since {_iso(record.status_since)}",
-            )
-            continue
-        slot_value = normalise_value(record.value) if record.key in many_keys else ""
-        survivors.append((record, (scope_id, record.key, slot_value)))
+    __slots__ = ("reasons", "refs", "slots", "_records", "_many_keys", "_by_id")
 
-    # R6: one winner per scoped key (per value slot for a many key), by a total order.
-    best: dict[tuple[str, str, str], MemoryRecord] = {}
-    sizes: dict[tuple[str, str, str], int] = {}
-    for record, slot in survivors:
-        current = best.get(slot)
-        if current is None or _beats(record, current):
-            best[slot] = record
-        sizes[slot] = sizes.get(slot, 0) + 1
-
-    winners: list[MemoryRecord] = []
-    for record, slot in survivors:
-        winner = best[slot]
-        if winner.id == record.id:
-            winners.append(record)
-            others = sizes[slot] - 1
-            what = "value slot" if slot[2] else "scoped key"
-            out[record.id] = (
-                "active",
-                "active",
-                f"wins {what} {slot[0]} {slot[1]} over {others} other record(s)",
-            )
-        else:
-            out[record.id] = (
-                "R6",
-                REASON_LOWER_PRECEDENCE,
-                f"lost to {winner.id} ({_why_beats(winner, record)})",
-            )
-    return winners
-
-
-_new_object = object.__new__
-_SLOTTED: dict[type, dict | None] = {}
-
-
-def _slot_setters(cls) -> dict | None:
-    """The slot setters of a slots dataclass whose instances can be built field by field
-    exactly as its generated `__init__` would build them (every field set through
-    `__init__`, no `__post_init__`), or None."""
-    if cls not in _SLOTTED:
-        setters = None
-        params = getattr(cls, "__dataclass_params__", None)
-        if params is not None and params.init and not hasattr(cls, "__post_init__"):
-            fields = dataclass_fields(cls)
-            names = tuple(f.name for f in fields)
-            if all(f.init for f in fields) and getattr(cls, "__slots__", None) == names:
-                setters = {name: getattr(getattr(cls, name, None), "__set__", None) for name in names}
-                if None in setters.values():
-                    setters = None
-        _SLOTTED[cls] = setters
-    return _SLOTTED[cls]
-
-
-def build_slotted(cls, columns: Mapping[str, Iterable], n: int) -> list:
-    """`n` instances of the dataclass `cls`, field values given column by column (one
-    iterable per field, every field given), equal to `cls(**fields)` for each row.
-
-    The hot paths build one frozen record per row or per excluded record; a frozen
-    dataclass's generated `__init__` makes one `object.__setattr__` call per field, which made
-    construction the largest cost of a resolve. For a slots dataclass that only stores its
-    fields, each column is stored through its slot descriptor in C, with no Python frame per
-    instance; any other class is constructed normally."""
-    setters = _slot_setters(cls)
-    if setters is None or set(columns) != set(setters):
-        names = list(columns)
-        return [cls(**dict(zip(names, row, strict=True)))
-                for row in zip(*columns.values(), strict=False)]
-    objects = list(map(_new_object, repeat(cls, n)))
-    for name, column in columns.items():
-        deque(map(setters[name], objects, column), maxlen=0)
-    return objects
-
-
-def _exclusions(ids: list[str], reasons: list[str]) -> tuple[Exclusion, ...]:
-    return tuple(build_slotted(Exclusion, {"id": ids, "reason": reasons}, len(ids)))
-
-
-class _Explanations(Mapping):
-    """R8 on demand: a read-only mapping of record id → `Explanation`, equal to (and
-    iterating like) the dict of every input id in id order.
-
-    The resolver records one reason per id while it decides; the step and the detail text are
-    derived from that reason and the indexes the decision used only when an id is looked up.
-    A resolve answers many records and explains at most one, so formatting a detail (and
-    allocating an `Explanation`) for every record would cost more than deciding it."""
-
-    __slots__ = ("_decisions", "_detail", "_cache", "_order")
-
-    def __init__(self, decisions: dict[str, str], detail):
-        self._decisions = decisions
-        self._detail = detail
-        self._cache: dict[str, Explanation] = {}
-        self._order: list[str] | None = None
+    def __init__(self, records, reasons, refs, slots, many_keys):
+        self.reasons: dict[str, str] = reasons
+        self.refs: dict[str, str | datetime] = refs
+        self.slots: dict[_Slot, list] = slots  # slot → [winner, records that reached R6]
+        self._records = records
+        self._many_keys = many_keys
+        self._by_id: dict[str, MemoryRecord] | None = None
 
     def __getitem__(self, record_id: str) -> Explanation:
-        hit = self._cache.get(record_id)
-        if hit is None:
-            reason = self._decisions[record_id]
-            step, detail = self._detail(record_id, reason)
-            hit = Explanation(record_id, step, reason, detail)
-            self._cache[record_id] = hit
-        return hit
+        reason = self.reasons[record_id]
+        if self._by_id is None:
+            self._by_id = {record.id: record for record in self._records}
+        step, detail = self._format(self._by_id[record_id], reason, self.refs.get(record_id))
+        return Explanation(record_id, step, reason, detail)
+
+    def _format(self, record: MemoryRecord, reason: str, ref) -> tuple[str, str]:
+        """R8: the step and the detail of a recorded decision; ids, scope ids and
+        boundaries only, never a value."""
+        stored = f"stored status {record.status} since {_iso(record.status_since)}"
+        scope_id = record.scope.scope_id(record.user)
+        if reason == REASON_SCOPE:
+            return "R1", f"scope {scope_id} does not match the context"
+        if reason == REASON_FORGOTTEN:
+            return ("R2", stored) if ref is None else ("R4", f"blocked by tombstone {ref}")
+        if reason == REASON_NOT_YET_VALID:
+            return "R3", f"valid_from {_iso(record.valid_from)} > now"
+        if reason == REASON_EXPIRED:
+            return "R3", stored if ref is None else f"valid_until {_iso(ref)} <= now"
+        if reason == REASON_SUPERSEDED:
+            return "R5", stored if ref is None else f"superseded by {ref}"
+        slot = _slot_of(record, scope_id, self._many_keys)
+        winner, size = self.slots[slot]
+        if reason == REASON_LOWER_PRECEDENCE:
+            return "R6", f"lost to {winner.id} ({_why_beats(winner, record)})"
+        what = "value slot" if slot[2] else "scoped key"
+        return "active", f"wins {what} {slot[0]} {slot[1]} over {size - 1} other record(s)"
 
     def __contains__(self, record_id: object) -> bool:
-        return record_id in self._decisions
+        return record_id in self.reasons
 
-    def __iter__(self):
-        if self._order is None:
-            self._order = sorted(self._decisions)
-        return iter(self._order)
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self.reasons))
 
     def __len__(self) -> int:
-        return len(self._decisions)
+        return len(self.reasons)
 
     def __repr__(self) -> str:
         return repr(dict(self.items()))
 
 
-# The reason of a winner in the per-record decisions.
-_ACTIVE = "active"
+def _decide(records: list[MemoryRecord] | tuple[MemoryRecord, ...], now: datetime,
+            context: Context | None, tombstones: Mapping[str, list[Tombstone]],
+            many_keys: frozenset[str] | set[str], secret: bytes) -> _Decisions:
+    """R1–R6 for distinct records, in order, a record excluded at one step unseen by later
+    ones: R1 scope (`Context.matches`; skipped without a context), R2 stored `forgotten`,
+    R3 time (`valid_from > now` → not-yet-valid; `valid_until <= now` or stored `expired`
+    since <= now → expired), R4 tombstones (F3), R5 supersession (named by any record that
+    passed R1–R4, or stored `superseded` since <= now), R6 one winner per scoped key / value
+    slot (`many_keys`) by authority, valid_from, version, smaller id.
+
+    The scope test and scope id are computed once per Scope object (the records of one read
+    share them), with the record's user checked against the cached one."""
+    # One reason per id, in input order; duplicate ids are dropped here (`_dedupe`), and a
+    # record that reaches R6 keeps the default unless it wins.
+    reasons = dict.fromkeys(map(_record_id, records), REASON_LOWER_PRECEDENCE)
+    if len(reasons) != len(records):
+        records = list(_dedupe(records).values())
+    refs: dict[str, str | datetime] = {}
+    scopes: dict[int, tuple[str, str, bool]] = {}
+    passed: list[MemoryRecord] = []
+    passed_scope: list[str] = []  # their scope ids
+    named_by: dict[str, str] = {}
+    for record in records:
+        record_id, user, scope = record.id, record.user, record.scope
+        hit = scopes.get(id(scope))
+        if hit is None or hit[0] != user:
+            matches = context is None or context.matches(scope, user)
+            hit = scopes[id(scope)] = (user, scope.scope_id(user), matches)
+        if not hit[2]:
+            reasons[record_id] = REASON_SCOPE
+            continue
+        status = record.status
+        if status == "forgotten":
+            reasons[record_id] = REASON_FORGOTTEN
+            continue
+        if record.valid_from > now:
+            reasons[record_id] = REASON_NOT_YET_VALID
+            continue
+        until = record.valid_until
+        if until is not None and until <= now:
+            reasons[record_id] = REASON_EXPIRED
+            refs[record_id] = until
+            continue
+        if status == "expired" and _applies(record.status_since, now):
+            reasons[record_id] = REASON_EXPIRED
+            continue
+        group = tombstones.get(record.key)
+        if group:
+            tomb = _blocking_tombstone(record, hit[1], group, secret)
+            if tomb is not None:
+                reasons[record_id] = REASON_FORGOTTEN
+                refs[record_id] = tomb.id
+                continue
+        passed.append(record)
+        passed_scope.append(hit[1])
+        # R5: every record that passed R1–R4 hides what it names, superseded or not (chains
+        # hold); the smallest corrector id is named (R7).
+        target = record.supersedes
+        if target is not None:
+            current = named_by.get(target)
+            if current is None or record_id < current:
+                named_by[target] = record_id
+
+    # R5, then R6 by a total order, so no winner depends on the order of the survivors.
+    slots: dict[_Slot, list] = {}
+    for record, scope_id in zip(passed, passed_scope, strict=True):
+        record_id = record.id
+        by = named_by.get(record_id)
+        if by is not None:
+            reasons[record_id] = REASON_SUPERSEDED
+            refs[record_id] = by
+            continue
+        if record.status == "superseded" and _applies(record.status_since, now):
+            reasons[record_id] = REASON_SUPERSEDED
+            continue
+        slot = _slot_of(record, scope_id, many_keys)
+        entry = slots.get(slot)
+        if entry is None:
+            slots[slot] = [record, 1]
+        else:
+            entry[1] += 1
+            if _beats(record, entry[0]):
+                entry[0] = record
+    for winner, _ in slots.values():
+        reasons[winner.id] = _ACTIVE
+    return _Decisions(records, reasons, refs, slots, many_keys)
 
 
 def _active_order(record: MemoryRecord) -> tuple[str, str]:
     return (record.key, record.id)
-
-
-_record_id = attrgetter("id")
 
 
 def resolve(
@@ -362,223 +305,35 @@ def resolve(
     many_keys: frozenset[str] | set[str] = frozenset(),
     secret: bytes = b"",
 ) -> Resolution:
-    """Which memories are eligible for `context` at `context.now` (SPEC §3).
-
-    See `_resolve` for the steps. The answer holds one `Exclusion` per excluded record, all
-    alive until the function returns, so CPython's cyclic garbage collector (which cannot
-    free any of them) would otherwise walk the whole heap about once per resolve of a large
-    user — most of the time of a 100k-record resolve. It is paused for the call (and only
-    resumed if this call paused it); nothing here creates reference cycles.
-    """
-    small = isinstance(records, list | tuple) and len(records) < _GC_PAUSE_FROM
-    if small:
-        return _resolve(records, tombstones, context, many_keys=many_keys, secret=secret)
-    with gc_paused():
-        return _resolve(records, tombstones, context, many_keys=many_keys, secret=secret)
-
-
-# Below this many records a resolve allocates too little for a collection to matter.
-_GC_PAUSE_FROM = 2_000
-
-
-@contextmanager
-def gc_paused():
-    """Pause CPython's cyclic garbage collector while a block builds many objects that all
-    stay alive until it ends (so a collection could free none of them, yet each one walks
-    them all). Resumed only if this block paused it, so nesting is harmless; objects are
-    still freed by reference counting meanwhile."""
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _resolve(
-    records: Iterable[MemoryRecord],
-    tombstones: Iterable[Tombstone],
-    context: Context,
-    *,
-    many_keys: frozenset[str] | set[str] = frozenset(),
-    secret: bytes = b"",
-) -> Resolution:
-    """Which memories are eligible for `context` at `context.now` (SPEC §3).
-
-    Steps in order, a record excluded at one step unseen by later ones:
-    R1 scope (`Context.matches`), R2 stored `forgotten`, R3 time (`valid_from > now` →
-    not-yet-valid; `valid_until <= now` or stored `expired` since <= now → expired),
-    R4 tombstones (F3, `Tombstone.blocks`; the value HMAC only when needed), R5 supersession
-    (named by any record that passed R1–R4, or stored `superseded` since <= now), R6 one
-    winner per scoped key / value slot (`many_keys`) by authority, valid_from, version,
-    smaller id.
+    """Which memories are eligible for `context` at `context.now` (SPEC §3): the steps of
+    `_decide`.
 
     R7: duplicates (same id) count once and input order does not matter; `active` is ordered
     by (key, id), `excluded` by id. R8: `explanations` holds an `Explanation` for every input
     id (step "R1".."R6" or "active"); details name ids, scope ids and boundaries, never a
     value. `trace` holds counts only, plus `resolver_version` and `now`.
-
-    Hot path (see bench/): one pass for R1–R4 (collecting R5's targets), one for R5–R6, one
-    reason string per record and no per-record formatting or objects beyond the
-    `Exclusion`s the answer holds. Explanations are derived on demand (`_Explanations`) from
-    the same indexes, so they are exactly what the decision was.
     """
     now = context.now
     if not isinstance(records, list | tuple):
         records = list(records)
-    # One reason per id, in input order (an input already in id order then sorts in O(n)).
-    # Records that reach R6 keep the default and winners are marked active at the end.
-    decision: dict[str, str] = dict.fromkeys(map(_record_id, records), REASON_LOWER_PRECEDENCE)
-    if len(decision) != len(records):
-        records = list(_dedupe(records).values())
-    tomb_index = _index_tombstones(tombstones)
-    tomb_keys = {key for _, key in tomb_index}
-    ctx_user = context.user
+    decisions = _decide(records, now, context, _index_tombstones(tombstones), many_keys, secret)
+    reasons = decisions.reasons
+    active = sorted([entry[0] for entry in decisions.slots.values()], key=_active_order)
+    excluded_ids = [i for i, reason in reasons.items() if reason != _ACTIVE]
+    excluded_ids.sort()  # already in id order when the input was: O(n)
+    excluded = build_slotted(
+        Exclusion, {"id": excluded_ids, "reason": list(map(reasons.__getitem__, excluded_ids))},
+        len(excluded_ids),
+    )
 
-    # R1 scope, then R2–R4 for each record alone. The scope test and the scope id are
-    # computed once per distinct scope: cached by object identity first (the records of one
-    # read share their Scope objects), by value for a new object or another user's record.
-    by_value: dict[tuple, tuple[bool, str]] = {}
-    by_object: dict[int, tuple[bool, str]] = {}
-    passed: list[MemoryRecord] = []
-    passed_scope: list[str] = []
-    named_by: dict[str, str] = {}
-    for record in records:
-        scope = record.scope
-        user = record.user
-        if user == ctx_user:
-            hit = by_object.get(id(scope))
-            if hit is None:
-                hit = by_value.get((scope, user))
-                if hit is None:
-                    hit = (context.matches(scope, user), scope.scope_id(user))
-                    by_value[(scope, user)] = hit
-                by_object[id(scope)] = hit
-        else:
-            hit = by_value.get((scope, user))
-            if hit is None:
-                hit = (context.matches(scope, user), scope.scope_id(user))
-                by_value[(scope, user)] = hit
-        if not hit[0]:
-            decision[record.id] = REASON_SCOPE
-            continue
-        status = record.status
-        if status == "forgotten":
-            decision[record.id] = REASON_FORGOTTEN
-            continue
-        if record.valid_from > now:
-            decision[record.id] = REASON_NOT_YET_VALID
-            continue
-        until = record.valid_until
-        if until is not None and until <= now:
-            decision[record.id] = REASON_EXPIRED
-            continue
-        if status == "expired" and _applies(record.status_since, now):
-            decision[record.id] = REASON_EXPIRED
-            continue
-        if record.key in tomb_keys:
-            group = tomb_index.get((user, record.key))
-            if group and _blocking_tombstone(record, hit[1], group, secret) is not None:
-                decision[record.id] = REASON_FORGOTTEN
-                continue
-        passed.append(record)
-        passed_scope.append(hit[1])
-        # R5: every record that passed R1–R4 hides what it names, superseded or not (chains
-        # hold); the smallest corrector id is named (R7).
-        target = record.supersedes
-        if target is not None:
-            current = named_by.get(target)
-            if current is None or record.id < current:
-                named_by[target] = record.id
-
-    # R5, then R6: one winner per scoped key (per value slot for a many key), by a total
-    # order, so the winner does not depend on the order of the survivors.
-    best: dict[tuple[str, str, str], MemoryRecord] = {}
-    for record, scope_id in zip(passed, passed_scope, strict=False):
-        record_id = record.id
-        if record_id in named_by:
-            decision[record_id] = REASON_SUPERSEDED
-            continue
-        if record.status == "superseded" and _applies(record.status_since, now):
-            decision[record_id] = REASON_SUPERSEDED
-            continue
-        key = record.key
-        slot = (scope_id, key, normalise_value(record.value) if key in many_keys else "")
-        current = best.get(slot)
-        if current is None or _beats(record, current):
-            best[slot] = record
-    for record in best.values():
-        decision[record.id] = _ACTIVE
-
-    winners = sorted(best.values(), key=_active_order)
-    excluded_ids = [i for i, reason in decision.items() if reason is not _ACTIVE]
-    excluded_ids.sort()
-    excluded = _exclusions(excluded_ids, list(map(decision.__getitem__, excluded_ids)))
-
-    counts = Counter(decision.values())
-    trace: dict = {"candidates": len(decision), "active": len(winners)}
+    counts = Counter(reasons.values())
+    trace: dict = {"candidates": len(reasons), "active": len(active)}
     for reason in RESOLVER_REASONS:
         trace[_TRACE_KEYS[reason]] = counts.get(reason, 0)
     trace["resolver_version"] = RESOLVER_VERSION
     trace["now"] = _iso(now)
-
-    sizes: dict[tuple[str, str, str], int] = {}
-
-    def slot_of(record: MemoryRecord) -> tuple[str, str, str]:
-        key = record.key
-        return (
-            record.scope.scope_id(record.user),
-            key,
-            normalise_value(record.value) if key in many_keys else "",
-        )
-
-    by_id: dict[str, MemoryRecord] = {}
-
-    def detail(record_id: str, reason: str) -> tuple[str, str]:
-        """R8 for one record: the step and the detail of the decision already made."""
-        if not by_id:
-            by_id.update((record.id, record) for record in records)
-        record = by_id[record_id]
-        if reason == REASON_SCOPE:
-            return "R1", f"scope {record.scope.scope_id(record.user)} does not match the context"
-        if reason == REASON_FORGOTTEN:
-            if record.status == "forgotten":
-                return "R2", f"stored status forgotten since {_iso(record.status_since)}"
-            group = tomb_index[(record.user, record.key)]
-            tomb = _blocking_tombstone(record, record.scope.scope_id(record.user), group, secret)
-            return "R4", f"blocked by tombstone {tomb.id}"
-        if reason == REASON_NOT_YET_VALID:
-            return "R3", f"valid_from {_iso(record.valid_from)} > now"
-        if reason == REASON_EXPIRED:
-            until = record.valid_until
-            if until is not None and until <= now:
-                return "R3", f"valid_until {_iso(until)} <= now"
-            return "R3", f"stored status expired since {_iso(record.status_since)}"
-        if reason == REASON_SUPERSEDED:
-            by = named_by.get(record_id)
-            if by is not None:
-                return "R5", f"superseded by {by}"
-            return "R5", f"stored status superseded since {_iso(record.status_since)}"
-        slot = slot_of(record)
-        winner = best[slot]
-        if reason == REASON_LOWER_PRECEDENCE:
-            return "R6", f"lost to {winner.id} ({_why_beats(winner, record)})"
-        if not sizes:
-            # Slot sizes only explain a winner: counted once, on first use.
-            for other_id, other_reason in decision.items():
-                if other_reason is _ACTIVE or other_reason == REASON_LOWER_PRECEDENCE:
-                    other = slot_of(by_id[other_id])
-                    sizes[other] = sizes.get(other, 0) + 1
-        what = "value slot" if slot[2] else "scoped key"
-        return "active", f"wins {what} {slot[0]} {slot[1]} over {sizes[slot] - 1} other record(s)"
-
     return Resolution(
-        active=tuple(winners),
-        excluded=excluded,
-        trace=trace,
-        explanations=_Explanations(decision, detail),
+        active=tuple(active), excluded=tuple(excluded), trace=trace, explanations=decisions
     )
 
 
@@ -597,19 +352,19 @@ def resolve_slot(
     value slot; mixing slots is a programming error (ValueError), since the answer would be
     ambiguous. Forgotten skeletons (value erased) may be included; R2 drops them.
     """
-    by_id = _dedupe(records)
-    slots = set()
-    candidates: list[tuple[MemoryRecord, str]] = []
-    for record in by_id.values():
-        scope_id = record.scope.scope_id(record.user)
-        if record.status != "forgotten":
-            slots.add((record.user, scope_id, record.key, record.value_slot(many)))
-        candidates.append((record, scope_id))
+    unique = list(_dedupe(records).values())
+    slots = {
+        (record.user, record.scope.scope_id(record.user), record.key, record.value_slot(many))
+        for record in unique
+        if record.status != "forgotten"
+    }
     if len(slots) > 1:
         raise ValueError("resolve_slot takes the records of one slot")
-    many_keys = frozenset(r.key for r in by_id.values()) if many else frozenset()
-    winners = _decide(candidates, _index_tombstones(tombstones), at, many_keys, secret, {})
-    return winners[0] if winners else None
+    many_keys = frozenset(record.key for record in unique) if many else frozenset()
+    decisions = _decide(unique, at, None, _index_tombstones(tombstones), many_keys, secret)
+    for winner, _ in decisions.slots.values():
+        return winner
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

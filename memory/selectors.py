@@ -11,16 +11,17 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from itertools import repeat
 
+from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
 
 from config.errors import NotFound, ValidationError
 
+from .builders import build_slotted, gc_paused
 from .domain import MemoryRecord as DomainRecord
 from .domain import Resolution, Scope, default_label
 from .domain import Tombstone as DomainTombstone
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemorySource, Tombstone
-from .resolver import build_slotted, gc_paused
 
 RECORD_FIELDS = (
     "id", "key", "value", "scope_kind", "scope_id", "scene", "status", "status_since",
@@ -57,132 +58,159 @@ def _to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading tuples on the hot path
+# The raw reader
 #
 # A resolve or a plan reads every candidate row of a user. Through the ORM each field of each
 # row went through a Python converter (a UUID object built and printed back, each datetime
 # made aware) and each row through a 17-field dataclass constructor, which cost several times
-# more than resolving the rows. The readers below run the same SQL (same WHERE, same ORDER
-# BY) on a plain cursor, let the database format UUIDs as text, and build the records column
-# by column, giving exactly the values the ORM path gives. Other database vendors, or
-# settings where the two could differ, take the ORM path.
+# more than resolving the rows. The raw reader runs SQL with the ORM's WHERE and ORDER BY on a
+# plain cursor, has the database print UUIDs and datetimes as text, and the records are built
+# column by column, giving exactly the values the ORM path gives (tests/memory/
+# test_selectors.py compares them). Only the two text templates differ between databases;
+# another vendor, or settings where the text could differ, takes the ORM path.
 
 
-def _uuid_text_sqlite(value):
-    """SQLite stores a UUIDField as 32 lowercase hex digits: the canonical text without
-    `uuid.UUID` (anything else goes through it, as the ORM would)."""
-    if value is None:
-        return None
-    if len(value) == 32:
-        return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
-    return str(uuid.UUID(value))
-
-
-def _uuid_text(value):
-    return None if value is None else str(value)
-
-
-def _aware_utc(value):
-    """SQLite datetimes come back naive (UTC): the ORM makes them aware in UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
-
-
-def _same(value):
-    return value
-
-
-class _RawReader:
-    """How one vendor's raw values become the ORM's: Python converters for rows read with
-    the ORM's SQL (`uuid_text`, `aware`), and SQL expressions for hand-written reads
-    (`uuid_sql`: a UUID column as its canonical text; `datetime_sql` and `parse_datetime`:
-    a datetime column as text the C parser reads into an aware UTC datetime, or None when
-    the driver already gives aware datetimes)."""
-
-    def __init__(self, vendor, uuid_text, aware, uuid_sql, datetime_sql=None, parse_datetime=None):
-        self.vendor = vendor
-        self.uuid_text = uuid_text
-        self.aware = aware
-        self.uuid_sql = uuid_sql
-        self.datetime_sql = datetime_sql
-        self.parse_datetime = parse_datetime
-
-
-def _sqlite_uuid_sql(column: str) -> str:
-    c = column
-    return (f"substr({c}, 1, 8) || '-' || substr({c}, 9, 4) || '-' || substr({c}, 13, 4) || '-' "
-            f"|| substr({c}, 17, 4) || '-' || substr({c}, 21)")
-
-
-def _raw_reader(alias: str) -> _RawReader | None:
-    from django.conf import settings
-
+def _text_sql(alias: str) -> tuple[str, str] | None:
+    """The database's SQL for (a UUID column as its canonical text, a datetime column as UTC
+    text that `datetime.fromisoformat` reads into the ORM's aware UTC datetime), as templates
+    over the column `{0}`; None where the ORM must read instead."""
     connection = connections[alias]
     if not settings.USE_TZ or connection.timezone is not UTC:
         return None
     if connection.vendor == "sqlite":
-        # Django stores UUIDs as 32 lowercase hex digits and datetimes as naive UTC text;
-        # an expression column has no declared type, so no converter runs on it and
-        # `datetime.fromisoformat` reads "<text>+00:00" into a datetime in `UTC`.
-        return _RawReader("sqlite", _uuid_text_sqlite, _aware_utc, _sqlite_uuid_sql,
-                          lambda c: f"{c} || '+00:00'", datetime.fromisoformat)
+        # Django stores a UUID as 32 lowercase hex digits and a datetime as naive UTC text.
+        return ("substr({0}, 1, 8) || '-' || substr({0}, 9, 4) || '-' || substr({0}, 13, 4) "
+                "|| '-' || substr({0}, 17, 4) || '-' || substr({0}, 21)", "{0} || '+00:00'")
     if connection.vendor == "postgresql":
-        # psycopg gives UUID objects and datetimes already aware in the connection's UTC, but
-        # each datetime goes through Django's Python-level loader (most of the cost of
-        # fetching candidate rows): hand-written reads ask for fixed-format UTC text instead,
-        # which `datetime.fromisoformat` reads into the same datetime in `UTC`.
-        return _RawReader(
-            "postgresql", _uuid_text, _same, lambda c: f"{c}::text",
-            lambda c: f"to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'",
-            datetime.fromisoformat,
-        )
+        # Fixed-format text instead of psycopg's datetimes, which Django's Python-level
+        # loader would convert one by one (most of the cost of fetching candidate rows).
+        return ("{0}::text",
+                "to_char({0} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'")
     return None
 
 
-def raw_values(queryset) -> list[tuple] | None:
-    """The rows of a `values_list` queryset through a plain cursor (same SQL), or None when
-    the vendor is not one whose raw values are known to match the ORM's."""
-    if _raw_reader(queryset.db) is None:
-        return None
-    try:
-        sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
-    except EmptyResultSet:
+class RawReader:
+    """SELECTs of model fields on a plain cursor of one database, with the ORM's values:
+    `column` writes a UUID field as its text and a datetime field as text for
+    `parse_datetimes`; each statement is built once per database (`sql`)."""
+
+    _built: dict[tuple[str, str], object] = {}
+
+    def __init__(self, alias: str, uuid_sql: str, datetime_sql: str):
+        self.alias = alias
+        self.quote = connections[alias].ops.quote_name
+        self._uuid_sql, self._datetime_sql = uuid_sql, datetime_sql
+
+    def table(self, model) -> str:
+        return self.quote(model._meta.db_table)
+
+    def name(self, model, name: str, table: str = "") -> str:
+        """A field's column, quoted (for WHERE, JOIN and ORDER BY)."""
+        return table + self.quote(model._meta.get_field(name).column)
+
+    def column(self, model, name: str, table: str = "") -> str:
+        """A field in a SELECT, read as the ORM's value."""
+        field = model._meta.get_field(name)
+        sql = table + self.quote(field.column)
+        kind = (field.target_field if field.is_relation else field).get_internal_type()
+        if kind == "UUIDField":
+            return self._uuid_sql.format(sql)
+        if kind == "DateTimeField":
+            return self._datetime_sql.format(sql)
+        return sql
+
+    def order(self, model, table: str = "") -> str:
+        """The ORDER BY of the model's default ordering."""
+        return ", ".join(self.name(model, name.lstrip("-"), table)
+                         + (" DESC" if name.startswith("-") else " ASC")
+                         for name in model._meta.ordering)
+
+    def param(self, model, name: str, value):
+        """`value` as the database stores the field `name` (a UUID is 32 hex digits on SQLite)."""
+        field = model._meta.get_field(name)
+        field = field.target_field if field.is_relation else field
+        return field.get_db_prep_value(value, connections[self.alias])
+
+    def sql(self, name: str, build):
+        """`build(self)`, the statement(s) `name`, built once per database alias."""
+        key = (self.alias, name)
+        built = self._built.get(key)
+        if built is None:
+            built = self._built[key] = build(self)
+        return built
+
+    def fetch(self, sql: str, params) -> list[tuple]:
+        with connections[self.alias].cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+
+def raw_reader(alias: str) -> RawReader | None:
+    """The raw reader of a database, or None where the ORM must read (`_text_sql`)."""
+    templates = _text_sql(alias)
+    return None if templates is None else RawReader(alias, *templates)
+
+
+def parse_datetimes(column) -> list:
+    """A column read through `RawReader.column` as the ORM's datetimes (None stays None)."""
+    parse = datetime.fromisoformat
+    if None in column:
+        return [None if value is None else parse(value) for value in column]
+    return list(map(parse, column))
+
+
+def _record_sql(reader: RawReader) -> dict[str, str]:
+    """RECORD_FIELDS of the records matching `{where}` in the model's order, and the source
+    links of the same records."""
+    table = reader.table(MemoryRecord)
+    select = ", ".join(reader.column(MemoryRecord, name) for name in RECORD_FIELDS)
+    links = ", ".join(reader.column(MemorySource, name) for name in ("memory", "message"))
+    return {
+        "records": f"SELECT {select} FROM {table} WHERE {{where}} "
+                   f"ORDER BY {reader.order(MemoryRecord)}",
+        "sources": f"SELECT {links} FROM {reader.table(MemorySource)} "
+                   f"WHERE {reader.name(MemorySource, 'memory')} IN "
+                   f"(SELECT {reader.name(MemoryRecord, 'id')} FROM {table} WHERE {{where}})",
+    }
+
+
+def _read_records(reader: RawReader, where: str, params: list, username: str) -> list[DomainRecord]:
+    """The records matching `where` (SQL over the record table), sources included, in the
+    model's order: two queries."""
+    sql = reader.sql("records", _record_sql)
+    rows = reader.fetch(sql["records"].format(where=where), params)
+    if not rows:
         return []
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+    links = reader.fetch(sql["sources"].format(where=where), params)
+    columns = list(zip(*rows, strict=True))
+    for index in _DATETIME_COLUMNS:
+        columns[index] = parse_datetimes(columns[index])
+    sources: dict[str, list[str]] = {}
+    for memory_id, message_id in links:
+        found = sources.get(memory_id)
+        if found is None:
+            sources[memory_id] = [message_id]
+        else:
+            found.append(message_id)
+    return _build_records(columns, list(map(sources.get, columns[0])), username)
 
 
 def records_to_domain(queryset, username: str) -> list[DomainRecord]:
-    """Materialise a queryset of MemoryRecord rows as pure-core records, sources included
-    (two queries: rows as tuples, then their source links). Records of one scope share one
-    `Scope` object (the resolver caches its scope test per object)."""
-    reader = _raw_reader(queryset.db)
-    if reader is None:
+    """Materialise a queryset of MemoryRecord rows as pure-core records, sources included:
+    two queries. The raw reader reads the rows the queryset selects in the model's order; a
+    queryset with an order or a slice of its own is read by the ORM."""
+    reader = raw_reader(queryset.db)
+    if reader is None or queryset.query.order_by or queryset.query.is_sliced:
         return _records_to_domain_orm(queryset, username)
-    rows = raw_values(queryset.values_list(*RECORD_FIELDS))
-    if not rows:
+    try:
+        subquery, params = (queryset.order_by().values("pk").query
+                            .get_compiler(using=queryset.db).as_sql())
+    except EmptyResultSet:
         return []
-    links = raw_values(
-        MemorySource.objects.filter(memory_id__in=queryset.values("id"))
-        .values_list("memory_id", "message_id")
-        .order_by()
-    )
-    text, aware = reader.uuid_text, reader.aware
-    columns = list(zip(*rows, strict=True))
-    raw_ids = columns[0]
-    for index in _UUID_COLUMNS:
-        columns[index] = list(map(text, columns[index]))
-    for index in _DATETIME_COLUMNS:
-        columns[index] = list(map(aware, columns[index]))
-    sources: dict = {}
-    for memory_id, message_id in links:
-        sources.setdefault(memory_id, []).append(text(message_id))
-    return _build_records(columns, list(map(sources.get, raw_ids)), username)
+    where = f"{reader.name(MemoryRecord, 'id')} IN ({subquery})"
+    return _read_records(reader, where, list(params), username)
 
 
-_UUID_COLUMNS = (RECORD_FIELDS.index("id"), RECORD_FIELDS.index("supersedes_id"))
 _DATETIME_COLUMNS = tuple(
     RECORD_FIELDS.index(name)
     for name in ("status_since", "valid_from", "valid_until", "recorded_at", "evidence_time",
@@ -196,9 +224,12 @@ _COLUMN_FIELDS = {
     "evidence_time": "evidence_time", "supersedes_id": "supersedes",
     "retracted_at": "retracted_at", "version": "version",
 }
+
+
 def _build_records(columns: list, found_sources: list, username: str) -> list[DomainRecord]:
     """Domain records from columns in RECORD_FIELDS order (values already converted) and,
-    per row, the list of its source message ids or None."""
+    per row, the list of its source message ids or None. Records of one scope share one
+    `Scope` object."""
     n = len(columns[0])
     index = RECORD_FIELDS.index
     kinds, scope_ids, scenes = columns[index("scope_kind")], columns[index("scope_id")], columns[index("scene")]
@@ -238,90 +269,24 @@ def context_scope_ids(ctx) -> list[str]:
 
 
 def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainRecord]:
-    alias = MemoryRecord.objects.db
-    reader = _raw_reader(alias)
+    """The records a resolve for `ctx` considers (R1 pre-filtered by scope id), in the
+    model's order: two queries. Read with SQL written out once per database rather than a
+    queryset compiled per request (the read of every resolve and plan)."""
+    scope_ids = context_scope_ids(ctx)
+    keys = list(keys) if keys else None
+    reader = raw_reader(MemoryRecord.objects.db)
     if reader is None:
-        qs = MemoryRecord.objects.filter(user=ctx.user, scope_id__in=context_scope_ids(ctx))
+        qs = MemoryRecord.objects.filter(user=ctx.user, scope_id__in=scope_ids)
         if keys:
-            qs = qs.filter(key__in=list(keys))
+            qs = qs.filter(key__in=keys)
         return records_to_domain(qs, ctx.user.username)
-    # The read of every resolve and plan: the SQL the queryset of the ORM path compiles to
-    # (same WHERE, same ORDER BY), written out once per database, with UUIDs and datetimes as
-    # text from the database, so a request pays neither for building and compiling
-    # querysets nor for Python-level converters per value.
-    where, params = _candidate_where(alias, ctx.user.pk, context_scope_ids(ctx),
-                                     list(keys) if keys else None)
-    sql = _candidate_sql(alias, reader)
-    with connections[alias].cursor() as cursor:
-        cursor.execute(sql["records"].format(where=where), params)
-        rows = cursor.fetchall()
-        if not rows:
-            return []
-        cursor.execute(sql["sources"].format(where=where), params)
-        links = cursor.fetchall()
-    columns = list(zip(*rows, strict=True))
-    parse = reader.parse_datetime
-    if parse is not None:
-        for index in _DATETIME_COLUMNS:
-            column = columns[index]
-            if None in column:
-                columns[index] = [None if v is None else parse(v) for v in column]
-            else:
-                columns[index] = list(map(parse, column))
-    sources: dict[str, list[str]] = {}
-    for memory_id, message_id in links:
-        found = sources.get(memory_id)
-        if found is None:
-            sources[memory_id] = [message_id]
-        else:
-            found.append(message_id)
-    return _build_records(columns, list(map(sources.get, columns[0])), ctx.user.username)
-
-
-def _candidate_where(alias: str, user_pk, scope_ids: list[str], keys: list[str] | None) -> tuple[str, list]:
-    quote = connections[alias].ops.quote_name
-    where = f"{quote('user_id')} = %s AND {quote('scope_id')} IN ({', '.join(['%s'] * len(scope_ids))})"
-    params: list = [user_pk, *scope_ids]
+    where = (f"{reader.name(MemoryRecord, 'user')} = %s AND {reader.name(MemoryRecord, 'scope_id')} "
+             f"IN ({', '.join(['%s'] * len(scope_ids))})")
+    params: list = [ctx.user.pk, *scope_ids]
     if keys:
-        where += f" AND {quote('key')} IN ({', '.join(['%s'] * len(keys))})"
+        where += f" AND {reader.name(MemoryRecord, 'key')} IN ({', '.join(['%s'] * len(keys))})"
         params += keys
-    return where, params
-
-
-_CANDIDATE_SQL: dict[str, dict[str, str]] = {}
-
-
-def _candidate_sql(alias: str, reader: _RawReader) -> dict[str, str]:
-    """SELECT RECORD_FIELDS ... ORDER BY the model's ordering, and the source links of the
-    same rows, with table and column names taken from the models."""
-    sql = _CANDIDATE_SQL.get(alias)
-    if sql is None:
-        quote = connections[alias].ops.quote_name
-        meta = MemoryRecord._meta
-        select = []
-        for name in RECORD_FIELDS:
-            column = quote(meta.get_field(name).column)
-            index = RECORD_FIELDS.index(name)
-            if index in _UUID_COLUMNS:
-                column = reader.uuid_sql(column)
-            elif index in _DATETIME_COLUMNS and reader.datetime_sql is not None:
-                column = reader.datetime_sql(column)
-            select.append(column)
-        order = []
-        for name in meta.ordering:
-            field = meta.get_field(name.lstrip("-"))
-            order.append(quote(field.column) + (" DESC" if name.startswith("-") else " ASC"))
-        links = MemorySource._meta
-        memory = quote(links.get_field("memory").column)
-        message = quote(links.get_field("message").column)
-        sql = _CANDIDATE_SQL[alias] = {
-            "records": f"SELECT {', '.join(select)} FROM {quote(meta.db_table)} "
-                       f"WHERE {{where}} ORDER BY {', '.join(order)}",
-            "sources": f"SELECT {reader.uuid_sql(memory)}, {reader.uuid_sql(message)} "
-                       f"FROM {quote(links.db_table)} WHERE {memory} IN "
-                       f"(SELECT {quote(meta.pk.column)} FROM {quote(meta.db_table)} WHERE {{where}})",
-        }
-    return sql
+    return _read_records(reader, where, params, ctx.user.username)
 
 
 def tombstones_of(user, keys: Iterable[str] | None = None) -> list[DomainTombstone]:
@@ -418,35 +383,32 @@ def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombst
     `user_secret(user)`, in two queries whatever the data (the secret comes with the
     tombstones), so a resolve's query count does not depend on what was forgotten. Written
     out once per database like the candidate read (same WHERE and ORDER BY as the ORM's)."""
-    alias = Tombstone.objects.db
-    reader = _raw_reader(alias)
+    reader = raw_reader(Tombstone.objects.db)
     if reader is None:
         tombstones = tombstones_of(user, keys)
         secret = user_secret(user) if any(t.value_hash for t in tombstones) else b""
         return registry(), tombstones, secret
-    sql = _registry_tombstone_sql(alias, reader)
-    quote = connections[alias].ops.quote_name
-    where, params = f"t.{quote('user_id')} = %s", [user.pk]
+    where, params = f"{reader.name(Tombstone, 'user', 't.')} = %s", [user.pk]
     if keys is not None:
         keys = list(keys)
         if not keys:
             where, params = "1 = 0", []
         else:
-            where += f" AND t.{quote('key')} IN ({', '.join(['%s'] * len(keys))})"
+            where += f" AND {reader.name(Tombstone, 'key', 't.')} IN ({', '.join(['%s'] * len(keys))})"
             params += keys
-    with connections[alias].cursor() as cursor:
-        cursor.execute(sql["tombstones"].format(where=where), params)
-        rows = cursor.fetchall()
-        cursor.execute(sql["registry"])
-        registry_rows = cursor.fetchall()
-    parse = reader.parse_datetime
+    sql = reader.sql("registry-tombstones", _registry_tombstone_sql)
+    rows = reader.fetch(sql["tombstones"].format(where=where), params)
+    registry_rows = reader.fetch(sql["registry"], [])
     username = user.username
     tombstones = [
         DomainTombstone(
             id=t[0], user=username, scope_id=t[1], key=t[2], value_hash=t[3],
-            forgotten_at=parse(t[4]), blocks_sources_before=parse(t[5]),
+            forgotten_at=forgotten_at, blocks_sources_before=blocks_before,
         )
-        for t in rows
+        for t, forgotten_at, blocks_before in zip(
+            rows, parse_datetimes([t[4] for t in rows]), parse_datetimes([t[5] for t in rows]),
+            strict=True,
+        )
     ]
     secret = b""
     if any(t.value_hash for t in tombstones):
@@ -455,48 +417,30 @@ def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombst
     return Registry(registry_rows), tombstones, secret
 
 
-_REGISTRY_TOMBSTONE_SQL: dict[str, dict[str, str]] = {}
-
-
-def _registry_tombstone_sql(alias: str, reader: _RawReader) -> dict[str, str]:
-    sql = _REGISTRY_TOMBSTONE_SQL.get(alias)
-    if sql is None:
-        quote = connections[alias].ops.quote_name
-        tomb, profile, keydef = Tombstone._meta, MemoryProfile._meta, KeyDefinition._meta
-
-        def col(meta, name):
-            return quote(meta.get_field(name).column)
-
-        def order(meta, prefix=""):
-            return ", ".join(
-                prefix + quote(meta.get_field(n.lstrip("-")).column) + (" DESC" if n.startswith("-") else " ASC")
-                for n in meta.ordering
-            )
-
-        sql = _REGISTRY_TOMBSTONE_SQL[alias] = {
-            "tombstones": (
-                f"SELECT {reader.uuid_sql('t.' + col(tomb, 'id'))}, t.{col(tomb, 'scope_id')}, "
-                f"t.{col(tomb, 'key')}, t.{col(tomb, 'value_hash')}, "
-                f"{reader.datetime_sql('t.' + col(tomb, 'forgotten_at'))}, "
-                f"{reader.datetime_sql('t.' + col(tomb, 'blocks_sources_before'))}, "
-                f"p.{col(profile, 'secret')} FROM {quote(tomb.db_table)} t "
-                f"LEFT JOIN {quote(profile.db_table)} p ON p.{col(profile, 'user')} = t.{col(tomb, 'user')} "
-                f"WHERE {{where}} ORDER BY {order(tomb, 't.')}"
-            ),
-            "registry": (
-                f"SELECT {col(keydef, 'key')}, {col(keydef, 'cardinality')}, {col(keydef, 'label')} "
-                f"FROM {quote(keydef.db_table)} ORDER BY {order(keydef)}"
-            ),
-        }
-    return sql
+def _registry_tombstone_sql(reader: RawReader) -> dict[str, str]:
+    """A user's tombstones (`{where}` over the alias `t`) with the user's secret, in the
+    model's order; and the key registry."""
+    column = reader.column
+    tomb = ", ".join(column(Tombstone, name, "t.") for name in (
+        "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"))
+    keys = ", ".join(column(KeyDefinition, name) for name in ("key", "cardinality", "label"))
+    return {
+        "tombstones": (
+            f"SELECT {tomb}, {column(MemoryProfile, 'secret', 'p.')} "
+            f"FROM {reader.table(Tombstone)} t "
+            f"LEFT JOIN {reader.table(MemoryProfile)} p "
+            f"ON {reader.name(MemoryProfile, 'user', 'p.')} = {reader.name(Tombstone, 'user', 't.')} "
+            f"WHERE {{where}} ORDER BY {reader.order(Tombstone, 't.')}"
+        ),
+        "registry": f"SELECT {keys} FROM {reader.table(KeyDefinition)} "
+                    f"ORDER BY {reader.order(KeyDefinition)}",
+    }
 
 
 class ContextResolution:
     """Everything one resolve needs and produces, for one context (SPEC §3, §5)."""
 
     def __init__(self, ctx, keys=None):
-        from django.conf import settings
-
         from .projection import project
         from .resolver import resolve
 

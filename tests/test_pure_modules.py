@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PURE = [
-    "memory.domain", "memory.resolver", "memory.projection", "memory.extract",
+    "memory.domain", "memory.resolver", "memory.projection", "memory.extract", "memory.builders",
     "policy.domain", "policy.engine",
     "conversations.planner", "conversations.tokens", "conversations.stopwords", "bench.relevance",
     "config.errors", "support.words",

@@ -1,0 +1,146 @@
+"""The raw reader (memory.selectors.RawReader): the hot-path reads give exactly what the ORM
+gives, on the database the suite runs on (SQLite, or PostgreSQL with DATABASE_URL).
+
+SPEC §3 feeds the resolver "all stored records that could match the context" and R7 asks for
+the same result from the same stored state: a read path that changed a value, a type, a time
+zone or an order would break both. Each test reads one stored state twice, through the raw
+reader and through the ORM (the reader switched off), and compares by repr, so types and
+tzinfo count too."""
+
+from __future__ import annotations
+
+import pytest
+
+from conversations.selectors import (
+    history_candidates,
+    load_context,
+    message_contents,
+    relevance_inputs,
+)
+from memory import selectors, services
+from memory.domain import Scope
+from memory.models import KeyDefinition, MemoryRecord
+from tests.factories import MessageFactory, at
+
+from .conftest import USER
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored(user, conversation):
+    """A user's memory with every field in use: all four scope kinds, sources, a correction
+    chain, windows, a many key, a value-level and a key-level tombstone, retracted and
+    forgotten rows, and statuses written by normalisation."""
+    messages = [MessageFactory(conversation=conversation, created_at=at(f"2026-08-0{d}T08:30"))
+                for d in (1, 2, 3)]
+    character = Scope("character", character=conversation.character.slug)
+    scene = Scope("scene", conversation=str(conversation.pk), scene="greenhouse")
+    rex = services.memory_assert(user=user, key="pet.name", value="Rex", scope=USER,
+                                 sources=[str(messages[0].pk)], confidence=0.7).record
+    services.memory_assert(user=user, key="pet.name", value="Rexy", scope=USER,
+                           authority="user-corrected", valid_from=at("2026-08-04T00:00"),
+                           supersedes=rex.id)
+    services.memory_assert(user=user, key="dog.name", value="Bo", scope=character,
+                           valid_from=at("2026-08-01T00:00"), valid_until=at("2026-08-02T12:00"),
+                           sources=[str(m.pk) for m in messages])
+    services.memory_assert(user=user, key="cat.name", value="Mog", scope=scene,
+                           authority="rule-extracted", valid_from=at("2026-08-01T00:00:00.123456"))
+    services.memory_assert(user=user, key="mood", value="calm",
+                           scope=Scope("conversation", conversation=str(conversation.pk)))
+    for value in ("jazz", "rain", "Tea"):
+        services.memory_assert(user=user, key="user.likes", value=value, scope=USER)
+    jazz = MemoryRecord.objects.get(user=user, key="user.likes", value="jazz")
+    services.memory_forget(record_id=jazz.pk, user=user)
+    fish = services.memory_assert(user=user, key="fish.name", value="Nemo", scope=USER).record
+    services.memory_forget(record_id=fish.id, user=user, everywhere=True)
+    lives = services.memory_assert(user=user, key="user.lives_in", value="Lisbon", scope=USER).record
+    services.memory_retract(record_id=lives.id, user=user)
+    services.memory_normalise(user=user, now=at("2026-09-01T00:00"))
+    assert MemoryRecord.objects.filter(user=user).exclude(status="active").count() >= 3
+    return user, conversation, messages
+
+
+@pytest.fixture
+def orm(monkeypatch):
+    """Run a read through the ORM path instead of the raw reader."""
+    def read(fn, *args, **kwargs):
+        with monkeypatch.context() as patch:
+            patch.setattr(selectors, "_text_sql", lambda alias: None)
+            assert selectors.raw_reader("default") is None
+            return fn(*args, **kwargs)
+    return read
+
+
+def reprs(items) -> list[str]:
+    return [repr(item) for item in items]
+
+
+def test_it_reads_records_exactly_as_the_orm_does(stored, orm):
+    """§1/R7: every field of every record (UUID text, aware UTC datetimes with microseconds,
+    nulls, sources, scopes) and the order are the ORM's, for any queryset (one with an order
+    or a slice of its own included)."""
+    user, _, _ = stored
+    assert selectors.raw_reader("default") is not None
+    for qs in (MemoryRecord.objects.filter(user=user),
+               MemoryRecord.objects.filter(user=user).exclude(status="forgotten"),
+               MemoryRecord.objects.filter(user=user, key="pet.name", scope_id=f"user:{user.username}"),
+               MemoryRecord.objects.filter(user=user).order_by("-version", "key"),
+               MemoryRecord.objects.filter(user=user)[2:5],
+               MemoryRecord.objects.filter(pk__in=[]),
+               MemoryRecord.objects.filter(user=user, key="no.such.key")):
+        raw = selectors.records_to_domain(qs, user.username)
+        assert reprs(raw) == reprs(orm(selectors.records_to_domain, qs, user.username))
+    everything = selectors.records_to_domain(MemoryRecord.objects.filter(user=user), user.username)
+    assert len(everything) == MemoryRecord.objects.filter(user=user).count() >= 10
+    assert any(r.sources for r in everything) and any(r.supersedes for r in everything)
+    assert {r.scope.kind for r in everything} == {"user", "character", "conversation", "scene"}
+
+
+@pytest.mark.parametrize("keys", [None, ["pet.name", "user.likes"], ["no.such.key"]])
+@pytest.mark.parametrize("scene", [None, "greenhouse"])
+def test_it_reads_a_contexts_candidates_and_tombstones_exactly_as_the_orm_does(stored, orm, keys, scene):
+    """§3 input: the candidate records of a context (pre-filtered by user and scope id), the
+    tombstones, the key registry and the secret are the ORM's, in the same order."""
+    user, conversation, _ = stored
+    ctx = load_context({"user": user.username, "conversation": str(conversation.pk), "scene": scene})
+    raw = selectors.candidate_records(ctx, keys)
+    assert reprs(raw) == reprs(orm(selectors.candidate_records, ctx, keys))
+    registry, tombstones, secret = selectors._registry_tombstones_secret(user, keys)
+    orm_registry, orm_tombstones, orm_secret = orm(selectors._registry_tombstones_secret, user, keys)
+    assert reprs(tombstones) == reprs(orm_tombstones)
+    assert (registry.cardinality, registry.labels) == (orm_registry.cardinality, orm_registry.labels)
+    assert secret == orm_secret
+    if keys is None:
+        assert len(tombstones) == 2 and secret == selectors.user_secret(user) != b""
+
+
+def test_it_reads_history_candidates_and_contents_exactly_as_the_orm_does(stored, orm):
+    """I1/I3 input: a conversation's earlier messages (id, seq, role, bytes) and the text of
+    those chosen are the ORM's, in the same order."""
+    _, conversation, messages = stored
+    MessageFactory(conversation=conversation, content="ünïcödé ☃ " * 3)
+    MessageFactory(conversation=conversation, content="")
+    for before in (2, 10**6):
+        raw = history_candidates(conversation, before)
+        assert reprs(raw) == reprs(orm(history_candidates, conversation, before))
+    candidates = history_candidates(conversation, 10**6)
+    assert [c.n_bytes for c in candidates][-2:] == [len(("ünïcödé ☃ " * 3).encode()), 0]
+    ids = [c.id for c in reversed(candidates)] + [candidates[0].id]
+    raw = message_contents(conversation, ids)
+    assert list(raw.items()) == list(orm(message_contents, conversation, ids).items())
+    assert set(raw) == {c.id for c in candidates}
+
+
+def test_it_reads_relevance_inputs_exactly_as_the_orm_does(stored, orm):
+    """I6 input: the pinned keys and the newest messages before the boundary, newest first,
+    are the ORM's."""
+    _, conversation, _ = stored
+    for content in ("first", "second", "third"):
+        MessageFactory(conversation=conversation, content=content)
+    KeyDefinition.objects.update_or_create(key="pet.name", defaults={"pinned": True, "label": "Pet"})
+    for before, n in ((10**6, 2), (10**6, 50), (3, 5), (1, 5)):
+        raw = relevance_inputs(conversation, before, n)
+        assert raw == orm(relevance_inputs, conversation, before, n)
+    pinned, recent = relevance_inputs(conversation, 10**6, 2)
+    assert "pet.name" in pinned and recent == ["third", "second"]
