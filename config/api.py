@@ -154,8 +154,9 @@ def problem_exception_handler(exc, context):
     return response
 
 
-def json_problem_response(status: int, code: str, title: str, detail: str) -> JsonResponse:
-    return JsonResponse(problem(status, code, title, detail), status=status, content_type=PROBLEM_CONTENT_TYPE)
+def json_problem_response(status: int, code: str, title: str, detail: str, **extra) -> JsonResponse:
+    return JsonResponse(problem(status, code, title, detail, **extra), status=status,
+                        content_type=PROBLEM_CONTENT_TYPE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,16 +229,90 @@ class RuntimeThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
 
 
+import json  # noqa: E402
+import re  # noqa: E402
+
 from rest_framework.exceptions import ParseError  # noqa: E402
+from rest_framework.exceptions import ValidationError as DRFValidationError  # noqa: E402
 from rest_framework.parsers import JSONParser  # noqa: E402
+from rest_framework.renderers import JSONRenderer  # noqa: E402
+
+# A JSON text can only produce a surrogate code point through a `\uD800`–`\uDFFF` escape
+# (UTF-8 bytes cannot encode one), so bodies without such an escape skip the walk below.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def lone_surrogate_path(data) -> str | None:
+    """The path (`scope.kind`, `memories.3.sources.0`) of the first string — object keys
+    included — that is not valid Unicode (a lone surrogate), or None. Iterative, so any depth
+    the JSON decoder accepted is walked without recursion."""
+    stack = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if _unencodable(value):
+                return path or "body"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                child = f"{path}.{key}" if path else str(key)
+                if _unencodable(key):
+                    return f"{path}.<key>" if path else "<key>"
+                stack.append((child, item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}.{i}" if path else str(i), item) for i, item in enumerate(value))
+    return None
 
 
 class SafeJSONParser(JSONParser):
-    """JSON that nests too deeply exhausts Python's recursion limit; that is bad input (400),
-    not a server error."""
+    """Every API body is read here, so this is where input that could turn a 400 into a 500
+    is refused, once for every operation:
+
+    - JSON that nests too deeply (it would exhaust Python's recursion limit);
+    - bytes that are not UTF-8, and `NaN`/`Infinity` (not JSON);
+    - strings that are not valid Unicode: a lone surrogate (`"\\ud800"`) decodes to a Python
+      string that no encoder can write, so an error message repeating it (an unknown choice, an
+      unknown field name) could not be rendered, and no database could store it. It is refused
+      wherever it appears — object keys too — naming the field, and never echoed back.
+    """
 
     def parse(self, stream, media_type=None, parser_context=None):
+        raw = stream.read() if stream is not None else b""
         try:
-            return super().parse(stream, media_type, parser_context)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError("JSON parse error - the body is not UTF-8.") from None
+        try:
+            data = json.loads(text, parse_constant=json_strict_constant)
         except RecursionError:
             raise ParseError("JSON nested too deeply.") from None
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        if _SURROGATE_ESCAPE.search(raw):
+            path = lone_surrogate_path(data)
+            if path is not None:
+                raise DRFValidationError({path: ["Not valid Unicode (a lone surrogate)."]})
+        return data
+
+
+def json_strict_constant(name):
+    raise ValueError(f"{name} is not valid JSON.")
+
+
+class SafeJSONRenderer(JSONRenderer):
+    """A backstop for the parser above: should a string that cannot be encoded as UTF-8 ever
+    reach a response, it is written with `\\u` escapes (still valid JSON) instead of failing."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        try:
+            return super().render(data, accepted_media_type, renderer_context)
+        except UnicodeEncodeError:
+            text = json.dumps(data, cls=self.encoder_class, ensure_ascii=True, allow_nan=not self.strict)
+            return text.encode("ascii")

@@ -3,6 +3,7 @@
 
 from django.shortcuts import redirect
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 
 from config.api import json_problem_response
 
@@ -36,6 +37,15 @@ def forbidden(request, exception=None):
 
 
 def server_error(request):
-    if _is_api(request):
-        return json_problem_response(500, "server_error", "Server error", "An unexpected error occurred.")
-    return defaults.server_error(request)
+    """handler500 (an exception outside a view): logged once, answered with the request id
+    (SPEC §12 O1; see config.observability)."""
+    from config.observability import handle_uncaught
+
+    return handle_uncaught(request)
+
+
+@csrf_exempt  # the API never uses cookies; an unknown path is a 404 for every method
+def api_not_found(request, rest=""):
+    """Any path under /api/ that no route matches — an unknown operation or a malformed id —
+    is a problem+json 404, also with DJANGO_DEBUG on (where Django would show its HTML page)."""
+    return json_problem_response(404, "not_found", "Not found", "No such resource.")

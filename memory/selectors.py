@@ -14,6 +14,7 @@ from itertools import repeat
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
 
+from config import metrics
 from config.errors import NotFound, ValidationError
 
 from .domain import MemoryRecord as DomainRecord
@@ -522,6 +523,7 @@ class ContextResolution:
                 many_keys=self.registry.many_keys, likely=cfg["CERTAINTY_LIKELY"],
                 uncertain=cfg["CERTAINTY_UNCERTAIN"],
             )
+        metrics.resolve_observed(len(self.records))  # SPEC §12 O3
 
     def log_line(self) -> str:
         """SPEC §12: ids, counts, reasons and versions only — never a value."""
