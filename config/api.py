@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions as drf_exceptions
-from rest_framework import permissions
+from rest_framework import permissions, serializers
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
@@ -80,6 +80,15 @@ class Pagination(LimitOffsetPagination):
     max_limit = 500
 
 
+class PageOutput(serializers.Serializer):
+    """The envelope of every list (SPEC §10): subclass it with a `results` field so the schema
+    shows exactly what `Pagination` answers."""
+
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+
+
 _DRF_CODES = {
     drf_exceptions.NotAuthenticated: ("unauthenticated", "Authentication required"),
     drf_exceptions.AuthenticationFailed: ("unauthenticated", "Authentication failed"),
@@ -120,6 +129,9 @@ def _flatten_errors(data, prefix: str = "") -> dict[str, list[str]]:
     else:
         out[prefix or "non_field_errors"] = [str(data)]
     return out
+
+
+flatten_errors = _flatten_errors
 
 
 def problem_exception_handler(exc, context):
@@ -163,7 +175,6 @@ def json_problem_response(status: int, code: str, title: str, detail: str, **ext
 # Schema helpers: every documented error is a problem+json body.
 
 from drf_spectacular.utils import OpenApiResponse  # noqa: E402
-from rest_framework import serializers  # noqa: E402
 
 
 class ProblemOutput(serializers.Serializer):
@@ -188,9 +199,10 @@ _PROBLEM_TEXT = {
 
 
 def problems(*statuses: int) -> dict:
-    """`responses=` entries for the problem answers an operation can give (401 always)."""
+    """`responses=` entries for the problem answers an operation can give (401 and 429 —
+    every operation is throttled per token — always)."""
     out = {}
-    for status in sorted({401, *statuses}):
+    for status in sorted({401, 429, *statuses}):
         out[(status, PROBLEM_CONTENT_TYPE)] = OpenApiResponse(ProblemOutput, description=_PROBLEM_TEXT[status])
     return out
 

@@ -189,6 +189,11 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MemoryStatusEnum": "memory.domain.STATUSES",
         "TurnStatusEnum": [("open", "open"), ("replied", "replied")],
+        "MemoryScopeKindEnum": "memory.domain.SCOPE_KINDS",
+        "PlanExclusionKindEnum": [("memory", "memory"), ("message", "message")],
+        "EffectEnum": "policy.domain.EFFECTS",
+        "DecisionReasonEnum": "policy.domain.DECISION_REASONS",
+        "ExplainReasonEnum": "policy.domain.EXPLAIN_REASONS",
     },
 }
 

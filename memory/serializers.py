@@ -3,6 +3,7 @@ are refused, so a misspelt field never silently changes meaning."""
 
 from rest_framework import serializers
 
+from config.api import PageOutput
 from conversations.serializers import (
     CleanCharField,
     ContextInput,
@@ -212,3 +213,15 @@ def assert_json(result) -> dict:
     if result.reason:
         body["reason"] = result.reason
     return body
+
+
+class MemoryPageOutput(PageOutput):
+    results = MemoryOutput(many=True)
+
+
+class HistoryPageOutput(PageOutput):
+    results = HistoryRowOutput(many=True)
+
+
+class TombstonePageOutput(PageOutput):
+    results = TombstoneOutput(many=True)
