@@ -32,12 +32,17 @@ import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.http import HttpResponse
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from django.template import TemplateDoesNotExist, loader
 
 from config import metrics
 
 errors_log = logging.getLogger("companion.errors")
+
+# What Django itself turns into 4xx answers (django.core.handlers.exception).
+CLIENT_ERRORS = (Http404, PermissionDenied, BadRequest, SuspiciousOperation, MultiPartParserError)
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -164,6 +169,8 @@ class ObservabilityMiddleware:
         return response
 
     def process_exception(self, request, exc):
+        if isinstance(exc, CLIENT_ERRORS):
+            return None  # Django answers these with a 4xx (404, 403, 400): not a failure
         report_exception(request, exc)
         if settings.DEBUG and not is_api_path(request.path):
             return None  # Django's debug page, for the developer at the keyboard

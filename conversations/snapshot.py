@@ -222,6 +222,20 @@ class TurnRow(StrictSerializer):
     plan_snapshot = serializers.DictField(required=False, allow_null=True, default=None)
     plan_hash = Text(64, required=False, allow_blank=True, default="")
 
+    def validate_plan_snapshot(self, value):
+        # Free JSON, but PostgreSQL's jsonb cannot store a NUL character anywhere in it.
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str) and "\x00" in item:
+                raise serializers.ValidationError("Must not contain NUL characters.")
+            if isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        return value
+
     def validate(self, attrs):
         if (attrs["status"] == "replied") != (attrs.get("reply_message") is not None):
             raise serializers.ValidationError({"status": ["A turn is replied exactly when it has a reply message."]})

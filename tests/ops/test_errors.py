@@ -28,9 +28,16 @@ def boom_page(request):
     raise KeyError(SECRET_MESSAGE)
 
 
+def missing_page(request):
+    from django.http import Http404
+
+    raise Http404("no such thing")
+
+
 urlpatterns = [
     path("api/v1/test-boom", BoomApi.as_view(), name="test-boom"),
     path("test-boom-page", boom_page, name="test-boom-page"),
+    path("test-missing-page", missing_page, name="test-missing-page"),
     path("", include("config.urls")),
 ]
 
@@ -141,3 +148,9 @@ def test_it_answers_an_api_error_with_a_problem_in_debug_mode(api, records, sett
     response = api.post("/api/v1/test-boom", {}, format="json")
     assert response.status_code == 500 and response["Content-Type"] == "application/problem+json"
     assert response.json()["request_id"] == response["X-Request-ID"]
+
+
+def test_it_leaves_a_not_found_to_django_and_logs_no_error(client, records):
+    """A 404 (or 403, 400) raised by a view is an answer, not a failure."""
+    assert client.get("/test-missing-page").status_code == 404
+    assert not [r for r in records if r.levelno >= logging.ERROR]
