@@ -19,6 +19,7 @@ LOGGING = {
             "class": "logging.FileHandler",
             "filename": str(_LOG_DIR / os.environ.get("BENCH_LOG_NAME", "server.log")),
             "formatter": "plain",
+            "filters": ["request_id"],
         }
     },
 }

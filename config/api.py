@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions as drf_exceptions
-from rest_framework import permissions
+from rest_framework import permissions, serializers
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
@@ -80,6 +80,15 @@ class Pagination(LimitOffsetPagination):
     max_limit = 500
 
 
+class PageOutput(serializers.Serializer):
+    """The envelope of every list (SPEC §10): subclass it with a `results` field so the schema
+    shows exactly what `Pagination` answers."""
+
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+
+
 _DRF_CODES = {
     drf_exceptions.NotAuthenticated: ("unauthenticated", "Authentication required"),
     drf_exceptions.AuthenticationFailed: ("unauthenticated", "Authentication failed"),
@@ -122,6 +131,9 @@ def _flatten_errors(data, prefix: str = "") -> dict[str, list[str]]:
     return out
 
 
+flatten_errors = _flatten_errors
+
+
 def problem_exception_handler(exc, context):
     if isinstance(exc, DomainError):
         body = problem(exc.status, exc.code, exc.title, exc.detail, errors=exc.errors, **exc.extra)
@@ -154,15 +166,15 @@ def problem_exception_handler(exc, context):
     return response
 
 
-def json_problem_response(status: int, code: str, title: str, detail: str) -> JsonResponse:
-    return JsonResponse(problem(status, code, title, detail), status=status, content_type=PROBLEM_CONTENT_TYPE)
+def json_problem_response(status: int, code: str, title: str, detail: str, **extra) -> JsonResponse:
+    return JsonResponse(problem(status, code, title, detail, **extra), status=status,
+                        content_type=PROBLEM_CONTENT_TYPE)
 
 
 # ---------------------------------------------------------------------------------------------
 # Schema helpers: every documented error is a problem+json body.
 
 from drf_spectacular.utils import OpenApiResponse  # noqa: E402
-from rest_framework import serializers  # noqa: E402
 
 
 class ProblemOutput(serializers.Serializer):
@@ -187,9 +199,10 @@ _PROBLEM_TEXT = {
 
 
 def problems(*statuses: int) -> dict:
-    """`responses=` entries for the problem answers an operation can give (401 always)."""
+    """`responses=` entries for the problem answers an operation can give (401 and 429 —
+    every operation is throttled per token — always)."""
     out = {}
-    for status in sorted({401, *statuses}):
+    for status in sorted({401, 429, *statuses}):
         out[(status, PROBLEM_CONTENT_TYPE)] = OpenApiResponse(ProblemOutput, description=_PROBLEM_TEXT[status])
     return out
 
@@ -228,16 +241,90 @@ class RuntimeThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
 
 
+import json  # noqa: E402
+import re  # noqa: E402
+
 from rest_framework.exceptions import ParseError  # noqa: E402
+from rest_framework.exceptions import ValidationError as DRFValidationError  # noqa: E402
 from rest_framework.parsers import JSONParser  # noqa: E402
+from rest_framework.renderers import JSONRenderer  # noqa: E402
+
+# A JSON text can only produce a surrogate code point through a `\uD800`–`\uDFFF` escape
+# (UTF-8 bytes cannot encode one), so bodies without such an escape skip the walk below.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def lone_surrogate_path(data) -> str | None:
+    """The path (`scope.kind`, `memories.3.sources.0`) of the first string — object keys
+    included — that is not valid Unicode (a lone surrogate), or None. Iterative, so any depth
+    the JSON decoder accepted is walked without recursion."""
+    stack = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if _unencodable(value):
+                return path or "body"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                child = f"{path}.{key}" if path else str(key)
+                if _unencodable(key):
+                    return f"{path}.<key>" if path else "<key>"
+                stack.append((child, item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}.{i}" if path else str(i), item) for i, item in enumerate(value))
+    return None
 
 
 class SafeJSONParser(JSONParser):
-    """JSON that nests too deeply exhausts Python's recursion limit; that is bad input (400),
-    not a server error."""
+    """Every API body is read here, so this is where input that could turn a 400 into a 500
+    is refused, once for every operation:
+
+    - JSON that nests too deeply (it would exhaust Python's recursion limit);
+    - bytes that are not UTF-8, and `NaN`/`Infinity` (not JSON);
+    - strings that are not valid Unicode: a lone surrogate (`"\\ud800"`) decodes to a Python
+      string that no encoder can write, so an error message repeating it (an unknown choice, an
+      unknown field name) could not be rendered, and no database could store it. It is refused
+      wherever it appears — object keys too — naming the field, and never echoed back.
+    """
 
     def parse(self, stream, media_type=None, parser_context=None):
+        raw = stream.read() if stream is not None else b""
         try:
-            return super().parse(stream, media_type, parser_context)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError("JSON parse error - the body is not UTF-8.") from None
+        try:
+            data = json.loads(text, parse_constant=json_strict_constant)
         except RecursionError:
             raise ParseError("JSON nested too deeply.") from None
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        if _SURROGATE_ESCAPE.search(raw):
+            path = lone_surrogate_path(data)
+            if path is not None:
+                raise DRFValidationError({path: ["Not valid Unicode (a lone surrogate)."]})
+        return data
+
+
+def json_strict_constant(name):
+    raise ValueError(f"{name} is not valid JSON.")
+
+
+class SafeJSONRenderer(JSONRenderer):
+    """A backstop for the parser above: should a string that cannot be encoded as UTF-8 ever
+    reach a response, it is written with `\\u` escapes (still valid JSON) instead of failing."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        try:
+            return super().render(data, accepted_media_type, renderer_context)
+        except UnicodeEncodeError:
+            text = json.dumps(data, cls=self.encoder_class, ensure_ascii=True, allow_nan=not self.strict)
+            return text.encode("ascii")

@@ -47,6 +47,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a request id on every response, unhandled exceptions logged once, metrics (§12).
+    "config.observability.ObservabilityMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the pages' stylesheet, the admin's) before anything else reads the request.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -75,6 +77,10 @@ AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=1.0)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The failure counts live in the shared cache (SPEC §12 O4), so every worker and machine sees
+# the same count.
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_CACHE = "default"
 
 # Content-Security-Policy (django-csp): only this origin's scripts; no inline scripts.
 CONTENT_SECURITY_POLICY = {
@@ -92,7 +98,16 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
-CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+# The shared cache (SPEC §12 O4): sign-in lockout and API throttle counters. Django's database
+# cache by default (its table is created by `migrate`, see config.apps); Redis through Django's
+# own RedisCache when CACHE_URL=redis://… (several machines). A per-process cache
+# (locmemcache://) is for tests only: a system check warns when production runs on one.
+CACHES = {"default": env.cache_url("CACHE_URL", default="dbcache://companion_cache")}
+if CACHES["default"]["BACKEND"].endswith("DatabaseCache"):
+    # Throttle and lockout entries of every token and sign-in; the default 300 would cull them.
+    CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 100_000)
+elif str(CACHES["default"].get("LOCATION", "")).startswith(("redis://", "rediss://", "unix://")):
+    CACHES["default"]["BACKEND"] = "django.core.cache.backends.redis.RedisCache"
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -158,7 +173,7 @@ LOGOUT_REDIRECT_URL = "login"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["config.api.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["config.api.IsRuntime"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["config.api.SafeJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.api.SafeJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.problem_exception_handler",
@@ -189,6 +204,11 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MemoryStatusEnum": "memory.domain.STATUSES",
         "TurnStatusEnum": [("open", "open"), ("replied", "replied")],
+        "MemoryScopeKindEnum": "memory.domain.SCOPE_KINDS",
+        "PlanExclusionKindEnum": [("memory", "memory"), ("message", "message")],
+        "EffectEnum": "policy.domain.EFFECTS",
+        "DecisionReasonEnum": "policy.domain.DECISION_REASONS",
+        "ExplainReasonEnum": "policy.domain.EXPLAIN_REASONS",
     },
 }
 
@@ -207,8 +227,10 @@ IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=64 * 1024 * 1024)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Every line carries the request id (SPEC §12 O1): `-` outside a request.
+    "filters": {"request_id": {"()": "config.observability.RequestIdFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s request_id=%(request_id)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}},
     "loggers": {
         "companion": {"handlers": ["console"], "level": env.str("COMPANION_LOG_LEVEL", default="INFO")},
     },
@@ -217,6 +239,8 @@ LOGGING = {
 if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    # The load balancer probes health and readiness over plain HTTP inside the network.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

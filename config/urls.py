@@ -3,10 +3,10 @@ the admin (with the support views), sign-in, and the error handlers."""
 
 from django.contrib import admin
 from django.contrib.auth.views import LoginView
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from config import views
+from config import ops, views
 from config.pages import SignInForm
 from conversations import urls as conversations_urls
 from memory import urls as memory_urls
@@ -20,9 +20,15 @@ api_v1 = [
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics_view, name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves Swagger UI's start script as a file, so the CSP needs no inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    # Anything else under /api/ (an unknown operation, a malformed id) is a problem+json 404,
+    # with DJANGO_DEBUG on too; the schema and docs keep their trailing-slash redirects.
+    re_path(r"^api/(?!(?:schema|docs)/?$)(?P<rest>.*)$", views.api_not_found, name="api-not-found"),
     path("admin/", admin.site.urls),
     path("memories/", include((memory_urls.pages, "memory"))),
     path("boundaries/", include((policy_urls.pages, "policy"))),

@@ -2,10 +2,9 @@
 (an unknown URL, a body Django itself refused); pages get the site's own templates
 (`templates/400.html`, `403.html`, `404.html`, `500.html`), styled, with a way back."""
 
-from django.http import HttpResponseServerError
 from django.shortcuts import redirect
-from django.template import loader
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 
 from config.api import json_problem_response
 
@@ -39,26 +38,15 @@ def forbidden(request, exception=None):
 
 
 def server_error(request):
-    if _is_api(request):
-        return json_problem_response(500, "server_error", "Server error", "An unexpected error occurred.")
-    return _server_error_page(request)
+    """handler500 (an exception outside a view): logged once, answered with the request id
+    (SPEC §12 O1; see config.observability)."""
+    from config.observability import handle_uncaught
+
+    return handle_uncaught(request)
 
 
-# Only if 500.html itself cannot be rendered (a broken template or storage): plain, but a page.
-FALLBACK_500 = (
-    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Something went wrong</title>'
-    '</head><body><main><h1>Something went wrong on our side</h1><p>The page could not be shown. '
-    'Please try again in a moment, or go to <a href="/">the start page</a>.</p></main></body></html>'
-)
-
-
-def _server_error_page(request):
-    """The styled 500 page. It is rendered without the request (no context processors, no
-    session, no database: any of them may be what failed), with the request id when one is
-    known so a user can quote it to support."""
-    context = {"request_id": getattr(request, "request_id", None) or ""}
-    try:
-        body = loader.get_template("500.html").render(context)
-    except Exception:  # the error page must never fail in turn
-        body = FALLBACK_500
-    return HttpResponseServerError(body)
+@csrf_exempt  # the API never uses cookies; an unknown path is a 404 for every method
+def api_not_found(request, rest=""):
+    """Any path under /api/ that no route matches — an unknown operation or a malformed id —
+    is a problem+json 404, also with DJANGO_DEBUG on (where Django would show its HTML page)."""
+    return json_problem_response(404, "not_found", "Not found", "No such resource.")

@@ -1,7 +1,6 @@
 """User, character and conversation endpoints (SPEC §10)."""
 
 from django.contrib.auth import get_user_model
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -12,10 +11,10 @@ from config.errors import ValidationError
 
 from . import services
 from .selectors import character_by_slug, user_by_ref
-from .serializers import CleanCharField, StrictSerializer
+from .serializers import CharacterSlugField, CleanCharField, StrictSerializer, UserRefField
+from .snapshot import Snapshot, SnapshotInput
 
 User = get_user_model()
-USERNAME_FIELD = User._meta.get_field("username")
 
 
 class UserPutInput(StrictSerializer):
@@ -27,8 +26,12 @@ class UserOutput(serializers.Serializer):
     created_at = serializers.DateTimeField(source="date_joined")
 
 
+class UserRef(serializers.Serializer):
+    user = UserRefField()
+
+
 class CharacterSlug(serializers.Serializer):
-    slug = serializers.SlugField(max_length=100)
+    slug = CharacterSlugField()
 
 
 class CharacterPutInput(StrictSerializer):
@@ -54,22 +57,12 @@ class ConversationOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-def _check_user_ref(ref: str) -> None:
-    for validator in USERNAME_FIELD.validators:
-        try:
-            validator(ref)
-        except Exception:
-            raise ValidationError(
-                "A user ref is 1–150 letters, digits and @/./+/-/_ characters.", field="user"
-            ) from None
-
-
 class UserApi(APIView):
     @extend_schema(operation_id="user_put", request=UserPutInput,
                    responses={201: UserOutput, 200: UserOutput, **problems(400)})
     def put(self, request, user_ref):
-        data = validated(UserPutInput, request.data or {})
-        _check_user_ref(user_ref)
+        data = validated(UserPutInput, request.data)
+        validated(UserRef, {"user": user_ref})
         user, created = services.user_put(ref=user_ref, email=data.get("email", ""))
         return Response(UserOutput(user).data, status=201 if created else 200)
 
@@ -81,7 +74,7 @@ class UserApi(APIView):
 
 
 class UserExportApi(APIView):
-    @extend_schema(operation_id="user_export", responses={200: OpenApiTypes.OBJECT, **problems(404)},
+    @extend_schema(operation_id="user_export", responses={200: Snapshot, **problems(404)},
                    description="The user's whole snapshot (SPEC §9, format `companion-memory/1`).")
     def get(self, request, user_ref):
         from .portability import user_export
@@ -98,7 +91,7 @@ class UserImportOutput(serializers.Serializer):
 class UserImportApi(APIView):
     throttle_scope = "import"
 
-    @extend_schema(operation_id="user_import", request=OpenApiTypes.OBJECT,
+    @extend_schema(operation_id="user_import", request=SnapshotInput,
                    responses={200: UserImportOutput, **problems(400, 409, 413)},
                    description="Import a snapshot atomically and idempotently, keeping ids (SPEC §9).")
     def post(self, request, user_ref):

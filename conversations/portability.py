@@ -6,27 +6,33 @@ tombstones, retractions, idempotency records, policy rules, the policy version, 
 answers and media jobs, plus the catalog rows they use (characters and key registry entries)
 and the user's value-hash secret (F1), so a value-level forget keeps working after a move.
 
-Import is atomic and idempotent: ids are kept; a row already present with the same content
-is skipped; an id present with other content, or a key whose cardinality differs, is an
+Import validates the whole snapshot first, in one pass and before any row is written
+(`conversations.snapshot.SnapshotInput`: the API's own fields and rules, references resolved
+inside the snapshot or to the catalog), then writes it in one transaction. It is idempotent:
+ids are kept; a row already present with the same content is skipped; an id present with other
+content, a row that collides with a stored one, or a key whose cardinality differs, is an
 `import_conflict` and nothing is imported. Existing tombstones apply to imported memories
-(F3). Resolving any context before export and after import gives the same results and plan
+(F3). Export → `DELETE /users/{user}` → import → export gives the same snapshot (but
+`exported_at`), and resolving any context before and after gives the same results and plan
 hashes.
+
+Each section of the snapshot is one exporter (`_memory`, `_turn` …) and one
+`SnapshotInput` field whose canonical form (`serializer.data`) is exactly what the exporter
+writes: that is how an imported row is compared with a stored one, and what the round-trip
+test holds to.
 """
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
-from django.utils.dateparse import parse_datetime
+from django.db import IntegrityError, transaction
 
 from config.clock import db_now
 from config.errors import ImportConflict, ValidationError
-from memory.domain import AUTHORITIES, CARDINALITIES, SCOPE_KINDS, STATUSES, valid_key
+from memory.domain import scope_dict
 from memory.models import (
-    FORGOTTEN_BY,
     IdempotencyRecord,
     KeyDefinition,
     MemoryProfile,
@@ -38,10 +44,11 @@ from memory.models import (
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 
 from .models import Character, Conversation, Message, Turn
+from .snapshot import FORMAT, SnapshotInput
 
 User = get_user_model()
 
-FORMAT = "companion-memory/1"
+__all__ = ["FORMAT", "user_export", "user_import"]
 
 
 def _t(value: datetime | None) -> str | None:
@@ -53,6 +60,60 @@ def _t(value: datetime | None) -> str | None:
 
 def _s(value) -> str | None:
     return None if value is None else str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The user object: ONE place for its fields (with `snapshot.SnapshotUserInput`, which validates
+# them). A new per-user setting joins the snapshot with a line in each of these two functions
+# and a field there.
+
+
+def user_object(user, profile: MemoryProfile | None) -> dict:
+    return {
+        "ref": user.username, "email": user.email, "first_name": user.first_name,
+        "last_name": user.last_name, "date_joined": _t(user.date_joined),
+        "secret": profile.secret if profile else None,
+        # The zone the pages show times in (null: the service's).
+        "time_zone": (profile.time_zone or None) if profile else None,
+        # I8: the memory switches, with who changed them last and when.
+        "memory_settings": {
+            "learn": profile.learn if profile else True,
+            "use": profile.use if profile else True,
+            "changed_at": _t(profile.settings_changed_at) if profile else None,
+            "changed_by": (profile.settings_changed_by or None) if profile else None,
+        },
+    }
+
+
+def user_object_apply(user, data: dict, *, created: bool) -> None:
+    """Import the user object's fields. An existing user keeps its own; a recreated one gets
+    the snapshot's. (The secret is handled by `_import_secret`: it must agree with stored
+    hashes; the profile's fields by `user_profile_apply`.)"""
+    if not created:
+        return
+    user.email = data.get("email", "")
+    user.first_name = data.get("first_name", "")
+    user.last_name = data.get("last_name", "")
+    if data.get("date_joined"):
+        user.date_joined = data["date_joined"]
+
+
+def user_profile_apply(profile: MemoryProfile, data: dict) -> None:
+    """The profile's part of the user object. A choice the user made here wins over the
+    snapshot's: the time zone is set only where none is chosen, the memory switches only
+    where they were never changed here. (Neither switch affects the import itself, I8.)"""
+    changed = []
+    if data.get("time_zone") and not profile.time_zone:
+        profile.time_zone = data["time_zone"]
+        changed.append("time_zone")
+    settings = data.get("memory_settings")
+    if settings and profile.settings_changed_at is None:
+        profile.learn, profile.use = settings["learn"], settings["use"]
+        profile.settings_changed_at = settings.get("changed_at")
+        profile.settings_changed_by = settings.get("changed_by") or ""
+        changed += ["learn", "use", "settings_changed_at", "settings_changed_by"]
+    if changed:
+        profile.save(update_fields=changed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,20 +138,23 @@ def _turn(t: Turn) -> dict:
     return {"id": str(t.pk), "conversation": str(t.conversation_id), "turn_key": t.turn_key,
             "scene": t.scene, "status": t.status, "user_message": str(t.user_message_id),
             "reply_message": _s(t.reply_message_id), "created_at": _t(t.created_at),
-            "extracted": t.extracted, "plan_snapshot": t.plan_snapshot, "plan_hash": t.plan_hash}
+            "extracted": t.extracted, "learning": t.learning, "plan_snapshot": t.plan_snapshot,
+            "plan_hash": t.plan_hash}
 
 
-def _turn_content(t: Turn) -> dict:
-    out = _turn(t)
-    out.pop("plan_snapshot"), out.pop("plan_hash")
-    return out
+def _turn_content(t: dict) -> dict:
+    """A turn without its plan snapshot: bookkeeping of the last plan asked for, not content."""
+    return {k: v for k, v in t.items() if k not in ("plan_snapshot", "plan_hash")}
+
+
+def _scope(kind: str, character_id, conversation_id, scene, slugs: dict) -> dict:
+    return scope_dict(kind, slugs.get(character_id), _s(conversation_id), scene)
 
 
 def _memory(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
     return {
         "id": str(r.pk), "key": r.key, "value": r.value,
-        "scope": {"kind": r.scope_kind, "character": slugs.get(r.character_id),
-                  "conversation": _s(r.conversation_id), "scene": r.scene},
+        "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
         "status": r.status, "status_since": _t(r.status_since), "authority": r.authority,
         "confidence": r.confidence, "valid_from": _t(r.valid_from), "valid_until": _t(r.valid_until),
         "retracted_at": _t(r.retracted_at), "recorded_at": _t(r.recorded_at),
@@ -116,8 +180,7 @@ def _idempotency(i: IdempotencyRecord) -> dict:
 
 def _rule(r: PolicyRule, slugs: dict) -> dict:
     return {"id": str(r.pk), "capability": r.capability_id, "effect": r.effect, "source": r.source,
-            "scope": {"kind": r.scope_kind, "character": slugs.get(r.character_id),
-                      "conversation": _s(r.conversation_id), "scene": r.scene},
+            "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
             "requested_by": r.requested_by, "valid_from": _t(r.valid_from),
             "valid_until": _t(r.valid_until), "revoked_at": _t(r.revoked_at), "version": r.version,
             "supersedes": _s(r.supersedes_id), "created_at": _t(r.created_at)}
@@ -179,11 +242,7 @@ def user_export(*, user) -> dict:
     return {
         "format": FORMAT,
         "exported_at": _t(db_now()),
-        "user": {"ref": user.username, "email": user.email, "first_name": user.first_name,
-                 "last_name": user.last_name, "date_joined": _t(user.date_joined),
-                 "secret": profile.secret if profile else None,
-                 # The zone the pages show times in (null: the service's).
-                 "time_zone": (profile.time_zone or None) if profile else None},
+        "user": user_object(user, profile),
         "characters": [_character(c) for c in characters],
         "conversations": [_conversation(c, slugs) for c in conversations],
         "messages": [_message(m) for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")],
@@ -203,134 +262,131 @@ def user_export(*, user) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Import: validation helpers name the path of the bad field.
+# Import
 
 
-class _Reader:
-    def __init__(self, data, path: str):
-        if not isinstance(data, dict):
-            raise ValidationError("Must be an object.", field=path or "body")
-        self.data, self.path = data, path
+def parse_snapshot(data) -> tuple[dict, dict]:
+    """Validate a whole snapshot (SPEC §9) without writing anything. Returns the validated
+    rows (Python values) and their canonical JSON form; a 400 naming every bad field
+    otherwise."""
+    from config.api import flatten_errors
 
-    def _field(self, name):
-        return f"{self.path}.{name}" if self.path else name
+    serializer = SnapshotInput(data=data)
+    if not serializer.is_valid():
+        errors = flatten_errors(serializer.errors)
+        first = next(iter(errors.items()))
+        raise ValidationError(f"{first[0]}: {first[1][0]}", errors=errors)
+    return serializer.validated_data, serializer.data
 
-    def get(self, name, kinds, *, required=True, null=False, default=None):
-        if name not in self.data:
-            if required:
-                raise ValidationError("This field is required.", field=self._field(name))
-            return default
-        value = self.data[name]
-        if value is None:
-            if null:
-                return None
-            raise ValidationError("May not be null.", field=self._field(name))
-        if kinds is bool and not isinstance(value, bool):
-            raise ValidationError("Must be a boolean.", field=self._field(name))
-        if kinds is not bool and (isinstance(value, bool) or not isinstance(value, kinds)):
-            raise ValidationError("Wrong type.", field=self._field(name))
-        if isinstance(value, str) and "\x00" in value:
-            raise ValidationError("Must not contain NUL characters.", field=self._field(name))
-        return value
 
-    def text(self, name, *, max_length=None, **kw):
-        value = self.get(name, str, **kw)
-        if value is not None and max_length is not None and len(value) > max_length:
-            raise ValidationError(f"At most {max_length} characters.", field=self._field(name))
-        return value
-
-    def time(self, name, **kw):
-        value = self.get(name, str, **kw)
-        if value is None:
-            return None
-        parsed = parse_datetime(value)
-        if parsed is None or parsed.tzinfo is None:
-            raise ValidationError("Must be an RFC 3339 time with a zone.", field=self._field(name))
-        return parsed
-
-    def uuid(self, name, **kw):
-        value = self.get(name, str, **kw)
-        if value is None:
-            return None
-        try:
-            return str(uuid.UUID(value))
-        except ValueError:
-            raise ValidationError("Must be a UUID.", field=self._field(name)) from None
-
-    def choice(self, name, choices, **kw):
-        value = self.get(name, str, **kw)
-        if value is not None and value not in choices:
-            raise ValidationError(f"Must be one of {', '.join(choices)}.", field=self._field(name))
-        return value
-
-    def rows(self, name):
-        value = self.get(name, list, required=False, default=[])
-        return [_Reader(item, f"{self._field(name)}.{i}") for i, item in enumerate(value)]
+def user_import(*, data) -> tuple[User, dict]:
+    """Import a snapshot (SPEC §9). Returns the user and counts of created and skipped rows."""
+    validated, canonical = parse_snapshot(data)
+    with transaction.atomic():
+        return _Import(validated, canonical).run()
 
 
 def _conflict(what: str, ident) -> ImportConflict:
     return ImportConflict(f"{what} {ident} exists with other content; nothing was imported.")
 
 
-@transaction.atomic
-def user_import(*, data) -> tuple[User, dict]:
-    """Import a snapshot (SPEC §9). Returns the user and counts of created and skipped rows."""
-    root = _Reader(data, "")
-    if root.get("format", str) != FORMAT:
-        raise ValidationError(f"Expected format {FORMAT!r}.", field="format")
-    u = _Reader(root.get("user", dict), "user")
-    ref = u.text("ref", max_length=150)
-    counts = {"created": 0, "skipped": 0}
+class _Import:
+    """The write half of an import: every row already passed `SnapshotInput`."""
 
-    def created(n=1):
-        counts["created"] += n
+    def __init__(self, validated: dict, canonical: dict):
+        self.v, self.c = validated, canonical
+        self.counts = {"created": 0, "skipped": 0}
 
-    def skipped(n=1):
-        counts["skipped"] += n
+    def rows(self, section: str):
+        return list(zip(self.v[section], self.c[section], strict=True))
 
-    # Keys first: a cardinality that differs is a conflict (§9).
-    for k in root.rows("keys"):
-        key = k.text("key", max_length=120)
-        if not valid_key(key):
-            raise ValidationError("Not a valid key.", field=f"{k.path}.key")
-        cardinality = k.choice("cardinality", CARDINALITIES)
-        label = k.text("label", max_length=200)
-        existing = KeyDefinition.objects.filter(key=key).first()
-        if existing is None:
-            KeyDefinition.objects.create(key=key, cardinality=cardinality, label=label)
-            created()
-        elif existing.cardinality != cardinality:
-            raise ImportConflict(f"Key {key!r} has cardinality {existing.cardinality} here, {cardinality} in the snapshot.")
-        else:
-            skipped()
-
-    # The user: recreated if needed; the secret keyed value hashes (F1) must carry over.
-    user = User.objects.filter(username=ref).first()
-    secret = u.text("secret", null=True, required=False, max_length=64)
-    # The user's page time zone (an optional field; null: the service's zone).
-    from memory.domain import known_time_zones
-
-    time_zone = u.text("time_zone", null=True, required=False, max_length=64)
-    if time_zone is not None and time_zone not in known_time_zones():
-        raise ValidationError("Must be an IANA time zone name, or null.", field="user.time_zone")
-    if user is None:
-        user = User(username=ref, email=u.text("email", required=False, default="", max_length=254) or "",
-                    first_name=u.text("first_name", required=False, default="", max_length=150) or "",
-                    last_name=u.text("last_name", required=False, default="", max_length=150) or "")
-        joined = u.time("date_joined", required=False, null=True)
-        if joined:
-            user.date_joined = joined
-        user.set_unusable_password()
-        user.save()
-        created()
-    profile = MemoryProfile.objects.select_for_update().filter(user=user).first()
-    if secret:
+    def create(self, model, objects: list, what: str) -> None:
+        """New rows in bulk; a unique constraint that a stored row already holds is a conflict."""
+        if not objects:
+            return
         try:
-            bytes.fromhex(secret)
-        except ValueError:
-            raise ValidationError("Must be hex.", field="user.secret") from None
+            with transaction.atomic():
+                model.objects.bulk_create(objects, batch_size=500)
+        except IntegrityError:
+            raise ImportConflict(f"A {what} of the snapshot collides with a stored one; nothing was imported.") from None
+        self.counts["created"] += len(objects)
+
+    def merge(self, model, section: str, what: str, *, as_dict, build, same=None) -> list:
+        """Rows by id: a stored row of this user with the same content is skipped; one with
+        other content, or another user's, is a conflict; the rest are created."""
+        rows = self.rows(section)
+        stored = model.objects.in_bulk([v["id"] for v, _ in rows])
+        new = []
+        for v, c in rows:
+            row = stored.get(v["id"])
+            if row is None:
+                new.append(build(v, c))
+                continue
+            mine, theirs = as_dict(row), dict(c)
+            if same is not None:
+                mine, theirs = same(row, mine, theirs)
+            if getattr(row, "user_id", None) != self.user.pk or mine != theirs:
+                raise _conflict(what, v["id"])
+            self.counts["skipped"] += 1
+        self.create(model, new, what)
+        return new
+
+    # -- the sections, in the order their references need -------------------------------------
+
+    def run(self):
+        self.import_keys()
+        self.import_user()
+        self.import_characters()
+        self.import_conversations()
+        self.import_memories()
+        self.import_memory_bookkeeping()
+        self.import_policy()
+        self.apply_tombstones()
+        return self.user, self.counts
+
+    def import_keys(self) -> None:
+        """Registry entries (catalog): created when missing; a cardinality that differs from the
+        stored one — or `many` for a key other records already use as `one` — is a conflict."""
+        rows = self.v["keys"]
+        stored = KeyDefinition.objects.in_bulk([k["key"] for k in rows])
+        new = []
+        for k in rows:
+            existing = stored.get(k["key"])
+            if existing is None:
+                if k["cardinality"] != "one" and MemoryRecord.objects.filter(key=k["key"]).exists():
+                    raise ImportConflict(f"Key {k['key']!r} is used as single-valued here, many in the snapshot.")
+                new.append(KeyDefinition(key=k["key"], cardinality=k["cardinality"], label=k["label"]))
+            elif existing.cardinality != k["cardinality"]:
+                raise ImportConflict(
+                    f"Key {k['key']!r} has cardinality {existing.cardinality} here, {k['cardinality']} in the snapshot.")
+            else:
+                self.counts["skipped"] += 1
+        self.create(KeyDefinition, new, "key")
+
+    def import_user(self) -> None:
+        data = self.v["user"]
+        user = User.objects.filter(username=data["ref"]).first()
+        created = user is None
+        if created:
+            user = User(username=data["ref"])
+            user_object_apply(user, data, created=True)
+            user.set_unusable_password()
+            user.save()
+            self.counts["created"] += 1
+        self.user = user
+        user_profile_apply(self._import_secret(data.get("secret")), data)
+
+    def _import_secret(self, secret: str | None) -> MemoryProfile:
+        """F1: the secret keying value hashes must carry over, unless hashes made with another
+        one are already stored here. Returns the user's profile."""
+        user = self.user
+        profile = MemoryProfile.objects.select_for_update().filter(user=user).first()
+        if not secret:
+            if profile is None:
+                profile = MemoryProfile.objects.create(user=user)
+            return profile
         if profile is None:
-            MemoryProfile.objects.create(user=user, secret=secret)
+            profile = MemoryProfile.objects.create(user=user, secret=secret)
         elif profile.secret != secret:
             hashed = (Tombstone.objects.filter(user=user, value_hash__isnull=False).exists()
                       or SlotRetraction.objects.filter(user=user).exclude(value_hash="").exists()
@@ -339,318 +395,195 @@ def user_import(*, data) -> tuple[User, dict]:
                 raise ImportConflict("The user's value-hash secret differs from the snapshot's.")
             profile.secret = secret
             profile.save(update_fields=["secret"])
-    elif profile is None:
-        MemoryProfile.objects.create(user=user)
-    # The time zone of the pages: the snapshot's, unless this user already chose one here.
-    if time_zone:
-        MemoryProfile.objects.filter(user=user, time_zone="").update(time_zone=time_zone)
+        return profile
 
-    # Characters are catalog rows: created when missing, never overwritten.
-    characters = {c.slug: c for c in Character.objects.all()}
-    for c in root.rows("characters"):
-        slug = c.text("slug", max_length=100)
-        if slug not in characters:
-            characters[slug] = Character.objects.create(
-                slug=slug, name=c.text("name", max_length=200), created_at=c.time("created_at", required=False, null=True) or db_now())
-            created()
-        else:
-            skipped()
+    def import_characters(self) -> None:
+        """Characters are catalog rows: created when missing, never overwritten."""
+        rows = self.v["characters"]
+        stored = {c.slug: c for c in Character.objects.filter(slug__in=[c["slug"] for c in rows])}
+        now = None
+        new = []
+        for c in rows:
+            if c["slug"] in stored:
+                self.counts["skipped"] += 1
+                continue
+            if c.get("created_at") is None and now is None:
+                now = db_now()
+            new.append(Character(slug=c["slug"], name=c["name"], created_at=c.get("created_at") or now))
+        self.create(Character, new, "character")
+        wanted = {c["slug"] for c in rows}
+        wanted |= {c["character"] for c in self.v["conversations"]}
+        wanted |= {m["scope"]["character"] for m in self.v["memories"] if m["scope"].get("character")}
+        wanted |= {r["scope"]["character"] for r in self.v["policy_rules"] if r["scope"].get("character")}
+        wanted |= {j["character"] for j in self.v["media_jobs"] if j["character"]}
+        self.characters = {c.slug: c for c in Character.objects.filter(slug__in=wanted)}
+        self.slugs = {c.pk: c.slug for c in self.characters.values()}
 
-    def character(slug, field):
-        if slug is None:
-            return None
-        if slug not in characters:
-            raise ValidationError(f"Unknown character {slug!r}.", field=field)
-        return characters[slug]
+    def import_conversations(self) -> None:
+        user, chars = self.user, self.characters
+        self.merge(
+            Conversation, "conversations", "conversation",
+            as_dict=lambda e: _conversation(e, self.slugs),
+            build=lambda v, c: Conversation(id=v["id"], user=user, character=chars[v["character"]], title=v["title"],
+                                         created_at=v["created_at"], last_seq=v["last_seq"]),
+        )
+        self.merge(
+            Message, "messages", "message", as_dict=_message,
+            build=lambda v, c: Message(id=v["id"], user=user, conversation_id=v["conversation"], seq=v["seq"],
+                                    role=v["role"], content=v["content"], created_at=v["created_at"]),
+        )
+        # A conversation's sequence counter never falls behind its messages (I1: next seq).
+        for c in Conversation.objects.filter(user=user):
+            top = Message.objects.filter(conversation=c).order_by("-seq").values_list("seq", flat=True).first() or 0
+            if top > c.last_seq:
+                Conversation.objects.filter(pk=c.pk).update(last_seq=top)
+        self.merge(
+            Turn, "turns", "turn", as_dict=_turn,
+            same=lambda row, mine, theirs: (_turn_content(mine), _turn_content(theirs)),
+            build=lambda v, c: Turn(id=v["id"], user=user, conversation_id=v["conversation"], turn_key=v["turn_key"],
+                                 scene=v["scene"], status=v["status"], user_message_id=v["user_message"],
+                                 reply_message_id=v.get("reply_message"), created_at=v["created_at"],
+                                 extracted=c["extracted"], learning=v["learning"],
+                                 plan_snapshot=v.get("plan_snapshot"), plan_hash=v["plan_hash"]),
+        )
 
-    slugs = {c.pk: c.slug for c in characters.values()}
+    def import_memories(self) -> None:
+        user, chars = self.user, self.characters
+        sources_of: dict = {}
+        ids = [v["id"] for v in self.v["memories"]]
+        for memory_id, message_id in MemorySource.objects.filter(memory_id__in=ids).values_list("memory_id", "message_id"):
+            sources_of.setdefault(memory_id, []).append(str(message_id))
 
-    # Conversations, messages, turns.
-    for c in root.rows("conversations"):
-        row = {"id": c.uuid("id"), "character": c.text("character"), "title": c.text("title", required=False, default="", max_length=200),
-               "created_at": c.time("created_at"), "last_seq": c.get("last_seq", int, required=False, default=0)}
-        incoming = {**row, "created_at": _t(row["created_at"])}
-        ch = character(row["character"], f"{c.path}.character")
-        _merge_row(Conversation, row["id"], user, incoming, lambda e: _conversation(e, slugs), "conversation",
-                   lambda row=row, ch=ch: Conversation.objects.create(id=row["id"], user=user, character=ch, title=row["title"],
-                                                       created_at=row["created_at"], last_seq=row["last_seq"]), counts)
-    conversations = set(Conversation.objects.filter(user=user).values_list("id", flat=True))
-    conversations = {str(c) for c in conversations}
-
-    def own_conversation(value, field):
-        if value is not None and value not in conversations:
-            raise ValidationError("Unknown conversation of this user.", field=field)
-        return value
-
-    for m in root.rows("messages"):
-        row = {"id": m.uuid("id"), "conversation": own_conversation(m.uuid("conversation"), f"{m.path}.conversation"),
-               "seq": m.get("seq", int), "role": m.choice("role", ("user", "assistant", "system")),
-               "content": m.text("content", max_length=10_000_000), "created_at": m.time("created_at")}
-        incoming = {**row, "created_at": _t(row["created_at"])}
-        _merge_row(Message, row["id"], user, incoming, _message, "message",
-                   lambda row=row: Message.objects.create(id=row["id"], user=user, conversation_id=row["conversation"], seq=row["seq"],
-                                                  role=row["role"], content=row["content"], created_at=row["created_at"]), counts)
-    for c in Conversation.objects.filter(user=user):
-        top = Message.objects.filter(conversation=c).order_by("-seq").values_list("seq", flat=True).first() or 0
-        if top > c.last_seq:
-            Conversation.objects.filter(pk=c.pk).update(last_seq=top)
-    messages = {str(i) for i in Message.objects.filter(user=user).values_list("id", flat=True)}
-
-    def own_message(value, field):
-        if value is not None and value not in messages:
-            raise ValidationError("Unknown message of this user.", field=field)
-        return value
-
-    for t in root.rows("turns"):
-        row = {"id": t.uuid("id"), "conversation": own_conversation(t.uuid("conversation"), f"{t.path}.conversation"),
-               "turn_key": t.text("turn_key", max_length=255), "scene": t.text("scene", null=True, required=False, max_length=100),
-               "status": t.choice("status", ("open", "replied")), "user_message": own_message(t.uuid("user_message"), f"{t.path}.user_message"),
-               "reply_message": own_message(t.uuid("reply_message", null=True, required=False), f"{t.path}.reply_message"),
-               "created_at": t.time("created_at"), "extracted": t.get("extracted", list, required=False, default=[]),
-               "plan_snapshot": t.get("plan_snapshot", dict, null=True, required=False),
-               "plan_hash": t.text("plan_hash", required=False, default="", max_length=64)}
-        incoming = {**row, "created_at": _t(row["created_at"])}
-        # The plan snapshot is bookkeeping (the last plan asked for), not the turn's content.
-        incoming.pop("plan_snapshot"), incoming.pop("plan_hash")
-        _merge_row(Turn, row["id"], user, incoming, _turn_content, "turn",
-                   lambda row=row: Turn.objects.create(id=row["id"], user=user, conversation_id=row["conversation"], turn_key=row["turn_key"],
-                                               scene=row["scene"], status=row["status"], user_message_id=row["user_message"],
-                                               reply_message_id=row["reply_message"], created_at=row["created_at"],
-                                               extracted=row["extracted"], plan_snapshot=row["plan_snapshot"], plan_hash=row["plan_hash"]), counts)
-
-    # Memories: rows first, edges after (an edge may point at a row later in the list).
-    edges = []
-    imported_memories = []
-    sources_of: dict = {}
-    for source in MemorySource.objects.filter(memory__user=user).values_list("memory_id", "message_id"):
-        sources_of.setdefault(source[0], []).append(str(source[1]))
-    for r in root.rows("memories"):
-        s = _Reader(r.get("scope", dict), f"{r.path}.scope")
-        kind = s.choice("kind", SCOPE_KINDS)
-        row = {
-            "id": r.uuid("id"), "key": r.text("key", max_length=120), "value": r.text("value", max_length=2000),
-            "scope": {"kind": kind, "character": s.text("character", null=True, required=False),
-                      "conversation": own_conversation(s.uuid("conversation", null=True, required=False), f"{s.path}.conversation"),
-                      "scene": s.text("scene", null=True, required=False, max_length=100)},
-            "status": r.choice("status", STATUSES), "status_since": r.time("status_since", null=True, required=False),
-            "authority": r.choice("authority", AUTHORITIES), "confidence": r.get("confidence", (int, float)),
-            "valid_from": r.time("valid_from"), "valid_until": r.time("valid_until", null=True, required=False),
-            "retracted_at": r.time("retracted_at", null=True, required=False), "recorded_at": r.time("recorded_at"),
-            "evidence_time": r.time("evidence_time"),
-            "sources": sorted(own_message(m, f"{r.path}.sources") for m in r.get("sources", list, required=False, default=[])),
-            "supersedes": r.uuid("supersedes", null=True, required=False), "version": r.get("version", int),
-        }
-        if not valid_key(row["key"]):
-            raise ValidationError("Not a valid key.", field=f"{r.path}.key")
-        if not (0 <= row["confidence"] <= 1):
-            raise ValidationError("Must be between 0 and 1.", field=f"{r.path}.confidence")
-        scope = row["scope"]
-        ch = character(scope["character"], f"{s.path}.character") if kind == "character" else None
-        scope_id = {"user": f"user:{user.username}", "character": f"character:{user.username}:{scope['character']}",
-                    "conversation": f"conversation:{scope['conversation']}",
-                    "scene": f"scene:{scope['conversation']}:{scope['scene']}"}[kind]
-        incoming = {**row, **{k: _t(row[k]) for k in ("status_since", "valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time")}}
-        incoming["confidence"] = float(row["confidence"])
-        existing = MemoryRecord.objects.filter(pk=row["id"]).first()
-        if existing is not None:
-            if existing.user_id != user.pk:
-                raise _conflict("memory", row["id"])
-            mine = _memory(existing, slugs, sources_of)
-            if existing.status == "forgotten":
+        def same(row, mine, theirs):
+            if row.status == "forgotten":
                 # A tombstone purged it here (F3): the skeleton is the same row.
                 for field in ("value", "status", "status_since", "sources"):
                     mine.pop(field)
-                    incoming.pop(field)
-            if mine != incoming:
-                raise _conflict("memory", row["id"])
-            skipped()
-            continue
-        try:
-            with transaction.atomic():
-                MemoryRecord.objects.create(
-                    id=row["id"], user=user, key=row["key"], value=row["value"], scope_kind=kind, scope_id=scope_id,
-                    character=ch, conversation_id=scope["conversation"] if kind in ("conversation", "scene") else None,
-                    scene=scope["scene"] if kind == "scene" else None, status=row["status"], status_since=row["status_since"],
-                    authority=row["authority"], confidence=float(row["confidence"]), valid_from=row["valid_from"],
-                    valid_until=row["valid_until"], recorded_at=row["recorded_at"], evidence_time=row["evidence_time"],
-                    retracted_at=row["retracted_at"], version=row["version"],
-                )
-        except Exception as exc:  # a constraint the snapshot breaks: bad input, not a crash
-            raise ValidationError(f"This memory breaks a storage rule ({type(exc).__name__}).", field=r.path) from None
-        MemorySource.objects.bulk_create([MemorySource(memory_id=row["id"], message_id=m) for m in row["sources"]])
-        created()
-        imported_memories.append(row["id"])
-        if row["supersedes"]:
-            edges.append((row["id"], row["supersedes"], r.path))
-    for record_id, target, path in edges:
-        if not MemoryRecord.objects.filter(pk=target, user=user).exists():
-            raise ValidationError("supersedes names no memory of this user.", field=f"{path}.supersedes")
-        MemoryRecord.objects.filter(pk=record_id).update(supersedes_id=target)
+                    theirs.pop(field)
+            return mine, theirs
 
-    # Tombstones, retractions and idempotency records.
-    for t in root.rows("tombstones"):
-        row = {"id": t.uuid("id"), "scope": t.text("scope", max_length=255), "key": t.text("key", max_length=120),
-               "value_hash": t.text("value_hash", null=True, required=False, max_length=64),
-               "forgotten_at": t.time("forgotten_at"), "blocks_sources_before": t.time("blocks_sources_before"),
-               "forgotten_by": t.choice("forgotten_by", FORGOTTEN_BY, required=False, default="user")}
-        incoming = {**row, "forgotten_at": _t(row["forgotten_at"]), "blocks_sources_before": _t(row["blocks_sources_before"])}
-        _merge_row(Tombstone, row["id"], user, incoming, _tombstone, "tombstone",
-                   lambda row=row: Tombstone.objects.create(id=row["id"], user=user, scope_id=row["scope"], key=row["key"],
-                                                    value_hash=row["value_hash"], forgotten_at=row["forgotten_at"],
-                                                    blocks_sources_before=row["blocks_sources_before"],
-                                                    forgotten_by=row["forgotten_by"]), counts)
-    have = {tuple(_retraction(r).values()) for r in SlotRetraction.objects.filter(user=user)}
-    for r in root.rows("retractions"):
-        row = {"scope": r.text("scope", max_length=255), "key": r.text("key", max_length=120),
-               "value_hash": r.text("value_hash", required=False, default="", max_length=64), "retracted_at": r.time("retracted_at")}
-        ident = (row["scope"], row["key"], row["value_hash"], _t(row["retracted_at"]))
-        if ident in have:
-            skipped()
-            continue
-        SlotRetraction.objects.create(user=user, scope_id=row["scope"], key=row["key"], value_hash=row["value_hash"],
-                                      retracted_at=row["retracted_at"])
-        have.add(ident)
-        created()
-    for i in root.rows("idempotency"):
-        key = i.text("key", max_length=255)
-        row = {"key": key, "payload_hmac": i.text("payload_hmac", max_length=64), "outcome": i.text("outcome", max_length=10),
-               "reason": i.text("reason", required=False, default="", max_length=40),
-               "record": i.uuid("record", null=True, required=False), "created_at": i.time("created_at")}
-        existing = IdempotencyRecord.objects.filter(user=user, key=key).first()
-        if existing is not None:
-            if _idempotency(existing) != {**row, "created_at": _t(row["created_at"])}:
-                raise _conflict("idempotency key", key)
-            skipped()
-            continue
-        IdempotencyRecord.objects.create(user=user, key=key, payload_hmac=row["payload_hmac"], outcome=row["outcome"],
-                                         reason=row["reason"], record_id=row["record"], created_at=row["created_at"])
-        created()
+        def build(v, c):
+            scope = v["scope"]
+            kind = scope["kind"]
+            return MemoryRecord(
+                id=v["id"], user=user, key=v["key"], value=v["value"], scope_kind=kind,
+                scope_id=_memory_scope_id(user.username, scope),
+                character=chars[scope["character"]] if kind == "character" else None,
+                conversation_id=scope.get("conversation"), scene=scope.get("scene"),
+                status=v["status"], status_since=v.get("status_since"), authority=v["authority"],
+                confidence=v["confidence"], valid_from=v["valid_from"], valid_until=v.get("valid_until"),
+                recorded_at=v["recorded_at"], evidence_time=v["evidence_time"],
+                retracted_at=v.get("retracted_at"), version=v["version"], supersedes_id=v.get("supersedes"),
+            )
 
-    _import_policy(root, user, character, own_conversation, slugs, counts)
+        created = self.merge(MemoryRecord, "memories", "memory", as_dict=lambda e: _memory(e, self.slugs, sources_of),
+                             same=same, build=build)
+        self.imported_memories = bool(created)
+        sources = {v["id"]: v["sources"] for v in self.v["memories"]}
+        links = [MemorySource(memory_id=r.id, message_id=m) for r in created for m in sources[r.id]]
+        if links:
+            MemorySource.objects.bulk_create(links, batch_size=500)
 
-    # F3: existing tombstones apply to what was imported.
-    if imported_memories:
+    def import_memory_bookkeeping(self) -> None:
+        """Tombstones, retractions and idempotency records."""
+        user = self.user
+        self.merge(
+            Tombstone, "tombstones", "tombstone", as_dict=_tombstone,
+            build=lambda v, c: Tombstone(id=v["id"], user=user, scope_id=v["scope"], key=v["key"], value_hash=v["value_hash"],
+                                      forgotten_at=v["forgotten_at"], blocks_sources_before=v["blocks_sources_before"],
+                                      forgotten_by=v["forgotten_by"]),
+        )
+        have = {tuple(_retraction(r).values()) for r in SlotRetraction.objects.filter(user=user)}
+        new = []
+        for v, c in self.rows("retractions"):
+            ident = tuple(c.values())
+            if ident in have:
+                self.counts["skipped"] += 1
+                continue
+            have.add(ident)
+            new.append(SlotRetraction(user=user, scope_id=v["scope"], key=v["key"], value_hash=v["value_hash"],
+                                      retracted_at=v["retracted_at"]))
+        self.create(SlotRetraction, new, "retraction")
+        stored = {i.key: i for i in IdempotencyRecord.objects.filter(user=user, key__in=[v["key"] for v in self.v["idempotency"]])}
+        new = []
+        for v, c in self.rows("idempotency"):
+            existing = stored.get(v["key"])
+            if existing is not None:
+                if _idempotency(existing) != dict(c):
+                    raise _conflict("idempotency key", v["key"])
+                self.counts["skipped"] += 1
+                continue
+            new.append(IdempotencyRecord(user=user, key=v["key"], payload_hmac=v["payload_hmac"], outcome=v["outcome"],
+                                         reason=v["reason"], record_id=v.get("record"), created_at=v["created_at"]))
+        self.create(IdempotencyRecord, new, "idempotency record")
+
+    def import_policy(self) -> None:
+        user, chars = self.user, self.characters
+
+        def same_rule(row, mine, theirs):
+            if row.supersedes_id is None and theirs.get("supersedes"):
+                theirs["supersedes"] = None  # its predecessor was deleted here (SET_NULL)
+            return mine, theirs
+
+        def build_rule(v, c):
+            scope, kind = v["scope"], v["scope"]["kind"]
+            return PolicyRule(
+                id=v["id"], user=user, capability_id=v["capability"], effect=v["effect"], source=v["source"],
+                scope_kind=kind, character=chars[scope["character"]] if kind == "character" else None,
+                conversation_id=scope.get("conversation"), scene=scope.get("scene"),
+                requested_by=v.get("requested_by"), valid_from=v["valid_from"], valid_until=v.get("valid_until"),
+                revoked_at=v.get("revoked_at"), version=v["version"], supersedes_id=v.get("supersedes"),
+                created_at=v["created_at"],
+            )
+
+        self.merge(PolicyRule, "policy_rules", "policy rule", as_dict=lambda e: _rule(e, self.slugs),
+                   same=same_rule, build=build_rule)
+
+        wanted = self.v["policy_version"].get("user", 0)
+        row, _ = UserPolicyVersion.objects.select_for_update().get_or_create(user=user)
+        if wanted > row.version:  # D7: versions only increase
+            row.version = wanted
+            row.save(update_fields=["version"])
+
+        self.merge(
+            DecisionLog, "decisions", "decision", as_dict=_decision,
+            build=lambda v, c: DecisionLog(
+                id=v["id"], user=user, capability=v["capability"], requested_by=v["requested_by"], effect=v["effect"],
+                reason=v["reason"], rule_ids=[str(r) for r in v["rule_ids"]], defaults_version=v["defaults_version"],
+                user_version=v["user_version"], scope_ids=list(v["scope_ids"]), decided_at=v["decided_at"]),
+        )
+        self.merge(
+            MediaJob, "media_jobs", "media job", as_dict=lambda e: _job(e, self.slugs),
+            build=lambda v, c: MediaJob(
+                id=v["id"], user=user, capability_id=v["capability"],
+                character=chars[v["character"]] if v.get("character") else None,
+                conversation_id=v.get("conversation"), decision_id=v["decision_id"],
+                start_decision_id=v.get("start_decision_id"), created_at=v["created_at"],
+                started_at=v.get("started_at"), finished_at=v.get("finished_at"),
+                **{f: v[f] for f in JOB_FIELDS if f != "decision_rule_ids"},
+                decision_rule_ids=[str(r) for r in v["decision_rule_ids"]]),
+        )
+        self.merge(
+            PolicyAnswer, "answers", "answer", as_dict=_answer,
+            build=lambda v, c: PolicyAnswer(
+                id=v["id"], user=user, decision_id=v["decision"], answer=v["answer"], remember=v["remember"],
+                rule_id=v.get("rule"), media_job_id=v.get("media_job"), answered_at=v["answered_at"]),
+        )
+
+    def apply_tombstones(self) -> None:
+        """F3: existing tombstones apply to what was imported."""
+        if not self.imported_memories:
+            return
         from memory.selectors import tombstones_of
         from memory.services import _purge
 
-        tombstones = tombstones_of(user)
+        tombstones = tombstones_of(self.user)
         if tombstones:
-            _purge(user, tombstones, MemoryProfile.objects.get(user=user).secret_bytes())
-    return user, counts
+            _purge(self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes())
 
 
-def _merge_row(model, pk, user, incoming: dict, as_dict, what: str, build, counts: dict) -> None:
-    existing = model.objects.filter(pk=pk).first()
-    if existing is None:
-        try:
-            with transaction.atomic():
-                build()
-        except Exception as exc:  # a constraint the snapshot breaks: bad input, not a crash
-            raise ValidationError(f"This {what} breaks a storage rule ({type(exc).__name__}).", field=f"{what}:{pk}") from None
-        counts["created"] += 1
-        return
-    if getattr(existing, "user_id", None) != user.pk or as_dict(existing) != incoming:
-        raise _conflict(what, pk)
-    counts["skipped"] += 1
+def _memory_scope_id(ref: str, scope: dict) -> str:
+    from memory.domain import Scope
 
-
-def _import_policy(root: _Reader, user, character, own_conversation, slugs, counts) -> None:
-    from policy.models import Capability
-
-    capabilities = set(Capability.objects.values_list("name", flat=True))
-
-    def capability(value, field):
-        if value not in capabilities:
-            raise ValidationError(f"Unknown capability {value!r}.", field=field)
-        return value
-
-    edges = []
-    for r in root.rows("policy_rules"):
-        s = _Reader(r.get("scope", dict), f"{r.path}.scope")
-        kind = s.choice("kind", ("global", "character", "conversation", "scene"))
-        row = {
-            "id": r.uuid("id"), "capability": capability(r.text("capability"), f"{r.path}.capability"),
-            "effect": r.choice("effect", ("allow", "deny", "ask")),
-            "source": r.choice("source", ("confirmed-inference", "explicit-user")),
-            "scope": {"kind": kind, "character": s.text("character", null=True, required=False),
-                      "conversation": own_conversation(s.uuid("conversation", null=True, required=False), f"{s.path}.conversation"),
-                      "scene": s.text("scene", null=True, required=False, max_length=100)},
-            "requested_by": r.choice("requested_by", ("user", "assistant", "automation"), null=True, required=False),
-            "valid_from": r.time("valid_from"), "valid_until": r.time("valid_until", null=True, required=False),
-            "revoked_at": r.time("revoked_at", null=True, required=False), "version": r.get("version", int),
-            "supersedes": r.uuid("supersedes", null=True, required=False), "created_at": r.time("created_at"),
-        }
-        scope = row["scope"]
-        ch = character(scope["character"], f"{s.path}.character") if kind == "character" else None
-        incoming = {**row, **{k: _t(row[k]) for k in ("valid_from", "valid_until", "revoked_at", "created_at")}}
-        incoming["supersedes"] = row["supersedes"]
-
-        def build(row=row, ch=ch, kind=kind, scope=scope):
-            PolicyRule.objects.create(
-                id=row["id"], user=user, capability_id=row["capability"], effect=row["effect"], source=row["source"],
-                scope_kind=kind, character=ch,
-                conversation_id=scope["conversation"] if kind in ("conversation", "scene") else None,
-                scene=scope["scene"] if kind == "scene" else None, requested_by=row["requested_by"],
-                valid_from=row["valid_from"], valid_until=row["valid_until"], revoked_at=row["revoked_at"],
-                version=row["version"], created_at=row["created_at"],
-            )
-            if row["supersedes"]:
-                edges.append((row["id"], row["supersedes"]))
-
-        existing = PolicyRule.objects.filter(pk=row["id"]).first()
-        if existing is not None and existing.supersedes_id is None and row["supersedes"]:
-            incoming["supersedes"] = None  # the edge is restored below on a fresh import only
-        _merge_row(PolicyRule, row["id"], user, incoming, lambda e: _rule(e, slugs), "policy rule", build, counts)
-    for rule_id, target in edges:
-        if PolicyRule.objects.filter(pk=target, user=user).exists():
-            PolicyRule.objects.filter(pk=rule_id).update(supersedes_id=target)
-
-    v = _Reader(root.get("policy_version", dict, required=False, default={"user": 0}), "policy_version")
-    wanted = v.get("user", int, required=False, default=0)
-    row, _ = UserPolicyVersion.objects.select_for_update().get_or_create(user=user)
-    if wanted > row.version:  # D7: versions only increase
-        row.version = wanted
-        row.save(update_fields=["version"])
-
-    for d in root.rows("decisions"):
-        row = {"id": d.uuid("id"), "capability": d.text("capability", max_length=100),
-               "requested_by": d.choice("requested_by", ("user", "assistant", "automation")),
-               "effect": d.choice("effect", ("allow", "deny", "ask")), "reason": d.text("reason", max_length=30),
-               "rule_ids": d.get("rule_ids", list, required=False, default=[]),
-               "defaults_version": d.get("defaults_version", int), "user_version": d.get("user_version", int),
-               "scope_ids": d.get("scope_ids", list, required=False, default=[]), "decided_at": d.time("decided_at")}
-        incoming = {**row, "decided_at": _t(row["decided_at"])}
-        _merge_row(DecisionLog, row["id"], user, incoming, _decision, "decision",
-                   lambda row=row: DecisionLog.objects.create(user=user, **{k: v for k, v in row.items()}), counts)
-    for j in root.rows("media_jobs"):
-        row = {"id": j.uuid("id"), "capability": capability(j.text("capability"), f"{j.path}.capability"),
-               "character": j.text("character", null=True, required=False),
-               "conversation": own_conversation(j.uuid("conversation", null=True, required=False), f"{j.path}.conversation"),
-               "decision_id": j.uuid("decision_id"), "start_decision_id": j.uuid("start_decision_id", null=True, required=False),
-               "created_at": j.time("created_at"), "started_at": j.time("started_at", null=True, required=False),
-               "finished_at": j.time("finished_at", null=True, required=False)}
-        for f in JOB_FIELDS:
-            row[f] = j.get(f, (str, int, bool, list), null=True, required=False)
-        ch = character(row["character"], f"{j.path}.character")
-        incoming = {**row, **{k: _t(row[k]) for k in ("created_at", "started_at", "finished_at")}}
-
-        def build(row=row, ch=ch):
-            fields = {f: row[f] for f in JOB_FIELDS}
-            MediaJob.objects.create(id=row["id"], user=user, capability_id=row["capability"], character=ch,
-                                    conversation_id=row["conversation"], decision_id=row["decision_id"],
-                                    start_decision_id=row["start_decision_id"], created_at=row["created_at"],
-                                    started_at=row["started_at"], finished_at=row["finished_at"], **fields)
-
-        _merge_row(MediaJob, row["id"], user, incoming, lambda e: _job(e, slugs), "media job", build, counts)
-    for a in root.rows("answers"):
-        row = {"id": a.uuid("id"), "decision": a.uuid("decision"), "answer": a.choice("answer", ("allow", "deny")),
-               "remember": a.choice("remember", ("once", "scene", "conversation", "character", "global")),
-               "rule": a.uuid("rule", null=True, required=False), "media_job": a.uuid("media_job", null=True, required=False),
-               "answered_at": a.time("answered_at")}
-        incoming = {**row, "answered_at": _t(row["answered_at"])}
-        if not DecisionLog.objects.filter(pk=row["decision"], user=user).exists():
-            raise ValidationError("Unknown decision of this user.", field=f"{a.path}.decision")
-        _merge_row(PolicyAnswer, row["id"], user, incoming, _answer, "answer",
-                   lambda row=row: PolicyAnswer.objects.create(
-                       id=row["id"], user=user, decision_id=row["decision"], answer=row["answer"], remember=row["remember"],
-                       rule_id=row["rule"], media_job_id=row["media_job"], answered_at=row["answered_at"]), counts)
+    return Scope(kind=scope["kind"], character=scope.get("character"), conversation=scope.get("conversation"),
+                 scene=scope.get("scene")).scope_id(ref)

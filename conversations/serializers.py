@@ -30,6 +30,47 @@ class CleanCharField(serializers.CharField):
         return value
 
 
+class UserRefField(CleanCharField):
+    """A user ref (SPEC §0): Django's username rules — 1–150 letters, digits and @/./+/-/_."""
+
+    def __init__(self, **kwargs):
+        from django.contrib.auth import get_user_model
+
+        kwargs.setdefault("max_length", 150)
+        super().__init__(**kwargs)
+        username = get_user_model()._meta.get_field("username")
+        self.validators.extend(v for v in username.validators if not hasattr(v, "limit_value"))
+
+
+class CharacterSlugField(serializers.SlugField):
+    """A character slug: what `PUT /characters/{slug}` accepts (letters, digits, - and _; at
+    most 100), a string and nothing else."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", 100)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class BoundedIntegerField(serializers.IntegerField):
+    """An integer that fits its column: 64-bit signed by default (`bits=32` for an integer
+    column), never negative unless `min_value` says so. A bool is not an integer."""
+
+    def __init__(self, *, bits: int = 64, **kwargs):
+        kwargs.setdefault("min_value", 0)
+        kwargs.setdefault("max_value", 2 ** (bits - 1) - 1)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class ContextInput(StrictSerializer):
     user = CleanCharField(max_length=150)
     character = serializers.SlugField(max_length=100, required=False, allow_null=True)

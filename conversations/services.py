@@ -7,6 +7,7 @@ import logging
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
+from config import metrics
 from config.clock import db_now
 from config.errors import NotFound
 
@@ -146,6 +147,7 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
         if existing is not None:
             if existing.user_message.content != content or (existing.scene or None) != (scene or None):
                 raise Conflict("This turn_key was used with other content.")
+            metrics.turn_created(False)
             return TurnResult(existing, False)
         now = db_now()
         learning = memory_settings_of(conversation.user).learn
@@ -157,6 +159,7 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
         if learning:
             turn.extracted = _extract(conversation, scene, message)
             turn.save(update_fields=["extracted"])
+    metrics.turn_created(True)
     return TurnResult(turn, True)
 
 
@@ -193,12 +196,14 @@ def turn_commit_reply(*, turn_id, content: str, user=None) -> ReplyResult:
         if turn is None:
             raise NotFound("No such turn.")
         if turn.reply_message_id is not None:
+            metrics.reply_committed(True)
             return ReplyResult(Message.objects.get(pk=turn.reply_message_id), True)
         conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_id)
         message = _append_message(conversation, role="assistant", content=content, at=db_now())
         turn.reply_message = message
         turn.status = "replied"
         turn.save(update_fields=["reply_message", "status"])
+        metrics.reply_committed(False)
         return ReplyResult(message, False)
 
 

@@ -20,13 +20,14 @@ from .serializers import (
     AskQuery,
     AssertOutput,
     EmptyInput,
+    HistoryPageOutput,
     HistoryQuery,
-    HistoryRowOutput,
     MemoryAssertInput,
     MemoryCorrectInput,
     MemoryForgetInput,
     MemoryListQuery,
     MemoryOutput,
+    MemoryPageOutput,
     MemorySettingsInput,
     MemorySettingsOutput,
     RememberInput,
@@ -36,6 +37,7 @@ from .serializers import (
     RetractOutput,
     TombstoneListQuery,
     TombstoneOutput,
+    TombstonePageOutput,
     assert_json,
     memory_json,
 )
@@ -73,7 +75,7 @@ class MemoryCollectionApi(APIView):
     @extend_schema(
         operation_id="memory_list",
         parameters=[MemoryListQuery],
-        responses={200: MemoryOutput(many=True), **problems(400)},
+        responses={200: MemoryPageOutput, **problems(400)},
         description="A user's stored records, filtered by key, scope id and stored status.",
     )
     def get(self, request):
@@ -106,7 +108,7 @@ class MemoryConfirmApi(APIView):
         description="Confirm a current memory: the same value with authority `user-confirmed`.",
     )
     def post(self, request, memory_id):
-        validated(EmptyInput, request.data or {})
+        validated(EmptyInput, request.data)
         result = services.memory_confirm(record_id=memory_id)
         return Response(assert_json(result), status=result.http_status)
 
@@ -130,7 +132,7 @@ class MemoryRetractApi(APIView):
         description="Retract the slot of this memory (W10): every open record of it is closed now.",
     )
     def post(self, request, memory_id):
-        validated(EmptyInput, request.data or {})
+        validated(EmptyInput, request.data)
         result = services.memory_retract(record_id=memory_id)
         return Response({"retracted_at": MemoryOutput().fields["valid_from"].to_representation(result.retracted_at),
                          "records": [memory_json(r) for r in result.records]})
@@ -143,7 +145,7 @@ class MemoryForgetApi(APIView):
         description="Forget this memory's slot (F1/F2); `everywhere` covers every scope, `whole_key` every value of a `many` key.",
     )
     def post(self, request, memory_id):
-        data = validated(MemoryForgetInput, request.data or {})
+        data = validated(MemoryForgetInput, request.data)
         tombstone = services.memory_forget(record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"])
         return Response(TombstoneOutput(tombstone).data)
 
@@ -183,7 +185,7 @@ class MemoryResolveApi(APIView):
 class MemoryHistoryApi(APIView):
     @extend_schema(
         operation_id="memory_history", parameters=[HistoryQuery],
-        responses={200: HistoryRowOutput(many=True), **problems(400)},
+        responses={200: HistoryPageOutput, **problems(400)},
         description="Every record of a scoped key in valid-time order with its effective end (W11). `scope` is a scope id; the user scope by default.",
     )
     def get(self, request):
@@ -242,7 +244,7 @@ class MemoryAskApi(APIView):
 
 class TombstoneListApi(APIView):
     @extend_schema(operation_id="tombstone_list", parameters=[TombstoneListQuery],
-                   responses={200: TombstoneOutput(many=True), **problems(400)})
+                   responses={200: TombstonePageOutput, **problems(400)})
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
@@ -279,8 +281,8 @@ class MemorySettingsApi(APIView):
         "Nothing is deleted. A change records when and that it came through the API.",
     )
     def put(self, request, user_ref):
+        data = validated(MemorySettingsInput, request.data)
         user = user_by_ref(user_ref, field=None)
-        data = validated(MemorySettingsInput, request.data if request.data is not None else {})
         result = services.memory_settings_set(
             user=user, changed_by="api", learn=data.get("learn"), use=data.get("use"),
         )

@@ -55,6 +55,25 @@ def valid_key(key: str) -> bool:
     return 0 < len(key) <= KEY_MAX and KEY_RE.match(key) is not None
 
 
+# Key families whose keys carry a free part taken from what the user said (SPEC §12), by the
+# family's first segment and the position of the free segment: the extractor's people rules
+# write `people.<person>.<attribute>` (§8), and a person's name is private text.
+KEY_FREE_PARTS = {"people": 1}
+
+
+def loggable_key(key) -> str:
+    """SPEC §12: a key as it may appear in a log line or a metric: the free part of a family
+    that has one is masked (`people.priya.works_at` → `people.*.works_at`). Anything that is not
+    a valid key is never echoed. The one function every log line naming a key goes through."""
+    if not isinstance(key, str) or not valid_key(key):
+        return "<invalid-key>"
+    parts = key.split(".")
+    free = KEY_FREE_PARTS.get(parts[0])
+    if free is not None and len(parts) > free:
+        parts[free] = "*"
+    return ".".join(parts)
+
+
 def normalise_value(value: str) -> str:
     """casefold(strip(NFC(value))): how a value is compared everywhere (§1)."""
     return unicodedata.normalize("NFC", value).strip().casefold()

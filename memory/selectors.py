@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
 
+from config import metrics
 from config.errors import NotFound, ValidationError
 
 from .builders import build_slotted, gc_paused
@@ -466,6 +467,7 @@ class ContextResolution:
                 many_keys=self.registry.many_keys, likely=cfg["CERTAINTY_LIKELY"],
                 uncertain=cfg["CERTAINTY_UNCERTAIN"],
             )
+        metrics.resolve_observed(len(self.records))  # SPEC §12 O3
 
     def log_line(self) -> str:
         """SPEC §12: ids, counts, reasons and versions only — never a value."""

@@ -3,6 +3,7 @@ are refused, so a misspelt field never silently changes meaning."""
 
 from rest_framework import serializers
 
+from config.api import PageOutput
 from conversations.serializers import (
     CleanCharField,
     ContextInput,
@@ -239,3 +240,15 @@ class MemorySettingsOutput(serializers.Serializer):
     changed_at = serializers.DateTimeField(allow_null=True, help_text="When a switch last changed; null if never.")
     changed_by = serializers.ChoiceField(choices=["user", "api", "support"], allow_null=True,
                                          help_text="Where the last change came from: the pages, the API or support.")
+
+
+class MemoryPageOutput(PageOutput):
+    results = MemoryOutput(many=True)
+
+
+class HistoryPageOutput(PageOutput):
+    results = HistoryRowOutput(many=True)
+
+
+class TombstonePageOutput(PageOutput):
+    results = TombstoneOutput(many=True)

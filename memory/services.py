@@ -20,6 +20,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from config import metrics
 from config.clock import db_now
 from config.errors import AuthorityConflict, Conflict, IdempotencyKeyReused, ValidationError
 from conversations.models import Character, Conversation, Message
@@ -33,6 +34,7 @@ from .domain import (
     VALUE_MAX,
     Scope,
     known_time_zones,
+    loggable_key,
     normalise_value,
     valid_key,
     value_hash,
@@ -236,8 +238,10 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
         )
     log.info(
         "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
-        result.outcome, key, scope.kind, authority, len(messages),
+        result.outcome, loggable_key(key), scope.kind, authority, len(messages),
     )
+    if result.outcome == "blocked":
+        metrics.write_blocked(result.reason)
     return result
 
 
@@ -384,7 +388,7 @@ def _confirm_locked(owner, record: DomainRecord, now) -> AssertResult:
         confidence=1.0, valid_from=now, valid_until=None, recorded_at=now,
         evidence_time=now, supersedes_id=record.id, messages=[],
     )
-    log.info("memory_confirm key=%s", record.key)
+    log.info("memory_confirm key=%s", loggable_key(record.key))
     return AssertResult("created", _domain(new, owner.username))
 
 
@@ -420,7 +424,7 @@ def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
             confidence=1.0, valid_from=now, valid_until=None, recorded_at=now,
             evidence_time=now, supersedes_id=record.id, messages=[],
         )
-        log.info("memory_correct key=%s", record.key)
+        log.info("memory_correct key=%s", loggable_key(record.key))
         return AssertResult("created", _domain(new, owner.username))
 
 
@@ -463,7 +467,7 @@ def memory_retract(*, record_id, user=None) -> RetractResult:
             raise Conflict("This memory was forgotten; there is nothing to retract.")
         now = db_now()
         closed = _retract_slot(owner, record, now)
-        log.info("memory_retract key=%s closed=%d", record.key, len(closed))
+        log.info("memory_retract key=%s closed=%d", loggable_key(record.key), len(closed))
         records = records_to_domain(MemoryRecord.objects.filter(pk__in=closed), owner.username)
         return RetractResult(now, sorted(records, key=lambda r: (r.valid_from, r.version)))
 
@@ -494,7 +498,7 @@ def memory_restore(*, record_id, user=None) -> AssertResult:
             user=owner, key=record.key, value=record.value, scope=record.scope,
             authority="user-confirmed", confidence=1.0,
         )
-        log.info("memory_restore key=%s outcome=%s", record.key, result.outcome)
+        log.info("memory_restore key=%s outcome=%s", loggable_key(record.key), result.outcome)
         return result
 
 
@@ -550,7 +554,7 @@ def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: s
         )
         purged = _purge(user, [_tombstone_domain(tombstone, user)], secret)
         log.info("memory_forget key=%s scope=%s value_level=%s purged=%d",
-                 key, "*" if scope_id == "*" else scope_id.split(":", 1)[0], value is not None, purged)
+                 loggable_key(key), "*" if scope_id == "*" else scope_id.split(":", 1)[0], value is not None, purged)
         return tombstone
 
 
@@ -598,7 +602,7 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
     with transaction.atomic():
         lock_profile(tombstone.user)
         tombstone.delete()
-    log.info("tombstone_delete key=%s", tombstone.key)
+    log.info("tombstone_delete key=%s", loggable_key(tombstone.key))
     return tombstone
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 
+from config import metrics
 from config.clock import db_now
 from config.errors import Conflict, IdempotencyKeyReused, NotFound, ValidationError
 from conversations.selectors import character_by_slug, conversation_of_user
@@ -195,6 +196,7 @@ def _decide_and_log(*, user, context: PolicyContext, character_id, conversation_
             row.pk, capability.name, requested_by, decision.effect, decision.reason,
             ",".join(decision.rule_ids) or "-", len(rules), version.defaults, version.user,
         )
+        metrics.decision_made(decision.effect, decision.reason)
     DecisionLog.objects.bulk_create(rows)
     return outcomes
 

@@ -35,6 +35,24 @@ def _static_files_in_place(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def _per_test_cache(settings):
+    """Each test starts with an empty cache of its own process. The deployment's shared cache
+    (the database cache, or Redis) adds the same few queries to every API request, which the
+    endpoints' query-count assertions leave out; tests/ops/test_shared_counters.py proves the
+    shared caches themselves, across gunicorn processes."""
+    from axes.handlers.proxy import AxesProxyHandler
+    from django.core.cache import cache
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                   "LOCATION": "companion-tests"}}
+    AxesProxyHandler.get_implementation(force=True)
+    cache.clear()
+    yield
+    cache.clear()
+    AxesProxyHandler.implementation = None
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     # Real hashers are slow on purpose; tests create many users.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -36,7 +36,9 @@ def collected(tmp_path_factory):
 def test_it_uses_whitenoise_with_hashed_compressed_files():
     assert project_settings.STORAGES["staticfiles"]["BACKEND"] == "whitenoise.storage.CompressedManifestStaticFilesStorage"
     middleware = project_settings.MIDDLEWARE
-    assert middleware.index("whitenoise.middleware.WhiteNoiseMiddleware") == 1  # right after SecurityMiddleware
+    # Right after SecurityMiddleware, before anything that would do work for a static file.
+    assert middleware.index("whitenoise.middleware.WhiteNoiseMiddleware") == middleware.index(
+        "django.middleware.security.SecurityMiddleware") + 1
     assert project_settings.INSTALLED_APPS.index("whitenoise.runserver_nostatic") < project_settings.INSTALLED_APPS.index(
         "django.contrib.staticfiles")
 

@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.test import Client, RequestFactory
 from django.urls import include, path
 
-from config import views
+from config import error_pages, views
 
 NAV_LINKS = ('href="/memories/"', 'href="/boundaries/"', 'href="/conversations/"', 'href="/data/"')
 
@@ -151,7 +151,7 @@ def test_a_500_page_that_cannot_render_still_answers_a_page(monkeypatch):
     def broken(name):
         raise RuntimeError("template storage is down")
 
-    monkeypatch.setattr(views.loader, "get_template", broken)
+    monkeypatch.setattr(error_pages.loader, "get_template", broken)
     response = views.server_error(RequestFactory().get("/memories/"))
     assert response.status_code == 500
     assert "<h1>Something went wrong on our side</h1>" in response.content.decode()

@@ -1,0 +1,79 @@
+"""Endpoints for operators (SPEC §12 O2, O3): health and readiness for the load balancer, and
+metrics for Prometheus. None of them is part of the API schema."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from rest_framework.exceptions import AuthenticationFailed
+
+from config import metrics
+from config.api import BearerTokenAuthentication, json_problem_response
+
+log = logging.getLogger("companion.ops")
+
+
+@never_cache
+@require_GET
+def healthz(request):
+    """O2: the process answers. Touches no database, needs no token, says nothing more."""
+    return JsonResponse({"status": "ok"})
+
+
+def _database_answers(connection) -> bool:
+    try:
+        connection.ensure_connection()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception:  # any failure to reach the database means "not ready"
+        return False
+    return True
+
+
+def _migrations_pending(connection) -> bool:
+    executor = MigrationExecutor(connection)
+    return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+
+
+@never_cache
+@require_GET
+def readyz(request):
+    """O2: ready when the database answers and no migration is pending; else 503 naming the
+    check that failed (`database` or `migrations`) and nothing more."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    failed = None
+    if not _database_answers(connection):
+        failed = "database"
+    else:
+        try:
+            if _migrations_pending(connection):
+                failed = "migrations"
+        except Exception:  # the migration table cannot be read: the database is not usable
+            failed = "database"
+    if failed:
+        log.warning("readiness check failed: %s", failed)
+        return JsonResponse({"status": "unavailable", "failed": failed}, status=503)
+    return JsonResponse({"status": "ok"})
+
+
+@never_cache
+@require_GET
+def metrics_view(request):
+    """O3: Prometheus text, to a runtime's Bearer API token only."""
+    try:
+        authenticated = BearerTokenAuthentication().authenticate(request)
+    except AuthenticationFailed:
+        authenticated = None
+    if authenticated is None:
+        response = json_problem_response(401, "unauthenticated", "Authentication required",
+                                         "A Bearer API token is required.")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    body, content_type = metrics.exposition()
+    return HttpResponse(body, content_type=content_type)
