@@ -443,25 +443,15 @@ class ContextResolution:
 
     def __init__(self, ctx, keys=None):
         from .projection import project
-        from .resolver import resolve
 
-        keys = list(keys) if keys else None
         self.ctx = ctx
         cfg = settings.COMPANION
         # Every object built here is kept until the request ends (see gc_paused).
         with gc_paused():
-            self.records = candidate_records(ctx, keys)
-            self.registry, self.tombstones, secret = _registry_tombstones_secret(ctx.user, keys)
-            # The resolver compares `now` with every record's times: in the records' own
-            # tzinfo (UTC) each comparison is a plain one, in an equal but different tzinfo
-            # object (a parsed `now` carries ZoneInfo("UTC")) each costs two utcoffset() calls.
-            context = ctx.domain
-            if context.now.tzinfo is not UTC and context.now.utcoffset() is not None:
-                context = dataclasses.replace(context, now=context.now.astimezone(UTC))
-            self.resolution = resolve(
-                self.records, self.tombstones, context, many_keys=self.registry.many_keys,
-                secret=secret,
-            )
+            remembered = remembered_now(ctx.user, context=ctx, keys=keys)
+            self.records, self.registry = remembered.records, remembered.registry
+            self.tombstones = remembered.tombstones
+            self.resolution = remembered.resolutions[None]
             self.projection = project(
                 self.resolution.active, labels=self.registry.labels,
                 many_keys=self.registry.many_keys, likely=cfg["CERTAINTY_LIKELY"],
@@ -537,7 +527,15 @@ def remembered_now(user, *, now: datetime | None = None, context=None, keys=None
     slot lives in one scope), so each scope's answer is exactly the resolver's for every
     context containing it. F5: what the pages show is what the resolver keeps — nothing else.
     Forgotten skeletons are not read there: R2 excludes them and they supersede nothing (R5
-    counts only records past R1–R4)."""
+    counts only records past R1–R4).
+
+    Every object built here is kept until the request ends, so the cyclic garbage collector
+    is paused while they are built (`gc_paused`; it could free none of them)."""
+    with gc_paused():
+        return _remembered(user, now=now, context=context, keys=keys)
+
+
+def _remembered(user, *, now, context, keys) -> Remembered:
     from .domain import Context
     from .resolver import resolve
 
@@ -545,7 +543,9 @@ def remembered_now(user, *, now: datetime | None = None, context=None, keys=None
     if context is not None:
         domain = context.domain
         if domain.now.tzinfo is not UTC and domain.now.utcoffset() is not None:
-            # In the records' own tzinfo (UTC) every comparison of the resolver is a plain one.
+            # The resolver compares `now` with every record's times: in the records' own tzinfo
+            # (UTC) each comparison is a plain one, in an equal but different tzinfo object (a
+            # parsed `now` carries ZoneInfo("UTC")) each costs two utcoffset() calls.
             domain = dataclasses.replace(domain, now=domain.now.astimezone(UTC))
         records = candidate_records(context, keys)
         contexts = {None: domain}
