@@ -44,7 +44,7 @@ from memory.models import (
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 
 from .models import Character, Conversation, Message, Turn
-from .snapshot import FORMAT, SnapshotInput
+from .snapshot import FORMAT, SnapshotInput, memory_scope_id
 
 User = get_user_model()
 
@@ -467,7 +467,7 @@ class _Import:
             kind = scope["kind"]
             return MemoryRecord(
                 id=v["id"], user=user, key=v["key"], value=v["value"], scope_kind=kind,
-                scope_id=_memory_scope_id(user.username, scope),
+                scope_id=memory_scope_id(user.username, scope),
                 character=chars[scope["character"]] if kind == "character" else None,
                 conversation_id=scope.get("conversation"), scene=scope.get("scene"),
                 status=v["status"], status_since=v.get("status_since"), authority=v["authority"],
@@ -580,10 +580,3 @@ class _Import:
         tombstones = tombstones_of(self.user)
         if tombstones:
             _purge(self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes())
-
-
-def _memory_scope_id(ref: str, scope: dict) -> str:
-    from memory.domain import Scope
-
-    return Scope(kind=scope["kind"], character=scope.get("character"), conversation=scope.get("conversation"),
-                 scene=scope.get("scene")).scope_id(ref)

@@ -20,7 +20,7 @@ import re
 from django.conf import settings
 from rest_framework import serializers
 
-from memory.domain import AUTHORITIES, CARDINALITIES, KEY_MAX, STATUSES, VALUE_MAX, valid_key
+from memory.domain import AUTHORITIES, CARDINALITIES, KEY_MAX, STATUSES, VALUE_MAX, Scope, valid_key
 from memory.serializers import StrictBooleanField
 from policy.domain import (
     ANSWERS,
@@ -479,15 +479,10 @@ class Snapshot(SnapshotInput):
 # What spans rows
 
 
-def _memory_scope_id(ref: str, scope: dict) -> str:
-    kind = scope["kind"]
-    if kind == "user":
-        return f"user:{ref}"
-    if kind == "character":
-        return f"character:{ref}:{scope['character']}"
-    if kind == "conversation":
-        return f"conversation:{scope['conversation']}"
-    return f"scene:{scope['conversation']}:{scope['scene']}"
+def memory_scope_id(ref: str, scope: dict) -> str:
+    """The scope id (SPEC §1) of a memory's scope object in the snapshot."""
+    return Scope(kind=scope["kind"], character=scope.get("character"), conversation=scope.get("conversation"),
+                 scene=scope.get("scene")).scope_id(ref)
 
 
 def _first_in_cycle(edges: dict) -> set:
@@ -585,7 +580,7 @@ def check_references(s: dict) -> dict[str, list[str]]:
 
     # Memories.
     unique("memories", "id", lambda m: m["id"])
-    unique("memories", "version", lambda m: (_memory_scope_id(ref, m["scope"]), m["key"], m["version"]))
+    unique("memories", "version", lambda m: (memory_scope_id(ref, m["scope"]), m["key"], m["version"]))
     memories = {m["id"]: m for m in s["memories"]}
     for i, m in enumerate(s["memories"]):
         scope = m["scope"]
@@ -601,7 +596,7 @@ def check_references(s: dict) -> dict[str, list[str]]:
             found = memories.get(target)
             if found is None:
                 err(f"memories.{i}.supersedes", "Not a memory of this snapshot.")
-            elif (found["key"], _memory_scope_id(ref, found["scope"])) != (m["key"], _memory_scope_id(ref, scope)):
+            elif (found["key"], memory_scope_id(ref, found["scope"])) != (m["key"], memory_scope_id(ref, scope)):
                 err(f"memories.{i}.supersedes", "A memory supersedes one of its own slot (same key and scope).")
     looped = _first_in_cycle({m["id"]: m.get("supersedes") for m in s["memories"]})
     for i, m in enumerate(s["memories"]):

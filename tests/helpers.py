@@ -1,3 +1,5 @@
+import logging
+
 import pytest
 from django.conf import settings
 
@@ -23,3 +25,14 @@ def reseed_catalog() -> None:
     from support.services import support_group_ensure
 
     support_group_ensure()
+
+
+class Collect(logging.Handler):
+    """A log handler that keeps every record, for tests of what is (and is not) logged."""
+
+    def __init__(self):
+        super().__init__(level=logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        self.records.append(record)

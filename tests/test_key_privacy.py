@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from memory.domain import loggable_key
+from tests.helpers import Collect
 
 NAME = "zebrina"
 
@@ -26,13 +27,6 @@ def test_it_masks_the_free_part_of_a_key(key, logged):
     assert loggable_key(key) == logged
 
 
-class Collect(logging.Handler):
-    def __init__(self):
-        super().__init__(level=logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record):
-        self.records.append(record)
 
 
 @pytest.mark.django_db

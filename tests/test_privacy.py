@@ -10,17 +10,11 @@ from django.db import models
 from conversations.models import Message
 from memory.models import MemoryRecord, SlotRetraction, Tombstone
 from policy.models import DecisionLog
+from tests.helpers import Collect
 
 pytestmark = pytest.mark.django_db
 
 
-class Collect(logging.Handler):
-    def __init__(self):
-        super().__init__(level=logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record):
-        self.records.append(record)
 
 
 def test_it_logs_no_private_text_in_a_full_scenario(api):

@@ -11,6 +11,8 @@ from django.urls import include, path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from tests.helpers import Collect
+
 pytestmark = pytest.mark.django_db
 
 SECRET_BODY = "the-secret-body-text-Zebrina"
@@ -42,13 +44,6 @@ urlpatterns = [
 ]
 
 
-class Collect(logging.Handler):
-    def __init__(self):
-        super().__init__(level=logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record):
-        self.records.append(record)
 
 
 @pytest.fixture
