@@ -157,14 +157,17 @@ USE_TZ = True
 # Static files: WhiteNoise serves them from STATIC_ROOT in every mode (`runserver` with DEBUG on
 # or off, gunicorn), with content-hashed names cached for a year and gzip-compressed copies.
 # `manage.py collectstatic` fills STATIC_ROOT: `make run` and the deploy steps run it. With
-# DEBUG on, WhiteNoise also finds files in place, so editing a stylesheet needs no collectstatic.
+# DEBUG on, WhiteNoise also finds files in place, so editing a stylesheet needs no collectstatic;
+# with DEBUG off, a file that was never collected is served from its app folder, unhashed.
 STATIC_URL = "/static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "config.static.StaticFilesStorage"},
 }
+# A file that was never collected is served from its app folder (see config/static.py).
+WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "memory:list"

@@ -34,13 +34,34 @@ def collected(tmp_path_factory):
 
 
 def test_it_uses_whitenoise_with_hashed_compressed_files():
-    assert project_settings.STORAGES["staticfiles"]["BACKEND"] == "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    from whitenoise.storage import CompressedManifestStaticFilesStorage
+
+    from config.static import StaticFilesStorage
+
+    assert project_settings.STORAGES["staticfiles"]["BACKEND"] == "config.static.StaticFilesStorage"
+    assert issubclass(StaticFilesStorage, CompressedManifestStaticFilesStorage)
     middleware = project_settings.MIDDLEWARE
     # Right after SecurityMiddleware, before anything that would do work for a static file.
     assert middleware.index("whitenoise.middleware.WhiteNoiseMiddleware") == middleware.index(
         "django.middleware.security.SecurityMiddleware") + 1
     assert project_settings.INSTALLED_APPS.index("whitenoise.runserver_nostatic") < project_settings.INSTALLED_APPS.index(
         "django.contrib.staticfiles")
+
+
+@pytest.mark.django_db
+def test_a_page_is_styled_with_debug_off_even_when_nothing_was_collected(tmp_path):
+    """`runserver` or gunicorn started without `collectstatic` (an empty STATIC_ROOT): the
+    page renders (it was a 500) and links the plain stylesheet, which WhiteNoise serves from
+    the app's static folder."""
+    with override_settings(STORAGES=project_settings.STORAGES, STATIC_ROOT=tmp_path / "empty", DEBUG=False):
+        client = Client()
+        page = client.get("/login/")
+        assert page.status_code == 200
+        [href] = re.findall(r'<link rel="stylesheet" href="([^"]+)"', page.content.decode())
+        assert href == "/static/css/pages.css"
+        response = client.get(href)
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/css")
+        assert b".visually-hidden" in b"".join(response.streaming_content)
 
 
 @pytest.mark.django_db
