@@ -243,13 +243,21 @@ def test_it_marks_a_memory_no_longer_true_and_undoes_it(page, readme_server, per
 # ---------------------------------------------------------------------------------------------
 # Forget selected
 
+WEBSITE = "https://example.org/notes/an-address-far-longer-than-a-phone-is-wide/without-a-single-space"
+
 
 def test_it_forgets_the_selected_memories_after_one_confirmation(page, readme_server, person, sign_in, look):
-    """F1/F2 for several at once: tick three cards, one page lists exactly those, and once
+    """F1/F2 for several at once: tick four cards, one page lists exactly those, and once
     confirmed each is forgotten as a forget of its own would be — gone from the page, erased
-    in the runtime's records, excluded as forgotten by the resolver."""
+    in the runtime's records, excluded as forgotten by the resolver. One value is an address
+    with no space in it: the cards wrap it, and the page stays as wide as a phone."""
+    made = readme_server.api("POST", "/memories", {
+        "user": person.username, "key": "user.website", "value": WEBSITE, "scope": {"kind": "user"},
+        "authority": "user-confirmed"})
+    assert made["outcome"] == "created"
     sign_in(page, person)
-    chosen = ["Dislikes", "The scene's lamp", "The story's meeting"]
+    expect(card(page, "Your website").locator(".memory-value")).to_have_text(WEBSITE)
+    chosen = ["Dislikes", "The scene's lamp", "The story's meeting", "Your website"]
     ids = {}
     for label in chosen:
         box = page.get_by_label(f"Select {label}", exact=True)
@@ -259,7 +267,7 @@ def test_it_forgets_the_selected_memories_after_one_confirmation(page, readme_se
     look(page, "flows-10-selected")
     page.locator("#forget-selected-button").click()
 
-    expect(page.get_by_role("heading", level=1)).to_have_text("Forget 3 memories?")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Forget 4 memories?")
     listed = page.locator("#forget-selected-list > li")
     expect(listed.locator(".memory-label")).to_have_text(chosen)
     expect(listed.nth(0)).to_contain_text("being rushed")
@@ -270,11 +278,11 @@ def test_it_forgets_the_selected_memories_after_one_confirmation(page, readme_se
     expect(page).to_have_url(readme_server.url + "/memories/#messages")
     expect(page.locator("#messages")).to_be_focused()
     expect(page.locator("#messages")).to_have_text(
-        "Forgotten: 3 memories (“Dislikes”, “The scene's lamp”, “The story's meeting”). "
+        "Forgotten: 4 memories (“Dislikes”, “The scene's lamp”, “The story's meeting”, “Your website”). "
         "The values are erased, and old messages will not bring them back.")
     for label in chosen:
         expect(card(page, label)).to_have_count(0)
-    for value in ("being rushed", "the work lamp is on", "Thursdays at"):
+    for value in ("being rushed", "the work lamp is on", "Thursdays at", WEBSITE):
         expect(page.locator("main")).not_to_contain_text(value)
     expect(card(page, "Basil plant's name")).to_have_count(1)  # what was not ticked stays
     look(page, "flows-12-forgotten-selected")
@@ -504,3 +512,31 @@ def test_it_stops_using_memories_in_conversations_when_switched_off(page, readme
     assert [m["value"] for m in plan["memories"] if m["key"] == "dog.name"] == ["Rex"]
     assert len(plan["memories"]) == len(used)
     assert "memory-off" not in {e["reason"] for e in plan["excluded"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# A word longer than a phone is wide
+
+LONG_WORD = "Rindfleischetikettierungsüberwachungsaufgabenübertragungsgesetz"
+
+
+def test_it_keeps_a_long_word_inside_the_window_on_every_page_that_shows_it(page, readme_server, person, sign_in,
+                                                                            look):
+    """A value, a message or a conversation title may hold a word wider than a phone (a
+    compound, an address): it wraps inside its card, and no page grows sideways (issue 13,
+    item 10: values wrap at word boundaries, and break inside a word only when it cannot fit)."""
+    told = tell(readme_server, person, f"My dog's name is {LONG_WORD}.", title=LONG_WORD)
+    sign_in(page, person)
+    dog = card(page, "Dog's name")
+    expect(dog.locator(".memory-value")).to_have_text(LONG_WORD)
+    look(page, "flows-21-long-word-memories")
+    dog.get_by_role("link", name="History of Dog's name").click()
+    look(page, "flows-22-long-word-history")
+    page.get_by_role("link", name="Conversations").click()
+    expect(page.get_by_role("link", name=LONG_WORD)).to_be_visible()
+    look(page, "flows-23-long-word-conversations")
+    page.get_by_role("link", name=LONG_WORD).click()
+    expect(page.locator(f"#m-{told['message']} .content")).to_contain_text(LONG_WORD)
+    look(page, "flows-24-long-word-transcript")
+    page.get_by_role("link", name="Delete this conversation").click()
+    look(page, "flows-25-long-word-delete-conversation")
