@@ -15,27 +15,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-ROWAN = {"name": "Captain Rowan"}
-
-
-def tell(server, who, text: str, *, title: str = "A chat with Rowan") -> dict:
-    """The chat runtime: a conversation with Captain Rowan in which `who` says `text`."""
-    server.api("PUT", "/characters/captain-rowan", ROWAN)
-    conversation = server.api("POST", "/conversations", {"user": who.username, "character": "captain-rowan",
-                                                         "title": title})
-    turn = server.api("POST", f"/conversations/{conversation['id']}/turns", {"turn_key": "t1", "content": text})
-    return {"id": conversation["id"], "message": turn["user_message"]["id"],
-            "ctx": {"user": who.username, "character": "captain-rowan", "conversation": conversation["id"]}}
-
-
-def card(page, label):
-    return page.locator("li.memory", has=page.get_by_role("heading", name=label, exact=True))
-
-
-def new_plan(server, conversation_id, key):
-    turn = server.api("POST", f"/conversations/{conversation_id}/turns",
-                      {"turn_key": key, "content": "What is my dog called?"})
-    return server.api("GET", f"/turns/{turn['id']}/prompt-plan?budget=4000")
+from .helpers import card, lands_on_card, new_plan, tell
 
 
 def assert_word_on_one_line(page, word: str) -> None:
@@ -77,7 +57,8 @@ def test_sign_in_and_correct_a_memory(page, readme_server, person, sign_in, look
     look(page, "03-correct-inline")
     dog.get_by_role("button", name="Save correction").click()
 
-    expect(page.locator(".messages")).to_contain_text("Corrected “Dog's name”")
+    corrected = lands_on_card(page, readme_server)  # at the new card, focused (issue 13, item 8)
+    expect(page.locator(f"#m-{corrected} .card-notice")).to_contain_text("Corrected “Dog's name”")
     expect(card(page, "Dog's name").locator(".memory-value")).to_have_text("Max")
     expect(page.locator("main")).not_to_contain_text("Rex")
     look(page, "04-memories-after-correct")
@@ -106,9 +87,9 @@ def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, pers
     look(page, "06-forget-confirm")
     page.get_by_role("button", name="Forget it").click()
 
-    # The page, back at the forgotten card's place (issue 13, item 8).
-    expect(page).to_have_url(re.compile(re.escape(readme_server.url + "/memories/#m-") + "[0-9a-f-]{36}$"))
-    expect(page.locator(".messages")).to_contain_text("Forgotten: “Dog's name”")
+    # The page, back at the forgotten card's place, focused (issue 13, item 8).
+    place = lands_on_card(page, readme_server)
+    expect(page.locator(f"#m-{place} .card-notice")).to_contain_text("Forgotten: “Dog's name”")
     expect(page.locator("main")).not_to_contain_text("Rex")
     expect(page.locator("main")).to_contain_text("being rushed")  # the demo's other memories stay
     look(page, "07-memories-after-forget")

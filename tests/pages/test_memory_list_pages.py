@@ -340,6 +340,43 @@ def test_a_correction_to_the_same_value_says_nothing_changed_or_confirmed(page, 
     assert second.redirect_chain == [(f"/memories/#m-{confirmed.pk}", 302)]
 
 
+def test_it_says_nothing_changed_when_a_page_shown_earlier_confirms_again(page, say, sam):
+    """SPEC §2 on the page: a "Confirm" posted from a page shown before the memory was
+    confirmed (another tab, the back button, a second click) confirms what the user already
+    confirmed: nothing is stored, and the page says "nothing changed" beside the confirmed
+    card — not that the memory is "no longer current", at the top of the page."""
+    say("My dog's name is Rex.")
+    shown = live("dog.name", sam)
+    confirmed = memory_confirm(record_id=shown.pk, user=sam).record
+    before = MemoryRecord.objects.count()
+
+    r = page.post(f"/memories/{shown.pk}/confirm", {"next": "/memories/"}, follow=True)
+
+    assert MemoryRecord.objects.count() == before
+    assert r.redirect_chain == [(f"/memories/#m-{confirmed.id}", 302)]
+    assert "Nothing changed: “Dog's name” was already confirmed by you." in card_text(r, confirmed.id)
+    assert 'id="messages"' not in r.content.decode()
+
+
+def test_it_says_nothing_changed_when_a_page_shown_earlier_corrects_to_the_same_value(page, say, sam):
+    """SPEC §2: a same-value correct is a confirm, so the same holds for "Save correction"
+    with the value unchanged on a card confirmed since; a different value still says the
+    memory changed in the meantime, and nothing is stored either way."""
+    say("My dog's name is Rex.")
+    shown = live("dog.name", sam)
+    confirmed = memory_confirm(record_id=shown.pk, user=sam).record
+    before = MemoryRecord.objects.count()
+
+    same = page.post(f"/memories/{shown.pk}/correct", {"value": "REX ", "next": "/memories/"}, follow=True)
+    other = page.post(f"/memories/{shown.pk}/correct", {"value": "Max", "next": "/memories/"}, follow=True)
+
+    assert MemoryRecord.objects.count() == before
+    assert same.redirect_chain == [(f"/memories/#m-{confirmed.id}", 302)]
+    assert "Nothing changed: “Dog's name” already holds that value, as you said it." in card_text(same, confirmed.id)
+    assert other.redirect_chain == [("/memories/#messages", 302)]
+    assert "changed in the meantime, so nothing was corrected" in follow_messages(other)[0]
+
+
 def test_the_list_links_to_what_was_marked_no_longer_true(page, say, sam):
     say("My dog's name is Rex.")
     page.post(f"/memories/{live('dog.name', sam).pk}/retract")
