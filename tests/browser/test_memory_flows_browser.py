@@ -42,9 +42,8 @@ def history_of(server, who, key: str) -> list[dict]:
 
 
 def no_longer_true(label: str) -> re.Pattern:
-    """The "No longer true" button's accessible name. (Chromium computes it with a space
-    before the colon: the screen-reader-only part is positioned, so it counts as a block.)"""
-    return re.compile(rf"^No longer true ?: {re.escape(label)}$")
+    """The "No longer true" button's accessible name, exactly as a screen reader says it."""
+    return re.compile(rf"^No longer true: {re.escape(label)}$")
 
 
 def card_labels(page) -> list[str]:
