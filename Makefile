@@ -9,6 +9,10 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 DB     ?=
 RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB)))
+# `make test` runs the suite in TEST_WORKERS processes (pytest-xdist), a test file per process
+# at a time: files that start servers or hold fixed ports never meet. TEST_WORKERS=0 runs it in
+# this process.
+TEST_WORKERS ?= 2
 
 .PHONY: run test install lint bench bench-smoke clean
 
@@ -29,7 +33,7 @@ run: install
 	$(RUN_ENV) $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
