@@ -174,8 +174,12 @@ def person(readme_server, request):
 # --- the browser --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """One Chromium per test file. Playwright's sync API keeps an event loop running in this
+    thread while it is started, and Django refuses database calls from such a thread, so it
+    must stop before the process moves on to other test files (pytest-xdist runs several
+    files in one process)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
