@@ -36,3 +36,32 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class CatalogVersion(models.Model):
+    """One row (id 1) whose `version` changes whenever catalog data does (the key registry,
+    capabilities, product-default rules, characters). Database triggers on those tables set it
+    (see `config.catalog`), so every worker and machine sees a change however it was made. The
+    value is random, not a counter: compared only for equality, it never comes back after a
+    rolled-back change or a flushed table, as a counter's would."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    version = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="catalog_version_singleton")]
+
+    def __str__(self) -> str:
+        return f"catalog {self.version}"
+
+
+class ThrottleWindow(models.Model):
+    """A fixed-window API throttle counter (SPEC §12 O4) when the shared cache is the database:
+    one row per scope and token, counted with one atomic upsert (`config.api.RuntimeThrottle`)."""
+
+    key = models.CharField(max_length=200, primary_key=True)
+    window_start = models.BigIntegerField()
+    hits = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.hits}"
