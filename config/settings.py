@@ -49,6 +49,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: a request id on every response, unhandled exceptions logged once, metrics (§12).
     "config.observability.ObservabilityMiddleware",
+    # Each request sees catalog data (key registry, capabilities, defaults, characters) as of
+    # one catalog version: cached per process, checked once per request (config.catalog).
+    "config.catalog.CatalogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the pages' stylesheet, the admin's) before anything else reads the request.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -138,7 +141,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
     DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str("SQLITE_TEST_NAME", default="")
 else:
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+    # Persistent connections (a new PostgreSQL connection costs more than most requests), checked
+    # before reuse so a connection the server dropped is replaced instead of failing a request.
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 
+from config import catalog
 from config.clock import db_now
 from config.errors import NotFound, ValidationError
 from memory.domain import Context
@@ -55,8 +56,20 @@ def user_by_ref(ref: str, *, field: str | None = "user") -> User:
     return user
 
 
+@catalog.cached
+def catalog_characters() -> dict[str, Character]:
+    """Every character by slug, cached per process while the catalog version holds
+    (config.catalog). The instances are shared: read them, never change them."""
+    return {c.slug: c for c in Character.objects.all()}
+
+
 def character_by_slug(slug: str, *, field: str = "character") -> Character:
-    character = Character.objects.filter(slug=slug).first()
+    """A character by slug: from the process cache in a request (no query when warm), else
+    one query."""
+    if catalog.active():
+        character = catalog_characters().get(slug) if isinstance(slug, str) else None
+    else:
+        character = Character.objects.filter(slug=slug).first()
     if character is None:
         raise ValidationError(f"Unknown character {slug!r}.", field=field)
     return character

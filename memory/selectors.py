@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
 
-from config import metrics
+from config import catalog, metrics
 from config.errors import NotFound, ValidationError
 
 from .builders import build_slotted, gc_paused
@@ -321,7 +321,18 @@ class Registry:
         return self.labels.get(key) or default_label(key)
 
 
+@catalog.cached
+def catalog_registry() -> Registry:
+    """The whole key registry, cached per process while the catalog version holds
+    (config.catalog): one query when cold, none when warm."""
+    return Registry(KeyDefinition.objects.values_list("key", "cardinality", "label"))
+
+
 def registry(keys: Iterable[str] | None = None) -> Registry:
+    """The registry (of `keys`, or all of it). In a request, the cached whole registry (a
+    superset answers the same); elsewhere one query for just those keys."""
+    if catalog.active():
+        return catalog_registry()
     qs = KeyDefinition.objects.all()
     if keys is not None:
         qs = qs.filter(key__in=list(keys))
@@ -381,14 +392,16 @@ def last_named_key(user) -> str | None:
 
 def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombstone], bytes]:
     """`registry()`, `tombstones_of(user, keys)` and — when a tombstone holds a value hash —
-    `user_secret(user)`, in two queries whatever the data (the secret comes with the
+    `user_secret(user)`, in two queries whatever the data (one in a request, where the
+    registry is cached) (the secret comes with the
     tombstones), so a resolve's query count does not depend on what was forgotten. Written
     out once per database like the candidate read (same WHERE and ORDER BY as the ORM's)."""
     reader = raw_reader(Tombstone.objects.db)
     if reader is None:
+        keyed = registry()
         tombstones = tombstones_of(user, keys)
         secret = user_secret(user) if any(t.value_hash for t in tombstones) else b""
-        return registry(), tombstones, secret
+        return keyed, tombstones, secret
     where, params = f"{reader.name(Tombstone, 'user', 't.')} = %s", [user.pk]
     if keys is not None:
         keys = list(keys)
@@ -399,7 +412,8 @@ def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombst
             params += keys
     sql = reader.sql("registry-tombstones", _registry_tombstone_sql)
     rows = reader.fetch(sql["tombstones"].format(where=where), params)
-    registry_rows = reader.fetch(sql["registry"], [])
+    # In a request the registry comes from the process cache (config.catalog).
+    keyed = catalog_registry() if catalog.active() else Registry(reader.fetch(sql["registry"], []))
     username = user.username
     tombstones = [
         DomainTombstone(
@@ -415,7 +429,7 @@ def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombst
     if any(t.value_hash for t in tombstones):
         hexed = rows[0][6]
         secret = bytes.fromhex(hexed) if hexed else b""
-    return Registry(registry_rows), tombstones, secret
+    return keyed, tombstones, secret
 
 
 def _registry_tombstone_sql(reader: RawReader) -> dict[str, str]:

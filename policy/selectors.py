@@ -10,6 +10,7 @@ from datetime import datetime
 
 from django.db.models import Q, QuerySet, Subquery
 
+from config import catalog
 from config.errors import NotFound, ValidationError
 from conversations.models import Conversation
 
@@ -29,9 +30,22 @@ def capability_list() -> QuerySet[Capability]:
     return Capability.objects.order_by("name")
 
 
+@catalog.cached
+def catalog_capabilities() -> dict[str, Capability]:
+    """Every capability by name, cached per process while the catalog version holds
+    (config.catalog). The instances are shared: read them, never change them."""
+    return {c.name: c for c in Capability.objects.all()}
+
+
 def capability_by_name(name, *, field: str = "capability") -> Capability:
-    """An unknown capability is bad input naming the field (SPEC §10)."""
-    capability = Capability.objects.filter(pk=name).first() if isinstance(name, str) else None
+    """An unknown capability is bad input naming the field (SPEC §10). From the process cache
+    in a request (no query when warm), else one query."""
+    if not isinstance(name, str):
+        capability = None
+    elif catalog.active():
+        capability = catalog_capabilities().get(name)
+    else:
+        capability = Capability.objects.filter(pk=name).first()
     if capability is None:
         raise ValidationError(f"Unknown capability {name!r}.", field=field)
     return capability
@@ -39,7 +53,11 @@ def capability_by_name(name, *, field: str = "capability") -> Capability:
 
 def capabilities_by_name(names: Iterable[str], *, field: str = "capabilities") -> dict[str, Capability]:
     wanted = list(dict.fromkeys(names))
-    found = {c.name: c for c in Capability.objects.filter(pk__in=wanted)}
+    if catalog.active():
+        known = catalog_capabilities()
+        found = {name: known[name] for name in wanted if name in known}
+    else:
+        found = {c.name: c for c in Capability.objects.filter(pk__in=wanted)}
     missing = [name for name in wanted if name not in found]
     if missing:
         raise ValidationError(f"Unknown capability {missing[0]!r}.", field=field)
@@ -61,16 +79,62 @@ def policy_version_of(user) -> PolicyVersion:
     return PolicyVersion(defaults=row["version"], user=row["user_version"] or 0)
 
 
+@dataclass(frozen=True)
+class ProductDefaults:
+    """The product-default rules (catalog data) with their version (D7), read together:
+    the version first, so it is never newer than the rules it is reported with."""
+
+    version: int
+    # (capability, created_at, id) — the model's order — with the rule's character id.
+    rules: tuple[tuple[tuple, int | None, Rule], ...]
+
+    def candidates(self, capabilities: Iterable[str], *, character_id=None,
+                   now: datetime | None = None) -> list[tuple[tuple, Rule]]:
+        """What `rules_for_decision`'s query selects among the defaults, in Python."""
+        wanted = set(capabilities)
+        out = []
+        for order, rule_character, rule in self.rules:
+            if rule.capability not in wanted:
+                continue
+            if rule.scope.kind != "global" and (character_id is None or rule_character != character_id):
+                continue
+            if now is not None and not (rule.valid_from <= now
+                                        and (rule.valid_until is None or rule.valid_until > now)
+                                        and (rule.revoked_at is None or rule.revoked_at > now)):
+                continue
+            out.append((order, rule))
+        return out
+
+
+@catalog.cached
+def product_defaults() -> ProductDefaults:
+    """The product defaults and their version, cached per process while the catalog version
+    holds (config.catalog); two queries when cold."""
+    version = DefaultsPolicyVersion.objects.filter(pk=1).values_list("version", flat=True).first() or 0
+    rows = PolicyRule.objects.filter(user__isnull=True).select_related("character")
+    return ProductDefaults(version, tuple(
+        ((r.capability_id, r.created_at, r.pk), r.character_id, r.to_domain()) for r in rows
+    ))
+
+
+def user_policy_version(user) -> int:
+    """D7: the user's own version (0 without a row); one query."""
+    return UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first() or 0
+
+
 def _rules_of_user_and_defaults(user) -> QuerySet[PolicyRule]:
     return PolicyRule.objects.filter(Q(user=user) | Q(user__isnull=True)).select_related("user", "character")
 
 
 def rules_for_decision(*, user, capabilities: Iterable[str], character_id=None, conversation_id=None,
-                       scene: str | None = None, now: datetime | None = None) -> list[Rule]:
+                       scene: str | None = None, now: datetime | None = None,
+                       defaults: ProductDefaults | None = None) -> list[Rule]:
     """The rules that may be D1 candidates, in one query whatever the number of rules or
     capabilities: the user's and the product defaults, for these capabilities, whose scope can
     match the context and (when `now` is given) that are in force at `now`. The engine applies
-    D1 again, so this filter only has to be no narrower than D1."""
+    D1 again, so this filter only has to be no narrower than D1. With `defaults` (the cached
+    product defaults) the query reads the user's rules only and the defaults are filtered
+    alike in Python."""
     scope = Q(scope_kind="global")
     if character_id is not None:
         scope |= Q(scope_kind="character", character_id=character_id)
@@ -78,20 +142,37 @@ def rules_for_decision(*, user, capabilities: Iterable[str], character_id=None, 
         scope |= Q(scope_kind="conversation", conversation_id=conversation_id)
         if scene is not None:
             scope |= Q(scope_kind="scene", conversation_id=conversation_id, scene=scene)
-    rules = _rules_of_user_and_defaults(user).filter(capability_id__in=list(capabilities)).filter(scope)
+    capabilities = list(capabilities)
+    if defaults is None:
+        rules = _rules_of_user_and_defaults(user)
+    else:
+        rules = PolicyRule.objects.filter(user=user).select_related("user", "character")
+    rules = rules.filter(capability_id__in=capabilities).filter(scope)
     if now is not None:
         rules = rules.filter(
             Q(valid_from__lte=now),
             Q(valid_until__isnull=True) | Q(valid_until__gt=now),
             Q(revoked_at__isnull=True) | Q(revoked_at__gt=now),
         )
-    return [rule.to_domain() for rule in rules]
+    if defaults is None:
+        return [rule.to_domain() for rule in rules]
+    # The user's rules from the database, the defaults from the cache, in the model's order.
+    merged = [((r.capability_id, r.created_at, r.pk), r.to_domain()) for r in rules]
+    merged += defaults.candidates(capabilities, character_id=character_id, now=now)
+    merged.sort(key=lambda pair: pair[0])
+    return [rule for _, rule in merged]
 
 
-def rules_for_explain(*, user, capability: str) -> list[Rule]:
+def rules_for_explain(*, user, capability: str, defaults: ProductDefaults | None = None) -> list[Rule]:
     """Every rule of the user and every product default for one capability: explain tells why
-    each was or was not a candidate."""
-    return [rule.to_domain() for rule in _rules_of_user_and_defaults(user).filter(capability_id=capability)]
+    each was or was not a candidate. With `defaults`, those come from the cache."""
+    if defaults is None:
+        return [rule.to_domain() for rule in _rules_of_user_and_defaults(user).filter(capability_id=capability)]
+    merged = [((r.capability_id, r.created_at, r.pk), r.to_domain())
+              for r in PolicyRule.objects.filter(user=user, capability_id=capability).select_related("user", "character")]
+    merged += [(order, rule) for order, _, rule in defaults.rules if rule.capability == capability]
+    merged.sort(key=lambda pair: pair[0])
+    return [rule for _, rule in merged]
 
 
 def rule_list(*, user=None, capability: str | None = None) -> QuerySet[PolicyRule]:

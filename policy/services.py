@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 
-from config import metrics
+from config import catalog, metrics
 from config.clock import db_now
 from config.errors import Conflict, IdempotencyKeyReused, NotFound, ValidationError
 from conversations.selectors import character_by_slug, conversation_of_user
@@ -65,9 +65,11 @@ from .selectors import (
     decision_by_id,
     media_job_of_user,
     policy_version_of,
+    product_defaults,
     rule_list,
     rules_for_decision,
     rules_for_explain,
+    user_policy_version,
 )
 
 if TYPE_CHECKING:
@@ -164,13 +166,21 @@ def _decide_and_log(*, user, context: PolicyContext, character_id, conversation_
     The version is read before the rules, so a change committed in between makes the returned
     version older than the rules, never newer: a worker comparing versions (D9) then re-checks
     instead of trusting a decision made on older rules."""
-    version = policy_version_of(user)
+    defaults = None
+    if catalog.active():
+        # In a request the product defaults and their version come from the process cache
+        # (config.catalog), read together, so the version still never runs ahead of the rules.
+        defaults = product_defaults()
+        version = PolicyVersion(defaults=defaults.version, user=user_policy_version(user))
+    else:
+        version = policy_version_of(user)
     if explain:
-        rules = [r for c in capabilities for r in rules_for_explain(user=user, capability=c.name)]
+        rules = [r for c in capabilities
+                 for r in rules_for_explain(user=user, capability=c.name, defaults=defaults)]
     else:
         rules = rules_for_decision(
             user=user, capabilities=[c.name for c in capabilities], character_id=character_id,
-            conversation_id=conversation_id, scene=context.scene, now=context.now,
+            conversation_id=conversation_id, scene=context.scene, now=context.now, defaults=defaults,
         )
     outcomes: list[DecisionOutcome] = []
     rows: list[DecisionLog] = []

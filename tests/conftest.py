@@ -53,6 +53,18 @@ def _per_test_cache(settings):
 
 
 @pytest.fixture(autouse=True)
+def _cold_catalog_cache():
+    """Each test starts with this process's catalog cache empty (config.catalog), so a query
+    count never depends on which test ran before: the first request of a test loads the
+    catalog data it reads; later requests of the test find it warm unless the catalog changed."""
+    from config import catalog
+
+    catalog.clear_all()
+    yield
+    catalog.clear_all()
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     # Real hashers are slow on purpose; tests create many users.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
