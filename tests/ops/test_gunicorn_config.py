@@ -1,0 +1,113 @@
+"""The serving configuration is in the repository (issue 14): `gunicorn.conf.py`, which
+gunicorn reads from the working directory by itself, sets the workers from the core count
+(`WEB_CONCURRENCY` overrides), loads the app once in the master before forking
+(`preload_app`), closes database connections and freezes the collector there, and keeps
+idle connections alive."""
+
+from __future__ import annotations
+
+import gc
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PORT = 8431
+
+
+def config(**env) -> dict:
+    saved = {k: os.environ.get(k) for k in ("WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR", *env)}
+    try:
+        os.environ.pop("WEB_CONCURRENCY", None)
+        os.environ.update(env)
+        return runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def test_it_takes_the_workers_from_the_core_count_unless_told():
+    assert config()["workers"] == 2 * cores() + 1
+    assert config(WEB_CONCURRENCY="3")["workers"] == 3
+
+
+def test_it_preloads_the_app_and_keeps_connections_alive():
+    settings = config()
+    assert settings["preload_app"] is True
+    assert settings["worker_class"] == "gthread" and settings["threads"] == 1  # keep-alive needs it
+    assert settings["keepalive"] >= 2
+
+
+def test_the_master_closes_connections_and_freezes_what_it_loaded(monkeypatch):
+    from django.db import connections
+
+    closed = []
+    monkeypatch.setattr(connections, "close_all", lambda: closed.append(True))
+    settings = config()
+    gc.unfreeze()
+    try:
+        settings["when_ready"](None)
+        assert gc.get_freeze_count() > 0 and closed == [True]
+    finally:
+        gc.unfreeze()
+    settings["pre_fork"](None, None)  # a worker forked later inherits no connection either
+    assert closed == [True, True]
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.parametrize("concurrency", [None, "2"], ids=["core count", "WEB_CONCURRENCY"])
+def test_gunicorn_serves_with_the_config_file(concurrency, tmp_path):
+    expected = int(concurrency) if concurrency else 2 * cores() + 1
+    env = {k: v for k, v in os.environ.items() if k not in ("WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR")}
+    env.update({"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "DJANGO_DEBUG": "false",
+                "SECRET_KEY": "gunicorn-config-" + "k" * 40, "ALLOWED_HOSTS": "127.0.0.1"})
+    if concurrency:
+        env["WEB_CONCURRENCY"] = concurrency
+    port = PORT + (1 if concurrency else 0)
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application",
+                                 "--bind", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline, body, workers = time.monotonic() + 60, None, []
+            while time.monotonic() < deadline and (body is None or len(workers) < expected):
+                assert proc.poll() is None, "gunicorn exited"
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                        body = r.read()
+                except OSError:
+                    pass
+                workers = children(proc.pid)
+                time.sleep(0.2)
+            assert body == b'{"status": "ok"}'
+            assert len(workers) == expected
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+        log.seek(0)
+        text = log.read().decode()
+    assert "gthread" in text, text
