@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 import logging
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -55,8 +56,9 @@ from .models import (
     SlotRetraction,
     Tombstone,
 )
-from .selectors import memory_get, records_to_domain, registry, tombstones_of
+from .selectors import memory_get, records_to_domain, registry, tombstones_of, write_state
 from .switches import MemorySettings, memory_settings_of, settings_of_profile
+from .writes import Fact, Known, WriteRefused, plan_writes
 
 # I8: the authorities of what the companion learns by itself; `learn` off blocks them.
 LEARNED_AUTHORITIES = frozenset({"model-inferred", "rule-extracted"})
@@ -247,79 +249,55 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
 
 def _assert_core(*, user, key, value, scope, scope_fields, authority, confidence, valid_from,
                  valid_until, messages, supersedes, secret, now) -> AssertResult:
-    many = registry([key]).is_many(key)
+    """W3–W9 for one assert: a batch of one (`memory.writes`), read and written like any."""
     scope_id = scope.scope_id(user.username)
-    # SPEC §1: evidence time is fixed at write; valid_from defaults to it when there are sources.
-    evidence_time = max(m.created_at for m in messages) if messages else None
-    if valid_from is None:
-        valid_from = evidence_time or now
-        if valid_until is not None and valid_until <= valid_from:
-            raise ValidationError("valid_until must be after valid_from.", field="valid_until")
-    if evidence_time is None:
-        evidence_time = min(valid_from, now)
-    hashed = value_hash(secret, value) if many else None
-
-    # W3: a tombstone blocks the write; nothing is stored, not even the value.
-    for tombstone in tombstones_of(user, [key]):
-        if tombstone.blocks(user=user.username, key=key, scope_id=scope_id,
-                            evidence_time=evidence_time, hashed_value=value_hash(secret, value)):
-            return AssertResult("blocked", None, "forgotten")
-
-    # W4: a retracted slot stays retracted for evidence no newer than the retraction.
-    retracted = SlotRetraction.objects.filter(
-        user=user, scope_id=scope_id, key=key, value_hash=hashed or ""
-    ).aggregate(m=Max("retracted_at"))["m"]
-    born_closed = retracted is not None and evidence_time <= retracted
-    if born_closed:
-        closed_at = max(valid_from, retracted)
-        valid_until = closed_at if valid_until is None else min(valid_until, closed_at)
-        valid_until = max(valid_until, valid_from)
-
-    slot = _slot_records(user, scope_id, key, many=many, value=value)
-    tombstones = tombstones_of(user, [key])
-    winner = resolver.resolve_slot(slot, valid_from, tombstones=tombstones, many=many, secret=secret)
-
-    # W5: an unchanged value only merges provenance.
-    rank = AUTHORITY_RANK[authority]
-    if (
-        winner is not None
-        and normalise_value(winner.value) == normalise_value(value)
-        and winner.valid_from <= valid_from
-        and (winner.valid_until is None or (valid_until is not None and valid_until <= winner.valid_until))
-        and rank <= winner.authority_rank
-        and supersedes in (None, winner.id)
-    ):
-        if messages:
-            MemorySource.objects.bulk_create(
-                [MemorySource(memory_id=winner.id, message=m) for m in messages], ignore_conflicts=True
-            )
-        if confidence > winner.confidence:
-            MemoryRecord.objects.filter(pk=winner.id).update(confidence=confidence)
-        return AssertResult("unchanged", _domain(MemoryRecord(pk=winner.id), user.username))
-
-    # W6: store. An explicit supersedes must stay within the slot and not overrule authority.
-    supersedes_id = None
-    if supersedes is not None:
-        target = next((r for r in slot if r.id == supersedes), None)
-        if target is None:
-            raise ValidationError("supersedes must name a record of the same slot.", field="supersedes")
-        if target.authority_rank > rank:
-            raise AuthorityConflict(
-                f"The record to supersede has authority {target.authority}, higher than {authority}."
-            )
-        supersedes_id = target.id
-    elif not many and valid_until is None and not born_closed and winner is not None:
-        # W6/W7: implicit supersession only of a winner whose authority is not higher.
-        if winner.authority_rank <= rank:
-            supersedes_id = winner.id
-
-    record = _insert_record(
-        user=user, key=key, value=value, scope_id=scope_id, scope_fields=scope_fields,
-        authority=authority, confidence=confidence, valid_from=valid_from,
-        valid_until=valid_until, recorded_at=now, evidence_time=evidence_time,
-        supersedes_id=supersedes_id, messages=messages,
+    state = write_state(user, [(scope_id, key)])
+    fact = Fact(
+        key=key, value=value, scope=scope, authority=authority, many=key in state.many_keys,
+        confidence=confidence, valid_from=valid_from, valid_until=valid_until,
+        sources=tuple(str(m.pk) for m in messages),
+        source_time=max(m.created_at for m in messages) if messages else None,
+        supersedes=supersedes,
     )
-    return AssertResult("created", _domain(record, user.username))
+    [result] = _write_facts(user, state, [fact], secret=secret, now=now,
+                            scope_fields={scope_id: scope_fields})
+    return result
+
+
+def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fields=None) -> list[AssertResult]:
+    """Decide `facts` with the pure W-steps against `state` (read under the user's lock, which
+    the caller holds) and write the outcome: the new rows in one INSERT, their source links
+    and W5's in another, and a W5 confidence raise (rare) each. `scope_fields` gives the row
+    fields of each scope id other than the user scope."""
+    try:
+        plan = plan_writes(
+            facts, Known(state.records, state.tombstones, state.retractions),
+            user=user.username, now=now, secret=secret, new_id=lambda: str(uuid.uuid4()),
+        )
+    except WriteRefused as refused:
+        if refused.kind == "authority":
+            raise AuthorityConflict(refused.message) from None
+        raise ValidationError(refused.message, field=refused.field) from None
+    scope_fields = scope_fields or {}
+    user_scope = {"scope_kind": "user", "character": None, "conversation": None, "scene": None}
+    if plan.inserts:
+        MemoryRecord.objects.bulk_create([
+            MemoryRecord(
+                id=r.id, user=user, key=r.key, value=r.value, scope_id=r.scope_id,
+                **(user_scope if r.scope.kind == "user" else scope_fields[r.scope_id]),
+                authority=r.authority, confidence=r.confidence, valid_from=r.valid_from,
+                valid_until=r.valid_until, recorded_at=r.recorded_at, evidence_time=r.evidence_time,
+                supersedes_id=r.supersedes, version=r.version,
+            )
+            for r in plan.inserts
+        ])
+    links = [MemorySource(memory_id=r.id, message_id=m) for r in plan.inserts for m in r.sources]
+    links += [MemorySource(memory_id=rid, message_id=m) for rid, m in plan.links]
+    if links:
+        MemorySource.objects.bulk_create(links, ignore_conflicts=True)
+    for rid, confidence in plan.confidence.items():
+        MemoryRecord.objects.filter(pk=rid).update(confidence=confidence)
+    return [AssertResult(o.outcome, o.record, o.reason) for o in plan.outcomes]
 
 
 def _insert_record(*, user, key, value, scope_id, scope_fields, authority, confidence,
