@@ -169,6 +169,22 @@ def memory_assert(
     stores nothing (outcome `blocked`, reason `paused`, like W3); the user's own authorities
     still write. The switch is read from the profile row the write lock takes anyway."""
     # W1: everything that can be checked without the lock, so bad input stores nothing.
+    _validate_assert(key=key, value=value, authority=authority, confidence=confidence,
+                     valid_from=valid_from, valid_until=valid_until, idempotency_key=idempotency_key)
+    source_ids = sorted({str(s) for s in sources})
+
+    with transaction.atomic():
+        return _memory_assert_locked(
+            user=user, key=key, value=value, scope=scope, authority=authority,
+            confidence=float(confidence), valid_from=valid_from, valid_until=valid_until,
+            source_ids=source_ids, supersedes=str(supersedes) if supersedes else None,
+            idempotency_key=idempotency_key,
+        )
+
+
+def _validate_assert(*, key, value, authority, confidence, valid_from=None, valid_until=None,
+                     idempotency_key=None) -> None:
+    """W1: the checks that need no database."""
     if not isinstance(key, str) or not valid_key(key):
         raise ValidationError(
             "Keys are 1–120 characters of a-z, 0-9, '_', '-' and '.', with no leading, trailing or double dot.",
@@ -186,15 +202,16 @@ def memory_assert(
         raise ValidationError("valid_until must be after valid_from.", field="valid_until")
     if idempotency_key is not None and not (1 <= len(idempotency_key) <= 255):
         raise ValidationError("1–255 characters.", field="idempotency_key")
-    source_ids = sorted({str(s) for s in sources})
 
-    with transaction.atomic():
-        return _memory_assert_locked(
-            user=user, key=key, value=value, scope=scope, authority=authority,
-            confidence=float(confidence), valid_from=valid_from, valid_until=valid_until,
-            source_ids=source_ids, supersedes=str(supersedes) if supersedes else None,
-            idempotency_key=idempotency_key,
-        )
+
+def _log_assert(result: AssertResult, *, key: str, scope_kind: str, authority: str, sources: int) -> None:
+    """SPEC §12: ids, counts and a loggable key only — never a value."""
+    log.info(
+        "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
+        result.outcome, loggable_key(key), scope_kind, authority, sources,
+    )
+    if result.outcome == "blocked":
+        metrics.write_blocked(result.reason)
 
 
 def _memory_assert_locked(*, user, key, value, scope, authority, confidence, valid_from,
@@ -238,12 +255,7 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
             reason=result.reason or "", record_id=result.record.id if result.record else None,
             created_at=now,
         )
-    log.info(
-        "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
-        result.outcome, loggable_key(key), scope.kind, authority, len(messages),
-    )
-    if result.outcome == "blocked":
-        metrics.write_blocked(result.reason)
+    _log_assert(result, key=key, scope_kind=scope.kind, authority=authority, sources=len(messages))
     return result
 
 
@@ -639,9 +651,12 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
     """Run the rule-based extractor and assert what it finds in the user scope with
     authority `rule-extracted` and the message as source. An explicit correction corrects the
     record of that key projected for the context, in that record's scope; with none it is
-    asserted in the user scope as `user-corrected`."""
+    asserted in the user scope as `user-corrected`.
+
+    The plain facts between corrections are written as one batch (`remember_extracted`), each
+    batch in its own transaction under the user's lock with one clock read."""
     from .extract import extract
-    from .selectors import ContextResolution, last_named_key
+    from .selectors import last_named_key
 
     user = ctx.user
     if source_message is None and source is not None:
@@ -652,28 +667,82 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
     if not memory_settings_of(user).learn:
         return []
     sources = [str(source_message.pk)] if source_message is not None else []
+    source_time = source_message.created_at if source_message is not None else None
+
+    def write_batch(found) -> list[AssertResult]:
+        with transaction.atomic():
+            profile = lock_profile(user)
+            return write_extracted(user=user, found=found, sources=sources, source_time=source_time,
+                                   secret=profile.secret_bytes(), now=db_now(), learn=profile.learn)
+
+    return remember_extracted(ctx=ctx, found=extract(text, last_named_key=last_named_key(user)),
+                              sources=sources, write_batch=write_batch)
+
+
+def remember_extracted(*, ctx, found, sources: list[str], write_batch) -> list[AssertResult]:
+    """SPEC §8 for what the extractor found, in order: the plain facts between corrections go
+    to `write_batch` together (one read, one insert); a correction is a `correct` of the
+    record of that key projected for the context (in that record's scope), or — with none —
+    an assert in the user scope as `user-corrected`. A correction sees every fact before it."""
     results: list[AssertResult] = []
-    for found in extract(text, last_named_key=last_named_key(user)):
-        if not found.correction:
-            results.append(memory_assert(
-                user=user, key=found.key, value=found.value, scope=Scope("user"),
-                authority="rule-extracted", sources=sources,
-            ))
+    batch: list = []
+    for item in found:
+        if not item.correction:
+            batch.append(item)
             continue
-        current = ContextResolution(ctx, [found.key])
-        target = next((p.record for p in current.projection.prompt if p.key == found.key), None)
-        if target is None:
-            results.append(memory_assert(
-                user=user, key=found.key, value=found.value, scope=Scope("user"),
-                authority="user-corrected", sources=sources,
-            ))
-        elif current.registry.is_many(found.key):
-            results.append(memory_correct(record_id=target.id, value=found.value, user=user))
-        else:
-            results.append(memory_assert(
-                user=user, key=found.key, value=found.value, scope=target.scope,
-                authority="user-corrected", sources=sources, supersedes=target.id,
-            ))
+        if batch:
+            results += write_batch(batch)
+            batch = []
+        results.append(_remember_correction(ctx, item, sources))
+    if batch:
+        results += write_batch(batch)
+    return results
+
+
+def _remember_correction(ctx, found, sources: list[str]) -> AssertResult:
+    from .selectors import ContextResolution
+
+    user = ctx.user
+    current = ContextResolution(ctx, [found.key])
+    target = next((p.record for p in current.projection.prompt if p.key == found.key), None)
+    if target is None:
+        return memory_assert(
+            user=user, key=found.key, value=found.value, scope=Scope("user"),
+            authority="user-corrected", sources=sources,
+        )
+    if current.registry.is_many(found.key):
+        return memory_correct(record_id=target.id, value=found.value, user=user)
+    return memory_assert(
+        user=user, key=found.key, value=found.value, scope=target.scope,
+        authority="user-corrected", sources=sources, supersedes=target.id,
+    )
+
+
+def write_extracted(*, user, found, sources: list[str], source_time, secret: bytes, now,
+                    learn: bool = True) -> list[AssertResult]:
+    """Assert the extractor's plain facts (`found`, in order) in the user scope with authority
+    `rule-extracted` and `sources` as provenance, as one batch: one read of their slots, one
+    INSERT of the new rows, one of their source links — storing exactly what one
+    `memory_assert` per fact would (tests/memory/test_batch_writes.py). The caller holds the
+    user's memory lock (`lock_profile`) and gives the clock reading of its transaction, the
+    user's secret and the `learn` switch read with the lock (I8: off blocks every fact)."""
+    for item in found:
+        _validate_assert(key=item.key, value=item.value, authority="rule-extracted", confidence=1.0)
+    if not learn:
+        results = [AssertResult("blocked", None, REASON_PAUSED) for _ in found]
+    else:
+        scope = Scope("user")
+        scope_id = scope.scope_id(user.username)
+        state = write_state(user, [(scope_id, item.key) for item in found])
+        facts = [
+            Fact(key=item.key, value=item.value, scope=scope, authority="rule-extracted",
+                 many=item.key in state.many_keys, sources=tuple(sorted(set(sources))),
+                 source_time=source_time)
+            for item in found
+        ]
+        results = _write_facts(user, state, facts, secret=secret, now=now)
+    for item, result in zip(found, results, strict=True):
+        _log_assert(result, key=item.key, scope_kind="user", authority="rule-extracted", sources=len(sources))
     return results
 
 
