@@ -138,11 +138,13 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
     character and memory profile, locking the conversation (seq, I4) and the profile (the
     memory write lock, W8) at once; (2) the clock, the turn already stored under this key and
     the user's most recently named thing (the extractor's "it"), read after the locks so they
-    see every committed write; then, when facts were extracted, one read of their slots and
-    one INSERT each of the new records and their sources (`memory.services.write_extracted`);
-    last the seq, the message and the turn (one statement on PostgreSQL). A correction
+    see every committed write; (3) when facts were extracted, one read of their slots
+    (`memory.services.write_extracted`); (4) every write — the new records and their sources,
+    the seq, the message and the turn — as one statement on PostgreSQL (`RowWriter`). A correction
     extracted from the message goes through `memory_correct`/`memory_assert` as ever, so the
     message is stored before it."""
+    from memory.services import RowWriter
+
     if not isinstance(turn_key, str) or not (1 <= len(turn_key) <= 255):
         raise ValidationError("1–255 characters.", field="turn_key")
     _check_content(content)
@@ -153,6 +155,7 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
         now, existing_id, last_named = _turn_reads(conversation, turn_key, learning=learning)
         if existing_id is not None:
             existing = Turn.objects.select_related("user_message").get(pk=existing_id)
+            existing.conversation = conversation  # the row locked above, with its user
             if existing.user_message.content != content or (existing.scene or None) != (scene or None):
                 raise Conflict("This turn_key was used with other content.")
             metrics.turn_created(False)
@@ -166,14 +169,19 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
             user=conversation.user, conversation=conversation, turn_key=turn_key, scene=scene or None,
             user_message=message, created_at=now, learning=learning,
         )
+        writer = RowWriter()
         stored = False
         if learning:
             stored, turn.extracted, records = _extract(
                 conversation, scene, message, secret=profile.secret_bytes(), last_named=last_named,
+                writer=writer,
             )
             if records is not None:
                 turn.extracted_records = records
-        _store_rows(conversation, *(() if stored else (message,)), turn)
+        if not stored:
+            _message_rows(writer, conversation, message)
+        writer.insert([turn])
+        writer.flush()
     metrics.turn_created(True)
     return TurnResult(turn, True)
 
@@ -225,47 +233,23 @@ def _turn_reads(conversation: Conversation, turn_key: str, *, learning: bool):
     return now, existing, row[1] if learning else None
 
 
-def _store_rows(conversation: Conversation, *rows) -> None:
-    """Write the conversation's new `last_seq` (when a message is among `rows`) and insert
-    `rows` (a message, a turn) — on PostgreSQL as one statement (data-modifying WITH; foreign
-    keys are checked at commit), elsewhere one statement each."""
-    from django.db import connection
-    from django.db.models.sql import InsertQuery, UpdateQuery
-
-    has_message = any(isinstance(row, Message) for row in rows)
-    if connection.vendor != "postgresql":
-        if has_message:
-            Conversation.objects.filter(pk=conversation.pk).update(last_seq=conversation.last_seq)
-        for row in rows:
-            row.save(force_insert=True)
-        return
-    statements = []
-    if has_message:
-        update = UpdateQuery(Conversation)
-        update.add_update_values({"last_seq": conversation.last_seq})
-        update.add_filter("pk", conversation.pk)
-        statements.append(update.get_compiler(connection=connection).as_sql())
-    for row in rows:
-        insert = InsertQuery(type(row))
-        insert.insert_values(type(row)._meta.local_concrete_fields, [row])
-        [statement] = insert.get_compiler(connection=connection).as_sql()
-        statements.append(statement)
-    *first, (last_sql, last_params) = statements
-    sql = "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({s}) " for i, (s, _) in enumerate(first)) + last_sql
-    params = [p for _, found in first for p in found] + list(last_params)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-    for row in rows:
-        row._state.adding = False
-        row._state.db = connection.alias
+def _message_rows(writer, conversation: Conversation, message: Message) -> None:
+    """The conversation's new `last_seq` and the message (its seq allocated under the
+    conversation's row lock, SPEC §7)."""
+    writer.update(Conversation, conversation.pk, last_seq=conversation.last_seq)
+    writer.insert([message])
 
 
-def _extract(conversation: Conversation, scene, message: Message, *, secret: bytes, last_named):
+def _extract(conversation: Conversation, scene, message: Message, *, secret: bytes, last_named, writer):
     """SPEC §8 for the turn's message, under the locks `turn_create` holds: the plain facts as
-    one batch (`memory.services.write_extracted`), valid from the message's time. Answers
-    (whether the message is stored already, the outcomes as the turn keeps them, the records
-    by id as the writes left them — None when a correction ran, the turn's answer then reads
-    them)."""
+    one batch (`memory.services.write_extracted`), valid from the message's time, their rows
+    gathered in `writer` with the turn's. Answers (whether the message is stored already, the
+    outcomes as the turn keeps them, the records by id as the writes left them — None when a
+    correction ran, the turn's answer then reads them).
+
+    A correction goes through `memory_correct`/`memory_assert` as it always did, seeing every
+    fact before it and checking that its source message exists: then the message and each
+    batch are written before it."""
     from conversations.selectors import LoadedContext
     from memory.extract import extract
     from memory.services import remember_extracted, write_extracted
@@ -273,8 +257,8 @@ def _extract(conversation: Conversation, scene, message: Message, *, secret: byt
     found = extract(message.content, last_named_key=last_named)
     corrects = any(item.correction for item in found)
     if corrects:
-        # A correction asserts through `memory_assert`, which checks the source message exists.
-        _store_rows(conversation, message)
+        _message_rows(writer, conversation, message)
+        writer.flush()
     ctx = LoadedContext(
         user=conversation.user, character=conversation.character, conversation=conversation,
         scene=scene or None, now=message.created_at, now_given=True,
@@ -284,7 +268,7 @@ def _extract(conversation: Conversation, scene, message: Message, *, secret: byt
         ctx=ctx, found=found, sources=sources,
         write_batch=lambda batch: write_extracted(
             user=conversation.user, found=batch, sources=sources, source_time=message.created_at,
-            secret=secret, now=message.created_at,
+            secret=secret, now=message.created_at, writer=None if corrects else writer,
         ),
     )
     extracted = [

@@ -18,8 +18,10 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models import Max
+from django.db.models.constants import OnConflict
+from django.db.models.sql import InsertQuery, UpdateQuery
 
 from config import metrics
 from config.clock import db_now
@@ -141,6 +143,69 @@ def _next_version(user, scope_id: str, key: str) -> int:
 
 def _domain(record: MemoryRecord, username: str) -> DomainRecord:
     return records_to_domain(MemoryRecord.objects.filter(pk=record.pk), username)[0]
+
+
+class RowWriter:
+    """The rows a transaction inserts (and the few it updates), written together: on
+    PostgreSQL as one statement (data-modifying WITH clauses; Django's foreign keys are checked
+    at commit, so the order of the rows does not matter), elsewhere one INSERT per batch of
+    rows of a model (and one UPDATE each), in the order given. Rows are Django model instances
+    with their primary keys set, or an auto key left to the database."""
+
+    def __init__(self):
+        self.steps: list[tuple] = []
+
+    def insert(self, rows, *, ignore_conflicts: bool = False) -> None:
+        rows = list(rows)
+        if rows:
+            self.steps.append(("insert", rows, ignore_conflicts))
+
+    def update(self, model, pk, **values) -> None:
+        self.steps.append(("update", model, pk, values))
+
+    def flush(self) -> None:
+        steps, self.steps = self.steps, []
+        if not steps:
+            return
+        connection = connections[router.db_for_write(MemoryRecord)]
+        if connection.vendor != "postgresql":
+            for step in steps:
+                if step[0] == "insert":
+                    _, rows, ignore = step
+                    type(rows[0]).objects.bulk_create(rows, ignore_conflicts=ignore)
+                else:
+                    _, model, pk, values = step
+                    model.objects.filter(pk=pk).update(**values)
+            return
+        statements = [self._sql(step, connection) for step in steps]
+        *first, (sql, params) = statements
+        sql = "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({s}) " for i, (s, _) in enumerate(first)) + sql
+        params = [p for _, found in first for p in found] + list(params)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+        for step in steps:
+            if step[0] == "insert":
+                for row in step[1]:
+                    row._state.adding, row._state.db = False, connection.alias
+
+    @staticmethod
+    def _sql(step, connection) -> tuple[str, list]:
+        if step[0] == "update":
+            _, model, pk, values = step
+            query = UpdateQuery(model)
+            query.add_update_values(values)
+            query.add_filter("pk", pk)
+            sql, params = query.get_compiler(connection=connection).as_sql()
+            return sql, list(params)
+        _, rows, ignore = step
+        model = type(rows[0])
+        opts = model._meta
+        fields = [f for f in opts.local_concrete_fields
+                  if not (f is opts.pk and f.get_internal_type() in ("AutoField", "BigAutoField"))]
+        query = InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore else None)
+        query.insert_values(fields, rows)
+        [(sql, params)] = query.get_compiler(connection=connection).as_sql()
+        return sql, list(params)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,11 +341,13 @@ def _assert_core(*, user, key, value, scope, scope_fields, authority, confidence
     return result
 
 
-def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fields=None) -> list[AssertResult]:
+def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fields=None,
+                 writer: RowWriter | None = None) -> list[AssertResult]:
     """Decide `facts` with the pure W-steps against `state` (read under the user's lock, which
-    the caller holds) and write the outcome: the new rows in one INSERT, their source links
-    and W5's in another, and a W5 confidence raise (rare) each. `scope_fields` gives the row
-    fields of each scope id other than the user scope."""
+    the caller holds) and write the outcome: the new rows, their source links and W5's, and a
+    W5 confidence raise (rare) — through `writer` when the caller gathers its transaction's
+    writes, else written here. `scope_fields` gives the row fields of each scope id other than
+    the user scope."""
     try:
         plan = plan_writes(
             facts, Known(state.records, state.tombstones, state.retractions),
@@ -292,23 +359,25 @@ def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fi
         raise ValidationError(refused.message, field=refused.field) from None
     scope_fields = scope_fields or {}
     user_scope = {"scope_kind": "user", "character": None, "conversation": None, "scene": None}
-    if plan.inserts:
-        MemoryRecord.objects.bulk_create([
-            MemoryRecord(
-                id=r.id, user=user, key=r.key, value=r.value, scope_id=r.scope_id,
-                **(user_scope if r.scope.kind == "user" else scope_fields[r.scope_id]),
-                authority=r.authority, confidence=r.confidence, valid_from=r.valid_from,
-                valid_until=r.valid_until, recorded_at=r.recorded_at, evidence_time=r.evidence_time,
-                supersedes_id=r.supersedes, version=r.version,
-            )
-            for r in plan.inserts
-        ])
+    own = writer is None
+    writer = RowWriter() if own else writer
+    writer.insert([
+        MemoryRecord(
+            id=r.id, user=user, key=r.key, value=r.value, scope_id=r.scope_id,
+            **(user_scope if r.scope.kind == "user" else scope_fields[r.scope_id]),
+            authority=r.authority, confidence=r.confidence, valid_from=r.valid_from,
+            valid_until=r.valid_until, recorded_at=r.recorded_at, evidence_time=r.evidence_time,
+            supersedes_id=r.supersedes, version=r.version,
+        )
+        for r in plan.inserts
+    ])
     links = [MemorySource(memory_id=r.id, message_id=m) for r in plan.inserts for m in r.sources]
     links += [MemorySource(memory_id=rid, message_id=m) for rid, m in plan.links]
-    if links:
-        MemorySource.objects.bulk_create(links, ignore_conflicts=True)
+    writer.insert(links, ignore_conflicts=True)
     for rid, confidence in plan.confidence.items():
-        MemoryRecord.objects.filter(pk=rid).update(confidence=confidence)
+        writer.update(MemoryRecord, rid, confidence=confidence)
+    if own:
+        writer.flush()
     return [AssertResult(o.outcome, o.record, o.reason) for o in plan.outcomes]
 
 
@@ -719,13 +788,14 @@ def _remember_correction(ctx, found, sources: list[str]) -> AssertResult:
 
 
 def write_extracted(*, user, found, sources: list[str], source_time, secret: bytes, now,
-                    learn: bool = True) -> list[AssertResult]:
+                    learn: bool = True, writer: RowWriter | None = None) -> list[AssertResult]:
     """Assert the extractor's plain facts (`found`, in order) in the user scope with authority
-    `rule-extracted` and `sources` as provenance, as one batch: one read of their slots, one
-    INSERT of the new rows, one of their source links — storing exactly what one
+    `rule-extracted` and `sources` as provenance, as one batch: one read of their slots and
+    one write of the new rows with their source links (`RowWriter`) — storing exactly what one
     `memory_assert` per fact would (tests/memory/test_batch_writes.py). The caller holds the
     user's memory lock (`lock_profile`) and gives the clock reading of its transaction, the
-    user's secret and the `learn` switch read with the lock (I8: off blocks every fact)."""
+    user's secret and the `learn` switch read with the lock (I8: off blocks every fact). With a
+    `writer` the rows join the caller's other writes, which it flushes."""
     for item in found:
         _validate_assert(key=item.key, value=item.value, authority="rule-extracted", confidence=1.0)
     if not learn:
@@ -740,7 +810,7 @@ def write_extracted(*, user, found, sources: list[str], source_time, secret: byt
                  source_time=source_time)
             for item in found
         ]
-        results = _write_facts(user, state, facts, secret=secret, now=now)
+        results = _write_facts(user, state, facts, secret=secret, now=now, writer=writer)
     for item, result in zip(found, results, strict=True):
         _log_assert(result, key=item.key, scope_kind="user", authority="rule-extracted", sources=len(sources))
     return results
