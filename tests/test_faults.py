@@ -25,8 +25,16 @@ def boom(*args, **kwargs):
 
 
 def test_it_leaves_nothing_behind_when_a_turn_fails_midway(conv, monkeypatch):
-    """The message is inserted, then extraction fails: the whole turn rolls back."""
-    monkeypatch.setattr(memory_services, "memory_assert", boom)
+    """The message, the turn and the extracted record are inserted, then the database fails:
+    the whole turn rolls back."""
+    real_flush = memory_services.RowWriter.flush
+
+    def flush_then_fail(writer):
+        real_flush(writer)
+        assert Message.objects.exists() and MemoryRecord.objects.exists()  # written, not yet committed
+        boom()
+
+    monkeypatch.setattr(memory_services.RowWriter, "flush", flush_then_fail)
     with pytest.raises(OperationalError):
         conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
     assert not Message.objects.exists() and not Turn.objects.exists() and not MemoryRecord.objects.exists()

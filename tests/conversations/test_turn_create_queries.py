@@ -18,7 +18,7 @@ from conversations import services
 from memory.models import MemoryRecord, MemorySource
 from memory.services import ensure_profile
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
-from tests.helpers import ON_POSTGRES
+from tests.helpers import ON_POSTGRES, postgres_only
 
 MESSAGES = {
     0: "Hello there, how are you today?",
@@ -95,6 +95,7 @@ def test_a_replay_reads_the_stored_turn(api):
     assert len(captured) == 8
 
 
+@postgres_only  # (a transactional test flushes the seeded key templates the page tests read)
 @pytest.mark.django_db(transaction=True)
 def test_a_real_request_runs_six_statements_for_one_fact_on_postgresql():
     """Outside a test's transaction turn creation's atomic block is the transaction itself:
