@@ -173,11 +173,13 @@ class TurnOutput(serializers.Serializer):
 
 def turn_json(turn: Turn) -> dict:
     """The turn with its extraction outcomes; memories are shown as they are now (a forget
-    since then shows the erased skeleton)."""
+    since then shows the erased skeleton). A turn just created carries the records its writes
+    produced (`extracted_records`, exactly what a read would give), so nothing is read again."""
     ids = [e["memory"] for e in turn.extracted if e.get("memory")]
-    records = {}
-    if ids:
+    records = getattr(turn, "extracted_records", None)
+    if records is None and ids:
         records = {r.id: r for r in records_to_domain(MemoryRecord.objects.filter(pk__in=ids), turn.conversation.user.username)}
+    records = records or {}
     extracted = []
     for e in turn.extracted:
         item = {"outcome": e["outcome"], "memory": memory_json(records[e["memory"]]) if e.get("memory") in records else None}

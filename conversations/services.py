@@ -132,52 +132,151 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
     A retry with the same key and content returns the same turn; other content is a 409.
 
     I8: with the user's `learn` switch off nothing is extracted and the turn records
-    `learning = False`. The switch comes with the conversation's row (no query of its own)."""
-    from memory.switches import memory_settings_of
+    `learning = False`. The switch comes with the conversation's row (no query of its own).
+
+    One transaction, in few statements whatever the data: (1) the conversation with its user,
+    character and memory profile, locking the conversation (seq, I4) and the profile (the
+    memory write lock, W8) at once; (2) the clock, the turn already stored under this key and
+    the user's most recently named thing (the extractor's "it"), read after the locks so they
+    see every committed write; (3) when facts were extracted, one read of their slots
+    (`memory.services.write_extracted`); (4) every write — the new records and their sources,
+    the seq, the message and the turn — as one statement on PostgreSQL (`RowWriter`). A correction
+    extracted from the message goes through `memory_correct`/`memory_assert` as ever, so the
+    message is stored before it."""
+    from memory.services import RowWriter
 
     if not isinstance(turn_key, str) or not (1 <= len(turn_key) <= 255):
         raise ValidationError("1–255 characters.", field="turn_key")
     _check_content(content)
-    qs = Conversation.objects.select_related("user__memory_profile", "character").filter(pk=conversation_id)
-    if user is not None:
-        qs = qs.filter(user=user)
     with transaction.atomic():
-        conversation = qs.select_for_update(of=("self",)).first()
-        if conversation is None:
-            raise NotFound("No such conversation.")
-        existing = Turn.objects.select_related("user_message").filter(conversation=conversation, turn_key=turn_key).first()
-        if existing is not None:
+        conversation = _lock_conversation(conversation_id, user)
+        profile = conversation.user.memory_profile
+        learning = profile.learn
+        now, existing_id, last_named = _turn_reads(conversation, turn_key, learning=learning)
+        if existing_id is not None:
+            existing = Turn.objects.select_related("user_message").get(pk=existing_id)
+            existing.conversation = conversation  # the row locked above, with its user
             if existing.user_message.content != content or (existing.scene or None) != (scene or None):
                 raise Conflict("This turn_key was used with other content.")
             metrics.turn_created(False)
             return TurnResult(existing, False)
-        now = db_now()
-        learning = memory_settings_of(conversation.user).learn
-        message = _append_message(conversation, role="user", content=content, at=now)
-        turn = Turn.objects.create(
+        conversation.last_seq += 1
+        message = Message(
+            user=conversation.user, conversation=conversation, seq=conversation.last_seq,
+            role="user", content=content, created_at=now,
+        )
+        turn = Turn(
             user=conversation.user, conversation=conversation, turn_key=turn_key, scene=scene or None,
             user_message=message, created_at=now, learning=learning,
         )
+        writer = RowWriter()
+        stored = False
         if learning:
-            turn.extracted = _extract(conversation, scene, message)
-            turn.save(update_fields=["extracted"])
+            stored, turn.extracted, records = _extract(
+                conversation, scene, message, secret=profile.secret_bytes(), last_named=last_named,
+                writer=writer,
+            )
+            if records is not None:
+                turn.extracted_records = records
+        if not stored:
+            _message_rows(writer, conversation, message)
+        writer.insert([turn])
+        writer.flush()
     metrics.turn_created(True)
     return TurnResult(turn, True)
 
 
-def _extract(conversation: Conversation, scene, message: Message) -> list[dict]:
-    from conversations.selectors import LoadedContext
-    from memory.services import memory_remember
+def _lock_conversation(conversation_id, user) -> Conversation:
+    """The conversation with its user, character and memory profile, its row and the profile's
+    locked in one statement. A user without a profile yet (one made outside `user_put`) gets
+    one first."""
+    from memory.services import ensure_profile
 
+    qs = Conversation.objects.select_related("user__memory_profile", "character").filter(pk=conversation_id)
+    if user is not None:
+        qs = qs.filter(user=user)
+    locked = qs.filter(user__memory_profile__isnull=False).select_for_update(of=("self", "user__memory_profile"))
+    conversation = locked.first()
+    if conversation is None:
+        plain = qs.first()
+        if plain is None:
+            raise NotFound("No such conversation.")
+        ensure_profile(plain.user)
+        conversation = locked.first()
+    return conversation
+
+
+def _turn_reads(conversation: Conversation, turn_key: str, *, learning: bool):
+    """(now, id of the turn stored under `turn_key` or None, the user's most recently named
+    thing or None) in one statement, run after the locks so it sees every committed write.
+    The clock is the database's (SPEC §0, as `config.clock.db_now`): `clock_timestamp()` on
+    PostgreSQL, this process's on SQLite."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from memory.selectors import last_named_key_query
+
+    parts, params = [], []
+    for qs in (Turn.objects.filter(conversation=conversation, turn_key=turn_key).values_list("pk", flat=True)[:1],
+               *((last_named_key_query(conversation.user),) if learning else ())):
+        sql, found = qs.query.get_compiler(connection=connection).as_sql()
+        parts.append(f"({sql})")
+        params += found
+    postgres = connection.vendor == "postgresql"
+    if postgres:
+        parts.append("clock_timestamp()")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts), params)
+        row = cursor.fetchone()
+    now = row[-1].astimezone(UTC) if postgres else timezone.now()
+    existing = uuid.UUID(str(row[0])) if row[0] is not None else None
+    return now, existing, row[1] if learning else None
+
+
+def _message_rows(writer, conversation: Conversation, message: Message) -> None:
+    """The conversation's new `last_seq` and the message (its seq allocated under the
+    conversation's row lock, SPEC §7)."""
+    writer.update(Conversation, conversation.pk, last_seq=conversation.last_seq)
+    writer.insert([message])
+
+
+def _extract(conversation: Conversation, scene, message: Message, *, secret: bytes, last_named, writer):
+    """SPEC §8 for the turn's message, under the locks `turn_create` holds: the plain facts as
+    one batch (`memory.services.write_extracted`), valid from the message's time, their rows
+    gathered in `writer` with the turn's. Answers (whether the message is stored already, the
+    outcomes as the turn keeps them, the records by id as the writes left them — None when a
+    correction ran, the turn's answer then reads them).
+
+    A correction goes through `memory_correct`/`memory_assert` as it always did, seeing every
+    fact before it and checking that its source message exists: then the message and each
+    batch are written before it."""
+    from conversations.selectors import LoadedContext
+    from memory.extract import extract
+    from memory.services import remember_extracted, write_extracted
+
+    found = extract(message.content, last_named_key=last_named)
+    corrects = any(item.correction for item in found)
+    if corrects:
+        _message_rows(writer, conversation, message)
+        writer.flush()
     ctx = LoadedContext(
         user=conversation.user, character=conversation.character, conversation=conversation,
         scene=scene or None, now=message.created_at, now_given=True,
     )
-    results = memory_remember(ctx=ctx, text=message.content, source_message=message)
-    return [
+    sources = [str(message.pk)]
+    results = remember_extracted(
+        ctx=ctx, found=found, sources=sources,
+        write_batch=lambda batch: write_extracted(
+            user=conversation.user, found=batch, sources=sources, source_time=message.created_at,
+            secret=secret, now=message.created_at, writer=None if corrects else writer,
+        ),
+    )
+    extracted = [
         {"outcome": r.outcome, "memory": r.record.id if r.record else None, **({"reason": r.reason} if r.reason else {})}
         for r in results
     ]
+    records = None if corrects else {r.record.id: r.record for r in results if r.record is not None}
+    return corrects, extracted, records
 
 
 @dataclass

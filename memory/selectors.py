@@ -378,16 +378,173 @@ def history_records(user, key: str, scope_id: str) -> list[DomainRecord]:
     return records_to_domain(qs, user.username)
 
 
-def last_named_key(user) -> str | None:
-    """SPEC §8: "it" is the most recently named thing of the user."""
+def last_named_key_query(user):
+    """SPEC §8: "it" is the most recently named thing of the user — as a one-row, one-column
+    queryset, so turn creation can read it inside a statement it runs anyway."""
     return (
         MemoryRecord.objects.filter(user=user, key__endswith=".name")
         .exclude(key__startswith="user.")
         .exclude(key__startswith="people.")
         .order_by("-recorded_at", "-version")
-        .values_list("key", flat=True)
-        .first()
+        .values_list("key", flat=True)[:1]
     )
+
+
+def last_named_key(user) -> str | None:
+    """SPEC §8: "it" is the most recently named thing of the user."""
+    return next(iter(last_named_key_query(user)), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# What a batch of writes reads (memory.writes): one statement
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteState:
+    """Everything W3–W9 read for a batch of asserts (see `memory.writes.Known`): every stored
+    record of the scoped keys asked for (forgotten skeletons included, sources included), the
+    tombstones and retraction times of their keys, and which of the keys are `many`."""
+
+    records: dict[tuple[str, str], list[DomainRecord]]
+    tombstones: list[DomainTombstone]
+    retractions: dict[tuple[str, str, str], datetime]
+    many_keys: frozenset[str]
+
+
+def write_state(user, slots: Iterable[tuple[str, str]]) -> WriteState:
+    """The state for the scoped keys `slots` ((scope_id, key) pairs) of `user`, read under the
+    caller's lock in one statement on SQLite and PostgreSQL (records joined with their source
+    links, tombstones, retractions and the keys' registry rows, as one UNION ALL), whatever
+    the number of keys or stored records; the ORM reads it in five elsewhere."""
+    slots = sorted(set(slots))
+    keys = sorted({key for _, key in slots})
+    scope_ids = sorted({scope_id for scope_id, _ in slots})
+    records: dict[tuple[str, str], list[DomainRecord]] = {slot: [] for slot in slots}
+    if not slots:
+        return WriteState(records, [], {}, frozenset())
+    reader = raw_reader(MemoryRecord.objects.db)
+    if reader is None:
+        return _write_state_orm(user, slots, keys, scope_ids, records)
+    sql = reader.sql("write-state", _write_state_sql)
+    key_list = ", ".join(["%s"] * len(keys))
+    scope_list = ", ".join(["%s"] * len(scope_ids))
+    statement = sql.format(keys=key_list, scopes=scope_list)
+    params = [user.pk, *keys, *scope_ids, user.pk, *keys, user.pk, *keys, *keys]
+    rows = reader.fetch(statement, params)
+    username = user.username
+    record_rows: dict[str, tuple] = {}
+    sources: dict[str, list[str]] = {}
+    tombstone_rows, retraction_rows, many = [], [], set()
+    for row in rows:
+        kind = row[0]
+        if kind == "r":
+            rid = row[1]
+            if rid not in record_rows:
+                record_rows[rid] = row[1:-1]
+                sources[rid] = []
+            if row[-1] is not None:
+                sources[rid].append(row[-1])
+        elif kind == "t":
+            tombstone_rows.append(row)
+        elif kind == "x":
+            retraction_rows.append(row)
+        elif row[3] == "many":
+            many.add(row[2])
+    if record_rows:
+        columns = list(zip(*record_rows.values(), strict=True))
+        for index in _DATETIME_COLUMNS:
+            columns[index] = parse_datetimes(columns[index])
+        built = _build_records(columns, [sources[rid] for rid in record_rows], username)
+        for record in built:
+            found = records.get((record.scope_id, record.key))
+            if found is not None:
+                found.append(record)
+    tombstones = [
+        DomainTombstone(id=row[1], user=username, scope_id=row[5], key=row[2], value_hash=row[3],
+                        forgotten_at=forgotten_at, blocks_sources_before=blocks_before)
+        for row, forgotten_at, blocks_before in zip(
+            tombstone_rows, parse_datetimes([row[_T_FORGOTTEN] for row in tombstone_rows]),
+            parse_datetimes([row[_T_BLOCKS] for row in tombstone_rows]), strict=True)
+    ]
+    retractions: dict[tuple[str, str, str], datetime] = {}
+    for row, at in zip(retraction_rows, parse_datetimes([row[_X_AT] for row in retraction_rows]), strict=True):
+        slot = (row[5], row[2], row[3] or "")
+        if slot not in retractions or at > retractions[slot]:
+            retractions[slot] = at
+    for found in records.values():
+        found.sort(key=lambda r: r.version)
+    return WriteState(records, tombstones, retractions, frozenset(many))
+
+
+# Positions in a write-state row: the kind, then RECORD_FIELDS, then a source message id.
+# Tombstone, retraction and registry rows reuse columns of a matching type.
+_W_WIDTH = 1 + len(RECORD_FIELDS) + 1
+_T_FORGOTTEN = 1 + RECORD_FIELDS.index("status_since")
+_T_BLOCKS = 1 + RECORD_FIELDS.index("valid_from")
+_X_AT = 1 + RECORD_FIELDS.index("retracted_at")
+
+
+def _write_state_sql(reader: RawReader) -> str:
+    """The write-state statement, with `{keys}` and `{scopes}` placeholders lists to fill."""
+    from .models import SlotRetraction
+
+    column, name = reader.column, reader.name
+
+    def row(kind: str, placed: dict[int, str]) -> str:
+        cells = [f"'{kind}'"] + ["NULL"] * (_W_WIDTH - 1)
+        for position, sql in placed.items():
+            cells[position] = sql
+        return ", ".join(cells)
+
+    records = ", ".join(column(MemoryRecord, field, "r.") for field in RECORD_FIELDS)
+    def at(field: str) -> int:
+        return 1 + RECORD_FIELDS.index(field)
+
+    tombstone = row("t", {
+        at("id"): column(Tombstone, "id", "t."), at("key"): name(Tombstone, "key", "t."),
+        at("value"): name(Tombstone, "value_hash", "t."), at("scope_id"): name(Tombstone, "scope_id", "t."),
+        _T_FORGOTTEN: column(Tombstone, "forgotten_at", "t."),
+        _T_BLOCKS: column(Tombstone, "blocks_sources_before", "t."),
+    })
+    retraction = row("x", {
+        at("key"): name(SlotRetraction, "key", "x."), at("value"): name(SlotRetraction, "value_hash", "x."),
+        at("scope_id"): name(SlotRetraction, "scope_id", "x."), _X_AT: column(SlotRetraction, "retracted_at", "x."),
+    })
+    registry_row = row("k", {
+        at("key"): name(KeyDefinition, "key", "k."), at("value"): name(KeyDefinition, "cardinality", "k."),
+    })
+    return (
+        f"SELECT 'r', {records}, {column(MemorySource, 'message', 's.')} "
+        f"FROM {reader.table(MemoryRecord)} r LEFT JOIN {reader.table(MemorySource)} s "
+        f"ON {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')} "
+        f"WHERE {name(MemoryRecord, 'user', 'r.')} = %s AND {name(MemoryRecord, 'key', 'r.')} IN ({{keys}}) "
+        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({{scopes}}) "
+        f"UNION ALL SELECT {tombstone} FROM {reader.table(Tombstone)} t "
+        f"WHERE {name(Tombstone, 'user', 't.')} = %s AND {name(Tombstone, 'key', 't.')} IN ({{keys}}) "
+        f"UNION ALL SELECT {retraction} FROM {reader.table(SlotRetraction)} x "
+        f"WHERE {name(SlotRetraction, 'user', 'x.')} = %s AND {name(SlotRetraction, 'key', 'x.')} IN ({{keys}}) "
+        f"UNION ALL SELECT {registry_row} FROM {reader.table(KeyDefinition)} k "
+        f"WHERE {name(KeyDefinition, 'key', 'k.')} IN ({{keys}})"
+    )
+
+
+def _write_state_orm(user, slots, keys, scope_ids, records) -> WriteState:
+    from django.db.models import Max
+
+    from .models import SlotRetraction
+
+    qs = MemoryRecord.objects.filter(user=user, key__in=keys, scope_id__in=scope_ids)
+    for record in records_to_domain(qs, user.username):
+        found = records.get((record.scope_id, record.key))
+        if found is not None:
+            found.append(record)
+    retractions = {
+        (scope_id, key, hashed or ""): at
+        for scope_id, key, hashed, at in SlotRetraction.objects.filter(user=user, key__in=keys)
+        .values("scope_id", "key", "value_hash").annotate(at=Max("retracted_at"))
+        .values_list("scope_id", "key", "value_hash", "at")
+    }
+    return WriteState(records, tombstones_of(user, keys), retractions, registry(keys).many_keys)
 
 
 def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombstone], bytes]:

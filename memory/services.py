@@ -14,11 +14,14 @@ import hashlib
 import hmac
 import json
 import logging
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models import Max
+from django.db.models.constants import OnConflict
+from django.db.models.sql import InsertQuery, UpdateQuery
 
 from config import metrics
 from config.clock import db_now
@@ -55,8 +58,9 @@ from .models import (
     SlotRetraction,
     Tombstone,
 )
-from .selectors import memory_get, records_to_domain, registry, tombstones_of
+from .selectors import memory_get, records_to_domain, registry, tombstones_of, write_state
 from .switches import MemorySettings, memory_settings_of, settings_of_profile
+from .writes import Fact, Known, WriteRefused, plan_writes
 
 # I8: the authorities of what the companion learns by itself; `learn` off blocks them.
 LEARNED_AUTHORITIES = frozenset({"model-inferred", "rule-extracted"})
@@ -141,6 +145,69 @@ def _domain(record: MemoryRecord, username: str) -> DomainRecord:
     return records_to_domain(MemoryRecord.objects.filter(pk=record.pk), username)[0]
 
 
+class RowWriter:
+    """The rows a transaction inserts (and the few it updates), written together: on
+    PostgreSQL as one statement (data-modifying WITH clauses; Django's foreign keys are checked
+    at commit, so the order of the rows does not matter), elsewhere one INSERT per batch of
+    rows of a model (and one UPDATE each), in the order given. Rows are Django model instances
+    with their primary keys set, or an auto key left to the database."""
+
+    def __init__(self):
+        self.steps: list[tuple] = []
+
+    def insert(self, rows, *, ignore_conflicts: bool = False) -> None:
+        rows = list(rows)
+        if rows:
+            self.steps.append(("insert", rows, ignore_conflicts))
+
+    def update(self, model, pk, **values) -> None:
+        self.steps.append(("update", model, pk, values))
+
+    def flush(self) -> None:
+        steps, self.steps = self.steps, []
+        if not steps:
+            return
+        connection = connections[router.db_for_write(MemoryRecord)]
+        if connection.vendor != "postgresql":
+            for step in steps:
+                if step[0] == "insert":
+                    _, rows, ignore = step
+                    type(rows[0]).objects.bulk_create(rows, ignore_conflicts=ignore)
+                else:
+                    _, model, pk, values = step
+                    model.objects.filter(pk=pk).update(**values)
+            return
+        statements = [self._sql(step, connection) for step in steps]
+        *first, (sql, params) = statements
+        sql = "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({s}) " for i, (s, _) in enumerate(first)) + sql
+        params = [p for _, found in first for p in found] + list(params)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+        for step in steps:
+            if step[0] == "insert":
+                for row in step[1]:
+                    row._state.adding, row._state.db = False, connection.alias
+
+    @staticmethod
+    def _sql(step, connection) -> tuple[str, list]:
+        if step[0] == "update":
+            _, model, pk, values = step
+            query = UpdateQuery(model)
+            query.add_update_values(values)
+            query.add_filter("pk", pk)
+            sql, params = query.get_compiler(connection=connection).as_sql()
+            return sql, list(params)
+        _, rows, ignore = step
+        model = type(rows[0])
+        opts = model._meta
+        fields = [f for f in opts.local_concrete_fields
+                  if not (f is opts.pk and f.get_internal_type() in ("AutoField", "BigAutoField"))]
+        query = InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore else None)
+        query.insert_values(fields, rows)
+        [(sql, params)] = query.get_compiler(connection=connection).as_sql()
+        return sql, list(params)
+
+
 # ---------------------------------------------------------------------------------------------
 # Assert (W1–W9)
 
@@ -167,6 +234,22 @@ def memory_assert(
     stores nothing (outcome `blocked`, reason `paused`, like W3); the user's own authorities
     still write. The switch is read from the profile row the write lock takes anyway."""
     # W1: everything that can be checked without the lock, so bad input stores nothing.
+    _validate_assert(key=key, value=value, authority=authority, confidence=confidence,
+                     valid_from=valid_from, valid_until=valid_until, idempotency_key=idempotency_key)
+    source_ids = sorted({str(s) for s in sources})
+
+    with transaction.atomic():
+        return _memory_assert_locked(
+            user=user, key=key, value=value, scope=scope, authority=authority,
+            confidence=float(confidence), valid_from=valid_from, valid_until=valid_until,
+            source_ids=source_ids, supersedes=str(supersedes) if supersedes else None,
+            idempotency_key=idempotency_key,
+        )
+
+
+def _validate_assert(*, key, value, authority, confidence, valid_from=None, valid_until=None,
+                     idempotency_key=None) -> None:
+    """W1: the checks that need no database."""
     if not isinstance(key, str) or not valid_key(key):
         raise ValidationError(
             "Keys are 1–120 characters of a-z, 0-9, '_', '-' and '.', with no leading, trailing or double dot.",
@@ -184,15 +267,16 @@ def memory_assert(
         raise ValidationError("valid_until must be after valid_from.", field="valid_until")
     if idempotency_key is not None and not (1 <= len(idempotency_key) <= 255):
         raise ValidationError("1–255 characters.", field="idempotency_key")
-    source_ids = sorted({str(s) for s in sources})
 
-    with transaction.atomic():
-        return _memory_assert_locked(
-            user=user, key=key, value=value, scope=scope, authority=authority,
-            confidence=float(confidence), valid_from=valid_from, valid_until=valid_until,
-            source_ids=source_ids, supersedes=str(supersedes) if supersedes else None,
-            idempotency_key=idempotency_key,
-        )
+
+def _log_assert(result: AssertResult, *, key: str, scope_kind: str, authority: str, sources: int) -> None:
+    """SPEC §12: ids, counts and a loggable key only — never a value."""
+    log.info(
+        "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
+        result.outcome, loggable_key(key), scope_kind, authority, sources,
+    )
+    if result.outcome == "blocked":
+        metrics.write_blocked(result.reason)
 
 
 def _memory_assert_locked(*, user, key, value, scope, authority, confidence, valid_from,
@@ -236,90 +320,65 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
             reason=result.reason or "", record_id=result.record.id if result.record else None,
             created_at=now,
         )
-    log.info(
-        "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
-        result.outcome, loggable_key(key), scope.kind, authority, len(messages),
-    )
-    if result.outcome == "blocked":
-        metrics.write_blocked(result.reason)
+    _log_assert(result, key=key, scope_kind=scope.kind, authority=authority, sources=len(messages))
     return result
 
 
 def _assert_core(*, user, key, value, scope, scope_fields, authority, confidence, valid_from,
                  valid_until, messages, supersedes, secret, now) -> AssertResult:
-    many = registry([key]).is_many(key)
+    """W3–W9 for one assert: a batch of one (`memory.writes`), read and written like any."""
     scope_id = scope.scope_id(user.username)
-    # SPEC §1: evidence time is fixed at write; valid_from defaults to it when there are sources.
-    evidence_time = max(m.created_at for m in messages) if messages else None
-    if valid_from is None:
-        valid_from = evidence_time or now
-        if valid_until is not None and valid_until <= valid_from:
-            raise ValidationError("valid_until must be after valid_from.", field="valid_until")
-    if evidence_time is None:
-        evidence_time = min(valid_from, now)
-    hashed = value_hash(secret, value) if many else None
-
-    # W3: a tombstone blocks the write; nothing is stored, not even the value.
-    for tombstone in tombstones_of(user, [key]):
-        if tombstone.blocks(user=user.username, key=key, scope_id=scope_id,
-                            evidence_time=evidence_time, hashed_value=value_hash(secret, value)):
-            return AssertResult("blocked", None, "forgotten")
-
-    # W4: a retracted slot stays retracted for evidence no newer than the retraction.
-    retracted = SlotRetraction.objects.filter(
-        user=user, scope_id=scope_id, key=key, value_hash=hashed or ""
-    ).aggregate(m=Max("retracted_at"))["m"]
-    born_closed = retracted is not None and evidence_time <= retracted
-    if born_closed:
-        closed_at = max(valid_from, retracted)
-        valid_until = closed_at if valid_until is None else min(valid_until, closed_at)
-        valid_until = max(valid_until, valid_from)
-
-    slot = _slot_records(user, scope_id, key, many=many, value=value)
-    tombstones = tombstones_of(user, [key])
-    winner = resolver.resolve_slot(slot, valid_from, tombstones=tombstones, many=many, secret=secret)
-
-    # W5: an unchanged value only merges provenance.
-    rank = AUTHORITY_RANK[authority]
-    if (
-        winner is not None
-        and normalise_value(winner.value) == normalise_value(value)
-        and winner.valid_from <= valid_from
-        and (winner.valid_until is None or (valid_until is not None and valid_until <= winner.valid_until))
-        and rank <= winner.authority_rank
-        and supersedes in (None, winner.id)
-    ):
-        if messages:
-            MemorySource.objects.bulk_create(
-                [MemorySource(memory_id=winner.id, message=m) for m in messages], ignore_conflicts=True
-            )
-        if confidence > winner.confidence:
-            MemoryRecord.objects.filter(pk=winner.id).update(confidence=confidence)
-        return AssertResult("unchanged", _domain(MemoryRecord(pk=winner.id), user.username))
-
-    # W6: store. An explicit supersedes must stay within the slot and not overrule authority.
-    supersedes_id = None
-    if supersedes is not None:
-        target = next((r for r in slot if r.id == supersedes), None)
-        if target is None:
-            raise ValidationError("supersedes must name a record of the same slot.", field="supersedes")
-        if target.authority_rank > rank:
-            raise AuthorityConflict(
-                f"The record to supersede has authority {target.authority}, higher than {authority}."
-            )
-        supersedes_id = target.id
-    elif not many and valid_until is None and not born_closed and winner is not None:
-        # W6/W7: implicit supersession only of a winner whose authority is not higher.
-        if winner.authority_rank <= rank:
-            supersedes_id = winner.id
-
-    record = _insert_record(
-        user=user, key=key, value=value, scope_id=scope_id, scope_fields=scope_fields,
-        authority=authority, confidence=confidence, valid_from=valid_from,
-        valid_until=valid_until, recorded_at=now, evidence_time=evidence_time,
-        supersedes_id=supersedes_id, messages=messages,
+    state = write_state(user, [(scope_id, key)])
+    fact = Fact(
+        key=key, value=value, scope=scope, authority=authority, many=key in state.many_keys,
+        confidence=confidence, valid_from=valid_from, valid_until=valid_until,
+        sources=tuple(str(m.pk) for m in messages),
+        source_time=max(m.created_at for m in messages) if messages else None,
+        supersedes=supersedes,
     )
-    return AssertResult("created", _domain(record, user.username))
+    [result] = _write_facts(user, state, [fact], secret=secret, now=now,
+                            scope_fields={scope_id: scope_fields})
+    return result
+
+
+def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fields=None,
+                 writer: RowWriter | None = None) -> list[AssertResult]:
+    """Decide `facts` with the pure W-steps against `state` (read under the user's lock, which
+    the caller holds) and write the outcome: the new rows, their source links and W5's, and a
+    W5 confidence raise (rare) — through `writer` when the caller gathers its transaction's
+    writes, else written here. `scope_fields` gives the row fields of each scope id other than
+    the user scope."""
+    try:
+        plan = plan_writes(
+            facts, Known(state.records, state.tombstones, state.retractions),
+            user=user.username, now=now, secret=secret, new_id=lambda: str(uuid.uuid4()),
+        )
+    except WriteRefused as refused:
+        if refused.kind == "authority":
+            raise AuthorityConflict(refused.message) from None
+        raise ValidationError(refused.message, field=refused.field) from None
+    scope_fields = scope_fields or {}
+    user_scope = {"scope_kind": "user", "character": None, "conversation": None, "scene": None}
+    own = writer is None
+    writer = RowWriter() if own else writer
+    writer.insert([
+        MemoryRecord(
+            id=r.id, user=user, key=r.key, value=r.value, scope_id=r.scope_id,
+            **(user_scope if r.scope.kind == "user" else scope_fields[r.scope_id]),
+            authority=r.authority, confidence=r.confidence, valid_from=r.valid_from,
+            valid_until=r.valid_until, recorded_at=r.recorded_at, evidence_time=r.evidence_time,
+            supersedes_id=r.supersedes, version=r.version,
+        )
+        for r in plan.inserts
+    ])
+    links = [MemorySource(memory_id=r.id, message_id=m) for r in plan.inserts for m in r.sources]
+    links += [MemorySource(memory_id=rid, message_id=m) for rid, m in plan.links]
+    writer.insert(links, ignore_conflicts=True)
+    for rid, confidence in plan.confidence.items():
+        writer.update(MemoryRecord, rid, confidence=confidence)
+    if own:
+        writer.flush()
+    return [AssertResult(o.outcome, o.record, o.reason) for o in plan.outcomes]
 
 
 def _insert_record(*, user, key, value, scope_id, scope_fields, authority, confidence,
@@ -661,9 +720,12 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
     """Run the rule-based extractor and assert what it finds in the user scope with
     authority `rule-extracted` and the message as source. An explicit correction corrects the
     record of that key projected for the context, in that record's scope; with none it is
-    asserted in the user scope as `user-corrected`."""
+    asserted in the user scope as `user-corrected`.
+
+    The plain facts between corrections are written as one batch (`remember_extracted`), each
+    batch in its own transaction under the user's lock with one clock read."""
     from .extract import extract
-    from .selectors import ContextResolution, last_named_key
+    from .selectors import last_named_key
 
     user = ctx.user
     if source_message is None and source is not None:
@@ -674,28 +736,83 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
     if not memory_settings_of(user).learn:
         return []
     sources = [str(source_message.pk)] if source_message is not None else []
+    source_time = source_message.created_at if source_message is not None else None
+
+    def write_batch(found) -> list[AssertResult]:
+        with transaction.atomic():
+            profile = lock_profile(user)
+            return write_extracted(user=user, found=found, sources=sources, source_time=source_time,
+                                   secret=profile.secret_bytes(), now=db_now(), learn=profile.learn)
+
+    return remember_extracted(ctx=ctx, found=extract(text, last_named_key=last_named_key(user)),
+                              sources=sources, write_batch=write_batch)
+
+
+def remember_extracted(*, ctx, found, sources: list[str], write_batch) -> list[AssertResult]:
+    """SPEC §8 for what the extractor found, in order: the plain facts between corrections go
+    to `write_batch` together (one read, one insert); a correction is a `correct` of the
+    record of that key projected for the context (in that record's scope), or — with none —
+    an assert in the user scope as `user-corrected`. A correction sees every fact before it."""
     results: list[AssertResult] = []
-    for found in extract(text, last_named_key=last_named_key(user)):
-        if not found.correction:
-            results.append(memory_assert(
-                user=user, key=found.key, value=found.value, scope=Scope("user"),
-                authority="rule-extracted", sources=sources,
-            ))
+    batch: list = []
+    for item in found:
+        if not item.correction:
+            batch.append(item)
             continue
-        current = ContextResolution(ctx, [found.key])
-        target = next((p.record for p in current.projection.prompt if p.key == found.key), None)
-        if target is None:
-            results.append(memory_assert(
-                user=user, key=found.key, value=found.value, scope=Scope("user"),
-                authority="user-corrected", sources=sources,
-            ))
-        elif current.registry.is_many(found.key):
-            results.append(memory_correct(record_id=target.id, value=found.value, user=user))
-        else:
-            results.append(memory_assert(
-                user=user, key=found.key, value=found.value, scope=target.scope,
-                authority="user-corrected", sources=sources, supersedes=target.id,
-            ))
+        if batch:
+            results += write_batch(batch)
+            batch = []
+        results.append(_remember_correction(ctx, item, sources))
+    if batch:
+        results += write_batch(batch)
+    return results
+
+
+def _remember_correction(ctx, found, sources: list[str]) -> AssertResult:
+    from .selectors import ContextResolution
+
+    user = ctx.user
+    current = ContextResolution(ctx, [found.key])
+    target = next((p.record for p in current.projection.prompt if p.key == found.key), None)
+    if target is None:
+        return memory_assert(
+            user=user, key=found.key, value=found.value, scope=Scope("user"),
+            authority="user-corrected", sources=sources,
+        )
+    if current.registry.is_many(found.key):
+        return memory_correct(record_id=target.id, value=found.value, user=user)
+    return memory_assert(
+        user=user, key=found.key, value=found.value, scope=target.scope,
+        authority="user-corrected", sources=sources, supersedes=target.id,
+    )
+
+
+def write_extracted(*, user, found, sources: list[str], source_time, secret: bytes, now,
+                    learn: bool = True, writer: RowWriter | None = None) -> list[AssertResult]:
+    """Assert the extractor's plain facts (`found`, in order) in the user scope with authority
+    `rule-extracted` and `sources` as provenance, as one batch: one read of their slots and
+    one write of the new rows with their source links (`RowWriter`) — storing exactly what one
+    `memory_assert` per fact would (tests/memory/test_batch_writes.py). The caller holds the
+    user's memory lock (`lock_profile`) and gives the clock reading of its transaction, the
+    user's secret and the `learn` switch read with the lock (I8: off blocks every fact). With a
+    `writer` the rows join the caller's other writes, which it flushes."""
+    for item in found:
+        _validate_assert(key=item.key, value=item.value, authority="rule-extracted", confidence=1.0)
+    if not learn:
+        results = [AssertResult("blocked", None, REASON_PAUSED) for _ in found]
+    else:
+        scope = Scope("user")
+        scope_id = scope.scope_id(user.username)
+        state = write_state(user, [(scope_id, item.key) for item in found])
+        facts = [
+            Fact(key=item.key, value=item.value, scope=scope, authority="rule-extracted",
+                 many=item.key in state.many_keys, sources=tuple(sorted(set(sources))),
+                 source_time=source_time)
+            for item in found
+        ]
+        results = _write_facts(user, state, facts, secret=secret, now=now, writer=writer)
+    for item, result in zip(found, results, strict=True):
+        _log_assert(result, key=item.key, scope_kind="user", authority="rule-extracted", sources=len(sources))
     return results
 
 

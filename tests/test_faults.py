@@ -25,8 +25,16 @@ def boom(*args, **kwargs):
 
 
 def test_it_leaves_nothing_behind_when_a_turn_fails_midway(conv, monkeypatch):
-    """The message is inserted, then extraction fails: the whole turn rolls back."""
-    monkeypatch.setattr(memory_services, "memory_assert", boom)
+    """The message, the turn and the extracted record are inserted, then the database fails:
+    the whole turn rolls back."""
+    real_flush = memory_services.RowWriter.flush
+
+    def flush_then_fail(writer):
+        real_flush(writer)
+        assert Message.objects.exists() and MemoryRecord.objects.exists()  # written, not yet committed
+        boom()
+
+    monkeypatch.setattr(memory_services.RowWriter, "flush", flush_then_fail)
     with pytest.raises(OperationalError):
         conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
     assert not Message.objects.exists() and not Turn.objects.exists() and not MemoryRecord.objects.exists()
@@ -53,20 +61,23 @@ def test_it_leaves_nothing_behind_when_a_forget_fails_midway(conv, monkeypatch):
 
 
 def test_it_leaves_nothing_behind_when_an_assert_fails_after_the_insert(conv, monkeypatch):
-    """The record row is inserted, then its sources fail: no record remains."""
+    """The record row and its sources are inserted, then the database fails: no record
+    remains. (On PostgreSQL both go in one statement; on SQLite one after the other.)"""
     from tests.factories import MessageFactory
 
     msg = MessageFactory(conversation=conv)
-    real = MemorySource.objects.bulk_create
+    real_flush = memory_services.RowWriter.flush
 
-    def failing_bulk_create(*args, **kwargs):
+    def flush_then_fail(writer):
+        real_flush(writer)
+        assert MemoryRecord.objects.exists() and MemorySource.objects.exists()  # written, not yet committed
         raise OperationalError("disk full")
 
-    monkeypatch.setattr(MemorySource.objects, "bulk_create", failing_bulk_create)
+    monkeypatch.setattr(memory_services.RowWriter, "flush", flush_then_fail)
     with pytest.raises(OperationalError):
         memory_services.memory_assert(user=conv.user, key="pet.name", value="Rex", scope=Scope("user"), sources=[str(msg.pk)])
-    assert not MemoryRecord.objects.exists()
-    monkeypatch.setattr(MemorySource.objects, "bulk_create", real)
+    assert not MemoryRecord.objects.exists() and not MemorySource.objects.exists()
+    monkeypatch.undo()
     assert memory_services.memory_assert(user=conv.user, key="pet.name", value="Rex", scope=Scope("user"),
                                          sources=[str(msg.pk)]).outcome == "created"
 

@@ -9,6 +9,7 @@ import pytest
 
 PURE = [
     "memory.domain", "memory.resolver", "memory.projection", "memory.extract", "memory.builders",
+    "memory.writes",
     "policy.domain", "policy.engine",
     "conversations.planner", "conversations.tokens", "conversations.stopwords", "bench.relevance",
     "config.errors", "support.words",

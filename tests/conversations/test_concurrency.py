@@ -50,3 +50,36 @@ def test_it_allocates_distinct_seqs_under_concurrent_turns(conv):
     assert all(kind == "ok" for kind, _ in results), results
     seqs = sorted(Message.objects.filter(conversation=conv).values_list("seq", flat=True))
     assert seqs == list(range(1, 11))
+
+
+def test_it_writes_concurrent_batches_of_one_user_one_at_a_time():
+    """W8/W5 for batched turn writes (issue 14): threads creating turns in several
+    conversations of one user, each writing a batch of facts, get unique, gap-free versions per
+    scoped key; the same value said by all is stored once and merged into (W5) by the rest;
+    every message's source link lands."""
+    from memory.models import MemoryRecord, MemorySource
+    from memory.services import ensure_profile
+
+    user = UserFactory(username="batcher")
+    ensure_profile(user)
+    character = CharacterFactory(slug="rowan")
+    convs = [ConversationFactory(user=user, character=character) for _ in range(8)]
+    results = run_concurrently(
+        lambda i: services.turn_create(
+            conversation_id=convs[i].pk, turn_key="t",
+            content=f"I like jazz. I live in City{i}. My dog's name is Dog{i}.",
+        ), 8,
+    )
+    assert all(kind == "ok" for kind, _ in results), results
+    for key in ("user.lives_in", "dog.name", "user.likes"):
+        versions = sorted(MemoryRecord.objects.filter(user=user, key=key).values_list("version", flat=True))
+        assert versions == list(range(1, len(versions) + 1)), key
+    assert MemoryRecord.objects.filter(user=user, key="user.lives_in").count() == 8
+    assert MemoryRecord.objects.filter(user=user, key="user.likes").count() == 1
+    outcomes = sorted(r.turn.extracted[0]["outcome"] for _, r in results)
+    assert outcomes == ["created"] + ["unchanged"] * 7
+    jazz = MemoryRecord.objects.get(user=user, key="user.likes")
+    assert MemorySource.objects.filter(memory=jazz).count() == 8
+    # Each later lives_in supersedes the one before it (W6): one chain, one open head.
+    rows = list(MemoryRecord.objects.filter(user=user, key="user.lives_in").order_by("version"))
+    assert [r.supersedes_id for r in rows[1:]] == [r.pk for r in rows[:-1]]

@@ -1,0 +1,226 @@
+"""The W-steps of an assert (SPEC §2: W3 tombstones, W4 retractions, W5 unchanged values,
+W6/W7 supersession, W8 versions, W9 out-of-order writes) for a batch of facts — pure, standard
+library only (DESIGN habit 1).
+
+The shell reads, under the user's memory lock, everything the batch needs once (every stored
+record of each scoped key the facts touch, the tombstones and the retraction times of their
+keys), passes it in with the database clock and the user's secret, and writes back the rows
+this module returns. `memory_assert` is a batch of one, so each rule has one implementation.
+
+Facts are decided in order, each seeing what the facts before it stored (a second fact for the
+same slot in one message supersedes or merges into the first, with the next version), so a
+batch stores exactly what asserting the same facts one by one would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from . import resolver
+from .domain import AUTHORITY_RANK, MemoryRecord, Scope, Tombstone, normalise_value, value_hash
+
+__all__ = ["Fact", "Known", "Outcome", "WritePlan", "WriteRefused", "plan_writes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One assert, already validated for shape (W1's field checks are the caller's).
+
+    `sources` are the ids of the source messages (checked to be the user's by the caller),
+    `source_time` the newest `created_at` among them (None without sources)."""
+
+    key: str
+    value: str
+    scope: Scope
+    authority: str
+    many: bool
+    confidence: float = 1.0
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    sources: tuple[str, ...] = ()
+    source_time: datetime | None = None
+    supersedes: str | None = None
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the shell read under the lock. `records`: every stored record (forgotten skeletons
+    included) of each scoped key `(scope_id, key)` the facts touch — a scoped key with no
+    record maps to an empty sequence; `retractions`: the latest W10 time per slot
+    `(scope_id, key, value hash or "" for a `one` key)`."""
+
+    records: Mapping[tuple[str, str], Sequence[MemoryRecord]]
+    tombstones: Sequence[Tombstone] = ()
+    retractions: Mapping[tuple[str, str, str], datetime] = field(default_factory=dict)
+
+
+class WriteRefused(Exception):
+    """A fact the rules refuse: `kind` "validation" (W1, naming `field`) or "authority" (W6:
+    an explicit supersedes of a record with a higher authority)."""
+
+    def __init__(self, kind: str, message: str, field: str | None = None):
+        super().__init__(message)
+        self.kind, self.message, self.field = kind, message, field
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answer to one fact: `created`, `unchanged` (W5) or `blocked` (W3, reason
+    `forgotten`); `record` as it is right after this fact (None when blocked)."""
+
+    outcome: str
+    record: MemoryRecord | None
+    reason: str | None = None
+
+
+@dataclass
+class WritePlan:
+    """What to write: new rows in insertion order (sources included), source links W5 adds to
+    stored records, and W5's confidence raises of stored records."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    inserts: list[MemoryRecord] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)  # (stored record id, message id)
+    confidence: dict[str, float] = field(default_factory=dict)  # stored record id -> confidence
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    # Stored times come back in UTC; answers built here must equal what a read gives.
+    return None if value is None else value.astimezone(UTC)
+
+
+def plan_writes(
+    facts: Iterable[Fact],
+    known: Known,
+    *,
+    user: str,
+    now: datetime,
+    secret: bytes,
+    new_id: Callable[[], str],
+) -> WritePlan:
+    """Decide W3–W9 for `facts` in order. Raises `WriteRefused` for a fact the rules refuse
+    (the caller then stores nothing of the batch)."""
+    state = _State(known)
+    plan = WritePlan()
+    for fact in facts:
+        plan.outcomes.append(_decide(fact, state, plan, user=user, now=_utc(now), secret=secret,
+                                     new_id=new_id))
+    return plan
+
+
+class _State:
+    """The scoped keys as the batch has changed them so far."""
+
+    def __init__(self, known: Known):
+        self.scoped = {slot: list(records) for slot, records in known.records.items()}
+        self.top = {slot: max((r.version for r in records), default=0) for slot, records in self.scoped.items()}
+        self.tombstones = list(known.tombstones)
+        self.retractions = known.retractions
+        self.pending: dict[str, int] = {}  # id of a row this batch inserts -> index in plan.inserts
+
+    def records(self, scope_id: str, key: str) -> list[MemoryRecord]:
+        try:
+            return self.scoped[(scope_id, key)]
+        except KeyError:
+            raise ValueError(f"scoped key {key!r} in {scope_id!r} was not read") from None
+
+    def replace(self, scope_id: str, key: str, record: MemoryRecord) -> None:
+        records = self.scoped[(scope_id, key)]
+        records[next(i for i, r in enumerate(records) if r.id == record.id)] = record
+
+
+def _decide(fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, new_id) -> Outcome:
+    key, value, many = fact.key, fact.value, fact.many
+    scope_id = fact.scope.scope_id(user)
+    scoped = state.records(scope_id, key)
+    valid_until = _utc(fact.valid_until)
+    # SPEC §1: evidence time is fixed at write; valid_from defaults to it when there are sources.
+    evidence_time = _utc(fact.source_time)
+    valid_from = _utc(fact.valid_from)
+    if valid_from is None:
+        valid_from = evidence_time or now
+        if valid_until is not None and valid_until <= valid_from:
+            raise WriteRefused("validation", "valid_until must be after valid_from.", "valid_until")
+    if evidence_time is None:
+        evidence_time = min(valid_from, now)
+    hashed = value_hash(secret, value)
+    tombstones = [t for t in state.tombstones if t.key == key]
+
+    # W3: a tombstone blocks the write; nothing is stored, not even the value.
+    for tombstone in tombstones:
+        if tombstone.blocks(user=user, key=key, scope_id=scope_id, evidence_time=evidence_time,
+                            hashed_value=hashed):
+            return Outcome("blocked", None, "forgotten")
+
+    # W4: a retracted slot stays retracted for evidence no newer than the retraction.
+    retracted = state.retractions.get((scope_id, key, hashed if many else ""))
+    born_closed = retracted is not None and evidence_time <= retracted
+    if born_closed:
+        closed_at = max(valid_from, retracted)
+        valid_until = closed_at if valid_until is None else min(valid_until, closed_at)
+        valid_until = max(valid_until, valid_from)
+
+    if many:
+        wanted = normalise_value(value)
+        slot = [r for r in scoped if r.status != "forgotten" and normalise_value(r.value) == wanted]
+    else:
+        slot = scoped
+    winner = resolver.resolve_slot(slot, valid_from, tombstones=tombstones, many=many, secret=secret)
+
+    # W5: an unchanged value only merges provenance (and keeps the higher confidence).
+    rank = AUTHORITY_RANK[fact.authority]
+    if (
+        winner is not None
+        and normalise_value(winner.value) == normalise_value(value)
+        and winner.valid_from <= valid_from
+        and (winner.valid_until is None or (valid_until is not None and valid_until <= winner.valid_until))
+        and rank <= winner.authority_rank
+        and fact.supersedes in (None, winner.id)
+    ):
+        added = [m for m in sorted(set(fact.sources)) if m not in winner.sources]
+        merged = dataclasses.replace(
+            winner, sources=tuple(sorted({*winner.sources, *added})),
+            confidence=max(winner.confidence, fact.confidence),
+        )
+        if winner.id in state.pending:
+            plan.inserts[state.pending[winner.id]] = merged
+        else:
+            plan.links += [(winner.id, m) for m in added]
+            if fact.confidence > winner.confidence:
+                plan.confidence[winner.id] = fact.confidence
+        state.replace(scope_id, key, merged)
+        return Outcome("unchanged", merged)
+
+    # W6: store. An explicit supersedes must stay within the slot and not overrule authority.
+    supersedes_id = None
+    if fact.supersedes is not None:
+        target = next((r for r in slot if r.id == fact.supersedes), None)
+        if target is None:
+            raise WriteRefused("validation", "supersedes must name a record of the same slot.", "supersedes")
+        if target.authority_rank > rank:
+            raise WriteRefused(
+                "authority",
+                f"The record to supersede has authority {target.authority}, higher than {fact.authority}.",
+            )
+        supersedes_id = target.id
+    elif not many and valid_until is None and not born_closed and winner is not None:
+        # W6/W7: implicit supersession only of a winner whose authority is not higher.
+        if winner.authority_rank <= rank:
+            supersedes_id = winner.id
+
+    # W8: the next version of the scoped key (the shell holds the user's lock).
+    version = state.top[(scope_id, key)] + 1
+    state.top[(scope_id, key)] = version
+    record = MemoryRecord(
+        id=new_id(), user=user, key=key, value=value, scope=fact.scope, authority=fact.authority,
+        valid_from=valid_from, recorded_at=now, evidence_time=evidence_time, version=version,
+        confidence=fact.confidence, valid_until=valid_until, supersedes=supersedes_id,
+        sources=tuple(sorted(set(fact.sources))),
+    )
+    state.pending[record.id] = len(plan.inserts)
+    plan.inserts.append(record)
+    scoped.append(record)
+    return Outcome("created", record)
