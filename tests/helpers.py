@@ -19,6 +19,7 @@ def reseed_catalog() -> None:
     from django.apps import apps
 
     import_module("memory.migrations.0002_seed_keys").seed(apps, None)
+    import_module("memory.migrations.0005_pages_time_zone_templates_forgotten_by").seed(apps, None)
     import_module("memory.migrations.0007_pin_preferred_name").seed(apps, None)
     import_module("policy.migrations.0002_seed_capabilities").seed(apps, None)
     # The Support group: permissions themselves come back with the flush's post_migrate.
