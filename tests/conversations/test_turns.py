@@ -253,6 +253,6 @@ def test_it_plans_in_a_constant_number_of_queries(api, conv, sam, n, django_asse
     first = Message.objects.filter(conversation=conv).first()
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
     t = turn(api, conv, "t1", "hi").json()
-    with django_assert_num_queries(15):
+    with django_assert_num_queries(13):
         r = plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")
     assert r.status_code == 200
