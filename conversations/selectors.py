@@ -219,11 +219,15 @@ def history_with_contents(conversation, before_seq: int, room: int, n_recent: in
         size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
         seq = reader.name(Message, "seq")
         tokens = f"(COALESCE({size}, 0) + 3) / 4 + 4"
+        # The text is read row by row (a subquery by primary key) for the rows that want it,
+        # so the rows the window functions order carry no text.
+        table, pk = reader.table(Message), reader.name(Message, "id")
         sql = (
             f"SELECT {reader.column(Message, 'id')}, {seq}, {reader.name(Message, 'role')}, n_bytes, "
-            f"CASE WHEN running <= %s OR newest <= %s THEN {reader.name(Message, 'content')} END "
-            f"FROM (SELECT {reader.name(Message, 'id')}, {reader.name(Message, 'conversation')}, {seq}, "
-            f"{reader.name(Message, 'role')}, {reader.name(Message, 'content')}, "
+            f"CASE WHEN running <= %s OR newest <= %s THEN (SELECT body.{reader.name(Message, 'content')} "
+            f"FROM {table} body WHERE body.{pk} = history.{pk}) END "
+            f"FROM (SELECT {pk}, {reader.name(Message, 'conversation')}, {seq}, "
+            f"{reader.name(Message, 'role')}, "
             f"COALESCE({size}, 0) AS n_bytes, "
             f"SUM({tokens}) OVER (ORDER BY {seq} DESC ROWS UNBOUNDED PRECEDING) AS running, "
             f"ROW_NUMBER() OVER (ORDER BY {seq} DESC) AS newest "
