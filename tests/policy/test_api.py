@@ -163,12 +163,13 @@ def test_decide_runs_a_constant_number_of_queries_whatever_the_number_of_rules(
             for _ in range(count)
         ])
 
-    # token, user, conversation, capability, savepoint, version, rules, log insert, release
+    # token, the conversation with its user and character (one query), capability, savepoint,
+    # version, rules, log insert, release
     add_rules(1)
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(8):
         assert api.post("/api/v1/policy/decide", body, format="json").json()["effect"] == "allow"
     add_rules(49)
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(8):
         assert len(api.post("/api/v1/policy/decide", body, format="json").json()["rule_ids"]) == 50
 
 
