@@ -21,7 +21,8 @@ Each database runs in its own worker process (`bench.worker`) on its own databas
 temporary SQLite file, or `companion_bench` on PostgreSQL (created and dropped; set
 BENCH_POSTGRES=postgres://user@host:port to point elsewhere). The table is printed; JSON
 goes to bench/results/latest.json (smoke: bench/results/smoke.json) and a full run also
-rewrites bench/RESULTS.md. Targets are reported as pass/MISS, never enforced: the exit
+rewrites bench/RESULTS.md up to its hand-written sections (`report.KEPT_FROM` and everything
+after it stay as they are). Targets are reported as pass/MISS, never enforced: the exit
 status is non-zero only when the harness itself fails.
 """
 
@@ -251,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(results, indent=1, default=str))
     log(f"JSON: {out}")
     if not args.smoke and not args.no_markdown and not custom and args.out is None:
-        (BENCH_DIR / "RESULTS.md").write_text(report.render(results, markdown=True))
+        path = BENCH_DIR / "RESULTS.md"
+        path.write_text(report.render(results, markdown=True)
+                        + report.kept_sections(path.read_text() if path.exists() else ""))
         log(f"Markdown: {BENCH_DIR / 'RESULTS.md'}")
     return 1 if failed else 0
 

@@ -10,9 +10,12 @@ import os
 import shutil
 import tempfile
 import time
+import zlib
 from urllib.parse import urlsplit, urlunsplit
 
-PG_DATABASE = "companion_bench"
+# BENCH_PG_DATABASE names another database of one's own on a shared server (it is created and
+# dropped like companion_bench).
+PG_DATABASE = os.environ.get("BENCH_PG_DATABASE", "companion_bench")
 # Server part only; the database name is always PG_DATABASE.
 PG_SERVER = os.environ.get("BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 
@@ -57,7 +60,8 @@ def _pg_drop(conn) -> None:
 
 # Session advisory lock that serialises benchmark runs on one server: `companion_bench` has
 # a fixed name, so a second run would otherwise drop the database under the first.
-PG_LOCK_KEY = 0x636F6D70_62656E63  # "compbenc"
+PG_LOCK_KEY = (0x636F6D70_62656E63 if PG_DATABASE == "companion_bench"  # "compbenc"
+               else 0x636F6D70_00000000 | zlib.crc32(PG_DATABASE.encode()))
 
 
 class BenchBusy(RuntimeError):

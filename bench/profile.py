@@ -1,8 +1,10 @@
-"""Profile the resolve and plan endpoints (and their floor) with pyinstrument and save text
-summaries in bench/profiles/.
+"""Profile the resolve and plan endpoints (and their floor) and save text summaries in
+bench/profiles/: with cProfile (the standard library; the default) the functions by their own
+time and by cumulative time, or with pyinstrument (`--pyinstrument`) its call tree.
 
+    .venv/bin/python -m bench.profile --db postgres --records 100 --messages 100 --only resolve,plan
     .venv/bin/pip install pyinstrument      # a profiling aid only: not in requirements.lock
-    .venv/bin/python -m bench.profile --db sqlite --records 10000 --messages 10000
+    .venv/bin/python -m bench.profile --pyinstrument --db sqlite --records 10000 --messages 10000
 
 Uses the benchmark's own database (temporary SQLite file or `companion_bench`), dropped at
 the end.
@@ -19,6 +21,35 @@ from urllib.parse import urlencode
 PROFILES = Path(__file__).resolve().parent / "profiles"
 
 
+def _cprofiler(top: int):
+    """A cProfile-backed stand-in for pyinstrument's `Profiler` (start, stop, output_text)."""
+    import cProfile
+    import io
+    import pstats
+
+    class CProfiler:
+        def __init__(self, interval: float = 0.0):
+            self.profile = cProfile.Profile()
+
+        def start(self):
+            self.profile.enable()
+
+        def stop(self):
+            self.profile.disable()
+
+        def output_text(self, **_):
+            out = io.StringIO()
+            stats = pstats.Stats(self.profile, stream=out)
+            stats.strip_dirs()
+            out.write("== by own time (tottime) ==\n")
+            stats.sort_stats("tottime").print_stats(top)
+            out.write("== by cumulative time ==\n")
+            stats.sort_stats("cumulative").print_stats(top)
+            return out.getvalue()
+
+    return CProfiler
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile")
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
@@ -27,13 +58,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--pure", action="store_true", help="profile the pure resolver only")
     parser.add_argument("--tag", default="", help="suffix for the profile file names")
-    parser.add_argument("--only", default="", help="comma-separated: turn, ping, resolve, plan, floor-resolve, floor-plan")
+    parser.add_argument("--only", default="", help="comma-separated: turn, turn-one, ping, resolve, plan, "
+                                                   "floor-resolve, floor-plan")
+    parser.add_argument("--pyinstrument", action="store_true", help="pyinstrument's call tree instead of cProfile")
+    parser.add_argument("--top", type=int, default=40, help="cProfile: rows per listing")
     args = parser.parse_args(argv)
-    try:
-        from pyinstrument import Profiler
-    except ImportError:
-        print("pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr)
-        return 2
+    if args.pyinstrument:
+        try:
+            from pyinstrument import Profiler
+        except ImportError:
+            print("pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr)
+            return 2
+    else:
+        Profiler = _cprofiler(args.top)
     PROFILES.mkdir(exist_ok=True)
     suffix = f"-{args.tag}" if args.tag else ""
 

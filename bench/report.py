@@ -12,6 +12,11 @@ OVERHEAD_TARGET = 2.0
 TURN_SHARE_TARGET = 0.25
 RELEVANCE_COST_TOLERANCE = 1.10  # relevance p50 within 10% of certainty's
 RELEVANCE_MEMORIES = 1_000
+# Issue 14's targets.
+TURN_SHARE_AUTH_TARGET = 0.10  # one-round-trip turns/s ÷ the authenticated ping's req/s
+TURN_SQL_TARGET = 15  # queries per whole turn (create with plan + reply)
+SINGLE_P50_TARGET_MS = 15.0  # single-client turn p50 at 1,000 memories, PostgreSQL
+ENDPOINT_SIZES = (100, 1_000)  # resolve and plan <= 2x floor at these record counts
 
 
 def _fmt(value, digits: int = 1) -> str:
@@ -92,7 +97,48 @@ def targets(results: dict) -> list[dict]:
     else:
         add("whole turn (gunicorn + PostgreSQL)", "not run", None)
     _relevance_rows(results, add)
+    _issue14_rows(results, cases, turns_all[0] if turns_all else None, add)
     return rows
+
+
+def _issue14_rows(results: dict, cases: list[dict], t: dict | None, add) -> None:
+    """Issue 14: the turn path's targets."""
+    if t and t.get("one_trip"):
+        share = t["one_trip_per_ping_auth"]
+        add("issue 14: whole turn (one round trip + reply) >= 10% of the authenticated ping's req/s",
+            f"{t['one_trip']['per_second']:.1f} turns/s vs {t['ping_auth']['per_second']:.0f} req/s = "
+            f"{share * 100:.1f}% ({t['one_trip']['errors']} errors)",
+            share >= TURN_SHARE_AUTH_TARGET and t["one_trip"]["errors"] == 0)
+        single = t["single_client"]
+        add("issue 14: single-client turn p50 <= 15 ms (one round trip + reply, 1,000 memories, PostgreSQL)",
+            f"p50 {single['p50_ms']:.1f} ms, p99 {single['p99_ms']:.1f} ms ({single['units']} turns)",
+            single["p50_ms"] <= SINGLE_P50_TARGET_MS and single["errors"] == 0)
+    else:
+        add("issue 14: whole turn (one round trip + reply) >= 10% of the authenticated ping's req/s",
+            "not run", None)
+        add("issue 14: single-client turn p50 <= 15 ms (one round trip + reply, 1,000 memories, PostgreSQL)",
+            "not run", None)
+    q = (t or {}).get("queries")
+    if q and "one_total" in q:
+        add("issue 14: SQL per whole turn <= 15 (create with plan + reply)",
+            f"{q['one_total']} (create+plan {q['create_plan']}, reply {q['reply_one']}); "
+            f"three requests {q['total']}", q["one_total"] <= TURN_SQL_TARGET)
+    else:
+        add("issue 14: SQL per whole turn <= 15 (create with plan + reply)", "not run", None)
+    name = "issue 14: resolve and plan endpoints <= 2x floor at 100 and 1,000 records, SQLite and PostgreSQL"
+    wanted = [c for c in cases if c["records"] in ENDPOINT_SIZES]
+    dbs = {c["db"] for c in wanted}
+    sizes = {c["records"] for c in wanted}
+    if wanted:
+        worst = max(wanted, key=lambda c: c["ratio"])
+        misses = [c for c in wanted if c["ratio"] > OVERHEAD_TARGET]
+        complete = dbs == {"sqlite", "postgres"} and sizes == set(ENDPOINT_SIZES)
+        add(name, f"worst {worst['ratio']:.2f}x ({worst['db']} {worst['endpoint']} {worst['records']:,} records"
+            f"{_msgs(worst)}); {len(misses)} of {len(wanted)} cases over"
+            + ("" if complete else " (not every database and size was run)"),
+            (not misses) if complete else (False if misses else None))
+    else:
+        add(name, "not run at 100/1,000 records", None)
 
 
 def _relevance_rows(results: dict, add) -> None:
@@ -171,6 +217,19 @@ def _memory_rows(results: dict) -> list[tuple[str, str, bool | None]]:
 # ---------------------------------------------------------------------------------------------
 # Tables
 
+# RESULTS.md from this heading on is written by hand (measurements made outside one run) and
+# is kept when a run rewrites the file.
+KEPT_FROM = "## Resolver refactor: before and after"
+
+
+def kept_sections(existing: str) -> str:
+    """The hand-written part of an existing RESULTS.md (from `KEPT_FROM` on), after a blank
+    line; empty when there is none."""
+    at = existing.find("\n" + KEPT_FROM)
+    if at < 0:
+        return ""
+    return "\n" + existing[at + 1:]
+
 
 def _table(headers: list[str], rows: list[list], markdown: bool) -> str:
     cells = [[_fmt(v) for v in row] for row in rows]
@@ -246,15 +305,21 @@ def render(results: dict, *, markdown: bool) -> str:
                          f"{t['clients']} client threads"))
             rows = [
                 ["trivial JSON (/bench/ping), before", t["ping_before"]["per_second"], "req/s",
-                 t["ping_before"]["p50_ms"], t["ping_before"]["p95_ms"], t["ping_before"]["errors"]],
+                 t["ping_before"]["p50_ms"], t["ping_before"]["p95_ms"], t["ping_before"].get("p99_ms"), t["ping_before"]["errors"]],
                 ["authenticated DRF JSON (/bench/ping-auth)", t["ping_auth"]["per_second"], "req/s",
-                 t["ping_auth"]["p50_ms"], t["ping_auth"]["p95_ms"], t["ping_auth"]["errors"]],
-                ["whole turn (create → plan → reply)", t["turns"]["per_second"], "turns/s",
-                 t["turns"]["p50_ms"], t["turns"]["p95_ms"], t["turns"]["errors"]],
+                 t["ping_auth"]["p50_ms"], t["ping_auth"]["p95_ms"], t["ping_auth"].get("p99_ms"), t["ping_auth"]["errors"]],
+                ["whole turn, three requests (create → plan → reply)", t["turns"]["per_second"], "turns/s",
+                 t["turns"]["p50_ms"], t["turns"]["p95_ms"], t["turns"].get("p99_ms"), t["turns"]["errors"]],
+                *([["whole turn, one round trip (create with plan → reply)", t["one_trip"]["per_second"],
+                    "turns/s", t["one_trip"]["p50_ms"], t["one_trip"]["p95_ms"], t["one_trip"]["p99_ms"],
+                    t["one_trip"]["errors"]],
+                   ["one round trip, single client thread", t["single_client"]["per_second"], "turns/s",
+                    t["single_client"]["p50_ms"], t["single_client"]["p95_ms"], t["single_client"]["p99_ms"],
+                    t["single_client"]["errors"]]] if t.get("one_trip") else []),
                 ["trivial JSON (/bench/ping), after", t["ping_after"]["per_second"], "req/s",
-                 t["ping_after"]["p50_ms"], t["ping_after"]["p95_ms"], t["ping_after"]["errors"]],
+                 t["ping_after"]["p50_ms"], t["ping_after"]["p95_ms"], t["ping_after"].get("p99_ms"), t["ping_after"]["errors"]],
             ]
-            out.append(_table(["what", "rate", "unit", "p50 ms", "p95 ms", "errors"], rows, markdown))
+            out.append(_table(["what", "rate", "unit", "p50 ms", "p95 ms", "p99 ms", "errors"], rows, markdown))
             out.append(("\n" if markdown else "")
                        + f"turns/s ÷ trivial req/s = {t['turns_per_ping'] * 100:.1f}%; "
                        f"÷ authenticated req/s = {t['turns']['per_second'] / t['ping_auth']['per_second'] * 100:.1f}% "
@@ -263,6 +328,21 @@ def render(results: dict, *, markdown: bool) -> str:
                           f"{t['queries']['plan']}, reply {t['queries']['reply']} (an authenticated "
                           f"request alone: {t['queries']['ping_auth']})" if t.get("queries") else "")
                        + ")")
+            q = t.get("queries") or {}
+            if "one_total" in q:
+                rows = [
+                    ["create", q["create"]], ["plan (GET)", q["plan"]], ["reply", q["reply"]],
+                    ["whole turn, three requests", q["total"]],
+                    [f"create with plan ({q['create_plan_facts']} fact extracted)", q["create_plan"]],
+                    [f"create with plan ({q['create_plan_no_fact_facts']} facts extracted)",
+                     q["create_plan_no_fact"]],
+                    ["reply after a create with plan", q["reply_one"]],
+                    ["whole turn, one round trip", q["one_total"]],
+                    ["authenticated ping", q["ping_auth"]],
+                ]
+                out.append(("\n" if markdown else "") + "SQL queries per step (CaptureQueriesContext, "
+                           "in-process, autocommit):")
+                out.append(_table(["step", "queries"], rows, markdown))
             if t["turns"]["error_samples"]:
                 out.append("error samples: " + " | ".join(t["turns"]["error_samples"]))
 

@@ -1,6 +1,8 @@
-"""The whole turn under concurrency: create turn → prompt plan → reply, from concurrent
-client threads against gunicorn (`config.wsgi` with `bench.settings`) on PostgreSQL, beside
-the same server's trivial JSON endpoint (`/bench/ping`) as the ceiling.
+"""The whole turn against gunicorn (`config.wsgi` with `bench.settings`) on PostgreSQL, beside
+the same server's trivial JSON endpoint (`/bench/ping`) as the ceiling and the authenticated
+DRF one (`/bench/ping-auth`): the three-request turn (create → plan → reply) and the one round
+trip of I7 (create with `plan` → reply), each under load from concurrent client threads, and
+the one round trip from a single client thread (the latency a user waits for, p50 and p99).
 
 gunicorn is started here on a free loopback port and stopped (SIGTERM to the process this
 module started, then a bounded wait) when the measurement ends. Requests go only to
@@ -173,6 +175,7 @@ def _drive(server: Server, clients: int, seconds: float, work) -> dict:
         "per_second": counts["units"] / elapsed if elapsed else 0.0,
         "p50_ms": statistics.median(latencies) * 1000 if latencies else float("nan"),
         "p95_ms": percentile(latencies, 0.95) * 1000 if latencies else float("nan"),
+        "p99_ms": percentile(latencies, 0.99) * 1000 if latencies else float("nan"),
         "errors": counts["errors"],
         "error_samples": counts["error_samples"][:5],
     }
@@ -212,31 +215,63 @@ def turn_work_factory(conversations: list[str], token: str, tag: str):
     return work
 
 
+PLAN = {"budget": 8000, "capabilities": ["tone.playful"]}
+
+
+def turn_one_work_factory(conversations: list[str], token: str, tag: str):
+    """I7: the turn in one round trip before generating (create with `plan`), then the reply."""
+    def work(index, conn, n):
+        conversation = conversations[index % len(conversations)]
+        text = TURN_TEXTS[n % len(TURN_TEXTS)]
+        status, data = request(conn, "POST", f"/api/v1/conversations/{conversation}/turns",
+                               {"turn_key": f"{tag}-{index}-{n}", "content": text, "plan": PLAN}, token)
+        if status != 201:
+            return 0, f"turn+plan {status} {data[:120]!r}"
+        turn = json.loads(data)["id"]
+        status, data = request(conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token)
+        if status != 201:
+            return 0, f"reply {status} {data[:120]!r}"
+        return 1, 0
+
+    return work
+
+
 def inprocess_queries(conversation: str, token: str) -> dict:
-    """SQL queries of one whole turn, per request, through the in-process test client."""
+    """SQL queries per step of a turn (CaptureQueriesContext, in-process test client, autocommit
+    as in production): the three-request turn (create, plan, reply) and the one round trip
+    (create with `plan`, reply), for a message the extractor learns one fact from and for one
+    it learns nothing from."""
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     out = {}
-    with CaptureQueriesContext(connection) as captured:
-        created = client.post(f"/api/v1/conversations/{conversation}/turns",
-                              json.dumps({"turn_key": "count-queries", "content": TURN_TEXTS[0]}),
-                              content_type="application/json")
-    out["create"] = len(captured.captured_queries)
-    turn = created.json()["id"]
-    with CaptureQueriesContext(connection) as captured:
-        client.get(f"/api/v1/turns/{turn}/prompt-plan?budget=8000&capabilities=tone.playful")
-    out["plan"] = len(captured.captured_queries)
-    with CaptureQueriesContext(connection) as captured:
-        client.post(f"/api/v1/turns/{turn}/reply", json.dumps({"content": REPLY}),
-                    content_type="application/json")
-    out["reply"] = len(captured.captured_queries)
-    with CaptureQueriesContext(connection) as captured:
-        client.get("/bench/ping-auth")
-    out["ping_auth"] = len(captured.captured_queries)
+
+    def count(method, path, body=None) -> tuple[int, dict]:
+        with CaptureQueriesContext(connection) as captured:
+            if body is None:
+                response = getattr(client, method)(path)
+            else:
+                response = getattr(client, method)(path, json.dumps(body), content_type="application/json")
+        assert response.status_code in (200, 201), response.content[:300]
+        return len(captured.captured_queries), response.json()
+
+    turns = f"/api/v1/conversations/{conversation}/turns"
+    out["create"], created = count("post", turns, {"turn_key": "count-3", "content": TURN_TEXTS[0]})
+    out["plan"], _ = count("get", f"/api/v1/turns/{created['id']}/prompt-plan?budget=8000&capabilities=tone.playful")
+    out["reply"], _ = count("post", f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
     out["total"] = out["create"] + out["plan"] + out["reply"]
+    # The one round trip, with one extracted fact (TURN_TEXTS[4] corrects the dog's name) and
+    # with none (a question).
+    out["create_plan"], created = count("post", turns, {"turn_key": "count-1", "content": TURN_TEXTS[4], "plan": PLAN})
+    out["create_plan_facts"] = len(created["extracted"])
+    out["reply_one"], _ = count("post", f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
+    out["one_total"] = out["create_plan"] + out["reply_one"]
+    out["create_plan_no_fact"], created = count(
+        "post", turns, {"turn_key": "count-0", "content": TURN_TEXTS[6], "plan": PLAN})
+    out["create_plan_no_fact_facts"] = len(created["extracted"])
+    out["ping_auth"], _ = count("get", "/bench/ping-auth")
     connection.close()
     return out
 
@@ -249,6 +284,7 @@ def run(database_url: str, conversations: list[str], token: str, *, clients: int
         # Warm every worker (imports, URL resolvers, connections) outside the measurement.
         _drive(server, clients, min(2.0, seconds / 4), ping_work)
         _drive(server, clients, min(2.0, seconds / 4), turn_work_factory(conversations, token, "warm"))
+        _drive(server, clients, min(2.0, seconds / 4), turn_one_work_factory(conversations, token, "warm1"))
         ping_before = _drive(server, clients, seconds / 2, ping_work)
         log(f"  gunicorn ping      {ping_before['per_second']:.0f} req/s")
         ping_auth = _drive(server, clients, seconds / 2, ping_auth_factory(token))
@@ -256,6 +292,12 @@ def run(database_url: str, conversations: list[str], token: str, *, clients: int
         turns = _drive(server, clients, seconds, turn_work_factory(conversations, token, "bench"))
         log(f"  gunicorn turns     {turns['per_second']:.1f} turns/s p95={turns['p95_ms']:.0f}ms "
             f"errors={turns['errors']}")
+        one = _drive(server, clients, seconds, turn_one_work_factory(conversations, token, "one"))
+        log(f"  gunicorn one-trip  {one['per_second']:.1f} turns/s p95={one['p95_ms']:.0f}ms "
+            f"errors={one['errors']}")
+        single = _drive(server, 1, seconds / 2, turn_one_work_factory(conversations, token, "single"))
+        log(f"  gunicorn 1 client  {single['per_second']:.1f} turns/s p50={single['p50_ms']:.1f}ms "
+            f"p99={single['p99_ms']:.1f}ms errors={single['errors']}")
         ping_after = _drive(server, clients, seconds / 2, ping_work)
         log(f"  gunicorn ping      {ping_after['per_second']:.0f} req/s (after)")
     finally:
@@ -270,4 +312,8 @@ def run(database_url: str, conversations: list[str], token: str, *, clients: int
         "ping_rps": ceiling,
         "turns": turns,
         "turns_per_ping": turns["per_second"] / ceiling if ceiling else float("nan"),
+        "one_trip": one,
+        "single_client": single,
+        "one_trip_per_ping_auth": (one["per_second"] / ping_auth["per_second"]
+                                   if ping_auth["per_second"] else float("nan")),
     }

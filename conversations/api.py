@@ -147,10 +147,29 @@ from .models import Turn  # noqa: E402
 from .serializers import SCENE_MAX  # noqa: E402
 
 
+class PlanParamsInput(StrictSerializer):
+    """I7: the plan parameters of a turn creation (the GET's, without `now`: a plan made
+    with its turn is made at that moment)."""
+
+    budget = serializers.IntegerField(min_value=1, max_value=10_000_000)
+    memory_share = serializers.FloatField(required=False, default=0.3, min_value=0.0, max_value=1.0)
+    history = serializers.ChoiceField(choices=["contiguous", "skip"], required=False, default="contiguous")
+    capabilities = serializers.ListField(
+        child=CleanCharField(max_length=100), required=False, default=list, max_length=50,
+        help_text="Capability names (the GET's comma-separated `capabilities`, as a list).")
+    memory_order = serializers.ChoiceField(
+        choices=["certainty", "relevance"], required=False, default="certainty",
+        help_text="I6: `certainty` (the I3 order) or `relevance`.")
+
+
 class TurnCreateInput(StrictSerializer):
     turn_key = CleanCharField(max_length=255)
     content = CleanCharField(trim_whitespace=False)
     scene = CleanCharField(max_length=SCENE_MAX, required=False, allow_null=True)
+    plan = PlanParamsInput(
+        required=False,
+        help_text="I7: plan the turn in the same request; the answer then holds `plan`, equal to "
+        "what `GET /turns/{id}/prompt-plan` with the same parameters answers at that moment.")
 
 
 class MessageRefOutput(serializers.Serializer):
@@ -198,22 +217,6 @@ def turn_json(turn: Turn) -> dict:
     }
 
 
-class TurnCreateApi(APIView):
-    @extend_schema(
-        operation_id="turn_create", request=TurnCreateInput,
-        responses={201: TurnOutput, 200: TurnOutput, **problems(400, 404, 409)},
-        description="Store the user message, create the turn and extract memories from it (I1, I4, §8). "
-        "A retry with the same turn_key and content answers 200 with the same turn; other content is a 409.",
-    )
-    def post(self, request, conversation_id):
-        data = validated(TurnCreateInput, request.data)
-        result = services.turn_create(
-            conversation_id=conversation_id, turn_key=data["turn_key"], content=data["content"],
-            scene=data.get("scene"),
-        )
-        return Response(turn_json(result.turn), status=201 if result.created else 200)
-
-
 class PromptPlanQuery(StrictSerializer):
     budget = serializers.IntegerField(min_value=1, max_value=10_000_000)
     memory_share = serializers.FloatField(required=False, default=0.3, min_value=0.0, max_value=1.0)
@@ -242,12 +245,6 @@ class PlanExclusionOutput(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["memory", "message"])
     id = serializers.UUIDField()
     reason = serializers.CharField()
-
-
-def _decision_output():
-    from policy.serializers import DecisionOutput
-
-    return DecisionOutput
 
 
 class PlanMemoryOutput(ProjectedOutput):
@@ -280,8 +277,6 @@ class TurnPromptPlanApi(APIView):
         "reason `memory-off`.",
     )
     def get(self, request, turn_id):
-        from .planner import plan_body
-
         params = validated(PromptPlanQuery, dict(request.query_params.items()))
         capabilities = tuple(c.strip() for c in params["capabilities"].split(",") if c.strip())
         result = services.turn_prompt_plan(
@@ -289,14 +284,73 @@ class TurnPromptPlanApi(APIView):
             history=params["history"], capabilities=capabilities, now=params.get("now"),
             memory_order=params["memory_order"],
         )
-        body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
-        DecisionOutput = _decision_output()
-        body["policy"] = [DecisionOutput(d).data for d in result.decisions]
-        body["budget"] = params["budget"]
-        from memory.domain import RESOLVER_VERSION
+        return Response(plan_json(result))
 
-        body["resolver_version"] = RESOLVER_VERSION
-        return Response(body)
+
+def plan_json(result) -> dict:
+    """The §10 plan body of a `services.PromptPlanResult` (the GET's answer and I7's `plan`)."""
+    from memory.domain import RESOLVER_VERSION
+    from policy.serializers import DecisionOutput
+
+    from .planner import plan_body
+
+    body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
+    body["policy"] = [DecisionOutput(d).data for d in result.decisions]
+    body["budget"] = result.params.budget
+    body["resolver_version"] = RESOLVER_VERSION
+    return body
+
+
+class TurnCreateOutput(TurnOutput):
+    plan = PromptPlanOutput(required=False, help_text="I7: only when the request asked for a plan.")
+
+
+class TurnCreateApi(APIView):
+    @extend_schema(
+        operation_id="turn_create", request=TurnCreateInput,
+        responses={201: TurnCreateOutput, 200: TurnCreateOutput, **problems(400, 404, 409, 422)},
+        description="Store the user message, create the turn and extract memories from it (I1, I4, §8). "
+        "A retry with the same turn_key and content answers 200 with the same turn; other content is a 409. "
+        "With `plan` (I7) the answer also holds the turn's prompt plan, computed now — also for a "
+        "replayed creation. A plan that cannot be made (422 `budget_exceeded`, or 400 naming "
+        "`plan.capabilities` for an unknown capability) leaves the turn created: a retry with the "
+        "same turn_key and content replays it.",
+    )
+    def post(self, request, conversation_id):
+        data = validated(TurnCreateInput, request.data)
+        result = services.turn_create(
+            conversation_id=conversation_id, turn_key=data["turn_key"], content=data["content"],
+            scene=data.get("scene"),
+        )
+        body = turn_json(result.turn)
+        params = data.get("plan")
+        if params is not None:
+            body["plan"] = plan_json(_plan_created(result, params))
+        return Response(body, status=201 if result.created else 200)
+
+
+def _plan_created(result, params: dict):
+    """I7: plan the turn just created (at the moment it was created: its time from the
+    database clock) or replayed (now), from the rows creation loaded. A refused plan names
+    its fields inside `plan` and says which turn stays created."""
+    from config.errors import BudgetExceeded
+
+    turn = result.turn
+    try:
+        return services.plan_for_turn(
+            turn, budget=params["budget"], memory_share=params["memory_share"],
+            history=params["history"], capabilities=tuple(params["capabilities"]),
+            memory_order=params["memory_order"],
+            now=turn.created_at if result.created else None, now_given=False,
+        )
+    except ValidationError as exc:
+        if exc.errors:
+            exc.errors = {f"plan.{name}": messages for name, messages in exc.errors.items()}
+        exc.extra["turn"] = str(turn.pk)
+        raise
+    except BudgetExceeded as exc:
+        exc.extra["turn"] = str(turn.pk)
+        raise
 
 
 class TurnReplyInput(StrictSerializer):

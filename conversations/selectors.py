@@ -89,15 +89,37 @@ def conversation_of_user(user, conversation_id, *, field: str = "conversation") 
     return conversation
 
 
+def _conversation_with_user(ref, conversation_id) -> Conversation | None:
+    """The user's conversation with its user, the user's memory profile and its character (one
+    query), or None — also when the ref or the id could name nothing."""
+    if not conversation_id or not isinstance(ref, str) or not 0 < len(ref) <= 150 or "\x00" in ref:
+        return None
+    try:
+        conversation_id = uuid.UUID(str(conversation_id))
+    except ValueError:
+        return None
+    return (
+        Conversation.objects.select_related("user__memory_profile", "character")
+        .filter(user__username=ref, pk=conversation_id).first()
+    )
+
+
 def load_context(data: dict, *, prefix: str = "context") -> LoadedContext:
     """Validate a context dict (already type-checked by `ContextInput`) against the database:
     the user exists; the character exists; the conversation belongs to the user and, when a
     character is named, to that character; a scene needs a conversation. Without `now` the
-    database clock is read once (SPEC §0)."""
-    user = user_by_ref(data["user"], field=f"{prefix}.user")
-    conversation = None
-    if data.get("conversation"):
-        conversation = conversation_of_user(user, data["conversation"], field=f"{prefix}.conversation")
+    database clock is read once (SPEC §0).
+
+    With a conversation, the conversation is read with its user (and memory profile) and its
+    character in one query; only when that finds nothing are the user and the conversation
+    read one by one, to say which of them is unknown."""
+    conversation = _conversation_with_user(data["user"], data.get("conversation"))
+    if conversation is not None:
+        user = conversation.user
+    else:
+        user = user_by_ref(data["user"], field=f"{prefix}.user")
+        if data.get("conversation"):
+            conversation = conversation_of_user(user, data["conversation"], field=f"{prefix}.conversation")
     character = None
     if data.get("character"):
         if conversation is not None and conversation.character.slug == data["character"]:
@@ -178,6 +200,73 @@ def history_candidates(conversation, before_seq: int):
         ids, seqs, roles, sizes = zip(*fetched, strict=True)
         return build_slotted(HistoryCandidate, {"id": ids, "seq": seqs, "role": roles,
                                                 "n_bytes": sizes}, len(ids))
+
+
+def history_with_contents(conversation, before_seq: int, room: int, n_recent: int = 0):
+    """The plan's history read (I1, I3) in one query: every message strictly before the
+    boundary as `history_candidates` gives them, and the text of the newest messages whose
+    estimates (I3: ceil(bytes / 4) + 4 each) add up to at most `room` tokens — a superset of
+    what a `contiguous` history admits once the memory section is placed, whatever its size —
+    and of the `n_recent` newest (the relevance query's, I6).
+
+    Returns `(candidates, fetch_content)`: `fetch_content(ids)` answers from the text read and
+    reads only ids it does not hold (one more query; under `skip` a message admitted past one
+    that did not fit). The text read is bounded by `room`, never the conversation's length.
+    Where the raw reader does not serve the database, the two reads of `history_candidates`
+    and `message_contents`."""
+    from memory.builders import build_slotted, gc_paused
+    from memory.selectors import raw_reader
+
+    from .planner import HistoryCandidate
+
+    rows = (
+        Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
+        .annotate(n_bytes=OctetLength("content"))
+        .values_list("id", "seq", "role", "n_bytes")
+    )
+    reader = raw_reader(rows.db)
+    held: dict[str, str] = {}
+    if reader is None:
+        candidates = history_candidates(conversation, before_seq)
+    else:
+        size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
+        seq = reader.name(Message, "seq")
+        tokens = f"(COALESCE({size}, 0) + 3) / 4 + 4"
+        # The text is read row by row (a subquery by primary key) for the rows that want it,
+        # so the rows the window functions order carry no text.
+        table, pk = reader.table(Message), reader.name(Message, "id")
+        sql = (
+            f"SELECT {reader.column(Message, 'id')}, {seq}, {reader.name(Message, 'role')}, n_bytes, "
+            f"CASE WHEN running <= %s OR newest <= %s THEN (SELECT body.{reader.name(Message, 'content')} "
+            f"FROM {table} body WHERE body.{pk} = history.{pk}) END "
+            f"FROM (SELECT {pk}, {reader.name(Message, 'conversation')}, {seq}, "
+            f"{reader.name(Message, 'role')}, "
+            f"COALESCE({size}, 0) AS n_bytes, "
+            f"SUM({tokens}) OVER (ORDER BY {seq} DESC ROWS UNBOUNDED PRECEDING) AS running, "
+            f"ROW_NUMBER() OVER (ORDER BY {seq} DESC) AS newest "
+            f"FROM {reader.table(Message)} "
+            f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
+            f"AND {seq} < %s) history ORDER BY {reader.order(Message)}"
+        )
+        with gc_paused():  # every row read is kept
+            fetched = reader.fetch(sql, [room, n_recent, conversation.user_id,
+                                         reader.param(Message, "conversation", conversation.pk),
+                                         before_seq])
+            if fetched:
+                ids, seqs, roles, sizes, texts = zip(*fetched, strict=True)
+                candidates = build_slotted(HistoryCandidate, {"id": ids, "seq": seqs, "role": roles,
+                                                              "n_bytes": sizes}, len(ids))
+                held = {i: text for i, text in zip(ids, texts, strict=True) if text is not None}
+            else:
+                candidates = []
+
+    def fetch_content(ids: list[str]) -> dict[str, str]:
+        missing = [i for i in ids if i not in held]
+        if missing:
+            held.update(message_contents(conversation, missing))
+        return {i: held[i] for i in ids}
+
+    return candidates, fetch_content
 
 
 def message_contents(conversation, ids: list[str]) -> dict[str, str]:
@@ -291,35 +380,3 @@ def data_counts(user) -> dict[str, int]:
         "forgotten": Tombstone.objects.filter(user=user).count(),
         "rules": PolicyRule.objects.filter(user=user, revoked_at__isnull=True).count(),
     }
-
-
-def relevance_inputs(conversation, before_seq: int, n_recent: int) -> tuple[frozenset[str], list[str]]:
-    """I6: what a plan ordered by relevance needs besides the memories: the keys the
-    registry pins, and the contents of the `n_recent` messages right before the boundary (I1),
-    newest first — in one query (`UNION ALL` of the two reads) where the vendor allows it."""
-    from memory.models import KeyDefinition
-    from memory.selectors import raw_reader
-
-    reader = raw_reader(Message.objects.db)
-    if reader is None:
-        pinned = frozenset(KeyDefinition.objects.filter(pinned=True).values_list("key", flat=True))
-        recent = (
-            Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
-            .order_by("-seq").values_list("content", flat=True)[:n_recent]
-        )
-        return pinned, list(recent)
-    content, seq = reader.name(Message, "content"), reader.name(Message, "seq")
-    sql = (
-        f"SELECT 0, {reader.name(KeyDefinition, 'key')}, 0 FROM {reader.table(KeyDefinition)} "
-        f"WHERE {reader.name(KeyDefinition, 'pinned')} "
-        f"UNION ALL SELECT 1, recent.{content}, recent.{seq} FROM ("
-        f"SELECT {content}, {seq} FROM {reader.table(Message)} "
-        f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
-        f"AND {seq} < %s ORDER BY {seq} DESC LIMIT %s) recent"
-    )
-    params = [conversation.user_id, reader.param(Message, "conversation", conversation.pk),
-              before_seq, n_recent]
-    rows = reader.fetch(sql, params)
-    pinned = frozenset(text for kind, text, _ in rows if kind == 0)
-    recent = [text for kind, text, _ in sorted((r for r in rows if r[0] == 1), key=lambda r: -r[2])]
-    return pinned, recent

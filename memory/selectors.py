@@ -1,5 +1,5 @@
 """Reads of memory state. Every query filters by user first (SPEC §0). The resolver's
-candidate read is one query for records, one for their sources and one for tombstones,
+candidate read is one query for records with their sources and one for tombstones,
 whatever the number of records (DESIGN: constant query counts)."""
 
 from __future__ import annotations
@@ -161,44 +161,43 @@ def parse_datetimes(column) -> list:
 
 
 def _record_sql(reader: RawReader) -> dict[str, str]:
-    """RECORD_FIELDS of the records matching `{where}` in the model's order, and the source
-    links of the same records."""
+    """RECORD_FIELDS of the records matching `{where}` in the model's order, each with its
+    source message ids in one more column (an array on PostgreSQL, comma-joined text on
+    SQLite; ids hold no comma): the records and their sources in one statement."""
     table = reader.table(MemoryRecord)
     select = ", ".join(reader.column(MemoryRecord, name) for name in RECORD_FIELDS)
-    links = ", ".join(reader.column(MemorySource, name) for name in ("memory", "message"))
+    message = reader.column(MemorySource, "message", "s.")
+    linked = (f"FROM {reader.table(MemorySource)} s WHERE {reader.name(MemorySource, 'memory', 's.')} "
+              f"= {reader.name(MemoryRecord, 'id', table + '.')}")
+    if connections[reader.alias].vendor == "postgresql":
+        sources = f"ARRAY(SELECT {message} {linked})"
+    else:
+        sources = f"(SELECT group_concat({message}, ',') {linked})"
     return {
-        "records": f"SELECT {select} FROM {table} WHERE {{where}} "
+        "records": f"SELECT {select}, {sources} FROM {table} WHERE {{where}} "
                    f"ORDER BY {reader.order(MemoryRecord)}",
-        "sources": f"SELECT {links} FROM {reader.table(MemorySource)} "
-                   f"WHERE {reader.name(MemorySource, 'memory')} IN "
-                   f"(SELECT {reader.name(MemoryRecord, 'id')} FROM {table} WHERE {{where}})",
     }
 
 
 def _read_records(reader: RawReader, where: str, params: list, username: str) -> list[DomainRecord]:
     """The records matching `where` (SQL over the record table), sources included, in the
-    model's order: two queries."""
+    model's order: one query."""
     sql = reader.sql("records", _record_sql)
     rows = reader.fetch(sql["records"].format(where=where), params)
     if not rows:
         return []
-    links = reader.fetch(sql["sources"].format(where=where), params)
     columns = list(zip(*rows, strict=True))
+    linked = columns.pop()
     for index in _DATETIME_COLUMNS:
         columns[index] = parse_datetimes(columns[index])
-    sources: dict[str, list[str]] = {}
-    for memory_id, message_id in links:
-        found = sources.get(memory_id)
-        if found is None:
-            sources[memory_id] = [message_id]
-        else:
-            found.append(message_id)
-    return _build_records(columns, list(map(sources.get, columns[0])), username)
+    if linked and isinstance(next((x for x in linked if x), None), str):
+        linked = [text.split(",") if text else None for text in linked]
+    return _build_records(columns, linked, username)
 
 
 def records_to_domain(queryset, username: str) -> list[DomainRecord]:
     """Materialise a queryset of MemoryRecord rows as pure-core records, sources included:
-    two queries. The raw reader reads the rows the queryset selects in the model's order; a
+    one query (two on the ORM path). The raw reader reads the rows the queryset selects in the model's order; a
     queryset with an order or a slice of its own is read by the ORM."""
     reader = raw_reader(queryset.db)
     if reader is None or queryset.query.order_by or queryset.query.is_sliced:
@@ -271,7 +270,7 @@ def context_scope_ids(ctx) -> list[str]:
 
 def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainRecord]:
     """The records a resolve for `ctx` considers (R1 pre-filtered by scope id), in the
-    model's order: two queries. Read with SQL written out once per database rather than a
+    model's order: one query (two on the ORM path). Read with SQL written out once per database rather than a
     queryset compiled per request (the read of every resolve and plan)."""
     scope_ids = context_scope_ids(ctx)
     keys = list(keys) if keys else None
@@ -304,15 +303,20 @@ def tombstones_of(user, keys: Iterable[str] | None = None) -> list[DomainTombsto
 
 
 class Registry:
-    """The key registry as the pure core needs it: which keys are `many`, and labels."""
+    """The key registry as the pure core needs it: which keys are `many`, labels, and which
+    keys are pinned (I6: the relevance order puts them first)."""
 
-    def __init__(self, rows: Iterable[tuple[str, str, str]]):
+    def __init__(self, rows: Iterable[tuple]):
         self.cardinality: dict[str, str] = {}
         self.labels: dict[str, str] = {}
-        for key, cardinality, label in rows:
+        pinned = []
+        for key, cardinality, label, *flags in rows:
             self.cardinality[key] = cardinality
             self.labels[key] = label
+            if flags and flags[0]:
+                pinned.append(key)
         self.many_keys = frozenset(k for k, c in self.cardinality.items() if c == "many")
+        self.pinned_keys = frozenset(pinned)
 
     def is_many(self, key: str) -> bool:
         return key in self.many_keys
@@ -325,7 +329,7 @@ class Registry:
 def catalog_registry() -> Registry:
     """The whole key registry, cached per process while the catalog version holds
     (config.catalog): one query when cold, none when warm."""
-    return Registry(KeyDefinition.objects.values_list("key", "cardinality", "label"))
+    return Registry(KeyDefinition.objects.values_list("key", "cardinality", "label", "pinned"))
 
 
 def registry(keys: Iterable[str] | None = None) -> Registry:
@@ -336,7 +340,7 @@ def registry(keys: Iterable[str] | None = None) -> Registry:
     qs = KeyDefinition.objects.all()
     if keys is not None:
         qs = qs.filter(key__in=list(keys))
-    return Registry(qs.values_list("key", "cardinality", "label"))
+    return Registry(qs.values_list("key", "cardinality", "label", "pinned"))
 
 
 def user_secret(user) -> bytes:
@@ -595,7 +599,7 @@ def _registry_tombstone_sql(reader: RawReader) -> dict[str, str]:
     column = reader.column
     tomb = ", ".join(column(Tombstone, name, "t.") for name in (
         "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"))
-    keys = ", ".join(column(KeyDefinition, name) for name in ("key", "cardinality", "label"))
+    keys = ", ".join(column(KeyDefinition, name) for name in ("key", "cardinality", "label", "pinned"))
     return {
         "tombstones": (
             f"SELECT {tomb}, {column(MemoryProfile, 'secret', 'p.')} "

@@ -217,7 +217,28 @@ def test_it_resolves_in_a_constant_number_of_queries(api, sam, ctx, conv, n, dja
     MemoryRecord.objects.bulk_create(rows)
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=msg) for r in rows])
     body = {"context": {**ctx, "now": "2030-01-01T00:00:00Z"}}
-    with django_assert_num_queries(7):
+    api.post("/api/v1/memory/resolve", body, format="json")  # a warm process (config.catalog)
+    # The token; the conversation with its user, profile and character; the records with their
+    # sources; the tombstones with the secret. The key registry comes from the catalog cache.
+    with django_assert_num_queries(4):
         r = api.post("/api/v1/memory/resolve", body, format="json")
     assert r.status_code == 200
     assert len(r.json()["active"]) == min(n, 50)
+    # Without a conversation the user is read instead (with the profile).
+    body = {"context": {"user": sam.username, "now": "2030-01-01T00:00:00Z"}}
+    with django_assert_num_queries(4):
+        r = api.post("/api/v1/memory/resolve", body, format="json")
+    assert r.status_code == 200 and len(r.json()["active"]) == min(n, 50)
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"user": "nobody"}, "context.user"),
+    ({"conversation": "8f7b4a52-0000-4000-8000-000000000000"}, "context.conversation"),
+    ({"conversation": "not-a-uuid"}, "context.conversation"),
+    ({"character": "someone-else"}, "context.character"),
+])
+def test_a_context_read_in_one_query_still_names_what_is_unknown(api, ctx, change, field):
+    """SPEC §0: the conversation is read with its user in one query; when that finds nothing
+    the answer still names the field that is wrong."""
+    r = api.post("/api/v1/memory/resolve", {"context": {**ctx, **change}}, format="json")
+    assert r.status_code == 400 and list(r.json()["errors"]) == [field], r.json()

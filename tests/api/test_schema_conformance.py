@@ -36,6 +36,9 @@ def calls(w, state):
         ("character_put", {"slug": "wren"}, {}, {"name": "Wren"}, 201),
         ("conversation_create", {}, {}, {"user": ref, "character": "rowan"}, 201),
         ("turn_create", {"conversation_id": conv}, {}, {"turn_key": "conform", "content": "I like tea."}, 201),
+        ("turn_create", {"conversation_id": conv}, {}, {
+            "turn_key": "conform-plan", "content": "My cat's name is Miso.",
+            "plan": {"budget": 500, "capabilities": ["tone.playful"], "memory_order": "relevance"}}, 201),
         ("turn_prompt_plan", {"turn_id": turn}, {"budget": 500, "capabilities": "tone.playful"}, None, 200),
         ("memory_settings_get", {"user_ref": ref}, {}, None, 200),
         ("memory_settings_put", {"user_ref": ref}, {}, {"learn": True, "use": True}, 200),

@@ -91,8 +91,8 @@ def test_a_replay_reads_the_stored_turn(api):
     with CaptureQueriesContext(connection) as captured:
         again = api.post(f"/api/v1/conversations/{conv.pk}/turns", body, format="json")
     assert again.status_code == 200 and again.json() == first
-    # token, savepoint, lock, reads, the turn, its memories (2), release
-    assert len(captured) == 8
+    # token, savepoint, lock, reads, the turn, its memories with their sources, release
+    assert len(captured) == 7
 
 
 @postgres_only  # (a transactional test flushes the seeded key templates the page tests read)

@@ -254,10 +254,10 @@ def test_it_plans_in_a_constant_number_of_queries(api, conv, sam, n, django_asse
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
     t = turn(api, conv, "t1", "hi").json()
     # The first plan of a process loads the catalog data it reads (config.catalog: the key
-    # registry, the capabilities, the product defaults and their version: four queries where
-    # three reads were before); later plans read none of it (four fewer than before).
-    with django_assert_num_queries(17):
+    # registry, the capabilities, the product defaults and their version: four queries);
+    # later plans read none of it.
+    with django_assert_num_queries(15):
         plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(11):
         r = plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")
     assert r.status_code == 200

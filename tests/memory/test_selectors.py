@@ -13,13 +13,13 @@ import pytest
 
 from conversations.selectors import (
     history_candidates,
+    history_with_contents,
     load_context,
     message_contents,
-    relevance_inputs,
 )
 from memory import selectors, services
 from memory.domain import Scope
-from memory.models import KeyDefinition, MemoryRecord
+from memory.models import MemoryRecord
 from tests.factories import MessageFactory, at
 
 from .conftest import USER
@@ -109,7 +109,8 @@ def test_it_reads_a_contexts_candidates_and_tombstones_exactly_as_the_orm_does(s
     registry, tombstones, secret = selectors._registry_tombstones_secret(user, keys)
     orm_registry, orm_tombstones, orm_secret = orm(selectors._registry_tombstones_secret, user, keys)
     assert reprs(tombstones) == reprs(orm_tombstones)
-    assert (registry.cardinality, registry.labels) == (orm_registry.cardinality, orm_registry.labels)
+    assert (registry.cardinality, registry.labels, registry.pinned_keys) == (
+        orm_registry.cardinality, orm_registry.labels, orm_registry.pinned_keys)
     assert secret == orm_secret
     if keys is None:
         assert len(tombstones) == 2 and secret == selectors.user_secret(user) != b""
@@ -132,15 +133,21 @@ def test_it_reads_history_candidates_and_contents_exactly_as_the_orm_does(stored
     assert set(raw) == {c.id for c in candidates}
 
 
-def test_it_reads_relevance_inputs_exactly_as_the_orm_does(stored, orm):
-    """I6 input: the pinned keys and the newest messages before the boundary, newest first,
-    are the ORM's."""
+def test_it_reads_the_plans_history_with_its_text_exactly_as_the_orm_does(stored, orm, django_assert_num_queries):
+    """I1/I3/I6 input: the one-query history read gives the ORM's candidates and the ORM's
+    text for every message; the newest messages within `room` (and the `n_recent` newest)
+    come with that query, so asking for their text reads nothing more."""
     _, conversation, _ = stored
-    for content in ("first", "second", "third"):
+    for content in ("first", "second", "third ünïcödé ☃"):
         MessageFactory(conversation=conversation, content=content)
-    KeyDefinition.objects.update_or_create(key="pet.name", defaults={"pinned": True, "label": "Pet"})
-    for before, n in ((10**6, 2), (10**6, 50), (3, 5), (1, 5)):
-        raw = relevance_inputs(conversation, before, n)
-        assert raw == orm(relevance_inputs, conversation, before, n)
-    pinned, recent = relevance_inputs(conversation, 10**6, 2)
-    assert "pet.name" in pinned and recent == ["third", "second"]
+    for before, room, n_recent in ((10**6, 40, 0), (10**6, 0, 2), (3, 5, 5), (1, 1000, 2)):
+        raw, raw_fetch = history_with_contents(conversation, before, room, n_recent)
+        orm_candidates, orm_fetch = orm(history_with_contents, conversation, before, room, n_recent)
+        assert reprs(raw) == reprs(orm_candidates)
+        ids = [c.id for c in raw]
+        assert raw_fetch(ids) == orm_fetch(ids)
+    candidates, fetch = history_with_contents(conversation, 10**6, 0, 2)
+    if selectors.raw_reader("default") is not None:
+        with django_assert_num_queries(0):
+            newest = fetch([c.id for c in candidates[-2:]])
+        assert list(newest.values()) == ["second", "third ünïcödé ☃"]

@@ -164,18 +164,18 @@ def test_decide_runs_a_constant_number_of_queries_whatever_the_number_of_rules(
         ])
 
     # A cold process first loads the catalog (config.catalog): the capabilities, then the
-    # product defaults with their version. Token (with the catalog version), user,
-    # conversation, capabilities, savepoint, defaults' version, defaults, the user's version,
-    # the user's rules, log insert, release.
-    with django_assert_num_queries(11):
+    # product defaults with their version. Token (with the catalog version), the conversation
+    # with its user and character, capabilities, savepoint, defaults' version, defaults, the
+    # user's version, the user's rules, log insert, release.
+    with django_assert_num_queries(10):
         assert api.post("/api/v1/policy/decide", body, format="json").json()["effect"] == "ask"
     # Warm: the capability and the defaults come from the cache; a user's rules are not
     # catalog data, so adding them keeps it warm.
     add_rules(1)
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(7):
         assert api.post("/api/v1/policy/decide", body, format="json").json()["effect"] == "allow"
     add_rules(49)
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(7):
         assert len(api.post("/api/v1/policy/decide", body, format="json").json()["rule_ids"]) == 50
 
 
