@@ -124,8 +124,8 @@ def catalog_queries(captured) -> list[str]:
 
 def test_a_warm_decide_reads_no_catalog_data(api):
     """The capability, the character and the product defaults (with their version) come from
-    the cache: the decide reads the user, the conversation, the user's policy version and own
-    rules, and writes the log."""
+    the cache: the decide reads the conversation with its user, the user's policy version and
+    own rules, and writes the log."""
     wren = UserFactory(username="wren")
     conversation = ConversationFactory(user=wren, character=CharacterFactory(slug="rowan"))
     PolicyRule.objects.create(user=None, capability_id="media.voice", effect="ask", source="product-default",
@@ -138,8 +138,9 @@ def test_a_warm_decide_reads_no_catalog_data(api):
     with CaptureQueriesContext(connection) as warm:
         again = api.post("/api/v1/policy/decide", body, format="json").json()
     assert catalog_queries(warm) == []
-    # token+version, user, conversation, savepoint, user version, own rules, log, release
-    assert len(warm) == 8
+    # token+version, the conversation with its user, savepoint, user version, own rules, log,
+    # release
+    assert len(warm) == 7
     assert again["effect"] == first["effect"] == "ask" and again["question"] == first["question"]
     assert again["policy_version"] == first["policy_version"]
 
