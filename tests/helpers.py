@@ -37,3 +37,16 @@ class Collect(logging.Handler):
 
     def emit(self, record):
         self.records.append(record)
+
+
+def redis_reachable(host: str = "127.0.0.1", port: int = 6379) -> bool:
+    """Whether a Redis server answers PING on loopback (tests against it skip, saying why,
+    where none runs)."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=1) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False

@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from config.models import ThrottleWindow
 from conversations.models import Message, Turn
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
-from tests.helpers import ON_POSTGRES
+from tests.helpers import ON_POSTGRES, redis_reachable
 
 pytestmark = pytest.mark.django_db
 
@@ -152,17 +152,6 @@ def test_each_token_counts_on_its_own(api, ping, limited):
 
 
 REDIS_URL = "redis://127.0.0.1:6379/9"
-
-
-def redis_reachable() -> bool:
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
 
 
 @pytest.mark.skipif(not redis_reachable(), reason="no Redis server on 127.0.0.1:6379")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ON_POSTGRES
+from tests.helpers import ON_POSTGRES, redis_reachable
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
@@ -40,15 +40,6 @@ pytestmark = [
                                                "which SQLite keeps in the test process's memory"),
     pytest.mark.django_db(transaction=True),
 ]
-
-
-def redis_reachable() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
 
 
 def database_url() -> str:
