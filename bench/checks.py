@@ -11,10 +11,11 @@ def selectors_match_orm(info) -> dict:
     from django.contrib.auth import get_user_model
 
     from conversations.models import Conversation
-    from conversations.planner import HistoryCandidate
-    from conversations.selectors import OctetLength, history_candidates, load_context
+    from conversations.selectors import load_context
     from memory import selectors
     from memory.models import MemoryRecord
+    from turns.planner import HistoryCandidate
+    from turns.selectors import OctetLength, history_candidates
 
     user = get_user_model().objects.get(pk=info.user_pk)
     ctx = load_context({"user": user.username, "character": info.character,
@@ -41,7 +42,7 @@ def selectors_match_orm(info) -> dict:
     out["history_candidates"] = same(
         history_candidates(conversation, 10**9),
         [HistoryCandidate(str(i), s, r, n or 0) for i, s, r, n in rows])
-    from conversations.selectors import message_contents
+    from turns.selectors import message_contents
 
     some = [c.id for c in history_candidates(conversation, 10**9)][-40:]
     orm = {str(i): c for i, c in conversation.messages.filter(user_id=user.pk, pk__in=some)

@@ -22,15 +22,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from memory.domain import (
-    AUTHORITY_RANK,
-    Context,
-    MemoryRecord,
-    Scope,
-    Tombstone,
-    normalise_value,
-    value_hash,
-)
+from conversations.domain import Context, Scope
+from memory.domain import AUTHORITY_RANK, MemoryRecord, Tombstone, normalise_value, value_hash
 
 # The instant every world is built around (the benchmarks resolve "now" = NOW).
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

@@ -59,7 +59,7 @@ class Floor:
     """The same candidate rows the selectors read, through a raw DB-API cursor (same WHERE,
     no ORDER BY, no ORM), turned into pure-core records the cheapest way known: the database
     formats UUIDs and datetimes as text, parsed by `datetime.fromisoformat` in bulk,
-    and records are built column by column (`memory.selectors._build_records`, the same
+    and records are built column by column (`memory.storage._build_records`, the same
     builder the hot-path selector uses)."""
 
     def __init__(self, vendor: str):
@@ -108,7 +108,7 @@ class Floor:
         return list(map(parse, column))
 
     def memory(self, cursor, user_pk: int, username: str, scope_ids: list[str]):
-        from memory.selectors import _DATETIME_COLUMNS, _build_records
+        from memory.storage import _DATETIME_COLUMNS, _build_records
 
         marks = ",".join(["%s"] * len(scope_ids))
         cursor.execute(self.record_sql.format(marks=marks), [user_pk, *scope_ids])
@@ -157,8 +157,8 @@ class Floor:
     def plan_call(self, case: dict, context):
         from django.db import connection
 
-        from conversations.planner import HistoryCandidate, PlanMessage, PlanParams, build_plan
         from memory.domain import RESOLVER_VERSION
+        from turns.planner import HistoryCandidate, PlanMessage, PlanParams, build_plan
 
         with connection.cursor() as cursor:
             resolution, projection = self.resolve_and_project(cursor, case, context)
@@ -266,8 +266,8 @@ def run_cases(vendor: str, loaded: dict, token: str, cfg: CaseConfig, record_siz
     """Every (endpoint, records, messages) case of one database."""
     from django.db import connection
 
+    from conversations.domain import Context
     from conversations.selectors import LoadedContext  # noqa: F401 - app registry loaded
-    from memory.domain import Context
 
     client = _client(token)
     floor = Floor(vendor)

@@ -26,10 +26,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from conversations.planner import PlanMessage, PlanParams, build_plan
-from conversations.tokens import estimate_memory
-from memory.domain import RESOLVER_VERSION, MemoryRecord, ProjectedMemory, Scope
+from conversations.domain import Scope
+from memory.domain import RESOLVER_VERSION, MemoryRecord, ProjectedMemory
 from memory.projection import project
+from turns.planner import PlanMessage, PlanParams, build_plan
+from turns.tokens import estimate_memory
 
 SEED = 20261115
 PER_TOPIC = 10

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "policy",
     "conversations",
     "support",
+    "turns",
 ]
 
 MIDDLEWARE = [
@@ -213,7 +214,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MemoryStatusEnum": "memory.domain.STATUSES",
         "TurnStatusEnum": [("open", "open"), ("replied", "replied")],
-        "MemoryScopeKindEnum": "memory.domain.SCOPE_KINDS",
+        "MemoryScopeKindEnum": "conversations.domain.SCOPE_KINDS",
         "PlanExclusionKindEnum": [("memory", "memory"), ("message", "message")],
         "EffectEnum": "policy.domain.EFFECTS",
         "DecisionReasonEnum": "policy.domain.DECISION_REASONS",

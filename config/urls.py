@@ -8,12 +8,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from config import ops, views
 from config.pages import SignInForm
-from conversations import urls as conversations_urls
 from memory import urls as memory_urls
 from policy import urls as policy_urls
+from turns import urls as turns_urls
 
 api_v1 = [
-    path("", include((conversations_urls.api, "conversations_api"))),
+    path("", include((turns_urls.api, "turns_api"))),
     path("", include((memory_urls.api, "memory_api"))),
     path("", include((policy_urls.api, "policy_api"))),
 ]
@@ -32,8 +32,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("memories/", include((memory_urls.pages, "memory"))),
     path("boundaries/", include((policy_urls.pages, "policy"))),
-    path("conversations/", include((conversations_urls.pages, "conversations"))),
-    path("data/", include((conversations_urls.data_pages, "data"))),
+    path("conversations/", include((turns_urls.pages, "conversations"))),
+    path("data/", include((turns_urls.data_pages, "data"))),
     path("login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("", include("django.contrib.auth.urls")),
     path("", views.home, name="home"),

@@ -9,10 +9,10 @@ from rest_framework.views import APIView
 
 from config.api import Pagination, problems, query_params, validated
 from config.errors import ValidationError
+from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
 from . import resolver, selectors, services
-from .domain import Scope
 from .extract import question_key
 from .models import MemoryRecord, Tombstone
 from .serializers import (

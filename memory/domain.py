@@ -13,12 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
+from conversations.domain import Scope
+
 # ---------------------------------------------------------------------------------------------
 # Vocabulary
-
-SCOPE_KINDS = ("user", "character", "conversation", "scene")
-# P3/I3: scene is the narrowest scope, user the widest.
-SCOPE_NARROWNESS = {"user": 0, "character": 1, "conversation": 2, "scene": 3}
 
 AUTHORITIES = ("model-inferred", "rule-extracted", "user-confirmed", "user-corrected")
 AUTHORITY_RANK = {name: rank for rank, name in enumerate(AUTHORITIES)}
@@ -83,73 +81,6 @@ def value_hash(secret: bytes, value: str) -> str:
     """F1: a keyed hash of the normalised value, so a forgotten value can be blocked without
     being kept. The per-user secret makes equal values of different users unlinkable."""
     return hmac.new(secret, normalise_value(value).encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-# ---------------------------------------------------------------------------------------------
-# Scopes
-
-
-def scope_dict(kind: str, character: str | None, conversation: str | None, scene: str | None) -> dict:
-    """The JSON shape of a scope (SPEC §10): only the references its kind has. Memory and
-    policy scopes share it (policy's widest kind is `global`, memory's `user`)."""
-    out: dict = {"kind": kind}
-    if kind == "character":
-        out["character"] = character
-    if kind in ("conversation", "scene"):
-        out["conversation"] = conversation
-    if kind == "scene":
-        out["scene"] = scene
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    kind: str
-    character: str | None = None  # character slug
-    conversation: str | None = None  # conversation UUID as a string
-    scene: str | None = None
-
-    def scope_id(self, user: str) -> str:
-        """The stable scope id of SPEC §1."""
-        if self.kind == "user":
-            return f"user:{user}"
-        if self.kind == "character":
-            return f"character:{user}:{self.character}"
-        if self.kind == "conversation":
-            return f"conversation:{self.conversation}"
-        return f"scene:{self.conversation}:{self.scene}"
-
-    def as_dict(self) -> dict:
-        return scope_dict(self.kind, self.character, self.conversation, self.scene)
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What a resolution or decision is made for (SPEC §0). `now` is always given."""
-
-    user: str
-    character: str | None
-    conversation: str | None
-    now: datetime
-    scene: str | None = None
-
-    def matches(self, scope: Scope, user: str) -> bool:
-        """R1 (and D1's scope test): does a record or rule of this scope apply here?"""
-        if user != self.user:
-            return False
-        if scope.kind == "user":
-            return True
-        if scope.kind == "character":
-            return scope.character == self.character
-        if scope.kind == "conversation":
-            return scope.conversation == self.conversation
-        if scope.kind == "scene":
-            return (
-                self.scene is not None
-                and scope.conversation == self.conversation
-                and scope.scene == self.scene
-            )
-        return False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from .domain import AUTHORITIES, CARDINALITIES, STATUSES, Scope
+from conversations.domain import Scope
+
+from .domain import AUTHORITIES, CARDINALITIES, STATUSES
 
 FORGOTTEN_BY = ("user", "support")
 

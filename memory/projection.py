@@ -12,13 +12,13 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from operator import attrgetter
 
-from memory.builders import build_slotted
+from config.builders import build_slotted
+from conversations.domain import SCOPE_NARROWNESS
 from memory.domain import (
     AUTHORITY_RANK,
     REASON_LOW_CONFIDENCE,
     REASON_SHADOWED,
     REASON_UNSUPPORTED,
-    SCOPE_NARROWNESS,
     USER_AUTHORITIES,
     Exclusion,
     MemoryRecord,

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from operator import attrgetter
 
-from memory.builders import build_slotted
+from config.builders import build_slotted
+from conversations.domain import Context
 from memory.domain import (
     AUTHORITY_RANK,
     REASON_EXPIRED,
@@ -30,7 +31,6 @@ from memory.domain import (
     REASON_SCOPE,
     REASON_SUPERSEDED,
     RESOLVER_VERSION,
-    Context,
     Exclusion,
     Explanation,
     MemoryRecord,

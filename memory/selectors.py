@@ -9,39 +9,32 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from itertools import repeat
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
-from django.db import connections
 
 from config import catalog, metrics
+from config.builders import gc_paused
+from config.clock import db_now
 from config.errors import NotFound, ValidationError
+from config.storage import raw_reader
+from conversations.domain import Context
 
-from .builders import build_slotted, gc_paused
+from . import storage
+from .domain import AUTHORITY_RANK, RESOLVER_VERSION, Resolution, default_label, normalise_value
 from .domain import MemoryRecord as DomainRecord
-from .domain import Resolution, Scope, default_label
 from .domain import Tombstone as DomainTombstone
-from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemorySource, Tombstone
-
-RECORD_FIELDS = (
-    "id", "key", "value", "scope_kind", "scope_id", "scene", "status", "status_since",
-    "authority", "confidence", "valid_from", "valid_until", "recorded_at", "evidence_time",
-    "supersedes_id", "retracted_at", "version",
+from .models import (
+    KeyDefinition,
+    MemoryProfile,
+    MemoryRecord,
+    MemorySource,
+    SlotRetraction,
+    Tombstone,
 )
-
-
-def scope_from_id(kind: str, scope_id: str, scene: str | None = None) -> Scope:
-    """Rebuild a Scope from its stable id (SPEC §1) without joining characters or
-    conversations: user refs, slugs and UUIDs never contain a colon."""
-    if kind == "user":
-        return Scope("user")
-    if kind == "character":
-        return Scope("character", character=scope_id.rsplit(":", 1)[1])
-    if kind == "conversation":
-        return Scope("conversation", conversation=scope_id.split(":", 1)[1])
-    _, conversation, scene_id = scope_id.split(":", 2)
-    return Scope("scene", conversation=conversation, scene=scene if scene is not None else scene_id)
+from .projection import project
+from .resolver import effective_ends, history_order, resolve
+from .storage import RECORD_FIELDS, read_records, scope_from_id
 
 
 def _to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
@@ -71,130 +64,6 @@ def _to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
 # another vendor, or settings where the text could differ, takes the ORM path.
 
 
-def _text_sql(alias: str) -> tuple[str, str] | None:
-    """The database's SQL for (a UUID column as its canonical text, a datetime column as UTC
-    text that `datetime.fromisoformat` reads into the ORM's aware UTC datetime), as templates
-    over the column `{0}`; None where the ORM must read instead."""
-    connection = connections[alias]
-    if not settings.USE_TZ or connection.timezone is not UTC:
-        return None
-    if connection.vendor == "sqlite":
-        # Django stores a UUID as 32 lowercase hex digits and a datetime as naive UTC text.
-        return ("substr({0}, 1, 8) || '-' || substr({0}, 9, 4) || '-' || substr({0}, 13, 4) "
-                "|| '-' || substr({0}, 17, 4) || '-' || substr({0}, 21)", "{0} || '+00:00'")
-    if connection.vendor == "postgresql":
-        # Fixed-format text instead of psycopg's datetimes, which Django's Python-level
-        # loader would convert one by one (most of the cost of fetching candidate rows).
-        return ("{0}::text",
-                "to_char({0} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'")
-    return None
-
-
-class RawReader:
-    """SELECTs of model fields on a plain cursor of one database, with the ORM's values:
-    `column` writes a UUID field as its text and a datetime field as text for
-    `parse_datetimes`; each statement is built once per database (`sql`)."""
-
-    _built: dict[tuple[str, str], object] = {}
-
-    def __init__(self, alias: str, uuid_sql: str, datetime_sql: str):
-        self.alias = alias
-        self.quote = connections[alias].ops.quote_name
-        self._uuid_sql, self._datetime_sql = uuid_sql, datetime_sql
-
-    def table(self, model) -> str:
-        return self.quote(model._meta.db_table)
-
-    def name(self, model, name: str, table: str = "") -> str:
-        """A field's column, quoted (for WHERE, JOIN and ORDER BY)."""
-        return table + self.quote(model._meta.get_field(name).column)
-
-    def column(self, model, name: str, table: str = "") -> str:
-        """A field in a SELECT, read as the ORM's value."""
-        field = model._meta.get_field(name)
-        sql = table + self.quote(field.column)
-        kind = (field.target_field if field.is_relation else field).get_internal_type()
-        if kind == "UUIDField":
-            return self._uuid_sql.format(sql)
-        if kind == "DateTimeField":
-            return self._datetime_sql.format(sql)
-        return sql
-
-    def order(self, model, table: str = "") -> str:
-        """The ORDER BY of the model's default ordering."""
-        return ", ".join(self.name(model, name.lstrip("-"), table)
-                         + (" DESC" if name.startswith("-") else " ASC")
-                         for name in model._meta.ordering)
-
-    def param(self, model, name: str, value):
-        """`value` as the database stores the field `name` (a UUID is 32 hex digits on SQLite)."""
-        field = model._meta.get_field(name)
-        field = field.target_field if field.is_relation else field
-        return field.get_db_prep_value(value, connections[self.alias])
-
-    def sql(self, name: str, build):
-        """`build(self)`, the statement(s) `name`, built once per database alias."""
-        key = (self.alias, name)
-        built = self._built.get(key)
-        if built is None:
-            built = self._built[key] = build(self)
-        return built
-
-    def fetch(self, sql: str, params) -> list[tuple]:
-        with connections[self.alias].cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-
-
-def raw_reader(alias: str) -> RawReader | None:
-    """The raw reader of a database, or None where the ORM must read (`_text_sql`)."""
-    templates = _text_sql(alias)
-    return None if templates is None else RawReader(alias, *templates)
-
-
-def parse_datetimes(column) -> list:
-    """A column read through `RawReader.column` as the ORM's datetimes (None stays None)."""
-    parse = datetime.fromisoformat
-    if None in column:
-        return [None if value is None else parse(value) for value in column]
-    return list(map(parse, column))
-
-
-def _record_sql(reader: RawReader) -> dict[str, str]:
-    """RECORD_FIELDS of the records matching `{where}` in the model's order, each with its
-    source message ids in one more column (an array on PostgreSQL, comma-joined text on
-    SQLite; ids hold no comma): the records and their sources in one statement."""
-    table = reader.table(MemoryRecord)
-    select = ", ".join(reader.column(MemoryRecord, name) for name in RECORD_FIELDS)
-    message = reader.column(MemorySource, "message", "s.")
-    linked = (f"FROM {reader.table(MemorySource)} s WHERE {reader.name(MemorySource, 'memory', 's.')} "
-              f"= {reader.name(MemoryRecord, 'id', table + '.')}")
-    if connections[reader.alias].vendor == "postgresql":
-        sources = f"ARRAY(SELECT {message} {linked})"
-    else:
-        sources = f"(SELECT group_concat({message}, ',') {linked})"
-    return {
-        "records": f"SELECT {select}, {sources} FROM {table} WHERE {{where}} "
-                   f"ORDER BY {reader.order(MemoryRecord)}",
-    }
-
-
-def _read_records(reader: RawReader, where: str, params: list, username: str) -> list[DomainRecord]:
-    """The records matching `where` (SQL over the record table), sources included, in the
-    model's order: one query."""
-    sql = reader.sql("records", _record_sql)
-    rows = reader.fetch(sql["records"].format(where=where), params)
-    if not rows:
-        return []
-    columns = list(zip(*rows, strict=True))
-    linked = columns.pop()
-    for index in _DATETIME_COLUMNS:
-        columns[index] = parse_datetimes(columns[index])
-    if linked and isinstance(next((x for x in linked if x), None), str):
-        linked = [text.split(",") if text else None for text in linked]
-    return _build_records(columns, linked, username)
-
-
 def records_to_domain(queryset, username: str) -> list[DomainRecord]:
     """Materialise a queryset of MemoryRecord rows as pure-core records, sources included:
     one query (two on the ORM path). The raw reader reads the rows the queryset selects in the model's order; a
@@ -208,40 +77,7 @@ def records_to_domain(queryset, username: str) -> list[DomainRecord]:
     except EmptyResultSet:
         return []
     where = f"{reader.name(MemoryRecord, 'id')} IN ({subquery})"
-    return _read_records(reader, where, list(params), username)
-
-
-_DATETIME_COLUMNS = tuple(
-    RECORD_FIELDS.index(name)
-    for name in ("status_since", "valid_from", "valid_until", "recorded_at", "evidence_time",
-                 "retracted_at")
-)
-# RECORD_FIELDS column → MemoryRecord (domain) field, for the columns stored as they are.
-_COLUMN_FIELDS = {
-    "id": "id", "key": "key", "value": "value", "status": "status",
-    "status_since": "status_since", "authority": "authority", "confidence": "confidence",
-    "valid_from": "valid_from", "valid_until": "valid_until", "recorded_at": "recorded_at",
-    "evidence_time": "evidence_time", "supersedes_id": "supersedes",
-    "retracted_at": "retracted_at", "version": "version",
-}
-
-
-def _build_records(columns: list, found_sources: list, username: str) -> list[DomainRecord]:
-    """Domain records from columns in RECORD_FIELDS order (values already converted) and,
-    per row, the list of its source message ids or None. Records of one scope share one
-    `Scope` object."""
-    n = len(columns[0])
-    index = RECORD_FIELDS.index
-    kinds, scope_ids, scenes = columns[index("scope_kind")], columns[index("scope_id")], columns[index("scene")]
-    scopes: dict[tuple, Scope] = {}
-    for key in set(zip(kinds, scope_ids, scenes, strict=True)):
-        scopes[key] = scope_from_id(*key)
-    empty: tuple = ()
-    values = {field: columns[index(column)] for column, field in _COLUMN_FIELDS.items()}
-    values["user"] = repeat(username, n)
-    values["scope"] = list(map(scopes.__getitem__, zip(kinds, scope_ids, scenes, strict=True)))
-    values["sources"] = [tuple(sorted(found)) if found else empty for found in found_sources]
-    return build_slotted(DomainRecord, values, n)
+    return read_records(reader, where, list(params), username)
 
 
 def _records_to_domain_orm(queryset, username: str) -> list[DomainRecord]:
@@ -286,7 +122,7 @@ def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainReco
     if keys:
         where += f" AND {reader.name(MemoryRecord, 'key')} IN ({', '.join(['%s'] * len(keys))})"
         params += keys
-    return _read_records(reader, where, params, ctx.user.username)
+    return read_records(reader, where, params, ctx.user.username)
 
 
 def tombstones_of(user, keys: Iterable[str] | None = None) -> list[DomainTombstone]:
@@ -429,113 +265,13 @@ def write_state(user, slots: Iterable[tuple[str, str]]) -> WriteState:
     reader = raw_reader(MemoryRecord.objects.db)
     if reader is None:
         return _write_state_orm(user, slots, keys, scope_ids, records)
-    sql = reader.sql("write-state", _write_state_sql)
-    key_list = ", ".join(["%s"] * len(keys))
-    scope_list = ", ".join(["%s"] * len(scope_ids))
-    statement = sql.format(keys=key_list, scopes=scope_list)
-    params = [user.pk, *keys, *scope_ids, user.pk, *keys, user.pk, *keys, *keys]
-    rows = reader.fetch(statement, params)
-    username = user.username
-    record_rows: dict[str, tuple] = {}
-    sources: dict[str, list[str]] = {}
-    tombstone_rows, retraction_rows, many = [], [], set()
-    for row in rows:
-        kind = row[0]
-        if kind == "r":
-            rid = row[1]
-            if rid not in record_rows:
-                record_rows[rid] = row[1:-1]
-                sources[rid] = []
-            if row[-1] is not None:
-                sources[rid].append(row[-1])
-        elif kind == "t":
-            tombstone_rows.append(row)
-        elif kind == "x":
-            retraction_rows.append(row)
-        elif row[3] == "many":
-            many.add(row[2])
-    if record_rows:
-        columns = list(zip(*record_rows.values(), strict=True))
-        for index in _DATETIME_COLUMNS:
-            columns[index] = parse_datetimes(columns[index])
-        built = _build_records(columns, [sources[rid] for rid in record_rows], username)
-        for record in built:
-            found = records.get((record.scope_id, record.key))
-            if found is not None:
-                found.append(record)
-    tombstones = [
-        DomainTombstone(id=row[1], user=username, scope_id=row[5], key=row[2], value_hash=row[3],
-                        forgotten_at=forgotten_at, blocks_sources_before=blocks_before)
-        for row, forgotten_at, blocks_before in zip(
-            tombstone_rows, parse_datetimes([row[_T_FORGOTTEN] for row in tombstone_rows]),
-            parse_datetimes([row[_T_BLOCKS] for row in tombstone_rows]), strict=True)
-    ]
-    retractions: dict[tuple[str, str, str], datetime] = {}
-    for row, at in zip(retraction_rows, parse_datetimes([row[_X_AT] for row in retraction_rows]), strict=True):
-        slot = (row[5], row[2], row[3] or "")
-        if slot not in retractions or at > retractions[slot]:
-            retractions[slot] = at
-    for found in records.values():
-        found.sort(key=lambda r: r.version)
-    return WriteState(records, tombstones, retractions, frozenset(many))
-
-
-# Positions in a write-state row: the kind, then RECORD_FIELDS, then a source message id.
-# Tombstone, retraction and registry rows reuse columns of a matching type.
-_W_WIDTH = 1 + len(RECORD_FIELDS) + 1
-_T_FORGOTTEN = 1 + RECORD_FIELDS.index("status_since")
-_T_BLOCKS = 1 + RECORD_FIELDS.index("valid_from")
-_X_AT = 1 + RECORD_FIELDS.index("retracted_at")
-
-
-def _write_state_sql(reader: RawReader) -> str:
-    """The write-state statement, with `{keys}` and `{scopes}` placeholders lists to fill."""
-    from .models import SlotRetraction
-
-    column, name = reader.column, reader.name
-
-    def row(kind: str, placed: dict[int, str]) -> str:
-        cells = [f"'{kind}'"] + ["NULL"] * (_W_WIDTH - 1)
-        for position, sql in placed.items():
-            cells[position] = sql
-        return ", ".join(cells)
-
-    records = ", ".join(column(MemoryRecord, field, "r.") for field in RECORD_FIELDS)
-    def at(field: str) -> int:
-        return 1 + RECORD_FIELDS.index(field)
-
-    tombstone = row("t", {
-        at("id"): column(Tombstone, "id", "t."), at("key"): name(Tombstone, "key", "t."),
-        at("value"): name(Tombstone, "value_hash", "t."), at("scope_id"): name(Tombstone, "scope_id", "t."),
-        _T_FORGOTTEN: column(Tombstone, "forgotten_at", "t."),
-        _T_BLOCKS: column(Tombstone, "blocks_sources_before", "t."),
-    })
-    retraction = row("x", {
-        at("key"): name(SlotRetraction, "key", "x."), at("value"): name(SlotRetraction, "value_hash", "x."),
-        at("scope_id"): name(SlotRetraction, "scope_id", "x."), _X_AT: column(SlotRetraction, "retracted_at", "x."),
-    })
-    registry_row = row("k", {
-        at("key"): name(KeyDefinition, "key", "k."), at("value"): name(KeyDefinition, "cardinality", "k."),
-    })
-    return (
-        f"SELECT 'r', {records}, {column(MemorySource, 'message', 's.')} "
-        f"FROM {reader.table(MemoryRecord)} r LEFT JOIN {reader.table(MemorySource)} s "
-        f"ON {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')} "
-        f"WHERE {name(MemoryRecord, 'user', 'r.')} = %s AND {name(MemoryRecord, 'key', 'r.')} IN ({{keys}}) "
-        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({{scopes}}) "
-        f"UNION ALL SELECT {tombstone} FROM {reader.table(Tombstone)} t "
-        f"WHERE {name(Tombstone, 'user', 't.')} = %s AND {name(Tombstone, 'key', 't.')} IN ({{keys}}) "
-        f"UNION ALL SELECT {retraction} FROM {reader.table(SlotRetraction)} x "
-        f"WHERE {name(SlotRetraction, 'user', 'x.')} = %s AND {name(SlotRetraction, 'key', 'x.')} IN ({{keys}}) "
-        f"UNION ALL SELECT {registry_row} FROM {reader.table(KeyDefinition)} k "
-        f"WHERE {name(KeyDefinition, 'key', 'k.')} IN ({{keys}})"
-    )
+    tombstones, retractions, many = storage.read_write_state(
+        reader, user, records, keys, scope_ids)
+    return WriteState(records, tombstones, retractions, many)
 
 
 def _write_state_orm(user, slots, keys, scope_ids, records) -> WriteState:
     from django.db.models import Max
-
-    from .models import SlotRetraction
 
     qs = MemoryRecord.objects.filter(user=user, key__in=keys, scope_id__in=scope_ids)
     for record in records_to_domain(qs, user.username):
@@ -563,62 +299,16 @@ def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombst
         tombstones = tombstones_of(user, keys)
         secret = user_secret(user) if any(t.value_hash for t in tombstones) else b""
         return keyed, tombstones, secret
-    where, params = f"{reader.name(Tombstone, 'user', 't.')} = %s", [user.pk]
-    if keys is not None:
-        keys = list(keys)
-        if not keys:
-            where, params = "1 = 0", []
-        else:
-            where += f" AND {reader.name(Tombstone, 'key', 't.')} IN ({', '.join(['%s'] * len(keys))})"
-            params += keys
-    sql = reader.sql("registry-tombstones", _registry_tombstone_sql)
-    rows = reader.fetch(sql["tombstones"].format(where=where), params)
+    tombstones, secret = storage.read_tombstones_and_secret(reader, user, keys)
     # In a request the registry comes from the process cache (config.catalog).
-    keyed = catalog_registry() if catalog.active() else Registry(reader.fetch(sql["registry"], []))
-    username = user.username
-    tombstones = [
-        DomainTombstone(
-            id=t[0], user=username, scope_id=t[1], key=t[2], value_hash=t[3],
-            forgotten_at=forgotten_at, blocks_sources_before=blocks_before,
-        )
-        for t, forgotten_at, blocks_before in zip(
-            rows, parse_datetimes([t[4] for t in rows]), parse_datetimes([t[5] for t in rows]),
-            strict=True,
-        )
-    ]
-    secret = b""
-    if any(t.value_hash for t in tombstones):
-        hexed = rows[0][6]
-        secret = bytes.fromhex(hexed) if hexed else b""
+    keyed = catalog_registry() if catalog.active() else Registry(storage.read_registry(reader))
     return keyed, tombstones, secret
-
-
-def _registry_tombstone_sql(reader: RawReader) -> dict[str, str]:
-    """A user's tombstones (`{where}` over the alias `t`) with the user's secret, in the
-    model's order; and the key registry."""
-    column = reader.column
-    tomb = ", ".join(column(Tombstone, name, "t.") for name in (
-        "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"))
-    keys = ", ".join(column(KeyDefinition, name) for name in ("key", "cardinality", "label", "pinned"))
-    return {
-        "tombstones": (
-            f"SELECT {tomb}, {column(MemoryProfile, 'secret', 'p.')} "
-            f"FROM {reader.table(Tombstone)} t "
-            f"LEFT JOIN {reader.table(MemoryProfile)} p "
-            f"ON {reader.name(MemoryProfile, 'user', 'p.')} = {reader.name(Tombstone, 'user', 't.')} "
-            f"WHERE {{where}} ORDER BY {reader.order(Tombstone, 't.')}"
-        ),
-        "registry": f"SELECT {keys} FROM {reader.table(KeyDefinition)} "
-                    f"ORDER BY {reader.order(KeyDefinition)}",
-    }
 
 
 class ContextResolution:
     """Everything one resolve needs and produces, for one context (SPEC §3, §5)."""
 
     def __init__(self, ctx, keys=None):
-        from .projection import project
-
         self.ctx = ctx
         cfg = settings.COMPANION
         # Every object built here is kept until the request ends (see gc_paused).
@@ -648,7 +338,6 @@ class ContextResolution:
             f"memory_prompt={len(self.projection.prompt)}",
         ]
         parts += [f"excluded_{k.replace('-', '_')}={v}" for k, v in sorted(counts.items())]
-        from .domain import RESOLVER_VERSION
 
         parts.append(f"resolver_version={RESOLVER_VERSION}")
         return " ".join(parts)
@@ -711,9 +400,6 @@ def remembered_now(user, *, now: datetime | None = None, context=None, keys=None
 
 
 def _remembered(user, *, now, context, keys) -> Remembered:
-    from .domain import Context
-    from .resolver import resolve
-
     keys = list(keys) if keys else None
     if context is not None:
         domain = context.domain
@@ -727,8 +413,6 @@ def _remembered(user, *, now, context, keys) -> Remembered:
         now = domain.now
     else:
         if now is None:
-            from config.clock import db_now
-
             now = db_now()
         qs = MemoryRecord.objects.filter(user=user).exclude(status="forgotten")
         if keys:
@@ -777,12 +461,7 @@ class SlotHistory:
 def slot_history(user, *, key: str, scope_id: str, now: datetime | None = None) -> SlotHistory:
     """History of one scoped key (W11) for the pages: what `/memory/history` lists, plus which
     record is current now (R1–R6, with the tombstones of that key)."""
-    from .domain import Context
-    from .resolver import effective_ends, history_order, resolve
-
     if now is None:
-        from config.clock import db_now
-
         now = db_now()
     records = history_records(user, key, scope_id)
     keyed, tombstones, secret = _registry_tombstones_secret(user, [key])
@@ -844,8 +523,6 @@ def no_longer_true(remembered: Remembered) -> list[DomainRecord]:
     record that was current when it was retracted (R6 order: authority, valid time, version).
     A `many` key's correction retracts the old value slot at the instant it records the new
     value: that is a correction, not a "no longer true", and is left out. Reads nothing."""
-    from .domain import AUTHORITY_RANK, normalise_value
-
     many = remembered.registry.is_many
     active_slots = {
         (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "") for r in remembered.active

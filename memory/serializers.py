@@ -4,7 +4,7 @@ are refused, so a misspelt field never silently changes meaning."""
 from rest_framework import serializers
 
 from config.api import PageOutput
-from conversations.serializers import (
+from config.serializers import (
     CleanCharField,
     ContextInput,
     ScopeInput,

@@ -18,14 +18,20 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import IntegrityError, connections, router, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
-from django.db.models.constants import OnConflict
-from django.db.models.sql import InsertQuery, UpdateQuery
 
 from config import metrics
 from config.clock import db_now
-from config.errors import AuthorityConflict, Conflict, IdempotencyKeyReused, ValidationError
+from config.errors import (
+    AuthorityConflict,
+    Conflict,
+    IdempotencyKeyReused,
+    NotFound,
+    ValidationError,
+)
+from config.storage import RowWriter
+from conversations.domain import SCOPE_KINDS, Scope
 from conversations.models import Character, Conversation, Message
 
 from . import resolver
@@ -33,9 +39,7 @@ from .domain import (
     AUTHORITIES,
     AUTHORITY_RANK,
     REASON_PAUSED,
-    SCOPE_KINDS,
     VALUE_MAX,
-    Scope,
     known_time_zones,
     loggable_key,
     normalise_value,
@@ -48,6 +52,7 @@ from .domain import (
 from .domain import (
     Tombstone as DomainTombstone,
 )
+from .extract import extract
 from .models import (
     FORGOTTEN_BY,
     SETTINGS_CHANGED_BY,
@@ -58,7 +63,16 @@ from .models import (
     SlotRetraction,
     Tombstone,
 )
-from .selectors import memory_get, records_to_domain, registry, tombstones_of, write_state
+from .selectors import (
+    ContextResolution,
+    last_named_key,
+    memory_get,
+    parse_uuid,
+    records_to_domain,
+    registry,
+    tombstones_of,
+    write_state,
+)
 from .switches import MemorySettings, memory_settings_of, settings_of_profile
 from .writes import Fact, Known, WriteRefused, plan_writes
 
@@ -143,69 +157,6 @@ def _next_version(user, scope_id: str, key: str) -> int:
 
 def _domain(record: MemoryRecord, username: str) -> DomainRecord:
     return records_to_domain(MemoryRecord.objects.filter(pk=record.pk), username)[0]
-
-
-class RowWriter:
-    """The rows a transaction inserts (and the few it updates), written together: on
-    PostgreSQL as one statement (data-modifying WITH clauses; Django's foreign keys are checked
-    at commit, so the order of the rows does not matter), elsewhere one INSERT per batch of
-    rows of a model (and one UPDATE each), in the order given. Rows are Django model instances
-    with their primary keys set, or an auto key left to the database."""
-
-    def __init__(self):
-        self.steps: list[tuple] = []
-
-    def insert(self, rows, *, ignore_conflicts: bool = False) -> None:
-        rows = list(rows)
-        if rows:
-            self.steps.append(("insert", rows, ignore_conflicts))
-
-    def update(self, model, pk, **values) -> None:
-        self.steps.append(("update", model, pk, values))
-
-    def flush(self) -> None:
-        steps, self.steps = self.steps, []
-        if not steps:
-            return
-        connection = connections[router.db_for_write(MemoryRecord)]
-        if connection.vendor != "postgresql":
-            for step in steps:
-                if step[0] == "insert":
-                    _, rows, ignore = step
-                    type(rows[0]).objects.bulk_create(rows, ignore_conflicts=ignore)
-                else:
-                    _, model, pk, values = step
-                    model.objects.filter(pk=pk).update(**values)
-            return
-        statements = [self._sql(step, connection) for step in steps]
-        *first, (sql, params) = statements
-        sql = "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({s}) " for i, (s, _) in enumerate(first)) + sql
-        params = [p for _, found in first for p in found] + list(params)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-        for step in steps:
-            if step[0] == "insert":
-                for row in step[1]:
-                    row._state.adding, row._state.db = False, connection.alias
-
-    @staticmethod
-    def _sql(step, connection) -> tuple[str, list]:
-        if step[0] == "update":
-            _, model, pk, values = step
-            query = UpdateQuery(model)
-            query.add_update_values(values)
-            query.add_filter("pk", pk)
-            sql, params = query.get_compiler(connection=connection).as_sql()
-            return sql, list(params)
-        _, rows, ignore = step
-        model = type(rows[0])
-        opts = model._meta
-        fields = [f for f in opts.local_concrete_fields
-                  if not (f is opts.pk and f.get_internal_type() in ("AutoField", "BigAutoField"))]
-        query = InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore else None)
-        query.insert_values(fields, rows)
-        [(sql, params)] = query.get_compiler(connection=connection).as_sql()
-        return sql, list(params)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -648,15 +599,11 @@ def _purge(user, tombstones: list[DomainTombstone], secret: bytes) -> int:
 def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
     """F4: "let it learn this again". Erased values do not come back. Returns the deleted
     tombstone (its key names what may be learned again)."""
-    from .selectors import parse_uuid
-
     qs = Tombstone.objects.filter(pk=parse_uuid(tombstone_id, field="tombstone"))
     if user is not None:
         qs = qs.filter(user=user)
     tombstone = qs.first()
     if tombstone is None:
-        from config.errors import NotFound
-
         raise NotFound("No such tombstone.")
     with transaction.atomic():
         lock_profile(tombstone.user)
@@ -710,8 +657,6 @@ def ensure_profile(user) -> MemoryProfile:
     return profile
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # Extraction (SPEC §8)
 
@@ -724,9 +669,6 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
 
     The plain facts between corrections are written as one batch (`remember_extracted`), each
     batch in its own transaction under the user's lock with one clock read."""
-    from .extract import extract
-    from .selectors import last_named_key
-
     user = ctx.user
     if source_message is None and source is not None:
         source_message = Message.objects.filter(user=user, pk=source).first()
@@ -769,8 +711,6 @@ def remember_extracted(*, ctx, found, sources: list[str], write_batch) -> list[A
 
 
 def _remember_correction(ctx, found, sources: list[str]) -> AssertResult:
-    from .selectors import ContextResolution
-
     user = ctx.user
     current = ContextResolution(ctx, [found.key])
     target = next((p.record for p in current.projection.prompt if p.key == found.key), None)

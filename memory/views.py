@@ -27,9 +27,10 @@ from django.views.decorators.http import require_POST
 
 from config.errors import Conflict, ValidationError
 from config.pages import day, form_errors_from, next_url, private_page, when
+from conversations.domain import SCOPE_NARROWNESS
 
 from . import services
-from .domain import SCOPE_NARROWNESS, USER_AUTHORITIES, normalise_value
+from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
 from .forms import SEARCH_MAX, CorrectForm, ForgetForm, MemoryFilterForm, MemorySwitchesForm
 from .presentation import (

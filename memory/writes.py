@@ -19,8 +19,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from conversations.domain import Scope
+
 from . import resolver
-from .domain import AUTHORITY_RANK, MemoryRecord, Scope, Tombstone, normalise_value, value_hash
+from .domain import AUTHORITY_RANK, MemoryRecord, Tombstone, normalise_value, value_hash
 
 __all__ = ["Fact", "Known", "Outcome", "WritePlan", "WriteRefused", "plan_writes"]
 

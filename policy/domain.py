@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.domain import scope_dict
+from conversations.domain import scope_dict
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary

@@ -14,8 +14,8 @@ from config import catalog
 from config.errors import NotFound, ValidationError
 from conversations.models import Conversation
 
-from .domain import Decision, PolicyVersion, Rule, RuleCheck
-from .engine import check_rules
+from .domain import Decision, DecisionRequest, PolicyContext, PolicyVersion, Rule, RuleCheck
+from .engine import check_rules, decide
 from .models import (
     Capability,
     DecisionLog,
@@ -250,9 +250,6 @@ class BoundaryOverview:
                character: str | None = None, conversation: str | None = None,
                scene: str | None = None) -> Decision:
         """The engine's decision for that place, exactly as the runtime would get it there."""
-        from .domain import DecisionRequest, PolicyContext
-        from .engine import decide
-
         context = PolicyContext(user=user, now=self.now, character=character,
                                 conversation=conversation, scene=scene)
         return decide(DecisionRequest(capability, requested_by), list(self.rules.values()), context)

@@ -6,7 +6,7 @@ import re
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from conversations.serializers import (
+from config.serializers import (
     SCENE_MAX,
     CleanCharField,
     ContextInput,

@@ -5,12 +5,13 @@ result."""
 import pytest
 from django.db import OperationalError
 
-from conversations import services as conversation_services
+from config import storage
+from conversations.domain import Scope
 from conversations.models import Message, Turn
 from memory import services as memory_services
-from memory.domain import Scope
 from memory.models import MemoryRecord, MemorySource, Tombstone
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from turns import services as conversation_services
 
 pytestmark = pytest.mark.django_db
 
@@ -27,14 +28,14 @@ def boom(*args, **kwargs):
 def test_it_leaves_nothing_behind_when_a_turn_fails_midway(conv, monkeypatch):
     """The message, the turn and the extracted record are inserted, then the database fails:
     the whole turn rolls back."""
-    real_flush = memory_services.RowWriter.flush
+    real_flush = storage.RowWriter.flush
 
     def flush_then_fail(writer):
         real_flush(writer)
         assert Message.objects.exists() and MemoryRecord.objects.exists()  # written, not yet committed
         boom()
 
-    monkeypatch.setattr(memory_services.RowWriter, "flush", flush_then_fail)
+    monkeypatch.setattr(storage.RowWriter, "flush", flush_then_fail)
     with pytest.raises(OperationalError):
         conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
     assert not Message.objects.exists() and not Turn.objects.exists() and not MemoryRecord.objects.exists()
@@ -66,14 +67,14 @@ def test_it_leaves_nothing_behind_when_an_assert_fails_after_the_insert(conv, mo
     from tests.factories import MessageFactory
 
     msg = MessageFactory(conversation=conv)
-    real_flush = memory_services.RowWriter.flush
+    real_flush = storage.RowWriter.flush
 
     def flush_then_fail(writer):
         real_flush(writer)
         assert MemoryRecord.objects.exists() and MemorySource.objects.exists()  # written, not yet committed
         raise OperationalError("disk full")
 
-    monkeypatch.setattr(memory_services.RowWriter, "flush", flush_then_fail)
+    monkeypatch.setattr(storage.RowWriter, "flush", flush_then_fail)
     with pytest.raises(OperationalError):
         memory_services.memory_assert(user=conv.user, key="pet.name", value="Rex", scope=Scope("user"), sources=[str(msg.pk)])
     assert not MemoryRecord.objects.exists() and not MemorySource.objects.exists()

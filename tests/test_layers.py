@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-APPS = ("memory", "policy", "conversations", "support")
+APPS = ("memory", "policy", "conversations", "support", "turns")
 PACKAGES = ("config", *APPS)
 
 
@@ -53,7 +53,7 @@ def project_imports(name: str) -> set[str]:
 
 
 def test_it_finds_the_modules_it_checks():
-    assert {"config.urls", "memory.views", "policy.views", "conversations.views", "support.views"} <= set(MODULES)
+    assert {"config.urls", "memory.views", "policy.views", "turns.views", "support.views"} <= set(MODULES)
     assert "memory.resolver" in imports_of("memory.selectors")
 
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_it_logs_no_private_text_in_a_full_scenario(api):
-    from conversations.continuity import play
+    from turns.continuity import play
 
     handler = Collect()
     root = logging.getLogger()

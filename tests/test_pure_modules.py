@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 PURE = [
-    "memory.domain", "memory.resolver", "memory.projection", "memory.extract", "memory.builders",
+    "memory.domain", "memory.resolver", "memory.projection", "memory.extract", "config.builders",
     "memory.writes",
     "policy.domain", "policy.engine",
-    "conversations.planner", "conversations.tokens", "conversations.stopwords", "bench.relevance",
+    "turns.planner", "turns.tokens", "turns.stopwords", "bench.relevance",
     "config.errors", "support.words",
 ]
 

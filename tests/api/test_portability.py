@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from conversations.continuity import play
 from conversations.models import Conversation, Turn
 from memory.models import MemoryRecord, Tombstone
+from turns.continuity import play
 
 pytestmark = pytest.mark.django_db
 

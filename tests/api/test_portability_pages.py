@@ -4,7 +4,7 @@ forget (in its tombstone) come back equal after export → erase → import."""
 import pytest
 from django.contrib.auth import get_user_model
 
-from memory.domain import Scope
+from conversations.domain import Scope
 from memory.models import MemoryProfile, Tombstone
 from memory.services import memory_assert, memory_forget, profile_set_time_zone
 from tests.factories import UserFactory

@@ -2,11 +2,11 @@
 
 import pytest
 
-from conversations import services
 from conversations.models import Message, Turn
 from tests.concurrency import run_concurrently
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 from tests.helpers import postgres_only
+from turns import services
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 

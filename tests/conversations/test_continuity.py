@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from conversations.continuity import CATEGORIES, play
+from turns.continuity import CATEGORIES, play
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ def test_it_fails_the_relevance_scene_when_plans_ignore_relevance(monkeypatch):
     non-zero."""
     from django.core.management.base import CommandError
 
-    import conversations.planner as planner
+    import turns.planner as planner
 
     monkeypatch.setattr(planner, "relevance_order",
                         lambda memories, query, pinned: (list(range(len(memories))), [0.0] * len(memories)))

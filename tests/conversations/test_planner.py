@@ -10,7 +10,9 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from config.errors import BudgetExceeded, ValidationError
-from conversations.planner import (
+from conversations.domain import Scope
+from memory.domain import RESOLVER_VERSION, Exclusion, MemoryRecord, ProjectedMemory
+from turns.planner import (
     HistoryCandidate,
     Plan,
     PlanMessage,
@@ -22,8 +24,7 @@ from conversations.planner import (
     plan_snapshot,
     select_history,
 )
-from conversations.tokens import estimate_memory, estimate_message
-from memory.domain import RESOLVER_VERSION, Exclusion, MemoryRecord, ProjectedMemory, Scope
+from turns.tokens import estimate_memory, estimate_message
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 CODE_BLOCK = '```python\ndef f(x):\n\treturn {"a": x}  # ok\n```\n'

@@ -10,9 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import conversations.planner as planner_module
+import turns.planner as planner_module
 from config.errors import ValidationError
-from conversations.planner import (
+from conversations.domain import Scope
+from memory.domain import RESOLVER_VERSION, MemoryRecord, ProjectedMemory
+from memory.projection import project
+from turns.planner import (
     HistoryCandidate,
     PlanMessage,
     PlanParams,
@@ -22,10 +25,8 @@ from conversations.planner import (
     memory_cap,
     terms,
 )
-from conversations.stopwords import STOPWORDS, STOPWORDS_VERSION
-from conversations.tokens import estimate_memory
-from memory.domain import RESOLVER_VERSION, MemoryRecord, ProjectedMemory, Scope
-from memory.projection import project
+from turns.stopwords import STOPWORDS, STOPWORDS_VERSION
+from turns.tokens import estimate_memory
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conversations.tokens import (
+from turns.tokens import (
     MESSAGE_OVERHEAD,
     estimate_from_bytes,
     estimate_memory,

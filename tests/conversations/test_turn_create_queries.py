@@ -14,11 +14,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from config.clock import db_now
-from conversations import services
 from memory.models import MemoryRecord, MemorySource
 from memory.services import ensure_profile
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 from tests.helpers import ON_POSTGRES, postgres_only
+from turns import services
 
 MESSAGES = {
     0: "Hello there, how are you today?",

@@ -48,7 +48,7 @@ def test_it_returns_the_same_turn_for_a_retry_and_refuses_other_content(api, con
 def test_it_returns_the_stored_result_after_a_worker_restart(api, conv):
     """A worker that persisted the turn and died before answering: the retry returns the
     existing result, nothing is stored twice."""
-    from conversations import services
+    from turns import services
 
     result = services.turn_create(conversation_id=conv.pk, turn_key="lost", content="I live in Boston.")
     # The response was lost; the runtime retries over HTTP.

@@ -1,6 +1,6 @@
 import pytest
 
-from memory.domain import Scope
+from conversations.domain import Scope
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 
 

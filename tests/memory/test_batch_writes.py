@@ -15,8 +15,8 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conversations.domain import Scope
 from memory import services
-from memory.domain import Scope
 from memory.extract import Extraction
 from memory.models import MemoryRecord, MemorySource
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory

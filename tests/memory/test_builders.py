@@ -1,4 +1,4 @@
-"""Bulk builders for the request boundary (memory.builders): they change how fast objects are
+"""Bulk builders for the request boundary (config.builders): they change how fast objects are
 built, never what is built. No database."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass, field
 
-from memory.builders import build_slotted, gc_paused
-from memory.domain import Exclusion, MemoryRecord, Scope
+from config.builders import build_slotted, gc_paused
+from conversations.domain import Scope
+from memory.domain import Exclusion, MemoryRecord
 
 from .test_resolver import rec
 

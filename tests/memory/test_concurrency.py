@@ -2,9 +2,9 @@
 
 import pytest
 
+from conversations.domain import Scope
 from conversations.selectors import load_context
 from memory import services
-from memory.domain import Scope
 from memory.models import IdempotencyRecord, MemoryRecord
 from memory.selectors import ContextResolution
 from tests.concurrency import run_concurrently

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.domain import MemoryRecord, Scope
+from conversations.domain import Scope
+from memory.domain import MemoryRecord
 from memory.projection import certainty_of, project
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)

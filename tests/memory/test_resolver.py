@@ -9,15 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from conversations.domain import Context, Scope
 from memory import resolver as resolver_module
-from memory.domain import (
-    RESOLVER_VERSION,
-    Context,
-    MemoryRecord,
-    Scope,
-    Tombstone,
-    value_hash,
-)
+from memory.domain import RESOLVER_VERSION, MemoryRecord, Tombstone, value_hash
 from memory.resolver import (
     StatusChange,
     apply_changes,

@@ -15,15 +15,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.domain import (
-    AUTHORITIES,
-    Context,
-    MemoryRecord,
-    Scope,
-    Tombstone,
-    normalise_value,
-    value_hash,
-)
+from conversations.domain import Context, Scope
+from memory.domain import AUTHORITIES, MemoryRecord, Tombstone, normalise_value, value_hash
 from memory.resolver import (
     apply_changes,
     effective_ends,

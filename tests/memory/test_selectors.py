@@ -1,4 +1,4 @@
-"""The raw reader (memory.selectors.RawReader): the hot-path reads give exactly what the ORM
+"""The raw reader (config.storage.RawReader): the hot-path reads give exactly what the ORM
 gives, on the database the suite runs on (SQLite, or PostgreSQL with DATABASE_URL).
 
 SPEC §3 feeds the resolver "all stored records that could match the context" and R7 asks for
@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.selectors import (
-    history_candidates,
-    history_with_contents,
-    load_context,
-    message_contents,
-)
+from config import storage
+from conversations.domain import Scope
+from conversations.selectors import load_context
 from memory import selectors, services
-from memory.domain import Scope
 from memory.models import MemoryRecord
 from tests.factories import MessageFactory, at
+from turns.selectors import history_candidates, history_with_contents, message_contents
 
 from .conftest import USER
 
@@ -66,8 +63,8 @@ def orm(monkeypatch):
     """Run a read through the ORM path instead of the raw reader."""
     def read(fn, *args, **kwargs):
         with monkeypatch.context() as patch:
-            patch.setattr(selectors, "_text_sql", lambda alias: None)
-            assert selectors.raw_reader("default") is None
+            patch.setattr(storage, "_text_sql", lambda alias: None)
+            assert storage.raw_reader("default") is None
             return fn(*args, **kwargs)
     return read
 
@@ -81,7 +78,7 @@ def test_it_reads_records_exactly_as_the_orm_does(stored, orm):
     nulls, sources, scopes) and the order are the ORM's, for any queryset (one with an order
     or a slice of its own included)."""
     user, _, _ = stored
-    assert selectors.raw_reader("default") is not None
+    assert storage.raw_reader("default") is not None
     for qs in (MemoryRecord.objects.filter(user=user),
                MemoryRecord.objects.filter(user=user).exclude(status="forgotten"),
                MemoryRecord.objects.filter(user=user, key="pet.name", scope_id=f"user:{user.username}"),
@@ -147,7 +144,7 @@ def test_it_reads_the_plans_history_with_its_text_exactly_as_the_orm_does(stored
         ids = [c.id for c in raw]
         assert raw_fetch(ids) == orm_fetch(ids)
     candidates, fetch = history_with_contents(conversation, 10**6, 0, 2)
-    if selectors.raw_reader("default") is not None:
+    if storage.raw_reader("default") is not None:
         with django_assert_num_queries(0):
             newest = fetch([c.id for c in candidates[-2:]])
         assert list(newest.values()) == ["second", "third ünïcödé ☃"]

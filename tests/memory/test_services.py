@@ -6,9 +6,9 @@ import pytest
 from django.db.models import Q
 
 from config.errors import AuthorityConflict, Conflict, IdempotencyKeyReused, ValidationError
+from conversations.domain import Scope
 from conversations.selectors import load_context
 from memory import services
-from memory.domain import Scope
 from memory.models import IdempotencyRecord, MemoryRecord, MemorySource, SlotRetraction, Tombstone
 from memory.selectors import ContextResolution
 from tests.factories import ConversationFactory, MessageFactory, UserFactory, at

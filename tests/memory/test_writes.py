@@ -5,7 +5,8 @@ import itertools
 
 import pytest
 
-from memory.domain import MemoryRecord, Scope, Tombstone, value_hash
+from conversations.domain import Scope
+from memory.domain import MemoryRecord, Tombstone, value_hash
 from memory.writes import Fact, Known, WriteRefused, plan_writes
 
 T = dt.datetime(2026, 8, 5, 12, 0, tzinfo=dt.UTC)

@@ -104,7 +104,7 @@ def test_a_page_sees_a_change_made_after_its_process_cached_the_catalog(client):
 
     user = UserFactory(username="wren")
     KeyDefinition.objects.update_or_create(key="pet.name", defaults={"label": "Pet's name"})
-    from memory.domain import Scope
+    from conversations.domain import Scope
 
     memory_assert(user=user, key="pet.name", value="Harbor", scope=Scope("user"), authority="user-confirmed",
                   confidence=1.0)

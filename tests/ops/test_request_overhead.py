@@ -59,7 +59,7 @@ def test_on_a_per_process_cache_the_throttle_costs_nothing(api, ping):
 
 @pytest.fixture
 def turn(db):
-    from conversations.services import turn_create
+    from turns.services import turn_create
 
     conversation = ConversationFactory(user=UserFactory(username="sam"), character=CharacterFactory(slug="rowan"))
     return turn_create(conversation_id=conversation.pk, turn_key="t1", content="Hello there").turn
@@ -100,7 +100,7 @@ def test_a_reply_to_no_turn_is_a_404_and_writes_nothing(api, turn):
 
 def test_the_service_limits_a_reply_to_the_turns_owner(turn):
     from config.errors import NotFound
-    from conversations.services import turn_commit_reply
+    from turns.services import turn_commit_reply
 
     with pytest.raises(NotFound):
         turn_commit_reply(turn_id=turn.pk, content="Hi", user=UserFactory(username="other"))

@@ -1,8 +1,8 @@
 import pytest
 from django.test import Client
 
-from conversations.services import turn_create
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from turns.services import turn_create
 
 
 @pytest.fixture

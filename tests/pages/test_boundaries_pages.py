@@ -216,7 +216,7 @@ def test_the_demos_own_conversation_choice_shows_on_its_card(client, db):
     """The demo answers "playful tone? allow, for this conversation" (D8): its card says so."""
     from django.contrib.auth import get_user_model
 
-    from conversations.demo import build
+    from turns.demo import build
 
     build(username="demo", password="demo password 1")
     client.force_login(get_user_model().objects.get(username="demo"))

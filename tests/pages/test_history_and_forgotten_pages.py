@@ -168,7 +168,7 @@ def test_an_undo_that_is_no_longer_possible_says_so(page, say, sam):
 
 
 def test_another_users_memory_cannot_be_restored(page, alex):
-    from memory.domain import Scope
+    from conversations.domain import Scope
     from memory.services import memory_assert
 
     theirs = memory_assert(user=alex, key="dog.name", value="Bolt", scope=Scope("user")).record

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from memory.domain import Scope
+from conversations.domain import Scope
 from memory.models import MemoryRecord, Tombstone
 from memory.services import memory_assert, memory_correct, memory_forget
 from tests.factories import CharacterFactory, ConversationFactory

@@ -5,7 +5,7 @@ has — corrections, retractions, forgets and narrower scopes included."""
 
 import pytest
 
-from memory.domain import Scope
+from conversations.domain import Scope
 from memory.selectors import remembered_now
 from memory.services import memory_assert, memory_correct, memory_forget, memory_retract
 from tests.factories import CharacterFactory, ConversationFactory

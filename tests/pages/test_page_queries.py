@@ -6,11 +6,11 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.services import turn_create
-from memory.domain import Scope
+from conversations.domain import Scope
 from memory.services import forget_key, memory_assert, memory_confirm, memory_forget
 from policy.services import rule_create
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
+from turns.services import turn_create
 
 pytestmark = pytest.mark.django_db
 

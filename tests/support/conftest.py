@@ -10,13 +10,14 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
+from conversations.domain import Scope
 from conversations.selectors import load_context
-from conversations.services import conversation_create, turn_commit_reply, turn_create
-from memory.domain import Scope
+from conversations.services import conversation_create
 from memory.models import MemoryRecord
 from memory.services import memory_assert, memory_correct, memory_forget, memory_retract
 from policy.services import decision_answer, decision_make, media_job_admit, rule_create
 from tests.factories import CharacterFactory, UserFactory
+from turns.services import turn_commit_reply, turn_create
 
 # Private strings: none may appear on any admin page without view_private_text.
 VALUE = "Marlowe-private-xyz"  # a memory value, also inside a message

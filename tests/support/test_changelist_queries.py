@@ -9,20 +9,16 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from config.models import ApiToken
+from conversations.domain import Scope
 from conversations.selectors import load_context
-from conversations.services import (
-    character_put,
-    conversation_create,
-    turn_commit_reply,
-    turn_create,
-)
-from memory.domain import Scope
+from conversations.services import character_put, conversation_create
 from memory.models import KeyDefinition, MemoryRecord
 from memory.services import forget_key, memory_assert
 from policy.services import decision_answer, media_job_admit, rule_create
 from support.services import reveals_record, support_retract
 from tests.factories import UserFactory
 from tests.support.conftest import staff_client
+from turns.services import turn_commit_reply, turn_create
 
 pytestmark = pytest.mark.django_db
 

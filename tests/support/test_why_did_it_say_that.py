@@ -13,15 +13,15 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from conversations.domain import Scope
 from conversations.models import Turn
-from conversations.services import turn_create, turn_prompt_plan
-from memory.domain import Scope
 from memory.models import MemoryRecord
 from memory.services import memory_assert, memory_retract
 from policy.services import rule_create, rule_revoke
 from support.models import PrivateTextAccess
 from support.services import support_forget, support_retract
 from tests.support.conftest import VALUE, assert_no_private_text, staff_client
+from turns.services import turn_create, turn_prompt_plan
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,8 @@ authorities and times only — never a value."""
 
 from datetime import UTC, datetime, timedelta
 
-from memory.domain import MemoryRecord, Scope
+from conversations.domain import Scope
+from memory.domain import MemoryRecord
 from policy.domain import PolicyScope, Rule
 from support import words
 

@@ -7,11 +7,26 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import problems, validated
-from config.errors import ValidationError
+from config.errors import BudgetExceeded, ValidationError
+from config.serializers import (
+    SCENE_MAX,
+    CharacterSlugField,
+    CleanCharField,
+    StrictSerializer,
+    UserRefField,
+)
+from conversations import services as conversation_services
+from conversations.models import Turn
+from conversations.selectors import character_by_slug, user_by_ref
+from memory.domain import RESOLVER_VERSION
+from memory.models import MemoryRecord
+from memory.selectors import records_to_domain
+from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
+from policy.serializers import DecisionOutput
 
 from . import services
-from .selectors import character_by_slug, user_by_ref
-from .serializers import CharacterSlugField, CleanCharField, StrictSerializer, UserRefField
+from .planner import plan_body
+from .portability import user_export, user_import
 from .snapshot import Snapshot, SnapshotInput
 
 User = get_user_model()
@@ -77,8 +92,6 @@ class UserExportApi(APIView):
     @extend_schema(operation_id="user_export", responses={200: Snapshot, **problems(404)},
                    description="The user's whole snapshot (SPEC §9, format `companion-memory/1`).")
     def get(self, request, user_ref):
-        from .portability import user_export
-
         return Response(user_export(user=user_by_ref(user_ref, field=None)))
 
 
@@ -95,8 +108,6 @@ class UserImportApi(APIView):
                    responses={200: UserImportOutput, **problems(400, 409, 413)},
                    description="Import a snapshot atomically and idempotently, keeping ids (SPEC §9).")
     def post(self, request, user_ref):
-        from .portability import user_import
-
         data = request.data
         if not isinstance(data, dict):
             raise ValidationError("Must be a JSON object.", field="body")
@@ -113,7 +124,7 @@ class CharacterPutApi(APIView):
     def put(self, request, slug):
         validated(CharacterSlug, {"slug": slug})
         data = validated(CharacterPutInput, request.data)
-        character, created = services.character_put(slug=slug, name=data["name"])
+        character, created = conversation_services.character_put(slug=slug, name=data["name"])
         return Response(CharacterOutput(character).data, status=201 if created else 200)
 
 
@@ -124,7 +135,7 @@ class ConversationCreateApi(APIView):
         data = validated(ConversationCreateInput, request.data)
         user = user_by_ref(data["user"], field="user")
         character = character_by_slug(data["character"], field="character")
-        conversation = services.conversation_create(user=user, character=character, title=data["title"])
+        conversation = conversation_services.conversation_create(user=user, character=character, title=data["title"])
         return Response(ConversationOutput(conversation).data, status=201)
 
 
@@ -139,12 +150,6 @@ class ConversationDeleteApi(APIView):
 # Turns, prompt plans and replies (SPEC §7)
 
 
-from memory.models import MemoryRecord  # noqa: E402
-from memory.selectors import records_to_domain  # noqa: E402
-from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json  # noqa: E402
-
-from .models import Turn  # noqa: E402
-from .serializers import SCENE_MAX  # noqa: E402
 
 
 class PlanParamsInput(StrictSerializer):
@@ -289,11 +294,6 @@ class TurnPromptPlanApi(APIView):
 
 def plan_json(result) -> dict:
     """The §10 plan body of a `services.PromptPlanResult` (the GET's answer and I7's `plan`)."""
-    from memory.domain import RESOLVER_VERSION
-    from policy.serializers import DecisionOutput
-
-    from .planner import plan_body
-
     body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
     body["policy"] = [DecisionOutput(d).data for d in result.decisions]
     body["budget"] = result.params.budget
@@ -333,8 +333,6 @@ def _plan_created(result, params: dict):
     """I7: plan the turn just created (at the moment it was created: its time from the
     database clock) or replayed (now), from the rows creation loaded. A refused plan names
     its fields inside `plan` and says which turn stays created."""
-    from config.errors import BudgetExceeded
-
     turn = result.turn
     try:
         return services.plan_for_turn(

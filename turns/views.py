@@ -24,6 +24,7 @@ from django.views.decorators.http import require_POST
 
 from config.errors import ValidationError
 from config.pages import day, form_errors_from, private_page, when
+from conversations.selectors import conversation_for_page, conversations_of
 from memory import services as memory_services
 from memory.presentation import Sentence, Wording, status_words
 from memory.selectors import key_templates
@@ -31,7 +32,7 @@ from memory.services import memory_forget_all
 
 from .forms import DeleteAccountForm, TimeZoneForm
 from .portability import user_export
-from .selectors import conversation_for_page, conversations_of, data_counts, transcript
+from .selectors import data_counts, transcript
 from .services import conversation_delete, user_delete
 
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from conversations.continuity import play
+from turns.continuity import play
 
 
 class Command(BaseCommand):

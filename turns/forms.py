@@ -2,6 +2,8 @@
 
 from django import forms
 
+from memory.domain import known_time_zones
+
 
 class DeleteAccountForm(forms.Form):
     """Deleting an account cannot be undone, so the user types their username to confirm."""
@@ -30,8 +32,6 @@ def _time_zone_choices():
     """The product's zone first, then every IANA zone grouped by region ("Europe", "America"
     …), so a select list stays usable with a keyboard (type to jump)."""
     from django.conf import settings
-
-    from memory.domain import known_time_zones
 
     regions: dict[str, list[tuple[str, str]]] = {}
     others: list[tuple[str, str]] = []

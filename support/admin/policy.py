@@ -12,11 +12,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from conversations.models import Conversation
-from support import services as support
-from support.admin import SupportAdmin, count_of, support_action
-from support.display import admin_link
-
-from .models import (
+from policy.models import (
     Capability,
     DecisionLog,
     DefaultsPolicyVersion,
@@ -25,6 +21,9 @@ from .models import (
     PolicyRule,
     UserPolicyVersion,
 )
+from support import services as support
+from support.admin.base import SupportAdmin, count_of, support_action
+from support.display import admin_link
 
 
 def owner(obj):

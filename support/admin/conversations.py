@@ -13,13 +13,12 @@ from django.contrib.admin.utils import unquote
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils.html import format_html, format_html_join
 
-from memory.models import MemoryRecord
+from conversations.models import Character, Conversation, Message, Turn
+from conversations.services import character_put
+from memory.models import MemoryRecord, MemorySource
 from support import services as support
-from support.admin import SupportAdmin, count_of
+from support.admin.base import SupportAdmin, count_of
 from support.display import admin_link, explain_turn_url, explain_url, plan_rows
-
-from .models import Character, Conversation, Message, Turn
-from .services import character_put
 
 
 def conversation_link(conversation_id):
@@ -236,7 +235,5 @@ class MessageAdmin(SupportAdmin):
 
     @admin.display(description="memories derived from it")
     def memory_refs(self, obj):
-        from memory.models import MemoryRecord, MemorySource
-
         ids = MemorySource.objects.filter(message_id=obj.pk).values_list("memory_id", flat=True)
         return format_html_join(", ", "{}", ((admin_link(MemoryRecord, pk),) for pk in ids)) or "-"

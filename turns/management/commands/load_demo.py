@@ -6,7 +6,7 @@ import secrets
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from conversations import demo
+from turns import demo
 
 
 class Command(BaseCommand):

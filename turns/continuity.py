@@ -28,14 +28,13 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from config.clock import db_now
-from memory.domain import Scope
+from conversations.domain import Scope
+from conversations.selectors import LoadedContext
+from conversations.services import character_put, conversation_create
 from memory.services import forget_key, memory_assert
 from policy.services import decision_answer, decision_make
 
-from .selectors import LoadedContext
 from .services import (
-    character_put,
-    conversation_create,
     turn_commit_reply,
     turn_create,
     turn_prompt_plan,

@@ -9,7 +9,7 @@ against the snapshot itself or the catalog (characters, capabilities). Errors na
 the field (`memories.3.valid_from`).
 
 The validated rows' representation (`serializer.data`) is the snapshot's canonical form: the
-same dicts `conversations.portability` exports, which is how an imported row is compared with
+same dicts `turns.portability` exports, which is how an imported row is compared with
 a stored one.
 """
 
@@ -20,7 +20,26 @@ import re
 from django.conf import settings
 from rest_framework import serializers
 
-from memory.domain import AUTHORITIES, CARDINALITIES, KEY_MAX, STATUSES, VALUE_MAX, Scope, valid_key
+from config.serializers import (
+    SCENE_MAX,
+    BoundedIntegerField,
+    CharacterSlugField,
+    CleanCharField,
+    ScopeInput,
+    StrictSerializer,
+    UserRefField,
+)
+from conversations.domain import Scope
+from conversations.models import Character
+from memory.domain import (
+    AUTHORITIES,
+    CARDINALITIES,
+    KEY_MAX,
+    STATUSES,
+    VALUE_MAX,
+    known_time_zones,
+    valid_key,
+)
 from memory.serializers import StrictBooleanField
 from policy.domain import (
     ANSWERS,
@@ -32,17 +51,8 @@ from policy.domain import (
     REQUESTERS,
     SOURCES,
 )
+from policy.models import Capability
 from policy.serializers import RuleScopeInput
-
-from .serializers import (
-    SCENE_MAX,
-    BoundedIntegerField,
-    CharacterSlugField,
-    CleanCharField,
-    ScopeInput,
-    StrictSerializer,
-    UserRefField,
-)
 
 FORMAT = "companion-memory/1"
 HASH_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -161,8 +171,6 @@ class TimeZoneField(CleanCharField):
         super().__init__(max_length=64, **kwargs)
 
     def to_internal_value(self, data):
-        from memory.domain import known_time_zones
-
         value = super().to_internal_value(data)
         if value not in known_time_zones():
             raise serializers.ValidationError("Must be an IANA time zone name, or null.")
@@ -507,9 +515,6 @@ def _first_in_cycle(edges: dict) -> set:
 def check_references(s: dict) -> dict[str, list[str]]:
     """Unique ids and unique constraints within the snapshot, and references that resolve
     inside it (or, for characters and capabilities, to the catalog). Paths name the field."""
-    from conversations.models import Character
-    from policy.models import Capability
-
     errors: dict[str, list[str]] = {}
     ref = s["user"]["ref"]
 

@@ -35,12 +35,11 @@ from django.urls import NoReverseMatch, path
 
 from config.clock import db_now
 from config.models import ApiToken
-
-from . import services as support
-from .display import admin_link, masked
-from .forms import ReasonForm
-from .models import PrivateTextAccess, SupportAction
-from .views import explain_turn_view, explain_view
+from support import services as support
+from support.display import admin_link, masked
+from support.forms import ReasonForm
+from support.models import PrivateTextAccess, SupportAction
+from support.views import explain_turn_view, explain_view
 
 # Lookup parts that reach private text, from any model: refused without the permission.
 PRIVATE_LOOKUP_PARTS = frozenset({"value", "content", "title"})

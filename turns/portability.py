@@ -7,7 +7,7 @@ answers and media jobs, plus the catalog rows they use (characters and key regis
 and the user's value-hash secret (F1), so a value-level forget keeps working after a move.
 
 Import validates the whole snapshot first, in one pass and before any row is written
-(`conversations.snapshot.SnapshotInput`: the API's own fields and rules, references resolved
+(`turns.snapshot.SnapshotInput`: the API's own fields and rules, references resolved
 inside the snapshot or to the catalog), then writes it in one transaction. It is idempotent:
 ids are kept; a row already present with the same content is skipped; an id present with other
 content, a row that collides with a stored one, or a key whose cardinality differs, is an
@@ -29,9 +29,11 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
+from config.api import flatten_errors
 from config.clock import db_now
 from config.errors import ImportConflict, ValidationError
-from memory.domain import scope_dict
+from conversations.domain import scope_dict
+from conversations.models import Character, Conversation, Message, Turn
 from memory.models import (
     IdempotencyRecord,
     KeyDefinition,
@@ -41,9 +43,11 @@ from memory.models import (
     SlotRetraction,
     Tombstone,
 )
+from memory.selectors import tombstones_of
+from memory.services import _purge
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
+from policy.selectors import policy_version_of
 
-from .models import Character, Conversation, Message, Turn
 from .snapshot import FORMAT, SnapshotInput, memory_scope_id
 
 User = get_user_model()
@@ -235,7 +239,6 @@ def user_export(*, user) -> dict:
         sources.setdefault(memory_id, []).append(str(message_id))
     keys = sorted({r.key for r in memories})
     version = UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first() or 0
-    from policy.selectors import policy_version_of
 
     versions = policy_version_of(user)
     profile = MemoryProfile.objects.filter(user=user).first()
@@ -269,8 +272,6 @@ def parse_snapshot(data) -> tuple[dict, dict]:
     """Validate a whole snapshot (SPEC §9) without writing anything. Returns the validated
     rows (Python values) and their canonical JSON form; a 400 naming every bad field
     otherwise."""
-    from config.api import flatten_errors
-
     serializer = SnapshotInput(data=data)
     if not serializer.is_valid():
         errors = flatten_errors(serializer.errors)
@@ -574,8 +575,6 @@ class _Import:
         """F3: existing tombstones apply to what was imported."""
         if not self.imported_memories:
             return
-        from memory.selectors import tombstones_of
-        from memory.services import _purge
 
         tombstones = tombstones_of(self.user)
         if tombstones:

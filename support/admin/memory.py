@@ -15,13 +15,9 @@ from django.contrib import admin
 from django.db.models import Exists, OuterRef
 from django.utils.html import format_html, format_html_join
 
-from support import services as support
-from support.admin import SupportAdmin, count_of, support_action
-from support.display import admin_link, explain_turn_url, explain_url
-from support.forms import ForgetForm
-
-from .domain import valid_key
-from .models import (
+from conversations.models import Conversation, Message, Turn
+from memory.domain import valid_key
+from memory.models import (
     IdempotencyRecord,
     KeyDefinition,
     MemoryProfile,
@@ -30,6 +26,10 @@ from .models import (
     SlotRetraction,
     Tombstone,
 )
+from support import services as support
+from support.admin.base import SupportAdmin, count_of, support_action
+from support.display import admin_link, explain_turn_url, explain_url
+from support.forms import ForgetForm
 
 
 class RetractedFilter(admin.SimpleListFilter):
@@ -96,8 +96,6 @@ class MemoryRecordAdmin(SupportAdmin):
     @admin.display(description="scope")
     def scope_ref(self, obj):
         if obj.conversation_id:
-            from conversations.models import Conversation
-
             return format_html("{} ({})", obj.scope_id, admin_link(Conversation, obj.conversation_id, "conversation"))
         return obj.scope_id
 
@@ -112,8 +110,6 @@ class MemoryRecordAdmin(SupportAdmin):
 
     @admin.display(description="source messages")
     def source_refs(self, obj):
-        from conversations.models import Message
-
         rows = (MemorySource.objects.filter(memory=obj)
                 .values_list("message_id", "message__seq", "message__conversation_id"))
         return format_html_join(
@@ -148,8 +144,6 @@ class MemoryRecordAdmin(SupportAdmin):
     def explain_link(self, obj):
         """Now, in the record's scope; and as at each turn that taught it (its source messages'
         turns: their conversation, scene and plan time)."""
-        from conversations.models import Turn
-
         links = [format_html('<a href="{}">Explain this key in its scope now</a>', self._explain_url(obj))]
         sources = MemorySource.objects.filter(memory=obj).values_list("message_id", flat=True)
         turns = Turn.objects.filter(user_id=obj.user_id, user_message_id__in=sources).order_by("created_at")

@@ -50,7 +50,7 @@ a hash.
 
 **Relevance (I6).** Terms of a text (:func:`terms`): NFKC, casefold, split on every
 character that is not a letter (Unicode category L*) or a decimal digit (Nd), then drop terms
-of one character and the stopwords of :mod:`conversations.stopwords`. The query is the
+of one character and the stopwords of :mod:`turns.stopwords`. The query is the
 terms of the current message plus those of the last ``QUERY_HISTORY`` (2) messages before it,
 whatever their role and whether or not the history budget admits them. A memory's document
 is the terms of its label, value and key (``basil_plant.name`` → basil, plant, name). Scores
@@ -74,9 +74,9 @@ from functools import lru_cache
 from itertools import accumulate
 
 from config.errors import BudgetExceeded, ValidationError
-from conversations.stopwords import STOPWORDS, STOPWORDS_VERSION
-from conversations.tokens import estimate_from_bytes, estimate_memory, estimate_message
 from memory.domain import REASON_BUDGET, REASON_MEMORY_OFF, Exclusion, ProjectedMemory
+from turns.stopwords import STOPWORDS, STOPWORDS_VERSION
+from turns.tokens import estimate_from_bytes, estimate_memory, estimate_message
 
 HISTORY_POLICIES = ("contiguous", "skip")
 MEMORY_ORDERS = ("certainty", "relevance")
