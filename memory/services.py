@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 
 from config import metrics
 from config.clock import db_now
@@ -74,7 +73,7 @@ from .selectors import (
     write_state,
 )
 from .switches import MemorySettings, memory_settings_of, settings_of_profile
-from .writes import Fact, Known, WriteRefused, plan_writes
+from .writes import Fact, Known, Retract, WritePlan, WriteRefused, plan_writes
 
 # I8: the authorities of what the companion learns by itself; `learn` off blocks them.
 LEARNED_AUTHORITIES = frozenset({"model-inferred", "rule-extracted"})
@@ -147,12 +146,6 @@ def _slot_records(user, scope_id: str, key: str, *, many: bool, value: str | Non
         slot = normalise_value(value)
         records = [r for r in records if r.status != "forgotten" and normalise_value(r.value) == slot]
     return records
-
-
-def _next_version(user, scope_id: str, key: str) -> int:
-    """W8: 1 + the highest version of the scoped key, read under the user's lock."""
-    top = MemoryRecord.objects.filter(user=user, scope_id=scope_id, key=key).aggregate(m=Max("version"))["m"]
-    return (top or 0) + 1
 
 
 def _domain(record: MemoryRecord, username: str) -> DomainRecord:
@@ -294,31 +287,52 @@ def _assert_core(*, user, key, value, scope, scope_fields, authority, confidence
 
 def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fields=None,
                  writer: RowWriter | None = None) -> list[AssertResult]:
-    """Decide `facts` with the pure W-steps against `state` (read under the user's lock, which
-    the caller holds) and write the outcome: the new rows, their source links and W5's, and a
-    W5 confidence raise (rare) — through `writer` when the caller gathers its transaction's
-    writes, else written here. `scope_fields` gives the row fields of each scope id other than
-    the user scope."""
+    """Decide `facts` with the pure W-steps against `state` and write the outcome
+    (`write_plan`); the answers in the facts' order."""
+    plan = write_plan(user, state, facts, secret=secret, now=now, scope_fields=scope_fields,
+                      writer=writer)
+    return [AssertResult(o.outcome, o.record, o.reason) for o in plan.outcomes]
+
+
+def write_plan(user, state, writes: list[Fact | Retract], *, secret: bytes, now,
+               scope_fields=None, writer: RowWriter | None = None) -> WritePlan:
+    """Decide `writes` with the pure W-steps (`memory.writes.plan_writes`) against `state`
+    (read under the user's lock, which the caller holds) and write what they decided: the new
+    rows, their source links and W5's, W5's confidence raises, W10's closed windows and
+    retraction rows — through `writer` when the caller gathers its transaction's writes, else
+    written here. `scope_fields` gives the row fields of each scope id other than the user
+    scope (`scope_kind`, `character_id`, `conversation_id`, `scene`)."""
     try:
         plan = plan_writes(
-            facts, Known(state.records, state.tombstones, state.retractions),
+            writes, Known(state.records, state.tombstones, state.retractions),
             user=user.username, now=now, secret=secret, new_id=lambda: str(uuid.uuid4()),
         )
     except WriteRefused as refused:
         if refused.kind == "authority":
             raise AuthorityConflict(refused.message) from None
         raise ValidationError(refused.message, field=refused.field) from None
-    scope_fields = scope_fields or {}
-    user_scope = {"scope_kind": "user", "character": None, "conversation": None, "scene": None}
     own = writer is None
     writer = RowWriter() if own else writer
+    add_plan_rows(writer, user, plan, scope_fields or {})
+    if own:
+        writer.flush()
+    return plan
+
+
+USER_SCOPE_FIELDS = {"scope_kind": "user", "character_id": None, "conversation_id": None,
+                     "scene": None}
+
+
+def add_plan_rows(writer: RowWriter, user, plan: WritePlan, scope_fields: dict) -> None:
+    """The rows of a decided write plan, added to `writer` in the order the database takes
+    them (records, then their source links, then updates of stored records)."""
     writer.insert([
         MemoryRecord(
             id=r.id, user=user, key=r.key, value=r.value, scope_id=r.scope_id,
-            **(user_scope if r.scope.kind == "user" else scope_fields[r.scope_id]),
+            **(USER_SCOPE_FIELDS if r.scope.kind == "user" else scope_fields[r.scope_id]),
             authority=r.authority, confidence=r.confidence, valid_from=r.valid_from,
             valid_until=r.valid_until, recorded_at=r.recorded_at, evidence_time=r.evidence_time,
-            supersedes_id=r.supersedes, version=r.version,
+            supersedes_id=r.supersedes, version=r.version, retracted_at=r.retracted_at,
         )
         for r in plan.inserts
     ])
@@ -327,137 +341,118 @@ def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fi
     writer.insert(links, ignore_conflicts=True)
     for rid, confidence in plan.confidence.items():
         writer.update(MemoryRecord, rid, confidence=confidence)
-    if own:
-        writer.flush()
-    return [AssertResult(o.outcome, o.record, o.reason) for o in plan.outcomes]
+    for rid, (valid_until, retracted_at) in plan.closes.items():
+        writer.update(MemoryRecord, rid, valid_until=valid_until, retracted_at=retracted_at)
+    writer.insert([
+        SlotRetraction(user=user, scope_id=scope_id, key=key, value_hash=hashed, retracted_at=at)
+        for scope_id, key, hashed, at in plan.retractions
+    ])
 
 
-def _insert_record(*, user, key, value, scope_id, scope_fields, authority, confidence,
-                   valid_from, valid_until, recorded_at, evidence_time, supersedes_id,
-                   messages, version=None, record_id=None, status="active",
-                   status_since=None, retracted_at=None) -> MemoryRecord:
-    """W8: the version is allocated under the user's lock; the unique constraint is the
-    backstop, so a racing writer that slipped past the lock retries with the next number."""
-    for _ in range(5):
-        try:
-            with transaction.atomic():
-                record = MemoryRecord(
-                    user=user, key=key, value=value, scope_id=scope_id, **scope_fields,
-                    authority=authority, confidence=confidence, valid_from=valid_from,
-                    valid_until=valid_until, recorded_at=recorded_at, evidence_time=evidence_time,
-                    supersedes_id=supersedes_id,
-                    version=version or _next_version(user, scope_id, key),
-                    status=status, status_since=status_since, retracted_at=retracted_at,
-                )
-                if record_id is not None:
-                    record.pk = record_id
-                record.save(force_insert=True)
-                if messages:
-                    MemorySource.objects.bulk_create([MemorySource(memory=record, message=m) for m in messages])
-                return record
-        except IntegrityError:
-            if version is not None:
-                raise
-            continue
-    raise Conflict("Could not allocate a version; please retry.")
+def row_scope_fields(row: MemoryRecord) -> dict:
+    """A stored record's scope columns, for new rows of its scoped key."""
+    return {"scope_kind": row.scope_kind, "character_id": row.character_id,
+            "conversation_id": row.conversation_id, "scene": row.scene}
 
 
 # ---------------------------------------------------------------------------------------------
 # Confirm, correct, retract
 
 
-def _require_active_now(record: DomainRecord, user, now) -> None:
+@dataclass
+class _Locked:
+    """A record of a user-facing action, as the user's lock sees it: the stored row, its
+    scoped key's state (`write_state`), the record within it, the clock and the secret."""
+
+    row: MemoryRecord
+    state: object  # selectors.WriteState
+    record: DomainRecord
+    now: datetime
+    secret: bytes
+
+    @property
+    def many(self) -> bool:
+        return self.record.key in self.state.many_keys
+
+    @property
+    def scope_fields(self) -> dict:
+        return {self.row.scope_id: row_scope_fields(self.row)}
+
+
+def _lock_record(record_id, user) -> _Locked:
+    """The user's lock, then the record's scoped key read under it (one statement)."""
+    row = memory_get(record_id, user=user)
+    profile = lock_profile(row.user)
+    state = write_state(row.user, [(row.scope_id, row.key)])
+    record = next(r for r in state.records[(row.scope_id, row.key)] if r.id == str(row.pk))
+    return _Locked(row, state, record, db_now(), profile.secret_bytes())
+
+
+def _require_active_now(locked: _Locked) -> None:
     """Confirm and correct act on what is current: the record must win its slot now."""
-    many = registry([record.key]).is_many(record.key)
-    slot = _slot_records(user, record.scope_id, record.key, many=many, value=record.value if many else None)
-    secret = MemoryProfile.objects.get(user=user).secret_bytes()
-    winner = resolver.resolve_slot(slot, now, tombstones=tombstones_of(user, [record.key]), many=many, secret=secret)
+    record, many = locked.record, locked.many
+    slot = locked.state.records[(record.scope_id, record.key)]
+    if many:
+        wanted = normalise_value(record.value)
+        slot = [r for r in slot if r.status != "forgotten" and normalise_value(r.value) == wanted]
+    tombstones = [t for t in locked.state.tombstones if t.key == record.key]
+    winner = resolver.resolve_slot(slot, locked.now, tombstones=tombstones, many=many,
+                                   secret=locked.secret)
     if winner is None or winner.id != record.id:
         raise Conflict("Only a memory that is current can be confirmed or corrected.")
+
+
+def _user_fact(locked: _Locked, *, value: str, authority: str, supersedes: str | None) -> Fact:
+    """A write of the user's own (confirm, correct): valid from now, no sources."""
+    record = locked.record
+    return Fact(key=record.key, value=value, scope=record.scope, authority=authority,
+                many=locked.many, confidence=1.0, valid_from=locked.now, supersedes=supersedes)
 
 
 def memory_confirm(*, record_id, user=None) -> AssertResult:
     """SPEC §2 Confirm: the same value again, `user-confirmed`, valid from now, superseding it.
     A record that already has the user's authority stays as it is (`unchanged`)."""
-    row = memory_get(record_id, user=user)
-    owner = row.user
     with transaction.atomic():
-        lock_profile(owner)
-        record = _domain(row, owner.username)
-        now = db_now()
-        _require_active_now(record, owner, now)
-        return _confirm_locked(owner, record, now)
+        locked = _lock_record(record_id, user)
+        _require_active_now(locked)
+        return _confirm_locked(locked)
 
 
-def _confirm_locked(owner, record: DomainRecord, now) -> AssertResult:
+def _confirm_locked(locked: _Locked) -> AssertResult:
+    record = locked.record
     if record.authority_rank >= AUTHORITY_RANK["user-confirmed"]:
         return AssertResult("unchanged", record)
-    new = _insert_record(
-        user=owner, key=record.key, value=record.value, scope_id=record.scope_id,
-        scope_fields=_scope_row_fields(owner, record.scope), authority="user-confirmed",
-        confidence=1.0, valid_from=now, valid_until=None, recorded_at=now,
-        evidence_time=now, supersedes_id=record.id, messages=[],
-    )
+    fact = _user_fact(locked, value=record.value, authority="user-confirmed", supersedes=record.id)
+    [result] = _write_facts(locked.row.user, locked.state, [fact], secret=locked.secret,
+                            now=locked.now, scope_fields=locked.scope_fields)
     log.info("memory_confirm key=%s", loggable_key(record.key))
-    return AssertResult("created", _domain(new, owner.username))
+    return result
 
 
 def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
     """SPEC §2 Correct: the new value, `user-corrected`, valid from now, in the record's scope,
-    superseding it; for a `many` key the old value slot is retracted and the new value asserted.
-    The same value (normalised as in §1) is a confirm."""
+    superseding it; for a `many` key the old value slot is retracted (W10) and the new value
+    asserted. The same value (normalised as in §1) is a confirm."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError("A value must not be empty.", field="value")
     if len(value) > VALUE_MAX:
         raise ValidationError(f"At most {VALUE_MAX} characters.", field="value")
-    row = memory_get(record_id, user=user)
-    owner = row.user
     with transaction.atomic():
-        lock_profile(owner)
-        record = _domain(row, owner.username)
-        now = db_now()
-        _require_active_now(record, owner, now)
+        locked = _lock_record(record_id, user)
+        _require_active_now(locked)
+        record = locked.record
         if normalise_value(value) == normalise_value(record.value):
-            return _confirm_locked(owner, record, now)
-        if registry([record.key]).is_many(record.key):
-            _retract_slot(owner, record, now)
-            secret = MemoryProfile.objects.get(user=owner).secret_bytes()
-            return _assert_core(
-                user=owner, key=record.key, value=value, scope=record.scope,
-                scope_fields=_scope_row_fields(owner, record.scope), authority="user-corrected",
-                confidence=1.0, valid_from=now, valid_until=None, messages=[], supersedes=None,
-                secret=secret, now=now,
-            )
-        new = _insert_record(
-            user=owner, key=record.key, value=value, scope_id=record.scope_id,
-            scope_fields=_scope_row_fields(owner, record.scope), authority="user-corrected",
-            confidence=1.0, valid_from=now, valid_until=None, recorded_at=now,
-            evidence_time=now, supersedes_id=record.id, messages=[],
-        )
+            return _confirm_locked(locked)
+        writes: list[Fact | Retract] = []
+        if locked.many:
+            writes.append(Retract(record.scope_id, record.key, many=True, value=record.value))
+        writes.append(_user_fact(locked, value=value, authority="user-corrected",
+                                 supersedes=None if locked.many else record.id))
+        plan = write_plan(locked.row.user, locked.state, writes, secret=locked.secret,
+                          now=locked.now, scope_fields=locked.scope_fields)
+        outcome = plan.outcomes[-1]
         log.info("memory_correct key=%s", loggable_key(record.key))
-        return AssertResult("created", _domain(new, owner.username))
-
-
-def _retract_slot(user, record: DomainRecord, now) -> list[str]:
-    """W10: close, at `now`, every record of the slot that has not ended (which includes every
-    record they supersede, since supersession stays within the slot), stamping retracted_at;
-    a record that has not started yet gets an empty window. The time is kept for W4."""
-    many = registry([record.key]).is_many(record.key)
-    secret = MemoryProfile.objects.get(user=user).secret_bytes()
-    slot = _slot_records(user, record.scope_id, record.key, many=many, value=record.value if many else None)
-    closed = []
-    for r in slot:
-        if r.status == "forgotten":
-            continue
-        if r.valid_until is None or r.valid_until > now:
-            end = max(r.valid_from, now)
-            MemoryRecord.objects.filter(pk=r.id).update(valid_until=end, retracted_at=now)
-            closed.append(r.id)
-    SlotRetraction.objects.create(
-        user=user, scope_id=record.scope_id, key=record.key,
-        value_hash=value_hash(secret, record.value) if many else "", retracted_at=now,
-    )
-    return closed
+        return AssertResult(outcome.outcome, outcome.record, outcome.reason)
 
 
 @dataclass
@@ -468,18 +463,18 @@ class RetractResult:
 
 def memory_retract(*, record_id, user=None) -> RetractResult:
     """W10: "I don't have a dog anymore" — retract the slot of this record."""
-    row = memory_get(record_id, user=user)
-    owner = row.user
     with transaction.atomic():
-        lock_profile(owner)
-        record = _domain(row, owner.username)
+        locked = _lock_record(record_id, user)
+        record = locked.record
         if record.status == "forgotten":
             raise Conflict("This memory was forgotten; there is nothing to retract.")
-        now = db_now()
-        closed = _retract_slot(owner, record, now)
+        retract = Retract(record.scope_id, record.key, many=locked.many,
+                          value=record.value if locked.many else None)
+        plan = write_plan(locked.row.user, locked.state, [retract], secret=locked.secret,
+                          now=locked.now)
+        closed = plan.outcomes[0]
         log.info("memory_retract key=%s closed=%d", loggable_key(record.key), len(closed))
-        records = records_to_domain(MemoryRecord.objects.filter(pk__in=closed), owner.username)
-        return RetractResult(now, sorted(records, key=lambda r: (r.valid_from, r.version)))
+        return RetractResult(locked.now, sorted(closed, key=lambda r: (r.valid_from, r.version)))
 
 
 def memory_restore(*, record_id, user=None) -> AssertResult:

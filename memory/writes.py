@@ -1,15 +1,18 @@
 """The W-steps of an assert (SPEC §2: W3 tombstones, W4 retractions, W5 unchanged values,
-W6/W7 supersession, W8 versions, W9 out-of-order writes) for a batch of facts — pure, standard
-library only (DESIGN habit 1).
+W6/W7 supersession, W8 versions, W9 out-of-order writes) and of a retraction (W10) for a
+batch of writes — pure, standard library only (docs/DESIGN.md, habit 1).
 
 The shell reads, under the user's memory lock, everything the batch needs once (every stored
 record of each scoped key the facts touch, the tombstones and the retraction times of their
 keys), passes it in with the database clock and the user's secret, and writes back the rows
 this module returns. `memory_assert` is a batch of one, so each rule has one implementation.
 
-Facts are decided in order, each seeing what the facts before it stored (a second fact for the
-same slot in one message supersedes or merges into the first, with the next version), so a
-batch stores exactly what asserting the same facts one by one would.
+Writes are decided in order, each seeing what the writes before it stored (a second fact for
+the same slot in one message supersedes or merges into the first, with the next version; a
+fact after a retraction of its slot is born closed), so a batch stores exactly what making
+the same writes one by one would. Every service that stores a memory — assert, confirm,
+correct, retract, restore and the extractor's facts — decides through `plan_writes`, so W8
+allocates versions in one place.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from conversations.domain import Scope
 from . import resolver
 from .domain import AUTHORITY_RANK, MemoryRecord, Tombstone, normalise_value, value_hash
 
-__all__ = ["Fact", "Known", "Outcome", "WritePlan", "WriteRefused", "plan_writes"]
+__all__ = ["Fact", "Known", "Outcome", "Retract", "WritePlan", "WriteRefused", "plan_writes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,17 @@ class Fact:
     sources: tuple[str, ...] = ()
     source_time: datetime | None = None
     supersedes: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Retract:
+    """W10 for one slot: the scoped key `(scope_id, key)`, narrowed for a `many` key to the
+    value slot of `value`."""
+
+    scope_id: str
+    key: str
+    many: bool
+    value: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,12 +95,18 @@ class Outcome:
 @dataclass
 class WritePlan:
     """What to write: new rows in insertion order (sources included), source links W5 adds to
-    stored records, and W5's confidence raises of stored records."""
+    stored records, W5's confidence raises of stored records, W10's closed windows of stored
+    records and its retraction rows. `outcomes` has one entry per write: an `Outcome` for a
+    fact, the records a `Retract` closed (as they are after it, in the slot's order)."""
 
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[Outcome | list[MemoryRecord]] = field(default_factory=list)
     inserts: list[MemoryRecord] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)  # (stored record id, message id)
     confidence: dict[str, float] = field(default_factory=dict)  # stored record id -> confidence
+    # stored record id -> (valid_until, retracted_at)
+    closes: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
+    # (scope_id, key, value hash or "" for a `one` key, retracted_at)
+    retractions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -95,7 +115,7 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 def plan_writes(
-    facts: Iterable[Fact],
+    writes: Iterable[Fact | Retract],
     known: Known,
     *,
     user: str,
@@ -103,14 +123,48 @@ def plan_writes(
     secret: bytes,
     new_id: Callable[[], str],
 ) -> WritePlan:
-    """Decide W3–W9 for `facts` in order. Raises `WriteRefused` for a fact the rules refuse
+    """Decide W3–W10 for `writes` in order. Raises `WriteRefused` for a fact the rules refuse
     (the caller then stores nothing of the batch)."""
     state = _State(known)
     plan = WritePlan()
-    for fact in facts:
-        plan.outcomes.append(_decide(fact, state, plan, user=user, now=_utc(now), secret=secret,
-                                     new_id=new_id))
+    now = _utc(now)
+    for write in writes:
+        if isinstance(write, Retract):
+            plan.outcomes.append(_retract(write, state, plan, now=now, secret=secret))
+        else:
+            plan.outcomes.append(_decide(write, state, plan, user=user, now=now, secret=secret,
+                                         new_id=new_id))
     return plan
+
+
+def _retract(write: Retract, state: _State, plan: WritePlan, *, now: datetime,
+             secret: bytes) -> list[MemoryRecord]:
+    """W10: close, at `now`, every record of the slot that has not ended (which includes every
+    record they supersede, since supersession stays within the slot), stamping retracted_at; a
+    record that has not started yet gets an empty window. The time is kept for W4."""
+    scoped = state.records(write.scope_id, write.key)
+    wanted = normalise_value(write.value) if write.many else None
+    closed = []
+    for index, record in enumerate(scoped):
+        if record.status == "forgotten":
+            continue
+        if wanted is not None and normalise_value(record.value) != wanted:
+            continue
+        if record.valid_until is None or record.valid_until > now:
+            end = max(record.valid_from, now)
+            changed = dataclasses.replace(record, valid_until=end, retracted_at=now)
+            scoped[index] = changed
+            if record.id in state.pending:
+                plan.inserts[state.pending[record.id]] = changed
+            else:
+                plan.closes[record.id] = (end, now)
+            closed.append(changed)
+    hashed = value_hash(secret, write.value) if write.many else ""
+    plan.retractions.append((write.scope_id, write.key, hashed, now))
+    slot = (write.scope_id, write.key, hashed)
+    if slot not in state.retractions or now > state.retractions[slot]:
+        state.retractions[slot] = now
+    return closed
 
 
 class _State:
@@ -120,7 +174,7 @@ class _State:
         self.scoped = {slot: list(records) for slot, records in known.records.items()}
         self.top = {slot: max((r.version for r in records), default=0) for slot, records in self.scoped.items()}
         self.tombstones = list(known.tombstones)
-        self.retractions = known.retractions
+        self.retractions = dict(known.retractions)
         self.pending: dict[str, int] = {}  # id of a row this batch inserts -> index in plan.inserts
 
     def records(self, scope_id: str, key: str) -> list[MemoryRecord]:
