@@ -116,6 +116,22 @@ class Cached(Generic[T]):
             self._held = (version, value)
         return value
 
+    def warm(self) -> bool:
+        """Whether `get()` answers without loading: in a request, held at its version."""
+        version = current_version()
+        held = self._held
+        return version is not _UNCACHED and held is not None and held[0] == version
+
+    def put(self, value: T) -> T:
+        """`value`, which the caller read as the loader would (in a statement after the
+        request's version was read), kept as that version's; outside a request only
+        returned."""
+        version = current_version()
+        if version is not _UNCACHED:
+            with self._lock:
+                self._held = (version, value)
+        return value
+
     def clear(self) -> None:
         self._held = None
 

@@ -173,3 +173,11 @@ class RowWriter:
         query.insert_values(fields, rows)
         [(sql, params)] = query.get_compiler(connection=connection).as_sql()
         return sql, list(params)
+
+
+def json_rows(vendor: str, columns: list[str], rest: str) -> str:
+    """A scalar subquery: the rows of `SELECT columns rest` as a JSON array of arrays (text)."""
+    if vendor == "postgresql":
+        return (f"(SELECT COALESCE(json_agg(json_build_array({', '.join(columns)})), '[]')::text "
+                f"{rest})")
+    return f"(SELECT COALESCE(json_group_array(json_array({', '.join(columns)})), '[]') {rest})"

@@ -325,22 +325,26 @@ class ContextResolution:
         metrics.resolve_observed(len(self.records))  # SPEC §12 O3
 
     def log_line(self) -> str:
-        """SPEC §12: ids, counts, reasons and versions only — never a value."""
-        counts: dict[str, int] = {}
-        for e in self.resolution.excluded:
-            counts[e.reason] = counts.get(e.reason, 0) + 1
-        for e in self.projection.excluded:
-            counts["prompt_" + e.reason] = counts.get("prompt_" + e.reason, 0) + 1
-        parts = [
-            f"user_id={self.ctx.user.pk}",
-            f"memory_candidates={len(self.records)}",
-            f"memory_active={len(self.resolution.active)}",
-            f"memory_prompt={len(self.projection.prompt)}",
-        ]
-        parts += [f"excluded_{k.replace('-', '_')}={v}" for k, v in sorted(counts.items())]
+        return resolve_log_line(self.ctx.user.pk, len(self.records), self.resolution,
+                                self.projection)
 
-        parts.append(f"resolver_version={RESOLVER_VERSION}")
-        return " ".join(parts)
+
+def resolve_log_line(user_id, n_candidates: int, resolution: Resolution, projection) -> str:
+    """SPEC §12: a resolve's ids, counts, reasons and versions — never a value."""
+    counts: dict[str, int] = {}
+    for e in resolution.excluded:
+        counts[e.reason] = counts.get(e.reason, 0) + 1
+    for e in projection.excluded:
+        counts["prompt_" + e.reason] = counts.get("prompt_" + e.reason, 0) + 1
+    parts = [
+        f"user_id={user_id}",
+        f"memory_candidates={n_candidates}",
+        f"memory_active={len(resolution.active)}",
+        f"memory_prompt={len(projection.prompt)}",
+    ]
+    parts += [f"excluded_{k.replace('-', '_')}={v}" for k, v in sorted(counts.items())]
+    parts.append(f"resolver_version={RESOLVER_VERSION}")
+    return " ".join(parts)
 
 
 # ---------------------------------------------------------------------------------------------

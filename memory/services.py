@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from config import metrics
@@ -33,16 +34,14 @@ from config.storage import RowWriter
 from conversations.domain import SCOPE_KINDS, Scope
 from conversations.models import Character, Conversation, Message
 
-from . import resolver
+from . import learning, resolver
 from .domain import (
-    AUTHORITIES,
     AUTHORITY_RANK,
     REASON_PAUSED,
     VALUE_MAX,
     known_time_zones,
     loggable_key,
     normalise_value,
-    valid_key,
     value_hash,
 )
 from .domain import (
@@ -63,7 +62,7 @@ from .models import (
     Tombstone,
 )
 from .selectors import (
-    ContextResolution,
+    context_scope_ids,
     last_named_key,
     memory_get,
     parse_uuid,
@@ -73,7 +72,16 @@ from .selectors import (
     write_state,
 )
 from .switches import MemorySettings, memory_settings_of, settings_of_profile
-from .writes import Fact, Known, Retract, WritePlan, WriteRefused, plan_writes
+from .writes import (
+    Fact,
+    Known,
+    Retract,
+    WriteBatch,
+    WritePlan,
+    WriteRefused,
+    check_fields,
+    plan_writes,
+)
 
 # I8: the authorities of what the companion learns by itself; `learn` off blocks them.
 LEARNED_AUTHORITIES = frozenset({"model-inferred", "rule-extracted"})
@@ -193,34 +201,30 @@ def memory_assert(
 
 def _validate_assert(*, key, value, authority, confidence, valid_from=None, valid_until=None,
                      idempotency_key=None) -> None:
-    """W1: the checks that need no database."""
-    if not isinstance(key, str) or not valid_key(key):
-        raise ValidationError(
-            "Keys are 1–120 characters of a-z, 0-9, '_', '-' and '.', with no leading, trailing or double dot.",
-            field="key",
-        )
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("A value must not be empty.", field="value")
-    if len(value) > VALUE_MAX:
-        raise ValidationError(f"At most {VALUE_MAX} characters.", field="value")
-    if authority not in AUTHORITIES:
-        raise ValidationError("Unknown authority.", field="authority")
-    if not (0.0 <= float(confidence) <= 1.0):
-        raise ValidationError("Confidence must be between 0 and 1.", field="confidence")
-    if valid_from is not None and valid_until is not None and valid_until <= valid_from:
-        raise ValidationError("valid_until must be after valid_from.", field="valid_until")
+    """W1: the checks that need no database (`memory.writes.check_fields`)."""
+    try:
+        check_fields(key=key, value=value, authority=authority, confidence=confidence,
+                     valid_from=valid_from, valid_until=valid_until)
+    except WriteRefused as refused:
+        raise ValidationError(refused.message, field=refused.field) from None
     if idempotency_key is not None and not (1 <= len(idempotency_key) <= 255):
         raise ValidationError("1–255 characters.", field="idempotency_key")
 
 
 def _log_assert(result: AssertResult, *, key: str, scope_kind: str, authority: str, sources: int) -> None:
+    log_memory_write(outcome=result.outcome, reason=result.reason, key=key,
+                     scope_kind=scope_kind, authority=authority, sources=sources)
+
+
+def log_memory_write(*, outcome: str, reason: str | None, key: str, scope_kind: str,
+                     authority: str, sources: int) -> None:
     """SPEC §12: ids, counts and a loggable key only — never a value."""
     log.info(
         "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
-        result.outcome, loggable_key(key), scope_kind, authority, sources,
+        outcome, loggable_key(key), scope_kind, authority, sources,
     )
-    if result.outcome == "blocked":
-        metrics.write_blocked(result.reason)
+    if outcome == "blocked":
+        metrics.write_blocked(reason)
 
 
 def _memory_assert_locked(*, user, key, value, scope, authority, confidence, valid_from,
@@ -657,13 +661,8 @@ def ensure_profile(user) -> MemoryProfile:
 
 
 def memory_remember(*, ctx, text: str, source=None, source_message: Message | None = None) -> list[AssertResult]:
-    """Run the rule-based extractor and assert what it finds in the user scope with
-    authority `rule-extracted` and the message as source. An explicit correction corrects the
-    record of that key projected for the context, in that record's scope; with none it is
-    asserted in the user scope as `user-corrected`.
-
-    The plain facts between corrections are written as one batch (`remember_extracted`), each
-    batch in its own transaction under the user's lock with one clock read."""
+    """SPEC §8 for a text (`POST /memory/remember`): run the rule-based extractor and learn
+    what it finds (`memory_learn`), with the message as source when one is named."""
     user = ctx.user
     if source_message is None and source is not None:
         source_message = Message.objects.filter(user=user, pk=source).first()
@@ -672,83 +671,80 @@ def memory_remember(*, ctx, text: str, source=None, source_message: Message | No
     # I8: with `learn` off nothing is extracted at all (corrections included).
     if not memory_settings_of(user).learn:
         return []
-    sources = [str(source_message.pk)] if source_message is not None else []
-    source_time = source_message.created_at if source_message is not None else None
-
-    def write_batch(found) -> list[AssertResult]:
-        with transaction.atomic():
-            profile = lock_profile(user)
-            return write_extracted(user=user, found=found, sources=sources, source_time=source_time,
-                                   secret=profile.secret_bytes(), now=db_now(), learn=profile.learn)
-
-    return remember_extracted(ctx=ctx, found=extract(text, last_named_key=last_named_key(user)),
-                              sources=sources, write_batch=write_batch)
+    found = extract(text, last_named_key=last_named_key(user))
+    return memory_learn(ctx=ctx, found=found, source_message=source_message)
 
 
-def remember_extracted(*, ctx, found, sources: list[str], write_batch) -> list[AssertResult]:
-    """SPEC §8 for what the extractor found, in order: the plain facts between corrections go
-    to `write_batch` together (one read, one insert); a correction is a `correct` of the
-    record of that key projected for the context (in that record's scope), or — with none —
-    an assert in the user scope as `user-corrected`. A correction sees every fact before it."""
-    results: list[AssertResult] = []
-    batch: list = []
-    for item in found:
-        if not item.correction:
-            batch.append(item)
-            continue
-        if batch:
-            results += write_batch(batch)
-            batch = []
-        results.append(_remember_correction(ctx, item, sources))
-    if batch:
-        results += write_batch(batch)
-    return results
-
-
-def _remember_correction(ctx, found, sources: list[str]) -> AssertResult:
+def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[AssertResult]:
+    """SPEC §8 for the extractor's findings, in order (`memory.learning`): plain facts in the
+    user scope as `rule-extracted`, corrections of what is projected for the context, each
+    seeing the writes before it — decided as one batch under the user's lock, with one read
+    of the slots the findings touch in every scope of the context, and written at once."""
+    try:
+        learning.check(found)
+    except WriteRefused as refused:
+        raise ValidationError(refused.message, field=refused.field) from None
+    if not found:
+        return []
     user = ctx.user
-    current = ContextResolution(ctx, [found.key])
-    target = next((p.record for p in current.projection.prompt if p.key == found.key), None)
-    if target is None:
-        return memory_assert(
-            user=user, key=found.key, value=found.value, scope=Scope("user"),
-            authority="user-corrected", sources=sources,
-        )
-    if current.registry.is_many(found.key):
-        return memory_correct(record_id=target.id, value=found.value, user=user)
-    return memory_assert(
-        user=user, key=found.key, value=found.value, scope=target.scope,
-        authority="user-corrected", sources=sources, supersedes=target.id,
-    )
-
-
-def write_extracted(*, user, found, sources: list[str], source_time, secret: bytes, now,
-                    learn: bool = True, writer: RowWriter | None = None) -> list[AssertResult]:
-    """Assert the extractor's plain facts (`found`, in order) in the user scope with authority
-    `rule-extracted` and `sources` as provenance, as one batch: one read of their slots and
-    one write of the new rows with their source links (`RowWriter`) — storing exactly what one
-    `memory_assert` per fact would (tests/memory/test_batch_writes.py). The caller holds the
-    user's memory lock (`lock_profile`) and gives the clock reading of its transaction, the
-    user's secret and the `learn` switch read with the lock (I8: off blocks every fact). With a
-    `writer` the rows join the caller's other writes, which it flushes."""
-    for item in found:
-        _validate_assert(key=item.key, value=item.value, authority="rule-extracted", confidence=1.0)
-    if not learn:
-        results = [AssertResult("blocked", None, REASON_PAUSED) for _ in found]
-    else:
-        scope = Scope("user")
-        scope_id = scope.scope_id(user.username)
-        state = write_state(user, [(scope_id, item.key) for item in found])
-        facts = [
-            Fact(key=item.key, value=item.value, scope=scope, authority="rule-extracted",
-                 many=item.key in state.many_keys, sources=tuple(sorted(set(sources))),
-                 source_time=source_time)
-            for item in found
-        ]
-        results = _write_facts(user, state, facts, secret=secret, now=now, writer=writer)
+    sources = (str(source_message.pk),) if source_message is not None else ()
+    source_time = source_message.created_at if source_message is not None else None
+    scope_ids = context_scope_ids(ctx)
+    keys = sorted({item.key for item in found})
+    with transaction.atomic():
+        profile = lock_profile(user)
+        if not profile.learn:
+            results = [AssertResult("blocked", None, REASON_PAUSED) for _ in found]
+        else:
+            now = db_now()
+            secret = profile.secret_bytes()
+            state = write_state(user, [(scope_id, key) for scope_id in scope_ids for key in keys])
+            batch = WriteBatch(Known(state.records, state.tombstones, state.retractions),
+                               user=user.username, now=now, secret=secret,
+                               new_id=lambda: str(uuid.uuid4()), complete_scopes=scope_ids)
+            cfg = settings.COMPANION
+            known = learning.Known(
+                many_keys=state.many_keys, labels=registry(keys).labels,
+                tombstones=state.tombstones, secret=secret, likely=cfg["CERTAINTY_LIKELY"],
+                uncertain=cfg["CERTAINTY_UNCERTAIN"])
+            try:
+                outcomes = learning.learn(found, batch, context=ctx.domain, known=known,
+                                          sources=sources, source_time=source_time)
+            except WriteRefused as refused:
+                if refused.kind == "authority":
+                    raise AuthorityConflict(refused.message) from None
+                raise ValidationError(refused.message, field=refused.field) from None
+            writer = RowWriter()
+            add_plan_rows(writer, user, batch.plan, context_scope_fields(ctx))
+            writer.flush()
+            results = [AssertResult(o.outcome, o.record, o.reason) for o in outcomes]
     for item, result in zip(found, results, strict=True):
-        _log_assert(result, key=item.key, scope_kind="user", authority="rule-extracted", sources=len(sources))
+        record = result.record
+        _log_assert(result, key=item.key, scope_kind=record.scope.kind if record else "user",
+                    authority=record.authority if record else (
+                        "user-corrected" if item.correction else "rule-extracted"),
+                    sources=len(sources))
     return results
+
+
+def context_scope_fields(ctx) -> dict:
+    """The scope columns of new records, by scope id, for the scopes a loaded context sees
+    (the user scope has its own, `USER_SCOPE_FIELDS`)."""
+    fields = {}
+    user = ctx.user.username
+    if ctx.character is not None:
+        fields[f"character:{user}:{ctx.character.slug}"] = {
+            "scope_kind": "character", "character_id": ctx.character.pk,
+            "conversation_id": None, "scene": None}
+    if ctx.conversation is not None:
+        fields[f"conversation:{ctx.conversation.pk}"] = {
+            "scope_kind": "conversation", "character_id": None,
+            "conversation_id": ctx.conversation.pk, "scene": None}
+        if ctx.scene:
+            fields[f"scene:{ctx.conversation.pk}:{ctx.scene}"] = {
+                "scope_kind": "scene", "character_id": None,
+                "conversation_id": ctx.conversation.pk, "scene": ctx.scene}
+    return fields
 
 
 def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,

@@ -6,13 +6,15 @@ the tombstones with the user's secret. Each builds exactly the domain objects th
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
 
 from django.db import connections
 
 from config.builders import build_slotted
-from config.storage import RawReader, parse_datetimes
+from config.storage import RawReader, json_rows, parse_datetimes
 from conversations.domain import Scope
 
 from .domain import MemoryRecord as DomainRecord
@@ -282,3 +284,82 @@ def read_tombstones_and_secret(reader: RawReader, user, keys) -> tuple[list[Doma
 def read_registry(reader: RawReader) -> list[tuple]:
     """The whole key registry as (key, cardinality, label, pinned) rows: one statement."""
     return reader.fetch(reader.sql("registry-tombstones", _registry_tombstone_sql)["registry"], [])
+
+
+# ---------------------------------------------------------------------------------------------
+# A context's whole memory state as parts of one statement (the turn read, turns.storage)
+
+
+@dataclass(frozen=True)
+class ContextState:
+    """Every stored record of a context's scopes (forgotten skeletons included, sources
+    included), every tombstone of the user, and the latest W10 time per slot of those scopes:
+    what a resolve for the context reads and what any write into those scopes needs."""
+
+    records: list[DomainRecord]
+    tombstones: list[DomainTombstone]
+    retractions: dict[tuple[str, str, str], datetime]
+
+
+def context_state_parts(reader: RawReader, n_scopes: int) -> tuple[list[str], int]:
+    """SQL for the three parts of a `ContextState` (scalar subqueries, each a JSON array) and
+    the number of parameters they take: the user's id and the `n_scopes` scope ids for the
+    records, the user's id for the tombstones, the user's id and the scope ids for the
+    retractions."""
+    vendor = connections[reader.alias].vendor
+    column, name = reader.column, reader.name
+    scopes = ", ".join(["%s"] * n_scopes)
+    message = column(MemorySource, "message", "s.")
+    linked = (f"FROM {reader.table(MemorySource)} s "
+              f"WHERE {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')}")
+    sources = (f"ARRAY(SELECT {message} {linked})" if vendor == "postgresql"
+               else f"(SELECT group_concat({message}, ',') {linked})")
+    records = json_rows(
+        vendor, [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources],
+        f"FROM {reader.table(MemoryRecord)} r WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
+        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})")
+    tombstones = json_rows(
+        vendor, [column(Tombstone, field, "t.") for field in (
+            "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before")],
+        f"FROM {reader.table(Tombstone)} t WHERE {name(Tombstone, 'user', 't.')} = %s")
+    retractions = json_rows(
+        vendor, [column(SlotRetraction, field, "x.") for field in (
+            "scope_id", "key", "value_hash", "retracted_at")],
+        f"FROM {reader.table(SlotRetraction)} x WHERE {name(SlotRetraction, 'user', 'x.')} = %s "
+        f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})")
+    return [records, tombstones, retractions], 3 + 2 * n_scopes
+
+
+def context_state_params(user, scope_ids: list[str]) -> list:
+    return [user.pk, *scope_ids, user.pk, user.pk, *scope_ids]
+
+
+def parse_context_state(records: str, tombstones: str, retractions: str,
+                        username: str) -> ContextState:
+    """The three JSON parts read by `context_state_parts`, as domain objects equal to what the
+    candidate read and the write-state read build."""
+    rows = json.loads(records)
+    built: list[DomainRecord] = []
+    if rows:
+        columns = list(zip(*rows, strict=True))
+        linked = columns.pop()
+        for index in _DATETIME_COLUMNS:
+            columns[index] = parse_datetimes(columns[index])
+        if any(isinstance(found, str) for found in linked):
+            linked = tuple(found.split(",") if found else None for found in linked)
+        built = _build_records(columns, linked, username)
+    found = json.loads(tombstones)
+    tombs = [
+        DomainTombstone(id=t[0], user=username, scope_id=t[1], key=t[2], value_hash=t[3],
+                        forgotten_at=forgotten_at, blocks_sources_before=blocks_before)
+        for t, forgotten_at, blocks_before in zip(
+            found, parse_datetimes([t[4] for t in found]), parse_datetimes([t[5] for t in found]),
+            strict=True)
+    ]
+    found = json.loads(retractions)
+    latest: dict[tuple[str, str, str], datetime] = {}
+    for row, at in zip(found, parse_datetimes([row[3] for row in found]), strict=True):
+        slot = (row[0], row[1], row[2] or "")
+        if slot not in latest or at > latest[slot]:
+            latest[slot] = at
+    return ContextState(built, tombs, latest)

@@ -25,9 +25,19 @@ from datetime import UTC, datetime
 from conversations.domain import Scope
 
 from . import resolver
-from .domain import AUTHORITY_RANK, MemoryRecord, Tombstone, normalise_value, value_hash
+from .domain import (
+    AUTHORITIES,
+    AUTHORITY_RANK,
+    VALUE_MAX,
+    MemoryRecord,
+    Tombstone,
+    normalise_value,
+    valid_key,
+    value_hash,
+)
 
-__all__ = ["Fact", "Known", "Outcome", "Retract", "WritePlan", "WriteRefused", "plan_writes"]
+__all__ = ["Fact", "Known", "check_fields", "Outcome", "Retract", "WriteBatch", "WritePlan", "WriteRefused",
+           "plan_writes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +119,24 @@ class WritePlan:
     retractions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
 
 
+def check_fields(*, key, value, authority, confidence, valid_from=None, valid_until=None) -> None:
+    """W1: the checks of a write that need no database. Raises `WriteRefused` ("validation",
+    naming the field)."""
+    if not isinstance(key, str) or not valid_key(key):
+        raise WriteRefused("validation", "Keys are 1–120 characters of a-z, 0-9, '_', '-' and "
+                           "'.', with no leading, trailing or double dot.", "key")
+    if not isinstance(value, str) or not value.strip():
+        raise WriteRefused("validation", "A value must not be empty.", "value")
+    if len(value) > VALUE_MAX:
+        raise WriteRefused("validation", f"At most {VALUE_MAX} characters.", "value")
+    if authority not in AUTHORITIES:
+        raise WriteRefused("validation", "Unknown authority.", "authority")
+    if not (0.0 <= float(confidence) <= 1.0):
+        raise WriteRefused("validation", "Confidence must be between 0 and 1.", "confidence")
+    if valid_from is not None and valid_until is not None and valid_until <= valid_from:
+        raise WriteRefused("validation", "valid_until must be after valid_from.", "valid_until")
+
+
 def _utc(value: datetime | None) -> datetime | None:
     # Stored times come back in UTC; answers built here must equal what a read gives.
     return None if value is None else value.astimezone(UTC)
@@ -125,16 +153,37 @@ def plan_writes(
 ) -> WritePlan:
     """Decide W3–W10 for `writes` in order. Raises `WriteRefused` for a fact the rules refuse
     (the caller then stores nothing of the batch)."""
-    state = _State(known)
-    plan = WritePlan()
-    now = _utc(now)
+    batch = WriteBatch(known, user=user, now=now, secret=secret, new_id=new_id)
     for write in writes:
+        batch.add(write)
+    return batch.plan
+
+
+class WriteBatch:
+    """`plan_writes` one write at a time, for a caller that decides a write from what the
+    writes before it left (the extractor's corrections, SPEC §8, target the record projected
+    now). `complete_scopes` names scope ids whose every record `known` holds: a scoped key of
+    theirs with no record there is empty, not unread."""
+
+    def __init__(self, known: Known, *, user: str, now: datetime, secret: bytes,
+                 new_id: Callable[[], str], complete_scopes: Iterable[str] = ()):
+        self.state = _State(known, frozenset(complete_scopes))
+        self.plan = WritePlan()
+        self.user, self.now, self.secret, self.new_id = user, _utc(now), secret, new_id
+
+    def add(self, write: Fact | Retract) -> Outcome | list[MemoryRecord]:
         if isinstance(write, Retract):
-            plan.outcomes.append(_retract(write, state, plan, now=now, secret=secret))
+            outcome = _retract(write, self.state, self.plan, now=self.now, secret=self.secret)
         else:
-            plan.outcomes.append(_decide(write, state, plan, user=user, now=now, secret=secret,
-                                         new_id=new_id))
-    return plan
+            outcome = _decide(write, self.state, self.plan, user=self.user, now=self.now,
+                              secret=self.secret, new_id=self.new_id)
+        self.plan.outcomes.append(outcome)
+        return outcome
+
+    def records(self, key: str | None = None) -> list[MemoryRecord]:
+        """Every record known (of `key`), as the writes so far left it, and every new one."""
+        return [r for (_, k), found in self.state.scoped.items() if key is None or k == key
+                for r in found]
 
 
 def _retract(write: Retract, state: _State, plan: WritePlan, *, now: datetime,
@@ -170,7 +219,8 @@ def _retract(write: Retract, state: _State, plan: WritePlan, *, now: datetime,
 class _State:
     """The scoped keys as the batch has changed them so far."""
 
-    def __init__(self, known: Known):
+    def __init__(self, known: Known, complete_scopes: frozenset[str] = frozenset()):
+        self.complete_scopes = complete_scopes
         self.scoped = {slot: list(records) for slot, records in known.records.items()}
         self.top = {slot: max((r.version for r in records), default=0) for slot, records in self.scoped.items()}
         self.tombstones = list(known.tombstones)
@@ -181,7 +231,11 @@ class _State:
         try:
             return self.scoped[(scope_id, key)]
         except KeyError:
-            raise ValueError(f"scoped key {key!r} in {scope_id!r} was not read") from None
+            if scope_id not in self.complete_scopes:
+                raise ValueError(f"scoped key {key!r} in {scope_id!r} was not read") from None
+        self.top[(scope_id, key)] = 0
+        found = self.scoped[(scope_id, key)] = []
+        return found
 
     def replace(self, scope_id: str, key: str, record: MemoryRecord) -> None:
         records = self.scoped[(scope_id, key)]

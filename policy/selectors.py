@@ -135,19 +135,13 @@ def rules_for_decision(*, user, capabilities: Iterable[str], character_id=None, 
     D1 again, so this filter only has to be no narrower than D1. With `defaults` (the cached
     product defaults) the query reads the user's rules only and the defaults are filtered
     alike in Python."""
-    scope = Q(scope_kind="global")
-    if character_id is not None:
-        scope |= Q(scope_kind="character", character_id=character_id)
-    if conversation_id is not None:
-        scope |= Q(scope_kind="conversation", conversation_id=conversation_id)
-        if scene is not None:
-            scope |= Q(scope_kind="scene", conversation_id=conversation_id, scene=scene)
     capabilities = list(capabilities)
     if defaults is None:
         rules = _rules_of_user_and_defaults(user)
     else:
         rules = PolicyRule.objects.filter(user=user).select_related("user", "character")
-    rules = rules.filter(capability_id__in=capabilities).filter(scope)
+    rules = rules.filter(capability_id__in=capabilities).filter(
+        _scope_filter(character_id, conversation_id, scene))
     if now is not None:
         rules = rules.filter(
             Q(valid_from__lte=now),
@@ -156,9 +150,38 @@ def rules_for_decision(*, user, capabilities: Iterable[str], character_id=None, 
         )
     if defaults is None:
         return [rule.to_domain() for rule in rules]
-    # The user's rules from the database, the defaults from the cache, in the model's order.
-    merged = [((r.capability_id, r.created_at, r.pk), r.to_domain()) for r in rules]
-    merged += defaults.candidates(capabilities, character_id=character_id, now=now)
+    return merged_rules([((r.capability_id, r.created_at, r.pk), r.to_domain()) for r in rules],
+                        defaults, capabilities, character_id=character_id, now=now)
+
+
+def _scope_filter(character_id, conversation_id, scene) -> Q:
+    scope = Q(scope_kind="global")
+    if character_id is not None:
+        scope |= Q(scope_kind="character", character_id=character_id)
+    if conversation_id is not None:
+        scope |= Q(scope_kind="conversation", conversation_id=conversation_id)
+        if scene is not None:
+            scope |= Q(scope_kind="scene", conversation_id=conversation_id, scene=scene)
+    return scope
+
+
+def user_rules_for_context(*, user, capabilities: Iterable[str], character_id,
+                           conversation_id) -> list[PolicyRule]:
+    """The user's own rules for these capabilities whose scope can match a context of this
+    character and conversation (any scene of it), in force or not (D1 decides that)."""
+    scope = Q(scope_kind="global") | Q(scope_kind="character", character_id=character_id)
+    scope |= Q(scope_kind__in=("conversation", "scene"), conversation_id=conversation_id)
+    return list(PolicyRule.objects.filter(user=user, capability_id__in=list(capabilities))
+                .filter(scope).select_related("user", "character"))
+
+
+def merged_rules(user_rules: list[tuple[tuple, Rule]], defaults: ProductDefaults,
+                 capabilities: Iterable[str], *, character_id=None,
+                 now: datetime | None = None) -> list[Rule]:
+    """The user's rules (each with its place in the model's order) and the product defaults'
+    candidates, in the model's order (capability, created_at, id)."""
+    merged = list(user_rules) + defaults.candidates(capabilities, character_id=character_id,
+                                                    now=now)
     merged.sort(key=lambda pair: pair[0])
     return [rule for _, rule in merged]
 

@@ -199,16 +199,23 @@ def _decide_and_log(*, user, context: PolicyContext, character_id, conversation_
             decision_id=str(row.pk), capability=capability.name, decision=decision,
             policy_version=version, question=capability.question, explanation=explanation,
         ))
-        # SPEC §12: one line of ids, codes and versions; never text.
-        log.info(
-            "policy_decision decision=%s capability=%s requested_by=%s effect=%s reason=%s "
-            "rule_ids=%s rules_loaded=%d policy_version=%d/%d",
-            row.pk, capability.name, requested_by, decision.effect, decision.reason,
-            ",".join(decision.rule_ids) or "-", len(rules), version.defaults, version.user,
-        )
-        metrics.decision_made(decision.effect, decision.reason)
+        log_decision(decision_id=row.pk, capability=capability.name, requested_by=requested_by,
+                     decision=decision, rules_loaded=len(rules),
+                     version=(version.defaults, version.user))
     DecisionLog.objects.bulk_create(rows)
     return outcomes
+
+
+def log_decision(*, decision_id, capability: str, requested_by: str, decision,
+                 rules_loaded: int, version: tuple[int, int]) -> None:
+    """SPEC §12, D10: one line of ids, codes and versions per decision; never text."""
+    log.info(
+        "policy_decision decision=%s capability=%s requested_by=%s effect=%s reason=%s "
+        "rule_ids=%s rules_loaded=%d policy_version=%d/%d",
+        decision_id, capability, requested_by, decision.effect, decision.reason,
+        ",".join(decision.rule_ids) or "-", rules_loaded, version[0], version[1],
+    )
+    metrics.decision_made(decision.effect, decision.reason)
 
 
 # ---------------------------------------------------------------------------------------------

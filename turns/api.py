@@ -25,7 +25,7 @@ from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
 from policy.serializers import DecisionOutput
 
 from . import services
-from .planner import plan_body
+from .planner import PlanParams, plan_body
 from .portability import user_export, user_import
 from .snapshot import Snapshot, SnapshotInput
 
@@ -318,34 +318,34 @@ class TurnCreateApi(APIView):
     )
     def post(self, request, conversation_id):
         data = validated(TurnCreateInput, request.data)
+        params = data.get("plan")
+        plan = None if params is None else PlanParams(
+            budget=params["budget"], memory_share=params["memory_share"],
+            history=params["history"], capabilities=tuple(dict.fromkeys(params["capabilities"])),
+            memory_order=params["memory_order"])
         result = services.turn_create(
             conversation_id=conversation_id, turn_key=data["turn_key"], content=data["content"],
-            scene=data.get("scene"),
+            scene=data.get("scene"), plan=plan,
         )
+        if result.refused is not None:
+            result.refused.extra["turn"] = str(result.turn.pk)
+            raise result.refused
         body = turn_json(result.turn)
-        params = data.get("plan")
-        if params is not None:
-            body["plan"] = plan_json(_plan_created(result, params))
+        if plan is not None:
+            body["plan"] = plan_json(result.plan or _plan_replayed(result, plan))
         return Response(body, status=201 if result.created else 200)
 
 
-def _plan_created(result, params: dict):
-    """I7: plan the turn just created (at the moment it was created: its time from the
-    database clock) or replayed (now), from the rows creation loaded. A refused plan names
-    its fields inside `plan` and says which turn stays created."""
+def _plan_replayed(result, plan: PlanParams):
+    """I7: a replayed creation answers a plan computed now, from the rows creation loaded. A
+    plan refused for its budget says which turn stays created."""
     turn = result.turn
     try:
         return services.plan_for_turn(
-            turn, budget=params["budget"], memory_share=params["memory_share"],
-            history=params["history"], capabilities=tuple(params["capabilities"]),
-            memory_order=params["memory_order"],
-            now=turn.created_at if result.created else None, now_given=False,
+            turn, budget=plan.budget, memory_share=plan.memory_share, history=plan.history,
+            capabilities=plan.capabilities, memory_order=plan.memory_order, now=None,
+            now_given=False,
         )
-    except ValidationError as exc:
-        if exc.errors:
-            exc.errors = {f"plan.{name}": messages for name, messages in exc.errors.items()}
-        exc.extra["turn"] = str(turn.pk)
-        raise
     except BudgetExceeded as exc:
         exc.extra["turn"] = str(turn.pk)
         raise

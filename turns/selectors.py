@@ -9,26 +9,19 @@ from datetime import datetime
 
 # ---------------------------------------------------------------------------------------------
 # History for the planner: sizes first, content only for what the budget admits.
-from django.db.models import Func, IntegerField
-
 from config.builders import build_slotted, gc_paused
+from config.clock import db_now
 from config.storage import raw_reader
 from conversations.models import Conversation, Message, Turn
-from memory.models import MemoryRecord, MemorySource, Tombstone
-from memory.selectors import remembered_now
+from memory.models import MemoryRecord, MemorySource, SlotRetraction, Tombstone
+from memory.selectors import last_named_key, records_to_domain, remembered_now, tombstones_of
+from memory.storage import ContextState
 from policy.models import PolicyRule
+from policy.selectors import user_policy_version, user_rules_for_context
 
 from .planner import HistoryCandidate
-
-
-class OctetLength(Func):
-    """UTF-8 byte length of a text column (I3 estimates tokens from bytes)."""
-
-    function = "OCTET_LENGTH"
-    output_field = IntegerField()
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
+from .storage import OctetLength, TurnRows, history_sql
+from .tokens import estimate_from_bytes
 
 
 def history_candidates(conversation, before_seq: int):
@@ -88,24 +81,7 @@ def history_with_contents(conversation, before_seq: int, room: int, n_recent: in
         candidates = history_candidates(conversation, before_seq)
     else:
         size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
-        seq = reader.name(Message, "seq")
-        tokens = f"(COALESCE({size}, 0) + 3) / 4 + 4"
-        # The text is read row by row (a subquery by primary key) for the rows that want it,
-        # so the rows the window functions order carry no text.
-        table, pk = reader.table(Message), reader.name(Message, "id")
-        sql = (
-            f"SELECT {reader.column(Message, 'id')}, {seq}, {reader.name(Message, 'role')}, n_bytes, "
-            f"CASE WHEN running <= %s OR newest <= %s THEN (SELECT body.{reader.name(Message, 'content')} "
-            f"FROM {table} body WHERE body.{pk} = history.{pk}) END "
-            f"FROM (SELECT {pk}, {reader.name(Message, 'conversation')}, {seq}, "
-            f"{reader.name(Message, 'role')}, "
-            f"COALESCE({size}, 0) AS n_bytes, "
-            f"SUM({tokens}) OVER (ORDER BY {seq} DESC ROWS UNBOUNDED PRECEDING) AS running, "
-            f"ROW_NUMBER() OVER (ORDER BY {seq} DESC) AS newest "
-            f"FROM {reader.table(Message)} "
-            f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
-            f"AND {seq} < %s) history ORDER BY {reader.order(Message)}"
-        )
+        sql = history_sql(reader, size) + f" ORDER BY {reader.order(Message, 'history.')}"
         with gc_paused():  # every row read is kept
             fetched = reader.fetch(sql, [room, n_recent, conversation.user_id,
                                          reader.param(Message, "conversation", conversation.pk),
@@ -208,3 +184,43 @@ def data_counts(user) -> dict[str, int]:
         "forgotten": Tombstone.objects.filter(user=user).count(),
         "rules": PolicyRule.objects.filter(user=user, revoked_at__isnull=True).count(),
     }
+
+
+def read_turn_orm(*, conversation, turn_key: str, character: str, scope_ids: list[str],
+                  room: int, n_recent: int, learning: bool, capabilities: list[str]) -> TurnRows:
+    """What `turns.storage.read_turn` reads, through the ORM: the reference the raw statement
+    is tested against, and the read wherever the raw reader does not serve the database."""
+    user = conversation.user
+    existing = (Turn.objects.filter(conversation=conversation, turn_key=turn_key)
+                .values_list("pk", flat=True).first())
+    records = records_to_domain(MemoryRecord.objects.filter(user=user, scope_id__in=scope_ids),
+                                user.username)
+    latest: dict[tuple[str, str, str], datetime] = {}
+    for scope_id, key, hashed, at in (SlotRetraction.objects.filter(user=user,
+                                                                    scope_id__in=scope_ids)
+                                      .values_list("scope_id", "key", "value_hash",
+                                                   "retracted_at")):
+        slot = (scope_id, key, hashed or "")
+        if slot not in latest or at > latest[slot]:
+            latest[slot] = at
+    history, texts = [], {}
+    if room >= 0 or n_recent > 0:
+        history = history_candidates(conversation, conversation.last_seq + 1)
+        running, wanted = 0, []
+        for newest, candidate in enumerate(reversed(history), start=1):
+            running += estimate_from_bytes(candidate.n_bytes)
+            if running <= room or newest <= n_recent:
+                wanted.append(candidate.id)
+        texts = message_contents(conversation, wanted)
+    rules = []
+    if capabilities:
+        rules = [((r.capability_id, r.created_at, r.pk), r.to_domain())
+                 for r in user_rules_for_context(user=user, capabilities=capabilities,
+                                                 character_id=conversation.character_id,
+                                                 conversation_id=conversation.pk)]
+    return TurnRows(
+        now=db_now(), existing_turn=existing,
+        last_named=last_named_key(user) if learning else None,
+        state=ContextState(records, tombstones_of(user), latest), history=history, texts=texts,
+        rules=rules, user_policy_version=user_policy_version(user) if capabilities else 0,
+    )

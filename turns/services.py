@@ -1,7 +1,9 @@
-"""Writers for users, characters and conversations (DESIGN habit 2)."""
+"""The turns of a conversation (SPEC §7): creation as one pipeline (I1, I4, I7, §8), the
+reply committed exactly once (I4), and the prompt plan of a stored turn (I1–I6)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
@@ -13,21 +15,33 @@ from django.db import IntegrityError, connection, transaction
 
 from config import metrics
 from config.clock import db_now
-from config.errors import Conflict, NotFound, ValidationError
-from config.storage import RowWriter
+from config.errors import AuthorityConflict, BudgetExceeded, Conflict, NotFound, ValidationError
+from config.storage import RowWriter, raw_reader
+from conversations.domain import Context
 from conversations.models import Conversation, Message, Turn
 from conversations.selectors import LoadedContext
 from memory.domain import RESOLVER_VERSION
-from memory.extract import extract
 from memory.models import MemoryRecord, MemorySource
-from memory.selectors import ContextResolution, last_named_key_query
-from memory.services import ensure_profile, remember_extracted, write_extracted
+from memory.selectors import ContextResolution, Registry, catalog_registry, resolve_log_line
+from memory.services import add_plan_rows, ensure_profile, log_memory_write
 from memory.switches import memory_settings_of
-from policy.services import decisions_make
+from memory.writes import WriteRefused
+from policy.domain import PolicyContext, PolicyVersion
+from policy.models import DecisionLog
+from policy.selectors import capabilities_by_name, merged_rules, product_defaults
+from policy.services import DecisionOutcome, decisions_make, log_decision
 from support.models import PrivateTextAccess, SupportAction
 
-from .planner import QUERY_HISTORY, PlanMessage, PlanParams, build_plan, plan_snapshot
-from .selectors import history_with_contents
+from . import pipeline, storage
+from .planner import (
+    QUERY_HISTORY,
+    PlanMessage,
+    PlanParams,
+    build_plan,
+    plan_snapshot,
+    validate_params,
+)
+from .selectors import history_with_contents, message_contents, read_turn_orm
 from .tokens import estimate_message
 
 User = get_user_model()
@@ -96,88 +110,85 @@ def _check_content(content: str, *, field: str = "content") -> None:
         raise ValidationError("Must not contain NUL characters.", field=field)
 
 
-def _append_message(conversation: Conversation, *, role: str, content: str, at) -> Message:
-    """Allocate the next `seq` under the conversation's row lock (held by the caller)."""
-    conversation.last_seq += 1
-    Conversation.objects.filter(pk=conversation.pk).update(last_seq=conversation.last_seq)
-    return Message.objects.create(
-        user=conversation.user, conversation=conversation, seq=conversation.last_seq,
-        role=role, content=content, created_at=at,
-    )
-
-
 @dataclass
 class TurnResult:
+    """A created (or replayed) turn; for a created turn asked for a plan, the plan too, or
+    the `BudgetExceeded` that refused it (the turn stays created, I7)."""
+
     turn: Turn
     created: bool
+    plan: PromptPlanResult | None = None
+    refused: BudgetExceeded | None = None
 
 
-def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | None = None, user=None) -> TurnResult:
+def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | None = None,
+                user=None, plan: PlanParams | None = None) -> TurnResult:
     """I1/I4: store the user message with the next seq, create the turn (unique per
-    conversation and key), run the extractor on the message (SPEC §8) and keep the outcomes.
-    A retry with the same key and content returns the same turn; other content is a 409.
+    conversation and key), learn from the message (SPEC §8) and keep the outcomes; with
+    `plan` (I7), plan the turn and decide its capabilities in the same pass. A retry with the
+    same key and content returns the same turn (its plan is then made by `plan_for_turn`,
+    now); other content is a 409.
+
+    The turn is read once, decided in one pure pass and written once (`turns.pipeline`), in
+    one transaction: (1) the conversation with its user, character and memory profile,
+    locking the conversation (seq, I4) and the profile (the memory write lock, W8); (2) one
+    statement after the locks (`turns.storage.read_turn`): the clock, the turn stored under
+    this key, the extractor's "it", the context's memory state, the history and the policy
+    inputs; (3) every write — records, sources, retractions, the seq, the message, the turn
+    with its plan snapshot, the decision log — as one statement on PostgreSQL. A plan whose
+    parameters or capabilities are refused stores nothing (C2): they are checked first.
 
     I8: with the user's `learn` switch off nothing is extracted and the turn records
-    `learning = False`. The switch comes with the conversation's row (no query of its own).
-
-    One transaction, in few statements whatever the data: (1) the conversation with its user,
-    character and memory profile, locking the conversation (seq, I4) and the profile (the
-    memory write lock, W8) at once; (2) the clock, the turn already stored under this key and
-    the user's most recently named thing (the extractor's "it"), read after the locks so they
-    see every committed write; (3) when facts were extracted, one read of their slots
-    (`memory.services.write_extracted`); (4) every write — the new records and their sources,
-    the seq, the message and the turn — as one statement on PostgreSQL (`RowWriter`). A correction
-    extracted from the message goes through `memory_correct`/`memory_assert` as ever, so the
-    message is stored before it."""
+    `learning = False`; with `use` off the plan's memory section is empty."""
     if not isinstance(turn_key, str) or not (1 <= len(turn_key) <= 255):
         raise ValidationError("1–255 characters.", field="turn_key")
     _check_content(content)
+    capabilities = _plan_capabilities(plan) if plan is not None else []
     with transaction.atomic():
         conversation = _lock_conversation(conversation_id, user)
         profile = conversation.user.memory_profile
-        learning = profile.learn
-        now, existing_id, last_named = _turn_reads(conversation, turn_key, learning=learning)
-        if existing_id is not None:
-            existing = Turn.objects.select_related("user_message").get(pk=existing_id)
-            existing.conversation = conversation  # the row locked above, with its user
-            if existing.user_message.content != content or (existing.scene or None) != (scene or None):
-                raise Conflict("This turn_key was used with other content.")
-            metrics.turn_created(False)
-            return TurnResult(existing, False)
-        conversation.last_seq += 1
-        message = Message(
-            user=conversation.user, conversation=conversation, seq=conversation.last_seq,
-            role="user", content=content, created_at=now,
-        )
-        turn = Turn(
-            user=conversation.user, conversation=conversation, turn_key=turn_key, scene=scene or None,
-            user_message=message, created_at=now, learning=learning,
-        )
-        writer = RowWriter()
-        stored = False
-        if learning:
-            stored, turn.extracted, records = _extract(
-                conversation, scene, message, secret=profile.secret_bytes(), last_named=last_named,
-                writer=writer,
-            )
-            if records is not None:
-                turn.extracted_records = records
-        if not stored:
-            _message_rows(writer, conversation, message)
-        writer.insert([turn])
-        writer.flush()
+        scene = scene or None
+        rows = _read(conversation, turn_key, scene, content, plan, capabilities,
+                     learning=profile.learn)
+        if rows.existing_turn is not None:
+            return _replayed(rows.existing_turn, conversation, content, scene)
+        # Ids in the order the step-by-step path drew them: the message, then the turn.
+        message_id, turn_id = uuid.uuid4(), uuid.uuid4()
+        read = _turn_read(conversation, profile, rows, message_id=message_id, content=content,
+                          scene=scene, plan=plan, capabilities=capabilities)
+        decided = _decide(read, conversation)
+        turn = _write(conversation, read, decided, turn_id=turn_id, turn_key=turn_key)
+    _log(turn, conversation, read, decided)
     metrics.turn_created(True)
-    return TurnResult(turn, True)
+    result = TurnResult(turn, True, refused=decided.refused)
+    if decided.plan is not None:
+        result.plan = PromptPlanResult(turn, decided.plan, _outcomes(read, decided), plan)
+    return result
+
+
+def _plan_capabilities(plan: PlanParams) -> list[pipeline.Capability]:
+    """C2: a plan's parameters and capabilities are checked before anything is written; the
+    errors name their field inside `plan`."""
+    try:
+        validate_params(plan)
+        found = capabilities_by_name(list(dict.fromkeys(plan.capabilities)))
+    except ValidationError as exc:
+        if exc.errors:
+            exc.errors = {f"plan.{name}": messages for name, messages in exc.errors.items()}
+        raise
+    return [pipeline.Capability(c.name, c.question) for c in found.values()]
 
 
 def _lock_conversation(conversation_id, user) -> Conversation:
     """The conversation with its user, character and memory profile, its row and the profile's
     locked in one statement. A user without a profile yet (one made outside `user_put`) gets
     one first."""
-    qs = Conversation.objects.select_related("user__memory_profile", "character").filter(pk=conversation_id)
+    qs = Conversation.objects.select_related("user__memory_profile", "character").filter(
+        pk=conversation_id)
     if user is not None:
         qs = qs.filter(user=user)
-    locked = qs.filter(user__memory_profile__isnull=False).select_for_update(of=("self", "user__memory_profile"))
+    locked = qs.filter(user__memory_profile__isnull=False).select_for_update(
+        of=("self", "user__memory_profile"))
     conversation = locked.first()
     if conversation is None:
         plain = qs.first()
@@ -188,71 +199,209 @@ def _lock_conversation(conversation_id, user) -> Conversation:
     return conversation
 
 
-def _turn_reads(conversation: Conversation, turn_key: str, *, learning: bool):
-    """(now, id of the turn stored under `turn_key` or None, the user's most recently named
-    thing or None) in one statement, run after the locks so it sees every committed write.
-    The clock is the database's (SPEC §0, as `config.clock.db_now`): `clock_timestamp()` on
-    PostgreSQL, this process's on SQLite."""
-    from django.db import connection
-    from django.utils import timezone
-
-    parts, params = [], []
-    for qs in (Turn.objects.filter(conversation=conversation, turn_key=turn_key).values_list("pk", flat=True)[:1],
-               *((last_named_key_query(conversation.user),) if learning else ())):
-        sql, found = qs.query.get_compiler(connection=connection).as_sql()
-        parts.append(f"({sql})")
-        params += found
-    postgres = connection.vendor == "postgresql"
-    if postgres:
-        parts.append("clock_timestamp()")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(parts), params)
-        row = cursor.fetchone()
-    now = row[-1].astimezone(UTC) if postgres else timezone.now()
-    existing = uuid.UUID(str(row[0])) if row[0] is not None else None
-    return now, existing, row[1] if learning else None
+def _scope_ids(conversation: Conversation, scene: str | None) -> list[str]:
+    """The scope ids the turn's context sees (R1), widest first."""
+    user = conversation.user.username
+    ids = [f"user:{user}", f"character:{user}:{conversation.character.slug}",
+           f"conversation:{conversation.pk}"]
+    if scene is not None:
+        ids.append(f"scene:{conversation.pk}:{scene}")
+    return ids
 
 
-def _message_rows(writer, conversation: Conversation, message: Message) -> None:
-    """The conversation's new `last_seq` and the message (its seq allocated under the
-    conversation's row lock, SPEC §7)."""
+def _read(conversation, turn_key, scene, content, plan, capabilities, *, learning):
+    """`turns.storage.read_turn`, or its ORM reference (`read_turn_orm`) where the raw reader
+    does not serve the database. The history's text is read for what a plan could admit
+    beside the message: its budget less the message's estimate (I3)."""
+    room = plan.budget - estimate_message(content) if plan is not None else -1
+    relevance = plan is not None and plan.memory_order == "relevance"
+    found = dict(
+        conversation=conversation, turn_key=turn_key, character=conversation.character.slug,
+        scope_ids=_scope_ids(conversation, scene), room=room,
+        n_recent=QUERY_HISTORY if relevance else 0, learning=learning,
+        capabilities=[c.name for c in capabilities],
+    )
+    reader = raw_reader(Turn.objects.db)
+    if reader is None:
+        return read_turn_orm(**found)
+    return storage.read_turn(reader, registry=not catalog_registry.warm(), **found)
+
+
+def _turn_read(conversation, profile, rows, *, message_id, content, scene, plan,
+               capabilities) -> pipeline.TurnRead:
+    if rows.registry_rows is not None:
+        registry = catalog_registry.put(Registry(rows.registry_rows))
+    elif profile.learn or plan is not None:
+        registry = catalog_registry()
+    else:  # I8: learning off and no plan: the turn needs nothing of memory
+        registry = Registry(())
+    defaults = product_defaults() if capabilities else None
+    rules = []
+    if capabilities:
+        rules = merged_rules(rows.rules, defaults, [c.name for c in capabilities],
+                             character_id=conversation.character_id, now=rows.now)
+    return pipeline.TurnRead(
+        context=Context(user=conversation.user.username, character=conversation.character.slug,
+                        conversation=str(conversation.pk), now=rows.now, scene=scene),
+        message=PlanMessage(str(message_id), conversation.last_seq + 1, "user", content),
+        learn=profile.learn, use=profile.use, secret=profile.secret_bytes(),
+        last_named=rows.last_named, many_keys=registry.many_keys, labels=registry.labels,
+        pinned=registry.pinned_keys, scope_ids=tuple(_scope_ids(conversation, scene)),
+        records=rows.state.records, tombstones=rows.state.tombstones,
+        retractions=rows.state.retractions, history=rows.history, texts=rows.texts,
+        likely=settings.COMPANION["CERTAINTY_LIKELY"],
+        uncertain=settings.COMPANION["CERTAINTY_UNCERTAIN"], params=plan,
+        capabilities=capabilities, rules=rules,
+        policy_version=(defaults.version if defaults else 0, rows.user_policy_version),
+    )
+
+
+def _decide(read: pipeline.TurnRead, conversation) -> pipeline.TurnDecided:
+    """The pure pass; under `skip` a plan may admit a message whose text was not read: then
+    its text is read and the plan made again (the writes were decided already)."""
+    def new_id() -> str:
+        return str(uuid.uuid4())
+
+    try:
+        decided = pipeline.decide_turn(dataclasses.replace(read, params=None), new_id=new_id)
+    except WriteRefused as refused:
+        if refused.kind == "authority":
+            raise AuthorityConflict(refused.message) from None
+        raise ValidationError(refused.message, field=refused.field) from None
+    if read.params is None:
+        return decided
+    texts = dict(read.texts)
+    while True:
+        try:
+            pipeline.plan_turn(read, decided, texts, new_id=new_id)
+            return decided
+        except pipeline.NeedTexts as needed:
+            texts.update(message_contents(conversation, needed.ids))
+
+
+def _scope_fields(conversation: Conversation, scene: str | None) -> dict:
+    """The scope columns of new records, by scope id, for the scopes the turn sees."""
+    user = conversation.user.username
+    fields = {
+        f"character:{user}:{conversation.character.slug}": {
+            "scope_kind": "character", "character_id": conversation.character_id,
+            "conversation_id": None, "scene": None},
+        f"conversation:{conversation.pk}": {
+            "scope_kind": "conversation", "character_id": None,
+            "conversation_id": conversation.pk, "scene": None},
+    }
+    if scene is not None:
+        fields[f"scene:{conversation.pk}:{scene}"] = {
+            "scope_kind": "scene", "character_id": None, "conversation_id": conversation.pk,
+            "scene": scene}
+    return fields
+
+
+def _write(conversation, read, decided, *, turn_id, turn_key) -> Turn:
+    """Every row of the turn, as one statement on PostgreSQL (`config.storage.RowWriter`): the
+    seq, the message, the memory writes, the turn with its plan snapshot, the decision log."""
+    user = conversation.user
+    now = read.context.now
+    writer = RowWriter()
+    conversation.last_seq = read.message.seq
     writer.update(Conversation, conversation.pk, last_seq=conversation.last_seq)
+    message = Message(id=uuid.UUID(read.message.id), user=user, conversation=conversation,
+                      seq=read.message.seq, role="user", content=read.message.content,
+                      created_at=now)
     writer.insert([message])
-
-
-def _extract(conversation: Conversation, scene, message: Message, *, secret: bytes, last_named, writer):
-    """SPEC §8 for the turn's message, under the locks `turn_create` holds: the plain facts as
-    one batch (`memory.services.write_extracted`), valid from the message's time, their rows
-    gathered in `writer` with the turn's. Answers (whether the message is stored already, the
-    outcomes as the turn keeps them, the records by id as the writes left them — None when a
-    correction ran, the turn's answer then reads them).
-
-    A correction goes through `memory_correct`/`memory_assert` as it always did, seeing every
-    fact before it and checking that its source message exists: then the message and each
-    batch are written before it."""
-    found = extract(message.content, last_named_key=last_named)
-    corrects = any(item.correction for item in found)
-    if corrects:
-        _message_rows(writer, conversation, message)
-        writer.flush()
-    ctx = LoadedContext(
-        user=conversation.user, character=conversation.character, conversation=conversation,
-        scene=scene or None, now=message.created_at, now_given=True,
+    add_plan_rows(writer, user, decided.writes, _scope_fields(conversation, read.context.scene))
+    turn = Turn(
+        id=turn_id, user=user, conversation=conversation, turn_key=turn_key,
+        scene=read.context.scene, user_message=message, created_at=now, learning=read.learn,
+        extracted=[
+            {"outcome": o.outcome, "memory": o.record.id if o.record else None,
+             **({"reason": o.reason} if o.reason else {})}
+            for o in decided.outcomes
+        ],
     )
-    sources = [str(message.pk)]
-    results = remember_extracted(
-        ctx=ctx, found=found, sources=sources,
-        write_batch=lambda batch: write_extracted(
-            user=conversation.user, found=batch, sources=sources, source_time=message.created_at,
-            secret=secret, now=message.created_at, writer=None if corrects else writer,
-        ),
-    )
-    extracted = [
-        {"outcome": r.outcome, "memory": r.record.id if r.record else None, **({"reason": r.reason} if r.reason else {})}
-        for r in results
-    ]
-    records = None if corrects else {r.record.id: r.record for r in results if r.record is not None}
-    return corrects, extracted, records
+    if decided.plan is not None:
+        turn.plan_snapshot = _snapshot(read, decided)
+        turn.plan_hash = decided.plan.plan_hash
+    writer.insert([turn])
+    scope_ids = list(_policy_context(read).scope_ids)
+    writer.insert([
+        DecisionLog(id=decision_id, user=user, capability=capability.name,
+                    requested_by=pipeline.REQUESTED_BY, effect=decision.effect,
+                    reason=decision.reason, rule_ids=list(decision.rule_ids),
+                    defaults_version=read.policy_version[0], user_version=read.policy_version[1],
+                    scope_ids=scope_ids, decided_at=now)
+        for decision_id, capability, decision in decided.decisions
+    ])
+    writer.flush()
+    turn.extracted_records = {o.record.id: o.record for o in decided.outcomes if o.record}
+    return turn
+
+
+def _policy_context(read: pipeline.TurnRead) -> PolicyContext:
+    c = read.context
+    return PolicyContext(user=c.user, now=c.now, character=c.character,
+                         conversation=c.conversation, scene=c.scene)
+
+
+def _snapshot(read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> dict:
+    """What the turn keeps of its plan (SPEC §7): ids, counts, the hash — never text."""
+    params = read.params
+    snapshot = plan_snapshot(decided.plan)
+    snapshot["now"] = read.context.now.isoformat()
+    snapshot["params"] = {"budget": params.budget, "memory_share": params.memory_share,
+                          "history": params.history, "capabilities": list(params.capabilities),
+                          "memory_order": params.memory_order}
+    snapshot["decisions"] = [decision_id for decision_id, _, _ in decided.decisions]
+    return snapshot
+
+
+def _outcomes(read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> list[DecisionOutcome]:
+    version = PolicyVersion(defaults=read.policy_version[0], user=read.policy_version[1])
+    return [DecisionOutcome(decision_id=decision_id, capability=capability.name,
+                            decision=decision, policy_version=version,
+                            question=capability.question)
+            for decision_id, capability, decision in decided.decisions]
+
+
+def _log(turn: Turn, conversation, read: pipeline.TurnRead,
+         decided: pipeline.TurnDecided) -> None:
+    """SPEC §12: ids, counts, reasons, versions and hashes — never text."""
+    for item, outcome in zip(decided.found, decided.outcomes, strict=True):
+        record = outcome.record
+        log_memory_write(
+            outcome=outcome.outcome, reason=outcome.reason, key=item.key,
+            scope_kind=record.scope.kind if record else "user",
+            authority=record.authority if record else (
+                "user-corrected" if item.correction else "rule-extracted"),
+            sources=len(record.sources) if record else 1)
+    metrics.resolve_observed(len(decided.records))
+    version = read.policy_version
+    for decision_id, capability, decision in decided.decisions:
+        log_decision(decision_id=decision_id, capability=capability.name,
+                     requested_by=pipeline.REQUESTED_BY, decision=decision,
+                     rules_loaded=len(read.rules), version=version)
+    if decided.plan is not None:
+        plan = decided.plan
+        log.info(
+            "prompt_plan turn=%s %s history=%d memories=%d excluded=%d tokens=%d budget=%d "
+            "memory_order=%s memory_use=%s plan_hash=%s",
+            turn.pk, resolve_log_line(conversation.user.pk, len(decided.records),
+                                      decided.resolution, decided.projection),
+            len(plan.history), len(plan.memories), len(plan.excluded), plan.estimated_tokens,
+            read.params.budget, read.params.memory_order, "on" if read.use else "off",
+            plan.plan_hash,
+        )
+
+
+def _replayed(turn_id, conversation: Conversation, content: str, scene) -> TurnResult:
+    """I4: the same key and content answer the turn stored under it (200); other content or
+    another scene is a conflict."""
+    existing = Turn.objects.select_related("user_message").get(pk=turn_id)
+    existing.conversation = conversation  # the row locked above, with its user
+    if existing.user_message.content != content or (existing.scene or None) != scene:
+        raise Conflict("This turn_key was used with other content.")
+    metrics.turn_created(False)
+    return TurnResult(existing, False)
 
 
 @dataclass

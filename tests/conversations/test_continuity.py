@@ -27,17 +27,17 @@ def test_it_fails_loudly_when_a_check_fails(monkeypatch):
     """The scorecard can fail: a broken correction path must make the command exit non-zero."""
     from django.core.management.base import CommandError
 
-    import memory.services as memory_services
+    from conversations.domain import Scope
+    from memory import learning
+    from memory.writes import Fact
 
-    real = memory_services.memory_assert
+    def no_corrections(item, batch, *, known, sources, source_time, **_):
+        # A correction taken as a model's guess: it supersedes nothing (§8 broken).
+        return batch.add(Fact(key=item.key, value=item.value, scope=Scope("user"),
+                              authority="model-inferred", many=item.key in known.many_keys,
+                              sources=tuple(sources), source_time=source_time))
 
-    def no_corrections(**kwargs):
-        if kwargs.get("authority") == "user-corrected":
-            kwargs["authority"] = "model-inferred"
-            kwargs.pop("supersedes", None)
-        return real(**kwargs)
-
-    monkeypatch.setattr(memory_services, "memory_assert", no_corrections)
+    monkeypatch.setattr(learning, "_correct", no_corrections)
     with pytest.raises(CommandError):
         call_command("continuity_check")
 

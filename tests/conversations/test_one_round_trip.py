@@ -121,15 +121,20 @@ def test_bad_plan_parameters_are_refused_naming_the_field_and_create_nothing(api
     assert not Turn.objects.exists() and not Message.objects.exists()
 
 
-def test_an_unknown_capability_names_the_plan_field_and_the_turn_stays_created(api, conv):
-    """The capability registry is read by the plan, after the turn was created: like a 422,
-    the 400 says which turn stays created, and a retry replays it."""
-    r = create(api, conv, "t", "hi", plan={"budget": 500, "capabilities": ["tone.sarcastic"]})
+def test_an_unknown_capability_names_the_plan_field_and_stores_nothing(api, conv):
+    """C2: a turn refused for its plan (400 naming `plan.capabilities`) stores nothing — no
+    turn, no message, no memory — and the retry with the same turn_key and a good plan
+    creates it (201)."""
+    r = create(api, conv, "t", "My dog's name is Rex.",
+               plan={"budget": 500, "capabilities": ["tone.sarcastic"]})
     assert r.status_code == 400 and list(r.json()["errors"]) == ["plan.capabilities"], r.json()
-    turn = Turn.objects.get(conversation=conv, turn_key="t")
-    assert r.json()["turn"] == str(turn.pk)
-    again = create(api, conv, "t", "hi", plan={"budget": 500, "capabilities": ["tone.playful"]})
-    assert again.status_code == 200 and again.json()["plan"]["policy"][0]["effect"] == "ask"
+    assert not Turn.objects.filter(conversation=conv).exists()
+    assert not Message.objects.filter(conversation=conv).exists()
+    assert not MemoryRecord.objects.filter(user=conv.user).exists()
+    again = create(api, conv, "t", "My dog's name is Rex.",
+                   plan={"budget": 500, "capabilities": ["tone.playful"]})
+    assert again.status_code == 201 and again.json()["plan"]["policy"][0]["effect"] == "ask"
+    assert [e["memory"]["key"] for e in again.json()["extracted"]] == ["dog.name"]
 
 
 def test_a_conflicting_retry_with_a_plan_is_still_a_409(api, conv):

@@ -94,8 +94,8 @@ SCRIPT = [
 def play(api) -> list[dict]:
     """The script against a prepared user: earlier memories in several scopes, a forgotten
     key, rules for tone.playful (a conflict at one place, D4)."""
-    from conversations.services import character_put, conversation_create
     from conversations.domain import Scope
+    from conversations.services import character_put, conversation_create
     from memory.services import forget_key, memory_assert
     from policy.services import rule_create
 

@@ -1,13 +1,14 @@
-"""Turn creation's SQL (issue 14, DESIGN: constant query counts): exact statements for the
-service and the endpoint with 0, 1 and 3 extracted facts, the same whether the user has 10 or
-500 stored memories.
+"""Turn creation's SQL (docs/DESIGN.md: constant query counts; the turn read once and written
+once): exact statements for the service and the endpoint with 0, 1 and 3 extracted facts, the
+same whether the user has 10 or 500 stored memories.
 
 The service runs: the conversation with its user, character and memory profile (locking the
 conversation and the profile), one read after the locks (clock, turn key, the extractor's
-"it"), with facts one read of their slots, and then every write — records, source links, seq,
-message, turn — as one statement on PostgreSQL (five on SQLite, whose clock is not a query).
-Its transaction adds BEGIN and COMMIT (a savepoint and its release inside a test's
-transaction): four statements and those two for a turn with facts on PostgreSQL."""
+"it", the context's memory state, and here the key registry: no request's catalog cache),
+and then every write — seq, message, records, source links, turn — as one statement on
+PostgreSQL (one per table on SQLite). Its transaction adds BEGIN and COMMIT (a savepoint and
+its release inside a test's transaction): three statements and those two on PostgreSQL,
+whatever the message teaches."""
 
 import pytest
 from django.db import connection
@@ -27,9 +28,9 @@ MESSAGES = {
 }
 # Statements of the service itself, outside any enclosing transaction.
 EXPECTED = {
-    0: 3 if ON_POSTGRES else 5,   # lock, reads, the writes (seq, message, turn)
-    1: 4 if ON_POSTGRES else 8,   # + the slots' read; records and sources join the writes
-    3: 4 if ON_POSTGRES else 8,   # the same: one batch
+    0: 3 if ON_POSTGRES else 5,   # lock, the read, the writes (seq, message, turn)
+    1: 3 if ON_POSTGRES else 7,   # records and sources join the writes
+    3: 3 if ON_POSTGRES else 7,   # the same: one batch
 }
 SAVEPOINTS = 2
 
@@ -97,9 +98,9 @@ def test_a_replay_reads_the_stored_turn(api):
 
 @postgres_only  # (a transactional test flushes the seeded key templates the page tests read)
 @pytest.mark.django_db(transaction=True)
-def test_a_real_request_runs_six_statements_for_one_fact_on_postgresql():
+def test_a_real_request_runs_five_statements_for_one_fact_on_postgresql():
     """Outside a test's transaction turn creation's atomic block is the transaction itself:
-    BEGIN, the four statements, COMMIT; no savepoint."""
+    BEGIN, the three statements, COMMIT; no savepoint."""
     conv = _world(10)
     with CaptureQueriesContext(connection) as captured:
         result = services.turn_create(conversation_id=conv.pk, turn_key="t1", content=MESSAGES[1])

@@ -253,10 +253,10 @@ def test_it_plans_in_a_constant_number_of_queries(api, conv, sam, n, django_asse
     first = Message.objects.filter(conversation=conv).first()
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
     t = turn(api, conv, "t1", "hi").json()
-    # The first plan of a process loads the catalog data it reads (config.catalog: the key
-    # registry, the capabilities, the product defaults and their version: four queries);
-    # later plans read none of it.
-    with django_assert_num_queries(15):
+    # The first plan of a process loads the catalog data it reads and does not hold yet
+    # (config.catalog: the capabilities, the product defaults and their version: three
+    # queries; the key registry came with the turn's creation); later plans read none of it.
+    with django_assert_num_queries(14):
         plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")
     with django_assert_num_queries(11):
         r = plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")

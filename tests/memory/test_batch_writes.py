@@ -1,17 +1,19 @@
-"""W3–W9 batched (issue 14): the extractor's facts written as one batch store exactly the rows,
-and answer exactly the outcomes, that one `memory_assert` per fact does.
+"""W3–W10 batched (SPEC §8): the extractor's findings learned as one batch (`memory_learn`,
+through `memory.learning`, what turn creation and `/memory/remember` use) store exactly the
+rows, and answer exactly the outcomes, that the services called one by one do: a
+`memory_assert` per plain fact, and for a correction the §8 steps spelled out here — resolve
+and project the key for the context, then `memory_assert` (a `one` key) or `memory_correct`
+(a `many` key) of the projected record, or an assert in the user scope without one.
 
 Each case builds the same state for two users through the services, then writes the same
-facts for one of them as a batch (`write_extracted`, what turn creation uses) and for the other
-one by one (`memory_assert`, and the correction path for a correction), on the same clock, and
-compares every stored row (key, value, scope, authority, version, supersedes, status, window,
-times, confidence, sources) and every outcome."""
+findings for one as a batch and for the other one by one, on the same clock, and compares
+every stored row (key, value, scope, authority, version, supersedes, status, window, times,
+confidence, sources) and every outcome."""
 
 import datetime as dt
 import itertools
 
 import pytest
-from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -82,7 +84,7 @@ def one_by_one(world: World, facts, *, message: int) -> list:
     results = []
     for item in facts:
         if item.correction:
-            results.append(services._remember_correction(world.ctx(msg.created_at), item, sources))
+            results.append(_correct_one_by_one(world.ctx(msg.created_at), item, sources))
         else:
             results.append(services.memory_assert(
                 user=world.user, key=item.key, value=item.value, scope=Scope("user"),
@@ -91,21 +93,29 @@ def one_by_one(world: World, facts, *, message: int) -> list:
     return results
 
 
+def _correct_one_by_one(ctx, item, sources):
+    """§8's correction through the public services: the record of the key projected for the
+    context is corrected in its scope; with none, the value is asserted as `user-corrected`."""
+    from memory.selectors import ContextResolution
+
+    current = ContextResolution(ctx, [item.key])
+    target = next((p.record for p in current.projection.prompt if p.key == item.key), None)
+    if target is None:
+        return services.memory_assert(user=ctx.user, key=item.key, value=item.value,
+                                      scope=Scope("user"), authority="user-corrected",
+                                      sources=sources)
+    if current.registry.is_many(item.key):
+        return services.memory_correct(record_id=target.id, value=item.value, user=ctx.user)
+    return services.memory_assert(user=ctx.user, key=item.key, value=item.value,
+                                  scope=target.scope, authority="user-corrected",
+                                  sources=sources, supersedes=target.id)
+
+
 def batched(world: World, facts, *, message: int) -> list:
-    """What turn creation does now: plain facts as one batch under one lock and clock read."""
+    """What turn creation and `/memory/remember` do: every finding in one batch under one lock
+    and one clock read."""
     msg = world.message(message)
-    sources = [str(msg.pk)]
-
-    def write_batch(batch):
-        with transaction.atomic():
-            profile = services.lock_profile(world.user)
-            return services.write_extracted(
-                user=world.user, found=batch, sources=sources, source_time=msg.created_at,
-                secret=profile.secret_bytes(), now=services.db_now(), learn=profile.learn,
-            )
-
-    return services.remember_extracted(ctx=world.ctx(msg.created_at), found=facts, sources=sources,
-                                       write_batch=write_batch)
+    return services.memory_learn(ctx=world.ctx(msg.created_at), found=facts, source_message=msg)
 
 
 def stored(world: World) -> list[tuple]:

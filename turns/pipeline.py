@@ -1,0 +1,180 @@
+"""A new turn decided in one pure pass — standard library only (docs/DESIGN.md, habit 1).
+
+The shell reads the turn's whole context once (`turns.storage.read_turn`), this module
+decides everything, and the shell writes once:
+
+1. **Learn** (SPEC §8, I8): with `learn` on, the extractor's findings become writes of one
+   batch (`memory.learning`), corrections included — W1, W3–W10 in order.
+2. **Resolve and project** (R1–R8, P1–P4) the context's records as the batch left them.
+3. **Plan** (I1, I3, I6, I8) the turn under its parameters, when a plan was asked for.
+4. **Decide** (D1–D6) each capability asked about, with the policy version read (D7).
+
+`decide_turn` answers the writes to make, the extraction outcomes, the plan (or the
+`BudgetExceeded` that refused it: the turn is still created, I7) and the decisions. Nothing
+here reads the database or a clock: the ids come from `new_id`, the time is the context's
+`now`, and the history's text comes with the read — under `skip` a message admitted past one
+that did not fit may lie outside what was read, and then `NeedTexts` names the ids whose text
+the shell reads before it plans again (`plan_turn`).
+
+Ids are drawn in the order the step-by-step path drew them (the message, the turn, each new
+record in order, each logged decision), so the same state and ids give the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from config.errors import BudgetExceeded
+from conversations.domain import Context
+from memory import learning
+from memory.domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
+from memory.extract import extract
+from memory.projection import project
+from memory.resolver import resolve
+from memory.writes import Known, Outcome, WriteBatch, WritePlan
+from policy import engine
+from policy.domain import Decision, DecisionRequest, PolicyContext, Rule
+
+from .planner import QUERY_HISTORY, HistoryCandidate, Plan, PlanMessage, PlanParams, build_plan
+
+REQUESTED_BY = "assistant"
+
+
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    question: str
+
+
+@dataclass(frozen=True)
+class TurnRead:
+    """Everything a new turn is decided with: the context (its `now` is the clock read after
+    the locks, the message's time), the message, the user's switches and secret, the
+    registry, the context's memory state, the history before the message with the text read,
+    the plan parameters and the policy inputs."""
+
+    context: Context
+    message: PlanMessage
+    learn: bool
+    use: bool
+    secret: bytes
+    last_named: str | None
+    many_keys: frozenset[str]
+    labels: Mapping[str, str]
+    pinned: frozenset[str]
+    scope_ids: tuple[str, ...]
+    records: Sequence[MemoryRecord]
+    tombstones: Sequence[Tombstone]
+    retractions: Mapping[tuple[str, str, str], datetime]
+    history: Sequence[HistoryCandidate]
+    texts: Mapping[str, str]
+    likely: float
+    uncertain: float
+    params: PlanParams | None = None
+    capabilities: Sequence[Capability] = ()
+    rules: Sequence[Rule] = ()
+    policy_version: tuple[int, int] = (0, 0)
+
+
+@dataclass
+class TurnDecided:
+    """What the pure pass decided. `resolution` and `projection` are the context's after the
+    writes (for the log line); `plan` is None without plan parameters or when `refused`."""
+
+    found: list  # the extractor's findings (memory.extract.Extraction), in order
+    outcomes: list[Outcome]  # one per finding
+    writes: WritePlan
+    records: list[MemoryRecord]
+    resolution: Resolution
+    projection: Projection
+    plan: Plan | None = None
+    refused: BudgetExceeded | None = None
+    decisions: list[tuple[str, Capability, Decision]] = field(default_factory=list)
+
+
+class NeedTexts(Exception):  # noqa: N818 - a request for more input, not an error
+    """The plan admits history messages whose text was not read."""
+
+    def __init__(self, ids: list[str]):
+        super().__init__(f"{len(ids)} history texts not read")
+        self.ids = ids
+
+
+def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
+    """Steps 1–4 of the module docstring. Raises `memory.writes.WriteRefused` for a finding a
+    write refuses (nothing is then written) and `NeedTexts` (see `plan_turn`)."""
+    context = read.context
+    by_slot: dict[tuple[str, str], list[MemoryRecord]] = {}
+    for record in read.records:
+        by_slot.setdefault((record.scope_id, record.key), []).append(record)
+    for records in by_slot.values():
+        records.sort(key=lambda r: r.version)
+    batch = WriteBatch(Known(by_slot, read.tombstones, read.retractions), user=context.user,
+                       now=context.now, secret=read.secret, new_id=new_id,
+                       complete_scopes=read.scope_ids)
+    outcomes: list[Outcome] = []
+    found: list = []
+    if read.learn:
+        found = extract(read.message.content, last_named_key=read.last_named)
+        learning.check(found)
+        known = learning.Known(many_keys=read.many_keys, labels=read.labels,
+                               tombstones=read.tombstones, secret=read.secret,
+                               likely=read.likely, uncertain=read.uncertain)
+        outcomes = learning.learn(found, batch, context=context, known=known,
+                                  sources=(read.message.id,), source_time=context.now)
+    records = batch.records()
+    resolution = resolve(records, read.tombstones, context, many_keys=read.many_keys,
+                         secret=read.secret)
+    projection = project(resolution.active, labels=read.labels, many_keys=read.many_keys,
+                         likely=read.likely, uncertain=read.uncertain)
+    decided = TurnDecided(found, outcomes, batch.plan, records, resolution, projection)
+    if read.params is not None:
+        plan_turn(read, decided, read.texts, new_id=new_id)
+    return decided
+
+
+def plan_turn(read: TurnRead, decided: TurnDecided, texts: Mapping[str, str], *,
+              new_id: Callable[[], str]) -> None:
+    """Steps 3 and 4 on what `decide_turn` resolved: the plan (or the refusal that keeps the
+    turn without one, I7) and, with a plan, the decisions. Raises `NeedTexts` when the plan
+    admits history whose text is not in `texts`; call it again with them."""
+    params = read.params
+    relevance = params.memory_order == "relevance"
+    recent = None
+    if relevance:
+        newest = [c.id for c in reversed(read.history[-QUERY_HISTORY:])]
+        missing = [i for i in newest if i not in texts]
+        if missing:
+            raise NeedTexts(missing)
+        recent = [texts[i] for i in newest]
+
+    def fetch_content(ids: list[str]) -> dict[str, str]:
+        missing = [i for i in ids if i not in texts]
+        if missing:
+            raise NeedTexts(missing)
+        return {i: texts[i] for i in ids}
+
+    try:
+        decided.plan = build_plan(
+            current=read.message, history=(), history_candidates=read.history,
+            fetch_content=fetch_content, memories=decided.projection.prompt,
+            memory_excluded=list(decided.resolution.excluded) + list(decided.projection.excluded),
+            params=params, resolver_version=RESOLVER_VERSION,
+            pinned_keys=read.pinned if relevance else frozenset(), recent=recent,
+            use_memories=read.use,
+        )
+    except BudgetExceeded as refused:
+        decided.refused = refused
+        return
+    context = read.context
+    policy_context = PolicyContext(user=context.user, now=context.now,
+                                   character=context.character,
+                                   conversation=context.conversation, scene=context.scene)
+    decided.decisions = [
+        (new_id(), capability, engine.decide(
+            DecisionRequest(capability=capability.name, requested_by=REQUESTED_BY),
+            read.rules, policy_context))
+        for capability in read.capabilities
+    ]

@@ -1,0 +1,203 @@
+"""The turn's statements for the speed devices of `config.storage` (docs/DESIGN.md, habit 2).
+
+A new turn is read in one statement after the locks (`read_turn`): the clock, the turn stored
+under the key, the user's most recently named thing (the extractor's "it", SPEC §8), the
+context's whole memory state (`memory.storage.context_state_parts`), the history before the
+message with the text of the messages a plan could admit (I1, I3, I6), and the user's rules
+for the capabilities asked about with the user's policy version (D1, D7). Each part is a
+scalar subquery; the variable ones answer a JSON array, so the statement is one row whatever
+the data. The history part is the plan read's statement (`history_sql`), shared with the
+`GET` plan's read."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import connections
+from django.db.models import Func, IntegerField
+from django.utils import timezone
+
+from config.storage import RawReader, json_rows, parse_datetimes
+from conversations.models import Conversation, Message, Turn
+from memory import storage as memory_storage
+from memory.models import KeyDefinition
+from memory.selectors import last_named_key_query
+from policy.domain import PolicyScope, Rule
+from policy.models import PolicyRule, UserPolicyVersion
+
+from .planner import HistoryCandidate
+
+
+class OctetLength(Func):
+    """UTF-8 byte length of a text column (I3 estimates tokens from bytes)."""
+
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
+
+
+def history_sql(reader: RawReader, size: str) -> str:
+    """Every message of a conversation before a boundary (parameters: room tokens, n newest,
+    user id, conversation id, boundary seq) as (id, seq, role, bytes, text or NULL): the text
+    of the newest messages whose I3 estimates (ceil(bytes / 4) + 4 each) add up to at most
+    the room, and of the `n` newest. `size` is the byte length of the content as the ORM
+    writes it for this database. The text is read row by row (a subquery by primary key) for
+    the rows that want it, so the rows the window functions order carry no text."""
+    seq, table, pk = reader.name(Message, "seq"), reader.table(Message), reader.name(Message, "id")
+    tokens = f"(COALESCE({size}, 0) + 3) / 4 + 4"
+    return (
+        f"SELECT {reader.column(Message, 'id')} AS hid, {seq} AS hseq, "
+        f"{reader.name(Message, 'role')} AS hrole, n_bytes AS hbytes, "
+        f"CASE WHEN running <= %s OR newest <= %s THEN (SELECT body."
+        f"{reader.name(Message, 'content')} FROM {table} body WHERE body.{pk} = history.{pk}) "
+        f"END AS htext "
+        f"FROM (SELECT {pk}, {reader.name(Message, 'conversation')}, {seq}, "
+        f"{reader.name(Message, 'role')}, COALESCE({size}, 0) AS n_bytes, "
+        f"SUM({tokens}) OVER (ORDER BY {seq} DESC ROWS UNBOUNDED PRECEDING) AS running, "
+        f"ROW_NUMBER() OVER (ORDER BY {seq} DESC) AS newest FROM {table} "
+        f"WHERE {reader.name(Message, 'user')} = %s "
+        f"AND {reader.name(Message, 'conversation')} = %s AND {seq} < %s) history"
+    )
+
+
+@dataclass
+class TurnRows:
+    """What `read_turn` read, as the pure turn pipeline takes it."""
+
+    now: datetime
+    existing_turn: uuid.UUID | None
+    last_named: str | None
+    state: memory_storage.ContextState
+    history: list[HistoryCandidate]
+    texts: dict[str, str]
+    rules: list[tuple[tuple, Rule]]  # the user's, each with its place in the model's order
+    user_policy_version: int
+    registry_rows: list[tuple] | None = None  # (key, cardinality, label, pinned), when read
+
+
+_RULE_FIELDS = ("id", "capability", "effect", "source", "scope_kind", "conversation", "scene",
+                "requested_by", "valid_from", "valid_until", "revoked_at", "version",
+                "created_at")
+
+
+def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
+              character: str, scope_ids: list[str], room: int, n_recent: int, learning: bool,
+              capabilities: list[str], registry: bool = False) -> TurnRows:
+    """One statement, run after the conversation's and the memory profile's locks so it sees
+    every committed write (see the module docstring). `room` < 0 and no `n_recent` read no
+    history; `registry` reads the key registry too (outside a request, where the catalog
+    cache does not serve it)."""
+    vendor = connections[reader.alias].vendor
+    column, name = reader.column, reader.name
+    user = conversation.user
+    parts: list[str] = []
+    params: list = []
+    if vendor == "postgresql":
+        parts.append("to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+                     " || '+00:00'")
+    parts.append(f"(SELECT {column(Turn, 'id')} FROM {reader.table(Turn)} "
+                 f"WHERE {name(Turn, 'conversation')} = %s AND {name(Turn, 'turn_key')} = %s)")
+    params += [reader.param(Turn, "conversation", conversation.pk), turn_key]
+    if learning:
+        named = _last_named_sql(user, reader.alias)
+        parts.append(f"({named[0]})")
+        params += named[1]
+    planned = room >= 0 or n_recent > 0
+    # With learning off and no plan, the turn touches no memory table (I8).
+    remembers = learning or planned
+    if remembers:
+        memory_parts, _ = memory_storage.context_state_parts(reader, len(scope_ids))
+        parts += memory_parts
+        params += memory_storage.context_state_params(user, scope_ids)
+    if planned:
+        history = history_sql(reader, message_size_sql(reader.alias))
+        parts.append(json_rows(vendor, ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext"],
+                               f"FROM ({history}) h"))
+        params += [room, n_recent, user.pk,
+                   reader.param(Message, "conversation", conversation.pk),
+                   conversation.last_seq + 1]
+    if capabilities:
+        rule_columns = [column(PolicyRule, field, "p.") for field in _RULE_FIELDS]
+        scope = [f"p.{name(PolicyRule, 'scope_kind')} = 'global'"]
+        scope.append(f"(p.{name(PolicyRule, 'scope_kind')} = 'character' "
+                     f"AND p.{name(PolicyRule, 'character')} = %s)")
+        scope.append(f"(p.{name(PolicyRule, 'scope_kind')} IN ('conversation', 'scene') "
+                     f"AND p.{name(PolicyRule, 'conversation')} = %s)")
+        parts.append(json_rows(
+            vendor, rule_columns,
+            f"FROM {reader.table(PolicyRule)} p WHERE p.{name(PolicyRule, 'user')} = %s "
+            f"AND p.{name(PolicyRule, 'capability')} IN ({', '.join(['%s'] * len(capabilities))}) "
+            f"AND ({' OR '.join(scope)})"))
+        params += [user.pk, *capabilities, conversation.character_id]
+        params.append(reader.param(PolicyRule, "conversation", conversation.pk))
+        parts.append(f"(SELECT {name(UserPolicyVersion, 'version')} "
+                     f"FROM {reader.table(UserPolicyVersion)} "
+                     f"WHERE {name(UserPolicyVersion, 'user')} = %s)")
+        params.append(user.pk)
+    if registry and remembers:
+        parts.append(json_rows(vendor, [column(KeyDefinition, field, "k.") for field in (
+            "key", "cardinality", "label", "pinned")], f"FROM {reader.table(KeyDefinition)} k"))
+    [row] = reader.fetch("SELECT " + ", ".join(parts), params)
+    row = list(row)
+    now = (datetime.fromisoformat(row.pop(0)) if vendor == "postgresql"
+           else timezone.now().astimezone(UTC))
+    existing = row.pop(0)
+    last_named = row.pop(0) if learning else None
+    state = (memory_storage.parse_context_state(row.pop(0), row.pop(0), row.pop(0), user.username)
+             if remembers else memory_storage.ContextState([], [], {}))
+    history, texts = _parse_history(json.loads(row.pop(0))) if planned else ([], {})
+    rules: list[tuple[tuple, Rule]] = []
+    version = 0
+    if capabilities:
+        rules = _parse_rules(json.loads(row.pop(0)), user.username, character)
+        version = row.pop(0) or 0
+    keys = [tuple(found) for found in json.loads(row.pop(0))] if registry and remembers else None
+    return TurnRows(now=now, existing_turn=uuid.UUID(str(existing)) if existing else None,
+                    last_named=last_named, state=state, history=history, texts=texts,
+                    rules=rules, user_policy_version=version, registry_rows=keys)
+
+
+def _last_named_sql(user, alias: str) -> tuple[str, list]:
+    query = last_named_key_query(user).query
+    sql, params = query.get_compiler(using=alias).as_sql()
+    return sql, list(params)
+
+
+def _parse_history(rows: list) -> tuple[list[HistoryCandidate], dict[str, str]]:
+    rows.sort(key=lambda r: r[1])
+    candidates = [HistoryCandidate(r[0], r[1], r[2], r[3]) for r in rows]
+    return candidates, {r[0]: r[4] for r in rows if r[4] is not None}
+
+
+def _parse_rules(rows: list, username: str, character: str) -> list[tuple[tuple, Rule]]:
+    """The user's rules as the domain rules `PolicyRule.to_domain` builds, each with its place
+    in the model's order (capability, created_at, id); a character rule's character is the
+    context's (the statement selected no other)."""
+    found = []
+    for (rid, capability, effect, source, kind, conversation, scene, requested_by, valid_from,
+         valid_until, revoked_at, version, created_at) in rows:
+        found.append(((capability, _time(created_at), uuid.UUID(rid)), Rule(
+            id=rid, user=username, capability=capability, effect=effect, source=source,
+            scope=PolicyScope(kind=kind,
+                              character=character if kind == "character" else None,
+                              conversation=conversation, scene=scene),
+            requested_by=requested_by, valid_from=_time(valid_from),
+            valid_until=_time(valid_until), revoked_at=_time(revoked_at), version=version)))
+    return found
+
+
+def _time(value: str | None) -> datetime | None:
+    return None if value is None else parse_datetimes([value])[0]
+
+
+
+def message_size_sql(alias: str) -> str:
+    """The UTF-8 byte length of a message's content as the ORM writes it for the database."""
+    rows = Message.objects.using(alias).annotate(n_bytes=OctetLength("content"))
+    size, _ = rows.query.get_compiler(using=alias).compile(rows.query.annotations["n_bytes"])
+    return size
