@@ -499,7 +499,8 @@ def user_delete(*, user) -> None:
     """DELETE /users/{user}: erase everything of that user synchronously (SPEC §9). Memory
     rows go first so supersedes edges between them never block the cascade."""
     from memory.models import MemoryRecord
-    from support.models import PrivateTextAccess, SupportAction
+    from support.grants import reveals_forget_user
+    from support.models import SupportAction
 
     with transaction.atomic():
         for conversation in Conversation.objects.filter(user=user):
@@ -507,5 +508,6 @@ def user_delete(*, user) -> None:
         MemoryRecord.objects.filter(user=user).update(supersedes=None)
         # Support's notes about this user go too: a staff-written reason may quote them.
         SupportAction.objects.filter(subject_id=user.pk).delete()
-        PrivateTextAccess.objects.filter(subject_id=user.pk).delete()
+        # S2: the reveals and the access log stay, the user replaced by a pseudonym.
+        reveals_forget_user(user=user)
         user.delete()
