@@ -1,10 +1,10 @@
 """Characters, conversations, turns and messages in the admin, for support staff (issue 6).
 
 Message content and conversation titles are the user's own words: shown only inside a reveal
-of their user (SPEC §13 S1; each page that shows them is logged), searchable and filterable only
-there, and a conversation is named by its id, never by its title. Conversations, turns and messages are
-read-only (the services own them). Characters are catalog data and editable, through the same
-service as `PUT /characters/{slug}`.
+of their user (SPEC §13 S1; each page that shows them is logged), searchable and filterable
+only there, and a conversation is named by its id, never by its title. Conversations, turns
+and messages are read-only (the services own them). Characters are catalog data and
+editable, through the same service as `PUT /characters/{slug}`.
 """
 
 from django import forms
@@ -154,10 +154,11 @@ class TurnAdmin(SupportAdmin):
         if turn is not None and self.has_view_or_change_permission(request, turn):
             reveal = self.reveal_subject(request) == turn.user_id
             plan = support.turn_plan(turn, reveal=reveal)
-            link = reveal_url(turn.user.get_username(), request.path) if self.may_reveal(request) else ""
+            link = (reveal_url(turn.user.get_username(), request.path)
+                    if self.may_reveal(request) else "")
             if reveal:
-                reveal_page_log(reveal=self.reveal_of(request), staff=request.user, view="change", model=Turn,
-                                object_id=turn.pk, shown=plan.shown)
+                reveal_page_log(reveal=self.reveal_of(request), staff=request.user, view="change",
+                                model=Turn, object_id=turn.pk, shown=plan.shown)
             extra_context = {**(extra_context or {}), "plan": plan,
                              "plan_rows": plan_rows(plan, reveal_link="" if reveal else link)}
         return super().change_view(request, object_id, form_url, extra_context)

@@ -145,7 +145,8 @@ def data_time_zone(request):
                              f"Times are now shown in the service's time zone, {settings.TIME_ZONE}.",
                              extra_tags="at-time-zone")
             return redirect(reverse("data:index") + "#time-zone")
-    return render(request, "data/index.html", {"counts": data_counts(request.user), "time_zone_form": form,
+    return render(request, "data/index.html", {"counts": data_counts(request.user),
+                                               "time_zone_form": form,
                                                "reveals": reveals_of(request.user)})
 
 

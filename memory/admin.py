@@ -55,8 +55,8 @@ class MemoryRecordAdmin(SupportAdmin):
     private_search_fields = ("value",)
     private_key_fields = ("key",)
     uuid_search_fields = ("id", "supersedes_id", "conversation_id")
-    list_display = ("key_ref", "user_ref", "value_preview", "scope_id", "status", "authority", "version",
-                    "valid_from", "valid_until", "n_sources", "explain")
+    list_display = ("key_ref", "user_ref", "value_preview", "scope_id", "status", "authority",
+                    "version", "valid_from", "valid_until", "n_sources", "explain")
     list_filter = ("status", "authority", "scope_kind", RetractedFilter)
     search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     search_help_text = "A username or key (part of it), or a record, conversation or superseded id."
@@ -64,16 +64,17 @@ class MemoryRecordAdmin(SupportAdmin):
     date_hierarchy = "recorded_at"
     actions = ("forget_on_behalf", "retract", "normalise_statuses")
     fieldsets = (
-        (None, {"fields": ("id", "user_ref", "key_ref", "value_full", "scope_ref", "status", "status_since",
-                           "authority", "confidence")}),
+        (None, {"fields": ("id", "user_ref", "key_ref", "value_full", "scope_ref", "status",
+                           "status_since", "authority", "confidence")}),
         ("Time", {"fields": ("valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time")}),
         ("History and provenance", {"fields": ("version", "supersedes_ref", "superseded_by_refs", "source_refs",
                                                "tombstone_refs", "explain_link")}),
     )
-    readonly_fields = ("id", "user_ref", "key_ref", "value_full", "scope_ref", "status", "status_since",
-                       "authority", "confidence", "valid_from", "valid_until", "retracted_at",
-                       "recorded_at", "evidence_time", "version", "supersedes_ref", "superseded_by_refs",
-                       "source_refs", "tombstone_refs", "explain_link")
+    readonly_fields = ("id", "user_ref", "key_ref", "value_full", "scope_ref", "status",
+                       "status_since", "authority", "confidence", "valid_from", "valid_until",
+                       "retracted_at", "recorded_at", "evidence_time", "version",
+                       "supersedes_ref", "superseded_by_refs", "source_refs", "tombstone_refs",
+                       "explain_link")
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_sources=count_of(MemorySource, "memory"))
@@ -174,8 +175,8 @@ class MemoryRecordAdmin(SupportAdmin):
 
     def _rows(self, request, queryset):
         records = list(queryset.select_related("user"))
-        rows = [[admin_link(MemoryRecord, r.pk), r.user.get_username(), self.key_ref(r), r.scope_id, r.status,
-                 r.authority, self.value_preview(r)] for r in records]
+        rows = [[admin_link(MemoryRecord, r.pk), r.user.get_username(), self.key_ref(r), r.scope_id,
+                 r.status, r.authority, self.value_preview(r)] for r in records]
         return records, rows, records
 
     @admin.action(description="Forget on the user's behalf…", permissions=["forget_memory"])
@@ -331,15 +332,15 @@ class TombstoneAdmin(SupportAdmin):
 
     read_only = True
     private_key_fields = ("key",)
-    list_display = ("key_ref", "user_ref", "scope_id", "value_level", "forgotten_by", "forgotten_at",
-                    "blocks_sources_before")
+    list_display = ("key_ref", "user_ref", "scope_id", "value_level", "forgotten_by",
+                    "forgotten_at", "blocks_sources_before")
     list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
     search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     uuid_search_fields = ("id",)
     list_select_related = ("user",)
     date_hierarchy = "forgotten_at"
-    fields = ("id", "user_ref", "key_ref", "scope_id", "value_level", "forgotten_by", "forgotten_at",
-              "blocks_sources_before")
+    fields = ("id", "user_ref", "key_ref", "scope_id", "value_level", "forgotten_by",
+              "forgotten_at", "blocks_sources_before")
     readonly_fields = fields
 
     def object_label(self, obj):

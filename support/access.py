@@ -24,8 +24,12 @@ def request_reveal(request) -> Reveal | None:
         state = reveal_current(staff=getattr(request, "user", None))
         if state.expired is not None:
             ended = timezone.localtime(state.expired.expires_at)
-            messages.info(request, f"Your reveal of {state.expired.subject_ref}'s private text ended at "
-                                   f"{ended:%H:%M:%S} ({ended.tzname()}): it is hidden again.", fail_silently=True)
+            messages.info(
+                request,
+                f"Your reveal of {state.expired.subject_ref}'s private text ended at "
+                f"{ended:%H:%M:%S} ({ended.tzname()}): it is hidden again.",
+                fail_silently=True,
+            )
         found = state.open
         request._support_reveal = found
     return found

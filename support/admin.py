@@ -98,18 +98,22 @@ class _Labelled:
         return self.label
 
 
+KEY_MASK_TITLE = ("A name from the user's words: shown only inside a reveal of this user's "
+                  "private text (S1).")
+
+
 def key_html(shown: str):
     """A key as a page shows it: a masked free part (`*`) marked as hidden private text."""
     if "*" not in (shown or ""):
         return shown
     before, _, after = shown.partition("*")
-    return format_html('{}<span class="private-masked" title="A name from the user\'s words: shown only '
-                       'inside a reveal of this user\'s private text (S1).">*</span>{}', before, after)
+    return format_html('{}<span class="private-masked" title="{}">*</span>{}',
+                       before, KEY_MASK_TITLE, after)
 
 
 class SupportAdmin(admin.ModelAdmin):
     private_fields: tuple[str, ...] = ()  # text columns: masked outside a reveal of their user
-    private_search_fields: tuple[str, ...] = ()  # searched only inside a reveal, among its user's rows
+    private_search_fields: tuple[str, ...] = ()  # searched inside a reveal, among its user's rows
     private_key_fields: tuple[str, ...] = ()  # memory keys: their free part is private text
     uuid_search_fields: tuple[str, ...] = ()  # a search term that is a UUID matches these exactly
     read_only = False  # the services own these rows: no add, change or delete here
@@ -173,15 +177,16 @@ class SupportAdmin(admin.ModelAdmin):
             return Case(When(mine, then=expression), default=otherwise, output_field=field)
 
         annotations = {
-            "_reveal": ExpressionWrapper(mine, output_field=BooleanField()) if mine is not None else Value(False),
+            "_reveal": (ExpressionWrapper(mine, output_field=BooleanField()) if mine is not None
+                        else Value(False)),
             "_may_reveal": Value(request_may_reveal(request)),
         }
         for name in self.private_fields:
             annotations[f"_preview_{name}"] = only_mine(
                 Substr(name, 1, self.preview_chars + 1), Value(""), TextField())
             if mine is not None and name in self.private_search_fields:
-                annotations[f"_search_{name}"] = only_mine(F(name), Value(None, output_field=TextField()),
-                                                           TextField())
+                nothing = Value(None, output_field=TextField())
+                annotations[f"_search_{name}"] = only_mine(F(name), nothing, TextField())
         for name in self.private_key_fields:
             annotations[f"_shown_{name}"] = only_mine(F(name), masked_key_sql(name), CharField())
         qs = qs.defer(*self.private_fields, *self.private_key_fields).annotate(**annotations)
@@ -221,7 +226,8 @@ class SupportAdmin(admin.ModelAdmin):
     def private_key(self, obj, name: str = "key"):
         """A key of `obj` as this request may see it: whole inside a reveal of its user, its free
         part masked otherwise."""
-        return key_html(getattr(obj, f"_shown_{name}", None) or loggable_key(getattr(obj, name, "")))
+        shown = getattr(obj, f"_shown_{name}", None)
+        return key_html(shown or loggable_key(getattr(obj, name, "")))
 
     def shows_private_text(self, obj, *, full: bool) -> bool:
         """Did a page render some of `obj`'s private text unmasked? (An erased value is not.)"""
@@ -230,7 +236,8 @@ class SupportAdmin(admin.ModelAdmin):
         for name in self.private_fields:
             if getattr(obj, name if full else f"_preview_{name}", ""):
                 return True
-        return any(has_free_part(getattr(obj, f"_shown_{name}", "")) for name in self.private_key_fields)
+        keys = (getattr(obj, f"_shown_{name}", "") for name in self.private_key_fields)
+        return any(has_free_part(key) for key in keys)
 
     def log_page(self, request, view: str, objects, *, full: bool, object_id="") -> None:
         """One access-log row for a page that showed private text of any of `objects`."""
@@ -438,13 +445,14 @@ class PrivateTextAccessAdmin(LogAdmin):
     when. Append-only; readable only with `view_privatetextaccess`, which the Support group
     does not have."""
 
-    list_display = ("accessed_at", "staff_ref", "event", "subject_ref", "view", "target", "shown", "reason")
+    list_display = ("accessed_at", "staff_ref", "event", "subject_ref", "view", "target", "shown",
+                    "reason")
     list_filter = ("event", "view", "content_type")
     list_select_related = ("content_type", "subject", "grant")
     search_fields = ("staff_username", "subject__username", "subject_pseudonym", "=object_id")
     date_hierarchy = "accessed_at"
-    fields = ("accessed_at", "staff_ref", "event", "subject_ref", "reason", "grant_ref", "view", "target",
-              "shown")
+    fields = ("accessed_at", "staff_ref", "event", "subject_ref", "reason", "grant_ref", "view",
+              "target", "shown")
     readonly_fields = fields
 
     @admin.display(description="reason")
@@ -478,13 +486,14 @@ class RevealGrantAdmin(LogAdmin):
     only with `view_revealgrant`, which the Support group does not have. A reveal that passed its
     time without a page noticing still reads "not closed yet" here; its events say the rest."""
 
-    list_display = ("opened_at", "staff_ref", "subject_ref", "reason", "expires_at", "closed_at", "ended")
+    list_display = ("opened_at", "staff_ref", "subject_ref", "reason", "expires_at", "closed_at",
+                    "ended")
     list_filter = (RevealStateFilter, "ended")
     list_select_related = ("subject",)
     search_fields = ("staff_username", "subject__username", "subject_pseudonym", "reason")
     date_hierarchy = "opened_at"
-    fields = ("id", "staff_ref", "subject_ref", "reason", "opened_at", "expires_at", "closed_at", "ended",
-              "events_ref")
+    fields = ("id", "staff_ref", "subject_ref", "reason", "opened_at", "expires_at", "closed_at",
+              "ended", "events_ref")
     readonly_fields = fields
 
     @admin.display(description="access log")
@@ -502,7 +511,8 @@ class SupportActionAdmin(LogAdmin):
     list_filter = ("action", "outcome", "content_type")
     search_fields = ("staff_username", "subject__username", "=object_id", "reason")
     date_hierarchy = "acted_at"
-    fields = ("acted_at", "staff_ref", "action", "target", "subject_ref", "outcome", "reason", "detail_shown")
+    fields = ("acted_at", "staff_ref", "action", "target", "subject_ref", "outcome", "reason",
+              "detail_shown")
     readonly_fields = fields
 
     @admin.display(description="detail")
@@ -547,10 +557,10 @@ def _with_support_urls(get_urls):
             path("support/explain/turn/<uuid:turn_id>/", admin.site.admin_view(explain_turn_view),
                  name="support_explain_turn"),
             path("support/reveal/", admin.site.admin_view(reveal_view), name="support_reveal"),
-            path("support/reveal/<uuid:grant_id>/extend/", admin.site.admin_view(reveal_extend_view),
-                 name="support_reveal_extend"),
-            path("support/reveal/<uuid:grant_id>/close/", admin.site.admin_view(reveal_close_view),
-                 name="support_reveal_close"),
+            path("support/reveal/<uuid:grant_id>/extend/",
+                 admin.site.admin_view(reveal_extend_view), name="support_reveal_extend"),
+            path("support/reveal/<uuid:grant_id>/close/",
+                 admin.site.admin_view(reveal_close_view), name="support_reveal_close"),
         ] + get_urls()
 
     get_urls_with_support.support_urls = True

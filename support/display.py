@@ -42,7 +42,8 @@ def masked(reveal: str = "", *, short: bool = False):
     if not reveal:
         return mask
     if short:
-        return format_html('{} <a class="reveal-link" href="{}" title="{}">Reveal…</a>', mask, reveal, REVEAL_LINK)
+        return format_html('{} <a class="reveal-link" href="{}" title="{}">Reveal…</a>',
+                           mask, reveal, REVEAL_LINK)
     return format_html('{} <a class="reveal-link" href="{}">{}</a>', mask, reveal, REVEAL_LINK)
 
 

@@ -75,14 +75,15 @@ class RevealForm(forms.Form):
     (10–500 characters) and says what is wrong; this form only carries them."""
 
     user = forms.CharField(
-        required=False, max_length=150, label="User",
-        help_text="The user's username. Only this user's private text shows; everyone else's stays hidden.",
+        required=False, max_length=150, label="User", widget=forms.TextInput(attrs={"size": 40}),
+        help_text="The user's username. Only this user's private text shows; everyone else's "
+                  "stays hidden.",
     )
     reason = forms.CharField(
         required=False, label="Reason",
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "maxlength": grants.REASON_MAX}),
-        help_text=f"Required, {grants.REASON_MIN}–{grants.REASON_MAX} characters: a ticket number and what "
-                  "the user asked for. The user sees it, as you write it, on their “Your data” page (not "
-                  "your name). Do not paste the user's private text here.",
+        help_text=f"Required, {grants.REASON_MIN}–{grants.REASON_MAX} characters: a ticket number "
+                  "and what the user asked for. The user sees it, as you write it, on their “Your "
+                  "data” page (not your name). Do not paste the user's private text here.",
     )
     next = forms.CharField(required=False, widget=forms.HiddenInput)

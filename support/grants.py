@@ -47,10 +47,21 @@ def reveal_duration() -> timedelta:
     return timedelta(seconds=settings.SUPPORT_REVEAL_SECONDS)
 
 
+def duration_words(delta: timedelta | None = None) -> str:
+    """How long a reveal lasts, in words: "15 minutes", "1 minute", "20 seconds"."""
+    seconds = int((delta or reveal_duration()).total_seconds())
+    if seconds < 60:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    minutes = round(seconds / 60)
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+
+
 def can_reveal(staff) -> bool:
     """May `staff` open a reveal? Active staff with `view_private_text` only (a superuser has
     every permission, and still sees nothing without an open reveal)."""
-    return bool(staff and staff.is_active and staff.is_staff and staff.has_perm(PRIVATE_TEXT_PERMISSION))
+    return bool(
+        staff and staff.is_active and staff.is_staff and staff.has_perm(PRIVATE_TEXT_PERMISSION)
+    )
 
 
 @dataclass(frozen=True)
@@ -68,8 +79,15 @@ class Reveal:
     @classmethod
     def of(cls, grant: RevealGrant) -> Reveal:
         ref = grant.subject.get_username() if grant.subject is not None else grant.subject_pseudonym
-        return cls(grant.pk, grant.staff_id, grant.subject_id, ref, grant.reason, grant.opened_at,
-                   grant.expires_at)
+        return cls(
+            grant.pk,
+            grant.staff_id,
+            grant.subject_id,
+            ref,
+            grant.reason,
+            grant.opened_at,
+            grant.expires_at,
+        )
 
 
 @dataclass(frozen=True)
@@ -88,8 +106,10 @@ class RevealAlreadyOpen(ValidationError):
 
     def __init__(self, grant: RevealGrant):
         ref = grant.subject.get_username() if grant.subject is not None else "this user"
-        super().__init__(f"You already have a reveal of {ref}'s private text open. Extend it instead "
-                         "of opening another.")
+        super().__init__(
+            f"You already have a reveal of {ref}'s private text open. Extend it instead "
+            "of opening another."
+        )
         self.grant = grant
 
 
@@ -98,11 +118,16 @@ def clean_reveal_reason(reason) -> str:
     asked for."""
     text = reason.strip() if isinstance(reason, str) else ""
     if not text:
-        raise ValidationError("Say why you need to see this user's private text (a ticket number and what "
-                              "the user asked for).", field="reason")
+        raise ValidationError(
+            "Say why you need to see this user's private text (a ticket number and what "
+            "the user asked for).",
+            field="reason",
+        )
     if len(text) < REASON_MIN:
-        raise ValidationError(f"At least {REASON_MIN} characters: a ticket number and what the user asked for.",
-                              field="reason")
+        raise ValidationError(
+            f"At least {REASON_MIN} characters: a ticket number and what the user asked for.",
+            field="reason",
+        )
     if len(text) > REASON_MAX:
         raise ValidationError(f"At most {REASON_MAX} characters.", field="reason")
     return text
@@ -112,13 +137,30 @@ def clean_reveal_reason(reason) -> str:
 # The log
 
 
-def _log(grant: RevealGrant, *, event: str, at: datetime, view: str = "", model=None, object_id="",
-         shown: int = 0) -> PrivateTextAccess:
+def _log(
+    grant: RevealGrant,
+    *,
+    event: str,
+    at: datetime,
+    view: str = "",
+    model=None,
+    object_id="",
+    shown: int = 0,
+) -> PrivateTextAccess:
     return PrivateTextAccess.objects.create(
-        grant=grant, event=event, staff_id=grant.staff_id, staff_username=grant.staff_username,
-        subject_id=grant.subject_id, subject_pseudonym=grant.subject_pseudonym, view=view,
-        content_type=ContentType.objects.get_for_model(model, for_concrete_model=False) if model else None,
-        object_id=str(object_id or ""), shown=shown, accessed_at=at,
+        grant=grant,
+        event=event,
+        staff_id=grant.staff_id,
+        staff_username=grant.staff_username,
+        subject_id=grant.subject_id,
+        subject_pseudonym=grant.subject_pseudonym,
+        view=view,
+        content_type=ContentType.objects.get_for_model(model, for_concrete_model=False)
+        if model
+        else None,
+        object_id=str(object_id or ""),
+        shown=shown,
+        accessed_at=at,
     )
 
 
@@ -132,12 +174,17 @@ def _end(grant: RevealGrant, *, how: str, at: datetime) -> None:
 
 def _lock_staff(staff) -> None:
     """Serialise one staff member's reveal changes (the row lock; SQLite locks the database)."""
-    get_user_model().objects.select_for_update().filter(pk=staff.pk).values_list("pk", flat=True).first()
+    get_user_model().objects.select_for_update().filter(pk=staff.pk).values_list(
+        "pk", flat=True
+    ).first()
 
 
 def _open_of(staff) -> RevealGrant | None:
-    return (RevealGrant.objects.select_related("subject")
-            .filter(staff_id=staff.pk, closed_at__isnull=True).first())
+    return (
+        RevealGrant.objects.select_related("subject")
+        .filter(staff_id=staff.pk, closed_at__isnull=True)
+        .first()
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,8 +203,10 @@ def reveal_open(*, staff, user: str, reason: str) -> RevealGrant:
     ref = user.strip() if isinstance(user, str) else ""
     subject = get_user_model().objects.filter(username=ref).first() if ref else None
     if subject is None:
-        raise ValidationError(f"No user is called “{ref}”." if ref else "Name the user (their username).",
-                              field="user")
+        raise ValidationError(
+            f"No user is called “{ref}”." if ref else "Name the user (their username).",
+            field="user",
+        )
     try:
         with transaction.atomic():
             _lock_staff(staff)
@@ -171,8 +220,12 @@ def reveal_open(*, staff, user: str, reason: str) -> RevealGrant:
             if current is not None:
                 _end(current, how="replaced", at=now)
             grant = RevealGrant.objects.create(
-                staff_id=staff.pk, staff_username=staff.get_username(), subject=subject, reason=reason,
-                opened_at=now, expires_at=now + reveal_duration(),
+                staff_id=staff.pk,
+                staff_username=staff.get_username(),
+                subject=subject,
+                reason=reason,
+                opened_at=now,
+                expires_at=now + reveal_duration(),
             )
             _log(grant, event="opened", at=now)
     except IntegrityError:
@@ -185,7 +238,9 @@ def reveal_open(*, staff, user: str, reason: str) -> RevealGrant:
 
 
 def _own_open(staff, grant_id) -> tuple[RevealGrant, datetime]:
-    grant = RevealGrant.objects.select_related("subject").filter(pk=grant_id, staff_id=staff.pk).first()
+    grant = (
+        RevealGrant.objects.select_related("subject").filter(pk=grant_id, staff_id=staff.pk).first()
+    )
     if grant is None:
         raise NotFound("No such reveal of yours.")
     return grant, db_now()
@@ -202,7 +257,9 @@ def reveal_extend(*, staff, grant_id) -> RevealGrant:
         if grant.closed_at is None and grant.expires_at <= now:
             _end(grant, how="expired", at=grant.expires_at)
         if grant.closed_at is not None:
-            raise ValidationError("This reveal has ended; open a new one, with a reason.", field="reveal")
+            raise ValidationError(
+                "This reveal has ended; open a new one, with a reason.", field="reveal"
+            )
         grant.expires_at = now + reveal_duration()
         grant.save(update_fields=["expires_at"])
         _log(grant, event="extended", at=now)
@@ -237,23 +294,34 @@ def reveal_current(*, staff) -> RevealState:
         return RevealState(open=Reveal.of(grant) if can_reveal(staff) else None)
     with transaction.atomic():
         ended = RevealGrant.objects.filter(pk=grant.pk, closed_at__isnull=True).update(
-            closed_at=grant.expires_at, ended="expired")
+            closed_at=grant.expires_at, ended="expired"
+        )
         if ended:
             grant.closed_at, grant.ended = grant.expires_at, "expired"
             _log(grant, event="expired", at=grant.expires_at)
     return RevealState(expired=Reveal.of(grant) if ended else None)
 
 
-def reveal_page_log(*, reveal: Reveal, staff, view: str, model=None, object_id="", shown: int) -> None:
+def reveal_page_log(
+    *, reveal: Reveal, staff, view: str, model=None, object_id="", shown: int
+) -> None:
     """S1: one row for a page that showed `shown` objects' private text under `reveal` (never
     one per value): the kind of page, its model and, for a change page, its object."""
     if shown <= 0:
         return
     PrivateTextAccess.objects.create(
-        grant_id=reveal.id, event="page", staff_id=staff.pk, staff_username=staff.get_username(),
-        subject_id=reveal.subject_id, view=view,
-        content_type=ContentType.objects.get_for_model(model, for_concrete_model=False) if model else None,
-        object_id=str(object_id or ""), shown=shown, accessed_at=db_now(),
+        grant_id=reveal.id,
+        event="page",
+        staff_id=staff.pk,
+        staff_username=staff.get_username(),
+        subject_id=reveal.subject_id,
+        view=view,
+        content_type=ContentType.objects.get_for_model(model, for_concrete_model=False)
+        if model
+        else None,
+        object_id=str(object_id or ""),
+        shown=shown,
+        accessed_at=db_now(),
     )
 
 
@@ -261,7 +329,9 @@ def pseudonym(user) -> str:
     """A one-way pseudonym for a deleted user: a keyed hash (the deployment's secret) of the
     account's id and username. The same account always gets the same one, so its rows stay
     together; nothing leads back to the username without the secret and a guess."""
-    digest = salted_hmac(PSEUDONYM_SALT, f"{user.pk}:{user.get_username()}", algorithm="sha256").hexdigest()
+    digest = salted_hmac(
+        PSEUDONYM_SALT, f"{user.pk}:{user.get_username()}", algorithm="sha256"
+    ).hexdigest()
     return f"deleted-user-{digest[:20]}"
 
 
@@ -292,5 +362,7 @@ def reveals_forget_user(*, user) -> int:
             grant.subject, grant.subject_pseudonym = None, alias
             grant.reason = _scrub(grant.reason, username, alias)
             grant.save(update_fields=["subject", "subject_pseudonym", "reason"])
-        PrivateTextAccess.objects.filter(subject_id=user.pk).update(subject=None, subject_pseudonym=alias)
+        PrivateTextAccess.objects.filter(subject_id=user.pk).update(
+            subject=None, subject_pseudonym=alias
+        )
     return len(grants)

@@ -22,6 +22,13 @@ class AppendOnlyQuerySet(models.QuerySet):
         raise AppendOnly("The access log is append-only: its rows are never deleted.")
 
 
+def _user_reference(help_text: str = ""):
+    """A user, referenced without a database constraint and without cascades: a log row
+    outlives the account it names."""
+    return models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING,
+                             db_constraint=False, related_name="+", help_text=help_text)
+
+
 class RevealGrant(models.Model):
     """S1: a reveal — one staff member may see one end user's private text, for a written
     reason, from `opened_at` until `expires_at` (`SUPPORT_REVEAL_SECONDS` after it was opened or
@@ -41,14 +48,9 @@ class RevealGrant(models.Model):
     ]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    staff = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
-    )
+    staff = _user_reference()
     staff_username = models.CharField(max_length=150)
-    subject = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+",
-        help_text="The user whose private text the reveal shows.",
-    )
+    subject = _user_reference("The user whose private text the reveal shows.")
     subject_pseudonym = models.CharField(
         max_length=40, blank=True, help_text="Set when the user was deleted: a one-way pseudonym."
     )
@@ -62,9 +64,8 @@ class RevealGrant(models.Model):
         ordering = ["-opened_at", "-id"]
         verbose_name = "reveal"
         constraints = [
-            models.UniqueConstraint(
-                fields=["staff"], condition=models.Q(closed_at__isnull=True), name="reveal_one_open_per_staff",
-            ),
+            models.UniqueConstraint(fields=["staff"], condition=models.Q(closed_at__isnull=True),
+                                    name="reveal_one_open_per_staff"),
         ]
         indexes = [
             models.Index(fields=["subject", "-opened_at"], name="reveal_subject_time"),
@@ -106,21 +107,16 @@ class PrivateTextAccess(models.Model):
         RevealGrant, null=True, blank=True, on_delete=models.PROTECT, related_name="events",
     )
     event = models.CharField(max_length=10, choices=EVENTS, default="page")
-    staff = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
-    )
+    staff = _user_reference()
     staff_username = models.CharField(max_length=150)
-    subject = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+",
-        help_text="The user whose text was shown.",
-    )
+    subject = _user_reference("The user whose text was shown.")
     subject_pseudonym = models.CharField(max_length=40, blank=True)
-    content_type = models.ForeignKey(
-        "contenttypes.ContentType", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-    )
+    content_type = models.ForeignKey("contenttypes.ContentType", null=True, blank=True,
+                                     on_delete=models.PROTECT, related_name="+")
     object_id = models.CharField(max_length=64, blank=True)
     view = models.CharField(max_length=12, choices=VIEWS, blank=True)
-    shown = models.PositiveIntegerField(default=1, help_text="How many objects' private text the page showed.")
+    shown = models.PositiveIntegerField(
+        default=1, help_text="How many objects' private text the page showed.")
     accessed_at = models.DateTimeField()
 
     objects = AppendOnlyQuerySet.as_manager()
@@ -130,7 +126,8 @@ class PrivateTextAccess(models.Model):
         verbose_name = "private text access"
         verbose_name_plural = "private text access log"
         permissions = [
-            ("view_private_text", "Can open a reveal of one user's private text (S1); every page it shows is logged"),
+            ("view_private_text",
+             "Can open a reveal of one user's private text (S1); every page it shows is logged"),
         ]
         indexes = [
             models.Index(fields=["content_type", "object_id"], name="reveal_object"),

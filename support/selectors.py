@@ -34,7 +34,7 @@ class RevealSeen:
 
     @property
     def length_words(self) -> str:
-        """"for 15 minutes", "for 1 minute", "for less than a minute"; "" while open."""
+        """ "for 15 minutes", "for 1 minute", "for less than a minute"; "" while open."""
         seconds = self.seconds
         if seconds is None:
             return ""
@@ -52,16 +52,24 @@ def _seen(grant: RevealGrant, now: datetime | None) -> RevealSeen:
         status, ended = "expired", grant.expires_at
     else:
         status, ended = "open", None
-    return RevealSeen(opened_at=grant.opened_at, expires_at=grant.expires_at, ended_at=ended,
-                      status=status, reason=grant.reason)
+    return RevealSeen(
+        opened_at=grant.opened_at,
+        expires_at=grant.expires_at,
+        ended_at=ended,
+        status=status,
+        reason=grant.reason,
+    )
 
 
 def reveals_of(user) -> list[RevealSeen]:
     """Every reveal of `user`'s private text, newest first: one query (and the clock when one
     has not been closed yet). A reveal past its time reads as expired even before a page of
     its staff member has noticed."""
-    grants = list(RevealGrant.objects.filter(subject_id=user.pk).order_by("-opened_at", "-id")
-                  .only("opened_at", "expires_at", "closed_at", "ended", "reason"))
+    grants = list(
+        RevealGrant.objects.filter(subject_id=user.pk)
+        .order_by("-opened_at", "-id")
+        .only("opened_at", "expires_at", "closed_at", "ended", "reason")
+    )
     now = db_now() if any(g.closed_at is None for g in grants) else None
     return [_seen(grant, now) for grant in grants]
 
@@ -76,7 +84,13 @@ def _t(value: datetime | None) -> str | None:
 def reveals_export(user) -> list[dict]:
     """The snapshot's `reveals` (SPEC §9, S2): read-only — an import ignores it."""
     return [
-        {"opened_at": _t(r.opened_at), "expires_at": _t(r.expires_at), "ended_at": _t(r.ended_at),
-         "status": r.status, "reason": r.reason, "by": r.by}
+        {
+            "opened_at": _t(r.opened_at),
+            "expires_at": _t(r.expires_at),
+            "ended_at": _t(r.ended_at),
+            "status": r.status,
+            "reason": r.reason,
+            "by": r.by,
+        }
         for r in reveals_of(user)
     ]

@@ -303,7 +303,8 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
     ctx = load_context({"user": user, "character": character or None,
                         "conversation": conversation or None, "scene": scene or None, "now": now})
     if memory:
-        key = MemoryRecord.objects.filter(user=ctx.user, pk=memory).values_list("key", flat=True).first()
+        key = (MemoryRecord.objects.filter(user=ctx.user, pk=memory)
+               .values_list("key", flat=True).first())
         if key is None:
             raise ValidationError("Not a memory of this user.", field="memory")
         keys = [key]
@@ -405,7 +406,8 @@ class TurnPlan:
         """How many memories' private text (a value, a key's free part) the plan shows."""
         if not self.reveal:
             return 0
-        keyed = {i.id for i in [*self.memories, *self.left_out] if i.kind == "memory" and has_free_part(i.key)}
+        items = [*self.memories, *self.left_out]
+        keyed = {i.id for i in items if i.kind == "memory" and has_free_part(i.key)}
         return len(keyed | set(self.revealed))
 
     @property

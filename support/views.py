@@ -125,7 +125,7 @@ def explain_view(request):
             key = masked_key(record.key, reveal=reveal)
             rows.append({
                 "item": item, "record": record,
-                "detail": item.detail.replace(record.key, key) if key != record.key else item.detail,
+                "detail": item.detail.replace(record.key, key),  # the slot names the key
                 "link": admin_link(MemoryRecord, record.id, short_id(record.id)),
                 "key": key,
                 "label": masked_label(record.key, item.label, reveal=reveal),
@@ -135,7 +135,8 @@ def explain_view(request):
             })
         if reveal:
             shown.update(plan.revealed if plan is not None else ())
-            grants.reveal_page_log(reveal=request_reveal(request), staff=request.user, view="explain",
+            grants.reveal_page_log(reveal=request_reveal(request), staff=request.user,
+                                   view="explain",
                                    shown=len(shown) + (plan.shown if plan is not None else 0))
     context = {
         **admin.site.each_context(request),
@@ -187,13 +188,15 @@ def reveal_view(request):
                 form_errors_from(form, error)
             else:
                 request_reveal_forget(request)
-                messages.success(request, f"You can see {grant.subject.get_username()}'s private text until "
-                                          f"{_time(grant.expires_at)}, and no one else's. Every page that "
-                                          "shows it is logged under your name.")
-                default = reverse("admin:memory_memoryrecord_changelist") + "?q=" + grant.subject.get_username()
+                ref = grant.subject.get_username()
+                messages.success(request, f"You can see {ref}'s private text until "
+                                          f"{_time(grant.expires_at)}, and no one else's. Every "
+                                          "page that shows it is logged under your name.")
+                default = reverse("admin:memory_memoryrecord_changelist") + "?q=" + ref
                 return redirect(next_url(request, default=default))
     else:
-        form = RevealForm(initial={"user": request.GET.get("user", ""), "next": request.GET.get("next", "")})
+        form = RevealForm(initial={"user": request.GET.get("user", ""),
+                                   "next": request.GET.get("next", "")})
     context = {
         **admin.site.each_context(request),
         "title": "Reveal a user's private text",
@@ -201,8 +204,7 @@ def reveal_view(request):
         "form": form,
         "current": current,
         "already": already,
-        "minutes": max(1, round(grants.reveal_duration().total_seconds() / 60)),
-        "duration": grants.reveal_duration(),
+        "duration": grants.duration_words(),
     }
     return TemplateResponse(request, "admin/support/reveal.html", context)
 
@@ -219,8 +221,8 @@ def reveal_extend_view(request, grant_id):
     except DomainValidationError as error:
         messages.error(request, error.detail)
     else:
-        messages.success(request, f"Your reveal of {grant.subject.get_username()}'s private text now ends at "
-                                  f"{_time(grant.expires_at)}.")
+        messages.success(request, f"Your reveal of {grant.subject.get_username()}'s private text "
+                                  f"now ends at {_time(grant.expires_at)}.")
     return redirect(next_url(request, default="admin:index"))
 
 

@@ -138,7 +138,7 @@ def test_it_deletes_a_user_and_everything_theirs(api, story):
     assert not Turn.objects.exists() and not MemoryRecord.objects.exists()
 
 
-def test_it_erases_support_notes_about_a_deleted_user_and_keeps_the_reveals_under_a_pseudonym(api, story):
+def test_it_erases_support_notes_and_keeps_the_reveals_of_a_deleted_user_pseudonymously(api, story):
     """§9: DELETE erases everything of the user, support's notes about them included; S2: the
     reveal log stays, with the user replaced by a one-way pseudonym."""
     from memory.models import MemoryRecord as Record

@@ -187,7 +187,8 @@ def alex(world) -> Alex:
 @pytest.fixture
 def person_memory(world):
     """A memory of sam's whose key holds a person's name (`people.zebrina.works_at`)."""
-    record = memory_assert(user=world.sam, key=PERSON_KEY, value=PERSON_VALUE, scope=Scope("user")).record
+    record = memory_assert(user=world.sam, key=PERSON_KEY, value=PERSON_VALUE,
+                           scope=Scope("user")).record
     return MemoryRecord.objects.get(pk=record.id)
 
 
@@ -195,5 +196,6 @@ def person_memory(world):
 def other_privileged_user(support_group):
     user = UserFactory(username="support-omar", is_staff=True)
     user.groups.add(support_group)
-    user.user_permissions.add(Permission.objects.get(content_type__app_label="support", codename="view_private_text"))
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="support",
+                                                     codename="view_private_text"))
     return user

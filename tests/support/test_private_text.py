@@ -88,7 +88,10 @@ def test_it_shows_no_private_text_to_the_support_group(world, support, support_u
         html = response.content.decode()
         assert_no_private_text(html, url)
         assert "Reveal this user" not in html and "Reveal…" not in html  # they cannot open one
-    assert "hidden" in support.get(f"/admin/memory/memoryrecord/{world.plant.pk}/change/").content.decode()
+    assert (
+        "hidden"
+        in support.get(f"/admin/memory/memoryrecord/{world.plant.pk}/change/").content.decode()
+    )
     assert not PrivateTextAccess.objects.filter(staff_id=support_user.pk).exists()
 
 
@@ -97,18 +100,26 @@ def test_a_masked_value_offers_a_reveal_of_its_user_to_staff_who_may_open_one(wo
     assert VALUE not in html
     assert "/admin/support/reveal/?user=sam&amp;next=%2Fadmin%2Fmemory%2Fmemoryrecord%2F" in html
     html = privileged.get(f"/admin/memory/memoryrecord/{world.plant.pk}/change/").content.decode()
-    assert "Reveal this user&#x27;s private text…" in html or "Reveal this user's private text…" in html
+    assert (
+        "Reveal this user&#x27;s private text…" in html
+        or "Reveal this user's private text…" in html
+    )
 
 
-@pytest.mark.parametrize("url, term", [
-    ("/admin/memory/memoryrecord/", "Marlowe"),
-    ("/admin/conversations/message/", "basil"),
-    ("/admin/conversations/message/", "Lovely-reply"),
-    ("/admin/conversations/conversation/", "Greenhouse"),
-    ("/admin/memory/memoryrecord/", NAME),
-])
+@pytest.mark.parametrize(
+    "url, term",
+    [
+        ("/admin/memory/memoryrecord/", "Marlowe"),
+        ("/admin/conversations/message/", "basil"),
+        ("/admin/conversations/message/", "Lovely-reply"),
+        ("/admin/conversations/conversation/", "Greenhouse"),
+        ("/admin/memory/memoryrecord/", NAME),
+    ],
+)
 @pytest.mark.parametrize("who", ["support_user", "privileged_user"])
-def test_searching_by_private_text_finds_nothing_without_a_reveal(world, person_memory, url, term, who, request):
+def test_searching_by_private_text_finds_nothing_without_a_reveal(
+    world, person_memory, url, term, who, request
+):
     client = staff_client(request.getfixturevalue(who))
     response = client.get(url, {"q": term})
     assert response.status_code == 200
@@ -116,26 +127,42 @@ def test_searching_by_private_text_finds_nothing_without_a_reveal(world, person_
     assert_no_private_text(response.content.decode(), url)
 
 
-def test_searching_by_private_text_works_inside_a_reveal_for_its_user_only(world, alex, privileged, privileged_user):
+def test_searching_by_private_text_works_inside_a_reveal_for_its_user_only(
+    world, alex, privileged, privileged_user
+):
     open_reveal(privileged_user, "sam")
     response = privileged.get("/admin/memory/memoryrecord/", {"q": "Marlowe"})
     assert [r.pk for r in response.context["cl"].result_list] == [world.plant.pk]
     # Alex's value is not searchable inside a reveal of sam.
-    assert privileged.get("/admin/memory/memoryrecord/", {"q": "Quillon"}).context["cl"].result_count == 0
-    assert privileged.get("/admin/conversations/message/", {"q": "lamp"}).context["cl"].result_count == 0
-    assert privileged.get("/admin/conversations/message/", {"q": "basil"}).context["cl"].result_count == 1
+    assert (
+        privileged.get("/admin/memory/memoryrecord/", {"q": "Quillon"}).context["cl"].result_count
+        == 0
+    )
+    assert (
+        privileged.get("/admin/conversations/message/", {"q": "lamp"}).context["cl"].result_count
+        == 0
+    )
+    assert (
+        privileged.get("/admin/conversations/message/", {"q": "basil"}).context["cl"].result_count
+        == 1
+    )
 
 
-def test_a_keys_free_part_is_searchable_only_inside_a_reveal_of_its_user(world, person_memory, alex,
-                                                                         privileged, privileged_user):
+def test_a_keys_free_part_is_searchable_only_inside_a_reveal_of_its_user(
+    world, person_memory, alex, privileged, privileged_user
+):
     url = "/admin/memory/memoryrecord/"
     # The key without its free part is searchable by everyone.
-    assert [r.pk for r in privileged.get(url, {"q": "works_at"}).context["cl"].result_list] == [person_memory.pk]
+    assert [r.pk for r in privileged.get(url, {"q": "works_at"}).context["cl"].result_list] == [
+        person_memory.pk
+    ]
     assert privileged.get(url, {"q": NAME}).context["cl"].result_count == 0
     open_reveal(privileged_user, "alex")
     assert privileged.get(url, {"q": NAME}).context["cl"].result_count == 0  # not alex's key
     open_reveal(privileged_user, "sam")
-    assert [r.pk for r in privileged.get(url, {"q": NAME}).context["cl"].result_list] == [person_memory.pk]
+    assert [r.pk for r in privileged.get(url, {"q": NAME}).context["cl"].result_list] == [
+        person_memory.pk
+    ]
 
 
 def test_search_by_user_and_key_works_for_everyone(world, support):
@@ -145,23 +172,28 @@ def test_search_by_user_and_key_works_for_everyone(world, support):
     assert [r.pk for r in response.context["cl"].result_list] == [world.plant.pk]
 
 
-@pytest.mark.parametrize("url, lookup", [
-    ("/admin/memory/memoryrecord/", "value__startswith"),
-    ("/admin/memory/memoryrecord/", "value"),
-    ("/admin/memory/memoryrecord/", "key__startswith"),
-    ("/admin/memory/tombstone/", "key"),
-    ("/admin/conversations/message/", "content__icontains"),
-    ("/admin/conversations/conversation/", "title__startswith"),
-    ("/admin/conversations/message/", "conversation__title__startswith"),
-    ("/admin/conversations/turn/", "user_message__content__startswith"),
-])
+@pytest.mark.parametrize(
+    "url, lookup",
+    [
+        ("/admin/memory/memoryrecord/", "value__startswith"),
+        ("/admin/memory/memoryrecord/", "value"),
+        ("/admin/memory/memoryrecord/", "key__startswith"),
+        ("/admin/memory/tombstone/", "key"),
+        ("/admin/conversations/message/", "content__icontains"),
+        ("/admin/conversations/conversation/", "title__startswith"),
+        ("/admin/conversations/message/", "conversation__title__startswith"),
+        ("/admin/conversations/turn/", "user_message__content__startswith"),
+    ],
+)
 @pytest.mark.parametrize("who", ["support_user", "privileged_user"])
 def test_filtering_by_private_text_is_refused_without_a_reveal(world, url, lookup, who, request):
     client = staff_client(request.getfixturevalue(who))
     assert client.get(url, {lookup: "M"}).status_code == 400
 
 
-def test_filtering_by_private_text_inside_a_reveal_keeps_to_its_user(world, alex, privileged, privileged_user):
+def test_filtering_by_private_text_inside_a_reveal_keeps_to_its_user(
+    world, alex, privileged, privileged_user
+):
     open_reveal(privileged_user, "sam")
     # Both users have a memory value and a message starting with these letters.
     response = privileged.get("/admin/memory/memoryrecord/", {"value__icontains": "secret-xyz"})
@@ -179,20 +211,31 @@ def column(response, pks) -> list:
     return [pk for pk in order if pk in pks]
 
 
-def test_sorting_by_value_or_key_orders_by_private_text_only_inside_a_reveal(world, privileged, privileged_user):
+def test_sorting_by_value_or_key_orders_by_private_text_only_inside_a_reveal(
+    world, privileged, privileged_user
+):
     from memory.domain import Scope
     from memory.models import MemoryRecord
     from memory.services import memory_assert
 
-    made = [uuid.UUID(str(memory_assert(user=world.sam, key=key, value=value, scope=Scope("user")).record.id))
-            for key, value in [("people.abe.lives_in", "zzz-last"), ("people.zed.lives_in", "aaa-first")]]
+    made = [
+        uuid.UUID(
+            str(memory_assert(user=world.sam, key=key, value=value, scope=Scope("user")).record.id)
+        )
+        for key, value in [
+            ("people.abe.lives_in", "zzz-last"),
+            ("people.zed.lives_in", "aaa-first"),
+        ]
+    ]
     pks = set(made)
     list_display = list(admin.site._registry[MemoryRecord].list_display)
     key_col, value_col = list_display.index("key_ref") + 1, list_display.index("value_preview") + 1
     url = "/admin/memory/memoryrecord/"
 
     def orders(col):
-        return column(privileged.get(url, {"o": f"{col}"}), pks), column(privileged.get(url, {"o": f"-{col}"}), pks)
+        return column(privileged.get(url, {"o": f"{col}"}), pks), column(
+            privileged.get(url, {"o": f"-{col}"}), pks
+        )
 
     for col in (key_col, value_col):  # masked: a tie, so ascending and descending agree
         ascending, descending = orders(col)
@@ -203,16 +246,23 @@ def test_sorting_by_value_or_key_orders_by_private_text_only_inside_a_reveal(wor
 
 
 @pytest.mark.parametrize("page", ["change", "changelist"])
-def test_inside_a_reveal_its_users_text_shows_and_everyone_elses_stays_masked(world, alex, person_memory,
-                                                                             privileged, privileged_user, page):
+def test_inside_a_reveal_its_users_text_shows_and_everyone_elses_stays_masked(
+    world, alex, person_memory, privileged, privileged_user, page
+):
     open_reveal(privileged_user, "sam")
     urls = {
-        "change": [f"/admin/memory/memoryrecord/{world.plant.pk}/change/",
-                   f"/admin/memory/memoryrecord/{person_memory.pk}/change/",
-                   f"/admin/conversations/message/{world.reply.pk}/change/",
-                   f"/admin/conversations/conversation/{world.conversation.pk}/change/"],
-        "changelist": ["/admin/memory/memoryrecord/", "/admin/conversations/message/",
-                       "/admin/conversations/conversation/", "/admin/memory/tombstone/"],
+        "change": [
+            f"/admin/memory/memoryrecord/{world.plant.pk}/change/",
+            f"/admin/memory/memoryrecord/{person_memory.pk}/change/",
+            f"/admin/conversations/message/{world.reply.pk}/change/",
+            f"/admin/conversations/conversation/{world.conversation.pk}/change/",
+        ],
+        "changelist": [
+            "/admin/memory/memoryrecord/",
+            "/admin/conversations/message/",
+            "/admin/conversations/conversation/",
+            "/admin/memory/tombstone/",
+        ],
     }[page]
     html = "".join(privileged.get(url).content.decode() for url in urls)
     for secret in (VALUE, REPLY, TITLE, NAME, PERSON_VALUE):
@@ -223,19 +273,28 @@ def test_inside_a_reveal_its_users_text_shows_and_everyone_elses_stays_masked(wo
     assert ALEX_VALUE not in html and "private-masked" in html
 
 
-def test_each_page_shown_under_a_reveal_is_logged_once(world, person_memory, privileged, privileged_user):
+def test_each_page_shown_under_a_reveal_is_logged_once(
+    world, person_memory, privileged, privileged_user
+):
     grant = open_reveal(privileged_user, "sam")
     privileged.get("/admin/memory/memoryrecord/")
     privileged.get(f"/admin/memory/memoryrecord/{world.plant.pk}/change/")
     privileged.get(f"/admin/conversations/message/{world.reply.pk}/change/")
     rows = list(page_rows(privileged_user).order_by("id"))
     assert [(r.view, r.content_type.model) for r in rows] == [
-        ("changelist", "memoryrecord"), ("change", "memoryrecord"), ("change", "message")]
+        ("changelist", "memoryrecord"),
+        ("change", "memoryrecord"),
+        ("change", "message"),
+    ]
     shown = sam_records_with_private_text(world)
     assert rows[0].shown == shown and rows[0].object_id == ""
     assert rows[1].object_id == str(world.plant.pk) and rows[1].shown == 1
     for row in rows:
-        assert (row.grant_id, row.subject_id, row.staff_username) == (grant.pk, world.sam.pk, "support-priya")
+        assert (row.grant_id, row.subject_id, row.staff_username) == (
+            grant.pk,
+            world.sam.pk,
+            "support-priya",
+        )
         assert row.grant.reason == grant.reason and row.accessed_at is not None
 
 
@@ -243,7 +302,9 @@ def sam_records_with_private_text(world) -> int:
     from memory.models import MemoryRecord
     from support.display import has_free_part
 
-    return sum(1 for r in MemoryRecord.objects.filter(user=world.sam) if r.value or has_free_part(r.key))
+    return sum(
+        1 for r in MemoryRecord.objects.filter(user=world.sam) if r.value or has_free_part(r.key)
+    )
 
 
 def test_a_forgotten_value_is_gone_even_inside_a_reveal(world, privileged, privileged_user):
@@ -255,7 +316,9 @@ def test_a_forgotten_value_is_gone_even_inside_a_reveal(world, privileged, privi
     assert FORGOTTEN not in privileged.get("/admin/memory/memoryrecord/").content.decode()
 
 
-def test_conversation_titles_never_name_a_conversation_elsewhere(world, privileged, privileged_user):
+def test_conversation_titles_never_name_a_conversation_elsewhere(
+    world, privileged, privileged_user
+):
     open_reveal(privileged_user, "sam")
     # Pages that refer to a conversation (a memory's scope, a message, a rule) use its id.
     for url in [
@@ -267,26 +330,36 @@ def test_conversation_titles_never_name_a_conversation_elsewhere(world, privileg
         html = privileged.get(url).content.decode()
         assert TITLE not in html, url
         assert str(world.conversation.pk) in html, url
-    html = privileged.get(f"/admin/conversations/conversation/{world.conversation.pk}/change/").content.decode()
+    html = privileged.get(
+        f"/admin/conversations/conversation/{world.conversation.pk}/change/"
+    ).content.decode()
     assert TITLE in html and f"<title>{TITLE}" not in html  # shown, but never as the page's name
     assert Conversation.objects.get().title == TITLE
 
 
-def test_the_explain_view_hides_values_and_names_without_a_reveal(world, person_memory, support, privileged,
-                                                                 support_user, privileged_user):
+def test_the_explain_view_hides_values_and_names_without_a_reveal(
+    world, person_memory, support, privileged, support_user, privileged_user
+):
     url = "/admin/support/explain/"
     for client in (support, privileged):
-        response = client.get(url, {"user": "sam", "conversation": str(world.conversation.pk), "scene": "greenhouse"})
+        response = client.get(
+            url, {"user": "sam", "conversation": str(world.conversation.pk), "scene": "greenhouse"}
+        )
         assert response.status_code == 200
         html = response.content.decode()
         assert_no_private_text(html, url)
         assert_no_text_of(html, (NAME, PERSON_VALUE), url)
-        assert str(world.plant.pk) in html and "people.*.works_at" in html  # ids, keys and reasons show
-    assert not PrivateTextAccess.objects.filter(staff_id__in=[support_user.pk, privileged_user.pk]).exists()
+        assert (
+            str(world.plant.pk) in html and "people.*.works_at" in html
+        )  # ids, keys and reasons show
+    assert not PrivateTextAccess.objects.filter(
+        staff_id__in=[support_user.pk, privileged_user.pk]
+    ).exists()
 
 
-def test_the_explain_view_shows_its_users_text_inside_a_reveal_and_logs_the_page(world, person_memory, alex,
-                                                                                privileged, privileged_user):
+def test_the_explain_view_shows_its_users_text_inside_a_reveal_and_logs_the_page(
+    world, person_memory, alex, privileged, privileged_user
+):
     open_reveal(privileged_user, "sam")
     html = privileged.get("/admin/support/explain/", {"user": "sam"}).content.decode()
     assert VALUE in html and LIKE in html and PERSON_VALUE in html and FORGOTTEN not in html
@@ -298,9 +371,13 @@ def test_the_explain_view_shows_its_users_text_inside_a_reveal_and_logs_the_page
     assert page_rows(privileged_user).count() == 1
 
 
-def test_an_action_confirmation_page_masks_values_outside_a_reveal(world, person_memory, support, privileged,
-                                                                  privileged_user):
-    data = {"action": "forget_on_behalf", "_selected_action": [str(world.plant.pk), str(person_memory.pk)]}
+def test_an_action_confirmation_page_masks_values_outside_a_reveal(
+    world, person_memory, support, privileged, privileged_user
+):
+    data = {
+        "action": "forget_on_behalf",
+        "_selected_action": [str(world.plant.pk), str(person_memory.pk)],
+    }
     for client in (support, privileged):
         response = client.post("/admin/memory/memoryrecord/", data)
         assert response.status_code == 200 and "Reason" in response.content.decode()
@@ -317,21 +394,42 @@ def test_a_support_actions_detail_never_shows_a_keys_free_part(world, person_mem
     from support.models import SupportAction
     from support.services import support_forget
 
-    support_forget(staff=superuser, record_ids=[person_memory.pk], reason="Ticket 9: forget this person")
+    support_forget(
+        staff=superuser, record_ids=[person_memory.pk], reason="Ticket 9: forget this person"
+    )
     action = SupportAction.objects.get(object_id=str(person_memory.pk))
-    html = staff_client(superuser).get(f"/admin/support/supportaction/{action.pk}/change/").content.decode()
+    html = (
+        staff_client(superuser)
+        .get(f"/admin/support/supportaction/{action.pk}/change/")
+        .content.decode()
+    )
     assert "people.*.works_at" in html and NAME not in html
 
 
-@pytest.mark.parametrize("path", [
-    "memory/memoryrecord", "memory/tombstone", "memory/slotretraction", "memory/idempotencyrecord",
-    "policy/policyrule", "policy/decisionlog", "policy/mediajob", "policy/policyanswer",
-    "conversations/conversation", "conversations/turn", "conversations/message",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "memory/memoryrecord",
+        "memory/tombstone",
+        "memory/slotretraction",
+        "memory/idempotencyrecord",
+        "policy/policyrule",
+        "policy/decisionlog",
+        "policy/mediajob",
+        "policy/policyanswer",
+        "conversations/conversation",
+        "conversations/turn",
+        "conversations/message",
+    ],
+)
 def test_rows_the_services_own_cannot_be_added_changed_or_deleted(world, superuser, path):
     root = staff_client(superuser)
     app_label, model_name = path.split("/")
-    model = next(m for m in admin.site._registry if (m._meta.app_label, m._meta.model_name) == (app_label, model_name))
+    model = next(
+        m
+        for m in admin.site._registry
+        if (m._meta.app_label, m._meta.model_name) == (app_label, model_name)
+    )
     pk = model.objects.values_list("pk", flat=True).first()
     assert root.get(f"/admin/{path}/add/").status_code == 403
     assert root.post(f"/admin/{path}/{pk}/change/", {}).status_code == 403
@@ -345,5 +443,8 @@ def test_the_private_strings_are_really_in_the_database(world, person_memory):
     from memory.models import MemoryRecord
 
     assert set(MemoryRecord.objects.values_list("value", flat=True)) >= {VALUE, LIKE, PERSON_VALUE}
-    assert Message.objects.filter(content=REPLY).exists() and Conversation.objects.filter(title=TITLE).exists()
+    assert (
+        Message.objects.filter(content=REPLY).exists()
+        and Conversation.objects.filter(title=TITLE).exists()
+    )
     assert PRIVATE_STRINGS

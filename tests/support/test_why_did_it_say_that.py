@@ -106,8 +106,8 @@ def test_a_turns_plan_reads_as_keys_and_labels_with_values_hidden(planned, world
     assert not PrivateTextAccess.objects.filter(staff_id=support_user.pk).exists()
 
 
-def test_a_turns_plan_shows_values_only_inside_a_reveal_and_logs_the_page_once(planned, world, privileged,
-                                                                              privileged_user):
+def test_a_turns_plan_shows_values_only_inside_a_reveal_and_logs_the_page_once(
+        planned, world, privileged, privileged_user):
     url = f"/admin/conversations/turn/{planned.pk}/change/"
     html = privileged.get(url).content.decode()
     assert_no_private_text(html, "turn page without a reveal")
@@ -118,7 +118,8 @@ def test_a_turns_plan_shows_values_only_inside_a_reveal_and_logs_the_page_once(p
     [row] = PrivateTextAccess.objects.filter(staff_id=privileged_user.pk, event="page")
     assert (row.view, row.content_type.model, row.object_id, row.grant_id) == (
         "change", "turn", str(planned.pk), grant.pk)
-    revealed = MemoryRecord.objects.filter(pk__in=planned.plan_snapshot["memories"]).exclude(value="")
+    revealed = (MemoryRecord.objects.filter(pk__in=planned.plan_snapshot["memories"])
+                .exclude(value=""))
     assert row.shown == revealed.count() > 0
 
 
@@ -152,7 +153,8 @@ def test_the_turn_page_costs_the_same_for_a_small_or_a_large_plan(world, privile
         assert privileged.get(large).status_code == 200
 
 
-def test_explain_with_a_turn_shows_its_plan_and_logs_the_page_once(planned, world, privileged, privileged_user):
+def test_explain_with_a_turn_shows_its_plan_and_logs_the_page_once(planned, world, privileged,
+                                                                   privileged_user):
     open_reveal(privileged_user, "sam")
     url = privileged.get(f"/admin/support/explain/turn/{planned.pk}/")["Location"]
     html = privileged.get(url).content.decode()
