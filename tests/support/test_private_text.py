@@ -448,3 +448,18 @@ def test_the_private_strings_are_really_in_the_database(world, person_memory):
         and Conversation.objects.filter(title=TITLE).exists()
     )
     assert PRIVATE_STRINGS
+
+
+def test_a_turns_plan_masks_a_name_inside_a_key_outside_a_reveal(world, person_memory, privileged,
+                                                                 privileged_user):
+    from conversations.services import turn_create, turn_prompt_plan
+
+    turn = turn_create(conversation_id=world.conversation.pk, turn_key="t-person", content="hi").turn
+    turn_prompt_plan(turn_id=turn.pk, budget=4000)
+    url = f"/admin/conversations/turn/{turn.pk}/change/"
+    html = privileged.get(url).content.decode()
+    assert "people.*.works_at" in html and "Someone: works at" in html
+    assert_no_text_of(html, (NAME, PERSON_VALUE), "a turn's plan")
+    open_reveal(privileged_user, "sam")
+    html = privileged.get(url).content.decode()
+    assert "people.zebrina.works_at" in html and "Zebrina: works at" in html  # left out: no value
