@@ -230,6 +230,10 @@ COMPANION = {
     "DEFAULT_MEMORY_SHARE": 0.3,
 }
 
+# S1: how long a support reveal of one user's private text lasts (extending it starts the time
+# again), in seconds.
+SUPPORT_REVEAL_SECONDS = env.int("SUPPORT_REVEAL_SECONDS", default=15 * 60)
+
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
 # A user's snapshot can be larger than any other request.
 IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=64 * 1024 * 1024)

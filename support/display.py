@@ -1,22 +1,86 @@
 """What support pages show in place of private text, and links between admin pages. Shared by
-the support admin base class, the explain view and every app's admin module."""
+the support admin base class, the explain view and every app's admin module.
+
+Private text (SPEC §13) is masked outside a reveal: a value, a message or a title shows as
+"hidden" — with a link that opens a reveal of its user, for staff who may open one — and a key
+shows without its free part (`people.*.works_at`, the form SPEC §12 logs it in), its label
+without the name. `masked_key_sql` is the same mask in SQL, so a changelist can search and
+sort keys without the free part ever leaving the database for another user's rows."""
 
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.db.models import Case, CharField, F, Value, When
+from django.db.models.functions import Concat, StrIndex, Substr
+from django.db.models.lookups import GreaterThan
 from django.urls import reverse
 from django.utils.html import format_html
 
 from conversations.models import Message
+from memory.domain import KEY_FREE_PARTS, default_label, loggable_key
 from memory.models import MemoryRecord
 
 MASK = "hidden"
-MASK_TITLE = "Private text: needs the view_private_text permission (every view is logged)."
+MASK_TITLE = "Private text: shown only inside a reveal of this user's private text (S1)."
+REVEAL_LINK = "Reveal this user's private text…"
+
+# The SQL mask below knows one shape of free part: the segment right after the family's name.
+assert set(KEY_FREE_PARTS.values()) <= {1}, "masked_key_sql masks only a second-segment free part"
 
 
-def masked():
-    return format_html('<span class="private-masked" title="{}">{}</span>', MASK_TITLE, MASK)
+def reveal_url(user_ref: str, next_url: str = "") -> str:
+    """The page that opens a reveal of `user_ref`'s private text, then returns to `next_url`."""
+    params = {"user": user_ref, **({"next": next_url} if next_url else {})}
+    return reverse("admin:support_reveal") + "?" + urlencode(params)
+
+
+def masked(reveal: str = "", *, short: bool = False):
+    """The mask of private text; with `reveal` (a `reveal_url`), a link that opens a reveal —
+    "Reveal…" in a table cell (`short`), the whole sentence elsewhere."""
+    mask = format_html('<span class="private-masked" title="{}">{}</span>', MASK_TITLE, MASK)
+    if not reveal:
+        return mask
+    if short:
+        return format_html('{} <a class="reveal-link" href="{}" title="{}">Reveal…</a>',
+                           mask, reveal, REVEAL_LINK)
+    return format_html('{} <a class="reveal-link" href="{}">{}</a>', mask, reveal, REVEAL_LINK)
+
+
+def has_free_part(key: str) -> bool:
+    """Does `key` carry a free part (a name from the user's words)?"""
+    return isinstance(key, str) and loggable_key(key) not in (key, "<invalid-key>")
+
+
+def masked_key(key: str, *, reveal: bool = False) -> str:
+    """`key` as a page outside a reveal shows it: `people.priya.works_at` → `people.*.works_at`
+    (the whole key inside a reveal of its user)."""
+    if reveal or not isinstance(key, str):
+        return key
+    shown = loggable_key(key)
+    return key if shown == "<invalid-key>" else shown
+
+
+def masked_label(key: str, label: str, *, reveal: bool = False) -> str:
+    """A key's label outside a reveal: the label of a key without a free part as it is; for
+    one with a free part (made from the name: "Priya: works at"), the label without the name."""
+    if reveal or not has_free_part(key):
+        return label
+    return default_label(loggable_key(key)).replace("*", "Someone", 1)
+
+
+def masked_key_sql(field: str = "key"):
+    """`masked_key` as a database expression of the column `field`."""
+    whens = []
+    for family in KEY_FREE_PARTS:
+        prefix = f"{family}."
+        rest = Substr(F(field), len(prefix) + 1)
+        dot = StrIndex(rest, Value("."))
+        tail = Case(When(GreaterThan(dot, 0), then=Substr(rest, dot)), default=Value(""),
+                    output_field=CharField())
+        whens.append(When(**{f"{field}__startswith": prefix,
+                             "then": Concat(Value(f"{prefix}*"), tail, output_field=CharField())}))
+    return Case(*whens, default=F(field), output_field=CharField())
 
 
 def admin_link(obj_or_model, pk, text=None):
@@ -60,16 +124,19 @@ def scope_short(scope_id: str) -> str:
     return text
 
 
-def plan_rows(plan) -> dict:
+def plan_rows(plan, *, reveal_link: str = "") -> dict:
     """A stored plan as the tables of `admin/support/plan_snapshot.html` show it: links by id,
-    values only where `turn_plan` revealed them, the mask elsewhere. `plan` is a
-    `support.services.TurnPlan`."""
+    values only where `turn_plan` revealed them, the mask elsewhere (with `reveal_link`, a link
+    that opens a reveal of the turn's user); keys and labels without their free part outside a
+    reveal. `plan` is a `support.services.TurnPlan`."""
 
     def memory(item):
         return {
             "link": admin_link(MemoryRecord, item.id, short_id(item.id)) if not item.gone else short_id(item.id),
             "item": item, "scope": scope_short(item.scope_id) if item.scope_id else "",
-            "value": item.value if item.value is not None else masked(),
+            "key": masked_key(item.key, reveal=plan.reveal),
+            "label": masked_label(item.key, item.label, reveal=plan.reveal),
+            "value": item.value if item.value is not None else masked(reveal_link, short=True),
         }
 
     def message(item):

@@ -1,5 +1,5 @@
 """The forms of the support admin: the reason every support action asks for, the forget
-options, and the explain view's context picker."""
+options, the explain view's context picker, and the reveal of one user's private text."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from conversations.models import Character
 from policy.domain import REQUESTERS
 from policy.models import Capability
 
+from . import grants
 from . import services as support
 
 
@@ -49,6 +50,8 @@ class ExplainForm(forms.Form):
         help_text="Valid time, UTC (2026-08-05T12:00:00Z). Empty: now, by the database clock.",
     )
     keys = forms.CharField(required=False, help_text="Only these keys (comma-separated). Empty: every key.")
+    memory = forms.UUIDField(required=False, label="Memory",
+                             help_text="Only the key of this memory record of the user (its id).")
     turn = forms.UUIDField(required=False, help_text="A turn of this user: its stored prompt plan is shown too.")
     capabilities = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, help_text="Empty: every capability.",
@@ -65,3 +68,22 @@ class ExplainForm(forms.Form):
 
     def clean_keys(self):
         return [k.strip() for k in (self.cleaned_data.get("keys") or "").split(",") if k.strip()]
+
+
+class RevealForm(forms.Form):
+    """S1: open a reveal of one user's private text. The service checks the user and the reason
+    (10–500 characters) and says what is wrong; this form only carries them."""
+
+    user = forms.CharField(
+        required=False, max_length=150, label="User", widget=forms.TextInput(attrs={"size": 40}),
+        help_text="The user's username. Only this user's private text shows; everyone else's "
+                  "stays hidden.",
+    )
+    reason = forms.CharField(
+        required=False, label="Reason",
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "maxlength": grants.REASON_MAX}),
+        help_text=f"Required, {grants.REASON_MIN}–{grants.REASON_MAX} characters: a ticket number "
+                  "and what the user asked for. The user sees it, as you write it, on their “Your "
+                  "data” page (not your name). Do not paste the user's private text here.",
+    )
+    next = forms.CharField(required=False, widget=forms.HiddenInput)

@@ -1,24 +1,101 @@
-"""The support logs (DESIGN, Privacy): who was shown which user's private text, and every
-support action with the reason the staff member gave. Written only by `support.services`;
-read-only in the admin.
+"""The support logs (DESIGN, Privacy; SPEC §13): the reveals support staff open to see one
+user's private text (`RevealGrant`), the append-only access log of every reveal and every page
+it showed (`PrivateTextAccess`), and every support action with the reason the staff member
+gave (`SupportAction`). Written only by `support.services` and `support.grants`; read-only in
+the admin.
 
-Both tables kept the rows they had when they moved here from `config` (the tables were renamed
+The logs kept the rows they had when they moved here from `config` (the tables were renamed
 by `config.0004`, the content types and permissions re-labelled by `support.0001`)."""
+
+import uuid
 
 from django.conf import settings
 from django.db import models
 
 
+class AppendOnly(Exception):
+    """A log row was about to be changed or deleted (S2: the access log is append-only)."""
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def delete(self):
+        raise AppendOnly("The access log is append-only: its rows are never deleted.")
+
+
+def _user_reference(help_text: str = ""):
+    """A user, referenced without a database constraint and without cascades: a log row
+    outlives the account it names."""
+    return models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING,
+                             db_constraint=False, related_name="+", help_text=help_text)
+
+
+class RevealGrant(models.Model):
+    """S1: a reveal — one staff member may see one end user's private text, for a written
+    reason, from `opened_at` until `expires_at` (`SUPPORT_REVEAL_SECONDS` after it was opened or
+    last extended) or until it is closed. Expiry needs no worker: the time is checked whenever a
+    page is drawn (`support.grants.reveal_current`), and a reveal found past its time is closed
+    then, as at `expires_at`.
+
+    At most one reveal per staff member is open at a time (a partial unique constraint), so every
+    admin page shows at most one user's text. Rows are never deleted: deleting the user replaces
+    `subject` by `subject_pseudonym` (S2), and the user's "Your data" page and export list them."""
+
+    ENDS = [
+        ("closed", "closed by the staff member"),
+        ("expired", "expired"),
+        ("replaced", "closed by a reveal of another user"),
+        ("deleted", "closed because the user was deleted"),
+    ]
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    staff = _user_reference()
+    staff_username = models.CharField(max_length=150)
+    subject = _user_reference("The user whose private text the reveal shows.")
+    subject_pseudonym = models.CharField(
+        max_length=40, blank=True, help_text="Set when the user was deleted: a one-way pseudonym."
+    )
+    reason = models.TextField()
+    opened_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+    ended = models.CharField(max_length=10, choices=ENDS, blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-id"]
+        verbose_name = "reveal"
+        constraints = [
+            models.UniqueConstraint(fields=["staff"], condition=models.Q(closed_at__isnull=True),
+                                    name="reveal_one_open_per_staff"),
+        ]
+        indexes = [
+            models.Index(fields=["subject", "-opened_at"], name="reveal_subject_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"reveal {self.pk} by {self.staff_username}"
+
+
 class PrivateTextAccess(models.Model):
-    """The access log of the admin (DESIGN, Privacy): one row each time a staff member's page
-    rendered a user's private text (a memory value, a message, a conversation title) unmasked —
-    who, which object (content type + id), where and when. Written only by `support.services`;
-    read-only in the admin.
+    """The access log (S1, S2): append-only. One row when a reveal is opened, extended, closed
+    or found expired, and one row for each admin page that showed private text under it — who,
+    for which user, under which reveal (and so for which reason), which kind of page, which
+    object for a change page, how many objects' text it showed, and when. Written only by
+    `support.grants`; read-only in the admin, and only for staff with `view_privatetextaccess`
+    (the Support group does not have it).
+
+    Rows from before reveals existed have no grant: one row per object shown.
 
     The users are referenced without a database constraint and without cascades: a log row
-    outlives the staff account and the end user (deleting either must neither fail on the log nor
-    silently erase it), and deleting a user stays a plain cascade with no extra queries."""
+    outlives the staff account and the end user (deleting the user replaces `subject` by
+    `subject_pseudonym`, the one change a row ever sees)."""
 
+    EVENTS = [
+        ("opened", "reveal opened"),
+        ("extended", "reveal extended"),
+        ("closed", "reveal closed"),
+        ("expired", "reveal expired"),
+        ("page", "page showed private text"),
+    ]
     VIEWS = [
         ("changelist", "changelist"),
         ("change", "change page"),
@@ -26,32 +103,48 @@ class PrivateTextAccess(models.Model):
         ("action", "action confirmation"),
     ]
 
-    staff = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    grant = models.ForeignKey(
+        RevealGrant, null=True, blank=True, on_delete=models.PROTECT, related_name="events",
     )
+    event = models.CharField(max_length=10, choices=EVENTS, default="page")
+    staff = _user_reference()
     staff_username = models.CharField(max_length=150)
-    subject = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+",
-        help_text="The user whose text was shown.",
-    )
-    content_type = models.ForeignKey("contenttypes.ContentType", on_delete=models.PROTECT, related_name="+")
-    object_id = models.CharField(max_length=64)
-    view = models.CharField(max_length=12, choices=VIEWS)
+    subject = _user_reference("The user whose text was shown.")
+    subject_pseudonym = models.CharField(max_length=40, blank=True)
+    content_type = models.ForeignKey("contenttypes.ContentType", null=True, blank=True,
+                                     on_delete=models.PROTECT, related_name="+")
+    object_id = models.CharField(max_length=64, blank=True)
+    view = models.CharField(max_length=12, choices=VIEWS, blank=True)
+    shown = models.PositiveIntegerField(
+        default=1, help_text="How many objects' private text the page showed.")
     accessed_at = models.DateTimeField()
+
+    objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-accessed_at", "-id"]
-        verbose_name = "private text reveal"
+        verbose_name = "private text access"
+        verbose_name_plural = "private text access log"
         permissions = [
-            ("view_private_text", "Can see users' private text (memory values, messages, titles); each view is logged"),
+            ("view_private_text",
+             "Can open a reveal of one user's private text (S1); every page it shows is logged"),
         ]
         indexes = [
             models.Index(fields=["content_type", "object_id"], name="reveal_object"),
             models.Index(fields=["staff", "-accessed_at"], name="reveal_staff_time"),
+            models.Index(fields=["subject", "-accessed_at"], name="access_subject_time"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.staff_username} saw {self.content_type_id}:{self.object_id}"
+        return f"{self.staff_username}: {self.event} at {self.accessed_at:%Y-%m-%d %H:%M:%S}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not self._state.adding:
+            raise AppendOnly("The access log is append-only: a row is never changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnly("The access log is append-only: its rows are never deleted.")
 
 
 class SupportAction(models.Model):

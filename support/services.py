@@ -2,9 +2,9 @@
 service, kept out of the admin classes so they can be tested and reused (a management command,
 a future support API) without a request.
 
-- **Private text** (memory values, message content, conversation titles) is shown only to a
-  staff member with `support.view_private_text`, and each time a page shows it unmasked
-  `reveals_record` writes a `PrivateTextAccess` row (DESIGN, Privacy).
+- **Private text** (memory values, message content, conversation titles, a key's free part)
+  is shown only inside a reveal (`support.grants`, SPEC §13 S1), and each page that shows it
+  is logged there.
 - **Support actions** call the owning services — `memory_forget`, `memory_retract`,
   `memory_normalise`, `rule_revoke` — never the models, and write one `SupportAction` row per
   object with the reason the staff member gave (required). That table is the one place the
@@ -41,9 +41,10 @@ from policy.selectors import capabilities_by_name, policy_version_of, rules_for_
 from policy.services import policy_context, rule_revoke
 
 from . import words
-from .models import PrivateTextAccess, SupportAction
+from .display import has_free_part
+from .grants import PRIVATE_TEXT_PERMISSION
+from .models import SupportAction
 
-PRIVATE_TEXT_PERMISSION = "support.view_private_text"
 EXPLAIN_PERMISSION = "support.use_explain"
 ACTION_PERMISSIONS = {
     "forget": "support.forget_memory",
@@ -83,32 +84,6 @@ SUPPORT_GROUP_PERMISSIONS = (
     ("support", "normalise_memory"),
     ("support", "revoke_rule"),
 )
-
-
-def can_view_private(user) -> bool:
-    return bool(user and user.is_active and user.is_staff and user.has_perm(PRIVATE_TEXT_PERMISSION))
-
-
-# ---------------------------------------------------------------------------------------------
-# Access log
-
-
-def reveals_record(*, staff, view: str, objects: Iterable[tuple[type, object, int | None]]) -> int:
-    """Log that `staff` was shown the private text of each (model, pk, owner id) in `objects`,
-    in one insert whatever their number (so a changelist stays at a constant query count)."""
-    now = None
-    rows = []
-    for model, pk, subject_id in objects:
-        if now is None:
-            now = db_now()
-        rows.append(PrivateTextAccess(
-            staff_id=staff.pk, staff_username=staff.get_username(), subject_id=subject_id,
-            content_type=ContentType.objects.get_for_model(model, for_concrete_model=False),
-            object_id=str(pk), view=view, accessed_at=now,
-        ))
-    if rows:
-        PrivateTextAccess.objects.bulk_create(rows)
-    return len(rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,12 +294,20 @@ def support_actors(user) -> words.Actors:
 def support_explain(*, user: str, character: str | None = None, conversation: str | None = None,
                     scene: str | None = None, now: datetime | None = None,
                     capabilities: Sequence[str] = (), requested_by: str = "assistant",
-                    keys: Sequence[str] | None = None) -> ExplainResult:
+                    keys: Sequence[str] | None = None, memory=None) -> ExplainResult:
     """The resolver's and the policy engine's view of one context, for support. Raises
-    `ValidationError` (fields named `context.*`) for a context that does not load."""
+    `ValidationError` (fields named `context.*`) for a context that does not load. `memory`
+    (a record id of the user) limits it to that record's key: links name a record, never a key,
+    whose free part is private text (S1)."""
 
     ctx = load_context({"user": user, "character": character or None,
                         "conversation": conversation or None, "scene": scene or None, "now": now})
+    if memory:
+        key = (MemoryRecord.objects.filter(user=ctx.user, pk=memory)
+               .values_list("key", flat=True).first())
+        if key is None:
+            raise ValidationError("Not a memory of this user.", field="memory")
+        keys = [key]
     resolved = ContextResolution(ctx, list(keys) if keys else None)
     resolution, projection = resolved.resolution, resolved.projection
     projected = {p.record.id: p.certainty for p in projection.prompt}
@@ -416,6 +399,16 @@ class TurnPlan:
     left_out: list[PlanItem]
     decisions: list[dict]  # {"id", "capability", "effect", "reason", "words"}
     revealed: list[str]  # ids of the memories whose value is shown
+    reveal: bool = False  # inside a reveal of the turn's user: values and whole keys show
+
+    @property
+    def shown(self) -> int:
+        """How many memories' private text (a value, a key's free part) the plan shows."""
+        if not self.reveal:
+            return 0
+        items = [*self.memories, *self.left_out]
+        keyed = {i.id for i in items if i.kind == "memory" and has_free_part(i.key)}
+        return len(keyed | set(self.revealed))
 
     @property
     def exists(self) -> bool:
@@ -436,8 +429,8 @@ def turn_plan_time(turn) -> datetime:
 
 def turn_plan(turn, *, reveal: bool) -> TurnPlan:
     """Read a turn's plan snapshot back into rows: four queries whatever its size (memory
-    records, key labels, messages, decisions). Values only when `reveal`; the caller logs them
-    (`revealed`)."""
+    records, key labels, messages, decisions). Values only when `reveal` (inside a reveal of
+    the turn's user); the caller logs the page (`shown`)."""
     snapshot = turn.plan_snapshot or {}
     excluded = [tuple(item) for item in snapshot.get("excluded", []) if len(item) == 3]
     memory_ids = list(dict.fromkeys(
@@ -498,7 +491,7 @@ def turn_plan(turn, *, reveal: bool) -> TurnPlan:
         history=[message(i) for i in snapshot.get("history", [])],
         memories=[memory(i) for i in snapshot.get("memories", [])],
         left_out=[memory(i, reason) if kind == "memory" else message(i, reason) for kind, i, reason in excluded],
-        decisions=decisions, revealed=revealed,
+        decisions=decisions, revealed=revealed, reveal=reveal,
     )
 
 

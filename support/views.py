@@ -1,27 +1,50 @@
-"""The explain view (`/admin/support/explain/`): for a user, character, conversation, scene and
-time, what the resolver and the policy engine say, through `support.services.support_explain`,
-with every reason in words; and, for a turn, the prompt plan it stored. From a turn, a message
-or a memory's source in the admin, one click (`/admin/support/explain/turn/<id>/`) opens it
-pre-filled with that turn's conversation, scene and plan time."""
+"""The support pages of the admin beyond the model admins.
+
+- The explain view (`/admin/support/explain/`): for a user, character, conversation, scene and
+  time, what the resolver and the policy engine say, through `support.services.support_explain`,
+  with every reason in words; and, for a turn, the prompt plan it stored. From a turn, a message
+  or a memory's source in the admin, one click (`/admin/support/explain/turn/<id>/`) opens it
+  pre-filled with that turn's conversation, scene and plan time. Values, whole keys and labels
+  show only inside a reveal of that user (S1), and such a page is logged once.
+- Reveals (`/admin/support/reveal/`, SPEC §13 S1): open one for a user with a reason (from the
+  user's admin page and from any masked value), extend it, close it (`support.grants`)."""
 
 from __future__ import annotations
 
 from datetime import UTC
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
 
+from config.errors import NotFound
+from config.errors import PermissionDenied as DomainPermissionDenied
 from config.errors import ValidationError as DomainValidationError
+from config.pages import form_errors_from, next_url
 from conversations.models import Conversation, Turn
 from memory.models import MemoryRecord
 from policy.models import PolicyRule
 
+from . import grants
 from . import services as support
-from .display import admin_link, explain_url, masked, plan_rows, scope_short, short_id
-from .forms import ExplainForm
+from .access import request_may_reveal, request_reveal, request_reveal_forget
+from .display import (
+    admin_link,
+    explain_url,
+    masked,
+    masked_key,
+    masked_label,
+    plan_rows,
+    reveal_url,
+    scope_short,
+    short_id,
+)
+from .forms import ExplainForm, RevealForm
 
 
 def explain_turn_view(request, turn_id):
@@ -43,11 +66,11 @@ def explain_turn_view(request, turn_id):
 def explain_view(request):
     """Pick a user, character, conversation, scene and time; see the resolver's result (counts,
     every record id with its step, reason and detail, the prompt projection) and the policy
-    engine's per capability (effect, reason, rule ids, each rule's explain reason). Values only
-    with `view_private_text`, and then logged. Writes nothing else (no decision-log rows)."""
+    engine's per capability (effect, reason, rule ids, each rule's explain reason). Values,
+    whole keys and labels only inside a reveal of that user, and then the page is logged once.
+    Writes nothing else (no decision-log rows)."""
     if not request.user.has_perm(support.EXPLAIN_PERMISSION):
         raise PermissionDenied
-    reveal = support.can_view_private(request.user)
     data = None
     if "user" in request.GET:
         data = request.GET.copy()  # a link may name only the user: the rest has defaults
@@ -55,6 +78,7 @@ def explain_view(request):
     form = ExplainForm(data)
     result = None
     plan = None
+    reveal = False
     conversations = []
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
@@ -64,13 +88,16 @@ def explain_view(request):
                 conversation=str(data["conversation"]) if data["conversation"] else None,
                 scene=data["scene"] or None, now=data["now"],
                 capabilities=data["capabilities"] or [c for c, _ in form.fields["capabilities"].choices],
-                requested_by=data["requested_by"], keys=data["keys"] or None,
+                requested_by=data["requested_by"], keys=data["keys"] or None, memory=data["memory"],
             )
         except DomainValidationError as error:
             for name, problems in (error.errors or {None: [error.detail]}).items():
-                field = name.split(".", 1)[1] if name and name.startswith("context.") else None
+                field = name.split(".", 1)[1] if name and name.startswith("context.") else name
                 for problem in problems:
                     form.add_error(field if field in form.fields else None, problem)
+        if result is not None:
+            opened = request_reveal(request)
+            reveal = opened is not None and opened.subject_id == result.context.user.pk
         if result is not None and data["turn"]:
             turn = Turn.objects.filter(pk=data["turn"], user=result.context.user).first()
             if turn is None:
@@ -85,23 +112,32 @@ def explain_view(request):
                 .values_list("pk", "character__slug", "created_at")[:50]
             )
     rows = []
+    reveal_link = ""
     if result is not None:
+        if not reveal and request_may_reveal(request):
+            reveal_link = reveal_url(result.context.user.get_username(), request.get_full_path())
+        shown = set()
         for item in result.records:
             record = item.record
             value = record.value if reveal else None
+            if reveal and (record.value or masked_key(record.key) != record.key):
+                shown.add(record.id)
+            key = masked_key(record.key, reveal=reveal)
             rows.append({
                 "item": item, "record": record,
+                "detail": item.detail.replace(record.key, key),  # the slot names the key
                 "link": admin_link(MemoryRecord, record.id, short_id(record.id)),
+                "key": key,
+                "label": masked_label(record.key, item.label, reveal=reveal),
                 "scope": scope_short(record.scope_id),
-                "value": value if value else ("" if reveal else masked()),
+                "value": value if value else ("" if reveal else masked(reveal_link, short=True)),
                 "erased": record.status == "forgotten",
             })
         if reveal:
-            shown = {item.record.id for item in result.records if item.record.value}
             shown.update(plan.revealed if plan is not None else ())
-            support.reveals_record(staff=request.user, view="explain", objects=[
-                (MemoryRecord, record_id, result.context.user.pk) for record_id in sorted(shown)
-            ])
+            grants.reveal_page_log(reveal=request_reveal(request), staff=request.user,
+                                   view="explain",
+                                   shown=len(shown) + (plan.shown if plan is not None else 0))
     context = {
         **admin.site.each_context(request),
         "title": "Explain a context",
@@ -110,11 +146,93 @@ def explain_view(request):
         "result": result,
         "rows": rows,
         "reveal": reveal,
+        "reveal_link": reveal_link,
         "conversations": conversations,
         "plan": plan,
-        "plan_rows": plan_rows(plan) if plan is not None else None,
+        "plan_rows": plan_rows(plan, reveal_link=reveal_link) if plan is not None else None,
         "rule_opts": PolicyRule._meta,
         "memory_opts": MemoryRecord._meta,
         "media": form.media,
     }
     return TemplateResponse(request, "admin/support/explain.html", context)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reveals (S1)
+
+
+def _time(moment) -> str:
+    local = timezone.localtime(moment)
+    return f"{local:%H:%M:%S} ({local.tzname()})"
+
+
+def reveal_view(request):
+    """Open a reveal of one user's private text: the form (GET, pre-filled from a masked value
+    or the user's page) and its answer (POST). A reason that is missing or short, an unknown
+    user or a second reveal of the same user is a form error and opens nothing; an open reveal
+    of another user is closed by this one (the form says so)."""
+    if not request_may_reveal(request):
+        raise PermissionDenied
+    current = request_reveal(request)
+    already = None
+    if request.method == "POST":
+        form = RevealForm(request.POST)
+        if form.is_valid():
+            try:
+                grant = grants.reveal_open(staff=request.user, user=form.cleaned_data["user"],
+                                           reason=form.cleaned_data["reason"])
+            except grants.RevealAlreadyOpen as error:
+                form.add_error(None, error.detail)
+                already = error.grant
+            except DomainValidationError as error:
+                form_errors_from(form, error)
+            else:
+                request_reveal_forget(request)
+                ref = grant.subject.get_username()
+                messages.success(request, f"You can see {ref}'s private text until "
+                                          f"{_time(grant.expires_at)}, and no one else's. Every "
+                                          "page that shows it is logged under your name.")
+                default = reverse("admin:memory_memoryrecord_changelist") + "?q=" + ref
+                return redirect(next_url(request, default=default))
+    else:
+        form = RevealForm(initial={"user": request.GET.get("user", ""),
+                                   "next": request.GET.get("next", "")})
+    context = {
+        **admin.site.each_context(request),
+        "title": "Reveal a user's private text",
+        "subtitle": None,
+        "form": form,
+        "current": current,
+        "already": already,
+        "duration": grants.duration_words(),
+    }
+    return TemplateResponse(request, "admin/support/reveal.html", context)
+
+
+@require_POST
+def reveal_extend_view(request, grant_id):
+    """Start the time of your open reveal again; back to the page you were on."""
+    try:
+        grant = grants.reveal_extend(staff=request.user, grant_id=grant_id)
+    except NotFound:
+        raise Http404("No such reveal of yours.") from None
+    except DomainPermissionDenied:
+        raise PermissionDenied from None
+    except DomainValidationError as error:
+        messages.error(request, error.detail)
+    else:
+        messages.success(request, f"Your reveal of {grant.subject.get_username()}'s private text "
+                                  f"now ends at {_time(grant.expires_at)}.")
+    return redirect(next_url(request, default="admin:index"))
+
+
+@require_POST
+def reveal_close_view(request, grant_id):
+    """Close your reveal now; back to the page you were on, masked again."""
+    try:
+        grant = grants.reveal_close(staff=request.user, grant_id=grant_id)
+    except NotFound:
+        raise Http404("No such reveal of yours.") from None
+    ref = grant.subject.get_username() if grant.subject is not None else "the user"
+    messages.success(request, f"Closed: {ref}'s private text is hidden again.")
+    return redirect(next_url(request, default="admin:index"))

@@ -13,7 +13,9 @@ ids are kept; a row already present with the same content is skipped; an id pres
 content, a row that collides with a stored one, or a key whose cardinality differs, is an
 `import_conflict` and nothing is imported. Existing tombstones apply to imported memories
 (F3). Export → `DELETE /users/{user}` → import → export gives the same snapshot (but
-`exported_at`), and resolving any context before and after gives the same results and plan
+`exported_at`, and `reveals`: support's reveals of the user's private text are exported
+read-only, S2 — an import ignores them and restores none, and deleting the user keeps them only
+under a pseudonym), and resolving any context before and after gives the same results and plan
 hashes.
 
 Each section of the snapshot is one exporter (`_memory`, `_turn` …) and one
@@ -47,6 +49,7 @@ from memory.selectors import tombstones_of
 from memory.services import _purge
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 from policy.selectors import policy_version_of
+from support.selectors import reveals_export
 
 from .snapshot import FORMAT, SnapshotInput, memory_scope_id
 
@@ -261,6 +264,7 @@ def user_export(*, user) -> dict:
         "media_jobs": [_job(j, slugs) for j in jobs],
         "keys": [{"key": k.key, "cardinality": k.cardinality, "label": k.label}
                  for k in KeyDefinition.objects.filter(key__in=keys).order_by("key")],
+        "reveals": reveals_export(user),  # S2: read-only; an import ignores it
     }
 
 

@@ -30,7 +30,8 @@ from policy.domain import PolicyContext, PolicyVersion
 from policy.models import DecisionLog
 from policy.selectors import capabilities_by_name, merged_rules, product_defaults
 from policy.services import DecisionOutcome, decisions_make, log_decision
-from support.models import PrivateTextAccess, SupportAction
+from support.grants import reveals_forget_user
+from support.models import SupportAction
 
 from . import pipeline, storage
 from .planner import (
@@ -620,5 +621,6 @@ def user_delete(*, user) -> None:
         MemoryRecord.objects.filter(user=user).update(supersedes=None)
         # Support's notes about this user go too: a staff-written reason may quote them.
         SupportAction.objects.filter(subject_id=user.pk).delete()
-        PrivateTextAccess.objects.filter(subject_id=user.pk).delete()
+        # S2: the reveals and the access log stay, the user replaced by a pseudonym.
+        reveals_forget_user(user=user)
         user.delete()

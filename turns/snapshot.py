@@ -471,16 +471,34 @@ class SnapshotInput(StrictSerializer):
     answers = _rows(AnswerRow)
     media_jobs = _rows(MediaJobRow)
     keys = _rows(KeyRow)
+    # S2: support's reveals, exported read-only. Accepted so an export imports as it is, then
+    # dropped: an import restores none.
+    reveals = serializers.ListField(child=serializers.DictField(), required=False, default=list,
+                                    help_text="Read-only (exported); ignored by an import.")
 
     def validate(self, attrs):
+        attrs.pop("reveals", None)
         errors = check_references(attrs)
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
 
 
+class RevealRow(serializers.Serializer):
+    """S2: one reveal of the user's private text by support (`support.selectors`)."""
+
+    opened_at = Time()
+    expires_at = Time()
+    ended_at = Time(allow_null=True, help_text="null while the reveal is open.")
+    status = serializers.ChoiceField(choices=["open", "closed", "expired"])
+    reason = serializers.CharField(help_text="The reason the staff member wrote.")
+    by = serializers.CharField(help_text='Always "a support team member": never a name.')
+
+
 class Snapshot(SnapshotInput):
-    """The snapshot as `GET /users/{user}/export` answers it (the same shape)."""
+    """The snapshot as `GET /users/{user}/export` answers it (the same shape, with `reveals`)."""
+
+    reveals = serializers.ListField(child=RevealRow(), read_only=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from memory import services as memory_services
 from memory.presentation import Sentence, Wording, status_words
 from memory.selectors import key_templates
 from memory.services import memory_forget_all
+from support.selectors import reveals_of  # S2: "Support access" on Your data
 
 from .forms import DeleteAccountForm, TimeZoneForm
 from .portability import user_export
@@ -125,6 +126,7 @@ def data_index(request):
     zone = timezone.get_current_timezone_name() if getattr(request, "time_zone_chosen", False) else ""
     return render(request, "data/index.html", {
         "counts": data_counts(request.user), "time_zone_form": TimeZoneForm(initial={"time_zone": zone}),
+        "reveals": reveals_of(request.user),
     })
 
 
@@ -144,7 +146,9 @@ def data_time_zone(request):
                              f"Times are now shown in the service's time zone, {settings.TIME_ZONE}.",
                              extra_tags="at-time-zone")
             return redirect(reverse("data:index") + "#time-zone")
-    return render(request, "data/index.html", {"counts": data_counts(request.user), "time_zone_form": form})
+    return render(request, "data/index.html", {"counts": data_counts(request.user),
+                                               "time_zone_form": form,
+                                               "reveals": reveals_of(request.user)})
 
 
 @private_page

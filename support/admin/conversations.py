@@ -1,10 +1,10 @@
 """Characters, conversations, turns and messages in the admin, for support staff (issue 6).
 
-Message content and conversation titles are the user's own words: masked without
-`view_private_text` (and logged when shown), never searchable or filterable without it, and a
-conversation is named by its id, never by its title. Conversations, turns and messages are
-read-only (the services own them). Characters are catalog data and editable, through the same
-service as `PUT /characters/{slug}`.
+Message content and conversation titles are the user's own words: shown only inside a reveal
+of their user (SPEC §13 S1; each page that shows them is logged), searchable and filterable
+only there, and a conversation is named by its id, never by its title. Conversations, turns
+and messages are read-only (the services own them). Characters are catalog data and
+editable, through the same service as `PUT /characters/{slug}`.
 """
 
 from django import forms
@@ -18,7 +18,8 @@ from conversations.services import character_put
 from memory.models import MemoryRecord, MemorySource
 from support import services as support
 from support.admin.base import SupportAdmin, count_of
-from support.display import admin_link, explain_turn_url, explain_url, plan_rows
+from support.display import admin_link, explain_turn_url, explain_url, plan_rows, reveal_url
+from support.grants import reveal_page_log
 
 
 def conversation_link(conversation_id):
@@ -126,8 +127,8 @@ def explain_turn_link(turn_id, text="Explain"):
 @admin.register(Turn)
 class TurnAdmin(SupportAdmin):
     """A turn keeps ids, outcomes and the last plan's ids and hash (never text, SPEC §7). Its
-    page reads the plan back as tables of keys and labels (values only with
-    `view_private_text`, and then logged), and one click explains the turn."""
+    page reads the plan back as tables of keys and labels (values and whole keys only inside a
+    reveal of the turn's user, and then the page is logged), and one click explains the turn."""
 
     read_only = True
     change_form_template = "admin/support/turn_change_form.html"
@@ -151,10 +152,15 @@ class TurnAdmin(SupportAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         turn = self.get_object(request, unquote(object_id))
         if turn is not None and self.has_view_or_change_permission(request, turn):
-            plan = support.turn_plan(turn, reveal=self.private_allowed(request))
-            support.reveals_record(staff=request.user, view="change", objects=[
-                (MemoryRecord, record_id, turn.user_id) for record_id in plan.revealed])
-            extra_context = {**(extra_context or {}), "plan": plan, "plan_rows": plan_rows(plan)}
+            reveal = self.reveal_subject(request) == turn.user_id
+            plan = support.turn_plan(turn, reveal=reveal)
+            link = (reveal_url(turn.user.get_username(), request.path)
+                    if self.may_reveal(request) else "")
+            if reveal:
+                reveal_page_log(reveal=self.reveal_of(request), staff=request.user, view="change",
+                                model=Turn, object_id=turn.pk, shown=plan.shown)
+            extra_context = {**(extra_context or {}), "plan": plan,
+                             "plan_rows": plan_rows(plan, reveal_link="" if reveal else link)}
         return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(description="explain")

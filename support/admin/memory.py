@@ -3,7 +3,8 @@
 Records, tombstones, slot retractions and idempotency records are read-only: the services are
 their only writers (DESIGN habit 2). Support changes memory only through the actions below
 (forget on the user's behalf, retract, normalise statuses), each asking for a reason that
-`support.services` logs. Values are private: masked without `view_private_text`, logged when shown.
+`support.services` logs. Values and a key's free part are private text: they show only inside a
+reveal of their user (SPEC §13 S1), and each page that shows them is logged.
 The key registry is catalog data and stays editable, but a key's cardinality cannot change once
 records use it (SPEC §0). `MemoryProfile` is shown as the user's memory settings — the I8
 switches with who changed them and when, and the time zone — read-only, and never its secret
@@ -52,32 +53,43 @@ class MemoryRecordAdmin(SupportAdmin):
     read_only = True
     private_fields = ("value",)
     private_search_fields = ("value",)
+    private_key_fields = ("key",)
     uuid_search_fields = ("id", "supersedes_id", "conversation_id")
-    list_display = ("key", "user_ref", "value_preview", "scope_id", "status", "authority", "version",
-                    "valid_from", "valid_until", "n_sources", "explain")
+    list_display = ("key_ref", "user_ref", "value_preview", "scope_id", "status", "authority",
+                    "version", "valid_from", "valid_until", "n_sources", "explain")
     list_filter = ("status", "authority", "scope_kind", RetractedFilter)
-    search_fields = ("user__username", "key")
+    search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     search_help_text = "A username or key (part of it), or a record, conversation or superseded id."
     list_select_related = ("user",)
     date_hierarchy = "recorded_at"
-    ordering = ("user__username", "key", "scope_id", "version")
     actions = ("forget_on_behalf", "retract", "normalise_statuses")
     fieldsets = (
-        (None, {"fields": ("id", "user_ref", "key", "value_full", "scope_ref", "status", "status_since",
-                           "authority", "confidence")}),
+        (None, {"fields": ("id", "user_ref", "key_ref", "value_full", "scope_ref", "status",
+                           "status_since", "authority", "confidence")}),
         ("Time", {"fields": ("valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time")}),
         ("History and provenance", {"fields": ("version", "supersedes_ref", "superseded_by_refs", "source_refs",
                                                "tombstone_refs", "explain_link")}),
     )
-    readonly_fields = ("id", "user_ref", "key", "value_full", "scope_ref", "status", "status_since",
-                       "authority", "confidence", "valid_from", "valid_until", "retracted_at",
-                       "recorded_at", "evidence_time", "version", "supersedes_ref", "superseded_by_refs",
-                       "source_refs", "tombstone_refs", "explain_link")
+    readonly_fields = ("id", "user_ref", "key_ref", "value_full", "scope_ref", "status",
+                       "status_since", "authority", "confidence", "valid_from", "valid_until",
+                       "retracted_at", "recorded_at", "evidence_time", "version",
+                       "supersedes_ref", "superseded_by_refs", "source_refs", "tombstone_refs",
+                       "explain_link")
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_sources=count_of(MemorySource, "memory"))
 
-    @admin.display(description="value")
+    def get_ordering(self, request):
+        return ("user__username", "_shown_key", "scope_id", "version")  # never by a hidden name
+
+    def object_label(self, obj):
+        return f"{getattr(obj, '_shown_key', '') or 'memory'} v{obj.version}"
+
+    @admin.display(description="key", ordering="_shown_key")
+    def key_ref(self, obj):
+        return self.private_key(obj)
+
+    @admin.display(description="value", ordering="_preview_value")
     def value_preview(self, obj):
         if obj.status == "forgotten":
             return format_html("<em>{}</em>", "erased (forgotten)")
@@ -126,8 +138,9 @@ class MemoryRecordAdmin(SupportAdmin):
 
     def _explain_url(self, obj) -> str:
         """The explain view for this record's key in its own scope (its conversation and
-        scene when it has them), now."""
-        params = {"user": obj.user.get_username(), "keys": obj.key}
+        scene when it has them), now. The link names the record, never the key (whose free part
+        is private text)."""
+        params = {"user": obj.user.get_username(), "memory": str(obj.pk)}
         if obj.scope_kind == "character":
             params["character"] = obj.scope_id.rsplit(":", 1)[1]
         if obj.conversation_id:
@@ -156,10 +169,9 @@ class MemoryRecordAdmin(SupportAdmin):
 
     def _rows(self, request, queryset):
         records = list(queryset.select_related("user"))
-        rows = [[admin_link(MemoryRecord, r.pk), r.user.get_username(), r.key, r.scope_id, r.status,
-                 r.authority, self.value_preview(r)] for r in records]
-        revealed = [r for r in records if r.status != "forgotten"]
-        return records, rows, revealed
+        rows = [[admin_link(MemoryRecord, r.pk), r.user.get_username(), self.key_ref(r), r.scope_id,
+                 r.status, r.authority, self.value_preview(r)] for r in records]
+        return records, rows, records
 
     @admin.action(description="Forget on the user's behalf…", permissions=["forget_memory"])
     def forget_on_behalf(self, request, queryset):
@@ -313,16 +325,24 @@ class TombstoneAdmin(SupportAdmin):
     hash, useless to read and not for copying around)."""
 
     read_only = True
-    list_display = ("key", "user_ref", "scope_id", "value_level", "forgotten_by", "forgotten_at",
-                    "blocks_sources_before")
+    private_key_fields = ("key",)
+    list_display = ("key_ref", "user_ref", "scope_id", "value_level", "forgotten_by",
+                    "forgotten_at", "blocks_sources_before")
     list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
-    search_fields = ("user__username", "key")
+    search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     uuid_search_fields = ("id",)
     list_select_related = ("user",)
     date_hierarchy = "forgotten_at"
-    fields = ("id", "user_ref", "key", "scope_id", "value_level", "forgotten_by", "forgotten_at",
-              "blocks_sources_before")
+    fields = ("id", "user_ref", "key_ref", "scope_id", "value_level", "forgotten_by",
+              "forgotten_at", "blocks_sources_before")
     readonly_fields = fields
+
+    def object_label(self, obj):
+        return f"forgotten {getattr(obj, '_shown_key', '')} ({obj.scope_id})"
+
+    @admin.display(description="key", ordering="_shown_key")
+    def key_ref(self, obj):
+        return self.private_key(obj)
 
     @admin.display(description="one value only", boolean=True)
     def value_level(self, obj):
@@ -348,12 +368,23 @@ class MemorySettingsAdmin(SupportAdmin):
 @admin.register(SlotRetraction)
 class SlotRetractionAdmin(SupportAdmin):
     read_only = True
-    list_display = ("key", "user_ref", "scope_id", "value_level", "retracted_at")
-    search_fields = ("user__username", "key")
+    private_key_fields = ("key",)
+    list_display = ("key_ref", "user_ref", "scope_id", "value_level", "retracted_at")
+    search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     list_select_related = ("user",)
     date_hierarchy = "retracted_at"
-    fields = ("user_ref", "key", "scope_id", "value_level", "retracted_at")
+    fields = ("user_ref", "key_ref", "scope_id", "value_level", "retracted_at")
     readonly_fields = fields
+
+    def get_ordering(self, request):
+        return ("user__username", "_shown_key", "scope_id")  # never by a hidden name
+
+    def object_label(self, obj):
+        return f"retraction of {getattr(obj, '_shown_key', '')} ({obj.scope_id})"
+
+    @admin.display(description="key", ordering="_shown_key")
+    def key_ref(self, obj):
+        return self.private_key(obj)
 
     @admin.display(description="one value only", boolean=True)
     def value_level(self, obj):

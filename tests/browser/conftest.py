@@ -47,6 +47,7 @@ CHROMIUM_ARGS = [
 WIDTHS = {"desktop": 1280, "phone": 390}
 ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
+REVEAL_SECONDS = 20  # how long a support reveal lasts on the README's server (SPEC S1)
 START_TIMEOUT = 180  # seconds: a cold `make run` migrates, collects static files and loads the demo
 # The pages' own background (static/css/pages.css, --wash): only the stylesheet sets it.
 PAGES_BACKGROUND = "rgb(246, 248, 250)"
@@ -123,6 +124,8 @@ def readme_server(tmp_path_factory):
         "DJANGO_DEBUG": "false",  # even if a developer's .env turns it on
         "STATIC_ROOT": str(tmp / "static"),  # never races a developer's own `make run`
         "DATABASE_URL": f"sqlite:///{database}",  # for `manage`; `make run DB=` sets the same
+        # A support reveal (SPEC S1) lasts this long here, so a test can wait one out.
+        "SUPPORT_REVEAL_SECONDS": str(REVEAL_SECONDS),
     })
     log = tmp / "make-run.log"
     with log.open("w") as out:

@@ -142,3 +142,61 @@ def viewer(support_group):
 @pytest.fixture
 def superuser(db):
     return UserFactory(username="root-rita", is_staff=True, is_superuser=True)
+
+
+# --- reveals (SPEC §13 S1) -------------------------------------------------------------------
+
+REASON = "Ticket 4711: the user asked why the companion forgot their plant."
+NAME = "zebrina"  # a person's name inside a key: private text too (SPEC §12, §13)
+PERSON_KEY = f"people.{NAME}.works_at"
+PERSON_VALUE = "Acme-person-secret-xyz"
+ALEX_VALUE = "Quillon-alex-secret-xyz"
+ALEX_TITLE = "Alex-title-secret-xyz"
+ALEX_MESSAGE = "my lamp is called Quillon-alex-secret-xyz"
+ALEX_STRINGS = (ALEX_VALUE, ALEX_TITLE, "lamp is called")
+
+
+def open_reveal(staff, user: str = "sam", reason: str = REASON):
+    from support.grants import reveal_open
+
+    return reveal_open(staff=staff, user=user, reason=reason)
+
+
+def assert_no_text_of(html: str, strings, where: str) -> None:
+    for secret in strings:
+        assert secret.casefold() not in html.casefold(), f"{secret!r} shown on {where}"
+
+
+@dataclass
+class Alex:
+    user: object
+    conversation: object
+    turn: object
+    record: object
+
+
+@pytest.fixture
+def alex(world) -> Alex:
+    """A second user with private text of their own (a value, a title, a message)."""
+    user = UserFactory(username="alex")
+    conversation = conversation_create(user=user, character=world.rowan, title=ALEX_TITLE)
+    turn = turn_create(conversation_id=conversation.pk, turn_key="a1", content=ALEX_MESSAGE).turn
+    record = memory_assert(user=user, key="lamp.name", value=ALEX_VALUE, scope=Scope("user")).record
+    return Alex(user, conversation, turn, MemoryRecord.objects.get(pk=record.id))
+
+
+@pytest.fixture
+def person_memory(world):
+    """A memory of sam's whose key holds a person's name (`people.zebrina.works_at`)."""
+    record = memory_assert(user=world.sam, key=PERSON_KEY, value=PERSON_VALUE,
+                           scope=Scope("user")).record
+    return MemoryRecord.objects.get(pk=record.id)
+
+
+@pytest.fixture
+def other_privileged_user(support_group):
+    user = UserFactory(username="support-omar", is_staff=True)
+    user.groups.add(support_group)
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="support",
+                                                     codename="view_private_text"))
+    return user

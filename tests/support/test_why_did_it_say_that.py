@@ -2,7 +2,8 @@
 
 From a message, a turn or a memory in the admin, one click opens the explain view pre-filled
 with that turn's conversation, scene and plan time; a turn's stored plan (SPEC §7) reads back
-as tables of keys and labels, values only with `view_private_text` (each reveal logged); and
+as tables of keys and labels, values only inside a reveal of the turn's user (SPEC §13 S1, the
+page logged once); and
 every reason is said in words, naming who acted ("retracted by the user on …"), not as a code.
 """
 
@@ -20,7 +21,7 @@ from memory.services import memory_assert, memory_retract
 from policy.services import rule_create, rule_revoke
 from support.models import PrivateTextAccess
 from support.services import support_forget, support_retract
-from tests.support.conftest import VALUE, assert_no_private_text, staff_client
+from tests.support.conftest import VALUE, assert_no_private_text, open_reveal, staff_client
 from turns.services import turn_create, turn_prompt_plan
 
 pytestmark = pytest.mark.django_db
@@ -105,12 +106,21 @@ def test_a_turns_plan_reads_as_keys_and_labels_with_values_hidden(planned, world
     assert not PrivateTextAccess.objects.filter(staff_id=support_user.pk).exists()
 
 
-def test_a_turns_plan_shows_values_to_privileged_staff_and_logs_each(planned, world, privileged, privileged_user):
-    html = privileged.get(f"/admin/conversations/turn/{planned.pk}/change/").content.decode()
+def test_a_turns_plan_shows_values_only_inside_a_reveal_and_logs_the_page_once(
+        planned, world, privileged, privileged_user):
+    url = f"/admin/conversations/turn/{planned.pk}/change/"
+    html = privileged.get(url).content.decode()
+    assert_no_private_text(html, "turn page without a reveal")
+    assert "/admin/support/reveal/?user=sam" in html  # the masked values offer one
+    grant = open_reveal(privileged_user, "sam")
+    html = privileged.get(url).content.decode()
     assert VALUE in html
-    logged = set(PrivateTextAccess.objects.filter(staff_id=privileged_user.pk, view="change")
-                 .values_list("object_id", flat=True))
-    assert logged == set(planned.plan_snapshot["memories"])
+    [row] = PrivateTextAccess.objects.filter(staff_id=privileged_user.pk, event="page")
+    assert (row.view, row.content_type.model, row.object_id, row.grant_id) == (
+        "change", "turn", str(planned.pk), grant.pk)
+    revealed = (MemoryRecord.objects.filter(pk__in=planned.plan_snapshot["memories"])
+                .exclude(value=""))
+    assert row.shown == revealed.count() > 0
 
 
 def test_what_the_plan_left_out_is_said_in_words(world, support):
@@ -143,13 +153,14 @@ def test_the_turn_page_costs_the_same_for_a_small_or_a_large_plan(world, privile
         assert privileged.get(large).status_code == 200
 
 
-def test_explain_with_a_turn_shows_its_plan_and_logs_revealed_values_once(planned, world, privileged, privileged_user):
+def test_explain_with_a_turn_shows_its_plan_and_logs_the_page_once(planned, world, privileged,
+                                                                   privileged_user):
+    open_reveal(privileged_user, "sam")
     url = privileged.get(f"/admin/support/explain/turn/{planned.pk}/")["Location"]
     html = privileged.get(url).content.decode()
-    assert 'id="explain-plan"' in html and 'id="plan-memories"' in html
-    shown = list(PrivateTextAccess.objects.filter(staff_id=privileged_user.pk, view="explain")
-                 .values_list("object_id", flat=True))
-    assert len(shown) == len(set(shown)) and str(world.plant.pk) in shown
+    assert 'id="explain-plan"' in html and 'id="plan-memories"' in html and VALUE in html
+    [row] = PrivateTextAccess.objects.filter(staff_id=privileged_user.pk, event="page")
+    assert row.view == "explain" and row.shown >= 1
 
 
 def test_explain_refuses_a_turn_of_another_user(world, support):
