@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conversations.models import Character, Conversation, Message, Turn
+from conversations.models import Conversation, Message, Turn
 from memory.models import IdempotencyRecord, MemoryRecord, SlotRetraction, Tombstone
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule
 from tests.factories import UserFactory
@@ -53,6 +53,8 @@ def seeded_ids(monkeypatch):
         field = model._meta.pk
         if field.default is not None and callable(field.default):
             monkeypatch.setattr(field, "default", ids)
+            # Django keeps the default's callable once a model has been built in the process.
+            monkeypatch.setattr(field, "_get_default", ids, raising=False)
     return ids
 
 
