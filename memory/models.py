@@ -230,3 +230,21 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"idempotency key ({self.outcome})"
+
+
+class MemoryVersion(models.Model):
+    """A user's memory version: changed by database triggers (`memory.triggers`) in the same
+    transaction as any insert, update or delete of the user's records, their source links,
+    tombstones or retractions — by the services, the admin, an import, raw SQL or a psql
+    session alike. It is compared only for equality: equal versions mean no such change was
+    committed in between, so a process may reuse what it read (`memory.storage`'s cache).
+
+    `user_id` is the owner without a foreign key: a trigger may write it while the user is
+    being deleted in the same transaction, and a version outliving its user is harmless (user
+    ids are never reused)."""
+
+    user_id = models.BigIntegerField(primary_key=True)
+    version = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"memory version of user {self.user_id}"

@@ -337,6 +337,33 @@ def resolve(
     )
 
 
+def stable_window(records: Iterable[MemoryRecord],
+                  now: datetime) -> tuple[datetime | None, datetime | None]:
+    """The valid times `[lo, hi)` around `now` over which `resolve` of these records (and the
+    same tombstones) answers as it does at `now`: R3 and R5 compare `now` only with a record's
+    `valid_from`, `valid_until` and `status_since`, each flipping when `now` reaches it, and
+    R1, R2, R4 and R6 do not look at `now`. None is unbounded."""
+    lo = hi = None
+    for record in records:
+        for moment in (record.valid_from, record.valid_until, record.status_since):
+            if moment is None:
+                continue
+            if moment <= now:
+                if lo is None or moment > lo:
+                    lo = moment
+            elif hi is None or moment < hi:
+                hi = moment
+    return lo, hi
+
+
+def at_time(resolution: Resolution, now: datetime) -> Resolution:
+    """A resolution reused at another `now` of its `stable_window`: the same answer, its trace
+    stamped with the new time."""
+    return Resolution(active=resolution.active, excluded=resolution.excluded,
+                      trace={**resolution.trace, "now": _iso(now)},
+                      explanations=resolution.explanations)
+
+
 def resolve_slot(
     records: Iterable[MemoryRecord],
     at: datetime,

@@ -29,12 +29,13 @@ from .models import (
     MemoryProfile,
     MemoryRecord,
     MemorySource,
+    MemoryVersion,
     SlotRetraction,
     Tombstone,
 )
 from .projection import project
-from .resolver import effective_ends, history_order, resolve
-from .storage import RECORD_FIELDS, read_records, scope_from_id
+from .resolver import at_time, effective_ends, history_order, resolve, stable_window
+from .storage import MEMORY_CACHE, RECORD_FIELDS, CachedMemory, read_records, scope_from_id
 
 
 def _to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
@@ -179,6 +180,11 @@ def registry(keys: Iterable[str] | None = None) -> Registry:
     return Registry(qs.values_list("key", "cardinality", "label", "pinned"))
 
 
+def memory_version_of(user_id) -> int | None:
+    """The user's memory version (`memory.triggers`), or None before any memory write."""
+    return MemoryVersion.objects.filter(user_id=user_id).values_list("version", flat=True).first()
+
+
 def user_secret(user) -> bytes:
     secret = MemoryProfile.objects.filter(user=user).values_list("secret", flat=True).first()
     return bytes.fromhex(secret) if secret else b""
@@ -317,7 +323,7 @@ class ContextResolution:
             self.records, self.registry = remembered.records, remembered.registry
             self.tombstones = remembered.tombstones
             self.resolution = remembered.resolutions[None]
-            self.projection = project(
+            self.projection = remembered.projection or project(
                 self.resolution.active, labels=self.registry.labels,
                 many_keys=self.registry.many_keys, likely=cfg["CERTAINTY_LIKELY"],
                 uncertain=cfg["CERTAINTY_UNCERTAIN"],
@@ -362,6 +368,7 @@ class Remembered:
     tombstones: list[DomainTombstone]
     resolutions: dict[str | None, Resolution]  # by scope id; None: the one context asked for
     now: datetime
+    projection: object = None  # for one context, when the read made it (P1–P4)
 
     @property
     def active(self) -> list[DomainRecord]:
@@ -412,6 +419,10 @@ def _remembered(user, *, now, context, keys) -> Remembered:
             # (UTC) each comparison is a plain one, in an equal but different tzinfo object (a
             # parsed `now` carries ZoneInfo("UTC")) each costs two utcoffset() calls.
             domain = dataclasses.replace(domain, now=domain.now.astimezone(UTC))
+        if not keys:
+            found = _context_remembered(user, context, domain)
+            if found is not None:
+                return found
         records = candidate_records(context, keys)
         contexts = {None: domain}
         now = domain.now
@@ -444,6 +455,55 @@ def _remembered(user, *, now, context, keys) -> Remembered:
             for scope_id in sorted(by_scope)
         }
     return Remembered(records, keyed, tombstones, resolutions, now)
+
+
+def _context_remembered(user, context, domain) -> Remembered | None:
+    """A context's whole memory as the resolver keeps it, in one statement, reusing what this
+    process last read of it (`memory.storage.MEMORY_CACHE`): the state is read only when the
+    user's memory version (`memory.triggers`) is another than the one it was read at, and
+    the resolution is reused while `now` stays in its stable window (R3, R5) under the same
+    registry and secret. None where the raw reader does not serve the database."""
+    reader = raw_reader(MemoryRecord.objects.db)
+    if reader is None:
+        return None
+    scope_ids = context_scope_ids(context)
+    cached = MEMORY_CACHE.get(user.pk, scope_ids)
+    parts, params = storage.context_state_parts(reader, user, scope_ids,
+                                                cached.version if cached else None)
+    secret_sql = (f"(SELECT {reader.name(MemoryProfile, 'secret')} "
+                  f"FROM {reader.table(MemoryProfile)} "
+                  f"WHERE {reader.name(MemoryProfile, 'user')} = %s)")
+    [row] = reader.fetch("SELECT " + ", ".join([*parts, secret_sql]), [*params, user.pk])
+    version, records, tombstones, retractions, secret_hex = row
+    if records is None:
+        state = cached.state
+        MEMORY_CACHE.note_reuse()
+    else:
+        state = storage.parse_context_state(records, tombstones, retractions, user.username)
+    keyed = catalog_registry() if catalog.active() else Registry(storage.read_registry(reader))
+    secret = bytes.fromhex(secret_hex) if secret_hex else b""
+    now = domain.now
+    resolved = cached.resolved if cached is not None and state is cached.state else None
+    if (resolved is not None and resolved[0] is keyed and cached.secret == (secret_hex or "")
+            and _in_window(resolved[1], now)):
+        resolution, projection = at_time(resolved[2], now), resolved[3]
+    else:
+        cfg = settings.COMPANION
+        resolution = resolve(state.records, state.tombstones, domain, many_keys=keyed.many_keys,
+                             secret=secret)
+        projection = project(resolution.active, labels=keyed.labels, many_keys=keyed.many_keys,
+                             likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"])
+    if version is not None:
+        MEMORY_CACHE.put(user.pk, scope_ids, CachedMemory(
+            version, state, secret_hex or "",
+            resolved=(keyed, stable_window(state.records, now), resolution, projection)))
+    return Remembered(state.records, keyed, state.tombstones, {None: resolution}, now,
+                      projection=projection)
+
+
+def _in_window(window, now) -> bool:
+    lo, hi = window
+    return (lo is None or lo <= now) and (hi is None or now < hi)
 
 
 @dataclasses.dataclass(frozen=True)

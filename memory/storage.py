@@ -7,10 +7,13 @@ the tombstones with the user's secret. Each builds exactly the domain objects th
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
 
+from django.conf import settings
 from django.db import connections
 
 from config.builders import build_slotted
@@ -24,6 +27,7 @@ from .models import (
     MemoryProfile,
     MemoryRecord,
     MemorySource,
+    MemoryVersion,
     SlotRetraction,
     Tombstone,
 )
@@ -301,14 +305,14 @@ class ContextState:
     retractions: dict[tuple[str, str, str], datetime]
 
 
-def context_state_parts(reader: RawReader, n_scopes: int) -> tuple[list[str], int]:
-    """SQL for the three parts of a `ContextState` (scalar subqueries, each a JSON array) and
-    the number of parameters they take: the user's id and the `n_scopes` scope ids for the
-    records, the user's id for the tombstones, the user's id and the scope ids for the
-    retractions."""
+def context_state_parts(reader: RawReader, user, scope_ids: list[str],
+                        cached_version: int | None = None) -> tuple[list[str], list]:
+    """SQL for the parts of a `ContextState` as scalar subqueries, and their parameters: the
+    user's memory version, then the records, the tombstones and the retractions, each a JSON
+    array — or NULL when the version is `cached_version` (the caller holds that state)."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
-    scopes = ", ".join(["%s"] * n_scopes)
+    scopes = ", ".join(["%s"] * len(scope_ids))
     message = column(MemorySource, "message", "s.")
     linked = (f"FROM {reader.table(MemorySource)} s "
               f"WHERE {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')}")
@@ -327,11 +331,18 @@ def context_state_parts(reader: RawReader, n_scopes: int) -> tuple[list[str], in
             "scope_id", "key", "value_hash", "retracted_at")],
         f"FROM {reader.table(SlotRetraction)} x WHERE {name(SlotRetraction, 'user', 'x.')} = %s "
         f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})")
-    return [records, tombstones, retractions], 3 + 2 * n_scopes
-
-
-def context_state_params(user, scope_ids: list[str]) -> list:
-    return [user.pk, *scope_ids, user.pk, user.pk, *scope_ids]
+    version = (f"(SELECT {name(MemoryVersion, 'version')} FROM {reader.table(MemoryVersion)} "
+               f"WHERE {name(MemoryVersion, 'user_id')} = %s)")
+    parts, params = [version], [user.pk]
+    for part, found in ((records, [user.pk, *scope_ids]), (tombstones, [user.pk]),
+                        (retractions, [user.pk, *scope_ids])):
+        if cached_version is None:
+            parts.append(part)
+            params += found
+        else:
+            parts.append(f"CASE WHEN {version} = %s THEN NULL ELSE {part} END")
+            params += [user.pk, cached_version, *found]
+    return parts, params
 
 
 def parse_context_state(records: str, tombstones: str, retractions: str,
@@ -363,3 +374,59 @@ def parse_context_state(records: str, tombstones: str, retractions: str,
         if slot not in latest or at > latest[slot]:
             latest[slot] = at
     return ContextState(built, tombs, latest)
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-process memory cache: what a read of a context's state found at a memory version
+
+
+@dataclass
+class CachedMemory:
+    """A context's state as read (or as a write left it) at `version`, with — once a resolve
+    made them — the resolution and projection at a time of their `window`, under the registry
+    they were made with (compared by identity: the catalog cache's object)."""
+
+    version: int
+    state: ContextState
+    secret: bytes
+    resolved: tuple | None = None  # (registry, (lo, hi), resolution, projection)
+
+
+class MemoryCache:
+    """A bounded, thread-safe LRU of `CachedMemory` by (user id, scope ids). Entries are never
+    changed once stored: a new state replaces the entry. Correct whatever else the database
+    sees: an entry is used only while the user's memory version (`memory.triggers`) is the
+    one it was stored with."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._entries: OrderedDict[tuple, CachedMemory] = OrderedDict()
+        self._lock = threading.Lock()
+        self.reused = 0  # states reused instead of read (tests and the benchmark read it)
+
+    def note_reuse(self) -> None:
+        with self._lock:
+            self.reused += 1
+
+    def get(self, user_id, scope_ids) -> CachedMemory | None:
+        key = (user_id, tuple(scope_ids))
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, user_id, scope_ids, entry: CachedMemory) -> None:
+        key = (user_id, tuple(scope_ids))
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+MEMORY_CACHE = MemoryCache(getattr(settings, "COMPANION", {}).get("MEMORY_CACHE_SIZE", 512))

@@ -54,14 +54,18 @@ def _per_test_cache(settings):
 
 @pytest.fixture(autouse=True)
 def _cold_catalog_cache():
-    """Each test starts with this process's catalog cache empty (config.catalog), so a query
+    """Each test starts with this process's catalog cache and memory cache empty
+    (config.catalog, memory.storage.MEMORY_CACHE), so a query
     count never depends on which test ran before: the first request of a test loads the
     catalog data it reads; later requests of the test find it warm unless the catalog changed."""
     from config import catalog
+    from memory.storage import MEMORY_CACHE
 
     catalog.clear_all()
+    MEMORY_CACHE.clear()
     yield
     catalog.clear_all()
+    MEMORY_CACHE.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,13 @@ from config.clock import db_now
 from config.storage import raw_reader
 from conversations.models import Conversation, Message, Turn
 from memory.models import MemoryRecord, MemorySource, SlotRetraction, Tombstone
-from memory.selectors import last_named_key, records_to_domain, remembered_now, tombstones_of
+from memory.selectors import (
+    last_named_key,
+    memory_version_of,
+    records_to_domain,
+    remembered_now,
+    tombstones_of,
+)
 from memory.storage import ContextState
 from policy.models import PolicyRule
 from policy.selectors import user_policy_version, user_rules_for_context
@@ -223,4 +229,5 @@ def read_turn_orm(*, conversation, turn_key: str, character: str, scope_ids: lis
         last_named=last_named_key(user) if learning else None,
         state=ContextState(records, tombstones_of(user), latest), history=history, texts=texts,
         rules=rules, user_policy_version=user_policy_version(user) if capabilities else 0,
+        memory_version=memory_version_of(user.pk),
     )

@@ -72,12 +72,13 @@ class TurnRows:
     now: datetime
     existing_turn: uuid.UUID | None
     last_named: str | None
-    state: memory_storage.ContextState
+    state: memory_storage.ContextState | None  # None: the cached state is current
     history: list[HistoryCandidate]
     texts: dict[str, str]
     rules: list[tuple[tuple, Rule]]  # the user's, each with its place in the model's order
     user_policy_version: int
     registry_rows: list[tuple] | None = None  # (key, cardinality, label, pinned), when read
+    memory_version: int | None = None  # the user's, as read (None: no memory write yet)
 
 
 _RULE_FIELDS = ("id", "capability", "effect", "source", "scope_kind", "conversation", "scene",
@@ -87,11 +88,13 @@ _RULE_FIELDS = ("id", "capability", "effect", "source", "scope_kind", "conversat
 
 def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
               character: str, scope_ids: list[str], room: int, n_recent: int, learning: bool,
-              capabilities: list[str], registry: bool = False) -> TurnRows:
+              capabilities: list[str], registry: bool = False,
+              cached_version: int | None = None) -> TurnRows:
     """One statement, run after the conversation's and the memory profile's locks so it sees
     every committed write (see the module docstring). `room` < 0 and no `n_recent` read no
     history; `registry` reads the key registry too (outside a request, where the catalog
-    cache does not serve it)."""
+    cache does not serve it). With `cached_version`, the memory state is read only if the
+    user's memory version is another: `state` is then None when the caller's is current."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
     user = conversation.user
@@ -111,9 +114,10 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
     # With learning off and no plan, the turn touches no memory table (I8).
     remembers = learning or planned
     if remembers:
-        memory_parts, _ = memory_storage.context_state_parts(reader, len(scope_ids))
+        memory_parts, found = memory_storage.context_state_parts(reader, user, scope_ids,
+                                                                 cached_version)
         parts += memory_parts
-        params += memory_storage.context_state_params(user, scope_ids)
+        params += found
     if planned:
         history = history_sql(reader, message_size_sql(reader.alias))
         parts.append(json_rows(vendor, ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext"],
@@ -148,18 +152,24 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
            else timezone.now().astimezone(UTC))
     existing = row.pop(0)
     last_named = row.pop(0) if learning else None
-    state = (memory_storage.parse_context_state(row.pop(0), row.pop(0), row.pop(0), user.username)
-             if remembers else memory_storage.ContextState([], [], {}))
+    version = None
+    state = memory_storage.ContextState([], [], {})
+    if remembers:
+        version, records, tombstones, retractions = (row.pop(0) for _ in range(4))
+        state = (None if records is None else
+                 memory_storage.parse_context_state(records, tombstones, retractions,
+                                                    user.username))
     history, texts = _parse_history(json.loads(row.pop(0))) if planned else ([], {})
     rules: list[tuple[tuple, Rule]] = []
-    version = 0
+    policy_version = 0
     if capabilities:
         rules = _parse_rules(json.loads(row.pop(0)), user.username, character)
-        version = row.pop(0) or 0
+        policy_version = row.pop(0) or 0
     keys = [tuple(found) for found in json.loads(row.pop(0))] if registry and remembers else None
     return TurnRows(now=now, existing_turn=uuid.UUID(str(existing)) if existing else None,
                     last_named=last_named, state=state, history=history, texts=texts,
-                    rules=rules, user_policy_version=version, registry_rows=keys)
+                    rules=rules, user_policy_version=policy_version, registry_rows=keys,
+                    memory_version=version)
 
 
 def _last_named_sql(user, alias: str) -> tuple[str, list]:

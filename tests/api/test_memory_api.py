@@ -218,15 +218,16 @@ def test_it_resolves_in_a_constant_number_of_queries(api, sam, ctx, conv, n, dja
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=msg) for r in rows])
     body = {"context": {**ctx, "now": "2030-01-01T00:00:00Z"}}
     api.post("/api/v1/memory/resolve", body, format="json")  # a warm process (config.catalog)
-    # The token; the conversation with its user, profile and character; the records with their
-    # sources; the tombstones with the secret. The key registry comes from the catalog cache.
-    with django_assert_num_queries(4):
+    # The token; the conversation with its user, profile and character; the context's memory
+    # state (version, records with their sources, tombstones, retractions, the secret) in one
+    # statement. The key registry comes from the catalog cache.
+    with django_assert_num_queries(3):
         r = api.post("/api/v1/memory/resolve", body, format="json")
     assert r.status_code == 200
     assert len(r.json()["active"]) == min(n, 50)
     # Without a conversation the user is read instead (with the profile).
     body = {"context": {"user": sam.username, "now": "2030-01-01T00:00:00Z"}}
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(3):
         r = api.post("/api/v1/memory/resolve", body, format="json")
     assert r.status_code == 200 and len(r.json()["active"]) == min(n, 50)
 

@@ -281,10 +281,10 @@ def _bulk(sam, conv, n):
 @pytest.mark.parametrize("n", [10, 1000])
 def test_it_resolves_in_the_same_number_of_queries_either_way(api, sam, conv, ctx, n, use,
                                                               django_assert_num_queries):
-    """I8/DESIGN: the switch comes with the user's row: resolve stays at 5 queries."""
+    """I8/DESIGN: the switch comes with the user's row: resolve stays at 4 queries."""
     _bulk(sam, conv, n)
     put(api, {"use": use})
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(4):
         r = api.post("/api/v1/memory/resolve", {"context": {**ctx, "now": "2030-01-01T00:00:00Z"}}, format="json")
     assert r.status_code == 200 and (len(r.json()["prompt"]) == n) is use
 

@@ -17,11 +17,12 @@ pytestmark = pytest.mark.django_db
 
 NOW = "2030-01-01T00:00:00Z"
 
-# The plan's own queries (SQLite and PostgreSQL alike when `now` is given): the memory records
-# with their sources; the tombstones with the user's secret; the history (ids, sizes and the
-# text the budget could admit); the turn's snapshot. The key registry (with its pinned keys)
-# comes from the process's catalog.
-PLAN_STEP = 4
+# The plan's own queries (SQLite and PostgreSQL alike when `now` is given): the context's
+# memory state (the user's memory version, the records with their sources, the tombstones, the
+# retractions — or none of them when this process holds that version — and the user's secret)
+# in one statement; the history (ids, sizes and the text the budget could admit); the turn's
+# snapshot. The key registry (with its pinned keys) comes from the process's catalog.
+PLAN_STEP = 3
 # Policy decisions for requested capabilities (the capabilities and the product defaults come
 # from the catalog): SAVEPOINT, the user's policy version, the user's rules, the decision
 # log's insert, RELEASE.

@@ -6,9 +6,10 @@ The service runs: the conversation with its user, character and memory profile (
 conversation and the profile), one read after the locks (clock, turn key, the extractor's
 "it", the context's memory state, and here the key registry: no request's catalog cache),
 and then every write — seq, message, records, source links, turn — as one statement on
-PostgreSQL (one per table on SQLite). Its transaction adds BEGIN and COMMIT (a savepoint and
-its release inside a test's transaction): three statements and those two on PostgreSQL,
-whatever the message teaches."""
+PostgreSQL (one per table on SQLite), and when memory was written the user's memory version it
+left (so the process may reuse what it wrote). Its transaction adds BEGIN and COMMIT (a
+savepoint and its release inside a test's transaction): three statements (four with memory
+written) and those two on PostgreSQL."""
 
 import pytest
 from django.db import connection
@@ -29,8 +30,10 @@ MESSAGES = {
 # Statements of the service itself, outside any enclosing transaction.
 EXPECTED = {
     0: 3 if ON_POSTGRES else 5,   # lock, the read, the writes (seq, message, turn)
-    1: 3 if ON_POSTGRES else 7,   # records and sources join the writes
-    3: 3 if ON_POSTGRES else 7,   # the same: one batch
+    # records and sources join the writes; then the memory version they left is read back,
+    # so this process can reuse the state it wrote (memory.storage.MEMORY_CACHE)
+    1: 4 if ON_POSTGRES else 8,
+    3: 4 if ON_POSTGRES else 8,   # the same: one batch
 }
 SAVEPOINTS = 2
 
@@ -98,9 +101,9 @@ def test_a_replay_reads_the_stored_turn(api):
 
 @postgres_only  # (a transactional test flushes the seeded key templates the page tests read)
 @pytest.mark.django_db(transaction=True)
-def test_a_real_request_runs_five_statements_for_one_fact_on_postgresql():
+def test_a_real_request_runs_six_statements_for_one_fact_on_postgresql():
     """Outside a test's transaction turn creation's atomic block is the transaction itself:
-    BEGIN, the three statements, COMMIT; no savepoint."""
+    BEGIN, the four statements, COMMIT; no savepoint."""
     conv = _world(10)
     with CaptureQueriesContext(connection) as captured:
         result = services.turn_create(conversation_id=conv.pk, turn_key="t1", content=MESSAGES[1])

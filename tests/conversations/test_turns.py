@@ -256,8 +256,8 @@ def test_it_plans_in_a_constant_number_of_queries(api, conv, sam, n, django_asse
     # The first plan of a process loads the catalog data it reads and does not hold yet
     # (config.catalog: the capabilities, the product defaults and their version: three
     # queries; the key registry came with the turn's creation); later plans read none of it.
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(13):
         plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(10):
         r = plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")
     assert r.status_code == 200
