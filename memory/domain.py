@@ -230,3 +230,17 @@ def default_label(key: str) -> str:
 def known_time_zones() -> frozenset[str]:
     """The IANA zone names this machine knows (the `tzdata` package ships them everywhere)."""
     return frozenset(zoneinfo.available_timezones())
+
+
+def r6_beats(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """R6, the one order between two records of a slot: higher authority, then later
+    valid_from, then higher version, then the smaller id (a deterministic tie-break, not a
+    business rule). The resolver (R6) and the projection (P3, after scope) both use it."""
+    rank_a, rank_b = AUTHORITY_RANK[a.authority], AUTHORITY_RANK[b.authority]
+    if rank_a != rank_b:
+        return rank_a > rank_b
+    if a.valid_from != b.valid_from:
+        return a.valid_from > b.valid_from
+    if a.version != b.version:
+        return a.version > b.version
+    return a.id < b.id

@@ -15,7 +15,6 @@ from operator import attrgetter
 from config.builders import build_slotted
 from conversations.domain import SCOPE_NARROWNESS
 from memory.domain import (
-    AUTHORITY_RANK,
     REASON_LOW_CONFIDENCE,
     REASON_SHADOWED,
     REASON_UNSUPPORTED,
@@ -26,6 +25,7 @@ from memory.domain import (
     Projection,
     default_label,
     normalise_value,
+    r6_beats,
 )
 
 __all__ = ["CERTAINTIES", "certainty_of", "project"]
@@ -56,14 +56,7 @@ def _outranks(a: MemoryRecord, b: MemoryRecord) -> bool:
     narrow_a, narrow_b = SCOPE_NARROWNESS[a.scope.kind], SCOPE_NARROWNESS[b.scope.kind]
     if narrow_a != narrow_b:
         return narrow_a > narrow_b
-    rank_a, rank_b = AUTHORITY_RANK[a.authority], AUTHORITY_RANK[b.authority]
-    if rank_a != rank_b:
-        return rank_a > rank_b
-    if a.valid_from != b.valid_from:
-        return a.valid_from > b.valid_from
-    if a.version != b.version:
-        return a.version > b.version
-    return a.id < b.id
+    return r6_beats(a, b)
 
 
 def _prompt_order(item: ProjectedMemory) -> tuple:

@@ -37,6 +37,7 @@ from memory.domain import (
     Resolution,
     Tombstone,
     normalise_value,
+    r6_beats,
     value_hash,
 )
 
@@ -85,19 +86,6 @@ def _dedupe(records: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
 def _slot_of(record: MemoryRecord, scope_id: str, many_keys: frozenset[str] | set[str]) -> _Slot:
     key = record.key
     return (scope_id, key, normalise_value(record.value) if key in many_keys else "")
-
-
-def _beats(a: MemoryRecord, b: MemoryRecord) -> bool:
-    """R6 order: higher authority, then later valid_from, then higher version, then the
-    smaller id (a deterministic tie-break, not a business rule)."""
-    rank_a, rank_b = AUTHORITY_RANK[a.authority], AUTHORITY_RANK[b.authority]
-    if rank_a != rank_b:
-        return rank_a > rank_b
-    if a.valid_from != b.valid_from:
-        return a.valid_from > b.valid_from
-    if a.version != b.version:
-        return a.version > b.version
-    return a.id < b.id
 
 
 def _why_beats(winner: MemoryRecord, loser: MemoryRecord) -> str:
@@ -286,7 +274,7 @@ def _decide(records: list[MemoryRecord] | tuple[MemoryRecord, ...], now: datetim
             slots[slot] = [record, 1]
         else:
             entry[1] += 1
-            if _beats(record, entry[0]):
+            if r6_beats(record, entry[0]):
                 entry[0] = record
     for winner, _ in slots.values():
         reasons[winner.id] = _ACTIVE
