@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
+from django.db.models import Q
 
 from config.clock import db_now
 from config.errors import DomainError, ValidationError
@@ -503,8 +505,6 @@ def support_staff_put(*, username: str, password: str, private_text: bool = Fals
     """A support staff member: a staff account (not a superuser) in the Support group, with
     `view_private_text` only when asked for. Creates the account or updates its password,
     group and that permission."""
-    from django.contrib.auth.models import Permission
-
     User = get_user_model()
     with transaction.atomic():
         user, _ = User.objects.get_or_create(username=username)
@@ -522,17 +522,17 @@ def support_staff_put(*, username: str, password: str, private_text: bool = Fals
 
 
 def support_group_ensure():
-    """Create or complete the "Support" group (the data migration does this once; a flushed
-    test database or a new deployment step can call it again). Idempotent."""
-    from django.contrib.auth.models import Group, Permission
-    from django.db.models import Q
-
-    group, _ = Group.objects.get_or_create(name=SUPPORT_GROUP)
+    """The "Support" group with exactly `SUPPORT_GROUP_PERMISSIONS` — the one place the
+    group's permissions are written. Runs after every `migrate` (`support.apps`, post_migrate),
+    so a new deployment, an upgraded one and a flushed test database all end with the same
+    group; a permission added by hand is taken away again. Idempotent."""
     wanted = Q(pk__in=[])
     for app_label, codename in SUPPORT_GROUP_PERMISSIONS:
         wanted |= Q(content_type__app_label=app_label, codename=codename)
     permissions = list(Permission.objects.filter(wanted))
     if len(permissions) != len(SUPPORT_GROUP_PERMISSIONS):
         raise LookupError("Some support permissions do not exist yet; run migrate first.")
-    group.permissions.add(*permissions)
+    with transaction.atomic():
+        group, _ = Group.objects.get_or_create(name=SUPPORT_GROUP)
+        group.permissions.set(permissions)
     return group

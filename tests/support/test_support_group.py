@@ -1,8 +1,10 @@
-"""Issue 6: a "Support" group, created by a data migration, with view permissions, the explain
-view and the support actions — and not view_private_text."""
+"""The "Support" group (docs/DESIGN.md, privacy; SPEC §13): view permissions, the explain view
+and the support actions — never `view_private_text` — written once in
+`support.services.SUPPORT_GROUP_PERMISSIONS` and kept so after every `migrate`."""
 
 import pytest
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
+from django.core.management import call_command
 
 from support.services import SUPPORT_GROUP_PERMISSIONS, support_group_ensure
 
@@ -13,7 +15,7 @@ def permissions(group):
     return set(group.permissions.values_list("content_type__app_label", "codename"))
 
 
-def test_the_migration_created_the_support_group_with_the_expected_permissions():
+def test_migrate_leaves_the_support_group_with_the_expected_permissions():
     group = Group.objects.get(name="Support")
     assert permissions(group) == set(SUPPORT_GROUP_PERMISSIONS)
     assert ("support", "view_private_text") not in permissions(group)
@@ -28,6 +30,14 @@ def test_ensuring_the_group_again_changes_nothing():
     support_group_ensure()
     assert permissions(Group.objects.get(name="Support")) == before
     assert Group.objects.filter(name="Support").count() == 1
+
+
+def test_migrate_takes_back_a_permission_added_by_hand_and_restores_one_removed():
+    group = Group.objects.get(name="Support")
+    group.permissions.add(Permission.objects.get(codename="view_private_text"))
+    group.permissions.remove(Permission.objects.get(codename="use_explain"))
+    call_command("migrate", verbosity=0, interactive=False)
+    assert permissions(Group.objects.get(name="Support")) == set(SUPPORT_GROUP_PERMISSIONS)
 
 
 def test_a_support_member_can_reach_the_admin_pages_they_need(support):
