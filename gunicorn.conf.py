@@ -2,7 +2,7 @@
 config.wsgi:application --bind 0.0.0.0:8000` serves with everything below. The bind address
 stays on the command line; `WEB_CONCURRENCY` overrides the number of workers.
 
-Serving (issue 14):
+Serving:
 - Workers: 2 × the cores this process may run on + 1 (a sync-style worker waits on the
   database for much of a request, so a core serves about two). `WEB_CONCURRENCY` overrides.
 - `gthread` workers with one thread each (`GUNICORN_THREADS` for more): one request at a time

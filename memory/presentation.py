@@ -35,7 +35,7 @@ from .domain import MemoryRecord as DomainRecord
 from .projection import certainty_of
 from .selectors import key_templates, registry
 
-# Who set a value, in words (issue 5: "you, the companion's inference, a rule").
+# Who set a value, in words ("you, the companion's inference, a rule").
 SET_BY = {
     "user-corrected": "your correction",
     "user-confirmed": "you",

@@ -4,7 +4,7 @@ the user's conversations, so another user's conversation is refused as bad input
 
 from django import forms
 
-# The three controls of issue 5, as rule effects.
+# The page's three controls (SPEC §6, D8), as rule effects.
 EFFECT_CHOICES = [("allow", "Always allow"), ("ask", "Always ask first"), ("deny", "Never")]
 
 

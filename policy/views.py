@@ -1,4 +1,4 @@
-"""The boundaries page (issue 5; SPEC §6): for each character, what the companion may do now
+"""The boundaries page (SPEC §6): for each character, what the companion may do now
 (allow / deny / ask) and why, in words; controls to always allow, always ask or never, at a
 chosen scope; revoking a choice; and the conflicts the static check finds.
 

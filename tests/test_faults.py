@@ -1,4 +1,4 @@
-"""Faults (issue 8): a database error in the middle of a turn or a forget leaves no partial
+"""Faults: a database error in the middle of a turn or a forget leaves no partial
 state, and the retry succeeds; a retried request after a lost response returns the original
 result."""
 

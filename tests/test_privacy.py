@@ -1,4 +1,4 @@
-"""Privacy (SPEC §12, D10, F1; issue 8): a full scenario with the project's loggers at DEBUG
+"""Privacy (SPEC §12, D10, F1): a full scenario with the project's loggers at DEBUG
 leaves no memory value or message text in any log record; the decision log and tombstones
 have no free-text fields."""
 

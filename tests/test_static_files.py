@@ -1,4 +1,4 @@
-"""Static files are served in every mode (issue 13, item 1): WhiteNoise serves what
+"""Static files are served in every mode: WhiteNoise serves what
 `collectstatic` gathered — the pages' stylesheet and the admin's — with DEBUG off, from
 `runserver` (what `make run` starts; the browser tests drive it) and from gunicorn (the deploy
 steps), with content-hashed names cached for a year and gzip-compressed copies."""

@@ -1,4 +1,4 @@
-"""Concurrency stress (issue 8), on PostgreSQL: a few hundred mixed operations from client
+"""Concurrency stress, on PostgreSQL: a few hundred mixed operations from client
 threads over loopback against a live server — turns, replies (with retries), asserts,
 corrections, forgets and rule changes for a handful of users — then the invariants: one
 reply per turn, unique versions, no inverted windows, no forgotten value anywhere, policy

@@ -1,4 +1,4 @@
-"""The conversation pages and "your data" (issue 5; SPEC §7, §9).
+"""The conversation pages and "your data" (SPEC §7, §9).
 
 Transcripts are read-only: each message carries an anchor (`#m-<id>`, where the memories page
 links "from your message on 3 Aug") and the memories it produced, with what became of them.

@@ -1,4 +1,4 @@
-"""Characters, conversations, turns and messages in the admin, for support staff (issue 6).
+"""Characters, conversations, turns and messages in the admin, for support staff.
 
 Message content and conversation titles are the user's own words: shown only inside a reveal
 of their user (SPEC §13 S1; each page that shows them is logged), searchable and filterable

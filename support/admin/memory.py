@@ -1,4 +1,4 @@
-"""Memory in the admin, for support staff (issue 6).
+"""Memory in the admin, for support staff.
 
 Records, tombstones, slot retractions and idempotency records are read-only: the services are
 their only writers (DESIGN habit 2). Support changes memory only through the actions below

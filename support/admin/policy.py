@@ -1,4 +1,4 @@
-"""Boundary policy in the admin, for support staff (issue 6).
+"""Boundary policy in the admin, for support staff.
 
 The capability catalog is editable (its questions are product copy). Rules, policy versions,
 the decision log, answers and media jobs are read-only: the services are their only writers

@@ -1,4 +1,4 @@
-"""Access control (issue 8): every API route refuses (a) no credentials, (b) a revoked token
+"""Access control: every API route refuses (a) no credentials, (b) a revoked token
 and (c) a browser session with 401 and no data in the body; runtime tokens cannot use the
 pages."""
 

@@ -1,4 +1,4 @@
-"""Bad input (issue 8): every kind gets a clear 4xx problem and nothing is stored."""
+"""Bad input: every kind gets a clear 4xx problem and nothing is stored."""
 
 import json
 

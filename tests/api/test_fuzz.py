@@ -1,4 +1,4 @@
-"""API fuzzing (issue 8): schemathesis generates requests from the project's own OpenAPI
+"""API fuzzing: schemathesis generates requests from the project's own OpenAPI
 schema for every operation, with a fixed seed and a bounded number of examples. No answer
 may be a 5xx; every answer must conform to the schema (status code, content type, body);
 every documented error is a problem+json body."""

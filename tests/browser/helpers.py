@@ -49,7 +49,7 @@ def anchored_id(page) -> str:
 
 def lands_on_card(page, server) -> str:
     """The page came back at a card (its address ends in `#m-<id>`) and that card has the
-    focus (issue 13, item 8); the card's memory id."""
+    focus; the card's memory id."""
     expect(page).to_have_url(re.compile(re.escape(server.url) + CARD_AT))
     memory_id = anchored_id(page)
     expect(page.locator(f"#m-{memory_id}")).to_be_focused()

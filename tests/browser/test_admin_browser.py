@@ -5,7 +5,7 @@
 - Forget on the user's behalf: find a user's memory by username (its value hidden), forget it
   with a reason, and the runtime's `POST /memory/resolve` no longer returns it (F5); the
   explain view shows it excluded as forgotten, in words; the reason is in the support log.
-- "Why did the companion say that?" (issue 13, item 15): from a turn, one click opens the
+- "Why did the companion say that?": from a turn, one click opens the
   explain view pre-filled with its conversation, scene and plan time; the turn's stored plan
   reads as keys and labels with values hidden; every reason is in words; the page fits 1280 px.
   The same click exists from a message and from a memory.

@@ -1,4 +1,4 @@
-"""Error pages as a user meets them (issue 13, item 11), against the server `make run` starts,
+"""Error pages as a user meets them, against the server `make run` starts,
 at 1280 and 390 px: a 404 and a refused form (403) answer the site's styled pages with a way
 back, pass axe-core and fit the window; so does the 500 page, rendered by the same settings
 and static files (a healthy server has no page that fails, so the test renders it through

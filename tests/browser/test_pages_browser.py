@@ -57,7 +57,7 @@ def test_sign_in_and_correct_a_memory(page, readme_server, person, sign_in, look
     look(page, "03-correct-inline")
     dog.get_by_role("button", name="Save correction").click()
 
-    corrected = lands_on_card(page, readme_server)  # at the new card, focused (issue 13, item 8)
+    corrected = lands_on_card(page, readme_server)  # at the new card, focused
     expect(page.locator(f"#m-{corrected} .card-notice")).to_contain_text("Corrected “Dog's name”")
     expect(card(page, "Dog's name").locator(".memory-value")).to_have_text("Max")
     expect(page.locator("main")).not_to_contain_text("Rex")
@@ -87,7 +87,7 @@ def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, pers
     look(page, "06-forget-confirm")
     page.get_by_role("button", name="Forget it").click()
 
-    # The page, back at the forgotten card's place, focused (issue 13, item 8).
+    # The page, back at the forgotten card's place, focused.
     place = lands_on_card(page, readme_server)
     expect(page.locator(f"#m-{place} .card-notice")).to_contain_text("Forgotten: “Dog's name”")
     expect(page.locator("main")).not_to_contain_text("Rex")
@@ -130,7 +130,7 @@ def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, pers
 
 
 def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(page, readme_server, person, sign_in, look):
-    """Issue 13, item 2: choose "Never" only in one conversation and save: the card shows that
+    """Choose "Never" only in one conversation and save: the card shows that
     choice where it applies, Where keeps the conversation, and the runtime is told the same."""
     sign_in(page, person)
     page.get_by_role("link", name="Boundaries").click()
@@ -200,7 +200,7 @@ def test_every_page_reads_well_and_works_from_the_keyboard(page, readme_server, 
     expect(page.locator(".error-summary")).to_contain_text("Write the correct value")
     look(page, "16-correct-with-error")
 
-    # Values wrap between words, never inside one (issue 13, item 10): the basil plant's old name.
+    # Values wrap between words, never inside one: the basil plant's old name.
     page.goto(readme_server.url + "/memories/")
     page.locator("li.memory", has_text="Marlowe").get_by_role("link", name=re.compile("^History of")).click()
     expect(page.locator("main")).to_contain_text("Harbor")

@@ -53,7 +53,7 @@ def test_it_allocates_distinct_seqs_under_concurrent_turns(conv):
 
 
 def test_it_writes_concurrent_batches_of_one_user_one_at_a_time():
-    """W8/W5 for batched turn writes (issue 14): threads creating turns in several
+    """W8/W5 for batched turn writes: threads creating turns in several
     conversations of one user, each writing a batch of facts, get unique, gap-free versions per
     scoped key; the same value said by all is stored once and merged into (W5) by the rest;
     every message's source link lands."""

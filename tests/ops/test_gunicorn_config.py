@@ -1,4 +1,4 @@
-"""The serving configuration is in the repository (issue 14): `gunicorn.conf.py`, which
+"""The serving configuration is in the repository: `gunicorn.conf.py`, which
 gunicorn reads from the working directory by itself, sets the workers from the core count
 (`WEB_CONCURRENCY` overrides), loads the app once in the master before forking
 (`preload_app`), closes database connections and freezes the collector there, and keeps

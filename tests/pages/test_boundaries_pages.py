@@ -1,4 +1,4 @@
-"""The boundaries page (issue 5; SPEC §6): decisions and why, the controls, revoking, and the
+"""The boundaries page (SPEC §6): decisions and why, the controls, revoking, and the
 static check's conflicts."""
 
 import pytest
@@ -164,7 +164,7 @@ def test_it_only_shows_the_users_characters_and_choices(page, alex, conv):
     assert r.context["yours"] == []
 
 
-# --- Issue 13: the page never contradicts a save ------------------------------------------------
+# --- The page never contradicts a save ------------------------------------------------
 
 
 def card(response, title, capability):

@@ -1,4 +1,4 @@
-"""The conversation pages (issue 5; SPEC §7): read-only transcripts with the memories each
+"""The conversation pages (SPEC §7): read-only transcripts with the memories each
 message produced, and deleting a conversation behind a confirmation page."""
 
 import pytest
@@ -31,7 +31,7 @@ def test_the_transcript_anchors_each_message_and_shows_what_it_produced(page, co
     assert f'id="m-{turn.user_message_id}"' in html and f'id="m-{reply.pk}"' in html
     seen = text(r)
     assert "You" in seen and "Captain Rowan" in seen and "What a good name!" in seen
-    # The registry's sentence for the key (issue 13, item 13), with the value in it.
+    # The registry's sentence for the key, with the value in it.
     assert "Remembered from this message: Your dog is called Rex remembered now" in seen
     assert f'href="/memories/{live("dog.name", sam).pk}/history"' in html
 

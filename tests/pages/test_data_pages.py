@@ -1,4 +1,4 @@
-"""Your data (issue 5; SPEC §9): download the snapshot, forget everything, delete the account."""
+"""Your data (SPEC §9): download the snapshot, forget everything, delete the account."""
 
 import json
 

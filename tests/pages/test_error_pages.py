@@ -1,4 +1,4 @@
-"""Error pages (issue 13, item 11): a page that fails — 404, 403 (also a refused form), 400,
+"""Error pages: a page that fails — 404, 403 (also a refused form), 400,
 500 — answers the site's own styled HTML with navigation; the API keeps answering
 problem+json (SPEC §10) for the same errors."""
 

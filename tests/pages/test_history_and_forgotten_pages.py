@@ -1,4 +1,4 @@
-"""History, "no longer true" and the forgotten page (issue 13, items 3, 5, 6, 12): a
+"""History, "no longer true" and the forgotten page: a
 confirmation is shown as "You confirmed it on …", never as a replacement; an undone "no longer
 true" shows its gap; a forgotten value never reads "still open"; forgets made by support say
 so, without the staff member's reason."""

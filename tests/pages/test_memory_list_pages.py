@@ -1,4 +1,4 @@
-"""The memories page as a user meets it (issue 13): one certainty vocabulary (P1/P2), labels
+"""The memories page as a user meets it: one certainty vocabulary (P1/P2), labels
 that read as words or the registry's sentences, pages of cards, sort and filters, a search kept
 out of the URL (SPEC §12), "forget selected" behind one confirmation page, and every action
 landing on its card with its message beside it."""

@@ -1,5 +1,5 @@
 """The memory pages cost the same number of queries for 5 or 200 memories (DESIGN habit 6),
-with everything issue 13 added: pages, sort, certainty filter, a session-held search, a card
+with everything the page offers: pages, sort, certainty filter, a session-held search, a card
 in its place after "no longer true" or a forget, the "no longer true" page, the forget-selected
 confirmation and a chosen time zone."""
 

@@ -1,4 +1,4 @@
-"""The memory pages (issue 5; SPEC §2–§4): what is remembered now, confirm, correct, retract,
+"""The memory pages (SPEC §2–§4): what is remembered now, confirm, correct, retract,
 forget behind a confirmation page, the history of a slot, and what was forgotten."""
 
 import re

@@ -1,4 +1,4 @@
-"""Each page renders in a constant number of queries (issue 5): the count for a user with 5
+"""Each page renders in a constant number of queries: the count for a user with 5
 items equals the count for a user with 200 (DESIGN habit 6)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""What every page shares (issue 5): sign-in, only the signed-in user's data, no-store, CSRF,
+"""What every page shares: sign-in, only the signed-in user's data, no-store, CSRF,
 a skip link; and the sign-in and sign-out pages themselves."""
 
 import re
@@ -151,12 +151,12 @@ def test_a_next_url_off_the_site_is_ignored(page, objects):
 ])
 @pytest.mark.parametrize("name", ["memory:confirm", "memory:retract", "policy:revoke"])
 def test_a_next_value_that_is_not_a_local_path_falls_back_and_never_fails(page, objects, name, value):
-    """Issue 12, item 4: any `next` form value is either a path on this site or ignored —
+    """Any `next` form value is either a path on this site or ignored —
     never an open redirect and never a server error (a bare word like `foo` was a 500)."""
     fallback = "/boundaries/" if name.startswith("policy") else "/memories/"
     r = page.post(url(name, objects), {"next": value})
     assert r.status_code == 302
-    # The memory actions land on the card they acted on (issue 13, item 8): `#m-<id>`.
+    # The memory actions land on the card they acted on: `#m-<id>`.
     assert r["Location"].split("#")[0] == fallback
     assert name.startswith("policy") or re.fullmatch(r"/memories/#m-[0-9a-f-]{36}", r["Location"])
 
@@ -179,7 +179,7 @@ def test_a_local_next_path_with_a_query_is_kept_and_lands_on_the_card(page, sam,
 
 @pytest.mark.parametrize("username", ["x" * 151, "x" * 256, "x" * 5000, "a\x00b", "%ED%A0%80"])
 def test_sign_in_refuses_an_impossible_username_with_the_normal_message(client, sam, username):
-    """Issue 12, item 4: an over-long (or unstorable) username is refused like a wrong
+    """An over-long (or unstorable) username is refused like a wrong
     password, before anyone is signed in, without a server error (on PostgreSQL a 256-character
     name was a 500 when the failed attempt was stored); signing in normally still works."""
     body = f"username={username}&password=whatever" if "%" in username else {"username": username, "password": "whatever"}

@@ -1,4 +1,4 @@
-"""Times on the pages (issue 13, item 9): in the user's time zone (set on "Your data"; unset,
+"""Times on the pages: in the user's time zone (set on "Your data"; unset,
 the service's, named), one date format everywhere; the API stays in UTC (SPEC §0)."""
 
 import re

@@ -1,4 +1,4 @@
-"""Issue 6: support actions go through the services (the resulting state obeys the SPEC), ask
+"""Support actions go through the services (the resulting state obeys the SPEC), ask
 for a reason on an intermediate page, and log it; without a reason nothing changes."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 6 / DESIGN habit 6: every changelist runs a constant number of queries, for 10 rows
+"""DESIGN habit 6: every changelist runs a constant number of queries, for 10 rows
 or 500 (no N+1), outside a reveal and inside one (SPEC §13 S1: the page is logged in one
 insert, whatever the number of values it shows)."""
 

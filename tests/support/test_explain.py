@@ -1,4 +1,4 @@
-"""Issue 6: the explain view shows what the resolver and the policy engine decide for a
+"""The explain view shows what the resolver and the policy engine decide for a
 context — counts, record and rule ids, steps, reasons and details — and writes nothing."""
 
 import pytest

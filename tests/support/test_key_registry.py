@@ -1,4 +1,4 @@
-"""Issue 6 / SPEC §0: the key registry stays editable in the admin, but a key's cardinality
+"""SPEC §0: the key registry stays editable in the admin, but a key's cardinality
 cannot change once records use it (the admin form refuses it)."""
 
 import pytest

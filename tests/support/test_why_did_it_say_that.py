@@ -1,4 +1,4 @@
-"""Issue 13, item 15: support can answer "why did the companion say X?".
+"""Support can answer "why did the companion say X?".
 
 From a message, a turn or a memory in the admin, one click opens the explain view pre-filled
 with that turn's conversation, scene and plan time; a turn's stored plan (SPEC §7) reads back

@@ -1,4 +1,4 @@
-"""`support.words`: reasons in words (issue 13, item 15), pure and table-checked. Ids, kinds,
+"""`support.words`: reasons in words, pure and table-checked. Ids, kinds,
 authorities and times only — never a value."""
 
 from datetime import UTC, datetime, timedelta
