@@ -11,7 +11,8 @@ PURE = [
     "memory.domain", "memory.resolver", "memory.projection", "memory.extract", "config.builders",
     "memory.writes",
     "policy.domain", "policy.engine",
-    "turns.planner", "turns.tokens", "turns.stopwords", "bench.relevance",
+    "turns.planner", "turns.relevance", "turns.pipeline", "turns.tokens", "turns.stopwords",
+    "bench.relevance", "memory.learning", "conversations.domain",
     "config.errors", "support.words",
 ]
 

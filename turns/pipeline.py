@@ -37,7 +37,8 @@ from memory.writes import Known, Outcome, WriteBatch, WritePlan
 from policy import engine
 from policy.domain import Decision, DecisionRequest, PolicyContext, Rule
 
-from .planner import QUERY_HISTORY, HistoryCandidate, Plan, PlanMessage, PlanParams, build_plan
+from .planner import HistoryCandidate, Plan, PlanMessage, PlanParams, build_plan
+from .relevance import QUERY_HISTORY
 
 REQUESTED_BY = "assistant"
 

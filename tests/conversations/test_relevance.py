@@ -11,20 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import turns.planner as planner_module
+import turns.relevance as relevance_module
 from config.errors import ValidationError
 from conversations.domain import Scope
 from memory.domain import RESOLVER_VERSION, MemoryRecord, ProjectedMemory
 from memory.projection import project
-from turns.planner import (
-    HistoryCandidate,
-    PlanMessage,
-    PlanParams,
-    bm25_scores,
-    build_plan,
-    document_terms,
-    memory_cap,
-    terms,
-)
+from turns.planner import HistoryCandidate, PlanMessage, PlanParams, build_plan, memory_cap
+from turns.relevance import bm25_scores, document_terms, terms
 from turns.stopwords import STOPWORDS, STOPWORDS_VERSION
 from turns.tokens import estimate_memory
 
@@ -158,15 +151,15 @@ def test_it_orders_by_the_same_scores_as_bm25_of_the_documents(values, query_tex
     exactly `bm25_scores` of the memories' documents, for any text."""
     memories = [mem(f"r{i}", value or "x", key=f"k.k{i % 3}", label=f"Label {value[:3]}")
                 for i, value in enumerate(values)]
-    query = planner_module.query_terms(query_text, ["letter and the basil"])
-    _, scores = planner_module.relevance_order(memories, query, frozenset())
+    query = relevance_module.query_terms(query_text, ["letter and the basil"])
+    _, scores = relevance_module.relevance_order(memories, query, frozenset())
     assert scores == bm25_scores(query, [document_terms(pm) for pm in memories])
 
 
 @given(st.text(max_size=60))
 def test_it_counts_terms_the_same_way_on_the_fast_path(text):
     """I6: the hot path's term count and candidates agree with `terms`."""
-    count, candidates = planner_module._counted_terms(text)
+    count, candidates = relevance_module._counted_terms(text)
     assert count == len(terms(text))
     assert sorted(t for t in candidates if t not in STOPWORDS) == sorted(terms(text))
 
@@ -454,7 +447,7 @@ def test_it_places_a_zero_score_memory_only_after_every_higher_score_that_fits(r
     # memory of higher rank and did not fit in what those had left.
     everything = projection.prompt
     all_scores = dict(zip([pm.record.id for pm in everything], bm25_scores(
-        planner_module.query_terms(content, [m.content for m in reversed(_history(history)[-2:])]),
+        relevance_module.query_terms(content, [m.content for m in reversed(_history(history)[-2:])]),
         [document_terms(pm) for pm in everything]), strict=True))
     assert all(all_scores[i] == s for i, s in scores.items())
     rank = {pm.record.id: (pm.key not in pinned, -all_scores[pm.record.id], n)
