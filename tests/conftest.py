@@ -1,5 +1,52 @@
+"""Fixtures every test directory shares, defined once: the runtime's API client and the one
+world most tests start from — sam, Captain Rowan and their conversation (and alex beside
+them, for tests that need a second user)."""
+
 import pytest
 from django.test.utils import override_settings
+
+from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+
+
+def user_fixture(username: str):
+    """A fixture that makes one user; every test directory's people are made through it."""
+
+    @pytest.fixture
+    def make(db):
+        return UserFactory(username=username)
+
+    return make
+
+
+def character_fixture(slug: str, name: str):
+    """A fixture that makes one character of the catalog."""
+
+    @pytest.fixture
+    def make(db):
+        return CharacterFactory(slug=slug, name=name)
+
+    return make
+
+
+sam = user_fixture("sam")
+alex = user_fixture("alex")
+rowan = character_fixture("captain-rowan", "Captain Rowan")
+
+
+@pytest.fixture
+def conv(sam, rowan):
+    return ConversationFactory(user=sam, character=rowan, title="Rooftop greenhouse")
+
+
+@pytest.fixture
+def ctx(sam, rowan, conv):
+    """The API's context object for sam's conversation with Rowan."""
+    return {"user": sam.username, "character": rowan.slug, "conversation": str(conv.pk)}
+
+
+@pytest.fixture
+def alex_conv(alex, rowan):
+    return ConversationFactory(user=alex, character=rowan, title="Alex's chat")
 
 
 @pytest.fixture

@@ -1,22 +1,22 @@
 import pytest
 
 from conversations.domain import Scope
-from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+
+
+# The memory tests name the shared world by role: the user, the character, the conversation.
+@pytest.fixture
+def user(sam):
+    return sam
 
 
 @pytest.fixture
-def user(db):
-    return UserFactory(username="sam")
+def character(rowan):
+    return rowan
 
 
 @pytest.fixture
-def character(db):
-    return CharacterFactory(slug="captain-rowan", name="Captain Rowan")
-
-
-@pytest.fixture
-def conversation(user, character):
-    return ConversationFactory(user=user, character=character)
+def conversation(conv):
+    return conv
 
 
 USER = Scope("user")

@@ -1,23 +1,7 @@
 import pytest
 from django.test import Client
 
-from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 from turns.services import turn_create
-
-
-@pytest.fixture
-def sam(db):
-    return UserFactory(username="sam")
-
-
-@pytest.fixture
-def rowan(db):
-    return CharacterFactory(slug="captain-rowan", name="Captain Rowan")
-
-
-@pytest.fixture
-def conv(sam, rowan):
-    return ConversationFactory(user=sam, character=rowan, title="Rooftop greenhouse")
 
 
 @pytest.fixture
@@ -41,13 +25,3 @@ def say(conv):
         ).turn
 
     return _say
-
-
-@pytest.fixture
-def alex(db):
-    return UserFactory(username="alex")
-
-
-@pytest.fixture
-def alex_conv(alex, rowan):
-    return ConversationFactory(user=alex, character=rowan, title="Alex's chat")

@@ -3,7 +3,8 @@ import importlib
 
 import pytest
 
-from tests.factories import CharacterFactory, ConversationFactory, UserFactory, at
+from tests.conftest import character_fixture, user_fixture
+from tests.factories import ConversationFactory, at
 
 SEED = importlib.import_module("policy.migrations.0002_seed_capabilities")
 
@@ -20,19 +21,10 @@ def capabilities(db):
     return [name for name, _ in SEED.CAPABILITIES]
 
 
-@pytest.fixture
-def wren(db):
-    return UserFactory(username="wren")
-
-
-@pytest.fixture
-def rowan(db):
-    return CharacterFactory(slug="rowan", name="Captain Rowan")
-
-
-@pytest.fixture
-def marlowe(db):
-    return CharacterFactory(slug="marlowe", name="Marlowe")
+# The policy tests' own world: wren talks to Rowan (slug `rowan`) and Marlowe.
+wren = user_fixture("wren")
+rowan = character_fixture("rowan", "Captain Rowan")
+marlowe = character_fixture("marlowe", "Marlowe")
 
 
 @pytest.fixture
