@@ -20,6 +20,7 @@ from django.utils.html import format_html
 from conversations.models import Message
 from memory.domain import KEY_FREE_PARTS, default_label, loggable_key
 from memory.models import MemoryRecord
+from policy.models import PolicyRule
 
 MASK = "hidden"
 MASK_TITLE = "Private text: shown only inside a reveal of this user's private text (S1)."
@@ -149,3 +150,30 @@ def plan_rows(plan, *, reveal_link: str = "") -> dict:
         "current": message(plan.current) if plan.current else None,
         "left_out": [memory(i) if i.kind == "memory" else message(i) for i in plan.left_out],
     }
+
+
+# The explain page links to rules and memories in the admin by their options.
+EXPLAIN_ADMIN_OPTS = {"rule_opts": PolicyRule._meta, "memory_opts": MemoryRecord._meta}
+
+
+def explain_record_rows(items, *, reveal: bool, reveal_link: str) -> tuple[list[dict], set]:
+    """The explain page's rows for the resolver's records, masked outside a reveal (S1), and
+    the ids of the records whose private text a row shows (for the reveal's page log)."""
+    rows, shown = [], set()
+    for item in items:
+        record = item.record
+        value = record.value if reveal else None
+        if reveal and (record.value or masked_key(record.key) != record.key):
+            shown.add(record.id)
+        key = masked_key(record.key, reveal=reveal)
+        rows.append({
+            "item": item, "record": record,
+            "detail": item.detail.replace(record.key, key),  # the slot names the key
+            "link": admin_link(MemoryRecord, record.id, short_id(record.id)),
+            "key": key,
+            "label": masked_label(record.key, item.label, reveal=reveal),
+            "scope": scope_short(record.scope_id),
+            "value": value if value else ("" if reveal else masked(reveal_link, short=True)),
+            "erased": record.status == "forgotten",
+        })
+    return rows, shown

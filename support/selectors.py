@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from config.clock import db_now
+from conversations.models import Conversation, Turn
 
 from .models import RevealGrant
 
@@ -94,3 +95,26 @@ def reveals_export(user) -> list[dict]:
         }
         for r in reveals_of(user)
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The explain pages' reads
+
+
+def turn_with_user(turn_id) -> Turn | None:
+    """A turn by id, with its user (explain from a turn); None when there is none."""
+    return Turn.objects.select_related("user").filter(pk=turn_id).first()
+
+
+def turn_of_user(user, turn_id) -> Turn | None:
+    """One of `user`'s turns by id; None when the id names no turn of theirs."""
+    return Turn.objects.filter(pk=turn_id, user=user).first()
+
+
+def conversation_choices(user, limit: int = 50) -> list[tuple]:
+    """`user`'s newest conversations as (id, character slug, created) to pick from: ids, never
+    titles — a title is the user's own text."""
+    return list(
+        Conversation.objects.filter(user=user).select_related("character")
+        .order_by("-created_at").values_list("pk", "character__slug", "created_at")[:limit]
+    )

@@ -26,23 +26,16 @@ from config.errors import NotFound
 from config.errors import PermissionDenied as DomainPermissionDenied
 from config.errors import ValidationError as DomainValidationError
 from config.pages import form_errors_from, next_url
-from conversations.models import Conversation, Turn
-from memory.models import MemoryRecord
-from policy.models import PolicyRule
 
-from . import grants
+from . import grants, selectors
 from . import services as support
 from .access import request_may_reveal, request_reveal, request_reveal_forget
 from .display import (
-    admin_link,
+    EXPLAIN_ADMIN_OPTS,
+    explain_record_rows,
     explain_url,
-    masked,
-    masked_key,
-    masked_label,
     plan_rows,
     reveal_url,
-    scope_short,
-    short_id,
 )
 from .forms import ExplainForm, RevealForm
 
@@ -52,7 +45,7 @@ def explain_turn_view(request, turn_id):
     for (else when it was made), the capabilities the plan asked about, and the turn itself."""
     if not request.user.has_perm(support.EXPLAIN_PERMISSION):
         raise PermissionDenied
-    turn = Turn.objects.select_related("user").filter(pk=turn_id).first()
+    turn = selectors.turn_with_user(turn_id)
     if turn is None:
         raise Http404("No such turn.")
     at = support.turn_plan_time(turn).astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -99,40 +92,20 @@ def explain_view(request):
             opened = request_reveal(request)
             reveal = opened is not None and opened.subject_id == result.context.user.pk
         if result is not None and data["turn"]:
-            turn = Turn.objects.filter(pk=data["turn"], user=result.context.user).first()
+            turn = selectors.turn_of_user(result.context.user, data["turn"])
             if turn is None:
                 form.add_error("turn", "Not a turn of this user.")
             else:
                 plan = support.turn_plan(turn, reveal=reveal)
         if result is not None:
             # Ids to pick from, never titles: the conversation title is the user's own text.
-            conversations = list(
-                Conversation.objects.filter(user=result.context.user)
-                .select_related("character").order_by("-created_at")
-                .values_list("pk", "character__slug", "created_at")[:50]
-            )
+            conversations = selectors.conversation_choices(result.context.user)
     rows = []
     reveal_link = ""
     if result is not None:
         if not reveal and request_may_reveal(request):
             reveal_link = reveal_url(result.context.user.get_username(), request.get_full_path())
-        shown = set()
-        for item in result.records:
-            record = item.record
-            value = record.value if reveal else None
-            if reveal and (record.value or masked_key(record.key) != record.key):
-                shown.add(record.id)
-            key = masked_key(record.key, reveal=reveal)
-            rows.append({
-                "item": item, "record": record,
-                "detail": item.detail.replace(record.key, key),  # the slot names the key
-                "link": admin_link(MemoryRecord, record.id, short_id(record.id)),
-                "key": key,
-                "label": masked_label(record.key, item.label, reveal=reveal),
-                "scope": scope_short(record.scope_id),
-                "value": value if value else ("" if reveal else masked(reveal_link, short=True)),
-                "erased": record.status == "forgotten",
-            })
+        rows, shown = explain_record_rows(result.records, reveal=reveal, reveal_link=reveal_link)
         if reveal:
             shown.update(plan.revealed if plan is not None else ())
             grants.reveal_page_log(reveal=request_reveal(request), staff=request.user,
@@ -150,8 +123,7 @@ def explain_view(request):
         "conversations": conversations,
         "plan": plan,
         "plan_rows": plan_rows(plan, reveal_link=reveal_link) if plan is not None else None,
-        "rule_opts": PolicyRule._meta,
-        "memory_opts": MemoryRecord._meta,
+        **EXPLAIN_ADMIN_OPTS,
         "media": form.media,
     }
     return TemplateResponse(request, "admin/support/explain.html", context)
