@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from config import catalog, metrics
 from config.clock import db_now
 from config.errors import Conflict, IdempotencyKeyReused, NotFound, ValidationError
-from conversations.selectors import character_by_slug, conversation_of_user
+from conversations.selectors import LoadedContext, character_by_slug, conversation_of_user
 
 from . import engine
 from .domain import (
@@ -74,8 +74,6 @@ from .selectors import (
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-    from conversations.selectors import LoadedContext
 
 log = logging.getLogger("companion.policy")
 
