@@ -31,25 +31,13 @@ from .domain import (
 )
 from .forms import EFFECT_CHOICES, BoundaryForm
 from .models import PolicyRule
+from .presentation import DECISION_WORDS, capability_name
 from .selectors import boundary_overview, capability_list, rule_list
 from .services import boundary_set, rule_revoke
 
-# Seeded capabilities in plain words; others fall back to their name.
-CAPABILITY_NAMES = {
-    "tone.playful": "A playful tone",
-    "topic.work": "Talking about your work",
-    "relationship.advance": "A closer relationship",
-    "media.voice": "Voice messages",
-    "media.image": "Images",
-}
-DECISION_WORDS = {"allow": "Allowed", "deny": "Not allowed", "ask": "Asks you first"}
 EFFECT_WORDS = dict(EFFECT_CHOICES)
 # The page shows what happens when the companion itself wants to do something.
 REQUESTER = "assistant"
-
-
-def capability_name(name: str) -> str:
-    return CAPABILITY_NAMES.get(name) or name.replace("_", " ").replace(".", ": ").capitalize()
 
 
 class Places:
