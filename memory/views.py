@@ -26,7 +26,15 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from config.errors import Conflict, ValidationError
-from config.pages import day, form_errors_from, next_url, private_page, when
+from config.pages import (
+    day,
+    form_errors_from,
+    messages_by_anchor,
+    next_url,
+    notify,
+    private_page,
+    when,
+)
 from conversations.domain import SCOPE_NARROWNESS
 
 from . import services
@@ -62,43 +70,18 @@ from .switches import memory_settings_of
 
 PAGE_SIZE = 25
 SEARCH_SESSION_KEY = "memory_search"
-# A flash message's extra tag naming the element it belongs beside (`at-m-<id>`).
-ANCHOR_TAG = "at-"
 MESSAGES_ANCHOR = "messages"
+_notify = notify  # the message beside the element its anchor names (config.pages)
+_pending = messages_by_anchor
 
 
 # ---------------------------------------------------------------------------------------------
 # Where an action lands
 
 
-def _notify(request, level: int, text: str, anchor: str = MESSAGES_ANCHOR) -> None:
-    messages.add_message(request, level, text, extra_tags=f"{ANCHOR_TAG}{anchor}")
-
-
 def _back(request, anchor: str = MESSAGES_ANCHOR, default: str = "memory:list"):
     """Back where the action came from (`next`, a path on this site), at `anchor`."""
     return redirect(f"{next_url(request, default).split('#', 1)[0]}#{anchor}")
-
-
-def _anchor_of(message) -> str | None:
-    for tag in (message.extra_tags or "").split():
-        if tag.startswith(ANCHOR_TAG):
-            return tag[len(ANCHOR_TAG):]
-    return None
-
-
-def _pending(request) -> tuple[dict[str, list], list]:
-    """This request's flash messages: those that belong beside an element (by anchor), and
-    the rest."""
-    placed: dict[str, list] = defaultdict(list)
-    loose = []
-    for message in messages.get_messages(request):
-        anchor = _anchor_of(message)
-        if anchor and anchor != MESSAGES_ANCHOR:
-            placed[anchor].append(message)
-        else:
-            loose.append(message)
-    return placed, loose
 
 
 def _switch_values(user) -> dict:
@@ -318,6 +301,7 @@ def memory_list(request):
         "filtered": bool(query or only or level_wanted),
         "total": paginator.count,
         "anything": bool(active),
+        "forgotten_before": bool(remembered.tombstones),
         "no_longer_true": len(restorable),
         "loose_messages": loose,
         "switches": MemorySwitchesForm(initial=_switch_values(request.user)),

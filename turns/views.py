@@ -193,8 +193,9 @@ def forget_everything(request):
     if request.method == "POST":
         tombstones = memory_forget_all(user=request.user)
         if tombstones:
-            messages.success(request, f"Forgot everything: {len(tombstones)} kinds of memory, everywhere. "
-                                      "Old messages will not bring them back.")
+            messages.success(request, "Forgot everything the companion remembered about you, everywhere. "
+                                      "Old messages will not bring it back; your conversations stay "
+                                      "until you delete them.")
         else:
             messages.info(request, "There was nothing to forget.")
         return redirect("memory:list")
