@@ -12,7 +12,7 @@ PURE = [
     "memory.writes",
     "policy.domain", "policy.engine",
     "turns.planner", "turns.tokens", "turns.stopwords", "bench.relevance",
-    "config.errors", "support.words",
+    "config.errors", "support.words", "turns.used", "policy.presentation",
 ]
 
 
