@@ -9,12 +9,16 @@ never shows someone's memories.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime
 from functools import wraps
 
+from django import forms
+from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.views import LogoutView
 from django.http import Http404
 from django.shortcuts import resolve_url
 from django.utils import timezone
@@ -36,6 +40,38 @@ def private_page(view: Callable) -> Callable:
             raise Http404(exc.detail) from None
 
     return never_cache(login_required(wrapped))
+
+
+# A flash message's extra tag naming the element it belongs beside (`at-m-<id>`): after an
+# action the page shows it inside that element (a card, `tabindex="-1"`, focused by pages.js
+# when the address ends in its anchor) instead of at the top, out of view.
+ANCHOR_TAG = "at-"
+MESSAGES_ANCHOR = "messages"
+
+
+def notify(request, level: int, text: str, anchor: str = MESSAGES_ANCHOR) -> None:
+    flash.add_message(request, level, text, extra_tags=f"{ANCHOR_TAG}{anchor}")
+
+
+def anchor_of(message) -> str | None:
+    for tag in (message.extra_tags or "").split():
+        if tag.startswith(ANCHOR_TAG):
+            return tag[len(ANCHOR_TAG):]
+    return None
+
+
+def messages_by_anchor(request) -> tuple[dict[str, list], list]:
+    """This request's flash messages: those that belong beside an element (by anchor), and
+    the rest."""
+    placed: dict[str, list] = defaultdict(list)
+    loose = []
+    for message in flash.get_messages(request):
+        anchor = anchor_of(message)
+        if anchor and anchor != MESSAGES_ANCHOR:
+            placed[anchor].append(message)
+        else:
+            loose.append(message)
+    return placed, loose
 
 
 def next_url(request, default: str = "memory:list") -> str:
@@ -89,6 +125,18 @@ def when(moment: datetime | None) -> str:
     return f"{day(moment)}, {timezone.localtime(moment):%H:%M}"
 
 
+class SignOutView(LogoutView):
+    """Signing out says so on the sign-in page it lands on (the message outlives the session:
+    it is kept in a cookie)."""
+
+    def post(self, request, *args, **kwargs):
+        was_signed_in = request.user.is_authenticated
+        response = super().post(request, *args, **kwargs)
+        if was_signed_in:
+            flash.success(request, "You are signed out. Sign in again to see your companion's memories.")
+        return response
+
+
 class SignInForm(AuthenticationForm):
     """The sign-in form, refusing a username no account can have (longer than the username
     field allows, or with control characters) with the same message as a wrong password,
@@ -96,7 +144,20 @@ class SignInForm(AuthenticationForm):
     stored with a failed attempt. (Django's own form shows the length limit in the page but
     does not validate it.)"""
 
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "Your username and password didn't match. Please try again.",
+        "empty": "Enter your username and your password to sign in.",
+    }
+
     def clean(self):
+        # An empty field is one clear message for the whole form, not "required" beside it
+        # as well as "didn't match" above it.
+        missing = [name for name in ("username", "password") if name in self._errors]
+        if missing:
+            for name in missing:
+                del self._errors[name]
+            raise forms.ValidationError(self.error_messages["empty"], code="empty")
         username = self.data.get(self.add_prefix("username"), "")
         if not isinstance(username, str) or (
             len(username) > self.username_field.max_length or not username.isprintable()

@@ -126,6 +126,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "memory.context_processors.memory_switches",
             ],
         },
     },
@@ -160,6 +161,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# The admin writes dates as the pages do ("1 Dec 2026, 19:21"): config/formats/en/formats.py.
+FORMAT_MODULE_PATH = ["config.formats"]
 
 # Static files: WhiteNoise serves them from STATIC_ROOT in every mode (`runserver` with DEBUG on
 # or off, gunicorn), with content-hashed names cached for a year and gzip-compressed copies.

@@ -7,7 +7,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config import ops, views
-from config.pages import SignInForm
+from config.pages import SignInForm, SignOutView
 from memory import urls as memory_urls
 from policy import urls as policy_urls
 from turns import urls as turns_urls
@@ -35,6 +35,7 @@ urlpatterns = [
     path("conversations/", include((turns_urls.pages, "conversations"))),
     path("data/", include((turns_urls.data_pages, "data"))),
     path("login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
+    path("logout/", SignOutView.as_view(), name="logout"),
     path("", include("django.contrib.auth.urls")),
     path("", views.home, name="home"),
 ]

@@ -25,6 +25,8 @@ class UserTimeZoneMiddleware:
             profile = MemoryProfile.objects.filter(user=user).first()
             if profile is not None:
                 user.memory_profile = profile
+            else:  # none yet: the switches' defaults, without asking again
+                user._meta.get_field("memory_profile").set_cached_value(user, None)
             name = profile.time_zone if profile is not None else ""
             if name:
                 try:

@@ -26,7 +26,15 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from config.errors import Conflict, ValidationError
-from config.pages import day, form_errors_from, next_url, private_page, when
+from config.pages import (
+    day,
+    form_errors_from,
+    messages_by_anchor,
+    next_url,
+    notify,
+    private_page,
+    when,
+)
 from conversations.domain import SCOPE_NARROWNESS
 
 from . import services
@@ -62,43 +70,18 @@ from .switches import memory_settings_of
 
 PAGE_SIZE = 25
 SEARCH_SESSION_KEY = "memory_search"
-# A flash message's extra tag naming the element it belongs beside (`at-m-<id>`).
-ANCHOR_TAG = "at-"
 MESSAGES_ANCHOR = "messages"
+_notify = notify  # the message beside the element its anchor names (config.pages)
+_pending = messages_by_anchor
 
 
 # ---------------------------------------------------------------------------------------------
 # Where an action lands
 
 
-def _notify(request, level: int, text: str, anchor: str = MESSAGES_ANCHOR) -> None:
-    messages.add_message(request, level, text, extra_tags=f"{ANCHOR_TAG}{anchor}")
-
-
 def _back(request, anchor: str = MESSAGES_ANCHOR, default: str = "memory:list"):
     """Back where the action came from (`next`, a path on this site), at `anchor`."""
     return redirect(f"{next_url(request, default).split('#', 1)[0]}#{anchor}")
-
-
-def _anchor_of(message) -> str | None:
-    for tag in (message.extra_tags or "").split():
-        if tag.startswith(ANCHOR_TAG):
-            return tag[len(ANCHOR_TAG):]
-    return None
-
-
-def _pending(request) -> tuple[dict[str, list], list]:
-    """This request's flash messages: those that belong beside an element (by anchor), and
-    the rest."""
-    placed: dict[str, list] = defaultdict(list)
-    loose = []
-    for message in messages.get_messages(request):
-        anchor = _anchor_of(message)
-        if anchor and anchor != MESSAGES_ANCHOR:
-            placed[anchor].append(message)
-        else:
-            loose.append(message)
-    return placed, loose
 
 
 def _switch_values(user) -> dict:
@@ -154,11 +137,21 @@ def _order(sort: str, label: str, scope_kind: str, value: str, recorded_at: date
     return (-recorded_at.timestamp(), label.casefold(), id_)
 
 
-def _group_title(names: ScopeNames, slug: str | None) -> tuple[str, str]:
+def _group_title(names: ScopeNames, slug: str | None, *, use: bool = True) -> tuple[str, str]:
+    """A group's heading and what it says of use in conversations; with `use` off (I8) none
+    is used now, whoever they are kept for."""
     if slug is None:
+        if not use:
+            return "Everywhere", "Kept for every companion; none is used in conversations while memory use is off."
         return "Everywhere", "Every companion may use these, in every conversation."
     name = names.character_name(slug)
+    if not use:
+        return f"With {name}", f"Kept for {name} only; none is used in conversations while memory use is off."
     return f"With {name}", f"Only {name} uses these (some only in one conversation or scene)."
+
+
+# I8: each card's line on use in conversations while `use` is off.
+NOT_USED_NOW = "Not used in conversations now: you turned memory use off."
 
 
 def _group_anchor(slug: str | None) -> str:
@@ -180,6 +173,7 @@ def memory_list(request):
     """What is remembered now, grouped by character, a page at a time, newest first or A–Z,
     filtered by character or certainty and searched by a term kept in the session."""
     user = request.user
+    switches = memory_settings_of(user)
     remembered = remembered_now(user)
     active, keys, by_id = remembered.active, remembered.registry, remembered.by_id
     placed, loose = _pending(request)
@@ -249,8 +243,10 @@ def memory_list(request):
     # The page: the one asked for, or — right after an action — the one holding its card.
     paginator = Paginator(ordered, PAGE_SIZE)
     number = request.GET.get("page")
+    # `?card=<id>` (the transcript's "What the companion used" links a card): its page.
+    asked_card = f"m-{request.GET.get('card', '')}"
     for index, row in enumerate(ordered):
-        if row.anchor in placed:
+        if row.anchor in placed or row.anchor == asked_card:
             number = index // PAGE_SIZE + 1
             break
     page = paginator.get_page(number)
@@ -273,6 +269,8 @@ def memory_list(request):
             row.scope_words = row.scope_words or names.words(row.scope_id)
         if row.kind == "memory":
             row.certainty_label, row.certainty_help = CERTAINTY[row.certainty]
+            if not switches.use:
+                row.certainty_help = NOT_USED_NOW
             row.provenance = provenance(row.record, found, originals.get(row.id))
             row.confirmable = row.record.authority not in USER_AUTHORITIES
         elif row.kind == "retracted":
@@ -282,7 +280,7 @@ def memory_list(request):
     page_groups: list[dict] = []
     for row in rows:
         if not page_groups or page_groups[-1]["slug"] != row.group:
-            title, intro = _group_title(names, row.group)
+            title, intro = _group_title(names, row.group, use=switches.use)
             page_groups.append({"slug": row.group, "anchor": _group_anchor(row.group), "title": title,
                                 "intro": intro, "rows": []})
         page_groups[-1]["rows"].append(row)
@@ -303,6 +301,7 @@ def memory_list(request):
         "filtered": bool(query or only or level_wanted),
         "total": paginator.count,
         "anything": bool(active),
+        "forgotten_before": bool(remembered.tombstones),
         "no_longer_true": len(restorable),
         "loose_messages": loose,
         "switches": MemorySwitchesForm(initial=_switch_values(request.user)),

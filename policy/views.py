@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from config.clock import db_now
 from config.errors import Conflict, ValidationError
-from config.pages import day, form_errors_from, next_url, private_page
+from config.pages import day, form_errors_from, messages_by_anchor, next_url, notify, private_page
 from conversations.models import Character, Conversation
 from conversations.selectors import conversations_of
 
@@ -31,25 +31,13 @@ from .domain import (
 )
 from .forms import EFFECT_CHOICES, BoundaryForm
 from .models import PolicyRule
+from .presentation import DECISION_WORDS, capability_name
 from .selectors import boundary_overview, capability_list, rule_list
 from .services import boundary_set, rule_revoke
 
-# Seeded capabilities in plain words; others fall back to their name.
-CAPABILITY_NAMES = {
-    "tone.playful": "A playful tone",
-    "topic.work": "Talking about your work",
-    "relationship.advance": "A closer relationship",
-    "media.voice": "Voice messages",
-    "media.image": "Images",
-}
-DECISION_WORDS = {"allow": "Allowed", "deny": "Not allowed", "ask": "Asks you first"}
 EFFECT_WORDS = dict(EFFECT_CHOICES)
 # The page shows what happens when the companion itself wants to do something.
 REQUESTER = "assistant"
-
-
-def capability_name(name: str) -> str:
-    return CAPABILITY_NAMES.get(name) or name.replace("_", " ").replace(".", ": ").capitalize()
 
 
 class Places:
@@ -170,6 +158,7 @@ class CapabilityRow:
     where: str  # the "Where" option the form shows
     choice: str  # the effect the form shows
     open: bool  # the form starts open: just saved from it, or it came back with errors
+    notices: tuple = ()  # the message of the save just made from this card
 
 
 def field_id(section_key: str, capability: str) -> str:
@@ -187,6 +176,9 @@ def _page(request, *, error_form: BoundaryForm | None = None):
     asked = request.POST if error_form is not None else request.GET
     asked_section, asked_capability, asked_where, asked_effect = (
         str(asked.get(name, "")) for name in ("section", "capability", "where", "effect"))
+    # The message of a save goes inside the card it was made from (`#card-…`, focused).
+    placed, loose = messages_by_anchor(request)
+    shown: set[str] = set()
 
     def decide(capability: str, **where):
         return overview.decide(capability, REQUESTER, user=user.username, **where)
@@ -216,11 +208,15 @@ def _page(request, *, error_form: BoundaryForm | None = None):
                 choice = asked_effect
             else:
                 choice = decide(name, **places.context_of(where)).effect
+            fid = field_id(key, name)
+            notices = tuple(placed.get(f"card-{fid}", ()))
+            if notices:
+                shown.add(f"card-{fid}")
             rows.append(CapabilityRow(
-                fid=field_id(key, name), name=name, title=capability_name(name), question=capability.question,
+                fid=fid, name=name, title=capability_name(name), question=capability.question,
                 effect=general.effect, decision=DECISION_WORDS[general.effect],
                 why=applies[0].why, applies=tuple(applies), where=where, choice=choice,
-                open=asked_here,
+                open=asked_here, notices=notices,
             ))
         return {
             "character": character,
@@ -260,9 +256,10 @@ def _page(request, *, error_form: BoundaryForm | None = None):
         for d in check.dead
         if d.reason == "shadowed" and d.rule_id in rules_by_id and not rules_by_id[d.rule_id].is_default
     ]
+    loose += [m for anchor, found in placed.items() if anchor not in shown for m in found]
     return render(request, "policy/boundaries.html", {
         "sections": sections, "yours": yours, "conflicts": conflicts, "shadowed": shadowed,
-        "effects": EFFECT_CHOICES, "error_form": error_form,
+        "effects": EFFECT_CHOICES, "error_form": error_form, "loose_messages": loose,
     })
 
 
@@ -306,10 +303,11 @@ def boundary_set_view(request):
             what = capability_name(form.cleaned_data["capability"])
             where = dict(all_places)[form.cleaned_data["where"]]
             choice = EFFECT_WORDS[form.cleaned_data["effect"]].lower()
+            anchor = f"card-{field_id(section, form.cleaned_data['capability'])}" if section else "messages"
             if outcome == "unchanged":
-                messages.info(request, f"{what} was already set to “{choice}” {where}.")
+                notify(request, messages.INFO, f"{what} was already set to “{choice}” {where}.", anchor)
             else:
-                messages.success(request, f"Saved: {what} — {choice}, {where}.")
+                notify(request, messages.SUCCESS, f"Saved: {what} — {choice}, {where}.", anchor)
             url = reverse("policy:boundaries")
             if section:
                 query = urlencode({"section": section, "capability": form.cleaned_data["capability"],

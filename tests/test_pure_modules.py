@@ -12,8 +12,8 @@ PURE = [
     "memory.writes",
     "policy.domain", "policy.engine",
     "turns.planner", "turns.relevance", "turns.pipeline", "turns.tokens", "turns.stopwords",
-    "bench.relevance", "memory.learning", "conversations.domain",
-    "config.errors", "support.words",
+    "turns.used", "bench.relevance", "memory.learning", "conversations.domain",
+    "config.errors", "support.words", "policy.presentation",
 ]
 
 

@@ -118,7 +118,7 @@ class _Runtime:
         self.conversation = conversation
         self.n = 0
 
-    def say(self, content: str, *, scene: str | None, reply: str = "…", capabilities=(), now=None,
+    def say(self, content: str, *, scene: str | None, reply: str, capabilities=(), now=None,
             budget: int = BUDGET, memory_order: str = "certainty"):
         self.n += 1
         turn = turn_create(conversation_id=self.conversation.pk, turn_key=f"t{self.n}", content=content, scene=scene).turn
@@ -128,20 +128,23 @@ class _Runtime:
         return turn, plan
 
 
-def play(*, username: str | None = None, keep: bool = False) -> tuple[Scorecard, User]:
-    """Play the protocol on a new user (deleted afterwards unless `keep`)."""
+def play(*, username: str | None = None, keep: bool = False,
+         days_later: timedelta = timedelta(days=3)) -> tuple[Scorecard, User]:
+    """Play the protocol on a new user (deleted afterwards unless `keep`). The return of
+    phase 5 is planned `days_later` after the clock (the demo spreads its times over days
+    itself, `turns.demo`, and asks for none)."""
     card = Scorecard()
     username = username or f"continuity-{uuid.uuid4().hex[:10]}"
     user, _ = user_put(ref=username)
     try:
-        _play(card, user)
+        _play(card, user, days_later)
     finally:
         if not keep:
             user_delete(user=user)
     return card, user
 
 
-def _play(card: Scorecard, user) -> None:
+def _play(card: Scorecard, user, days_later: timedelta) -> None:
     caretaker, _ = character_put(slug="night-caretaker", name="The Night Caretaker")
     lamplighter, _ = character_put(slug="lamplighter", name="The Lamplighter")
     conversation = conversation_create(user=user, character=caretaker, title="The rooftop greenhouse")
@@ -163,13 +166,18 @@ def _play(card: Scorecard, user) -> None:
                            scope=convo, authority="model-inferred", confidence=0.7, sources=source).record
     memory_assert(user=user, key="story.meeting", value="Thursdays at the rooftop greenhouse",
                   scope=convo, authority="model-inferred", confidence=0.9, sources=source)
+    for line, reply in (
+        ("The thyme needs water.", "I will fill the can before we sit down; thyme likes the rain barrel best."),
+        ("Tell me about the night shift.", "Quiet, mostly: the sprinklers at two, and the moths at the glass."),
+        ("I switched on the work lamp. Let us sit by the window for a while.",
+         "The lamp makes the whole greenhouse glow. The window seat is yours."),
+    ):
+        lamp, _ = runtime.say(line, scene="greenhouse", reply=reply)
+    # The scene's detail, with the message that says it as evidence.
     memory_assert(user=user, key="scene.lamp", value="the work lamp is on", authority="model-inferred",
                   scope=Scope("scene", conversation=str(conversation.pk), scene="greenhouse"),
-                  confidence=0.9, sources=source)
-    for i, line in enumerate(("The thyme needs water.", "Tell me about the night shift.",
-                              "Let us sit by the window for a while.")):
-        runtime.say(line, scene="greenhouse", reply=f"(reply {i})")
-    _, p_base = runtime.say("What is growing tonight?", scene="greenhouse", reply="Harbor is thriving.")
+                  confidence=0.9, sources=[str(lamp.user_message_id)])
+    _, p_base = runtime.say("What is growing tonight?", scene="greenhouse", reply="Harbor is thriving, and the thyme has perked up.")
     card.check("recall", "the setup is extracted from the user's own words (§8)",
                "created" in extracted_keys and _values(p_base, "basil_plant.name") == ["Harbor"]
                and _values(p_base, "user.dislikes") == ["being rushed"], _memory_text(p_base))
@@ -179,7 +187,8 @@ def _play(card: Scorecard, user) -> None:
     # The user asks the companion to forget where they live.
     lives = next((e for e in t1.extracted if e.get("memory")), None)
     forget_key(user=user, key="user.lives_in", scope_id="*")
-    _, p_forgot = runtime.say("Please forget where I live.", scene="greenhouse", reply="Done, it is gone.")
+    _, p_forgot = runtime.say("Please forget where I live.", scene="greenhouse",
+                              reply="Done: where you live is gone, and I will not bring it up again.")
     resummary = memory_assert(user=user, key="user.lives_in", value="Boston", scope=Scope("user"),
                               authority="model-inferred", sources=source)
     card.check("user control", "a forgotten fact stays out of the plan (F2)",
@@ -189,8 +198,8 @@ def _play(card: Scorecard, user) -> None:
 
     # Phase 2 — the correction.
     t_fix, p_fix = runtime.say("I renamed the basil plant. It is Marlowe now, not Harbor.", scene="greenhouse",
-                               reply="Marlowe it is.")
-    _, p_after = runtime.say("How is the plant doing?", scene="greenhouse", reply="Marlowe looks well.")
+                               reply="Marlowe it is. I will use the new name from now on.")
+    _, p_after = runtime.say("How is the plant doing?", scene="greenhouse", reply="Marlowe looks well: two new leaves since last time.")
     corrected = [e for e in t_fix.extracted if e["outcome"] == "created"]
     card.check("correction", "the correction is stored as the user's (§8, user-corrected)",
                len(corrected) == 1, str(t_fix.extracted))
@@ -204,7 +213,8 @@ def _play(card: Scorecard, user) -> None:
 
     # Phase 3 — tone change (asked before used) and an invented outcome.
     turn3, p_tone_before = runtime.say("I am feeling more playful now, but I still do not want to send the letter.",
-                                       scene="greenhouse", capabilities=("tone.playful",), reply="Shall I?")
+                                       scene="greenhouse", capabilities=("tone.playful",),
+                                       reply="I would love to be a little playful. Shall I?")
     asked = _policy(p_tone_before, "tone.playful")
     card.check("user control", "playful tone is asked about before any rule exists (D2)",
                asked is not None and asked.decision.effect == "ask", asked and asked.decision.reason)
@@ -215,7 +225,9 @@ def _play(card: Scorecard, user) -> None:
     invented = memory_assert(user=user, key="story.letter.outcome", value="sent to its recipient",
                              scope=convo, authority="model-inferred", confidence=0.95).record
     _, p_tone = runtime.say("Tell me a silly story about the greenhouse.", scene="greenhouse",
-                            capabilities=("tone.playful",), reply="Once upon a time…")
+                            capabilities=("tone.playful",),
+                            reply="Once upon a time the watering can went on strike, "
+                                  "and the basil had to sing for rain.")
     allowed = _policy(p_tone, "tone.playful")
     card.check("user control", "the user's tone choice is honoured in later plans (D8)",
                allowed is not None and allowed.decision.effect == "allow", allowed and allowed.decision.reason)
@@ -232,7 +244,9 @@ def _play(card: Scorecard, user) -> None:
                   authority="model-inferred", confidence=0.9, sources=[str(t4.user_message_id)])
     memory_assert(user=user, key="story.letter.location", value="with us, downstairs", scope=convo,
                   authority="model-inferred", confidence=0.9, sources=[str(t4.user_message_id)])
-    _, p_stairs = runtime.say("It is quieter down here.", scene="downstairs", reply="It is.")
+    _, p_stairs = runtime.say("It is quieter down here.", scene="downstairs",
+                              reply="It is. Only the boiler hums down here, and the letter is "
+                                    "safe in your coat.")
     card.check("progression", "the new scene carries the letter along (conversation scope)",
                bool(_values(p_stairs, "story.letter.status")) and _values(p_stairs, "story.letter.location") == ["with us, downstairs"],
                _memory_text(p_stairs))
@@ -247,9 +261,11 @@ def _play(card: Scorecard, user) -> None:
                str(history_ids[-3:]))
 
     # Phase 5 — a return days later.
-    later = db_now() + timedelta(days=3)
+    later = db_now() + days_later
     _, p_return = runtime.say("What did we leave unresolved last time?", scene="downstairs",
-                              capabilities=("tone.playful",), now=later, reply="The letter.")
+                              capabilities=("tone.playful",), now=later,
+                              reply="The letter: it is still unfinished, and you did not want "
+                                    "to send it yet.")
     card.check("recall", "the unresolved letter is recalled on return",
                bool(_values(p_return, "story.letter.status")), _memory_text(p_return))
     card.check("uncertainty", "nothing in the returning plan claims the letter was sent",
@@ -268,7 +284,8 @@ def _play(card: Scorecard, user) -> None:
 
     # Phase 6 — relevance (I6): a tight budget, a question about the unsent letter.
     _, p_letter = runtime.say("Can we talk about the letter? I still have not sent it.", scene="downstairs",
-                              now=later, budget=TIGHT_BUDGET, memory_order="relevance", reply="Of course.")
+                              now=later, budget=TIGHT_BUDGET, memory_order="relevance",
+                              reply="Of course. There is no hurry: it can wait until you are ready.")
     about_letter = [m for m in p_letter.plan.memories if ".letter." in f".{m.key}."]
     card.check("recall", "asked about the unsent letter on a tight budget, the plan brings the letter (I6)",
                bool(about_letter) and len(about_letter) == len(p_letter.plan.memories)

@@ -1,5 +1,9 @@
 """Forms of the conversation and "your data" pages."""
 
+import zoneinfo
+from importlib import resources
+from pathlib import Path
+
 from django import forms
 
 from memory.domain import known_time_zones
@@ -28,16 +32,38 @@ class DeleteAccountForm(forms.Form):
 # The time zone the pages show times in
 
 
+def canonical_time_zones() -> list[str]:
+    """The zones a person chooses from: each place's canonical IANA name once (the `zone.tab`
+    of the tz database that `zoneinfo` reads: Asia/Kolkata, never Asia/Calcutta; no legacy
+    aliases, no Etc/GMT±N, no "Factory" or "localtime"), and UTC. Only names this machine's
+    `zoneinfo` knows."""
+    known = known_time_zones()
+    text = ""
+    try:
+        text = resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, OSError):
+        for root in zoneinfo.TZPATH:
+            try:
+                text = (Path(root) / "zone.tab").read_text(encoding="utf-8")
+                break
+            except OSError:
+                continue
+    names = {line.split("\t")[2] for line in text.splitlines()
+             if line and not line.startswith("#") and len(line.split("\t")) >= 3}
+    return sorted(name for name in names | {"UTC"} if name in known)
+
+
 def _time_zone_choices():
-    """The product's zone first, then every IANA zone grouped by region ("Europe", "America"
-    …), so a select list stays usable with a keyboard (type to jump)."""
+    """The product's zone first, then the canonical zones grouped by region ("Europe",
+    "America" …) as option groups, each place named once, so the list stays usable with a
+    keyboard (type to jump)."""
     from django.conf import settings
 
     regions: dict[str, list[tuple[str, str]]] = {}
     others: list[tuple[str, str]] = []
-    for name in sorted(known_time_zones()):
+    for name in canonical_time_zones():
         region, _, place = name.partition("/")
-        if place and region not in ("Etc", "SystemV", "US", "Canada", "Brazil", "Mexico", "Chile"):
+        if place:
             regions.setdefault(region, []).append((name, place.replace("_", " ").replace("/", " – ")))
         else:
             others.append((name, name))

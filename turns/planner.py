@@ -425,6 +425,8 @@ def plan_snapshot(plan: Plan) -> dict:
         "current": plan.current.id,
         "history": [m.id for m, _ in plan.history],
         "memories": [pm.record.id for pm in plan.memories],
+        # SPEC E2: the certainty each memory was given with, beside its id (no text).
+        "certainty": [pm.certainty for pm in plan.memories],
         "excluded": [[kind, item_id, reason] for kind, item_id, reason in plan.excluded],
         "estimated_tokens": plan.estimated_tokens,
         "plan_hash": plan.plan_hash,

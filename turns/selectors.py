@@ -4,6 +4,7 @@ budget can admit), the transcript page with what each message produced, and the 
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -22,9 +23,10 @@ from memory.selectors import (
     tombstones_of,
 )
 from memory.storage import ContextState
-from policy.models import PolicyRule
+from policy.models import DecisionLog, PolicyRule
 from policy.selectors import user_policy_version, user_rules_for_context
 
+from . import used as used_words
 from .planner import HistoryCandidate
 from .storage import OctetLength, TurnRows, history_sql
 from .tokens import estimate_from_bytes
@@ -231,3 +233,64 @@ def read_turn_orm(*, conversation, turn_key: str, character: str, scope_ids: lis
         rules=rules, user_policy_version=user_policy_version(user) if capabilities else 0,
         memory_version=memory_version_of(user.pk),
     )
+
+
+@dataclass(frozen=True)
+class RepliesUsed:
+    """What each reply of a conversation was planned with (SPEC E2): the stored plan snapshot
+    by reply message id, the records those snapshots name as they are stored now (id → key,
+    value, forgotten time or None; a forgotten record has no value left), the decisions
+    an older snapshot names only by id (id → capability, effect), and the user messages
+    whose turn learned nothing because `learn` was off (I8)."""
+
+    snapshots: dict[str, dict | None]
+    held: dict[str, tuple[str, str, datetime | None]]
+    logged: dict[str, tuple[str, str]]
+    not_learned: frozenset[str]
+
+
+def replies_used(user, conversation: Conversation) -> RepliesUsed:
+    """Three queries whatever the conversation's length: its turns, the memory records their
+    snapshots name, and (only for snapshots stored before decisions were kept in them) the
+    decision log rows they name."""
+    snapshots: dict[str, dict | None] = {}
+    not_learned = set()
+    memory_ids, decision_ids = [], []
+    for user_message, reply, learning, snapshot in (
+        Turn.objects.filter(user=user, conversation=conversation)
+        .values_list("user_message_id", "reply_message_id", "learning", "plan_snapshot")
+    ):
+        if not learning:
+            not_learned.add(str(user_message))
+        if reply is None:
+            continue
+        snapshot = snapshot if isinstance(snapshot, dict) else None
+        snapshots[str(reply)] = snapshot
+        memory_ids += used_words.memory_ids(snapshot)
+        decision_ids += used_words.decision_ids(snapshot)
+    held: dict[str, tuple[str, str, datetime | None]] = {}
+    wanted = _uuids(memory_ids)
+    if wanted:
+        for pk, key, value, status, since in (
+            MemoryRecord.objects.filter(user=user, pk__in=wanted)
+            .values_list("id", "key", "value", "status", "status_since")
+        ):
+            forgotten = status == "forgotten"
+            held[str(pk)] = (key, "" if forgotten else value, (since or db_now()) if forgotten else None)
+    logged: dict[str, tuple[str, str]] = {}
+    wanted = _uuids(decision_ids)
+    if wanted:
+        logged = {str(pk): (capability, effect) for pk, capability, effect in
+                  DecisionLog.objects.filter(user=user, pk__in=wanted)
+                  .values_list("id", "capability", "effect")}
+    return RepliesUsed(snapshots, held, logged, frozenset(not_learned))
+
+
+def _uuids(values) -> list[uuid.UUID]:
+    out = []
+    for value in dict.fromkeys(values):
+        try:
+            out.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    return out

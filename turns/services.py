@@ -411,6 +411,9 @@ def _snapshot(read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> dict:
                           "history": params.history, "capabilities": list(params.capabilities),
                           "memory_order": params.memory_order}
     snapshot["decisions"] = [decision_id for decision_id, _, _ in decided.decisions]
+    # SPEC E2: each decision as the prompt held it (capability and effect; no text).
+    snapshot["policy"] = [[decision_id, capability.name, decision.effect]
+                          for decision_id, capability, decision in decided.decisions]
     return snapshot
 
 
@@ -659,6 +662,8 @@ def plan_for_turn(turn: Turn, *, budget: int, memory_share: float = 0.3, history
     snapshot["params"] = {"budget": budget, "memory_share": memory_share, "history": history,
                           "capabilities": list(params.capabilities), "memory_order": memory_order}
     snapshot["decisions"] = [d.decision_id for d in decisions]
+    # SPEC E2: each decision as the prompt held it (capability and effect; no text).
+    snapshot["policy"] = [[d.decision_id, d.capability, d.decision.effect] for d in decisions]
     Turn.objects.filter(pk=turn.pk).update(plan_snapshot=snapshot, plan_hash=plan.plan_hash)
     turn.plan_snapshot, turn.plan_hash = snapshot, plan.plan_hash
     log.info(

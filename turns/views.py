@@ -26,15 +26,18 @@ from config.errors import ValidationError
 from config.pages import day, form_errors_from, private_page, when
 from conversations.selectors import conversation_for_page, conversations_of
 from memory import services as memory_services
-from memory.presentation import Sentence, Wording, status_words
+from memory.presentation import CERTAINTY, Sentence, Wording, status_words
 from memory.selectors import key_templates
 from memory.services import memory_forget_all
+from memory.switches import memory_settings_of
+from policy.presentation import capability_name
 from support.selectors import reveals_of  # S2: "Support access" on Your data
 
 from .forms import DeleteAccountForm, TimeZoneForm
 from .portability import user_export
-from .selectors import data_counts, transcript
+from .selectors import data_counts, replies_used, transcript
 from .services import conversation_delete, user_delete
+from .used import Held, Used, used
 
 
 @private_page
@@ -66,6 +69,8 @@ class TranscriptMessage:
     when: str
     produced: list[Produced] = field(default_factory=list)
     blocked: int = 0
+    used: Used | None = None  # under a companion reply: what its prompt held (SPEC E2)
+    not_learned: bool = False  # I8: `learn` was off when this message's turn was made
 
 
 @private_page
@@ -98,9 +103,28 @@ def conversation_detail(request, conversation_id):
                 message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(key), None,
                                                  f"forgotten on {day(since)}", False))
         messages_.append(message)
+    _what_was_used(user, conversation, messages_, words, active, root)
     return render(request, "conversations/detail.html", {
         "conversation": conversation, "messages_": messages_, "started": when(conversation.created_at),
+        "learning": memory_settings_of(user).learn,
     })
+
+
+def _what_was_used(user, conversation, messages_: list[TranscriptMessage], words: Wording,
+                   active: set[str], root: str) -> None:
+    """SPEC E2: under each companion reply, what its stored plan held; I8: the messages a turn
+    learned nothing from because `learn` was off."""
+    read = replies_used(user, conversation)
+    held = {i: Held(key, value, day(since) if since is not None else None)
+            for i, (key, value, since) in read.held.items()}
+    names = {code: name for code, (name, _) in CERTAINTY.items()}
+    for message in messages_:
+        message.not_learned = message.id in read.not_learned
+        if message.role == "assistant":
+            message.used = used(
+                read.snapshots.get(message.id), held=held, label=words.label, certainty_names=names,
+                capability_name=capability_name, card=lambda i: f"{root}?card={i}#m-{i}",
+                history=lambda i: f"{root}{i}/history", current=active, logged=read.logged)
 
 
 @private_page
@@ -169,8 +193,9 @@ def forget_everything(request):
     if request.method == "POST":
         tombstones = memory_forget_all(user=request.user)
         if tombstones:
-            messages.success(request, f"Forgot everything: {len(tombstones)} kinds of memory, everywhere. "
-                                      "Old messages will not bring them back.")
+            messages.success(request, "Forgot everything the companion remembered about you, everywhere. "
+                                      "Old messages will not bring it back; your conversations stay "
+                                      "until you delete them.")
         else:
             messages.info(request, "There was nothing to forget.")
         return redirect("memory:list")

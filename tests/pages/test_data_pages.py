@@ -68,8 +68,12 @@ def test_it_forgets_everything(page, say, sam, alex):
     assert set(MemoryRecord.objects.filter(user=sam).values_list("value", flat=True)) == {""}
     assert set(Tombstone.objects.filter(user=sam).values_list("scope_id", "key")) == {
         ("*", "dog.name"), ("*", "user.lives_in"), ("*", "user.likes")}
-    assert "Forgot everything: 3 kinds of memory" in follow_messages(r)[0]
-    assert "Nothing is remembered about you yet" in text(r)
+    said = follow_messages(r)[0]
+    assert "Forgot everything the companion remembered about you, everywhere." in said
+    assert "kinds of memory" not in said
+    # What the page says after it: forgotten on request, not "nothing yet".
+    assert "Nothing is remembered about you now: you asked the companion to forget" in text(r)
+    assert "Nothing is remembered about you yet" not in text(r)
     assert MemoryRecord.objects.get(user=alex).value == "Bolt"
 
 
