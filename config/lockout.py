@@ -59,3 +59,9 @@ class LockoutHandler(AbstractAxesHandler, AxesBaseHandler):
 
     def remove_out_of_limit_failure_logs(self, **kwargs) -> int:
         return self.database_handler.remove_out_of_limit_failure_logs(**kwargs)
+
+    def post_save_access_attempt(self, instance, **kwargs):
+        return self.database_handler.post_save_access_attempt(instance, **kwargs)
+
+    def post_delete_access_attempt(self, instance, **kwargs):
+        return self.database_handler.post_delete_access_attempt(instance, **kwargs)

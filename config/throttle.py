@@ -134,21 +134,30 @@ class Counters:
 
     def hit(self, store, key: str, duration: int, limit: int, now: float) -> tuple[int, float]:
         """Count one hit; → (the counter's estimated total with it, seconds left in its window)."""
-        window = int(now // duration)
-        k = (key, window)
-        left = (window + 1) * duration - now
+        return self.hit_all(store, [(key, duration, limit)], now)[0]
+
+    def hit_all(self, store, counters, now: float) -> list[tuple[int, float]]:
+        """Count one hit on each `(name, duration, limit)`, sending them together when due;
+        → (estimated total, seconds left in its window) of each."""
+        keys, lefts = [], []
         with self._lock:
-            self._durations[key] = duration
-            self._ends[k] = now + left
-            if isinstance(store, LocalStore):
-                self._local[k] = self._local.get(k, 0) + 1
+            sync = now - self._flushed_at >= self.flush_seconds
+            for key, duration, limit in counters:
+                window = int(now // duration)
+                k = (key, window)
+                left = (window + 1) * duration - now
+                keys.append(k), lefts.append(left)
+                self._durations[key] = duration
+                self._ends[k] = now + left
+                if isinstance(store, LocalStore):
+                    self._local[k] = self._local.get(k, 0) + 1
+                    continue
+                self._pending[k] = self._pending.get(k, 0) + 1
+                if 2 * self._estimate(k) > limit:
+                    sync = True
+            if isinstance(store, LocalStore) or not sync:
                 self._prune(now)
-                return self._local[k], left
-            self._pending[k] = self._pending.get(k, 0) + 1
-            estimate = self._shared.get(k, 0) + self._pending[k] + self._local.get(k, 0)
-            due = now - self._flushed_at >= self.flush_seconds
-            if not due and 2 * estimate <= limit:
-                return estimate, left
+                return [(self._estimate(k), left) for k, left in zip(keys, lefts, strict=True)]
             batch, self._pending = self._pending, {}
             self._flushed_at = now
             durations = dict(self._durations)
@@ -156,11 +165,10 @@ class Counters:
             totals = store.add(batch, durations)
         except CacheUnavailable:
             metrics.THROTTLE_LOCAL.inc(sum(batch.values()))
+            totals = {}
             with self._lock:
                 for b, hits in batch.items():
                     self._local[b] = self._local.get(b, 0) + hits
-                self._prune(now)
-                return self._local[k] + self._shared.get(k, 0) + self._pending.get(k, 0), left
         except BaseException:
             with self._lock:  # the database failed: the hits stay to be sent next time
                 for b, hits in batch.items():
@@ -169,7 +177,10 @@ class Counters:
         with self._lock:
             self._shared.update(totals)
             self._prune(now)
-            return self._shared.get(k, 0) + self._pending.get(k, 0) + self._local.get(k, 0), left
+            return [(self._estimate(k), left) for k, left in zip(keys, lefts, strict=True)]
+
+    def _estimate(self, k) -> int:
+        return self._shared.get(k, 0) + self._pending.get(k, 0) + self._local.get(k, 0)
 
     def _prune(self, now: float) -> None:
         if len(self._ends) < 1024 and len(self._ends) < self.max_entries:
@@ -198,7 +209,7 @@ def _user_ref(request, view) -> str | None:
     """The end user a request acts for (O7): its path's, query's, body's or body context's
     `user`, the first that is a string."""
     kwargs = getattr(view, "kwargs", None) or {}
-    candidates: list = [kwargs.get("user"), request.query_params.get("user")]
+    candidates: list = [kwargs.get("user_ref"), kwargs.get("user"), request.query_params.get("user")]
     if request.method not in ("GET", "HEAD", "OPTIONS", "DELETE"):
         data = request.data  # parsed once; a malformed body is the same 400 it would be anyway
         if isinstance(data, dict):
@@ -241,16 +252,17 @@ class RuntimeThrottle(SimpleRateThrottle):
     def allow_request(self, request, view):
         if not isinstance(request.auth, ApiToken):
             return True
-        store = store_for(caches["default"])
-        now = self.timer()
-        wait = None
+        counters = []
         for key, rate in self.counted(request, view):
             limit, duration = self.parse_rate(rate)
-            total, left = COUNTERS.hit(store, key, duration, limit, now)
-            if total > limit:
-                wait = max(wait or 0.0, left)
-        self._wait = wait
-        return wait is None
+            counters.append((key, duration, limit))
+        if not counters:
+            return True
+        results = COUNTERS.hit_all(store_for(caches["default"]), counters, self.timer())
+        waits = [left for (total, left), (_, _, limit) in zip(results, counters, strict=True)
+                 if total > limit]
+        self._wait = max(waits) if waits else None
+        return not waits
 
     def wait(self):
         return self._wait
