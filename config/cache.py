@@ -33,6 +33,7 @@ from django.core.cache import caches
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from config import metrics
@@ -178,7 +179,7 @@ class ResilientRedisCache(RedisCache):
             return default
         try:
             result = call()
-        except Exception as exc:  # redis errors, socket errors, timeouts alike
+        except (RedisError, OSError) as exc:  # connection errors, timeouts, socket errors
             self.breaker.failed(exc)
             if _strict.get():
                 raise CacheUnavailable(self.breaker.name) from exc

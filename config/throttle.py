@@ -126,11 +126,12 @@ class Counters:
         self._ends: dict[tuple[str, int], float] = {}  # when each window ends
         self._durations: dict[str, int] = {}
         self._flushed_at = float("-inf")
+        self._pruned_at = float("-inf")
 
     def clear(self) -> None:
         with self._lock:
             self._shared.clear(), self._pending.clear(), self._local.clear(), self._ends.clear()
-            self._flushed_at = float("-inf")
+            self._flushed_at = self._pruned_at = float("-inf")
 
     def hit(self, store, key: str, duration: int, limit: int, now: float) -> tuple[int, float]:
         """Count one hit; → (the counter's estimated total with it, seconds left in its window)."""
@@ -183,8 +184,10 @@ class Counters:
         return self._shared.get(k, 0) + self._pending.get(k, 0) + self._local.get(k, 0)
 
     def _prune(self, now: float) -> None:
-        if len(self._ends) < 1024 and len(self._ends) < self.max_entries:
+        """Forget counters whose window ended: at most once a second, and only when many."""
+        if now - self._pruned_at < 1.0 or len(self._ends) < min(1024, self.max_entries):
             return
+        self._pruned_at = now
         for k in [k for k, end in self._ends.items() if end <= now]:
             self._ends.pop(k, None)
             self._shared.pop(k, None)
@@ -192,6 +195,8 @@ class Counters:
             self._pending.pop(k, None)
         if len(self._ends) > self.max_entries:  # still too many live windows: start again
             self._shared.clear(), self._local.clear(), self._ends.clear()
+        live = {key for key, _ in self._ends} | {key for key, _ in self._pending}
+        self._durations = {key: d for key, d in self._durations.items() if key in live}
 
 
 COUNTERS = Counters(flush_seconds=getattr(settings, "THROTTLE_FLUSH_SECONDS", 1.0))

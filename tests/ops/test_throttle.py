@@ -156,3 +156,14 @@ def test_a_store_that_fails_keeps_the_hits_counted(clock):
     counters = throttle.Counters(flush_seconds=0.0)
     totals = [counters.hit(Down(), "k", 60, 5, clock[0])[0] for _ in range(6)]
     assert totals == [1, 2, 3, 4, 5, 6]
+
+
+def test_ended_windows_are_forgotten(clock):
+    """A process serving thousands of users keeps only the counters of live windows."""
+    counters = throttle.Counters(flush_seconds=1.0)
+    store = throttle.LocalStore()
+    for i in range(2000):
+        counters.hit(store, f"user-{i}", 60, 100, clock[0])
+    assert len(counters._ends) == 2000
+    counters.hit(store, "user-0", 60, 100, clock[0] + 60)  # the next window
+    assert len(counters._ends) == 1 and set(counters._durations) == {"user-0"}
