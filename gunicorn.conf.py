@@ -5,10 +5,13 @@ stays on the command line; `WEB_CONCURRENCY` overrides the number of workers.
 Serving:
 - Workers: 2 × the cores this process may run on + 1 (a sync-style worker waits on the
   database for much of a request, so a core serves about two). `WEB_CONCURRENCY` overrides.
-- `gthread` workers with one thread each (`GUNICORN_THREADS` for more): one request at a time
-  per worker as with `sync`, but an idle keep-alive connection waits in the worker's poller
-  instead of being closed, so a runtime that reuses its connection saves the TCP handshake
-  (the `sync` worker ignores `keepalive`).
+- `gthread` workers with 4 threads each (`GUNICORN_THREADS`): a request that waits (on a slow
+  database, a cache timing out) holds one thread, not the worker, so `/healthz` and the other
+  requests go on (SPEC §12 O6); Python runs one thread at a time, so throughput stays that of
+  the cores. An idle keep-alive connection waits in the worker's poller instead of being
+  closed, so a runtime that reuses its connection saves the TCP handshake (the `sync` worker
+  ignores `keepalive`). Each thread holds its own database connection: workers × threads
+  connections at most.
 - `preload_app`: Django and every module are imported once, in the master, before the
   workers fork: workers start fast and share those pages copy-on-write. The master then
   closes any database connection (a forked connection would be shared by every worker) and
@@ -37,7 +40,7 @@ def _cores() -> int:
 
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * _cores() + 1)
 worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS") or 1)
+threads = int(os.environ.get("GUNICORN_THREADS") or 4)
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE") or 5)
 preload_app = True
 

@@ -15,10 +15,11 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
-from config import catalog
+from config import credentials
 from config.errors import DomainError
+from config.throttle import RuntimeThrottle  # noqa: F401  (its old home: tests patch it here)
 
-from .models import ApiToken, hash_token
+from .models import ApiToken
 
 log = logging.getLogger("companion.api")
 
@@ -52,16 +53,11 @@ class BearerTokenAuthentication(BaseAuthentication):
             raw = auth[1].decode("ascii")
         except UnicodeDecodeError:
             raise drf_exceptions.AuthenticationFailed("Malformed token.") from None
-        # One query: the token, and the catalog version this request's cached catalog data
-        # must match (config.catalog), so freshness costs no query of its own.
-        token = (
-            ApiToken.objects.filter(token_hash=hash_token(raw), revoked_at__isnull=True)
-            .annotate(catalog_version=catalog.version_subquery())
-            .first()
-        )
+        # The token check (config.credentials): from this process's memory for a few
+        # seconds, else one query that brings the catalog version too (config.catalog).
+        token = credentials.authenticate(raw)
         if token is None:
             raise drf_exceptions.AuthenticationFailed("Invalid or revoked token.")
-        catalog.note_version(token.catalog_version)
         return RuntimeClient(token), token
 
     def authenticate_header(self, request) -> str:
@@ -225,87 +221,6 @@ def validated(serializer_class, data, **kwargs):
 def query_params(request) -> dict:
     """Query parameters as a plain dict of single values (repeated parameters keep the last)."""
     return {k: v for k, v in request.query_params.items()}
-
-
-from django.core.cache import caches  # noqa: E402
-from django.core.cache.backends.db import DatabaseCache  # noqa: E402
-from django.core.cache.backends.redis import RedisCache  # noqa: E402
-from django.db import connections, router  # noqa: E402
-from rest_framework.throttling import SimpleRateThrottle  # noqa: E402
-
-
-def _count_in_database(key: str, window: int, duration: int) -> int:
-    """One atomic statement (SQLite ≥ 3.35, PostgreSQL): the window's hit count after this
-    hit; a new window starts again at 1. Concurrent requests of every worker queue on the row."""
-    from .models import ThrottleWindow
-
-    connection = connections[router.db_for_write(ThrottleWindow)]
-    q = connection.ops.quote_name
-    table = q(ThrottleWindow._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} ({q('key')}, window_start, hits) VALUES (%s, %s, 1) "
-            f"ON CONFLICT ({q('key')}) DO UPDATE SET "
-            f"hits = CASE WHEN {table}.window_start = excluded.window_start THEN {table}.hits + 1 ELSE 1 END, "
-            f"window_start = excluded.window_start "
-            f"RETURNING hits",
-            [key, window],
-        )
-        return cursor.fetchone()[0]
-
-
-def _count_in_redis(cache: RedisCache, key: str, window: int, duration: int) -> int:
-    """INCR and EXPIRE in one round trip; the window is part of the key, so each window's
-    counter starts at 1 and expires by itself."""
-    name = cache.make_and_validate_key(f"{key}:{window}")
-    pipe = cache._cache.get_client(name, write=True).pipeline(transaction=False)
-    pipe.incr(name)
-    pipe.expire(name, duration + 1)
-    hits, _ = pipe.execute()
-    return int(hits)
-
-
-class RuntimeThrottle(SimpleRateThrottle):
-    """Scoped rate limits per runtime token: a view's `throttle_scope` (default `runtime`).
-
-    SPEC §12 O4: the counts live where every worker and machine sees them, counted as a fixed
-    window (the rate's period, aligned to the epoch) in one round trip: on the database cache
-    one upsert on `config.ThrottleWindow` (DRF's cache get + set costs about four queries), on
-    Redis an INCR + EXPIRE pipeline. A per-process cache (tests) keeps DRF's own sliding window.
-    A refusal is the same 429 problem with `Retry-After` (the seconds left in the window)."""
-
-    _wait: float | None = None
-
-    def get_rate(self):
-        return None  # set per request in allow_request, from the view's scope
-
-    def allow_request(self, request, view):
-        self.scope = getattr(view, "throttle_scope", "runtime")
-        rates = self.THROTTLE_RATES
-        if self.scope not in rates or not isinstance(request.auth, ApiToken):
-            return True
-        self.rate = rates[self.scope]
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        cache = caches["default"]
-        if not isinstance(cache, DatabaseCache | RedisCache):
-            return super().allow_request(request, view)
-        key = self.get_cache_key(request, view)
-        now = self.timer()
-        window = int(now // self.duration)
-        if isinstance(cache, RedisCache):
-            hits = _count_in_redis(cache, key, window, self.duration)
-        else:
-            hits = _count_in_database(key, window, self.duration)
-        self._wait = (window + 1) * self.duration - now
-        return hits <= self.num_requests
-
-    def wait(self):
-        if self._wait is not None:
-            return self._wait
-        return super().wait()
-
-    def get_cache_key(self, request, view):
-        return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
 
 
 import json  # noqa: E402

@@ -92,3 +92,20 @@ def exposition() -> tuple[bytes, str]:
     else:
         registry = REGISTRY
     return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+# SPEC §12 O5, O6: outages and the degraded cache.
+DATABASE_UNAVAILABLE = Counter(
+    "companion_database_unavailable_responses",
+    "Requests answered 503 because the database could not be reached.",
+)
+DATABASE_OUTAGES = Counter(
+    "companion_database_outages", "Outage episodes seen by a process (the first refused request).",
+)
+CACHE_BREAKER_TRIPS = Counter(
+    "companion_cache_breaker_trips", "Times the shared cache's circuit breaker opened.", ["cache"],
+)
+THROTTLE_LOCAL = Counter(
+    "companion_throttle_local_counts",
+    "Throttle hits counted in the process alone because the shared cache was unavailable.",
+)

@@ -16,6 +16,8 @@ and refusals of the other middlewares included:
   elsewhere. Django's own "Internal Server Error" record is suppressed for these responses,
   so each exception is logged exactly once. With `DJANGO_DEBUG` on, pages keep Django's
   debug page (it is logged here too); API paths always answer problem+json.
+- **O5 outages.** A database that cannot be reached is no bug: the request answers 503
+  (`config.outage`), logged once per outage episode instead of once per request.
 - **O3 metrics.** Request counts and latency per route pattern (`api/v1/memories/<uuid:
   memory_id>`, never the path itself), method and status; see `config.metrics`.
 """
@@ -36,7 +38,7 @@ from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOpera
 from django.http import Http404, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 
-from config import metrics
+from config import metrics, outage
 from config.error_pages import server_error_page
 
 errors_log = logging.getLogger("companion.errors")
@@ -136,6 +138,8 @@ def server_error_response(request) -> HttpResponse:
 def handle_uncaught(request) -> HttpResponse:
     """handler500: an exception outside a view (a middleware's). Logged here once."""
     exc = sys.exc_info()[1]
+    if outage.is_unavailable(exc):
+        return outage.unavailable_response(request, exc)  # O5: an outage, not a bug
     if exc is not None:
         report_exception(request, exc)
     return server_error_response(request)
@@ -153,7 +157,7 @@ class ObservabilityMiddleware:
         token = _current_request_id.set(request_id)
         started = time.perf_counter()
         try:
-            response = self.get_response(request)
+            response = outage.watch_request(self.get_response, request)
         finally:
             _current_request_id.reset(token)
         response[REQUEST_ID_HEADER] = request_id
@@ -164,6 +168,8 @@ class ObservabilityMiddleware:
     def process_exception(self, request, exc):
         if isinstance(exc, CLIENT_ERRORS):
             return None  # Django answers these with a 4xx (404, 403, 400): not a failure
+        if outage.is_unavailable(exc):
+            return outage.unavailable_response(request, exc)  # O5, also with DJANGO_DEBUG on
         report_exception(request, exc)
         if settings.DEBUG and not is_api_path(request.path):
             return None  # Django's debug page, for the developer at the keyboard

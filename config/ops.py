@@ -14,6 +14,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from config import metrics
 from config.api import BearerTokenAuthentication, json_problem_response
+from config.cache import cache_state
 
 log = logging.getLogger("companion.ops")
 
@@ -21,7 +22,9 @@ log = logging.getLogger("companion.ops")
 @never_cache
 @require_GET
 def healthz(request):
-    """O2: the process answers. Touches no database, needs no token, says nothing more."""
+    """O2, O6: the process answers. Touches no database and no cache, needs no token, says
+    nothing more; gunicorn's threads (gunicorn.conf.py) keep it answering while other
+    requests of the same worker wait."""
     return JsonResponse({"status": "ok"})
 
 
@@ -44,22 +47,28 @@ def _migrations_pending(connection) -> bool:
 @never_cache
 @require_GET
 def readyz(request):
-    """O2: ready when the database answers and no migration is pending; else 503 naming the
-    check that failed (`database` or `migrations`) and nothing more."""
+    """O2, O6: each dependency — `database` (`ok`/`down`), `cache` (`ok`/`degraded`: requests
+    go on without it), `migrations` (`ok`/`pending`, `unknown` without a database) — and 200
+    unless the database is down or a migration is pending; then 503 naming the check that
+    `failed`. Nothing more."""
     connection = connections[DEFAULT_DB_ALIAS]
+    checks = {"database": "ok", "cache": cache_state(), "migrations": "ok"}
     failed = None
     if not _database_answers(connection):
+        checks.update(database="down", migrations="unknown")
         failed = "database"
     else:
         try:
             if _migrations_pending(connection):
+                checks["migrations"] = "pending"
                 failed = "migrations"
         except Exception:  # the migration table cannot be read: the database is not usable
+            checks.update(database="down", migrations="unknown")
             failed = "database"
     if failed:
         log.warning("readiness check failed: %s", failed)
-        return JsonResponse({"status": "unavailable", "failed": failed}, status=503)
-    return JsonResponse({"status": "ok"})
+        return JsonResponse({"status": "unavailable", "failed": failed, **checks}, status=503)
+    return JsonResponse({"status": "ok", **checks})
 
 
 @never_cache

@@ -83,7 +83,9 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # The failure counts live in the shared cache (SPEC §12 O4), so every worker and machine sees
 # the same count.
-AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+# While the shared cache is unavailable, the counts go to the database instead (SPEC §12 O6:
+# never no limit), see config.lockout.
+AXES_HANDLER = "config.lockout.LockoutHandler"
 AXES_CACHE = "default"
 
 # Content-Security-Policy (django-csp): only this origin's scripts; no inline scripts.
@@ -111,7 +113,14 @@ if CACHES["default"]["BACKEND"].endswith("DatabaseCache"):
     # Throttle and lockout entries of every token and sign-in; the default 300 would cull them.
     CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 100_000)
 elif str(CACHES["default"].get("LOCATION", "")).startswith(("redis://", "rediss://", "unix://")):
-    CACHES["default"]["BACKEND"] = "django.core.cache.backends.redis.RedisCache"
+    # Django's RedisCache with timeouts on every call and a circuit breaker (SPEC §12 O6,
+    # config.cache): a slow or absent Redis fails no request and holds none past 0.1 s.
+    CACHES["default"]["BACKEND"] = "config.cache.ResilientRedisCache"
+    CACHES["default"].setdefault("OPTIONS", {}).update({
+        "socket_connect_timeout": env.float("CACHE_CONNECT_TIMEOUT", default=0.1),
+        "socket_timeout": env.float("CACHE_SOCKET_TIMEOUT", default=0.1),
+        "breaker_seconds": env.float("CACHE_BREAKER_SECONDS", default=5.0),
+    })
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -147,6 +156,26 @@ else:
     # before reuse so a connection the server dropped is replaced instead of failing a request.
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
+    # SPEC §12 O6: a database that does not answer a connection attempt fails it within
+    # DB_CONNECT_TIMEOUT seconds (libpq's minimum is 2), and a connection whose sent data goes
+    # unacknowledged for DB_TCP_USER_TIMEOUT_MS is dropped, both answered 503 (config.outage).
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "connect_timeout": env.int("DB_CONNECT_TIMEOUT", default=3),
+        "tcp_user_timeout": env.int("DB_TCP_USER_TIMEOUT_MS", default=10_000),
+        "keepalives": 1,
+        "keepalives_idle": 10,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+    })
+
+# SPEC §12 O5: the seconds a client is told to wait (Retry-After) when the database is down.
+DATABASE_RETRY_AFTER = env.int("DATABASE_RETRY_AFTER", default=2)
+
+# API tokens (config.credentials): a valid token is remembered by each process this long, so a
+# revoked one is refused everywhere within these seconds; `last_used_at` is written at most
+# once per API_TOKEN_LAST_USED_SECONDS. 0 switches either off.
+API_TOKEN_CACHE_SECONDS = env.float("API_TOKEN_CACHE_SECONDS", default=5.0)
+API_TOKEN_LAST_USED_SECONDS = env.float("API_TOKEN_LAST_USED_SECONDS", default=300.0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -193,15 +222,20 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "config.api.Pagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
-    # Scoped throttles per runtime token (config.api.RuntimeThrottle): every operation has a
-    # scope; the rates are settings. With several app servers, point CACHE_URL at Redis so
-    # the counters are shared.
-    "DEFAULT_THROTTLE_CLASSES": ["config.api.RuntimeThrottle"],
+    # Throttles (config.throttle, SPEC §12 O7): each operation's scope rate counts per end
+    # user the request acts for; `token` is the much higher guard per runtime token, which
+    # also counts the requests that act for no user. Sized for one runtime serving thousands
+    # of users; counted in process and shared in batches through the shared cache.
+    "DEFAULT_THROTTLE_CLASSES": ["config.throttle.RuntimeThrottle"],
     "DEFAULT_THROTTLE_RATES": {
-        "runtime": env.str("THROTTLE_RUNTIME", default="6000/min"),
+        "runtime": env.str("THROTTLE_RUNTIME", default="60000/min"),
         "import": env.str("THROTTLE_IMPORT", default="60/hour"),
+        "token": env.str("THROTTLE_TOKEN", default="1000000/min"),
     },
 }
+
+# How often (seconds) each process sends its throttle counts to the shared cache.
+THROTTLE_FLUSH_SECONDS = env.float("THROTTLE_FLUSH_SECONDS", default=1.0)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Companion Memory API",

@@ -90,12 +90,21 @@ def _per_test_cache(settings):
     from axes.handlers.proxy import AxesProxyHandler
     from django.core.cache import cache
 
+    from config import cache as shared_cache
+    from config import credentials, outage, throttle
+
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
                                    "LOCATION": "companion-tests"}}
+    # Every request checks its token in the database (the query counts assert one check per
+    # request); tests/ops/test_credentials.py proves the process's token memory itself.
+    settings.API_TOKEN_CACHE_SECONDS = 0
+    settings.API_TOKEN_LAST_USED_SECONDS = 0
     AxesProxyHandler.get_implementation(force=True)
     cache.clear()
+    throttle.reset(), credentials.clear(), shared_cache.reset_breakers(), outage.EPISODES.reset()
     yield
     cache.clear()
+    throttle.reset(), credentials.clear(), shared_cache.reset_breakers(), outage.EPISODES.reset()
     AxesProxyHandler.implementation = None
 
 

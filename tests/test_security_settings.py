@@ -57,15 +57,16 @@ def test_it_refuses_an_oversized_body_with_413(api):
 
 
 @pytest.mark.django_db
-def test_it_throttles_a_runtime_token_per_scope(api, settings, monkeypatch):
-    from config.api import RuntimeThrottle
+def test_it_throttles_per_end_user_and_per_token(api, settings, monkeypatch):
+    """SPEC §12 O7: the scope's rate per user the request acts for; the token's guard for the
+    rest (config.throttle; more in tests/ops/test_throttle.py)."""
+    from config.throttle import RuntimeThrottle
+    from tests.factories import UserFactory
 
-    monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {"runtime": "3/min"})
-    from django.core.cache import cache
-
-    cache.clear()
-    codes = [api.get("/api/v1/policy/capabilities").status_code for _ in range(4)]
+    UserFactory(username="ana")
+    monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {"runtime": "3/min", "token": "5/min"})
+    codes = [api.get("/api/v1/memories?user=ana").status_code for _ in range(4)]
     assert codes == [200, 200, 200, 429]
-    r = api.get("/api/v1/policy/capabilities")
+    r = api.get("/api/v1/memories?user=ana")
     assert r.json()["code"] == "throttled" and "Retry-After" in r
-    cache.clear()
+    assert api.get("/api/v1/policy/capabilities").status_code == 429  # the token's 6th

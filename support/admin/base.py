@@ -55,6 +55,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html
 
+from config import credentials
 from config.clock import db_now
 from config.models import ApiToken
 from memory.domain import loggable_key
@@ -402,7 +403,9 @@ class ApiTokenAdmin(SupportAdmin):
 
     @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke(self, request, queryset):
+        revoked = list(queryset.filter(revoked_at__isnull=True))
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=db_now())
+        credentials.forget(revoked)  # refused here at once; by other processes within seconds
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 
 

@@ -1,6 +1,7 @@
-"""SPEC §12 O4, the settings: the shared cache is Django's database cache by default (its table
-made by `migrate`, so a fresh `make run` needs no manual step), Django's own RedisCache when
-`CACHE_URL=redis://…`; a system check warns when production runs on a per-process cache."""
+"""SPEC §12 O4, O6, the settings: the shared cache is Django's database cache by default (its
+table made by `migrate`, so a fresh `make run` needs no manual step), Django's own RedisCache
+with timeouts and a circuit breaker (config.cache) when `CACHE_URL=redis://…`; a system check
+warns when production runs on a per-process cache."""
 
 import json
 import os
@@ -37,9 +38,12 @@ def test_it_shares_counters_in_the_database_cache_by_default():
 
 
 @pytest.mark.parametrize("url", ["redis://cache.internal:6379/1", "rediss://cache.internal:6380/0"])
-def test_it_uses_djangos_own_redis_cache_for_a_redis_url(url):
+def test_it_uses_the_resilient_redis_cache_for_a_redis_url(url):
+    """O6: connect and socket timeouts of 100 ms by default, and a breaker of 5 s."""
     cache = backend(CACHE_URL=url)
-    assert cache == {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+    assert cache == {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": url, "OPTIONS": {
+        "socket_connect_timeout": 0.1, "socket_timeout": 0.1, "breaker_seconds": 5.0}}
+    assert backend(CACHE_URL=url, CACHE_SOCKET_TIMEOUT="0.05")["OPTIONS"]["socket_timeout"] == 0.05
 
 
 def test_it_creates_the_cache_table_with_migrate(tmp_path):

@@ -28,7 +28,7 @@ PORT = 8441
 
 @pytest.fixture
 def server():
-    running = Server(PORT, None, 1, THROTTLE_RUNTIME="6000/min", WEB_CONCURRENCY="1")
+    running = Server(PORT, None, 1, THROTTLE_TOKEN="6000/min", WEB_CONCURRENCY="1")
     try:
         running.wait()
         yield running

@@ -48,7 +48,10 @@ def test_it_takes_the_workers_from_the_core_count_unless_told():
 def test_it_preloads_the_app_and_keeps_connections_alive():
     settings = config()
     assert settings["preload_app"] is True
-    assert settings["worker_class"] == "gthread" and settings["threads"] == 1  # keep-alive needs it
+    # gthread: keep-alive, and (SPEC §12 O6) more than one thread, so one slow request
+    # cannot hold the worker that /healthz needs.
+    assert settings["worker_class"] == "gthread" and settings["threads"] > 1
+    assert config(GUNICORN_THREADS="2")["threads"] == 2
     assert settings["keepalive"] >= 2
 
 

@@ -1,6 +1,7 @@
-"""SPEC §12 O2: `/healthz` answers without touching the database; `/readyz` answers 200 when
-the database answers and no migration is pending, else 503 naming the failed check. Neither
-needs a token, neither says more."""
+"""SPEC §12 O2, O6: `/healthz` answers without touching the database; `/readyz` reports each
+dependency (`database`, `cache`, `migrations`) and answers 200 when the database answers and no
+migration is pending, else 503 naming the failed check. Neither needs a token, neither says
+more."""
 
 import os
 import subprocess
@@ -22,7 +23,8 @@ def test_it_is_healthy_without_touching_the_database(client):
 @pytest.mark.django_db
 def test_it_is_ready_when_the_database_answers_and_every_migration_ran(client):
     response = client.get("/readyz")
-    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "cache": "ok", "migrations": "ok"}
     assert response["Cache-Control"].startswith("max-age=0")
 
 
@@ -37,7 +39,8 @@ def test_it_is_not_ready_while_a_migration_is_pending(client):
         cursor.execute("DELETE FROM django_migrations WHERE app = %s AND name = %s", [app, name])
     response = client.get("/readyz")
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "failed": "migrations"}
+    assert response.json() == {"status": "unavailable", "failed": "migrations", "database": "ok",
+                               "cache": "ok", "migrations": "pending"}
 
 
 def test_it_is_not_ready_when_the_database_is_unreachable_but_still_healthy():
@@ -53,7 +56,9 @@ def test_it_is_not_ready_when_the_database_is_unreachable_but_still_healthy():
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip().splitlines()[-1] == '[503, {"status": "unavailable", "failed": "database"}, 200]'
+    assert result.stdout.strip().splitlines()[-1] == (
+        '[503, {"status": "unavailable", "failed": "database", "database": "down", '
+        '"cache": "ok", "migrations": "unknown"}, 200]')
 
 
 @pytest.mark.django_db

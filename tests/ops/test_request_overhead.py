@@ -1,8 +1,10 @@
 """What an API request costs before and around its own work, in exact query counts, with the
 deployment's shared cache (the database cache) counting the throttle:
 
-- the token check is one query, and it brings the catalog version (config.catalog);
-- the throttle is one statement (config.api.RuntimeThrottle: an upsert on its own table);
+- the token check is one query, and it brings the catalog version (config.catalog) — none
+  while the process remembers the token (config.credentials, tests/ops/test_credentials.py);
+- the throttle is one statement (config.throttle: an upsert on its own table) when the
+  process sends its counts, at most once a second, and none in between;
 - the reply (I4) is one statement on PostgreSQL, three in a transaction on SQLite.
 
 The suite's other endpoint counts run on a per-process cache (tests/conftest.py), where the
@@ -45,12 +47,28 @@ def queries(fn) -> list[str]:
     return [q["sql"] for q in captured.captured_queries]
 
 
-def test_an_authenticated_trivial_request_costs_the_token_and_the_throttle(api, ping, shared_cache):
-    for _ in range(2):
-        sqls = queries(lambda: api.get(ping))
-        assert len(sqls) == AUTH + THROTTLE, sqls
-        assert "config_apitoken" in sqls[0] and "config_catalogversion" in sqls[0]
-        assert "config_throttlewindow" in sqls[1]
+@pytest.fixture
+def clock(monkeypatch):
+    """The throttle's clock, standing still unless a test moves it (15 s into a minute)."""
+    from config.throttle import RuntimeThrottle
+
+    now = [600.0 * 1000 + 15]
+    monkeypatch.setattr(RuntimeThrottle, "timer", lambda self: now[0])
+    return now
+
+
+def test_an_authenticated_trivial_request_costs_the_token_and_a_throttle_flush_a_second(
+        api, ping, shared_cache, clock):
+    sqls = queries(lambda: api.get(ping))
+    assert len(sqls) == AUTH + THROTTLE, sqls
+    assert "config_apitoken" in sqls[0] and "config_catalogversion" in sqls[0]
+    assert "config_throttlewindow" in sqls[1]
+    for _ in range(3):  # within the same second: counted in the process
+        assert len(queries(lambda: api.get(ping))) == AUTH
+    clock[0] += 1
+    sqls = queries(lambda: api.get(ping))
+    assert len(sqls) == AUTH + THROTTLE and "config_throttlewindow" in sqls[1]
+    assert ThrottleWindow.objects.get().hits == 5  # every hit sent, none lost
 
 
 def test_on_a_per_process_cache_the_throttle_costs_nothing(api, ping):
@@ -71,7 +89,7 @@ REPLY = 1 if ON_POSTGRES else 3 + 2
 REPLAY = 1 + 1 if ON_POSTGRES else 1 + 2 + 1
 
 
-def test_the_reply_request_runs_its_exact_queries(api, turn, shared_cache):
+def test_the_reply_request_runs_its_exact_queries(api, turn, shared_cache, clock):
     url = f"/api/v1/turns/{turn.pk}/reply"
     with CaptureQueriesContext(connection) as first:
         response = api.post(url, {"content": "Hi!"}, format="json")
@@ -88,7 +106,8 @@ def test_the_reply_request_runs_its_exact_queries(api, turn, shared_cache):
         replay = api.post(url, {"content": "Something else"}, format="json")
     assert replay.status_code == 200 and replay.json()["replayed"] is True
     assert replay.json()["message"] == response.json()["message"]
-    assert len(again) == AUTH + THROTTLE + REPLAY, [q["sql"] for q in again.captured_queries]
+    # The same second: the throttle counts in the process.
+    assert len(again) == AUTH + REPLAY, [q["sql"] for q in again.captured_queries]
     assert Message.objects.filter(conversation=turn.conversation, role="assistant").count() == 1
 
 
@@ -110,22 +129,20 @@ def test_the_service_limits_a_reply_to_the_turns_owner(turn):
 
 
 # ---------------------------------------------------------------------------------------------
-# The throttle (SPEC §12 O4): a fixed window counted in one statement
+# The throttle (SPEC §12 O4, O7): a fixed window counted in one statement; near its limit
+# every hit is sent at once, so the limit is exact
 
 
 @pytest.fixture
 def limited(shared_cache, monkeypatch):
     """3 requests a minute per token (the throttle reads its rates once, at import)."""
-    from config.api import RuntimeThrottle
+    from config.throttle import RuntimeThrottle
 
-    monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {**RuntimeThrottle.THROTTLE_RATES, "runtime": "3/min"})
+    monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {**RuntimeThrottle.THROTTLE_RATES, "token": "3/min"})
 
 
-def test_the_throttle_refuses_past_the_rate_until_the_window_ends(api, ping, limited, monkeypatch):
-    from config.api import RuntimeThrottle
-
-    now = [600.0 * 1000 + 15]  # 15 s into a minute window
-    monkeypatch.setattr(RuntimeThrottle, "timer", lambda self: now[0])
+def test_the_throttle_refuses_past_the_rate_until_the_window_ends(api, ping, limited, clock):
+    now = clock  # 15 s into a minute window
     codes = [api.get(ping).status_code for _ in range(3)]
     refused = api.get(ping)
     assert codes == [200, 200, 200] and refused.status_code == 429
@@ -159,7 +176,7 @@ def test_on_redis_the_throttle_counts_with_one_pipeline_and_no_query(api, ping, 
     from django.core.cache import caches
 
     prefix = f"throttle-test-{uuid.uuid4().hex}"
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+    settings.CACHES = {"default": {"BACKEND": "config.cache.ResilientRedisCache",
                                    "LOCATION": REDIS_URL, "KEY_PREFIX": prefix}}
     client = caches["default"]._cache.get_client(write=True)
     calls = []

@@ -1,0 +1,574 @@
+"""Faults degrade, never stall (SPEC §12 O5, O6, O7; the invariants of I1, I4, W1, W2, §7).
+
+gunicorn (4 workers, the repository's gunicorn.conf.py) on PostgreSQL, with a Redis server of
+its own as the shared cache and a loopback TCP proxy in front of PostgreSQL that the test
+controls. Eight runtime clients create turns (every third with `plan`), commit replies and
+assert memories with idempotency keys, retrying every failed request — a 503, a lost
+connection — with the same keys until it succeeds. Meanwhile: workers are SIGKILLed, Redis is
+stopped and started, Redis is frozen (SIGSTOP: its connections stay open), and the database is
+cut away through the proxy (every connection closed, every new one refused); the shared
+cluster itself is never touched. A prober asks `/healthz` all along.
+
+Then: every operation was acknowledged; every error the clients saw was a problem+json 503 —
+no 500, no 429 on the default throttles; `/healthz` answered every probe outside the worker
+kills (and, with FAULT_SUITE_TIMING=1, its p99 within 50 ms while Redis was frozen and while
+the database was cut); `/readyz` said `cache: degraded` (200) and `database: down`
+(503) at those times; the outages were logged once per episode, not per request; and the
+database holds one turn per key, one reply per turn, no orphan message, unique gap-free `seq`,
+unique gap-free memory versions and one idempotency row per acknowledged key.
+
+Last, the backup drill: `pg_dump` of the database, restored into a new database, where every
+user's export is identical.
+
+PostgreSQL only (the servers share the test database; SQLite keeps it in this process's
+memory); needs `redis-server`, `pg_dump`, `pg_restore`; loopback only; about a minute."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ON_POSTGRES
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENTS = 8
+NAMES = ("Rex", "Max", "Biscuit", "Juniper", "Pepper", "Maple", "Olive", "Ember")
+TEXTS = ("My dog's name is {name}.", "How was your day? The rain kept me inside.",
+         "I like green tea.", "Actually, my dog's name is {name}.", "I live in Lisbon.")
+HEALTH_P99_MS = 50.0
+# The /healthz latency target (p99 ≤ 50 ms while Redis is frozen and while the database is
+# cut) is asserted with FAULT_SUITE_TIMING=1, on a machine that runs nothing else; otherwise
+# the figures are printed (`-s`) and only "it always answered" is asserted.
+TIMING = os.environ.get("FAULT_SUITE_TIMING") == "1"
+
+pytestmark = [
+    pytest.mark.skipif(not ON_POSTGRES, reason="needs PostgreSQL: the gunicorn workers share the test "
+                                               "database, which SQLite keeps in this process's memory"),
+    pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server (Debian's redis-server)"),
+    pytest.mark.skipif(not (shutil.which("pg_dump") and shutil.which("pg_restore")),
+                       reason="needs pg_dump and pg_restore (postgresql-client)"),
+    pytest.mark.django_db(transaction=True),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def database_settings() -> dict:
+    from django.db import connection
+
+    return connection.settings_dict
+
+
+# ---------------------------------------------------------------------------------------------
+# What the test controls: its own Redis, a proxy in front of PostgreSQL, gunicorn
+
+
+class Redis:
+    def __init__(self, workdir: Path):
+        self.port, self.workdir, self.proc = free_port(), workdir, None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def freeze(self) -> None:
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
+
+class Proxy:
+    """A loopback TCP proxy to PostgreSQL. `cut()` closes every connection and refuses new
+    ones (as a database that went away); `restore()` lets them through again."""
+
+    def __init__(self, target: tuple[str, int]):
+        self.target = target
+        self.server = socket.socket()
+        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(256)
+        self.port = self.server.getsockname()[1]
+        self.cut_off, self.stopped = False, False
+        self.lock = threading.Lock()
+        self.live: set[socket.socket] = set()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if self.cut_off:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.live |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                self._close(s)
+
+    def _close(self, s: socket.socket) -> None:
+        with self.lock:
+            self.live.discard(s)
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        s.close()
+
+    def cut(self) -> None:
+        self.cut_off = True
+        with self.lock:
+            live = list(self.live)
+        for s in live:
+            self._close(s)
+
+    def restore(self) -> None:
+        self.cut_off = False
+
+    def close(self) -> None:
+        self.stopped = True
+        self.cut()
+        self.server.close()
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+class Gunicorn:
+    def __init__(self, database_url: str, cache_url: str, log_path: Path):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("THROTTLE_", "PROMETHEUS_", "GUNICORN_", "API_TOKEN_", "CACHE_"))
+               and k not in ("WEB_CONCURRENCY", "DJANGO_SETTINGS_MODULE")}
+        env.update({"DATABASE_URL": database_url, "CACHE_URL": cache_url, "DJANGO_DEBUG": "false",
+                    "DJANGO_ENV": "development", "SECRET_KEY": "fault-suite-" + "k" * 40,
+                    "ALLOWED_HOSTS": "127.0.0.1", "DB_CONNECT_TIMEOUT": "2"})
+        self.log = open(log_path, "w")  # noqa: SIM115
+        self.log_path = log_path
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--workers", "4",
+             "--bind", f"127.0.0.1:{self.port}", "--timeout", "30"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log_path.read_text()[-3000:]
+            status, _, _ = get(self.port, "/readyz", timeout=2)
+            if status == 200 and len(children(self.proc.pid)) == 4:
+                return
+            time.sleep(0.2)
+        raise RuntimeError("gunicorn did not become ready: " + self.log_path.read_text()[-3000:])
+
+    def workers(self) -> list[int]:
+        return children(self.proc.pid)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def get(port: int, path: str, timeout: float = 2.0) -> tuple[int | None, dict, float]:
+    started = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        body = response.read()
+        status = response.status
+    except (OSError, http.client.HTTPException):
+        return None, {}, (time.perf_counter() - started) * 1000
+    finally:
+        conn.close()
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        data = {}
+    return status, data, (time.perf_counter() - started) * 1000
+
+
+# ---------------------------------------------------------------------------------------------
+# The runtime's clients
+
+
+class Runtime:
+    """One chat runtime's connection: every request retried with the same keys until it is
+    answered 2xx (SPEC §12 O5: a 503 and a lost connection are both safe to retry)."""
+
+    def __init__(self, port: int, token: str, record):
+        self.port, self.token, self.record = port, token, record
+        self.conn: http.client.HTTPConnection | None = None
+
+    def _once(self, method: str, path: str, body) -> tuple[int | None, str, bytes]:
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            self.conn.request(method, "/api/v1" + path, body=json.dumps(body).encode(), headers={
+                "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+            response = self.conn.getresponse()
+            data = response.read()
+            return response.status, response.getheader("Content-Type", ""), data
+        except (OSError, http.client.HTTPException):
+            self.conn.close()
+            self.conn = None
+            return None, "", b""
+
+    def call(self, method: str, path: str, body, deadline: float) -> dict | None:
+        while time.monotonic() < deadline:
+            status, ctype, data = self._once(method, path, body)
+            if status is not None and 200 <= status < 300:
+                return json.loads(data)
+            self.record(status, ctype, data)
+            if status is not None and status not in (503,):
+                return None  # not a fault to retry: the record says what it was
+            time.sleep(0.05)
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rig(tmp_path):
+    from config.models import ApiToken
+
+    s = database_settings()
+    redis = Redis(tmp_path)
+    redis.start()
+    proxy = Proxy((s["HOST"] or "127.0.0.1", int(s["PORT"] or 5432)))
+    user = urllib.parse.quote(s["USER"] or "postgres")
+    password = f":{urllib.parse.quote(s['PASSWORD'])}" if s.get("PASSWORD") else ""
+    database_url = f"postgres://{user}{password}@127.0.0.1:{proxy.port}/{s['NAME']}"
+    server = Gunicorn(database_url, f"redis://127.0.0.1:{redis.port}/0", tmp_path / "gunicorn.log")
+    _, token = ApiToken.issue("fault-suite")
+    try:
+        server.wait_ready()
+        yield server, redis, proxy, token
+    finally:
+        server.stop()
+        redis.stop()
+        proxy.close()
+
+
+def phase_of(phases: list[tuple[float, str]], at: float) -> str:
+    name = "warm"
+    for started, label in phases:
+        if at >= started:
+            name = label
+    return name
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
+
+
+def test_faults_degrade_and_never_break_an_invariant(rig):
+    server, redis, proxy, token = rig
+    setup = Runtime(server.port, token, lambda *a: None)
+    far = time.monotonic() + 30
+    assert setup.call("PUT", "/characters/rowan", {"name": "Rowan"}, far) is not None
+    conversations = []
+    for i in range(CLIENTS):
+        assert setup.call("PUT", f"/users/fault-{i}", {}, far) is not None
+        body = setup.call("POST", "/conversations", {"user": f"fault-{i}", "character": "rowan"}, far)
+        conversations.append(body["id"])
+
+    errors: list[tuple[int | None, str, bytes]] = []
+    errors_lock = threading.Lock()
+
+    def record(status, ctype, data):
+        with errors_lock:
+            errors.append((status, ctype, data[:2000]))
+
+    stop = threading.Event()
+    acknowledged = {i: {"turns": [], "replies": [], "asserts": []} for i in range(CLIENTS)}
+    failures: list[str] = []
+
+    def client(i: int) -> None:
+        runtime = Runtime(server.port, token, record)
+        n = 0
+        while not stop.is_set():
+            deadline = time.monotonic() + 30
+            key = f"c{i}-t{n}"
+            body = {"turn_key": key, "content": TEXTS[n % len(TEXTS)].format(name=NAMES[(n + i) % len(NAMES)])}
+            if n % 3 == 0:
+                body["plan"] = {"budget": 4000, "capabilities": ["tone.playful"]}
+            turn = runtime.call("POST", f"/conversations/{conversations[i]}/turns", body, deadline)
+            if turn is None:
+                failures.append(f"turn {key}")
+                return
+            acknowledged[i]["turns"].append((key, turn["id"]))
+            reply = runtime.call("POST", f"/turns/{turn['id']}/reply", {"content": f"Noted {key}."}, deadline)
+            if reply is None:
+                failures.append(f"reply {key}")
+                return
+            acknowledged[i]["replies"].append(turn["id"])
+            if n % 2 == 1:
+                idem = f"c{i}-m{n}"
+                done = runtime.call("POST", "/memories", {
+                    "user": f"fault-{i}", "key": "user.likes", "value": f"tea {n}", "scope": {"kind": "user"},
+                    "authority": "user-confirmed", "idempotency_key": idem}, deadline)
+                if done is None:
+                    failures.append(f"assert {idem}")
+                    return
+                acknowledged[i]["asserts"].append(idem)
+            n += 1
+
+    health: list[tuple[float, int | None, float]] = []
+    readiness: dict[str, list] = {}
+    phases: list[tuple[float, str]] = []
+
+    def prober() -> None:
+        while not stop.is_set():
+            at = time.monotonic()
+            status, _, ms = get(server.port, "/healthz", timeout=2)
+            health.append((at, status, ms))
+            time.sleep(0.02)
+
+    def ready(label: str) -> None:
+        status, body, _ = get(server.port, "/readyz", timeout=5)
+        readiness.setdefault(label, []).append((status, body))
+
+    def phase(label: str) -> None:
+        phases.append((time.monotonic(), label))
+
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(2)  # every worker warm (its first turns), then the prober starts
+        threads.append(threading.Thread(target=prober, daemon=True))
+        threads[-1].start()
+        time.sleep(0.5)
+        phase("worker kills")
+        for _ in range(4):
+            workers = server.workers()
+            if workers:
+                os.kill(workers[0], signal.SIGKILL)
+            time.sleep(1.0)
+        phase("calm")
+        time.sleep(1.5)
+        phase("redis stopped")
+        redis.stop()
+        time.sleep(1.0)
+        ready("redis stopped")
+        time.sleep(3.0)
+        redis.start()
+        phase("calm")
+        time.sleep(1.5)
+        phase("redis frozen")
+        redis.freeze()
+        time.sleep(1.0)
+        ready("redis frozen")
+        time.sleep(5.0)
+        redis.thaw()
+        phase("calm")
+        time.sleep(1.5)
+        for _ in range(2):
+            phase("database cut")
+            proxy.cut()
+            time.sleep(1.0)
+            ready("database cut")
+            time.sleep(3.0)
+            proxy.restore()
+            phase("calm")
+            time.sleep(2.0)
+        ready("after")
+    finally:
+        stop.set()
+        proxy.restore()
+        redis.thaw()
+        for t in threads:
+            t.join(timeout=60)
+
+    # The clients: every operation acknowledged, every error a 503 problem (no 500, no 429).
+    assert not failures, (failures, errors[-5:])
+    statuses = {status for status, _, _ in errors if status is not None}
+    assert statuses <= {503}, [e for e in errors if e[0] not in (None, 503)][:5]
+    assert all(ctype == "application/problem+json" and json.loads(data)["code"] == "unavailable"
+               for status, ctype, data in errors if status == 503)
+    turns_done = sum(len(a["turns"]) for a in acknowledged.values())
+    assert turns_done >= CLIENTS * 3, turns_done
+
+    # Health and readiness.
+    by_phase: dict[str, list[float]] = {}
+    unanswered = []
+    for at, status, ms in health:
+        label = phase_of(phases, at)
+        if status != 200:
+            unanswered.append((label, round(at - phases[0][0], 2), status, ms))
+        by_phase.setdefault(label, []).append(ms)
+    print({label: (len(v), round(p99(v), 1), round(max(v), 1)) for label, v in by_phase.items()},
+          "refused:", sum(1 for e in errors if e[0] == 503), "lost:", sum(1 for e in errors if e[0] is None),
+          "turns:", turns_done, "unanswered:", unanswered)
+    # A SIGKILLed worker drops the connections it held (a client retries them); anywhere
+    # else /healthz always answers.
+    assert all(label == "worker kills" for label, *_ in unanswered), unanswered
+    for label in ("redis frozen", "database cut"):
+        assert by_phase.get(label), by_phase.keys()
+        if TIMING:  # speed is the benchmark's to judge: a shared CI machine opts out
+            assert p99(by_phase[label]) <= HEALTH_P99_MS, (label, p99(by_phase[label]), len(by_phase[label]))
+    for label in ("redis stopped", "redis frozen"):
+        status, body = readiness[label][0]
+        assert (status, body.get("cache"), body.get("database")) == (200, "degraded", "ok"), body
+    status, body = readiness["database cut"][0]
+    assert (status, body.get("database")) == (503, "down"), body
+    status, body = readiness["after"][0]
+    assert status == 200 and body["database"] == "ok", body
+
+    # One line per outage episode and process, never one per request; no unhandled error.
+    log = server.log_path.read_text()
+    assert "unhandled_exception" not in log, log[-3000:]
+    refused = sum(1 for status, _, _ in errors if status == 503)
+    episodes = log.count("database_unavailable")
+    assert episodes <= 2 * 4, episodes  # at most once per cut and worker
+    assert log.count("database_recovered") <= episodes
+    assert refused <= 2 * 4 or episodes < refused, (episodes, refused)
+
+    assert_invariants(acknowledged)
+    backup_drill()
+
+
+def assert_invariants(acknowledged: dict) -> None:
+    from django.db.models import Count, Max, Min
+
+    from conversations.models import Message, Turn
+    from memory.models import IdempotencyRecord, MemoryRecord
+
+    keys = {key for a in acknowledged.values() for key, _ in a["turns"]}
+    turns = list(Turn.objects.values("id", "turn_key", "reply_message_id", "user_message_id", "conversation_id"))
+    # One turn per key, and a turn for every acknowledged key only.
+    assert sorted(t["turn_key"] for t in turns) == sorted(keys)
+    replied = {str(t) for a in acknowledged.values() for t in a["replies"]}
+    # One reply per turn: every acknowledged reply is the turn's one reply message.
+    assert all(t["reply_message_id"] is not None for t in turns if str(t["id"]) in replied)
+    assert not Message.objects.filter(role="assistant").exclude(
+        pk__in=[t["reply_message_id"] for t in turns if t["reply_message_id"]]).exists()
+    # No orphan message: each is a turn's user message or its reply.
+    linked = {t["user_message_id"] for t in turns} | {t["reply_message_id"] for t in turns if t["reply_message_id"]}
+    assert set(Message.objects.values_list("id", flat=True)) == linked
+    # Unique, gap-free seq per conversation.
+    for row in Message.objects.values("conversation_id").annotate(n=Count("id"), lo=Min("seq"), hi=Max("seq"),
+                                                                  distinct=Count("seq", distinct=True)):
+        assert row["lo"] == 1 and row["hi"] == row["n"] == row["distinct"], row
+    # Unique, gap-free memory versions per slot.
+    for row in MemoryRecord.objects.values("user_id", "scope_id", "key").annotate(
+            n=Count("id"), lo=Min("version"), hi=Max("version"), distinct=Count("version", distinct=True)):
+        assert row["lo"] == 1 and row["hi"] == row["n"] == row["distinct"], row
+    # One idempotency row per acknowledged key.
+    idem = sorted(k for a in acknowledged.values() for k in a["asserts"])
+    assert sorted(IdempotencyRecord.objects.values_list("key", flat=True)) == idem
+
+
+EXPORT = (
+    "import django, json; django.setup();"
+    "from django.contrib.auth import get_user_model; from turns.portability import user_export;"
+    "out = {u.username: user_export(user=u) for u in get_user_model().objects.order_by('username')};"
+    "[e.pop('exported_at') for e in out.values()];"
+    "print(json.dumps(out, sort_keys=True, default=str))"
+)
+
+
+def export_all(database_url: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    env.update({"DATABASE_URL": database_url, "CACHE_URL": "locmemcache://", "DJANGO_SETTINGS_MODULE": "config.settings"})
+    result = subprocess.run([sys.executable, "-c", EXPORT], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def backup_drill() -> None:
+    """pg_dump, restore into a new database, compare every user's export."""
+    s = database_settings()
+    host, port, user = s["HOST"] or "127.0.0.1", str(s["PORT"] or 5432), s["USER"] or "postgres"
+    env = {**os.environ, **({"PGPASSWORD": s["PASSWORD"]} if s.get("PASSWORD") else {})}
+    restored = f"{s['NAME']}_restore_{uuid.uuid4().hex[:8]}"
+    auth = f"{urllib.parse.quote(user)}" + (f":{urllib.parse.quote(s['PASSWORD'])}" if s.get("PASSWORD") else "")
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = Path(tmp) / "backup.dump"
+        subprocess.run(["pg_dump", "-h", host, "-p", port, "-U", user, "-Fc", "-f", str(dump), s["NAME"]],
+                       env=env, check=True, timeout=120)
+        subprocess.run(["psql", "-h", host, "-p", port, "-U", user, "-d", "postgres", "-qc",
+                        f'CREATE DATABASE "{restored}"'], env=env, check=True, timeout=60)
+        try:
+            subprocess.run(["pg_restore", "-h", host, "-p", port, "-U", user, "-d", restored, "--no-owner",
+                            "--exit-on-error", str(dump)], env=env, check=True, timeout=120)
+            original = export_all(f"postgres://{auth}@{host}:{port}/{s['NAME']}")
+            copy = export_all(f"postgres://{auth}@{host}:{port}/{restored}")
+        finally:
+            subprocess.run(["psql", "-h", host, "-p", port, "-U", user, "-d", "postgres", "-qc",
+                            f'DROP DATABASE IF EXISTS "{restored}"'], env=env, timeout=60)
+    assert len(original) >= CLIENTS and copy == original
