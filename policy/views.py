@@ -19,7 +19,6 @@ from django.views.decorators.http import require_POST
 from config.clock import db_now
 from config.errors import Conflict, ValidationError
 from config.pages import day, form_errors_from, messages_by_anchor, next_url, notify, private_page
-from conversations.models import Character, Conversation
 from conversations.selectors import conversations_of
 
 from .domain import (
@@ -30,83 +29,13 @@ from .domain import (
     Rule,
 )
 from .forms import EFFECT_CHOICES, BoundaryForm
-from .models import PolicyRule
 from .presentation import DECISION_WORDS, capability_name
-from .selectors import boundary_overview, capability_list, rule_list
+from .selectors import Places, boundary_overview, capability_list, rule_list
 from .services import boundary_set, rule_revoke
 
 EFFECT_WORDS = dict(EFFECT_CHOICES)
 # The page shows what happens when the companion itself wants to do something.
 REQUESTER = "assistant"
-
-
-class Places:
-    """The places a choice can apply to, and rule scopes in words: everywhere, a character
-    the user knows (from conversations or earlier choices), one of the user's conversations."""
-
-    def __init__(self, conversations: list[Conversation], rules: list[PolicyRule]):
-        self.conversations = {str(c.pk): c for c in conversations}
-        characters: dict[str, Character] = {c.character.slug: c.character for c in conversations}
-        for rule in rules:
-            if rule.character_id is not None and rule.user_id is not None:
-                characters.setdefault(rule.character.slug, rule.character)
-        self.characters = sorted(characters.values(), key=lambda c: (c.name.casefold(), c.slug))
-
-    def conversation_title(self, conversation_id: str | None) -> str:
-        """A conversation as people name it: its title, or when it started."""
-        conversation = self.conversations.get(conversation_id or "")
-        if conversation is None:
-            return "a conversation that was deleted"
-        if conversation.title:
-            return f"“{conversation.title}”"
-        return f"your conversation of {day(conversation.created_at)}"
-
-    def conversation_words(self, conversation_id: str | None) -> str:
-        conversation = self.conversations.get(conversation_id or "")
-        if conversation is None:
-            return self.conversation_title(conversation_id)
-        return f"{self.conversation_title(conversation_id)} with {conversation.character.name}"
-
-    def character_name(self, slug: str | None) -> str:
-        return next((c.name for c in self.characters if c.slug == slug), slug or "a character")
-
-    def scope_words(self, rule: Rule) -> str:
-        scope = rule.scope
-        if scope.kind == "global":
-            return "everywhere"
-        if scope.kind == "character":
-            return f"with {self.character_name(scope.character)}"
-        if scope.kind == "conversation":
-            return f"only in {self.conversation_words(scope.conversation)}"
-        return f"only in the “{scope.scene}” scene of {self.conversation_words(scope.conversation)}"
-
-    def place_words(self, conversation_id: str, scene: str | None) -> str:
-        """A place on a character's card: "In “Rooftop greenhouse”", or a scene in it."""
-        title = self.conversation_title(conversation_id)
-        return f"In the “{scene}” scene of {title}" if scene is not None else f"In {title}"
-
-    def choices(self, character: Character | None = None) -> list[tuple[str, str]]:
-        """The "where" options: all of them (to validate), or one character's section's."""
-        if character is None:
-            out = [("global", "everywhere")]
-            out += [(f"character:{c.slug}", f"with {c.name}") for c in self.characters]
-            out += [(f"conversation:{pk}", f"only in {self.conversation_words(pk)}") for pk in self.conversations]
-            return out
-        out = [(f"character:{character.slug}", f"with {character.name}"), ("global", "everywhere")]
-        out += [  # the section is the character's: its conversations need no "with …"
-            (f"conversation:{pk}", f"only in {self.conversation_title(pk)}")
-            for pk, c in self.conversations.items() if c.character_id == character.pk
-        ]
-        return out
-
-    def context_of(self, where: str) -> dict:
-        """The decision context (character, conversation) of a "where" option."""
-        kind, _, ref = where.partition(":")
-        if kind == "character":
-            return {"character": ref}
-        if kind == "conversation" and ref in self.conversations:
-            return {"character": self.conversations[ref].character.slug, "conversation": ref}
-        return {}
 
 
 def rule_words(rule: Rule, places: Places, *, lower: bool = False) -> str:
@@ -183,7 +112,7 @@ def _page(request, *, error_form: BoundaryForm | None = None):
     def decide(capability: str, **where):
         return overview.decide(capability, REQUESTER, user=user.username, **where)
 
-    def section(character: Character | None) -> dict:
+    def section(character) -> dict:  # a Character of `places`, or None for everywhere
         key = character.slug if character else "everywhere"
         options = places.choices(character) if character else [("global", "everywhere")]
         mine = [pk for pk, c in places.conversations.items() if character is not None and c.character_id == character.pk]
