@@ -686,6 +686,23 @@ def memory_stated(record_id, *, now: datetime, user=None) -> StatedMemory:
     return StatedMemory(record, states[record.id])
 
 
+def memory_stated_many(user, ids: Iterable[str], *, now: datetime) -> dict[str, StatedMemory]:
+    """Records of `user` by id, each with its E1 state at `now`: every record of their scoped
+    keys is read in one statement (the scoped keys of the ids as a subquery), and the
+    tombstones of their keys in one more."""
+    wanted = MemoryRecord.objects.filter(user=user, pk__in=list(ids))
+    stored = records_to_domain(MemoryRecord.objects.filter(
+        user=user, key__in=wanted.values("key"), scope_id__in=wanted.values("scope_id")),
+        user.username)
+    if not stored:
+        return {}
+    keys = sorted({r.key for r in stored})
+    keyed, tombstones, secret = _registry_tombstones_secret(user, keys)
+    states = record_states(stored, tombstones, now, many_keys=keyed.many_keys, secret=secret)
+    asked = {str(i) for i in ids}
+    return {r.id: StatedMemory(r, states[r.id]) for r in stored if r.id in asked}
+
+
 def memory_list(user, *, key: str | None = None, scope_id: str | None = None,
                 status: str | None = None, state: str | None = None,
                 now: datetime) -> list[StatedMemory]:

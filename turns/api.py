@@ -20,8 +20,7 @@ from conversations import services as conversation_services
 from conversations.models import Turn
 from conversations.selectors import character_by_slug, user_by_ref
 from memory.domain import RESOLVER_VERSION
-from memory.models import MemoryRecord
-from memory.selectors import memory_states, records_to_domain
+from memory.selectors import memory_stated_many
 from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
 from policy.serializers import DecisionOutput
 
@@ -203,12 +202,10 @@ def turn_json(turn: Turn) -> dict:
     ids = [e["memory"] for e in turn.extracted if e.get("memory")]
     records = getattr(turn, "extracted_records", None)
     states = getattr(turn, "extracted_states", None)
-    if records is None and ids:
-        user = turn.conversation.user
-        records = {r.id: r for r in records_to_domain(MemoryRecord.objects.filter(pk__in=ids), user.username)}
-    records = records or {}
-    if states is None:  # E1: a turn read again is shown as its memories are now
-        states = memory_states(turn.conversation.user, records.values(), now=db_now()) if records else {}
+    if records is None or states is None:  # E1: a turn read again shows its memories as now
+        found = memory_stated_many(turn.conversation.user, ids, now=db_now()) if ids else {}
+        records = {i: m.record for i, m in found.items()}
+        states = {i: m.state for i, m in found.items()}
     extracted = []
     for e in turn.extracted:
         found = e.get("memory") in records
