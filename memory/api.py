@@ -18,6 +18,7 @@ from .domain import RESOLVER_VERSION
 from .extract import question_key
 from .models import Tombstone
 from .serializers import (
+    ACTIVE,
     AskOutput,
     AskQuery,
     AssertOutput,
@@ -40,7 +41,6 @@ from .serializers import (
     TombstoneListQuery,
     TombstoneOutput,
     TombstonePageOutput,
-    ACTIVE,
     assert_json,
     memory_json,
 )

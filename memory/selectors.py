@@ -5,6 +5,7 @@ whatever the number of records (DESIGN: constant query counts)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -383,6 +384,14 @@ class Remembered:
     resolutions: dict[str | None, Resolution]  # by scope id; None: the one context asked for
     now: datetime
     projection: object = None  # for one context, when the read made it (P1–P4)
+    secret: bytes = b""  # the user's secret, for value-level tombstones (F1)
+
+    @functools.cached_property
+    def states(self) -> dict[str, RecordState]:
+        """E1: the state of every record read, at `now`, by id (the resolver's pass with each
+        record's own scope as the context; every record of a read scoped key is read)."""
+        return record_states(self.records, self.tombstones, self.now,
+                             many_keys=self.registry.many_keys, secret=self.secret)
 
     @property
     def active(self) -> list[DomainRecord]:
@@ -468,7 +477,7 @@ def _remembered(user, *, now, context, keys) -> Remembered:
                               many_keys=keyed.many_keys, secret=secret)
             for scope_id in sorted(by_scope)
         }
-    return Remembered(records, keyed, tombstones, resolutions, now)
+    return Remembered(records, keyed, tombstones, resolutions, now, secret=secret)
 
 
 def _context_remembered(user, context, domain) -> Remembered | None:
@@ -512,7 +521,7 @@ def _context_remembered(user, context, domain) -> Remembered | None:
             version, state, secret_hex or "",
             resolved=(keyed, stable_window(state.records, now), resolution, projection)))
     return Remembered(state.records, keyed, state.tombstones, {None: resolution}, now,
-                      projection=projection)
+                      projection=projection, secret=secret)
 
 
 def _in_window(window, now) -> bool:

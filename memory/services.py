@@ -38,8 +38,8 @@ from . import learning, resolver
 from .domain import (
     AUTHORITY_RANK,
     REASON_PAUSED,
-    RecordState,
     VALUE_MAX,
+    RecordState,
     known_time_zones,
     loggable_key,
     normalise_value,
