@@ -16,7 +16,6 @@ from conversations.selectors import load_context, user_by_ref
 from . import selectors, services
 from .domain import RESOLVER_VERSION
 from .extract import question_key
-from .models import Tombstone
 from .serializers import (
     ACTIVE,
     AskOutput,
@@ -248,7 +247,7 @@ class TombstoneListApi(APIView):
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
-        qs = Tombstone.objects.filter(user=user).select_related("user").order_by("-forgotten_at", "id")
+        qs = selectors.tombstone_list(user)
         paginator = Pagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(TombstoneOutput(page, many=True).data)

@@ -646,6 +646,11 @@ class ForgottenEntry:
     forgotten_by: str
 
 
+def tombstone_list(user):
+    """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate)."""
+    return Tombstone.objects.filter(user=user).select_related("user").order_by("-forgotten_at", "id")
+
+
 def forgotten_entries(user) -> list[ForgottenEntry]:
     """The user's tombstones, newest first, with who asked (one query)."""
     rows = Tombstone.objects.filter(user=user).order_by("-forgotten_at", "id").values_list(
