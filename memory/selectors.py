@@ -769,10 +769,13 @@ def memory_states_of(queryset, *, now: datetime) -> dict[str, RecordState]:
         tombs[t[0]].append(DomainTombstone(
             id=str(t[1]), user=users[t[0]], scope_id=t[2], key=t[3], value_hash=t[4],
             forgotten_at=t[5], blocks_sources_before=t[6]))
-    hashed = sorted(u for u, found in tombs.items() if any(t.value_hash for t in found))
-    secrets = dict(MemoryProfile.objects.filter(user_id__in=hashed).values_list("user_id", "secret")
-                   ) if hashed else {}
-    many_keys = registry(keys).many_keys
+    # Every user's secret, whether or not a value-level tombstone needs it: the query count
+    # does not depend on what was forgotten.
+    secrets = dict(MemoryProfile.objects.filter(user_id__in=sorted(users))
+                   .values_list("user_id", "secret"))
+    # The keys' registry rows, read here whether or not the process's catalog cache is warm.
+    many_keys = frozenset(KeyDefinition.objects.filter(key__in=keys, cardinality="many")
+                          .values_list("key", flat=True))
     states: dict[str, RecordState] = {}
     for user_id, records in by_user.items():
         secret = secrets.get(user_id)
