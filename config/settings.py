@@ -250,6 +250,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "MemoryStatusEnum": "memory.domain.STATUSES",
+        "MemoryStateEnum": "memory.domain.STATES",  # SPEC E1
+        "MemoryStateRuleEnum": [(r, r) for r in ("R2", "R3", "R4", "R5", "R6")],
         "TurnStatusEnum": [("open", "open"), ("replied", "replied")],
         "MemoryScopeKindEnum": "conversations.domain.SCOPE_KINDS",
         "PlanExclusionKindEnum": [("memory", "memory"), ("message", "message")],

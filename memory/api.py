@@ -8,14 +8,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import Pagination, problems, query_params, validated
+from config.clock import db_now
 from config.errors import ValidationError
 from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
-from . import resolver, selectors, services
+from . import selectors, services
+from .domain import RESOLVER_VERSION
 from .extract import question_key
-from .models import MemoryRecord, Tombstone
 from .serializers import (
+    ACTIVE,
     AskOutput,
     AskQuery,
     AssertOutput,
@@ -76,29 +78,26 @@ class MemoryCollectionApi(APIView):
         operation_id="memory_list",
         parameters=[MemoryListQuery],
         responses={200: MemoryPageOutput, **problems(400)},
-        description="A user's stored records, filtered by key, scope id and stored status.",
+        description="A user's stored records, filtered by key, scope id, stored status and state (SPEC E1: "
+        "each record's resolution now in its own scope; the filter applies before pagination, so `count` "
+        "agrees with it). Ordered by key, scope id and version.",
     )
     def get(self, request):
         params = validated(MemoryListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
-        qs = MemoryRecord.objects.filter(user=user).order_by("key", "scope_id", "version")
-        if params.get("key"):
-            qs = qs.filter(key=params["key"])
-        if params.get("scope"):
-            qs = qs.filter(scope_id=params["scope"])
-        if params.get("status"):
-            qs = qs.filter(status=params["status"])
+        found = selectors.memory_list(
+            user, key=params.get("key"), scope_id=params.get("scope"), status=params.get("status"),
+            state=params.get("state"), now=db_now())
         paginator = Pagination()
-        page = paginator.paginate_queryset(qs.values_list("pk", flat=True), request, view=self)
-        records = selectors.records_to_domain(MemoryRecord.objects.filter(pk__in=list(page)), user.username)
-        records.sort(key=lambda r: (r.key, r.scope_id, r.version))
-        return paginator.get_paginated_response([memory_json(r) for r in records])
+        page = paginator.paginate_queryset(found, request, view=self)
+        return paginator.get_paginated_response([memory_json(m.record, m.state) for m in page])
 
 
 class MemoryDetailApi(APIView):
     @extend_schema(operation_id="memory_get", responses={200: MemoryOutput, **problems(404)})
     def get(self, request, memory_id):
-        return Response(memory_json(selectors.memory_get_domain(memory_id)))
+        found = selectors.memory_stated(memory_id, now=db_now())
+        return Response(memory_json(found.record, found.state))
 
 
 class MemoryConfirmApi(APIView):
@@ -135,7 +134,7 @@ class MemoryRetractApi(APIView):
         validated(EmptyInput, request.data)
         result = services.memory_retract(record_id=memory_id)
         return Response({"retracted_at": MemoryOutput().fields["valid_from"].to_representation(result.retracted_at),
-                         "records": [memory_json(r) for r in result.records]})
+                         "records": [memory_json(r, result.states[r.id]) for r in result.records]})
 
 
 class MemoryForgetApi(APIView):
@@ -167,12 +166,13 @@ class MemoryResolveApi(APIView):
         resolution = result.resolution
         projection = prompt_projection(result.projection, memory_settings_of(ctx.user))
         body = {
-            "active": [memory_json(r) for r in resolution.active],
+            # E1: what is active in a context is active in its own scope (slots never cross scopes)
+            "active": [memory_json(r, ACTIVE) for r in resolution.active],
             "excluded": [{"id": e.id, "reason": e.reason} for e in resolution.excluded],
             "prompt": [p.as_prompt() for p in projection.prompt],
             "prompt_excluded": [{"id": e.id, "reason": e.reason} for e in projection.excluded],
             "trace": resolution.trace,
-            "resolver_version": resolution.trace.get("resolver_version") or resolver.RESOLVER_VERSION,
+            "resolver_version": resolution.trace.get("resolver_version") or RESOLVER_VERSION,
         }
         if data.get("explain"):
             explanation = resolution.explain(str(data["explain"]))
@@ -192,14 +192,13 @@ class MemoryHistoryApi(APIView):
         params = validated(HistoryQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         scope_id = params.get("scope") or f"user:{user.username}"
-        records = selectors.history_records(user, params["key"], scope_id)
-        many = selectors.registry([params["key"]]).is_many(params["key"])
-        ends = resolver.effective_ends(records, many=many)
+        history = selectors.slot_history(user, key=params["key"], scope_id=scope_id, now=db_now())
+        to_time = MemoryOutput().fields["valid_from"].to_representation
         rows = []
-        for r in resolver.history_order(records):
-            row = memory_json(r)
-            end = ends.get(r.id)
-            row["effective_until"] = MemoryOutput().fields["valid_from"].to_representation(end) if end else None
+        for r in history.records:
+            row = memory_json(r, history.states[r.id])
+            end = history.ends.get(r.id)
+            row["effective_until"] = to_time(end) if end else None
             rows.append(row)
         paginator = Pagination()
         page = paginator.paginate_queryset(rows, request, view=self)
@@ -239,7 +238,7 @@ class MemoryAskApi(APIView):
             return Response({"answer": None, "memory": None})
         active.sort(key=lambda r: (-r.valid_from.timestamp(), r.id))
         answer = ", ".join(r.value for r in active) if result.registry.is_many(key) else active[0].value
-        return Response({"answer": answer, "memory": memory_json(active[0])})
+        return Response({"answer": answer, "memory": memory_json(active[0], ACTIVE)})
 
 
 class TombstoneListApi(APIView):
@@ -248,7 +247,7 @@ class TombstoneListApi(APIView):
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
-        qs = Tombstone.objects.filter(user=user).select_related("user").order_by("-forgotten_at", "id")
+        qs = selectors.tombstone_list(user)
         paginator = Pagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(TombstoneOutput(page, many=True).data)

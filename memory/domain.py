@@ -181,6 +181,25 @@ class Resolution:
         return self.explanations.get(record_id)
 
 
+# E1: the effective states of a record, in the resolver's step order (R2–R6), "active" first.
+STATE_ACTIVE = "active"
+STATES = (STATE_ACTIVE, REASON_NOT_YET_VALID, REASON_EXPIRED, REASON_FORGOTTEN, REASON_SUPERSEDED,
+          REASON_LOWER_PRECEDENCE)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordState:
+    """SPEC E1: a record's resolution at a time in its own scope — the resolver's reason (or
+    "active") and the R8 detail as `{"rule", "by", "since"}`: the step that decided it
+    ("R2".."R6", None when active), the memory that superseded or outranked it (R5, R6), and
+    since when the state holds, when the record says so (None otherwise)."""
+
+    state: str
+    rule: str | None = None
+    by: str | None = None
+    since: datetime | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ProjectedMemory:
     """P4: what the model is given. `record` stays out of the prompt (debug only)."""

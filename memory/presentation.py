@@ -29,7 +29,9 @@ from .domain import (
     REASON_NOT_YET_VALID,
     REASON_SUPERSEDED,
     REASON_UNSUPPORTED,
+    STATE_ACTIVE,
     USER_AUTHORITIES,
+    normalise_value,
 )
 from .domain import MemoryRecord as DomainRecord
 from .projection import certainty_of
@@ -54,13 +56,74 @@ CERTAINTY = {
     REASON_UNSUPPORTED: ("No source", "Not used in conversations: no message of yours backs it up."),
 }
 
-# Why a record of a slot is not the current value (resolver reasons, §3), in words.
-NOT_CURRENT = {
-    REASON_SUPERSEDED: "replaced",
-    REASON_LOWER_PRECEDENCE: "not used: what you said takes precedence",
+# SPEC E1: one set of words for each state a record can be in, on every page (memories,
+# transcript, history) and in the admin. `standing` refines two of them by what the record
+# says of itself (an expired record the user marked no longer true; an outranking value the
+# user gave), and says when the value itself is still remembered by a later record.
+STATE_WORDS = {
+    STATE_ACTIVE: "remembered now",
     REASON_NOT_YET_VALID: "starts later",
+    REASON_EXPIRED: "ended",
     REASON_FORGOTTEN: "forgotten",
+    REASON_SUPERSEDED: "replaced",
+    REASON_LOWER_PRECEDENCE: "not used: another value takes precedence",
 }
+RETRACTED_WORDS = "no longer true"
+OUTRANKED_BY_YOU_WORDS = "not used: what you said takes precedence"
+CONFIRMED_WORDS = "remembered now: you confirmed it"
+
+# Why a record of a slot is not the current value (resolver reasons, §3), in words.
+NOT_CURRENT = {reason: words for reason, words in STATE_WORDS.items() if reason != STATE_ACTIVE}
+NOT_CURRENT[REASON_LOWER_PRECEDENCE] = OUTRANKED_BY_YOU_WORDS
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What became of a record, in words (`words`), and whether its value is the one
+    remembered now (`current`)."""
+
+    words: str
+    current: bool
+
+
+def by_scoped_key(records: Iterable[DomainRecord]) -> dict[tuple[str, str], list[DomainRecord]]:
+    """Records by scoped key (scope id, key), for `standing`."""
+    found: dict[tuple[str, str], list[DomainRecord]] = {}
+    for record in records:
+        found.setdefault((record.scope_id, record.key), []).append(record)
+    return found
+
+
+def standing(record: DomainRecord, states: dict, records: Iterable[DomainRecord]) -> Standing:
+    """A record's E1 state in the pages' words. A record whose own value is still remembered
+    — by itself, or by a later record of its slot holding the same value (the user confirmed
+    it, or undid "no longer true") — is "remembered now", never "replaced" or "no longer
+    true". Otherwise: the state's words, "no longer true" for a window the user closed (W10),
+    and for a value outranked by the user's own word, that what they said takes precedence.
+    `records`: the records of the record's scoped key (`by_scoped_key`), with their states
+    in `states`."""
+    state = states.get(record.id)
+    name = state.state if state is not None else (
+        REASON_FORGOTTEN if record.status == "forgotten" else STATE_ACTIVE)
+    if name == STATE_ACTIVE:
+        return Standing(STATE_WORDS[STATE_ACTIVE], True)
+    if name != REASON_FORGOTTEN and record.value:
+        wanted = normalise_value(record.value)
+        for other in records:
+            other_state = states.get(other.id)
+            if (other.id != record.id and other_state is not None
+                    and other_state.state == STATE_ACTIVE
+                    and other.recorded_at >= record.recorded_at
+                    and normalise_value(other.value) == wanted):
+                confirmed = other.authority in USER_AUTHORITIES
+                return Standing(CONFIRMED_WORDS if confirmed else STATE_WORDS[STATE_ACTIVE], True)
+    if name == REASON_EXPIRED and record.retracted_at is not None:
+        return Standing(RETRACTED_WORDS, False)
+    if name == REASON_LOWER_PRECEDENCE and state is not None and state.by:
+        winner = next((r for r in records if r.id == state.by), None)
+        if winner is not None and winner.authority in USER_AUTHORITIES:
+            return Standing(OUTRANKED_BY_YOU_WORDS, False)
+    return Standing(STATE_WORDS[name], False)
 
 
 def certainty(record: DomainRecord) -> str:

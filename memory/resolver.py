@@ -31,9 +31,11 @@ from memory.domain import (
     REASON_SCOPE,
     REASON_SUPERSEDED,
     RESOLVER_VERSION,
+    STATE_ACTIVE,
     Exclusion,
     Explanation,
     MemoryRecord,
+    RecordState,
     Resolution,
     Tombstone,
     normalise_value,
@@ -42,7 +44,7 @@ from memory.domain import (
 )
 
 __all__ = ["RESOLVER_REASONS", "StatusChange", "apply_changes", "effective_ends",
-           "history_order", "plan_normalisation", "resolve", "resolve_slot"]
+           "history_order", "plan_normalisation", "record_states", "resolve", "resolve_slot"]
 
 # The resolver's reasons in step order (R1..R6); the trace has one count for each.
 RESOLVER_REASONS = (REASON_SCOPE, REASON_FORGOTTEN, REASON_NOT_YET_VALID, REASON_EXPIRED,
@@ -323,6 +325,75 @@ def resolve(
     return Resolution(
         active=tuple(active), excluded=tuple(excluded), trace=trace, explanations=decisions
     )
+
+
+_ACTIVE_STATE = RecordState(STATE_ACTIVE)
+
+
+def _later(a: datetime, b: datetime) -> datetime:
+    return a if a >= b else b
+
+
+def record_states(
+    records: Iterable[MemoryRecord],
+    tombstones: Iterable[Tombstone],
+    now: datetime,
+    *,
+    many_keys: frozenset[str] | set[str] = frozenset(),
+    secret: bytes = b"",
+) -> dict[str, RecordState]:
+    """SPEC E1: each record's state at `now` in its own scope, by id — the decision pass of
+    `resolve` (R2–R6) with every record's own scope as the context, so R1 always passes.
+    Supersession and precedence never cross scoped keys, so every record of the scoped keys
+    (value slots) asked about must be in `records`; records of several users, scopes and keys
+    may be mixed.
+
+    `state` is the reason the pass recorded (or "active"); the detail is read from what the
+    pass recorded, never decided again:
+    - R2 stored forgotten: since its `status_since`; R4 a tombstone: since its `forgotten_at`;
+    - R3 not-yet-valid (no since; it starts at its `valid_from`); expired since its
+      `valid_until`, or its stored `status_since`;
+    - R5 superseded by the record naming it, since the later of both `valid_from`s (for a
+      stored mark: since its `status_since`, by the record naming it if one is given);
+    - R6 lower-precedence: by the slot's winner, since the later of both `valid_from`s."""
+    if not isinstance(records, list | tuple):
+        records = list(records)
+    index = _index_tombstones(tombstones)
+    decisions = _decide(records, now, None, index, many_keys, secret)
+    by_id = {record.id: record for record in decisions._records}
+    forgotten_at = {t.id: t.forgotten_at for group in index.values() for t in group}
+    namer: dict[str, str] = {}
+    refs = decisions.refs
+    states: dict[str, RecordState] = {}
+    for record_id, reason in decisions.reasons.items():
+        if reason == _ACTIVE:
+            states[record_id] = _ACTIVE_STATE
+            continue
+        record = by_id[record_id]
+        ref = refs.get(record_id)
+        if reason == REASON_FORGOTTEN:
+            state = (RecordState(reason, "R2", None, record.status_since) if ref is None
+                     else RecordState(reason, "R4", None, forgotten_at.get(ref)))
+        elif reason == REASON_NOT_YET_VALID:
+            state = RecordState(reason, "R3")
+        elif reason == REASON_EXPIRED:
+            state = RecordState(reason, "R3", None, ref if ref is not None else record.status_since)
+        elif reason == REASON_SUPERSEDED:
+            if ref is not None:
+                state = RecordState(reason, "R5", ref,
+                                    _later(by_id[ref].valid_from, record.valid_from))
+            else:
+                if not namer:
+                    for other in by_id.values():
+                        target = other.supersedes
+                        if target is not None and (target not in namer or other.id < namer[target]):
+                            namer[target] = other.id
+                state = RecordState(reason, "R5", namer.get(record_id), record.status_since)
+        else:  # R6
+            winner = decisions.slots[_slot_of(record, record.scope_id, many_keys)][0]
+            state = RecordState(reason, "R6", winner.id, _later(winner.valid_from, record.valid_from))
+        states[record_id] = state
+    return states
 
 
 def stable_window(records: Iterable[MemoryRecord],

@@ -5,6 +5,7 @@ whatever the number of records (DESIGN: constant query counts)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -21,7 +22,14 @@ from config.storage import raw_reader
 from conversations.domain import Context
 
 from . import storage
-from .domain import AUTHORITY_RANK, RESOLVER_VERSION, Resolution, default_label, normalise_value
+from .domain import (
+    AUTHORITY_RANK,
+    RESOLVER_VERSION,
+    RecordState,
+    Resolution,
+    default_label,
+    normalise_value,
+)
 from .domain import MemoryRecord as DomainRecord
 from .domain import Tombstone as DomainTombstone
 from .models import (
@@ -34,7 +42,14 @@ from .models import (
     Tombstone,
 )
 from .projection import project
-from .resolver import at_time, effective_ends, history_order, resolve, stable_window
+from .resolver import (
+    at_time,
+    effective_ends,
+    history_order,
+    record_states,
+    resolve,
+    stable_window,
+)
 from .storage import MEMORY_CACHE, RECORD_FIELDS, CachedMemory, read_records, scope_from_id
 
 
@@ -369,6 +384,14 @@ class Remembered:
     resolutions: dict[str | None, Resolution]  # by scope id; None: the one context asked for
     now: datetime
     projection: object = None  # for one context, when the read made it (P1–P4)
+    secret: bytes = b""  # the user's secret, for value-level tombstones (F1)
+
+    @functools.cached_property
+    def states(self) -> dict[str, RecordState]:
+        """E1: the state of every record read, at `now`, by id (the resolver's pass with each
+        record's own scope as the context; every record of a read scoped key is read)."""
+        return record_states(self.records, self.tombstones, self.now,
+                             many_keys=self.registry.many_keys, secret=self.secret)
 
     @property
     def active(self) -> list[DomainRecord]:
@@ -454,7 +477,7 @@ def _remembered(user, *, now, context, keys) -> Remembered:
                               many_keys=keyed.many_keys, secret=secret)
             for scope_id in sorted(by_scope)
         }
-    return Remembered(records, keyed, tombstones, resolutions, now)
+    return Remembered(records, keyed, tombstones, resolutions, now, secret=secret)
 
 
 def _context_remembered(user, context, domain) -> Remembered | None:
@@ -498,7 +521,7 @@ def _context_remembered(user, context, domain) -> Remembered | None:
             version, state, secret_hex or "",
             resolved=(keyed, stable_window(state.records, now), resolution, projection)))
     return Remembered(state.records, keyed, state.tombstones, {None: resolution}, now,
-                      projection=projection)
+                      projection=projection, secret=secret)
 
 
 def _in_window(window, now) -> bool:
@@ -516,6 +539,7 @@ class SlotHistory:
     remembered: Remembered
     many: bool
     label: str
+    states: dict[str, RecordState] = dataclasses.field(default_factory=dict)  # E1, by id
 
     @property
     def current(self) -> set[str]:
@@ -538,8 +562,9 @@ def slot_history(user, *, key: str, scope_id: str, now: datetime | None = None) 
         resolutions[scope_id] = resolve(records, tombstones, context, many_keys=keyed.many_keys,
                                         secret=secret)
     remembered = Remembered(records, keyed, tombstones, resolutions, now)
+    states = record_states(records, tombstones, now, many_keys=keyed.many_keys, secret=secret)
     return SlotHistory(history_order(records), effective_ends(records, many=many), remembered,
-                       many, keyed.label(key))
+                       many, keyed.label(key), states)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,8 +646,139 @@ class ForgottenEntry:
     forgotten_by: str
 
 
+def tombstone_list(user):
+    """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate)."""
+    return Tombstone.objects.filter(user=user).select_related("user").order_by("-forgotten_at", "id")
+
+
 def forgotten_entries(user) -> list[ForgottenEntry]:
     """The user's tombstones, newest first, with who asked (one query)."""
     rows = Tombstone.objects.filter(user=user).order_by("-forgotten_at", "id").values_list(
         "id", "key", "scope_id", "value_hash", "forgotten_at", "forgotten_by")
     return [ForgottenEntry(str(i), key, scope_id, bool(hashed), at, by) for i, key, scope_id, hashed, at, by in rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# Effective states (SPEC E1): the resolver's own pass, each record in its own scope
+
+
+def memory_states(user, records: Iterable[DomainRecord], *, now: datetime) -> dict[str, RecordState]:
+    """E1 for some records of `user` at `now`, by id: every stored record of their scoped keys
+    is read (supersession and precedence stay within a scoped key), with the tombstones of
+    their keys and the registry — two queries whatever the number of records (one more where
+    the registry is not cached). Records given that are not stored (yet) count as given."""
+    records = list(records)
+    if not records:
+        return {}
+    keys = sorted({r.key for r in records})
+    scope_ids = sorted({r.scope_id for r in records})
+    stored = records_to_domain(
+        MemoryRecord.objects.filter(user=user, key__in=keys, scope_id__in=scope_ids), user.username)
+    keyed, tombstones, secret = _registry_tombstones_secret(user, keys)
+    seen = {r.id for r in stored}
+    pool = stored + [r for r in records if r.id not in seen]
+    return record_states(pool, tombstones, now, many_keys=keyed.many_keys, secret=secret)
+
+
+@dataclasses.dataclass(frozen=True)
+class StatedMemory:
+    """A record with its E1 state."""
+
+    record: DomainRecord
+    state: RecordState
+
+
+def memory_stated(record_id, *, now: datetime, user=None) -> StatedMemory:
+    """One record by id (`memory_get_domain`) with its E1 state at `now`."""
+    row = memory_get(record_id, user=user)
+    owner = row.user
+    stored = records_to_domain(
+        MemoryRecord.objects.filter(user=owner, key=row.key, scope_id=row.scope_id), owner.username)
+    keyed, tombstones, secret = _registry_tombstones_secret(owner, [row.key])
+    states = record_states(stored, tombstones, now, many_keys=keyed.many_keys, secret=secret)
+    record = next(r for r in stored if r.id == str(row.pk))
+    return StatedMemory(record, states[record.id])
+
+
+def memory_stated_many(user, ids: Iterable[str], *, now: datetime) -> dict[str, StatedMemory]:
+    """Records of `user` by id, each with its E1 state at `now`: every record of their scoped
+    keys is read in one statement (the scoped keys of the ids as a subquery), and the
+    tombstones of their keys in one more."""
+    wanted = MemoryRecord.objects.filter(user=user, pk__in=list(ids))
+    stored = records_to_domain(MemoryRecord.objects.filter(
+        user=user, key__in=wanted.values("key"), scope_id__in=wanted.values("scope_id")),
+        user.username)
+    if not stored:
+        return {}
+    keys = sorted({r.key for r in stored})
+    keyed, tombstones, secret = _registry_tombstones_secret(user, keys)
+    states = record_states(stored, tombstones, now, many_keys=keyed.many_keys, secret=secret)
+    asked = {str(i) for i in ids}
+    return {r.id: StatedMemory(r, states[r.id]) for r in stored if r.id in asked}
+
+
+def memory_list(user, *, key: str | None = None, scope_id: str | None = None,
+                status: str | None = None, state: str | None = None,
+                now: datetime) -> list[StatedMemory]:
+    """`GET /memories`: the user's stored records (of a key, of a scope id), each with its E1
+    state at `now`, filtered by stored status and by state, ordered by key, scope id and
+    version — so a page cut from it and its count agree with the filter. A key and a scope
+    id select whole scoped keys, so each state is decided with every record of its scoped key;
+    the status and state filters apply after. Two queries (three where the registry is not
+    cached), whatever the number of records."""
+    qs = MemoryRecord.objects.filter(user=user)
+    if key:
+        qs = qs.filter(key=key)
+    if scope_id:
+        qs = qs.filter(scope_id=scope_id)
+    records = records_to_domain(qs, user.username)
+    keyed, tombstones, secret = _registry_tombstones_secret(user, [key] if key else None)
+    states = record_states(records, tombstones, now, many_keys=keyed.many_keys, secret=secret)
+    found = [StatedMemory(r, states[r.id]) for r in records
+             if (not status or r.status == status) and (not state or states[r.id].state == state)]
+    found.sort(key=lambda m: (m.record.key, m.record.scope_id, m.record.version, m.record.id))
+    return found
+
+
+def memory_states_of(queryset, *, now: datetime) -> dict[str, RecordState]:
+    """E1 at `now` for the records `queryset` selects, of any users (the admin's lists and
+    filters), by id — with every record of their scoped keys read too, so the answer is the
+    one `GET /memories` gives for each. A constant number of queries: the scoped keys, their
+    records with sources, the tombstones, the secrets, the registry."""
+    slots = set(queryset.order_by().values_list("user_id", "user__username", "scope_id", "key")
+                .distinct())
+    if not slots:
+        return {}
+    users = {user_id: username for user_id, username, _, _ in slots}
+    keys = sorted({key for _, _, _, key in slots})
+    scope_ids = sorted({scope_id for _, _, scope_id, _ in slots})
+    stored = MemoryRecord.objects.filter(user_id__in=sorted(users), key__in=keys,
+                                         scope_id__in=scope_ids)
+    rows = list(stored.values_list("user_id", *RECORD_FIELDS))
+    sources: dict[str, list[str]] = defaultdict(list)
+    for memory_id, message_id in MemorySource.objects.filter(
+            memory_id__in=stored.values("id")).values_list("memory_id", "message_id"):
+        sources[str(memory_id)].append(str(message_id))
+    by_user: dict[int, list[DomainRecord]] = defaultdict(list)
+    for user_id, *row in rows:
+        by_user[user_id].append(_to_domain(tuple(row), users[user_id], sources))
+    tombs: dict[int, list[DomainTombstone]] = defaultdict(list)
+    for t in Tombstone.objects.filter(user_id__in=sorted(users), key__in=keys).values_list(
+            "user_id", "id", "scope_id", "key", "value_hash", "forgotten_at",
+            "blocks_sources_before"):
+        tombs[t[0]].append(DomainTombstone(
+            id=str(t[1]), user=users[t[0]], scope_id=t[2], key=t[3], value_hash=t[4],
+            forgotten_at=t[5], blocks_sources_before=t[6]))
+    # Every user's secret, whether or not a value-level tombstone needs it: the query count
+    # does not depend on what was forgotten.
+    secrets = dict(MemoryProfile.objects.filter(user_id__in=sorted(users))
+                   .values_list("user_id", "secret"))
+    # The keys' registry rows, read here whether or not the process's catalog cache is warm.
+    many_keys = frozenset(KeyDefinition.objects.filter(key__in=keys, cardinality="many")
+                          .values_list("key", flat=True))
+    states: dict[str, RecordState] = {}
+    for user_id, records in by_user.items():
+        secret = secrets.get(user_id)
+        states.update(record_states(records, tombs.get(user_id, ()), now, many_keys=many_keys,
+                                    secret=bytes.fromhex(secret) if secret else b""))
+    return states

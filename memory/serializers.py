@@ -12,7 +12,19 @@ from config.serializers import (
     StrictSerializer,
 )
 
-from .domain import AUTHORITIES, STATUSES, VALUE_MAX
+from .domain import AUTHORITIES, STATE_ACTIVE, STATES, STATUSES, VALUE_MAX, RecordState
+
+STATE_RULES = ("R2", "R3", "R4", "R5", "R6")
+
+
+class StateDetailOutput(serializers.Serializer):
+    """SPEC E1: the R8 detail of a memory's state."""
+
+    rule = serializers.ChoiceField(choices=STATE_RULES, allow_null=True,
+                                   help_text="The step that decided it (R2–R6); null when active.")
+    by = serializers.UUIDField(allow_null=True,
+                               help_text="The memory that superseded (R5) or outranked (R6) it.")
+    since = serializers.DateTimeField(allow_null=True, help_text="Since when the state holds.")
 
 
 class MemoryOutput(serializers.Serializer):
@@ -23,7 +35,11 @@ class MemoryOutput(serializers.Serializer):
     key = serializers.CharField()
     value = serializers.CharField(allow_blank=True)
     scope = ScopeOutput()
-    status = serializers.ChoiceField(choices=STATUSES)
+    state = serializers.ChoiceField(
+        choices=STATES, help_text="SPEC E1: the record's resolution now in its own scope (R2–R6).")
+    state_detail = StateDetailOutput()
+    status = serializers.ChoiceField(
+        choices=STATUSES, help_text="The stored status, which normalisation may leave behind (W12).")
     status_since = serializers.DateTimeField(allow_null=True)
     authority = serializers.ChoiceField(choices=AUTHORITIES)
     confidence = serializers.FloatField()
@@ -44,15 +60,20 @@ def _dt(value):
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
-def memory_json(record) -> dict:
-    """Fast rendering of a pure-core record in the `MemoryOutput` shape (the resolver's hot
-    path renders many of them; a schema test keeps the two in step)."""
+ACTIVE = RecordState(STATE_ACTIVE)
+
+
+def memory_json(record, state: RecordState) -> dict:
+    """Fast rendering of a pure-core record and its E1 state in the `MemoryOutput` shape (the
+    resolver's hot path renders many of them; a schema test keeps the two in step)."""
     return {
         "id": record.id,
         "user": record.user,
         "key": record.key,
         "value": record.value,
         "scope": record.scope.as_dict(),
+        "state": state.state,
+        "state_detail": {"rule": state.rule, "by": state.by, "since": _dt(state.since)},
         "status": record.status,
         "status_since": _dt(record.status_since),
         "authority": record.authority,
@@ -97,6 +118,8 @@ class MemoryListQuery(StrictSerializer):
     key = CleanCharField(max_length=200, required=False)
     scope = CleanCharField(max_length=255, required=False)
     status = serializers.ChoiceField(choices=STATUSES, required=False)
+    state = serializers.ChoiceField(choices=STATES, required=False,
+                                    help_text="SPEC E1: only memories in this state now.")
     limit = serializers.IntegerField(required=False, min_value=1)
     offset = serializers.IntegerField(required=False, min_value=0)
 
@@ -209,7 +232,10 @@ class TombstoneListQuery(StrictSerializer):
 
 
 def assert_json(result) -> dict:
-    body = {"outcome": result.outcome, "memory": memory_json(result.record) if result.record else None}
+    """An assert-shaped answer: the outcome and the memory with its state (E1)."""
+    record = result.record
+    body = {"outcome": result.outcome,
+            "memory": memory_json(record, result.state) if record is not None else None}
     if result.reason:
         body["reason"] = result.reason
     return body

@@ -39,6 +39,7 @@ from .domain import (
     AUTHORITY_RANK,
     REASON_PAUSED,
     VALUE_MAX,
+    RecordState,
     known_time_zones,
     loggable_key,
     normalise_value,
@@ -65,6 +66,7 @@ from .selectors import (
     context_scope_ids,
     last_named_key,
     memory_get,
+    memory_states,
     parse_uuid,
     records_to_domain,
     registry,
@@ -95,6 +97,7 @@ class AssertResult:
     record: DomainRecord | None
     reason: str | None = None
     extra: dict = field(default_factory=dict)
+    state: RecordState | None = None  # E1: the record's state at the write's time
 
     @property
     def http_status(self) -> int:
@@ -251,7 +254,9 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
             if not hmac.compare_digest(previous.payload_hmac, payload_hmac):
                 raise IdempotencyKeyReused("This idempotency key was used with another payload.")
             record = _domain(previous.record, user.username) if previous.record_id else None
-            return AssertResult("replayed", record, previous.reason or None, {"original_outcome": previous.outcome})
+            state = memory_states(user, [record], now=now)[record.id] if record else None
+            return AssertResult("replayed", record, previous.reason or None,
+                                {"original_outcome": previous.outcome}, state=state)
 
     if authority in LEARNED_AUTHORITIES and not profile.learn:
         result = AssertResult("blocked", None, REASON_PAUSED)
@@ -295,7 +300,9 @@ def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fi
     (`write_plan`); the answers in the facts' order."""
     plan = write_plan(user, state, facts, secret=secret, now=now, scope_fields=scope_fields,
                       writer=writer)
-    return [AssertResult(o.outcome, o.record, o.reason) for o in plan.outcomes]
+    return [AssertResult(o.outcome, o.record, o.reason,
+                         state=plan.states.get(o.record.id) if o.record else None)
+            for o in plan.outcomes]
 
 
 def write_plan(user, state, writes: list[Fact | Retract], *, secret: bytes, now,
@@ -425,7 +432,7 @@ def memory_confirm(*, record_id, user=None) -> AssertResult:
 def _confirm_locked(locked: _Locked) -> AssertResult:
     record = locked.record
     if record.authority_rank >= AUTHORITY_RANK["user-confirmed"]:
-        return AssertResult("unchanged", record)
+        return AssertResult("unchanged", record, state=RecordState("active"))  # checked active
     fact = _user_fact(locked, value=record.value, authority="user-confirmed", supersedes=record.id)
     [result] = _write_facts(locked.row.user, locked.state, [fact], secret=locked.secret,
                             now=locked.now, scope_fields=locked.scope_fields)
@@ -456,13 +463,15 @@ def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
                           now=locked.now, scope_fields=locked.scope_fields)
         outcome = plan.outcomes[-1]
         log.info("memory_correct key=%s", loggable_key(record.key))
-        return AssertResult(outcome.outcome, outcome.record, outcome.reason)
+        return AssertResult(outcome.outcome, outcome.record, outcome.reason,
+                            state=plan.states.get(outcome.record.id) if outcome.record else None)
 
 
 @dataclass
 class RetractResult:
     retracted_at: datetime
     records: list[DomainRecord]
+    states: dict[str, RecordState] = field(default_factory=dict)  # E1, by id
 
 
 def memory_retract(*, record_id, user=None) -> RetractResult:
@@ -478,7 +487,8 @@ def memory_retract(*, record_id, user=None) -> RetractResult:
                           now=locked.now)
         closed = plan.outcomes[0]
         log.info("memory_retract key=%s closed=%d", loggable_key(record.key), len(closed))
-        return RetractResult(locked.now, sorted(closed, key=lambda r: (r.valid_from, r.version)))
+        return RetractResult(locked.now, sorted(closed, key=lambda r: (r.valid_from, r.version)),
+                             plan.states)
 
 
 def memory_restore(*, record_id, user=None) -> AssertResult:
@@ -717,7 +727,11 @@ def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[A
             writer = RowWriter()
             add_plan_rows(writer, user, batch.plan, context_scope_fields(ctx))
             writer.flush()
-            results = [AssertResult(o.outcome, o.record, o.reason) for o in outcomes]
+            states = batch.states([o.record.id for o in outcomes if o.record],
+                                  many_keys=state.many_keys)
+            results = [AssertResult(o.outcome, o.record, o.reason,
+                                    state=states.get(o.record.id) if o.record else None)
+                       for o in outcomes]
     for item, result in zip(found, results, strict=True):
         record = result.record
         _log_assert(result, key=item.key, scope_kind=record.scope.kind if record else "user",

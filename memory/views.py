@@ -54,7 +54,7 @@ from .presentation import (
     plain_label,
     provenance,
     source_messages,
-    status_words,
+    standing,
 )
 from .selectors import (
     forgotten_entries,
@@ -676,7 +676,6 @@ def memory_history(request, memory_id):
     user = request.user
     row = memory_get(memory_id, user=user)
     history = slot_history(user, key=row.key, scope_id=row.scope_id)
-    active = history.current
     found = source_messages(user, [s for r in history.records for s in r.sources])
     confirmed_by = _confirmations(history.records)
     merged_ids = {r.id for r in confirmed_by.values()}
@@ -710,8 +709,10 @@ def memory_history(request, memory_id):
                 reach[slot] = OPEN
             elif prior != OPEN and (prior is None or end >= prior[0]):
                 reach[slot] = (end, last)
-        explanation = history.remembered.explain(last.id)
-        current = last.id in active
+        # E1: the state of the value's last record, in the pages' words (a timeline: each
+        # row says what became of its own value then, not whether it came back later).
+        now = standing(last, history.states, [last])
+        current = now.current
         rows.append(HistoryRow(
             record=last,
             value=None if forgotten else record.value,
@@ -719,7 +720,7 @@ def memory_history(request, memory_id):
             starts=when(record.valid_from),
             ends=when(end) if end is not None else "still open",
             set_by=SET_BY[record.authority],
-            status="current" if current else status_words(last, explanation.reason if explanation else None),
+            status=now.words,
             current=current,
             provenance=None if forgotten else from_message(record, found),
             confirmed_on=day(confirmations[-1].recorded_at) if confirmations else "",

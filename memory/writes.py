@@ -30,6 +30,7 @@ from .domain import (
     AUTHORITY_RANK,
     VALUE_MAX,
     MemoryRecord,
+    RecordState,
     Tombstone,
     normalise_value,
     valid_key,
@@ -117,6 +118,8 @@ class WritePlan:
     closes: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
     # (scope_id, key, value hash or "" for a `one` key, retracted_at)
     retractions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
+    # E1: the state at the batch's time of every record an outcome names, as the writes left it
+    states: dict[str, RecordState] = field(default_factory=dict)
 
 
 def check_fields(*, key, value, authority, confidence, valid_from=None, valid_until=None) -> None:
@@ -154,9 +157,15 @@ def plan_writes(
     """Decide W3–W10 for `writes` in order. Raises `WriteRefused` for a fact the rules refuse
     (the caller then stores nothing of the batch)."""
     batch = WriteBatch(known, user=user, now=now, secret=secret, new_id=new_id)
+    many_keys = set()
     for write in writes:
         batch.add(write)
-    return batch.plan
+        if write.many:
+            many_keys.add(write.key)
+    plan = batch.plan
+    ids = [r.id for o in plan.outcomes for r in (o if isinstance(o, list) else [o.record]) if r]
+    plan.states = batch.states(ids, many_keys=frozenset(many_keys))
+    return plan
 
 
 class WriteBatch:
@@ -179,6 +188,20 @@ class WriteBatch:
                               secret=self.secret, new_id=self.new_id)
         self.plan.outcomes.append(outcome)
         return outcome
+
+    def states(self, ids: Iterable[str], *, many_keys: frozenset[str] | set[str]
+               ) -> dict[str, RecordState]:
+        """SPEC E1: the state at the batch's time of the records `ids`, as the writes so far
+        left them: the resolver's pass over every record of their scoped keys."""
+        wanted = set(ids)
+        if not wanted:
+            return {}
+        slots = [found for found in self.state.scoped.values()
+                 if any(r.id in wanted for r in found)]
+        records = [r for found in slots for r in found]
+        states = resolver.record_states(records, self.state.tombstones, self.now,
+                                        many_keys=many_keys, secret=self.secret)
+        return {i: states[i] for i in wanted if i in states}
 
     def records(self, key: str | None = None) -> list[MemoryRecord]:
         """Every record known (of `key`), as the writes so far left it, and every new one."""

@@ -83,7 +83,8 @@ class RuleListApi(APIView):
 
 
 class RuleCreateApi(APIView):
-    """SPEC §6: a new rule (version 1); bumps the owner's policy version (D7)."""
+    """SPEC §6: a new rule (version 1); bumps the owner's policy version (D7). With `replace`
+    (D11) it replaces the user's explicit choices at its place."""
 
     @extend_schema(tags=TAG, operation_id="policy_rules_create", request=RuleCreateInput,
                    responses={201: RuleOutput, **problems(400, 401)})
@@ -94,6 +95,7 @@ class RuleCreateApi(APIView):
             user=user, capability=data["capability"], effect=data["effect"], source=data["source"],
             scope=data["scope"], requested_by=data.get("requested_by"),
             valid_from=data.get("valid_from"), valid_until=data.get("valid_until"),
+            replace=data["replace"],
         )
         return Response(RuleOutput(selectors.rule_by_id(rule.pk)).data, status=status.HTTP_201_CREATED)
 

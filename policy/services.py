@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from config import catalog, metrics
 from config.clock import db_now
@@ -299,22 +300,44 @@ def _insert_rule(*, user, capability: Capability, effect: str, source: str, scop
 
 def rule_create(*, user: User | None, capability: str, effect: str, source: str, scope: Mapping,
                 requested_by: str | None = None, valid_from: datetime | None = None,
-                valid_until: datetime | None = None) -> PolicyRule:
+                valid_until: datetime | None = None, replace: bool = False) -> PolicyRule:
     """A new rule, version 1 (SPEC §6), and D7's version bump in the same transaction. `user`
     None makes a product default: global or character scope, source `product-default` (and
-    only a product default has that source). `valid_from` defaults to the database clock."""
+    only a product default has that source). `valid_from` defaults to the database clock.
+
+    D11 with `replace`: the user's choice replaces its place — every live `explicit-user` rule
+    of `user` at the same capability and exact scope (kind and ids), whatever its
+    `requested_by`, is revoked in the same transaction (`place_replace`). Without it a rule is
+    added beside them."""
     with transaction.atomic():
         return _rule_create_at(
             now=None, user=user, capability=capability, effect=effect, source=source, scope=scope,
             requested_by=requested_by, valid_from=valid_from, valid_until=valid_until,
+            replace=replace,
         )
+
+
+def _live_at_place(*, user, capability: str, scope_rows: dict, now: datetime):
+    """D11: the live (not revoked, not expired) `explicit-user` rules of `user` at one place —
+    a capability and an exact scope, whatever their `requested_by` — locked."""
+    return list(
+        PolicyRule.objects.select_for_update()
+        .filter(user=user, capability_id=capability, source=EXPLICIT_USER,
+                scope_kind=scope_rows["scope_kind"], character=scope_rows["character"],
+                conversation=scope_rows["conversation"], scene=scope_rows["scene"])
+        .filter(Q(revoked_at__isnull=True) | Q(revoked_at__gt=now))
+        .filter(Q(valid_until__isnull=True) | Q(valid_until__gt=now))
+        .order_by("created_at", "id")
+    )
 
 
 def _rule_create_at(*, now: datetime | None, user, capability: str, effect: str, source: str,
                     scope: Mapping, requested_by: str | None, valid_from: datetime | None,
-                    valid_until: datetime | None) -> PolicyRule:
+                    valid_until: datetime | None, replace: bool = False) -> PolicyRule:
     """rule_create inside the caller's transaction, at the caller's clock reading if it has one
-    (SPEC §0: one reading per transaction)."""
+    (SPEC §0: one reading per transaction). With `replace` (D11), the user's live explicit
+    choices at the place are revoked at that reading, and the new rule succeeds the newest of
+    them (its version + 1); one version bump for it all (D7)."""
     _require_choice(effect, EFFECTS, field="effect")
     _require_choice(source, SOURCES, field="source")
     _require_choice(requested_by, REQUESTERS, field="requested_by", allow_none=True)
@@ -326,11 +349,20 @@ def _rule_create_at(*, now: datetime | None, user, capability: str, effect: str,
     scope_rows = _scope_rows(user=user, scope=scope)
     version_row = _lock_policy_version(user)
     now = now or db_now()
+    replaced = []
+    if replace and user is not None:
+        replaced = _live_at_place(user=user, capability=found.name, scope_rows=scope_rows, now=now)
+        for old in replaced:
+            old.revoked_at = now
+            old.save(update_fields=["revoked_at"])
+    newest = replaced[-1] if replaced else None
     rule = _insert_rule(
         user=user, capability=found, effect=effect, source=source, scope_rows=scope_rows,
         requested_by=requested_by, valid_from=valid_from or now, valid_until=valid_until, now=now,
+        version=newest.version + 1 if newest else 1, supersedes=newest,
     )
     rule.policy_version_after = _bump(version_row)
+    rule.replaced = replaced
     return rule
 
 
@@ -488,7 +520,7 @@ def decision_answer(*, decision_id, answer: str, remember: str, media_job_id=Non
             rule = _rule_create_at(
                 now=now, user=decision.user, capability=decision.capability, effect=answer,
                 source=EXPLICIT_USER, scope=scope, requested_by=decision.requested_by,
-                valid_from=None, valid_until=None,
+                valid_from=None, valid_until=None, replace=True,  # D11
             )
         saved = PolicyAnswer.objects.create(
             user_id=decision.user_id, decision=decision, answer=answer, remember=remember,
@@ -641,27 +673,24 @@ def media_job_complete(*, job_id) -> MediaJob:
 
 
 def boundary_set(*, user, capability: str, effect: str, scope: dict) -> str:
-    """Make the user's own choice for one capability at one scope exactly `effect`.
+    """Make the user's own choice for one capability at one place exactly `effect` (D11).
 
-    SPEC §6: rules are immutable, so an existing explicit choice at the same scope is changed
-    (revoked, and a successor with version + 1) instead of being joined by a second rule of the
-    same rank, which would tie with it and make D4 ask (`conflicting-rules`). Returns
-    `created`, `changed` or `unchanged`."""
+    Every live `explicit-user` rule of the user at that place (capability and exact scope),
+    whatever its `requested_by`, is revoked and the new choice created in one transaction, so
+    it never ties with an older choice (D4 `conflicting-rules`). When the only live choice
+    there already is this one, for every requester, nothing changes. Returns `created`,
+    `changed` or `unchanged`."""
     with transaction.atomic():
         now = db_now()
         same = [
             rule for rule in rule_list(user=user, capability=capability)
-            if rule.source == EXPLICIT_USER and rule.requested_by is None
-            and rule.to_domain().lapse(now) is None and rule.scope.as_dict() == scope
+            if rule.source == EXPLICIT_USER and rule.scope.as_dict() == scope
+            and (rule.revoked_at is None or rule.revoked_at > now)
+            and (rule.valid_until is None or rule.valid_until > now)
         ]
-        if len(same) == 1 and same[0].effect == effect:
+        if len(same) == 1 and same[0].effect == effect and same[0].requested_by is None:
             return "unchanged"
-        keep, *extra = same or [None]
-        for rule in extra:
-            rule_revoke(rule_id=rule.pk, owner=user)
-        if keep is None:
-            rule_create(user=user, capability=capability, effect=effect, source=EXPLICIT_USER, scope=scope)
-            return "created"
-        if keep.effect != effect:
-            rule_change(rule_id=keep.pk, owner=user, effect=effect)
-        return "changed"
+        _rule_create_at(now=now, user=user, capability=capability, effect=effect,
+                        source=EXPLICIT_USER, scope=scope, requested_by=None, valid_from=None,
+                        valid_until=None, replace=True)
+        return "changed" if same else "created"

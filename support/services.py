@@ -326,7 +326,8 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
         records.append(RecordExplained(
             record, why.step, why.reason, why.detail, prompt,
             words=words.record_words(step=why.step, reason=why.reason, detail=why.detail, record=record,
-                                     records=candidates, tombstones=tombstones, actors=actors),
+                                     records=candidates, tombstones=tombstones, actors=actors,
+                                     now=ctx.domain.now),
             prompt_words=words.prompt_words(prompt), label=resolved.registry.label(record.key),
         ))
     counts: dict[str, int] = {}

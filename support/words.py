@@ -24,6 +24,20 @@ def when(moment: datetime | None) -> str:
     return f"{moment.day} {moment:%b %Y, %H:%M} UTC"
 
 
+def when_against(moment: datetime | None, other: datetime | None) -> str:
+    """`moment` as `when` says it, with as much of its seconds as it takes to tell it apart
+    from `other` (the time a reason compares it with): "applies from 2 Dec 2026, 01:12" read
+    at 01:12 would seem to contradict "not valid yet"; "01:12:18.588900" does not."""
+    if moment is None or other is None:
+        return when(moment)
+    m, o = moment.astimezone(UTC), other.astimezone(UTC)
+    if m.replace(second=0, microsecond=0) != o.replace(second=0, microsecond=0):
+        return when(m)
+    if m.replace(microsecond=0) != o.replace(microsecond=0) or m == o:
+        return f"{m.day} {m:%b %Y, %H:%M:%S} UTC"
+    return f"{m.day} {m:%b %Y, %H:%M:%S}.{m.microsecond:06d} UTC"
+
+
 AUTHORITY_WORDS = {
     "user-corrected": "a correction by the user",
     "user-confirmed": "a value the user confirmed",
@@ -98,10 +112,12 @@ def _outranked_because(winner, loser) -> str:
 
 
 def record_words(*, step: str, reason: str, detail: str, record, records: Mapping[str, object],
-                 tombstones: Mapping[str, tuple[datetime, str]], actors: Actors) -> str:
+                 tombstones: Mapping[str, tuple[datetime, str]], actors: Actors,
+                 now: datetime | None = None) -> str:
     """Why the resolver used or left out one record (R1–R6), in a sentence. `records` holds the
     context's candidates by id (to name a successor or a winner), `tombstones` maps a tombstone
-    id to (forgotten at, scope id)."""
+    id to (forgotten at, scope id). `now`, the time the resolver decided at: a boundary it was
+    compared with is said precisely enough to be told from it (`when_against`)."""
     if step == "active":
         return "Used: the current value for this key here."
     if reason == "scope":
@@ -116,13 +132,14 @@ def record_words(*, step: str, reason: str, detail: str, record, records: Mappin
         return (f"Blocked by a forget: {by} forgot this key{where} on {when(at)}, so older messages cannot "
                 "bring it back.") if at else "Blocked by a forget of this key."
     if reason == "not-yet-valid":
-        return f"Not valid yet at this time: it applies from {when(record.valid_from)}."
+        at = f" ({when_against(now, record.valid_from)})" if now is not None else ""
+        return f"Not valid yet at this time{at}: it applies from {when_against(record.valid_from, now)}."
     if reason == "expired":
         if record.retracted_at is not None and record.valid_until is not None and record.retracted_at >= record.valid_until:
             return (f"Retracted by {_who(record.id in actors.retracted)} on {when(record.retracted_at)}: "
                     "marked no longer true.")
         if record.valid_until is not None:
-            return f"Expired: it applied until {when(record.valid_until)}."
+            return f"Expired: it applied until {when_against(record.valid_until, now)}."
         return f"Expired on {when(record.status_since)}."
     if reason == "superseded":
         successor = records.get(_named_id(detail, "superseded by "))

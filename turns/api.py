@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import problems, validated
+from config.clock import db_now
 from config.errors import BudgetExceeded, ValidationError
 from config.serializers import (
     SCENE_MAX,
@@ -19,8 +20,7 @@ from conversations import services as conversation_services
 from conversations.models import Turn
 from conversations.selectors import character_by_slug, user_by_ref
 from memory.domain import RESOLVER_VERSION
-from memory.models import MemoryRecord
-from memory.selectors import records_to_domain
+from memory.selectors import memory_stated_many
 from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
 from policy.serializers import DecisionOutput
 
@@ -201,12 +201,16 @@ def turn_json(turn: Turn) -> dict:
     produced (`extracted_records`, exactly what a read would give), so nothing is read again."""
     ids = [e["memory"] for e in turn.extracted if e.get("memory")]
     records = getattr(turn, "extracted_records", None)
-    if records is None and ids:
-        records = {r.id: r for r in records_to_domain(MemoryRecord.objects.filter(pk__in=ids), turn.conversation.user.username)}
-    records = records or {}
+    states = getattr(turn, "extracted_states", None)
+    if records is None or states is None:  # E1: a turn read again shows its memories as now
+        found = memory_stated_many(turn.conversation.user, ids, now=db_now()) if ids else {}
+        records = {i: m.record for i, m in found.items()}
+        states = {i: m.state for i, m in found.items()}
     extracted = []
     for e in turn.extracted:
-        item = {"outcome": e["outcome"], "memory": memory_json(records[e["memory"]]) if e.get("memory") in records else None}
+        found = e.get("memory") in records
+        item = {"outcome": e["outcome"],
+                "memory": memory_json(records[e["memory"]], states[e["memory"]]) if found else None}
         if e.get("reason"):
             item["reason"] = e["reason"]
         extracted.append(item)

@@ -96,6 +96,8 @@ class TurnDecided:
     plan: Plan | None = None
     refused: BudgetExceeded | None = None
     decisions: list[tuple[str, Capability, Decision]] = field(default_factory=list)
+    # E1: the state of each extracted record at the turn's time, by id
+    states: dict = field(default_factory=dict)
 
 
 class NeedTexts(Exception):  # noqa: N818 - a request for more input, not an error
@@ -138,6 +140,8 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
         projection = project(resolution.active, labels=read.labels, many_keys=read.many_keys,
                              likely=read.likely, uncertain=read.uncertain)
     decided = TurnDecided(found, outcomes, batch.plan, records, resolution, projection)
+    decided.states = batch.states([o.record.id for o in outcomes if o.record],
+                                  many_keys=read.many_keys)
     if read.params is not None:
         plan_turn(read, decided, read.texts, new_id=new_id)
     return decided

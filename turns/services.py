@@ -393,6 +393,7 @@ def _write(conversation, read, decided, *, turn_id, turn_key) -> Turn:
     ])
     writer.flush()
     turn.extracted_records = {o.record.id: o.record for o in decided.outcomes if o.record}
+    turn.extracted_states = decided.states  # E1, at the turn's time
     return turn
 
 

@@ -26,7 +26,7 @@ from config.errors import ValidationError
 from config.pages import day, form_errors_from, private_page, when
 from conversations.selectors import conversation_for_page, conversations_of
 from memory import services as memory_services
-from memory.presentation import CERTAINTY, Sentence, Wording, status_words
+from memory.presentation import CERTAINTY, Sentence, Wording, by_scoped_key, standing
 from memory.selectors import key_templates
 from memory.services import memory_forget_all
 from memory.switches import memory_settings_of
@@ -83,6 +83,7 @@ def conversation_detail(request, conversation_id):
     speakers = {"user": "You", "assistant": conversation.character.name, "system": "System"}
     by_id = remembered.by_id
     words = Wording(remembered.registry.labels, key_templates())
+    states, slots = remembered.states, by_scoped_key(remembered.records)  # E1
     active = {r.id for r in remembered.active}
     root = reverse("memory:list")
     messages_ = []
@@ -92,11 +93,9 @@ def conversation_detail(request, conversation_id):
         for memory_id in dict.fromkeys(read.produced.get(message.id, ())):
             record = by_id.get(memory_id)
             if record is not None:
-                explanation = remembered.explain(memory_id)
-                current = memory_id in active
-                status = "remembered now" if current else status_words(record, explanation.reason if explanation else None)
+                now = standing(record, states, slots[(record.scope_id, record.key)])
                 message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(record.key),
-                                                 record.value, status, current,
+                                                 record.value, now.words, now.current,
                                                  words.sentence(record.key, record.value)))
             elif memory_id in read.forgotten:
                 key, since = read.forgotten[memory_id]

@@ -13,11 +13,12 @@ switches with who changed them and when, and the time zone — read-only, and ne
 
 from django import forms
 from django.contrib import admin
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils.html import format_html, format_html_join
 
+from config.clock import db_now
 from conversations.models import Conversation, Message, Turn
-from memory.domain import valid_key
+from memory.domain import STATES, valid_key
 from memory.models import (
     IdempotencyRecord,
     KeyDefinition,
@@ -27,10 +28,50 @@ from memory.models import (
     SlotRetraction,
     Tombstone,
 )
+from memory.presentation import STATE_WORDS
+from memory.selectors import memory_states_of
 from support import services as support
 from support.admin.base import SupportAdmin, count_of, support_action
 from support.display import admin_link, explain_turn_url, explain_url
 from support.forms import ForgetForm
+from support.words import when
+
+
+def _state_now(request):
+    """The request's time for E1 states: the database clock, read once per request (§0)."""
+    now = getattr(request, "_memory_state_now", None)
+    if now is None:
+        now = request._memory_state_now = db_now()
+    return now
+
+
+class StateFilter(admin.SimpleListFilter):
+    """SPEC E1: the records in a state now — each record's resolution in its own scope, the
+    same as `GET /memories?state=` answers (never the stored status, which W12 may leave
+    behind). Its counts, with facets on, are computed from one resolution of the list."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [(state, f"{state} ({STATE_WORDS[state]})") for state in STATES]
+
+    def _states(self, queryset) -> dict:
+        return memory_states_of(queryset, now=_state_now(self.request))
+
+    def queryset(self, request, queryset):
+        if self.value() not in STATES:
+            return queryset
+        found = self._states(queryset)
+        return queryset.filter(pk__in=[i for i, s in found.items() if s.state == self.value()])
+
+    def get_facet_counts(self, pk_attname, filtered_qs):
+        found = self._states(filtered_qs)
+        counts = {}
+        for i, (state, _) in enumerate(self.lookup_choices):
+            ids = [k for k, s in found.items() if s.state == state]
+            counts[f"{i}__c"] = Count(pk_attname, filter=Q(pk__in=ids))
+        return counts
 
 
 class RetractedFilter(admin.SimpleListFilter):
@@ -55,23 +96,23 @@ class MemoryRecordAdmin(SupportAdmin):
     private_search_fields = ("value",)
     private_key_fields = ("key",)
     uuid_search_fields = ("id", "supersedes_id", "conversation_id")
-    list_display = ("key_ref", "user_ref", "value_preview", "scope_id", "status", "authority",
+    list_display = ("key_ref", "user_ref", "value_preview", "scope_id", "state_ref", "authority",
                     "version", "valid_from", "valid_until", "n_sources", "explain")
-    list_filter = ("status", "authority", "scope_kind", RetractedFilter)
+    list_filter = (StateFilter, "authority", "scope_kind", RetractedFilter)
     search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     search_help_text = "A username or key (part of it), or a record, conversation or superseded id."
     list_select_related = ("user",)
     date_hierarchy = "recorded_at"
     actions = ("forget_on_behalf", "retract", "normalise_statuses")
     fieldsets = (
-        (None, {"fields": ("id", "user_ref", "key_ref", "value_full", "scope_ref", "status",
-                           "status_since", "authority", "confidence")}),
+        (None, {"fields": ("id", "user_ref", "key_ref", "value_full", "scope_ref", "state_ref",
+                           "state_detail_ref", "authority", "confidence")}),
         ("Time", {"fields": ("valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time")}),
         ("History and provenance", {"fields": ("version", "supersedes_ref", "superseded_by_refs", "source_refs",
                                                "tombstone_refs", "explain_link")}),
     )
-    readonly_fields = ("id", "user_ref", "key_ref", "value_full", "scope_ref", "status",
-                       "status_since", "authority", "confidence", "valid_from", "valid_until",
+    readonly_fields = ("id", "user_ref", "key_ref", "value_full", "scope_ref", "state_ref",
+                       "state_detail_ref", "authority", "confidence", "valid_from", "valid_until",
                        "retracted_at", "recorded_at", "evidence_time", "version",
                        "supersedes_ref", "superseded_by_refs", "source_refs", "tombstone_refs",
                        "explain_link")
@@ -88,6 +129,58 @@ class MemoryRecordAdmin(SupportAdmin):
     @admin.display(description="key", ordering="_shown_key")
     def key_ref(self, obj):
         return self.private_key(obj)
+
+    # --- E1: the state now, never the stored status -------------------------------------------
+
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        changelist = (getattr(response, "context_data", None) or {}).get("cl")
+        if changelist is not None:
+            self._attach_states(request, list(changelist.result_list))
+        return response
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        obj = (getattr(response, "context_data", None) or {}).get("original")
+        if obj is not None:
+            self._attach_states(request, [obj])
+        return response
+
+    def _attach_states(self, request, records) -> None:
+        """The E1 state of each shown record (one resolution of their scoped keys)."""
+        if not records:
+            return
+        found = memory_states_of(MemoryRecord.objects.filter(pk__in=[r.pk for r in records]),
+                                 now=_state_now(request))
+        for record in records:
+            record._e1_state = found.get(str(record.pk))
+
+    def _state_of(self, obj):
+        state = getattr(obj, "_e1_state", None)
+        if state is None:  # an object drawn outside the list and change pages
+            state = memory_states_of(MemoryRecord.objects.filter(pk=obj.pk), now=db_now()).get(str(obj.pk))
+            obj._e1_state = state
+        return state
+
+    @admin.display(description="state")
+    def state_ref(self, obj):
+        state = self._state_of(obj)
+        if state is None:
+            return "-"
+        return format_html('<span class="memory-state" data-state="{}" title="{}">{}</span>',
+                           state.state, STATE_WORDS[state.state], state.state)
+
+    @admin.display(description="why (R8)")
+    def state_detail_ref(self, obj):
+        state = self._state_of(obj)
+        if state is None or state.rule is None:
+            return "the current value of its slot in its own scope"
+        parts = [state.rule]
+        if state.by:
+            parts.append(format_html("by {}", admin_link(MemoryRecord, state.by)))
+        if state.since:
+            parts.append(f"since {when(state.since)}")
+        return format_html_join(" · ", "{}", ((part,) for part in parts))
 
     @admin.display(description="value", ordering="_preview_value")
     def value_preview(self, obj):
@@ -169,8 +262,9 @@ class MemoryRecordAdmin(SupportAdmin):
 
     def _rows(self, request, queryset):
         records = list(queryset.select_related("user"))
+        self._attach_states(request, records)
         rows = [[admin_link(MemoryRecord, r.pk), r.user.get_username(), self.key_ref(r), r.scope_id,
-                 r.status, r.authority, self.value_preview(r)] for r in records]
+                 self.state_ref(r), r.authority, self.value_preview(r)] for r in records]
         return records, rows, records
 
     @admin.action(description="Forget on the user's behalf…", permissions=["forget_memory"])
@@ -183,7 +277,7 @@ class MemoryRecordAdmin(SupportAdmin):
                   "with its value erased, and the same value blocked from coming back from older "
                   "evidence. For a multi-valued key only that value is forgotten unless you tick "
                   "“every value of the key”. The user can undo the tombstone; erased values do not come back.",
-            columns=["record", "user", "key", "scope", "status", "authority", "value"], rows=rows,
+            columns=["record", "user", "key", "scope", "state", "authority", "value"], rows=rows,
             revealed=revealed, form_class=ForgetForm,
             perform=lambda data: support.support_forget(
                 staff=request.user, record_ids=[r.pk for r in records], reason=data["reason"],
@@ -199,7 +293,7 @@ class MemoryRecordAdmin(SupportAdmin):
             intro="Each selected memory's slot is retracted through the retract service (SPEC W10): "
                   "every record of the slot that has not ended is closed now; history keeps them, and "
                   "older evidence cannot bring the value back (W4). Nothing is erased.",
-            columns=["record", "user", "key", "scope", "status", "authority", "value"], rows=rows,
+            columns=["record", "user", "key", "scope", "state", "authority", "value"], rows=rows,
             revealed=revealed,
             perform=lambda data: support.support_retract(
                 staff=request.user, record_ids=[r.pk for r in records], reason=data["reason"],

@@ -27,7 +27,7 @@ def problem(response, status, code):
 
 
 MEMORY_FIELDS = {
-    "id", "user", "key", "value", "scope", "status", "status_since", "authority", "confidence",
+    "id", "user", "key", "value", "scope", "state", "state_detail", "status", "status_since", "authority", "confidence",
     "valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time", "sources",
     "supersedes", "version",
 }

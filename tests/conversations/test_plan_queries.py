@@ -142,14 +142,15 @@ def test_create_without_plan_runs_the_creation_queries_only(api, conv, sam, cont
 def test_a_replayed_create_with_plan_runs_a_constant_number_of_queries(api, conv, sam, n,
                                                                       django_assert_num_queries):
     """I7 replay: SAVEPOINT, the lock, the read that finds the turn by its key, the turn, its
-    extracted memories for the answer, RELEASE, then the plan — plus, on PostgreSQL, the clock
-    read of a plan computed now."""
+    extracted memories for the answer with every record of their scoped keys, the tombstones
+    of those keys (their E1 state now), RELEASE, then the plan — plus, on PostgreSQL, the
+    clock read of the state's time and of a plan computed now."""
     from django.db import connection
 
     fill(sam, conv, n)
     create(api, conv, "t1", "My cat's name is Miso.")
     warm(api, conv)
-    clock = 1 if connection.vendor == "postgresql" else 0
-    with django_assert_num_queries(AUTH + 6 + clock + PLAN_STEP):
+    clock = 2 if connection.vendor == "postgresql" else 0
+    with django_assert_num_queries(AUTH + 7 + clock + PLAN_STEP):
         r = create(api, conv, "t1", "My cat's name is Miso.", plan={"budget": 500})
     assert r.status_code == 200 and r.json()["plan"]["memories"]

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.django_db
 
 RECORDING = Path(__file__).with_name("recorded_turns.json")
 TIME_FIELDS = {"valid_from", "valid_until", "recorded_at", "evidence_time", "status_since",
-               "retracted_at", "created_at", "forgotten_at", "blocks_sources_before"}
+               "retracted_at", "created_at", "forgotten_at", "blocks_sources_before", "since"}
 
 
 class SeededIds:

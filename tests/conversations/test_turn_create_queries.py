@@ -95,8 +95,10 @@ def test_a_replay_reads_the_stored_turn(api):
     with CaptureQueriesContext(connection) as captured:
         again = api.post(f"/api/v1/conversations/{conv.pk}/turns", body, format="json")
     assert again.status_code == 200 and again.json() == first
-    # token, savepoint, lock, reads, the turn, its memories with their sources, release
-    assert len(captured) == 7
+    # token, savepoint, lock, reads, the turn, its memories with their sources and every record
+    # of their scoped keys, the tombstones of those keys (E1: their state now), release — and
+    # on PostgreSQL the clock read of that state's time
+    assert len(captured) == 8 + (connection.vendor == "postgresql")
 
 
 @postgres_only  # (a transactional test flushes the seeded key templates the page tests read)

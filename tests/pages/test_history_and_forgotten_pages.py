@@ -37,7 +37,7 @@ def test_history_shows_a_confirmation_as_confirming_not_replacing(page, say, sam
     r = history(page, record)
 
     seen = text(r)
-    assert [(row.value, row.status) for row in r.context["rows"]] == [("being rushed", "current")]
+    assert [(row.value, row.status) for row in r.context["rows"]] == [("being rushed", "remembered now")]
     assert "You confirmed it on" in seen and "Replaced" not in seen
     assert "From your message on" in seen  # the value's own source stays with it
     assert r.context["rows"][0].set_by == "a rule that read your message"
@@ -56,7 +56,7 @@ def test_history_shows_a_same_value_correction_as_a_confirmation(page, say, sam)
 
     r = history(page, rex)
 
-    assert [row.status for row in r.context["rows"]] == ["current"]
+    assert [row.status for row in r.context["rows"]] == ["remembered now"]
     assert "Replaced" not in text(r) and "You confirmed it on" in text(r)
 
 
@@ -69,7 +69,7 @@ def test_a_confirmed_value_that_was_then_corrected_reads_as_replaced_once(page, 
     rows = history(page, rex).context["rows"]
 
     assert [(row.value, row.status, bool(row.confirmed_on)) for row in rows] == [
-        ("Rex", "replaced", True), ("Max", "current", False)]
+        ("Rex", "replaced", True), ("Max", "remembered now", False)]
 
 
 def test_history_after_a_forget_never_says_still_open(page, say, sam):
@@ -97,7 +97,7 @@ def test_history_shows_the_gap_of_an_undone_no_longer_true(page, say, sam):
     r = history(page, rex)
 
     rows = r.context["rows"]
-    assert [(row.value, row.status) for row in rows] == [("Rex", "no longer true"), (None, ""), ("Rex", "current")]
+    assert [(row.value, row.status) for row in rows] == [("Rex", "no longer true"), (None, ""), ("Rex", "remembered now")]
     assert rows[1].gap.startswith("Nothing remembered from") and "marked no longer true" in rows[1].gap
     assert rows[0].ends == rows[1].starts and rows[1].ends == rows[2].starts
     assert retracted.retracted_at is not None

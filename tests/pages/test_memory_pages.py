@@ -288,7 +288,7 @@ def test_history_shows_every_value_with_its_window_and_who_set_it(page, say, sam
     rows = r.context["rows"]
     assert [(row.value, row.set_by, row.status) for row in rows] == [
         ("Rex", "a rule that read your message", "replaced"),
-        ("Max", "your correction", "current"),
+        ("Max", "your correction", "remembered now"),
     ]
     assert rows[0].ends == rows[1].starts and rows[1].ends == "still open"
     assert "From your message on" in seen

@@ -106,7 +106,7 @@ def test_every_changelist_costs_the_same_for_10_or_500_rows(viewer, superuser):
     assert not changed, changed
     # And searching, filtering and paging stay constant too.
     client = clients["revealed"]
-    for url in ["/admin/memory/memoryrecord/?q=bulk&status__exact=active",
+    for url in ["/admin/memory/memoryrecord/?q=bulk&state=active",
                 "/admin/memory/memoryrecord/?p=3", "/admin/conversations/message/?role__exact=user",
                 "/admin/memory/memoryrecord/?value__startswith=private",
                 "/admin/policy/decisionlog/?effect__exact=ask", "/admin/policy/policyrule/?revoked=no"]:

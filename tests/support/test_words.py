@@ -70,3 +70,27 @@ def test_no_sentence_holds_a_value():
     said = words.record_words(step="R2", reason="forgotten", detail="", record=record("x", status="forgotten",
                               status_since=T0), records={}, tombstones={}, actors=words.Actors())
     assert "private-value" not in said
+
+
+def test_e1_a_boundary_compared_within_the_same_minute_is_said_to_the_second():
+    """R3 in words: "not valid yet … applies from 1 Dec 2026, 19:21" read at 19:21:58 would
+    contradict itself; the start is said precisely enough to be told from the time asked."""
+    from datetime import UTC, datetime
+
+    from support.words import record_words
+
+    class Record:
+        valid_from = datetime(2026, 12, 1, 19, 21, 58, 600000, tzinfo=UTC)
+        valid_until = None
+        retracted_at = None
+
+    now = datetime(2026, 12, 1, 19, 21, 58, 100000, tzinfo=UTC)
+    said = record_words(step="R3", reason="not-yet-valid", detail="", record=Record(), records={},
+                        tombstones={}, actors=words.Actors(), now=now)
+    assert said == ("Not valid yet at this time (1 Dec 2026, 19:21:58.100000 UTC): it applies from "
+                    "1 Dec 2026, 19:21:58.600000 UTC.")
+    later = datetime(2026, 12, 1, 19, 40, tzinfo=UTC)
+    Record.valid_from = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
+    said = record_words(step="R3", reason="not-yet-valid", detail="", record=Record(), records={},
+                        tombstones={}, actors=words.Actors(), now=later)
+    assert said == "Not valid yet at this time (1 Dec 2026, 19:40 UTC): it applies from 2 Dec 2026, 08:00 UTC."
