@@ -29,7 +29,6 @@ from memory import services as memory_services
 from memory.presentation import CERTAINTY, Sentence, Wording, by_scoped_key, standing
 from memory.selectors import key_templates
 from memory.services import memory_forget_all
-from memory.switches import memory_settings_of
 from policy.presentation import capability_name
 from support.selectors import reveals_of  # S2: "Support access" on Your data
 
@@ -105,7 +104,6 @@ def conversation_detail(request, conversation_id):
     _what_was_used(user, conversation, messages_, words, active, root)
     return render(request, "conversations/detail.html", {
         "conversation": conversation, "messages_": messages_, "started": when(conversation.created_at),
-        "learning": memory_settings_of(user).learn,
     })
 
 

@@ -170,10 +170,9 @@ def test_without_javascript_a_boundary_save_lands_on_its_card(chromium, readme_s
         context.close()
 
 
-def test_signing_in_empty_gives_one_error_and_signing_out_says_so(page, readme_server, person, look):
+def test_signing_in_empty_gives_one_clear_error(page, readme_server, person, look):
     """An empty sign-in form shows one clear message, not "didn't match" beside "This field is
-    required" (blanks get past the browser's own check: the server sees an empty username);
-    signing out says so on the page it lands on."""
+    required" (blanks get past the browser's own check: the server sees an empty username)."""
     server = readme_server
     page.goto(server.url + "/login/")
     page.get_by_label("Username").fill("   ")
@@ -188,10 +187,11 @@ def test_signing_in_empty_gives_one_error_and_signing_out_says_so(page, readme_s
     page.get_by_label("Password").fill("not-the-password")
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator(".error-summary")).to_contain_text("didn't match")
-    page.get_by_label("Username").fill(person.username)
-    page.get_by_label("Password").fill(person.password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(server.url + "/memories/")
+
+
+def test_signing_out_says_so(page, readme_server, person, sign_in, look):
+    """Signing out says so on the sign-in page it lands on."""
+    sign_in(page, person)
     page.get_by_role("button", name="Sign out").click()
     expect(page).to_have_url(re.compile(r"/login/$"))
     expect(page.locator("#messages")).to_contain_text("You are signed out.")
@@ -241,9 +241,9 @@ def test_forgetting_everything_is_worded_as_what_happened(page, readme_server, p
 # --- The admin at 1280 px ------------------------------------------------------------------------
 
 
-def test_the_admin_lists_fit_at_1280_and_write_dates_as_the_pages_do(desktop, readme_server, person):  # noqa: F811
-    """At 1280 px every column of a changelist is in view (none behind the filter panel), and
-    dates read "1 Dec 2026, 19:21" as on the user's pages."""
+def test_the_admin_lists_fit_at_1280(desktop, readme_server, person):  # noqa: F811
+    """At 1280 px every column of a changelist is in view: none behind the filter panel, and
+    the list does not scroll sideways."""
     page, server = desktop, readme_server
     admin_sign_in(page, server, support_staff(server, "support-surfaces", private_text=False))
     for path in ("/admin/memory/memoryrecord/", "/admin/policy/policyrule/",
@@ -263,6 +263,12 @@ def test_the_admin_lists_fit_at_1280_and_write_dates_as_the_pages_do(desktop, re
                 and box["x"] + box["width"] > panel["x"] and box["x"] < panel["x"] + panel["width"]
             assert not overlaps, f"{path}: column {i} is behind the filter panel"
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_the_admin_writes_dates_as_the_pages_do(desktop, readme_server, person):  # noqa: F811
+    """The admin's lists write "1 Dec 2026, 19:21", as the user's pages do."""
+    page, server = desktop, readme_server
+    admin_sign_in(page, server, support_staff(server, "support-dates", private_text=False))
     page.goto(f"{server.url}/admin/memory/memoryrecord/?q={person.username}")
     dates = page.locator("#result_list td.field-valid_from").all_inner_texts()
     assert dates and all(DATE.match(d.strip()) for d in dates), dates
