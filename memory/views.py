@@ -41,6 +41,7 @@ from . import services
 from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
 from .forms import SEARCH_MAX, CorrectForm, ForgetForm, MemoryFilterForm, MemorySwitchesForm
+from .history import fold
 from .presentation import (
     CERTAINTY,
     SET_BY,
@@ -636,26 +637,6 @@ class HistoryRow:
     gap: str = ""
 
 
-def _confirmations(records: list[DomainRecord]) -> dict[str, DomainRecord]:
-    """SPEC §2: a record superseded by one of the same value that the user confirmed (or,
-    before same-value corrections became confirms, corrected) was confirmed, not replaced:
-    by superseded id, the confirming record."""
-    by_id = {r.id: r for r in records}
-    found = {}
-    for record in records:
-        older = by_id.get(record.supersedes or "")
-        if (
-            older is not None and record.authority in USER_AUTHORITIES
-            and "forgotten" not in (record.status, older.status)
-            and normalise_value(record.value) == normalise_value(older.value)
-        ):
-            found[older.id] = record
-    return found
-
-
-OPEN = "open"
-
-
 def _gap(ended: datetime, what: DomainRecord, resumed: datetime) -> HistoryRow:
     """A time in which nothing of the slot held, and why it began."""
     why = ""
@@ -677,42 +658,14 @@ def memory_history(request, memory_id):
     row = memory_get(memory_id, user=user)
     history = slot_history(user, key=row.key, scope_id=row.scope_id)
     found = source_messages(user, [s for r in history.records for s in r.sources])
-    confirmed_by = _confirmations(history.records)
-    merged_ids = {r.id for r in confirmed_by.values()}
-
-    def end_of(record: DomainRecord) -> datetime | None:
-        end = history.ends.get(record.id)
-        if record.status == "forgotten" and record.status_since is not None and (end is None or end > record.status_since):
-            return record.status_since
-        return end
-
     rows: list[HistoryRow] = []
-    # How far each slot (a value slot for a `many` key) was covered so far: the latest end and
-    # the record that ended there, or OPEN once a value has no end.
-    reach: dict[str, tuple[datetime, DomainRecord] | str] = {}
-    for record in history.records:
-        if record.id in merged_ids:
-            continue
-        last = record
-        confirmations = []
-        while last.id in confirmed_by:
-            last = confirmed_by[last.id]
-            confirmations.append(last)
-        forgotten = record.status == "forgotten"
-        end = end_of(last)
-        if not (history.many and forgotten):  # a forgotten value's slot is unknown
-            slot = normalise_value(record.value) if history.many else ""
-            prior = reach.get(slot)
-            if isinstance(prior, tuple) and prior[0] < record.valid_from:
-                rows.append(_gap(*prior, record.valid_from))
-            if end is None:
-                reach[slot] = OPEN
-            elif prior != OPEN and (prior is None or end >= prior[0]):
-                reach[slot] = (end, last)
+    for entry in fold(history.records, history.ends, many=history.many):
+        record, last, end, forgotten = entry.record, entry.last, entry.end, entry.forgotten
+        if entry.gap_before is not None:
+            rows.append(_gap(*entry.gap_before, record.valid_from))
         # E1: the state of the value's last record, in the pages' words (a timeline: each
         # row says what became of its own value then, not whether it came back later).
         now = standing(last, history.states, [last])
-        current = now.current
         rows.append(HistoryRow(
             record=last,
             value=None if forgotten else record.value,
@@ -721,9 +674,9 @@ def memory_history(request, memory_id):
             ends=when(end) if end is not None else "still open",
             set_by=SET_BY[record.authority],
             status=now.words,
-            current=current,
+            current=now.current,
             provenance=None if forgotten else from_message(record, found),
-            confirmed_on=day(confirmations[-1].recorded_at) if confirmations else "",
+            confirmed_on=day(entry.confirmations[-1].recorded_at) if entry.confirmations else "",
         ))
     live = [r for r in rows if r.current]
     names = ScopeNames(user, [row.scope_id])

@@ -13,7 +13,7 @@ PURE = [
     "policy.domain", "policy.engine",
     "turns.planner", "turns.relevance", "turns.pipeline", "turns.tokens", "turns.stopwords",
     "turns.used", "bench.relevance", "memory.learning", "conversations.domain",
-    "config.errors", "support.words", "policy.presentation",
+    "config.errors", "support.words", "policy.presentation", "memory.history",
 ]
 
 
