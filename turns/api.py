@@ -7,8 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import problems, validated
-from config.clock import db_now
-from config.errors import BudgetExceeded, ValidationError
+from config.errors import ValidationError
 from config.serializers import (
     SCENE_MAX,
     CharacterSlugField,
@@ -17,16 +16,12 @@ from config.serializers import (
     UserRefField,
 )
 from conversations import services as conversation_services
-from conversations.models import Turn
 from conversations.selectors import character_by_slug, user_by_ref
-from memory.domain import RESOLVER_VERSION
-from memory.selectors import memory_stated_many
-from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
-from policy.serializers import DecisionOutput
+from memory.serializers import ExtractedOutput, ProjectedOutput
 
 from . import services
-from .planner import PlanParams, plan_body
 from .portability import user_export, user_import
+from .serializers import plan_json, plan_params, turn_json
 from .snapshot import Snapshot, SnapshotInput
 
 User = get_user_model()
@@ -195,37 +190,6 @@ class TurnOutput(serializers.Serializer):
         "(off: nothing was extracted from its message).")
 
 
-def turn_json(turn: Turn) -> dict:
-    """The turn with its extraction outcomes; memories are shown as they are now (a forget
-    since then shows the erased skeleton). A turn just created carries the records its writes
-    produced (`extracted_records`, exactly what a read would give), so nothing is read again."""
-    ids = [e["memory"] for e in turn.extracted if e.get("memory")]
-    records = getattr(turn, "extracted_records", None)
-    states = getattr(turn, "extracted_states", None)
-    if records is None or states is None:  # E1: a turn read again shows its memories as now
-        found = memory_stated_many(turn.conversation.user, ids, now=db_now()) if ids else {}
-        records = {i: m.record for i, m in found.items()}
-        states = {i: m.state for i, m in found.items()}
-    extracted = []
-    for e in turn.extracted:
-        found = e.get("memory") in records
-        item = {"outcome": e["outcome"],
-                "memory": memory_json(records[e["memory"]], states[e["memory"]]) if found else None}
-        if e.get("reason"):
-            item["reason"] = e["reason"]
-        extracted.append(item)
-    return {
-        "id": str(turn.pk),
-        "conversation": str(turn.conversation_id),
-        "turn_key": turn.turn_key,
-        "scene": turn.scene,
-        "status": turn.status,
-        "user_message": {"id": str(turn.user_message_id), "seq": turn.user_message.seq},
-        "extracted": extracted,
-        "learning": turn.learning,
-    }
-
-
 class PromptPlanQuery(StrictSerializer):
     budget = serializers.IntegerField(min_value=1, max_value=10_000_000)
     memory_share = serializers.FloatField(required=False, default=0.3, min_value=0.0, max_value=1.0)
@@ -296,15 +260,6 @@ class TurnPromptPlanApi(APIView):
         return Response(plan_json(result))
 
 
-def plan_json(result) -> dict:
-    """The §10 plan body of a `services.PromptPlanResult` (the GET's answer and I7's `plan`)."""
-    body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
-    body["policy"] = [DecisionOutput(d).data for d in result.decisions]
-    body["budget"] = result.params.budget
-    body["resolver_version"] = RESOLVER_VERSION
-    return body
-
-
 class TurnCreateOutput(TurnOutput):
     plan = PromptPlanOutput(required=False, help_text="I7: only when the request asked for a plan.")
 
@@ -323,10 +278,7 @@ class TurnCreateApi(APIView):
     def post(self, request, conversation_id):
         data = validated(TurnCreateInput, request.data)
         params = data.get("plan")
-        plan = None if params is None else PlanParams(
-            budget=params["budget"], memory_share=params["memory_share"],
-            history=params["history"], capabilities=tuple(dict.fromkeys(params["capabilities"])),
-            memory_order=params["memory_order"])
+        plan = plan_params(params)
         result = services.turn_create(
             conversation_id=conversation_id, turn_key=data["turn_key"], content=data["content"],
             scene=data.get("scene"), plan=plan,
@@ -336,23 +288,8 @@ class TurnCreateApi(APIView):
             raise result.refused
         body = turn_json(result.turn)
         if plan is not None:
-            body["plan"] = plan_json(result.plan or _plan_replayed(result, plan))
+            body["plan"] = plan_json(result.plan or services.turn_plan_replayed(result, plan))
         return Response(body, status=201 if result.created else 200)
-
-
-def _plan_replayed(result, plan: PlanParams):
-    """I7: a replayed creation answers a plan computed now, from the rows creation loaded. A
-    plan refused for its budget says which turn stays created."""
-    turn = result.turn
-    try:
-        return services.plan_for_turn(
-            turn, budget=plan.budget, memory_share=plan.memory_share, history=plan.history,
-            capabilities=plan.capabilities, memory_order=plan.memory_order, now=None,
-            now_given=False,
-        )
-    except BudgetExceeded as exc:
-        exc.extra["turn"] = str(turn.pk)
-        raise
 
 
 class TurnReplyInput(StrictSerializer):

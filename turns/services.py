@@ -688,3 +688,18 @@ def user_delete(*, user) -> None:
         # S2: the reveals and the access log stay, the user replaced by a pseudonym.
         reveals_forget_user(user=user)
         user.delete()
+
+
+def turn_plan_replayed(result, plan: PlanParams):
+    """I7: a replayed creation answers a plan computed now, from the rows creation loaded. A
+    plan refused for its budget says which turn stays created."""
+    turn = result.turn
+    try:
+        return plan_for_turn(
+            turn, budget=plan.budget, memory_share=plan.memory_share, history=plan.history,
+            capabilities=plan.capabilities, memory_order=plan.memory_order, now=None,
+            now_given=False,
+        )
+    except BudgetExceeded as exc:
+        exc.extra["turn"] = str(turn.pk)
+        raise
