@@ -1,8 +1,8 @@
 """A slot's history as a person reads it (SPEC W11, §2, F2) — pure, standard library only.
 
-The resolver gives each record of a scoped key its effective end (`resolver.effective_ends`)
-and the history order (`resolver.history_order`); the API lists those records as they are.
-A person reads values instead of records, so this folds them:
+Each record of a scoped key has a derived end (`effective_ends`) and a place in the history
+order (`history_order`); the API lists those records as they are. A person reads values
+instead of records, so `fold` folds them:
 
 - **A confirmation is part of the value it confirmed** (§2): a record superseded by one of the
   same value that the user set (a confirm; before same-value corrections became confirms, a
@@ -21,7 +21,109 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.domain import USER_AUTHORITIES, MemoryRecord, normalise_value
+from memory.domain import (
+    AUTHORITY_RANK,
+    USER_AUTHORITIES,
+    MemoryRecord,
+    normalise_value,
+)
+from memory.resolver import unique_records
+
+_MAX_RANK = max(AUTHORITY_RANK.values())
+
+# ---------------------------------------------------------------------------------------------
+# The records of a slot in time (W11)
+
+
+def _history_key(record: MemoryRecord) -> tuple:
+    return (record.valid_from, record.version, record.id)
+
+
+def history_order(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+    """W11: records in `valid_from` order, then version (then id, only so that equal pairs
+    in bad data still sort the same way every time). Duplicates count once."""
+    return sorted(unique_records(records).values(), key=_history_key)
+
+
+def effective_ends(
+    records: Iterable[MemoryRecord], *, many: bool = False
+) -> dict[str, datetime | None]:
+    """W11: the derived (never stored) end of each record of a scoped key: the earliest of
+
+    - its own `valid_until`,
+    - the `valid_from` of the first open-ended record that supersedes it,
+    - the `valid_from` of the earliest later (by (valid_from, version)) open-ended record of
+      the same slot (value slot for a `many` key) with at least its authority,
+
+    never before its own `valid_from`; None means open.
+
+    The record a correction supersedes never counts as a "later record" cutting that
+    correction (it can only happen when a correction starts before what it corrects, e.g. a
+    user correcting a future-dated value): R5 hides it whenever the correction is valid, so
+    cutting the correction there would show no current value while the resolver has one.
+
+    Forgotten records (F2 skeletons) neither get cut by nor cut others: a forget is not a
+    correction, so it must not shorten the window of a record that is still in force, and
+    the skeleton keeps the window it had (its own `valid_until`). A record with a window of
+    its own (`valid_until` set) is not open-ended and cuts nothing: once it ends the older
+    value is current again (W9).
+
+    Linear: one dict of supersedes targets, one sort per slot and one backward pass keeping
+    the earliest later open-ended `valid_from` per authority rank.
+    """
+    by_id = unique_records(records)
+
+    first_correction: dict[str, datetime] = {}
+    for record in by_id.values():
+        target = record.supersedes
+        if target is None or record.valid_until is not None or record.status == "forgotten":
+            continue
+        current = first_correction.get(target)
+        if current is None or record.valid_from < current:
+            first_correction[target] = record.valid_from
+
+    slots: dict[tuple[str, str, str], list[MemoryRecord]] = {}
+    for record in by_id.values():
+        slot = (record.scope.scope_id(record.user), record.key, record.value_slot(many))
+        slots.setdefault(slot, []).append(record)
+
+    ends: dict[str, datetime | None] = {}
+    for group in slots.values():
+        group.sort(key=_history_key)
+        # earliest[rank]: the two earliest (valid_from, id) of later open-ended records of
+        # exactly that authority rank (those behind the cursor of the backward pass). Two,
+        # because the record a correction supersedes is skipped as its cutter.
+        earliest: list[tuple[tuple[datetime, str], ...]] = [()] * (_MAX_RANK + 1)
+        for record in reversed(group):
+            own = record.valid_until
+            if record.status == "forgotten":
+                ends[record.id] = (
+                    record.valid_from if own is not None and own < record.valid_from else own
+                )
+                continue
+            end = own
+            corrected = first_correction.get(record.id)
+            if corrected is not None and (end is None or corrected < end):
+                end = corrected
+            rank = AUTHORITY_RANK[record.authority]
+            target = record.supersedes
+            for entries in earliest[rank:]:
+                for later, later_id in entries:
+                    if later_id != target:
+                        if end is None or later < end:
+                            end = later
+                        break
+            if end is not None and end < record.valid_from:
+                end = record.valid_from
+            ends[record.id] = end
+            if own is None:
+                # Going backwards, this is the earliest open-ended record seen so far.
+                earliest[rank] = ((record.valid_from, record.id), *earliest[rank][:1])
+    return ends
+
+
+# ---------------------------------------------------------------------------------------------
+# The values a person reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +172,8 @@ _OPEN = "open"
 
 def fold(records: Iterable[MemoryRecord], ends: Mapping[str, datetime | None], *,
          many: bool) -> list[HistoryEntry]:
-    """The slot's values in history order (`records` as `resolver.history_order` gives them,
-    `ends` from `resolver.effective_ends`)."""
+    """The slot's values in history order (`records` as `history_order` gives them, `ends`
+    from `effective_ends`)."""
     records = list(records)
     confirmed_by = confirmations(records)
     merged = {r.id for r in confirmed_by.values()}

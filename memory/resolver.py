@@ -1,4 +1,5 @@
-"""The memory resolver (SPEC §3), history windows (W11) and status normalisation (W12).
+"""The memory resolver (SPEC §3) and each record's effective state (E1). History windows (W11)
+are in `memory.history`, status normalisation (W12) in `memory.normalisation`.
 
 Pure and standard library only (DESIGN habit 1): records, tombstones, the clock and the
 per-user secret come in as arguments, so the same inputs always give the same answer (R7).
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from operator import attrgetter
 
@@ -43,8 +43,8 @@ from memory.domain import (
     value_hash,
 )
 
-__all__ = ["RESOLVER_REASONS", "StatusChange", "apply_changes", "effective_ends",
-           "history_order", "plan_normalisation", "record_states", "resolve", "resolve_slot"]
+__all__ = ["RESOLVER_REASONS", "at_time", "unique_records", "record_states", "resolve", "resolve_slot",
+           "stable_window"]
 
 # The resolver's reasons in step order (R1..R6); the trace has one count for each.
 RESOLVER_REASONS = (REASON_SCOPE, REASON_FORGOTTEN, REASON_NOT_YET_VALID, REASON_EXPIRED,
@@ -72,7 +72,7 @@ def _applies(since: datetime | None, now: datetime) -> bool:
 _record_id = attrgetter("id")
 
 
-def _dedupe(records: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
+def unique_records(records: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
     """R7: one row per id whatever the input order. Two *different* rows claiming one id
     cannot come from the database; if they do, the choice is still order-independent."""
     by_id: dict[str, MemoryRecord] = {}
@@ -207,11 +207,11 @@ def _decide(records: list[MemoryRecord] | tuple[MemoryRecord, ...], now: datetim
 
     The scope test and scope id are computed once per Scope object (the records of one read
     share them), with the record's user checked against the cached one."""
-    # One reason per id, in input order; duplicate ids are dropped here (`_dedupe`), and a
+    # One reason per id, in input order; duplicate ids are dropped here (`unique_records`), and a
     # record that reaches R6 keeps the default unless it wins.
     reasons = dict.fromkeys(map(_record_id, records), REASON_LOWER_PRECEDENCE)
     if len(reasons) != len(records):
-        records = list(_dedupe(records).values())
+        records = list(unique_records(records).values())
     refs: dict[str, str | datetime] = {}
     scopes: dict[int, tuple[str, str, bool]] = {}
     passed: list[MemoryRecord] = []
@@ -438,7 +438,7 @@ def resolve_slot(
     value slot; mixing slots is a programming error (ValueError), since the answer would be
     ambiguous. Forgotten skeletons (value erased) may be included; R2 drops them.
     """
-    unique = list(_dedupe(records).values())
+    unique = list(unique_records(records).values())
     slots = {
         (record.user, record.scope.scope_id(record.user), record.key, record.value_slot(many))
         for record in unique
@@ -451,262 +451,3 @@ def resolve_slot(
     for winner, _ in decisions.slots.values():
         return winner
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# History (W11)
-
-
-def _history_key(record: MemoryRecord) -> tuple:
-    return (record.valid_from, record.version, record.id)
-
-
-def history_order(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
-    """W11: records in `valid_from` order, then version (then id, only so that equal pairs
-    in bad data still sort the same way every time). Duplicates count once."""
-    return sorted(_dedupe(records).values(), key=_history_key)
-
-
-def effective_ends(
-    records: Iterable[MemoryRecord], *, many: bool = False
-) -> dict[str, datetime | None]:
-    """W11: the derived (never stored) end of each record of a scoped key: the earliest of
-
-    - its own `valid_until`,
-    - the `valid_from` of the first open-ended record that supersedes it,
-    - the `valid_from` of the earliest later (by (valid_from, version)) open-ended record of
-      the same slot (value slot for a `many` key) with at least its authority,
-
-    never before its own `valid_from`; None means open.
-
-    The record a correction supersedes never counts as a "later record" cutting that
-    correction (it can only happen when a correction starts before what it corrects, e.g. a
-    user correcting a future-dated value): R5 hides it whenever the correction is valid, so
-    cutting the correction there would show no current value while the resolver has one.
-
-    Forgotten records (F2 skeletons) neither get cut by nor cut others: a forget is not a
-    correction, so it must not shorten the window of a record that is still in force, and
-    the skeleton keeps the window it had (its own `valid_until`). A record with a window of
-    its own (`valid_until` set) is not open-ended and cuts nothing: once it ends the older
-    value is current again (W9).
-
-    Linear: one dict of supersedes targets, one sort per slot and one backward pass keeping
-    the earliest later open-ended `valid_from` per authority rank.
-    """
-    by_id = _dedupe(records)
-
-    first_correction: dict[str, datetime] = {}
-    for record in by_id.values():
-        target = record.supersedes
-        if target is None or record.valid_until is not None or record.status == "forgotten":
-            continue
-        current = first_correction.get(target)
-        if current is None or record.valid_from < current:
-            first_correction[target] = record.valid_from
-
-    slots: dict[tuple[str, str, str], list[MemoryRecord]] = {}
-    for record in by_id.values():
-        slot = (record.scope.scope_id(record.user), record.key, record.value_slot(many))
-        slots.setdefault(slot, []).append(record)
-
-    ends: dict[str, datetime | None] = {}
-    for group in slots.values():
-        group.sort(key=_history_key)
-        # earliest[rank]: the two earliest (valid_from, id) of later open-ended records of
-        # exactly that authority rank (those behind the cursor of the backward pass). Two,
-        # because the record a correction supersedes is skipped as its cutter.
-        earliest: list[tuple[tuple[datetime, str], ...]] = [()] * (_MAX_RANK + 1)
-        for record in reversed(group):
-            own = record.valid_until
-            if record.status == "forgotten":
-                ends[record.id] = (
-                    record.valid_from if own is not None and own < record.valid_from else own
-                )
-                continue
-            end = own
-            corrected = first_correction.get(record.id)
-            if corrected is not None and (end is None or corrected < end):
-                end = corrected
-            rank = AUTHORITY_RANK[record.authority]
-            target = record.supersedes
-            for entries in earliest[rank:]:
-                for later, later_id in entries:
-                    if later_id != target:
-                        if end is None or later < end:
-                            end = later
-                        break
-            if end is not None and end < record.valid_from:
-                end = record.valid_from
-            ends[record.id] = end
-            if own is None:
-                # Going backwards, this is the earliest open-ended record seen so far.
-                earliest[rank] = ((record.valid_from, record.id), *earliest[rank][:1])
-    return ends
-
-
-# ---------------------------------------------------------------------------------------------
-# Normalisation (W12)
-
-
-@dataclass(frozen=True, slots=True)
-class StatusChange:
-    """W12: one stored status to write (`expired` or `superseded`) and since when."""
-
-    id: str
-    status: str
-    status_since: datetime
-
-
-def _chain_depths(by_id: Mapping[str, MemoryRecord]) -> tuple[dict[str, int], set[str]]:
-    """Depth of each record in its supersedes chain (0 = supersedes nothing known), and the
-    ids that sit on a cycle (impossible through the services, tolerated here). Iterative, so a
-    chain of 20k versions neither recurses nor rescans."""
-    depth: dict[str, int] = {}
-    cyclic: set[str] = set()
-    for start in by_id:
-        if start in depth:
-            continue
-        path: list[str] = []
-        on_path: dict[str, int] = {}
-        current: str | None = start
-        base = -1
-        while current is not None:
-            if current in depth:
-                base = depth[current]
-                break
-            if current in on_path:
-                loop_start = on_path[current]
-                for member in path[loop_start:]:
-                    cyclic.add(member)
-                    depth[member] = 0
-                path = path[:loop_start]
-                base = 0
-                break
-            record = by_id.get(current)
-            if record is None:
-                break
-            on_path[current] = len(path)
-            path.append(current)
-            current = record.supersedes
-        for member in reversed(path):
-            base += 1
-            depth[member] = base
-    return depth, cyclic
-
-
-def plan_normalisation(records: Iterable[MemoryRecord], now: datetime) -> list[StatusChange]:
-    """W12: the stored statuses a maintenance run may write at `now`, in a safe order.
-
-    Pass every record of the scoped keys concerned (the supersedes chains must be complete).
-
-    - `expired` since `valid_until`, for a record whose `valid_until <= now`;
-    - `superseded` since the earliest `valid_from` of an open-ended correction (a record
-      naming it in `supersedes`) whose stored status is `active` or `superseded` and whose
-      `valid_from <= now`.
-
-    Only rows stored `active` change: `forgotten` rows are never touched and a marked row is
-    never re-marked, so a plan applied (wholly, or any prefix of it) and planned again at the
-    same `now` gives []. If both marks apply, the one with the earlier `status_since` is
-    written (`expired` on a tie): it hides the row from "skip marked rows" queries soonest.
-
-    Why this never changes a resolution (R1–R6, any `now`), even when the database skips rows
-    marked `superseded`/`expired` with `status_since <= now`:
-
-    - `expired` since `valid_until` is exactly R3's own `valid_until <= now` test, and an
-      expired row hides nothing (it fails R3), so it can be skipped.
-    - A stored `superseded` since s = C.valid_from only repeats R5: for `now >= s` the
-      open-ended, not forgotten correction C passes R1–R4 whenever the record does. R4 is the
-      one step that could tell them apart, so a correction whose `evidence_time` is older than
-      the record's is not used: a tombstone (F3) that blocks the correction then blocks the
-      record too. (W1 keeps a correction in the record's slot, hence same scope, key and,
-      for a `many` key, value hash; value-level tombstones exist only for `many` keys, F1.)
-    - A skipped `superseded` row no longer hides what *it* supersedes, so chains are marked
-      from the oldest record up: a record is marked only once its own target is `forgotten`,
-      or stored `superseded`/`expired` since no later than the moment the record could
-      start hiding it (max(s, its valid_from)). A target missing from `records`, or a
-      supersedes cycle, blocks the `superseded` mark (the `expired` one is always safe).
-
-    The list is ordered by chain depth (targets before the records that supersede them),
-    then (valid_from, version, id).
-    """
-    by_id = _dedupe(records)
-
-    # Earliest usable correction per target, built once.
-    corrected_since: dict[str, datetime] = {}
-    for correction in by_id.values():
-        target_id = correction.supersedes
-        if (
-            target_id is None
-            or correction.valid_until is not None
-            or correction.status not in ("active", "superseded")
-            or correction.valid_from > now
-        ):
-            continue
-        target = by_id.get(target_id)
-        if target is None or correction.evidence_time < target.evidence_time:
-            continue
-        current = corrected_since.get(target_id)
-        if current is None or correction.valid_from < current:
-            corrected_since[target_id] = correction.valid_from
-
-    depth, cyclic = _chain_depths(by_id)
-    order = sorted(by_id.values(), key=lambda r: (depth[r.id], r.valid_from, r.version, r.id))
-
-    state: dict[str, tuple[str, datetime | None]] = {}
-    changes: list[StatusChange] = []
-    for record in order:
-        status, since = record.status, record.status_since
-        if status == "active":
-            pick: tuple[str, datetime] | None = None
-            until = record.valid_until
-            if until is not None and until <= now:
-                pick = ("expired", until)
-            start = corrected_since.get(record.id)
-            if (
-                start is not None
-                and record.id not in cyclic
-                and (pick is None or start < pick[1])
-                and _target_settled(record, start, state)
-            ):
-                pick = ("superseded", start)
-            if pick is not None:
-                changes.append(StatusChange(record.id, pick[0], pick[1]))
-                status, since = pick
-        state[record.id] = (status, since)
-    return changes
-
-
-def _target_settled(
-    record: MemoryRecord, start: datetime, state: Mapping[str, tuple[str, datetime | None]]
-) -> bool:
-    """W12 chain order: may `record` be marked superseded since `start`? Only if what it
-    supersedes is already hidden by its own stored status whenever `record` could hide it."""
-    target_id = record.supersedes
-    if target_id is None:
-        return True
-    settled = state.get(target_id)
-    if settled is None:
-        return False
-    status, since = settled
-    if status == "forgotten":
-        return True
-    if status in ("superseded", "expired"):
-        bound = start if start >= record.valid_from else record.valid_from
-        return since is None or since <= bound
-    return False
-
-
-def apply_changes(
-    records: Iterable[MemoryRecord], changes: Iterable[StatusChange]
-) -> list[MemoryRecord]:
-    """Apply a W12 plan to in-memory records (what the maintenance command writes), keeping
-    the input order."""
-    by_id = {change.id: change for change in changes}
-    out = []
-    for record in records:
-        change = by_id.get(record.id)
-        if change is None:
-            out.append(record)
-        else:
-            out.append(replace(record, status=change.status, status_since=change.status_since))
-    return out

@@ -32,6 +32,7 @@ from .domain import (
 )
 from .domain import MemoryRecord as DomainRecord
 from .domain import Tombstone as DomainTombstone
+from .history import effective_ends, history_order
 from .models import (
     KeyDefinition,
     MemoryProfile,
@@ -42,14 +43,7 @@ from .models import (
     Tombstone,
 )
 from .projection import project
-from .resolver import (
-    at_time,
-    effective_ends,
-    history_order,
-    record_states,
-    resolve,
-    stable_window,
-)
+from .resolver import at_time, record_states, resolve, stable_window
 from .storage import MEMORY_CACHE, RECORD_FIELDS, CachedMemory, read_records, scope_from_id
 
 

@@ -34,7 +34,7 @@ from config.storage import RowWriter
 from conversations.domain import SCOPE_KINDS, Scope
 from conversations.models import Character, Conversation, Message
 
-from . import learning, resolver
+from . import learning, normalisation, resolver
 from .domain import (
     AUTHORITY_RANK,
     REASON_PAUSED,
@@ -639,7 +639,7 @@ def memory_normalise(*, user=None, now: datetime | None = None, batch_users: int
             lock_profile(u)
             at = now or db_now()
             records = records_to_domain(MemoryRecord.objects.filter(user=u), u.username)
-            for change in resolver.plan_normalisation(records, at):
+            for change in normalisation.plan_normalisation(records, at):
                 MemoryRecord.objects.filter(pk=change.id, user=u).exclude(status="forgotten").update(
                     status=change.status, status_since=change.status_since
                 )

@@ -6,8 +6,7 @@ from datetime import UTC, datetime
 
 from conversations.domain import Scope
 from memory.domain import MemoryRecord
-from memory.history import confirmations, fold
-from memory.resolver import effective_ends, history_order
+from memory.history import confirmations, effective_ends, fold, history_order
 
 
 def at(day: int, hour: int = 12) -> datetime:

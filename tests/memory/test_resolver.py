@@ -12,15 +12,9 @@ import pytest
 from conversations.domain import Context, Scope
 from memory import resolver as resolver_module
 from memory.domain import RESOLVER_VERSION, MemoryRecord, Tombstone, value_hash
-from memory.resolver import (
-    StatusChange,
-    apply_changes,
-    effective_ends,
-    history_order,
-    plan_normalisation,
-    resolve,
-    resolve_slot,
-)
+from memory.history import effective_ends, history_order
+from memory.normalisation import StatusChange, apply_changes, plan_normalisation
+from memory.resolver import resolve, resolve_slot
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
 USER = "ana"

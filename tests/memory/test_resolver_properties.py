@@ -17,13 +17,9 @@ from hypothesis import strategies as st
 
 from conversations.domain import Context, Scope
 from memory.domain import AUTHORITIES, MemoryRecord, Tombstone, normalise_value, value_hash
-from memory.resolver import (
-    apply_changes,
-    effective_ends,
-    plan_normalisation,
-    resolve,
-    resolve_slot,
-)
+from memory.history import effective_ends
+from memory.normalisation import apply_changes, plan_normalisation
+from memory.resolver import resolve, resolve_slot
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
 USER = "ana"
