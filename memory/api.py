@@ -13,7 +13,7 @@ from config.errors import ValidationError
 from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
-from . import selectors, services
+from . import page_selectors, selectors, services, state_selectors
 from .domain import RESOLVER_VERSION
 from .extract import question_key
 from .serializers import (
@@ -85,7 +85,7 @@ class MemoryCollectionApi(APIView):
     def get(self, request):
         params = validated(MemoryListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
-        found = selectors.memory_list(
+        found = state_selectors.memory_list(
             user, key=params.get("key"), scope_id=params.get("scope"), status=params.get("status"),
             state=params.get("state"), now=db_now())
         paginator = Pagination()
@@ -96,7 +96,7 @@ class MemoryCollectionApi(APIView):
 class MemoryDetailApi(APIView):
     @extend_schema(operation_id="memory_get", responses={200: MemoryOutput, **problems(404)})
     def get(self, request, memory_id):
-        found = selectors.memory_stated(memory_id, now=db_now())
+        found = state_selectors.memory_stated(memory_id, now=db_now())
         return Response(memory_json(found.record, found.state))
 
 
@@ -247,7 +247,7 @@ class TombstoneListApi(APIView):
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
-        qs = selectors.tombstone_list(user)
+        qs = page_selectors.tombstone_list(user)
         paginator = Pagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(TombstoneOutput(page, many=True).data)

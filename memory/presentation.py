@@ -34,8 +34,9 @@ from .domain import (
     normalise_value,
 )
 from .domain import MemoryRecord as DomainRecord
+from .page_selectors import key_templates
 from .projection import certainty_of
-from .selectors import key_templates, registry
+from .selectors import registry
 
 # Who set a value, in words ("you, the companion's inference, a rule").
 SET_BY = {

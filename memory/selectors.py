@@ -2,8 +2,6 @@
 candidate read is one query for records with their sources and one for tombstones,
 whatever the number of records (DESIGN: constant query counts)."""
 
-from __future__ import annotations
-
 import dataclasses
 import functools
 import uuid
@@ -23,12 +21,10 @@ from conversations.domain import Context
 
 from . import storage
 from .domain import (
-    AUTHORITY_RANK,
     RESOLVER_VERSION,
     RecordState,
     Resolution,
     default_label,
-    normalise_value,
 )
 from .domain import MemoryRecord as DomainRecord
 from .domain import Tombstone as DomainTombstone
@@ -47,7 +43,7 @@ from .resolver import at_time, record_states, resolve, stable_window
 from .storage import MEMORY_CACHE, RECORD_FIELDS, CachedMemory, read_records, scope_from_id
 
 
-def _to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
+def row_to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
     (id_, key, value, kind, scope_id, scene, status, status_since, authority, confidence,
      valid_from, valid_until, recorded_at, evidence_time, supersedes, retracted_at, version) = row
     rid = str(id_)
@@ -98,7 +94,7 @@ def _records_to_domain_orm(queryset, username: str) -> list[DomainRecord]:
     links = MemorySource.objects.filter(memory_id__in=queryset.values("id")).values_list("memory_id", "message_id")
     for memory_id, message_id in links:
         sources[str(memory_id)].append(str(message_id))
-    return [_to_domain(row, username, sources) for row in rows]
+    return [row_to_domain(row, username, sources) for row in rows]
 
 
 def context_scope_ids(ctx) -> list[str]:
@@ -302,7 +298,7 @@ def _write_state_orm(user, slots, keys, scope_ids, records) -> WriteState:
     return WriteState(records, tombstones_of(user, keys), retractions, registry(keys).many_keys)
 
 
-def _registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombstone], bytes]:
+def registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombstone], bytes]:
     """`registry()`, `tombstones_of(user, keys)` and — when a tombstone holds a value hash —
     `user_secret(user)`, in two queries whatever the data (one in a request, where the
     registry is cached) (the secret comes with the
@@ -458,7 +454,7 @@ def _remembered(user, *, now, context, keys) -> Remembered:
                     user=user.username, character=scope.character, conversation=scope.conversation,
                     scene=scope.scene, now=now,
                 )
-    keyed, tombstones, secret = _registry_tombstones_secret(user, keys)
+    keyed, tombstones, secret = registry_tombstones_secret(user, keys)
     if context is not None:
         resolutions = {None: resolve(records, tombstones, contexts[None],
                                      many_keys=keyed.many_keys, secret=secret)}
@@ -546,7 +542,7 @@ def slot_history(user, *, key: str, scope_id: str, now: datetime | None = None) 
     if now is None:
         now = db_now()
     records = history_records(user, key, scope_id)
-    keyed, tombstones, secret = _registry_tombstones_secret(user, [key])
+    keyed, tombstones, secret = registry_tombstones_secret(user, [key])
     many = keyed.is_many(key)
     resolutions = {}
     if records:
@@ -561,218 +557,3 @@ def slot_history(user, *, key: str, scope_id: str, now: datetime | None = None) 
                        many, keyed.label(key), states)
 
 
-# ---------------------------------------------------------------------------------------------
-# Reads of the pages (new functions only: the reads above stay as the API and resolver use them)
-
-
-def key_templates(keys: Iterable[str] | None = None) -> dict[str, str]:
-    """The registry's sentence templates for the pages ("Your dog is called {value}"), by key;
-    keys without one are left out. One query."""
-    qs = KeyDefinition.objects.exclude(template="")
-    if keys is not None:
-        qs = qs.filter(key__in=list(keys))
-    return dict(qs.values_list("key", "template"))
-
-
-@dataclasses.dataclass(frozen=True)
-class Skeleton:
-    """What stays of a forgotten record (F2): where and when, never the value."""
-
-    id: str
-    key: str
-    scope_id: str
-    valid_from: datetime
-    recorded_at: datetime
-
-
-def memory_skeletons(user, ids: Iterable[str]) -> list[Skeleton]:
-    """Forgotten records of `user` among `ids` (one query; none without ids)."""
-    wanted = []
-    for value in ids:
-        try:
-            wanted.append(uuid.UUID(str(value)))
-        except ValueError:
-            continue
-    if not wanted:
-        return []
-    rows = MemoryRecord.objects.filter(user=user, pk__in=wanted, status="forgotten").values_list(
-        "id", "key", "scope_id", "valid_from", "recorded_at")
-    return [Skeleton(str(i), key, scope_id, valid_from, recorded_at) for i, key, scope_id, valid_from, recorded_at in rows]
-
-
-def no_longer_true(remembered: Remembered) -> list[DomainRecord]:
-    """What was marked no longer true (W10) and holds nothing now: per retracted slot (the
-    scoped key; a value slot for a `many` key) whose resolver answer has no active record, the
-    record that was current when it was retracted (R6 order: authority, valid time, version).
-    A `many` key's correction retracts the old value slot at the instant it records the new
-    value: that is a correction, not a "no longer true", and is left out. Reads nothing."""
-    many = remembered.registry.is_many
-    active_slots = {
-        (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "") for r in remembered.active
-    }
-    corrected_at = {
-        (r.scope_id, r.key, r.recorded_at) for r in remembered.records if r.authority == "user-corrected"
-    }
-    best: dict[tuple, DomainRecord] = {}
-    for r in remembered.records:
-        if r.retracted_at is None or r.status == "forgotten":
-            continue
-        slot = (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "")
-        if slot in active_slots or (many(r.key) and (r.scope_id, r.key, r.retracted_at) in corrected_at):
-            continue
-        rank = (r.retracted_at, AUTHORITY_RANK[r.authority], r.valid_from, r.version, r.id)
-        held = best.get(slot)
-        if held is None or rank > (held.retracted_at, AUTHORITY_RANK[held.authority], held.valid_from,
-                                   held.version, held.id):
-            best[slot] = r
-    return sorted(best.values(), key=lambda r: (r.retracted_at, r.id), reverse=True)
-
-
-@dataclasses.dataclass(frozen=True)
-class ForgottenEntry:
-    """A tombstone as the forgotten page shows it (F1): never a value."""
-
-    id: str
-    key: str
-    scope_id: str
-    one_value: bool
-    forgotten_at: datetime
-    forgotten_by: str
-
-
-def tombstone_list(user):
-    """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate)."""
-    return Tombstone.objects.filter(user=user).select_related("user").order_by("-forgotten_at", "id")
-
-
-def forgotten_entries(user) -> list[ForgottenEntry]:
-    """The user's tombstones, newest first, with who asked (one query)."""
-    rows = Tombstone.objects.filter(user=user).order_by("-forgotten_at", "id").values_list(
-        "id", "key", "scope_id", "value_hash", "forgotten_at", "forgotten_by")
-    return [ForgottenEntry(str(i), key, scope_id, bool(hashed), at, by) for i, key, scope_id, hashed, at, by in rows]
-
-
-# ---------------------------------------------------------------------------------------------
-# Effective states (SPEC E1): the resolver's own pass, each record in its own scope
-
-
-def memory_states(user, records: Iterable[DomainRecord], *, now: datetime) -> dict[str, RecordState]:
-    """E1 for some records of `user` at `now`, by id: every stored record of their scoped keys
-    is read (supersession and precedence stay within a scoped key), with the tombstones of
-    their keys and the registry — two queries whatever the number of records (one more where
-    the registry is not cached). Records given that are not stored (yet) count as given."""
-    records = list(records)
-    if not records:
-        return {}
-    keys = sorted({r.key for r in records})
-    scope_ids = sorted({r.scope_id for r in records})
-    stored = records_to_domain(
-        MemoryRecord.objects.filter(user=user, key__in=keys, scope_id__in=scope_ids), user.username)
-    keyed, tombstones, secret = _registry_tombstones_secret(user, keys)
-    seen = {r.id for r in stored}
-    pool = stored + [r for r in records if r.id not in seen]
-    return record_states(pool, tombstones, now, many_keys=keyed.many_keys, secret=secret)
-
-
-@dataclasses.dataclass(frozen=True)
-class StatedMemory:
-    """A record with its E1 state."""
-
-    record: DomainRecord
-    state: RecordState
-
-
-def memory_stated(record_id, *, now: datetime, user=None) -> StatedMemory:
-    """One record by id (`memory_get_domain`) with its E1 state at `now`."""
-    row = memory_get(record_id, user=user)
-    owner = row.user
-    stored = records_to_domain(
-        MemoryRecord.objects.filter(user=owner, key=row.key, scope_id=row.scope_id), owner.username)
-    keyed, tombstones, secret = _registry_tombstones_secret(owner, [row.key])
-    states = record_states(stored, tombstones, now, many_keys=keyed.many_keys, secret=secret)
-    record = next(r for r in stored if r.id == str(row.pk))
-    return StatedMemory(record, states[record.id])
-
-
-def memory_stated_many(user, ids: Iterable[str], *, now: datetime) -> dict[str, StatedMemory]:
-    """Records of `user` by id, each with its E1 state at `now`: every record of their scoped
-    keys is read in one statement (the scoped keys of the ids as a subquery), and the
-    tombstones of their keys in one more."""
-    wanted = MemoryRecord.objects.filter(user=user, pk__in=list(ids))
-    stored = records_to_domain(MemoryRecord.objects.filter(
-        user=user, key__in=wanted.values("key"), scope_id__in=wanted.values("scope_id")),
-        user.username)
-    if not stored:
-        return {}
-    keys = sorted({r.key for r in stored})
-    keyed, tombstones, secret = _registry_tombstones_secret(user, keys)
-    states = record_states(stored, tombstones, now, many_keys=keyed.many_keys, secret=secret)
-    asked = {str(i) for i in ids}
-    return {r.id: StatedMemory(r, states[r.id]) for r in stored if r.id in asked}
-
-
-def memory_list(user, *, key: str | None = None, scope_id: str | None = None,
-                status: str | None = None, state: str | None = None,
-                now: datetime) -> list[StatedMemory]:
-    """`GET /memories`: the user's stored records (of a key, of a scope id), each with its E1
-    state at `now`, filtered by stored status and by state, ordered by key, scope id and
-    version — so a page cut from it and its count agree with the filter. A key and a scope
-    id select whole scoped keys, so each state is decided with every record of its scoped key;
-    the status and state filters apply after. Two queries (three where the registry is not
-    cached), whatever the number of records."""
-    qs = MemoryRecord.objects.filter(user=user)
-    if key:
-        qs = qs.filter(key=key)
-    if scope_id:
-        qs = qs.filter(scope_id=scope_id)
-    records = records_to_domain(qs, user.username)
-    keyed, tombstones, secret = _registry_tombstones_secret(user, [key] if key else None)
-    states = record_states(records, tombstones, now, many_keys=keyed.many_keys, secret=secret)
-    found = [StatedMemory(r, states[r.id]) for r in records
-             if (not status or r.status == status) and (not state or states[r.id].state == state)]
-    found.sort(key=lambda m: (m.record.key, m.record.scope_id, m.record.version, m.record.id))
-    return found
-
-
-def memory_states_of(queryset, *, now: datetime) -> dict[str, RecordState]:
-    """E1 at `now` for the records `queryset` selects, of any users (the admin's lists and
-    filters), by id — with every record of their scoped keys read too, so the answer is the
-    one `GET /memories` gives for each. A constant number of queries: the scoped keys, their
-    records with sources, the tombstones, the secrets, the registry."""
-    slots = set(queryset.order_by().values_list("user_id", "user__username", "scope_id", "key")
-                .distinct())
-    if not slots:
-        return {}
-    users = {user_id: username for user_id, username, _, _ in slots}
-    keys = sorted({key for _, _, _, key in slots})
-    scope_ids = sorted({scope_id for _, _, scope_id, _ in slots})
-    stored = MemoryRecord.objects.filter(user_id__in=sorted(users), key__in=keys,
-                                         scope_id__in=scope_ids)
-    rows = list(stored.values_list("user_id", *RECORD_FIELDS))
-    sources: dict[str, list[str]] = defaultdict(list)
-    for memory_id, message_id in MemorySource.objects.filter(
-            memory_id__in=stored.values("id")).values_list("memory_id", "message_id"):
-        sources[str(memory_id)].append(str(message_id))
-    by_user: dict[int, list[DomainRecord]] = defaultdict(list)
-    for user_id, *row in rows:
-        by_user[user_id].append(_to_domain(tuple(row), users[user_id], sources))
-    tombs: dict[int, list[DomainTombstone]] = defaultdict(list)
-    for t in Tombstone.objects.filter(user_id__in=sorted(users), key__in=keys).values_list(
-            "user_id", "id", "scope_id", "key", "value_hash", "forgotten_at",
-            "blocks_sources_before"):
-        tombs[t[0]].append(DomainTombstone(
-            id=str(t[1]), user=users[t[0]], scope_id=t[2], key=t[3], value_hash=t[4],
-            forgotten_at=t[5], blocks_sources_before=t[6]))
-    # Every user's secret, whether or not a value-level tombstone needs it: the query count
-    # does not depend on what was forgotten.
-    secrets = dict(MemoryProfile.objects.filter(user_id__in=sorted(users))
-                   .values_list("user_id", "secret"))
-    # The keys' registry rows, read here whether or not the process's catalog cache is warm.
-    many_keys = frozenset(KeyDefinition.objects.filter(key__in=keys, cardinality="many")
-                          .values_list("key", flat=True))
-    states: dict[str, RecordState] = {}
-    for user_id, records in by_user.items():
-        secret = secrets.get(user_id)
-        states.update(record_states(records, tombs.get(user_id, ()), now, many_keys=many_keys,
-                                    secret=bytes.fromhex(secret) if secret else b""))
-    return states

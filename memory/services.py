@@ -66,13 +66,13 @@ from .selectors import (
     context_scope_ids,
     last_named_key,
     memory_get,
-    memory_states,
     parse_uuid,
     records_to_domain,
     registry,
     tombstones_of,
     write_state,
 )
+from .state_selectors import memory_states
 from .switches import MemorySettings, memory_settings_of, settings_of_profile
 from .writes import (
     Fact,

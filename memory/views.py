@@ -42,6 +42,7 @@ from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
 from .forms import SEARCH_MAX, CorrectForm, ForgetForm, MemoryFilterForm, MemorySwitchesForm
 from .history import fold
+from .page_selectors import forgotten_entries, key_templates, memory_skeletons, no_longer_true
 from .presentation import (
     CERTAINTY,
     SET_BY,
@@ -57,16 +58,7 @@ from .presentation import (
     source_messages,
     standing,
 )
-from .selectors import (
-    forgotten_entries,
-    key_templates,
-    memory_get,
-    memory_skeletons,
-    no_longer_true,
-    registry,
-    remembered_now,
-    slot_history,
-)
+from .selectors import memory_get, registry, remembered_now, slot_history
 from .switches import memory_settings_of
 
 PAGE_SIZE = 25

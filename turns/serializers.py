@@ -6,8 +6,8 @@ from __future__ import annotations
 from config.clock import db_now
 from conversations.models import Turn
 from memory.domain import RESOLVER_VERSION
-from memory.selectors import memory_stated_many
 from memory.serializers import memory_json
+from memory.state_selectors import memory_stated_many
 from policy.serializers import DecisionOutput
 
 from .planner import PlanParams, plan_body

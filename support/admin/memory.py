@@ -29,7 +29,7 @@ from memory.models import (
     Tombstone,
 )
 from memory.presentation import STATE_WORDS
-from memory.selectors import memory_states_of
+from memory.state_selectors import memory_states_of
 from support import services as support
 from support.admin.base import SupportAdmin, count_of, support_action
 from support.display import admin_link, explain_turn_url, explain_url

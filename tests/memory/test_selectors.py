@@ -103,8 +103,8 @@ def test_it_reads_a_contexts_candidates_and_tombstones_exactly_as_the_orm_does(s
     ctx = load_context({"user": user.username, "conversation": str(conversation.pk), "scene": scene})
     raw = selectors.candidate_records(ctx, keys)
     assert reprs(raw) == reprs(orm(selectors.candidate_records, ctx, keys))
-    registry, tombstones, secret = selectors._registry_tombstones_secret(user, keys)
-    orm_registry, orm_tombstones, orm_secret = orm(selectors._registry_tombstones_secret, user, keys)
+    registry, tombstones, secret = selectors.registry_tombstones_secret(user, keys)
+    orm_registry, orm_tombstones, orm_secret = orm(selectors.registry_tombstones_secret, user, keys)
     assert reprs(tombstones) == reprs(orm_tombstones)
     assert (registry.cardinality, registry.labels, registry.pinned_keys) == (
         orm_registry.cardinality, orm_registry.labels, orm_registry.pinned_keys)
