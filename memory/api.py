@@ -13,7 +13,7 @@ from config.errors import ValidationError
 from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
-from . import page_selectors, selectors, services, state_selectors
+from . import forgetting, page_selectors, remembering, selectors, services, state_selectors
 from .domain import RESOLVER_VERSION
 from .extract import question_key
 from .serializers import (
@@ -145,7 +145,7 @@ class MemoryForgetApi(APIView):
     )
     def post(self, request, memory_id):
         data = validated(MemoryForgetInput, request.data)
-        tombstone = services.memory_forget(record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"])
+        tombstone = forgetting.memory_forget(record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"])
         return Response(TombstoneOutput(tombstone).data)
 
 
@@ -215,7 +215,7 @@ class MemoryRememberApi(APIView):
     def post(self, request):
         data = validated(RememberInput, request.data)
         ctx = load_context(data["context"])
-        results = services.memory_remember(ctx=ctx, text=data["text"], source=data.get("source"))
+        results = remembering.memory_remember(ctx=ctx, text=data["text"], source=data.get("source"))
         return Response({"extracted": [assert_json(r) for r in results]})
 
 
@@ -257,7 +257,7 @@ class TombstoneDetailApi(APIView):
     @extend_schema(operation_id="tombstone_delete", responses={204: None, **problems(404)},
                    description="Let it learn this again (F4). Erased values do not come back.")
     def delete(self, request, tombstone_id):
-        services.tombstone_delete(tombstone_id=tombstone_id)
+        forgetting.tombstone_delete(tombstone_id=tombstone_id)
         return Response(status=204)
 
 

@@ -8,8 +8,6 @@ version, and one idempotency key stores one record), and the unique constraint o
 (user, scope_id, key, version) stays as a backstop.
 """
 
-from __future__ import annotations
-
 import hashlib
 import hmac
 import json
@@ -18,7 +16,6 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from config import metrics
@@ -27,14 +24,13 @@ from config.errors import (
     AuthorityConflict,
     Conflict,
     IdempotencyKeyReused,
-    NotFound,
     ValidationError,
 )
 from config.storage import RowWriter
 from conversations.domain import SCOPE_KINDS, Scope
 from conversations.models import Character, Conversation, Message
 
-from . import learning, normalisation, resolver
+from . import normalisation, resolver
 from .domain import (
     AUTHORITY_RANK,
     REASON_PAUSED,
@@ -43,42 +39,31 @@ from .domain import (
     known_time_zones,
     loggable_key,
     normalise_value,
-    value_hash,
 )
 from .domain import (
     MemoryRecord as DomainRecord,
 )
-from .domain import (
-    Tombstone as DomainTombstone,
-)
-from .extract import extract
 from .models import (
-    FORGOTTEN_BY,
     SETTINGS_CHANGED_BY,
     IdempotencyRecord,
     MemoryProfile,
     MemoryRecord,
     MemorySource,
     SlotRetraction,
-    Tombstone,
 )
 from .selectors import (
-    context_scope_ids,
-    last_named_key,
     memory_get,
-    parse_uuid,
     records_to_domain,
     registry,
     tombstones_of,
     write_state,
 )
 from .state_selectors import memory_states
-from .switches import MemorySettings, memory_settings_of, settings_of_profile
+from .switches import MemorySettings, settings_of_profile
 from .writes import (
     Fact,
     Known,
     Retract,
-    WriteBatch,
     WritePlan,
     WriteRefused,
     check_fields,
@@ -214,7 +199,7 @@ def _validate_assert(*, key, value, authority, confidence, valid_from=None, vali
         raise ValidationError("1–255 characters.", field="idempotency_key")
 
 
-def _log_assert(result: AssertResult, *, key: str, scope_kind: str, authority: str, sources: int) -> None:
+def log_assert(result: AssertResult, *, key: str, scope_kind: str, authority: str, sources: int) -> None:
     log_memory_write(outcome=result.outcome, reason=result.reason, key=key,
                      scope_kind=scope_kind, authority=authority, sources=sources)
 
@@ -273,7 +258,7 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
             reason=result.reason or "", record_id=result.record.id if result.record else None,
             created_at=now,
         )
-    _log_assert(result, key=key, scope_kind=scope.kind, authority=authority, sources=len(messages))
+    log_assert(result, key=key, scope_kind=scope.kind, authority=authority, sources=len(messages))
     return result
 
 
@@ -522,106 +507,6 @@ def memory_restore(*, record_id, user=None) -> AssertResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# Forget (F1–F4)
-
-
-def memory_forget(*, record_id, user=None, everywhere: bool = False, whole_key: bool = False,
-                  by: str = "user") -> Tombstone:
-    """F1/F2: forget the slot of a record. For a `many` key only its value slot, unless
-    `whole_key`; `everywhere` forgets the key in every scope, present and future. `by` says
-    who asked: the user, or support on the user's behalf (the forgotten page says so)."""
-    if by not in FORGOTTEN_BY:
-        raise ValidationError(f"Must be one of {', '.join(FORGOTTEN_BY)}.", field="by")
-    row = memory_get(record_id, user=user)
-    owner = row.user
-    if row.status == "forgotten":
-        raise Conflict("This memory is already forgotten.")
-    many = registry([row.key]).is_many(row.key)
-    return forget_key(
-        user=owner, key=row.key, scope_id="*" if everywhere else row.scope_id,
-        value=row.value if many and not whole_key else None, by=by,
-    )
-
-
-def memory_forget_selected(*, record_ids, user) -> list[Tombstone]:
-    """Forget several memories of one user at once, each as `memory_forget` would (its own
-    scope; for a `many` key its value slot), in one transaction. A record that an earlier
-    forget of the batch already covered is skipped. Another user's (or an unknown) id is a
-    `NotFound` and nothing is forgotten."""
-    with transaction.atomic():
-        lock_profile(user)
-        rows = [memory_get(record_id, user=user) for record_id in record_ids]
-        tombstones = []
-        for row in rows:
-            if MemoryRecord.objects.filter(pk=row.pk, status="forgotten").exists():
-                continue
-            tombstones.append(memory_forget(record_id=row.pk, user=user))
-        return tombstones
-
-
-def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: str = "user") -> Tombstone:
-    """Create a tombstone and purge every record it covers in the same transaction (F1, F2).
-    The tombstone keeps only a keyed hash of `value` (value-level forget), never the value."""
-    with transaction.atomic():
-        profile = lock_profile(user)
-        secret = profile.secret_bytes()
-        now = db_now()
-        tombstone = Tombstone.objects.create(
-            user=user, scope_id=scope_id, key=key,
-            value_hash=value_hash(secret, value) if value is not None else None,
-            forgotten_at=now, blocks_sources_before=now, forgotten_by=by,
-        )
-        purged = _purge(user, [_tombstone_domain(tombstone, user)], secret)
-        log.info("memory_forget key=%s scope=%s value_level=%s purged=%d",
-                 loggable_key(key), "*" if scope_id == "*" else scope_id.split(":", 1)[0], value is not None, purged)
-        return tombstone
-
-
-def _tombstone_domain(t: Tombstone, user) -> DomainTombstone:
-    return DomainTombstone(
-        id=str(t.id), user=user.username, scope_id=t.scope_id, key=t.key, value_hash=t.value_hash,
-        forgotten_at=t.forgotten_at, blocks_sources_before=t.blocks_sources_before,
-    )
-
-
-def _purge(user, tombstones: list[DomainTombstone], secret: bytes) -> int:
-    """F2: every record a tombstone covers becomes a skeleton: status `forgotten` since the
-    forget, value erased, provenance links dropped."""
-    keys = {t.key for t in tombstones}
-    qs = MemoryRecord.objects.filter(user=user, key__in=keys).exclude(status="forgotten")
-    doomed: dict[str, datetime] = {}
-    for rid, key, scope_id, value, evidence in qs.values_list("id", "key", "scope_id", "value", "evidence_time"):
-        hashed = None
-        for t in tombstones:
-            if t.value_hash is not None and hashed is None:
-                hashed = value_hash(secret, value)
-            if t.blocks(user=user.username, key=key, scope_id=scope_id, evidence_time=evidence, hashed_value=hashed):
-                doomed[str(rid)] = t.forgotten_at
-                break
-    for rid, at in doomed.items():
-        MemoryRecord.objects.filter(pk=rid).update(status="forgotten", status_since=at, value="")
-    if doomed:
-        MemorySource.objects.filter(memory_id__in=list(doomed)).delete()
-    return len(doomed)
-
-
-def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
-    """F4: "let it learn this again". Erased values do not come back. Returns the deleted
-    tombstone (its key names what may be learned again)."""
-    qs = Tombstone.objects.filter(pk=parse_uuid(tombstone_id, field="tombstone"))
-    if user is not None:
-        qs = qs.filter(user=user)
-    tombstone = qs.first()
-    if tombstone is None:
-        raise NotFound("No such tombstone.")
-    with transaction.atomic():
-        lock_profile(tombstone.user)
-        tombstone.delete()
-    log.info("tombstone_delete key=%s", loggable_key(tombstone.key))
-    return tombstone
-
-
-# ---------------------------------------------------------------------------------------------
 # Normalisation (W12)
 
 
@@ -666,101 +551,6 @@ def ensure_profile(user) -> MemoryProfile:
     return profile
 
 
-# ---------------------------------------------------------------------------------------------
-# Extraction (SPEC §8)
-
-
-def memory_remember(*, ctx, text: str, source=None, source_message: Message | None = None) -> list[AssertResult]:
-    """SPEC §8 for a text (`POST /memory/remember`): run the rule-based extractor and learn
-    what it finds (`memory_learn`), with the message as source when one is named."""
-    user = ctx.user
-    if source_message is None and source is not None:
-        source_message = Message.objects.filter(user=user, pk=source).first()
-        if source_message is None:
-            raise ValidationError("Unknown message for this user.", field="source")
-    # I8: with `learn` off nothing is extracted at all (corrections included).
-    if not memory_settings_of(user).learn:
-        return []
-    found = extract(text, last_named_key=last_named_key(user))
-    return memory_learn(ctx=ctx, found=found, source_message=source_message)
-
-
-def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[AssertResult]:
-    """SPEC §8 for the extractor's findings, in order (`memory.learning`): plain facts in the
-    user scope as `rule-extracted`, corrections of what is projected for the context, each
-    seeing the writes before it — decided as one batch under the user's lock, with one read
-    of the slots the findings touch in every scope of the context, and written at once."""
-    try:
-        learning.check(found)
-    except WriteRefused as refused:
-        raise ValidationError(refused.message, field=refused.field) from None
-    if not found:
-        return []
-    user = ctx.user
-    sources = (str(source_message.pk),) if source_message is not None else ()
-    source_time = source_message.created_at if source_message is not None else None
-    scope_ids = context_scope_ids(ctx)
-    keys = sorted({item.key for item in found})
-    with transaction.atomic():
-        profile = lock_profile(user)
-        if not profile.learn:
-            results = [AssertResult("blocked", None, REASON_PAUSED) for _ in found]
-        else:
-            now = db_now()
-            secret = profile.secret_bytes()
-            state = write_state(user, [(scope_id, key) for scope_id in scope_ids for key in keys])
-            batch = WriteBatch(Known(state.records, state.tombstones, state.retractions),
-                               user=user.username, now=now, secret=secret,
-                               new_id=lambda: str(uuid.uuid4()), complete_scopes=scope_ids)
-            cfg = settings.COMPANION
-            known = learning.Known(
-                many_keys=state.many_keys, labels=registry(keys).labels,
-                tombstones=state.tombstones, secret=secret, likely=cfg["CERTAINTY_LIKELY"],
-                uncertain=cfg["CERTAINTY_UNCERTAIN"])
-            try:
-                outcomes = learning.learn(found, batch, context=ctx.domain, known=known,
-                                          sources=sources, source_time=source_time)
-            except WriteRefused as refused:
-                if refused.kind == "authority":
-                    raise AuthorityConflict(refused.message) from None
-                raise ValidationError(refused.message, field=refused.field) from None
-            writer = RowWriter()
-            add_plan_rows(writer, user, batch.plan, context_scope_fields(ctx))
-            writer.flush()
-            states = batch.states([o.record.id for o in outcomes if o.record],
-                                  many_keys=state.many_keys)
-            results = [AssertResult(o.outcome, o.record, o.reason,
-                                    state=states.get(o.record.id) if o.record else None)
-                       for o in outcomes]
-    for item, result in zip(found, results, strict=True):
-        record = result.record
-        _log_assert(result, key=item.key, scope_kind=record.scope.kind if record else "user",
-                    authority=record.authority if record else (
-                        "user-corrected" if item.correction else "rule-extracted"),
-                    sources=len(sources))
-    return results
-
-
-def context_scope_fields(ctx) -> dict:
-    """The scope columns of new records, by scope id, for the scopes a loaded context sees
-    (the user scope has its own, `USER_SCOPE_FIELDS`)."""
-    fields = {}
-    user = ctx.user.username
-    if ctx.character is not None:
-        fields[f"character:{user}:{ctx.character.slug}"] = {
-            "scope_kind": "character", "character_id": ctx.character.pk,
-            "conversation_id": None, "scene": None}
-    if ctx.conversation is not None:
-        fields[f"conversation:{ctx.conversation.pk}"] = {
-            "scope_kind": "conversation", "character_id": None,
-            "conversation_id": ctx.conversation.pk, "scene": None}
-        if ctx.scene:
-            fields[f"scene:{ctx.conversation.pk}:{ctx.scene}"] = {
-                "scope_kind": "scene", "character_id": None,
-                "conversation_id": ctx.conversation.pk, "scene": ctx.scene}
-    return fields
-
-
 def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,
                         use: bool | None = None) -> MemorySettings:
     """I8: switch learning and/or memory use on or off for `user` (`None` leaves a switch as
@@ -790,12 +580,3 @@ def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,
     return settings_of_profile(profile)
 
 
-def memory_forget_all(*, user) -> list[Tombstone]:
-    """"Forget everything": every key the user has a live memory of is forgotten everywhere
-    (F1 with scope `*`), in one transaction."""
-    with transaction.atomic():
-        lock_profile(user)
-        keys = sorted(set(
-            MemoryRecord.objects.filter(user=user).exclude(status="forgotten").values_list("key", flat=True)
-        ))
-        return [forget_key(user=user, key=key, scope_id="*") for key in keys]

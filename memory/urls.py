@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, views
+from . import api, history_views, views
 
 # The runtime's API (SPEC §10), under /api/v1/ (namespace `memory_api`).
 api = [
@@ -24,14 +24,14 @@ pages = [
     path("", views.memory_list, name="list"),
     path("filter", views.memory_filter, name="filter"),
     path("switches", views.memory_switches, name="switches"),
-    path("forget-selected", views.memory_forget_selected, name="forget-selected"),
+    path("forget-selected", history_views.memory_forget_selected, name="forget-selected"),
     path("no-longer-true/", views.no_longer_true_list, name="no-longer-true"),
-    path("forgotten/", views.forgotten_list, name="forgotten"),
-    path("forgotten/<uuid:tombstone_id>/learn-again", views.tombstone_delete, name="learn-again"),
+    path("forgotten/", history_views.forgotten_list, name="forgotten"),
+    path("forgotten/<uuid:tombstone_id>/learn-again", history_views.tombstone_delete, name="learn-again"),
     path("<uuid:memory_id>/confirm", views.memory_confirm, name="confirm"),
     path("<uuid:memory_id>/correct", views.memory_correct, name="correct"),
     path("<uuid:memory_id>/retract", views.memory_retract, name="retract"),
     path("<uuid:memory_id>/restore", views.memory_restore, name="restore"),
-    path("<uuid:memory_id>/forget", views.memory_forget, name="forget"),
-    path("<uuid:memory_id>/history", views.memory_history, name="history"),
+    path("<uuid:memory_id>/forget", history_views.memory_forget, name="forget"),
+    path("<uuid:memory_id>/history", history_views.memory_history, name="history"),
 ]

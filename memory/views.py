@@ -11,8 +11,6 @@ a memory by its label, never by its value: a value does not belong in a cookie o
 A search term does not belong in an address either (SPEC §12): the search form is posted and
 the term is kept in the session."""
 
-from __future__ import annotations
-
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +25,6 @@ from django.views.decorators.http import require_POST
 
 from config.errors import Conflict, ValidationError
 from config.pages import (
-    day,
     form_errors_from,
     messages_by_anchor,
     next_url,
@@ -40,31 +37,26 @@ from conversations.domain import SCOPE_NARROWNESS
 from . import services
 from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
-from .forms import SEARCH_MAX, CorrectForm, ForgetForm, MemoryFilterForm, MemorySwitchesForm
-from .history import fold
-from .page_selectors import forgotten_entries, key_templates, memory_skeletons, no_longer_true
+from .forms import SEARCH_MAX, CorrectForm, MemoryFilterForm, MemorySwitchesForm
+from .page_selectors import key_templates, memory_skeletons, no_longer_true
 from .presentation import (
     CERTAINTY,
-    SET_BY,
     Provenance,
     ScopeNames,
     Sentence,
     Wording,
     certainty,
-    from_message,
     original_of,
     plain_label,
     provenance,
     source_messages,
-    standing,
 )
-from .selectors import memory_get, registry, remembered_now, slot_history
+from .selectors import memory_get, registry, remembered_now
 from .switches import memory_settings_of
 
 PAGE_SIZE = 25
 SEARCH_SESSION_KEY = "memory_search"
 MESSAGES_ANCHOR = "messages"
-_notify = notify  # the message beside the element its anchor names (config.pages)
 _pending = messages_by_anchor
 
 
@@ -72,7 +64,7 @@ _pending = messages_by_anchor
 # Where an action lands
 
 
-def _back(request, anchor: str = MESSAGES_ANCHOR, default: str = "memory:list"):
+def back_to(request, anchor: str = MESSAGES_ANCHOR, default: str = "memory:list"):
     """Back where the action came from (`next`, a path on this site), at `anchor`."""
     return redirect(f"{next_url(request, default).split('#', 1)[0]}#{anchor}")
 
@@ -82,7 +74,7 @@ def _switch_values(user) -> dict:
     return {"switches": "1", "learn": current.learn, "use": current.use}
 
 
-def _label(key: str) -> str:
+def key_label(key: str) -> str:
     return registry([key]).labels.get(key) or plain_label(key)
 
 
@@ -314,19 +306,19 @@ def memory_switches(request):
     Nothing is deleted either way."""
     form = MemorySwitchesForm(request.POST)
     if not form.is_valid():
-        _notify(request, messages.ERROR, "Those switches could not be read; nothing changed.", SWITCHES_ANCHOR)
-        return _back(request, SWITCHES_ANCHOR)
+        notify(request, messages.ERROR, "Those switches could not be read; nothing changed.", SWITCHES_ANCHOR)
+        return back_to(request, SWITCHES_ANCHOR)
     before = memory_settings_of(request.user)
     after = services.memory_settings_set(user=request.user, changed_by="user",
                                          learn=form.cleaned_data["learn"], use=form.cleaned_data["use"])
     if after == before:
-        _notify(request, messages.INFO, "Nothing changed.", SWITCHES_ANCHOR)
+        notify(request, messages.INFO, "Nothing changed.", SWITCHES_ANCHOR)
     else:
         learning = "learns from your messages" if after.learn else "learns nothing new from your messages"
         using = "uses these memories in conversations" if after.use else "uses none of these memories in conversations"
-        _notify(request, messages.SUCCESS, f"Saved: the companion {learning} and {using}. Nothing was deleted.",
+        notify(request, messages.SUCCESS, f"Saved: the companion {learning} and {using}. Nothing was deleted.",
                 SWITCHES_ANCHOR)
-    return _back(request, SWITCHES_ANCHOR)
+    return back_to(request, SWITCHES_ANCHOR)
 
 
 @private_page
@@ -345,7 +337,7 @@ def memory_filter(request):
         if value and len(value) <= 200 and value.isprintable():
             params[name] = value
     if len(term) > SEARCH_MAX or not term.isprintable():
-        _notify(request, messages.ERROR, f"Search for at most {SEARCH_MAX} characters of text.")
+        notify(request, messages.ERROR, f"Search for at most {SEARCH_MAX} characters of text.")
     elif term:
         request.session[SEARCH_SESSION_KEY] = term
     else:
@@ -385,20 +377,20 @@ def memory_confirm(request, memory_id):
         yours = _already_yours(request.user, row)
         if yours is not None:
             anchor = f"m-{yours.id}"
-            _notify(request, messages.INFO, f"Nothing changed: “{_label(row.key)}” was already confirmed by you.",
+            notify(request, messages.INFO, f"Nothing changed: “{key_label(row.key)}” was already confirmed by you.",
                     anchor)
-            return _back(request, anchor)
-        _notify(request, messages.ERROR, "That memory is no longer current, so there was nothing to confirm. "
+            return back_to(request, anchor)
+        notify(request, messages.ERROR, "That memory is no longer current, so there was nothing to confirm. "
                                          "The list shows what is remembered now.")
-        return _back(request)
-    label = _label(result.record.key)
+        return back_to(request)
+    label = key_label(result.record.key)
     if result.outcome == "unchanged":
-        _notify(request, messages.INFO, f"Nothing changed: “{label}” was already confirmed by you.",
+        notify(request, messages.INFO, f"Nothing changed: “{label}” was already confirmed by you.",
                 f"m-{result.record.id}")
     else:
-        _notify(request, messages.SUCCESS, f"Confirmed “{label}”. It now counts as something you said yourself.",
+        notify(request, messages.SUCCESS, f"Confirmed “{label}”. It now counts as something you said yourself.",
                 f"m-{result.record.id}")
-    return _back(request, f"m-{result.record.id}")
+    return back_to(request, f"m-{result.record.id}")
 
 
 @private_page
@@ -407,7 +399,7 @@ def memory_correct(request, memory_id):
     overruled by something the companion infers later, W7); the same value is a confirm.
     GET shows the form on its own page; the memories page also has it inline."""
     row = memory_get(memory_id, user=request.user)
-    label = _label(row.key)
+    label = key_label(row.key)
     if request.method == "POST":
         form = CorrectForm(request.POST)
         if form.is_valid():
@@ -420,29 +412,29 @@ def memory_correct(request, memory_id):
                 yours = _already_yours(request.user, row)
                 if yours is not None and normalise_value(form.cleaned_data["value"]) == normalise_value(row.value):
                     anchor = f"m-{yours.id}"
-                    _notify(request, messages.INFO, f"Nothing changed: “{label}” already holds that value, "
+                    notify(request, messages.INFO, f"Nothing changed: “{label}” already holds that value, "
                                                     "as you said it.", anchor)
-                    return _back(request, anchor)
-                _notify(request, messages.ERROR, f"“{label}” changed in the meantime, so nothing was corrected. "
+                    return back_to(request, anchor)
+                notify(request, messages.ERROR, f"“{label}” changed in the meantime, so nothing was corrected. "
                                                  "The list shows what is remembered now.")
-                return _back(request)
+                return back_to(request)
             else:
                 if result.record is None:
-                    _notify(request, messages.ERROR, f"Nothing was saved for “{label}”: you had asked the "
+                    notify(request, messages.ERROR, f"Nothing was saved for “{label}”: you had asked the "
                                                      "companion to forget that value.")
-                    return _back(request)
+                    return back_to(request)
                 anchor = f"m-{result.record.id}"
                 if result.outcome == "unchanged":
-                    _notify(request, messages.INFO, f"Nothing changed: “{label}” already holds that value, "
+                    notify(request, messages.INFO, f"Nothing changed: “{label}” already holds that value, "
                                                     "as you said it.", anchor)
                 elif result.record.authority == "user-confirmed":
-                    _notify(request, messages.SUCCESS, f"Confirmed “{label}”: the value you saved is the one "
+                    notify(request, messages.SUCCESS, f"Confirmed “{label}”: the value you saved is the one "
                                                        "remembered. It now counts as something you said yourself.",
                             anchor)
                 else:
-                    _notify(request, messages.SUCCESS, f"Corrected “{label}”. The old value will not be used again.",
+                    notify(request, messages.SUCCESS, f"Corrected “{label}”. The old value will not be used again.",
                             anchor)
-                return _back(request, anchor)
+                return back_to(request, anchor)
     else:
         form = CorrectForm(initial={"value": row.value})
     names = ScopeNames(request.user, [row.scope_id])
@@ -457,15 +449,15 @@ def memory_correct(request, memory_id):
 def memory_retract(request, memory_id):
     """W10: "that is not true any more" — the slot closes now; history keeps it, and the
     memories page shows an undo in the card's place."""
-    label = _label(memory_get(memory_id, user=request.user).key)
+    label = key_label(memory_get(memory_id, user=request.user).key)
     try:
         services.memory_retract(record_id=memory_id, user=request.user)
     except Conflict:
-        _notify(request, messages.ERROR, f"“{label}” was forgotten, so there is nothing to mark as no longer true.")
-        return _back(request)
-    _notify(request, messages.SUCCESS, f"“{label}” is no longer treated as true. Its history keeps the old value, "
+        notify(request, messages.ERROR, f"“{label}” was forgotten, so there is nothing to mark as no longer true.")
+        return back_to(request)
+    notify(request, messages.SUCCESS, f"“{label}” is no longer treated as true. Its history keeps the old value, "
                                        "and older messages will not bring it back.", f"m-{memory_id}")
-    return _back(request, f"m-{memory_id}")
+    return back_to(request, f"m-{memory_id}")
 
 
 @private_page
@@ -473,19 +465,19 @@ def memory_retract(request, memory_id):
 def memory_restore(request, memory_id):
     """Undo "no longer true": the value is asserted again as yours, from now on (the time
     between shows in its history)."""
-    label = _label(memory_get(memory_id, user=request.user).key)
+    label = key_label(memory_get(memory_id, user=request.user).key)
     try:
         result = services.memory_restore(record_id=memory_id, user=request.user)
     except Conflict as exc:
-        _notify(request, messages.ERROR, f"Nothing to undo for “{label}”: {exc.detail}")
-        return _back(request)
+        notify(request, messages.ERROR, f"Nothing to undo for “{label}”: {exc.detail}")
+        return back_to(request)
     if result.record is None:
-        _notify(request, messages.ERROR, f"“{label}” could not come back: you had asked the companion to forget it.")
-        return _back(request)
+        notify(request, messages.ERROR, f"“{label}” could not come back: you had asked the companion to forget it.")
+        return back_to(request)
     anchor = f"m-{result.record.id}"
-    _notify(request, messages.SUCCESS, f"“{label}” is remembered again, as something you said yourself, from now "
+    notify(request, messages.SUCCESS, f"“{label}” is remembered again, as something you said yourself, from now "
                                        "on. Its history shows the time it was not.", anchor)
-    return _back(request, anchor)
+    return back_to(request, anchor)
 
 
 @dataclass(frozen=True)
@@ -529,187 +521,3 @@ def no_longer_true_list(request):
     })
 
 
-# ---------------------------------------------------------------------------------------------
-# Forget
-
-
-@private_page
-def memory_forget(request, memory_id):
-    """F1/F2: a confirmation page that says plainly what forgetting does; POST forgets."""
-    user = request.user
-    row = memory_get(memory_id, user=user)
-    keys = registry([row.key])
-    label, many = keys.labels.get(row.key) or plain_label(row.key), keys.is_many(row.key)
-    if row.status == "forgotten":
-        messages.info(request, f"“{label}” was already forgotten.")
-        return redirect("memory:forgotten")
-    if request.method == "POST":
-        form = ForgetForm(request.POST, many=many)
-        if form.is_valid():
-            everywhere = form.cleaned_data["everywhere"]
-            try:
-                services.memory_forget(
-                    record_id=row.pk, user=user, everywhere=everywhere,
-                    whole_key=bool(form.cleaned_data.get("whole_key")),
-                )
-            except Conflict:
-                _notify(request, messages.INFO, f"“{label}” was already forgotten.")
-                return _back(request)
-            where = "everywhere" if everywhere else ScopeNames(user, [row.scope_id]).words(row.scope_id)
-            _notify(request, messages.SUCCESS, f"Forgotten: “{label}” ({where}). The value is erased, and old "
-                                               "messages will not bring it back.", f"m-{row.pk}")
-            return _back(request, f"m-{row.pk}")
-    else:
-        form = ForgetForm(many=many)
-    words = Wording({row.key: label}, key_templates([row.key]))
-    return render(request, "memory/forget.html", {
-        "record": row, "label": label, "sentence": words.sentence(row.key, row.value), "many": many, "form": form,
-        "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
-        "user_scope": row.scope_kind == "user",
-        "next": next_url(request),
-    })
-
-
-@private_page
-@require_POST
-def memory_forget_selected(request):
-    """Forget several at once: the first post (the ticked cards) shows one confirmation page
-    listing what will be forgotten; posting that page forgets them. Only what is remembered
-    now can be chosen: anything else that was posted (an old card, another user's id, not an
-    id at all) is left out and said so."""
-    user = request.user
-    remembered = remembered_now(user)
-    by_id = {r.id: r for r in remembered.active}
-    posted = [value for value in request.POST.getlist("selected") if isinstance(value, str)]
-    chosen = [by_id[value] for value in dict.fromkeys(posted) if value in by_id]
-    skipped = len(set(posted)) - len(chosen)
-    if not chosen:
-        _notify(request, messages.ERROR, "Nothing was forgotten: choose at least one memory that is remembered now.")
-        return _back(request)
-    if request.POST.get("confirm"):
-        labels = sorted({_label_of(remembered, r.key) for r in chosen}, key=str.casefold)
-        services.memory_forget_selected(record_ids=[r.id for r in chosen], user=user)
-        n = len(chosen)
-        _notify(request, messages.SUCCESS, f"Forgotten: {n} memor{'y' if n == 1 else 'ies'} "
-                                           f"({', '.join(f'“{label}”' for label in labels)}). The values are "
-                                           "erased, and old messages will not bring them back.")
-        return _back(request)
-    names = ScopeNames(user, {r.scope_id for r in chosen})
-    words = Wording(remembered.registry.labels, key_templates({r.key for r in chosen}))
-    items = sorted(
-        ({"record": r, "label": words.label(r.key), "sentence": words.sentence(r.key, r.value),
-          "scope_words": names.words(r.scope_id)} for r in chosen),
-        key=lambda item: (item["label"].casefold(), item["record"].id),
-    )
-    return render(request, "memory/forget_selected.html", {
-        "items": items, "skipped": skipped, "next": next_url(request),
-    })
-
-
-def _label_of(remembered, key: str) -> str:
-    return remembered.registry.labels.get(key) or plain_label(key)
-
-
-# ---------------------------------------------------------------------------------------------
-# History
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    record: DomainRecord | None  # None: a gap between values
-    value: str | None  # None: forgotten, the value is gone
-    forgotten_on: str
-    starts: str
-    ends: str
-    set_by: str
-    status: str
-    current: bool
-    provenance: Provenance | None
-    confirmed_on: str = ""
-    gap: str = ""
-
-
-def _gap(ended: datetime, what: DomainRecord, resumed: datetime) -> HistoryRow:
-    """A time in which nothing of the slot held, and why it began."""
-    why = ""
-    if what.status == "forgotten":
-        why = " (it was forgotten)"
-    elif what.retracted_at is not None:
-        why = " (it was marked no longer true)"
-    return HistoryRow(None, None, "", when(ended), when(resumed), "", "", False, None,
-                      gap=f"Nothing remembered from {when(ended)} until {when(resumed)}{why}.")
-
-
-@private_page
-def memory_history(request, memory_id):
-    """W11: every value of this memory's slot over time, with its window and who set it. A
-    confirmation is part of the value it confirmed ("you confirmed it on …"), a time with no
-    value shows as a gap, and a forgotten value appears as "forgotten on …", never with its
-    value."""
-    user = request.user
-    row = memory_get(memory_id, user=user)
-    history = slot_history(user, key=row.key, scope_id=row.scope_id)
-    found = source_messages(user, [s for r in history.records for s in r.sources])
-    rows: list[HistoryRow] = []
-    for entry in fold(history.records, history.ends, many=history.many):
-        record, last, end, forgotten = entry.record, entry.last, entry.end, entry.forgotten
-        if entry.gap_before is not None:
-            rows.append(_gap(*entry.gap_before, record.valid_from))
-        # E1: the state of the value's last record, in the pages' words (a timeline: each
-        # row says what became of its own value then, not whether it came back later).
-        now = standing(last, history.states, [last])
-        rows.append(HistoryRow(
-            record=last,
-            value=None if forgotten else record.value,
-            forgotten_on=day(record.status_since) if forgotten else "",
-            starts=when(record.valid_from),
-            ends=when(end) if end is not None else "still open",
-            set_by=SET_BY[record.authority],
-            status=now.words,
-            current=now.current,
-            provenance=None if forgotten else from_message(record, found),
-            confirmed_on=day(entry.confirmations[-1].recorded_at) if entry.confirmations else "",
-        ))
-    live = [r for r in rows if r.current]
-    names = ScopeNames(user, [row.scope_id])
-    label = history.remembered.registry.labels.get(row.key) or plain_label(row.key)
-    return render(request, "memory/history.html", {
-        "label": label, "key": row.key, "many": history.many, "rows": rows,
-        "scope_words": names.words(row.scope_id), "current": live,
-    })
-
-
-# ---------------------------------------------------------------------------------------------
-# Forgotten
-
-
-@private_page
-def forgotten_list(request):
-    """F1/F4: what was forgotten — the slot and scope, never the value — who asked (you, or
-    support on your behalf; never support's reason), and a way to let the companion learn it
-    again."""
-    user = request.user
-    entries = forgotten_entries(user)
-    keys = registry()
-    names = ScopeNames(user, {t.scope_id for t in entries})
-    root = reverse("memory:forgotten")
-    rows = [
-        {
-            "id": t.id, "anchor": f"t-{t.id}", "learn_again": f"{root}{t.id}/learn-again",
-            "label": keys.labels.get(t.key) or plain_label(t.key), "key": t.key,
-            "scope_words": names.words(t.scope_id), "one_value": t.one_value, "many": keys.is_many(t.key),
-            "forgotten_on": when(t.forgotten_at), "by_support": t.forgotten_by == "support",
-        }
-        for t in entries
-    ]
-    return render(request, "memory/forgotten.html", {"rows": rows})
-
-
-@private_page
-@require_POST
-def tombstone_delete(request, tombstone_id):
-    """F4: "let it learn this again". The erased value does not come back."""
-    tombstone = services.tombstone_delete(tombstone_id=tombstone_id, user=request.user)
-    _notify(request, messages.SUCCESS, f"The companion may learn “{_label(tombstone.key)}” again from what you say. "
-                                       "The erased value does not come back by itself.")
-    return _back(request, default="memory:forgotten")

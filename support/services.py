@@ -33,9 +33,10 @@ from config.clock import db_now
 from config.errors import DomainError, ValidationError
 from conversations.models import Message
 from conversations.selectors import load_context
+from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
 from memory.selectors import ContextResolution, registry
-from memory.services import memory_forget, memory_normalise, memory_retract
+from memory.services import memory_normalise, memory_retract
 from policy import engine
 from policy.domain import DecisionRequest
 from policy.models import DecisionLog, PolicyRule

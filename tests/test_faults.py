@@ -8,6 +8,7 @@ from django.db import OperationalError
 from config import storage
 from conversations.domain import Scope
 from conversations.models import Message, Turn
+from memory import forgetting
 from memory import services as memory_services
 from memory.models import MemoryRecord, MemorySource, Tombstone
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
@@ -51,13 +52,13 @@ def test_it_leaves_nothing_behind_when_a_forget_fails_midway(conv, monkeypatch):
     """The tombstone is written, then the purge fails: no tombstone, values intact."""
     user = conv.user
     record = memory_services.memory_assert(user=user, key="pet.name", value="Rex", scope=Scope("user")).record
-    monkeypatch.setattr(memory_services, "_purge", boom)
+    monkeypatch.setattr(forgetting, "purge_covered", boom)
     with pytest.raises(OperationalError):
-        memory_services.memory_forget(record_id=record.id)
+        forgetting.memory_forget(record_id=record.id)
     assert not Tombstone.objects.exists()
     assert MemoryRecord.objects.get().value == "Rex"
     monkeypatch.undo()
-    memory_services.memory_forget(record_id=record.id)
+    forgetting.memory_forget(record_id=record.id)
     assert Tombstone.objects.count() == 1 and MemoryRecord.objects.get().value == ""
 
 

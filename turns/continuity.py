@@ -31,7 +31,8 @@ from config.clock import db_now
 from conversations.domain import Scope
 from conversations.selectors import LoadedContext
 from conversations.services import character_put, conversation_create
-from memory.services import forget_key, memory_assert
+from memory.forgetting import forget_key
+from memory.services import memory_assert
 from policy.services import decision_answer, decision_make
 
 from .services import (

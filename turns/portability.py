@@ -36,6 +36,7 @@ from config.clock import db_now
 from config.errors import ImportConflict, ValidationError
 from conversations.domain import scope_dict
 from conversations.models import Character, Conversation, Message, Turn
+from memory.forgetting import purge_covered
 from memory.models import (
     IdempotencyRecord,
     KeyDefinition,
@@ -46,7 +47,6 @@ from memory.models import (
     Tombstone,
 )
 from memory.selectors import tombstones_of
-from memory.services import _purge
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 from policy.selectors import policy_version_of
 from support.selectors import reveals_export
@@ -582,4 +582,4 @@ class _Import:
 
         tombstones = tombstones_of(self.user)
         if tombstones:
-            _purge(self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes())
+            purge_covered(self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes())

@@ -135,7 +135,7 @@ class World:
         """A forget made by support on the user's behalf (the tombstone says so)."""
         from django.contrib.auth import get_user_model
 
-        from memory.services import memory_forget
+        from memory.forgetting import memory_forget
 
         memory = self.pick(self.memories, i)
         if memory:

@@ -96,7 +96,7 @@ def test_it_applies_existing_tombstones_to_imported_rows(api, story):
     api.put("/api/v1/users/wren", {}, format="json")
     from django.contrib.auth import get_user_model
 
-    from memory.services import forget_key
+    from memory.forgetting import forget_key
 
     user = get_user_model().objects.get(username="wren")
     forget_key(user=user, key="user.dislikes", scope_id="*")

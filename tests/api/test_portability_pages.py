@@ -5,8 +5,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from conversations.domain import Scope
+from memory.forgetting import memory_forget
 from memory.models import MemoryProfile, Tombstone
-from memory.services import memory_assert, memory_forget, profile_set_time_zone
+from memory.services import memory_assert, profile_set_time_zone
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

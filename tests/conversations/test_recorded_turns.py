@@ -98,7 +98,8 @@ def play(api) -> list[dict]:
     key, rules for tone.playful (a conflict at one place, D4)."""
     from conversations.domain import Scope
     from conversations.services import character_put, conversation_create
-    from memory.services import forget_key, memory_assert
+    from memory.forgetting import forget_key
+    from memory.services import memory_assert
     from policy.services import rule_create
 
     user = UserFactory(username="wren")

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conversations.domain import Scope
-from memory import services
+from memory import forgetting, remembering, services
 from memory.extract import Extraction
 from memory.models import MemoryRecord, MemorySource
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
@@ -48,7 +48,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(services, "db_now", clock)
+    for module in (services, forgetting, remembering):
+        monkeypatch.setattr(module, "db_now", clock)
     return clock
 
 
@@ -115,7 +116,7 @@ def batched(world: World, facts, *, message: int) -> list:
     """What turn creation and `/memory/remember` do: every finding in one batch under one lock
     and one clock read."""
     msg = world.message(message)
-    return services.memory_learn(ctx=world.ctx(msg.created_at), found=facts, source_message=msg)
+    return remembering.memory_learn(ctx=world.ctx(msg.created_at), found=facts, source_message=msg)
 
 
 def stored(world: World) -> list[tuple]:
@@ -196,8 +197,8 @@ def test_it_merges_an_unchanged_value_into_the_winner_w5(clock):
 
 def test_it_blocks_forgotten_keys_and_values_w3(clock):
     def build(w):
-        services.forget_key(user=w.user, key="user.works_at", scope_id="*")
-        services.forget_key(user=w.user, key="user.avoid_nickname", scope_id=f"user:{w.user.username}", value="boss")
+        forgetting.forget_key(user=w.user, key="user.works_at", scope_id="*")
+        forgetting.forget_key(user=w.user, key="user.avoid_nickname", scope_id=f"user:{w.user.username}", value="boss")
 
     # Evidence older than the forgets is blocked; a new value of the many key is not.
     got = both(build, [found("user.works_at", "Acme"), found("user.avoid_nickname", "Boss"),
@@ -287,7 +288,7 @@ def test_any_facts_batched_store_what_one_by_one_stores(clock, steps, facts, mes
             elif step[0] == "forget":
                 _, key, value = step
                 many = key in ("user.likes", "user.avoid_nickname")
-                services.forget_key(user=w.user, key=key, scope_id=f"user:{w.user.username}",
+                forgetting.forget_key(user=w.user, key=key, scope_id=f"user:{w.user.username}",
                                     value=value if many else None)
             else:
                 live = MemoryRecord.objects.filter(user=w.user, key=step[1]).exclude(status="forgotten").last()

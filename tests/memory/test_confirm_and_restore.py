@@ -6,7 +6,7 @@ by support (F1), and the user's time zone."""
 import pytest
 
 from config.errors import Conflict, ValidationError
-from memory import services
+from memory import forgetting, services
 from memory.models import MemoryProfile, MemoryRecord, SlotRetraction, Tombstone
 from memory.selectors import remembered_now
 from tests.factories import MessageFactory
@@ -157,7 +157,7 @@ def test_it_refuses_to_undo_when_the_slot_holds_a_value_again(user):
 def test_it_refuses_to_undo_a_forgotten_memory(user):
     record = put(user, "dog.name", "Rex")
     services.memory_retract(record_id=record.id, user=user)
-    services.memory_forget(record_id=record.id, user=user)
+    forgetting.memory_forget(record_id=record.id, user=user)
     with pytest.raises(Conflict):
         services.memory_restore(record_id=record.id, user=user)
     assert not active(user, "dog.name")
@@ -172,7 +172,7 @@ def test_it_forgets_several_memories_at_once(user):
     jazz = put(user, "user.likes", "jazz")
     rain = put(user, "user.likes", "rain")
 
-    tombstones = services.memory_forget_selected(record_ids=[rex.id, jazz.id, rain.id], user=user)
+    tombstones = forgetting.memory_forget_selected(record_ids=[rex.id, jazz.id, rain.id], user=user)
 
     assert len(tombstones) == 3
     assert set(MemoryRecord.objects.filter(user=user).values_list("status", "value")) == {("forgotten", "")}
@@ -184,7 +184,7 @@ def test_forgetting_several_skips_what_an_earlier_forget_of_the_batch_covered(us
     first = put(user, "dog.name", "Rex")
     services.memory_confirm(record_id=first.id, user=user)
     current = active(user, "dog.name")[0]
-    tombstones = services.memory_forget_selected(record_ids=[current.id, first.id], user=user)
+    tombstones = forgetting.memory_forget_selected(record_ids=[current.id, first.id], user=user)
     assert len(tombstones) == 1
 
 
@@ -195,7 +195,7 @@ def test_forgetting_several_never_touches_another_users_memory(user, django_user
     theirs = put(other, "dog.name", "Bolt")
     mine = put(user, "dog.name", "Rex")
     with pytest.raises(NotFound):
-        services.memory_forget_selected(record_ids=[mine.id, theirs.id], user=user)
+        forgetting.memory_forget_selected(record_ids=[mine.id, theirs.id], user=user)
     assert not Tombstone.objects.exists()
     assert MemoryRecord.objects.get(pk=theirs.id).value == "Bolt"
     assert MemoryRecord.objects.get(pk=mine.id).value == "Rex"
@@ -206,15 +206,15 @@ def test_a_forget_records_whether_support_made_it(user):
     nothing of why."""
     a = put(user, "dog.name", "Rex")
     b = put(user, "cat.name", "Tom")
-    services.memory_forget(record_id=a.id, user=user)
-    services.memory_forget(record_id=b.id, user=user, by="support")
+    forgetting.memory_forget(record_id=a.id, user=user)
+    forgetting.memory_forget(record_id=b.id, user=user, by="support")
     assert dict(Tombstone.objects.values_list("key", "forgotten_by")) == {"dog.name": "user", "cat.name": "support"}
 
 
 def test_a_forget_by_someone_unknown_is_refused(user):
     record = put(user, "dog.name", "Rex")
     with pytest.raises(ValidationError):
-        services.memory_forget(record_id=record.id, user=user, by="admin")
+        forgetting.memory_forget(record_id=record.id, user=user, by="admin")
     assert not Tombstone.objects.exists()
 
 

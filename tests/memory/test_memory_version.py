@@ -8,9 +8,10 @@ import pytest
 from django.db import connection
 
 from conversations.domain import Scope
+from memory.forgetting import forget_key, tombstone_delete
 from memory.models import MemoryRecord, MemorySource, SlotRetraction, Tombstone
 from memory.selectors import memory_version_of
-from memory.services import forget_key, memory_assert, memory_retract, tombstone_delete
+from memory.services import memory_assert, memory_retract
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 from tests.helpers import ON_POSTGRES
 from turns.services import conversation_delete

@@ -14,7 +14,7 @@ import pytest
 from config import storage
 from conversations.domain import Scope
 from conversations.selectors import load_context
-from memory import selectors, services
+from memory import forgetting, selectors, services
 from memory.models import MemoryRecord
 from tests.factories import MessageFactory, at
 from turns.selectors import history_candidates, history_with_contents, message_contents
@@ -48,9 +48,9 @@ def stored(user, conversation):
     for value in ("jazz", "rain", "Tea"):
         services.memory_assert(user=user, key="user.likes", value=value, scope=USER)
     jazz = MemoryRecord.objects.get(user=user, key="user.likes", value="jazz")
-    services.memory_forget(record_id=jazz.pk, user=user)
+    forgetting.memory_forget(record_id=jazz.pk, user=user)
     fish = services.memory_assert(user=user, key="fish.name", value="Nemo", scope=USER).record
-    services.memory_forget(record_id=fish.id, user=user, everywhere=True)
+    forgetting.memory_forget(record_id=fish.id, user=user, everywhere=True)
     lives = services.memory_assert(user=user, key="user.lives_in", value="Lisbon", scope=USER).record
     services.memory_retract(record_id=lives.id, user=user)
     services.memory_normalise(user=user, now=at("2026-09-01T00:00"))

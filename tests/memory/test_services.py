@@ -8,7 +8,7 @@ from django.db.models import Q
 from config.errors import AuthorityConflict, Conflict, IdempotencyKeyReused, ValidationError
 from conversations.domain import Scope
 from conversations.selectors import load_context
-from memory import services
+from memory import forgetting, services
 from memory.models import IdempotencyRecord, MemoryRecord, MemorySource, SlotRetraction, Tombstone
 from memory.selectors import ContextResolution
 from tests.factories import ConversationFactory, MessageFactory, UserFactory, at
@@ -122,7 +122,7 @@ def test_it_keeps_an_hmac_of_the_payload_never_the_payload(user):
 def test_it_replays_an_erased_record_after_a_forget(user):
     """W2: a replay shows the record as it is now — erased if it was forgotten since."""
     first = put(user, "pet.name", "Rex", idempotency_key="k-1")
-    services.memory_forget(record_id=first.record.id)
+    forgetting.memory_forget(record_id=first.record.id)
     again = put(user, "pet.name", "Rex", idempotency_key="k-1")
     assert again.outcome == "replayed"
     assert again.record.value == "" and again.record.status == "forgotten"
@@ -151,7 +151,7 @@ def test_it_blocks_a_write_from_old_evidence_after_a_forget_and_stores_nothing(u
     stored, not even the value."""
     old = MessageFactory(conversation=conversation, content="I live in Boston.")
     first = put(user, "user.lives_in", "Boston", sources=[str(old.pk)], authority="rule-extracted")
-    services.memory_forget(record_id=first.record.id)
+    forgetting.memory_forget(record_id=first.record.id)
     summary = put(user, "user.lives_in", "Boston", sources=[str(old.pk)], authority="model-inferred")
     assert (summary.outcome, summary.reason, summary.record) == ("blocked", "forgotten", None)
     assert not MemoryRecord.objects.filter(value="Boston").exists()
@@ -160,7 +160,7 @@ def test_it_blocks_a_write_from_old_evidence_after_a_forget_and_stores_nothing(u
 def test_it_lets_the_user_say_it_again_after_the_forget(user, conversation):
     """F3: new evidence after the forget is not blocked."""
     first = put(user, "user.lives_in", "Boston")
-    services.memory_forget(record_id=first.record.id)
+    forgetting.memory_forget(record_id=first.record.id)
     again = MessageFactory(conversation=conversation, content="I live in Boston.")
     result = put(user, "user.lives_in", "Boston", sources=[str(again.pk)])
     assert result.outcome == "created"
@@ -173,7 +173,7 @@ def test_it_purges_every_covered_record_into_a_skeleton(user, conversation):
     msg = MessageFactory(conversation=conversation)
     harbor = put(user, "basil_plant.name", "Harbor", sources=[str(msg.pk)]).record
     marlowe = services.memory_correct(record_id=harbor.id, value="Marlowe").record
-    tombstone = services.memory_forget(record_id=marlowe.id)
+    tombstone = forgetting.memory_forget(record_id=marlowe.id)
     assert tombstone.value_hash is None
     assert "Marlowe" not in str(tombstone.__dict__) and "Harbor" not in str(tombstone.__dict__)
     rows = MemoryRecord.objects.filter(key="basil_plant.name")
@@ -186,7 +186,7 @@ def test_it_forgets_everywhere_across_scopes_present_and_future(user, conversati
     """F1: scope `*` covers the key in every scope of the user, present and future."""
     put(user, "user.lives_in", "Boston")
     in_conv = put(user, "user.lives_in", "Paris", scope=Scope("conversation", conversation=str(conversation.pk)))
-    tombstone = services.memory_forget(record_id=in_conv.record.id, everywhere=True)
+    tombstone = forgetting.memory_forget(record_id=in_conv.record.id, everywhere=True)
     assert tombstone.scope_id == "*"
     assert set(MemoryRecord.objects.values_list("status", flat=True)) == {"forgotten"}
     later = put(user, "user.lives_in", "Boston", scope=Scope("character", character=character.slug),
@@ -199,7 +199,7 @@ def test_it_forgets_one_value_of_a_many_key_by_its_keyed_hash(user):
     of the normalised value, never the value."""
     jazz = put(user, "user.likes", "Jazz").record
     put(user, "user.likes", "rainy days")
-    tombstone = services.memory_forget(record_id=jazz.id)
+    tombstone = forgetting.memory_forget(record_id=jazz.id)
     assert tombstone.value_hash and "jazz" not in tombstone.value_hash.lower()
     assert active_values(user, "user.likes") == ["rainy days"]
     blocked = put(user, "user.likes", "  JAZZ ", valid_from=at("2020-01-01T00:00"))
@@ -211,7 +211,7 @@ def test_it_forgets_every_value_of_a_many_key_with_whole_key(user):
     """F2: `whole_key` forgets every value of the key."""
     jazz = put(user, "user.likes", "Jazz").record
     put(user, "user.likes", "rainy days")
-    tombstone = services.memory_forget(record_id=jazz.id, whole_key=True)
+    tombstone = forgetting.memory_forget(record_id=jazz.id, whole_key=True)
     assert tombstone.value_hash is None
     assert active_values(user, "user.likes") == []
 
@@ -220,8 +220,8 @@ def test_it_lets_it_learn_again_after_the_tombstone_is_deleted(user, conversatio
     """F4: erased values do not come back, but old evidence may create the memory again."""
     old = MessageFactory(conversation=conversation)
     first = put(user, "pet.name", "Rex", sources=[str(old.pk)])
-    tombstone = services.memory_forget(record_id=first.record.id)
-    services.tombstone_delete(tombstone_id=tombstone.id)
+    tombstone = forgetting.memory_forget(record_id=first.record.id)
+    forgetting.tombstone_delete(tombstone_id=tombstone.id)
     assert not Tombstone.objects.exists()
     assert MemoryRecord.objects.get(pk=first.record.id).value == ""
     again = put(user, "pet.name", "Rex", sources=[str(old.pk)])

@@ -4,8 +4,9 @@ message produced, and deleting a conversation behind a confirmation page."""
 import pytest
 
 from conversations.models import Conversation, Message
+from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, MemorySource
-from memory.services import memory_correct, memory_forget
+from memory.services import memory_correct
 from tests.factories import MessageFactory
 from tests.pages.test_memory_pages import follow_messages, live, text
 

@@ -8,14 +8,9 @@ from datetime import timedelta
 
 import pytest
 
+from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
-from memory.services import (
-    memory_confirm,
-    memory_correct,
-    memory_forget,
-    memory_restore,
-    memory_retract,
-)
+from memory.services import memory_confirm, memory_correct, memory_restore, memory_retract
 from support.services import support_forget
 
 from .test_memory_pages import live, text

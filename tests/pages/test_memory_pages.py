@@ -6,8 +6,9 @@ import re
 import pytest
 
 from conversations.domain import Scope
+from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
-from memory.services import memory_assert, memory_correct, memory_forget
+from memory.services import memory_assert, memory_correct
 from tests.factories import CharacterFactory, ConversationFactory
 
 pytestmark = pytest.mark.django_db

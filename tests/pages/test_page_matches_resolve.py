@@ -6,8 +6,9 @@ has — corrections, retractions, forgets and narrower scopes included."""
 import pytest
 
 from conversations.domain import Scope
+from memory.forgetting import memory_forget
 from memory.selectors import remembered_now
-from memory.services import memory_assert, memory_correct, memory_forget, memory_retract
+from memory.services import memory_assert, memory_correct, memory_retract
 from tests.factories import CharacterFactory, ConversationFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from conversations.domain import Scope
-from memory.services import forget_key, memory_assert, memory_confirm, memory_forget
+from memory.forgetting import forget_key, memory_forget
+from memory.services import memory_assert, memory_confirm
 from policy.services import rule_create
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 from turns.services import turn_create

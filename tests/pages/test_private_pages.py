@@ -8,8 +8,8 @@ from django.test import Client
 from django.urls import URLResolver, reverse
 
 from config import urls
+from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
-from memory.services import memory_forget
 from policy.services import rule_create
 from tests.pages.test_memory_pages import live, text
 

@@ -13,8 +13,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations.domain import Scope
+from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
-from memory.services import memory_assert, memory_forget
+from memory.services import memory_assert
 from tests.pages.test_memory_pages import text
 from turns.planner import PlanParams
 from turns.services import turn_commit_reply, turn_create, turn_prompt_plan

@@ -13,8 +13,9 @@ from django.test import Client
 from conversations.domain import Scope
 from conversations.selectors import load_context
 from conversations.services import conversation_create
+from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
-from memory.services import memory_assert, memory_correct, memory_forget, memory_retract
+from memory.services import memory_assert, memory_correct, memory_retract
 from policy.services import decision_answer, decision_make, media_job_admit, rule_create
 from tests.factories import CharacterFactory, UserFactory
 from turns.services import turn_commit_reply, turn_create

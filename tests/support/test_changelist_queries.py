@@ -12,8 +12,9 @@ from config.models import ApiToken
 from conversations.domain import Scope
 from conversations.selectors import load_context
 from conversations.services import character_put, conversation_create
+from memory.forgetting import forget_key
 from memory.models import KeyDefinition, MemoryRecord
-from memory.services import forget_key, memory_assert
+from memory.services import memory_assert
 from policy.services import decision_answer, media_job_admit, rule_create
 from support.grants import reveal_current, reveal_open
 from support.services import support_retract

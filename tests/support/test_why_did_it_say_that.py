@@ -211,7 +211,7 @@ def test_a_forget_and_a_replacement_are_explained_in_words(world, support, suppo
 
 
 def test_an_older_value_blocked_by_a_forget_names_the_forget(world, support):
-    from memory.services import forget_key
+    from memory.forgetting import forget_key
 
     record = memory_assert(user=world.sam, key="bird.name", value="Tweety", scope=Scope("user")).record
     tombstone = forget_key(user=world.sam, key="bird.name", scope_id="*")

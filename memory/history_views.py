@@ -1,0 +1,225 @@
+"""The memory pages about the past (SPEC §4, W11, F1–F4): forgetting one memory or a
+selection, a memory's history over time, and what was forgotten with the way to let the
+companion learn it again. Each action lands back on the card or list it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from config.errors import Conflict
+from config.pages import (
+    day,
+    next_url,
+    notify,
+    private_page,
+    when,
+)
+
+from . import forgetting
+from .domain import MemoryRecord as DomainRecord
+from .forms import ForgetForm
+from .history import fold
+from .page_selectors import forgotten_entries, key_templates
+from .presentation import (
+    SET_BY,
+    Provenance,
+    ScopeNames,
+    Wording,
+    from_message,
+    plain_label,
+    source_messages,
+    standing,
+)
+from .selectors import memory_get, registry, remembered_now, slot_history
+from .views import back_to, key_label
+
+# ---------------------------------------------------------------------------------------------
+# Forget
+
+
+@private_page
+def memory_forget(request, memory_id):
+    """F1/F2: a confirmation page that says plainly what forgetting does; POST forgets."""
+    user = request.user
+    row = memory_get(memory_id, user=user)
+    keys = registry([row.key])
+    label, many = keys.labels.get(row.key) or plain_label(row.key), keys.is_many(row.key)
+    if row.status == "forgotten":
+        messages.info(request, f"“{label}” was already forgotten.")
+        return redirect("memory:forgotten")
+    if request.method == "POST":
+        form = ForgetForm(request.POST, many=many)
+        if form.is_valid():
+            everywhere = form.cleaned_data["everywhere"]
+            try:
+                forgetting.memory_forget(
+                    record_id=row.pk, user=user, everywhere=everywhere,
+                    whole_key=bool(form.cleaned_data.get("whole_key")),
+                )
+            except Conflict:
+                notify(request, messages.INFO, f"“{label}” was already forgotten.")
+                return back_to(request)
+            where = "everywhere" if everywhere else ScopeNames(user, [row.scope_id]).words(row.scope_id)
+            notify(request, messages.SUCCESS, f"Forgotten: “{label}” ({where}). The value is erased, and old "
+                                               "messages will not bring it back.", f"m-{row.pk}")
+            return back_to(request, f"m-{row.pk}")
+    else:
+        form = ForgetForm(many=many)
+    words = Wording({row.key: label}, key_templates([row.key]))
+    return render(request, "memory/forget.html", {
+        "record": row, "label": label, "sentence": words.sentence(row.key, row.value), "many": many, "form": form,
+        "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
+        "user_scope": row.scope_kind == "user",
+        "next": next_url(request),
+    })
+
+
+@private_page
+@require_POST
+def memory_forget_selected(request):
+    """Forget several at once: the first post (the ticked cards) shows one confirmation page
+    listing what will be forgotten; posting that page forgets them. Only what is remembered
+    now can be chosen: anything else that was posted (an old card, another user's id, not an
+    id at all) is left out and said so."""
+    user = request.user
+    remembered = remembered_now(user)
+    by_id = {r.id: r for r in remembered.active}
+    posted = [value for value in request.POST.getlist("selected") if isinstance(value, str)]
+    chosen = [by_id[value] for value in dict.fromkeys(posted) if value in by_id]
+    skipped = len(set(posted)) - len(chosen)
+    if not chosen:
+        notify(request, messages.ERROR, "Nothing was forgotten: choose at least one memory that is remembered now.")
+        return back_to(request)
+    if request.POST.get("confirm"):
+        labels = sorted({_label_of(remembered, r.key) for r in chosen}, key=str.casefold)
+        forgetting.memory_forget_selected(record_ids=[r.id for r in chosen], user=user)
+        n = len(chosen)
+        notify(request, messages.SUCCESS, f"Forgotten: {n} memor{'y' if n == 1 else 'ies'} "
+                                           f"({', '.join(f'“{label}”' for label in labels)}). The values are "
+                                           "erased, and old messages will not bring them back.")
+        return back_to(request)
+    names = ScopeNames(user, {r.scope_id for r in chosen})
+    words = Wording(remembered.registry.labels, key_templates({r.key for r in chosen}))
+    items = sorted(
+        ({"record": r, "label": words.label(r.key), "sentence": words.sentence(r.key, r.value),
+          "scope_words": names.words(r.scope_id)} for r in chosen),
+        key=lambda item: (item["label"].casefold(), item["record"].id),
+    )
+    return render(request, "memory/forget_selected.html", {
+        "items": items, "skipped": skipped, "next": next_url(request),
+    })
+
+
+def _label_of(remembered, key: str) -> str:
+    return remembered.registry.labels.get(key) or plain_label(key)
+
+
+# ---------------------------------------------------------------------------------------------
+# History
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    record: DomainRecord | None  # None: a gap between values
+    value: str | None  # None: forgotten, the value is gone
+    forgotten_on: str
+    starts: str
+    ends: str
+    set_by: str
+    status: str
+    current: bool
+    provenance: Provenance | None
+    confirmed_on: str = ""
+    gap: str = ""
+
+
+def _gap(ended: datetime, what: DomainRecord, resumed: datetime) -> HistoryRow:
+    """A time in which nothing of the slot held, and why it began."""
+    why = ""
+    if what.status == "forgotten":
+        why = " (it was forgotten)"
+    elif what.retracted_at is not None:
+        why = " (it was marked no longer true)"
+    return HistoryRow(None, None, "", when(ended), when(resumed), "", "", False, None,
+                      gap=f"Nothing remembered from {when(ended)} until {when(resumed)}{why}.")
+
+
+@private_page
+def memory_history(request, memory_id):
+    """W11: every value of this memory's slot over time, with its window and who set it. A
+    confirmation is part of the value it confirmed ("you confirmed it on …"), a time with no
+    value shows as a gap, and a forgotten value appears as "forgotten on …", never with its
+    value."""
+    user = request.user
+    row = memory_get(memory_id, user=user)
+    history = slot_history(user, key=row.key, scope_id=row.scope_id)
+    found = source_messages(user, [s for r in history.records for s in r.sources])
+    rows: list[HistoryRow] = []
+    for entry in fold(history.records, history.ends, many=history.many):
+        record, last, end, forgotten = entry.record, entry.last, entry.end, entry.forgotten
+        if entry.gap_before is not None:
+            rows.append(_gap(*entry.gap_before, record.valid_from))
+        # E1: the state of the value's last record, in the pages' words (a timeline: each
+        # row says what became of its own value then, not whether it came back later).
+        now = standing(last, history.states, [last])
+        rows.append(HistoryRow(
+            record=last,
+            value=None if forgotten else record.value,
+            forgotten_on=day(record.status_since) if forgotten else "",
+            starts=when(record.valid_from),
+            ends=when(end) if end is not None else "still open",
+            set_by=SET_BY[record.authority],
+            status=now.words,
+            current=now.current,
+            provenance=None if forgotten else from_message(record, found),
+            confirmed_on=day(entry.confirmations[-1].recorded_at) if entry.confirmations else "",
+        ))
+    live = [r for r in rows if r.current]
+    names = ScopeNames(user, [row.scope_id])
+    label = history.remembered.registry.labels.get(row.key) or plain_label(row.key)
+    return render(request, "memory/history.html", {
+        "label": label, "key": row.key, "many": history.many, "rows": rows,
+        "scope_words": names.words(row.scope_id), "current": live,
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# Forgotten
+
+
+@private_page
+def forgotten_list(request):
+    """F1/F4: what was forgotten — the slot and scope, never the value — who asked (you, or
+    support on your behalf; never support's reason), and a way to let the companion learn it
+    again."""
+    user = request.user
+    entries = forgotten_entries(user)
+    keys = registry()
+    names = ScopeNames(user, {t.scope_id for t in entries})
+    root = reverse("memory:forgotten")
+    rows = [
+        {
+            "id": t.id, "anchor": f"t-{t.id}", "learn_again": f"{root}{t.id}/learn-again",
+            "label": keys.labels.get(t.key) or plain_label(t.key), "key": t.key,
+            "scope_words": names.words(t.scope_id), "one_value": t.one_value, "many": keys.is_many(t.key),
+            "forgotten_on": when(t.forgotten_at), "by_support": t.forgotten_by == "support",
+        }
+        for t in entries
+    ]
+    return render(request, "memory/forgotten.html", {"rows": rows})
+
+
+@private_page
+@require_POST
+def tombstone_delete(request, tombstone_id):
+    """F4: "let it learn this again". The erased value does not come back."""
+    tombstone = forgetting.tombstone_delete(tombstone_id=tombstone_id, user=request.user)
+    notify(request, messages.SUCCESS, f"The companion may learn “{key_label(tombstone.key)}” again from what you say. "
+                                       "The erased value does not come back by itself.")
+    return back_to(request, default="memory:forgotten")
