@@ -12,9 +12,11 @@ rather than Django signals because the catalog also changes without signals: `qu
 random, not a counter, and compared only for equality: a rolled-back change or a flushed table
 cannot bring back a value some process still holds, as a counter's would.
 
-**Freshness costs no query on the API.** The token check (`config.api`) reads the version in
-the same query (a subquery), so each API request knows the catalog's version as of its start;
-a process whose cached data carries another version loads it again (one query per loader).
+**Freshness costs at most one statement per request.** A token check that reads the database
+(`config.credentials`) reads the version in the same query (a subquery), so that API request
+knows the catalog's version as of its start; a request whose token the process remembers reads
+it lazily like a page, the first time it uses catalog data. A process whose cached data carries
+another version loads it again (one query per loader).
 Pages and the admin (session auth, no token) read the version lazily, once per request, the
 first time they use catalog data. Outside a request (services called from a management
 command, a thread, a test) nothing is cached: every read goes to the database as it always did.

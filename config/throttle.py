@@ -23,7 +23,9 @@ out or its breaker is open), counters are counted in the process alone until it 
 again: every process then applies the whole limit on its own. A database cache is the
 database: if it cannot be reached, neither can the request's own data (a 503, `config.outage`).
 
-A per-process cache (tests) counts in the process: each test starts with empty counters.
+A per-process cache (tests) — or any cache other than the database cache and
+`config.cache.ResilientRedisCache`, which the settings choose for every `redis://` URL — counts
+in the process alone: each test starts with empty counters.
 A refusal is the 429 problem with `Retry-After` (the seconds left in the window).
 """
 

@@ -114,3 +114,57 @@ def test_gunicorn_serves_with_the_config_file(concurrency, tmp_path):
         log.seek(0)
         text = log.read().decode()
     assert "gthread" in text, text
+
+
+from tests.ops.test_cache_breaker import frozen_redis  # noqa: E402, F401  (a fixture)
+
+
+def test_one_request_waiting_on_a_dependency_does_not_hold_health(frozen_redis, tmp_path):  # noqa: F811
+    """SPEC §12 O6: one worker, its threads: while one request waits on a frozen cache (here
+    with a 3 s timeout, to make the wait visible), /healthz on the same worker answers, and
+    the waiting request then answers 200 too (the throttle counts in the process)."""
+    import threading
+
+    db = tmp_path / "db.sqlite3"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR", "GUNICORN_THREADS")}
+    env.update({"DATABASE_URL": f"sqlite:///{db}", "DJANGO_DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1",
+                "SECRET_KEY": "gunicorn-config-" + "k" * 40, "CACHE_URL": frozen_redis,
+                "CACHE_SOCKET_TIMEOUT": "3", "CACHE_CONNECT_TIMEOUT": "3", "WEB_CONCURRENCY": "1"})
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=180)
+    made = subprocess.run([*manage, "create_api_token", "slow"], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True, timeout=60)
+    token = made.stdout.strip().splitlines()[-1]
+    port = PORT + 2
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application",
+                                 "--bind", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                        break
+                except OSError:
+                    time.sleep(0.2)
+            slow: list[int] = []
+
+            def waiting_request():
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/policy/capabilities",
+                                             headers={"Authorization": f"Bearer {token}"})
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    slow.append(r.status)
+
+            thread = threading.Thread(target=waiting_request)
+            thread.start()
+            time.sleep(0.5)  # it is waiting on the frozen cache now
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as r:
+                assert r.status == 200
+            assert thread.is_alive() and not slow  # health answered while it waited
+            thread.join(timeout=30)
+            assert slow == [200]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
