@@ -8,6 +8,7 @@ class ConfigConfig(AppConfig):
 
     def ready(self):
         from config import checks  # noqa: F401  (registers the system checks)
+        from config import schema  # noqa: F401  (registers the schema extensions, SPEC C1)
 
         post_migrate.connect(create_cache_table, sender=self)
 
