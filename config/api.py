@@ -16,6 +16,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from config import catalog
+from config import problems as problem_codes
 from config.errors import DomainError
 
 from .models import ApiToken, hash_token
@@ -152,7 +153,9 @@ def problem_exception_handler(exc, context):
         exc = drf_exceptions.PermissionDenied()
     if not isinstance(exc, drf_exceptions.APIException):
         return None  # a real bug: let Django log it and answer 500 (see handler500)
-    code, title = "error", "Request failed"
+    # Any other APIException is named by its status, from the one list of codes (SPEC C3).
+    code = problem_codes.code_for_status(exc.status_code)
+    title = problem_codes.PROBLEM_CODES[code].title
     for cls in type(exc).__mro__:
         if cls in _DRF_CODES:
             code, title = _DRF_CODES[cls]

@@ -105,6 +105,11 @@ PROBLEM_CODES: dict[str, ProblemCode] = {
 CODE_CHOICES = [(code, code) for code in PROBLEM_CODES]
 
 
+def code_for_status(status: int) -> str:
+    """The first code of a status (`validation_error` for 400 …); `server_error` otherwise."""
+    return next((code for code, p in PROBLEM_CODES.items() if p.status == status), "server_error")
+
+
 def type_uri(code: str) -> str:
     return f"/problems/{code}"
 

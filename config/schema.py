@@ -8,11 +8,11 @@ of every operation (C3, `config.problems`)."""
 from __future__ import annotations
 
 from django.core.validators import RegexValidator
+from drf_spectacular.drainage import has_override
 from drf_spectacular.extensions import (
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
-from drf_spectacular.drainage import has_override
 
 from config import problems
 from config.serializers import (

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, Phase, settings
 from schemathesis.generation.modes import GenerationMode
 
 from config.wsgi import application
-from tests.api.test_fuzz import CHECKS, in_process_wsgi  # noqa: F401 (a fixture)
+from tests.api.test_fuzz import CHECKS
 from tests.contract.world import build, point_at
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
