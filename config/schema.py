@@ -14,7 +14,7 @@ from drf_spectacular.extensions import (
     OpenApiSerializerFieldExtension,
 )
 
-from config import problems
+from config import examples, problems
 from config.serializers import (
     CleanCharField,
     ContextInput,
@@ -157,8 +157,8 @@ PATH_PARAMETERS = {
 
 
 def postprocess(result, generator, request, public):
-    """drf-spectacular postprocessing hook: path parameter patterns (C1) and the problems of
-    every operation (C3)."""
+    """drf-spectacular postprocessing hook: path parameter patterns (C1), the problems of
+    every operation (C3) and an example request of each (`config.examples`)."""
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             if not isinstance(operation, dict):
@@ -167,5 +167,6 @@ def postprocess(result, generator, request, public):
                 if parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
                     parameter["schema"] = dict(PATH_PARAMETERS[parameter["name"]])
     problems.document(result)
+    examples.document(result)
     return result
 
