@@ -43,12 +43,35 @@ REQUEST_EXAMPLES: dict[str, tuple[str, dict]] = {
 }
 
 
+# C1: the rules between fields that a schema cannot state, one sentence each; the 400 names
+# the field.
+CROSS_FIELD = {
+    "memory_assert": "A window ends after it starts: `valid_until` must be later than "
+                     "`valid_from` (now when absent), else 400 naming `valid_until`.",
+    "policy_rules_create": "A rule without `user` is a product default: source "
+                           "`product-default` and a global or character scope; a user's rule "
+                           "has another source (400 naming `source` or `scope.kind`); "
+                           "`valid_until` must be later than `valid_from`.",
+    "media_jobs_create": "Only a media capability (`media.*`) makes a job (400 naming "
+                         "`capability`).",
+    "policy_answers_create": "Only an `ask` decision is answered, `remember` needs the part of "
+                             "the decision's context it names, and `media_job` must be for the "
+                             "decision's capability (400 naming the field).",
+    "user_import": "The snapshot's `user.ref` must be the user in the path (400 naming "
+                   "`user.ref`); rows must reference rows of the snapshot or the catalog.",
+}
+
+
 def document(result: dict) -> None:
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             if not isinstance(operation, dict):
                 continue
-            example = REQUEST_EXAMPLES.get(operation.get("operationId", ""))
+            name = operation.get("operationId", "")
+            if name in CROSS_FIELD:
+                operation["description"] = " ".join(
+                    filter(None, [operation.get("description"), CROSS_FIELD[name]]))
+            example = REQUEST_EXAMPLES.get(name)
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
             if example is not None and body is not None:
                 summary, value = example
