@@ -13,6 +13,7 @@ from drf_spectacular.extensions import (
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
+from rest_framework import serializers
 
 from config import examples, problems
 from config.serializers import (
@@ -138,6 +139,25 @@ class CleanCharSchema(OpenApiSerializerFieldExtension):
         if "pattern" not in schema and "enum" not in schema and direction == "request":
             blank_refused = not field.allow_blank and field.trim_whitespace
             schema["pattern"] = NOT_BLANK if blank_refused else NO_NUL
+        return schema
+
+
+TIME_DESCRIPTION = ("An RFC 3339 time (`T` and `Z` in capitals, seconds below 60) that is an "
+                    "instant in years 1–9999 in UTC (SPEC §0).")
+
+
+class TimeSchema(OpenApiSerializerFieldExtension):
+    """A time in a request says what the server takes (its own help text stays first)."""
+
+    target_class = serializers.DateTimeField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if direction == "request" and not has_override(self.target, "field"):
+            schema["description"] = " ".join(
+                filter(None, [self.target.help_text and str(self.target.help_text),
+                              TIME_DESCRIPTION]))
         return schema
 
 

@@ -11,6 +11,7 @@ from schemathesis.generation.modes import GenerationMode
 
 from config.wsgi import application
 from tests.api.test_fuzz import CHECKS
+from tests.api.test_schema_conformance import keep_the_test_connection
 from tests.contract.world import build, point_at
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
@@ -34,6 +35,7 @@ def world(api, api_token, in_process_wsgi, monkeypatch):
 def test_every_schema_valid_request_is_accepted(case, world):
     w, headers = world
     point_at(w, case)
+    keep_the_test_connection()
     response = case.call_and_validate(headers=headers, checks=CHECKS)
     assert response.status_code in ACCEPTED, (
         case.operation.label, case.path_parameters, case.query, case.body, response.text[:800])
