@@ -16,6 +16,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from config import credentials
+from config import problems as problem_codes
 from config.errors import DomainError
 from config.throttle import RuntimeThrottle  # noqa: F401  (its old home: tests patch it here)
 
@@ -148,7 +149,9 @@ def problem_exception_handler(exc, context):
         exc = drf_exceptions.PermissionDenied()
     if not isinstance(exc, drf_exceptions.APIException):
         return None  # a real bug: let Django log it and answer 500 (see handler500)
-    code, title = "error", "Request failed"
+    # Any other APIException is named by its status, from the one list of codes (SPEC C3).
+    code = problem_codes.code_for_status(exc.status_code)
+    title = problem_codes.PROBLEM_CODES[code].title
     for cls in type(exc).__mro__:
         if cls in _DRF_CODES:
             code, title = _DRF_CODES[cls]
@@ -176,39 +179,10 @@ def json_problem_response(status: int, code: str, title: str, detail: str, **ext
 
 
 # ---------------------------------------------------------------------------------------------
-# Schema helpers: every documented error is a problem+json body.
+# Schema helpers: every documented error is a problem+json body (config.problems, SPEC C3).
 
-from drf_spectacular.utils import OpenApiResponse  # noqa: E402
-
-
-class ProblemOutput(serializers.Serializer):
-    type = serializers.CharField()
-    title = serializers.CharField()
-    status = serializers.IntegerField()
-    detail = serializers.CharField()
-    code = serializers.CharField()
-    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
-
-
-_PROBLEM_TEXT = {
-    400: "Invalid input (`validation_error`), naming the field in `errors`.",
-    401: "Missing, invalid or revoked token (`unauthenticated`).",
-    403: "Not allowed (`permission_denied`).",
-    404: "No such object (`not_found`).",
-    409: "Conflict (`conflict`, `idempotency_key_reused`, `authority_conflict`, `import_conflict`).",
-    413: "Body too large (`payload_too_large`).",
-    422: "The current message alone does not fit the budget (`budget_exceeded`).",
-    429: "Too many requests (`throttled`).",
-}
-
-
-def problems(*statuses: int) -> dict:
-    """`responses=` entries for the problem answers an operation can give (401 and 429 —
-    every operation is throttled per token — always)."""
-    out = {}
-    for status in sorted({401, 429, *statuses}):
-        out[(status, PROBLEM_CONTENT_TYPE)] = OpenApiResponse(ProblemOutput, description=_PROBLEM_TEXT[status])
-    return out
+from config.problems import Problem as ProblemOutput  # noqa: E402,F401
+from config.problems import responses as problems  # noqa: E402,F401
 
 
 def validated(serializer_class, data, **kwargs):

@@ -7,7 +7,10 @@ class ConfigConfig(AppConfig):
     verbose_name = "API access and support"
 
     def ready(self):
-        from config import checks  # noqa: F401  (registers the system checks)
+        from config import (
+            checks,  # noqa: F401  (registers the system checks)
+            schema,  # noqa: F401  (registers the schema extensions, SPEC C1)
+        )
 
         post_migrate.connect(create_cache_table, sender=self)
 

@@ -248,6 +248,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # SPEC C1, C3: path parameter patterns and every operation's problems (config.schema).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.schema.postprocess",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "MemoryStatusEnum": "memory.domain.STATUSES",
         "MemoryStateEnum": "memory.domain.STATES",  # SPEC E1
@@ -258,6 +263,13 @@ SPECTACULAR_SETTINGS = {
         "EffectEnum": "policy.domain.EFFECTS",
         "DecisionReasonEnum": "policy.domain.DECISION_REASONS",
         "ExplainReasonEnum": "policy.domain.EXPLAIN_REASONS",
+        "ProblemCodeEnum": "config.problems.CODE_CHOICES",
+        # C1: each member of a scope's `oneOf` names its one kind.
+        "ScopeKindUserEnum": [("user", "user")],
+        "ScopeKindGlobalEnum": [("global", "global")],
+        "ScopeKindCharacterEnum": [("character", "character")],
+        "ScopeKindConversationEnum": [("conversation", "conversation")],
+        "ScopeKindSceneEnum": [("scene", "scene")],
     },
 }
 

@@ -29,6 +29,8 @@ urlpatterns = [
     # Anything else under /api/ (an unknown operation, a malformed id) is a problem+json 404,
     # with DJANGO_DEBUG on too; the schema and docs keep their trailing-slash redirects.
     re_path(r"^api/(?!(?:schema|docs)/?$)(?P<rest>.*)$", views.api_not_found, name="api-not-found"),
+    path("problems/", views.problem_index, name="problems"),
+    path("problems/<str:code>", views.problem_page, name="problem"),
     path("admin/", admin.site.urls),
     path("memories/", include((memory_urls.pages, "memory"))),
     path("boundaries/", include((policy_urls.pages, "policy"))),

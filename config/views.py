@@ -2,10 +2,14 @@
 (an unknown URL, a body Django itself refused); pages get the site's own templates
 (`templates/400.html`, `403.html`, `404.html`, `500.html`), styled, with a way back."""
 
-from django.shortcuts import redirect
+import json
+
+from django.http import Http404
+from django.shortcuts import redirect, render
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
+from config import problems
 from config.api import json_problem_response
 
 
@@ -50,3 +54,21 @@ def api_not_found(request, rest=""):
     """Any path under /api/ that no route matches — an unknown operation or a malformed id —
     is a problem+json 404, also with DJANGO_DEBUG on (where Django would show its HTML page)."""
     return json_problem_response(404, "not_found", "Not found", "No such resource.")
+
+
+def problem_index(request):
+    """SPEC C3: the list of every problem code, each linking to its page. No sign-in."""
+    items = [{"code": code, "status": p.status, "title": p.title}
+             for code, p in problems.PROBLEM_CODES.items()]
+    return render(request, "problems/index.html", {"problems": items})
+
+
+def problem_page(request, code):
+    """SPEC C3: the page a problem's `type` (`/problems/<code>`) names, drawn from the list
+    the API raises from (`config.problems.PROBLEM_CODES`); an unknown code is the 404 page."""
+    problem = problems.PROBLEM_CODES.get(code)
+    if problem is None:
+        raise Http404("No such problem code.")
+    example = json.dumps(problems.example(code), indent=2, ensure_ascii=False)
+    return render(request, "problems/problem.html",
+                  {"code": code, "problem": problem, "example": example})

@@ -1,6 +1,7 @@
 """Input and output shapes of the memory API (SPEC §10). Inputs are strict: unknown fields
 are refused, so a misspelt field never silently changes meaning."""
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from config.api import PageOutput
@@ -12,7 +13,16 @@ from config.serializers import (
     StrictSerializer,
 )
 
-from .domain import AUTHORITIES, STATE_ACTIVE, STATES, STATUSES, VALUE_MAX, RecordState
+from .domain import (
+    AUTHORITIES,
+    KEY_MAX,
+    KEY_RE,
+    STATE_ACTIVE,
+    STATES,
+    STATUSES,
+    VALUE_MAX,
+    RecordState,
+)
 
 STATE_RULES = ("R2", "R3", "R4", "R5", "R6")
 
@@ -25,6 +35,12 @@ class StateDetailOutput(serializers.Serializer):
     by = serializers.UUIDField(allow_null=True,
                                help_text="The memory that superseded (R5) or outranked (R6) it.")
     since = serializers.DateTimeField(allow_null=True, help_text="Since when the state holds.")
+
+# SPEC §1 and C1: what the server checks of a key and of a scope id stands in the schema too.
+KEY_VALIDATOR = RegexValidator(KEY_RE.pattern, "Keys are 1–120 characters of a-z, 0-9, '_', '-' "
+                               "and '.', with no leading, trailing or double dot.")
+SCOPE_ID_VALIDATOR = RegexValidator(r"^(user|character|conversation|scene)(:[^\x00]*)?$",
+                                    "Not a scope id.")
 
 
 class MemoryOutput(serializers.Serializer):
@@ -95,7 +111,7 @@ class HistoryRowOutput(MemoryOutput):
 
 class MemoryAssertInput(StrictSerializer):
     user = CleanCharField(max_length=150)
-    key = CleanCharField(max_length=200)
+    key = CleanCharField(max_length=KEY_MAX, validators=[KEY_VALIDATOR])
     value = CleanCharField(max_length=VALUE_MAX, trim_whitespace=False)
     scope = ScopeInput()
     authority = serializers.ChoiceField(choices=AUTHORITIES, default="model-inferred")
@@ -194,7 +210,7 @@ class ResolveOutput(serializers.Serializer):
 class HistoryQuery(StrictSerializer):
     user = CleanCharField(max_length=150)
     key = CleanCharField(max_length=200)
-    scope = CleanCharField(max_length=255, required=False)
+    scope = CleanCharField(max_length=255, required=False, validators=[SCOPE_ID_VALIDATOR])
     limit = serializers.IntegerField(required=False, min_value=1)
     offset = serializers.IntegerField(required=False, min_value=0)
 

@@ -2,7 +2,7 @@
 its input with its own serializer, calls one service and serializes the result; every error
 is a DomainError or a DRF error that config.api renders as problem details."""
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -65,10 +65,7 @@ class RuleListApi(APIView):
 
     @extend_schema(
         tags=TAG, operation_id="policy_rules_list",
-        parameters=[
-            OpenApiParameter("user", str, description="A user ref; without it, the product defaults."),
-            OpenApiParameter("capability", str, description="Only rules for this capability."),
-        ],
+        parameters=[RuleListQueryInput],
         responses={200: RulePageOutput, **problems(400, 401)},
     )
     def get(self, request):

@@ -271,9 +271,10 @@ class TurnCreateApi(APIView):
         description="Store the user message, create the turn and extract memories from it (I1, I4, §8). "
         "A retry with the same turn_key and content answers 200 with the same turn; other content is a 409. "
         "With `plan` (I7) the answer also holds the turn's prompt plan, computed now — also for a "
-        "replayed creation. A plan that cannot be made (422 `budget_exceeded`, or 400 naming "
-        "`plan.capabilities` for an unknown capability) leaves the turn created: a retry with the "
-        "same turn_key and content replays it.",
+        "replayed creation. A plan refused for its parameters or capabilities (400 naming "
+        "`plan.capabilities`, `plan.budget`…) stores nothing (C2): the retry with the same turn_key "
+        "creates the turn. Only 422 `budget_exceeded` leaves the turn created; its problem carries "
+        "`turn`, and a retry with the same turn_key and content replays it.",
     )
     def post(self, request, conversation_id):
         data = validated(TurnCreateInput, request.data)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.serializers import (
@@ -35,6 +36,7 @@ from memory.domain import (
     AUTHORITIES,
     CARDINALITIES,
     KEY_MAX,
+    KEY_RE,
     STATUSES,
     VALUE_MAX,
     known_time_zones,
@@ -80,6 +82,8 @@ def UuidList(**kwargs):  # noqa: N802
     return serializers.ListField(child=Uuid(), default=list, **kwargs)
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": KEY_MAX,
+                     "pattern": KEY_RE.pattern})
 class MemoryKeyField(CleanCharField):
     """A memory key (SPEC §1): what `POST /memories` accepts."""
 
@@ -93,6 +97,7 @@ class MemoryKeyField(CleanCharField):
         return value
 
 
+@extend_schema_field({"type": "string", "pattern": HASH_RE.pattern})
 class HashField(CleanCharField):
     """A keyed hash: 64 lowercase hex digits."""
 
@@ -164,6 +169,7 @@ class PolicyScopeInput(_NullsAbsent, RuleScopeInput):
 # `portability.user_object_apply` (import).
 
 
+@extend_schema_field({"type": "string", "enum": sorted(known_time_zones())})
 class TimeZoneField(CleanCharField):
     """An IANA zone name (`Europe/Berlin`) this service knows, or null: the service's zone."""
 

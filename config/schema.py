@@ -1,0 +1,192 @@
+"""What the OpenAPI schema says about requests (SPEC §10 C1): every request body object
+refuses unknown fields (`additionalProperties: false`), scopes and contexts are a `oneOf` per
+kind, and text fields state what the server checks (no NUL, not blank once trimmed). The
+extensions here register when the module is imported (`config.apps`); `postprocess` is the
+drf-spectacular postprocessing hook that adds the path parameters' patterns and the problems
+of every operation (C3, `config.problems`)."""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from drf_spectacular.drainage import has_override
+from drf_spectacular.extensions import (
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
+from rest_framework import serializers
+
+from config import examples, problems
+from config.serializers import (
+    CleanCharField,
+    ContextInput,
+    ScopeShapeMixin,
+    StrictSerializer,
+    UserRefField,
+)
+
+# Python's `str.strip()` and the `\s` of a regular expression agree on what is whitespace.
+NO_NUL = r"^[^\u0000]*$"
+NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+USER_REF = r"^[\w.@+-]+$"
+
+
+def _closed(schema: dict) -> dict:
+    if schema.get("type") == "object":
+        schema["additionalProperties"] = False
+    return schema
+
+
+class StrictSerializerSchema(OpenApiSerializerExtension):
+    """C1: a strict input refuses unknown fields, and its request schema says so."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        return _closed(schema) if direction == "request" else schema
+
+
+def _variant(auto_schema, serializer, direction, present: dict[str, bool], const=None) -> dict:
+    """One `oneOf` member: the fields `present` names (True: required), no others."""
+    properties, required = {}, []
+    for name, needed in present.items():
+        field = serializer.fields[name]
+        schema = auto_schema._map_serializer_field(field, direction)
+        auto_schema._insert_field_validators(field, schema)
+        schema.pop("nullable", None)
+        schema.pop("readOnly", None)
+        if const is not None and name == "kind":
+            schema = {"type": "string", "enum": [const]}
+        properties[name] = schema
+        if needed:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required,
+            "additionalProperties": False}
+
+
+class ScopeSchema(OpenApiSerializerExtension):
+    """C1: a scope is one of its kinds, each with exactly the ids that kind takes
+    (`ScopeShapeMixin.REQUIRED`), so the schema refuses what the server refuses."""
+
+    target_class = ScopeShapeMixin
+    match_subclasses = True
+    priority = 1
+
+    def map_serializer(self, auto_schema, direction):
+        serializer = self.target
+        if direction != "request":
+            return auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
+        members = []
+        for kind, needed in serializer.REQUIRED.items():
+            present = {"kind": True, **{name: True for name in ("character", "conversation", "scene")
+                                        if name in needed}}
+            members.append(_variant(auto_schema, serializer, direction, present, const=kind))
+        return {"oneOf": members, "description": _doc(serializer)}
+
+
+# A context names a user and, for each of its kinds, the ids that kind takes (SPEC §10).
+CONTEXT_KINDS = {
+    "user": {"user": True, "now": False},
+    "character": {"user": True, "character": True, "now": False},
+    "conversation": {"user": True, "character": False, "conversation": True, "now": False},
+    "scene": {"user": True, "character": False, "conversation": True, "scene": True, "now": False},
+}
+
+
+CONTEXT_DESCRIPTION = (
+    "A context: a user's, a character's, a conversation's or a scene's (a scene needs its "
+    "conversation). A conversation with another character than `character` is refused (400 "
+    "naming `context.conversation`).")
+
+
+class ContextSchema(OpenApiSerializerExtension):
+    """C1: a context is a user's, a character's, a conversation's or a scene's; a scene needs
+    its conversation. Naming a conversation with another character than `character` is a
+    cross-field rule the schema cannot state (400 naming `context.conversation`)."""
+
+    target_class = ContextInput
+    priority = 1
+
+    def map_serializer(self, auto_schema, direction):
+        serializer = self.target
+        if direction != "request":
+            return auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
+        members = [_variant(auto_schema, serializer, direction, present)
+                   for present in CONTEXT_KINDS.values()]
+        return {"oneOf": members, "description": CONTEXT_DESCRIPTION}
+
+
+def _doc(serializer) -> str:
+    doc = (type(serializer).__doc__ or "").strip()
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+class CleanCharSchema(OpenApiSerializerFieldExtension):
+    """A text field never holds NUL; one that is trimmed and may not be blank needs a
+    character that is not whitespace."""
+
+    target_class = CleanCharField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        field = self.target
+        if has_override(field, "field"):
+            return schema  # the field says its own schema (`extend_schema_field`)
+        if any(isinstance(v, RegexValidator) for v in field.validators):
+            return schema  # its own pattern, added from the validator
+        if "pattern" not in schema and "enum" not in schema and direction == "request":
+            blank_refused = not field.allow_blank and field.trim_whitespace
+            schema["pattern"] = NOT_BLANK if blank_refused else NO_NUL
+        return schema
+
+
+TIME_DESCRIPTION = ("An RFC 3339 time (`T` and `Z` in capitals, seconds below 60) that is an "
+                    "instant in years 1–9999 in UTC (SPEC §0).")
+
+
+class TimeSchema(OpenApiSerializerFieldExtension):
+    """A time in a request says what the server takes (its own help text stays first)."""
+
+    target_class = serializers.DateTimeField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if direction == "request" and not has_override(self.target, "field"):
+            schema["description"] = " ".join(
+                filter(None, [self.target.help_text and str(self.target.help_text),
+                              TIME_DESCRIPTION]))
+        return schema
+
+
+class UserRefSchema(OpenApiSerializerFieldExtension):
+    target_class = UserRefField
+    priority = 1
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "string", "minLength": 1, "maxLength": 150, "pattern": USER_REF}
+
+
+# Path parameters: what each route's converter and the view check (C1).
+PATH_PARAMETERS = {
+    "user_ref": {"type": "string", "minLength": 1, "maxLength": 150, "pattern": USER_REF},
+    "slug": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": r"^[-a-zA-Z0-9_]+$"},
+}
+
+
+def postprocess(result, generator, request, public):
+    """drf-spectacular postprocessing hook: path parameter patterns (C1), the problems of
+    every operation (C3) and an example request of each (`config.examples`)."""
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
+                    parameter["schema"] = dict(PATH_PARAMETERS[parameter["name"]])
+    problems.document(result)
+    examples.document(result)
+    return result
+
