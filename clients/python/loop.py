@@ -47,7 +47,6 @@ from companion_client.models import (
     TurnCreateOutput,
     TurnReplyInputRequest,
     TurnReplyOutput,
-    UserOutput,
     UserPutInputRequest,
 )
 from companion_client.types import Response
