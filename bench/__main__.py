@@ -53,6 +53,7 @@ FULL = {
     "lock_wait": 600.0,
     "relevance_memories": 1_000,
     "relevance_seeds": 10,
+    "turn_sizes": [100, 1_000, 10_000],
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -64,11 +65,15 @@ SMOKE = {
     "lock_wait": 15.0,
     "relevance_memories": 100,
     "relevance_seeds": 2,
+    "turn_sizes": [100],
 }
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
 TURN_RECORDS = 1_000
 SEED = 20261101
+# The populated database (`--populated`): users × memories and messages each, built once.
+POPULATED = {"users": 1_000, "memories": 1_000, "messages": 200}
+POPULATED_SMOKE = {"users": 20, "memories": 100, "messages": 50}
 
 HOW = (
     "How: the pure resolver runs in the harness process on generated `memory.domain` records "
@@ -105,6 +110,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="comma-separated record counts for the endpoints (overrides the size)")
     parser.add_argument("--messages", default=None,
                         help="comma-separated message counts for the plan endpoint")
+    parser.add_argument("--populated", action="store_true",
+                        help="also measure the single-client turn in a populated PostgreSQL "
+                             "database (built once, then reused; see bench.populated)")
+    parser.add_argument("--turn-sizes", default=None,
+                        help="comma-separated memory counts for the whole-turn measurement")
     parser.add_argument("--pure-sizes", default=None,
                         help="comma-separated N for the pure resolver")
     return parser.parse_args(argv)
@@ -160,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(BASE_DIR)
     sizes = dict(SMOKE if args.smoke else FULL)
     custom = False
-    for name, key in (("records", "records"), ("messages", "messages"), ("pure_sizes", "pure_sizes")):
+    for name, key in (("records", "records"), ("messages", "messages"),
+                      ("pure_sizes", "pure_sizes"), ("turn_sizes", "turn_sizes")):
         value = getattr(args, name)
         if value:
             sizes[key] = [int(x) for x in value.split(",") if x.strip()]
@@ -170,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench" + (" --smoke" if args.smoke else "") + (
         f" --db {args.db}" if args.db != "both" else "") + (
         f" --only {args.only}" if sections != {"pure", "endpoints", "turns", "relevance"} else "") + (
-        " (custom sizes)" if custom else "")
+        " --populated" if args.populated else "") + (" (custom sizes)" if custom else "")
     started = time.perf_counter()
     results: dict = {
         "meta": {
@@ -229,13 +240,20 @@ def main(argv: list[str] | None = None) -> int:
                 "turn_seconds": turn_seconds if "turns" in sections else 0,
                 "turn_clients": TURN_CLIENTS,
                 "turn_workers": TURN_WORKERS,
-                "turn_records": TURN_RECORDS if not args.smoke else 100,
+                "turn_sizes": sizes["turn_sizes"],
+                "turn_main": TURN_RECORDS if TURN_RECORDS in sizes["turn_sizes"]
+                else sizes["turn_sizes"][0],
+                "populated": args.populated,
+                "populated_spec": POPULATED if not args.smoke else POPULATED_SMOKE,
+                "populated_round_s": 0.5 if args.smoke else 3.0,
+                "populated_rounds": 2 if args.smoke else 6,
                 "lock_wait": sizes["lock_wait"],
                 "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
             }
             log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"
                                           and config["turn_seconds"] else ""))
-            outcome = run_worker(vendor, config, timeout=300 if args.smoke else 1500)
+            timeout = 300 if args.smoke else (3000 if args.populated else 1800)
+            outcome = run_worker(vendor, config, timeout=timeout)
             failed |= "error" in outcome
             results["databases"].append(outcome)
 
