@@ -43,7 +43,7 @@ from .db import _pg_admin_connect, pg_url
 BASE_DIR = Path(__file__).resolve().parent.parent
 POP_DATABASE = os.environ.get("BENCH_POP_DATABASE", "companion_bench_pop")
 # Bumped when the build changes shape: a marker with another format rebuilds the database.
-FORMAT = 2
+FORMAT = 3
 TEMPLATE_SEED = 4242
 TEMPLATE_USER = "pop-template"
 # The tables a user's data lives in, in load order, each with how to find the template's rows.
@@ -64,9 +64,12 @@ CHILD_TABLES = (
     ("memory_memorysource", "memory_id", "memory_memoryrecord"),
 )
 # Tables of user data that an EXPLAIN must never show scanned sequentially.
+# (The deployment's runtime tokens, `config_apitoken`, are not a user's data: a handful of
+# rows, which a sequential scan reads fastest.)
 USER_DATA = {t for t, _ in USER_TABLES} | {t for t, _, _ in CHILD_TABLES} | {
-    "auth_user", "policy_decisionlog", "policy_policyanswer", "config_apitoken",
-    "config_throttlewindow", "companion_cache"}
+    "auth_user", "policy_decisionlog", "policy_policyanswer", "config_throttlewindow",
+    "companion_cache"}
+RETRACTIONS = 10  # slot retractions of the template user (a retracted value, SPEC W10)
 
 
 def log(message: str) -> None:
@@ -148,6 +151,7 @@ def _load_template(spec: dict) -> int:
     from django.contrib.auth import get_user_model
 
     from conversations.models import Message, Turn
+    from memory.models import SlotRetraction
     from policy.models import PolicyRule, UserPolicyVersion
 
     from . import data, load
@@ -176,6 +180,11 @@ def _load_template(spec: dict) -> int:
                    created_at=at),
     ])
     UserPolicyVersion.objects.update_or_create(user=user, defaults={"version": 2})
+    SlotRetraction.objects.bulk_create([
+        SlotRetraction(user=user, scope_id=r.scope_id, key=r.key, value_hash="",
+                       retracted_at=at) for r in world.records[:: max(1, len(world.records)
+                                                                      // RETRACTIONS)]
+    ][:RETRACTIONS])
     return loaded.user_pk
 
 
@@ -287,8 +296,8 @@ def seq_scans(plan: str) -> list[str]:
 
 
 def explain_turn(conversation: str, token: str) -> dict:
-    """One warm turn (not recorded), then the EXPLAIN of each statement of the next: create
-    with plan (one fact, one logged decision) and reply."""
+    """The EXPLAIN of each statement of the process's first turn and of the next one: create
+    with plan (the second: one fact, one logged decision) and reply."""
     from django.db import connection
     from django.test import Client
 
@@ -302,10 +311,15 @@ def explain_turn(conversation: str, token: str) -> dict:
         assert response.status_code in (200, 201), response.content[:300]
         return response.json()
 
-    created = post(turns, {"turn_key": "explain-warm", "content": TURN_TEXTS[2], "plan": PLAN})
-    post(f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
     explainer = Explainer()
     with connection.execute_wrapper(explainer):
+        # The process's first turn reads what later turns take from the per-process caches
+        # (the memory state, the catalog): its statements are explained too.
+        explainer.step = "first turn of the process: create with plan"
+        created = post(turns, {"turn_key": "explain-warm", "content": TURN_TEXTS[2],
+                               "plan": PLAN})
+        explainer.step = "first turn of the process: reply"
+        post(f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
         explainer.step = "create with plan"
         created = post(turns, {"turn_key": "explain", "content": TURN_TEXTS[0], "plan": PLAN})
         explainer.step = "reply"

@@ -367,9 +367,11 @@ def _render_populated(pop: dict, h, markdown: bool) -> list[str]:
     explain = pop["explain"]
     out.append(("\n" if markdown else "")
                + f"populated ÷ empty p50 = ×{pop['ratio']:.2f}. EXPLAIN (ANALYZE, BUFFERS) of "
-               f"each of the turn's {len(explain['statements'])} statements (create with plan, "
-               f"{explain['facts']} fact; reply), each run in a savepoint rolled back before "
-               "the statement itself: sequential scans of user tables: "
+               f"each of the {len(explain['statements'])} statements of the measured user's "
+               "first two turns in a fresh process (the first reads what the per-process "
+               f"caches then keep; the second: create with plan, {explain['facts']} fact, and "
+               "reply), each run in a savepoint rolled back before the statement itself: "
+               "sequential scans of user tables: "
                + (", ".join(explain["seq_scans"]) or "none") + ".")
     if markdown:
         for i, st in enumerate(explain["statements"], 1):
