@@ -10,8 +10,11 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
    records and conversations with 100 / 10k messages, on SQLite and PostgreSQL, each beside
    its floor (raw cursor fetch of the same rows + the pure resolver, projection, planner),
    with SQL query counts and tracemalloc peaks;
-3. on PostgreSQL, the whole turn (create → plan → reply) from 8 client threads against
-   gunicorn, beside the same server's trivial JSON endpoint as the ceiling;
+3. on PostgreSQL, the whole turn against gunicorn beside the same server's trivial JSON
+   endpoint as the ceiling and the authenticated one: the three-request turn (create → plan
+   → reply) from 8 client threads at 1,000 memories, and the one round trip (create with plan
+   → reply) from 8 threads and from one at 100, 1,000 and 10,000 memories per user; SQL
+   statements per step counted in a warm process;
 4. the relevance order (I6): the quality check of `bench.relevance` (300 memories over 30
    topics, a memory share that fits about 10 items: how many admitted memories are about
    the message's topic, under `relevance` and under `certainty`), and on each database the
@@ -23,7 +26,14 @@ BENCH_POSTGRES=postgres://user@host:port to point elsewhere). The table is print
 goes to bench/results/latest.json (smoke: bench/results/smoke.json) and a full run also
 rewrites bench/RESULTS.md up to its hand-written sections (`report.KEPT_FROM` and everything
 after it stay as they are). Targets are reported as pass/MISS, never enforced: the exit
-status is non-zero only when the harness itself fails.
+status is non-zero only when the harness itself fails. A phase with any error (a non-2xx
+answer, a 429, an exception) misses its target whatever its speed, and the table says how
+many errors it had.
+
+`--populated` (opt-in: the first build takes minutes) adds the populated database of
+`bench.populated`: 1,000 users with 1,000 memories each in `companion_bench_pop`, built once
+and reused, where the single-client turn is compared with the same turn in the empty
+database and every statement of the turn is shown under EXPLAIN (ANALYZE, BUFFERS).
 """
 
 from __future__ import annotations
@@ -82,10 +92,16 @@ HOW = (
     "socket); each timed call alternates with a call of the floor (raw cursor with the "
     "selector's WHERE + pure resolver, projection and planner), so ratio = endpoint p50 / "
     "floor p50. Query counts: `CaptureQueriesContext`; peaks: `tracemalloc` during one call. "
+    "The pure resolver is timed with the collector paused (as a request runs it), on and with "
+    "its input frozen, beside a linear control loop over the same records. "
     "The whole turn runs against a real gunicorn (sync workers, CONN_MAX_AGE=60) on "
-    "127.0.0.1 with 8 client threads (`http.client`), one user and conversation per thread "
-    "(1,000 records each); the trivial endpoint `/bench/ping` (a Django view returning "
-    "JSON, same middleware) is measured before and after on the same server."
+    "127.0.0.1 with 8 client threads (`http.client`) and with one, one user and conversation "
+    "per thread (100, 1,000 and 10,000 records each); the trivial endpoint `/bench/ping` (a "
+    "Django view returning JSON, same middleware) is measured before and after on the same "
+    "server. The runtime throttle counts every request but its limit is raised "
+    "(THROTTLE_RUNTIME=1000000/min) so the limit, sized for one runtime, is not what is "
+    "measured; any non-2xx answer (a 429 included) or exception is an error, and a phase with "
+    "errors misses its target."
 )
 
 

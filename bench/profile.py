@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             "conversation_db": info.conversation.replace("-", "") if sqlite else info.conversation,
         }
         context = world.context()
-        from .turns import REPLY, TURN_TEXTS
+        from .turns import PLAN, REPLY, TURN_TEXTS
 
         counter = iter(range(10**9))
 
@@ -151,11 +151,24 @@ def main(argv: list[str] | None = None) -> int:
                                 content_type="application/json")
             assert reply.status_code == 201, reply.content[:200]
 
+        def one_trip():
+            """The one round trip: create with a plan, then the reply (what a user waits for)."""
+            n = next(counter)
+            created = client.post(f"/api/v1/conversations/{info.conversation}/turns",
+                                  json.dumps({"turn_key": f"q{n}", "plan": PLAN,
+                                              "content": TURN_TEXTS[n % len(TURN_TEXTS)]}),
+                                  content_type="application/json")
+            assert created.status_code == 201, created.content[:200]
+            reply = client.post(f"/api/v1/turns/{created.json()['id']}/reply",
+                                json.dumps({"content": REPLY}), content_type="application/json")
+            assert reply.status_code == 201, reply.content[:200]
+
         def ping():
             assert client.get("/bench/ping").status_code == 200
 
         calls = {
             "turn": whole_turn,
+            "turn-one": one_trip,
             "ping": ping,
             "resolve": lambda: client.post("/api/v1/memory/resolve", body,
                                            content_type="application/json"),
