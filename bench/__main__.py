@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                 "populated": args.populated,
                 "populated_spec": POPULATED if not args.smoke else POPULATED_SMOKE,
                 "populated_round_s": 0.5 if args.smoke else 3.0,
-                "populated_rounds": 2 if args.smoke else 6,
+                "populated_rounds": 2 if args.smoke else 8,
                 "lock_wait": sizes["lock_wait"],
                 "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
             }

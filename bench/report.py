@@ -359,7 +359,9 @@ def _render_populated(pop: dict, h, markdown: bool) -> list[str]:
                   if pop.get("reused") else f"Built in this run in {build['seconds']:.0f} s.")
                + " The single-client one round trip + reply for the same generated user "
                f"({pop.get('memories', 1_000):,} memories, 100 messages) loaded fresh into each "
-               "database, served by one gunicorn per database, in alternating rounds:")
+               "database (the empty one is the run's own `companion_bench`, which holds only the "
+               "run's generated users), served by one gunicorn per database, in alternating "
+               "rounds:")
     rows = [[name, r["rounds"], r["units"], r["p50_ms"], r["p50_min_ms"], r["p50_max_ms"],
              r["p99_ms"], r["errors"]] for name, r in pop["single"].items()]
     out.append(_table(["database", "rounds", "turns", "p50 ms (median of rounds)",
