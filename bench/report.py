@@ -74,14 +74,15 @@ def targets(results: dict) -> list[dict]:
         add("pure resolver >= 1,000,000 records/s at N=10k", "not run at N=10k", None)
     if "scaling_100k_10k" in pure:
         by = pure.get("scaling_by_regime")
-        add("t(100k) / t(10k) <= 12 (collector paused, as in a request)",
-            f"{pure['scaling_100k_10k']:.1f}" + (
-                f" (collector on {by['enabled']:.1f}, input frozen {by['frozen']:.1f}; a linear "
-                f"control loop over the same records {by['control']:.1f})" if by else ""),
-            pure["scaling_100k_10k"] <= SCALING_TARGET)
+        add("t(100k) / t(10k) <= 12 (CPU time, collector paused as in a request)",
+            f"{pure['scaling_100k_10k_cpu']:.1f} (wall {pure['scaling_100k_10k']:.1f}"
+            + (f"; CPU with the collector on {by['enabled']:.1f}, input frozen "
+               f"{by['frozen']:.1f}; a linear control loop over the same records "
+               f"{by['control']:.1f}" if by else "") + ")",
+            pure["scaling_100k_10k_cpu"] <= SCALING_TARGET)
     else:
-        add("t(100k) / t(10k) <= 12 (collector paused, as in a request)", "not run at N=100k",
-            None)
+        add("t(100k) / t(10k) <= 12 (CPU time, collector paused as in a request)",
+            "not run at N=100k", None)
     slots = pure.get("slots")
     if slots:
         add("hot slot (one slot, n versions) no slower than n records over many slots",
@@ -405,20 +406,21 @@ def render(results: dict, *, markdown: bool) -> str:
     if pure:
         out.append(h("Pure resolver (memory.resolver.resolve, no Django)"))
         rows = [[r["n"], r["best_ms"], r["records_per_s"], r["best_cpu_ms"],
-                 r.get("gc", {}).get("enabled"), r.get("gc", {}).get("frozen"),
-                 r.get("gc", {}).get("control"), r["active"], r["excluded"]]
+                 r.get("gc_cpu", {}).get("enabled"), r.get("gc_cpu", {}).get("frozen"),
+                 r.get("gc_cpu", {}).get("control"), r["active"], r["excluded"]]
                 for r in pure["sizes"]]
         out.append(_table(["N records", "best ms (collector paused)", "records/s", "best CPU ms",
-                           "collector on ms", "input frozen ms", "control loop ms", "active",
-                           "excluded"], rows, markdown))
+                           "CPU ms, collector on", "CPU ms, input frozen",
+                           "CPU ms, control loop", "active", "excluded"], rows, markdown))
         extra = []
         if "scaling_100k_10k" in pure:
             extra.append(f"t(100k)/t(10k) = {pure['scaling_100k_10k']:.1f} with the collector "
                          f"paused (CPU {pure['scaling_100k_10k_cpu']:.1f})")
             by = pure.get("scaling_by_regime")
             if by:
-                extra.append(f"collector on {by['enabled']:.1f}, input frozen {by['frozen']:.1f}; "
-                             f"the linear control loop {by['control']:.1f} (the caches)")
+                extra.append(f"in CPU time with the collector on {by['enabled']:.1f}, input "
+                             f"frozen {by['frozen']:.1f}; the linear control loop "
+                             f"{by['control']:.1f} (the caches)")
         slots = pure.get("slots")
         if slots:
             extra.append(f"hot slot {slots['hot']['n']:,} versions {slots['hot']['best_ms']:.1f} ms vs "
