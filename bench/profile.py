@@ -21,15 +21,18 @@ from urllib.parse import urlencode
 PROFILES = Path(__file__).resolve().parent / "profiles"
 
 
-def _cprofiler(top: int):
-    """A cProfile-backed stand-in for pyinstrument's `Profiler` (start, stop, output_text)."""
+def _cprofiler(top: int, cpu: bool = False):
+    """A cProfile-backed stand-in for pyinstrument's `Profiler` (start, stop, output_text);
+    with `cpu`, timed by the process's CPU time (waits for the database or for a core left
+    out)."""
     import cProfile
     import io
     import pstats
+    import time
 
     class CProfiler:
         def __init__(self, interval: float = 0.0):
-            self.profile = cProfile.Profile()
+            self.profile = cProfile.Profile(time.process_time) if cpu else cProfile.Profile()
 
         def start(self):
             self.profile.enable()
@@ -62,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                                                    "floor-resolve, floor-plan")
     parser.add_argument("--pyinstrument", action="store_true", help="pyinstrument's call tree instead of cProfile")
     parser.add_argument("--top", type=int, default=40, help="cProfile: rows per listing")
+    parser.add_argument("--cpu", action="store_true",
+                        help="cProfile timed by CPU time (leaves out waits for the database)")
     args = parser.parse_args(argv)
     if args.pyinstrument:
         try:
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             print("pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr)
             return 2
     else:
-        Profiler = _cprofiler(args.top)
+        Profiler = _cprofiler(args.top, cpu=args.cpu)
     PROFILES.mkdir(exist_ok=True)
     suffix = f"-{args.tag}" if args.tag else ""
 
