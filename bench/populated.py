@@ -280,7 +280,7 @@ class Explainer:
                 raw.execute("ROLLBACK TO SAVEPOINT bench_explain" if atomic else "ROLLBACK")
                 if atomic:
                     raw.execute("RELEASE SAVEPOINT bench_explain")
-            self.plans.append({"step": self.step, "sql": _shorten(sql), "plan": plan,
+            self.plans.append({"step": self.step, "sql": _shorten(sql), "plan": redact(plan),
                                "seq_scans": seq_scans(plan)})
         return execute(sql, params, many, context)
 
@@ -288,6 +288,17 @@ class Explainer:
 def _shorten(sql: str, limit: int = 240) -> str:
     sql = re.sub(r"\s+", " ", sql).strip()
     return sql if len(sql) <= limit else sql[:limit] + " …"
+
+
+_LITERAL = re.compile(r"'((?:[^']|'')*)'")
+_WORD = re.compile(r"[a-z_.\-]{1,24}")
+
+
+def redact(plan: str) -> str:
+    """The plan with its data left out: every quoted literal that is not a short lowercase
+    word (a status, a scope kind, a capability) becomes '…' — no message, value, name, id,
+    time or hash reaches the results (SPEC S1 for logs, kept here too)."""
+    return _LITERAL.sub(lambda m: m.group(0) if _WORD.fullmatch(m.group(1)) else "'…'", plan)
 
 
 def seq_scans(plan: str) -> list[str]:

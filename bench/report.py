@@ -365,7 +365,8 @@ def _render_populated(pop: dict, h, markdown: bool) -> list[str]:
                "rounds:")
     rows = [[name, r["rounds"], r["units"], r["p50_ms"], r["p50_min_ms"], r["p50_max_ms"],
              r["p99_ms"], r["errors"]] for name, r in pop["single"].items()]
-    out.append(_table(["database", "rounds", "turns", "p50 ms (median of rounds)",
+    out.append(("\n" if markdown else "") + _table(["database", "rounds", "turns",
+                       "p50 ms (median of rounds)",
                        "lowest round p50", "highest round p50", "worst p99 ms", "errors"],
                       rows, markdown))
     explain = pop["explain"]

@@ -166,3 +166,16 @@ def test_no_target_names_an_issue_and_the_report_renders():
     for markdown in (False, True):
         text = report.render(results, markdown=markdown)
         assert "10,000 memories" in text and "companion_bench_pop" in text
+
+
+def test_an_explained_plan_keeps_no_data_and_names_sequential_scans_of_user_tables():
+    from bench.populated import redact, seq_scans
+
+    plan = ("Seq Scan on config_apitoken  Filter: ((token_hash)::text = 'a1b2c3'::text)\n"
+            "Index Scan using m on memory_memoryrecord  Filter: (scope_kind = 'scene' AND "
+            "value = 'My dog''s name is Rex.' AND scope_id = 'user:pop-run-1')\n"
+            "Seq Scan on memory_tombstone t")
+    text = redact(plan)
+    assert "a1b2c3" not in text and "Rex" not in text and "pop-run" not in text
+    assert "'scene'" in text
+    assert seq_scans(plan) == ["memory_tombstone"]
