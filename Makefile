@@ -39,6 +39,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# `make bench BENCH_ARGS=--populated` adds the populated database (built once, then reused).
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
 

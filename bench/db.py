@@ -102,6 +102,7 @@ class BenchDatabase:
         os.environ["DATABASE_URL"] = self.url
         os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
         os.environ.setdefault("BENCH_LOG_NAME", f"server-{self.vendor}.log")
+        os.environ.setdefault("THROTTLE_RUNTIME", "1000000/min")  # see bench.turns.Server
 
     def drop(self) -> None:
         if self.vendor == "sqlite":

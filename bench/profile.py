@@ -21,15 +21,18 @@ from urllib.parse import urlencode
 PROFILES = Path(__file__).resolve().parent / "profiles"
 
 
-def _cprofiler(top: int):
-    """A cProfile-backed stand-in for pyinstrument's `Profiler` (start, stop, output_text)."""
+def _cprofiler(top: int, cpu: bool = False):
+    """A cProfile-backed stand-in for pyinstrument's `Profiler` (start, stop, output_text);
+    with `cpu`, timed by the process's CPU time (waits for the database or for a core left
+    out)."""
     import cProfile
     import io
     import pstats
+    import time
 
     class CProfiler:
         def __init__(self, interval: float = 0.0):
-            self.profile = cProfile.Profile()
+            self.profile = cProfile.Profile(time.process_time) if cpu else cProfile.Profile()
 
         def start(self):
             self.profile.enable()
@@ -62,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                                                    "floor-resolve, floor-plan")
     parser.add_argument("--pyinstrument", action="store_true", help="pyinstrument's call tree instead of cProfile")
     parser.add_argument("--top", type=int, default=40, help="cProfile: rows per listing")
+    parser.add_argument("--cpu", action="store_true",
+                        help="cProfile timed by CPU time (leaves out waits for the database)")
     args = parser.parse_args(argv)
     if args.pyinstrument:
         try:
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             print("pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr)
             return 2
     else:
-        Profiler = _cprofiler(args.top)
+        Profiler = _cprofiler(args.top, cpu=args.cpu)
     PROFILES.mkdir(exist_ok=True)
     suffix = f"-{args.tag}" if args.tag else ""
 
@@ -134,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             "conversation_db": info.conversation.replace("-", "") if sqlite else info.conversation,
         }
         context = world.context()
-        from .turns import REPLY, TURN_TEXTS
+        from .turns import PLAN, REPLY, TURN_TEXTS
 
         counter = iter(range(10**9))
 
@@ -151,11 +156,24 @@ def main(argv: list[str] | None = None) -> int:
                                 content_type="application/json")
             assert reply.status_code == 201, reply.content[:200]
 
+        def one_trip():
+            """The one round trip: create with a plan, then the reply (what a user waits for)."""
+            n = next(counter)
+            created = client.post(f"/api/v1/conversations/{info.conversation}/turns",
+                                  json.dumps({"turn_key": f"q{n}", "plan": PLAN,
+                                              "content": TURN_TEXTS[n % len(TURN_TEXTS)]}),
+                                  content_type="application/json")
+            assert created.status_code == 201, created.content[:200]
+            reply = client.post(f"/api/v1/turns/{created.json()['id']}/reply",
+                                json.dumps({"content": REPLY}), content_type="application/json")
+            assert reply.status_code == 201, reply.content[:200]
+
         def ping():
             assert client.get("/bench/ping").status_code == 200
 
         calls = {
             "turn": whole_turn,
+            "turn-one": one_trip,
             "ping": ping,
             "resolve": lambda: client.post("/api/v1/memory/resolve", body,
                                            content_type="application/json"),

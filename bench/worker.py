@@ -81,23 +81,33 @@ def main(vendor: str, config: dict, out_path: str) -> int:
 
         if vendor == "postgres" and config.get("turn_seconds", 0) > 0:
             started = time.perf_counter()
-            users = []
-            for i in range(config["turn_clients"]):
-                world = data.build_world(config["turn_records"], seed=seed + 1 + i,
-                                         user=f"bench-turn-{i}", n_messages=100)
-                users.append(load.load_world(world, with_turn=False))
+            groups: dict[int, list] = {}
+            for n in config["turn_sizes"]:
+                groups[n] = []
+                for i in range(config["turn_clients"]):
+                    world = data.build_world(n, seed=seed + 1 + i, user=f"bench-turn-{n}-{i}",
+                                             n_messages=100, id_seed=seed * 7 + n * 1_009 + i)
+                    groups[n].append(load.load_world(world, with_turn=False))
             load.analyze()
-            log(f"  {vendor}: loaded {len(users)} turn users in {time.perf_counter() - started:.1f}s")
-            queries = turns.inprocess_queries(users[-1].conversation, token)
+            log(f"  {vendor}: loaded {sum(map(len, groups.values()))} turn users "
+                f"({', '.join(f'{len(g)} × {n:,}' for n, g in groups.items())} memories) in "
+                f"{time.perf_counter() - started:.1f}s")
+            main = config["turn_main"]
+            queries = turns.inprocess_queries(groups[main][-1].conversation, token)
             log(f"  {vendor}: queries per turn {queries}")
             connection.close()
+            conversations = {n: [u.conversation for u in g] for n, g in groups.items()}
             result["turns"] = turns.run(
-                db.url, [u.conversation for u in users], token,
-                clients=config["turn_clients"], workers=config["turn_workers"],
-                seconds=config["turn_seconds"], log=log,
+                db.url, conversations, token, clients=config["turn_clients"],
+                workers=config["turn_workers"], seconds=config["turn_seconds"], log=log,
+                main_size=main,
             )
-            result["turns"]["records_per_user"] = config["turn_records"]
+            result["turns"]["records_per_user"] = main
             result["turns"]["queries"] = queries
+            if config.get("populated"):
+                from . import populated
+
+                result["populated"] = populated.run(db.url, token, config, log)
     except Exception:  # noqa: BLE001 - reported in the results, the run goes on
         result["error"] = traceback.format_exc()
         log(result["error"])
