@@ -40,12 +40,22 @@ class ForgetForm(ReasonForm):
 
 
 
+class PreciseDateTimeInput(forms.DateTimeInput):
+    """A date and time shown to the microsecond (Django's input drops them from an initial
+    value)."""
+
+    supports_microseconds = True
+
+
 class ExplainForm(forms.Form):
     user = forms.CharField(max_length=150, label="User", help_text="The user ref (username).")
     character = forms.ChoiceField(required=False)
     conversation = forms.UUIDField(required=False, help_text="A conversation id of this user.")
     scene = forms.CharField(required=False, max_length=100)
     now = forms.DateTimeField(
+        # Shown back with its microseconds: a time resubmitted from the page is the same instant,
+        # never one just before the record it explains (which would then read "not valid yet").
+        widget=PreciseDateTimeInput(format="%Y-%m-%d %H:%M:%S.%f"),
         required=False, label="Time",
         help_text="Valid time, UTC (2026-08-05T12:00:00Z). Empty: now, by the database clock.",
     )

@@ -80,3 +80,22 @@ def test_it_needs_the_explain_permission(world):
     staff = UserFactory(username="staff-only", is_staff=True)
     assert staff_client(staff).get(URL, {"user": "sam"}).status_code == 403
     assert staff_client(UserFactory(username="not-staff")).get(URL).status_code == 302  # to the admin login
+
+
+def test_r3_a_time_shown_back_on_the_explain_form_is_resubmitted_as_the_same_instant():
+    """R3 at the record's own `valid_from`: the form shows its time with microseconds, so
+    explaining again from the page compares the same instant (active), never a time cut to
+    the second before it (which would read "not valid yet")."""
+    import re
+    from datetime import UTC, datetime
+
+    from support.forms import ExplainForm
+
+    moment = datetime(2026, 12, 1, 19, 21, 58, 588900, tzinfo=UTC)
+    shown = ExplainForm(initial={"now": moment})["now"].as_widget()
+    value = re.search(r'value="([^"]+)"', shown).group(1)
+    again = ExplainForm({"user": "x", "now": value, "requested_by": "assistant"})
+    again.fields["character"].choices = [("", "-")]
+    again.fields["requested_by"].choices = [("assistant", "assistant")]
+    again.is_valid()
+    assert again.cleaned_data["now"] == moment
