@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import permissions, serializers
@@ -18,13 +18,13 @@ from rest_framework.response import Response
 from config import credentials
 from config import problems as problem_codes
 from config.errors import DomainError
+from config.problems import PROBLEM_CONTENT_TYPE, problem
 from config.throttle import RuntimeThrottle  # noqa: F401  (its old home: tests patch it here)
 
 from .models import ApiToken
 
 log = logging.getLogger("companion.api")
 
-PROBLEM_CONTENT_TYPE = "application/problem+json"
 
 
 class RuntimeClient:
@@ -108,14 +108,6 @@ _DRF_CODES = {
 }
 
 
-def problem(status: int, code: str, title: str, detail: str, errors=None, headers=None, **extra) -> dict:
-    body = {"type": f"/problems/{code}", "title": title, "status": status, "detail": detail, "code": code}
-    if errors:
-        body["errors"] = errors
-    body.update(extra)
-    return body
-
-
 def _flatten_errors(data, prefix: str = "") -> dict[str, list[str]]:
     """DRF nests errors like its input; the problem body wants `field.sub: [messages]`."""
     out: dict[str, list[str]] = {}
@@ -171,11 +163,6 @@ def problem_exception_handler(exc, context):
         headers["Retry-After"] = str(int(exc.wait))
     response = Response(body, status=status, content_type=PROBLEM_CONTENT_TYPE, headers=headers)
     return response
-
-
-def json_problem_response(status: int, code: str, title: str, detail: str, **extra) -> JsonResponse:
-    return JsonResponse(problem(status, code, title, detail, **extra), status=status,
-                        content_type=PROBLEM_CONTENT_TYPE)
 
 
 # ---------------------------------------------------------------------------------------------

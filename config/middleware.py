@@ -3,7 +3,7 @@ stream, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE alone would not stop a huge body
 
 from django.conf import settings
 
-from config.api import json_problem_response
+from config.problems import json_problem_response
 
 
 class ApiBodyLimitMiddleware:

@@ -40,6 +40,7 @@ from django.http.multipartparser import MultiPartParserError
 
 from config import metrics, outage
 from config.error_pages import server_error_page
+from config.problems import json_problem_response
 
 errors_log = logging.getLogger("companion.errors")
 
@@ -119,8 +120,6 @@ def server_error_response(request) -> HttpResponse:
     """The 500 the client gets: problem+json with the request id on API paths, the 500 page
     (with `request_id` in its context) elsewhere. Marked as logged, so Django does not log the
     same failure a second time."""
-    from config.api import json_problem_response
-
     request_id = getattr(request, "request_id", current_request_id())
     if is_api_path(request.path):
         response = json_problem_response(

@@ -13,8 +13,9 @@ from django.views.decorators.http import require_GET
 from rest_framework.exceptions import AuthenticationFailed
 
 from config import metrics
-from config.api import BearerTokenAuthentication, json_problem_response
+from config.api import BearerTokenAuthentication
 from config.cache import cache_state
+from config.problems import json_problem_response
 
 log = logging.getLogger("companion.ops")
 

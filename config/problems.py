@@ -7,10 +7,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+
+def problem(status: int, code: str, title: str, detail: str, errors=None, headers=None, **extra) -> dict:
+    body = {"type": f"/problems/{code}", "title": title, "status": status, "detail": detail, "code": code}
+    if errors:
+        body["errors"] = errors
+    body.update(extra)
+    return body
+
+
+def json_problem_response(status: int, code: str, title: str, detail: str, **extra) -> JsonResponse:
+    return JsonResponse(problem(status, code, title, detail, **extra), status=status,
+                        content_type=PROBLEM_CONTENT_TYPE)
 
 
 @dataclass(frozen=True)

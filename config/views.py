@@ -10,7 +10,8 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from config import problems
-from config.api import json_problem_response
+from config.observability import handle_uncaught
+from config.problems import json_problem_response
 
 
 def _is_api(request) -> bool:
@@ -44,8 +45,6 @@ def forbidden(request, exception=None):
 def server_error(request):
     """handler500 (an exception outside a view): logged once, answered with the request id
     (SPEC §12 O1; see config.observability)."""
-    from config.observability import handle_uncaught
-
     return handle_uncaught(request)
 
 
