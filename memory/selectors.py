@@ -2,6 +2,8 @@
 candidate read is one query for records with their sources and one for tombstones,
 whatever the number of records (DESIGN: constant query counts)."""
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import uuid

@@ -8,6 +8,8 @@ version, and one idempotency key stores one record), and the unique constraint o
 (user, scope_id, key, version) stays as a backstop.
 """
 
+from __future__ import annotations
+
 import hashlib
 import hmac
 import json

@@ -11,6 +11,8 @@ a memory by its label, never by its value: a value does not belong in a cookie o
 A search term does not belong in an address either (SPEC §12): the search form is posted and
 the term is kept in the session."""
 
+from __future__ import annotations
+
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from config.api import Pagination, problems, validated
 from conversations.selectors import load_context, user_by_ref
 
-from . import selectors, services
+from . import media_jobs, selectors, services
 from .serializers import (
     CapabilityOutput,
     CapabilityPageOutput,
@@ -134,7 +134,7 @@ class MediaJobAdmitApi(APIView):
     def post(self, request):
         data = validated(MediaJobAdmitInput, request.data)
         context = load_context(data["context"])
-        job, created = services.media_job_admit(
+        job, created = media_jobs.media_job_admit(
             context=context, capability=data["capability"], requested_by=data["requested_by"],
             idempotency_key=data["idempotency_key"],
         )
@@ -149,7 +149,7 @@ class MediaJobStartApi(APIView):
                    responses={200: MediaJobOutput, **problems(400, 401, 404)})
     def post(self, request, job_id):
         validated(MediaJobStartInput, request.data)
-        job = services.media_job_start(job_id=job_id)
+        job = media_jobs.media_job_start(job_id=job_id)
         return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data)
 
 
@@ -160,6 +160,6 @@ class MediaJobCompleteApi(APIView):
                    responses={200: MediaJobOutput, **problems(400, 401, 404, 409)})
     def post(self, request, job_id):
         validated(MediaJobCompleteInput, request.data)
-        job = services.media_job_complete(job_id=job_id)
+        job = media_jobs.media_job_complete(job_id=job_id)
         return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data)
 

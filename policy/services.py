@@ -14,28 +14,25 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Q
 
 from config import catalog, metrics
 from config.clock import db_now
-from config.errors import Conflict, IdempotencyKeyReused, NotFound, ValidationError
+from config.errors import Conflict, NotFound, ValidationError
 from conversations.selectors import LoadedContext, character_by_slug, conversation_of_user
 
 from . import engine
 from .domain import (
-    ADMISSION_STATUS,
     ANSWERS,
     DEFAULT_SCOPE_KINDS,
     EFFECTS,
     EXPLICIT_USER,
     JOB_CANCELLED,
-    JOB_DONE,
     JOB_NEEDS_CONFIRMATION,
     JOB_QUEUED,
     JOB_REASON_USER_DENIED,
     JOB_REJECTED,
-    JOB_RUNNING,
     PRODUCT_DEFAULT,
     REMEMBER,
     REQUESTERS,
@@ -47,8 +44,6 @@ from .domain import (
     PolicyContext,
     PolicyVersion,
     context_ids_from_scope_ids,
-    is_media_capability,
-    job_reason,
 )
 from .models import (
     Capability,
@@ -114,7 +109,7 @@ class AnswerOutcome:
 # Helpers
 
 
-def _require_choice(value, choices, *, field: str, allow_none: bool = False) -> None:
+def require_choice(value, choices, *, field: str, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
     if value not in choices:
@@ -156,7 +151,7 @@ def _bump(row: UserPolicyVersion | DefaultsPolicyVersion) -> int:
     return row.version
 
 
-def _decide_and_log(*, user, context: PolicyContext, character_id, conversation_id,
+def decide_and_log(*, user, context: PolicyContext, character_id, conversation_id,
                     capabilities: Sequence[Capability], requested_by: str,
                     explain: bool = False) -> list[DecisionOutcome]:
     """D1–D7 and D10 for one or more capabilities in a constant number of queries: the policy
@@ -225,10 +220,10 @@ def decision_make(*, context: LoadedContext, capability: str, requested_by: str,
                   explain: bool = False) -> DecisionOutcome:
     """D1–D7, logged (D10). With `explain`, every rule of the user and every product default
     for the capability is loaded and explained; the decision is the same."""
-    _require_choice(requested_by, REQUESTERS, field="requested_by")
+    require_choice(requested_by, REQUESTERS, field="requested_by")
     found = capability_by_name(capability)
     with transaction.atomic():
-        return _decide_and_log(
+        return decide_and_log(
             user=context.user, context=policy_context(context),
             character_id=context.character.pk if context.character else None,
             conversation_id=context.conversation.pk if context.conversation else None,
@@ -240,12 +235,12 @@ def decisions_make(*, context: LoadedContext, capabilities: Sequence[str],
                    requested_by: str = "assistant") -> list[DecisionOutcome]:
     """D1–D7 for several capabilities at once (the prompt plan's `policy`), in the same number
     of queries as one: one version read, one rule query, one insert into the log."""
-    _require_choice(requested_by, REQUESTERS, field="requested_by")
+    require_choice(requested_by, REQUESTERS, field="requested_by")
     found = capabilities_by_name(capabilities)
     if not found:
         return []
     with transaction.atomic():
-        return _decide_and_log(
+        return decide_and_log(
             user=context.user, context=policy_context(context),
             character_id=context.character.pk if context.character else None,
             conversation_id=context.conversation.pk if context.conversation else None,
@@ -263,7 +258,7 @@ def _scope_rows(*, user, scope: Mapping) -> dict:
     checked: the character exists, the conversation belongs to the rule's user, a product
     default is global or per character."""
     kind = scope.get("kind")
-    _require_choice(kind, SCOPE_KINDS, field="scope.kind")
+    require_choice(kind, SCOPE_KINDS, field="scope.kind")
     if user is None and kind not in DEFAULT_SCOPE_KINDS:
         raise ValidationError("A product default has a global or character scope.", field="scope.kind")
     needed = {"global": set(), "character": {"character"}, "conversation": {"conversation"},
@@ -338,9 +333,9 @@ def _rule_create_at(*, now: datetime | None, user, capability: str, effect: str,
     (SPEC §0: one reading per transaction). With `replace` (D11), the user's live explicit
     choices at the place are revoked at that reading, and the new rule succeeds the newest of
     them (its version + 1); one version bump for it all (D7)."""
-    _require_choice(effect, EFFECTS, field="effect")
-    _require_choice(source, SOURCES, field="source")
-    _require_choice(requested_by, REQUESTERS, field="requested_by", allow_none=True)
+    require_choice(effect, EFFECTS, field="effect")
+    require_choice(source, SOURCES, field="source")
+    require_choice(requested_by, REQUESTERS, field="requested_by", allow_none=True)
     if user is None and source != PRODUCT_DEFAULT:
         raise ValidationError("A rule without a user is a product default.", field="source")
     if user is not None and source == PRODUCT_DEFAULT:
@@ -402,11 +397,11 @@ def rule_change(*, rule_id, owner: User | None = None, effect: str = KEEP, reque
     (D7). A successor without a new `valid_from` starts when its predecessor is revoked.
     Changing a revoked rule is a conflict: its successor, if any, is the one to change."""
     if effect is not KEEP:
-        _require_choice(effect, EFFECTS, field="effect")
+        require_choice(effect, EFFECTS, field="effect")
     if requested_by is not KEEP:
-        _require_choice(requested_by, REQUESTERS, field="requested_by", allow_none=True)
+        require_choice(requested_by, REQUESTERS, field="requested_by", allow_none=True)
     if source is not KEEP:
-        _require_choice(source, SOURCES, field="source")
+        require_choice(source, SOURCES, field="source")
     with transaction.atomic():
         rule, version_row = _locked_rule(rule_id, owner=owner)
         if rule.revoked_at is not None:
@@ -486,8 +481,8 @@ def decision_answer(*, decision_id, answer: str, remember: str, media_job_id=Non
     the user's version, D7); `once` applies to this decision only, and to the media job the
     answer names. One answer per decision: the same answer again is a replay, another one a
     conflict."""
-    _require_choice(answer, ANSWERS, field="answer")
-    _require_choice(remember, REMEMBER, field="remember")
+    require_choice(answer, ANSWERS, field="answer")
+    require_choice(remember, REMEMBER, field="remember")
     with transaction.atomic():
         decision = decision_by_id(decision_id)
         # Serialises answers to one decision (two taps on "yes").
@@ -530,142 +525,6 @@ def decision_answer(*, decision_id, answer: str, remember: str, media_job_id=Non
             answer=saved, rule=rule, media_job=job,
             policy_version=policy_version_of(decision.user_id), replayed=False,
         )
-
-
-# ---------------------------------------------------------------------------------------------
-# Media jobs (D9)
-
-
-def _job_fingerprint(*, capability: str, requested_by: str, character_id, conversation_id, scene) -> tuple:
-    return (capability, requested_by, character_id, str(conversation_id) if conversation_id else None, scene)
-
-
-def _replay_job(job: MediaJob, fingerprint: tuple) -> tuple[MediaJob, bool]:
-    seen = _job_fingerprint(
-        capability=job.capability_id, requested_by=job.requested_by, character_id=job.character_id,
-        conversation_id=job.conversation_id, scene=job.scene,
-    )
-    if seen != fingerprint:
-        raise IdempotencyKeyReused("This idempotency key was used for another media job.")
-    return job, False
-
-
-def media_job_admit(*, context: LoadedContext, capability: str, requested_by: str,
-                    idempotency_key: str) -> tuple[MediaJob, bool]:
-    """D9: admit a media job with the decision and policy version of this moment (allow →
-    queued, ask → needs-confirmation, deny → rejected). The idempotency key is unique per user:
-    the same request again returns the same job (`created` False); the same key for another
-    request is a conflict. Returns (job, created)."""
-    _require_choice(requested_by, REQUESTERS, field="requested_by")
-    if not isinstance(idempotency_key, str) or not 0 < len(idempotency_key) <= IDEMPOTENCY_KEY_MAX:
-        raise ValidationError("An idempotency key of 1–255 characters.", field="idempotency_key")
-    found = capability_by_name(capability)
-    if not is_media_capability(found.name):
-        raise ValidationError("Media jobs are only for media capabilities.", field="capability")
-    user = context.user
-    character_id = context.character.pk if context.character else None
-    conversation_id = context.conversation.pk if context.conversation else None
-    fingerprint = _job_fingerprint(
-        capability=found.name, requested_by=requested_by, character_id=character_id,
-        conversation_id=conversation_id, scene=context.scene,
-    )
-    existing = MediaJob.objects.filter(user=user, idempotency_key=idempotency_key).first()
-    if existing is not None:
-        return _replay_job(existing, fingerprint)
-    with transaction.atomic():
-        outcome = _decide_and_log(
-            user=user, context=policy_context(context), character_id=character_id,
-            conversation_id=conversation_id, capabilities=[found], requested_by=requested_by,
-        )[0]
-        decision = outcome.decision
-        job = MediaJob(
-            user=user, idempotency_key=idempotency_key, capability=found, requested_by=requested_by,
-            character_id=character_id, conversation_id=conversation_id, scene=context.scene,
-            status=ADMISSION_STATUS[decision.effect],
-            reason="" if decision.effect == "allow" else job_reason(decision),
-            decision_id=outcome.decision_id, decision_effect=decision.effect,
-            decision_reason=decision.reason, decision_rule_ids=list(decision.rule_ids),
-            admission_defaults_version=outcome.policy_version.defaults,
-            admission_user_version=outcome.policy_version.user,
-            # One clock reading per request: the context's, unless it named a valid time.
-            created_at=db_now() if context.now_given else context.now,
-        )
-        try:
-            with transaction.atomic():
-                job.save(force_insert=True)
-        except IntegrityError:
-            # A concurrent request with the same key won the insert: answer as a replay.
-            existing = MediaJob.objects.filter(user=user, idempotency_key=idempotency_key).first()
-            if existing is None:
-                raise
-            return _replay_job(existing, fingerprint)
-        return job, True
-
-
-def _locked_job(job_id) -> MediaJob:
-    pk = as_uuid(job_id)
-    job = MediaJob.objects.select_for_update().filter(pk=pk).first() if pk else None
-    if job is None:
-        raise NotFound("No such media job.")
-    return job
-
-
-def media_job_start(*, job_id) -> MediaJob:
-    """D9: a worker asks to start a job. Under the job's row lock (concurrent starts start it
-    once), the rules are reloaded and the capability decided again at the database clock (not
-    a version compare: rules also expire). Allow → running; anything else → cancelled with the
-    reason and both versions (a job allowed once is cancelled only by a deny). A job waiting
-    for confirmation runs on allow, is cancelled on deny, and keeps waiting on ask. Any other
-    status is returned as it is: start is idempotent."""
-    with transaction.atomic():
-        job = _locked_job(job_id)
-        if job.status not in (JOB_QUEUED, JOB_NEEDS_CONFIRMATION):
-            return job
-        now = db_now()
-        context = PolicyContext(
-            user=job.user.username, now=now,
-            character=job.character.slug if job.character_id else None,
-            conversation=str(job.conversation_id) if job.conversation_id else None,
-            scene=job.scene,
-        )
-        outcome = _decide_and_log(
-            user=job.user, context=context, character_id=job.character_id,
-            conversation_id=job.conversation_id, capabilities=[job.capability],
-            requested_by=job.requested_by,
-        )[0]
-        decision = outcome.decision
-        if job.status == JOB_NEEDS_CONFIRMATION and decision.effect == "ask":
-            return job  # still unanswered: nothing to start or cancel
-        if job.status == JOB_QUEUED and job.allowed_once:
-            runs = decision.effect != "deny"
-        else:
-            runs = decision.effect == "allow"
-        job.start_decision_id = outcome.decision_id
-        job.start_defaults_version = outcome.policy_version.defaults
-        job.start_user_version = outcome.policy_version.user
-        if runs:
-            job.status, job.reason, job.started_at = JOB_RUNNING, "", now
-        else:
-            job.status, job.reason, job.finished_at = JOB_CANCELLED, job_reason(decision), now
-        job.save(update_fields=[
-            "status", "reason", "started_at", "finished_at", "start_decision_id",
-            "start_defaults_version", "start_user_version",
-        ])
-        return job
-
-
-def media_job_complete(*, job_id) -> MediaJob:
-    """D9: a running job is done; completing a done job again changes nothing. A job that
-    never ran (queued, waiting, rejected, cancelled) cannot complete: a conflict."""
-    with transaction.atomic():
-        job = _locked_job(job_id)
-        if job.status == JOB_DONE:
-            return job
-        if job.status != JOB_RUNNING:
-            raise Conflict(f"A {job.status} media job cannot complete; only a running one can.")
-        job.status, job.finished_at = JOB_DONE, db_now()
-        job.save(update_fields=["status", "finished_at"])
-        return job
 
 
 # ---------------------------------------------------------------------------------------------

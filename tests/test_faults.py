@@ -12,6 +12,7 @@ from memory import forgetting
 from memory import services as memory_services
 from memory.models import MemoryRecord, MemorySource, Tombstone
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from turns import replies
 from turns import services as conversation_services
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +87,7 @@ def test_it_leaves_nothing_behind_when_an_assert_fails_after_the_insert(conv, mo
 
 def test_it_returns_the_original_reply_after_a_lost_response(api, conv):
     turn = conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="hi").turn
-    first = conversation_services.turn_commit_reply(turn_id=turn.pk, content="Hello!")  # response lost
+    first = replies.turn_commit_reply(turn_id=turn.pk, content="Hello!")  # response lost
     retry = api.post(f"/api/v1/turns/{turn.pk}/reply", {"content": "Hello!"}, format="json")
     assert retry.status_code == 200 and retry.json()["message"]["id"] == str(first.message.pk)
 

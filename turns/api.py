@@ -19,7 +19,7 @@ from conversations import services as conversation_services
 from conversations.selectors import character_by_slug, user_by_ref
 from memory.serializers import ExtractedOutput, ProjectedOutput
 
-from . import services
+from . import replies, services
 from .portability import user_export, user_import
 from .serializers import plan_json, plan_params, turn_json
 from .snapshot import Snapshot, SnapshotInput
@@ -318,6 +318,6 @@ class TurnReplyApi(APIView):
     )
     def post(self, request, turn_id):
         data = validated(TurnReplyInput, request.data)
-        result = services.turn_commit_reply(turn_id=turn_id, content=data["content"])
+        result = replies.turn_commit_reply(turn_id=turn_id, content=data["content"])
         body = {"message": ReplyMessageOutput(result.message).data, "replayed": result.replayed}
         return Response(body, status=200 if result.replayed else 201)

@@ -35,13 +35,8 @@ from memory.forgetting import forget_key
 from memory.services import memory_assert
 from policy.services import decision_answer, decision_make
 
-from .services import (
-    turn_commit_reply,
-    turn_create,
-    turn_prompt_plan,
-    user_delete,
-    user_put,
-)
+from .replies import turn_commit_reply
+from .services import turn_create, turn_prompt_plan, user_delete, user_put
 
 User = get_user_model()
 

@@ -59,6 +59,8 @@ rounded to 6 decimals before ordering; each plan memory carries its rounded scor
 (``Plan.relevance``; ``None`` under ``certainty``).
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import math

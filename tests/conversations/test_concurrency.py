@@ -22,7 +22,7 @@ def test_it_commits_one_reply_under_concurrent_retries(conv, n):
     caller gets that first message, exactly one of them as new."""
     turn = services.turn_create(conversation_id=conv.pk, turn_key="t1", content="hi").turn
     results = run_concurrently(
-        lambda i: services.turn_commit_reply(turn_id=turn.pk, content=f"reply {i % 2}"), n
+        lambda i: replies.turn_commit_reply(turn_id=turn.pk, content=f"reply {i % 2}"), n
     )
     assert all(kind == "ok" for kind, _ in results), results
     replies = Message.objects.filter(conversation=conv, role="assistant")

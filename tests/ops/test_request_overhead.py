@@ -119,7 +119,7 @@ def test_a_reply_to_no_turn_is_a_404_and_writes_nothing(api, turn):
 
 def test_the_service_limits_a_reply_to_the_turns_owner(turn):
     from config.errors import NotFound
-    from turns.services import turn_commit_reply
+    from turns.replies import turn_commit_reply
 
     with pytest.raises(NotFound):
         turn_commit_reply(turn_id=turn.pk, content="Hi", user=UserFactory(username="other"))

@@ -18,7 +18,8 @@ from memory.models import MemoryRecord
 from memory.services import memory_assert
 from tests.pages.test_memory_pages import text
 from turns.planner import PlanParams
-from turns.services import turn_commit_reply, turn_create, turn_prompt_plan
+from turns.replies import turn_commit_reply
+from turns.services import turn_create, turn_prompt_plan
 
 pytestmark = pytest.mark.django_db
 

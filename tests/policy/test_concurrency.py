@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connection
 
-from policy import services
+from policy import media_jobs, services
 from policy.models import DecisionLog, MediaJob, UserPolicyVersion
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 from tests.helpers import postgres_only
@@ -81,10 +81,10 @@ def test_d9_concurrent_starts_start_a_job_once(capabilities):
     from conversations.selectors import load_context
 
     context = load_context({"user": "wren", "conversation": str(conversation.pk)})
-    job, _ = services.media_job_admit(context=context, capability="media.voice", requested_by="user",
+    job, _ = media_jobs.media_job_admit(context=context, capability="media.voice", requested_by="user",
                                       idempotency_key="once")
 
-    results, errors = run_together(lambda index: services.media_job_start(job_id=job.pk))
+    results, errors = run_together(lambda index: media_jobs.media_job_start(job_id=job.pk))
     assert errors == []
     assert {result.status for result in results} == {"running"}
     assert len({result.started_at for result in results}) == 1
@@ -98,7 +98,7 @@ def test_d9_concurrent_admissions_with_one_key_create_one_job(capabilities):
 
     def admit(index):
         context = load_context({"user": "wren", "conversation": str(conversation.pk)})
-        job, created = services.media_job_admit(context=context, capability="media.image",
+        job, created = media_jobs.media_job_admit(context=context, capability="media.image",
                                                 requested_by="assistant", idempotency_key="same")
         return job.pk, created
 

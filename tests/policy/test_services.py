@@ -5,7 +5,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from config.errors import Conflict, IdempotencyKeyReused, NotFound, ValidationError
-from policy import selectors, services
+from policy import media_jobs, selectors, services
 from policy.models import DecisionLog, MediaJob, PolicyRule
 from tests.factories import ConversationFactory, UserFactory, at
 
@@ -268,7 +268,7 @@ def test_d8_the_same_answer_twice_is_a_replay_and_another_one_a_conflict(convers
 
 
 def admit(conversation, context_of, key="job-1", capability="media.voice", **kw):
-    return services.media_job_admit(context=context_of(conversation, **kw), capability=capability,
+    return media_jobs.media_job_admit(context=context_of(conversation, **kw), capability=capability,
                                     requested_by="user", idempotency_key=key)
 
 
@@ -301,15 +301,15 @@ def test_d9_an_allowed_job_starts_and_completes_idempotently(wren, conversation,
     allow_voice(wren)
     job, _ = admit(conversation, context_of)
     clock.advance(minutes=1)
-    started = services.media_job_start(job_id=job.pk)
+    started = media_jobs.media_job_start(job_id=job.pk)
     assert (started.status, started.started_at) == ("running", clock.now)
     assert started.policy_version_at_start.as_dict() == {"defaults": 0, "user": 1}
     clock.advance(minutes=1)
-    assert services.media_job_start(job_id=job.pk).started_at == at("2026-08-05T12:01")
-    done = services.media_job_complete(job_id=job.pk)
+    assert media_jobs.media_job_start(job_id=job.pk).started_at == at("2026-08-05T12:01")
+    done = media_jobs.media_job_complete(job_id=job.pk)
     assert done.status == "done"
-    assert services.media_job_complete(job_id=job.pk).finished_at == done.finished_at
-    assert services.media_job_start(job_id=job.pk).status == "done"
+    assert media_jobs.media_job_complete(job_id=job.pk).finished_at == done.finished_at
+    assert media_jobs.media_job_start(job_id=job.pk).status == "done"
 
 
 def test_d9_a_stale_job_whose_rule_was_revoked_after_admission_is_cancelled(wren, conversation, context_of, clock):
@@ -317,11 +317,11 @@ def test_d9_a_stale_job_whose_rule_was_revoked_after_admission_is_cancelled(wren
     job, _ = admit(conversation, context_of)
     clock.advance(minutes=1)
     services.rule_revoke(rule_id=rule.pk)
-    started = services.media_job_start(job_id=job.pk)
+    started = media_jobs.media_job_start(job_id=job.pk)
     assert (started.status, started.reason) == ("cancelled", "ask:no-applicable-rule")
     assert started.policy_version_at_admission.as_dict() == {"defaults": 0, "user": 1}
     assert started.policy_version_at_start.as_dict() == {"defaults": 0, "user": 2}
-    assert services.media_job_start(job_id=job.pk).status == "cancelled"
+    assert media_jobs.media_job_start(job_id=job.pk).status == "cancelled"
 
 
 def test_d9_a_rule_that_expired_between_admission_and_start_also_cancels(wren, conversation, context_of, clock):
@@ -329,7 +329,7 @@ def test_d9_a_rule_that_expired_between_admission_and_start_also_cancels(wren, c
     job, _ = admit(conversation, context_of)
     assert job.status == "queued"
     clock.advance(minutes=30)  # valid until T is not applied at T
-    started = services.media_job_start(job_id=job.pk)
+    started = media_jobs.media_job_start(job_id=job.pk)
     assert (started.status, started.reason) == ("cancelled", "ask:no-applicable-rule")
     # Nothing changed the versions: only deciding again could see the expiry.
     assert started.policy_version_at_start == started.policy_version_at_admission
@@ -342,7 +342,7 @@ def test_retries_after_the_user_changes_a_rule(wren, conversation, context_of, c
     services.rule_change(rule_id=rule.pk, effect="deny")
     retried, created = admit(conversation, context_of)  # the runtime retries its request
     assert (retried.pk, created, retried.status) == (job.pk, False, "queued")
-    started = services.media_job_start(job_id=job.pk)
+    started = media_jobs.media_job_start(job_id=job.pk)
     assert (started.status, started.reason) == ("cancelled", "deny:explicit-rule")
     fresh, created = admit(conversation, context_of, key="job-2")
     assert (created, fresh.status) == (True, "rejected")
@@ -354,12 +354,12 @@ def test_d8_d9_an_allow_once_answer_lets_a_job_run_unless_the_start_decision_is_
     outcome = services.decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
     assert (outcome.media_job.status, outcome.media_job.allowed_once) == ("queued", True)
     # Still no rule: the start decision is ask, which does not stop a job allowed once.
-    assert services.media_job_start(job_id=job.pk).status == "running"
+    assert media_jobs.media_job_start(job_id=job.pk).status == "running"
 
     other, _ = admit(conversation, context_of, key="job-2")
     services.decision_answer(decision_id=other.decision_id, answer="allow", remember="once", media_job_id=other.pk)
     allow_voice(wren, effect="deny")
-    started = services.media_job_start(job_id=other.pk)
+    started = media_jobs.media_job_start(job_id=other.pk)
     assert (started.status, started.reason) == ("cancelled", "deny:explicit-rule")
 
 
@@ -372,7 +372,7 @@ def test_d8_a_deny_answer_rejects_the_job_it_names(conversation, context_of):
 def test_d8_an_answer_cannot_move_a_job_that_already_ran(wren, conversation, context_of):
     job, _ = admit(conversation, context_of)
     services.decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
-    services.media_job_start(job_id=job.pk)
+    media_jobs.media_job_start(job_id=job.pk)
     later = ask_voice(conversation, context_of)
     with pytest.raises(Conflict):
         services.decision_answer(decision_id=later.decision_id, answer="deny", remember="once", media_job_id=job.pk)
@@ -388,17 +388,17 @@ def test_d8_an_answer_must_name_a_job_of_the_same_user_and_capability(wren, conv
 
 def test_d9_a_waiting_job_starts_once_a_rule_allows_it_and_keeps_waiting_otherwise(wren, conversation, context_of):
     job, _ = admit(conversation, context_of)
-    assert services.media_job_start(job_id=job.pk).status == "needs-confirmation"
+    assert media_jobs.media_job_start(job_id=job.pk).status == "needs-confirmation"
     allow_voice(wren)
-    assert services.media_job_start(job_id=job.pk).status == "running"
+    assert media_jobs.media_job_start(job_id=job.pk).status == "running"
 
 
 def test_d9_a_job_that_never_ran_cannot_complete(conversation, context_of):
     job, _ = admit(conversation, context_of)
     with pytest.raises(Conflict):
-        services.media_job_complete(job_id=job.pk)
+        media_jobs.media_job_complete(job_id=job.pk)
     with pytest.raises(NotFound):
-        services.media_job_start(job_id="00000000-0000-0000-0000-000000000000")
+        media_jobs.media_job_start(job_id="00000000-0000-0000-0000-000000000000")
 
 
 # ---------------------------------------------------------------------------------------------

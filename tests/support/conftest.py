@@ -16,9 +16,11 @@ from conversations.services import conversation_create
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
 from memory.services import memory_assert, memory_correct, memory_retract
-from policy.services import decision_answer, decision_make, media_job_admit, rule_create
+from policy.media_jobs import media_job_admit
+from policy.services import decision_answer, decision_make, rule_create
 from tests.factories import CharacterFactory, UserFactory
-from turns.services import turn_commit_reply, turn_create
+from turns.replies import turn_commit_reply
+from turns.services import turn_create
 
 # Private strings: none may appear on any admin page without view_private_text.
 VALUE = "Marlowe-private-xyz"  # a memory value, also inside a message

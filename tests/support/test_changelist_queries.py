@@ -15,12 +15,14 @@ from conversations.services import character_put, conversation_create
 from memory.forgetting import forget_key
 from memory.models import KeyDefinition, MemoryRecord
 from memory.services import memory_assert
-from policy.services import decision_answer, media_job_admit, rule_create
+from policy.media_jobs import media_job_admit
+from policy.services import decision_answer, rule_create
 from support.grants import reveal_current, reveal_open
 from support.services import support_retract
 from tests.factories import UserFactory
 from tests.support.conftest import staff_client
-from turns.services import turn_commit_reply, turn_create
+from turns.replies import turn_commit_reply
+from turns.services import turn_create
 
 pytestmark = pytest.mark.django_db
 

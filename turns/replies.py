@@ -1,0 +1,132 @@
+"""A turn's reply, committed exactly once (SPEC §7 I4): one statement on PostgreSQL, three
+on other databases; a retry of a committed reply answers the same message, a different reply
+to a committed turn is a conflict."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC
+
+from django.db import connection, transaction
+
+from config import metrics
+from config.clock import db_now
+from config.errors import NotFound
+from conversations.models import Conversation, Message, Turn
+
+from .services import check_content
+
+
+@dataclass
+class ReplyResult:
+    message: Message
+    replayed: bool
+
+
+def turn_commit_reply(*, turn_id, content: str, user=None) -> ReplyResult:
+    """I4: the assistant reply of a turn is committed exactly once. Retries and concurrent
+    requests, with the same or other content, get the first committed message.
+
+    The turn is claimed first: `UPDATE … SET reply_message = <new id> WHERE reply_message IS
+    NULL`. That statement takes the turn's row lock, and a concurrent claim waits for it and
+    then finds the turn replied (PostgreSQL re-checks the condition on the row it waited for;
+    SQLite runs one writer at a time), so only one request goes on to allocate the next `seq`
+    under the conversation's row (§7) and insert the message. The message's foreign key is
+    checked at commit, after its insert.
+
+    PostgreSQL: one statement (the claim, the seq and the insert as data-modifying CTEs).
+    SQLite: three, in one transaction. A replay, or a lost race, reads the first message: one
+    query more."""
+    check_content(content)
+    try:
+        turn_id = uuid.UUID(str(turn_id))
+    except ValueError:
+        raise NotFound("No such turn.") from None
+    message_id = uuid.uuid4()
+    if connection.vendor == "postgresql":
+        message = _reply_postgres(turn_id, message_id, content, user)
+    else:
+        with transaction.atomic():
+            message = _reply_portable(turn_id, message_id, content, user)
+    if message is None:
+        return _replayed_reply(turn_id, user)
+    metrics.reply_committed(False)
+    return ReplyResult(message, False)
+
+
+def _reply_tables() -> dict[str, str]:
+    q = connection.ops.quote_name
+    return {
+        "turn": q(Turn._meta.db_table), "conversation": q(Conversation._meta.db_table),
+        "message": q(Message._meta.db_table),
+    }
+
+
+def _reply_postgres(turn_id, message_id, content: str, user) -> Message | None:
+    t = _reply_tables()
+    owner = " AND user_id = %(user)s" if user is not None else ""
+    sql = f"""
+        WITH claimed AS (
+            UPDATE {t["turn"]} SET reply_message_id = %(message)s, status = 'replied'
+            WHERE id = %(turn)s AND reply_message_id IS NULL{owner}
+            RETURNING conversation_id, user_id
+        ), allocated AS (
+            UPDATE {t["conversation"]} c SET last_seq = c.last_seq + 1
+            FROM claimed WHERE c.id = claimed.conversation_id
+            RETURNING c.id, c.last_seq
+        )
+        INSERT INTO {t["message"]} (id, user_id, conversation_id, seq, role, content, created_at)
+        SELECT %(message)s, claimed.user_id, allocated.id, allocated.last_seq, 'assistant',
+               %(content)s, clock_timestamp()
+        FROM claimed, allocated
+        RETURNING user_id, conversation_id, seq, created_at
+    """
+    params = {"message": message_id, "turn": turn_id, "content": content,
+              "user": user.pk if user is not None else None}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    user_id, conversation_id, seq, created_at = row
+    return Message(id=message_id, user_id=user_id, conversation_id=conversation_id, seq=seq,
+                   role="assistant", content=content, created_at=created_at.astimezone(UTC))
+
+
+def _reply_portable(turn_id, message_id, content: str, user) -> Message | None:
+    t = _reply_tables()
+    owner = " AND user_id = %s" if user is not None else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {t['turn']} SET reply_message_id = %s, status = 'replied' "
+            f"WHERE id = %s AND reply_message_id IS NULL{owner} RETURNING conversation_id, user_id",
+            [message_id.hex, turn_id.hex, *([user.pk] if user is not None else [])],
+        )
+        claimed = cursor.fetchone()
+        if claimed is None:
+            return None
+        conversation_id, user_id = claimed
+        cursor.execute(
+            f"UPDATE {t['conversation']} SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq",
+            [conversation_id],
+        )
+        (seq,) = cursor.fetchone()
+    return Message.objects.create(
+        id=message_id, user_id=user_id, conversation_id=uuid.UUID(str(conversation_id)), seq=seq,
+        role="assistant", content=content, created_at=db_now(),
+    )
+
+
+def _replayed_reply(turn_id, user) -> ReplyResult:
+    """The turn's first reply (one query), or 404 when there is no such turn (of `user`)."""
+    qs = Turn.objects.select_related("reply_message").filter(pk=turn_id)
+    if user is not None:
+        qs = qs.filter(user=user)
+    turn = qs.first()
+    if turn is None or turn.reply_message is None:
+        raise NotFound("No such turn.")
+    metrics.reply_committed(True)
+    return ReplyResult(turn.reply_message, True)
+
+
