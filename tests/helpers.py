@@ -1,4 +1,6 @@
 import logging
+import subprocess
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -50,3 +52,25 @@ def redis_reachable(host: str = "127.0.0.1", port: int = 6379) -> bool:
             return s.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+def children(pid: int) -> list[int]:
+    """The ids of the processes whose parent is `pid` (a server's workers), from /proc."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Stop a server the test started: terminate, then kill if it does not end in time."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ON_POSTGRES
+from tests.helpers import ON_POSTGRES, children, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 8
@@ -188,18 +188,6 @@ class Proxy:
         self.server.close()
 
 
-def children(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
 class Gunicorn:
     def __init__(self, database_url: str, cache_url: str, log_path: Path):
         self.port = free_port()
@@ -231,11 +219,7 @@ class Gunicorn:
         return children(self.proc.pid)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import children
+
 ROOT = Path(__file__).resolve().parents[2]
 PORT = 8431
 
@@ -69,18 +71,6 @@ def test_the_master_closes_connections_and_freezes_what_it_loaded(monkeypatch):
         gc.unfreeze()
     settings["pre_fork"](None, None)  # a worker forked later inherits no connection either
     assert closed == [True, True]
-
-
-def children(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
 
 
 @pytest.mark.parametrize("concurrency", [None, "2"], ids=["core count", "WEB_CONCURRENCY"])

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ON_POSTGRES, redis_reachable
+from tests.helpers import ON_POSTGRES, redis_reachable, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
@@ -85,11 +85,7 @@ class Server:
         raise RuntimeError(f"gunicorn on {self.port} did not become ready")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
 
