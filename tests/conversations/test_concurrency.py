@@ -6,7 +6,7 @@ from conversations.models import Message, Turn
 from tests.concurrency import run_concurrently
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 from tests.helpers import postgres_only
-from turns import services
+from turns import replies, services
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 
@@ -25,9 +25,9 @@ def test_it_commits_one_reply_under_concurrent_retries(conv, n):
         lambda i: replies.turn_commit_reply(turn_id=turn.pk, content=f"reply {i % 2}"), n
     )
     assert all(kind == "ok" for kind, _ in results), results
-    replies = Message.objects.filter(conversation=conv, role="assistant")
-    assert replies.count() == 1
-    assert {r.message.pk for _, r in results} == {replies.get().pk}
+    stored = Message.objects.filter(conversation=conv, role="assistant")
+    assert stored.count() == 1
+    assert {r.message.pk for _, r in results} == {stored.get().pk}
     assert sorted(r.replayed for _, r in results) == [False] + [True] * (n - 1)
 
 
