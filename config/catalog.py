@@ -181,13 +181,39 @@ _SQLITE_BODY = (
 _EVENTS = ("INSERT", "UPDATE", "DELETE")
 
 
-class CatalogTriggers(Operation):
-    """Triggers that change the catalog version on every insert, update and delete of `table`
-    (and, on PostgreSQL, a truncate). `null_column`: only rows where that column is NULL are
-    catalog data (a product-default rule has no user)."""
+class SQLOperation(Operation):
+    """A migration operation that is only SQL, per database vendor: `create_sql(vendor)` runs
+    forwards, `drop_sql(vendor)` backwards; the migration state does not change. Triggers and
+    trigger functions (here and in `memory.triggers`) are written as these."""
 
     reduces_to_sql = True
     reversible = True
+
+    def deconstruct(self):
+        return self.__class__.__name__, [], {}
+
+    def state_forwards(self, app_label, state):
+        pass
+
+    def create_sql(self, vendor: str) -> list[str]:
+        raise NotImplementedError
+
+    def drop_sql(self, vendor: str) -> list[str]:
+        raise NotImplementedError
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        for statement in self.create_sql(schema_editor.connection.vendor):
+            schema_editor.execute(statement, params=None)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        for statement in self.drop_sql(schema_editor.connection.vendor):
+            schema_editor.execute(statement, params=None)
+
+
+class CatalogTriggers(SQLOperation):
+    """Triggers that change the catalog version on every insert, update and delete of `table`
+    (and, on PostgreSQL, a truncate). `null_column`: only rows where that column is NULL are
+    catalog data (a product-default rule has no user)."""
 
     def __init__(self, table: str, null_column: str | None = None):
         self.table = table
@@ -198,9 +224,6 @@ class CatalogTriggers(Operation):
         if self.null_column:
             kwargs["null_column"] = self.null_column
         return self.__class__.__name__, [], kwargs
-
-    def state_forwards(self, app_label, state):
-        pass
 
     def _name(self, event: str) -> str:
         return f"catalog_{self.table}_{event.lower()}"
@@ -238,14 +261,6 @@ class CatalogTriggers(Operation):
         on = f" ON {self.table}" if vendor == "postgresql" else ""
         return [f"DROP TRIGGER IF EXISTS {self._name(event)}{on}" for event in events]
 
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        for statement in self.create_sql(schema_editor.connection.vendor):
-            schema_editor.execute(statement, params=None)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        for statement in self.drop_sql(schema_editor.connection.vendor):
-            schema_editor.execute(statement, params=None)
-
     def describe(self):
         return f"Catalog version triggers on {self.table}"
 
@@ -254,25 +269,14 @@ class CatalogTriggers(Operation):
         return f"catalog_triggers_{self.table}"
 
 
-class CatalogFunction(Operation):
+class CatalogFunction(SQLOperation):
     """PostgreSQL's trigger function (SQLite triggers carry their statements instead)."""
 
-    reduces_to_sql = True
-    reversible = True
+    def create_sql(self, vendor: str) -> list[str]:
+        return [PG_FUNCTION] if vendor == "postgresql" else []
 
-    def deconstruct(self):
-        return self.__class__.__name__, [], {}
-
-    def state_forwards(self, app_label, state):
-        pass
-
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(PG_FUNCTION, params=None)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(PG_FUNCTION_DROP, params=None)
+    def drop_sql(self, vendor: str) -> list[str]:
+        return [PG_FUNCTION_DROP] if vendor == "postgresql" else []
 
     def describe(self):
         return "The catalog version's trigger function (PostgreSQL)"

@@ -9,7 +9,7 @@ migrations use it."""
 
 from __future__ import annotations
 
-from django.db.migrations.operations.base import Operation
+from config.catalog import SQLOperation
 
 VERSION_TABLE = "memory_memoryversion"
 # The tables whose rows a resolution reads, and how a changed row names its user.
@@ -95,23 +95,14 @@ def drop_sql(vendor: str) -> list[str]:
             for table in TABLES for event in ("insert", "update", "delete")]
 
 
-class MemoryVersionTriggers(Operation):
-    reduces_to_sql = True
-    reversible = True
+class MemoryVersionTriggers(SQLOperation):
+    """The memory version's triggers on every memory table (and PostgreSQL's function)."""
 
-    def deconstruct(self):
-        return self.__class__.__name__, [], {}
+    def create_sql(self, vendor: str) -> list[str]:
+        return create_sql(vendor)
 
-    def state_forwards(self, app_label, state):
-        pass
-
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        for statement in create_sql(schema_editor.connection.vendor):
-            schema_editor.execute(statement, params=None)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        for statement in drop_sql(schema_editor.connection.vendor):
-            schema_editor.execute(statement, params=None)
+    def drop_sql(self, vendor: str) -> list[str]:
+        return drop_sql(vendor)
 
     def describe(self):
         return "Memory version triggers on the memory tables"
