@@ -64,6 +64,8 @@ FULL = {
     "relevance_memories": 1_000,
     "relevance_seeds": 10,
     "turn_sizes": [100, 1_000, 10_000],
+    "forget_messages": 10_000,
+    "forget_rounds": 15,
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -76,6 +78,8 @@ SMOKE = {
     "relevance_memories": 100,
     "relevance_seeds": 2,
     "turn_sizes": [100],
+    "forget_messages": 200,
+    "forget_rounds": 3,
 }
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
@@ -115,8 +119,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both",
                         help="databases for the endpoint benchmarks (default: both; PostgreSQL is "
                              "skipped with a note when it is not reachable)")
-    parser.add_argument("--only", default="pure,endpoints,turns,relevance",
-                        help="comma-separated sections: pure, endpoints, turns, relevance")
+    parser.add_argument("--only", default="pure,endpoints,turns,relevance,forget",
+                        help="comma-separated sections: pure, endpoints, turns, relevance, forget")
     parser.add_argument("--turn-seconds", type=float, default=None,
                         help="duration of the whole-turn measurement (0 skips it)")
     parser.add_argument("--out", default=None, help="JSON output path")
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
     command = "python -m bench" + (" --smoke" if args.smoke else "") + (
         f" --db {args.db}" if args.db != "both" else "") + (
-        f" --only {args.only}" if sections != {"pure", "endpoints", "turns", "relevance"} else "") + (
+        f" --only {args.only}" if sections != {"pure", "endpoints", "turns", "relevance", "forget"} else "") + (
         " --populated" if args.populated else "") + (" (custom sizes)" if custom else "")
     started = time.perf_counter()
     results: dict = {
@@ -235,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             f"memories about the topic (relevance mean {q['relevance_mean']:.1f}, certainty mean "
             f"{q['certainty_mean']:.1f}) in {time.perf_counter() - started_quality:.1f}s")
 
-    if {"endpoints", "turns", "relevance"} & sections:
+    if {"endpoints", "turns", "relevance", "forget"} & sections:
         from .db import postgres_reachable
 
         vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
@@ -246,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"postgres: skipped ({pg_note})")
                 results["databases"].append({"db": "postgres", "skipped": f"not reachable: {pg_note}"})
                 continue
-            if not {"endpoints", "relevance"} & sections and vendor != "postgres":
+            if not {"endpoints", "relevance", "forget"} & sections and vendor != "postgres":
                 continue
             config = {
                 "seed": SEED,
@@ -265,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
                 "populated_rounds": 2 if args.smoke else 8,
                 "lock_wait": sizes["lock_wait"],
                 "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
+                "forget_messages": sizes["forget_messages"] if "forget" in sections else 0,
+                "forget_rounds": sizes["forget_rounds"],
             }
             log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"
                                           and config["turn_seconds"] else ""))

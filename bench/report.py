@@ -127,6 +127,7 @@ def targets(results: dict) -> list[dict]:
         add("whole turn (gunicorn + PostgreSQL)", "not run", None)
     _relevance_rows(results, add)
     _turn_rows(results, cases, turns_all[0] if turns_all else None, add)
+    _forget_rows(results, add)
     failed = [db["db"] for db in results.get("databases", []) if db.get("error")]
     add("harness: every database's phases ran to the end (no exception)",
         "exception on " + ", ".join(failed) if failed else "yes", not failed)
@@ -543,3 +544,17 @@ def render(results: dict, *, markdown: bool) -> str:
     rows = [[r["target"], r["measured"], r["result"]] for r in results["targets"]]
     out.append(_table(["target", "measured", "result"], rows, markdown))
     return "\n".join(out) + "\n"
+
+
+def _forget_rows(results: dict, add) -> None:
+    """F6: a forget for a user with 10,000 messages answers in <= 300 ms p50 on PostgreSQL."""
+    name = "forget with 10,000 messages <= 300 ms p50 (PostgreSQL, F6)"
+    for db in results.get("databases", []):
+        forget = db.get("forget")
+        if db["db"] != "postgres" or not forget:
+            continue
+        measured = (f"p50 {forget['p50_ms']:.1f} ms at {forget['messages']:,} messages "
+                    f"({forget['withheld']} withheld, {forget['statements']} statements)")
+        add(name, measured, forget["p50_ms"] <= forget["target_ms"] if forget["messages"] >= 10_000 else None)
+        return
+    add(name, "not run", None)

@@ -79,6 +79,11 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             result["relevance"] = relevance.endpoint_cost(
                 token, user, endpoints.CaseConfig(**config["case"]), log)
 
+        if config.get("forget_messages"):
+            from . import forget
+
+            result["forget"] = forget.run(config["forget_messages"], config["forget_rounds"], log)
+
         if vendor == "postgres" and config.get("turn_seconds", 0) > 0:
             started = time.perf_counter()
             groups: dict[int, list] = {}

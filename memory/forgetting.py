@@ -5,6 +5,7 @@ lets it (F4)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -25,16 +26,18 @@ from .domain import (
 )
 from .models import (
     FORGOTTEN_BY,
+    MemoryProfile,
     MemoryRecord,
-    MemorySource,
     Tombstone,
 )
 from .selectors import (
     memory_get,
     parse_uuid,
     registry,
+    remembered_now,
 )
 from .services import lock_profile
+from .withholding import Purged, plan_withholding, records_mentioning, withheld_distinct, withhold
 
 log = logging.getLogger("companion.memory")
 
@@ -78,8 +81,10 @@ def memory_forget_selected(*, record_ids, user) -> list[Tombstone]:
 
 
 def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: str = "user") -> Tombstone:
-    """Create a tombstone and purge every record it covers in the same transaction (F1, F2).
-    The tombstone keeps only a keyed hash of `value` (value-level forget), never the value."""
+    """Create a tombstone and purge every record it covers in the same transaction (F1, F2),
+    and withhold the messages that hold what it purged (F6). The tombstone keeps only a keyed
+    hash of `value` (value-level forget), never the value. The tombstone answered carries
+    `withheld_messages`: how many messages it withholds."""
     with transaction.atomic():
         profile = lock_profile(user)
         secret = profile.secret_bytes()
@@ -90,8 +95,11 @@ def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: s
             forgotten_at=now, blocks_sources_before=now, forgotten_by=by,
         )
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
-        log.info("memory_forget key=%s scope=%s value_level=%s purged=%d",
-                 loggable_key(key), "*" if scope_id == "*" else scope_id.split(":", 1)[0], value is not None, purged)
+        withheld = withhold(tombstone, plan_withholding(user, scope_id=scope_id, at=now, purged=purged))
+        tombstone.withheld_messages = withheld
+        log.info("memory_forget key=%s scope=%s value_level=%s purged=%d withheld=%d",
+                 loggable_key(key), "*" if scope_id == "*" else scope_id.split(":", 1)[0],
+                 value is not None, len(purged), withheld)
         return tombstone
 
 
@@ -102,25 +110,79 @@ def _tombstone_domain(t: Tombstone, user) -> DomainTombstone:
     )
 
 
-def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> int:
-    """F2: every record a tombstone covers becomes a skeleton: status `forgotten` since the
-    forget, value erased, provenance links dropped."""
+def covered_records(user, tombstones: list[DomainTombstone], secret: bytes) -> list[tuple[Purged, datetime]]:
+    """The live records the tombstones cover (F3), each with its value as stored now and the
+    time of the forget that covers it. Reads only."""
     keys = {t.key for t in tombstones}
     qs = MemoryRecord.objects.filter(user=user, key__in=keys).exclude(status="forgotten")
-    doomed: dict[str, datetime] = {}
+    covered: list[tuple[Purged, datetime]] = []
     for rid, key, scope_id, value, evidence in qs.values_list("id", "key", "scope_id", "value", "evidence_time"):
         hashed = None
         for t in tombstones:
             if t.value_hash is not None and hashed is None:
                 hashed = value_hash(secret, value)
             if t.blocks(user=user.username, key=key, scope_id=scope_id, evidence_time=evidence, hashed_value=hashed):
-                doomed[str(rid)] = t.forgotten_at
+                covered.append((Purged(str(rid), value), t.forgotten_at))
                 break
-    for rid, at in doomed.items():
-        MemoryRecord.objects.filter(pk=rid).update(status="forgotten", status_since=at, value="")
-    if doomed:
-        MemorySource.objects.filter(memory_id__in=list(doomed)).delete()
-    return len(doomed)
+    return covered
+
+
+def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> list[Purged]:
+    """F2: every record a tombstone covers becomes a skeleton: status `forgotten` since the
+    forget, value erased. Its provenance links stay (they hold no value): F6 withholds those
+    messages, and the transcript lists the memory under them as forgotten. Answers the purged
+    records with their values as they were, for the forget's transaction alone."""
+    covered = covered_records(user, tombstones, secret)
+    for purged, at in covered:
+        MemoryRecord.objects.filter(pk=purged.id).update(status="forgotten", status_since=at, value="")
+    return [purged for purged, _ in covered]
+
+
+@dataclass(frozen=True)
+class ForgetPreview:
+    """What a forget would do, said before it is done (F6): how many messages the companion
+    would stop seeing — forgetting in the record's own scope, and everywhere — and the user's
+    other remembered records whose values mention a value it would erase."""
+
+    withheld: int
+    withheld_everywhere: int
+    mentioned_in: list
+
+
+def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview:
+    """F6: the forget confirmation page's counts, for both reaches of the forget. Reads only."""
+    row = memory_get(record_id, user=user)
+    many = registry([row.key]).is_many(row.key)
+    secret = lock_free_secret(user)
+    now = db_now()
+    hashed = value_hash(secret, row.value) if many and not whole_key else None
+    counts = []
+    purged_here: list[Purged] = []
+    covered_ids: set[str] = set()
+    for scope_id in (row.scope_id, "*"):
+        prospective = DomainTombstone(id="", user=user.username, scope_id=scope_id, key=row.key,
+                                      value_hash=hashed, forgotten_at=now, blocks_sources_before=now)
+        purged = [p for p, _ in covered_records(user, [prospective], secret)]
+        plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
+        counts.append(len(plan.messages))
+        covered_ids |= {p.id for p in purged}
+        if scope_id == row.scope_id:
+            purged_here = purged
+    values = [p.value for p in purged_here] or [row.value]
+    active = remembered_now(user).active
+    return ForgetPreview(counts[0], counts[1],
+                         records_mentioning(active, values, excluding=covered_ids))
+
+
+def withheld_total(tombstones) -> int:
+    """How many distinct messages a batch of forgets withholds (each counted once)."""
+    return withheld_distinct([t.pk for t in tombstones])
+
+
+def lock_free_secret(user) -> bytes:
+    """The user's hash secret, read without the write lock (a preview writes nothing)."""
+    profile = MemoryProfile.objects.filter(user=user).first()
+    return profile.secret_bytes() if profile is not None else b""
 
 
 def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:

@@ -58,7 +58,7 @@ def memory_forget(request, memory_id):
         if form.is_valid():
             everywhere = form.cleaned_data["everywhere"]
             try:
-                forgetting.memory_forget(
+                tombstone = forgetting.memory_forget(
                     record_id=row.pk, user=user, everywhere=everywhere,
                     whole_key=bool(form.cleaned_data.get("whole_key")),
                 )
@@ -66,14 +66,21 @@ def memory_forget(request, memory_id):
                 notify(request, messages.INFO, f"“{label}” was already forgotten.")
                 return back_to(request)
             where = "everywhere" if everywhere else ScopeNames(user, [row.scope_id]).words(row.scope_id)
-            notify(request, messages.SUCCESS, f"Forgotten: “{label}” ({where}). The value is erased, and old "
+            notify(request, messages.SUCCESS, f"Forgotten: “{label}” ({where}). The value is erased"
+                                               f"{withheld_words(tombstone.withheld_messages)}, and old "
                                                "messages will not bring it back.", f"m-{row.pk}")
             return back_to(request, f"m-{row.pk}")
     else:
         form = ForgetForm(many=many)
     words = Wording({row.key: label}, key_templates([row.key]))
+    preview = forgetting.forget_preview(record_id=row.pk, user=user)
+    others = registry({r.key for r in preview.mentioned_in})
+    mentioned = [{"id": r.id, "label": others.labels.get(r.key) or plain_label(r.key),
+                  "value": r.value} for r in preview.mentioned_in]
     return render(request, "memory/forget.html", {
         "record": row, "label": label, "sentence": words.sentence(row.key, row.value), "many": many, "form": form,
+        "withheld": preview.withheld, "withheld_everywhere": preview.withheld_everywhere,
+        "mentioned": mentioned,
         "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
         "user_scope": row.scope_kind == "user",
         "next": next_url(request),
@@ -98,11 +105,12 @@ def memory_forget_selected(request):
         return back_to(request)
     if request.POST.get("confirm"):
         labels = sorted({_label_of(remembered, r.key) for r in chosen}, key=str.casefold)
-        forgetting.memory_forget_selected(record_ids=[r.id for r in chosen], user=user)
+        tombstones = forgetting.memory_forget_selected(record_ids=[r.id for r in chosen], user=user)
         n = len(chosen)
         notify(request, messages.SUCCESS, f"Forgotten: {n} memor{'y' if n == 1 else 'ies'} "
                                            f"({', '.join(f'“{label}”' for label in labels)}). The values are "
-                                           "erased, and old messages will not bring them back.")
+                                           f"erased{withheld_words(forgetting.withheld_total(tombstones), 'them')}, "
+                                           "and old messages will not bring them back.")
         return back_to(request)
     names = ScopeNames(user, {r.scope_id for r in chosen})
     words = Wording(remembered.registry.labels, key_templates({r.key for r in chosen}))
@@ -114,6 +122,13 @@ def memory_forget_selected(request):
     return render(request, "memory/forget_selected.html", {
         "items": items, "skipped": skipped, "next": next_url(request),
     })
+
+
+def withheld_words(n: int, what: str = "it") -> str:
+    """F6 in the success message: how many messages the companion stops seeing."""
+    if n == 0:
+        return ""
+    return f", the companion no longer sees the {n} message{'' if n == 1 else 's'} that held {what}"
 
 
 def _label_of(remembered, key: str) -> str:

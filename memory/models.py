@@ -248,3 +248,33 @@ class MemoryVersion(models.Model):
 
     def __str__(self) -> str:
         return f"memory version of user {self.user_id}"
+
+
+class Withholding(models.Model):
+    """F6: a forget withholds a message from every later plan. Either a message (its source
+    messages and the messages that mention a purged value as whole words) or the reply of a
+    turn planned before the forget with what it purged (`turn`: the reply is withheld once it
+    is committed, whenever that is — so no interleaving of the forget and the reply leaves it
+    out). Holds no value; deleting the tombstone (F4) releases what no other one withholds."""
+
+    tombstone = models.ForeignKey(Tombstone, on_delete=models.CASCADE, related_name="withholdings")
+    message = models.ForeignKey("conversations.Message", null=True, blank=True,
+                                on_delete=models.CASCADE, related_name="withholdings")
+    turn = models.ForeignKey("conversations.Turn", null=True, blank=True,
+                             on_delete=models.CASCADE, related_name="reply_withholdings")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(message__isnull=False, turn__isnull=True)
+                           | Q(message__isnull=True, turn__isnull=False)),
+                name="withholding_message_or_reply",
+            ),
+            models.UniqueConstraint(fields=["tombstone", "message"], name="withholding_message_unique",
+                                    condition=Q(message__isnull=False)),
+            models.UniqueConstraint(fields=["tombstone", "turn"], name="withholding_reply_unique",
+                                    condition=Q(turn__isnull=False)),
+        ]
+
+    def __str__(self) -> str:
+        return f"withheld by {self.tombstone_id}"

@@ -20,6 +20,7 @@ from .models import (
     Tombstone,
 )
 from .selectors import Remembered
+from .withholding import withheld_count_annotation
 
 # ---------------------------------------------------------------------------------------------
 # Reads of the pages (new functions only: the reads above stay as the API and resolver use them)
@@ -101,8 +102,10 @@ class ForgottenEntry:
 
 
 def tombstone_list(user):
-    """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate)."""
-    return Tombstone.objects.filter(user=user).select_related("user").order_by("-forgotten_at", "id")
+    """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate), each
+    with how many messages it withholds (F6)."""
+    return (Tombstone.objects.filter(user=user).select_related("user")
+            .annotate(withheld_messages=withheld_count_annotation()).order_by("-forgotten_at", "id"))
 
 
 def forgotten_entries(user) -> list[ForgottenEntry]:

@@ -23,6 +23,7 @@ from .domain import (
     VALUE_MAX,
     RecordState,
 )
+from .withholding import withheld_counts
 
 STATE_RULES = ("R2", "R3", "R4", "R5", "R6")
 
@@ -161,6 +162,14 @@ class TombstoneOutput(serializers.Serializer):
     has_value_hash = serializers.SerializerMethodField()
     forgotten_at = serializers.DateTimeField()
     blocks_sources_before = serializers.DateTimeField()
+    withheld_messages = serializers.SerializerMethodField(
+        help_text="How many messages this forget withholds from every later prompt plan (F6): "
+        "the messages its memories were learnt from and those that mention a forgotten value, "
+        "counting messages another forget also withholds.")
+
+    def get_withheld_messages(self, obj) -> int:
+        found = getattr(obj, "withheld_messages", None)
+        return found if found is not None else withheld_counts([obj.pk])[str(obj.pk)]
 
     def get_has_value_hash(self, obj) -> bool:
         return obj.value_hash is not None

@@ -174,6 +174,8 @@ def support_forget(*, staff, record_ids: Sequence, reason: str, everywhere: bool
             "value_level": tombstone.value_hash is not None,
             "forgotten_at": tombstone.forgotten_at.isoformat(),
             "records": sorted(str(pk) for pk in purged),
+            # F6: how many messages the forget withholds (a count only, S1).
+            "withheld_messages": tombstone.withheld_messages,
         })
 
     return _each(staff=staff, action="forget", model=MemoryRecord, reason=reason,

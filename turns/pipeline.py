@@ -37,8 +37,7 @@ from memory.writes import Known, Outcome, WriteBatch, WritePlan
 from policy import engine
 from policy.domain import Decision, DecisionRequest, PolicyContext, Rule
 
-from .planner import HistoryCandidate, Plan, PlanMessage, PlanParams, build_plan
-from .relevance import QUERY_HISTORY
+from .planner import HistoryCandidate, Plan, PlanMessage, PlanParams, build_plan, recent_ids
 
 REQUESTED_BY = "assistant"
 
@@ -170,7 +169,7 @@ def plan_turn(read: TurnRead, decided: TurnDecided, texts: Mapping[str, str], *,
     relevance = params.memory_order == "relevance"
     recent = None
     if relevance:
-        newest = [c.id for c in reversed(read.history[-QUERY_HISTORY:])]
+        newest = recent_ids(read.message.seq, read.history)
         missing = [i for i in newest if i not in texts]
         if missing:
             raise NeedTexts(missing)

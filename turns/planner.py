@@ -69,7 +69,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from config.errors import BudgetExceeded, ValidationError
-from memory.domain import REASON_BUDGET, REASON_MEMORY_OFF, Exclusion, ProjectedMemory
+from memory.domain import (
+    REASON_BUDGET,
+    REASON_FORGOTTEN,
+    REASON_MEMORY_OFF,
+    Exclusion,
+    ProjectedMemory,
+)
 from turns.relevance import QUERY_HISTORY, query_terms, relevance_order
 from turns.stopwords import STOPWORDS_VERSION
 from turns.tokens import estimate_from_bytes, estimate_memory, estimate_message
@@ -93,12 +99,14 @@ class PlanMessage:
 
 @dataclass(frozen=True, slots=True)
 class HistoryCandidate:
-    """A history message sized by its UTF-8 octet length, without its content."""
+    """A history message sized by its UTF-8 octet length, without its content. A withheld
+    message (F6: a forget withholds it) is never admitted."""
 
     id: str
     seq: int
     role: str
     n_bytes: int
+    withheld: bool = False
 
 
 @dataclass(frozen=True)
@@ -280,6 +288,7 @@ def build_plan(
     pinned_keys: Collection[str] = frozenset(),
     recent: Sequence[str] | None = None,
     use_memories: bool = True,
+    withheld: Collection[str] = frozenset(),
 ) -> Plan:
     """Build the prompt plan for one turn (I1, I3, I6). See the module docstring for the
     rules. ``memories`` are the projection's items in the I3 order; ``memory_excluded`` takes
@@ -292,8 +301,17 @@ def build_plan(
     Under ``memory_order=relevance``, ``pinned_keys`` are the registry's pinned keys and
     ``recent`` may give the contents of the last ``QUERY_HISTORY`` messages before the
     current one (newest first); without it they are taken from ``history`` or fetched
-    through ``fetch_content``. ``use_memories=False`` is the user's `use` switch (I8)."""
+    through ``fetch_content``. ``use_memories=False`` is the user's `use` switch (I8).
+
+    F6: a withheld message — a candidate marked ``withheld``, or an id in ``withheld`` — is
+    not a history candidate: it never enters the history nor I6's query, both history policies
+    go on past it, and the plan lists it in ``excluded`` with reason ``forgotten`` (when it
+    lies inside the turn boundary)."""
     validate_params(params)
+    if history_candidates is not None:
+        history_candidates, held = _split_withheld(current, history_candidates, withheld)
+    else:
+        history, held = _split_withheld_messages(current, history, withheld)
     budget = params.budget
     excluded: set[tuple[str, str, str]] = set()
     relevance_on = params.memory_order == "relevance"
@@ -369,6 +387,7 @@ def build_plan(
         by_id = {i: PlanMessage(i, meta[i].seq, meta[i].role, contents[i]) for i in chosen_ids}
     chosen_history = tuple((by_id[i], estimate_message(by_id[i].content)) for i in chosen_ids)
     excluded.update((KIND_MESSAGE, i, REASON_BUDGET) for i in dropped_ids)
+    excluded.update((KIND_MESSAGE, i, REASON_FORGOTTEN) for i in held)
 
     estimated = memory_tokens + current_tokens + sum(t for _, t in chosen_history)
     assert estimated <= budget, "planner overran its budget"
@@ -392,6 +411,40 @@ def build_plan(
         relevance=tuple(chosen_scores),
         memory_order=params.memory_order,
     )
+
+
+def _split_withheld(
+    current: PlanMessage, candidates: Sequence[HistoryCandidate], withheld: Collection[str]
+) -> tuple[list[HistoryCandidate], set[str]]:
+    """F6: the candidates a plan may admit, and the ids of the withheld ones (before the turn
+    boundary only: anything else is outside the plan, not excluded)."""
+    kept: list[HistoryCandidate] = []
+    held: set[str] = set()
+    for c in candidates:
+        if c.withheld or c.id in withheld:
+            if c.id != current.id and c.seq < current.seq:
+                held.add(c.id)
+        else:
+            kept.append(c)
+    return kept, held
+
+
+def _split_withheld_messages(
+    current: PlanMessage, history: Sequence[PlanMessage], withheld: Collection[str]
+) -> tuple[list[PlanMessage], set[str]]:
+    if not withheld:
+        return list(history), set()
+    kept = [m for m in history if m.id not in withheld]
+    held = {m.id for m in history
+            if m.id in withheld and m.id != current.id and m.seq < current.seq}
+    return kept, held
+
+
+def recent_ids(current_seq: int, candidates: Sequence[HistoryCandidate]) -> list[str]:
+    """I6's query messages: the ids of the last ``QUERY_HISTORY`` history candidates before the
+    current message that are not withheld (F6), newest first."""
+    kept = [c for c in candidates if not c.withheld and c.seq < current_seq]
+    return [c.id for c in reversed(kept[-QUERY_HISTORY:])]
 
 
 def _recent_contents(

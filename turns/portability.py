@@ -47,11 +47,13 @@ from memory.models import (
     Tombstone,
 )
 from memory.selectors import tombstones_of
+from memory.withholding import withheld_lists, withhold_links
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 from policy.selectors import policy_version_of
 from support.selectors import reveals_export
 
-from .snapshot import FORMAT, SnapshotInput, memory_scope_id
+from .snapshot import SnapshotInput
+from .snapshot_references import FORMAT, memory_scope_id
 
 User = get_user_model()
 
@@ -136,9 +138,15 @@ def _conversation(c: Conversation, slugs: dict) -> dict:
             "created_at": _t(c.created_at), "last_seq": c.last_seq}
 
 
-def _message(m: Message) -> dict:
+def _message(m: Message, withheld: set[str] = frozenset()) -> dict:
     return {"id": str(m.pk), "conversation": str(m.conversation_id), "seq": m.seq, "role": m.role,
-            "content": m.content, "created_at": _t(m.created_at)}
+            "content": m.content, "created_at": _t(m.created_at), "withheld": str(m.pk) in withheld}
+
+
+def _message_content(m: dict) -> dict:
+    """A message without `withheld`: derived from the tombstones' links (F6), which an import
+    restores beside what is stored."""
+    return {k: v for k, v in m.items() if k != "withheld"}
 
 
 def _turn(t: Turn) -> dict:
@@ -170,10 +178,16 @@ def _memory(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
     }
 
 
-def _tombstone(t: Tombstone) -> dict:
+def _tombstone(t: Tombstone, withheld: dict | None = None) -> dict:
+    messages, replies = (withheld or {}).get(str(t.pk), ([], []))
     return {"id": str(t.pk), "scope": t.scope_id, "key": t.key, "value_hash": t.value_hash,
             "forgotten_at": _t(t.forgotten_at), "blocks_sources_before": _t(t.blocks_sources_before),
-            "forgotten_by": t.forgotten_by}
+            "forgotten_by": t.forgotten_by, "withheld_messages": messages, "withheld_replies": replies}
+
+
+def _tombstone_content(t: dict) -> dict:
+    """A tombstone without its links (F6): an import adds the snapshot's to what is stored."""
+    return {k: v for k, v in t.items() if k not in ("withheld_messages", "withheld_replies")}
 
 
 def _retraction(r: SlotRetraction) -> dict:
@@ -245,16 +259,20 @@ def user_export(*, user) -> dict:
 
     versions = policy_version_of(user)
     profile = MemoryProfile.objects.filter(user=user).first()
+    withheld = withheld_lists(user)  # F6
+    held = {m for messages, _ in withheld.values() for m in messages}
     return {
         "format": FORMAT,
         "exported_at": _t(db_now()),
         "user": user_object(user, profile),
         "characters": [_character(c) for c in characters],
         "conversations": [_conversation(c, slugs) for c in conversations],
-        "messages": [_message(m) for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")],
+        "messages": [_message(m, held)
+                     for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")],
         "turns": [_turn(t) for t in Turn.objects.filter(user=user).order_by("created_at", "id")],
         "memories": [_memory(r, slugs, sources) for r in memories],
-        "tombstones": [_tombstone(t) for t in Tombstone.objects.filter(user=user).order_by("forgotten_at", "id")],
+        "tombstones": [_tombstone(t, withheld)
+                       for t in Tombstone.objects.filter(user=user).order_by("forgotten_at", "id")],
         "retractions": [_retraction(r) for r in SlotRetraction.objects.filter(user=user).order_by("retracted_at", "id")],
         "idempotency": [_idempotency(i) for i in IdempotencyRecord.objects.filter(user=user).order_by("created_at", "id")],
         "policy_rules": [_rule(r, slugs) for r in rules],
@@ -434,6 +452,7 @@ class _Import:
         )
         self.merge(
             Message, "messages", "message", as_dict=_message,
+            same=lambda row, mine, theirs: (_message_content(mine), _message_content(theirs)),
             build=lambda v, c: Message(id=v["id"], user=user, conversation_id=v["conversation"], seq=v["seq"],
                                     role=v["role"], content=v["content"], created_at=v["created_at"]),
         )
@@ -494,10 +513,15 @@ class _Import:
         user = self.user
         self.merge(
             Tombstone, "tombstones", "tombstone", as_dict=_tombstone,
+            same=lambda row, mine, theirs: (_tombstone_content(mine), _tombstone_content(theirs)),
             build=lambda v, c: Tombstone(id=v["id"], user=user, scope_id=v["scope"], key=v["key"], value_hash=v["value_hash"],
                                       forgotten_at=v["forgotten_at"], blocks_sources_before=v["blocks_sources_before"],
                                       forgotten_by=v["forgotten_by"]),
         )
+        # F6: the links each tombstone carries, restored beside what is stored.
+        stored = {str(t.pk): t for t in Tombstone.objects.filter(user=user)}
+        for v, c in self.rows("tombstones"):
+            withhold_links(stored[str(v["id"])], c["withheld_messages"], c["withheld_replies"])
         have = {tuple(_retraction(r).values()) for r in SlotRetraction.objects.filter(user=user)}
         new = []
         for v, c in self.rows("retractions"):

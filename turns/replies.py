@@ -14,6 +14,7 @@ from config import metrics
 from config.clock import db_now
 from config.errors import NotFound
 from conversations.models import Conversation, Message, Turn
+from memory.models import MemoryProfile
 
 from .services import check_content
 
@@ -37,7 +38,13 @@ def turn_commit_reply(*, turn_id, content: str, user=None) -> ReplyResult:
 
     PostgreSQL: one statement (the claim, the seq and the insert as data-modifying CTEs).
     SQLite: three, in one transaction. A replay, or a lost race, reads the first message: one
-    query more."""
+    query more.
+
+    F6 part 3: the statement also takes the user's memory profile row in share mode before it
+    stamps the reply's time, so a forget (which holds that row for update) and a reply are
+    ordered: a reply that waited commits after the forget and is withheld through the hold the
+    forget wrote on its turn; a forget that waited sees the reply committed before its
+    `forgotten_at`. SQLite runs one writer at a time."""
     check_content(content)
     try:
         turn_id = uuid.UUID(str(turn_id))
@@ -59,7 +66,7 @@ def _reply_tables() -> dict[str, str]:
     q = connection.ops.quote_name
     return {
         "turn": q(Turn._meta.db_table), "conversation": q(Conversation._meta.db_table),
-        "message": q(Message._meta.db_table),
+        "message": q(Message._meta.db_table), "profile": q(MemoryProfile._meta.db_table),
     }
 
 
@@ -75,11 +82,14 @@ def _reply_postgres(turn_id, message_id, content: str, user) -> Message | None:
             UPDATE {t["conversation"]} c SET last_seq = c.last_seq + 1
             FROM claimed WHERE c.id = claimed.conversation_id
             RETURNING c.id, c.last_seq
+        ), ordered AS (
+            SELECT p.user_id FROM {t["profile"]} p JOIN claimed ON p.user_id = claimed.user_id
+            FOR SHARE OF p
         )
         INSERT INTO {t["message"]} (id, user_id, conversation_id, seq, role, content, created_at)
         SELECT %(message)s, claimed.user_id, allocated.id, allocated.last_seq, 'assistant',
                %(content)s, clock_timestamp()
-        FROM claimed, allocated
+        FROM claimed CROSS JOIN allocated LEFT JOIN ordered ON true
         RETURNING user_id, conversation_id, seq, created_at
     """
     params = {"message": message_id, "turn": turn_id, "content": content,

@@ -4,6 +4,7 @@ budget can admit), the transcript page with what each message produced, and the 
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,18 +24,19 @@ from memory.selectors import (
     tombstones_of,
 )
 from memory.storage import ContextState
+from memory.withholding import withheld_by, withheld_exists
 from policy.models import DecisionLog, PolicyRule
 from policy.selectors import user_policy_version, user_rules_for_context
 
 from . import used as used_words
 from .planner import HistoryCandidate
-from .storage import OctetLength, TurnRows, history_sql
+from .storage import OctetLength, TurnRows, history_sql, withheld_sql
 from .tokens import estimate_from_bytes
 
 
 def history_candidates(conversation, before_seq: int):
-    """Every message strictly before the boundary (I1), as (id, seq, role, bytes): one query
-    that reads no message text.
+    """Every message strictly before the boundary (I1), as (id, seq, role, bytes, withheld):
+    one query that reads no message text. `withheld` is F6's mark (a forget withholds it).
 
     A long conversation has thousands of candidates, so where the database allows it the
     query the ORM would compile (same WHERE, same ORDER BY) runs through the raw reader of
@@ -42,17 +44,21 @@ def history_candidates(conversation, before_seq: int):
     the ORM path's."""
     rows = (
         Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
-        .annotate(n_bytes=OctetLength("content"))
-        .values_list("id", "seq", "role", "n_bytes")
+        .annotate(n_bytes=OctetLength("content"), held=withheld_exists())
+        .values_list("id", "seq", "role", "n_bytes", "held")
     )
     reader = raw_reader(rows.db)
     if reader is None:
-        return [HistoryCandidate(str(i), seq, role, n or 0) for i, seq, role, n in rows]
+        return [HistoryCandidate(str(i), seq, role, n or 0, bool(held))
+                for i, seq, role, n, held in rows]
     # The byte length as the ORM writes it for this database (`OctetLength`).
     size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
+    table = reader.table(Message)
+    held_sql = withheld_sql(reader, f"{table}.{reader.name(Message, 'id')}")
     sql = (
         f"SELECT {reader.column(Message, 'id')}, {reader.column(Message, 'seq')}, "
-        f"{reader.column(Message, 'role')}, COALESCE({size}, 0) FROM {reader.table(Message)} "
+        f"{reader.column(Message, 'role')}, COALESCE({size}, 0), "
+        f"{held_sql} FROM {table} "
         f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
         f"AND {reader.name(Message, 'seq')} < %s ORDER BY {reader.order(Message)}"
     )
@@ -61,9 +67,10 @@ def history_candidates(conversation, before_seq: int):
                                      reader.param(Message, "conversation", conversation.pk), before_seq])
         if not fetched:
             return []
-        ids, seqs, roles, sizes = zip(*fetched, strict=True)
+        ids, seqs, roles, sizes, held = zip(*fetched, strict=True)
         return build_slotted(HistoryCandidate, {"id": ids, "seq": seqs, "role": roles,
-                                                "n_bytes": sizes}, len(ids))
+                                                "n_bytes": sizes,
+                                                "withheld": [bool(h) for h in held]}, len(ids))
 
 
 def history_with_contents(conversation, before_seq: int, room: int, n_recent: int = 0):
@@ -95,9 +102,10 @@ def history_with_contents(conversation, before_seq: int, room: int, n_recent: in
                                          reader.param(Message, "conversation", conversation.pk),
                                          before_seq])
             if fetched:
-                ids, seqs, roles, sizes, texts = zip(*fetched, strict=True)
-                candidates = build_slotted(HistoryCandidate, {"id": ids, "seq": seqs, "role": roles,
-                                                              "n_bytes": sizes}, len(ids))
+                ids, seqs, roles, sizes, texts, held = zip(*fetched, strict=True)
+                candidates = build_slotted(HistoryCandidate, {
+                    "id": ids, "seq": seqs, "role": roles, "n_bytes": sizes,
+                    "withheld": [bool(h) for h in held]}, len(ids))
                 held = {i: text for i, text in zip(ids, texts, strict=True) if text is not None}
             else:
                 candidates = []
@@ -146,11 +154,15 @@ class Transcript:
     blocked: dict[str, int]
     remembered: object  # memory.selectors.Remembered
     forgotten: dict[str, tuple[str, datetime]]
+    # F6: each withheld message's forgets, oldest first, as (key, forgotten_at, forgotten_by):
+    # never a value.
+    withheld: dict[str, list[tuple[str, datetime, str]]] = dataclasses.field(default_factory=dict)
 
 
 def transcript(user, conversation: Conversation) -> Transcript:
     """Queries: the messages, the provenance links, the turns' extraction outcomes, one bulk
-    resolve of the user's memories, and the forgotten skeletons among what was produced."""
+    resolve of the user's memories, the forgotten skeletons among what was produced, and the
+    forgets that withhold messages of the conversation (F6)."""
     from collections import defaultdict
 
     rows = list(
@@ -180,7 +192,12 @@ def transcript(user, conversation: Conversation) -> Transcript:
             for i, key, since in MemoryRecord.objects.filter(user=user, pk__in=missing, status="forgotten")
             .values_list("id", "key", "status_since")
         }
-    return Transcript(conversation, rows, dict(produced), dict(blocked), remembered, forgotten)
+    withheld = {
+        message_id: [(t.key, t.forgotten_at, t.forgotten_by) for t in tombstones]
+        for message_id, tombstones in withheld_by(user=user, message_ids=[r[0] for r in rows]).items()
+    }
+    return Transcript(conversation, rows, dict(produced), dict(blocked), remembered, forgotten,
+                      withheld)
 
 
 def data_counts(user) -> dict[str, int]:
@@ -215,7 +232,8 @@ def read_turn_orm(*, conversation, turn_key: str, character: str, scope_ids: lis
     if room >= 0 or n_recent > 0:
         history = history_candidates(conversation, conversation.last_seq + 1)
         running, wanted = 0, []
-        for newest, candidate in enumerate(reversed(history), start=1):
+        admissible = [c for c in history if not c.withheld]  # F6
+        for newest, candidate in enumerate(reversed(admissible), start=1):
             running += estimate_from_bytes(candidate.n_bytes)
             if running <= room or newest <= n_recent:
                 wanted.append(candidate.id)

@@ -47,6 +47,7 @@ from .planner import (
     PlanParams,
     build_plan,
     plan_snapshot,
+    recent_ids,
     validate_params,
 )
 from .selectors import history_with_contents, message_contents, read_turn_orm
@@ -533,7 +534,8 @@ def plan_for_turn(turn: Turn, *, budget: int, memory_share: float = 0.3, history
     pinned: frozenset[str] = frozenset()
     if relevance:
         pinned = resolved.registry.pinned_keys
-        recent = [fetch_content([c.id])[c.id] for c in reversed(candidates[-QUERY_HISTORY:])]
+        ids = recent_ids(current.seq, candidates)
+        recent = [fetch_content([i])[i] for i in ids]
     plan = build_plan(
         current=PlanMessage(str(current.pk), current.seq, current.role, current.content),
         history=(),

@@ -30,8 +30,6 @@ from config.serializers import (
     StrictSerializer,
     UserRefField,
 )
-from conversations.domain import Scope
-from conversations.models import Character
 from memory.domain import (
     AUTHORITIES,
     CARDINALITIES,
@@ -53,10 +51,10 @@ from policy.domain import (
     REQUESTERS,
     SOURCES,
 )
-from policy.models import Capability
 from policy.serializers import RuleScopeInput
 
-FORMAT = "companion-memory/1"
+from .snapshot_references import FORMATS, check_references, scope_id_error
+
 HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -108,28 +106,6 @@ class HashField(CleanCharField):
         return value
 
 
-def _scope_id_error(scope_id: str, ref: str | None, *, allow_everywhere: bool) -> str | None:
-    """Why `scope_id` is not a scope id (SPEC §1) of the user `ref`, or None."""
-    if allow_everywhere and scope_id == "*":
-        return None
-    kind, _, rest = scope_id.partition(":")
-    if kind == "user":
-        return None if ref is None or rest == ref else "Not this user's scope."
-    if kind == "character":
-        owner, _, slug = rest.rpartition(":")
-        if ref is not None and owner != ref:
-            return "Not this user's scope."
-        return None if re.fullmatch(r"[-a-zA-Z0-9_]{1,100}", slug) else "Not a character slug."
-    if kind in ("conversation", "scene"):
-        conversation, _, scene = rest.partition(":")
-        if not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", conversation):
-            return "Not a conversation id."
-        if kind == "conversation":
-            return None if not scene else "Not a scope id."
-        return None if 0 < len(scene) <= SCENE_MAX else f"A scene id of 1–{SCENE_MAX} characters."
-    return "Not a scope id (user:, character:, conversation: or scene:)."
-
-
 class ScopeIdField(CleanCharField):
     """A scope id (SPEC §1) — of the snapshot's user, checked by the snapshot."""
 
@@ -139,7 +115,7 @@ class ScopeIdField(CleanCharField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        error = _scope_id_error(value, None, allow_everywhere=self.allow_everywhere)
+        error = scope_id_error(value, None, allow_everywhere=self.allow_everywhere)
         if error:
             raise serializers.ValidationError(error)
         return value
@@ -236,6 +212,9 @@ class MessageRow(StrictSerializer):
     role = serializers.ChoiceField(choices=["user", "assistant", "system"])
     content = CleanCharField(trim_whitespace=False)
     created_at = Time()
+    # F6: whether a forget withholds it from the companion (derived from the tombstones'
+    # `withheld_messages`; the import checks that the two agree).
+    withheld = StrictBooleanField(required=False, default=False)
 
     def validate_content(self, value):
         limit = settings.COMPANION["MESSAGE_MAX_CHARS"]
@@ -330,6 +309,10 @@ class TombstoneRow(StrictSerializer):
     forgotten_at = Time()
     blocks_sources_before = Time()
     forgotten_by = serializers.ChoiceField(choices=["user", "support"], required=False, default="user")
+    # F6: the messages this forget withholds, and the turns whose reply it holds while none is
+    # committed (the reply is withheld once it is).
+    withheld_messages = UuidList(required=False, max_length=1_000_000)
+    withheld_replies = UuidList(required=False, max_length=1_000_000)
 
 
 class RetractionRow(StrictSerializer):
@@ -460,7 +443,7 @@ class SnapshotInput(StrictSerializer):
     """A whole snapshot (SPEC §9). `validate` checks what spans rows: unique ids and unique
     constraints, and that every reference resolves inside the snapshot or to the catalog."""
 
-    format = serializers.ChoiceField(choices=[FORMAT])
+    format = serializers.ChoiceField(choices=list(FORMATS))
     exported_at = Time(required=False, allow_null=True)
     user = SnapshotUserInput()
     characters = _rows(CharacterRow)
@@ -505,190 +488,3 @@ class Snapshot(SnapshotInput):
     """The snapshot as `GET /users/{user}/export` answers it (the same shape, with `reveals`)."""
 
     reveals = serializers.ListField(child=RevealRow(), read_only=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# What spans rows
-
-
-def memory_scope_id(ref: str, scope: dict) -> str:
-    """The scope id (SPEC §1) of a memory's scope object in the snapshot."""
-    return Scope(kind=scope["kind"], character=scope.get("character"), conversation=scope.get("conversation"),
-                 scene=scope.get("scene")).scope_id(ref)
-
-
-def _first_in_cycle(edges: dict) -> set:
-    """The nodes of `edges` (node → the node it supersedes) that lie on a cycle. Linear: each
-    node is walked once."""
-    state: dict = {}
-    on_cycle: set = set()
-    for start in edges:
-        path = []
-        node = start
-        while node is not None and node in edges and node not in state:
-            state[node] = "walking"
-            path.append(node)
-            node = edges[node]
-        if node is not None and state.get(node) == "walking":
-            on_cycle.update(path[path.index(node):])
-        for visited in path:
-            state[visited] = "done"
-    return on_cycle
-
-
-def check_references(s: dict) -> dict[str, list[str]]:
-    """Unique ids and unique constraints within the snapshot, and references that resolve
-    inside it (or, for characters and capabilities, to the catalog). Paths name the field."""
-    errors: dict[str, list[str]] = {}
-    ref = s["user"]["ref"]
-
-    def err(path: str, message: str) -> None:
-        errors.setdefault(path, []).append(message)
-
-    def unique(section: str, field: str, key) -> dict:
-        seen: dict = {}
-        for i, row in enumerate(s[section]):
-            k = key(row)
-            if k is None:
-                continue
-            if k in seen:
-                err(f"{section}.{i}.{field}", f"Duplicate: {section}.{seen[k]} has the same.")
-            else:
-                seen[k] = i
-        return seen
-
-    # The catalog: characters (the snapshot's, or stored) and capabilities (stored).
-    unique("characters", "slug", lambda c: c["slug"])
-    named = {c["character"] for c in s["conversations"]}
-    named |= {m["scope"].get("character") for m in s["memories"]} | {r["scope"].get("character") for r in s["policy_rules"]}
-    named |= {j["character"] for j in s["media_jobs"]}
-    named.discard(None)
-    slugs = {c["slug"] for c in s["characters"]}
-    slugs |= set(Character.objects.filter(slug__in=named - slugs).values_list("slug", flat=True))
-    capabilities = set(Capability.objects.values_list("name", flat=True))
-
-    def character(path: str, slug) -> None:
-        if slug is not None and slug not in slugs:
-            err(path, "Unknown character: neither in the snapshot nor stored here.")
-
-    def capability(path: str, name: str) -> None:
-        if name not in capabilities:
-            err(path, "Unknown capability.")
-
-    unique("keys", "key", lambda k: k["key"])
-
-    # Conversations, messages, turns.
-    unique("conversations", "id", lambda c: c["id"])
-    conversations = {str(c["id"]): c for c in s["conversations"]}
-    for i, c in enumerate(s["conversations"]):
-        character(f"conversations.{i}.character", c["character"])
-
-    def conversation(path: str, value) -> None:
-        if value is not None and str(value) not in conversations:
-            err(path, "Not a conversation of this snapshot.")
-
-    unique("messages", "id", lambda m: m["id"])
-    unique("messages", "seq", lambda m: (m["conversation"], m["seq"]))
-    messages = {str(m["id"]): m for m in s["messages"]}
-    for i, m in enumerate(s["messages"]):
-        conversation(f"messages.{i}.conversation", m["conversation"])
-
-    unique("turns", "id", lambda t: t["id"])
-    unique("turns", "turn_key", lambda t: (t["conversation"], t["turn_key"]))
-    unique("turns", "user_message", lambda t: t["user_message"])
-    unique("turns", "reply_message", lambda t: t.get("reply_message"))
-    for i, t in enumerate(s["turns"]):
-        conversation(f"turns.{i}.conversation", t["conversation"])
-        for field, role in (("user_message", "user"), ("reply_message", "assistant")):
-            message = t.get(field)
-            if message is None:
-                continue
-            found = messages.get(str(message))
-            if found is None or found["conversation"] != t["conversation"] or found["role"] != role:
-                err(f"turns.{i}.{field}", f"Not a {role} message of this turn's conversation in the snapshot.")
-
-    # Memories.
-    unique("memories", "id", lambda m: m["id"])
-    unique("memories", "version", lambda m: (memory_scope_id(ref, m["scope"]), m["key"], m["version"]))
-    memories = {m["id"]: m for m in s["memories"]}
-    for i, m in enumerate(s["memories"]):
-        scope = m["scope"]
-        character(f"memories.{i}.scope.character", scope.get("character"))
-        conversation(f"memories.{i}.scope.conversation", scope.get("conversation"))
-        if len(set(m["sources"])) != len(m["sources"]):
-            err(f"memories.{i}.sources", "Each message at most once.")
-        for j, source in enumerate(m["sources"]):
-            if str(source) not in messages:
-                err(f"memories.{i}.sources.{j}", "Not a message of this snapshot.")
-        target = m.get("supersedes")
-        if target is not None:
-            found = memories.get(target)
-            if found is None:
-                err(f"memories.{i}.supersedes", "Not a memory of this snapshot.")
-            elif (found["key"], memory_scope_id(ref, found["scope"])) != (m["key"], memory_scope_id(ref, scope)):
-                err(f"memories.{i}.supersedes", "A memory supersedes one of its own slot (same key and scope).")
-    looped = _first_in_cycle({m["id"]: m.get("supersedes") for m in s["memories"]})
-    for i, m in enumerate(s["memories"]):
-        if m["id"] in looped:
-            err(f"memories.{i}.supersedes", "Supersedes edges form a cycle.")
-
-    # Tombstones, retractions, idempotency records.
-    unique("tombstones", "id", lambda t: t["id"])
-    for section in ("tombstones", "retractions"):
-        for i, row in enumerate(s[section]):
-            problem = _scope_id_error(row["scope"], ref, allow_everywhere=section == "tombstones")
-            if problem:
-                err(f"{section}.{i}.scope", problem)
-    unique("idempotency", "key", lambda r: r["key"])
-    for i, r in enumerate(s["idempotency"]):
-        if r.get("record") is not None and r["record"] not in memories:
-            err(f"idempotency.{i}.record", "Not a memory of this snapshot.")
-
-    # Policy.
-    unique("policy_rules", "id", lambda r: r["id"])
-    unique("policy_rules", "supersedes", lambda r: r.get("supersedes"))
-    rules = {r["id"] for r in s["policy_rules"]}
-    for i, r in enumerate(s["policy_rules"]):
-        capability(f"policy_rules.{i}.capability", r["capability"])
-        character(f"policy_rules.{i}.scope.character", r["scope"].get("character"))
-        conversation(f"policy_rules.{i}.scope.conversation", r["scope"].get("conversation"))
-        if r.get("supersedes") is not None and r["supersedes"] not in rules:
-            err(f"policy_rules.{i}.supersedes", "Not a rule of this snapshot.")
-    looped = _first_in_cycle({r["id"]: r.get("supersedes") for r in s["policy_rules"]})
-    for i, r in enumerate(s["policy_rules"]):
-        if r["id"] in looped:
-            err(f"policy_rules.{i}.supersedes", "Supersedes edges form a cycle.")
-
-    unique("decisions", "id", lambda d: d["id"])
-    decisions = {d["id"] for d in s["decisions"]}
-    for i, d in enumerate(s["decisions"]):
-        capability(f"decisions.{i}.capability", d["capability"])
-        kinds = [scope_id.partition(":")[0] for scope_id in d["scope_ids"]]
-        if len(set(kinds)) != len(kinds):
-            err(f"decisions.{i}.scope_ids", "At most one scope id of each kind.")
-        for j, scope_id in enumerate(d["scope_ids"]):
-            problem = _scope_id_error(scope_id, ref, allow_everywhere=False)
-            if problem:
-                err(f"decisions.{i}.scope_ids.{j}", problem)
-
-    unique("media_jobs", "id", lambda j: j["id"])
-    unique("media_jobs", "idempotency_key", lambda j: j["idempotency_key"])
-    jobs = {j["id"] for j in s["media_jobs"]}
-    for i, j in enumerate(s["media_jobs"]):
-        capability(f"media_jobs.{i}.capability", j["capability"])
-        character(f"media_jobs.{i}.character", j["character"])
-        conversation(f"media_jobs.{i}.conversation", j.get("conversation"))
-        found = conversations.get(str(j.get("conversation")))
-        if found is not None and j["character"] is not None and found["character"] != j["character"]:
-            err(f"media_jobs.{i}.character", "Not the character of the job's conversation.")
-
-    unique("answers", "id", lambda a: a["id"])
-    unique("answers", "decision", lambda a: a["decision"])
-    for i, a in enumerate(s["answers"]):
-        if a["decision"] not in decisions:
-            err(f"answers.{i}.decision", "Not a decision of this snapshot.")
-        if a.get("rule") is not None and a["rule"] not in rules:
-            err(f"answers.{i}.rule", "Not a rule of this snapshot.")
-        if a.get("media_job") is not None and a["media_job"] not in jobs:
-            err(f"answers.{i}.media_job", "Not a media job of this snapshot.")
-    return errors

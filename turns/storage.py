@@ -23,7 +23,7 @@ from django.utils import timezone
 from config.storage import RawReader, json_rows, parse_datetimes
 from conversations.models import Conversation, Message, Turn
 from memory import storage as memory_storage
-from memory.models import KeyDefinition
+from memory.models import KeyDefinition, Withholding
 from memory.selectors import last_named_key_query
 from policy.domain import PolicyScope, Rule
 from policy.models import PolicyRule, UserPolicyVersion
@@ -41,27 +41,44 @@ class OctetLength(Func):
         return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
 
 
+def withheld_sql(reader: RawReader, message_id: str) -> str:
+    """F6: true (1) when some tombstone withholds the message whose id column is
+    `message_id` — linked to it, or holding the reply of its turn — else 0."""
+    held, turn = reader.table(Withholding), reader.table(Turn)
+    return (
+        f"CASE WHEN EXISTS (SELECT 1 FROM {held} w WHERE w.{reader.name(Withholding, 'message')}"
+        f" = {message_id}) OR EXISTS (SELECT 1 FROM {held} w JOIN {turn} t ON t."
+        f"{reader.name(Turn, 'id')} = w.{reader.name(Withholding, 'turn')} WHERE t."
+        f"{reader.name(Turn, 'reply_message')} = {message_id}) THEN 1 ELSE 0 END"
+    )
+
+
 def history_sql(reader: RawReader, size: str) -> str:
     """Every message of a conversation before a boundary (parameters: room tokens, n newest,
-    user id, conversation id, boundary seq) as (id, seq, role, bytes, text or NULL): the text
-    of the newest messages whose I3 estimates (ceil(bytes / 4) + 4 each) add up to at most
-    the room, and of the `n` newest. `size` is the byte length of the content as the ORM
-    writes it for this database. The text is read row by row (a subquery by primary key) for
-    the rows that want it, so the rows the window functions order carry no text."""
+    user id, conversation id, boundary seq) as (id, seq, role, bytes, text or NULL, withheld):
+    the text of the newest messages whose I3 estimates (ceil(bytes / 4) + 4 each) add up to at
+    most the room, and of the `n` newest. A withheld message (F6) is listed without its text,
+    and neither the room nor the `n` newest count it: both history policies and I6's query go
+    on past it. `size` is the byte length of the content as the ORM writes it for this
+    database. The text is read row by row (a subquery by primary key) for the rows that want
+    it, so the rows the window functions order carry no text."""
     seq, table, pk = reader.name(Message, "seq"), reader.table(Message), reader.name(Message, "id")
-    tokens = f"(COALESCE({size}, 0) + 3) / 4 + 4"
+    conversation, role = reader.name(Message, "conversation"), reader.name(Message, "role")
+    tokens = "(n_bytes + 3) / 4 + 4"
     return (
         f"SELECT {reader.column(Message, 'id')} AS hid, {seq} AS hseq, "
-        f"{reader.name(Message, 'role')} AS hrole, n_bytes AS hbytes, "
-        f"CASE WHEN running <= %s OR newest <= %s THEN (SELECT body."
+        f"{role} AS hrole, n_bytes AS hbytes, "
+        f"CASE WHEN held = 0 AND (running <= %s OR newest <= %s) THEN (SELECT body."
         f"{reader.name(Message, 'content')} FROM {table} body WHERE body.{pk} = history.{pk}) "
-        f"END AS htext "
-        f"FROM (SELECT {pk}, {reader.name(Message, 'conversation')}, {seq}, "
-        f"{reader.name(Message, 'role')}, COALESCE({size}, 0) AS n_bytes, "
-        f"SUM({tokens}) OVER (ORDER BY {seq} DESC ROWS UNBOUNDED PRECEDING) AS running, "
-        f"ROW_NUMBER() OVER (ORDER BY {seq} DESC) AS newest FROM {table} "
+        f"END AS htext, held AS hheld "
+        f"FROM (SELECT {pk}, {conversation}, {seq}, {role}, n_bytes, held, "
+        f"SUM(CASE WHEN held = 1 THEN 0 ELSE {tokens} END) "
+        f"OVER (ORDER BY {seq} DESC ROWS UNBOUNDED PRECEDING) AS running, "
+        f"SUM(1 - held) OVER (ORDER BY {seq} DESC ROWS UNBOUNDED PRECEDING) AS newest "
+        f"FROM (SELECT {pk}, {conversation}, {seq}, {role}, COALESCE({size}, 0) AS n_bytes, "
+        f"{withheld_sql(reader, f'{table}.{pk}')} AS held FROM {table} "
         f"WHERE {reader.name(Message, 'user')} = %s "
-        f"AND {reader.name(Message, 'conversation')} = %s AND {seq} < %s) history"
+        f"AND {conversation} = %s AND {seq} < %s) sized) history"
     )
 
 
@@ -120,7 +137,7 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
         params += found
     if planned:
         history = history_sql(reader, message_size_sql(reader.alias))
-        parts.append(json_rows(vendor, ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext"],
+        parts.append(json_rows(vendor, ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
                                f"FROM ({history}) h"))
         params += [room, n_recent, user.pk,
                    reader.param(Message, "conversation", conversation.pk),
@@ -180,7 +197,7 @@ def _last_named_sql(user, alias: str) -> tuple[str, list]:
 
 def _parse_history(rows: list) -> tuple[list[HistoryCandidate], dict[str, str]]:
     rows.sort(key=lambda r: r[1])
-    candidates = [HistoryCandidate(r[0], r[1], r[2], r[3]) for r in rows]
+    candidates = [HistoryCandidate(r[0], r[1], r[2], r[3], bool(r[5])) for r in rows]
     return candidates, {r[0]: r[4] for r in rows if r[4] is not None}
 
 

@@ -26,7 +26,7 @@ from config.errors import ValidationError
 from config.pages import day, form_errors_from, private_page, when
 from conversations.selectors import conversation_for_page, conversations_of
 from memory import services as memory_services
-from memory.forgetting import memory_forget_all
+from memory.forgetting import memory_forget_all, withheld_total
 from memory.page_selectors import key_templates
 from memory.presentation import CERTAINTY, Sentence, Wording, by_scoped_key, standing
 from policy.presentation import capability_name
@@ -70,6 +70,7 @@ class TranscriptMessage:
     blocked: int = 0
     used: Used | None = None  # under a companion reply: what its prompt held (SPEC E2)
     not_learned: bool = False  # I8: `learn` was off when this message's turn was made
+    withheld: str = ""  # F6: the notice that the companion no longer sees it, and why
 
 
 @private_page
@@ -89,6 +90,7 @@ def conversation_detail(request, conversation_id):
     for i, seq, role, content, at in read.messages:
         message = TranscriptMessage(str(i), seq, role, speakers.get(role, role), content, at, when(at))
         message.blocked = read.blocked.get(message.id, 0)
+        message.withheld = withheld_notice(read.withheld.get(message.id, ()), words.label)
         for memory_id in dict.fromkeys(read.produced.get(message.id, ())):
             record = by_id.get(memory_id)
             if record is not None:
@@ -105,6 +107,18 @@ def conversation_detail(request, conversation_id):
     return render(request, "conversations/detail.html", {
         "conversation": conversation, "messages_": messages_, "started": when(conversation.created_at),
     })
+
+
+def withheld_notice(forgets, label) -> str:
+    """F6: which forgets withhold a message, in words (the memory's label and the day, never
+    the value); empty for a message the companion still sees."""
+    if not forgets:
+        return ""
+    named = [f"“{label(key)}” on {day(at)}" + (" (by support, on your behalf)" if by == "support" else "")
+             for key, at, by in forgets]
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    return ("The companion no longer sees this message, because it was asked to forget "
+            f"{listed}. It stays here for you to read.")
 
 
 def _what_was_used(user, conversation, messages_: list[TranscriptMessage], words: Wording,
@@ -190,9 +204,12 @@ def forget_everything(request):
     if request.method == "POST":
         tombstones = memory_forget_all(user=request.user)
         if tombstones:
-            messages.success(request, "Forgot everything the companion remembered about you, everywhere. "
-                                      "Old messages will not bring it back; your conversations stay "
-                                      "until you delete them.")
+            n = withheld_total(tombstones)
+            seen = (f" The companion no longer sees the {n} message{'' if n == 1 else 's'} that held it."
+                    if n else "")
+            messages.success(request, "Forgot everything the companion remembered about you, everywhere."
+                                      f"{seen} Old messages will not bring it back; your conversations "
+                                      "stay until you delete them.")
         else:
             messages.info(request, "There was nothing to forget.")
         return redirect("memory:list")

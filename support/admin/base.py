@@ -351,6 +351,11 @@ def support_action(modeladmin, request, queryset, *, title: str, intro: str, col
         text = f"{title}: {done} done"
         if skipped:
             text += "; skipped: " + ", ".join(f"{n} {code}" for code, n in sorted(skipped.items()))
+        withheld = [o.detail["withheld_messages"] for o in outcomes if "withheld_messages" in o.detail]
+        if withheld:  # F6: the count only, never which words (S1)
+            n = sum(withheld)
+            text += (f". The companion no longer sees {n} message{'' if n == 1 else 's'} "
+                     "that held the forgotten values")
         text += ". The reason is logged under Support actions."
         modeladmin.message_user(request, text, messages.WARNING if skipped else messages.SUCCESS)
         return None

@@ -169,7 +169,8 @@ def test_it_lets_the_user_say_it_again_after_the_forget(user, conversation):
 
 def test_it_purges_every_covered_record_into_a_skeleton(user, conversation):
     """F1/F2: the tombstone holds no value; covered records become skeletons with the value
-    erased and status `forgotten` since the forget."""
+    erased and status `forgotten` since the forget. F6: the skeleton keeps its source links
+    (they hold no value) and the forget withholds their messages."""
     msg = MessageFactory(conversation=conversation)
     harbor = put(user, "basil_plant.name", "Harbor", sources=[str(msg.pk)]).record
     marlowe = services.memory_correct(record_id=harbor.id, value="Marlowe").record
@@ -178,7 +179,9 @@ def test_it_purges_every_covered_record_into_a_skeleton(user, conversation):
     assert "Marlowe" not in str(tombstone.__dict__) and "Harbor" not in str(tombstone.__dict__)
     rows = MemoryRecord.objects.filter(key="basil_plant.name")
     assert {(r.status, r.value, r.status_since) for r in rows} == {("forgotten", "", tombstone.forgotten_at)}
-    assert not MemorySource.objects.filter(memory__in=rows).exists()
+    assert set(MemorySource.objects.filter(memory__in=rows).values_list("message_id", flat=True)) == {msg.pk}
+    assert tombstone.withheld_messages == 1
+    assert set(tombstone.withholdings.values_list("message_id", flat=True)) == {msg.pk}
     assert active_values(user, "basil_plant.name") == []
 
 

@@ -1,0 +1,242 @@
+"""Forgotten words leave the prompt (SPEC F6): which messages a forget withholds, written in
+the forget's transaction, and the reads every surface shares.
+
+A forget withholds
+1. the source messages of every record it purges, wherever they are (the source links stay
+   on the skeleton: they hold no value);
+2. every message, of either role, created at or before `forgotten_at` in the conversations
+   the tombstone's scope covers, that mentions a purged value as whole words
+   (`memory.mentions`); read in keyset pages per conversation, never a query per message;
+3. the reply to a turn created before the forget whose stored plan held a purged record or a
+   message it withholds, when that reply is committed after the forget: a reply already
+   committed then is linked at once, a reply still to come is held through its turn (a
+   `Withholding` row naming the turn), so whichever of the reply and the forget commits
+   first, the reply ends withheld.
+
+A message is withheld while any tombstone withholds it: deleting a tombstone (F4) releases
+only what no other one holds. Nothing here keeps or logs a value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Exists, OuterRef, Q
+
+from conversations.models import Message, Turn
+
+from .mentions import matcher, needle
+from .models import MemorySource, Tombstone, Withholding
+
+PAGE = 1000  # messages read per keyset page while matching words
+
+
+@dataclass(frozen=True)
+class Purged:
+    """A record a forget purges, with its value as it was before the erasure (kept in memory
+    for the forget's transaction only)."""
+
+    id: str
+    value: str
+
+
+@dataclass(frozen=True)
+class WithheldPlan:
+    """What a forget withholds: message ids (parts 1 to 3) and turns whose reply is still to
+    come (part 3)."""
+
+    messages: frozenset[str]
+    replies_of: frozenset[str]
+
+
+def conversations_of_scope(user, scope_id: str):
+    """F6's scope mapping: `user` or `*` → every conversation of the user; `character` → the
+    user's conversations with that character; `conversation` or `scene` → that one."""
+    qs = Message.objects.filter(user=user)
+    kind = "*" if scope_id == "*" else scope_id.split(":", 1)[0]
+    if kind in ("*", "user"):
+        return qs
+    if kind == "character":
+        return qs.filter(conversation__character__slug=scope_id.rsplit(":", 1)[1])
+    conversation = scope_id.split(":")[1]
+    return qs.filter(conversation_id=conversation)
+
+
+def _mentioning(user, scope_id: str, at: datetime, values: Iterable[str]) -> set[str]:
+    """Part 2: ids of the messages in the scope's conversations, created at or before `at`,
+    that mention one of `values` as whole words. Keyset pages of `PAGE` rows per
+    conversation, ordered by the (conversation, seq) unique index."""
+    values = list(values)
+    found: set[str] = set()
+    if not any(needle(v) is not None for v in values):
+        return found  # values under 2 characters withhold through provenance alone
+    match = matcher(values)
+    messages = conversations_of_scope(user, scope_id).filter(created_at__lte=at)
+    for conversation in messages.values_list("conversation_id", flat=True).distinct().order_by():
+        last = None
+        while True:
+            page = messages.filter(conversation_id=conversation)
+            if last is not None:
+                page = page.filter(seq__gt=last)
+            rows = list(page.order_by("seq").values_list("id", "seq", "content")[:PAGE])
+            for mid, _seq, content in rows:
+                if match(content):
+                    found.add(str(mid))
+            if len(rows) < PAGE:
+                break
+            last = rows[-1][1]
+    return found
+
+
+def plan_withholding(user, *, scope_id: str, at: datetime, purged: list[Purged]) -> WithheldPlan:
+    """What a tombstone of `scope_id` forgotten at `at` withholds, given the records it purges
+    (F6 parts 1 to 3). Reads only; `withhold` writes."""
+    ids = [p.id for p in purged]
+    messages: set[str] = set()
+    if ids:
+        messages.update(str(m) for m in MemorySource.objects.filter(memory_id__in=ids)
+                        .values_list("message_id", flat=True))
+    messages |= _mentioning(user, scope_id, at, [p.value for p in purged])
+    replies_of: set[str] = set()
+    if ids or messages:
+        purged_ids = set(ids)
+        turns = (Turn.objects.filter(user=user, created_at__lte=at, plan_snapshot__isnull=False)
+                 .filter(Q(reply_message__isnull=True) | Q(reply_message__created_at__gt=at))
+                 .values_list("id", "reply_message_id", "plan_snapshot"))
+        for turn_id, reply_id, snapshot in turns:
+            held = set(snapshot.get("memories") or ()) & purged_ids \
+                or set(snapshot.get("history") or ()) & messages
+            if not held:
+                continue
+            if reply_id is None:
+                replies_of.add(str(turn_id))
+            else:
+                messages.add(str(reply_id))
+    return WithheldPlan(frozenset(messages), frozenset(replies_of))
+
+
+def withhold(tombstone: Tombstone, plan: WithheldPlan) -> int:
+    """Write the links of `plan` for `tombstone` (in the caller's transaction) and answer how
+    many messages it withholds now."""
+    rows = [Withholding(tombstone=tombstone, message_id=m) for m in sorted(plan.messages)]
+    rows += [Withholding(tombstone=tombstone, turn_id=t) for t in sorted(plan.replies_of)]
+    if rows:
+        Withholding.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(plan.messages)
+
+
+def withhold_links(tombstone: Tombstone, message_ids: Iterable[str],
+                   reply_turn_ids: Iterable[str] = ()) -> None:
+    """Restore links as an import carries them (§9)."""
+    withhold(tombstone, WithheldPlan(frozenset(message_ids), frozenset(reply_turn_ids)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads
+
+
+def withheld_q(prefix: str = "") -> Q:
+    """A filter on messages (through `prefix`, e.g. "message__") that keeps the withheld."""
+    return Q(**{f"{prefix}withholdings__isnull": False}) | Q(
+        **{f"{prefix}reply_to__reply_withholdings__isnull": False})
+
+
+def withheld_exists(outer: str = "pk") -> Exists:
+    """An expression true for a withheld message (`outer` names its id in the outer query)."""
+    return Exists(Withholding.objects.filter(
+        Q(message_id=OuterRef(outer)) | Q(turn__reply_message_id=OuterRef(outer))))
+
+
+def withheld_message_ids(*, user, message_ids: Iterable[str]) -> set[str]:
+    """The ids among `message_ids` (of `user`) that some tombstone withholds now."""
+    ids = [str(m) for m in message_ids]
+    if not ids:
+        return set()
+    direct = Withholding.objects.filter(tombstone__user=user, message_id__in=ids) \
+        .values_list("message_id", flat=True)
+    replies = Withholding.objects.filter(tombstone__user=user, turn__reply_message_id__in=ids) \
+        .values_list("turn__reply_message_id", flat=True)
+    return {str(m) for m in direct} | {str(m) for m in replies}
+
+
+def withheld_by(*, user, message_ids: Iterable[str]) -> dict[str, list[Tombstone]]:
+    """For each withheld message among `message_ids`, the tombstones withholding it (oldest
+    forget first): the transcript's notice names the forget, never the value."""
+    ids = [str(m) for m in message_ids]
+    found: dict[str, list[Tombstone]] = {}
+    if not ids:
+        return found
+    rows = (Withholding.objects.filter(tombstone__user=user)
+            .filter(Q(message_id__in=ids) | Q(turn__reply_message_id__in=ids))
+            .select_related("tombstone", "turn")
+            .order_by("tombstone__forgotten_at", "tombstone_id"))
+    for row in rows:
+        mid = str(row.message_id) if row.message_id else str(row.turn.reply_message_id)
+        kept = found.setdefault(mid, [])
+        if row.tombstone not in kept:
+            kept.append(row.tombstone)
+    return found
+
+
+def withheld_count_annotation() -> Count:
+    """Annotates tombstones with how many messages each withholds now (its message links and
+    the committed replies its holds name), for a list in one query."""
+    return Count("withholdings", filter=Q(withholdings__message__isnull=False)
+                 | Q(withholdings__turn__reply_message__isnull=False))
+
+
+def withheld_counts(tombstone_ids: Iterable) -> dict[str, int]:
+    """How many messages each tombstone withholds now: its message links and the committed
+    replies its holds name (F6: counting messages another tombstone also withholds)."""
+    ids = list(tombstone_ids)
+    counts = {str(t): 0 for t in ids}
+    if not ids:
+        return counts
+    for tid, n in (Withholding.objects.filter(tombstone_id__in=ids)
+                   .filter(Q(message__isnull=False) | Q(turn__reply_message__isnull=False))
+                   .values_list("tombstone_id").annotate(n=Count("id")).order_by()):
+        counts[str(tid)] = n
+    return counts
+
+
+def withheld_distinct(tombstone_ids: Iterable) -> int:
+    """How many distinct messages the tombstones withhold between them."""
+    ids = list(tombstone_ids)
+    if not ids:
+        return 0
+    direct = set(Withholding.objects.filter(tombstone_id__in=ids, message__isnull=False)
+                 .values_list("message_id", flat=True))
+    replies = set(Withholding.objects.filter(tombstone_id__in=ids, turn__reply_message__isnull=False)
+                  .values_list("turn__reply_message_id", flat=True))
+    return len(direct | replies)
+
+
+def withheld_lists(user) -> dict[str, tuple[list[str], list[str]]]:
+    """Per tombstone of `user`: the ids of the messages it withholds and of the turns whose
+    reply it holds while none is committed — what an export carries (§9)."""
+    found: dict[str, tuple[list[str], list[str]]] = {}
+    rows = (Withholding.objects.filter(tombstone__user=user)
+            .values_list("tombstone_id", "message_id", "turn_id", "turn__reply_message_id"))
+    for tid, message, turn, reply in rows:
+        messages, turns = found.setdefault(str(tid), ([], []))
+        if message is not None:
+            messages.append(str(message))
+        elif reply is not None:
+            messages.append(str(reply))
+        else:
+            turns.append(str(turn))
+    for messages, turns in found.values():
+        messages.sort()
+        turns.sort()
+    return found
+
+
+def records_mentioning(records: Iterable, values: Iterable[str], *, excluding: Iterable[str] = ()):
+    """Among `records` (the user's remembered ones), those whose values mention one of
+    `values` as whole words, other than `excluding`: the forget page offers to forget them too
+    (F6; they are not withheld by the forget). Ordered by key, then id."""
+    match = matcher(values)
+    skip = {str(i) for i in excluding}
+    found = [r for r in records if str(r.id) not in skip and r.value and match(r.value)]
+    return sorted(found, key=lambda r: (r.key, str(r.id)))
