@@ -260,7 +260,11 @@ class Withholding(models.Model):
     tombstone = models.ForeignKey(Tombstone, on_delete=models.CASCADE, related_name="withholdings")
     message = models.ForeignKey("conversations.Message", null=True, blank=True,
                                 on_delete=models.CASCADE, related_name="withholdings")
-    turn = models.ForeignKey("conversations.Turn", null=True, blank=True,
+    # No foreign key constraint in the database: a forget writes holds while replies may hold
+    # their turn's row (F6 part 3; the constraint's key-share lock would make the forget wait
+    # on the reply that waits on the forget). Deleting a turn deletes its holds (Django's
+    # cascade), as deleting a conversation or a user does.
+    turn = models.ForeignKey("conversations.Turn", null=True, blank=True, db_constraint=False,
                              on_delete=models.CASCADE, related_name="reply_withholdings")
 
     class Meta:
