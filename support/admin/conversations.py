@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from conversations.models import Character, Conversation, Message, Turn
 from conversations.services import character_put
 from memory.models import MemoryRecord, MemorySource
+from memory.withholding import withheld_exists
 from support import services as support
 from support.admin.base import SupportAdmin, count_of
 from support.display import admin_link, explain_turn_url, explain_url, plan_rows, reveal_url
@@ -202,21 +203,28 @@ class MessageAdmin(SupportAdmin):
     private_fields = ("content",)
     private_search_fields = ("content",)
     uuid_search_fields = ("id", "conversation_id")
-    list_display = ("seq", "user_ref", "role", "content_preview", "conversation_ref", "explain", "created_at")
+    list_display = ("seq", "user_ref", "role", "content_preview", "withheld", "conversation_ref", "explain",
+                    "created_at")
     list_filter = ("role",)
     search_fields = ("user__username",)
     search_help_text = "A username, or a message or conversation id."
     list_select_related = ("user",)
     date_hierarchy = "created_at"
     fields = ("id", "user_ref", "conversation_ref", "seq", "role", "created_at", "content_full",
-              "turn_ref", "explain", "memory_refs")
+              "withheld", "turn_ref", "explain", "memory_refs")
     readonly_fields = fields
 
     def get_queryset(self, request):
         # The message's turn (it made the turn, or it is the turn's reply), in the same query.
         turn = (Turn.objects.filter(user=OuterRef("user"))
                 .filter(Q(user_message=OuterRef("pk")) | Q(reply_message=OuterRef("pk"))).values("pk")[:1])
-        return super().get_queryset(request).annotate(_turn=Subquery(turn))
+        return super().get_queryset(request).annotate(_turn=Subquery(turn), _withheld=withheld_exists())
+
+    @admin.display(description="withheld", boolean=True)
+    def withheld(self, obj):
+        """F6: a forget withholds it from the companion (the count of forgets is on the
+        tombstones; which words matched is never shown)."""
+        return bool(getattr(obj, "_withheld", False))
 
     @admin.display(description="explain")
     def explain(self, obj):

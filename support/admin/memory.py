@@ -30,6 +30,7 @@ from memory.models import (
 )
 from memory.presentation import STATE_WORDS
 from memory.state_selectors import memory_states_of
+from memory.withholding import withheld_count_annotation
 from support import services as support
 from support.admin.base import SupportAdmin, count_of, support_action
 from support.display import admin_link, explain_turn_url, explain_url
@@ -421,15 +422,23 @@ class TombstoneAdmin(SupportAdmin):
     read_only = True
     private_key_fields = ("key",)
     list_display = ("key_ref", "user_ref", "scope_id", "value_level", "forgotten_by",
-                    "forgotten_at", "blocks_sources_before")
+                    "forgotten_at", "withheld_messages")
     list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
     search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     uuid_search_fields = ("id",)
     list_select_related = ("user",)
     date_hierarchy = "forgotten_at"
     fields = ("id", "user_ref", "key_ref", "scope_id", "value_level", "forgotten_by",
-              "forgotten_at", "blocks_sources_before")
+              "forgotten_at", "blocks_sources_before", "withheld_messages")
     readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_withheld=withheld_count_annotation())
+
+    @admin.display(description="messages withheld", ordering="_withheld")
+    def withheld_messages(self, obj):
+        """F6: how many messages the forget withholds (a count: never which words)."""
+        return obj._withheld
 
     def object_label(self, obj):
         return f"forgotten {getattr(obj, '_shown_key', '')} ({obj.scope_id})"
