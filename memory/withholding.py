@@ -22,7 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db import connection
+from django.db.models import Count, Exists, Func, OuterRef, Q, TextField
+from django.db.models.functions import Lower
 
 from conversations.models import Message, Turn
 
@@ -65,28 +67,51 @@ def conversations_of_scope(user, scope_id: str):
 
 def _mentioning(user, scope_id: str, at: datetime, values: Iterable[str]) -> set[str]:
     """Part 2: ids of the messages in the scope's conversations, created at or before `at`,
-    that mention one of `values` as whole words. Keyset pages of `PAGE` rows per
-    conversation, ordered by the (conversation, seq) unique index."""
+    that mention one of `values` as whole words. Keyset pages of `PAGE` rows in the order of
+    the (conversation, seq) unique index; on PostgreSQL the database first drops the messages
+    that cannot match (`_prefilter`), so only candidates travel."""
     values = list(values)
     found: set[str] = set()
-    if not any(needle(v) is not None for v in values):
+    needles = sorted({n for n in (needle(v) for v in values) if n is not None})
+    if not needles:
         return found  # values under 2 characters withhold through provenance alone
     match = matcher(values)
     messages = conversations_of_scope(user, scope_id).filter(created_at__lte=at)
-    for conversation in messages.values_list("conversation_id", flat=True).distinct().order_by():
-        last = None
-        while True:
-            page = messages.filter(conversation_id=conversation)
-            if last is not None:
-                page = page.filter(seq__gt=last)
-            rows = list(page.order_by("seq").values_list("id", "seq", "content")[:PAGE])
-            for mid, _seq, content in rows:
-                if match(content):
-                    found.add(str(mid))
-            if len(rows) < PAGE:
-                break
-            last = rows[-1][1]
-    return found
+    if connection.vendor == "postgresql":
+        messages = messages.annotate(folded=Lower(_NFKC("content"))).filter(_prefilter(needles))
+    last = None
+    while True:
+        page = messages
+        if last is not None:
+            page = page.filter(Q(conversation_id__gt=last[0])
+                               | Q(conversation_id=last[0], seq__gt=last[1]))
+        rows = list(page.order_by("conversation_id", "seq")
+                    .values_list("id", "conversation_id", "seq", "content")[:PAGE])
+        found.update(str(mid) for mid, _c, _s, content in rows if match(content))
+        if len(rows) < PAGE:
+            return found
+        last = rows[-1][1], rows[-1][2]
+
+
+class _NFKC(Func):
+    """PostgreSQL's `normalize(text, NFKC)`."""
+
+    template = "normalize(%(expressions)s, NFKC)"
+    output_field = TextField()
+
+
+def _prefilter(needles: list[str]) -> Q:
+    """A condition every message that `memory.mentions` would match passes (a superset), for
+    the database to apply first. For a needle of ASCII alone, its longest run without spaces
+    must occur in `lower(normalize(content, NFKC))` — or the text holds a sharp s, the one
+    character outside ASCII that case folding turns into ASCII letters (ß, ẞ → ss). A needle
+    with other characters (accents, scripts without spaces) is matched in Python alone."""
+    if not all(n.isascii() for n in needles):
+        return Q()  # no safe filter: every message of the scope is a candidate
+    condition = Q(content__contains="ß") | Q(content__contains="ẞ")
+    for n in needles:
+        condition |= Q(folded__contains=max(n.split(" "), key=len))
+    return condition
 
 
 def plan_withholding(user, *, scope_id: str, at: datetime, purged: list[Purged]) -> WithheldPlan:

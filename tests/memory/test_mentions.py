@@ -3,7 +3,7 @@ database. casefold(NFKC(text)), whitespace runs as one space, accents kept, whol
 the scripts written without spaces matched wherever they occur."""
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.mentions import matcher, mentions, needle, normalise
@@ -72,12 +72,14 @@ def test_it_matches_any_of_several_values():
 words = st.text(alphabet=st.characters(categories=["Lu", "Ll", "Nd"]), min_size=2, max_size=8)
 
 
+@settings(deadline=None)
 @given(words, st.text(max_size=20), st.text(max_size=20))
 def test_it_finds_a_value_set_apart_by_spaces(value, before, after):
     """A value with a space on each side is always mentioned, whatever surrounds it."""
     assert mentions(f"{before} {value} {after}", value)
 
 
+@settings(deadline=None)
 @given(words, words)
 def test_it_is_deterministic_and_order_independent(a, b):
     text = f"{a} and {b}"

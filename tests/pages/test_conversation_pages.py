@@ -61,6 +61,37 @@ def test_saying_it_again_after_a_forget_is_learned_again(page, conv, say, sam):
     assert [(p.value, p.status) for p in second.produced] == [("Rex", "remembered now")]
 
 
+def test_a_withheld_message_stays_with_a_notice_naming_the_forget(page, conv, say, sam):
+    """F6: the user keeps their words; the transcript says the companion no longer sees the
+    message and which forget did it — the memory's label and the day, never the value."""
+    turn = say("My dog's name is Rex.")
+    other = say("The rain kept me inside.")
+    memory_forget(record_id=live("dog.name", sam).pk, user=sam)
+    r = page.get(f"/conversations/{conv.pk}/")
+    by_id = {m.id: m for m in r.context["messages_"]}
+    notice = by_id[str(turn.user_message_id)].withheld
+    assert notice.startswith("The companion no longer sees this message, because it was asked to "
+                             "forget “Dog's name” on ")
+    assert "Rex" not in notice
+    assert by_id[str(other.user_message_id)].withheld == ""
+    assert 'class="small withheld-notice" role="note"' in r.content.decode()
+    assert "My dog's name is Rex." in text(r)
+
+
+def test_a_memory_asserted_with_sources_stays_listed_under_its_message_when_forgotten(
+        page, api, conv, say, sam):
+    """F6 item: the forget keeps the skeleton's source links, so a memory the runtime posted
+    with `sources` is listed under its message as forgotten, whatever created it."""
+    turn = say("We planted tomatoes today.")
+    made = api.post("/api/v1/memories", {
+        "user": "sam", "key": "garden.plant", "value": "tomatoes", "scope": {"kind": "user"},
+        "sources": [str(turn.user_message_id)]}, format="json").json()["memory"]
+    memory_forget(record_id=made["id"], user=sam)
+    [message] = page.get(f"/conversations/{conv.pk}/").context["messages_"]
+    assert [(p.id, p.value, p.status.startswith("forgotten on")) for p in message.produced] == \
+        [(made["id"], None, True)]
+
+
 def test_it_asks_before_deleting_a_conversation(page, conv, say):
     say("My dog's name is Rex.")
     r = page.get(f"/conversations/{conv.pk}/delete")

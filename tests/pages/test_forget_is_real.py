@@ -1,7 +1,8 @@
-"""F5 through the page: after "Forget" on the memories page, no memory record, resolve answer,
-new prompt plan, export or re-extraction from the old message holds the value any more. (The
-user's own message stays in the transcript until the conversation is deleted, §7; so the plan's
-history and the export's messages may still quote it, and nothing else may.)"""
+"""F5 and F6 through the page: after "Forget" on the memories page, no memory record, resolve
+answer, new prompt plan — its history included —, export or re-extraction from the old message
+holds the value any more. (The user's own message stays in the transcript until the
+conversation is deleted, §7: the transcript and the export's messages still quote it, marked
+withheld, and nothing else may.)"""
 
 import json
 
@@ -56,15 +57,17 @@ def test_forgetting_on_the_page_is_real(page, api, say, sam, conv, ctx, everywhe
     assert answer["active"] == [] and answer["prompt"] == []
     assert [e["reason"] for e in answer["excluded"]] == ["forgotten"]
     assert "Rex" not in json.dumps(answer)
-    # A new prompt plan: no memory holds it; only the old message in the history quotes it.
+    # A new prompt plan (F6): no memory holds it and neither does the history; the old message
+    # is left out as forgotten.
     plan = new_plan(api, conv, "after")
     assert plan["memories"] == []
-    assert "Rex" not in json.dumps({k: v for k, v in plan.items() if k != "history"})
-    assert [m["id"] for m in plan["history"] if "Rex" in m["content"]] == [old_message]
-    # The export: only the message itself still has it.
+    assert "Rex" not in json.dumps(plan)
+    assert {"kind": "message", "id": old_message, "reason": "forgotten"} in plan["excluded"]
+    # The export: only the message itself still has it, marked withheld.
     snapshot = json.loads(page.get("/data/export.json").content)
     assert "Rex" not in json.dumps({k: v for k, v in snapshot.items() if k != "messages"})
-    assert [m["id"] for m in snapshot["messages"] if "Rex" in m["content"]] == [old_message]
+    assert [(m["id"], m["withheld"]) for m in snapshot["messages"] if "Rex" in m["content"]] == \
+        [(old_message, True)]
     # Re-extraction from the old message is blocked and stores nothing.
     again = api.post("/api/v1/memory/remember", {"context": ctx, "text": "My dog's name is Rex.", "source": old_message},
                      format="json")
@@ -73,3 +76,24 @@ def test_forgetting_on_the_page_is_real(page, api, say, sam, conv, ctx, everywhe
     assert not MemoryRecord.objects.filter(value__icontains="rex").exists()
     assert "Rex" not in json.dumps(resolve(api, ctx))
     assert new_plan(api, conv, "after-again")["memories"] == []
+
+
+def test_the_forget_page_says_beforehand_what_the_companion_will_stop_seeing(page, api, say, sam, conv):
+    """F6: the confirmation page counts the messages the companion will stop seeing (here and
+    everywhere), lists the other memories whose values mention the value with a way to forget
+    each, and the success message repeats the count."""
+    say("My dog's name is Rex.")
+    say("Rex and I walked to the harbour.")
+    api.post("/api/v1/memories", {"user": "sam", "key": "user.best_friend", "value": "Rex the terrier",
+                                  "scope": {"kind": "user"}, "authority": "user-confirmed"}, format="json")
+    friend = live("user.best_friend", sam)
+    form = page.get(f"/memories/{live('dog.name', sam).pk}/forget")
+    seen = text(form)
+    assert "It will also stop seeing 2 messages that mention it or that it was learnt from." in seen
+    assert form.context["mentioned"] == [{"id": str(friend.pk), "label": "Your best friend",
+                                          "value": "Rex the terrier"}]
+    assert f'href="/memories/{friend.pk}/forget?next=' in form.content.decode()
+    r = page.post(f"/memories/{live('dog.name', sam).pk}/forget", {"next": "/memories/"}, follow=True)
+    assert "the companion no longer sees the 2 messages that held it" in text(r)
+    # The other memory is not forgotten by this forget (F6: only messages are withheld).
+    assert live("user.best_friend", sam).value == "Rex the terrier"
