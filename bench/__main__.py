@@ -64,6 +64,7 @@ FULL = {
     "relevance_memories": 1_000,
     "relevance_seeds": 10,
     "turn_sizes": [100, 1_000, 10_000],
+    "floor_turns": 60,
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -76,6 +77,7 @@ SMOKE = {
     "relevance_memories": 100,
     "relevance_seeds": 2,
     "turn_sizes": [100],
+    "floor_turns": 6,
 }
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
@@ -265,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                 "populated_rounds": 2 if args.smoke else 8,
                 "lock_wait": sizes["lock_wait"],
                 "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
+                "floor_turns": sizes["floor_turns"],
+                "pgbouncer": True,
             }
             log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"
                                           and config["turn_seconds"] else ""))

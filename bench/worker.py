@@ -96,6 +96,15 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             queries = turns.inprocess_queries(groups[main][-1].conversation, token)
             log(f"  {vendor}: queries per turn {queries}")
             connection.close()
+            floor_result = None
+            if config.get("floor_turns"):
+                from . import floor
+
+                floor_result = floor.run(groups[main][-1].conversation, token,
+                                         turns=config["floor_turns"], texts=turns.TURN_TEXTS,
+                                         plan=turns.PLAN, reply=turns.REPLY, log=log)
+                floor_result["records"] = main
+                connection.close()
             conversations = {n: [u.conversation for u in g] for n, g in groups.items()}
             result["turns"] = turns.run(
                 db.url, conversations, token, clients=config["turn_clients"],
@@ -104,6 +113,12 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             )
             result["turns"]["records_per_user"] = main
             result["turns"]["queries"] = queries
+            if floor_result is not None:
+                result["turns"]["floor"] = floor_result
+            if config.get("pgbouncer"):
+                result["turns"]["pgbouncer"] = turns.through_pgbouncer(
+                    db.url, conversations[main], token, clients=config["turn_clients"],
+                    workers=config["turn_workers"], seconds=config["turn_seconds"], log=log)
             if config.get("populated"):
                 from . import populated
 
