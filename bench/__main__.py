@@ -15,6 +15,10 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
    → reply) from 8 client threads at 1,000 memories, and the one round trip (create with plan
    → reply) from 8 threads and from one at 100, 1,000 and 10,000 memories per user; SQL
    statements per step counted in a warm process;
+   beside them, the turn's floor (`bench.floor`: the statements one turn issues, captured
+   through Django and replayed on a raw psycopg connection, plus its `turns.pipeline` calls
+   on the same inputs), and the one round trip through PgBouncer in transaction pooling
+   (`bench.pgbouncer`; a gunicorn with DATABASE_POOLER=pgbouncer), 8 clients and one;
 4. the relevance order (I6): the quality check of `bench.relevance` (300 memories over 30
    topics, a memory share that fits about 10 items: how many admitted memories are about
    the message's topic, under `relevance` and under `certainty`), and on each database the
@@ -103,7 +107,14 @@ HOW = (
     "server. The runtime throttle counts every request but its limit is raised "
     "(THROTTLE_RUNTIME=1000000/min) so the limit, sized for one runtime, is not what is "
     "measured; any non-2xx answer (a 429 included) or exception is an error, and a phase with "
-    "errors misses its target."
+    "errors misses its target. The turn's floor: each floor turn runs once through Django "
+    "in-process inside a rolled-back transaction (statements and their parameters recorded by "
+    "`connection.execute_wrapper`, calls into `turns.pipeline` with their inputs), then its "
+    "statements run on a raw psycopg connection (Django's connection parameters; the turn's "
+    "transactions as BEGIN … COMMIT; every row fetched) and its pure calls again: floor = that "
+    "SQL + pure time, p50 over the floor turns. The PgBouncer phase: a second gunicorn with "
+    "DATABASE_POOLER=pgbouncer through a PgBouncer on 127.0.0.1 (transaction pooling, 2 server "
+    "connections)."
 )
 
 
