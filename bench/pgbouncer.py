@@ -50,6 +50,10 @@ def _run_as() -> str | None:
     raise RuntimeError("PgBouncer does not run as root and there is no user to run it as")
 
 
+class PortTaken(RuntimeError):
+    """Another process took the chosen port first."""
+
+
 class PgBouncer:
     """`PgBouncer(host, port, user, database, pool_size=…)`; `start()`, then connect to
     `self.host`:`self.port` with the same user and database name; `stop()`."""
@@ -113,7 +117,17 @@ class PgBouncer:
             "",
         ])
 
-    def start(self, timeout: float = 15.0) -> PgBouncer:
+    def start(self, timeout: float = 15.0, attempts: int = 3) -> PgBouncer:
+        """Start it; a port taken between choosing it and listening on it is chosen again."""
+        for _attempt in range(attempts):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                self.stop()
+                self.port = _free_port()
+        raise RuntimeError(f"pgbouncer found no free port in {attempts} attempts")
+
+    def _start(self, timeout: float) -> PgBouncer:
         exe = binary()
         if exe is None:
             raise RuntimeError("pgbouncer is not installed (Debian: apt-get install pgbouncer)")
@@ -134,12 +148,13 @@ class PgBouncer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if "Address already in use" in self.log():
+                    raise PortTaken(self.port)
                 raise RuntimeError(f"pgbouncer exited with {self.proc.returncode}: {self.log()[-500:]}")
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.5):
-                    return self
-            except OSError:
-                time.sleep(0.1)
+            # Its own word that it listens (a connect could reach whoever holds the port).
+            if f"listening on {self.host}:{self.port}" in self.log():
+                return self
+            time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"pgbouncer did not listen in {timeout:.0f}s: {self.log()[-500:]}")
 
