@@ -151,21 +151,30 @@ def capture(client, conversation: str, key: str, text: str, plan: dict, reply: s
     return captured
 
 
-def replay_sql(conn, program: list) -> None:
+def label(step) -> str:
+    """A statement's first words (SQL text only, never its values)."""
+    return step if isinstance(step, str) else " ".join(str(step[0]).split())[:72]
+
+
+def replay_sql(conn, program: list, timings: dict | None = None) -> None:
     """The turn's statements on a raw psycopg connection (autocommit; BEGIN and COMMIT sent
-    where the turn's transactions began and ended), every row fetched."""
+    where the turn's transactions began and ended), every row fetched. `timings`, when given,
+    collects each step's milliseconds under its `label`."""
     cursor = conn.cursor()
     for step in program:
+        started = time.perf_counter()
         if step is BEGIN or step is COMMIT or step is ROLLBACK:
             cursor.execute(step)
-            continue
-        sql, params, many = step
-        if many:
-            cursor.executemany(sql, params)
         else:
-            cursor.execute(sql, params)
-        if cursor.description is not None:
-            cursor.fetchall()
+            sql, params, many = step
+            if many:
+                cursor.executemany(sql, params)
+            else:
+                cursor.execute(sql, params)
+            if cursor.description is not None:
+                cursor.fetchall()
+        if timings is not None:
+            timings.setdefault(label(step), []).append((time.perf_counter() - started) * 1000)
     cursor.close()
 
 
@@ -202,11 +211,12 @@ def run(conversation: str, token: str, *, turns: int, texts, plan: dict, reply: 
     try:
         replay_sql(conn, warm.program)
         totals, sql_ms, pure_ms, statements, queries = [], [], [], [], []
+        steps: dict[str, list[float]] = {}
         for i in range(turns):
             captured = capture(client, conversation, f"floor-{i}", texts[i % len(texts)], plan,
                                reply)
             started = time.perf_counter()
-            replay_sql(conn, captured.program)
+            replay_sql(conn, captured.program, steps)
             between = time.perf_counter()
             replay_pure(captured.pure)
             ended = time.perf_counter()
@@ -227,9 +237,10 @@ def run(conversation: str, token: str, *, turns: int, texts, plan: dict, reply: 
         "statements": sorted(set(statements)),
         "captured_queries": sorted(set(queries)),
         "pure_calls": sorted({fn.__name__ for fn, *_ in captured.pure}),
-        # The last floor turn's steps: each statement's first words (SQL text only, no values).
-        "last_turn": [step if isinstance(step, str) else " ".join(str(step[0]).split())[:72]
-                      for step in captured.program],
+        # The last floor turn's steps, and every step's p50 over the turns that ran it.
+        "last_turn": [label(step) for step in captured.program],
+        "steps": {name: {"runs": len(ms), "p50_ms": statistics.median(ms)}
+                  for name, ms in sorted(steps.items(), key=lambda kv: -sum(kv[1]))},
     }
     log(f"  floor (raw psycopg + turns.pipeline), {turns} turns: p50 {out['p50_ms']:.1f} ms "
         f"(SQL {out['sql_p50_ms']:.1f}, pure {out['pure_p50_ms']:.1f}; "

@@ -556,6 +556,12 @@ def render(results: dict, *, markdown: bool) -> str:
                            "its reply ran first" if q.get("warm") else "") + "; each plan asks "
                            "about one capability, so it logs one decision):")
                 out.append(_table(["step", "queries"], rows, markdown))
+            steps = (t.get("floor") or {}).get("steps")
+            if steps:
+                out.append(("\n" if markdown else "") + "The floor's statements, p50 ms each (in "
+                           f"how many of its {t['floor']['turns']} turns): " + "; ".join(
+                               f"{'`' if markdown else ''}{name[:48]}{'`' if markdown else ''} "
+                               f"{v['p50_ms']:.1f} ({v['runs']})" for name, v in steps.items()))
             samples = [f"{name}: {x}" for name, phase in _phases(t).items()
                        for x in phase.get("error_samples", [])[:2]]
             if samples:

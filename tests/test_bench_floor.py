@@ -51,10 +51,14 @@ def test_a_captured_turn_is_rolled_back_and_its_replay_commits_the_same_turn(con
     assert "decide_turn" in {fn.__name__ for fn, *_ in captured.pure}
 
     conn = floor.raw_connection()
+    timings: dict = {}
     try:
-        floor.replay_sql(conn, captured.program)
+        floor.replay_sql(conn, captured.program, timings)
     finally:
         conn.close()
+    assert set(timings) == {floor.label(step) for step in captured.program}
+    assert len(timings[floor.BEGIN]) == len(timings[floor.COMMIT]) == steps.count(floor.BEGIN)
+    assert not [name for name in timings if "Rex" in name]  # statement text only, no values
     turn = Turn.objects.get(conversation=conv, turn_key="f1")
     assert turn.status == "replied"
     assert list(Message.objects.filter(conversation=conv).order_by("seq")
