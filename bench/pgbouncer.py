@@ -102,6 +102,7 @@ class PgBouncer:
             f"{self.database} = {server}",
             "[pgbouncer]",
             f"listen_addr = {self.host}",
+            f"stats_users = {self.user}",  # SHOW STATS on its console (`stats()`)
             f"listen_port = {self.port}",
             "unix_socket_dir =",
             "auth_type = trust",
@@ -157,6 +158,24 @@ class PgBouncer:
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"pgbouncer did not listen in {timeout:.0f}s: {self.log()[-500:]}")
+
+    def stats(self) -> dict:
+        """What it served the database so far (its console's SHOW STATS): transactions and
+        statements."""
+        import psycopg
+
+        with psycopg.connect(host=self.host, port=self.port, user=self.user,
+                             password=self.password, dbname="pgbouncer", autocommit=True,
+                             cursor_factory=psycopg.ClientCursor) as console:
+            cursor = console.cursor()  # the console speaks the simple query protocol only
+            cursor.execute("SHOW STATS")
+            names = [d.name for d in cursor.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        row = next((r for r in rows if r["database"] == self.database), None)
+        if row is None:  # listed from its first client on
+            return {"transactions": 0, "queries": 0}
+        return {"transactions": int(row["total_xact_count"]),
+                "queries": int(row["total_query_count"])}
 
     def log(self) -> str:
         try:

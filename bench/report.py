@@ -250,8 +250,10 @@ def _floor_rows(t: dict | None, add) -> None:
             + (f" (direct: {direct['per_second']:.1f} turns/s)" if direct else "")
             + f"; single client p50 {pooled['single_client']['p50_ms']:.1f} ms; "
             f"{pooled['units'] + pooled['single_client']['units']:,} turns, "
-            f"{_errors_text(pooled)}",
-            verdict(pooled["units"] > 0, pooled))
+            f"{_errors_text(pooled)}; PgBouncer served "
+            f"{pooled.get('served', {}).get('transactions', 0):,} transactions",
+            verdict(pooled["units"] > 0 and pooled.get("served", {}).get("transactions", 0) > 0,
+                    pooled))
     elif pooled:
         add(name, f"skipped: {pooled.get('skipped', 'not run')}", None)
     else:

@@ -425,12 +425,13 @@ def through_pgbouncer(database_url: str, conversations: list[str], token: str, *
         one = _drive(server, clients, seconds, turn_one_work_factory(conversations, token, "pgb"))
         single = _drive(server, 1, seconds / 2,
                         turn_one_work_factory(conversations, token, "pgb-single"))
+        served = bouncer.stats()  # the proof that the turns went through it
     finally:
         server.stop()
         bouncer.stop()
     log(f"  pgbouncer one-trip {clients} clients: {one['per_second']:.1f} turns/s "
         f"p50={one['p50_ms']:.0f}ms errors={one['errors']}; 1 client p50={single['p50_ms']:.1f}ms "
-        f"errors={single['errors']}")
+        f"errors={single['errors']}; PgBouncer served {served['transactions']:,} transactions")
     return {
         **one,
         "errors": one["errors"] + single["errors"],
@@ -439,4 +440,5 @@ def through_pgbouncer(database_url: str, conversations: list[str], token: str, *
         "server": f"gunicorn sync workers={workers} with DATABASE_POOLER=pgbouncer (CONN_MAX_AGE=60)",
         "pooler": f"PgBouncer, pool_mode=transaction, default_pool_size={PGBOUNCER_POOL}",
         "pool_size": PGBOUNCER_POOL,
+        "served": served,
     }

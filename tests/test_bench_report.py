@@ -194,7 +194,7 @@ def _floor(p50):
 def _pooled(errors=0, single_errors=0):
     single = _drive(40.0, 25.0, single_errors)
     return {**_drive(180.0, 45.0, errors), "errors": errors + single_errors, "clients": 8,
-            "single_client": single, "pool_size": 2,
+            "single_client": single, "pool_size": 2, "served": {"transactions": 900, "queries": 2400},
             "pooler": "PgBouncer, pool_mode=transaction, default_pool_size=2"}
 
 
@@ -223,6 +223,10 @@ def test_the_pgbouncer_phase_passes_only_without_errors_and_counts_in_every_phas
     assert rows[POOLER_TARGET]["result"] == "pass"
     assert "180.0 turns/s" in rows[POOLER_TARGET]["measured"]
     assert "(direct: 200.0 turns/s)" in rows[POOLER_TARGET]["measured"]
+    assert "PgBouncer served 900 transactions" in rows[POOLER_TARGET]["measured"]
+    # Turns that PgBouncer did not see did not go through it.
+    unserved = {**_pooled(), "served": {"transactions": 0, "queries": 0}}
+    assert _by_name(_results({**_turns(), "pgbouncer": unserved}))[POOLER_TARGET]["result"] == "MISS"
     for errors, single_errors in ((1, 0), (0, 3)):
         rows = _by_name(_results({**_turns(), "pgbouncer": _pooled(errors, single_errors)}))
         total = errors + single_errors

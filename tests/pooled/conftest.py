@@ -36,15 +36,20 @@ def through_pgbouncer(pgbouncer):
 
     settings_dict = connections["default"].settings_dict
     saved = {key: settings_dict[key] for key in ROUTED if key in settings_dict}
+    before = pgbouncer.stats()["transactions"]
     connections.close_all()
-    settings_dict.update(HOST=pgbouncer.host, PORT=str(pgbouncer.port),
-                         OPTIONS=dict(settings_dict.get("OPTIONS") or {}))
-    behind_pgbouncer(settings_dict)
-    yield pgbouncer
-    connections.close_all()
-    for key in ROUTED:
-        settings_dict.pop(key, None)
-    settings_dict.update(saved)
+    try:
+        settings_dict.update(HOST=pgbouncer.host, PORT=str(pgbouncer.port),
+                             OPTIONS=dict(settings_dict.get("OPTIONS") or {}))
+        behind_pgbouncer(settings_dict)
+        yield pgbouncer
+    finally:
+        connections.close_all()
+        for key in ROUTED:
+            settings_dict.pop(key, None)
+        settings_dict.update(saved)
+    # The module's tests did go through it.
+    assert pgbouncer.stats()["transactions"] > before
 
 
 @pytest.fixture(autouse=True)
