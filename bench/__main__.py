@@ -68,7 +68,8 @@ FULL = {
     "relevance_memories": 1_000,
     "relevance_seeds": 10,
     "turn_sizes": [100, 1_000, 10_000],
-    "floor_turns": 60,
+    # The turn's floor: rounds of floor turns, each followed by the single-client turn.
+    "floor": {"rounds": 6, "turns_per_round": 10, "seconds_per_round": 4.0},
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -81,7 +82,7 @@ SMOKE = {
     "relevance_memories": 100,
     "relevance_seeds": 2,
     "turn_sizes": [100],
-    "floor_turns": 6,
+    "floor": {"rounds": 2, "turns_per_round": 3, "seconds_per_round": 0.5},
 }
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
@@ -278,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
                 "populated_rounds": 2 if args.smoke else 8,
                 "lock_wait": sizes["lock_wait"],
                 "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
-                "floor_turns": sizes["floor_turns"],
+                "floor_rounds": sizes["floor"]["rounds"] if "turns" in sections else 0,
+                "floor_turns_per_round": sizes["floor"]["turns_per_round"],
+                "floor_seconds_per_round": sizes["floor"]["seconds_per_round"],
                 "pgbouncer": True,
             }
             log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"

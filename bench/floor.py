@@ -199,40 +199,68 @@ def raw_connection():
     return conn
 
 
-def run(conversation: str, token: str, *, turns: int, texts, plan: dict, reply: str,
-        log) -> dict:
-    """`turns` floor turns on `conversation` (texts cycled); p50 of SQL + pure per turn."""
+def run(conversation: str, token: str, *, rounds: int, turns_per_round: int,
+        seconds_per_round: float, database_url: str, workers: int, texts, plan: dict,
+        reply: str, log) -> dict:
+    """The floor beside the turn, in alternating rounds so the machine's load (shared cores)
+    hits both alike: each round runs `turns_per_round` floor turns on `conversation` (texts
+    cycled), then the single-client one round trip + reply on the same conversation against
+    a gunicorn started here for `seconds_per_round`. `p50_ms`: the floor's p50 over every
+    floor turn; `turn_p50_ms`: the median of the rounds' single-client p50s."""
     from django.test import Client
 
+    from . import turns as whole
+
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
-    # One turn through Django first, not measured: the process as warm as a worker.
-    warm = capture(client, conversation, "floor-warm", texts[0], plan, reply)
+    server = whole.Server(database_url, workers, log_name="gunicorn-floor.log")
+    server.start()
     conn = raw_connection()
     try:
+        # Not measured: one turn through each path, so this process and the server's workers
+        # are as warm as a worker serving turns.
+        warm = capture(client, conversation, "floor-warm", texts[0], plan, reply)
         replay_sql(conn, warm.program)
+        whole._drive(server, workers, 3.0, whole.turn_one_work_factory(
+            [conversation] * workers, token, "floor-warm"))  # every worker past its first turns
         totals, sql_ms, pure_ms, statements, queries = [], [], [], [], []
         steps: dict[str, list[float]] = {}
-        for i in range(turns):
-            captured = capture(client, conversation, f"floor-{i}", texts[i % len(texts)], plan,
-                               reply)
-            started = time.perf_counter()
-            replay_sql(conn, captured.program, steps)
-            between = time.perf_counter()
-            replay_pure(captured.pure)
-            ended = time.perf_counter()
-            sql_ms.append((between - started) * 1000)
-            pure_ms.append((ended - between) * 1000)
-            totals.append((ended - started) * 1000)
-            statements.append(captured.statements)
-            queries.append(captured.captured_queries)
+        drives = []
+        for r in range(rounds):
+            for i in range(turns_per_round):
+                n = r * turns_per_round + i
+                captured = capture(client, conversation, f"floor-{n}", texts[n % len(texts)],
+                                   plan, reply)
+                started = time.perf_counter()
+                replay_sql(conn, captured.program, steps)
+                between = time.perf_counter()
+                replay_pure(captured.pure)
+                ended = time.perf_counter()
+                sql_ms.append((between - started) * 1000)
+                pure_ms.append((ended - between) * 1000)
+                totals.append((ended - started) * 1000)
+                statements.append(captured.statements)
+                queries.append(captured.captured_queries)
+            drives.append(whole._drive(server, 1, seconds_per_round, whole.turn_one_work_factory(
+                [conversation], token, f"floor-turn-{r}")))
     finally:
         conn.close()
+        server.stop()
+    turn_p50s = [d["p50_ms"] for d in drives]
     out = {
-        "turns": turns,
+        "turns": len(totals),
+        "rounds": rounds,
         "p50_ms": statistics.median(totals),
         "p95_ms": percentile(totals, 0.95),
         "sql_p50_ms": statistics.median(sql_ms),
         "pure_p50_ms": statistics.median(pure_ms),
+        # The turn itself in the same rounds (single client, gunicorn, same conversation).
+        "turn_p50_ms": statistics.median(turn_p50s),
+        "turn_p50_min_ms": min(turn_p50s),
+        "turn_p50_max_ms": max(turn_p50s),
+        "turn_p50s_ms": turn_p50s,
+        "turn_units": sum(d["units"] for d in drives),
+        "errors": sum(d["errors"] for d in drives),
+        "error_samples": [x for d in drives for x in d["error_samples"]][:5],
         "statements_p50": statistics.median(statements),
         "statements": sorted(set(statements)),
         "captured_queries": sorted(set(queries)),
@@ -242,7 +270,9 @@ def run(conversation: str, token: str, *, turns: int, texts, plan: dict, reply: 
         "steps": {name: {"runs": len(ms), "p50_ms": statistics.median(ms)}
                   for name, ms in sorted(steps.items(), key=lambda kv: -sum(kv[1]))},
     }
-    log(f"  floor (raw psycopg + turns.pipeline), {turns} turns: p50 {out['p50_ms']:.1f} ms "
-        f"(SQL {out['sql_p50_ms']:.1f}, pure {out['pure_p50_ms']:.1f}; "
-        f"{out['statements_p50']:.0f} statements a turn)")
+    log(f"  floor (raw psycopg + turns.pipeline), {out['turns']} turns in {rounds} rounds: p50 "
+        f"{out['p50_ms']:.1f} ms (SQL {out['sql_p50_ms']:.1f}, pure {out['pure_p50_ms']:.1f}; "
+        f"{out['statements_p50']:.0f} statements a turn); the turn in the same rounds p50 "
+        f"{out['turn_p50_ms']:.1f} ms (rounds {min(turn_p50s):.1f}–{max(turn_p50s):.1f}) "
+        f"errors={out['errors']}")
     return out

@@ -144,6 +144,8 @@ def _phases(t: dict) -> dict[str, dict]:
     if not t.get("sizes") and t.get("one_trip"):
         phases["one round trip, 8 clients"] = t["one_trip"]
         phases["one round trip, 1 client"] = t["single_client"]
+    if "errors" in (t.get("floor") or {}):  # the single-client turn in the floor's rounds
+        phases["the turn beside its floor"] = t["floor"]
     pooled = t.get("pgbouncer") or {}
     if "errors" in pooled:  # its 8-client and single-client drives, errors of both
         phases["through PgBouncer"] = pooled
@@ -232,14 +234,14 @@ def _floor_rows(t: dict | None, add) -> None:
     name = (f"the turn <= {TURN_FLOOR_RATIO}x its floor (single-client one round trip + reply "
             "vs its statements on raw psycopg + its turns.pipeline calls, same memories)")
     floor = (t or {}).get("floor")
-    single = floor and _turn_sizes(t).get(int(floor.get("records", 0)), {}).get("single_client")
-    if floor and single:
-        ratio = single["p50_ms"] / floor["p50_ms"] if floor["p50_ms"] else float("inf")
-        add(name, f"p50 {single['p50_ms']:.1f} ms vs floor {floor['p50_ms']:.1f} ms (SQL "
+    if floor and "turn_p50_ms" in floor:
+        ratio = floor["turn_p50_ms"] / floor["p50_ms"] if floor["p50_ms"] else float("inf")
+        add(name, f"p50 {floor['turn_p50_ms']:.1f} ms vs floor {floor['p50_ms']:.1f} ms (SQL "
             f"{floor['sql_p50_ms']:.1f} + pure {floor['pure_p50_ms']:.1f}; "
             f"{floor['statements_p50']:.0f} statements) = {ratio:.2f}x at "
-            f"{int(floor['records']):,} memories ({_errors_text(single)})",
-            verdict(ratio <= TURN_FLOOR_RATIO, single))
+            f"{int(floor['records']):,} memories, {floor['rounds']} alternating rounds "
+            f"({_errors_text(floor)})",
+            verdict(ratio <= TURN_FLOOR_RATIO, floor))
     else:
         add(name, "not run", None)
     name = "through PgBouncer (transaction pooling): one round trip from 8 clients, zero errors"
@@ -427,11 +429,15 @@ def _render_populated(pop: dict, h, markdown: bool) -> list[str]:
 def _floor_table_rows(t: dict) -> list[list]:
     rows = []
     floor = t.get("floor")
-    if floor:
+    if floor and "turn_p50_ms" in floor:
         rows.append([f"floor: the turn's statements on raw psycopg + its turns.pipeline calls, "
                      f"{int(floor['records']):,} memories (SQL p50 {floor['sql_p50_ms']:.1f} ms, "
                      f"pure p50 {floor['pure_p50_ms']:.1f} ms)", floor["turns"], "turns",
                      floor["p50_ms"], floor["p95_ms"], None, 0])
+        rows.append([f"the single-client turn in the same {floor['rounds']} rounds (median of "
+                     f"the rounds' p50s, {floor['turn_p50_min_ms']:.1f}–"
+                     f"{floor['turn_p50_max_ms']:.1f})", floor["turn_units"], "turns",
+                     floor["turn_p50_ms"], None, None, floor["errors"]])
     pooled = t.get("pgbouncer") or {}
     if "errors" in pooled:
         one, single = dict(pooled), pooled["single_client"]

@@ -97,12 +97,15 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             log(f"  {vendor}: queries per turn {queries}")
             connection.close()
             floor_result = None
-            if config.get("floor_turns"):
+            if config.get("floor_rounds"):
                 from . import floor
 
-                floor_result = floor.run(groups[main][-1].conversation, token,
-                                         turns=config["floor_turns"], texts=turns.TURN_TEXTS,
-                                         plan=turns.PLAN, reply=turns.REPLY, log=log)
+                floor_result = floor.run(
+                    groups[main][-1].conversation, token, rounds=config["floor_rounds"],
+                    turns_per_round=config["floor_turns_per_round"],
+                    seconds_per_round=config["floor_seconds_per_round"], database_url=db.url,
+                    workers=config["turn_workers"], texts=turns.TURN_TEXTS, plan=turns.PLAN,
+                    reply=turns.REPLY, log=log)
                 floor_result["records"] = main
                 connection.close()
             conversations = {n: [u.conversation for u in g] for n, g in groups.items()}

@@ -186,9 +186,12 @@ FLOOR_TARGET = ("the turn <= 1.5x its floor (single-client one round trip + repl
 POOLER_TARGET = "through PgBouncer (transaction pooling): one round trip from 8 clients, zero errors"
 
 
-def _floor(p50):
-    return {"records": 1000, "turns": 60, "p50_ms": p50, "p95_ms": p50 * 1.2, "sql_p50_ms": p50 * 0.7,
-            "pure_p50_ms": p50 * 0.3, "statements_p50": 8, "statements": [7, 8]}
+def _floor(p50, turn=14.0, errors=0):
+    return {"records": 1000, "turns": 60, "rounds": 6, "p50_ms": p50, "p95_ms": p50 * 1.2,
+            "sql_p50_ms": p50 * 0.7, "pure_p50_ms": p50 * 0.3, "statements_p50": 8,
+            "statements": [7, 8], "turn_p50_ms": turn, "turn_p50_min_ms": turn - 1,
+            "turn_p50_max_ms": turn + 1, "turn_units": 120, "errors": errors,
+            "error_samples": ["turn+plan 503 b'...'"] if errors else []}
 
 
 def _pooled(errors=0, single_errors=0):
@@ -203,17 +206,19 @@ def _by_name(results) -> dict[str, dict]:
 
 
 def test_the_turn_is_judged_against_its_floor_at_one_and_a_half_times():
-    """The single-client turn at the floor's memory count (14 ms at 1,000) against the floor's
-    p50: 9.4 ms is 1.49x (pass), 9.3 ms is 1.51x (MISS); errors in the single-client phase
-    miss it whatever the ratio; without a floor it is not run."""
+    """The single-client turn measured in the floor's alternating rounds (14 ms) against the
+    floor's p50: 9.4 ms is 1.49x (pass), 9.3 ms is 1.51x (MISS) — whatever the other phases'
+    single-client p50; errors of the turn in those rounds miss it whatever the ratio and count
+    in every phase's zero; without a floor it is not run."""
     for floor_ms, result in ((9.4, "pass"), (9.3, "MISS")):
-        turns = {**_turns(p50=14.0), "floor": _floor(floor_ms)}
+        turns = {**_turns(p50=30.0), "floor": _floor(floor_ms, turn=14.0)}
         row = _by_name(_results(turns))[FLOOR_TARGET]
         assert row["result"] == result, row
         assert f"p50 14.0 ms vs floor {floor_ms:.1f} ms" in row["measured"]
-    turns = {**_turns(p50=14.0, errors={"single-1000": 2}), "floor": _floor(12.0)}
-    row = _by_name(_results(turns))[FLOOR_TARGET]
-    assert row["result"] == "MISS" and "2 errors" in row["measured"]
+    rows = _by_name(_results({**_turns(), "floor": _floor(12.0, errors=2)}))
+    assert rows[FLOOR_TARGET]["result"] == "MISS" and "2 errors" in rows[FLOOR_TARGET]["measured"]
+    zero = next(r for name, r in rows.items() if name.startswith("whole turn: zero errors"))
+    assert zero["result"] == "MISS" and "the turn beside its floor: 2" in zero["measured"]
     row = _by_name(_results(_turns()))[FLOOR_TARGET]
     assert (row["result"], row["measured"]) == ("skipped", "not run")
 
@@ -248,6 +253,8 @@ def test_the_floor_and_the_pgbouncer_phase_are_in_the_whole_turn_table():
         text = report.render(results, markdown=markdown)
         assert "floor: the turn's statements on raw psycopg + its turns.pipeline calls, 1,000 " \
                "memories (SQL p50 7.0 ms, pure p50 3.0 ms)" in text
+        assert "the single-client turn in the same 6 rounds (median of the rounds' p50s, " \
+               "13.0–15.0)" in text
         [pooled] = [line for line in text.splitlines() if "through PgBouncer (PgBouncer" in line]
         assert "180.0" in pooled and pooled.rstrip(" |").endswith("1")  # its own error only
         [single] = [line for line in text.splitlines()
