@@ -113,7 +113,8 @@ HOW = (
     "`connection.execute_wrapper`, calls into `turns.pipeline` with their inputs), then its "
     "statements run on a raw psycopg connection (Django's connection parameters; the turn's "
     "transactions as BEGIN … COMMIT; every row fetched) and its pure calls again: floor = that "
-    "SQL + pure time, p50 over the floor turns. The PgBouncer phase: a second gunicorn with "
+    "SQL + pure time, p50 over the floor turns, which alternate in rounds with the single-client "
+    "turn on the same conversation (its own gunicorn): the target compares the two. The PgBouncer phase: a second gunicorn with "
     "DATABASE_POOLER=pgbouncer through a PgBouncer on 127.0.0.1 (transaction pooling, 2 server "
     "connections)."
 )
