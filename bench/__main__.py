@@ -15,6 +15,10 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
    → reply) from 8 client threads at 1,000 memories, and the one round trip (create with plan
    → reply) from 8 threads and from one at 100, 1,000 and 10,000 memories per user; SQL
    statements per step counted in a warm process;
+   beside them, the turn's floor (`bench.floor`: the statements one turn issues, captured
+   through Django and replayed on a raw psycopg connection, plus its `turns.pipeline` calls
+   on the same inputs), and the one round trip through PgBouncer in transaction pooling
+   (`bench.pgbouncer`; a gunicorn with DATABASE_POOLER=pgbouncer), 8 clients and one;
 4. the relevance order (I6): the quality check of `bench.relevance` (300 memories over 30
    topics, a memory share that fits about 10 items: how many admitted memories are about
    the message's topic, under `relevance` and under `certainty`), and on each database the
@@ -66,6 +70,8 @@ FULL = {
     "turn_sizes": [100, 1_000, 10_000],
     "forget_messages": 10_000,
     "forget_rounds": 15,
+    # The turn's floor: rounds of floor turns, each followed by the single-client turn.
+    "floor": {"rounds": 6, "turns_per_round": 10, "seconds_per_round": 4.0},
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -80,6 +86,7 @@ SMOKE = {
     "turn_sizes": [100],
     "forget_messages": 200,
     "forget_rounds": 3,
+    "floor": {"rounds": 2, "turns_per_round": 3, "seconds_per_round": 0.5},
 }
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
@@ -105,7 +112,15 @@ HOW = (
     "server. The runtime throttle counts every request but its limit is raised "
     "(THROTTLE_RUNTIME=1000000/min) so the limit, sized for one runtime, is not what is "
     "measured; any non-2xx answer (a 429 included) or exception is an error, and a phase with "
-    "errors misses its target."
+    "errors misses its target. The turn's floor: each floor turn runs once through Django "
+    "in-process inside a rolled-back transaction (statements and their parameters recorded by "
+    "`connection.execute_wrapper`, calls into `turns.pipeline` with their inputs), then its "
+    "statements run on a raw psycopg connection (Django's connection parameters; the turn's "
+    "transactions as BEGIN … COMMIT; every row fetched) and its pure calls again: floor = that "
+    "SQL + pure time, p50 over the floor turns, which alternate in rounds with the single-client "
+    "turn on the same conversation (its own gunicorn): the target compares the two. The PgBouncer phase: a second gunicorn with "
+    "DATABASE_POOLER=pgbouncer through a PgBouncer on 127.0.0.1 (transaction pooling, 2 server "
+    "connections)."
 )
 
 
@@ -271,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
                 "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
                 "forget_messages": sizes["forget_messages"] if "forget" in sections else 0,
                 "forget_rounds": sizes["forget_rounds"],
+                "floor_rounds": sizes["floor"]["rounds"] if "turns" in sections else 0,
+                "floor_turns_per_round": sizes["floor"]["turns_per_round"],
+                "floor_seconds_per_round": sizes["floor"]["seconds_per_round"],
+                "pgbouncer": True,
             }
             log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"
                                           and config["turn_seconds"] else ""))

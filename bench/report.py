@@ -21,6 +21,7 @@ SINGLE_P50_TARGETS_MS = {1_000: 15.0, 10_000: 40.0}
 ENDPOINT_SIZES = (100, 1_000)  # resolve and plan <= 2x floor at these record counts
 FLOOR_RATIO_AT_1K = 1.5  # resolve and plan <= 1.5x floor at 1,000 records
 POPULATED_TOLERANCE = 1.20  # the turn in the populated database within 20% of the empty one's
+TURN_FLOOR_RATIO = 1.5  # single-client turn p50 <= 1.5x its floor (bench.floor), same run
 
 
 def errors_of(*phases: dict | None) -> int:
@@ -144,6 +145,11 @@ def _phases(t: dict) -> dict[str, dict]:
     if not t.get("sizes") and t.get("one_trip"):
         phases["one round trip, 8 clients"] = t["one_trip"]
         phases["one round trip, 1 client"] = t["single_client"]
+    if "errors" in (t.get("floor") or {}):  # the single-client turn in the floor's rounds
+        phases["the turn beside its floor"] = t["floor"]
+    pooled = t.get("pgbouncer") or {}
+    if "errors" in pooled:  # its 8-client and single-client drives, errors of both
+        phases["through PgBouncer"] = pooled
     return phases
 
 
@@ -220,7 +226,41 @@ def _turn_rows(results: dict, cases: list[dict], t: dict | None, add) -> None:
             f"{worst['records']:,} records{_msgs(worst)}); {len(misses)} of {len(wanted)} cases over"
             + ("" if complete else " (not every database and size was run)"),
             (not misses) if complete else (False if misses else None))
+    _floor_rows(t, add)
     _populated_rows(results, add)
+
+
+def _floor_rows(t: dict | None, add) -> None:
+    """The turn against its floor (bench.floor) and the phase through PgBouncer."""
+    name = (f"the turn <= {TURN_FLOOR_RATIO}x its floor (single-client one round trip + reply "
+            "vs its statements on raw psycopg + its turns.pipeline calls, same memories)")
+    floor = (t or {}).get("floor")
+    if floor and "turn_p50_ms" in floor:
+        ratio = floor["turn_p50_ms"] / floor["p50_ms"] if floor["p50_ms"] else float("inf")
+        add(name, f"p50 {floor['turn_p50_ms']:.1f} ms vs floor {floor['p50_ms']:.1f} ms (SQL "
+            f"{floor['sql_p50_ms']:.1f} + pure {floor['pure_p50_ms']:.1f}; "
+            f"{floor['statements_p50']:.0f} statements) = {ratio:.2f}x at "
+            f"{int(floor['records']):,} memories, {floor['rounds']} alternating rounds "
+            f"({_errors_text(floor)})",
+            verdict(ratio <= TURN_FLOOR_RATIO, floor))
+    else:
+        add(name, "not run", None)
+    name = "through PgBouncer (transaction pooling): one round trip from 8 clients, zero errors"
+    pooled = (t or {}).get("pgbouncer")
+    if pooled and "errors" in pooled:
+        direct = _turn_sizes(t).get(int(t.get("main_size", 0)), {}).get("one_trip")
+        add(name, f"{pooled['per_second']:.1f} turns/s, p50 {pooled['p50_ms']:.0f} ms"
+            + (f" (direct: {direct['per_second']:.1f} turns/s)" if direct else "")
+            + f"; single client p50 {pooled['single_client']['p50_ms']:.1f} ms; "
+            f"{pooled['units'] + pooled['single_client']['units']:,} turns, "
+            f"{_errors_text(pooled)}; PgBouncer served "
+            f"{pooled.get('served', {}).get('transactions', 0):,} transactions",
+            verdict(pooled["units"] > 0 and pooled.get("served", {}).get("transactions", 0) > 0,
+                    pooled))
+    elif pooled:
+        add(name, f"skipped: {pooled.get('skipped', 'not run')}", None)
+    else:
+        add(name, "not run", None)
 
 
 def _populated_rows(results: dict, add) -> None:
@@ -387,6 +427,30 @@ def _render_populated(pop: dict, h, markdown: bool) -> list[str]:
     return out
 
 
+def _floor_table_rows(t: dict) -> list[list]:
+    rows = []
+    floor = t.get("floor")
+    if floor and "turn_p50_ms" in floor:
+        rows.append([f"floor: the turn's statements on raw psycopg + its turns.pipeline calls, "
+                     f"{int(floor['records']):,} memories (SQL p50 {floor['sql_p50_ms']:.1f} ms, "
+                     f"pure p50 {floor['pure_p50_ms']:.1f} ms)", floor["turns"], "turns",
+                     floor["p50_ms"], floor["p95_ms"], None, 0])
+        rows.append([f"the single-client turn in the same {floor['rounds']} rounds (median of "
+                     f"the rounds' p50s, {floor['turn_p50_min_ms']:.1f}–"
+                     f"{floor['turn_p50_max_ms']:.1f})", floor["turn_units"], "turns",
+                     floor["turn_p50_ms"], None, None, floor["errors"]])
+    pooled = t.get("pgbouncer") or {}
+    if "errors" in pooled:
+        one, single = dict(pooled), pooled["single_client"]
+        one["errors"] -= single["errors"]
+        for label, d in ((f"one round trip through PgBouncer ({pooled['pooler']}), "
+                          f"{t['clients']} clients", one),
+                         ("one round trip through PgBouncer, single client thread", single)):
+            rows.append([label, d["per_second"], "turns/s", d["p50_ms"], d["p95_ms"],
+                         d["p99_ms"], d["errors"]])
+    return rows
+
+
 def render(results: dict, *, markdown: bool) -> str:
     h = (lambda s: f"\n## {s}\n") if markdown else (lambda s: f"\n== {s} ==")
     meta = results["meta"]
@@ -468,6 +532,7 @@ def render(results: dict, *, markdown: bool) -> str:
                      size["single_client"]["per_second"], "turns/s",
                      size["single_client"]["p50_ms"], size["single_client"]["p95_ms"],
                      size["single_client"]["p99_ms"], size["single_client"]["errors"]])],
+                *_floor_table_rows(t),
                 ["trivial JSON (/bench/ping), after", t["ping_after"]["per_second"], "req/s",
                  t["ping_after"]["p50_ms"], t["ping_after"]["p95_ms"], t["ping_after"].get("p99_ms"), t["ping_after"]["errors"]],
             ]
@@ -500,6 +565,12 @@ def render(results: dict, *, markdown: bool) -> str:
                            "its reply ran first" if q.get("warm") else "") + "; each plan asks "
                            "about one capability, so it logs one decision):")
                 out.append(_table(["step", "queries"], rows, markdown))
+            steps = (t.get("floor") or {}).get("steps")
+            if steps:
+                out.append(("\n" if markdown else "") + "The floor's statements, p50 ms each (in "
+                           f"how many of its {t['floor']['turns']} turns): " + "; ".join(
+                               f"{'`' if markdown else ''}{name[:48]}{'`' if markdown else ''} "
+                               f"{v['p50_ms']:.1f} ({v['runs']})" for name, v in steps.items()))
             samples = [f"{name}: {x}" for name, phase in _phases(t).items()
                        for x in phase.get("error_samples", [])[:2]]
             if samples:

@@ -51,12 +51,14 @@ def free_port() -> int:
 class Server:
     """gunicorn serving the project on a free loopback port."""
 
-    def __init__(self, database_url: str, workers: int):
+    def __init__(self, database_url: str, workers: int, env: dict | None = None,
+                 log_name: str = "gunicorn.log"):
         self.port = free_port()
         self.workers = workers
         self.database_url = database_url
+        self.extra_env = env or {}
         self.proc: subprocess.Popen | None = None
-        self.log_path = RESULTS / "gunicorn.log"
+        self.log_path = RESULTS / log_name
 
     def start(self, timeout: float = 60) -> None:
         env = dict(os.environ)
@@ -71,6 +73,7 @@ class Server:
             # its limit, sized for one runtime, is raised so 8 clients on one token measure
             # the turn and not the limit. A 429 would still count as an error.
             "THROTTLE_RUNTIME": env.get("THROTTLE_RUNTIME", THROTTLE_RUNTIME),
+            **self.extra_env,
         })
         RESULTS.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "w")  # noqa: SIM115 - closed with the process
@@ -394,3 +397,48 @@ def compare_single(servers: dict[str, tuple[Server, list[str], str]], *, seconds
         log(f"  single client on {name}: p50 {out[name]['p50_ms']:.1f} ms "
             f"(rounds {min(p50s):.1f}–{max(p50s):.1f}) errors={out[name]['errors']}")
     return out
+
+
+# Server connections PgBouncer keeps to PostgreSQL in the pooler phase: fewer than the
+# gunicorn workers' connections to it, so their transactions share backends.
+PGBOUNCER_POOL = 2
+
+
+def through_pgbouncer(database_url: str, conversations: list[str], token: str, *, clients: int,
+                      workers: int, seconds: float, log) -> dict:
+    """The one round trip + reply through PgBouncer in transaction pooling (Debian's
+    `pgbouncer`, started here on loopback in front of the benchmark database): a gunicorn
+    with `DATABASE_POOLER=pgbouncer` whose connections reach PostgreSQL through it, from
+    `clients` threads and from one. `errors` counts both."""
+    from .pgbouncer import PgBouncer, binary
+
+    if binary() is None:
+        log("  pgbouncer: skipped (not installed)")
+        return {"skipped": "pgbouncer is not installed (Debian: apt-get install pgbouncer)"}
+    bouncer = PgBouncer.for_url(database_url, pool_size=PGBOUNCER_POOL).start()
+    server = Server(bouncer.url(), workers, env={"DATABASE_POOLER": "pgbouncer"},
+                    log_name="gunicorn-pgbouncer.log")
+    try:
+        server.start()
+        warm = min(2.0, seconds / 4)
+        _drive(server, clients, warm, turn_one_work_factory(conversations, token, "pgb-warm"))
+        one = _drive(server, clients, seconds, turn_one_work_factory(conversations, token, "pgb"))
+        single = _drive(server, 1, seconds / 2,
+                        turn_one_work_factory(conversations, token, "pgb-single"))
+        served = bouncer.stats()  # the proof that the turns went through it
+    finally:
+        server.stop()
+        bouncer.stop()
+    log(f"  pgbouncer one-trip {clients} clients: {one['per_second']:.1f} turns/s "
+        f"p50={one['p50_ms']:.0f}ms errors={one['errors']}; 1 client p50={single['p50_ms']:.1f}ms "
+        f"errors={single['errors']}; PgBouncer served {served['transactions']:,} transactions")
+    return {
+        **one,
+        "errors": one["errors"] + single["errors"],
+        "error_samples": (one["error_samples"] + single["error_samples"])[:5],
+        "single_client": single,
+        "server": f"gunicorn sync workers={workers} with DATABASE_POOLER=pgbouncer (CONN_MAX_AGE=60)",
+        "pooler": f"PgBouncer, pool_mode=transaction, default_pool_size={PGBOUNCER_POOL}",
+        "pool_size": PGBOUNCER_POOL,
+        "served": served,
+    }

@@ -101,6 +101,18 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             queries = turns.inprocess_queries(groups[main][-1].conversation, token)
             log(f"  {vendor}: queries per turn {queries}")
             connection.close()
+            floor_result = None
+            if config.get("floor_rounds"):
+                from . import floor
+
+                floor_result = floor.run(
+                    groups[main][-1].conversation, token, rounds=config["floor_rounds"],
+                    turns_per_round=config["floor_turns_per_round"],
+                    seconds_per_round=config["floor_seconds_per_round"], database_url=db.url,
+                    workers=config["turn_workers"], texts=turns.TURN_TEXTS, plan=turns.PLAN,
+                    reply=turns.REPLY, log=log)
+                floor_result["records"] = main
+                connection.close()
             conversations = {n: [u.conversation for u in g] for n, g in groups.items()}
             result["turns"] = turns.run(
                 db.url, conversations, token, clients=config["turn_clients"],
@@ -109,6 +121,12 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             )
             result["turns"]["records_per_user"] = main
             result["turns"]["queries"] = queries
+            if floor_result is not None:
+                result["turns"]["floor"] = floor_result
+            if config.get("pgbouncer"):
+                result["turns"]["pgbouncer"] = turns.through_pgbouncer(
+                    db.url, conversations[main], token, clients=config["turn_clients"],
+                    workers=config["turn_workers"], seconds=config["turn_seconds"], log=log)
             if config.get("populated"):
                 from . import populated
 

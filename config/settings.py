@@ -8,6 +8,9 @@ a busy timeout) so a handful of concurrent requests never fail with "database is
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from config.pooler import POOLERS, behind_pgbouncer
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -167,6 +170,17 @@ else:
         "keepalives_interval": 5,
         "keepalives_count": 3,
     })
+
+# Many app servers reach PostgreSQL through PgBouncer in transaction pooling: DATABASE_POOLER=
+# pgbouncer turns off what would outlive a transaction on a server backend — server-side
+# cursors and prepared statements (config.pooler; docs/DECISIONS.md says what else was checked).
+DATABASE_POOLER = env.str("DATABASE_POOLER", default="")
+if DATABASE_POOLER not in POOLERS:
+    raise ImproperlyConfigured(f"DATABASE_POOLER must be one of {', '.join(map(repr, POOLERS))}")
+if DATABASE_POOLER == "pgbouncer":
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        raise ImproperlyConfigured("DATABASE_POOLER=pgbouncer needs a PostgreSQL DATABASE_URL")
+    behind_pgbouncer(DATABASES["default"])
 
 # SPEC §12 O5: the seconds a client is told to wait (Retry-After) when the database is down.
 DATABASE_RETRY_AFTER = env.int("DATABASE_RETRY_AFTER", default=2)

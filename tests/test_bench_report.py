@@ -179,3 +179,84 @@ def test_an_explained_plan_keeps_no_data_and_names_sequential_scans_of_user_tabl
     assert "a1b2c3" not in text and "Rex" not in text and "pop-run" not in text
     assert "'scene'" in text
     assert seq_scans(plan) == ["memory_tombstone"]
+
+
+FLOOR_TARGET = ("the turn <= 1.5x its floor (single-client one round trip + reply vs its "
+                "statements on raw psycopg + its turns.pipeline calls, same memories)")
+POOLER_TARGET = "through PgBouncer (transaction pooling): one round trip from 8 clients, zero errors"
+
+
+def _floor(p50, turn=14.0, errors=0):
+    return {"records": 1000, "turns": 60, "rounds": 6, "p50_ms": p50, "p95_ms": p50 * 1.2,
+            "sql_p50_ms": p50 * 0.7, "pure_p50_ms": p50 * 0.3, "statements_p50": 8,
+            "statements": [7, 8], "turn_p50_ms": turn, "turn_p50_min_ms": turn - 1,
+            "turn_p50_max_ms": turn + 1, "turn_units": 120, "errors": errors,
+            "error_samples": ["turn+plan 503 b'...'"] if errors else []}
+
+
+def _pooled(errors=0, single_errors=0):
+    single = _drive(40.0, 25.0, single_errors)
+    return {**_drive(180.0, 45.0, errors), "errors": errors + single_errors, "clients": 8,
+            "single_client": single, "pool_size": 2, "served": {"transactions": 900, "queries": 2400},
+            "pooler": "PgBouncer, pool_mode=transaction, default_pool_size=2"}
+
+
+def _by_name(results) -> dict[str, dict]:
+    return {r["target"]: r for r in report.targets(results)}
+
+
+def test_the_turn_is_judged_against_its_floor_at_one_and_a_half_times():
+    """The single-client turn measured in the floor's alternating rounds (14 ms) against the
+    floor's p50: 9.4 ms is 1.49x (pass), 9.3 ms is 1.51x (MISS) — whatever the other phases'
+    single-client p50; errors of the turn in those rounds miss it whatever the ratio and count
+    in every phase's zero; without a floor it is not run."""
+    for floor_ms, result in ((9.4, "pass"), (9.3, "MISS")):
+        turns = {**_turns(p50=30.0), "floor": _floor(floor_ms, turn=14.0)}
+        row = _by_name(_results(turns))[FLOOR_TARGET]
+        assert row["result"] == result, row
+        assert f"p50 14.0 ms vs floor {floor_ms:.1f} ms" in row["measured"]
+    rows = _by_name(_results({**_turns(), "floor": _floor(12.0, errors=2)}))
+    assert rows[FLOOR_TARGET]["result"] == "MISS" and "2 errors" in rows[FLOOR_TARGET]["measured"]
+    zero = next(r for name, r in rows.items() if name.startswith("whole turn: zero errors"))
+    assert zero["result"] == "MISS" and "the turn beside its floor: 2" in zero["measured"]
+    row = _by_name(_results(_turns()))[FLOOR_TARGET]
+    assert (row["result"], row["measured"]) == ("skipped", "not run")
+
+
+def test_the_pgbouncer_phase_passes_only_without_errors_and_counts_in_every_phase():
+    rows = _by_name(_results({**_turns(), "pgbouncer": _pooled()}))
+    assert rows[POOLER_TARGET]["result"] == "pass"
+    assert "180.0 turns/s" in rows[POOLER_TARGET]["measured"]
+    assert "(direct: 200.0 turns/s)" in rows[POOLER_TARGET]["measured"]
+    assert "PgBouncer served 900 transactions" in rows[POOLER_TARGET]["measured"]
+    # Turns that PgBouncer did not see did not go through it.
+    unserved = {**_pooled(), "served": {"transactions": 0, "queries": 0}}
+    assert _by_name(_results({**_turns(), "pgbouncer": unserved}))[POOLER_TARGET]["result"] == "MISS"
+    for errors, single_errors in ((1, 0), (0, 3)):
+        rows = _by_name(_results({**_turns(), "pgbouncer": _pooled(errors, single_errors)}))
+        total = errors + single_errors
+        assert rows[POOLER_TARGET]["result"] == "MISS"
+        assert f"{total} error" in rows[POOLER_TARGET]["measured"]
+        zero = next(r for name, r in rows.items() if name.startswith("whole turn: zero errors"))
+        assert zero["result"] == "MISS" and f"through PgBouncer: {total}" in zero["measured"]
+    skipped = {"skipped": "pgbouncer is not installed (Debian: apt-get install pgbouncer)"}
+    row = _by_name(_results({**_turns(), "pgbouncer": skipped}))[POOLER_TARGET]
+    assert row["result"] == "skipped" and "not installed" in row["measured"]
+
+
+def test_the_floor_and_the_pgbouncer_phase_are_in_the_whole_turn_table():
+    results = _results({**_turns(), "floor": _floor(10.0), "pgbouncer": _pooled(errors=1)})
+    results["meta"] = {"command": "python -m bench", "started": "now", "machine": "2 CPUs",
+                       "load_start": "1.0", "load_end": "1.0", "how": "how", "seconds": 1.0}
+    results["targets"] = report.targets(results)
+    for markdown in (False, True):
+        text = report.render(results, markdown=markdown)
+        assert "floor: the turn's statements on raw psycopg + its turns.pipeline calls, 1,000 " \
+               "memories (SQL p50 7.0 ms, pure p50 3.0 ms)" in text
+        assert "the single-client turn in the same 6 rounds (median of the rounds' p50s, " \
+               "13.0–15.0)" in text
+        [pooled] = [line for line in text.splitlines() if "through PgBouncer (PgBouncer" in line]
+        assert "180.0" in pooled and pooled.rstrip(" |").endswith("1")  # its own error only
+        [single] = [line for line in text.splitlines()
+                    if "through PgBouncer, single client" in line]
+        assert single.rstrip(" |").endswith("0")
