@@ -221,6 +221,8 @@ STORAGES = {
 }
 # A file that was never collected is served from its app folder (see config/static.py).
 WHITENOISE_USE_FINDERS = True
+# Files a browser asks for at the site's root (`/favicon.ico`), served as they are.
+WHITENOISE_ROOT = BASE_DIR / "public"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "memory:list"

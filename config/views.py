@@ -37,8 +37,18 @@ def bad_request(request, exception=None):
 
 
 def forbidden(request, exception=None):
+    """A staff member refused an admin page gets the admin's own page, with the reason the
+    view gave (which permission is missing); everyone else gets the site's `403.html`."""
     if _is_api(request):
         return json_problem_response(403, "permission_denied", "Permission denied", "Permission denied.")
+    user = getattr(request, "user", None)
+    if request.path.startswith("/admin/") and user is not None and user.is_active and user.is_staff:
+        from django.contrib import admin
+
+        reason = str(exception) if exception is not None and str(exception) else ""
+        context = {**admin.site.each_context(request), "title": "You cannot open this page",
+                   "subtitle": None, "reason": reason}
+        return render(request, "admin/403.html", context, status=403)
     return defaults.permission_denied(request, exception)
 
 

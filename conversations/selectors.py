@@ -14,7 +14,7 @@ from config.clock import db_now
 from config.errors import NotFound, ValidationError
 from conversations.domain import Context
 
-from .models import Character, Conversation, Message
+from .models import Character, Conversation, Message, Turn
 
 User = get_user_model()
 
@@ -157,6 +157,14 @@ def conversation_for_page(user, conversation_id) -> Conversation:
     if conversation is None:
         raise NotFound("No such conversation.")
     return conversation
+
+
+def scenes_of(user) -> list[tuple[str, str]]:
+    """The scenes the user's turns were in, as (conversation id, scene), each once, in the
+    order they were first used. One query."""
+    rows = (Turn.objects.filter(user=user, scene__isnull=False).exclude(scene="")
+            .order_by("created_at", "id").values_list("conversation_id", "scene"))
+    return list(dict.fromkeys((str(conversation), scene) for conversation, scene in rows))
 
 
 def conversations_of(user):

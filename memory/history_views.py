@@ -222,7 +222,7 @@ def forgotten_list(request):
         {
             "id": t.id, "anchor": f"t-{t.id}", "learn_again": f"{root}{t.id}/learn-again",
             "label": keys.labels.get(t.key) or plain_label(t.key), "key": t.key,
-            "scope_words": names.words(t.scope_id), "one_value": t.one_value, "many": keys.is_many(t.key),
+            "scope_words": names.forget_words(t.scope_id), "one_value": t.one_value, "many": keys.is_many(t.key),
             "forgotten_on": when(t.forgotten_at), "by_support": t.forgotten_by == "support",
         }
         for t in entries

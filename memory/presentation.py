@@ -258,6 +258,16 @@ class ScopeNames:
         conversation_id, _, scene = rest.partition(":")
         return f"only in the “{scene}” scene of {self.conversation_words(conversation_id)}"
 
+    def forget_words(self, scope_id: str) -> str:
+        """Where a forget applies (F1), told apart from its neighbour: scope `user` forgets what
+        applies everywhere and leaves what one character or conversation alone was told; `*`
+        forgets the key in every scope."""
+        if scope_id == "*":
+            return "in every scope: with every character and in every conversation"
+        if scope_id.partition(":")[0] == "user":
+            return "what applies everywhere; not what one character or conversation alone was told"
+        return self.words(scope_id)
+
     def group_of(self, scope_id: str) -> str | None:
         """The character a scope belongs with on the page (None: everywhere)."""
         kind, _, rest = scope_id.partition(":")

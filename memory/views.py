@@ -262,6 +262,7 @@ def memory_list(request):
             row.confirmable = row.record.authority not in USER_AUTHORITIES
         elif row.kind == "retracted":
             row.restorable = row.id in restorable
+    shown.add(SWITCHES_ANCHOR)  # the switches' card shows its own message
     loose += [m for anchor, found_messages in placed.items() if anchor not in shown for m in found_messages]
 
     page_groups: list[dict] = []
@@ -318,8 +319,10 @@ def memory_switches(request):
     else:
         learning = "learns from your messages" if after.learn else "learns nothing new from your messages"
         using = "uses these memories in conversations" if after.use else "uses none of these memories in conversations"
-        notify(request, messages.SUCCESS, f"Saved: the companion {learning} and {using}. Nothing was deleted.",
-                SWITCHES_ANCHOR)
+        # I8: neither switch deletes anything; that reassures only when something was turned off.
+        turned_off = (before.learn and not after.learn) or (before.use and not after.use)
+        notify(request, messages.SUCCESS, f"Saved: the companion {learning} and {using}."
+                                          + (" Nothing was deleted." if turned_off else ""), SWITCHES_ANCHOR)
     return back_to(request, SWITCHES_ANCHOR)
 
 

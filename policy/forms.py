@@ -1,6 +1,7 @@
 """Forms of the boundaries page (SPEC §6). The choices offered are the user's own: the
-catalog's capabilities, and places that are "everywhere", a character the user knows or one of
-the user's conversations, so another user's conversation is refused as bad input."""
+catalog's capabilities, and places that are "everywhere", a character the user knows, one of
+the user's conversations or a scene in one, so another user's conversation is refused as bad
+input."""
 
 from django import forms
 
@@ -18,7 +19,7 @@ class BoundaryForm(forms.Form):
         self.fields["capability"].choices = list(capabilities)
         self.fields["where"].choices = list(places)
         self.fields["where"].error_messages["invalid_choice"] = (
-            "Choose everywhere, one of your characters or one of your conversations."
+            "Choose everywhere, one of your characters, one of your conversations or a scene in one."
         )
 
     def scope(self) -> dict:
@@ -28,4 +29,7 @@ class BoundaryForm(forms.Form):
             return {"kind": "character", "character": ref}
         if kind == "conversation":
             return {"kind": "conversation", "conversation": ref}
+        if kind == "scene":
+            conversation, _, scene = ref.partition(":")
+            return {"kind": "scene", "conversation": conversation, "scene": scene}
         return {"kind": "global"}

@@ -14,6 +14,7 @@ from config import catalog
 from config.errors import NotFound, ValidationError
 from config.pages import day
 from conversations.models import Character, Conversation
+from conversations.selectors import conversations_of, scenes_of
 
 from .domain import Decision, DecisionRequest, PolicyContext, PolicyVersion, Rule, RuleCheck
 from .engine import check_rules, decide
@@ -309,15 +310,22 @@ def boundary_overview(user, *, now: datetime) -> BoundaryOverview:
 
 class Places:
     """The places a choice can apply to, and rule scopes in words: everywhere, a character
-    the user knows (from conversations or earlier choices), one of the user's conversations."""
+    the user knows (from conversations or earlier choices), one of the user's conversations,
+    or a scene in one (a scene its turns were in, or one an earlier choice names)."""
 
-    def __init__(self, conversations: list[Conversation], rules: list[PolicyRule]):
+    def __init__(self, conversations: list[Conversation], rules: list[PolicyRule],
+                 scenes: Iterable[tuple[str, str]] = ()):
         self.conversations = {str(c.pk): c for c in conversations}
         characters: dict[str, Character] = {c.character.slug: c.character for c in conversations}
+        named = []
         for rule in rules:
             if rule.character_id is not None and rule.user_id is not None:
                 characters.setdefault(rule.character.slug, rule.character)
+            if rule.scope_kind == "scene" and rule.user_id is not None and rule.scene:
+                named.append((str(rule.conversation_id), rule.scene))
         self.characters = sorted(characters.values(), key=lambda c: (c.name.casefold(), c.slug))
+        # (conversation id, scene) of the user's own conversations, each once.
+        self.scenes = [place for place in dict.fromkeys([*scenes, *named]) if place[0] in self.conversations]
 
     def conversation_title(self, conversation_id: str | None) -> str:
         """A conversation as people name it: its title, or when it started."""
@@ -353,24 +361,39 @@ class Places:
         return f"In the “{scene}” scene of {title}" if scene is not None else f"In {title}"
 
     def choices(self, character: Character | None = None) -> list[tuple[str, str]]:
-        """The "where" options: all of them (to validate), or one character's section's."""
+        """The "where" options: all of them (to validate), or one character's section's. Each
+        conversation is followed by the scenes in it."""
         if character is None:
             out = [("global", "everywhere")]
             out += [(f"character:{c.slug}", f"with {c.name}") for c in self.characters]
-            out += [(f"conversation:{pk}", f"only in {self.conversation_words(pk)}") for pk in self.conversations]
+            for pk in self.conversations:
+                out.append((f"conversation:{pk}", f"only in {self.conversation_words(pk)}"))
+                out += [(f"scene:{pk}:{scene}", f"only in the “{scene}” scene of {self.conversation_words(pk)}")
+                        for conversation, scene in self.scenes if conversation == pk]
             return out
         out = [(f"character:{character.slug}", f"with {character.name}"), ("global", "everywhere")]
-        out += [  # the section is the character's: its conversations need no "with …"
-            (f"conversation:{pk}", f"only in {self.conversation_title(pk)}")
-            for pk, c in self.conversations.items() if c.character_id == character.pk
-        ]
+        for pk, c in self.conversations.items():  # the character's section: no "with …"
+            if c.character_id != character.pk:
+                continue
+            out.append((f"conversation:{pk}", f"only in {self.conversation_title(pk)}"))
+            out += [(f"scene:{pk}:{scene}", f"only in the “{scene}” scene of {self.conversation_title(pk)}")
+                    for conversation, scene in self.scenes if conversation == pk]
         return out
 
     def context_of(self, where: str) -> dict:
-        """The decision context (character, conversation) of a "where" option."""
+        """The decision context (character, conversation, scene) of a "where" option."""
         kind, _, ref = where.partition(":")
         if kind == "character":
             return {"character": ref}
-        if kind == "conversation" and ref in self.conversations:
-            return {"character": self.conversations[ref].character.slug, "conversation": ref}
+        conversation, _, scene = ref.partition(":")
+        if kind in ("conversation", "scene") and conversation in self.conversations:
+            context = {"character": self.conversations[conversation].character.slug, "conversation": conversation}
+            return {**context, "scene": scene} if kind == "scene" else context
         return {}
+
+
+def boundary_places(user, rules: list[PolicyRule]) -> Places:
+    """The places the boundaries page offers `user`: their conversations (newest first), the
+    scenes their turns were in, and the characters and scenes their own `rules` name. Two
+    queries."""
+    return Places(list(conversations_of(user)), rules, scenes_of(user))

@@ -19,7 +19,6 @@ from django.views.decorators.http import require_POST
 from config.clock import db_now
 from config.errors import Conflict, ValidationError
 from config.pages import day, form_errors_from, messages_by_anchor, next_url, notify, private_page
-from conversations.selectors import conversations_of
 
 from .domain import (
     EXPLICIT_USER,
@@ -30,7 +29,7 @@ from .domain import (
 )
 from .forms import EFFECT_CHOICES, BoundaryForm
 from .presentation import DECISION_WORDS, capability_name
-from .selectors import Places, boundary_overview, capability_list, rule_list
+from .selectors import Places, boundary_overview, boundary_places, capability_list, rule_list
 from .services import boundary_set, rule_revoke
 
 EFFECT_WORDS = dict(EFFECT_CHOICES)
@@ -64,14 +63,41 @@ def why_words(decision, rules_by_id: dict[str, Rule], places: Places, *, elsewhe
     return f"From an answer you confirmed: {rule_words(top, places, lower=True)}."
 
 
+# A place where the wider decision does not hold, as its exception says it ("… except with
+# The Lamplighter: never").
+EXCEPTION_WORDS = {"allow": "allowed", "ask": "asks you first", "deny": "never"}
+
+
+def decision_words(decision, rules_by_id: dict[str, Rule], words: dict[str, str] = DECISION_WORDS) -> str:
+    """What the companion may do, in words; a choice that holds only when the companion asks
+    (its `requested_by`) says so: "Allowed when the companion asks"."""
+    words = words[decision.effect]
+    top = rules_by_id.get(decision.rule_ids[0]) if len(decision.rule_ids) == 1 else None
+    if top is not None and top.requested_by:
+        words += f" when the {'companion' if top.requested_by == 'assistant' else top.requested_by} asks"
+    return words
+
+
+def exceptions_words(exceptions: list[tuple[str, str]]) -> str:
+    """The places where a wider decision does not hold: "except with The Lamplighter: never
+    and in “Rounds”: asks you first"."""
+    if not exceptions:
+        return ""
+    parts = [f"{where}: {words}" for where, words in exceptions]
+    joined = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f"except {joined}"
+
+
 @dataclass(frozen=True)
 class Applies:
-    """One place on a capability's card and what the companion may do there."""
+    """One place on a capability's card and what the companion may do there, with the
+    narrower places where that does not hold (on the everywhere card)."""
 
     where: str
     effect: str
     decision: str
     why: str
+    exceptions: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,7 +124,7 @@ def _page(request, *, error_form: BoundaryForm | None = None):
     user = request.user
     overview = boundary_overview(user, now=db_now())
     rules_by_id = overview.rules
-    places = Places(list(conversations_of(user)), overview.own)
+    places = boundary_places(user, overview.own)
     order = {pk: i for i, pk in enumerate(places.conversations)}  # newest conversation first
     # The card the form was last sent from keeps what was chosen in it: after a save the
     # redirect names it (?section=&capability=&where=), after an error the posted form does.
@@ -111,6 +137,26 @@ def _page(request, *, error_form: BoundaryForm | None = None):
 
     def decide(capability: str, **where):
         return overview.decide(capability, REQUESTER, user=user.username, **where)
+
+    def exceptions(name: str, general) -> list[tuple[str, str]]:
+        """Where "everywhere" does not hold: each character, conversation or scene of the
+        user's where the decision differs from it."""
+        def said(decision) -> str:
+            return decision_words(decision, rules_by_id, EXCEPTION_WORDS)
+
+        out = []
+        for character in places.characters:
+            decision = decide(name, character=character.slug)
+            if said(decision) != said(general):
+                out.append((f"with {character.name}", said(decision)))
+            mine = [pk for pk, c in places.conversations.items() if c.character_id == character.pk]
+            for conversation, scene in sorted(overview.narrower_places(name, mine),
+                                              key=lambda p: (order[p[0]], p[1] or "")):
+                narrow = decide(name, character=character.slug, conversation=conversation, scene=scene)
+                if said(narrow) != said(decision):
+                    where = places.place_words(conversation, scene)
+                    out.append((where[0].lower() + where[1:], said(narrow)))
+        return out
 
     def section(character) -> dict:  # a Character of `places`, or None for everywhere
         key = character.slug if character else "everywhere"
@@ -125,12 +171,13 @@ def _page(request, *, error_form: BoundaryForm | None = None):
                 here = "Everywhere"
             else:
                 here = f"{'Elsewhere with' if narrower else 'With'} {character.name}"
-            applies = [Applies(here, general.effect, DECISION_WORDS[general.effect],
-                               why_words(general, rules_by_id, places, elsewhere=bool(narrower)))]
+            applies = [Applies(here, general.effect, decision_words(general, rules_by_id),
+                               why_words(general, rules_by_id, places, elsewhere=bool(narrower)),
+                               "" if character else exceptions_words(exceptions(name, general)))]
             for conversation, scene in narrower:
                 decision = decide(name, character=character.slug, conversation=conversation, scene=scene)
                 applies.append(Applies(places.place_words(conversation, scene), decision.effect,
-                                       DECISION_WORDS[decision.effect], why_words(decision, rules_by_id, places)))
+                                       decision_words(decision, rules_by_id), why_words(decision, rules_by_id, places)))
             asked_here = asked_section == key and asked_capability == name
             where = asked_where if asked_here and asked_where in dict(options) else options[0][0]
             if asked_here and error_form is not None and asked_effect in EFFECT_WORDS:
@@ -203,7 +250,7 @@ def boundary_set_view(request):
     """Set always allow / always ask / never for a capability at a chosen place. Back on the
     page, the card it was sent from is in view and open, showing the place just chosen."""
     user = request.user
-    places = Places(list(conversations_of(user)), list(rule_list(user=user)))
+    places = boundary_places(user, list(rule_list(user=user)))
     all_places = places.choices()
     sections = {"everywhere", *(c.slug for c in places.characters)}
     section = request.POST.get("section", "")

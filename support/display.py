@@ -18,8 +18,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from conversations.models import Message
-from memory.domain import KEY_FREE_PARTS, default_label, loggable_key
+from memory.domain import KEY_FREE_PARTS, loggable_key
 from memory.models import MemoryRecord
+from memory.presentation import plain_label
 from policy.models import PolicyRule
 
 MASK = "hidden"
@@ -62,12 +63,18 @@ def masked_key(key: str, *, reveal: bool = False) -> str:
     return key if shown == "<invalid-key>" else shown
 
 
+def page_label(labels: dict[str, str], key: str) -> str:
+    """A key's label as the user's pages write it: the registry's, else the plain one
+    ("The basil plant's location", "Where Priya works")."""
+    return labels.get(key) or plain_label(key)
+
+
 def masked_label(key: str, label: str, *, reveal: bool = False) -> str:
     """A key's label outside a reveal: the label of a key without a free part as it is; for
-    one with a free part (made from the name: "Priya: works at"), the label without the name."""
+    one with a free part (made from the name: "Where Priya works"), the label without the name."""
     if reveal or not has_free_part(key):
         return label
-    return default_label(loggable_key(key)).replace("*", "Someone", 1)
+    return plain_label(loggable_key(key)).replace("*", "Someone", 1)
 
 
 def masked_key_sql(field: str = "key"):

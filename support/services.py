@@ -44,7 +44,7 @@ from policy.selectors import capabilities_by_name, policy_version_of, rules_for_
 from policy.services import policy_context, rule_revoke
 
 from . import words
-from .display import has_free_part
+from .display import has_free_part, page_label
 from .grants import PRIVATE_TEXT_PERMISSION
 from .models import SupportAction
 
@@ -331,7 +331,7 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
             words=words.record_words(step=why.step, reason=why.reason, detail=why.detail, record=record,
                                      records=candidates, tombstones=tombstones, actors=actors,
                                      now=ctx.domain.now),
-            prompt_words=words.prompt_words(prompt), label=resolved.registry.label(record.key),
+            prompt_words=words.prompt_words(prompt), label=page_label(resolved.registry.labels, record.key),
         ))
     counts: dict[str, int] = {}
     for item in resolution.excluded:
@@ -382,6 +382,7 @@ class PlanItem:
     scope_id: str = ""
     authority: str = ""
     value: str | None = None  # None: not shown (masked); "" : erased since
+    erased_at: datetime | None = None  # when it was forgotten (its value erased)
     gone: bool = False  # the record or message no longer exists (its conversation was deleted)
     seq: int | None = None  # message
     role: str = ""
@@ -445,7 +446,7 @@ def turn_plan(turn, *, reveal: bool) -> TurnPlan:
         *([snapshot["current"]] if snapshot.get("current") else []), *snapshot.get("history", []),
         *(i for kind, i, _ in excluded if kind == "message"),
     ]))
-    fields = ["id", "key", "scope_id", "authority", "status", *(["value"] if reveal else [])]
+    fields = ["id", "key", "scope_id", "authority", "status", "status_since", *(["value"] if reveal else [])]
     records = {
         str(row["id"]): row for row in
         MemoryRecord.objects.filter(user_id=turn.user_id, pk__in=_uuids(memory_ids)).values(*fields)
@@ -465,9 +466,9 @@ def turn_plan(turn, *, reveal: bool) -> TurnPlan:
             item.gone = True
             return item
         item.key, item.scope_id, item.authority = row["key"], row["scope_id"], row["authority"]
-        item.label = labels.label(row["key"])
+        item.label = page_label(labels.labels, row["key"])
         if row["status"] == "forgotten":
-            item.value = ""
+            item.value, item.erased_at = "", row["status_since"]
         elif reveal and not reason:  # values of what the model was given; left-out rows show none
             item.value = row["value"]
             revealed.append(record_id)

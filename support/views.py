@@ -39,12 +39,19 @@ from .display import (
 )
 from .forms import ExplainForm, RevealForm
 
+# Why a staff member may not open a support page: the admin's 403 page says it (config.views).
+NO_EXPLAIN = ("Explaining a context needs the permission “Can use the support explain view”, "
+              "which your account does not have. An administrator can give it to you.")
+NO_REVEAL = ("You do not have the permission to reveal a user's private text (“Can open a reveal "
+             "of one user's private text”). An administrator can give it to you; until then "
+             "values, messages and titles stay hidden for you.")
+
 
 def explain_turn_view(request, turn_id):
     """Explain pre-filled from a turn: its user, conversation, scene, the time its plan was made
     for (else when it was made), the capabilities the plan asked about, and the turn itself."""
     if not request.user.has_perm(support.EXPLAIN_PERMISSION):
-        raise PermissionDenied
+        raise PermissionDenied(NO_EXPLAIN)
     turn = selectors.turn_with_user(turn_id)
     if turn is None:
         raise Http404("No such turn.")
@@ -63,7 +70,7 @@ def explain_view(request):
     whole keys and labels only inside a reveal of that user, and then the page is logged once.
     Writes nothing else (no decision-log rows)."""
     if not request.user.has_perm(support.EXPLAIN_PERMISSION):
-        raise PermissionDenied
+        raise PermissionDenied(NO_EXPLAIN)
     data = None
     if "user" in request.GET:
         data = request.GET.copy()  # a link may name only the user: the rest has defaults
@@ -144,7 +151,7 @@ def reveal_view(request):
     user or a second reveal of the same user is a form error and opens nothing; an open reveal
     of another user is closed by this one (the form says so)."""
     if not request_may_reveal(request):
-        raise PermissionDenied
+        raise PermissionDenied(NO_REVEAL)
     current = request_reveal(request)
     already = None
     if request.method == "POST":
@@ -161,9 +168,8 @@ def reveal_view(request):
             else:
                 request_reveal_forget(request)
                 ref = grant.subject.get_username()
-                messages.success(request, f"You can see {ref}'s private text until "
-                                          f"{_time(grant.expires_at)}, and no one else's. Every "
-                                          "page that shows it is logged under your name.")
+                # No message: the reveal's banner, on the page this leads to, says whose text
+                # shows until when and that every page is logged (once, not twice).
                 default = reverse("admin:memory_memoryrecord_changelist") + "?q=" + ref
                 return redirect(next_url(request, default=default))
     else:
@@ -189,7 +195,7 @@ def reveal_extend_view(request, grant_id):
     except NotFound:
         raise Http404("No such reveal of yours.") from None
     except DomainPermissionDenied:
-        raise PermissionDenied from None
+        raise PermissionDenied(NO_REVEAL) from None
     except DomainValidationError as error:
         messages.error(request, error.detail)
     else:

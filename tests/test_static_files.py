@@ -137,3 +137,14 @@ def test_gunicorn_serves_the_stylesheet_and_the_admins(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def test_the_sites_icon_is_served_at_the_root():
+    """Browsers ask every site for `/favicon.ico`: it is a real ICO file (WHITENOISE_ROOT), and
+    every page names it."""
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 200
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    assert body[:4] == b"\x00\x00\x01\x00" and response["Content-Type"] == "image/x-icon"
+    login = Client().get("/login/").content.decode()
+    assert '<link rel="icon" href="/favicon.ico"' in login

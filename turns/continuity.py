@@ -115,9 +115,13 @@ class _Runtime:
         self.n = 0
 
     def say(self, content: str, *, scene: str | None, reply: str, capabilities=(), now=None,
-            budget: int = BUDGET, memory_order: str = "certainty"):
+            budget: int = BUDGET, memory_order: str = "certainty", then=None):
+        """One turn. `then()` runs after the message is stored and before the plan, as a
+        runtime acts on what the message asks (a forget) before it asks for the plan."""
         self.n += 1
         turn = turn_create(conversation_id=self.conversation.pk, turn_key=f"t{self.n}", content=content, scene=scene).turn
+        if then is not None:
+            then()
         plan = turn_prompt_plan(turn_id=turn.pk, budget=budget, capabilities=tuple(capabilities), now=now,
                                 memory_order=memory_order)
         turn_commit_reply(turn_id=turn.pk, content=reply)
@@ -180,11 +184,12 @@ def _play(card: Scorecard, user, days_later: timedelta) -> None:
     card.check("recall", "a fact told to another character does not leak (R1)",
                not _values(p_base, "story.secret_door"), _memory_text(p_base))
 
-    # The user asks the companion to forget where they live.
+    # The user asks the companion to forget where they live; the runtime forgets it after the
+    # message that asks, before that turn's plan.
     lives = next((e for e in t1.extracted if e.get("memory")), None)
-    forget_key(user=user, key="user.lives_in", scope_id="*")
     _, p_forgot = runtime.say("Please forget where I live.", scene="greenhouse",
-                              reply="Done: where you live is gone, and I will not bring it up again.")
+                              reply="Done: where you live is gone, and I will not bring it up again.",
+                              then=lambda: forget_key(user=user, key="user.lives_in", scope_id="*"))
     resummary = memory_assert(user=user, key="user.lives_in", value="Boston", scope=Scope("user"),
                               authority="model-inferred", sources=source)
     card.check("user control", "a forgotten fact stays out of the plan (F2)",

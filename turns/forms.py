@@ -53,6 +53,19 @@ def canonical_time_zones() -> list[str]:
     return sorted(name for name in names | {"UTC"} if name in known)
 
 
+def zone_place(name: str) -> str:
+    """A zone as the list names it: its place ("Argentina – Buenos Aires"), or the name itself
+    for one without a region ("UTC")."""
+    _, _, place = name.partition("/")
+    return place.replace("_", " ").replace("/", " – ") if place else name
+
+
+def zone_words(name: str) -> str:
+    """A zone in the list's own words: "Argentina – Buenos Aires (America)", "UTC"."""
+    region, _, place = name.partition("/")
+    return f"{zone_place(name)} ({region})" if place else name
+
+
 def _time_zone_choices():
     """The product's zone first, then the canonical zones grouped by region ("Europe",
     "America" …) as option groups, each place named once, so the list stays usable with a
@@ -64,7 +77,7 @@ def _time_zone_choices():
     for name in canonical_time_zones():
         region, _, place = name.partition("/")
         if place:
-            regions.setdefault(region, []).append((name, place.replace("_", " ").replace("/", " – ")))
+            regions.setdefault(region, []).append((name, zone_place(name)))
         else:
             others.append((name, name))
     return [("", f"The service's time zone ({settings.TIME_ZONE})"),

@@ -262,7 +262,8 @@ class RepliesUsed:
     whose turn learned nothing because `learn` was off (I8)."""
 
     snapshots: dict[str, dict | None]
-    held: dict[str, tuple[str, str, datetime | None]]
+    # id → (key, value, forgotten time or None, scope id, version, the id it supersedes)
+    held: dict[str, tuple[str, str, datetime | None, str, int, str | None]]
     logged: dict[str, tuple[str, str]]
     not_learned: frozenset[str]
 
@@ -286,15 +287,16 @@ def replies_used(user, conversation: Conversation) -> RepliesUsed:
         snapshots[str(reply)] = snapshot
         memory_ids += used_words.memory_ids(snapshot)
         decision_ids += used_words.decision_ids(snapshot)
-    held: dict[str, tuple[str, str, datetime | None]] = {}
+    held: dict[str, tuple[str, str, datetime | None, str, int, str | None]] = {}
     wanted = _uuids(memory_ids)
     if wanted:
-        for pk, key, value, status, since in (
+        for pk, key, value, status, since, scope_id, version, supersedes in (
             MemoryRecord.objects.filter(user=user, pk__in=wanted)
-            .values_list("id", "key", "value", "status", "status_since")
+            .values_list("id", "key", "value", "status", "status_since", "scope_id", "version", "supersedes_id")
         ):
             forgotten = status == "forgotten"
-            held[str(pk)] = (key, "" if forgotten else value, (since or db_now()) if forgotten else None)
+            held[str(pk)] = (key, "" if forgotten else value, (since or db_now()) if forgotten else None,
+                             scope_id, version, str(supersedes) if supersedes else None)
     logged: dict[str, tuple[str, str]] = {}
     wanted = _uuids(decision_ids)
     if wanted:

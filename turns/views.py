@@ -32,7 +32,7 @@ from memory.presentation import CERTAINTY, Sentence, Wording, by_scoped_key, sta
 from policy.presentation import capability_name
 from support.selectors import reveals_of  # S2: "Support access" on Your data
 
-from .forms import DeleteAccountForm, TimeZoneForm
+from .forms import DeleteAccountForm, TimeZoneForm, zone_words
 from .portability import user_export
 from .selectors import data_counts, replies_used, transcript
 from .services import conversation_delete, user_delete
@@ -103,7 +103,7 @@ def conversation_detail(request, conversation_id):
                 message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(key), None,
                                                  f"forgotten on {day(since)}", False))
         messages_.append(message)
-    _what_was_used(user, conversation, messages_, words, active, root)
+    _what_was_used(user, conversation, messages_, words, active, root, remembered.registry.many_keys)
     return render(request, "conversations/detail.html", {
         "conversation": conversation, "messages_": messages_, "started": when(conversation.created_at),
     })
@@ -122,12 +122,13 @@ def withheld_notice(forgets, label) -> str:
 
 
 def _what_was_used(user, conversation, messages_: list[TranscriptMessage], words: Wording,
-                   active: set[str], root: str) -> None:
+                   active: set[str], root: str, many_keys: frozenset[str]) -> None:
     """SPEC E2: under each companion reply, what its stored plan held; I8: the messages a turn
     learned nothing from because `learn` was off."""
     read = replies_used(user, conversation)
-    held = {i: Held(key, value, day(since) if since is not None else None)
-            for i, (key, value, since) in read.held.items()}
+    held = {i: Held(key, value, day(since) if since is not None else None, scope_id, version, supersedes,
+                    many=key in many_keys)
+            for i, (key, value, since, scope_id, version, supersedes) in read.held.items()}
     names = {code: name for code, (name, _) in CERTAINTY.items()}
     for message in messages_:
         message.not_learned = message.id in read.not_learned
@@ -177,7 +178,7 @@ def data_time_zone(request):
             form_errors_from(form, exc)
         else:
             zone = form.cleaned_data["time_zone"]
-            messages.success(request, f"Times are now shown in {zone}." if zone else
+            messages.success(request, f"Times are now shown in {zone_words(zone)}." if zone else
                              f"Times are now shown in the service's time zone, {settings.TIME_ZONE}.",
                              extra_tags="at-time-zone")
             return redirect(reverse("data:index") + "#time-zone")

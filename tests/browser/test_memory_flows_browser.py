@@ -448,7 +448,7 @@ def test_it_shows_times_in_the_time_zone_the_person_chooses(page, readme_server,
 
     expect(page).to_have_url(readme_server.url + "/data/#time-zone")
     expect(zone).to_be_focused()
-    expect(zone.locator(".card-notice")).to_have_text("Times are now shown in Asia/Tokyo.")
+    expect(zone.locator(".card-notice")).to_have_text("Times are now shown in Tokyo (Asia).")
     expect(zone).to_contain_text("Every page shows dates and times in your time zone, Asia/Tokyo.")
     expect(page.get_by_role("combobox", name="Your time zone")).to_have_value("Asia/Tokyo")
     look(page, "flows-18-time-zone-saved")
@@ -505,8 +505,7 @@ def test_it_stops_using_memories_in_conversations_when_switched_off(page, readme
     page.locator("#switches-save").click()
     expect(switches).to_be_focused()
     expect(switches.locator(".card-notice")).to_have_text(
-        "Saved: the companion learns from your messages and uses these memories in conversations. "
-        "Nothing was deleted.")
+        "Saved: the companion learns from your messages and uses these memories in conversations.")
     plan = new_plan(readme_server, told["id"], "on-again")
     assert [m["value"] for m in plan["memories"] if m["key"] == "dog.name"] == ["Rex"]
     assert len(plan["memories"]) == len(used)

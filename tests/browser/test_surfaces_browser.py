@@ -58,7 +58,9 @@ def test_under_each_reply_what_the_companion_used(page, readme_server, person, s
     expect(given).to_contain_text("Uncertain")  # the letter's state, kept uncertain (P2)
     left_out = used.locator("ul.used-list").nth(1)
     expect(left_out).to_contain_text("no message of yours backs it up")  # the invented outcome
-    expect(left_out).to_contain_text("a newer value had replaced it")  # Harbor
+    # Harbor is Marlowe's earlier version: one line per memory, which says what it replaced.
+    expect(given).to_contain_text("Basil plant's name: Marlowe Confirmed (it replaced “Harbor”)")
+    expect(left_out).not_to_contain_text("Basil plant's name")
     expect(left_out).to_contain_text("forgotten since")  # where the user lives
     assert "Boston" not in used.inner_text()
     expect(used).to_contain_text("A playful tone: allowed")
@@ -217,7 +219,7 @@ def test_the_time_zone_choice_lists_canonical_zones_by_region(page, readme_serve
     assert len(values) < 450
     select.select_option("Europe/Lisbon")
     page.get_by_role("button", name="Save time zone").click()
-    expect(page.get_by_text("Times are now shown in Europe/Lisbon.")).to_be_visible()
+    expect(page.get_by_text("Times are now shown in Lisbon (Europe).")).to_be_visible()
     look(page, "data-time-zone")
 
 

@@ -283,3 +283,77 @@ def test_the_card_to_reopen_is_read_from_the_address_without_ever_failing(page, 
     assert r.status_code == 200
     images = card(r, "With Captain Rowan", "media.image")
     assert images.where == "character:captain-rowan"
+
+
+# ---------------------------------------------------------------------------------------------
+# Boundaries wherever they apply: scenes, exceptions, a choice for the companion's asking (§6)
+
+
+def test_a_choice_can_be_made_and_changed_for_a_scene(page, sam, conv):
+    """SPEC §6 (rule scope `scene`): a scene the user's turns were in is a place like the
+    others — offered in "Where" on its character's cards right after its conversation, saved as
+    a scene rule, shown on the card, and changed there (D11: the new choice replaces it)."""
+    from turns.services import turn_create
+
+    turn_create(conversation_id=conv.pk, turn_key="t1", content="Hello.", scene="greenhouse")
+    where = f"scene:{conv.pk}:greenhouse"
+    r = page.get("/boundaries/")
+    assert section(r, "With Captain Rowan")["places"] == [
+        ("character:captain-rowan", "with Captain Rowan"), ("global", "everywhere"),
+        (f"conversation:{conv.pk}", "only in “Rooftop greenhouse”"),
+        (where, "only in the “greenhouse” scene of “Rooftop greenhouse”")]
+
+    r = page.post("/boundaries/set", {"capability": "media.image", "effect": "deny", "section": "captain-rowan",
+                                      "where": where}, follow=True)
+    rule = live_rules(sam).get()
+    assert (rule.scope_kind, str(rule.conversation_id), rule.scene, rule.effect) == (
+        "scene", str(conv.pk), "greenhouse", "deny")
+    assert follow_messages(r) == [
+        "Saved: Images — never, only in the “greenhouse” scene of “Rooftop greenhouse” with Captain Rowan."]
+    images = card(r, "With Captain Rowan", "media.image")
+    assert places_of(images)[1] == (
+        "In the “greenhouse” scene of “Rooftop greenhouse”", "deny",
+        "You decided: never, only in the “greenhouse” scene of “Rooftop greenhouse” with Captain Rowan.")
+    assert (images.where, images.choice) == (where, "deny")  # the card shows the scene's choice
+
+    page.post("/boundaries/set", {"capability": "media.image", "effect": "allow", "section": "captain-rowan",
+                                  "where": where})
+    rule = live_rules(sam).get()
+    assert (rule.scope_kind, rule.scene, rule.effect) == ("scene", "greenhouse", "allow")
+
+
+def test_a_scene_of_another_users_conversation_is_not_a_place(page, alex_conv, conv):
+    r = page.post("/boundaries/set", {"capability": "media.image", "effect": "deny",
+                                      "where": f"scene:{alex_conv.pk}:greenhouse"})
+    assert r.status_code == 200 and not PolicyRule.objects.filter(user__isnull=False).exists()
+
+
+def test_everywhere_names_its_exceptions(page, sam, conv, rowan):
+    """§6, D3: "Everywhere: Allowed" is not the whole truth when a narrower choice differs; the
+    everywhere card names each place where it does not hold."""
+    lamplighter = CharacterFactory(slug="lamplighter", name="The Lamplighter")
+    ConversationFactory(user=sam, character=lamplighter, title="Rounds")
+    rule_create(user=sam, capability="media.image", effect="allow", source="explicit-user", scope={"kind": "global"})
+    rule_create(user=sam, capability="media.image", effect="deny", source="explicit-user",
+                scope={"kind": "character", "character": "lamplighter"})
+    rule_create(user=sam, capability="media.image", effect="ask", source="explicit-user",
+                scope={"kind": "conversation", "conversation": str(conv.pk)})
+    r = page.get("/boundaries/")
+    everywhere = card(r, "Everywhere", "media.image").applies[0]
+    assert (everywhere.decision, everywhere.exceptions) == (
+        "Allowed", "except in “Rooftop greenhouse”: asks you first and with The Lamplighter: never")
+    assert ("Allowed</span><span class=\"exceptions\">, except in “Rooftop greenhouse”: asks you first and "
+            "with The Lamplighter: never.</span>") in r.content.decode()
+    assert card(r, "Everywhere", "media.voice").applies[0].exceptions == ""
+
+
+def test_a_choice_for_when_the_companion_asks_says_so(page, sam, conv):
+    """§6 (`requested_by`): a choice that holds only when the companion asks says so where it
+    decides, not only in its reason."""
+    rule_create(user=sam, capability="tone.playful", effect="allow", source="explicit-user",
+                scope={"kind": "character", "character": "captain-rowan"}, requested_by="assistant")
+    r = page.get("/boundaries/")
+    playful = card(r, "With Captain Rowan", "tone.playful")
+    assert playful.applies[0].decision == "Allowed when the companion asks"
+    assert card(r, "Everywhere", "tone.playful").applies[0].exceptions == (
+        "except with Captain Rowan: allowed when the companion asks")

@@ -5,6 +5,7 @@ problem+json (SPEC §10) for the same errors."""
 import json
 import sys
 import types
+from html import unescape
 
 import pytest
 from django.core.exceptions import PermissionDenied
@@ -60,13 +61,22 @@ def test_the_api_keeps_problem_json_for_an_unknown_path(client, db):
 # --- 403 --------------------------------------------------------------------------------------
 
 
-def test_a_page_refused_to_staff_without_the_permission_is_the_styled_403(db):
+def test_a_support_page_refused_to_staff_is_the_admins_403_with_the_reason(db):
+    """A staff member without the permission stays in the admin: its own page (header,
+    navigation), saying which permission is missing — not the user site's page."""
     from tests.factories import UserFactory
 
     staff = UserFactory(username="staff-only", is_staff=True)
     client = Client()
     client.force_login(staff)
-    assert_styled_page(client.get("/admin/support/explain/"), 403, "You cannot open this page")
+    for url, reason in (("/admin/support/explain/", "needs the permission “Can use the support explain view”"),
+                        ("/admin/support/reveal/", "permission to reveal a user's private text")):
+        response = client.get(url)
+        html = unescape(response.content.decode())
+        assert response.status_code == 403
+        assert "You cannot open this page" in html and reason in html
+        assert 'id="site-name"' in html and "pages.css" not in html
+        assert "Only you can see these pages" not in html
 
 
 def test_a_form_sent_without_its_csrf_token_is_the_styled_403_and_changes_nothing(sam):

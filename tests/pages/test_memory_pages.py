@@ -321,7 +321,7 @@ def test_forgotten_page_lists_the_slot_and_scope_never_the_value(page, say, sam,
 
     seen = text(page.get("/memories/forgotten/"))
 
-    assert "Dog's name" in seen and "Everywhere, with every character and in every conversation" in seen
+    assert "Dog's name" in seen and "In every scope: with every character and in every conversation" in seen
     assert "Preferred name" in seen and "With Captain Rowan" in seen
     assert "Rex" not in seen and "Skipper" not in seen
 

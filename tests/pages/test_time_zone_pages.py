@@ -41,7 +41,7 @@ def test_it_sets_a_time_zone_on_your_data_and_every_page_follows(page, sam, conv
 
     assert r.redirect_chain == [("/data/#time-zone", 302)]
     assert MemoryProfile.objects.get(user=sam).time_zone == "Europe/Berlin"
-    assert "Times are now shown in Europe/Berlin." in text(r)
+    assert "Times are now shown in Berlin (Europe)." in text(r)
     assert '<option value="Europe/Berlin" selected>Berlin</option>' in r.content.decode()
     history = page.get(f"/memories/{late_memory.id}/history")
     assert history.context["rows"][0].starts == "6 Aug 2026, 01:30"

@@ -6,6 +6,7 @@ turn with no plan says so. Read in a constant number of queries."""
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 
 import pytest
@@ -15,11 +16,12 @@ from django.test.utils import CaptureQueriesContext
 from conversations.domain import Scope
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
-from memory.services import memory_assert
+from memory.services import memory_assert, memory_confirm
 from tests.pages.test_memory_pages import text
 from turns.planner import PlanParams
 from turns.replies import turn_commit_reply
 from turns.services import turn_create, turn_prompt_plan
+from turns.used import LEFT_OUT_WORDS
 
 pytestmark = pytest.mark.django_db
 
@@ -123,3 +125,40 @@ def test_the_transcript_reads_what_was_used_in_constant_queries(page, sam, conv)
         response = page.get(url)
     assert text(response).count("What the companion used") == 7
     assert len(many) == len(few), [q["sql"][:80] for q in many.captured_queries]
+
+
+def words_of(section: str) -> str:
+    return html_lib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section)))
+
+
+def test_a_confirmed_memory_is_one_line_that_says_it_was_confirmed(page, sam, conv):
+    """E2: after a confirm (the same value again, superseding the old version), the reply's
+    section names the memory once, as confirmed — never "a newer value had replaced it"."""
+    planned_turn(conv, "t1", "My dog's name is Rex.")
+    dog = MemoryRecord.objects.get(user=sam, key="dog.name")
+    memory_confirm(record_id=dog.pk, user=sam)
+    turn = planned_turn(conv, "t2", "What is my dog called?")
+    assert ["memory", str(dog.pk), "superseded"] in turn.plan_snapshot["excluded"]
+    words = words_of(used_section(page.get(f"/conversations/{conv.pk}/").content.decode(), reply_of(turn)))
+    assert words.count("Dog's name") == 1
+    assert "(you confirmed it)" in words
+    assert LEFT_OUT_WORDS["superseded"] not in words and "Left out" not in words
+
+
+def test_withheld_messages_are_counted_in_plain_words(page, sam, conv):
+    """E2, F6: a stored plan whose `excluded` holds messages withheld because the user asked to
+    forget something says so in words, apart from what did not fit; the first reply says it was
+    given no earlier messages."""
+    first = planned_turn(conv, "t1", "My cat is called Miso.")
+    turn = planned_turn(conv, "t2", "What is my cat called?")
+    snapshot = dict(turn.plan_snapshot)
+    snapshot["excluded"] = [*snapshot["excluded"], ["message", str(first.user_message_id), "forgotten"],
+                            ["message", reply_of(first), "forgotten"]]
+    type(turn).objects.filter(pk=turn.pk).update(plan_snapshot=snapshot)
+    html = page.get(f"/conversations/{conv.pk}/").content.decode()
+    words = words_of(used_section(html, reply_of(turn)))
+    assert ("2 earlier messages were withheld because you asked the companion to forget something "
+            "they mention.") in words
+    assert "did not fit" not in words
+    assert "It was given no earlier messages." in words_of(used_section(html, reply_of(first)))
+    assert "0 earlier messages" not in html

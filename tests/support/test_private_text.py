@@ -363,7 +363,7 @@ def test_the_explain_view_shows_its_users_text_inside_a_reveal_and_logs_the_page
     open_reveal(privileged_user, "sam")
     html = privileged.get("/admin/support/explain/", {"user": "sam"}).content.decode()
     assert VALUE in html and LIKE in html and PERSON_VALUE in html and FORGOTTEN not in html
-    assert "Zebrina: works at" in html
+    assert "Where Zebrina works" in html
     [row] = page_rows(privileged_user)
     assert row.view == "explain" and row.shown >= 3
     html = privileged.get("/admin/support/explain/", {"user": "alex"}).content.decode()
@@ -458,8 +458,8 @@ def test_a_turns_plan_masks_a_name_inside_a_key_outside_a_reveal(world, person_m
     turn_prompt_plan(turn_id=turn.pk, budget=4000)
     url = f"/admin/conversations/turn/{turn.pk}/change/"
     html = privileged.get(url).content.decode()
-    assert "people.*.works_at" in html and "Someone: works at" in html
+    assert "people.*.works_at" in html and "Where Someone works" in html
     assert_no_text_of(html, (NAME, PERSON_VALUE), "a turn's plan")
     open_reveal(privileged_user, "sam")
     html = privileged.get(url).content.decode()
-    assert "people.zebrina.works_at" in html and "Zebrina: works at" in html  # left out: no value
+    assert "people.zebrina.works_at" in html and "Where Zebrina works" in html  # left out: no value
