@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 
+from config.errors import NotFound
+
 from .domain import (
     AUTHORITY_RANK,
     normalise_value,
@@ -103,6 +105,14 @@ class ForgottenEntry:
 def tombstone_list(user):
     """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate)."""
     return Tombstone.objects.filter(user=user).select_related("user").order_by("-forgotten_at", "id")
+
+
+def tombstone_get(tombstone_id) -> Tombstone:
+    """`GET /tombstones/{id}`: the tombstone with its user (one query), or a 404 (C4)."""
+    tombstone = Tombstone.objects.select_related("user").filter(pk=tombstone_id).first()
+    if tombstone is None:
+        raise NotFound("No such tombstone.")
+    return tombstone
 
 
 def forgotten_entries(user) -> list[ForgottenEntry]:
