@@ -9,6 +9,7 @@ from config.api import PageOutput
 from config.serializers import (
     CleanCharField,
     ContextInput,
+    PageQuery,
     ScopeInput,
     ScopeOutput,
     StrictSerializer,
@@ -131,15 +132,18 @@ class AssertOutput(serializers.Serializer):
     reason = serializers.CharField(required=False)
 
 
-class MemoryListQuery(StrictSerializer):
-    user = CleanCharField(max_length=150)
-    key = CleanCharField(max_length=200, required=False)
-    scope = CleanCharField(max_length=255, required=False)
-    status = serializers.ChoiceField(choices=STATUSES, required=False)
+class MemoryListQuery(PageQuery):
+    user = CleanCharField(max_length=150, help_text="The ref of the user whose memories to list (required).")
+    key = CleanCharField(max_length=200, required=False,
+                         help_text="Only memories of this key (such as `pet.name`).")
+    scope = CleanCharField(max_length=255, required=False,
+                           help_text="Only memories of this scope, by its id (`user:sam`, "
+                           "`character:sam:captain-rowan`, `conversation:<id>`, "
+                           "`scene:<id>:<scene>`).")
+    status = serializers.ChoiceField(choices=STATUSES, required=False,
+                                     help_text="Only memories with this stored status.")
     state = serializers.ChoiceField(choices=STATES, required=False,
-                                    help_text="SPEC E1: only memories in this state now.")
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
+                                    help_text="Only memories in this state now (E1).")
 
 
 class MemoryCorrectInput(StrictSerializer):
@@ -239,12 +243,12 @@ class ResolveOutput(serializers.Serializer):
     explain = ExplainOutput(required=False)
 
 
-class HistoryQuery(StrictSerializer):
-    user = CleanCharField(max_length=150)
-    key = CleanCharField(max_length=200)
-    scope = CleanCharField(max_length=255, required=False, validators=[SCOPE_ID_VALIDATOR])
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
+class HistoryQuery(PageQuery):
+    user = CleanCharField(max_length=150, help_text="The ref of the user (required).")
+    key = CleanCharField(max_length=200, help_text="The key whose history to read, such as `user.lives_in` (required).")
+    scope = CleanCharField(max_length=255, required=False, validators=[SCOPE_ID_VALIDATOR],
+                           help_text="The scope, by its id (`user:sam`, `character:sam:captain-rowan`…); "
+                           "the user's own scope when absent.")
 
 
 class RememberInput(StrictSerializer):
@@ -290,10 +294,8 @@ class AskOutput(serializers.Serializer):
                           help_text="The memory that answers (the newest, for a many-valued key); null without an answer.")
 
 
-class TombstoneListQuery(StrictSerializer):
-    user = CleanCharField(max_length=150)
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
+class TombstoneListQuery(PageQuery):
+    user = CleanCharField(max_length=150, help_text="The ref of the user whose forgets to list (required).")
 
 
 def assert_json(result) -> dict:
