@@ -118,7 +118,9 @@ BY_NAME: dict[str, str] = {
     "resolver_version": "The version of the resolution rules used.",
     "active": "The memories that apply in the context, each with its state.",
     "excluded": "The memories that do not apply, each with why.",
-    "prompt": "What a prompt would get, in the narrow shape the model sees (no ids; P4).",
+    "prompt": "What a prompt would get, in the narrow shape the model sees: key, label, "
+              "value, certainty and scope, with no ids, so nothing about the store reaches the "
+              "model (P4). The same memories with their ids are in `active`.",
     "prompt_excluded": "The memories left out of the prompt, each with why.",
     "extracted": "One outcome per fact found in the text.",
     "records": "Every version of the fact that the retraction closed, as they are now.",
@@ -239,6 +241,9 @@ BY_SHAPE: dict[str, str] = {
                         "log the user can see); not imported.",
     "Snapshot.policy_version": "The user's policy versions.",
     "SnapshotInput.policy_version": "The user's policy versions.",
+    "SnapshotUserInput.ref": "The user's ref. On import it must be the `{user_ref}` of the "
+                             "path: a snapshot of another user is refused with a 400 naming "
+                             "`user.ref`.",
     "SnapshotUserInput.memory_settings": "The user's memory switches (`learn`, `use`).",
     "ConversationRow.character": "The slug of the conversation's character.",
     "ConversationRow.last_seq": "The `seq` of the conversation's newest message.",

@@ -107,9 +107,7 @@ class UserImportApi(APIView):
         description="Import a snapshot made by `GET /users/{ref}/export`, atomically: every "
         "row or none. Ids are kept, so importing the same snapshot again creates nothing "
         "(`skipped` counts the rows already there); a row whose id exists with other content "
-        "is a 409 `import_conflict`. The snapshot must be this user's: a body whose "
-        "`user.ref` differs from the `{user_ref}` in the path is refused with a 400 naming "
-        "`user.ref` (§9).")
+        "is a 409 `import_conflict` (§9).")
     def post(self, request, user_ref):
         data = request.data
         if not isinstance(data, dict):

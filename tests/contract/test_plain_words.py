@@ -91,3 +91,40 @@ def test_c6_the_groups_are_the_ones_the_rules_name():
     from config.schema import TAGS
 
     assert [t["name"] for t in TAGS] == GROUPS
+
+
+def test_c5_the_schema_says_why_plan_memories_carry_no_ids_and_where_they_are(schema):
+    shapes = schema["components"]["schemas"]
+    memories = shapes["PromptPlanOutput"]["properties"]["memories"]["description"]
+    assert "no id" in memories and "(P4)" in memories
+    for where in ("`excluded`", "stored plan", "`POST /memory/resolve`"):
+        assert where in memories, where
+    assert "id" not in shapes["PlanMemoryOutput"]["properties"]
+    assert "no ids" in shapes["ResolveOutput"]["properties"]["prompt"]["description"]
+
+
+def test_c5_ask_documents_its_question_in_words_and_answers_understood(schema):
+    operation = schema["paths"]["/api/v1/memory/ask"]["get"]
+    [q] = [p for p in operation["parameters"] if p["name"] == "q"]
+    assert q["description"].startswith("A question in words")
+    assert '"Where do I live?"' in q["description"]
+    answer = schema["components"]["schemas"]["AskOutput"]
+    assert answer["properties"]["understood"]["type"] == "boolean"
+    assert "understood" in answer["required"]
+
+
+def test_the_import_path_and_body_rule_is_in_the_schema(schema):
+    """A positive-mode finding: the import refuses a snapshot of another user; the schema says
+    so on the operation and on the field."""
+    operation = schema["paths"]["/api/v1/users/{user_ref}/import"]["post"]
+    assert "`user.ref` differs from the `{user_ref}` in the path" in operation["description"]
+    ref = schema["components"]["schemas"]["SnapshotUserInputRequest"]["properties"]["ref"]
+    assert "must be the `{user_ref}` of the path" in ref["description"]
+
+
+def test_c5_a_tombstone_scope_has_the_memory_scope_kinds_and_everywhere(schema):
+    shapes = schema["components"]["schemas"]
+    tombstone = shapes["TombstoneOutput"]
+    assert {"scope", "scope_id"} <= set(tombstone["required"])
+    assert shapes["TombstoneScopeKindEnum"]["enum"] == [
+        "user", "character", "conversation", "scene", "everywhere"]
