@@ -199,8 +199,9 @@ class ConversationApi(APIView):
         operation_id="conversation_delete", summary="Delete a conversation",
         responses={204: None, **problems(404)},
         description="Delete the conversation with its messages and turns, and the memories "
-        "and boundary rules scoped to it, before answering 204. Memories of wider scopes "
-        "that its messages taught stay (§7).")
+        "scoped to it or its scenes, before answering 204. Memories of wider scopes that its "
+        "messages taught stay, keeping their evidence time but no longer naming those "
+        "messages as sources (§7).")
     def delete(self, request, conversation_id):
         services.conversation_delete(conversation_id=conversation_id)
         return Response(status=204)
