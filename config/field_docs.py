@@ -152,8 +152,8 @@ BY_SHAPE: dict[str, str] = {
     "ExplainOutput.reason": "The stable code of why the memory was or was not chosen.",
     "ExplainOutput.detail": "The same in words, with the ids and times involved.",
     "DecisionOutput.reason": "Why this effect: `explicit-rule` (a rule decided), "
-                             "`conflicting-rules` (equal rules disagreed, so the stricter won) "
-                             "or `no-applicable-rule` (nothing applied, so ask).",
+                             "`conflicting-rules` (the strongest rules disagreed, so ask) or "
+                             "`no-applicable-rule` (no rule applied, so ask).",
     "MediaJobDecisionOutput.reason": "Why this effect: `explicit-rule`, `conflicting-rules` or "
                                      "`no-applicable-rule`.",
     "MediaJobOutput.capability": "The media capability of the job (such as `media.voice`).",

@@ -297,8 +297,8 @@ class TombstoneDetailApi(APIView):
     @extend_schema(
         operation_id="tombstone_delete", summary="Undo a forget",
         responses={204: None, **problems(404)},
-        description="Delete the tombstone so that the companion may learn this again from new "
-        "messages. Erased values do not come back (F4).")
+        description="Delete the tombstone so that the companion may learn this again. Values "
+        "the forget erased do not come back (F4).")
     def delete(self, request, tombstone_id):
         forgetting.tombstone_delete(tombstone_id=tombstone_id)
         return Response(status=204)

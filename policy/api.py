@@ -56,8 +56,9 @@ class PolicyDecideApi(APIView):
         request=PolicyDecideInput, responses={200: DecisionOutput, **problems(400, 401)},
         description="Decide whether the companion may use a capability in a context: `allow`, "
         "`deny`, or `ask` (ask the user the capability's question, then send the answer to "
-        "`POST /policy/answers`). The user's own rules outrank the product's defaults and the "
-        "narrowest scope wins; every decision is logged with the rules it used. The body's "
+        "`POST /policy/answers`). The user's own rules outrank the product's defaults, then the "
+        "narrowest scope wins; when the strongest rules disagree, or none applies, the answer "
+        "is `ask`. Every decision is logged with the rules it used. The body's "
         "`context` object is required (a 400 names `context` when it is missing); an unknown "
         "capability is a 400 naming `capability` (D1–D7, D10).")
     def post(self, request):
