@@ -14,7 +14,7 @@ RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB)))
 # this process.
 TEST_WORKERS ?= 2
 
-.PHONY: run test install lint bench bench-smoke clean
+.PHONY: run test install lint smoke bench bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+
+# The contract smoke: every operation of the schema called once over HTTP against a live
+# server, each answer checked against the schema; then the README's curl loop as written.
+smoke: install
+	$(BIN)/python -m pytest tests/contract/test_smoke.py tests/contract/test_readme.py $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

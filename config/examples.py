@@ -57,8 +57,9 @@ CROSS_FIELD = {
     "policy_answers_create": "Only an `ask` decision is answered, `remember` needs the part of "
                              "the decision's context it names, and `media_job` must be for the "
                              "decision's capability (400 naming the field).",
-    "user_import": "The snapshot's `user.ref` must be the user in the path (400 naming "
-                   "`user.ref`); rows must reference rows of the snapshot or the catalog.",
+    "user_import": "The snapshot must be this user's: a body whose `user.ref` differs from "
+                   "the `{user_ref}` in the path is refused (400 naming `user.ref`). Rows must "
+                   "reference rows of the snapshot or the catalog.",
 }
 
 

@@ -7,6 +7,8 @@ of every operation (C3, `config.problems`)."""
 
 from __future__ import annotations
 
+import re
+
 from django.core.validators import RegexValidator
 from drf_spectacular.drainage import has_override
 from drf_spectacular.extensions import (
@@ -15,7 +17,7 @@ from drf_spectacular.extensions import (
 )
 from rest_framework import serializers
 
-from config import examples, problems
+from config import examples, field_docs, problems
 from config.serializers import (
     CleanCharField,
     ContextInput,
@@ -169,24 +171,109 @@ class UserRefSchema(OpenApiSerializerFieldExtension):
         return {"type": "string", "minLength": 1, "maxLength": 150, "pattern": USER_REF}
 
 
-# Path parameters: what each route's converter and the view check (C1).
+# Path parameters: what each route's converter and the view check (C1), and what each names (C6).
 PATH_PARAMETERS = {
     "user_ref": {"type": "string", "minLength": 1, "maxLength": 150, "pattern": USER_REF},
     "slug": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": r"^[-a-zA-Z0-9_]+$"},
 }
+PATH_DESCRIPTIONS = {
+    "user_ref": "The user's ref: the runtime's own id for the person (1–150 letters, digits "
+                "and `@`, `.`, `+`, `-`, `_`), as `PUT /users/{user_ref}` created it.",
+    "slug": "The character's slug (letters, digits, `-` and `_`).",
+    "conversation_id": "The conversation's id, as `POST /conversations` answered it.",
+    "turn_id": "The turn's id, as `POST /conversations/{id}/turns` answered it.",
+    "memory_id": "The memory's id.",
+    "tombstone_id": "The tombstone's id, as the forget answered it.",
+    "rule_id": "The rule's id.",
+    "job_id": "The media job's id, as `POST /media-jobs` answered it.",
+}
+
+# C6: the operations grouped by what they are about, in this order in the browsable docs.
+TAGS = [
+    {"name": "users and characters",
+     "description": "The people the runtime talks for and the characters they talk with; a "
+                    "user's export, import and erasure."},
+    {"name": "conversations and turns",
+     "description": "Conversations, their messages, and turns: the user's message in, the "
+                    "prompt plan, the companion's reply."},
+    {"name": "memories",
+     "description": "What the companion remembers about a user: write, read, confirm, "
+                    "correct, retract, resolve for a context, learn from text, ask; the "
+                    "user's learn and use switches."},
+    {"name": "forgetting",
+     "description": "Forget a memory for good and undo a forget: tombstones hold the key and "
+                    "scope forgotten, never the value."},
+    {"name": "policy",
+     "description": "Boundaries: which capabilities (tone, voice, images…) the companion may "
+                    "use, decided from the user's rules and the product's defaults."},
+    {"name": "media jobs",
+     "description": "Voice and image jobs, admitted and started only when the boundaries "
+                    "allow."},
+    {"name": "events",
+     "description": "What changed, for copies of the data kept outside this service."},
+]
+
+# The first pattern that matches an operation's path (below /api/v1) names its tag.
+_TAG_OF_PATH = [
+    (r"^/users/[^/]+/memory-settings$", "memories"),
+    (r"^/(users|characters)(/|$)", "users and characters"),
+    (r"^/(conversations|turns)(/|$)", "conversations and turns"),
+    (r"^/memories/[^/]+/forget$", "forgetting"),
+    (r"^/tombstones(/|$)", "forgetting"),
+    (r"^/(memories|memory)(/|$)", "memories"),
+    (r"^/policy(/|$)", "policy"),
+    (r"^/media-jobs(/|$)", "media jobs"),
+    (r"^/events(/|$)", "events"),
+]
+
+
+def tag_of(path: str) -> str | None:
+    """The C6 tag of an API path (`/api/v1/...`), or None outside the API's groups."""
+    rest = path.removeprefix("/api/v1")
+    return next((tag for pattern, tag in _TAG_OF_PATH if re.match(pattern, rest)), None)
+
+
+def _describe_properties(component: str, schema: dict) -> None:
+    """C6: give every property of a shape without a description the one `config.field_docs`
+    has; a property that is only a `$ref` carries it beside the reference (`allOf`)."""
+    for member in schema.get("oneOf", []):
+        if "$ref" not in member:
+            _describe_properties(component, member)
+    for name, prop in (schema.get("properties") or {}).items():
+        if prop.get("description"):
+            continue
+        text = field_docs.describe(component, name)
+        if text is None:
+            continue
+        if set(prop) == {"$ref"}:
+            schema["properties"][name] = {"allOf": [prop], "description": text}
+        else:
+            prop["description"] = text
 
 
 def postprocess(result, generator, request, public):
     """drf-spectacular postprocessing hook: path parameter patterns (C1), the problems of
-    every operation (C3) and an example request of each (`config.examples`)."""
-    for path_item in result.get("paths", {}).values():
+    every operation (C3), an example request of each (`config.examples`), and the plain
+    words of C6: each operation's tag, each path parameter's and each field's description."""
+    used = set()
+    for path, path_item in result.get("paths", {}).items():
         for operation in path_item.values():
             if not isinstance(operation, dict):
                 continue
+            tag = tag_of(path)
+            if tag is not None:
+                operation["tags"] = [tag]
+                used.add(tag)
             for parameter in operation.get("parameters", []):
-                if parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
+                if parameter.get("in") != "path":
+                    continue
+                if parameter["name"] in PATH_PARAMETERS:
                     parameter["schema"] = dict(PATH_PARAMETERS[parameter["name"]])
+                if parameter["name"] in PATH_DESCRIPTIONS and not parameter.get("description"):
+                    parameter["description"] = PATH_DESCRIPTIONS[parameter["name"]]
+    for name, schema in result.get("components", {}).get("schemas", {}).items():
+        _describe_properties(name, schema)
+    result["tags"] = [tag for tag in TAGS if tag["name"] in used]
     problems.document(result)
     examples.document(result)
     return result
-

@@ -6,13 +6,31 @@ SCENE_MAX = 100
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses unknown fields: a typo in a field name must not be silently ignored."""
+    """Refuses unknown fields: a typo in a field name must not be silently ignored. The same
+    400 names every required field that is missing (C5): a body that forgot its `context`
+    wrapper and put the context's fields at the top hears that `context` is required and
+    that those fields belong inside it."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
-                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+                unknown_errors = {name: ["Unknown field."] for name in unknown}
+                missing = {}
+                for name, field in self.fields.items():
+                    if not field.required or field.read_only or name in data:
+                        continue
+                    inner = [u for u in unknown if isinstance(field, serializers.Serializer)
+                             and u in field.fields]
+                    missing[name] = ["This field is required."]
+                    if inner:
+                        names = ", ".join(f"`{u}`" for u in inner)
+                        verb = "goes" if len(inner) == 1 else "go"
+                        missing[name] = [f"This field is required ({names} {verb} inside it)."]
+                        for u in inner:
+                            unknown_errors[u] = [f"Unknown field: it belongs inside `{name}`."]
+                errors = {**missing, **unknown_errors}
+                raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
 
 
@@ -54,6 +72,26 @@ class CharacterSlugField(serializers.SlugField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class PageQuery(StrictSerializer):
+    """The query of every §10 list: an offset page of at most 500 items (50 by default).
+    Subclasses add the list's filters; like every strict input it refuses parameters it does
+    not define (400 naming them)."""
+
+    limit = serializers.IntegerField(
+        required=False, min_value=1,
+        help_text="How many items to answer: 50 by default, at most 500 (a larger limit "
+        "answers 500).")
+    offset = serializers.IntegerField(
+        required=False, min_value=0,
+        help_text="How many items to skip from the start of the list (0 by default); `next` "
+        "and `previous` carry the offsets of the neighbouring pages.")
+
+
+class EmptyQuery(StrictSerializer):
+    """The query of a read that takes no parameters: any parameter is refused (400 naming
+    it), so a misspelt one is never silently ignored."""
 
 
 class BoundedIntegerField(serializers.IntegerField):

@@ -275,6 +275,8 @@ SPECTACULAR_SETTINGS = {
         "MemoryStateRuleEnum": [(r, r) for r in ("R2", "R3", "R4", "R5", "R6")],
         "TurnStatusEnum": [("open", "open"), ("replied", "replied")],
         "MemoryScopeKindEnum": "conversations.domain.SCOPE_KINDS",
+        # C5: a tombstone's scope kinds, a memory scope's and `everywhere`.
+        "TombstoneScopeKindEnum": "memory.serializers.TOMBSTONE_SCOPE_KINDS",
         "PlanExclusionKindEnum": [("memory", "memory"), ("message", "message")],
         "EffectEnum": "policy.domain.EFFECTS",
         "DecisionReasonEnum": "policy.domain.DECISION_REASONS",

@@ -25,6 +25,24 @@ def scope_dict(kind: str, character: str | None, conversation: str | None, scene
     return out
 
 
+def scope_from_id(scope_id: str) -> dict:
+    """The JSON shape of a stored scope id (SPEC §1, C5): `user:<ref>` → `{"kind": "user"}`,
+    `character:<ref>:<slug>` → `{"kind": "character", "character": slug}`,
+    `conversation:<id>` and `scene:<id>:<scene>` likewise, and a forget's `*` (every scope)
+    → `{"kind": "everywhere"}`."""
+    if scope_id == "*":
+        return {"kind": "everywhere"}
+    kind, _, rest = scope_id.partition(":")
+    if kind == "character":
+        return scope_dict(kind, rest.partition(":")[2], None, None)
+    if kind == "conversation":
+        return scope_dict(kind, None, rest, None)
+    if kind == "scene":
+        conversation, _, scene = rest.partition(":")
+        return scope_dict(kind, None, conversation, scene)
+    return scope_dict("user", None, None, None)
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     kind: str

@@ -175,3 +175,39 @@ def conversations_of(user):
         Conversation.objects.filter(user=user).select_related("character")
         .annotate(n_messages=Count("messages")).order_by("-created_at", "id")
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# What the runtime reads back (SPEC §10 C4): one query each, a 404 for what does not exist
+
+
+def character_get(slug: str) -> Character:
+    """`GET /characters/{slug}`: the character, or a 404 (C4)."""
+    character = Character.objects.filter(slug=slug).first() if isinstance(slug, str) else None
+    if character is None:
+        raise NotFound(f"No character {slug!r}.")
+    return character
+
+
+def character_list():
+    """`GET /characters`: every character of the catalog, by slug (C4)."""
+    return Character.objects.order_by("slug")
+
+
+def conversation_get(conversation_id) -> Conversation:
+    """`GET /conversations/{id}`: the conversation with its user and character in one query,
+    or a 404 (C4)."""
+    conversation = (Conversation.objects.select_related("user", "character")
+                    .filter(pk=conversation_id).first())
+    if conversation is None:
+        raise NotFound("No such conversation.")
+    return conversation
+
+
+def conversation_list(user, *, character: Character | None = None):
+    """`GET /conversations?user=&character=`: the user's conversations (with one character
+    when named), newest first, each with its user and character joined (C4)."""
+    qs = Conversation.objects.filter(user=user).select_related("user", "character")
+    if character is not None:
+        qs = qs.filter(character=character)
+    return qs.order_by("-created_at", "-id")

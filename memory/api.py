@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 from config.api import Pagination, problems, query_params, validated
 from config.clock import db_now
 from config.errors import ValidationError
+from config.serializers import EmptyQuery
 from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
@@ -55,11 +56,14 @@ def _scope(data: dict) -> Scope:
 
 class MemoryCollectionApi(APIView):
     @extend_schema(
-        operation_id="memory_assert", request=MemoryAssertInput,
+        operation_id="memory_assert", summary="Remember a fact", request=MemoryAssertInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 409)},
-        description="Assert a memory (SPEC W1–W9). 201 `created`; 200 `unchanged`, `replayed` or `blocked` "
-        "(reason `forgotten`, W3; or `paused`: a `model-inferred` or `rule-extracted` write while the user's "
-        "`learn` switch is off, I8).",
+        description="Store a fact about a user — a key, a value and the scope it holds in — "
+        "with who vouches for it (`authority`) and how sure it is. Answers 201 `created` for a "
+        "new memory; 200 `unchanged` when the same value is already current, `replayed` for a "
+        "repeated `idempotency_key`, or `blocked` when the user forgot this fact (reason "
+        "`forgotten`) or switched learning off and the write was not theirs (reason `paused`) "
+        "(W1–W9, I8).",
     )
     def post(self, request):
         data = validated(MemoryAssertInput, request.data)
@@ -75,12 +79,13 @@ class MemoryCollectionApi(APIView):
         return Response(assert_json(result), status=result.http_status)
 
     @extend_schema(
-        operation_id="memory_list",
+        operation_id="memory_list", summary="List a user's memories",
         parameters=[MemoryListQuery],
         responses={200: MemoryPageOutput, **problems(400)},
-        description="A user's stored records, filtered by key, scope id, stored status and state (SPEC E1: "
-        "each record's resolution now in its own scope; the filter applies before pagination, so `count` "
-        "agrees with it). Ordered by key, scope id and version.",
+        description="Answer the user's stored memories as a paginated list, ordered by key, "
+        "scope and version, optionally only those of a key, a scope id, a stored status or a "
+        "state. Each memory carries its `state` now (active, superseded, forgotten…); the "
+        "filters apply before pagination, so `count` agrees with them (E1).",
     )
     def get(self, request):
         params = validated(MemoryListQuery, query_params(request))
@@ -94,17 +99,24 @@ class MemoryCollectionApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    @extend_schema(operation_id="memory_get", responses={200: MemoryOutput, **problems(404)})
+    @extend_schema(
+        operation_id="memory_get", summary="Read a memory",
+        responses={200: MemoryOutput, **problems(400, 404)},
+        description="Answer one memory with its `state` now (active, superseded, forgotten…) "
+        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2).")
     def get(self, request, memory_id):
+        validated(EmptyQuery, query_params(request))
         found = state_selectors.memory_stated(memory_id, now=db_now())
         return Response(memory_json(found.record, found.state))
 
 
 class MemoryConfirmApi(APIView):
     @extend_schema(
-        operation_id="memory_confirm", request=EmptyInput,
+        operation_id="memory_confirm", summary="Confirm a memory", request=EmptyInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
-        description="Confirm a current memory: the same value with authority `user-confirmed`.",
+        description="Record that the user confirmed this memory: a new version with the same "
+        "value and authority `user-confirmed`, which outranks what was inferred. A memory that "
+        "is no longer current is a 409.",
     )
     def post(self, request, memory_id):
         validated(EmptyInput, request.data)
@@ -114,9 +126,11 @@ class MemoryConfirmApi(APIView):
 
 class MemoryCorrectApi(APIView):
     @extend_schema(
-        operation_id="memory_correct", request=MemoryCorrectInput,
+        operation_id="memory_correct", summary="Correct a memory", request=MemoryCorrectInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
-        description="Correct a current memory: the new value with authority `user-corrected`.",
+        description="Replace this memory's value with the one the user gave: a new version with "
+        "authority `user-corrected` that supersedes it. A memory that is no longer current is "
+        "a 409.",
     )
     def post(self, request, memory_id):
         data = validated(MemoryCorrectInput, request.data)
@@ -126,9 +140,11 @@ class MemoryCorrectApi(APIView):
 
 class MemoryRetractApi(APIView):
     @extend_schema(
-        operation_id="memory_retract", request=EmptyInput,
-        responses={200: RetractOutput, **problems(400, 404, 409)},
-        description="Retract the slot of this memory (W10): every open record of it is closed now.",
+        operation_id="memory_retract", summary="Mark a memory no longer true",
+        request=EmptyInput, responses={200: RetractOutput, **problems(400, 404, 409)},
+        description="Record that this fact is no longer true from now on: every open version "
+        "of it in its scope ends now. Unlike a forget, the history stays visible and an older "
+        "message cannot bring the value back (W10).",
     )
     def post(self, request, memory_id):
         validated(EmptyInput, request.data)
@@ -139,9 +155,12 @@ class MemoryRetractApi(APIView):
 
 class MemoryForgetApi(APIView):
     @extend_schema(
-        operation_id="memory_forget", request=MemoryForgetInput,
+        operation_id="memory_forget", summary="Forget a memory", request=MemoryForgetInput,
         responses={200: TombstoneOutput, **problems(400, 404, 409)},
-        description="Forget this memory's slot (F1/F2); `everywhere` covers every scope, `whole_key` every value of a `many` key.",
+        description="Forget this memory: its values are erased and the companion will not "
+        "learn it again from the messages it already has. Answers the tombstone that records "
+        "the forget (never the value). `everywhere` forgets the key in every scope, "
+        "`whole_key` every value of a many-valued key (F1–F3).",
     )
     def post(self, request, memory_id):
         data = validated(MemoryForgetInput, request.data)
@@ -151,11 +170,13 @@ class MemoryForgetApi(APIView):
 
 class MemoryResolveApi(APIView):
     @extend_schema(
-        operation_id="memory_resolve", request=ResolveInput,
-        responses={200: ResolveOutput, **problems(400)},
-        description="Which memories are eligible for a context (R1–R8) and what the prompt would get (P1–P4). "
-        "With the user's `use` switch off (I8) `prompt` is empty and what it would have held is in "
-        "`prompt_excluded` with reason `memory-off`.",
+        operation_id="memory_resolve", summary="Resolve the memories that apply",
+        request=ResolveInput, responses={200: ResolveOutput, **problems(400)},
+        description="Answer which memories apply in a context — a user, a character, a "
+        "conversation or a scene, at a time — and why the others do not, and what a prompt "
+        "would get. The body's `context` object is required (a 400 names `context` when it is "
+        "missing). With the user's `use` switch off `prompt` is empty and what it would have "
+        "held is in `prompt_excluded` with reason `memory-off` (R1–R8, P1–P4, I8).",
     )
     def post(self, request):
         data = validated(ResolveInput, request.data)
@@ -184,9 +205,11 @@ class MemoryResolveApi(APIView):
 
 class MemoryHistoryApi(APIView):
     @extend_schema(
-        operation_id="memory_history", parameters=[HistoryQuery],
-        responses={200: HistoryPageOutput, **problems(400)},
-        description="Every record of a scoped key in valid-time order with its effective end (W11). `scope` is a scope id; the user scope by default.",
+        operation_id="memory_history", summary="Read a fact's history",
+        parameters=[HistoryQuery], responses={200: HistoryPageOutput, **problems(400)},
+        description="Answer every version of one key in one scope, in the order they became "
+        "valid, each with when it effectively ended, as a paginated list. `scope` is a scope "
+        "id; the user's own scope by default (W11).",
     )
     def get(self, request):
         params = validated(HistoryQuery, query_params(request))
@@ -207,10 +230,11 @@ class MemoryHistoryApi(APIView):
 
 class MemoryRememberApi(APIView):
     @extend_schema(
-        operation_id="memory_remember", request=RememberInput,
-        responses={200: RememberOutput, **problems(400)},
-        description="Run the rule-based extractor (SPEC §8) on a text and assert what it finds. With the "
-        "user's `learn` switch off (I8) nothing is extracted.",
+        operation_id="memory_remember", summary="Learn from a text",
+        request=RememberInput, responses={200: RememberOutput, **problems(400)},
+        description="Find the facts a text states about the user (\"My cat is called Miso\", "
+        "\"I live in Oslo\") and remember each, as a turn does with the user's message. With "
+        "the user's `learn` switch off nothing is extracted (§8, I8).",
     )
     def post(self, request):
         data = validated(RememberInput, request.data)
@@ -221,29 +245,36 @@ class MemoryRememberApi(APIView):
 
 class MemoryAskApi(APIView):
     @extend_schema(
-        operation_id="memory_ask", parameters=[AskQuery],
-        responses={200: AskOutput, **problems(400)},
-        description="Answer a simple question from the user-scope memories that are active now.",
+        operation_id="memory_ask", summary="Ask what is remembered",
+        parameters=[AskQuery], responses={200: AskOutput, **problems(400)},
+        description="Answer a simple question in words (\"Where do I work?\", \"What is my "
+        "dog called?\") from the user's own-scope memories active now. `understood` says "
+        "whether the question was recognised: an unrecognised one answers `answer: null, "
+        "understood: false`; a recognised one with nothing remembered answers `answer: null, "
+        "understood: true` (C5).",
     )
     def get(self, request):
         params = validated(AskQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         key = question_key(params["q"])
         if key is None:
-            return Response({"answer": None, "memory": None})
+            return Response({"answer": None, "understood": False, "memory": None})
         ctx = load_context({"user": user.username})
         result = selectors.ContextResolution(ctx, [key])
         active = [r for r in result.resolution.active if r.key == key]
         if not active:
-            return Response({"answer": None, "memory": None})
+            return Response({"answer": None, "understood": True, "memory": None})
         active.sort(key=lambda r: (-r.valid_from.timestamp(), r.id))
         answer = ", ".join(r.value for r in active) if result.registry.is_many(key) else active[0].value
-        return Response({"answer": answer, "memory": memory_json(active[0], ACTIVE)})
+        return Response({"answer": answer, "understood": True, "memory": memory_json(active[0], ACTIVE)})
 
 
 class TombstoneListApi(APIView):
-    @extend_schema(operation_id="tombstone_list", parameters=[TombstoneListQuery],
-                   responses={200: TombstonePageOutput, **problems(400)})
+    @extend_schema(
+        operation_id="tombstone_list", summary="List a user's forgets",
+        parameters=[TombstoneListQuery], responses={200: TombstonePageOutput, **problems(400)},
+        description="Answer the user's tombstones — one per forget, with its key and scope, "
+        "never the value — newest first, as a paginated list (F1).")
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
@@ -254,8 +285,20 @@ class TombstoneListApi(APIView):
 
 
 class TombstoneDetailApi(APIView):
-    @extend_schema(operation_id="tombstone_delete", responses={204: None, **problems(404)},
-                   description="Let it learn this again (F4). Erased values do not come back.")
+    @extend_schema(
+        operation_id="tombstone_get", summary="Read a forget",
+        responses={200: TombstoneOutput, **problems(400, 404)},
+        description="Answer one tombstone: the key and scope forgotten and when, never the "
+        "value. An unknown id answers 404 `not_found` (C4).")
+    def get(self, request, tombstone_id):
+        validated(EmptyQuery, query_params(request))
+        return Response(TombstoneOutput(page_selectors.tombstone_get(tombstone_id)).data)
+
+    @extend_schema(
+        operation_id="tombstone_delete", summary="Undo a forget",
+        responses={204: None, **problems(404)},
+        description="Delete the tombstone so that the companion may learn this again. Values "
+        "the forget erased do not come back (F4).")
     def delete(self, request, tombstone_id):
         forgetting.tombstone_delete(tombstone_id=tombstone_id)
         return Response(status=204)
@@ -265,19 +308,23 @@ class MemorySettingsApi(APIView):
     """I8: the user's two memory switches."""
 
     @extend_schema(
-        operation_id="memory_settings_get", responses={200: MemorySettingsOutput, **problems(404)},
-        description="The user's memory switches (I8): `learn` (the companion may learn new memories from "
-        "messages) and `use` (memories may enter prompts), both on by default.",
+        operation_id="memory_settings_get", summary="Read the memory switches",
+        responses={200: MemorySettingsOutput, **problems(400, 404)},
+        description="Answer the user's two memory switches: `learn` (the companion may learn "
+        "new memories from messages) and `use` (memories may enter prompts), both on by "
+        "default (I8).",
     )
     def get(self, request, user_ref):
+        validated(EmptyQuery, query_params(request))
         user = user_by_ref(user_ref, field=None)
         return Response(_settings_json(memory_settings_of(user)))
 
     @extend_schema(
-        operation_id="memory_settings_put", request=MemorySettingsInput,
-        responses={200: MemorySettingsOutput, **problems(400, 404)},
-        description="Switch learning and/or memory use on or off (I8); an omitted switch stays as it is. "
-        "Nothing is deleted. A change records when and that it came through the API.",
+        operation_id="memory_settings_put", summary="Switch learning or memory use",
+        request=MemorySettingsInput, responses={200: MemorySettingsOutput, **problems(400, 404)},
+        description="Switch learning and/or memory use on or off; an omitted switch stays as "
+        "it is. Nothing is deleted either way. The change records when it was made and that "
+        "it came through the API (I8).",
     )
     def put(self, request, user_ref):
         data = validated(MemorySettingsInput, request.data)

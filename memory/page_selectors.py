@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 
+from config.errors import NotFound
+
 from .domain import (
     AUTHORITY_RANK,
     normalise_value,
@@ -106,6 +108,14 @@ def tombstone_list(user):
     with how many messages it withholds (F6)."""
     return (Tombstone.objects.filter(user=user).select_related("user")
             .annotate(withheld_messages=withheld_count_annotation()).order_by("-forgotten_at", "id"))
+
+
+def tombstone_get(tombstone_id) -> Tombstone:
+    """`GET /tombstones/{id}`: the tombstone with its user (one query), or a 404 (C4)."""
+    tombstone = Tombstone.objects.select_related("user").filter(pk=tombstone_id).first()
+    if tombstone is None:
+        raise NotFound("No such tombstone.")
+    return tombstone
 
 
 def forgotten_entries(user) -> list[ForgottenEntry]:

@@ -2,16 +2,19 @@
 are refused, so a misspelt field never silently changes meaning."""
 
 from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api import PageOutput
 from config.serializers import (
     CleanCharField,
     ContextInput,
+    PageQuery,
     ScopeInput,
     ScopeOutput,
     StrictSerializer,
 )
+from conversations.domain import scope_from_id
 
 from .domain import (
     AUTHORITIES,
@@ -130,15 +133,18 @@ class AssertOutput(serializers.Serializer):
     reason = serializers.CharField(required=False)
 
 
-class MemoryListQuery(StrictSerializer):
-    user = CleanCharField(max_length=150)
-    key = CleanCharField(max_length=200, required=False)
-    scope = CleanCharField(max_length=255, required=False)
-    status = serializers.ChoiceField(choices=STATUSES, required=False)
+class MemoryListQuery(PageQuery):
+    user = CleanCharField(max_length=150, help_text="The ref of the user whose memories to list (required).")
+    key = CleanCharField(max_length=200, required=False,
+                         help_text="Only memories of this key (such as `pet.name`).")
+    scope = CleanCharField(max_length=255, required=False,
+                           help_text="Only memories of this scope, by its id (`user:sam`, "
+                           "`character:sam:captain-rowan`, `conversation:<id>`, "
+                           "`scene:<id>:<scene>`).")
+    status = serializers.ChoiceField(choices=STATUSES, required=False,
+                                     help_text="Only memories with this stored status.")
     state = serializers.ChoiceField(choices=STATES, required=False,
-                                    help_text="SPEC E1: only memories in this state now.")
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
+                                    help_text="Only memories in this state now (E1).")
 
 
 class MemoryCorrectInput(StrictSerializer):
@@ -154,22 +160,52 @@ class MemoryForgetInput(StrictSerializer):
     whole_key = serializers.BooleanField(default=False)
 
 
+TOMBSTONE_SCOPE_KINDS = ("user", "character", "conversation", "scene", "everywhere")
+
+
+class TombstoneScopeOutput(serializers.Serializer):
+    """Where a forget applies, in a memory scope's shape (C5), or `{"kind": "everywhere"}`
+    for a forget of every scope."""
+
+    kind = serializers.ChoiceField(
+        choices=TOMBSTONE_SCOPE_KINDS,
+        help_text="`user`, `character`, `conversation` or `scene` as for a memory's scope, or "
+        "`everywhere`: the forget covers every scope of the user.")
+    character = serializers.CharField(required=False, help_text="The character's slug (kind `character`).")
+    conversation = serializers.CharField(
+        required=False, help_text="The conversation's id (kinds `conversation` and `scene`).")
+    scene = serializers.CharField(required=False, help_text="The scene (kind `scene`).")
+
+
 class TombstoneOutput(serializers.Serializer):
-    id = serializers.UUIDField()
-    user = serializers.CharField(source="user.username")
-    scope = serializers.CharField(source="scope_id")
-    key = serializers.CharField()
-    has_value_hash = serializers.SerializerMethodField()
-    forgotten_at = serializers.DateTimeField()
-    blocks_sources_before = serializers.DateTimeField()
+    id = serializers.UUIDField(help_text="The forget's id (`DELETE /tombstones/{id}` undoes it).")
+    user = serializers.CharField(source="user.username", help_text="The ref of the user who forgot.")
+    scope = serializers.SerializerMethodField(
+        help_text="Where the forget applies, in a memory scope's shape; `{\"kind\": "
+        "\"everywhere\"}` when it covers every scope (C5).")
+    scope_id = serializers.CharField(
+        help_text="The same scope as its stable id string (`user:sam`, "
+        "`character:sam:captain-rowan`…, or `*` for every scope): what `GET /memories?scope=` "
+        "takes.")
+    key = serializers.CharField(help_text="The memory key forgotten (such as `pet.name`).")
+    has_value_hash = serializers.SerializerMethodField(
+        help_text="True when only one value of a many-valued key was forgotten (a keyed hash "
+        "of it is kept, never the value); false when the whole key was.")
+    forgotten_at = serializers.DateTimeField(help_text="When the forget was made.")
+    blocks_sources_before = serializers.DateTimeField(
+        help_text="Facts learned from messages older than this are never learned again (F3).")
     withheld_messages = serializers.SerializerMethodField(
         help_text="How many messages this forget withholds from every later prompt plan (F6): "
-        "the messages its memories were learnt from and those that mention a forgotten value, "
-        "counting messages another forget also withholds.")
+        "the messages its memories were learnt from and those that mention a forgotten value "
+        "as whole words, counting messages another forget also withholds.")
 
     def get_withheld_messages(self, obj) -> int:
         found = getattr(obj, "withheld_messages", None)
         return found if found is not None else withheld_counts([obj.pk])[str(obj.pk)]
+
+    @extend_schema_field(TombstoneScopeOutput)
+    def get_scope(self, obj) -> dict:
+        return scope_from_id(obj.scope_id)
 
     def get_has_value_hash(self, obj) -> bool:
         return obj.value_hash is not None
@@ -216,12 +252,12 @@ class ResolveOutput(serializers.Serializer):
     explain = ExplainOutput(required=False)
 
 
-class HistoryQuery(StrictSerializer):
-    user = CleanCharField(max_length=150)
-    key = CleanCharField(max_length=200)
-    scope = CleanCharField(max_length=255, required=False, validators=[SCOPE_ID_VALIDATOR])
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
+class HistoryQuery(PageQuery):
+    user = CleanCharField(max_length=150, help_text="The ref of the user (required).")
+    key = CleanCharField(max_length=200, help_text="The key whose history to read, such as `user.lives_in` (required).")
+    scope = CleanCharField(max_length=255, required=False, validators=[SCOPE_ID_VALIDATOR],
+                           help_text="The scope, by its id (`user:sam`, `character:sam:captain-rowan`…); "
+                           "the user's own scope when absent.")
 
 
 class RememberInput(StrictSerializer):
@@ -240,20 +276,35 @@ class RememberOutput(serializers.Serializer):
     extracted = ExtractedOutput(many=True)
 
 
+ASK_QUESTIONS = (
+    "A question in words, in English, about the user — not a key or a search term. Understood "
+    "questions: where the user lives or works (\"Where do I live?\", \"Who do I work for?\"), "
+    "what to call them or not (\"What's my name?\", \"What should you not call me?\"), what "
+    "they like or dislike (\"What do I like?\"), the name of a thing of theirs (\"What is my "
+    "dog called?\", \"What did I name my plant?\"), and where a person they know works or "
+    "lives and what they do (\"Where does Priya work?\", \"What does Tom do?\"). Pronouns "
+    "(\"Where does she work?\") are not resolved. Anything else answers `understood: false`.")
+
+
 class AskQuery(StrictSerializer):
-    user = CleanCharField(max_length=150)
-    q = CleanCharField(max_length=500)
+    user = CleanCharField(max_length=150, help_text="The ref of the user the question is about.")
+    q = CleanCharField(max_length=500, help_text=ASK_QUESTIONS)
 
 
 class AskOutput(serializers.Serializer):
-    answer = serializers.CharField(allow_null=True)
-    memory = MemoryOutput(required=False, allow_null=True)
+    answer = serializers.CharField(
+        allow_null=True, help_text="The remembered value (a many-valued key's values joined by "
+        "\", \"); null when the question was not understood or nothing active answers it.")
+    understood = serializers.BooleanField(
+        help_text="Whether the question was understood. False: `q` is not a question this "
+        "operation understands (see `q`), and `answer` is null. True with a null `answer`: "
+        "understood, but nothing is remembered now that answers it.")
+    memory = MemoryOutput(required=False, allow_null=True,
+                          help_text="The memory that answers (the newest, for a many-valued key); null without an answer.")
 
 
-class TombstoneListQuery(StrictSerializer):
-    user = CleanCharField(max_length=150)
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
+class TombstoneListQuery(PageQuery):
+    user = CleanCharField(max_length=150, help_text="The ref of the user whose forgets to list (required).")
 
 
 def assert_json(result) -> dict:

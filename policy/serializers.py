@@ -181,7 +181,8 @@ class RuleListQueryInput(serializers.Serializer):
 
     user = CleanCharField(max_length=150, required=False,
                           help_text="The user whose rules to list; without it, the product defaults.")
-    capability = CleanCharField(max_length=100, required=False)
+    capability = CleanCharField(max_length=100, required=False,
+                                help_text="Only the rules of this capability (such as `tone.playful`).")
 
 
 class RuleRevokeInput(StrictSerializer):

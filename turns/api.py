@@ -1,107 +1,113 @@
-"""User, character and conversation endpoints (SPEC §10)."""
+"""User, character, conversation, message and turn endpoints (SPEC §10): one APIView per
+path, each method validating with a named input, calling one service or selector and
+rendering an output shape (`turns.serializers`)."""
 
-from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import problems, validated
+from config.api import Pagination, problems, query_params, validated
 from config.errors import ValidationError
-from config.serializers import (
-    SCENE_MAX,
-    CharacterSlugField,
-    CleanCharField,
-    StrictSerializer,
-    UserRefField,
-)
+from config.serializers import EmptyQuery, PageQuery
 from conversations import services as conversation_services
-from conversations.selectors import character_by_slug, user_by_ref
-from memory.serializers import ExtractedOutput, ProjectedOutput
+from conversations.selectors import (
+    character_by_slug,
+    character_get,
+    character_list,
+    conversation_get,
+    conversation_list,
+    user_by_ref,
+)
 
-from . import replies, services
+from . import replies, selectors, services
 from .portability import user_export, user_import
-from .serializers import plan_json, plan_params, turn_json
+from .serializers import (
+    CharacterOutput,
+    CharacterPageOutput,
+    CharacterPutInput,
+    CharacterSlug,
+    ConversationCreateInput,
+    ConversationListQuery,
+    ConversationOutput,
+    ConversationPageOutput,
+    MessageListQuery,
+    MessagePageOutput,
+    PromptPlanOutput,
+    PromptPlanQuery,
+    ReplyMessageOutput,
+    TurnCreateInput,
+    TurnCreateOutput,
+    TurnReadOutput,
+    TurnReplyInput,
+    TurnReplyOutput,
+    UserImportOutput,
+    UserOutput,
+    UserPutInput,
+    UserRef,
+    plan_json,
+    plan_params,
+    turn_json,
+)
 from .snapshot import Snapshot, SnapshotInput
-
-User = get_user_model()
-
-
-class UserPutInput(StrictSerializer):
-    email = serializers.EmailField(required=False, allow_blank=True)
-
-
-class UserOutput(serializers.Serializer):
-    ref = serializers.CharField(source="username")
-    created_at = serializers.DateTimeField(source="date_joined")
-
-
-class UserRef(serializers.Serializer):
-    user = UserRefField()
-
-
-class CharacterSlug(serializers.Serializer):
-    slug = CharacterSlugField()
-
-
-class CharacterPutInput(StrictSerializer):
-    name = CleanCharField(max_length=200)
-
-
-class CharacterOutput(serializers.Serializer):
-    slug = serializers.CharField()
-    name = serializers.CharField()
-
-
-class ConversationCreateInput(StrictSerializer):
-    user = CleanCharField(max_length=150)
-    character = serializers.SlugField(max_length=100)
-    title = CleanCharField(max_length=200, required=False, allow_blank=True, default="")
-
-
-class ConversationOutput(serializers.Serializer):
-    id = serializers.UUIDField()
-    user = serializers.CharField(source="user.username")
-    character = serializers.CharField(source="character.slug")
-    title = serializers.CharField()
-    created_at = serializers.DateTimeField()
 
 
 class UserApi(APIView):
-    @extend_schema(operation_id="user_put", request=UserPutInput,
-                   responses={201: UserOutput, 200: UserOutput, **problems(400)})
+    @extend_schema(
+        operation_id="user_get", summary="Read a user",
+        responses={200: UserOutput, **problems(400, 404)},
+        description="Answer the user with this ref as `PUT /users/{ref}` stored it: the ref and "
+        "when the user was created. An unknown ref answers 404 `not_found` (C4).")
+    def get(self, request, user_ref):
+        validated(EmptyQuery, query_params(request))
+        return Response(UserOutput(user_by_ref(user_ref, field=None)).data)
+
+    @extend_schema(
+        operation_id="user_put", summary="Create or update a user", request=UserPutInput,
+        responses={201: UserOutput, 200: UserOutput, **problems(400)},
+        description="Create the user with this ref, or update the user's email if the ref "
+        "exists. Answers 201 when the user was created and 200 when it already existed; "
+        "calling it again is safe. Every other operation names users by this ref.")
     def put(self, request, user_ref):
         data = validated(UserPutInput, request.data)
         validated(UserRef, {"user": user_ref})
         user, created = services.user_put(ref=user_ref, email=data.get("email", ""))
         return Response(UserOutput(user).data, status=201 if created else 200)
 
-    @extend_schema(operation_id="user_delete", responses={204: None, **problems(404)},
-                   description="Erase everything of this user, synchronously (SPEC §9).")
+    @extend_schema(
+        operation_id="user_delete", summary="Erase a user and all their data",
+        responses={204: None, **problems(404)},
+        description="Erase the user and everything stored about them — conversations, "
+        "messages, turns, memories, forgets, boundary rules, decisions and media jobs — in "
+        "one transaction before answering 204. Nothing comes back; export first to keep a "
+        "copy (§9).")
     def delete(self, request, user_ref):
         services.user_delete(user=user_by_ref(user_ref, field=None))
         return Response(status=204)
 
 
 class UserExportApi(APIView):
-    @extend_schema(operation_id="user_export", responses={200: Snapshot, **problems(404)},
-                   description="The user's whole snapshot (SPEC §9, format `companion-memory/1`).")
+    @extend_schema(
+        operation_id="user_export", summary="Export a user's data",
+        responses={200: Snapshot, **problems(400, 404)},
+        description="Answer everything stored about the user as one snapshot (format "
+        "`companion-memory/1`): the conversations with their messages and turns, memories, "
+        "forgets, boundary rules, decisions and media jobs. Importing the snapshot into an "
+        "empty deployment gives the same answers (§9).")
     def get(self, request, user_ref):
+        validated(EmptyQuery, query_params(request))
         return Response(user_export(user=user_by_ref(user_ref, field=None)))
-
-
-class UserImportOutput(serializers.Serializer):
-    user = serializers.CharField()
-    created = serializers.IntegerField()
-    skipped = serializers.IntegerField()
 
 
 class UserImportApi(APIView):
     throttle_scope = "import"
 
-    @extend_schema(operation_id="user_import", request=SnapshotInput,
-                   responses={200: UserImportOutput, **problems(400, 409, 413)},
-                   description="Import a snapshot atomically and idempotently, keeping ids (SPEC §9).")
+    @extend_schema(
+        operation_id="user_import", summary="Import a user's snapshot", request=SnapshotInput,
+        responses={200: UserImportOutput, **problems(400, 409, 413)},
+        description="Import a snapshot made by `GET /users/{ref}/export`, atomically: every "
+        "row or none. Ids are kept, so importing the same snapshot again creates nothing "
+        "(`skipped` counts the rows already there); a row whose id exists with other content "
+        "is a 409 `import_conflict` (§9).")
     def post(self, request, user_ref):
         data = request.data
         if not isinstance(data, dict):
@@ -113,9 +119,35 @@ class UserImportApi(APIView):
         return Response({"user": user.username, **counts})
 
 
-class CharacterPutApi(APIView):
-    @extend_schema(operation_id="character_put", request=CharacterPutInput,
-                   responses={201: CharacterOutput, 200: CharacterOutput, **problems(400)})
+class CharacterListApi(APIView):
+    @extend_schema(
+        operation_id="character_list", summary="List the characters", parameters=[PageQuery],
+        responses={200: CharacterPageOutput, **problems(400)},
+        description="Answer every character of the catalog, by slug, as a paginated list "
+        "(C4).")
+    def get(self, request):
+        validated(PageQuery, query_params(request))
+        paginator = Pagination()
+        page = paginator.paginate_queryset(character_list(), request, view=self)
+        return paginator.get_paginated_response(CharacterOutput(page, many=True).data)
+
+
+class CharacterApi(APIView):
+    @extend_schema(
+        operation_id="character_get", summary="Read a character",
+        responses={200: CharacterOutput, **problems(400, 404)},
+        description="Answer the character with this slug: its slug and name. An unknown slug "
+        "answers 404 `not_found` (C4).")
+    def get(self, request, slug):
+        validated(EmptyQuery, query_params(request))
+        return Response(CharacterOutput(character_get(slug)).data)
+
+    @extend_schema(
+        operation_id="character_put", summary="Create or rename a character",
+        request=CharacterPutInput, responses={201: CharacterOutput, 200: CharacterOutput, **problems(400)},
+        description="Create the character with this slug, or change its name if the slug "
+        "exists. Answers 201 when created and 200 when it existed. Conversations, memory "
+        "scopes and boundary rules name the character by its slug.")
     def put(self, request, slug):
         validated(CharacterSlug, {"slug": slug})
         data = validated(CharacterPutInput, request.data)
@@ -123,9 +155,27 @@ class CharacterPutApi(APIView):
         return Response(CharacterOutput(character).data, status=201 if created else 200)
 
 
-class ConversationCreateApi(APIView):
-    @extend_schema(operation_id="conversation_create", request=ConversationCreateInput,
-                   responses={201: ConversationOutput, **problems(400)})
+class ConversationCollectionApi(APIView):
+    @extend_schema(
+        operation_id="conversation_list", summary="List a user's conversations",
+        parameters=[ConversationListQuery], responses={200: ConversationPageOutput, **problems(400)},
+        description="Answer the user's conversations, newest first, as a paginated list; with "
+        "`character`, only those with that character. An unknown user or character is a 400 "
+        "naming the parameter (C4).")
+    def get(self, request):
+        params = validated(ConversationListQuery, query_params(request))
+        user = user_by_ref(params["user"], field="user")
+        character = character_by_slug(params["character"]) if params.get("character") else None
+        paginator = Pagination()
+        page = paginator.paginate_queryset(conversation_list(user, character=character), request, view=self)
+        return paginator.get_paginated_response(ConversationOutput(page, many=True).data)
+
+    @extend_schema(
+        operation_id="conversation_create", summary="Start a conversation",
+        request=ConversationCreateInput, responses={201: ConversationOutput, **problems(400)},
+        description="Start a conversation between a user and a character; answers 201 with "
+        "its id, which turns are created under. An unknown user or character is a 400 naming "
+        "the field.")
     def post(self, request):
         data = validated(ConversationCreateInput, request.data)
         user = user_by_ref(data["user"], field="user")
@@ -134,123 +184,84 @@ class ConversationCreateApi(APIView):
         return Response(ConversationOutput(conversation).data, status=201)
 
 
-class ConversationDeleteApi(APIView):
-    @extend_schema(operation_id="conversation_delete", responses={204: None, **problems(404)})
+class ConversationApi(APIView):
+    @extend_schema(
+        operation_id="conversation_get", summary="Read a conversation",
+        responses={200: ConversationOutput, **problems(400, 404)},
+        description="Answer the conversation: its user, character, title, creation time and "
+        "`last_seq`, the number of its newest message. An unknown id answers 404 `not_found` "
+        "(C4).")
+    def get(self, request, conversation_id):
+        validated(EmptyQuery, query_params(request))
+        return Response(ConversationOutput(conversation_get(conversation_id)).data)
+
+    @extend_schema(
+        operation_id="conversation_delete", summary="Delete a conversation",
+        responses={204: None, **problems(404)},
+        description="Delete the conversation with its messages and turns, and the memories "
+        "scoped to it or its scenes, before answering 204. Memories of wider scopes that its "
+        "messages taught stay, keeping their evidence time but no longer naming those "
+        "messages as sources (§7).")
     def delete(self, request, conversation_id):
         services.conversation_delete(conversation_id=conversation_id)
         return Response(status=204)
+
+
+class ConversationMessagesApi(APIView):
+    @extend_schema(
+        operation_id="conversation_messages", summary="Read a conversation's messages",
+        parameters=[MessageListQuery], responses={200: MessagePageOutput, **problems(400, 404)},
+        description="Answer the conversation's messages oldest first (by `seq`), as a "
+        "paginated list, optionally only those after `after_seq` and before `before_seq`. "
+        "Each message says which turn it belongs to and whether a forget withholds it from "
+        "prompts (`withheld`, F6). To show the last 20 messages, read the conversation's "
+        "`last_seq` and pass `after_seq=last_seq-20` (C4).")
+    def get(self, request, conversation_id):
+        params = validated(MessageListQuery, query_params(request))
+        conversation = conversation_get(conversation_id)
+        rows = selectors.conversation_messages(
+            conversation, after_seq=params.get("after_seq"), before_seq=params.get("before_seq"))
+        paginator = Pagination()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response(selectors.messages_shown(conversation.user, page))
 
 
 # ---------------------------------------------------------------------------------------------
 # Turns, prompt plans and replies (SPEC §7)
 
 
-
-
-class PlanParamsInput(StrictSerializer):
-    """I7: the plan parameters of a turn creation (the GET's, without `now`: a plan made
-    with its turn is made at that moment)."""
-
-    budget = serializers.IntegerField(min_value=1, max_value=10_000_000)
-    memory_share = serializers.FloatField(required=False, default=0.3, min_value=0.0, max_value=1.0)
-    history = serializers.ChoiceField(choices=["contiguous", "skip"], required=False, default="contiguous")
-    capabilities = serializers.ListField(
-        child=CleanCharField(max_length=100), required=False, default=list, max_length=50,
-        help_text="Capability names (the GET's comma-separated `capabilities`, as a list).")
-    memory_order = serializers.ChoiceField(
-        choices=["certainty", "relevance"], required=False, default="certainty",
-        help_text="I6: `certainty` (the I3 order) or `relevance`.")
-
-
-class TurnCreateInput(StrictSerializer):
-    turn_key = CleanCharField(max_length=255)
-    content = CleanCharField(trim_whitespace=False)
-    scene = CleanCharField(max_length=SCENE_MAX, required=False, allow_null=True)
-    plan = PlanParamsInput(
-        required=False,
-        help_text="I7: plan the turn in the same request; the answer then holds `plan`, equal to "
-        "what `GET /turns/{id}/prompt-plan` with the same parameters answers at that moment.")
-
-
-class MessageRefOutput(serializers.Serializer):
-    id = serializers.UUIDField()
-    seq = serializers.IntegerField()
-
-
-class TurnOutput(serializers.Serializer):
-    id = serializers.UUIDField()
-    conversation = serializers.UUIDField()
-    turn_key = serializers.CharField()
-    scene = serializers.CharField(allow_null=True)
-    status = serializers.ChoiceField(choices=["open", "replied"])
-    user_message = MessageRefOutput()
-    extracted = ExtractedOutput(many=True)
-    learning = serializers.BooleanField(
-        help_text="I8: whether the user's `learn` switch was on when the turn was created "
-        "(off: nothing was extracted from its message).")
-
-
-class PromptPlanQuery(StrictSerializer):
-    budget = serializers.IntegerField(min_value=1, max_value=10_000_000)
-    memory_share = serializers.FloatField(required=False, default=0.3, min_value=0.0, max_value=1.0)
-    history = serializers.ChoiceField(choices=["contiguous", "skip"], required=False, default="contiguous")
-    capabilities = CleanCharField(required=False, allow_blank=True, default="", max_length=2000,
-                                  help_text="Comma-separated capability names.")
-    now = serializers.DateTimeField(required=False, allow_null=True)
-    memory_order = serializers.ChoiceField(
-        choices=["certainty", "relevance"], required=False, default="certainty",
-        help_text="I6: `certainty` (the I3 order) or `relevance` (pinned keys, then BM25 score "
-        "against the current message and the two before it, then the I3 order).")
-
-
-class PlanMessageOutput(serializers.Serializer):
-    id = serializers.UUIDField()
-    seq = serializers.IntegerField()
-    content = serializers.CharField()
-    estimated_tokens = serializers.IntegerField()
-
-
-class PlanHistoryOutput(PlanMessageOutput):
-    role = serializers.ChoiceField(choices=["user", "assistant", "system"])
-
-
-class PlanExclusionOutput(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["memory", "message"])
-    id = serializers.UUIDField()
-    reason = serializers.CharField()
-
-
-class PlanMemoryOutput(ProjectedOutput):
-    relevance = serializers.FloatField(
-        allow_null=True,
-        help_text="I6: the memory's BM25 score rounded to 6 decimals; null under `certainty`.")
-
-
-class PromptPlanOutput(serializers.Serializer):
-    turn = serializers.UUIDField()
-    boundary_seq = serializers.IntegerField()
-    current_message = PlanMessageOutput()
-    history = PlanHistoryOutput(many=True)
-    memories = PlanMemoryOutput(many=True)
-    policy = serializers.ListField(child=serializers.DictField())
-    excluded = PlanExclusionOutput(many=True)
-    estimated_tokens = serializers.IntegerField()
-    budget = serializers.IntegerField()
-    memory_order = serializers.ChoiceField(choices=["certainty", "relevance"])
-    plan_hash = serializers.CharField()
-    resolver_version = serializers.CharField()
+class TurnApi(APIView):
+    @extend_schema(
+        operation_id="turn_get", summary="Read a turn",
+        responses={200: TurnReadOutput, **problems(400, 404)},
+        description="Answer the turn: its ids, key, scene and status, the user's message, what "
+        "it learned — each memory as it is now, so a memory forgotten since shows state "
+        "`forgotten` and no value — and the companion's reply once committed. A prompt plan "
+        "is never stored with its text, so it is not part of the answer; "
+        "`GET /turns/{id}/prompt-plan` plans again. An unknown id answers 404 `not_found` (C4).")
+    def get(self, request, turn_id):
+        validated(EmptyQuery, query_params(request))
+        turn = selectors.turn_get(turn_id)
+        body = turn_json(turn)
+        body["created_at"] = TurnReadOutput().fields["created_at"].to_representation(turn.created_at)
+        body["reply"] = selectors.turn_reply_shown(turn)
+        return Response(TurnReadOutput(body).data)
 
 
 class TurnPromptPlanApi(APIView):
     @extend_schema(
-        operation_id="turn_prompt_plan", parameters=[PromptPlanQuery],
-        responses={200: PromptPlanOutput, **problems(400, 404, 422)},
-        description="The prompt plan of a turn under a token budget (I1–I6). With the user's `use` "
-        "switch off (I8) the memory section is empty and every projected memory is excluded with "
-        "reason `memory-off`.",
+        operation_id="turn_prompt_plan", summary="Plan a turn's prompt",
+        parameters=[PromptPlanQuery], responses={200: PromptPlanOutput, **problems(400, 404, 422)},
+        description="Answer what to send the model for this turn under a token budget: the "
+        "user's message, the memories that apply (in the order asked for), as much earlier "
+        "history as fits, and the boundary decisions for the capabilities named — with what "
+        "was left out and why. The same inputs always give the same plan (`plan_hash`). A "
+        "message that alone does not fit answers 422 `budget_exceeded`. With the user's `use` "
+        "switch off the memory section is empty and each memory is excluded as `memory-off` "
+        "(I1–I8).",
     )
     def get(self, request, turn_id):
-        params = validated(PromptPlanQuery, dict(request.query_params.items()))
+        params = validated(PromptPlanQuery, query_params(request))
         capabilities = tuple(c.strip() for c in params["capabilities"].split(",") if c.strip())
         result = services.turn_prompt_plan(
             turn_id=turn_id, budget=params["budget"], memory_share=params["memory_share"],
@@ -260,21 +271,18 @@ class TurnPromptPlanApi(APIView):
         return Response(plan_json(result))
 
 
-class TurnCreateOutput(TurnOutput):
-    plan = PromptPlanOutput(required=False, help_text="I7: only when the request asked for a plan.")
-
-
 class TurnCreateApi(APIView):
     @extend_schema(
-        operation_id="turn_create", request=TurnCreateInput,
+        operation_id="turn_create", summary="Create a turn from the user's message",
+        request=TurnCreateInput,
         responses={201: TurnCreateOutput, 200: TurnCreateOutput, **problems(400, 404, 409, 422)},
-        description="Store the user message, create the turn and extract memories from it (I1, I4, §8). "
-        "A retry with the same turn_key and content answers 200 with the same turn; other content is a 409. "
-        "With `plan` (I7) the answer also holds the turn's prompt plan, computed now — also for a "
-        "replayed creation. A plan refused for its parameters or capabilities (400 naming "
-        "`plan.capabilities`, `plan.budget`…) stores nothing (C2): the retry with the same turn_key "
-        "creates the turn. Only 422 `budget_exceeded` leaves the turn created; its problem carries "
-        "`turn`, and a retry with the same turn_key and content replays it.",
+        description="Store the user's message, open a turn for it and learn what the message "
+        "says (§8). A retry with the same `turn_key` and content answers 200 with the same "
+        "turn; the same key with other content is a 409. With `plan` the answer also holds "
+        "the turn's prompt plan, computed now — also for a retry (I7). A plan refused for its "
+        "parameters (a 400 naming `plan.capabilities`, `plan.budget`…) stores nothing, so the "
+        "retry with the same `turn_key` creates the turn (C2). Only 422 `budget_exceeded` "
+        "leaves the turn created; its problem carries `turn`, and a retry replays it (I1, I4).",
     )
     def post(self, request, conversation_id):
         data = validated(TurnCreateInput, request.data)
@@ -293,28 +301,13 @@ class TurnCreateApi(APIView):
         return Response(body, status=201 if result.created else 200)
 
 
-class TurnReplyInput(StrictSerializer):
-    content = CleanCharField(trim_whitespace=False)
-
-
-class ReplyMessageOutput(serializers.Serializer):
-    id = serializers.UUIDField()
-    seq = serializers.IntegerField()
-    role = serializers.CharField()
-    content = serializers.CharField()
-    created_at = serializers.DateTimeField()
-
-
-class TurnReplyOutput(serializers.Serializer):
-    message = ReplyMessageOutput()
-    replayed = serializers.BooleanField()
-
-
 class TurnReplyApi(APIView):
     @extend_schema(
-        operation_id="turn_reply", request=TurnReplyInput,
-        responses={201: TurnReplyOutput, 200: TurnReplyOutput, **problems(400, 404)},
-        description="Commit the assistant reply exactly once (I4): 201 the first time, then 200 with `replayed: true` and the first message.",
+        operation_id="turn_reply", summary="Commit the companion's reply",
+        request=TurnReplyInput, responses={201: TurnReplyOutput, 200: TurnReplyOutput, **problems(400, 404)},
+        description="Store the companion's reply to the turn, exactly once: 201 the first "
+        "time; any later call answers 200 with `replayed: true` and the first reply, whatever "
+        "its content, so a retry after a lost answer is safe (I4).",
     )
     def post(self, request, turn_id):
         data = validated(TurnReplyInput, request.data)

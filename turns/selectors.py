@@ -9,10 +9,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models import F
+
 # ---------------------------------------------------------------------------------------------
 # History for the planner: sizes first, content only for what the budget admits.
 from config.builders import build_slotted, gc_paused
 from config.clock import db_now
+from config.errors import NotFound
 from config.storage import raw_reader
 from conversations.models import Conversation, Message, Turn
 from memory.models import MemoryRecord, MemorySource, SlotRetraction, Tombstone
@@ -24,7 +27,7 @@ from memory.selectors import (
     tombstones_of,
 )
 from memory.storage import ContextState
-from memory.withholding import withheld_by, withheld_exists
+from memory.withholding import withheld_by, withheld_exists, withheld_message_ids
 from policy.models import DecisionLog, PolicyRule
 from policy.selectors import user_policy_version, user_rules_for_context
 
@@ -314,3 +317,57 @@ def _uuids(values) -> list[uuid.UUID]:
         except ValueError:
             continue
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# What the runtime reads back (SPEC §10 C4)
+
+MESSAGE_FIELDS = ("id", "seq", "role", "content", "created_at")
+
+
+def conversation_messages(conversation: Conversation, *, after_seq: int | None = None,
+                          before_seq: int | None = None):
+    """`GET /conversations/{id}/messages`: the conversation's messages oldest first (by `seq`),
+    only those after `after_seq` and before `before_seq` when given, each with the turn it
+    belongs to (the turn it opened or the turn it replied to; null for neither) — rows, not
+    models, so a page is one query whatever the conversation's length (C4)."""
+    qs = Message.objects.filter(user_id=conversation.user_id, conversation=conversation)
+    if after_seq is not None:
+        qs = qs.filter(seq__gt=after_seq)
+    if before_seq is not None:
+        qs = qs.filter(seq__lt=before_seq)
+    return qs.order_by("seq").values(*MESSAGE_FIELDS, opened=F("turn__id"), replied=F("reply_to__id"))
+
+
+def messages_shown(user, rows) -> list[dict]:
+    """A page of message rows in the C4 message shape, each marked `withheld` (F6) by one
+    call of `memory.withholding.withheld_message_ids` for the whole page."""
+    rows = list(rows)
+    withheld = withheld_message_ids(user=user, message_ids=[str(r["id"]) for r in rows])
+    out = []
+    for r in rows:
+        turn = r["opened"] or r["replied"]
+        out.append({**{name: r[name] for name in MESSAGE_FIELDS},
+                    "turn": turn, "withheld": str(r["id"]) in withheld})
+    return out
+
+
+def turn_get(turn_id) -> Turn:
+    """`GET /turns/{id}`: the turn with its conversation's user, its user message and its
+    reply (one query), or a 404 (C4). Its extracted memories are read as they are now by
+    `turns.serializers.turn_json`."""
+    turn = (Turn.objects.select_related("conversation__user", "user_message", "reply_message")
+            .filter(pk=turn_id).first())
+    if turn is None:
+        raise NotFound("No such turn.")
+    return turn
+
+
+def turn_reply_shown(turn: Turn) -> dict | None:
+    """The turn's committed reply in the C4 message shape (with `turn` and `withheld`), or
+    None while the turn is open."""
+    reply = turn.reply_message
+    if reply is None:
+        return None
+    row = {name: getattr(reply, name) for name in MESSAGE_FIELDS}
+    return messages_shown(turn.conversation.user, [{**row, "opened": None, "replied": turn.pk}])[0]

@@ -1,6 +1,7 @@
 """The chat runtime's loop through a client generated from the API's schema (SPEC §10):
-a user, a character, a conversation, a turn planned in the same request, the reply, a
-correction, a forget, a boundary decision, the answer to its ASK, and the export.
+a user, a character, a conversation, a turn planned in the same request, the reply, the
+conversation's last 20 messages read back (C4), a correction, a forget, a boundary decision,
+the answer to its ASK, and the export.
 
 Generate the client next to this file first (see the README):
 
@@ -15,17 +16,17 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from companion_client import AuthenticatedClient
-from companion_client.api.policy import policy_answers_create, policy_decide
-from companion_client.api.v1 import (
-    character_put,
+from companion_client.api.conversations_and_turns import (
     conversation_create,
-    memory_correct,
-    memory_forget,
+    conversation_get,
+    conversation_messages,
     turn_create,
     turn_reply,
-    user_export,
-    user_put,
 )
+from companion_client.api.forgetting import memory_forget
+from companion_client.api.memories import memory_correct
+from companion_client.api.policy import policy_answers_create, policy_decide
+from companion_client.api.users_and_characters import character_put, user_export, user_put
 from companion_client.models import (
     AssertOutput,
     CharacterOutput,
@@ -36,6 +37,7 @@ from companion_client.models import (
     DecisionOutput,
     MemoryCorrectInputRequest,
     MemoryForgetInputRequest,
+    MessagePageOutput,
     PlanParamsInputRequest,
     PolicyAnswerInputRequest,
     PolicyAnswerOutput,
@@ -84,6 +86,8 @@ class Loop:
     answered: str = ""
     snapshot_format: str = ""
     plan_hash: str = ""
+    last_messages: list[tuple[str, str, bool]] = field(default_factory=list)
+    forgotten_scope: str = ""
 
 
 def run(base_url: str, token: str, user: str, slug: str) -> Loop:
@@ -121,6 +125,16 @@ def run(base_url: str, token: str, user: str, slug: str) -> Loop:
         seen.statuses["turn_reply"] = r_reply.status_code
         assert not reply.replayed
 
+        # C4: read the conversation's last 20 messages back (messages are numbered 1, 2, 3…).
+        r_read = conversation_get.sync_detailed(conversation.id, client=c)
+        last_seq = ok(r_read, 200).last_seq
+        seen.statuses["conversation_get"] = r_read.status_code
+        r_messages = conversation_messages.sync_detailed(
+            conversation.id, client=c, after_seq=max(0, last_seq - 20), limit=20)
+        page: MessagePageOutput = ok(r_messages, 200)
+        seen.statuses["conversation_messages"] = r_messages.status_code
+        seen.last_messages = [(m.role, m.content, m.withheld) for m in page.results]
+
         r_correct = memory_correct.sync_detailed(
             memory.id, client=c, body=MemoryCorrectInputRequest(value="Mochi"))
         corrected: AssertOutput = ok(r_correct, 200, 201)
@@ -133,6 +147,7 @@ def run(base_url: str, token: str, user: str, slug: str) -> Loop:
         tombstone: TombstoneOutput = ok(r_forget, 200)
         seen.statuses["memory_forget"] = r_forget.status_code
         assert tombstone.key == memory.key
+        seen.forgotten_scope = tombstone.scope.kind
 
         context = ContextInputRequestType2(user=user, conversation=conversation.id)
         r_decide = policy_decide.sync_detailed(client=c, body=PolicyDecideInputRequest(

@@ -1,7 +1,7 @@
 // The chat runtime's loop, typed by the types openapi-typescript generates from the API's
 // schema (SPEC §10): a user, a character, a conversation, a turn planned in the same
-// request, the reply, a correction, a forget, a boundary decision, the answer to its ASK and
-// the export. Generate the types first (see the README):
+// request, the reply, the conversation's last 20 messages read back (C4), a correction, a
+// forget, a boundary decision, the answer to its ASK and the export. Generate the types first (see the README):
 //
 //   npx openapi-typescript http://127.0.0.1:8000/api/schema/?format=json -o generated/schema.d.ts
 //
@@ -56,6 +56,8 @@ export class Api {
 }
 
 export interface LoopResult {
+  lastMessages: Array<Pick<Schemas["MessageOutput"], "role" | "content" | "withheld">>;
+  forgottenScope: Schemas["TombstoneScopeKindEnum"];
   remembered: string;
   corrected: string;
   effect: Schemas["EffectEnum"];
@@ -87,6 +89,14 @@ export async function loop(api: Api, user: string, slug: string): Promise<LoopRe
   const replyBody: Body<"turn_reply"> = { content: "Miso is a lovely name." };
   await api.call<Answer<"turn_reply", 201>>("POST", `/turns/${turn.body.id}/reply`, replyBody);
 
+  // Read the conversation's last 20 messages back (C4): messages are numbered 1, 2, 3…, so
+  // the last 20 are those after last_seq - 20.
+  const read = await api.call<Answer<"conversation_get", 200>>("GET", `/conversations/${conversation.body.id}`);
+  const afterSeq = Math.max(0, read.body.last_seq - 20);
+  const page = await api.call<Answer<"conversation_messages", 200>>(
+    "GET", `/conversations/${conversation.body.id}/messages?after_seq=${afterSeq}&limit=20`);
+  const lastMessages = page.body.results.map(({ role, content, withheld }) => ({ role, content, withheld }));
+
   const correctBody: Body<"memory_correct"> = { value: "Mochi" };
   const corrected = await api.call<Answer<"memory_correct", 201>>(
     "POST", `/memories/${memory.id}/correct`, correctBody);
@@ -94,7 +104,8 @@ export async function loop(api: Api, user: string, slug: string): Promise<LoopRe
   if (!correctedMemory) throw new Error("the correction stored nothing");
 
   const forgetBody: Body<"memory_forget"> = { everywhere: false, whole_key: false };
-  await api.call<Answer<"memory_forget", 200>>("POST", `/memories/${correctedMemory.id}/forget`, forgetBody);
+  const tombstone = await api.call<Answer<"memory_forget", 200>>(
+    "POST", `/memories/${correctedMemory.id}/forget`, forgetBody);
 
   // A scope or context is one of its kinds: a conversation's names the conversation.
   const context: Schemas["ContextInputRequest"] = { user, conversation: conversation.body.id };
@@ -111,6 +122,8 @@ export async function loop(api: Api, user: string, slug: string): Promise<LoopRe
   const snapshot = await api.call<Answer<"user_export", 200>>("GET", `/users/${encodeURIComponent(user)}/export`);
 
   return {
+    lastMessages,
+    forgottenScope: tombstone.body.scope.kind,
     remembered: memory.value,
     corrected: correctedMemory.value,
     effect: decision.body.effect,

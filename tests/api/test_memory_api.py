@@ -134,8 +134,11 @@ def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
     other = assert_memory(api, user="sam", key="dog.name", value="Bolt").json()["memory"]
     forgot = api.post(f"/api/v1/memories/{other['id']}/forget", {"everywhere": True}, format="json")
     assert forgot.status_code == 200
-    assert set(forgot.json()) == {"id", "user", "scope", "key", "has_value_hash", "forgotten_at", "blocks_sources_before"}
-    assert forgot.json()["scope"] == "*" and forgot.json()["has_value_hash"] is False
+    assert set(forgot.json()) == {"id", "user", "scope", "scope_id", "key", "has_value_hash",
+                                  "forgotten_at", "blocks_sources_before"}
+    # C5: the scope in a memory scope's shape, `everywhere` for `*`, and its id beside it.
+    assert forgot.json()["scope"] == {"kind": "everywhere"} and forgot.json()["scope_id"] == "*"
+    assert forgot.json()["has_value_hash"] is False
     assert api.get(f"/api/v1/memories/{other['id']}").json()["value"] == ""
 
     tombstones = api.get("/api/v1/tombstones?user=sam").json()
@@ -198,7 +201,35 @@ def test_it_remembers_and_answers_questions(api, sam, ctx):
     assert extracted[0]["memory"]["authority"] == "rule-extracted"
     answer = api.get("/api/v1/memory/ask", {"user": "sam", "q": "Where does Priya work?"}).json()
     assert answer["answer"] == "Acme" and answer["memory"]["id"] == extracted[0]["memory"]["id"]
-    assert api.get("/api/v1/memory/ask", {"user": "sam", "q": "Where does Nobody work?"}).json()["answer"] is None
+    assert answer["understood"] is True
+    # C5: understood but nothing remembered answers null and says it understood.
+    nothing = api.get("/api/v1/memory/ask", {"user": "sam", "q": "Where do I live?"}).json()
+    assert nothing == {"answer": None, "understood": True, "memory": None}
+
+
+@pytest.mark.parametrize("q", ["basil", "people.priya.works_at", "Priya?", "Tell me everything."])
+def test_c5_ask_answers_understood_false_for_what_is_not_a_question_it_understands(api, sam, q):
+    """C5: `q` is a question in words; anything else answers `answer: null, understood: false`,
+    never a silent null."""
+    response = api.get("/api/v1/memory/ask", {"user": "sam", "q": q})
+    assert response.status_code == 200
+    assert response.json() == {"answer": None, "understood": False, "memory": None}
+
+
+@pytest.mark.parametrize("path, body, inside", [
+    ("/api/v1/memory/resolve", {"user": "sam", "character": "captain-rowan"}, "(`character`, `user` go inside it)"),
+    ("/api/v1/policy/decide", {"user": "sam", "capability": "tone.playful",
+                               "requested_by": "user"}, "(`user` goes inside it)"),
+])
+def test_c5_a_missing_context_wrapper_is_named_in_the_400(api, sam, rowan, path, body, inside):
+    """C5: a body that left out the required `context` object names `context` in `errors`,
+    and says that the context's fields put at the top belong inside it."""
+    response = api.post(path, body, format="json")
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert errors["context"] == [f"This field is required {inside}."]
+    assert errors["user"] == ["Unknown field: it belongs inside `context`."]
+    assert response.json()["detail"].startswith("context: ")
 
 
 @pytest.mark.parametrize("n", [10, 1000])

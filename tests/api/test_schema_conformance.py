@@ -33,8 +33,13 @@ def calls(w, state):
     done = MediaJob.objects.filter(user__username=ref, status="running").first()
     return [
         ("user_put", {"user_ref": "newcomer"}, {}, {}, 201),
+        ("user_get", {"user_ref": ref}, {}, None, 200),
         ("character_put", {"slug": "wren"}, {}, {"name": "Wren"}, 201),
+        ("character_list", {}, {"limit": 5}, None, 200),
+        ("character_get", {"slug": "rowan"}, {}, None, 200),
         ("conversation_create", {}, {}, {"user": ref, "character": "rowan"}, 201),
+        ("conversation_list", {}, {"user": ref, "character": "rowan"}, None, 200),
+        ("conversation_get", {"conversation_id": conv}, {}, None, 200),
         ("turn_create", {"conversation_id": conv}, {}, {"turn_key": "conform", "content": "I like tea."}, 201),
         ("turn_create", {"conversation_id": conv}, {}, {
             "turn_key": "conform-plan", "content": "My cat's name is Miso.",
@@ -43,6 +48,8 @@ def calls(w, state):
         ("memory_settings_get", {"user_ref": ref}, {}, None, 200),
         ("memory_settings_put", {"user_ref": ref}, {}, {"learn": True, "use": True}, 200),
         ("turn_reply", {"turn_id": turn}, {}, {"content": "Tea it is."}, 201),
+        ("turn_get", {"turn_id": turn}, {}, None, 200),
+        ("conversation_messages", {"conversation_id": conv}, {"after_seq": 0, "limit": 20}, None, 200),
         ("memory_assert", {}, {}, {"user": ref, "key": "story.mood", "value": "calm", "scope": {"kind": "user"}}, 201),
         ("memory_list", {}, {"user": ref, "limit": 5}, None, 200),
         ("memory_get", {"memory_id": str(pet.pk)}, {}, None, 200),
@@ -55,6 +62,7 @@ def calls(w, state):
         ("memory_retract", {"memory_id": state["retractable"]}, {}, {}, 200),
         ("memory_forget", {"memory_id": state["forgettable"]}, {}, {"everywhere": False, "whole_key": False}, 200),
         ("tombstone_list", {}, {"user": ref}, None, 200),
+        ("tombstone_get", {"tombstone_id": tombstone}, {}, None, 200),
         ("tombstone_delete", {"tombstone_id": tombstone}, {}, None, 204),
         ("policy_capabilities_list", {}, {}, None, 200),
         ("policy_decide", {}, {}, {"context": w.ctx(0), "capability": "media.voice", "requested_by": "user",
@@ -87,10 +95,9 @@ def keep_the_test_connection() -> None:
     signals.request_finished.disconnect(close_old_connections)
 
 
-def test_it_answers_every_operation_as_its_schema_says(api, api_token, monkeypatch):
-    from config.api import RuntimeThrottle
-
-    monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {})
+def every_call(api):
+    """A user holding every kind of row, and the table of one working request per operation
+    (`calls`), checked to cover every operation of the schema."""
     w = build_every_kind(api, "conform")
 
     def fresh(key):
@@ -99,11 +106,19 @@ def test_it_answers_every_operation_as_its_schema_says(api, api_token, monkeypat
         return r.json()["memory"]["id"]
 
     state = {name: fresh(f"story.{name}") for name in ("retractable", "forgettable", "correctable", "confirmable")}
-    headers = {"Authorization": f"Bearer {api_token}"}
     table = calls(w, state)
     operation_ids = {result.ok().definition.raw["operationId"] for result in schema.get_all_operations()}
     covered = {name for name, *_ in table}
     assert covered == operation_ids, operation_ids ^ covered
+    return w, table
+
+
+def test_it_answers_every_operation_as_its_schema_says(api, api_token, monkeypatch):
+    from config.api import RuntimeThrottle
+
+    monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {})
+    w, table = every_call(api)
+    headers = {"Authorization": f"Bearer {api_token}"}
     try:
         for name, path_parameters, query, body, status in table:
             operation = schema.find_operation_by_id(name)

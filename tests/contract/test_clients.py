@@ -58,8 +58,14 @@ def test_the_generated_python_client_passes_mypy_strict_and_runs_the_loop(
     seen = loop.run(live_server.url, token, user="sam", slug="captain-rowan")
     assert seen.statuses == {
         "user_put": 201, "character_put": 201, "conversation_create": 201, "turn_create": 201,
-        "turn_reply": 201, "memory_correct": 201, "memory_forget": 200, "policy_decide": 200,
+        "turn_reply": 201, "conversation_get": 200, "conversation_messages": 200,
+        "memory_correct": 201, "memory_forget": 200, "policy_decide": 200,
         "policy_answers_create": 200, "user_export": 200}
+    # C4: the conversation read back, oldest first, neither message withheld.
+    assert seen.last_messages == [("user", "My cat's name is Miso.", False),
+                                  ("assistant", "Miso is a lovely name.", False)]
+    # C5: the tombstone's scope is an object.
+    assert seen.forgotten_scope == "user"
     assert seen.remembered == "Miso" and seen.corrected == "Mochi"
     assert seen.plan_hash
     assert seen.effect == "ask" and seen.answered == "allow"
@@ -69,7 +75,7 @@ def test_the_generated_python_client_passes_mypy_strict_and_runs_the_loop(
 def test_the_generated_python_client_reads_a_problem(python_client, live_server, token):
     loop = importlib.import_module("loop")
     client_module = importlib.import_module("companion_client")
-    user_delete = importlib.import_module("companion_client.api.v1.user_delete")
+    user_delete = importlib.import_module("companion_client.api.users_and_characters.user_delete")
     models = importlib.import_module("companion_client.models")
     with client_module.AuthenticatedClient(base_url=live_server.url, token=token) as c:
         response = user_delete.sync_detailed("nobody", client=c)

@@ -97,6 +97,8 @@ def point_at(w: World, case) -> None:
     query = case.query or {}
     if "user" in query:
         query["user"] = w.ref
+    if "character" in query:
+        query["character"] = CHARACTERS[0]
     if "capability" in query:
         query["capability"] = CAPABILITY
     if "capabilities" in query:
