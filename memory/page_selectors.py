@@ -112,7 +112,8 @@ def tombstone_list(user):
 
 def tombstone_get(tombstone_id) -> Tombstone:
     """`GET /tombstones/{id}`: the tombstone with its user (one query), or a 404 (C4)."""
-    tombstone = Tombstone.objects.select_related("user").filter(pk=tombstone_id).first()
+    tombstone = (Tombstone.objects.select_related("user")
+                 .annotate(withheld_messages=withheld_count_annotation()).filter(pk=tombstone_id).first())
     if tombstone is None:
         raise NotFound("No such tombstone.")
     return tombstone

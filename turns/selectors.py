@@ -336,14 +336,19 @@ def conversation_messages(conversation: Conversation, *, after_seq: int | None =
         qs = qs.filter(seq__gt=after_seq)
     if before_seq is not None:
         qs = qs.filter(seq__lt=before_seq)
-    return qs.order_by("seq").values(*MESSAGE_FIELDS, opened=F("turn__id"), replied=F("reply_to__id"))
+    return qs.order_by("seq").values(*MESSAGE_FIELDS, opened=F("turn__id"), replied=F("reply_to__id"),
+                                     withheld=withheld_exists())
 
 
 def messages_shown(user, rows) -> list[dict]:
-    """A page of message rows in the C4 message shape, each marked `withheld` (F6) by one
-    call of `memory.withholding.withheld_message_ids` for the whole page."""
+    """A page of message rows in the C4 message shape, each marked `withheld` (F6): read with
+    the rows (`conversation_messages`), else by one call of
+    `memory.withholding.withheld_message_ids` for the whole page."""
     rows = list(rows)
-    withheld = withheld_message_ids(user=user, message_ids=[str(r["id"]) for r in rows])
+    if rows and "withheld" in rows[0]:
+        withheld = {str(r["id"]) for r in rows if r["withheld"]}
+    else:
+        withheld = withheld_message_ids(user=user, message_ids=[str(r["id"]) for r in rows])
     out = []
     for r in rows:
         turn = r["opened"] or r["replied"]
@@ -357,7 +362,7 @@ def turn_get(turn_id) -> Turn:
     reply (one query), or a 404 (C4). Its extracted memories are read as they are now by
     `turns.serializers.turn_json`."""
     turn = (Turn.objects.select_related("conversation__user", "user_message", "reply_message")
-            .filter(pk=turn_id).first())
+            .annotate(reply_withheld=withheld_exists("reply_message_id")).filter(pk=turn_id).first())
     if turn is None:
         raise NotFound("No such turn.")
     return turn
@@ -370,4 +375,7 @@ def turn_reply_shown(turn: Turn) -> dict | None:
     if reply is None:
         return None
     row = {name: getattr(reply, name) for name in MESSAGE_FIELDS}
+    withheld = getattr(turn, "reply_withheld", None)
+    if withheld is not None:
+        row["withheld"] = withheld
     return messages_shown(turn.conversation.user, [{**row, "opened": None, "replied": turn.pk}])[0]

@@ -242,3 +242,17 @@ def test_a_snapshot_of_the_previous_format_imports_with_no_links(api, sam, conv,
     assert api.delete(f"/api/v1/users/{sam.username}").status_code == 204
     assert api.post(f"/api/v1/users/{sam.username}/import", snapshot, format="json").status_code == 200
     assert not Withholding.objects.exists()
+
+
+def test_message_reads_mark_what_a_forget_withholds(api, sam, conv, miso):
+    """F6 + C4: `GET /conversations/{id}/messages` marks every message `withheld: true|false`,
+    a turn's reply too; the words stay readable to the runtime that wrote them."""
+    t3 = turn(api, conv, "t3", "The rain kept me inside.")
+    forget(api, active_id(sam, "cat.name"))
+    rows = api.get(f"/api/v1/conversations/{conv.pk}/messages").json()["results"]
+    assert {m["id"] for m in rows if m["withheld"]} == {*miso["said"], miso["other_reply"]}
+    assert [m["withheld"] for m in rows if m["id"] == t3["user_message"]["id"]] == [False]
+    read = api.get(f"/api/v1/turns/{miso['t2']['id']}").json()
+    assert read["reply"]["withheld"] is True
+    assert api.get(f"/api/v1/tombstones/{Tombstone.objects.get(user=sam).pk}").json()[
+        "withheld_messages"] == 4
