@@ -16,6 +16,7 @@ from config.errors import (
     ValidationError,
 )
 
+from . import changes
 from .domain import (
     Tombstone as DomainTombstone,
 )
@@ -90,8 +91,9 @@ def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: s
             forgotten_at=now, blocks_sources_before=now, forgotten_by=by,
         )
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
+        changes.forgotten(user, tombstone, purged, withheld_message_ids=[])  # V1 (F6's ids: hook)
         log.info("memory_forget key=%s scope=%s value_level=%s purged=%d",
-                 loggable_key(key), "*" if scope_id == "*" else scope_id.split(":", 1)[0], value is not None, purged)
+                 loggable_key(key), "*" if scope_id == "*" else scope_id.split(":", 1)[0], value is not None, len(purged))
         return tombstone
 
 
@@ -102,9 +104,9 @@ def _tombstone_domain(t: Tombstone, user) -> DomainTombstone:
     )
 
 
-def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> int:
+def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> list[str]:
     """F2: every record a tombstone covers becomes a skeleton: status `forgotten` since the
-    forget, value erased, provenance links dropped."""
+    forget, value erased, provenance links dropped. Returns the purged records' ids."""
     keys = {t.key for t in tombstones}
     qs = MemoryRecord.objects.filter(user=user, key__in=keys).exclude(status="forgotten")
     doomed: dict[str, datetime] = {}
@@ -120,7 +122,7 @@ def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> int
         MemoryRecord.objects.filter(pk=rid).update(status="forgotten", status_since=at, value="")
     if doomed:
         MemorySource.objects.filter(memory_id__in=list(doomed)).delete()
-    return len(doomed)
+    return sorted(doomed)
 
 
 def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
@@ -134,6 +136,7 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
         raise NotFound("No such tombstone.")
     with transaction.atomic():
         lock_profile(tombstone.user)
+        changes.tombstone_deleted(tombstone.user, tombstone.pk, db_now(), released_message_ids=[])  # V1
         tombstone.delete()
     log.info("tombstone_delete key=%s", loggable_key(tombstone.key))
     return tombstone
