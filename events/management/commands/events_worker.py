@@ -7,6 +7,7 @@ once its lease ends)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -15,11 +16,13 @@ import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django_tasks_db.management.commands.db_worker import Worker
 
 from events import delivery
 from events.tasks import QUEUE, enqueue
+
+log = logging.getLogger("companion.events")
 
 
 class Command(BaseCommand):
@@ -44,21 +47,24 @@ class Command(BaseCommand):
                           backend_name="default", startup_delay=False, max_tasks=None,
                           worker_id=f"{name}-{i}"[:64], excluded_queue_names=[])
                    for i in range(max(threads, 1))]
-        runners = [threading.Thread(target=_run, args=(w,), daemon=True) for w in workers]
+        runners = [threading.Thread(target=_run, args=(w, stop), daemon=True) for w in workers]
         for runner in runners:
             runner.start()
         self.stdout.write(f"events worker {name}: {len(workers)} delivery threads", ending="\n")
         self.stdout.flush()
         last_prune = 0.0
         while not stop.is_set():
-            close_old_connections()
-            while delivery.dispatch():
-                pass
-            delivery.wake_due(enqueue)
-            if time.monotonic() - last_prune >= settings.EVENTS_PRUNE_INTERVAL:
-                delivery.prune()
-                last_prune = time.monotonic()
-            delivery.gauges()
+            try:
+                close_old_connections()
+                while delivery.dispatch():
+                    pass
+                delivery.wake_due(enqueue)
+                if time.monotonic() - last_prune >= settings.EVENTS_PRUNE_INTERVAL:
+                    delivery.prune()
+                    last_prune = time.monotonic()
+                delivery.gauges()
+            except DatabaseError as exc:  # the database away: wait for it, lose nothing
+                _database_away(exc)
             stop.wait(interval)
         for worker in workers:
             worker.running = False
@@ -67,8 +73,23 @@ class Command(BaseCommand):
         connection.close()
 
 
-def _run(worker: Worker) -> None:
+def _run(worker: Worker, stop: threading.Event) -> None:
+    """A delivery thread: django-tasks-db's worker loop, started again after a database
+    outage (a delivery it was making is taken up again once its lane's lease ends)."""
+    while not stop.is_set():
+        try:
+            worker.run()
+            return
+        except DatabaseError as exc:
+            _database_away(exc)
+            stop.wait(1.0)
+        finally:
+            connection.close()
+
+
+def _database_away(exc: DatabaseError) -> None:
+    log.warning("events_worker_database_unavailable error=%s", type(exc).__name__)
     try:
-        worker.run()
-    finally:
         connection.close()
+    except DatabaseError:
+        pass
