@@ -314,7 +314,7 @@ def rig(tmp_path, settings):
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     receiver = Receiver()
     register(receiver, "/ok")
-    worker = WorkerProcess(worker_env(database_url))
+    worker = WorkerProcess(worker_env(database_url), threads=2, interval=0.5)  # light beside gunicorn
     try:
         server.wait_ready()
         worker.start()

@@ -111,12 +111,13 @@ class Receiver:
 
 
 class WorkerProcess:
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, *, threads: int = 3, interval: float = 0.1):
         self.env, self.proc = env, None
+        self.args = ["--threads", str(threads), "--interval", str(interval)]
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "events_worker", "--threads", "3", "--interval", "0.1"],
+            [sys.executable, "manage.py", "events_worker", *self.args],
             cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def kill(self) -> None:
