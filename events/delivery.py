@@ -241,10 +241,10 @@ def resend(deliveries) -> int:
 
 def prune(now: datetime | None = None) -> int:
     """V2: delete events older than the retention (and an hour's margin, for a transaction
-    that was open that long), their deliveries with them."""
+    that was open that long), their deliveries with them. Returns how many events."""
     cutoff = (now or timezone.now()) - retention() - PRUNE_MARGIN
-    deleted, _ = Event.objects.filter(occurred_at__lt=cutoff).delete()
-    return deleted
+    _, deleted = Event.objects.filter(occurred_at__lt=cutoff).delete()
+    return deleted.get(Event._meta.label, 0)
 
 
 def gauges() -> None:
