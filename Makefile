@@ -30,6 +30,9 @@ run: install
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 	$(RUN_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(RUN_ENV) $(BIN)/python manage.py load_demo --address http://$(HOST):$(PORT)
+	@# The events worker (SPEC V3) runs beside the server and stops with it (Ctrl-C, or a kill).
+	$(RUN_ENV) $(BIN)/python manage.py events_worker & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
 	$(RUN_ENV) $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: install

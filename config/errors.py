@@ -79,3 +79,11 @@ class BudgetExceeded(DomainError):
     code = "budget_exceeded"
     status = 422
     title = "Budget exceeded"
+
+
+class CursorExpired(DomainError):
+    """V2: a feed cursor older than the events' retention."""
+
+    code = "cursor_expired"
+    status = 410
+    title = "Cursor expired"

@@ -85,6 +85,13 @@ PROBLEM_CODES: dict[str, ProblemCode] = {
         "A snapshot row has an id already present with other content, or a key whose "
         "cardinality differs from the registry's (SPEC §9). Nothing was imported.",
         "Import into a clean user, or remove the conflicting rows from the snapshot."),
+    "cursor_expired": ProblemCode(
+        410, "Cursor expired",
+        "The feed cursor passed as `after` is older than the time events are kept "
+        "(`EVENTS_RETENTION_DAYS`, 7 days by default, SPEC V2): events after it may have been "
+        "pruned, so following it could miss some.",
+        "Resync the copy from the user's export (`GET /users/{user}/export`), then follow the "
+        "feed again from the beginning of what is kept (no `after`)."),
     "payload_too_large": ProblemCode(
         413, "Payload too large",
         "The request body is larger than the operation accepts.",

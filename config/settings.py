@@ -42,7 +42,10 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "django_tasks",
+    "django_tasks_db",
     "config",
+    "events",
     "memory",
     "policy",
     "conversations",
@@ -306,6 +309,34 @@ SUPPORT_REVEAL_SECONDS = env.int("SUPPORT_REVEAL_SECONDS", default=15 * 60)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
 # A user's snapshot can be larger than any other request.
 IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=64 * 1024 * 1024)
+
+# SPEC §14: the event feed and webhooks. Events are kept EVENTS_RETENTION_DAYS (V2); the
+# worker (`manage.py events_worker`) delivers them to the endpoints staff registered (V3).
+EVENTS_RETENTION_DAYS = env.int("EVENTS_RETENTION_DAYS", default=7)
+# V3: each POST gives up after this many seconds; a failed delivery is tried again after the
+# first delay, doubled each time up to the last, for the give-up window, then the endpoint is
+# disabled.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+WEBHOOK_BACKOFF_FIRST_SECONDS = env.float("WEBHOOK_BACKOFF_FIRST_SECONDS", default=5.0)
+WEBHOOK_BACKOFF_MAX_SECONDS = env.float("WEBHOOK_BACKOFF_MAX_SECONDS", default=3600.0)
+WEBHOOK_GIVE_UP_SECONDS = env.float("WEBHOOK_GIVE_UP_SECONDS", default=24 * 3600.0)
+# A worker holds a lane (one endpoint, one user) for the timeout and this margin: a worker
+# killed mid-delivery leaves its lane to the next worker after that long.
+WEBHOOK_LEASE_MARGIN_SECONDS = env.float("WEBHOOK_LEASE_MARGIN_SECONDS", default=30.0)
+# V3 (SSRF): endpoints must be https and resolve to public addresses unless these allow more
+# (a development receiver on this machine; the tests' receivers on loopback).
+WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=False)
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env.bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", default=False)
+# The worker: how often it reads the feed for new events (seconds), how many deliveries it
+# runs at once (one slow endpoint holds one of them), and the port of its metrics (0: none).
+EVENTS_WORKER_INTERVAL = env.float("EVENTS_WORKER_INTERVAL", default=1.0)
+EVENTS_WORKER_THREADS = env.int("EVENTS_WORKER_THREADS", default=4)
+EVENTS_WORKER_METRICS_PORT = env.int("EVENTS_WORKER_METRICS_PORT", default=0)
+# How often the worker prunes events past their retention (seconds).
+EVENTS_PRUNE_INTERVAL = env.float("EVENTS_PRUNE_INTERVAL", default=3600.0)
+# Django's tasks API (the django-tasks backport) on its database backend: the webhook
+# deliveries' queue, in this database, run by the events worker.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["webhooks"]}}
 
 LOGGING = {
     "version": 1,

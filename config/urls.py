@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from config import ops, views
 from config.pages import SignInForm, SignOutView
+from events import urls as events_urls
 from memory import urls as memory_urls
 from policy import urls as policy_urls
 from turns import urls as turns_urls
@@ -16,6 +17,7 @@ api_v1 = [
     path("", include((turns_urls.api, "turns_api"))),
     path("", include((memory_urls.api, "memory_api"))),
     path("", include((policy_urls.api, "policy_api"))),
+    path("", include((events_urls.api, "events_api"))),
 ]
 
 urlpatterns = [

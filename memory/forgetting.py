@@ -17,6 +17,7 @@ from config.errors import (
     ValidationError,
 )
 
+from . import changes
 from .domain import (
     Tombstone as DomainTombstone,
 )
@@ -37,7 +38,14 @@ from .selectors import (
     remembered_now,
 )
 from .services import lock_profile
-from .withholding import Purged, plan_withholding, records_mentioning, withheld_distinct, withhold
+from .withholding import (
+    Purged,
+    plan_withholding,
+    records_mentioning,
+    released_by,
+    withheld_distinct,
+    withhold,
+)
 
 log = logging.getLogger("companion.memory")
 
@@ -95,8 +103,12 @@ def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: s
             forgotten_at=now, blocks_sources_before=now, forgotten_by=by,
         )
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
-        withheld = withhold(tombstone, plan_withholding(user, scope_id=scope_id, at=now, purged=purged))
+        plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
+        withheld = withhold(tombstone, plan)
         tombstone.withheld_messages = withheld
+        # V1: ids only — the purged records and the messages withheld now (F6).
+        changes.forgotten(user, tombstone, [p.id for p in purged],
+                          withheld_message_ids=sorted(plan.messages))
         log.info("memory_forget key=%s scope=%s value_level=%s purged=%d withheld=%d",
                  loggable_key(key), "*" if scope_id == "*" else scope_id.split(":", 1)[0],
                  value is not None, len(purged), withheld)
@@ -196,6 +208,10 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
         raise NotFound("No such tombstone.")
     with transaction.atomic():
         lock_profile(tombstone.user)
+        # V1: the messages this undo gives back to the companion (F4 + F6: those no other
+        # forget still withholds).
+        released = released_by(tombstone)
+        changes.tombstone_deleted(tombstone.user, tombstone.pk, db_now(), released_message_ids=released)
         tombstone.delete()
     log.info("tombstone_delete key=%s", loggable_key(tombstone.key))
     return tombstone

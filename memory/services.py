@@ -32,7 +32,8 @@ from config.storage import RowWriter
 from conversations.domain import SCOPE_KINDS, Scope
 from conversations.models import Character, Conversation, Message
 
-from . import normalisation, resolver
+from . import changes, normalisation, resolver
+from .changes import plan_events
 from .domain import (
     AUTHORITY_RANK,
     REASON_PAUSED,
@@ -345,6 +346,7 @@ def add_plan_rows(writer: RowWriter, user, plan: WritePlan, scope_fields: dict) 
         SlotRetraction(user=user, scope_id=scope_id, key=key, value_hash=hashed, retracted_at=at)
         for scope_id, key, hashed, at in plan.retractions
     ])
+    writer.insert(plan_events(user.username, plan))  # V1: in the write's own statement
 
 
 def row_scope_fields(row: MemoryRecord) -> dict:
@@ -575,6 +577,7 @@ def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,
             profile.settings_changed_at = db_now()
             profile.settings_changed_by = changed_by
             profile.save(update_fields=[*changed, "settings_changed_at", "settings_changed_by"])
+            changes.settings_changed(user, profile)  # V1
             log.info("memory_settings_set user_id=%s learn=%s use=%s changed_by=%s",
                      user.pk, profile.learn, profile.use, changed_by)
     # Later reads in this request see the new switches.

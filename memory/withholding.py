@@ -237,6 +237,15 @@ def withheld_distinct(tombstone_ids: Iterable) -> int:
     return len(direct | replies)
 
 
+def released_by(tombstone: Tombstone) -> list[str]:
+    """The messages that deleting `tombstone` (F4) gives back: those it withholds that no other
+    tombstone withholds, sorted."""
+    lists = withheld_lists(tombstone.user)
+    mine = set(lists.get(str(tombstone.pk), ([], []))[0])
+    others = {m for tid, (messages, _) in lists.items() if tid != str(tombstone.pk) for m in messages}
+    return sorted(mine - others)
+
+
 def withheld_lists(user) -> dict[str, tuple[list[str], list[str]]]:
     """Per tombstone of `user`: the ids of the messages it withholds and of the turns whose
     reply it holds while none is committed — what an export carries (§9)."""

@@ -21,6 +21,7 @@ from config import catalog, metrics
 from config.clock import db_now
 from config.errors import Conflict, NotFound, ValidationError
 from conversations.selectors import LoadedContext, character_by_slug, conversation_of_user
+from events import outbox
 
 from . import engine
 from .domain import (
@@ -143,11 +144,14 @@ def _lock_policy_version(user) -> UserPolicyVersion | DefaultsPolicyVersion:
     return row
 
 
-def _bump(row: UserPolicyVersion | DefaultsPolicyVersion) -> int:
+def _bump(row: UserPolicyVersion | DefaultsPolicyVersion, *, user, rules, at) -> int:
     """D7: strictly increasing, in the transaction of the change it counts. Returns the new
-    version, which the services leave on the rule as `policy_version_after`."""
+    version, which the services leave on the rule as `policy_version_after`. V1: the change's
+    `policy.changed` event (the version and the rules it touched) in the same transaction."""
     row.version += 1
     row.save(update_fields=["version"])
+    outbox.record([outbox.policy_changed(user.username if user is not None else None,
+                                         policy_version=row.version, rules=rules, at=at)])
     return row.version
 
 
@@ -356,7 +360,8 @@ def _rule_create_at(*, now: datetime | None, user, capability: str, effect: str,
         requested_by=requested_by, valid_from=valid_from or now, valid_until=valid_until, now=now,
         version=newest.version + 1 if newest else 1, supersedes=newest,
     )
-    rule.policy_version_after = _bump(version_row)
+    rule.policy_version_after = _bump(version_row, user=user, at=now,
+                                      rules=[rule.pk, *(old.pk for old in replaced)])
     rule.replaced = replaced
     return rule
 
@@ -385,7 +390,8 @@ def rule_revoke(*, rule_id, owner: User | None = None) -> PolicyRule:
             return rule
         rule.revoked_at = db_now()
         rule.save(update_fields=["revoked_at"])
-        rule.policy_version_after = _bump(version_row)
+        rule.policy_version_after = _bump(version_row, user=rule.user, rules=[rule.pk],
+                                          at=rule.revoked_at)
         return rule
 
 
@@ -422,7 +428,8 @@ def rule_change(*, rule_id, owner: User | None = None, effect: str = KEEP, reque
             valid_until=rule.valid_until if valid_until is KEEP else valid_until,
             now=now, version=rule.version + 1, supersedes=rule,
         )
-        successor.policy_version_after = _bump(version_row)
+        successor.policy_version_after = _bump(version_row, user=rule.user, at=now,
+                                               rules=[rule.pk, successor.pk])
         return successor
 
 

@@ -52,6 +52,7 @@ from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserP
 from policy.selectors import policy_version_of
 from support.selectors import reveals_export
 
+from .import_events import import_events
 from .snapshot import SnapshotInput
 from .snapshot_references import FORMAT, memory_scope_id
 
@@ -107,10 +108,11 @@ def user_object_apply(user, data: dict, *, created: bool) -> None:
         user.date_joined = data["date_joined"]
 
 
-def user_profile_apply(profile: MemoryProfile, data: dict) -> None:
+def user_profile_apply(profile: MemoryProfile, data: dict) -> bool:
     """The profile's part of the user object. A choice the user made here wins over the
     snapshot's: the time zone is set only where none is chosen, the memory switches only
-    where they were never changed here. (Neither switch affects the import itself, I8.)"""
+    where they were never changed here. (Neither switch affects the import itself, I8.) True
+    when the snapshot's switches were taken."""
     changed = []
     if data.get("time_zone") and not profile.time_zone:
         profile.time_zone = data["time_zone"]
@@ -123,6 +125,7 @@ def user_profile_apply(profile: MemoryProfile, data: dict) -> None:
         changed += ["learn", "use", "settings_changed_at", "settings_changed_by"]
     if changed:
         profile.save(update_fields=changed)
+    return "learn" in changed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,6 +322,7 @@ class _Import:
     def __init__(self, validated: dict, canonical: dict):
         self.v, self.c = validated, canonical
         self.counts = {"created": 0, "skipped": 0}
+        self.purged: list[str] = []
 
     def rows(self, section: str):
         return list(zip(self.v[section], self.c[section], strict=True))
@@ -365,6 +369,10 @@ class _Import:
         self.import_memory_bookkeeping()
         self.import_policy()
         self.apply_tombstones()
+        purged = set(self.purged)
+        import_events(self.user, memories=[r for r in self.created_memories if str(r.pk) not in purged],
+                      tombstones=self.created_tombstones, rules=self.created_rules,
+                      profile=self.profile if self.settings_imported else None)
         return self.user, self.counts
 
     def import_keys(self) -> None:
@@ -397,7 +405,8 @@ class _Import:
             user.save()
             self.counts["created"] += 1
         self.user = user
-        user_profile_apply(self._import_secret(data.get("secret")), data)
+        self.profile = self._import_secret(data.get("secret"))
+        self.settings_imported = user_profile_apply(self.profile, data)
 
     def _import_secret(self, secret: str | None) -> MemoryProfile:
         """F1: the secret keying value hashes must carry over, unless hashes made with another
@@ -503,6 +512,7 @@ class _Import:
         created = self.merge(MemoryRecord, "memories", "memory", as_dict=lambda e: _memory(e, self.slugs, sources_of),
                              same=same, build=build)
         self.imported_memories = bool(created)
+        self.created_memories = created
         sources = {v["id"]: v["sources"] for v in self.v["memories"]}
         links = [MemorySource(memory_id=r.id, message_id=m) for r in created for m in sources[r.id]]
         if links:
@@ -511,7 +521,7 @@ class _Import:
     def import_memory_bookkeeping(self) -> None:
         """Tombstones, retractions and idempotency records."""
         user = self.user
-        self.merge(
+        self.created_tombstones = self.merge(
             Tombstone, "tombstones", "tombstone", as_dict=_tombstone,
             same=lambda row, mine, theirs: (_tombstone_content(mine), _tombstone_content(theirs)),
             build=lambda v, c: Tombstone(id=v["id"], user=user, scope_id=v["scope"], key=v["key"], value_hash=v["value_hash"],
@@ -565,7 +575,7 @@ class _Import:
                 created_at=v["created_at"],
             )
 
-        self.merge(PolicyRule, "policy_rules", "policy rule", as_dict=lambda e: _rule(e, self.slugs),
+        self.created_rules = self.merge(PolicyRule, "policy_rules", "policy rule", as_dict=lambda e: _rule(e, self.slugs),
                    same=same_rule, build=build_rule)
 
         wanted = self.v["policy_version"].get("user", 0)
@@ -606,4 +616,5 @@ class _Import:
 
         tombstones = tombstones_of(self.user)
         if tombstones:
-            purge_covered(self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes())
+            self.purged = [p.id for p in purge_covered(
+                self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes())]

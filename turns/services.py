@@ -19,6 +19,7 @@ from config.storage import RowWriter, raw_reader
 from conversations.domain import Context
 from conversations.models import Conversation, Message, Turn
 from conversations.selectors import LoadedContext
+from events import outbox
 from memory.domain import RESOLVER_VERSION
 from memory.models import MemoryRecord, MemorySource
 from memory.resolver import stable_window
@@ -87,6 +88,8 @@ def conversation_delete(*, conversation_id, user=None) -> None:
         conversation = qs.select_for_update().first()
         if conversation is None:
             raise NotFound("No such conversation.")
+        outbox.record([outbox.conversation_deleted(  # V1
+            (user or conversation.user).username, conversation=str(conversation.pk), at=db_now())])
         _delete_conversation_rows(conversation)
 
 
@@ -576,6 +579,7 @@ def user_delete(*, user) -> None:
         SupportAction.objects.filter(subject_id=user.pk).delete()
         # S2: the reveals and the access log stay, the user replaced by a pseudonym.
         reveals_forget_user(user=user)
+        outbox.user_deleted(user.username, at=db_now())  # V1: its events go, one remains
         user.delete()
 
 

@@ -2,4 +2,4 @@
 here, built on `base.SupportAdmin`: one module per app whose models it shows. Importing the
 package registers them all (Django's admin autodiscovery imports `support.admin`)."""
 
-from . import base, conversations, memory, policy  # noqa: F401
+from . import base, conversations, events, memory, policy  # noqa: F401

@@ -81,6 +81,7 @@ def calls(w, state):
         ("conversation_delete", {"conversation_id": w.conversations[1]}, {}, None, 204),
         ("user_import", {"user_ref": ref}, {}, "snapshot", 200),
         ("user_delete", {"user_ref": "newcomer"}, {}, None, 204),
+        ("event_feed", {}, {"user": ref, "limit": 20}, None, 200),  # SPEC V2
     ]
 
 

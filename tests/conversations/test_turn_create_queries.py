@@ -5,7 +5,7 @@ same whether the user has 10 or 500 stored memories.
 The service runs: the conversation with its user, character and memory profile (locking the
 conversation and the profile), one read after the locks (clock, turn key, the extractor's
 "it", the context's memory state, and here the key registry: no request's catalog cache),
-and then every write — seq, message, records, source links, turn — as one statement on
+and then every write — seq, message, records, source links, their events (V1), turn — as one statement on
 PostgreSQL (one per table on SQLite), and when memory was written the user's memory version it
 left (so the process may reuse what it wrote). Its transaction adds BEGIN and COMMIT (a
 savepoint and its release inside a test's transaction): three statements (four with memory
@@ -30,10 +30,10 @@ MESSAGES = {
 # Statements of the service itself, outside any enclosing transaction.
 EXPECTED = {
     0: 3 if ON_POSTGRES else 5,   # lock, the read, the writes (seq, message, turn)
-    # records and sources join the writes; then the memory version they left is read back,
-    # so this process can reuse the state it wrote (memory.storage.MEMORY_CACHE)
-    1: 4 if ON_POSTGRES else 8,
-    3: 4 if ON_POSTGRES else 8,   # the same: one batch
+    # records, sources and their events (V1) join the writes; then the memory version they
+    # left is read back, so this process can reuse the state it wrote (MEMORY_CACHE)
+    1: 4 if ON_POSTGRES else 9,
+    3: 4 if ON_POSTGRES else 9,   # the same: one batch
 }
 SAVEPOINTS = 2
 

@@ -17,6 +17,11 @@ the database was cut); `/readyz` said `cache: degraded` (200) and `database: dow
 database holds one turn per key, one reply per turn, no orphan message, unique gap-free `seq`,
 unique gap-free memory versions and one idempotency row per acknowledged key.
 
+The events worker (SPEC V3) runs all along through the same proxy, delivering every event to a
+receiver here that verifies each request with the Standard Webhooks library; it is SIGKILLed
+and started again with the gunicorn workers, and sees the database cuts. Every event of the
+session reaches the receiver, in each user's order (V4).
+
 Last, the backup drill: `pg_dump` of the database, restored into a new database, where every
 user's export is identical.
 
@@ -43,6 +48,15 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ON_POSTGRES, children, stop_process
+from tests.ops.webhook_rig import (
+    Receiver,
+    WorkerProcess,
+    feed_order,
+    per_user,
+    register,
+    wait_until,
+    worker_env,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 8
@@ -284,7 +298,7 @@ class Runtime:
 
 
 @pytest.fixture
-def rig(tmp_path):
+def rig(tmp_path, settings):
     from config.models import ApiToken
 
     s = database_settings()
@@ -296,10 +310,18 @@ def rig(tmp_path):
     database_url = f"postgres://{user}{password}@127.0.0.1:{proxy.port}/{s['NAME']}"
     server = Gunicorn(database_url, f"redis://127.0.0.1:{redis.port}/0", tmp_path / "gunicorn.log")
     _, token = ApiToken.issue("fault-suite")
+    # SPEC V4: the events worker runs through the same cut-able proxy, to a receiver here.
+    settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    receiver = Receiver()
+    register(receiver, "/ok")
+    worker = WorkerProcess(worker_env(database_url), threads=2, interval=0.5)  # light beside gunicorn
     try:
         server.wait_ready()
-        yield server, redis, proxy, token
+        worker.start()
+        yield server, redis, proxy, token, (receiver, worker)
     finally:
+        worker.stop()
+        receiver.stop()
         server.stop()
         redis.stop()
         proxy.close()
@@ -319,7 +341,7 @@ def p99(values: list[float]) -> float:
 
 
 def test_faults_degrade_and_never_break_an_invariant(rig):
-    server, redis, proxy, token = rig
+    server, redis, proxy, token, (receiver, events_worker) = rig
     setup = Runtime(server.port, token, lambda *a: None)
     far = time.monotonic() + 30
     assert setup.call("PUT", "/characters/rowan", {"name": "Rowan"}, far) is not None
@@ -397,6 +419,8 @@ def test_faults_degrade_and_never_break_an_invariant(rig):
         threads[-1].start()
         time.sleep(0.5)
         phase("worker kills")
+        events_worker.kill()  # the events worker too, mid-work, then started again
+        events_worker.start()
         for _ in range(4):
             workers = server.workers()
             if workers:
@@ -482,6 +506,11 @@ def test_faults_degrade_and_never_break_an_invariant(rig):
     assert refused <= 2 * 4 or episodes < refused, (episodes, refused)
 
     assert_invariants(acknowledged)
+    # SPEC V4: every event of the session reached the receiver, signed, in each user's order,
+    # through worker kills and database cuts.
+    wait_until(lambda: sum(map(len, feed_order().values())) == len(receiver.first_receipts("/ok")),
+               "every event at the receiver", timeout=120)
+    assert per_user(receiver, "/ok") == feed_order() and receiver.unverified == []
     backup_drill()
 
 

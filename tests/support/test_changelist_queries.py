@@ -26,7 +26,7 @@ from turns.services import turn_create
 
 pytestmark = pytest.mark.django_db
 
-APPS = {"memory", "policy", "conversations", "config", "support", "auth"}
+APPS = {"memory", "policy", "conversations", "config", "support", "auth", "events"}
 
 
 def grow(start: int, stop: int, staff) -> None:

@@ -1,0 +1,140 @@
+"""SPEC V2 under concurrent writers, on PostgreSQL: the feed hands out an event only once no
+running transaction can precede it (xid8 below the snapshot's xmin), so a reader that always
+passes the last cursor misses nothing, even when a transaction that wrote a lower event id
+commits after a higher one was visible. Real threads, each with its own connection."""
+
+import random
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from events import outbox
+from events.feed import feed_page
+from events.models import Event
+from tests.helpers import postgres_only
+
+pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+
+WRITERS = 8
+TRANSACTIONS = 20
+WAIT = 20  # seconds: the bound of every wait
+
+
+def _event(n: int):
+    return outbox.conversation_deleted(f"writer{n}", conversation=f"c{n}", at=timezone.now())
+
+
+def _in_thread(fn):
+    def run():
+        try:
+            fn()
+        finally:
+            connection.close()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def read_all(after=None, limit=100):
+    page = feed_page(after=after, limit=limit)
+    return [e["id"] for e in page.events], page.next
+
+
+def test_a_transaction_that_commits_late_holds_the_feed_back_instead_of_being_overtaken():
+    first_written, second_committed, release = threading.Event(), threading.Event(), threading.Event()
+    early_event, late_event = _event(1), _event(2)
+
+    def early():
+        with transaction.atomic():
+            outbox.record([early_event])  # the lower id, in the older transaction
+            first_written.set()
+            release.wait(WAIT)
+
+    def late():
+        first_written.wait(WAIT)
+        with transaction.atomic():
+            outbox.record([late_event])
+        second_committed.set()
+
+    threads = [_in_thread(early), _in_thread(late)]
+    assert second_committed.wait(WAIT)
+    early_id, late_id = early_event.pk, late_event.pk
+    assert early_id < late_id
+    assert list(Event.objects.values_list("id", flat=True)) == [late_id]  # committed, visible
+    seen, cursor = read_all()
+    assert seen == []  # the committed event waits for the older transaction still running
+    release.set()
+    for t in threads:
+        t.join(WAIT)
+    seen, cursor = read_all(cursor)
+    assert seen == [f"evt_{early_id}", f"evt_{late_id}"]
+    assert read_all(cursor)[0] == []
+
+
+def test_a_reader_following_the_feed_while_8_writers_commit_misses_nothing():
+    """V4: 8 writer threads commit (and some roll back) transactions of 1–3 events with random
+    pauses; writer 0's first transaction stays open until writer 1 has committed, so an older
+    transaction surely commits behind younger ones. A reader follows the feed all along with
+    small pages. It sees every committed event exactly once, in (transaction, id) order, and
+    no rolled-back one."""
+    rng = random.Random(14)
+    pauses = [[rng.random() * 0.004 for _ in range(TRANSACTIONS * 4)] for _ in range(WRITERS)]
+    writers_done = threading.Event()
+    one_committed = threading.Event()
+    errors: list[BaseException] = []
+    rolled_back = []
+
+    class Rollback(Exception):
+        pass
+
+    def writer(n):
+        try:
+            pause = iter(pauses[n])
+            for i in range(TRANSACTIONS):
+                try:
+                    with transaction.atomic():
+                        for _ in range(1 + i % 3):
+                            outbox.record([_event(n)])
+                            time.sleep(next(pause))
+                        if n == 0 and i == 0:
+                            assert one_committed.wait(WAIT)
+                        if i % 7 == 6:
+                            rolled_back.append(n)
+                            raise Rollback
+                except Rollback:
+                    pass
+                if n == 1 and i == 0:
+                    one_committed.set()
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+
+    seen: list[str] = []
+
+    def reader():
+        cursor, deadline = None, time.monotonic() + 60
+        for _ in range(100_000):
+            page, cursor = read_all(cursor, limit=7)
+            seen.extend(page)
+            if writers_done.is_set() and not page:
+                page, cursor = read_all(cursor, limit=500)  # one more after the last commit
+                seen.extend(page)
+                if not page:
+                    return
+            assert time.monotonic() < deadline, "the reader did not catch up in time"
+
+    read_thread = _in_thread(reader)
+    writer_threads = [_in_thread(lambda n=n: writer(n)) for n in range(WRITERS)]
+    for t in writer_threads:
+        t.join(WAIT * 3)
+    writers_done.set()
+    read_thread.join(WAIT * 3)
+    assert not errors and not read_thread.is_alive()
+    committed = list(Event.objects.order_by("txid", "id").values_list("id", flat=True))
+    expected_count = WRITERS * sum(1 + i % 3 for i in range(TRANSACTIONS) if i % 7 != 6)
+    assert len(committed) == expected_count and len(rolled_back) == WRITERS * 2
+    assert seen == [f"evt_{pk}" for pk in committed]  # all, once, in visibility order
+    by_id = sorted(committed)
+    assert by_id != committed  # an older transaction did commit behind younger ones

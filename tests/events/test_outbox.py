@@ -1,0 +1,198 @@
+"""SPEC V1: every path that changes state leaves its event in the change's own transaction,
+carrying ids, states, versions and times — never a value, message content or key."""
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import OperationalError, connection
+
+from conversations.domain import Scope
+from events import outbox
+from events.models import Event
+from memory import forgetting
+from memory import services as memory_services
+from memory.models import MemoryRecord
+from policy import services as policy_services
+from support import services as support_services
+from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from turns import portability
+from turns import services as turn_services
+
+pytestmark = pytest.mark.django_db
+
+SECRET_WORDS = ("Rexalot", "Quillmoor", "dog.name", "pet.secretname")
+
+
+@pytest.fixture
+def conv():
+    user = UserFactory(username="sam")
+    memory_services.ensure_profile(user)
+    return ConversationFactory(user=user, character=CharacterFactory(slug="rowan"))
+
+
+def events(**filters):
+    return list(Event.objects.filter(**filters).order_by("txid", "id").values_list("type", "user_ref", "data"))
+
+
+def types():
+    return [t for t, _, _ in events()]
+
+
+def assert_no_private_text():
+    """§12: no event holds a value, message content or key."""
+    dumped = json.dumps([d for _, _, d in events()])
+    for word in SECRET_WORDS:
+        assert word.lower() not in dumped.lower()
+
+
+def test_it_writes_memory_created_for_an_asserted_memory(conv):
+    result = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
+                                           scope=Scope("user"), authority="user-confirmed")
+    [(type_, user, data)] = events()
+    assert (type_, user) == ("memory.created", "sam")
+    assert data == {"memory": result.record.id, "scope": {"kind": "user", "character": None, "conversation": None},
+                    "version": 1, "authority": "user-confirmed",
+                    "valid_from": result.record.valid_from.isoformat().replace("+00:00", "Z"),
+                    "valid_until": None, "supersedes": None}
+    assert_no_private_text()
+
+
+def test_an_unchanged_or_blocked_write_leaves_no_event(conv):
+    memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
+    memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
+    assert types() == ["memory.created"]
+
+
+def test_a_correction_creates_a_record_and_changes_the_one_it_supersedes(conv):
+    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
+                                          scope=Scope("user")).record
+    corrected = memory_services.memory_correct(record_id=first.id, value="Quillmoor").record
+    assert events()[1:] == [
+        ("memory.created", "sam", events()[1][2]),
+        ("memory.changed", "sam", {"memory": first.id, "state": "superseded", "by": corrected.id}),
+    ]
+    assert events()[1][2]["supersedes"] == first.id
+    assert_no_private_text()
+
+
+def test_a_retraction_changes_the_record_to_retracted(conv):
+    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
+                                          scope=Scope("user")).record
+    memory_services.memory_retract(record_id=first.id)
+    assert events()[-1] == ("memory.changed", "sam", {"memory": first.id, "state": "retracted", "by": None})
+
+
+def test_a_forget_names_the_tombstone_the_purged_records_and_the_withheld_messages(conv):
+    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
+                                          scope=Scope("user")).record
+    tombstone = forgetting.memory_forget(record_id=first.id)
+    assert events()[-1] == ("memory.forgotten", "sam", {
+        "tombstone": str(tombstone.pk), "scope_kind": "user", "memories": [first.id],
+        "withheld_messages": [], "forgotten_by": "user"})
+    forgetting.tombstone_delete(tombstone_id=tombstone.pk)
+    assert events()[-1] == ("tombstone.deleted", "sam", {"tombstone": str(tombstone.pk),
+                                                         "released_messages": []})
+    assert_no_private_text()
+
+
+def test_support_forgetting_on_the_users_behalf_leaves_the_event(conv):
+    staff = support_services.support_staff_put(username="helper", password="pw-long-enough-1")
+    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
+                                          scope=Scope("user")).record
+    support_services.support_forget(staff=staff, record_ids=[first.id], reason="asked by mail")
+    type_, _, data = events()[-1]
+    assert type_ == "memory.forgotten" and data["forgotten_by"] == "support" and data["memories"] == [first.id]
+
+
+def test_a_switch_change_writes_settings_changed_and_a_no_op_writes_nothing(conv):
+    memory_services.memory_settings_set(user=conv.user, changed_by="api", learn=False)
+    memory_services.memory_settings_set(user=conv.user, changed_by="api", learn=False)
+    assert events() == [("settings.changed", "sam", {"learn": False, "use": True, "changed_by": "api"})]
+
+
+def test_a_policy_change_carries_the_version_and_the_rules(conv):
+    rule = policy_services.rule_create(user=conv.user, capability="media.image", effect="deny",
+                                       source="explicit-user", scope={"kind": "global"})
+    assert events()[-1] == ("policy.changed", "sam", {"policy_version": rule.policy_version_after,
+                                                      "rules": [str(rule.pk)]})
+    policy_services.rule_revoke(rule_id=rule.pk)
+    assert events()[-1] == ("policy.changed", "sam", {"policy_version": rule.policy_version_after + 1,
+                                                      "rules": [str(rule.pk)]})
+    policy_services.rule_revoke(rule_id=rule.pk)  # a retried revoke changes nothing
+    assert types().count("policy.changed") == 2
+
+
+def test_a_turn_that_learns_writes_its_events_with_the_turn(conv):
+    result = turn_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rexalot.")
+    [created] = result.turn.extracted
+    assert events() == [("memory.created", "sam", events()[0][2])]
+    assert events()[0][2]["memory"] == created["memory"] and events()[0][2]["authority"] == "rule-extracted"
+    turn_services.turn_create(conversation_id=conv.pk, turn_key="t2", content="How was your day?")
+    assert types() == ["memory.created"]  # a turn that learns nothing changes nothing
+    assert_no_private_text()
+
+
+def test_deleting_a_conversation_writes_conversation_deleted(conv):
+    turn_services.conversation_delete(conversation_id=conv.pk)
+    assert events() == [("conversation.deleted", "sam", {"conversation": str(conv.pk)})]
+
+
+def test_deleting_a_user_leaves_only_user_deleted(conv):
+    other = UserFactory(username="ana")
+    memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
+    memory_services.memory_assert(user=other, key="pet.secretname", value="Quillmoor", scope=Scope("user"))
+    turn_services.user_delete(user=conv.user)
+    assert events() == [("memory.created", "ana", events()[0][2]), ("user.deleted", "sam", {})]
+
+
+def test_an_import_announces_what_it_created(conv):
+    memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
+    memory_services.memory_settings_set(user=conv.user, changed_by="api", use=False)
+    snapshot = portability.user_export(user=conv.user)
+    turn_services.user_delete(user=conv.user)
+    Event.objects.all().delete()
+    portability.user_import(data=snapshot)
+    assert types() == ["memory.created", "settings.changed"]
+    assert events()[0][2]["memory"] == snapshot["memories"][0]["id"]
+    assert events()[1][2] == {"learn": True, "use": False, "changed_by": "api"}
+    assert_no_private_text()
+
+
+def test_a_change_that_fails_leaves_no_event(conv, monkeypatch):
+    """V1: the event is in the change's transaction, so it rolls back with it."""
+    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
+                                          scope=Scope("user")).record
+
+    def boom(*args, **kwargs):
+        raise OperationalError("connection lost")
+
+    monkeypatch.setattr(forgetting, "purge_covered", boom)
+    with pytest.raises(OperationalError):
+        forgetting.memory_forget(record_id=first.id)
+    assert types() == ["memory.created"]
+
+
+def test_events_are_never_written_outside_a_transaction():
+    """V1: `record` refuses autocommit, where the event would commit apart from its change."""
+    from django.utils import timezone
+
+    event = outbox.conversation_deleted("sam", conversation="c", at=timezone.now())
+    with pytest.raises(RuntimeError):
+        _outside_transaction(lambda: outbox.record([event]))
+
+
+def _outside_transaction(fn):
+    # The test runs in a transaction; an autocommit connection of its own shows the refusal.
+    connection.in_atomic_block, saved = False, connection.in_atomic_block
+    try:
+        fn()
+    finally:
+        connection.in_atomic_block = saved
+
+
+def test_the_user_ref_of_user_deleted_outlives_the_user(conv):
+    turn_services.user_delete(user=conv.user)
+    assert not get_user_model().objects.filter(username="sam").exists()
+    assert Event.objects.get().user_ref == "sam"
+    assert MemoryRecord.objects.count() == 0

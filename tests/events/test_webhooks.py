@@ -1,0 +1,167 @@
+"""SPEC V3 in-process: the address rules (SSRF) at registration and at delivery, Standard
+Webhooks signatures, the backoff schedule, the give-up window, the admin's endpoint
+registration (secret shown once), attempts log and "send again"."""
+
+import socket
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from config.errors import ValidationError
+from events import delivery
+from events.models import Delivery, DeliveryAttempt, Event, Lane, WebhookEndpoint
+from events.webhooks import endpoint_create, signed_request, url_refusal
+
+pytestmark = pytest.mark.django_db
+
+
+def resolving_to(*addresses):
+    def resolve(host, port, type=0):
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+                for a in addresses]
+    return resolve
+
+
+@pytest.mark.parametrize("address", [
+    "127.0.0.1", "10.1.2.3", "172.16.0.9", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+    "0.0.0.0", "::1", "fe80::1", "fc00::1", "::ffff:127.0.0.1", "224.0.0.1",
+])
+def test_it_refuses_loopback_private_link_local_and_reserved_addresses(address):
+    assert url_refusal("https://hooks.example.com/in", resolve=resolving_to(address)) == (
+        "The host resolves to a loopback, private, link-local or reserved address.")
+
+
+def test_one_refused_address_among_public_ones_refuses_the_url():
+    assert url_refusal("https://hooks.example.com/in", resolve=resolving_to("93.184.216.34", "10.0.0.1"))
+
+
+def test_it_takes_https_to_a_public_address():
+    assert url_refusal("https://hooks.example.com/in", resolve=resolving_to("93.184.216.34")) is None
+
+
+@pytest.mark.parametrize("url, reason", [
+    ("http://hooks.example.com/in", "The URL must use https."),
+    ("ftp://hooks.example.com/in", "The URL must use https."),
+    ("https://user:pw@hooks.example.com/in", "The URL must not carry credentials."),
+    ("https:///in", "The URL has no host."),
+])
+def test_it_refuses_other_schemes_and_credentials(url, reason):
+    assert url_refusal(url, resolve=resolving_to("93.184.216.34")) == reason
+
+
+def test_settings_allow_http_and_private_addresses_for_development(settings):
+    settings.WEBHOOK_ALLOW_HTTP = True
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    assert url_refusal("http://127.0.0.1:9/in", resolve=resolving_to("127.0.0.1")) is None
+
+
+def test_registration_refuses_a_refused_url_and_unknown_types():
+    with pytest.raises(ValidationError) as refused:
+        endpoint_create(url="https://127.0.0.1/in")
+    assert refused.value.errors == {"url": [
+        "The host resolves to a loopback, private, link-local or reserved address."]}
+    with pytest.raises(ValidationError):
+        endpoint_create(url="https://93.184.216.34/in", event_types=["memory.exploded"])
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_a_delivery_checks_the_address_again_and_logs_the_refusal(settings):
+    """V3: the address may resolve elsewhere later: checked before every POST."""
+    settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    endpoint, _ = endpoint_create(url="http://127.0.0.1:9/in")
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    lane, d = _pending(endpoint)
+    enqueued = []
+    assert delivery.attempt(lane, d, lambda *a: enqueued.append(a)) is False
+    attempt = DeliveryAttempt.objects.get()
+    assert attempt.status_code is None and attempt.error.startswith("The host resolves to a loopback")
+    lane.refresh_from_db()
+    assert lane.next_attempt_at is not None
+
+
+def _pending(endpoint):
+    event = Event.objects.create(type="settings.changed", user_ref="sam", occurred_at=timezone.now(),
+                                 data={"learn": False, "use": True, "changed_by": "api"})
+    lane = Lane.objects.create(endpoint=endpoint, user_ref="sam")
+    return Lane.objects.select_related("endpoint").get(pk=lane.pk), Delivery.objects.create(lane=lane, event=event)
+
+
+def test_a_signed_request_verifies_with_the_standard_webhooks_library():
+    endpoint = WebhookEndpoint(url="https://hooks.example.com/in", secret="whsec_" + "QUJD" * 11)
+    event = {"id": "evt_7", "type": "memory.created", "user": "sam", "occurred_at": "2026-12-02T07:00:00Z",
+             "data": {"memory": "m1"}}
+    now = timezone.now()
+    body, headers = signed_request(endpoint, event, now)
+    assert headers["webhook-id"] == "evt_7" and headers["webhook-timestamp"] == str(int(now.timestamp()))
+    assert headers["webhook-signature"].startswith("v1,")
+    assert Webhook(endpoint.secret).verify(body, headers) == event
+    with pytest.raises(Exception):  # noqa: B017 — the library's verification error
+        Webhook("whsec_" + "WFla" * 11).verify(body, headers)
+
+
+def test_the_secret_is_a_standard_webhooks_secret_of_32_random_bytes():
+    import base64
+
+    a, b = (endpoint_create(url="https://93.184.216.34/in")[1] for _ in range(2))
+    assert a != b and a.startswith("whsec_") and len(base64.b64decode(a[6:])) == 32
+
+
+def test_the_backoff_doubles_from_5_seconds_up_to_an_hour():
+    assert [delivery.backoff(n) for n in range(1, 14)] == [
+        5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 3600, 3600, 3600]
+
+
+def test_past_the_give_up_window_the_delivery_fails_and_the_endpoint_is_disabled(settings):
+    settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    settings.WEBHOOK_GIVE_UP_SECONDS = 60
+    endpoint, _ = endpoint_create(url="http://127.0.0.1:9/in")  # nothing listens on port 9
+    lane, d = _pending(endpoint)
+    d.first_attempt_at = timezone.now() - timedelta(seconds=61)
+    d.save()
+    assert delivery.attempt(lane, d, lambda *a: None) is False
+    d.refresh_from_db()
+    endpoint.refresh_from_db()
+    assert d.status == "failed" and not endpoint.enabled
+    assert endpoint.disabled_reason.startswith("Deliveries failed for 60 s (last: Connection failed")
+
+
+@pytest.fixture
+def staff_client(client):
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw-long-enough-1")
+    client.force_login(admin)
+    return client
+
+
+def test_the_admin_registers_an_endpoint_and_shows_its_secret_once(staff_client, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    refused = staff_client.post("/admin/events/webhookendpoint/add/", {
+        "url": "https://127.0.0.1/in", "event_types": ["memory.forgotten"], "user_ref": "", "description": ""})
+    assert refused.status_code == 200 and "loopback" in refused.content.decode()
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    added = staff_client.post("/admin/events/webhookendpoint/add/", {
+        "url": "https://127.0.0.1/in", "event_types": ["memory.forgotten"], "user_ref": "sam",
+        "description": "the index"}, follow=True)
+    endpoint = WebhookEndpoint.objects.get()
+    assert endpoint.event_types == ["memory.forgotten"] and endpoint.user_ref == "sam"
+    assert endpoint.secret in added.content.decode()
+    page = staff_client.get(f"/admin/events/webhookendpoint/{endpoint.pk}/change/").content.decode()
+    listing = staff_client.get("/admin/events/webhookendpoint/").content.decode()
+    assert endpoint.secret not in page and endpoint.secret not in listing
+
+
+def test_the_admin_shows_attempts_and_sends_a_delivery_again(staff_client, settings):
+    settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    endpoint, secret = endpoint_create(url="http://127.0.0.1:9/in")
+    lane, d = _pending(endpoint)
+    DeliveryAttempt.objects.create(delivery=d, at=timezone.now(), status_code=503, latency_ms=12,
+                                   error="Answered 503.")
+    Delivery.objects.filter(pk=d.pk).update(status="failed", attempts=1)
+    page = staff_client.get(f"/admin/events/delivery/{d.pk}/change/").content.decode()
+    assert "Answered 503." in page and "503" in page and secret not in page
+    staff_client.post("/admin/events/delivery/", {"action": "send_again", "_selected_action": [d.pk]})
+    d.refresh_from_db()
+    assert d.status == "pending"
+    assert staff_client.get("/admin/events/event/").status_code == 200
