@@ -28,10 +28,12 @@ class EventFeedQuery(StrictSerializer):
 
 class EventOutput(serializers.Serializer):
     id = serializers.CharField(help_text="`evt_<n>`: unique, the `webhook-id` of its deliveries.")
-    type = serializers.ChoiceField(choices=EVENT_TYPES)
+    type = serializers.ChoiceField(
+        choices=EVENT_TYPES, help_text="What changed: a memory created, changed or forgotten, a "
+        "forget undone, the memory switches, the user's policy, a conversation or a user deleted.")
     user = serializers.CharField(allow_null=True,
                                  help_text="The user ref; null for a change of the product defaults.")
-    occurred_at = serializers.DateTimeField()
+    occurred_at = serializers.DateTimeField(help_text="When the change was made (database clock).")
     data = serializers.DictField(
         help_text="Ids, states, versions and times of the change (SPEC V1): never a value, "
                   "message content or key.")

@@ -214,7 +214,10 @@ class MessageRow(StrictSerializer):
     created_at = Time()
     # F6: whether a forget withholds it from the companion (derived from the tombstones'
     # `withheld_messages`; the import checks that the two agree).
-    withheld = StrictBooleanField(required=False, default=False)
+    withheld = StrictBooleanField(
+        required=False, default=False,
+        help_text="Whether a forget withholds this message from the companion (F6); true exactly "
+        "when a tombstone of the snapshot lists it in `withheld_messages`.")
 
     def validate_content(self, value):
         limit = settings.COMPANION["MESSAGE_MAX_CHARS"]
@@ -311,8 +314,13 @@ class TombstoneRow(StrictSerializer):
     forgotten_by = serializers.ChoiceField(choices=["user", "support"], required=False, default="user")
     # F6: the messages this forget withholds, and the turns whose reply it holds while none is
     # committed (the reply is withheld once it is).
-    withheld_messages = UuidList(required=False, max_length=1_000_000)
-    withheld_replies = UuidList(required=False, max_length=1_000_000)
+    withheld_messages = UuidList(
+        required=False, max_length=1_000_000,
+        help_text="The ids of the messages this forget withholds from the companion (F6).")
+    withheld_replies = UuidList(
+        required=False, max_length=1_000_000,
+        help_text="The ids of turns planned with what this forget erased whose reply has not come "
+        "yet: the reply is withheld once it does (F6).")
 
 
 class RetractionRow(StrictSerializer):
