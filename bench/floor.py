@@ -14,6 +14,14 @@ BEGIN … COMMIT, which is what they are in a request — and fetching every row
 recorded pure calls again. So the floor commits what the turn would have committed, and the
 next capture sees the state the turn would have left. Turns cycle through the same messages
 as the gunicorn phases (`bench.turns.TURN_TEXTS`).
+
+Rounds of floor turns alternate with rounds of the real turn — the single-client one round
+trip + reply on the same conversation, against a gunicorn started here — so the load of the
+shared machine hits both alike and their ratio is the figure (`run`).
+
+The pure pass is found as the calls into `turns.pipeline`: should the turn's pure pass move
+elsewhere, a capture that sees no such call stops the run rather than report a floor without
+it.
 """
 
 from __future__ import annotations
