@@ -228,8 +228,10 @@ def run(conversation: str, token: str, *, rounds: int, turns_per_round: int,
         # are as warm as a worker serving turns.
         warm = capture(client, conversation, "floor-warm", texts[0], plan, reply)
         replay_sql(conn, warm.program)
-        whole._drive(server, workers, 3.0, whole.turn_one_work_factory(
-            [conversation] * workers, token, "floor-warm"))  # every worker past its first turns
+        # Twice as many threads as workers, so every sync worker most likely serves some of
+        # them: a worker's first turns (its caches filling) would otherwise land in a round.
+        whole._drive(server, 2 * workers, 3.0, whole.turn_one_work_factory(
+            [conversation] * 2 * workers, token, "floor-warm"))
         totals, sql_ms, pure_ms, statements, queries = [], [], [], [], []
         steps: dict[str, list[float]] = {}
         drives = []
