@@ -14,6 +14,14 @@ BEGIN … COMMIT, which is what they are in a request — and fetching every row
 recorded pure calls again. So the floor commits what the turn would have committed, and the
 next capture sees the state the turn would have left. Turns cycle through the same messages
 as the gunicorn phases (`bench.turns.TURN_TEXTS`).
+
+Rounds of floor turns alternate with rounds of the real turn — the single-client one round
+trip + reply on the same conversation, against a gunicorn started here — so the load of the
+shared machine hits both alike and their ratio is the figure (`run`).
+
+The pure pass is found as the calls into `turns.pipeline`: should the turn's pure pass move
+elsewhere, a capture that sees no such call stops the run rather than report a floor without
+it.
 """
 
 from __future__ import annotations
@@ -220,8 +228,10 @@ def run(conversation: str, token: str, *, rounds: int, turns_per_round: int,
         # are as warm as a worker serving turns.
         warm = capture(client, conversation, "floor-warm", texts[0], plan, reply)
         replay_sql(conn, warm.program)
-        whole._drive(server, workers, 3.0, whole.turn_one_work_factory(
-            [conversation] * workers, token, "floor-warm"))  # every worker past its first turns
+        # Twice as many threads as workers, so every sync worker most likely serves some of
+        # them: a worker's first turns (its caches filling) would otherwise land in a round.
+        whole._drive(server, 2 * workers, 3.0, whole.turn_one_work_factory(
+            [conversation] * 2 * workers, token, "floor-warm"))
         totals, sql_ms, pure_ms, statements, queries = [], [], [], [], []
         steps: dict[str, list[float]] = {}
         drives = []
