@@ -15,7 +15,7 @@ from memory import services as memory_services
 from memory.models import MemoryRecord
 from policy import services as policy_services
 from support import services as support_services
-from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 from turns import portability
 from turns import services as turn_services
 
@@ -93,6 +93,22 @@ def test_a_forget_names_the_tombstone_the_purged_records_and_the_withheld_messag
     forgetting.tombstone_delete(tombstone_id=tombstone.pk)
     assert events()[-1] == ("tombstone.deleted", "sam", {"tombstone": str(tombstone.pk),
                                                          "released_messages": []})
+    assert_no_private_text()
+
+
+def test_a_forget_lists_the_messages_it_withholds_and_an_undo_those_it_releases(conv):
+    """V1 + F6: `memory.forgotten` carries the ids of the messages the forget withholds (the
+    source and a message that mentions the value), `tombstone.deleted` the ids it gives back."""
+    said = MessageFactory(conversation=conv, content="My cat is called Miso.")
+    again = MessageFactory(conversation=conv, content="Miso slept all day.")
+    first = memory_services.memory_assert(user=conv.user, key="cat.name", value="Miso",
+                                          scope=Scope("user"), sources=[str(said.pk)]).record
+    tombstone = forgetting.memory_forget(record_id=first.id)
+    held = sorted([str(said.pk), str(again.pk)])
+    assert events()[-1][2]["withheld_messages"] == held
+    forgetting.tombstone_delete(tombstone_id=tombstone.pk)
+    assert events()[-1] == ("tombstone.deleted", "sam", {"tombstone": str(tombstone.pk),
+                                                         "released_messages": held})
     assert_no_private_text()
 
 
