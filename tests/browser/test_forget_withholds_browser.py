@@ -31,7 +31,7 @@ def test_it_forgets_on_the_page_and_the_next_plan_reads_none_of_the_words(page, 
     look(page, "f6-01-forget-page")
     page.get_by_role("button", name="Forget it").click()
 
-    expect(page.locator("#messages")).to_contain_text(
+    expect(page.locator("main")).to_contain_text(
         f"Forgotten: “{label}” (everywhere). The value is erased, the companion no longer sees "
         "the 3 messages that held it, and old messages will not bring it back.")
     look(page, "f6-02-forgotten")
