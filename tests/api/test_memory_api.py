@@ -135,7 +135,7 @@ def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
     forgot = api.post(f"/api/v1/memories/{other['id']}/forget", {"everywhere": True}, format="json")
     assert forgot.status_code == 200
     assert set(forgot.json()) == {"id", "user", "scope", "scope_id", "key", "has_value_hash",
-                                  "forgotten_at", "blocks_sources_before"}
+                                  "forgotten_at", "blocks_sources_before", "withheld_messages"}
     # C5: the scope in a memory scope's shape, `everywhere` for `*`, and its id beside it.
     assert forgot.json()["scope"] == {"kind": "everywhere"} and forgot.json()["scope_id"] == "*"
     assert forgot.json()["has_value_hash"] is False

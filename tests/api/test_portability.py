@@ -43,7 +43,7 @@ def story(db):
 def test_it_exports_every_section(api, story):
     snapshot = api.get("/api/v1/users/wren/export").json()
     assert SNAPSHOT_KEYS <= set(snapshot)
-    assert snapshot["format"] == "companion-memory/1"
+    assert snapshot["format"] == "companion-memory/2"
     assert snapshot["user"]["ref"] == "wren" and snapshot["user"]["secret"]
     assert len(snapshot["memories"]) == MemoryRecord.objects.filter(user=story).count()
     assert {k["key"] for k in snapshot["keys"]} <= {m["key"] for m in snapshot["memories"]}

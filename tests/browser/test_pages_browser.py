@@ -101,17 +101,19 @@ def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, pers
     # The resolver.
     answer = readme_server.api("POST", "/memory/resolve", {"context": told["ctx"]})
     assert "Rex" not in json.dumps(answer) and "dog.name" not in json.dumps(answer["active"])
-    # A new prompt plan: no memory holds it; only the old message, still in the transcript, quotes it.
+    # A new prompt plan: no memory holds it, and the message it was learnt from (still in the
+    # transcript) is withheld from the history, listed as forgotten (F6).
     plan = new_plan(readme_server, told["id"], "after")
-    assert "Rex" not in json.dumps(plan["memories"]) and "Rex" not in json.dumps(plan["excluded"])
-    assert [m["id"] for m in plan["history"] if "Rex" in m["content"]] == [told["message"]]
+    assert "Rex" not in json.dumps(plan)
+    assert told["message"] not in [m["id"] for m in plan["history"]]
+    assert {"kind": "message", "id": told["message"], "reason": "forgotten"} in plan["excluded"]
     # The export, downloaded from the page.
     page.get_by_role("link", name="Your data").click()
     look(page, "09-your-data")
     with page.expect_download() as download:
         page.get_by_role("link", name="Download my data (JSON)").click()
     snapshot = json.loads(Path(download.value.path()).read_text())
-    assert snapshot["format"] == "companion-memory/1" and snapshot["user"]["ref"] == person.username
+    assert snapshot["format"] == "companion-memory/2" and snapshot["user"]["ref"] == person.username
     assert "Rex" not in json.dumps({k: v for k, v in snapshot.items() if k != "messages"})
     # A re-extraction from the old message.
     again = readme_server.api("POST", "/memory/remember", {"context": told["ctx"], "text": "My dog's name is Rex.",

@@ -76,14 +76,15 @@ def test_a_transaction_that_commits_late_holds_the_feed_back_instead_of_being_ov
 
 def test_a_reader_following_the_feed_while_8_writers_commit_misses_nothing():
     """V4: 8 writer threads commit (and some roll back) transactions of 1–3 events with random
-    pauses; writer 0's first transaction stays open until writer 1 has committed, so an older
-    transaction surely commits behind younger ones. A reader follows the feed all along with
+    pauses; writer 0's first transaction writes an event, waits until writer 1 (which starts after
+    that event) has committed, then writes one more, so an older transaction surely commits a
+    higher id behind a younger one. A reader follows the feed all along with
     small pages. It sees every committed event exactly once, in (transaction, id) order, and
     no rolled-back one."""
     rng = random.Random(14)
     pauses = [[rng.random() * 0.004 for _ in range(TRANSACTIONS * 4)] for _ in range(WRITERS)]
     writers_done = threading.Event()
-    one_committed = threading.Event()
+    zero_written, one_committed = threading.Event(), threading.Event()
     errors: list[BaseException] = []
     rolled_back = []
 
@@ -93,6 +94,8 @@ def test_a_reader_following_the_feed_while_8_writers_commit_misses_nothing():
     def writer(n):
         try:
             pause = iter(pauses[n])
+            if n == 1:
+                assert zero_written.wait(WAIT)
             for i in range(TRANSACTIONS):
                 try:
                     with transaction.atomic():
@@ -100,7 +103,9 @@ def test_a_reader_following_the_feed_while_8_writers_commit_misses_nothing():
                             outbox.record([_event(n)])
                             time.sleep(next(pause))
                         if n == 0 and i == 0:
+                            zero_written.set()
                             assert one_committed.wait(WAIT)
+                            outbox.record([_event(n)])  # a higher id than writer 1's, older txid
                         if i % 7 == 6:
                             rolled_back.append(n)
                             raise Rollback
@@ -133,7 +138,7 @@ def test_a_reader_following_the_feed_while_8_writers_commit_misses_nothing():
     read_thread.join(WAIT * 3)
     assert not errors and not read_thread.is_alive()
     committed = list(Event.objects.order_by("txid", "id").values_list("id", flat=True))
-    expected_count = WRITERS * sum(1 + i % 3 for i in range(TRANSACTIONS) if i % 7 != 6)
+    expected_count = WRITERS * sum(1 + i % 3 for i in range(TRANSACTIONS) if i % 7 != 6) + 1
     assert len(committed) == expected_count and len(rolled_back) == WRITERS * 2
     assert seen == [f"evt_{pk}" for pk in committed]  # all, once, in visibility order
     by_id = sorted(committed)

@@ -39,6 +39,7 @@ class Receiver:
         self.received: list[tuple[str, dict]] = []  # (path, verified event), in arrival order
         self.unverified: list[str] = []
         self.flaky_failures = 0
+        self.flaky_event: str | None = None
         self.release = threading.Event()  # lets the hanging path answer
         self.hanging = threading.Event()  # set while the hanging path holds a request
         self.lock = threading.Lock()
@@ -59,7 +60,7 @@ class Receiver:
                     return self._answer(400)
                 with receiver.lock:
                     receiver.received.append((path, event))
-                self._answer(receiver.status_for(path))
+                self._answer(receiver.status_for(path, event["id"]))
 
             def _answer(self, status):
                 try:
@@ -74,11 +75,12 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def status_for(self, path: str) -> int:
-        if path == "/flaky":
+    def status_for(self, path: str, event_id: str) -> int:
+        if path == "/flaky":  # the first event it is sent fails three times, then succeeds
             with self.lock:
-                self.flaky_failures += 1
-                if self.flaky_failures <= 3:
+                self.flaky_event = self.flaky_event or event_id
+                if event_id == self.flaky_event and self.flaky_failures < 3:
+                    self.flaky_failures += 1
                     return 500
         if path == "/gone":
             return 410
