@@ -1,6 +1,6 @@
 """SPEC V3 in-process: the address rules (SSRF) at registration and at delivery, Standard
 Webhooks signatures, the backoff schedule, the give-up window, the admin's endpoint
-registration (secret shown once), attempts log and "send again"."""
+registration (secret shown once), attempts log, "send again" and "enable again"."""
 
 import socket
 from datetime import timedelta
@@ -165,3 +165,28 @@ def test_the_admin_shows_attempts_and_sends_a_delivery_again(staff_client, setti
     d.refresh_from_db()
     assert d.status == "pending"
     assert staff_client.get("/admin/events/event/").status_code == 200
+
+
+def test_the_admin_enables_a_disabled_endpoint_again_and_its_give_up_window_starts_anew(staff_client, settings):
+    settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    settings.WEBHOOK_GIVE_UP_SECONDS = 60
+    endpoint, _ = endpoint_create(url="http://127.0.0.1:9/in")  # nothing listens on port 9
+    lane, d = _pending(endpoint)
+    delivery.disable(endpoint, "The endpoint answered 410 Gone.")
+    Lane.objects.filter(pk=lane.pk).update(next_attempt_at=timezone.now() + timedelta(hours=1))
+    Delivery.objects.filter(pk=d.pk).update(first_attempt_at=timezone.now() - timedelta(seconds=61))
+
+    answer = staff_client.post("/admin/events/webhookendpoint/",
+                               {"action": "enable_again", "_selected_action": [endpoint.pk]}, follow=True)
+
+    assert "Enabled 1 endpoint(s)." in answer.content.decode()
+    endpoint.refresh_from_db()
+    lane.refresh_from_db()
+    d.refresh_from_db()
+    assert (endpoint.enabled, endpoint.disabled_at, endpoint.disabled_reason) == (True, None, "")
+    assert (lane.next_attempt_at, d.status, d.first_attempt_at) == (None, "pending", None)
+    # A failed try now starts a fresh window: the delivery stays pending, the endpoint enabled.
+    assert delivery.attempt(lane, d, lambda *a: None) is False
+    d.refresh_from_db()
+    endpoint.refresh_from_db()
+    assert d.status == "pending" and endpoint.enabled

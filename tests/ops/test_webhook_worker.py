@@ -9,13 +9,16 @@ every request with the Standard Webhooks library:
 - one hangs: no turn waits for it (the whole session is written while it holds a request)
   and the other endpoints receive everything while it still hangs; released, it catches up;
 - the worker SIGKILLed in the middle of a delivery and started again loses nothing and keeps
-  each user's order (the killed delivery is sent again: at least once).
+  each user's order (the killed delivery is sent again: at least once);
+- the worker's metrics (README, operations) count what it did, scraped from its port.
 
 PostgreSQL only (the worker shares the test database); every wait is bounded."""
 
 from __future__ import annotations
 
 import json
+import socket
+import urllib.request
 
 import pytest
 
@@ -147,3 +150,42 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_keeps_each_users_order(l
     with receiver.lock:
         assert sum(1 for p, event in receiver.received if event["id"] == held) >= 2  # sent again
     assert receiver.unverified == []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _metrics(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return {name: float(value) for name, value in
+            (line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("companion_"))}
+
+
+def test_the_workers_metrics_count_attempts_dispatches_pending_and_disabled_endpoints(settings):
+    from events.models import Event
+
+    settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    receiver, port = Receiver(), _free_port()
+    worker = WorkerProcess({**worker_env(), "EVENTS_WORKER_METRICS_PORT": str(port)})
+    try:
+        register(receiver, "/ok")
+        register(receiver, "/gone")
+        worker.start()
+        session()
+        total = Event.objects.count()
+        wait_until(lambda: len(receiver.first_receipts("/ok")) == total, "every event at /ok")
+        wait_until(lambda: _metrics(port).get("companion_webhook_pending_deliveries") == 0,
+                   "the pending gauge at 0")
+        seen = _metrics(port)
+        assert seen['companion_webhook_attempts_total{outcome="delivered"}'] == total
+        assert seen['companion_webhook_attempts_total{outcome="gone"}'] == 1
+        assert seen["companion_events_dispatched_total"] == total
+        assert seen["companion_webhook_disabled_endpoints"] == 1
+        assert seen["companion_webhook_attempt_seconds_count"] == total + 1
+    finally:
+        worker.stop()
+        receiver.stop()
