@@ -70,6 +70,8 @@ FULL = {
     "turn_sizes": [100, 1_000, 10_000],
     "forget_messages": 10_000,
     "forget_rounds": 15,
+    "feed_events": 1_000_000,
+    "feed_calls": 50,
     # The turn's floor: rounds of floor turns, each followed by the single-client turn.
     "floor": {"rounds": 6, "turns_per_round": 10, "seconds_per_round": 4.0},
 }
@@ -86,6 +88,8 @@ SMOKE = {
     "turn_sizes": [100],
     "forget_messages": 200,
     "forget_rounds": 3,
+    "feed_events": 2_000,
+    "feed_calls": 5,
     "floor": {"rounds": 2, "turns_per_round": 3, "seconds_per_round": 0.5},
 }
 TURN_CLIENTS = 8
@@ -134,8 +138,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both",
                         help="databases for the endpoint benchmarks (default: both; PostgreSQL is "
                              "skipped with a note when it is not reachable)")
-    parser.add_argument("--only", default="pure,endpoints,turns,relevance,forget",
-                        help="comma-separated sections: pure, endpoints, turns, relevance, forget")
+    parser.add_argument("--only", default="pure,endpoints,turns,relevance,forget,feed",
+                        help="comma-separated sections: pure, endpoints, turns, relevance, forget, feed")
     parser.add_argument("--turn-seconds", type=float, default=None,
                         help="duration of the whole-turn measurement (0 skips it)")
     parser.add_argument("--out", default=None, help="JSON output path")
@@ -215,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
     command = "python -m bench" + (" --smoke" if args.smoke else "") + (
         f" --db {args.db}" if args.db != "both" else "") + (
-        f" --only {args.only}" if sections != {"pure", "endpoints", "turns", "relevance", "forget"} else "") + (
+        f" --only {args.only}" if sections != {"pure", "endpoints", "turns", "relevance", "forget", "feed"} else "") + (
         " --populated" if args.populated else "") + (" (custom sizes)" if custom else "")
     started = time.perf_counter()
     results: dict = {
@@ -254,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             f"memories about the topic (relevance mean {q['relevance_mean']:.1f}, certainty mean "
             f"{q['certainty_mean']:.1f}) in {time.perf_counter() - started_quality:.1f}s")
 
-    if {"endpoints", "turns", "relevance", "forget"} & sections:
+    if {"endpoints", "turns", "relevance", "forget", "feed"} & sections:
         from .db import postgres_reachable
 
         vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
@@ -265,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"postgres: skipped ({pg_note})")
                 results["databases"].append({"db": "postgres", "skipped": f"not reachable: {pg_note}"})
                 continue
-            if not {"endpoints", "relevance", "forget"} & sections and vendor != "postgres":
+            if not {"endpoints", "relevance", "forget", "feed"} & sections and vendor != "postgres":
                 continue
             config = {
                 "seed": SEED,
@@ -286,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
                 "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
                 "forget_messages": sizes["forget_messages"] if "forget" in sections else 0,
                 "forget_rounds": sizes["forget_rounds"],
+                "feed_events": sizes["feed_events"] if "feed" in sections else 0,
+                "feed_calls": sizes["feed_calls"],
                 "floor_rounds": sizes["floor"]["rounds"] if "turns" in sections else 0,
                 "floor_turns_per_round": sizes["floor"]["turns_per_round"],
                 "floor_seconds_per_round": sizes["floor"]["seconds_per_round"],

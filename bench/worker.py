@@ -84,6 +84,11 @@ def main(vendor: str, config: dict, out_path: str) -> int:
 
             result["forget"] = forget.run(config["forget_messages"], config["forget_rounds"], log)
 
+        if config.get("feed_events"):
+            from . import feed
+
+            result["feed"] = feed.run(config["feed_events"], config["feed_calls"], token, log)
+
         if vendor == "postgres" and config.get("turn_seconds", 0) > 0:
             started = time.perf_counter()
             groups: dict[int, list] = {}

@@ -43,6 +43,8 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["txid", "id"], name="event_visibility"),
             models.Index(fields=["user_ref", "txid", "id"], name="event_user_visibility"),
+            # `?type=` of a rare type (user.deleted) walks this instead of the whole feed.
+            models.Index(fields=["type", "txid", "id"], name="event_type_visibility"),
             models.Index(fields=["occurred_at"], name="event_occurred"),
         ]
 
