@@ -304,11 +304,11 @@ def main(argv: list[str] | None = None) -> int:
             failed |= "error" in outcome
             results["databases"].append(outcome)
 
-    from . import report
+    from . import report, targets
 
     results["meta"]["load_end"] = loadavg()
     results["meta"]["seconds"] = time.perf_counter() - started
-    results["targets"] = report.targets(results)
+    results["targets"] = targets.targets(results)
     log(report.render(results, markdown=False))
 
     out = Path(args.out) if args.out else BENCH_DIR / "results" / (

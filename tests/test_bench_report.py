@@ -6,6 +6,7 @@ whatever its speed."""
 import re
 
 from bench import report
+from bench import targets as bench_targets
 
 
 def test_a_rewrite_keeps_the_hand_written_sections_and_everything_after_them():
@@ -82,7 +83,7 @@ TURN_TARGETS = ("single-client turn", "8 clients", "authenticated ping", "SQL pe
 
 
 def _verdicts(results) -> dict[str, str]:
-    return {r["target"]: r["result"] for r in report.targets(results)
+    return {r["target"]: r["result"] for r in bench_targets.targets(results)
             if r["target"].startswith(TURN_TARGETS)}
 
 
@@ -117,7 +118,7 @@ def test_a_phase_with_errors_misses_its_target_whatever_its_speed():
         ("ping_auth", ["8 clients", "authenticated ping"]),
         ("ping", ["authenticated ping"]),
     ):
-        rows = report.targets(_results(_turns(errors={phase: 3}), populated=_populated()))
+        rows = bench_targets.targets(_results(_turns(errors={phase: 3}), populated=_populated()))
         verdicts = {r["target"]: r for r in rows}
         for target in targets:
             [row] = [r for name, r in verdicts.items() if name.startswith(target)]
@@ -152,7 +153,7 @@ def test_an_exception_in_a_database_worker_is_a_miss():
 def test_a_cold_count_of_queries_is_not_judged():
     turns = _turns()
     turns["queries"]["warm"] = False
-    row = next(r for r in report.targets(_results(turns))
+    row = next(r for r in bench_targets.targets(_results(turns))
                if r["target"].startswith("SQL per whole turn"))
     assert row["result"] == "skipped" and "cold process" in row["measured"]
 
@@ -161,7 +162,7 @@ def test_no_target_names_an_issue_and_the_report_renders():
     results = _results(populated=_populated())
     results["meta"] = {"command": "python -m bench", "started": "now", "machine": "2 CPUs",
                        "load_start": "1.0", "load_end": "1.0", "how": "how", "seconds": 1.0}
-    results["targets"] = report.targets(results)
+    results["targets"] = bench_targets.targets(results)
     assert not [r["target"] for r in results["targets"] if re.search(r"issue \d", r["target"])]
     for markdown in (False, True):
         text = report.render(results, markdown=markdown)
@@ -202,7 +203,7 @@ def _pooled(errors=0, single_errors=0):
 
 
 def _by_name(results) -> dict[str, dict]:
-    return {r["target"]: r for r in report.targets(results)}
+    return {r["target"]: r for r in bench_targets.targets(results)}
 
 
 def test_the_turn_is_judged_against_its_floor_at_one_and_a_half_times():
@@ -248,7 +249,7 @@ def test_the_floor_and_the_pgbouncer_phase_are_in_the_whole_turn_table():
     results = _results({**_turns(), "floor": _floor(10.0), "pgbouncer": _pooled(errors=1)})
     results["meta"] = {"command": "python -m bench", "started": "now", "machine": "2 CPUs",
                        "load_start": "1.0", "load_end": "1.0", "how": "how", "seconds": 1.0}
-    results["targets"] = report.targets(results)
+    results["targets"] = bench_targets.targets(results)
     for markdown in (False, True):
         text = report.render(results, markdown=markdown)
         assert "floor: the turn's statements on raw psycopg + its turns.pipeline calls, 1,000 " \

@@ -18,7 +18,7 @@ read-only, S2 — an import ignores them and restores none, and deleting the use
 under a pseudonym), and resolving any context before and after gives the same results and plan
 hashes.
 
-Each section of the snapshot is one exporter (`_memory`, `_turn` …) and one
+Each section of the snapshot is one exporter (`snapshot_rows.memory_row`, `turn_row` …) and one
 `SnapshotInput` field whose canonical form (`serializer.data`) is exactly what the exporter
 writes: that is how an imported row is compared with a stored one, and what the round-trip
 test holds to.
@@ -26,15 +26,12 @@ test holds to.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from config.api import flatten_errors
 from config.clock import db_now
 from config.errors import ImportConflict, ValidationError
-from conversations.domain import scope_dict
 from conversations.models import Character, Conversation, Message, Turn
 from memory.forgetting import purge_covered
 from memory.models import (
@@ -55,187 +52,32 @@ from support.selectors import reveals_export
 from .import_events import import_events
 from .snapshot import SnapshotInput
 from .snapshot_references import FORMAT, memory_scope_id
+from .snapshot_rows import (
+    JOB_FIELDS,
+    answer_row,
+    character_row,
+    conversation_row,
+    decision_row,
+    idempotency_row,
+    iso,
+    job_row,
+    memory_row,
+    message_content,
+    message_row,
+    retraction_row,
+    rule_row,
+    tombstone_content,
+    tombstone_row,
+    turn_content,
+    turn_row,
+    user_object,
+    user_object_apply,
+    user_profile_apply,
+)
 
 User = get_user_model()
 
 __all__ = ["FORMAT", "user_export", "user_import"]
-
-
-def _t(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    text = value.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def _s(value) -> str | None:
-    return None if value is None else str(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# The user object: ONE place for its fields (with `snapshot.SnapshotUserInput`, which validates
-# them). A new per-user setting joins the snapshot with a line in each of these two functions
-# and a field there.
-
-
-def user_object(user, profile: MemoryProfile | None) -> dict:
-    return {
-        "ref": user.username, "email": user.email, "first_name": user.first_name,
-        "last_name": user.last_name, "date_joined": _t(user.date_joined),
-        "secret": profile.secret if profile else None,
-        # The zone the pages show times in (null: the service's).
-        "time_zone": (profile.time_zone or None) if profile else None,
-        # I8: the memory switches, with who changed them last and when.
-        "memory_settings": {
-            "learn": profile.learn if profile else True,
-            "use": profile.use if profile else True,
-            "changed_at": _t(profile.settings_changed_at) if profile else None,
-            "changed_by": (profile.settings_changed_by or None) if profile else None,
-        },
-    }
-
-
-def user_object_apply(user, data: dict, *, created: bool) -> None:
-    """Import the user object's fields. An existing user keeps its own; a recreated one gets
-    the snapshot's. (The secret is handled by `_import_secret`: it must agree with stored
-    hashes; the profile's fields by `user_profile_apply`.)"""
-    if not created:
-        return
-    user.email = data.get("email", "")
-    user.first_name = data.get("first_name", "")
-    user.last_name = data.get("last_name", "")
-    if data.get("date_joined"):
-        user.date_joined = data["date_joined"]
-
-
-def user_profile_apply(profile: MemoryProfile, data: dict) -> bool:
-    """The profile's part of the user object. A choice the user made here wins over the
-    snapshot's: the time zone is set only where none is chosen, the memory switches only
-    where they were never changed here. (Neither switch affects the import itself, I8.) True
-    when the snapshot's switches were taken."""
-    changed = []
-    if data.get("time_zone") and not profile.time_zone:
-        profile.time_zone = data["time_zone"]
-        changed.append("time_zone")
-    settings = data.get("memory_settings")
-    if settings and profile.settings_changed_at is None:
-        profile.learn, profile.use = settings["learn"], settings["use"]
-        profile.settings_changed_at = settings.get("changed_at")
-        profile.settings_changed_by = settings.get("changed_by") or ""
-        changed += ["learn", "use", "settings_changed_at", "settings_changed_by"]
-    if changed:
-        profile.save(update_fields=changed)
-    return "learn" in changed
-
-
-# ---------------------------------------------------------------------------------------------
-# Rows as snapshot dicts (also used to compare an imported row with a stored one)
-
-
-def _character(c: Character) -> dict:
-    return {"slug": c.slug, "name": c.name, "created_at": _t(c.created_at)}
-
-
-def _conversation(c: Conversation, slugs: dict) -> dict:
-    return {"id": str(c.pk), "character": slugs[c.character_id], "title": c.title,
-            "created_at": _t(c.created_at), "last_seq": c.last_seq}
-
-
-def _message(m: Message, withheld: set[str] = frozenset()) -> dict:
-    return {"id": str(m.pk), "conversation": str(m.conversation_id), "seq": m.seq, "role": m.role,
-            "content": m.content, "created_at": _t(m.created_at), "withheld": str(m.pk) in withheld}
-
-
-def _message_content(m: dict) -> dict:
-    """A message without `withheld`: derived from the tombstones' links (F6), which an import
-    restores beside what is stored."""
-    return {k: v for k, v in m.items() if k != "withheld"}
-
-
-def _turn(t: Turn) -> dict:
-    return {"id": str(t.pk), "conversation": str(t.conversation_id), "turn_key": t.turn_key,
-            "scene": t.scene, "status": t.status, "user_message": str(t.user_message_id),
-            "reply_message": _s(t.reply_message_id), "created_at": _t(t.created_at),
-            "extracted": t.extracted, "learning": t.learning, "plan_snapshot": t.plan_snapshot,
-            "plan_hash": t.plan_hash}
-
-
-def _turn_content(t: dict) -> dict:
-    """A turn without its plan snapshot: bookkeeping of the last plan asked for, not content."""
-    return {k: v for k, v in t.items() if k not in ("plan_snapshot", "plan_hash")}
-
-
-def _scope(kind: str, character_id, conversation_id, scene, slugs: dict) -> dict:
-    return scope_dict(kind, slugs.get(character_id), _s(conversation_id), scene)
-
-
-def _memory(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
-    return {
-        "id": str(r.pk), "key": r.key, "value": r.value,
-        "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
-        "status": r.status, "status_since": _t(r.status_since), "authority": r.authority,
-        "confidence": r.confidence, "valid_from": _t(r.valid_from), "valid_until": _t(r.valid_until),
-        "retracted_at": _t(r.retracted_at), "recorded_at": _t(r.recorded_at),
-        "evidence_time": _t(r.evidence_time), "sources": sorted(sources.get(r.pk, [])),
-        "supersedes": _s(r.supersedes_id), "version": r.version,
-    }
-
-
-def _tombstone(t: Tombstone, withheld: dict | None = None) -> dict:
-    messages, replies = (withheld or {}).get(str(t.pk), ([], []))
-    return {"id": str(t.pk), "scope": t.scope_id, "key": t.key, "value_hash": t.value_hash,
-            "forgotten_at": _t(t.forgotten_at), "blocks_sources_before": _t(t.blocks_sources_before),
-            "forgotten_by": t.forgotten_by, "withheld_messages": messages, "withheld_replies": replies}
-
-
-def _tombstone_content(t: dict) -> dict:
-    """A tombstone without its links (F6): an import adds the snapshot's to what is stored."""
-    return {k: v for k, v in t.items() if k not in ("withheld_messages", "withheld_replies")}
-
-
-def _retraction(r: SlotRetraction) -> dict:
-    return {"scope": r.scope_id, "key": r.key, "value_hash": r.value_hash, "retracted_at": _t(r.retracted_at)}
-
-
-def _idempotency(i: IdempotencyRecord) -> dict:
-    return {"key": i.key, "payload_hmac": i.payload_hmac, "outcome": i.outcome, "reason": i.reason,
-            "record": _s(i.record_id), "created_at": _t(i.created_at)}
-
-
-def _rule(r: PolicyRule, slugs: dict) -> dict:
-    return {"id": str(r.pk), "capability": r.capability_id, "effect": r.effect, "source": r.source,
-            "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
-            "requested_by": r.requested_by, "valid_from": _t(r.valid_from),
-            "valid_until": _t(r.valid_until), "revoked_at": _t(r.revoked_at), "version": r.version,
-            "supersedes": _s(r.supersedes_id), "created_at": _t(r.created_at)}
-
-
-def _decision(d: DecisionLog) -> dict:
-    return {"id": str(d.pk), "capability": d.capability, "requested_by": d.requested_by,
-            "effect": d.effect, "reason": d.reason, "rule_ids": d.rule_ids,
-            "defaults_version": d.defaults_version, "user_version": d.user_version,
-            "scope_ids": d.scope_ids, "decided_at": _t(d.decided_at)}
-
-
-def _answer(a: PolicyAnswer) -> dict:
-    return {"id": str(a.pk), "decision": str(a.decision_id), "answer": a.answer, "remember": a.remember,
-            "rule": _s(a.rule_id), "media_job": _s(a.media_job_id), "answered_at": _t(a.answered_at)}
-
-
-JOB_FIELDS = (
-    "idempotency_key", "requested_by", "scene", "status", "reason", "decision_effect",
-    "decision_reason", "decision_rule_ids", "admission_defaults_version", "admission_user_version",
-    "allowed_once", "start_defaults_version", "start_user_version",
-)
-
-
-def _job(j: MediaJob, slugs: dict) -> dict:
-    out = {"id": str(j.pk), "capability": j.capability_id, "character": slugs.get(j.character_id),
-           "conversation": _s(j.conversation_id), "decision_id": str(j.decision_id),
-           "start_decision_id": _s(j.start_decision_id), "created_at": _t(j.created_at),
-           "started_at": _t(j.started_at), "finished_at": _t(j.finished_at)}
-    out.update({f: getattr(j, f) for f in JOB_FIELDS})
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,23 +108,23 @@ def user_export(*, user) -> dict:
     held = {m for messages, _ in withheld.values() for m in messages}
     return {
         "format": FORMAT,
-        "exported_at": _t(db_now()),
+        "exported_at": iso(db_now()),
         "user": user_object(user, profile),
-        "characters": [_character(c) for c in characters],
-        "conversations": [_conversation(c, slugs) for c in conversations],
-        "messages": [_message(m, held)
+        "characters": [character_row(c) for c in characters],
+        "conversations": [conversation_row(c, slugs) for c in conversations],
+        "messages": [message_row(m, held)
                      for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")],
-        "turns": [_turn(t) for t in Turn.objects.filter(user=user).order_by("created_at", "id")],
-        "memories": [_memory(r, slugs, sources) for r in memories],
-        "tombstones": [_tombstone(t, withheld)
+        "turns": [turn_row(t) for t in Turn.objects.filter(user=user).order_by("created_at", "id")],
+        "memories": [memory_row(r, slugs, sources) for r in memories],
+        "tombstones": [tombstone_row(t, withheld)
                        for t in Tombstone.objects.filter(user=user).order_by("forgotten_at", "id")],
-        "retractions": [_retraction(r) for r in SlotRetraction.objects.filter(user=user).order_by("retracted_at", "id")],
-        "idempotency": [_idempotency(i) for i in IdempotencyRecord.objects.filter(user=user).order_by("created_at", "id")],
-        "policy_rules": [_rule(r, slugs) for r in rules],
+        "retractions": [retraction_row(r) for r in SlotRetraction.objects.filter(user=user).order_by("retracted_at", "id")],
+        "idempotency": [idempotency_row(i) for i in IdempotencyRecord.objects.filter(user=user).order_by("created_at", "id")],
+        "policy_rules": [rule_row(r, slugs) for r in rules],
         "policy_version": {"defaults": versions.defaults, "user": max(version, versions.user)},
-        "decisions": [_decision(d) for d in DecisionLog.objects.filter(user=user).order_by("decided_at", "id")],
-        "answers": [_answer(a) for a in PolicyAnswer.objects.filter(user=user).order_by("answered_at", "id")],
-        "media_jobs": [_job(j, slugs) for j in jobs],
+        "decisions": [decision_row(d) for d in DecisionLog.objects.filter(user=user).order_by("decided_at", "id")],
+        "answers": [answer_row(a) for a in PolicyAnswer.objects.filter(user=user).order_by("answered_at", "id")],
+        "media_jobs": [job_row(j, slugs) for j in jobs],
         "keys": [{"key": k.key, "cardinality": k.cardinality, "label": k.label}
                  for k in KeyDefinition.objects.filter(key__in=keys).order_by("key")],
         "reveals": reveals_export(user),  # S2: read-only; an import ignores it
@@ -455,13 +297,13 @@ class _Import:
         user, chars = self.user, self.characters
         self.merge(
             Conversation, "conversations", "conversation",
-            as_dict=lambda e: _conversation(e, self.slugs),
+            as_dict=lambda e: conversation_row(e, self.slugs),
             build=lambda v, c: Conversation(id=v["id"], user=user, character=chars[v["character"]], title=v["title"],
                                          created_at=v["created_at"], last_seq=v["last_seq"]),
         )
         self.merge(
-            Message, "messages", "message", as_dict=_message,
-            same=lambda row, mine, theirs: (_message_content(mine), _message_content(theirs)),
+            Message, "messages", "message", as_dict=message_row,
+            same=lambda row, mine, theirs: (message_content(mine), message_content(theirs)),
             build=lambda v, c: Message(id=v["id"], user=user, conversation_id=v["conversation"], seq=v["seq"],
                                     role=v["role"], content=v["content"], created_at=v["created_at"]),
         )
@@ -471,8 +313,8 @@ class _Import:
             if top > c.last_seq:
                 Conversation.objects.filter(pk=c.pk).update(last_seq=top)
         self.merge(
-            Turn, "turns", "turn", as_dict=_turn,
-            same=lambda row, mine, theirs: (_turn_content(mine), _turn_content(theirs)),
+            Turn, "turns", "turn", as_dict=turn_row,
+            same=lambda row, mine, theirs: (turn_content(mine), turn_content(theirs)),
             build=lambda v, c: Turn(id=v["id"], user=user, conversation_id=v["conversation"], turn_key=v["turn_key"],
                                  scene=v["scene"], status=v["status"], user_message_id=v["user_message"],
                                  reply_message_id=v.get("reply_message"), created_at=v["created_at"],
@@ -509,7 +351,7 @@ class _Import:
                 retracted_at=v.get("retracted_at"), version=v["version"], supersedes_id=v.get("supersedes"),
             )
 
-        created = self.merge(MemoryRecord, "memories", "memory", as_dict=lambda e: _memory(e, self.slugs, sources_of),
+        created = self.merge(MemoryRecord, "memories", "memory", as_dict=lambda e: memory_row(e, self.slugs, sources_of),
                              same=same, build=build)
         self.imported_memories = bool(created)
         self.created_memories = created
@@ -522,8 +364,8 @@ class _Import:
         """Tombstones, retractions and idempotency records."""
         user = self.user
         self.created_tombstones = self.merge(
-            Tombstone, "tombstones", "tombstone", as_dict=_tombstone,
-            same=lambda row, mine, theirs: (_tombstone_content(mine), _tombstone_content(theirs)),
+            Tombstone, "tombstones", "tombstone", as_dict=tombstone_row,
+            same=lambda row, mine, theirs: (tombstone_content(mine), tombstone_content(theirs)),
             build=lambda v, c: Tombstone(id=v["id"], user=user, scope_id=v["scope"], key=v["key"], value_hash=v["value_hash"],
                                       forgotten_at=v["forgotten_at"], blocks_sources_before=v["blocks_sources_before"],
                                       forgotten_by=v["forgotten_by"]),
@@ -532,7 +374,7 @@ class _Import:
         stored = {str(t.pk): t for t in Tombstone.objects.filter(user=user)}
         for v, c in self.rows("tombstones"):
             withhold_links(stored[str(v["id"])], c["withheld_messages"], c["withheld_replies"])
-        have = {tuple(_retraction(r).values()) for r in SlotRetraction.objects.filter(user=user)}
+        have = {tuple(retraction_row(r).values()) for r in SlotRetraction.objects.filter(user=user)}
         new = []
         for v, c in self.rows("retractions"):
             ident = tuple(c.values())
@@ -548,7 +390,7 @@ class _Import:
         for v, c in self.rows("idempotency"):
             existing = stored.get(v["key"])
             if existing is not None:
-                if _idempotency(existing) != dict(c):
+                if idempotency_row(existing) != dict(c):
                     raise _conflict("idempotency key", v["key"])
                 self.counts["skipped"] += 1
                 continue
@@ -575,7 +417,7 @@ class _Import:
                 created_at=v["created_at"],
             )
 
-        self.created_rules = self.merge(PolicyRule, "policy_rules", "policy rule", as_dict=lambda e: _rule(e, self.slugs),
+        self.created_rules = self.merge(PolicyRule, "policy_rules", "policy rule", as_dict=lambda e: rule_row(e, self.slugs),
                    same=same_rule, build=build_rule)
 
         wanted = self.v["policy_version"].get("user", 0)
@@ -585,14 +427,14 @@ class _Import:
             row.save(update_fields=["version"])
 
         self.merge(
-            DecisionLog, "decisions", "decision", as_dict=_decision,
+            DecisionLog, "decisions", "decision", as_dict=decision_row,
             build=lambda v, c: DecisionLog(
                 id=v["id"], user=user, capability=v["capability"], requested_by=v["requested_by"], effect=v["effect"],
                 reason=v["reason"], rule_ids=[str(r) for r in v["rule_ids"]], defaults_version=v["defaults_version"],
                 user_version=v["user_version"], scope_ids=list(v["scope_ids"]), decided_at=v["decided_at"]),
         )
         self.merge(
-            MediaJob, "media_jobs", "media job", as_dict=lambda e: _job(e, self.slugs),
+            MediaJob, "media_jobs", "media job", as_dict=lambda e: job_row(e, self.slugs),
             build=lambda v, c: MediaJob(
                 id=v["id"], user=user, capability_id=v["capability"],
                 character=chars[v["character"]] if v.get("character") else None,
@@ -603,7 +445,7 @@ class _Import:
                 decision_rule_ids=[str(r) for r in v["decision_rule_ids"]]),
         )
         self.merge(
-            PolicyAnswer, "answers", "answer", as_dict=_answer,
+            PolicyAnswer, "answers", "answer", as_dict=answer_row,
             build=lambda v, c: PolicyAnswer(
                 id=v["id"], user=user, decision_id=v["decision"], answer=v["answer"], remember=v["remember"],
                 rule_id=v.get("rule"), media_job_id=v.get("media_job"), answered_at=v["answered_at"]),

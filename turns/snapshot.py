@@ -9,7 +9,7 @@ against the snapshot itself or the catalog (characters, capabilities). Errors na
 the field (`memories.3.valid_from`).
 
 The validated rows' representation (`serializer.data`) is the snapshot's canonical form: the
-same dicts `turns.portability` exports, which is how an imported row is compared with
+same dicts `turns.snapshot_rows` writes, which is how an imported row is compared with
 a stored one.
 """
 
@@ -141,8 +141,8 @@ class PolicyScopeInput(_NullsAbsent, RuleScopeInput):
 
 # ---------------------------------------------------------------------------------------------
 # The user object: ONE place for its fields. A new per-user setting joins the snapshot with a
-# field here, a line in `portability.user_object` (export) and one in
-# `portability.user_object_apply` (import).
+# field here, a line in `snapshot_rows.user_object` (export) and one in
+# `snapshot_rows.user_object_apply` (import).
 
 
 @extend_schema_field({"type": "string", "enum": sorted(known_time_zones())})

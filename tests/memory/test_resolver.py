@@ -1,114 +1,37 @@
-"""The pure resolver (SPEC §3 R1–R8), history windows (W11) and normalisation (W12).
+"""The pure resolver (SPEC §3 R1–R8) and E1's slot winner; W11 and W12 have their own files
+(test_history.py, test_normalisation.py), this one keeps their linear cost on a long slot.
 
-No database: records are built in memory. Times are hours after T0, UTC."""
+No database: records are built in memory (tests/memory/records.py)."""
 
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from conversations.domain import Context, Scope
+from conversations.domain import Scope
 from memory import resolver as resolver_module
-from memory.domain import RESOLVER_VERSION, MemoryRecord, Tombstone, value_hash
-from memory.history import effective_ends, history_order
-from memory.normalisation import StatusChange, apply_changes, plan_normalisation
-from memory.resolver import resolve, resolve_slot
-
-T0 = datetime(2026, 8, 1, tzinfo=UTC)
-USER = "ana"
-CHAR = "captain-rowan"
-CONV = "6f1c3f0e-6a1d-4a57-9d0e-3b8c2f1a9e10"
-OTHER_CONV = "0b7e9a52-1c55-4d8e-8a53-2f0f4f3d6c21"
-SECRET = b"per-user-secret"
-MANY = frozenset({"user.likes"})
-
-USER_SCOPE = Scope("user")
-CHAR_SCOPE = Scope("character", character=CHAR)
-CONV_SCOPE = Scope("conversation", conversation=CONV)
-SCENE_SCOPE = Scope("scene", conversation=CONV, scene="greenhouse")
-
-
-def at(hours: float) -> datetime:
-    return T0 + timedelta(hours=hours)
-
-
-def rec(
-    id: str,
-    *,
-    key: str = "pet.name",
-    value: str = "Rex",
-    scope: Scope = USER_SCOPE,
-    authority: str = "rule-extracted",
-    vf: float = 0,
-    vu: float | None = None,
-    version: int = 1,
-    status: str = "active",
-    since: float | None = None,
-    supersedes: str | None = None,
-    evidence: float | None = None,
-    confidence: float = 1.0,
-    user: str = USER,
-) -> MemoryRecord:
-    return MemoryRecord(
-        id=id,
-        user=user,
-        key=key,
-        value=value,
-        scope=scope,
-        authority=authority,
-        valid_from=at(vf),
-        recorded_at=at(vf),
-        evidence_time=at(vf if evidence is None else evidence),
-        version=version,
-        status=status,
-        status_since=None if since is None else at(since),
-        confidence=confidence,
-        valid_until=None if vu is None else at(vu),
-        supersedes=supersedes,
-        sources=("m1",),
-    )
-
-
-def tomb(
-    id: str,
-    *,
-    key: str = "pet.name",
-    scope_id: str = f"user:{USER}",
-    before: float = 10,
-    hashed: str | None = None,
-    user: str = USER,
-) -> Tombstone:
-    return Tombstone(
-        id=id,
-        user=user,
-        scope_id=scope_id,
-        key=key,
-        forgotten_at=at(before),
-        blocks_sources_before=at(before),
-        value_hash=hashed,
-    )
-
-
-def ctx(now: float = 100, *, scene: str | None = None, character: str = CHAR,
-        conversation: str = CONV) -> Context:
-    return Context(
-        user=USER, character=character, conversation=conversation, now=at(now), scene=scene
-    )
-
-
-def run(records, now: float = 100, tombstones=(), **kwargs):
-    return resolve(records, tombstones, kwargs.pop("context", None) or ctx(now),
-                   many_keys=MANY, secret=SECRET, **kwargs)
-
-
-def outcome(resolution) -> dict[str, str]:
-    """id → reason, "active" for winners."""
-    out = {r.id: "active" for r in resolution.active}
-    out.update({e.id: e.reason for e in resolution.excluded})
-    return out
-
+from memory.domain import RESOLVER_VERSION, value_hash
+from memory.history import effective_ends
+from memory.normalisation import apply_changes, plan_normalisation
+from memory.resolver import resolve_slot
+from tests.memory.records import (
+    CHAR,
+    CHAR_SCOPE,
+    CONV,
+    CONV_SCOPE,
+    OTHER_CONV,
+    SCENE_SCOPE,
+    SECRET,
+    USER,
+    USER_SCOPE,
+    at,
+    ctx,
+    outcome,
+    rec,
+    run,
+    tomb,
+)
 
 # ---------------------------------------------------------------------------------------------
 # R1 scope
@@ -484,160 +407,6 @@ def test_it_refuses_records_of_several_slots():
     with pytest.raises(ValueError):
         resolve_slot([rec("a", key="user.likes"), rec("b", key="user.likes", value="x")],
                      at(1), many=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# W11 history
-
-
-@pytest.mark.parametrize(
-    ("records", "expected"),
-    [
-        # a chain: each version ends where its correction starts
-        ([rec("v1"), rec("v2", vf=2, version=2, supersedes="v1"),
-          rec("v3", vf=4, version=3, supersedes="v2")],
-         {"v1": 2, "v2": 4, "v3": None}),
-        # its own valid_until comes first
-        ([rec("v1", vu=1), rec("v2", vf=2, version=2, supersedes="v1")],
-         {"v1": 1, "v2": None}),
-        # a temporary override (closed) cuts nothing: the old value comes back after it
-        ([rec("v1"), rec("v2", vf=2, vu=4, version=2, supersedes="v1")],
-         {"v1": None, "v2": 4}),
-        # a later open record with lower authority does not cut; with equal authority it does
-        ([rec("hi", authority="user-confirmed"),
-          rec("lo", vf=2, version=2, authority="model-inferred"),
-          rec("eq", vf=5, version=3, authority="user-confirmed")],
-         {"hi": 5, "lo": 5, "eq": None}),
-        # never before its own valid_from (a correction that starts earlier); the record a
-        # correction supersedes never cuts the correction, even if it starts later
-        ([rec("v1", vf=3), rec("v2", vf=1, version=2, supersedes="v1")],
-         {"v1": 3, "v2": None}),
-        # equal valid_from: the higher version is later and cuts to an empty window
-        ([rec("v1", vf=3), rec("v2", vf=3, version=2)], {"v1": 3, "v2": None}),
-        # forgotten skeletons neither cut nor get cut
-        ([rec("v1"), rec("f", vf=2, version=2, supersedes="v1", status="forgotten", since=3,
-                         value=""),
-          rec("f2", vf=1, vu=9, version=3, status="forgotten", since=3, value=""),
-          rec("v4", vf=5, version=4)],
-         {"v1": 5, "f": None, "f2": 9, "v4": None}),
-    ],
-)
-def test_it_derives_effective_ends(records, expected):
-    """W11: the earliest of own valid_until, the first open-ended superseding record's
-    valid_from, and the earliest later open-ended record of the slot with at least its
-    authority — never before its own valid_from."""
-    ends = effective_ends(records)
-    assert ends == {k: None if v is None else at(v) for k, v in expected.items()}
-
-
-def test_it_derives_effective_ends_per_value_slot_of_a_many_key():
-    """W11: for a many key, only records of the same value slot cut each other."""
-    records = [rec("jazz", key="user.likes", value="Jazz"),
-               rec("rain", key="user.likes", value="rain", vf=2, version=2),
-               rec("jazz2", key="user.likes", value="JAZZ", vf=4, version=3)]
-    assert effective_ends(records, many=True) == {"jazz": at(4), "rain": None, "jazz2": None}
-
-
-def test_it_lists_history_by_valid_from_then_version():
-    """W11: history order is (valid_from, version), whatever the write order."""
-    records = [rec("c", vf=2, version=1), rec("a", vf=1, version=3), rec("b", vf=2, version=0),
-               rec("a", vf=1, version=3)]
-    assert [r.id for r in history_order(records)] == ["a", "b", "c"]
-
-
-# ---------------------------------------------------------------------------------------------
-# W12 normalisation
-
-
-def test_it_marks_expired_records_since_their_valid_until():
-    """W12: expired since valid_until, only once valid_until <= now."""
-    records = [rec("a", vu=5), rec("b", key="dog.name", vu=7)]
-    assert plan_normalisation(records, at(6)) == [StatusChange("a", "expired", at(5))]
-
-
-def test_it_marks_a_chain_from_the_oldest_record_up():
-    """W12: each version is superseded since its open-ended correction's valid_from, and a
-    record is marked only after what it supersedes; any input order gives the same plan."""
-    records = [rec("v1"), rec("v2", vf=1, version=2, supersedes="v1"),
-               rec("v3", vf=2, version=3, supersedes="v2"),
-               rec("v4", vf=3, version=4, supersedes="v3")]
-    expected = [StatusChange("v1", "superseded", at(1)),
-                StatusChange("v2", "superseded", at(2)),
-                StatusChange("v3", "superseded", at(3))]
-    assert plan_normalisation(records, at(10)) == expected
-    assert plan_normalisation(list(reversed(records)), at(10)) == expected
-    # the last correction is not valid yet at 2.5: v3 stays unmarked
-    assert plan_normalisation(records, at(2.5)) == expected[:2]
-
-
-@pytest.mark.parametrize(
-    ("correction", "why"),
-    [
-        ({"vu": 19}, "a temporary override hides only inside its window"),
-        ({"status": "forgotten", "since": 2, "value": ""}, "a forgotten record hides nothing"),
-        ({"evidence": -5}, "older evidence: a tombstone could block it alone"),
-        ({"vf": 20}, "not valid yet at the normalisation time"),
-    ],
-)
-def test_it_does_not_mark_what_an_unusable_correction_names(correction, why):
-    """W12: only an open-ended, active or superseded correction with valid_from <= now marks
-    what it names (and not one whose evidence is older than the record's)."""
-    records = [rec("v1"), rec("v2", version=2, supersedes="v1", **{"vf": 1, **correction})]
-    assert plan_normalisation(records, at(10)) == [], why
-
-
-def test_it_waits_for_the_whole_chain_before_marking():
-    """W12: v3 supersedes a temporary override v2, which hides v1 only inside its window.
-    v1 is never marked by v2, so v2 must not be marked superseded (a database skipping it
-    would let v1 back); once v2's window is over it is marked expired instead."""
-    records = [rec("v1"), rec("v2", vf=1, vu=6, version=2, supersedes="v1"),
-               rec("v3", vf=3, version=3, supersedes="v2")]
-    assert plan_normalisation(records, at(4)) == []
-    assert plan_normalisation(records, at(7)) == [StatusChange("v2", "expired", at(6))]
-
-
-def test_it_never_touches_forgotten_rows_or_re_marks_marked_ones():
-    """W12: forgotten rows stay as they are and a marked row keeps its mark."""
-    records = [rec("f", vu=1, status="forgotten", since=2, value=""),
-               rec("s", key="dog.name", vu=1, status="superseded", since=0.5),
-               rec("e", key="cat.name", vu=1, status="expired", since=1)]
-    assert plan_normalisation(records, at(10)) == []
-
-
-def test_it_prefers_the_earlier_mark_when_both_apply():
-    """W12: superseded since 2 beats expired since 5 (the row hides sooner); the reverse
-    picks expired."""
-    records = [rec("v1", vu=5), rec("v2", vf=2, version=2, supersedes="v1")]
-    assert plan_normalisation(records, at(10)) == [StatusChange("v1", "superseded", at(2))]
-    records = [rec("v1", vu=1), rec("v2", vf=2, version=2, supersedes="v1")]
-    assert plan_normalisation(records, at(10)) == [StatusChange("v1", "expired", at(1))]
-
-
-def test_it_normalises_idempotently_without_changing_the_resolution():
-    """W12: applying the plan then planning again gives []; the resolution is the same at
-    every now, also when rows marked before now are skipped."""
-    records = [rec("v1"), rec("v2", vf=1, version=2, supersedes="v1"),
-               rec("v3", vf=2, version=3, supersedes="v2"), rec("x", key="dog.name", vu=3)]
-    plan = plan_normalisation(records, at(10))
-    normalised = apply_changes(records, plan)
-    assert plan_normalisation(normalised, at(10)) == []
-    for now in (-1, 0, 0.5, 1, 1.5, 2, 3, 4, 11):
-        before = run(records, now=now)
-        after = run(normalised, now=now)
-        assert [r.id for r in after.active] == [r.id for r in before.active]
-        assert after.excluded == before.excluded
-        skipped = [r for r in normalised
-                   if r.status not in ("superseded", "expired") or r.status_since > at(now)]
-        reduced = outcome(run(skipped, now=now))
-        assert reduced == {k: v for k, v in outcome(before).items() if k in reduced}
-
-
-def test_it_applies_changes_in_place_of_the_rows():
-    """apply_changes writes status and status_since and keeps the input order."""
-    records = [rec("b"), rec("a", vu=1)]
-    changed = apply_changes(records, [StatusChange("a", "expired", at(1))])
-    assert [(r.id, r.status, r.status_since) for r in changed] == [
-        ("b", "active", None), ("a", "expired", at(1))]
 
 
 # ---------------------------------------------------------------------------------------------
