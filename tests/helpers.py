@@ -1,3 +1,4 @@
+import json
 import logging
 import subprocess
 from pathlib import Path
@@ -74,3 +75,19 @@ def stop_process(proc: subprocess.Popen, timeout: float = 20) -> None:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+PROBLEM = "application/problem+json"
+
+
+def assert_problem(response, status: int, code: str, field: str | None = None) -> dict:
+    """SPEC §10: the answer is RFC 9457 problem details of `status` with the stable `code`,
+    its type the code's page, naming `field` among its errors when given. Returns the body."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == PROBLEM
+    body = json.loads(response.content)
+    assert (body["code"], body["status"], body["type"]) == (code, status, f"/problems/{code}"), body
+    assert body["title"] and body["detail"]
+    if field is not None:
+        assert field in body["errors"], body
+    return body

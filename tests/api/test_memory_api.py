@@ -6,6 +6,7 @@ import pytest
 
 from memory.models import MemoryRecord, Tombstone
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -15,15 +16,6 @@ USER_SCOPE = {"kind": "user"}
 def assert_memory(api, **body):
     body.setdefault("scope", USER_SCOPE)
     return api.post("/api/v1/memories", body, format="json")
-
-
-def problem(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert body["code"] == code and body["status"] == status
-    assert {"type", "title", "detail"} <= set(body)
-    return body
 
 
 MEMORY_FIELDS = {
@@ -69,26 +61,26 @@ def test_it_answers_bad_input_with_a_problem_naming_the_field(api, sam, patch, f
     """W1 / §10: 400 validation_error naming the field; nothing stored."""
     body = {"user": "sam", "key": "pet.name", "value": "Rex", **patch}
     r = assert_memory(api, **body)
-    errors = problem(r, 400, "validation_error")["errors"]
+    errors = assert_problem(r, 400, "validation_error")["errors"]
     assert field in errors, errors
     assert MemoryRecord.objects.count() == 0
 
 
 def test_it_refuses_malformed_json(api, sam):
     r = api.post("/api/v1/memories", data=b"{not json", content_type="application/json")
-    problem(r, 400, "validation_error")
+    assert_problem(r, 400, "validation_error")
 
 
 def test_it_refuses_a_missing_or_revoked_token(client, api_token, sam):
     """§10: the API needs a Bearer token; a session never gets in."""
-    problem(client.get("/api/v1/memories?user=sam"), 401, "unauthenticated")
+    assert_problem(client.get("/api/v1/memories?user=sam"), 401, "unauthenticated")
     from django.utils import timezone
 
     from config.models import ApiToken
 
     ApiToken.objects.update(revoked_at=timezone.now())
     r = client.get("/api/v1/memories?user=sam", HTTP_AUTHORIZATION=f"Bearer {api_token}")
-    problem(r, 401, "unauthenticated")
+    assert_problem(r, 401, "unauthenticated")
 
 
 def test_it_does_not_accept_a_session(client, sam):
@@ -96,7 +88,7 @@ def test_it_does_not_accept_a_session(client, sam):
     sam.is_staff = sam.is_superuser = True
     sam.save()
     client.force_login(sam)
-    problem(client.get("/api/v1/memories?user=sam"), 401, "unauthenticated")
+    assert_problem(client.get("/api/v1/memories?user=sam"), 401, "unauthenticated")
 
 
 def test_it_answers_unchanged_and_replayed_with_200(api, sam):
@@ -108,14 +100,14 @@ def test_it_answers_unchanged_and_replayed_with_200(api, sam):
     same = assert_memory(api, user="sam", key="story.lantern.status", value="Unlit")
     assert (same.status_code, same.json()["outcome"]) == (200, "unchanged")
     reused = assert_memory(api, user="sam", key="story.lantern.status", value="lit", idempotency_key="a")
-    problem(reused, 409, "idempotency_key_reused")
+    assert_problem(reused, 409, "idempotency_key_reused")
 
 
 def test_it_answers_an_authority_conflict_with_409(api, sam):
     """W6: explicit supersedes over a higher authority → 409 authority_conflict."""
     corrected = assert_memory(api, user="sam", key="pet.name", value="Max", authority="user-corrected").json()
     r = assert_memory(api, user="sam", key="pet.name", value="Rex", supersedes=corrected["memory"]["id"])
-    problem(r, 409, "authority_conflict")
+    assert_problem(r, 409, "authority_conflict")
 
 
 def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
@@ -148,10 +140,10 @@ def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
 
 
 def test_it_answers_404_for_unknown_ids(api, sam):
-    problem(api.get(f"/api/v1/memories/{uuid.uuid4()}"), 404, "not_found")
-    problem(api.get("/api/v1/memories/not-a-uuid"), 404, "not_found")
-    problem(api.post(f"/api/v1/memories/{uuid.uuid4()}/confirm", {}, format="json"), 404, "not_found")
-    problem(api.delete(f"/api/v1/tombstones/{uuid.uuid4()}"), 404, "not_found")
+    assert_problem(api.get(f"/api/v1/memories/{uuid.uuid4()}"), 404, "not_found")
+    assert_problem(api.get("/api/v1/memories/not-a-uuid"), 404, "not_found")
+    assert_problem(api.post(f"/api/v1/memories/{uuid.uuid4()}/confirm", {}, format="json"), 404, "not_found")
+    assert_problem(api.delete(f"/api/v1/tombstones/{uuid.uuid4()}"), 404, "not_found")
 
 
 def test_it_resolves_with_prompt_and_explain(api, sam, ctx, conv):
@@ -176,7 +168,7 @@ def test_it_resolves_with_prompt_and_explain(api, sam, ctx, conv):
 def test_it_refuses_a_context_with_a_conversation_of_another_user(api, sam, rowan):
     other = ConversationFactory(user=UserFactory(username="mallory"), character=rowan)
     r = api.post("/api/v1/memory/resolve", {"context": {"user": "sam", "conversation": str(other.pk)}}, format="json")
-    assert "context.conversation" in problem(r, 400, "validation_error")["errors"]
+    assert "context.conversation" in assert_problem(r, 400, "validation_error")["errors"]
 
 
 def test_it_shows_history_with_effective_ends(api, sam):

@@ -7,6 +7,7 @@ import pytest
 
 from memory.models import MemoryProfile, MemoryRecord
 from tests.factories import MessageFactory
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -19,13 +20,6 @@ def settings_of(api, ref="sam"):
 
 def put(api, body, ref="sam"):
     return api.put(URL.format(ref), body, format="json")
-
-
-def problem(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    assert response.json()["code"] == code
-    return response.json()
 
 
 def assert_memory(api, **body):
@@ -81,8 +75,8 @@ def test_it_records_nothing_when_nothing_changes(api, sam):
 
 
 def test_it_answers_404_for_an_unknown_user(api, sam):
-    problem(settings_of(api, "nobody"), 404, "not_found")
-    problem(put(api, {"learn": False}, "nobody"), 404, "not_found")
+    assert_problem(settings_of(api, "nobody"), 404, "not_found")
+    assert_problem(put(api, {"learn": False}, "nobody"), 404, "not_found")
 
 
 @pytest.mark.parametrize(
@@ -95,12 +89,12 @@ def test_it_answers_404_for_an_unknown_user(api, sam):
 )
 def test_it_refuses_anything_but_booleans(api, sam, body, field):
     """§10: bad types → 400 validation_error naming the field; nothing changes."""
-    assert field in problem(put(api, body), 400, "validation_error")["errors"]
+    assert field in assert_problem(put(api, body), 400, "validation_error")["errors"]
     assert settings_of(api).json()["changed_at"] is None
 
 
 def test_it_refuses_a_body_that_is_not_an_object(api, sam):
-    problem(put(api, [True]), 400, "validation_error")
+    assert_problem(put(api, [True]), 400, "validation_error")
 
 
 # ---------------------------------------------------------------------------------------------

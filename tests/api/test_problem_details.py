@@ -14,7 +14,9 @@ def test_it_answers_an_unknown_api_path_with_a_problem(api):
 
 def test_it_refuses_a_request_without_a_token(client):
     response = client.get("/api/v1/policy/capabilities")
-    assert response.status_code in (401, 404)  # 404 until the policy routes exist
+    assert response.status_code == 401
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "unauthenticated"
 
 
 def test_it_serves_the_schema_and_docs_without_a_cdn(client):

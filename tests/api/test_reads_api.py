@@ -10,19 +10,11 @@ import pytest
 from django.db import connection
 
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 
 LIST_KEYS = {"count", "next", "previous", "results"}
-
-
-def problem(response, status, code, field=None):
-    assert response.status_code == status, response.content
-    body = response.json()
-    assert body["code"] == code
-    if field is not None:
-        assert field in body["errors"], body
-    return body
 
 
 def turn(api, conv, key, content):
@@ -52,8 +44,8 @@ def test_c4_a_user_reads_back_as_put_stored_it(api):
 
 
 def test_c4_an_unknown_user_is_a_404_and_an_unknown_parameter_a_400(api, sam):
-    problem(api.get("/api/v1/users/nobody"), 404, "not_found")
-    problem(api.get("/api/v1/users/sam?verbose=1"), 400, "validation_error", "verbose")
+    assert_problem(api.get("/api/v1/users/nobody"), 404, "not_found")
+    assert_problem(api.get("/api/v1/users/sam?verbose=1"), 400, "validation_error", "verbose")
 
 
 def test_c4_a_character_reads_back_and_an_unknown_slug_is_a_404(api):
@@ -61,8 +53,8 @@ def test_c4_a_character_reads_back_and_an_unknown_slug_is_a_404(api):
     got = api.get("/api/v1/characters/captain-rowan")
     assert got.status_code == 200 and got.json() == put.json() == {
         "slug": "captain-rowan", "name": "Captain Rowan"}
-    problem(api.get("/api/v1/characters/nobody"), 404, "not_found")
-    problem(api.get("/api/v1/characters/captain-rowan?x=1"), 400, "validation_error", "x")
+    assert_problem(api.get("/api/v1/characters/nobody"), 404, "not_found")
+    assert_problem(api.get("/api/v1/characters/captain-rowan?x=1"), 400, "validation_error", "x")
 
 
 def test_c4_the_characters_are_a_list_by_slug(api):
@@ -74,8 +66,8 @@ def test_c4_the_characters_are_a_list_by_slug(api):
     page = api.get("/api/v1/characters?limit=2&offset=1").json()
     assert [c["slug"] for c in page["results"]] == ["mole", "wren"]
     assert page["previous"] is not None and page["next"] is None
-    problem(api.get("/api/v1/characters?sort=name"), 400, "validation_error", "sort")
-    problem(api.get("/api/v1/characters?limit=0"), 400, "validation_error", "limit")
+    assert_problem(api.get("/api/v1/characters?sort=name"), 400, "validation_error", "sort")
+    assert_problem(api.get("/api/v1/characters?limit=0"), 400, "validation_error", "limit")
 
 
 def test_c4_the_character_list_runs_a_flat_number_of_queries(api, django_assert_num_queries):
@@ -103,8 +95,8 @@ def test_c4_a_conversation_reads_back_with_last_seq(api, sam, rowan):
     api.post(f"/api/v1/conversations/{conv_id}/turns", {"turn_key": "t1", "content": "Hi."},
              format="json")
     assert api.get(f"/api/v1/conversations/{conv_id}").json()["last_seq"] == 1
-    problem(api.get(f"/api/v1/conversations/{uuid.uuid4()}"), 404, "not_found")
-    problem(api.get(f"/api/v1/conversations/{conv_id}?full=1"), 400, "validation_error", "full")
+    assert_problem(api.get(f"/api/v1/conversations/{uuid.uuid4()}"), 404, "not_found")
+    assert_problem(api.get(f"/api/v1/conversations/{conv_id}?full=1"), 400, "validation_error", "full")
 
 
 def test_c4_a_users_conversations_newest_first_and_by_character(api, sam, rowan, alex):
@@ -117,11 +109,11 @@ def test_c4_a_users_conversations_newest_first_and_by_character(api, sam, rowan,
     assert [c["id"] for c in body["results"]] == made[::-1]
     with_rowan = api.get("/api/v1/conversations?user=sam&character=captain-rowan").json()
     assert [c["id"] for c in with_rowan["results"]] == [made[2], made[0]]
-    problem(api.get("/api/v1/conversations"), 400, "validation_error", "user")
-    problem(api.get("/api/v1/conversations?user=nobody"), 400, "validation_error", "user")
-    problem(api.get("/api/v1/conversations?user=sam&character=nobody"), 400, "validation_error",
+    assert_problem(api.get("/api/v1/conversations"), 400, "validation_error", "user")
+    assert_problem(api.get("/api/v1/conversations?user=nobody"), 400, "validation_error", "user")
+    assert_problem(api.get("/api/v1/conversations?user=sam&character=nobody"), 400, "validation_error",
             "character")
-    problem(api.get("/api/v1/conversations?user=sam&order=old"), 400, "validation_error", "order")
+    assert_problem(api.get("/api/v1/conversations?user=sam&order=old"), 400, "validation_error", "order")
 
 
 def test_c4_the_conversation_list_runs_a_flat_number_of_queries(api, sam, rowan,
@@ -169,11 +161,11 @@ def test_c4_messages_by_after_seq_and_before_seq(api, conv):
     last_seq = api.get(f"/api/v1/conversations/{conv.pk}").json()["last_seq"]
     assert seqs(f"?after_seq={last_seq - 2}") == [6, 7]
     assert seqs("?limit=2&offset=1") == [2, 3]
-    problem(api.get(f"/api/v1/conversations/{conv.pk}/messages?after_seq=-1"), 400,
+    assert_problem(api.get(f"/api/v1/conversations/{conv.pk}/messages?after_seq=-1"), 400,
             "validation_error", "after_seq")
-    problem(api.get(f"/api/v1/conversations/{conv.pk}/messages?since=1"), 400,
+    assert_problem(api.get(f"/api/v1/conversations/{conv.pk}/messages?since=1"), 400,
             "validation_error", "since")
-    problem(api.get(f"/api/v1/conversations/{uuid.uuid4()}/messages"), 404, "not_found")
+    assert_problem(api.get(f"/api/v1/conversations/{uuid.uuid4()}/messages"), 404, "not_found")
 
 
 def test_c4_a_message_page_is_at_most_500_and_50_by_default(api, conv):
@@ -235,9 +227,9 @@ def test_c4_a_turns_extracted_memory_is_shown_as_it_is_now_never_a_forgotten_val
 
 
 def test_c4_an_unknown_turn_is_a_404(api, conv):
-    problem(api.get(f"/api/v1/turns/{uuid.uuid4()}"), 404, "not_found")
+    assert_problem(api.get(f"/api/v1/turns/{uuid.uuid4()}"), 404, "not_found")
     made = turn(api, conv, "t1", "Hi.")
-    problem(api.get(f"/api/v1/turns/{made['id']}?plan=1"), 400, "validation_error", "plan")
+    assert_problem(api.get(f"/api/v1/turns/{made['id']}?plan=1"), 400, "validation_error", "plan")
 
 
 def test_c4_a_turn_read_runs_a_flat_number_of_queries(api, conv, django_assert_num_queries):
@@ -268,8 +260,8 @@ def test_c4_c5_a_tombstone_reads_back_with_its_scope_as_an_object(api, conv):
     assert got.status_code == 200 and got.json() == forgot
     listed = api.get("/api/v1/tombstones?user=sam").json()["results"]
     assert listed == [forgot]
-    problem(api.get(f"/api/v1/tombstones/{uuid.uuid4()}"), 404, "not_found")
-    problem(api.get(f"/api/v1/tombstones/{forgot['id']}?x=1"), 400, "validation_error", "x")
+    assert_problem(api.get(f"/api/v1/tombstones/{uuid.uuid4()}"), 404, "not_found")
+    assert_problem(api.get(f"/api/v1/tombstones/{forgot['id']}?x=1"), 400, "validation_error", "x")
 
 
 def test_c5_a_forget_everywhere_has_the_everywhere_scope(api, conv):

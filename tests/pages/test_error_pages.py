@@ -2,7 +2,6 @@
 500 — answers the site's own styled HTML with navigation; the API keeps answering
 problem+json (SPEC §10) for the same errors."""
 
-import json
 import sys
 import types
 from html import unescape
@@ -13,6 +12,7 @@ from django.test import Client, RequestFactory
 from django.urls import include, path
 
 from config import error_pages, views
+from tests.helpers import assert_problem
 
 NAV_LINKS = ('href="/memories/"', 'href="/boundaries/"', 'href="/conversations/"', 'href="/data/"')
 
@@ -27,12 +27,6 @@ def assert_styled_page(response, status: int, heading: str):
     for link in NAV_LINKS:
         assert link in html
     return html
-
-
-def assert_problem(response, status: int, code: str):
-    assert response.status_code == status
-    assert response["Content-Type"] == "application/problem+json"
-    assert json.loads(response.content)["code"] == code
 
 
 # --- 404 --------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from django.db import models
 
 from policy.models import DecisionLog, PolicyRule
 from tests.factories import ConversationFactory, UserFactory, at
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 
@@ -37,15 +38,6 @@ def create_rule(api, **body):
 def admit(api, ctx, key="job-1", capability="media.voice"):
     return api.post("/api/v1/media-jobs", {"context": ctx, "capability": capability, "requested_by": "user",
                                            "idempotency_key": key}, format="json")
-
-
-def assert_problem(response, status, code, field=None):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == PROBLEM
-    body = response.json()
-    assert body["code"] == code
-    if field is not None:
-        assert field in body["errors"], body
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,17 +12,9 @@ from events.models import Event
 from memory import forgetting
 from memory import services as memory_services
 from tests.factories import UserFactory
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
-
-
-def assert_problem(response, status, code, field=None):
-    assert response.status_code == status
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert body["code"] == code and body["type"] == f"/problems/{code}"
-    if field:
-        assert field in body["errors"]
 
 
 @pytest.fixture
