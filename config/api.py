@@ -85,6 +85,20 @@ class Pagination(LimitOffsetPagination):
     max_limit = 500
 
 
+def paginated(view, request, rows, present=None):
+    """One page of `rows` in the list envelope (SPEC §10). `present` turns the page's rows into
+    JSON: a serializer class, a function of the page, or nothing for rows that already are."""
+    paginator = Pagination()
+    page = paginator.paginate_queryset(rows, request, view=view)
+    if present is None:
+        data = page
+    elif isinstance(present, type) and issubclass(present, serializers.BaseSerializer):
+        data = present(page, many=True).data
+    else:
+        data = present(page)
+    return paginator.get_paginated_response(data)
+
+
 class PageOutput(serializers.Serializer):
     """The envelope of every list (SPEC §10): subclass it with a `results` field so the schema
     shows exactly what `Pagination` answers."""

@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import Pagination, problems, query_params, validated
+from config.api import paginated, problems, query_params, validated
 from config.clock import db_now
 from config.errors import ValidationError
 from config.serializers import EmptyQuery
@@ -93,9 +93,7 @@ class MemoryCollectionApi(APIView):
         found = state_selectors.memory_list(
             user, key=params.get("key"), scope_id=params.get("scope"), status=params.get("status"),
             state=params.get("state"), now=db_now())
-        paginator = Pagination()
-        page = paginator.paginate_queryset(found, request, view=self)
-        return paginator.get_paginated_response([memory_json(m.record, m.state) for m in page])
+        return paginated(self, request, found, lambda page: [memory_json(m.record, m.state) for m in page])
 
 
 class MemoryDetailApi(APIView):
@@ -223,9 +221,7 @@ class MemoryHistoryApi(APIView):
             end = history.ends.get(r.id)
             row["effective_until"] = to_time(end) if end else None
             rows.append(row)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response(page)
+        return paginated(self, request, rows)
 
 
 class MemoryRememberApi(APIView):
@@ -279,9 +275,7 @@ class TombstoneListApi(APIView):
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         qs = page_selectors.tombstone_list(user)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(TombstoneOutput(page, many=True).data)
+        return paginated(self, request, qs, TombstoneOutput)
 
 
 class TombstoneDetailApi(APIView):

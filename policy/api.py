@@ -7,7 +7,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import Pagination, problems, validated
+from config.api import paginated, problems, validated
 from conversations.selectors import load_context, user_by_ref
 
 from . import media_jobs, selectors, services
@@ -43,9 +43,7 @@ class CapabilityListApi(APIView):
         "`tone.playful`, `media.voice` or `media.image` — each with the question to ask the "
         "user when a decision is `ask`, as a paginated list (§6).")
     def get(self, request):
-        paginator = Pagination()
-        page = paginator.paginate_queryset(selectors.capability_list(), request, view=self)
-        return paginator.get_paginated_response(CapabilityOutput(page, many=True).data)
+        return paginated(self, request, selectors.capability_list(), CapabilityOutput)
 
 
 class PolicyDecideApi(APIView):
@@ -88,9 +86,7 @@ class RuleListApi(APIView):
         if query.get("capability"):
             selectors.capability_by_name(query["capability"])
         rules = selectors.rule_list(user=user, capability=query.get("capability"))
-        paginator = Pagination()
-        page = paginator.paginate_queryset(rules, request, view=self)
-        return paginator.get_paginated_response(RuleOutput(page, many=True).data)
+        return paginated(self, request, rules, RuleOutput)
 
 
 class RuleCreateApi(APIView):

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import Pagination, problems, query_params, validated
+from config.api import paginated, problems, query_params, validated
 from config.errors import ValidationError
 from config.serializers import EmptyQuery, PageQuery
 from conversations import services as conversation_services
@@ -127,9 +127,7 @@ class CharacterListApi(APIView):
         "(C4).")
     def get(self, request):
         validated(PageQuery, query_params(request))
-        paginator = Pagination()
-        page = paginator.paginate_queryset(character_list(), request, view=self)
-        return paginator.get_paginated_response(CharacterOutput(page, many=True).data)
+        return paginated(self, request, character_list(), CharacterOutput)
 
 
 class CharacterApi(APIView):
@@ -166,9 +164,7 @@ class ConversationCollectionApi(APIView):
         params = validated(ConversationListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         character = character_by_slug(params["character"]) if params.get("character") else None
-        paginator = Pagination()
-        page = paginator.paginate_queryset(conversation_list(user, character=character), request, view=self)
-        return paginator.get_paginated_response(ConversationOutput(page, many=True).data)
+        return paginated(self, request, conversation_list(user, character=character), ConversationOutput)
 
     @extend_schema(
         operation_id="conversation_create", summary="Start a conversation",
@@ -221,9 +217,7 @@ class ConversationMessagesApi(APIView):
         conversation = conversation_get(conversation_id)
         rows = selectors.conversation_messages(
             conversation, after_seq=params.get("after_seq"), before_seq=params.get("before_seq"))
-        paginator = Pagination()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response(selectors.messages_shown(conversation.user, page))
+        return paginated(self, request, rows, lambda page: selectors.messages_shown(conversation.user, page))
 
 
 # ---------------------------------------------------------------------------------------------
