@@ -13,16 +13,13 @@ the term is kept in the session."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from config.errors import Conflict, ValidationError
@@ -34,29 +31,22 @@ from config.pages import (
     private_page,
     when,
 )
-from conversations.domain import SCOPE_NARROWNESS
 
 from . import services
 from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
-from .forms import SEARCH_MAX, CorrectForm, MemoryFilterForm, MemorySwitchesForm
-from .page_selectors import key_templates, memory_skeletons, no_longer_true
+from .forms import SEARCH_MAX, CorrectForm, MemorySwitchesForm
+from .list_page import PAGE_SIZE, SWITCHES_ANCHOR, memory_list_page
+from .page_selectors import key_templates, no_longer_true
 from .presentation import (
-    CERTAINTY,
-    Provenance,
     ScopeNames,
     Sentence,
     Wording,
-    certainty,
-    original_of,
     plain_label,
-    provenance,
-    source_messages,
 )
 from .selectors import memory_get, registry, remembered_now
 from .switches import memory_settings_of
 
-PAGE_SIZE = 25
 SEARCH_SESSION_KEY = "memory_search"
 MESSAGES_ANCHOR = "messages"
 _pending = messages_by_anchor
@@ -84,222 +74,21 @@ def key_label(key: str) -> str:
 # What is remembered now
 
 
-@dataclass
-class MemoryRow:
-    """One card of the memories page: a remembered value, or the place of one that was just
-    marked no longer true (`retracted`) or forgotten (`forgotten`, no value)."""
-
-    id: str
-    key: str
-    scope_id: str
-    label: str
-    group: str | None
-    recorded_at: datetime
-    order: tuple
-    kind: str = "memory"
-    record: DomainRecord | None = None
-    sentence: Sentence | None = None
-    scope_words: str = ""
-    certainty: str = ""
-    certainty_label: str = ""
-    certainty_help: str = ""
-    provenance: Provenance | None = None
-    confirmable: bool = False
-    restorable: bool = False
-    base: str = ""  # this memory's page URL prefix, `/memories/<id>/`
-    notices: list = field(default_factory=list)
-
-    @property
-    def anchor(self) -> str:
-        return f"m-{self.id}"
-
-    @property
-    def value(self) -> str | None:
-        return self.record.value if self.record is not None else None
-
-
-def _order(sort: str, label: str, scope_kind: str, value: str, recorded_at: datetime, id_: str) -> tuple:
-    if sort == "az":
-        return (label.casefold(), SCOPE_NARROWNESS[scope_kind], normalise_value(value), id_)
-    return (-recorded_at.timestamp(), label.casefold(), id_)
-
-
-def _group_title(names: ScopeNames, slug: str | None, *, use: bool = True) -> tuple[str, str]:
-    """A group's heading and what it says of use in conversations; with `use` off (I8) none
-    is used now, whoever they are kept for."""
-    if slug is None:
-        if not use:
-            return "Everywhere", "Kept for every companion; none is used in conversations while memory use is off."
-        return "Everywhere", "Every companion may use these, in every conversation."
-    name = names.character_name(slug)
-    if not use:
-        return f"With {name}", f"Kept for {name} only; none is used in conversations while memory use is off."
-    return f"With {name}", f"Only {name} uses these (some only in one conversation or scene)."
-
-
-# I8: each card's line on use in conversations while `use` is off.
-NOT_USED_NOW = "Not used in conversations now: you turned memory use off."
-
-
-def _group_anchor(slug: str | None) -> str:
-    return "g-everywhere" if slug is None else f"g-{slug}"
-
-
-def _filter_query(form: MemoryFilterForm) -> QueryDict:
-    """The page's address parameters of a valid filter (never the search term)."""
-    query = QueryDict(mutable=True)
-    if form.is_bound and form.is_valid():
-        for name in ("character", "certainty", "sort"):
-            if form.cleaned_data.get(name):
-                query[name] = form.cleaned_data[name]
-    return query
-
-
 @private_page
 def memory_list(request):
     """What is remembered now, grouped by character, a page at a time, newest first or A–Z,
-    filtered by character or certainty and searched by a term kept in the session."""
-    user = request.user
-    switches = memory_settings_of(user)
-    remembered = remembered_now(user)
-    active, keys, by_id = remembered.active, remembered.registry, remembered.by_id
+    filtered by character or certainty and searched by a term kept in the session
+    (`memory.list_page`)."""
     placed, loose = _pending(request)
-    wanted = {anchor[2:] for anchor in placed if anchor.startswith("m-")}
-    active_ids = {r.id for r in active}
-    skeletons = memory_skeletons(user, wanted - active_ids - set(by_id))
-    names = ScopeNames(user, {r.scope_id for r in remembered.records} | {s.scope_id for s in skeletons})
-    words = Wording(keys.labels, key_templates())
-
-    query = request.session.get(SEARCH_SESSION_KEY, "")
-    query = query if isinstance(query, str) else ""
-    data = request.GET.copy()
-    data["q"] = query
-    form = MemoryFilterForm(data, characters=names.sorted_characters())
-    only, level_wanted, sort = "", "", "newest"
-    if form.is_valid():
-        only = form.cleaned_data["character"] or ""
-        level_wanted = form.cleaned_data["certainty"] or ""
-        sort = form.cleaned_data["sort"] or "newest"
-    needle = normalise_value(query)
-
-    restorable = {r.id for r in no_longer_true(remembered)}
-    groups: dict[str | None, list[MemoryRow]] = defaultdict(list)
-    for record in active:
-        group = names.group_of(record.scope_id)
-        if only == "everywhere" and group is not None:
-            continue
-        if only and only != "everywhere" and group not in (None, only):
-            continue
-        level = certainty(record)
-        if level_wanted and level != level_wanted:
-            continue
-        label = words.label(record.key)
-        scope_words = names.words(record.scope_id)
-        if needle and not any(needle in normalise_value(t) for t in (label, record.key, record.value, scope_words)):
-            continue
-        groups[group].append(MemoryRow(
-            id=record.id, key=record.key, scope_id=record.scope_id, label=label, group=group,
-            recorded_at=record.recorded_at, record=record, scope_words=scope_words, certainty=level,
-            order=_order(sort, label, record.scope.kind, record.value, record.recorded_at, record.id),
-        ))
-    # The place of a card that was just marked no longer true or forgotten, with its message.
-    for anchor in placed:
-        rid = anchor[2:] if anchor.startswith("m-") else None
-        record = by_id.get(rid or "")
-        if record is not None and rid not in active_ids and record.retracted_at is not None:
-            label = words.label(record.key)
-            group = names.group_of(record.scope_id)
-            groups[group].append(MemoryRow(
-                id=record.id, key=record.key, scope_id=record.scope_id, label=label, group=group,
-                recorded_at=record.recorded_at, record=record, kind="retracted",
-                order=_order(sort, label, record.scope.kind, record.value, record.recorded_at, record.id),
-            ))
-    for skeleton in skeletons:
-        label = words.label(skeleton.key)
-        group = names.group_of(skeleton.scope_id)
-        groups[group].append(MemoryRow(
-            id=skeleton.id, key=skeleton.key, scope_id=skeleton.scope_id, label=label, group=group,
-            recorded_at=skeleton.recorded_at, kind="forgotten",
-            order=_order(sort, label, skeleton.scope_id.split(":", 1)[0], "", skeleton.recorded_at, skeleton.id),
-        ))
-
-    slugs = sorted((g for g in groups if g is not None), key=lambda s: (names.character_name(s).casefold(), s))
-    ordered = [row for slug in ([None] if None in groups else []) + slugs
-               for row in sorted(groups[slug], key=lambda r: r.order)]
-
-    # The page: the one asked for, or — right after an action — the one holding its card.
-    paginator = Paginator(ordered, PAGE_SIZE)
-    number = request.GET.get("page")
-    # `?card=<id>` (the transcript's "What the companion used" links a card): its page.
-    asked_card = f"m-{request.GET.get('card', '')}"
-    for index, row in enumerate(ordered):
-        if row.anchor in placed or row.anchor == asked_card:
-            number = index // PAGE_SIZE + 1
-            break
-    page = paginator.get_page(number)
-
-    rows = list(page.object_list)
-    originals = {
-        r.id: original_of(r.record, by_id) for r in rows
-        if r.record is not None and r.record.authority == "user-confirmed" and not r.record.sources
-    }
-    found = source_messages(user, [s for r in rows if r.record is not None for s in r.record.sources]
-                            + [s for o in originals.values() if o for s in o.sources])
-    root = reverse("memory:list")
-    shown = set()
-    for row in rows:
-        row.base = f"{root}{row.id}/"
-        row.notices = placed.get(row.anchor, [])
-        shown.add(row.anchor)
-        if row.record is not None:
-            row.sentence = words.sentence(row.key, row.record.value)
-            row.scope_words = row.scope_words or names.words(row.scope_id)
-        if row.kind == "memory":
-            row.certainty_label, row.certainty_help = CERTAINTY[row.certainty]
-            if not switches.use:
-                row.certainty_help = NOT_USED_NOW
-            row.provenance = provenance(row.record, found, originals.get(row.id))
-            row.confirmable = row.record.authority not in USER_AUTHORITIES
-        elif row.kind == "retracted":
-            row.restorable = row.id in restorable
-    shown.add(SWITCHES_ANCHOR)  # the switches' card shows its own message
-    loose += [m for anchor, found_messages in placed.items() if anchor not in shown for m in found_messages]
-
-    page_groups: list[dict] = []
-    for row in rows:
-        if not page_groups or page_groups[-1]["slug"] != row.group:
-            title, intro = _group_title(names, row.group, use=switches.use)
-            page_groups.append({"slug": row.group, "anchor": _group_anchor(row.group), "title": title,
-                                "intro": intro, "rows": []})
-        page_groups[-1]["rows"].append(row)
-
-    params = _filter_query(form)
-    here = params.copy()
-    if page.number > 1:
-        here["page"] = page.number
-    here_path = f"{root}?{here.urlencode()}" if here else root
+    term = request.session.get(SEARCH_SESSION_KEY, "")
+    listing = memory_list_page(request.user, asked=request.GET, term=term if isinstance(term, str) else "",
+                               placed=placed)
     return render(request, "memory/list.html", {
-        "groups": page_groups,
-        "page": page,
-        "paginated": paginator.num_pages > 1,
-        "page_range": list(paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)),
-        "page_query": params.urlencode(),
-        "form": form,
-        "query": query,
-        "filtered": bool(query or only or level_wanted),
-        "total": paginator.count,
-        "anything": bool(active),
-        "forgotten_before": bool(remembered.tombstones),
-        "no_longer_true": len(restorable),
-        "loose_messages": loose,
+        **listing.context(),
+        "loose_messages": loose + listing.unplaced,
         "switches": MemorySwitchesForm(initial=_switch_values(request.user)),
         "switch_notices": placed.get(SWITCHES_ANCHOR, []),
-        "here": here_path,
-        "here_query": urlencode({"next": here_path}),
     })
-
-
-SWITCHES_ANCHOR = "switches"
 
 
 @private_page

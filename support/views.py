@@ -1,10 +1,11 @@
 """The support pages of the admin beyond the model admins.
 
 - The explain view (`/admin/support/explain/`): for a user, character, conversation, scene and
-  time, what the resolver and the policy engine say, through `support.services.support_explain`,
-  with every reason in words; and, for a turn, the prompt plan it stored. From a turn, a message
-  or a memory's source in the admin, one click (`/admin/support/explain/turn/<id>/`) opens it
-  pre-filled with that turn's conversation, scene and plan time. Values, whole keys and labels
+  time, what the resolver and the policy engine say, with every reason in words; and, for a
+  turn, the prompt plan it stored (`support.explain_page`, over `support.services`). From a
+  turn, a message or a memory's source in the admin, one click
+  (`/admin/support/explain/turn/<id>/`) opens it pre-filled with that turn's conversation,
+  scene and plan time. Values, whole keys and labels
   show only inside a reveal of that user (S1), and such a page is logged once.
 - Reveals (`/admin/support/reveal/`, SPEC §13 S1): open one for a user with a reason (from the
   user's admin page and from any masked value), extend it, close it (`support.grants`)."""
@@ -30,13 +31,8 @@ from config.pages import form_errors_from, next_url
 from . import grants, selectors
 from . import services as support
 from .access import request_may_reveal, request_reveal, request_reveal_forget
-from .display import (
-    EXPLAIN_ADMIN_OPTS,
-    explain_record_rows,
-    explain_url,
-    plan_rows,
-    reveal_url,
-)
+from .display import EXPLAIN_ADMIN_OPTS, explain_url
+from .explain_page import ExplainPage, support_explain_page
 from .forms import ExplainForm, RevealForm
 
 # Why a staff member may not open a support page: the admin's 403 page says it (config.views).
@@ -67,8 +63,8 @@ def explain_view(request):
     """Pick a user, character, conversation, scene and time; see the resolver's result (counts,
     every record id with its step, reason and detail, the prompt projection) and the policy
     engine's per capability (effect, reason, rule ids, each rule's explain reason). Values,
-    whole keys and labels only inside a reveal of that user, and then the page is logged once.
-    Writes nothing else (no decision-log rows)."""
+    whole keys and labels only inside a reveal of that user, and then the page is logged once
+    (`support.explain_page`). Writes nothing else (no decision-log rows)."""
     if not request.user.has_perm(support.EXPLAIN_PERMISSION):
         raise PermissionDenied(NO_EXPLAIN)
     data = None
@@ -76,60 +72,24 @@ def explain_view(request):
         data = request.GET.copy()  # a link may name only the user: the rest has defaults
         data.setdefault("requested_by", "assistant")
     form = ExplainForm(data)
-    result = None
-    plan = None
-    reveal = False
-    conversations = []
+    page = ExplainPage()
     if form.is_bound and form.is_valid():
-        data = form.cleaned_data
         try:
-            result = support.support_explain(
-                user=data["user"], character=data["character"] or None,
-                conversation=str(data["conversation"]) if data["conversation"] else None,
-                scene=data["scene"] or None, now=data["now"],
-                capabilities=data["capabilities"] or [c for c, _ in form.fields["capabilities"].choices],
-                requested_by=data["requested_by"], keys=data["keys"] or None, memory=data["memory"],
+            page = support_explain_page(
+                asked=form.cleaned_data, every_capability=[c for c, _ in form.fields["capabilities"].choices],
+                staff=request.user, reveal=request_reveal(request), may_reveal=request_may_reveal(request),
+                back=request.get_full_path(),
             )
         except DomainValidationError as error:
-            for name, problems in (error.errors or {None: [error.detail]}).items():
-                field = name.split(".", 1)[1] if name and name.startswith("context.") else name
-                for problem in problems:
-                    form.add_error(field if field in form.fields else None, problem)
-        if result is not None:
-            opened = request_reveal(request)
-            reveal = opened is not None and opened.subject_id == result.context.user.pk
-        if result is not None and data["turn"]:
-            turn = selectors.turn_of_user(result.context.user, data["turn"])
-            if turn is None:
-                form.add_error("turn", "Not a turn of this user.")
-            else:
-                plan = support.turn_plan(turn, reveal=reveal)
-        if result is not None:
-            # Ids to pick from, never titles: the conversation title is the user's own text.
-            conversations = selectors.conversation_choices(result.context.user)
-    rows = []
-    reveal_link = ""
-    if result is not None:
-        if not reveal and request_may_reveal(request):
-            reveal_link = reveal_url(result.context.user.get_username(), request.get_full_path())
-        rows, shown = explain_record_rows(result.records, reveal=reveal, reveal_link=reveal_link)
-        if reveal:
-            shown.update(plan.revealed if plan is not None else ())
-            grants.reveal_page_log(reveal=request_reveal(request), staff=request.user,
-                                   view="explain",
-                                   shown=len(shown) + (plan.shown if plan is not None else 0))
+            form_errors_from(form, error, fields={f"context.{name}": name for name in form.fields})
+        if page.turn_unknown:
+            form.add_error("turn", "Not a turn of this user.")
     context = {
         **admin.site.each_context(request),
         "title": "Explain a context",
         "subtitle": None,
         "form": form,
-        "result": result,
-        "rows": rows,
-        "reveal": reveal,
-        "reveal_link": reveal_link,
-        "conversations": conversations,
-        "plan": plan,
-        "plan_rows": plan_rows(plan, reveal_link=reveal_link) if plan is not None else None,
+        **page.context(),
         **EXPLAIN_ADMIN_OPTS,
         "media": form.media,
     }

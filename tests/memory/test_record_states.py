@@ -17,13 +17,14 @@ from tests.memory.test_resolver_properties import MANY_KEYS, PROPERTY, SECRET, w
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
 USER = "ana"
+EVERYWHERE = Scope("user")
 
 
 def h(n: float) -> datetime:
     return T0 + timedelta(hours=n)
 
 
-def rec(id_, value="Rex", *, key="pet.name", scope=Scope("user"), authority="rule-extracted",
+def rec(id_, value="Rex", *, key="pet.name", scope=EVERYWHERE, authority="rule-extracted",
         start=0, until=None, version=1, **extra) -> MemoryRecord:
     return MemoryRecord(
         id=id_, user=USER, key=key, value=value, scope=scope, authority=authority,
