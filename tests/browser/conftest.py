@@ -196,8 +196,7 @@ def width(request) -> int:
     return request.param
 
 
-@pytest.fixture
-def page(chromium, width):
+def _fresh_page(chromium, width: int):
     """A fresh browser context at `width` (no cookies); JavaScript errors fail the test."""
     context = chromium.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
     page = context.new_page()
@@ -207,6 +206,18 @@ def page(chromium, width):
     yield page
     context.close()
     assert errors == [], errors
+
+
+@pytest.fixture
+def page(chromium, width):
+    """A fresh page at each width the user pages are checked at."""
+    yield from _fresh_page(chromium, width)
+
+
+@pytest.fixture
+def desktop(chromium):
+    """A fresh page at 1280 px, the width the admin and the support pages are checked at."""
+    yield from _fresh_page(chromium, WIDTHS["desktop"])
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ its card (`lands_on_card`)."""
 from __future__ import annotations
 
 import re
+import secrets
 
 from playwright.sync_api import expect
 
@@ -55,3 +56,21 @@ def lands_on_card(page, server) -> str:
     expect(page.locator(f"#m-{memory_id}")).to_be_focused()
     assert focused_id(page) == f"m-{memory_id}"
     return memory_id
+
+
+def support_staff(server, name: str, *, private_text: bool = False) -> tuple[str, str]:
+    """A support member made with the README's command (with the private-text permission when
+    asked): their name and password."""
+    password = "staff-" + secrets.token_urlsafe(12)
+    server.manage("create_support_user", name, f"--password={password}",
+                  *(["--private-text"] if private_text else []))
+    return name, password
+
+
+def admin_sign_in(page, server, who: tuple[str, str]) -> None:
+    """Sign `who` in to the admin, landing on its index with the support tools."""
+    page.goto(f"{server.url}/admin/login/?next=/admin/")
+    page.fill("#id_username", who[0])
+    page.fill("#id_password", who[1])
+    page.click("input[type=submit]")
+    expect(page.locator("#support-tools")).to_be_visible()

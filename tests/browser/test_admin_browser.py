@@ -13,25 +13,16 @@
 
 import json
 import re
-import secrets
 
 from playwright.sync_api import expect
+
+from tests.browser.helpers import admin_sign_in, support_staff
 
 REASON = "Ticket 4711: the user asked us to forget their plant's name."
 
 
-def support_staff(server, name: str) -> tuple[str, str]:
-    password = "staff-" + secrets.token_urlsafe(12)
-    server.manage("create_support_user", name, f"--password={password}")
-    return name, password
 
 
-def admin_sign_in(page, server, who: tuple[str, str]) -> None:
-    page.goto(f"{server.url}/admin/login/?next=/admin/")
-    page.fill("#id_username", who[0])
-    page.fill("#id_password", who[1])
-    page.click("input[type=submit]")
-    expect(page.locator("#support-tools")).to_be_visible()
 
 
 def active(server, username: str) -> dict:

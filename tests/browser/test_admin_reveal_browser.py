@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 import re
-import secrets
 import time
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import CHROMIUM, REVEAL_SECONDS, assert_no_axe_violations, screenshot
+from tests.browser.helpers import admin_sign_in, support_staff
 
 REASON = "Ticket 5120: the user asked why the companion keeps their plant's old name."
 WIDTH = 1280
@@ -27,36 +27,10 @@ WIDTH = 1280
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium")
 
 
-@pytest.fixture
-def desktop(chromium):
-    """A fresh browser context at 1280 px (the width the support pages are checked at)."""
-    context = chromium.new_context(viewport={"width": WIDTH, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert errors == [], errors
 
 
-def support_staff(server, name: str, *, private_text: bool) -> tuple[str, str]:
-    password = "staff-" + secrets.token_urlsafe(12)
-    server.manage(
-        "create_support_user",
-        name,
-        f"--password={password}",
-        *(["--private-text"] if private_text else []),
-    )
-    return name, password
 
 
-def admin_sign_in(page, server, who: tuple[str, str]) -> None:
-    page.goto(f"{server.url}/admin/login/?next=/admin/")
-    page.fill("#id_username", who[0])
-    page.fill("#id_password", who[1])
-    page.click("input[type=submit]")
-    expect(page.locator("#support-tools")).to_be_visible()
 
 
 def checked(page, name: str) -> None:

@@ -23,45 +23,23 @@ checks it reads right now.
 from __future__ import annotations
 
 import re
-import secrets
 from datetime import datetime
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import CHROMIUM, screenshot
+from tests.browser.helpers import admin_sign_in, support_staff
 
-WIDTH = 1280
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium")
 
 
-@pytest.fixture
-def desktop(chromium):
-    context = chromium.new_context(viewport={"width": WIDTH, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert errors == [], errors
 
 
-def support_staff(server, name: str, *, private_text: bool) -> tuple[str, str]:
-    password = "staff-" + secrets.token_urlsafe(12)
-    server.manage("create_support_user", name, f"--password={password}",
-                  *(["--private-text"] if private_text else []))
-    return name, password
 
 
-def admin_sign_in(page, server, who: tuple[str, str]) -> None:
-    page.goto(f"{server.url}/admin/login/?next=/admin/")
-    page.fill("#id_username", who[0])
-    page.fill("#id_password", who[1])
-    page.click("input[type=submit]")
-    expect(page.locator("#support-tools")).to_be_visible()
 
 
 def conversation_url(page, server, title: str = "The rooftop greenhouse") -> str:
