@@ -19,3 +19,11 @@ def db_now() -> datetime:
             value = cursor.fetchone()[0]
         return value.astimezone(UTC)
     return timezone.now()
+
+
+def iso_z(value: datetime | None) -> str | None:
+    """A time as the API, the export and the events write it: ISO 8601, UTC written `Z`."""
+    if value is None:
+        return None
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text

@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from config.clock import iso_z
 from config.errors import CursorExpired, ValidationError
 
 from .models import Event
@@ -88,7 +89,7 @@ def visible_after(position: Position):
 def event_json(e: dict) -> dict:
     """An event as the feed and the webhooks send it (V1)."""
     return {"id": f"evt_{e['id']}", "type": e["type"], "user": e["user_ref"] or None,
-            "occurred_at": e["occurred_at"].isoformat().replace("+00:00", "Z"),
+            "occurred_at": iso_z(e["occurred_at"]),
             "data": e["data"]}
 
 

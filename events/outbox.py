@@ -12,6 +12,8 @@ from datetime import datetime
 
 from django.db import transaction
 
+from config.clock import iso_z
+
 from .models import Event
 
 MEMORY_CREATED = "memory.created"
@@ -24,10 +26,6 @@ CONVERSATION_DELETED = "conversation.deleted"
 USER_DELETED = "user.deleted"
 EVENT_TYPES = (MEMORY_CREATED, MEMORY_CHANGED, MEMORY_FORGOTTEN, TOMBSTONE_DELETED,
                SETTINGS_CHANGED, POLICY_CHANGED, CONVERSATION_DELETED, USER_DELETED)
-
-
-def _t(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
 def _event(type_: str, user_ref: str | None, at: datetime, data: dict) -> Event:
@@ -44,8 +42,8 @@ def memory_created(user_ref: str, *, memory: str, scope_kind: str, character: st
     return _event(MEMORY_CREATED, user_ref, at, {
         "memory": memory, "scope": {"kind": scope_kind, "character": character,
                                     "conversation": conversation},
-        "version": version, "authority": authority, "valid_from": _t(valid_from),
-        "valid_until": _t(valid_until), "supersedes": supersedes})
+        "version": version, "authority": authority, "valid_from": iso_z(valid_from),
+        "valid_until": iso_z(valid_until), "supersedes": supersedes})
 
 
 def memory_changed(user_ref: str, *, memory: str, state: str, at: datetime,

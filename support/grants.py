@@ -137,23 +137,17 @@ def clean_reveal_reason(reason) -> str:
 # The log
 
 
-def _log(
-    grant: RevealGrant,
-    *,
-    event: str,
-    at: datetime,
-    view: str = "",
-    model=None,
-    object_id="",
-    shown: int = 0,
-) -> PrivateTextAccess:
+def _access_row(*, grant_id, staff_id, staff_username: str, subject_id, event: str, at: datetime,
+                subject_pseudonym: str = "", view: str = "", model=None, object_id="",
+                shown: int = 0) -> PrivateTextAccess:
+    """S2: the one way a row of the support access log is written."""
     return PrivateTextAccess.objects.create(
-        grant=grant,
+        grant_id=grant_id,
         event=event,
-        staff_id=grant.staff_id,
-        staff_username=grant.staff_username,
-        subject_id=grant.subject_id,
-        subject_pseudonym=grant.subject_pseudonym,
+        staff_id=staff_id,
+        staff_username=staff_username,
+        subject_id=subject_id,
+        subject_pseudonym=subject_pseudonym,
         view=view,
         content_type=ContentType.objects.get_for_model(model, for_concrete_model=False)
         if model
@@ -162,6 +156,12 @@ def _log(
         shown=shown,
         accessed_at=at,
     )
+
+
+def _log(grant: RevealGrant, *, event: str, at: datetime) -> PrivateTextAccess:
+    return _access_row(grant_id=grant.pk, staff_id=grant.staff_id, staff_username=grant.staff_username,
+                       subject_id=grant.subject_id, subject_pseudonym=grant.subject_pseudonym,
+                       event=event, at=at)
 
 
 def _end(grant: RevealGrant, *, how: str, at: datetime) -> None:
@@ -309,20 +309,9 @@ def reveal_page_log(
     one per value): the kind of page, its model and, for a change page, its object."""
     if shown <= 0:
         return
-    PrivateTextAccess.objects.create(
-        grant_id=reveal.id,
-        event="page",
-        staff_id=staff.pk,
-        staff_username=staff.get_username(),
-        subject_id=reveal.subject_id,
-        view=view,
-        content_type=ContentType.objects.get_for_model(model, for_concrete_model=False)
-        if model
-        else None,
-        object_id=str(object_id or ""),
-        shown=shown,
-        accessed_at=db_now(),
-    )
+    _access_row(grant_id=reveal.id, staff_id=staff.pk, staff_username=staff.get_username(),
+                subject_id=reveal.subject_id, event="page", at=db_now(), view=view, model=model,
+                object_id=object_id, shown=shown)
 
 
 def pseudonym(user) -> str:

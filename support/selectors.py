@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from config.clock import db_now
+from config.clock import db_now, iso_z
 from conversations.models import Conversation, Turn
 
 from .models import RevealGrant
@@ -75,20 +75,13 @@ def reveals_of(user) -> list[RevealSeen]:
     return [_seen(grant, now) for grant in grants]
 
 
-def _t(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    text = value.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
 def reveals_export(user) -> list[dict]:
     """The snapshot's `reveals` (SPEC §9, S2): read-only — an import ignores it."""
     return [
         {
-            "opened_at": _t(r.opened_at),
-            "expires_at": _t(r.expires_at),
-            "ended_at": _t(r.ended_at),
+            "opened_at": iso_z(r.opened_at),
+            "expires_at": iso_z(r.expires_at),
+            "ended_at": iso_z(r.ended_at),
             "status": r.status,
             "reason": r.reason,
             "by": r.by,

@@ -30,7 +30,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from config.api import flatten_errors
-from config.clock import db_now
+from config.clock import db_now, iso_z
 from config.errors import ImportConflict, ValidationError
 from conversations.models import Character, Conversation, Message, Turn
 from memory.forgetting import purge_covered
@@ -59,7 +59,6 @@ from .snapshot_rows import (
     conversation_row,
     decision_row,
     idempotency_row,
-    iso,
     job_row,
     memory_row,
     message_content,
@@ -108,7 +107,7 @@ def user_export(*, user) -> dict:
     held = {m for messages, _ in withheld.values() for m in messages}
     return {
         "format": FORMAT,
-        "exported_at": iso(db_now()),
+        "exported_at": iso_z(db_now()),
         "user": user_object(user, profile),
         "characters": [character_row(c) for c in characters],
         "conversations": [conversation_row(c, slugs) for c in conversations],

@@ -7,8 +7,7 @@ or `user_profile_apply`."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
+from config.clock import iso_z
 from conversations.domain import scope_dict
 from conversations.models import Character, Conversation, Message, Turn
 from memory.models import (
@@ -19,13 +18,6 @@ from memory.models import (
     Tombstone,
 )
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule
-
-
-def iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    text = value.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def text_or_none(value) -> str | None:
@@ -41,7 +33,7 @@ def text_or_none(value) -> str | None:
 def user_object(user, profile: MemoryProfile | None) -> dict:
     return {
         "ref": user.username, "email": user.email, "first_name": user.first_name,
-        "last_name": user.last_name, "date_joined": iso(user.date_joined),
+        "last_name": user.last_name, "date_joined": iso_z(user.date_joined),
         "secret": profile.secret if profile else None,
         # The zone the pages show times in (null: the service's).
         "time_zone": (profile.time_zone or None) if profile else None,
@@ -49,7 +41,7 @@ def user_object(user, profile: MemoryProfile | None) -> dict:
         "memory_settings": {
             "learn": profile.learn if profile else True,
             "use": profile.use if profile else True,
-            "changed_at": iso(profile.settings_changed_at) if profile else None,
+            "changed_at": iso_z(profile.settings_changed_at) if profile else None,
             "changed_by": (profile.settings_changed_by or None) if profile else None,
         },
     }
@@ -93,17 +85,17 @@ def user_profile_apply(profile: MemoryProfile, data: dict) -> bool:
 
 
 def character_row(c: Character) -> dict:
-    return {"slug": c.slug, "name": c.name, "created_at": iso(c.created_at)}
+    return {"slug": c.slug, "name": c.name, "created_at": iso_z(c.created_at)}
 
 
 def conversation_row(c: Conversation, slugs: dict) -> dict:
     return {"id": str(c.pk), "character": slugs[c.character_id], "title": c.title,
-            "created_at": iso(c.created_at), "last_seq": c.last_seq}
+            "created_at": iso_z(c.created_at), "last_seq": c.last_seq}
 
 
 def message_row(m: Message, withheld: set[str] = frozenset()) -> dict:
     return {"id": str(m.pk), "conversation": str(m.conversation_id), "seq": m.seq, "role": m.role,
-            "content": m.content, "created_at": iso(m.created_at), "withheld": str(m.pk) in withheld}
+            "content": m.content, "created_at": iso_z(m.created_at), "withheld": str(m.pk) in withheld}
 
 
 def message_content(m: dict) -> dict:
@@ -115,7 +107,7 @@ def message_content(m: dict) -> dict:
 def turn_row(t: Turn) -> dict:
     return {"id": str(t.pk), "conversation": str(t.conversation_id), "turn_key": t.turn_key,
             "scene": t.scene, "status": t.status, "user_message": str(t.user_message_id),
-            "reply_message": text_or_none(t.reply_message_id), "created_at": iso(t.created_at),
+            "reply_message": text_or_none(t.reply_message_id), "created_at": iso_z(t.created_at),
             "extracted": t.extracted, "learning": t.learning, "plan_snapshot": t.plan_snapshot,
             "plan_hash": t.plan_hash}
 
@@ -133,10 +125,10 @@ def memory_row(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
     return {
         "id": str(r.pk), "key": r.key, "value": r.value,
         "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
-        "status": r.status, "status_since": iso(r.status_since), "authority": r.authority,
-        "confidence": r.confidence, "valid_from": iso(r.valid_from), "valid_until": iso(r.valid_until),
-        "retracted_at": iso(r.retracted_at), "recorded_at": iso(r.recorded_at),
-        "evidence_time": iso(r.evidence_time), "sources": sorted(sources.get(r.pk, [])),
+        "status": r.status, "status_since": iso_z(r.status_since), "authority": r.authority,
+        "confidence": r.confidence, "valid_from": iso_z(r.valid_from), "valid_until": iso_z(r.valid_until),
+        "retracted_at": iso_z(r.retracted_at), "recorded_at": iso_z(r.recorded_at),
+        "evidence_time": iso_z(r.evidence_time), "sources": sorted(sources.get(r.pk, [])),
         "supersedes": text_or_none(r.supersedes_id), "version": r.version,
     }
 
@@ -144,7 +136,7 @@ def memory_row(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
 def tombstone_row(t: Tombstone, withheld: dict | None = None) -> dict:
     messages, replies = (withheld or {}).get(str(t.pk), ([], []))
     return {"id": str(t.pk), "scope": t.scope_id, "key": t.key, "value_hash": t.value_hash,
-            "forgotten_at": iso(t.forgotten_at), "blocks_sources_before": iso(t.blocks_sources_before),
+            "forgotten_at": iso_z(t.forgotten_at), "blocks_sources_before": iso_z(t.blocks_sources_before),
             "forgotten_by": t.forgotten_by, "withheld_messages": messages, "withheld_replies": replies}
 
 
@@ -154,32 +146,32 @@ def tombstone_content(t: dict) -> dict:
 
 
 def retraction_row(r: SlotRetraction) -> dict:
-    return {"scope": r.scope_id, "key": r.key, "value_hash": r.value_hash, "retracted_at": iso(r.retracted_at)}
+    return {"scope": r.scope_id, "key": r.key, "value_hash": r.value_hash, "retracted_at": iso_z(r.retracted_at)}
 
 
 def idempotency_row(i: IdempotencyRecord) -> dict:
     return {"key": i.key, "payload_hmac": i.payload_hmac, "outcome": i.outcome, "reason": i.reason,
-            "record": text_or_none(i.record_id), "created_at": iso(i.created_at)}
+            "record": text_or_none(i.record_id), "created_at": iso_z(i.created_at)}
 
 
 def rule_row(r: PolicyRule, slugs: dict) -> dict:
     return {"id": str(r.pk), "capability": r.capability_id, "effect": r.effect, "source": r.source,
             "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
-            "requested_by": r.requested_by, "valid_from": iso(r.valid_from),
-            "valid_until": iso(r.valid_until), "revoked_at": iso(r.revoked_at), "version": r.version,
-            "supersedes": text_or_none(r.supersedes_id), "created_at": iso(r.created_at)}
+            "requested_by": r.requested_by, "valid_from": iso_z(r.valid_from),
+            "valid_until": iso_z(r.valid_until), "revoked_at": iso_z(r.revoked_at), "version": r.version,
+            "supersedes": text_or_none(r.supersedes_id), "created_at": iso_z(r.created_at)}
 
 
 def decision_row(d: DecisionLog) -> dict:
     return {"id": str(d.pk), "capability": d.capability, "requested_by": d.requested_by,
             "effect": d.effect, "reason": d.reason, "rule_ids": d.rule_ids,
             "defaults_version": d.defaults_version, "user_version": d.user_version,
-            "scope_ids": d.scope_ids, "decided_at": iso(d.decided_at)}
+            "scope_ids": d.scope_ids, "decided_at": iso_z(d.decided_at)}
 
 
 def answer_row(a: PolicyAnswer) -> dict:
     return {"id": str(a.pk), "decision": str(a.decision_id), "answer": a.answer, "remember": a.remember,
-            "rule": text_or_none(a.rule_id), "media_job": text_or_none(a.media_job_id), "answered_at": iso(a.answered_at)}
+            "rule": text_or_none(a.rule_id), "media_job": text_or_none(a.media_job_id), "answered_at": iso_z(a.answered_at)}
 
 
 JOB_FIELDS = (
@@ -192,7 +184,7 @@ JOB_FIELDS = (
 def job_row(j: MediaJob, slugs: dict) -> dict:
     out = {"id": str(j.pk), "capability": j.capability_id, "character": slugs.get(j.character_id),
            "conversation": text_or_none(j.conversation_id), "decision_id": str(j.decision_id),
-           "start_decision_id": text_or_none(j.start_decision_id), "created_at": iso(j.created_at),
-           "started_at": iso(j.started_at), "finished_at": iso(j.finished_at)}
+           "start_decision_id": text_or_none(j.start_decision_id), "created_at": iso_z(j.created_at),
+           "started_at": iso_z(j.started_at), "finished_at": iso_z(j.finished_at)}
     out.update({f: getattr(j, f) for f in JOB_FIELDS})
     return out
