@@ -2,7 +2,7 @@ from django.urls import path
 
 from . import api, views
 
-# The runtime's API (SPEC §10), under /api/v1/ (namespace `conversations_api`).
+# The runtime's API (SPEC §10), under /api/v1/ (namespace `turns_api`).
 api = [
     path("users/<str:user_ref>", api.UserApi.as_view(), name="user"),
     path("users/<str:user_ref>/export", api.UserExportApi.as_view(), name="user-export"),
