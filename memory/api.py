@@ -14,9 +14,8 @@ from config.serializers import EmptyQuery
 from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
-from . import forgetting, page_selectors, remembering, selectors, services, state_selectors
+from . import asking, forgetting, page_selectors, remembering, selectors, services, state_selectors
 from .domain import RESOLVER_VERSION
-from .extract import question_key
 from .serializers import (
     ACTIVE,
     AskOutput,
@@ -252,17 +251,9 @@ class MemoryAskApi(APIView):
     def get(self, request):
         params = validated(AskQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
-        key = question_key(params["q"])
-        if key is None:
-            return Response({"answer": None, "understood": False, "memory": None})
-        ctx = load_context({"user": user.username})
-        result = selectors.ContextResolution(ctx, [key])
-        active = [r for r in result.resolution.active if r.key == key]
-        if not active:
-            return Response({"answer": None, "understood": True, "memory": None})
-        active.sort(key=lambda r: (-r.valid_from.timestamp(), r.id))
-        answer = ", ".join(r.value for r in active) if result.registry.is_many(key) else active[0].value
-        return Response({"answer": answer, "understood": True, "memory": memory_json(active[0], ACTIVE)})
+        asked = asking.ask(user, params["q"])
+        return Response({"answer": asked.answer, "understood": asked.understood,
+                         "memory": memory_json(asked.record, ACTIVE) if asked.record else None})
 
 
 class TombstoneListApi(APIView):

@@ -14,8 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import CHROMIUM
-from tests.browser.helpers import focused_id
-from tests.browser.test_admin_reveal_browser import admin_sign_in, desktop, support_staff  # noqa: F401
+from tests.browser.helpers import admin_sign_in, focused_id, support_staff
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium")
 

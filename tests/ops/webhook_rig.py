@@ -21,6 +21,22 @@ ROOT = Path(__file__).resolve().parents[2]
 WAIT = 40.0  # seconds: the bound of every wait
 
 
+def wait_while_progressing(count, target: int, what: str, *, stall: float = WAIT, cap: float = 600.0) -> None:
+    """Wait until `count()` reaches `target`, for as long as it keeps growing: fail when it
+    stands still for `stall` seconds (something stalled) or at `cap` (a bound on the test)."""
+    deadline, last, moved = time.monotonic() + cap, -1, time.monotonic()
+    while True:
+        now_count = count()
+        if now_count >= target:
+            return
+        now = time.monotonic()
+        if now_count != last:
+            last, moved = now_count, now
+        if now - moved > stall or now > deadline:
+            raise AssertionError(f"{what}: {now_count} of {target}, no progress for {now - moved:.0f} s")
+        time.sleep(0.1)
+
+
 def wait_until(predicate, what: str, timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
