@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from . import grants, selectors
+from . import reveals, selectors
 from .display import explain_record_rows, plan_rows, reveal_url
-from .grants import Reveal
+from .reveals import Reveal
 from .services import ExplainResult, TurnPlan, support_explain, turn_plan
 
 
@@ -77,7 +77,7 @@ def support_explain_page(*, asked: Mapping, every_capability: Sequence[str], sta
     rows, shown = explain_record_rows(result.records, reveal=revealed, reveal_link=reveal_link)
     if revealed:
         shown.update(plan.revealed if plan is not None else ())
-        grants.reveal_page_log(reveal=reveal, staff=staff, view="explain",
+        reveals.reveal_page_log(reveal=reveal, staff=staff, view="explain",
                                shown=len(shown) + (plan.shown if plan is not None else 0))
     return ExplainPage(result=result, rows=rows, reveal=revealed, reveal_link=reveal_link,
                        conversations=conversations, plan=plan, turn_unknown=turn_unknown)

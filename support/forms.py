@@ -10,7 +10,7 @@ from conversations.models import Character
 from policy.domain import REQUESTERS
 from policy.models import Capability
 
-from . import grants
+from . import reveals
 from . import services as support
 
 
@@ -91,8 +91,8 @@ class RevealForm(forms.Form):
     )
     reason = forms.CharField(
         required=False, label="Reason",
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "maxlength": grants.REASON_MAX}),
-        help_text=f"Required, {grants.REASON_MIN}–{grants.REASON_MAX} characters: a ticket number "
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "maxlength": reveals.REASON_MAX}),
+        help_text=f"Required, {reveals.REASON_MIN}–{reveals.REASON_MAX} characters: a ticket number "
                   "and what the user asked for. The user sees it, as you write it, on their “Your "
                   "data” page (not your name). Do not paste the user's private text here.",
     )

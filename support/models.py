@@ -1,7 +1,7 @@
 """The support logs (DESIGN, Privacy; SPEC §13): the reveals support staff open to see one
 user's private text (`RevealGrant`), the append-only access log of every reveal and every page
 it showed (`PrivateTextAccess`), and every support action with the reason the staff member
-gave (`SupportAction`). Written only by `support.services` and `support.grants`; read-only in
+gave (`SupportAction`). Written only by `support.services` and `support.reveals`; read-only in
 the admin.
 
 The logs kept the rows they had when they moved here from `config` (the tables were renamed
@@ -33,7 +33,7 @@ class RevealGrant(models.Model):
     """S1: a reveal — one staff member may see one end user's private text, for a written
     reason, from `opened_at` until `expires_at` (`SUPPORT_REVEAL_SECONDS` after it was opened or
     last extended) or until it is closed. Expiry needs no worker: the time is checked whenever a
-    page is drawn (`support.grants.reveal_current`), and a reveal found past its time is closed
+    page is drawn (`support.reveals.reveal_current`), and a reveal found past its time is closed
     then, as at `expires_at`.
 
     At most one reveal per staff member is open at a time (a partial unique constraint), so every
@@ -80,7 +80,7 @@ class PrivateTextAccess(models.Model):
     or found expired, and one row for each admin page that showed private text under it — who,
     for which user, under which reveal (and so for which reason), which kind of page, which
     object for a change page, how many objects' text it showed, and when. Written only by
-    `support.grants`; read-only in the admin, and only for staff with `view_privatetextaccess`
+    `support.reveals`; read-only in the admin, and only for staff with `view_privatetextaccess`
     (the Support group does not have it).
 
     Rows from before reveals existed have no grant: one row per object shown.

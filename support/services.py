@@ -3,7 +3,7 @@ service, kept out of the admin classes so they can be tested and reused (a manag
 a future support API) without a request.
 
 - **Private text** (memory values, message content, conversation titles, a key's free part)
-  is shown only inside a reveal (`support.grants`, SPEC §13 S1), and each page that shows it
+  is shown only inside a reveal (`support.reveals`, SPEC §13 S1), and each page that shows it
   is logged there.
 - **Support actions** call the owning services — `memory_forget`, `memory_retract`,
   `memory_normalise`, `rule_revoke` — never the models, and write one `SupportAction` row per
@@ -45,8 +45,8 @@ from policy.services import policy_context, rule_revoke
 
 from . import words
 from .display import has_free_part, page_label
-from .grants import PRIVATE_TEXT_PERMISSION
 from .models import SupportAction
+from .reveals import PRIVATE_TEXT_PERMISSION
 
 EXPLAIN_PERMISSION = "support.use_explain"
 ACTION_PERMISSIONS = {

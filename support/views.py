@@ -8,7 +8,7 @@
   scene and plan time. Values, whole keys and labels
   show only inside a reveal of that user (S1), and such a page is logged once.
 - Reveals (`/admin/support/reveal/`, SPEC §13 S1): open one for a user with a reason (from the
-  user's admin page and from any masked value), extend it, close it (`support.grants`)."""
+  user's admin page and from any masked value), extend it, close it (`support.reveals`)."""
 
 from __future__ import annotations
 
@@ -28,12 +28,12 @@ from config.errors import PermissionDenied as DomainPermissionDenied
 from config.errors import ValidationError as DomainValidationError
 from config.pages import form_errors_from, next_url
 
-from . import grants, selectors
+from . import reveals, selectors
 from . import services as support
-from .access import request_may_reveal, request_reveal, request_reveal_forget
 from .display import EXPLAIN_ADMIN_OPTS, explain_url
 from .explain_page import ExplainPage, support_explain_page
 from .forms import ExplainForm, RevealForm
+from .request_reveal import request_may_reveal, request_reveal, request_reveal_forget
 
 # Why a staff member may not open a support page: the admin's 403 page says it (config.views).
 NO_EXPLAIN = ("Explaining a context needs the permission “Can use the support explain view”, "
@@ -118,9 +118,9 @@ def reveal_view(request):
         form = RevealForm(request.POST)
         if form.is_valid():
             try:
-                grant = grants.reveal_open(staff=request.user, user=form.cleaned_data["user"],
+                grant = reveals.reveal_open(staff=request.user, user=form.cleaned_data["user"],
                                            reason=form.cleaned_data["reason"])
-            except grants.RevealAlreadyOpen as error:
+            except reveals.RevealAlreadyOpen as error:
                 form.add_error(None, error.detail)
                 already = error.grant
             except DomainValidationError as error:
@@ -142,7 +142,7 @@ def reveal_view(request):
         "form": form,
         "current": current,
         "already": already,
-        "duration": grants.duration_words(),
+        "duration": reveals.duration_words(),
     }
     return TemplateResponse(request, "admin/support/reveal.html", context)
 
@@ -151,7 +151,7 @@ def reveal_view(request):
 def reveal_extend_view(request, grant_id):
     """Start the time of your open reveal again; back to the page you were on."""
     try:
-        grant = grants.reveal_extend(staff=request.user, grant_id=grant_id)
+        grant = reveals.reveal_extend(staff=request.user, grant_id=grant_id)
     except NotFound:
         raise Http404("No such reveal of yours.") from None
     except DomainPermissionDenied:
@@ -168,7 +168,7 @@ def reveal_extend_view(request, grant_id):
 def reveal_close_view(request, grant_id):
     """Close your reveal now; back to the page you were on, masked again."""
     try:
-        grant = grants.reveal_close(staff=request.user, grant_id=grant_id)
+        grant = reveals.reveal_close(staff=request.user, grant_id=grant_id)
     except NotFound:
         raise Http404("No such reveal of yours.") from None
     ref = grant.subject.get_username() if grant.subject is not None else "the user"

@@ -38,8 +38,8 @@ from policy.domain import PolicyContext, PolicyVersion
 from policy.models import DecisionLog
 from policy.selectors import capabilities_by_name, merged_rules, product_defaults
 from policy.services import DecisionOutcome, decisions_make, log_decision
-from support.grants import reveals_forget_user
 from support.models import SupportAction
+from support.reveals import reveals_forget_user
 
 from . import pipeline, storage
 from .planner import (

@@ -5,12 +5,12 @@
 - **Private text shows only inside a reveal, for its user (SPEC §13 S1).** A model's
   `private_fields` (memory values, message content, conversation titles) are deferred in every
   admin queryset and read back only for the rows of the user of the staff member's open reveal
-  (`support.access.request_reveal`): a preview on changelists, the whole text on change pages.
+  (`support.request_reveal.request_reveal`): a preview on changelists, the whole text on change pages.
   Every other row — and every row without a reveal, whatever the staff member's permissions —
   shows the mask, with a link that opens a reveal of that row's user for staff who may. A key's
   free part (`private_key_fields`: the `priya` of `people.priya.works_at`) is masked the same
   way, in the database (`support.display.masked_key_sql`). Each page that showed private text
-  writes one row to the access log (`support.grants.reveal_page_log`), never one per value.
+  writes one row to the access log (`support.reveals.reveal_page_log`), never one per value.
 - **No oracle.** Private fields are searchable, sortable and filterable only inside a reveal,
   and then only among its user's rows: search and sort read annotations that are empty (or
   masked) for everyone else, and a query-string lookup on a private field (`?value__startswith=`)
@@ -60,11 +60,11 @@ from config.clock import db_now
 from config.models import ApiToken
 from memory.domain import loggable_key
 from support import services as support
-from support.access import request_may_reveal, request_reveal
 from support.display import admin_link, has_free_part, masked, masked_key_sql, reveal_url
 from support.forms import ReasonForm
-from support.grants import reveal_page_log
 from support.models import PrivateTextAccess, RevealGrant, SupportAction
+from support.request_reveal import request_may_reveal, request_reveal
+from support.reveals import reveal_page_log
 from support.views import (
     explain_turn_view,
     explain_view,
@@ -151,7 +151,7 @@ class SupportAdmin(admin.ModelAdmin):
         return bool(self.private_fields or self.private_key_fields)
 
     def reveal_of(self, request):
-        """The staff member's open reveal (`support.grants.Reveal`), or None."""
+        """The staff member's open reveal (`support.reveals.Reveal`), or None."""
         return request_reveal(request)
 
     def reveal_subject(self, request) -> int | None:

@@ -20,7 +20,7 @@ from memory.withholding import withheld_exists
 from support import services as support
 from support.admin.base import SupportAdmin, count_of
 from support.display import admin_link, explain_turn_url, explain_url, plan_rows, reveal_url
-from support.grants import reveal_page_log
+from support.reveals import reveal_page_log
 
 
 def conversation_link(conversation_id):

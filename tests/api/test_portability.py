@@ -142,8 +142,8 @@ def test_it_erases_support_notes_and_keeps_the_reveals_of_a_deleted_user_pseudon
     """§9: DELETE erases everything of the user, support's notes about them included; S2: the
     reveal log stays, with the user replaced by a one-way pseudonym."""
     from memory.models import MemoryRecord as Record
-    from support.grants import reveal_open
     from support.models import PrivateTextAccess, RevealGrant, SupportAction
+    from support.reveals import reveal_open
     from support.services import support_retract
     from tests.factories import UserFactory
 

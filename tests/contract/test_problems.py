@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
 # Support's reveals (SPEC S1) are opened in the admin, never through the API: their errors
 # become messages on the admin's pages.
-ADMIN_ONLY = {"support.grants"}
+ADMIN_ONLY = {"support.reveals"}
 # These make (or, for an import, recreate) the user or character their path names: no 404.
 CREATED_AT_PATH = {"user_put", "character_put", "user_import"}
 EXTENSIONS = {"errors", "request_id", "retry_after", "turn", "needed_tokens", "available_tokens"}

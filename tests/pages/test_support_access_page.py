@@ -10,8 +10,8 @@ import json
 import pytest
 from django.contrib.auth.models import Permission
 
-from support.grants import reveal_close, reveal_open
 from support.models import RevealGrant
+from support.reveals import reveal_close, reveal_open
 from tests.factories import UserFactory
 from tests.pages.test_memory_pages import text as page_text
 
@@ -37,7 +37,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock(T0)
-    monkeypatch.setattr("support.grants.db_now", clock)
+    monkeypatch.setattr("support.reveals.db_now", clock)
     monkeypatch.setattr("support.selectors.db_now", clock)
     return clock
 

@@ -160,7 +160,7 @@ ALEX_STRINGS = (ALEX_VALUE, ALEX_TITLE, "lamp is called")
 
 
 def open_reveal(staff, user: str = "sam", reason: str = REASON):
-    from support.grants import reveal_open
+    from support.reveals import reveal_open
 
     return reveal_open(staff=staff, user=user, reason=reason)
 

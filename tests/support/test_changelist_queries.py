@@ -17,7 +17,7 @@ from memory.models import KeyDefinition, MemoryRecord
 from memory.services import memory_assert
 from policy.media_jobs import media_job_admit
 from policy.services import decision_answer, rule_create
-from support.grants import reveal_current, reveal_open
+from support.reveals import reveal_current, reveal_open
 from support.services import support_retract
 from tests.factories import UserFactory
 from tests.support.conftest import staff_client

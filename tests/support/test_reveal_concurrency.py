@@ -4,8 +4,8 @@ never holds two open reveals, however many requests open one at the same moment.
 import pytest
 from django.contrib.auth.models import Permission
 
-from support.grants import RevealAlreadyOpen, reveal_open
 from support.models import PrivateTextAccess, RevealGrant
+from support.reveals import RevealAlreadyOpen, reveal_open
 from tests.concurrency import run_concurrently
 from tests.factories import UserFactory
 from tests.helpers import postgres_only

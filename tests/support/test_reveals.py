@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from config.errors import PermissionDenied
-from support import grants
+from support import reveals
 from support.models import AppendOnly, PrivateTextAccess, RevealGrant
 from tests.support.conftest import (
     ALEX_STRINGS,
@@ -48,7 +48,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock(T0)
-    monkeypatch.setattr("support.grants.db_now", clock)
+    monkeypatch.setattr("support.reveals.db_now", clock)
     monkeypatch.setattr("support.selectors.db_now", clock)
     return clock
 
@@ -217,13 +217,13 @@ def test_a_reveal_ends_by_time_when_the_next_page_is_drawn(
 def test_an_extended_reveal_lasts_from_its_extension(world, privileged, privileged_user, clock):
     grant = open_reveal(privileged_user)
     clock.advance(minutes=10)
-    grants.reveal_extend(staff=privileged_user, grant_id=grant.pk)
+    reveals.reveal_extend(staff=privileged_user, grant_id=grant.pk)
     clock.advance(minutes=14)  # 24 minutes after opening, 14 after extending
     assert VALUE in privileged.get(MEMORIES).content.decode()
     clock.advance(minutes=1)
     assert VALUE not in privileged.get(MEMORIES).content.decode()
-    with pytest.raises(grants.ValidationError):
-        grants.reveal_extend(staff=privileged_user, grant_id=grant.pk)  # ended: open a new one
+    with pytest.raises(reveals.ValidationError):
+        reveals.reveal_extend(staff=privileged_user, grant_id=grant.pk)  # ended: open a new one
 
 
 def test_an_expired_reveal_does_not_block_a_new_one(world, privileged_user, clock):
@@ -375,9 +375,9 @@ def test_deleting_the_user_keeps_the_log_under_a_pseudonym_and_no_username(
 
 def test_the_pseudonym_is_one_way_and_stable_per_account(world, alex):
     first, again, other = (
-        grants.pseudonym(world.sam),
-        grants.pseudonym(world.sam),
-        grants.pseudonym(alex.user),
+        reveals.pseudonym(world.sam),
+        reveals.pseudonym(world.sam),
+        reveals.pseudonym(alex.user),
     )
     assert first == again != other
     assert "sam" not in first.removeprefix("deleted-user-")

@@ -3,14 +3,14 @@
 Every admin page asks here — the masking base class (`support.admin.SupportAdmin`), the explain
 and turn pages, the banner every admin page shows — so the open reveal is read once, and its
 time is checked as the page is drawn: a reveal found past its time ends there and then
-(`support.grants.reveal_current`), and the page says so."""
+(`support.reveals.reveal_current`), and the page says so."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.utils import timezone
 
-from .grants import Reveal, can_reveal, reveal_current
+from .reveals import Reveal, can_reveal, reveal_current
 
 _UNSET = object()
 
