@@ -16,7 +16,7 @@ from config.errors import NotFound
 from conversations.models import Conversation, Message, Turn
 from memory.models import MemoryProfile
 
-from .services import check_content
+from .creation import check_content
 
 
 @dataclass
