@@ -26,6 +26,7 @@ from django.db import connection
 from django.db.models import Count, Exists, Func, OuterRef, Q, TextField
 from django.db.models.functions import Lower
 
+from config.storage import RawReader
 from conversations.models import Message, Turn
 
 from .mentions import matcher, needle
@@ -274,3 +275,15 @@ def records_mentioning(records: Iterable, values: Iterable[str], *, excluding: I
     skip = {str(i) for i in excluding}
     found = [r for r in records if str(r.id) not in skip and r.value and match(r.value)]
     return sorted(found, key=lambda r: (r.key, str(r.id)))
+
+
+def withheld_sql(reader: RawReader, message_id: str) -> str:
+    """F6: true (1) when some tombstone withholds the message whose id column is
+    `message_id` — linked to it, or holding the reply of its turn — else 0."""
+    held, turn = reader.table(Withholding), reader.table(Turn)
+    return (
+        f"CASE WHEN EXISTS (SELECT 1 FROM {held} w WHERE w.{reader.name(Withholding, 'message')}"
+        f" = {message_id}) OR EXISTS (SELECT 1 FROM {held} w JOIN {turn} t ON t."
+        f"{reader.name(Turn, 'id')} = w.{reader.name(Withholding, 'turn')} WHERE t."
+        f"{reader.name(Turn, 'reply_message')} = {message_id}) THEN 1 ELSE 0 END"
+    )

@@ -9,7 +9,7 @@ from config.clock import db_now
 from config.errors import NotFound
 from conversations.models import Conversation
 from events import outbox
-from memory.models import MemoryRecord, MemorySource
+from memory.deletion import conversation_memory_delete
 
 
 def conversation_delete(*, conversation_id, user=None) -> None:
@@ -29,12 +29,5 @@ def conversation_delete(*, conversation_id, user=None) -> None:
 
 
 def delete_conversation_rows(conversation: Conversation) -> None:
-    MemorySource.objects.filter(message__conversation=conversation).delete()
-    # Records scoped to this conversation (or its scenes) cannot outlive it; supersedes edges
-    # among them point inside the same set, so clear them before deleting.
-    scoped = MemoryRecord.objects.filter(user=conversation.user, conversation=conversation)
-    scoped.update(supersedes=None)
-    MemoryRecord.objects.filter(user=conversation.user, supersedes__in=scoped).update(supersedes=None)
-    scoped.delete()
+    conversation_memory_delete(conversation)
     conversation.delete()
-

@@ -17,10 +17,9 @@ from config.errors import AuthorityConflict, BudgetExceeded, Conflict, NotFound,
 from config.storage import RowWriter, raw_reader
 from conversations.domain import Context
 from conversations.models import Conversation, Message, Turn
-from memory.resolver import stable_window
-from memory.selectors import Registry, catalog_registry, memory_version_of, resolve_log_line
-from memory.services import add_plan_rows, ensure_profile, log_memory_write
-from memory.storage import MEMORY_CACHE, CachedMemory, ContextState
+from memory.selectors import Registry, catalog_registry, resolve_log_line
+from memory.services import ensure_profile, log_memory_write
+from memory.state import ContextMemory, MemoryState
 from memory.writes import WriteRefused
 from policy.domain import PolicyContext, PolicyVersion
 from policy.models import DecisionLog
@@ -84,24 +83,20 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
         conversation = _lock_conversation(conversation_id, user)
         profile = conversation.user.memory_profile
         scene = scene or None
-        scope_ids = _scope_ids(conversation, scene)
-        cached = MEMORY_CACHE.get(conversation.user_id, scope_ids)
-        rows = _read(conversation, turn_key, scene, content, plan, capabilities,
-                     learning=profile.learn, cached=cached)
+        memory = ContextMemory(conversation.user, _scope_ids(conversation, scene))
+        rows = _read(conversation, turn_key, content, plan, capabilities,
+                     learning=profile.learn, memory=memory)
         if rows.existing_turn is not None:
             return _replayed(rows.existing_turn, conversation, content, scene)
-        if rows.state is None:  # the user's memory is as this process last saw it
-            rows.state = cached.state
-            MEMORY_CACHE.note_reuse()
         # Ids in the order the step-by-step path drew them: the message, then the turn.
         message_id, turn_id = uuid.uuid4(), uuid.uuid4()
         registry = _registry(rows, profile, plan)
-        read = _turn_read(conversation, profile, rows, message_id=message_id, content=content,
-                          scene=scene, plan=plan, capabilities=capabilities, registry=registry,
-                          resolved=_resolved_for(cached, rows, registry))
+        read = _turn_read(conversation, profile, rows, memory.at_version(registry),
+                          message_id=message_id, content=content, scene=scene, plan=plan,
+                          capabilities=capabilities, registry=registry)
         decided = _decide(read, conversation)
-        turn = _write(conversation, read, decided, turn_id=turn_id, turn_key=turn_key)
-        _remember(conversation.user_id, profile.secret, registry, read, rows, decided)
+        turn = _write(conversation, read, decided, memory, registry, turn_id=turn_id,
+                      turn_key=turn_key)
     _log(turn, conversation, read, decided)
     metrics.turn_created(True)
     result = TurnResult(turn, True, refused=decided.refused)
@@ -153,7 +148,8 @@ def _scope_ids(conversation: Conversation, scene: str | None) -> list[str]:
     return ids
 
 
-def _read(conversation, turn_key, scene, content, plan, capabilities, *, learning, cached):
+def _read(conversation, turn_key, content, plan, capabilities, *, learning,
+          memory: ContextMemory):
     """`turns.storage.read_turn`, or its ORM reference (`read_turn_orm`) where the raw reader
     does not serve the database. The history's text is read for what a plan could admit
     beside the message: its budget less the message's estimate (I3)."""
@@ -161,18 +157,13 @@ def _read(conversation, turn_key, scene, content, plan, capabilities, *, learnin
     relevance = plan is not None and plan.memory_order == "relevance"
     found = dict(
         conversation=conversation, turn_key=turn_key, character=conversation.character.slug,
-        scope_ids=_scope_ids(conversation, scene), room=room,
-        n_recent=QUERY_HISTORY if relevance else 0, learning=learning,
-        capabilities=[c.name for c in capabilities],
+        memory=memory, room=room, n_recent=QUERY_HISTORY if relevance else 0,
+        learning=learning, capabilities=[c.name for c in capabilities],
     )
     reader = raw_reader(Turn.objects.db)
     if reader is None:
         return read_turn_orm(**found)
-    secret = conversation.user.memory_profile.secret
-    return storage.read_turn(
-        reader, registry=not catalog_registry.warm(),
-        cached_version=cached.version if cached is not None and cached.secret == secret else None,
-        **found)
+    return storage.read_turn(reader, registry=not catalog_registry.warm(), **found)
 
 
 def _registry(rows, profile, plan) -> Registry:
@@ -183,8 +174,8 @@ def _registry(rows, profile, plan) -> Registry:
     return Registry(())  # I8: learning off and no plan: the turn needs nothing of memory
 
 
-def _turn_read(conversation, profile, rows, *, message_id, content, scene, plan,
-               capabilities, registry, resolved) -> pipeline.TurnRead:
+def _turn_read(conversation, profile, rows, memory: MemoryState, *, message_id, content,
+               scene, plan, capabilities, registry) -> pipeline.TurnRead:
     defaults = product_defaults() if capabilities else None
     rules = []
     if capabilities:
@@ -197,49 +188,14 @@ def _turn_read(conversation, profile, rows, *, message_id, content, scene, plan,
         learn=profile.learn, use=profile.use, secret=profile.secret_bytes(),
         last_named=rows.last_named, many_keys=registry.many_keys, labels=registry.labels,
         pinned=registry.pinned_keys, scope_ids=tuple(_scope_ids(conversation, scene)),
-        records=rows.state.records, tombstones=rows.state.tombstones,
-        retractions=rows.state.retractions, history=rows.history, texts=rows.texts,
+        records=memory.state.records, tombstones=memory.state.tombstones,
+        retractions=memory.state.retractions, history=rows.history, texts=rows.texts,
         likely=settings.COMPANION["CERTAINTY_LIKELY"],
         uncertain=settings.COMPANION["CERTAINTY_UNCERTAIN"], params=plan,
         capabilities=capabilities, rules=rules,
         policy_version=(defaults.version if defaults else 0, rows.user_policy_version),
-        resolved=resolved,
+        resolved=memory.resolved,
     )
-
-
-def _resolved_for(cached, rows, registry):
-    """The resolution this process made of the state just read, when the state is the cached
-    one and the registry the same: the pipeline reuses it within its stable window."""
-    if cached is None or rows.state is not cached.state or cached.resolved is None:
-        return None
-    made_with, window, resolution, projection = cached.resolved
-    return (window, resolution, projection) if made_with is registry else None
-
-
-def _remember(user_id, secret: str, registry, read: pipeline.TurnRead, rows,
-              decided: pipeline.TurnDecided) -> None:
-    """Keep the user's memory state for the next request of this process: the state read, at
-    the version read, when the turn wrote no memory; else the state as the turn's writes left
-    it, at the version they left (read back: one statement). Either way with the resolution
-    made at the turn's time. An entry is used only while the user's version is its own, so a
-    transaction that writes again, or rolls back, leaves it unused."""
-    if not read.learn and read.params is None:
-        return  # nothing of memory was read
-    writes = decided.writes
-    if writes.inserts or writes.links or writes.confidence or writes.closes or writes.retractions:
-        version = memory_version_of(user_id)
-        retractions = dict(rows.state.retractions)
-        for scope_id, key, hashed, at in writes.retractions:
-            retractions[(scope_id, key, hashed)] = at
-        state = ContextState(decided.records, rows.state.tombstones, retractions)
-    else:
-        version, state = rows.memory_version, rows.state
-    if version is None:
-        return
-    window = stable_window(decided.records, read.context.now)
-    MEMORY_CACHE.put(user_id, read.scope_ids, CachedMemory(
-        version, state, secret, resolved=(registry, window, decided.resolution,
-                                          decided.projection)))
 
 
 def _decide(read: pipeline.TurnRead, conversation) -> pipeline.TurnDecided:
@@ -283,9 +239,11 @@ def _scope_fields(conversation: Conversation, scene: str | None) -> dict:
     return fields
 
 
-def _write(conversation, read, decided, *, turn_id, turn_key) -> Turn:
+def _write(conversation, read, decided, memory: ContextMemory, registry, *, turn_id,
+           turn_key) -> Turn:
     """Every row of the turn, as one statement on PostgreSQL (`config.storage.RowWriter`): the
-    seq, the message, the memory writes, the turn with its plan snapshot, the decision log."""
+    seq, the message, the memory writes (memory's to lay out and to keep, `apply_writes`),
+    the turn with its plan snapshot, the decision log."""
     user = conversation.user
     now = read.context.now
     writer = RowWriter()
@@ -295,7 +253,10 @@ def _write(conversation, read, decided, *, turn_id, turn_key) -> Turn:
                       seq=read.message.seq, role="user", content=read.message.content,
                       created_at=now)
     writer.insert([message])
-    add_plan_rows(writer, user, decided.writes, _scope_fields(conversation, read.context.scene))
+    memory.apply_writes(writer, decided.writes,
+                        scope_fields=_scope_fields(conversation, read.context.scene),
+                        records=decided.records, resolution=decided.resolution,
+                        projection=decided.projection, now=now, registry=registry)
     turn = Turn(
         id=turn_id, user=user, conversation=conversation, turn_key=turn_key,
         scene=read.context.scene, user_message=message, created_at=now, learning=read.learn,

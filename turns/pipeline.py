@@ -29,10 +29,9 @@ from datetime import datetime
 from config.errors import BudgetExceeded
 from conversations.domain import Context
 from memory import learning
+from memory.current import Resolved, resolve_context
 from memory.domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
 from memory.extract import extract
-from memory.projection import project
-from memory.resolver import at_time, resolve
 from memory.writes import Known, Outcome, WriteBatch, WritePlan
 from policy import engine
 from policy.domain import Decision, DecisionRequest, PolicyContext, Rule
@@ -77,8 +76,8 @@ class TurnRead:
     rules: Sequence[Rule] = ()
     policy_version: tuple[int, int] = (0, 0)
     # A resolution of these very records made earlier, with the valid times over which it
-    # holds (`memory.resolver.stable_window`): reused when the turn writes no memory.
-    resolved: tuple | None = None  # ((lo, hi), resolution, projection)
+    # holds: reused when the turn writes no memory (`memory.current.resolve_context`).
+    resolved: Resolved | None = None
 
 
 @dataclass
@@ -130,34 +129,16 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
         outcomes = learning.learn(found, batch, context=context, known=known,
                                   sources=(read.message.id,), source_time=context.now)
     records = batch.records()
-    reused = _reusable(read, batch.plan)
-    if reused is not None:
-        resolution, projection = reused
-    else:
-        resolution = resolve(records, read.tombstones, context, many_keys=read.many_keys,
-                             secret=read.secret)
-        projection = project(resolution.active, labels=read.labels, many_keys=read.many_keys,
-                             likely=read.likely, uncertain=read.uncertain)
+    resolution, projection = resolve_context(
+        records, read.tombstones, context, many_keys=read.many_keys, labels=read.labels,
+        secret=read.secret, likely=read.likely, uncertain=read.uncertain,
+        earlier=None if batch.plan.changes_memory else read.resolved)
     decided = TurnDecided(found, outcomes, batch.plan, records, resolution, projection)
     decided.states = batch.states([o.record.id for o in outcomes if o.record],
                                   many_keys=read.many_keys)
     if read.params is not None:
         plan_turn(read, decided, read.texts, new_id=new_id)
     return decided
-
-
-def _reusable(read: TurnRead, writes: WritePlan) -> tuple[Resolution, Projection] | None:
-    """The earlier resolution of the records read, when the writes changed none of them and
-    the turn's time lies in its stable window (R3 and R5 are the only steps that look at
-    `now`): the same answer `resolve` and `project` would give."""
-    if read.resolved is None or writes.inserts or writes.links or writes.confidence \
-            or writes.closes or writes.retractions:
-        return None
-    (lo, hi), resolution, projection = read.resolved
-    now = read.context.now
-    if (lo is not None and now < lo) or (hi is not None and now >= hi):
-        return None
-    return at_time(resolution, now), projection
 
 
 def plan_turn(read: TurnRead, decided: TurnDecided, texts: Mapping[str, str], *,

@@ -2,7 +2,7 @@
 
 A new turn is read in one statement after the locks (`read_turn`): the clock, the turn stored
 under the key, the user's most recently named thing (the extractor's "it", SPEC §8), the
-context's whole memory state (`memory.storage.context_state_parts`), the history before the
+context's whole memory state (`memory.state.ContextMemory`), the history before the
 message with the text of the messages a plan could admit (I1, I3, I6), and the user's rules
 for the capabilities asked about with the user's policy version (D1, D7). Each part is a
 scalar subquery; the variable ones answer a JSON array, so the statement is one row whatever
@@ -22,9 +22,8 @@ from django.utils import timezone
 
 from config.storage import RawReader, json_rows, parse_datetimes
 from conversations.models import Conversation, Message, Turn
-from memory import storage as memory_storage
-from memory.models import KeyDefinition, Withholding
-from memory.selectors import last_named_key_query
+from memory.state import ContextMemory, last_named_part, registry_part
+from memory.withholding import withheld_sql
 from policy.domain import PolicyScope, Rule
 from policy.models import PolicyRule, UserPolicyVersion
 
@@ -39,18 +38,6 @@ class OctetLength(Func):
 
     def as_sqlite(self, compiler, connection, **extra):
         return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
-
-
-def withheld_sql(reader: RawReader, message_id: str) -> str:
-    """F6: true (1) when some tombstone withholds the message whose id column is
-    `message_id` — linked to it, or holding the reply of its turn — else 0."""
-    held, turn = reader.table(Withholding), reader.table(Turn)
-    return (
-        f"CASE WHEN EXISTS (SELECT 1 FROM {held} w WHERE w.{reader.name(Withholding, 'message')}"
-        f" = {message_id}) OR EXISTS (SELECT 1 FROM {held} w JOIN {turn} t ON t."
-        f"{reader.name(Turn, 'id')} = w.{reader.name(Withholding, 'turn')} WHERE t."
-        f"{reader.name(Turn, 'reply_message')} = {message_id}) THEN 1 ELSE 0 END"
-    )
 
 
 def history_sql(reader: RawReader, size: str) -> str:
@@ -89,13 +76,11 @@ class TurnRows:
     now: datetime
     existing_turn: uuid.UUID | None
     last_named: str | None
-    state: memory_storage.ContextState | None  # None: the cached state is current
     history: list[HistoryCandidate]
     texts: dict[str, str]
     rules: list[tuple[tuple, Rule]]  # the user's, each with its place in the model's order
     user_policy_version: int
     registry_rows: list[tuple] | None = None  # (key, cardinality, label, pinned), when read
-    memory_version: int | None = None  # the user's, as read (None: no memory write yet)
 
 
 _RULE_FIELDS = ("id", "capability", "effect", "source", "scope_kind", "conversation", "scene",
@@ -104,14 +89,14 @@ _RULE_FIELDS = ("id", "capability", "effect", "source", "scope_kind", "conversat
 
 
 def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
-              character: str, scope_ids: list[str], room: int, n_recent: int, learning: bool,
-              capabilities: list[str], registry: bool = False,
-              cached_version: int | None = None) -> TurnRows:
+              character: str, memory: ContextMemory, room: int, n_recent: int, learning: bool,
+              capabilities: list[str], registry: bool = False) -> TurnRows:
     """One statement, run after the conversation's and the memory profile's locks so it sees
     every committed write (see the module docstring). `room` < 0 and no `n_recent` read no
     history; `registry` reads the key registry too (outside a request, where the catalog
-    cache does not serve it). With `cached_version`, the memory state is read only if the
-    user's memory version is another: `state` is then None when the caller's is current."""
+    cache does not serve it). Memory's parts are `memory`'s to write and to read back
+    (`memory.state.ContextMemory`): the context's state is read only when the user's memory
+    version is not the one this process keeps it at."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
     user = conversation.user
@@ -124,19 +109,18 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
                  f"WHERE {name(Turn, 'conversation')} = %s AND {name(Turn, 'turn_key')} = %s)")
     params += [reader.param(Turn, "conversation", conversation.pk), turn_key]
     if learning:
-        named = _last_named_sql(user, reader.alias)
-        parts.append(f"({named[0]})")
-        params += named[1]
+        named, found = last_named_part(reader, user.pk)
+        parts.append(named)
+        params += found
     planned = room >= 0 or n_recent > 0
     # With learning off and no plan, the turn touches no memory table (I8).
     remembers = learning or planned
     if remembers:
-        memory_parts, found = memory_storage.context_state_parts(reader, user, scope_ids,
-                                                                 cached_version)
+        memory_parts, found = memory.read_parts(reader)
         parts += memory_parts
         params += found
     if planned:
-        history = history_sql(reader, message_size_sql(reader.alias))
+        history = reader.sql("history", lambda r: history_sql(r, message_size_sql(r.alias)))
         parts.append(json_rows(vendor, ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
                                f"FROM ({history}) h"))
         params += [room, n_recent, user.pk,
@@ -161,21 +145,15 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
                      f"WHERE {name(UserPolicyVersion, 'user')} = %s)")
         params.append(user.pk)
     if registry and remembers:
-        parts.append(json_rows(vendor, [column(KeyDefinition, field, "k.") for field in (
-            "key", "cardinality", "label", "pinned")], f"FROM {reader.table(KeyDefinition)} k"))
+        parts.append(registry_part(reader))
     [row] = reader.fetch("SELECT " + ", ".join(parts), params)
     row = list(row)
     now = (datetime.fromisoformat(row.pop(0)) if vendor == "postgresql"
            else timezone.now().astimezone(UTC))
     existing = row.pop(0)
     last_named = row.pop(0) if learning else None
-    version = None
-    state = memory_storage.ContextState([], [], {})
     if remembers:
-        version, records, tombstones, retractions = (row.pop(0) for _ in range(4))
-        state = (None if records is None else
-                 memory_storage.parse_context_state(records, tombstones, retractions,
-                                                    user.username))
+        memory.read_from(row)
     history, texts = _parse_history(json.loads(row.pop(0))) if planned else ([], {})
     rules: list[tuple[tuple, Rule]] = []
     policy_version = 0
@@ -184,15 +162,8 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
         policy_version = row.pop(0) or 0
     keys = [tuple(found) for found in json.loads(row.pop(0))] if registry and remembers else None
     return TurnRows(now=now, existing_turn=uuid.UUID(str(existing)) if existing else None,
-                    last_named=last_named, state=state, history=history, texts=texts,
-                    rules=rules, user_policy_version=policy_version, registry_rows=keys,
-                    memory_version=version)
-
-
-def _last_named_sql(user, alias: str) -> tuple[str, list]:
-    query = last_named_key_query(user).query
-    sql, params = query.get_compiler(using=alias).as_sql()
-    return sql, list(params)
+                    last_named=last_named, history=history, texts=texts, rules=rules,
+                    user_policy_version=policy_version, registry_rows=keys)
 
 
 def _parse_history(rows: list) -> tuple[list[HistoryCandidate], dict[str, str]]:

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from config.clock import db_now
 from conversations.models import Conversation
 from events import outbox
-from memory.models import MemoryRecord
+from memory.deletion import user_memory_unlink
 from memory.services import ensure_profile
 from support.grants import reveals_forget_user
 from support.models import SupportAction
@@ -44,7 +44,7 @@ def user_delete(*, user) -> None:
     with transaction.atomic():
         for conversation in Conversation.objects.filter(user=user):
             delete_conversation_rows(conversation)
-        MemoryRecord.objects.filter(user=user).update(supersedes=None)
+        user_memory_unlink(user)
         # Support's notes about this user go too: a staff-written reason may quote them.
         SupportAction.objects.filter(subject_id=user.pk).delete()
         # S2: the reveals and the access log stay, the user replaced by a pseudonym.
