@@ -28,6 +28,7 @@ from django.db.models.functions import Lower
 
 from config.storage import RawReader
 from conversations.models import Message, Turn
+from conversations.plan_snapshot import PlanSnapshot
 
 from .mentions import matcher, needle
 from .models import MemorySource, Tombstone, Withholding
@@ -130,9 +131,9 @@ def plan_withholding(user, *, scope_id: str, at: datetime, purged: list[Purged])
         turns = (Turn.objects.filter(user=user, created_at__lte=at, plan_snapshot__isnull=False)
                  .filter(Q(reply_message__isnull=True) | Q(reply_message__created_at__gt=at))
                  .values_list("id", "reply_message_id", "plan_snapshot"))
-        for turn_id, reply_id, snapshot in turns:
-            held = set(snapshot.get("memories") or ()) & purged_ids \
-                or set(snapshot.get("history") or ()) & messages
+        for turn_id, reply_id, stored in turns:
+            snapshot = PlanSnapshot.of(stored) or PlanSnapshot()
+            held = set(snapshot.memories) & purged_ids or set(snapshot.history) & messages
             if not held:
                 continue
             if reply_id is None:

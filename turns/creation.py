@@ -5,7 +5,6 @@ once."""
 from __future__ import annotations
 
 import dataclasses
-import logging
 import uuid
 from dataclasses import dataclass
 
@@ -27,12 +26,10 @@ from policy.selectors import capabilities_by_name, merged_rules, product_default
 from policy.services import DecisionOutcome, log_decision
 
 from . import pipeline, storage
-from .planner import QUERY_HISTORY, PlanMessage, PlanParams, plan_snapshot, validate_params
-from .plans import PromptPlanResult
+from .planner import QUERY_HISTORY, PlanMessage, PlanParams, validate_params
+from .plans import PromptPlanResult, log_plan
 from .selectors import message_contents, read_turn_orm
 from .tokens import estimate_message
-
-log = logging.getLogger("companion.conversations")
 
 
 def check_content(content: str, *, field: str = "content") -> None:
@@ -267,8 +264,8 @@ def _write(conversation, read, decided, memory: ContextMemory, registry, *, turn
         ],
     )
     if decided.plan is not None:
-        turn.plan_snapshot = _snapshot(read, decided)
-        turn.plan_hash = decided.plan.plan_hash
+        turn.plan_snapshot = decided.snapshot.stored()
+        turn.plan_hash = decided.snapshot.plan_hash
     writer.insert([turn])
     scope_ids = list(_policy_context(read).scope_ids)
     writer.insert([
@@ -289,21 +286,6 @@ def _policy_context(read: pipeline.TurnRead) -> PolicyContext:
     c = read.context
     return PolicyContext(user=c.user, now=c.now, character=c.character,
                          conversation=c.conversation, scene=c.scene)
-
-
-def _snapshot(read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> dict:
-    """What the turn keeps of its plan (SPEC §7): ids, counts, the hash — never text."""
-    params = read.params
-    snapshot = plan_snapshot(decided.plan)
-    snapshot["now"] = read.context.now.isoformat()
-    snapshot["params"] = {"budget": params.budget, "memory_share": params.memory_share,
-                          "history": params.history, "capabilities": list(params.capabilities),
-                          "memory_order": params.memory_order}
-    snapshot["decisions"] = [decision_id for decision_id, _, _ in decided.decisions]
-    # SPEC E2: each decision as the prompt held it (capability and effect; no text).
-    snapshot["policy"] = [[decision_id, capability.name, decision.effect]
-                          for decision_id, capability, decision in decided.decisions]
-    return snapshot
 
 
 def _outcomes(read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> list[DecisionOutcome]:
@@ -332,16 +314,9 @@ def _log(turn: Turn, conversation, read: pipeline.TurnRead,
                      requested_by=pipeline.REQUESTED_BY, decision=decision,
                      rules_loaded=len(read.rules), version=version)
     if decided.plan is not None:
-        plan = decided.plan
-        log.info(
-            "prompt_plan turn=%s %s history=%d memories=%d excluded=%d tokens=%d budget=%d "
-            "memory_order=%s memory_use=%s plan_hash=%s",
-            turn.pk, resolve_log_line(conversation.user.pk, len(decided.records),
-                                      decided.resolution, decided.projection),
-            len(plan.history), len(plan.memories), len(plan.excluded), plan.estimated_tokens,
-            read.params.budget, read.params.memory_order, "on" if read.use else "off",
-            plan.plan_hash,
-        )
+        log_plan(turn.pk, resolve_log_line(conversation.user.pk, len(decided.records),
+                                           decided.resolution, decided.projection),
+                 decided.plan, read.params, use=read.use)
 
 
 def _replayed(turn_id, conversation: Conversation, content: str, scene) -> TurnResult:

@@ -10,12 +10,12 @@ from config.clock import db_now
 from config.errors import BudgetExceeded, NotFound
 from conversations.models import Turn
 from conversations.selectors import LoadedContext
-from memory.domain import RESOLVER_VERSION
 from memory.selectors import ContextResolution
 from memory.switches import memory_settings_of
-from policy.services import decisions_make
+from policy.services import DecisionOutcome, decisions_make
 
-from .planner import QUERY_HISTORY, PlanMessage, PlanParams, build_plan, plan_snapshot, recent_ids
+from .pipeline import plan_prompt
+from .planner import QUERY_HISTORY, Plan, PlanMessage, PlanParams
 from .selectors import history_with_contents
 from .tokens import estimate_message
 
@@ -82,42 +82,37 @@ def plan_for_turn(turn: Turn, *, budget: int, memory_share: float = 0.3, history
     # The history's text is read with its sizes for the newest messages that could fit
     # beside the current message (what the planner admits is among them under `contiguous`).
     room = budget - estimate_message(current.content)
-    relevance = memory_order == "relevance"
     candidates, fetch_content = history_with_contents(
-        conversation, current.seq, room, QUERY_HISTORY if relevance else 0)
-    recent = None
-    pinned: frozenset[str] = frozenset()
-    if relevance:
-        pinned = resolved.registry.pinned_keys
-        ids = recent_ids(current.seq, candidates)
-        recent = [fetch_content([i])[i] for i in ids]
-    plan = build_plan(
+        conversation, current.seq, room, QUERY_HISTORY if memory_order == "relevance" else 0)
+
+    def decide() -> list[DecisionOutcome]:
+        if not params.capabilities:
+            return []
+        return decisions_make(context=ctx, capabilities=list(params.capabilities))
+
+    planned = plan_prompt(
         current=PlanMessage(str(current.pk), current.seq, current.role, current.content),
-        history=(),
-        history_candidates=candidates,
-        fetch_content=fetch_content,
-        memories=resolved.projection.prompt,
-        memory_excluded=list(resolved.resolution.excluded) + list(resolved.projection.excluded),
-        params=params, resolver_version=RESOLVER_VERSION,
-        pinned_keys=pinned, recent=recent, use_memories=switches.use,
-    )
-    decisions = decisions_make(context=ctx, capabilities=list(params.capabilities)) if params.capabilities else []
-    snapshot = plan_snapshot(plan)
-    snapshot["now"] = ctx.now.isoformat()
-    snapshot["params"] = {"budget": budget, "memory_share": memory_share, "history": history,
-                          "capabilities": list(params.capabilities), "memory_order": memory_order}
-    snapshot["decisions"] = [d.decision_id for d in decisions]
-    # SPEC E2: each decision as the prompt held it (capability and effect; no text).
-    snapshot["policy"] = [[d.decision_id, d.capability, d.decision.effect] for d in decisions]
-    Turn.objects.filter(pk=turn.pk).update(plan_snapshot=snapshot, plan_hash=plan.plan_hash)
-    turn.plan_snapshot, turn.plan_hash = snapshot, plan.plan_hash
+        history=candidates, fetch_content=fetch_content, resolution=resolved.resolution,
+        projection=resolved.projection, params=params, pinned=resolved.registry.pinned_keys,
+        use=switches.use, now=ctx.now, decide=decide,
+        described=lambda d: (d.decision_id, d.capability, d.decision.effect))
+    stored, plan_hash = planned.snapshot.stored(), planned.snapshot.plan_hash
+    Turn.objects.filter(pk=turn.pk).update(plan_snapshot=stored, plan_hash=plan_hash)
+    turn.plan_snapshot, turn.plan_hash = stored, plan_hash
+    log_plan(turn.pk, resolved.log_line(), planned.plan, params, use=switches.use)
+    return PromptPlanResult(turn, planned.plan, planned.decisions, params)
+
+
+def log_plan(turn_id, resolve_line: str, plan: Plan, params: PlanParams, *, use: bool) -> None:
+    """SPEC §12: a plan's ids, counts and hash with its resolve's — never text. One line per
+    plan made, by turn creation or by the GET."""
     log.info(
         "prompt_plan turn=%s %s history=%d memories=%d excluded=%d tokens=%d budget=%d "
         "memory_order=%s memory_use=%s plan_hash=%s",
-        turn.pk, resolved.log_line(), len(plan.history), len(plan.memories), len(plan.excluded),
-        plan.estimated_tokens, budget, memory_order, "on" if switches.use else "off", plan.plan_hash,
+        turn_id, resolve_line, len(plan.history), len(plan.memories), len(plan.excluded),
+        plan.estimated_tokens, params.budget, params.memory_order, "on" if use else "off",
+        plan.plan_hash,
     )
-    return PromptPlanResult(turn, plan, decisions, params)
 
 
 def turn_plan_replayed(result, plan: PlanParams):

@@ -18,6 +18,7 @@ from config.clock import db_now
 from config.errors import NotFound
 from config.storage import raw_reader
 from conversations.models import Conversation, Message, Turn
+from conversations.plan_snapshot import PlanSnapshot
 from memory.page_selectors import (
     forgotten_skeletons,
     memory_counts,
@@ -244,7 +245,7 @@ class RepliesUsed:
     an older snapshot names only by id (id → capability, effect), and the user messages
     whose turn learned nothing because `learn` was off (I8)."""
 
-    snapshots: dict[str, dict | None]
+    snapshots: dict[str, PlanSnapshot | None]
     # id → (key, value, forgotten time or None, scope id, version, the id it supersedes)
     held: dict[str, tuple[str, str, datetime | None, str, int, str | None]]
     logged: dict[str, tuple[str, str]]
@@ -255,7 +256,7 @@ def replies_used(user, conversation: Conversation) -> RepliesUsed:
     """Three queries whatever the conversation's length: its turns, the memory records their
     snapshots name, and (only for snapshots stored before decisions were kept in them) the
     decision log rows they name."""
-    snapshots: dict[str, dict | None] = {}
+    snapshots: dict[str, PlanSnapshot | None] = {}
     not_learned = set()
     memory_ids, decision_ids = [], []
     for user_message, reply, learning, snapshot in (
@@ -266,7 +267,7 @@ def replies_used(user, conversation: Conversation) -> RepliesUsed:
             not_learned.add(str(user_message))
         if reply is None:
             continue
-        snapshot = snapshot if isinstance(snapshot, dict) else None
+        snapshot = PlanSnapshot.of(snapshot)
         snapshots[str(reply)] = snapshot
         memory_ids += used_words.memory_ids(snapshot)
         decision_ids += used_words.decision_ids(snapshot)
