@@ -27,13 +27,13 @@ from datetime import datetime
 
 from django.db import connections
 
-from config.storage import RawReader, RowWriter, json_rows
+from config.storage import RawReader, RowWriter, json_rows, raw_reader
 
 from . import storage
 from .current import EMPTY, ContextState, Resolved
 from .domain import MemoryRecord as DomainRecord
 from .domain import Projection, Resolution
-from .models import KeyDefinition, MemoryProfile, MemoryRecord, SlotRetraction
+from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemoryVersion, SlotRetraction
 from .selectors import last_named_key_query, memory_version_of, records_to_domain, tombstones_of
 from .services import add_plan_rows
 from .storage import MEMORY_CACHE, CachedMemory
@@ -126,7 +126,7 @@ class ContextMemory:
     def _keep(self, writes: WritePlan, records, resolved: Resolved, registry) -> None:
         read = self._state
         if writes.changes_memory:
-            version = memory_version_of(self.user.pk)
+            version = _version_of(self.user.pk)
             retractions = dict(read.state.retractions)
             for scope_id, key, hashed, at in writes.retractions:
                 retractions[(scope_id, key, hashed)] = at
@@ -137,6 +137,18 @@ class ContextMemory:
             return
         MEMORY_CACHE.put(self.user.pk, self.scope_ids,
                          CachedMemory(version, state, self.secret, resolved=(registry, resolved)))
+
+
+def _version_of(user_id) -> int | None:
+    """`memory.selectors.memory_version_of` as a statement built once per process."""
+    reader = raw_reader(MemoryVersion.objects.db)
+    if reader is None:
+        return memory_version_of(user_id)
+    sql = reader.sql("memory-version", lambda r: (
+        f"SELECT {r.name(MemoryVersion, 'version')} FROM {r.table(MemoryVersion)} "
+        f"WHERE {r.name(MemoryVersion, 'user_id')} = %s"))
+    found = reader.fetch(sql, [user_id])
+    return found[0][0] if found else None
 
 
 def last_named_part(reader: RawReader, user_id) -> tuple[str, list]:

@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import router, transaction
 
 from config import metrics
 from config.errors import AuthorityConflict, BudgetExceeded, Conflict, NotFound, ValidationError
@@ -117,21 +117,20 @@ def _plan_capabilities(plan: PlanParams) -> list[pipeline.Capability]:
 
 def _lock_conversation(conversation_id, user) -> Conversation:
     """The conversation with its user, character and memory profile, its row and the profile's
-    locked in one statement. A user without a profile yet (one made outside `user_put`) gets
-    one first."""
-    qs = Conversation.objects.select_related("user__memory_profile", "character").filter(
-        pk=conversation_id)
-    if user is not None:
-        qs = qs.filter(user=user)
-    locked = qs.filter(user__memory_profile__isnull=False).select_for_update(
-        of=("self", "user__memory_profile"))
-    conversation = locked.first()
+    locked in one statement, built once per process (`turns.storage.lock_conversation`). A
+    user without a profile yet (one made outside `user_put`) gets one first."""
+    user_id = user.pk if user is not None else None
+    alias = router.db_for_write(Conversation)
+    conversation = storage.lock_conversation(alias, conversation_id, user_id)
     if conversation is None:
-        plain = qs.first()
-        if plain is None:
+        plain = Conversation.objects.select_related("user").filter(pk=conversation_id)
+        if user_id is not None:
+            plain = plain.filter(user_id=user_id)
+        found = plain.first()
+        if found is None:
             raise NotFound("No such conversation.")
-        ensure_profile(plain.user)
-        conversation = locked.first()
+        ensure_profile(found.user)
+        conversation = storage.lock_conversation(alias, conversation_id, user_id)
     return conversation
 
 

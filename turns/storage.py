@@ -12,12 +12,14 @@ the data. The history part is the plan read's statement (`history_sql`), shared 
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.db import connections
 from django.db.models import Func, IntegerField
+from django.db.models.query import get_related_populators
 from django.utils import timezone
 
 from config.storage import RawReader, json_rows, parse_datetimes
@@ -199,3 +201,83 @@ def message_size_sql(alias: str) -> str:
     rows = Message.objects.using(alias).annotate(n_bytes=OctetLength("content"))
     size, _ = rows.query.get_compiler(using=alias).compile(rows.query.annotations["n_bytes"])
     return size
+
+
+# ---------------------------------------------------------------------------------------------
+# The conversation's lock, compiled once
+
+
+def locked_conversation_query(conversation_id, user_id=None):
+    """The conversation with its user, the user's memory profile and its character, locking
+    its row and the profile's (I4's seq, W8's memory write lock); only a user's own with
+    `user_id`. The ORM reference of `lock_conversation`."""
+    qs = Conversation.objects.select_related("user__memory_profile", "character").filter(
+        pk=conversation_id)
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    return qs.filter(user__memory_profile__isnull=False).select_for_update(
+        of=("self", "user__memory_profile"))
+
+
+_SOME_CONVERSATION = uuid.UUID("00000000-0000-4000-8000-00000000c0de")
+_SOME_USER = -7_340_032
+_compiled = threading.local()
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple
+    at: dict[str, int]  # where each argument goes in `params`
+    compiler: object  # the statement's SQLCompiler: its select list and model structure
+    init_list: list[str]
+    start: int
+    end: int
+    populators: list
+
+
+def lock_conversation(alias: str, conversation_id, user_id=None) -> Conversation | None:
+    """`locked_conversation_query(...).first()`, with its SQL compiled once per thread and
+    database instead of on every turn: the statement runs on the connection's cursor and its
+    row becomes the same objects `ModelIterable` builds (Django's converters, `from_db` and
+    select_related's populators), so the result is the ORM's."""
+    connection = connections[alias]
+    built = getattr(_compiled, "entries", None)
+    if built is None:
+        built = _compiled.entries = {}
+    key = (alias, id(connection), user_id is not None)
+    found = built.get(key)
+    if found is None:
+        found = built[key] = _compile_lock(alias, user_id is not None)
+    field = Conversation._meta.pk
+    params = list(found.params)
+    params[found.at["conversation"]] = field.get_db_prep_value(
+        field.to_python(conversation_id), connection)
+    if user_id is not None:
+        params[found.at["user"]] = user_id
+    with connection.cursor() as cursor:
+        cursor.execute(found.sql, params)
+        rows = cursor.fetchall()
+    for row in found.compiler.results_iter([rows]):
+        conversation = Conversation.from_db(alias, found.init_list, row[found.start:found.end])
+        for populator in found.populators:
+            populator.populate(row, conversation)
+        return conversation
+    return None
+
+
+def _compile_lock(alias: str, with_user: bool) -> _Compiled:
+    query = locked_conversation_query(_SOME_CONVERSATION, _SOME_USER if with_user else None)
+    query = query.order_by("pk")[:1]  # as `first()` runs it
+    compiler = query.query.get_compiler(using=alias)
+    sql, params = compiler.as_sql()
+    prepared = Conversation._meta.pk.get_db_prep_value(_SOME_CONVERSATION, connections[alias])
+    at = {"conversation": list(params).index(prepared)}
+    if with_user:
+        at["user"] = list(params).index(_SOME_USER)
+    klass_info, select = compiler.klass_info, compiler.select
+    fields = klass_info["select_fields"]
+    start, end = fields[0], fields[-1] + 1
+    return _Compiled(sql, tuple(params), at, compiler,
+                     [f[0].target.attname for f in select[start:end]], start, end,
+                     get_related_populators(klass_info, select, alias))
