@@ -33,7 +33,7 @@ from policy.selectors import user_policy_version, user_rules_for_context
 
 from . import used as used_words
 from .planner import HistoryCandidate
-from .storage import OctetLength, TurnRows, history_sql
+from .storage import OctetLength, TurnRows, history_sql, message_size_sql
 from .tokens import estimate_from_bytes
 
 
@@ -98,8 +98,9 @@ def history_with_contents(conversation, before_seq: int, room: int, n_recent: in
     if reader is None:
         candidates = history_candidates(conversation, before_seq)
     else:
-        size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
-        sql = history_sql(reader, size) + f" ORDER BY {reader.order(Message, 'history.')}"
+        # The turn's read's history statement, built once per process and database.
+        sql = reader.sql("history", lambda r: history_sql(r, message_size_sql(r.alias)))
+        sql += f" ORDER BY {reader.order(Message, 'history.')}"
         with gc_paused():  # every row read is kept
             fetched = reader.fetch(sql, [room, n_recent, conversation.user_id,
                                          reader.param(Message, "conversation", conversation.pk),
