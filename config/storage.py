@@ -120,6 +120,12 @@ class RowWriter:
 
     def __init__(self):
         self.steps: list[tuple] = []
+        self.written: list = []  # callables run once the rows are written
+
+    def then(self, done) -> None:
+        """Run `done()` once `flush` has written the rows (the owner of some rows keeps what
+        they left, e.g. `memory.state`)."""
+        self.written.append(done)
 
     def insert(self, rows, *, ignore_conflicts: bool = False) -> None:
         rows = list(rows)
@@ -130,6 +136,12 @@ class RowWriter:
         self.steps.append(("update", model, pk, values))
 
     def flush(self) -> None:
+        self._write()
+        written, self.written = self.written, []
+        for done in written:
+            done()
+
+    def _write(self) -> None:
         steps, self.steps = self.steps, []
         if not steps:
             return

@@ -19,6 +19,7 @@ from .domain import MemoryRecord as DomainRecord
 from .models import (
     KeyDefinition,
     MemoryRecord,
+    MemorySource,
     Tombstone,
 )
 from .selectors import Remembered
@@ -126,3 +127,34 @@ def forgotten_entries(user) -> list[ForgottenEntry]:
     return [ForgottenEntry(str(i), key, scope_id, bool(hashed), at, by) for i, key, scope_id, hashed, at, by in rows]
 
 
+# ---------------------------------------------------------------------------------------------
+# What the transcript, "Your data" and "What was used" read of memory (turns.selectors)
+
+
+def memory_sources_of(user, conversation) -> list[tuple]:
+    """(message id, memory id) for every provenance link of `user`'s memories to a message of
+    `conversation`: one query."""
+    return list(MemorySource.objects.filter(memory__user=user, message__conversation=conversation)
+                .values_list("message_id", "memory_id"))
+
+
+def forgotten_skeletons(user, ids: Iterable) -> dict[str, tuple[str, datetime]]:
+    """The forgotten skeletons (F2) among `ids`: id → (key, forget time). One query."""
+    return {str(i): (key, since) for i, key, since in
+            MemoryRecord.objects.filter(user=user, pk__in=list(ids), status="forgotten")
+            .values_list("id", "key", "status_since")}
+
+
+def memory_counts(user) -> dict[str, int]:
+    """How many memories (not forgotten) and forgets `user` has, for "Your data"."""
+    return {
+        "memories": MemoryRecord.objects.filter(user=user).exclude(status="forgotten").count(),
+        "forgotten": Tombstone.objects.filter(user=user).count(),
+    }
+
+
+def records_named(user, ids: Iterable) -> list[tuple]:
+    """`user`'s records among `ids` as (id, key, value, status, status_since, scope_id,
+    version, supersedes_id): what a stored plan names (SPEC E2). One query."""
+    return list(MemoryRecord.objects.filter(user=user, pk__in=list(ids)).values_list(
+        "id", "key", "value", "status", "status_since", "scope_id", "version", "supersedes_id"))

@@ -22,6 +22,7 @@ from config.storage import raw_reader
 from conversations.domain import Context
 
 from . import storage
+from .current import Resolved, resolve_context
 from .domain import (
     RESOLVER_VERSION,
     RecordState,
@@ -41,7 +42,7 @@ from .models import (
     Tombstone,
 )
 from .projection import project
-from .resolver import at_time, record_states, resolve, stable_window
+from .resolver import record_states, resolve
 from .storage import MEMORY_CACHE, RECORD_FIELDS, CachedMemory, read_records, scope_from_id
 
 
@@ -490,6 +491,7 @@ def _context_remembered(user, context, domain) -> Remembered | None:
                   f"WHERE {reader.name(MemoryProfile, 'user')} = %s)")
     [row] = reader.fetch("SELECT " + ", ".join([*parts, secret_sql]), [*params, user.pk])
     version, records, tombstones, retractions, secret_hex = row
+    secret_hex = secret_hex or ""
     if records is None:
         state = cached.state
         MEMORY_CACHE.note_reuse()
@@ -498,27 +500,18 @@ def _context_remembered(user, context, domain) -> Remembered | None:
     keyed = catalog_registry() if catalog.active() else Registry(storage.read_registry(reader))
     secret = bytes.fromhex(secret_hex) if secret_hex else b""
     now = domain.now
-    resolved = cached.resolved if cached is not None and state is cached.state else None
-    if (resolved is not None and resolved[0] is keyed and cached.secret == (secret_hex or "")
-            and _in_window(resolved[1], now)):
-        resolution, projection = at_time(resolved[2], now), resolved[3]
-    else:
-        cfg = settings.COMPANION
-        resolution = resolve(state.records, state.tombstones, domain, many_keys=keyed.many_keys,
-                             secret=secret)
-        projection = project(resolution.active, labels=keyed.labels, many_keys=keyed.many_keys,
-                             likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"])
+    earlier = cached.resolved_for(state, keyed, secret_hex) if cached is not None else None
+    cfg = settings.COMPANION
+    resolution, projection = resolve_context(
+        state.records, state.tombstones, domain, many_keys=keyed.many_keys, labels=keyed.labels,
+        secret=secret, likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"],
+        earlier=earlier)
     if version is not None:
         MEMORY_CACHE.put(user.pk, scope_ids, CachedMemory(
-            version, state, secret_hex or "",
-            resolved=(keyed, stable_window(state.records, now), resolution, projection)))
+            version, state, secret_hex,
+            resolved=(keyed, Resolved.made(state.records, now, resolution, projection))))
     return Remembered(state.records, keyed, state.tombstones, {None: resolution}, now,
                       projection=projection, secret=secret)
-
-
-def _in_window(window, now) -> bool:
-    lo, hi = window
-    return (lo is None or lo <= now) and (hi is None or now < hi)
 
 
 @dataclasses.dataclass(frozen=True)

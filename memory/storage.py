@@ -20,6 +20,7 @@ from config.builders import build_slotted
 from config.storage import RawReader, json_rows, parse_datetimes
 from conversations.domain import Scope
 
+from .current import ContextState, Resolved
 from .domain import MemoryRecord as DomainRecord
 from .domain import Tombstone as DomainTombstone
 from .models import (
@@ -294,17 +295,6 @@ def read_registry(reader: RawReader) -> list[tuple]:
 # A context's whole memory state as parts of one statement (the turn read, turns.storage)
 
 
-@dataclass(frozen=True)
-class ContextState:
-    """Every stored record of a context's scopes (forgotten skeletons included, sources
-    included), every tombstone of the user, and the latest W10 time per slot of those scopes:
-    what a resolve for the context reads and what any write into those scopes needs."""
-
-    records: list[DomainRecord]
-    tombstones: list[DomainTombstone]
-    retractions: dict[tuple[str, str, str], datetime]
-
-
 def context_state_parts(reader: RawReader, user, scope_ids: list[str],
                         cached_version: int | None = None) -> tuple[list[str], list]:
     """SQL for the parts of a `ContextState` as scalar subqueries, and their parameters: the
@@ -383,13 +373,26 @@ def parse_context_state(records: str, tombstones: str, retractions: str,
 @dataclass
 class CachedMemory:
     """A context's state as read (or as a write left it) at `version`, with — once a resolve
-    made them — the resolution and projection at a time of their `window`, under the registry
+    made them — the resolution and projection valid over a window of time, under the registry
     they were made with (compared by identity: the catalog cache's object)."""
 
     version: int
     state: ContextState
-    secret: bytes
-    resolved: tuple | None = None  # (registry, (lo, hi), resolution, projection)
+    secret: str
+    resolved: tuple | None = None  # (registry, memory.current.Resolved)
+
+    def state_at(self, version: int | None, secret: str) -> ContextState | None:
+        """This entry's state when the user's memory version is still `version` (and the
+        secret the same), else None: the state must be read."""
+        return self.state if version == self.version and secret == self.secret else None
+
+    def resolved_for(self, state: ContextState, registry, secret: str) -> Resolved | None:
+        """The resolution this process made of `state` — this entry's very object — under
+        `registry` (the catalog cache's object) and `secret`, else None."""
+        if self.resolved is None or state is not self.state or secret != self.secret:
+            return None
+        made_with, resolved = self.resolved
+        return resolved if made_with is registry else None
 
 
 class MemoryCache:

@@ -26,7 +26,9 @@ from django.db import connection
 from django.db.models import Count, Exists, Func, OuterRef, Q, TextField
 from django.db.models.functions import Lower
 
+from config.storage import RawReader
 from conversations.models import Message, Turn
+from conversations.plan_snapshot import PlanSnapshot
 
 from .mentions import matcher, needle
 from .models import MemorySource, Tombstone, Withholding
@@ -129,9 +131,9 @@ def plan_withholding(user, *, scope_id: str, at: datetime, purged: list[Purged])
         turns = (Turn.objects.filter(user=user, created_at__lte=at, plan_snapshot__isnull=False)
                  .filter(Q(reply_message__isnull=True) | Q(reply_message__created_at__gt=at))
                  .values_list("id", "reply_message_id", "plan_snapshot"))
-        for turn_id, reply_id, snapshot in turns:
-            held = set(snapshot.get("memories") or ()) & purged_ids \
-                or set(snapshot.get("history") or ()) & messages
+        for turn_id, reply_id, stored in turns:
+            snapshot = PlanSnapshot.of(stored) or PlanSnapshot()
+            held = set(snapshot.memories) & purged_ids or set(snapshot.history) & messages
             if not held:
                 continue
             if reply_id is None:
@@ -274,3 +276,15 @@ def records_mentioning(records: Iterable, values: Iterable[str], *, excluding: I
     skip = {str(i) for i in excluding}
     found = [r for r in records if str(r.id) not in skip and r.value and match(r.value)]
     return sorted(found, key=lambda r: (r.key, str(r.id)))
+
+
+def withheld_sql(reader: RawReader, message_id: str) -> str:
+    """F6: true (1) when some tombstone withholds the message whose id column is
+    `message_id` — linked to it, or holding the reply of its turn — else 0."""
+    held, turn = reader.table(Withholding), reader.table(Turn)
+    return (
+        f"CASE WHEN EXISTS (SELECT 1 FROM {held} w WHERE w.{reader.name(Withholding, 'message')}"
+        f" = {message_id}) OR EXISTS (SELECT 1 FROM {held} w JOIN {turn} t ON t."
+        f"{reader.name(Turn, 'id')} = w.{reader.name(Withholding, 'turn')} WHERE t."
+        f"{reader.name(Turn, 'reply_message')} = {message_id}) THEN 1 ELSE 0 END"
+    )

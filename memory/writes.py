@@ -121,6 +121,12 @@ class WritePlan:
     # E1: the state at the batch's time of every record an outcome names, as the writes left it
     states: dict[str, RecordState] = field(default_factory=dict)
 
+    @property
+    def changes_memory(self) -> bool:
+        """Whether writing the plan changes any stored row (a batch may decide nothing)."""
+        return bool(self.inserts or self.links or self.confidence or self.closes
+                    or self.retractions)
+
 
 def check_fields(*, key, value, authority, confidence, valid_from=None, valid_until=None) -> None:
     """W1: the checks of a write that need no database. Raises `WriteRefused` ("validation",

@@ -32,6 +32,7 @@ from django.db.models import Q
 from config.clock import db_now
 from config.errors import DomainError, ValidationError
 from conversations.models import Message
+from conversations.plan_snapshot import PlanSnapshot
 from conversations.selectors import load_context
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
@@ -431,19 +432,19 @@ def _parse_time(text) -> datetime | None:
 
 def turn_plan_time(turn) -> datetime:
     """The time a turn's plan was made for (the snapshot's `now`), or when the turn was made."""
-    return _parse_time((turn.plan_snapshot or {}).get("now")) or turn.created_at
+    snapshot = PlanSnapshot.of(turn.plan_snapshot)
+    return (_parse_time(snapshot.now) if snapshot else None) or turn.created_at
 
 
 def turn_plan(turn, *, reveal: bool) -> TurnPlan:
     """Read a turn's plan snapshot back into rows: four queries whatever its size (memory
     records, key labels, messages, decisions). Values only when `reveal` (inside a reveal of
     the turn's user); the caller logs the page (`shown`)."""
-    snapshot = turn.plan_snapshot or {}
-    excluded = [tuple(item) for item in snapshot.get("excluded", []) if len(item) == 3]
-    memory_ids = list(dict.fromkeys(
-        [*snapshot.get("memories", []), *(i for kind, i, _ in excluded if kind == "memory")]))
+    snapshot = PlanSnapshot.of(turn.plan_snapshot) or PlanSnapshot()
+    excluded = snapshot.excluded
+    memory_ids = snapshot.memory_ids()
     message_ids = list(dict.fromkeys([
-        *([snapshot["current"]] if snapshot.get("current") else []), *snapshot.get("history", []),
+        *([snapshot.current] if snapshot.current else []), *snapshot.history,
         *(i for kind, i, _ in excluded if kind == "message"),
     ]))
     fields = ["id", "key", "scope_id", "authority", "status", "status_since", *(["value"] if reveal else [])]
@@ -483,7 +484,7 @@ def turn_plan(turn, *, reveal: bool) -> TurnPlan:
             item.seq, item.role = found
         return item
 
-    decision_ids = _uuids(snapshot.get("decisions", []))
+    decision_ids = _uuids(snapshot.decisions)
     decisions = [
         {"id": str(pk), "capability": capability, "effect": effect, "reason": reason,
          "words": words.decision_words(reason)}
@@ -492,11 +493,11 @@ def turn_plan(turn, *, reveal: bool) -> TurnPlan:
         .order_by("capability").values_list("pk", "capability", "effect", "reason")
     ] if decision_ids else []
     return TurnPlan(
-        turn=turn, now=_parse_time(snapshot.get("now")), params=snapshot.get("params") or {},
-        estimated_tokens=snapshot.get("estimated_tokens"), plan_hash=turn.plan_hash or "",
-        current=message(snapshot["current"]) if snapshot.get("current") else None,
-        history=[message(i) for i in snapshot.get("history", [])],
-        memories=[memory(i) for i in snapshot.get("memories", [])],
+        turn=turn, now=_parse_time(snapshot.now), params=dict(snapshot.params),
+        estimated_tokens=snapshot.estimated_tokens, plan_hash=turn.plan_hash or "",
+        current=message(snapshot.current) if snapshot.current else None,
+        history=[message(i) for i in snapshot.history],
+        memories=[memory(i) for i in snapshot.memories],
         left_out=[memory(i, reason) if kind == "memory" else message(i, reason) for kind, i, reason in excluded],
         decisions=decisions, revealed=revealed, reveal=reveal,
     )

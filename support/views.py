@@ -27,6 +27,7 @@ from config.errors import NotFound
 from config.errors import PermissionDenied as DomainPermissionDenied
 from config.errors import ValidationError as DomainValidationError
 from config.pages import form_errors_from, next_url
+from conversations.plan_snapshot import PlanSnapshot
 
 from . import reveals, selectors
 from . import services as support
@@ -55,7 +56,7 @@ def explain_turn_view(request, turn_id):
     return redirect(explain_url(
         user=turn.user.get_username(), conversation=str(turn.conversation_id), scene=turn.scene or "",
         now=at, turn=str(turn.pk),
-        capabilities=list(((turn.plan_snapshot or {}).get("params") or {}).get("capabilities") or []),
+        capabilities=(PlanSnapshot.of(turn.plan_snapshot) or PlanSnapshot()).capabilities,
     ))
 
 

@@ -13,7 +13,7 @@ from memory import services as memory_services
 from memory.models import MemoryRecord, MemorySource, Tombstone
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 from turns import replies
-from turns import services as conversation_services
+from turns.creation import turn_create
 
 pytestmark = pytest.mark.django_db
 
@@ -39,12 +39,12 @@ def test_it_leaves_nothing_behind_when_a_turn_fails_midway(conv, monkeypatch):
 
     monkeypatch.setattr(storage.RowWriter, "flush", flush_then_fail)
     with pytest.raises(OperationalError):
-        conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
+        turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
     assert not Message.objects.exists() and not Turn.objects.exists() and not MemoryRecord.objects.exists()
     conv.refresh_from_db()
     assert conv.last_seq == 0
     monkeypatch.undo()
-    result = conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
+    result = turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
     assert result.created and result.turn.user_message.seq == 1
     assert MemoryRecord.objects.get().value == "Rex"
 
@@ -86,7 +86,7 @@ def test_it_leaves_nothing_behind_when_an_assert_fails_after_the_insert(conv, mo
 
 
 def test_it_returns_the_original_reply_after_a_lost_response(api, conv):
-    turn = conversation_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="hi").turn
+    turn = turn_create(conversation_id=conv.pk, turn_key="t1", content="hi").turn
     first = replies.turn_commit_reply(turn_id=turn.pk, content="Hello!")  # response lost
     retry = api.post(f"/api/v1/turns/{turn.pk}/reply", {"content": "Hello!"}, format="json")
     assert retry.status_code == 200 and retry.json()["message"]["id"] == str(first.message.pk)

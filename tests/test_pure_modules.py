@@ -14,7 +14,7 @@ PURE = [
     "turns.planner", "turns.relevance", "turns.pipeline", "turns.tokens", "turns.stopwords",
     "turns.used", "bench.relevance", "memory.learning", "conversations.domain",
     "config.errors", "support.words", "policy.presentation", "memory.history",
-    "memory.normalisation", "memory.mentions",
+    "memory.normalisation", "memory.mentions", "memory.current", "conversations.plan_snapshot",
 ]
 
 

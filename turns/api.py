@@ -19,7 +19,7 @@ from conversations.selectors import (
     user_by_ref,
 )
 
-from . import replies, selectors, services
+from . import conversation_writes, creation, plans, replies, selectors, users
 from .portability import user_export, user_import
 from .serializers import (
     CharacterOutput,
@@ -70,7 +70,7 @@ class UserApi(APIView):
     def put(self, request, user_ref):
         data = validated(UserPutInput, request.data)
         validated(UserRef, {"user": user_ref})
-        user, created = services.user_put(ref=user_ref, email=data.get("email", ""))
+        user, created = users.user_put(ref=user_ref, email=data.get("email", ""))
         return Response(UserOutput(user).data, status=201 if created else 200)
 
     @extend_schema(
@@ -81,7 +81,7 @@ class UserApi(APIView):
         "one transaction before answering 204. Nothing comes back; export first to keep a "
         "copy (§9).")
     def delete(self, request, user_ref):
-        services.user_delete(user=user_by_ref(user_ref, field=None))
+        users.user_delete(user=user_by_ref(user_ref, field=None))
         return Response(status=204)
 
 
@@ -199,7 +199,7 @@ class ConversationApi(APIView):
         "messages taught stay, keeping their evidence time but no longer naming those "
         "messages as sources (§7).")
     def delete(self, request, conversation_id):
-        services.conversation_delete(conversation_id=conversation_id)
+        conversation_writes.conversation_delete(conversation_id=conversation_id)
         return Response(status=204)
 
 
@@ -257,7 +257,7 @@ class TurnPromptPlanApi(APIView):
     def get(self, request, turn_id):
         params = validated(PromptPlanQuery, query_params(request))
         capabilities = tuple(c.strip() for c in params["capabilities"].split(",") if c.strip())
-        result = services.turn_prompt_plan(
+        result = plans.turn_prompt_plan(
             turn_id=turn_id, budget=params["budget"], memory_share=params["memory_share"],
             history=params["history"], capabilities=capabilities, now=params.get("now"),
             memory_order=params["memory_order"],
@@ -282,7 +282,7 @@ class TurnCreateApi(APIView):
         data = validated(TurnCreateInput, request.data)
         params = data.get("plan")
         plan = plan_params(params)
-        result = services.turn_create(
+        result = creation.turn_create(
             conversation_id=conversation_id, turn_key=data["turn_key"], content=data["content"],
             scene=data.get("scene"), plan=plan,
         )
@@ -291,7 +291,7 @@ class TurnCreateApi(APIView):
             raise result.refused
         body = turn_json(result.turn)
         if plan is not None:
-            body["plan"] = plan_json(result.plan or services.turn_plan_replayed(result, plan))
+            body["plan"] = plan_json(result.plan or plans.turn_plan_replayed(result, plan))
         return Response(body, status=201 if result.created else 200)
 
 

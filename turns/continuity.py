@@ -35,8 +35,10 @@ from memory.forgetting import forget_key
 from memory.services import memory_assert
 from policy.services import decision_answer, decision_make
 
+from .creation import turn_create
+from .plans import turn_prompt_plan
 from .replies import turn_commit_reply
-from .services import turn_create, turn_prompt_plan, user_delete, user_put
+from .users import user_delete, user_put
 
 User = get_user_model()
 

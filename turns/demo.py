@@ -22,7 +22,7 @@ from config.clock import db_now
 from conversations.models import Conversation, Turn
 
 from .continuity import play
-from .services import user_delete
+from .users import user_delete
 
 User = get_user_model()
 APPS = ("conversations", "memory", "policy")  # where a user's own data lives

@@ -28,16 +28,24 @@ from datetime import datetime
 
 from config.errors import BudgetExceeded
 from conversations.domain import Context
+from conversations.plan_snapshot import PlanSnapshot
 from memory import learning
+from memory.current import Resolved, resolve_context
 from memory.domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
 from memory.extract import extract
-from memory.projection import project
-from memory.resolver import at_time, resolve
 from memory.writes import Known, Outcome, WriteBatch, WritePlan
 from policy import engine
 from policy.domain import Decision, DecisionRequest, PolicyContext, Rule
 
-from .planner import HistoryCandidate, Plan, PlanMessage, PlanParams, build_plan, recent_ids
+from .planner import (
+    HistoryCandidate,
+    Plan,
+    PlanMessage,
+    PlanParams,
+    build_plan,
+    plan_snapshot,
+    recent_ids,
+)
 
 REQUESTED_BY = "assistant"
 
@@ -77,8 +85,8 @@ class TurnRead:
     rules: Sequence[Rule] = ()
     policy_version: tuple[int, int] = (0, 0)
     # A resolution of these very records made earlier, with the valid times over which it
-    # holds (`memory.resolver.stable_window`): reused when the turn writes no memory.
-    resolved: tuple | None = None  # ((lo, hi), resolution, projection)
+    # holds: reused when the turn writes no memory (`memory.current.resolve_context`).
+    resolved: Resolved | None = None
 
 
 @dataclass
@@ -93,6 +101,7 @@ class TurnDecided:
     resolution: Resolution
     projection: Projection
     plan: Plan | None = None
+    snapshot: PlanSnapshot | None = None  # what the turn stores of `plan`
     refused: BudgetExceeded | None = None
     decisions: list[tuple[str, Capability, Decision]] = field(default_factory=list)
     # E1: the state of each extracted record at the turn's time, by id
@@ -130,14 +139,10 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
         outcomes = learning.learn(found, batch, context=context, known=known,
                                   sources=(read.message.id,), source_time=context.now)
     records = batch.records()
-    reused = _reusable(read, batch.plan)
-    if reused is not None:
-        resolution, projection = reused
-    else:
-        resolution = resolve(records, read.tombstones, context, many_keys=read.many_keys,
-                             secret=read.secret)
-        projection = project(resolution.active, labels=read.labels, many_keys=read.many_keys,
-                             likely=read.likely, uncertain=read.uncertain)
+    resolution, projection = resolve_context(
+        records, read.tombstones, context, many_keys=read.many_keys, labels=read.labels,
+        secret=read.secret, likely=read.likely, uncertain=read.uncertain,
+        earlier=None if batch.plan.changes_memory else read.resolved)
     decided = TurnDecided(found, outcomes, batch.plan, records, resolution, projection)
     decided.states = batch.states([o.record.id for o in outcomes if o.record],
                                   many_keys=read.many_keys)
@@ -146,34 +151,12 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
     return decided
 
 
-def _reusable(read: TurnRead, writes: WritePlan) -> tuple[Resolution, Projection] | None:
-    """The earlier resolution of the records read, when the writes changed none of them and
-    the turn's time lies in its stable window (R3 and R5 are the only steps that look at
-    `now`): the same answer `resolve` and `project` would give."""
-    if read.resolved is None or writes.inserts or writes.links or writes.confidence \
-            or writes.closes or writes.retractions:
-        return None
-    (lo, hi), resolution, projection = read.resolved
-    now = read.context.now
-    if (lo is not None and now < lo) or (hi is not None and now >= hi):
-        return None
-    return at_time(resolution, now), projection
-
-
 def plan_turn(read: TurnRead, decided: TurnDecided, texts: Mapping[str, str], *,
               new_id: Callable[[], str]) -> None:
-    """Steps 3 and 4 on what `decide_turn` resolved: the plan (or the refusal that keeps the
-    turn without one, I7) and, with a plan, the decisions. Raises `NeedTexts` when the plan
-    admits history whose text is not in `texts`; call it again with them."""
-    params = read.params
-    relevance = params.memory_order == "relevance"
-    recent = None
-    if relevance:
-        newest = recent_ids(read.message.seq, read.history)
-        missing = [i for i in newest if i not in texts]
-        if missing:
-            raise NeedTexts(missing)
-        recent = [texts[i] for i in newest]
+    """Steps 3 and 4 on what `decide_turn` resolved, through `plan_prompt`: the plan and its
+    snapshot (or the refusal that keeps the turn without one, I7) and, with a plan, the
+    decisions. Raises `NeedTexts` when the plan admits history whose text is not in `texts`;
+    call it again with them."""
 
     def fetch_content(ids: list[str]) -> dict[str, str]:
         missing = [i for i in ids if i not in texts]
@@ -181,25 +164,74 @@ def plan_turn(read: TurnRead, decided: TurnDecided, texts: Mapping[str, str], *,
             raise NeedTexts(missing)
         return {i: texts[i] for i in ids}
 
-    try:
-        decided.plan = build_plan(
-            current=read.message, history=(), history_candidates=read.history,
-            fetch_content=fetch_content, memories=decided.projection.prompt,
-            memory_excluded=list(decided.resolution.excluded) + list(decided.projection.excluded),
-            params=params, resolver_version=RESOLVER_VERSION,
-            pinned_keys=read.pinned if relevance else frozenset(), recent=recent,
-            use_memories=read.use,
-        )
-    except BudgetExceeded as refused:
-        decided.refused = refused
-        return
     context = read.context
     policy_context = PolicyContext(user=context.user, now=context.now,
                                    character=context.character,
                                    conversation=context.conversation, scene=context.scene)
-    decided.decisions = [
-        (new_id(), capability, engine.decide(
-            DecisionRequest(capability=capability.name, requested_by=REQUESTED_BY),
-            read.rules, policy_context))
-        for capability in read.capabilities
-    ]
+
+    def decide() -> list[tuple[str, Capability, Decision]]:
+        return [
+            (new_id(), capability, engine.decide(
+                DecisionRequest(capability=capability.name, requested_by=REQUESTED_BY),
+                read.rules, policy_context))
+            for capability in read.capabilities
+        ]
+
+    try:
+        planned = plan_prompt(
+            current=read.message, history=read.history, fetch_content=fetch_content,
+            resolution=decided.resolution, projection=decided.projection, params=read.params,
+            pinned=read.pinned, use=read.use, now=context.now, decide=decide,
+            described=lambda d: (d[0], d[1].name, d[2].effect))
+    except BudgetExceeded as refused:
+        decided.refused = refused
+        return
+    decided.plan, decided.snapshot, decided.decisions = (planned.plan, planned.snapshot,
+                                                         planned.decisions)
+
+
+@dataclass(frozen=True)
+class PlannedPrompt:
+    """A turn's prompt plan, the snapshot the turn keeps of it, and the decisions as `decide`
+    answered them (in the order of the plan's capabilities)."""
+
+    plan: Plan
+    snapshot: PlanSnapshot
+    decisions: list
+
+
+def plan_prompt(*, current: PlanMessage, history: Sequence[HistoryCandidate],
+                fetch_content: Callable[[list[str]], Mapping[str, str]],
+                resolution: Resolution, projection: Projection, params: PlanParams,
+                pinned: frozenset[str], use: bool, now: datetime,
+                decide: Callable[[], list],
+                described: Callable[[object], tuple[str, str, str]]) -> PlannedPrompt:
+    """The one way a turn's prompt plan is made (SPEC §7), for turn creation (I7) and for
+    `GET /turns/{id}/prompt-plan` alike. The plan (`turns.planner.build_plan`: I1, I3, I6 and
+    `use`, I8) of the current message over the history candidates before it, with the
+    memories the resolution and projection give; under `relevance` the query's messages
+    (I6) are fetched first. The budget is the planner's to check: `BudgetExceeded` when the
+    message does not fit beside the memory section (I3), and nothing is decided then. Then
+    the capabilities' decisions (`decide`, D1–D7) and the snapshot the turn keeps, each
+    decision `described` as (id, capability, effect) (E2)."""
+    relevance = params.memory_order == "relevance"
+    recent = None
+    if relevance:
+        newest = recent_ids(current.seq, history)
+        found = fetch_content(newest)
+        recent = [found[i] for i in newest]
+    plan = build_plan(
+        current=current, history=(), history_candidates=history, fetch_content=fetch_content,
+        memories=projection.prompt,
+        memory_excluded=list(resolution.excluded) + list(projection.excluded),
+        params=params, resolver_version=RESOLVER_VERSION,
+        pinned_keys=pinned if relevance else frozenset(), recent=recent, use_memories=use,
+    )
+    decisions = decide()
+    snapshot = PlanSnapshot.made(
+        plan_snapshot(plan), now=now,
+        params={"budget": params.budget, "memory_share": params.memory_share,
+                "history": params.history, "capabilities": list(params.capabilities),
+                "memory_order": params.memory_order},
+        policy=[described(decision) for decision in decisions])
+    return PlannedPrompt(plan, snapshot, decisions)

@@ -14,9 +14,9 @@ from config import metrics
 from config.clock import db_now
 from config.errors import NotFound
 from conversations.models import Conversation, Message, Turn
-from memory.models import MemoryProfile
+from memory.state import profile_table
 
-from .services import check_content
+from .creation import check_content
 
 
 @dataclass
@@ -66,7 +66,7 @@ def _reply_tables() -> dict[str, str]:
     q = connection.ops.quote_name
     return {
         "turn": q(Turn._meta.db_table), "conversation": q(Conversation._meta.db_table),
-        "message": q(Message._meta.db_table), "profile": q(MemoryProfile._meta.db_table),
+        "message": q(Message._meta.db_table), "profile": q(profile_table()),
     }
 
 

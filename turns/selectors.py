@@ -18,22 +18,22 @@ from config.clock import db_now
 from config.errors import NotFound
 from config.storage import raw_reader
 from conversations.models import Conversation, Message, Turn
-from memory.models import MemoryRecord, MemorySource, SlotRetraction, Tombstone
-from memory.selectors import (
-    last_named_key,
-    memory_version_of,
-    records_to_domain,
-    remembered_now,
-    tombstones_of,
+from conversations.plan_snapshot import PlanSnapshot
+from memory.page_selectors import (
+    forgotten_skeletons,
+    memory_counts,
+    memory_sources_of,
+    records_named,
 )
-from memory.storage import ContextState
-from memory.withholding import withheld_by, withheld_exists, withheld_message_ids
+from memory.selectors import last_named_key, remembered_now
+from memory.state import ContextMemory
+from memory.withholding import withheld_by, withheld_exists, withheld_message_ids, withheld_sql
 from policy.models import DecisionLog, PolicyRule
 from policy.selectors import user_policy_version, user_rules_for_context
 
 from . import used as used_words
 from .planner import HistoryCandidate
-from .storage import OctetLength, TurnRows, history_sql, withheld_sql
+from .storage import OctetLength, TurnRows, history_sql, message_size_sql
 from .tokens import estimate_from_bytes
 
 
@@ -98,8 +98,9 @@ def history_with_contents(conversation, before_seq: int, room: int, n_recent: in
     if reader is None:
         candidates = history_candidates(conversation, before_seq)
     else:
-        size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
-        sql = history_sql(reader, size) + f" ORDER BY {reader.order(Message, 'history.')}"
+        # The turn's read's history statement, built once per process and database.
+        sql = reader.sql("history", lambda r: history_sql(r, message_size_sql(r.alias)))
+        sql += f" ORDER BY {reader.order(Message, 'history.')}"
         with gc_paused():  # every row read is kept
             fetched = reader.fetch(sql, [room, n_recent, conversation.user_id,
                                          reader.param(Message, "conversation", conversation.pk),
@@ -173,8 +174,7 @@ def transcript(user, conversation: Conversation) -> Transcript:
         .values_list("id", "seq", "role", "content", "created_at")
     )
     produced: dict[str, list[str]] = defaultdict(list)
-    links = MemorySource.objects.filter(memory__user=user, message__conversation=conversation)
-    for message_id, memory_id in links.values_list("message_id", "memory_id"):
+    for message_id, memory_id in memory_sources_of(user, conversation):
         produced[str(message_id)].append(str(memory_id))
     blocked: dict[str, int] = defaultdict(int)
 
@@ -188,13 +188,7 @@ def transcript(user, conversation: Conversation) -> Transcript:
     remembered = remembered_now(user)
     wanted = {i for ids in produced.values() for i in ids}
     missing = sorted(wanted - set(remembered.by_id))
-    forgotten = {}
-    if missing:
-        forgotten = {
-            str(i): (key, since)
-            for i, key, since in MemoryRecord.objects.filter(user=user, pk__in=missing, status="forgotten")
-            .values_list("id", "key", "status_since")
-        }
+    forgotten = forgotten_skeletons(user, missing) if missing else {}
     withheld = {
         message_id: [(t.key, t.forgotten_at, t.forgotten_by) for t in tombstones]
         for message_id, tombstones in withheld_by(user=user, message_ids=[r[0] for r in rows]).items()
@@ -208,29 +202,19 @@ def data_counts(user) -> dict[str, int]:
     return {
         "conversations": Conversation.objects.filter(user=user).count(),
         "messages": Message.objects.filter(user=user).count(),
-        "memories": MemoryRecord.objects.filter(user=user).exclude(status="forgotten").count(),
-        "forgotten": Tombstone.objects.filter(user=user).count(),
+        **memory_counts(user),
         "rules": PolicyRule.objects.filter(user=user, revoked_at__isnull=True).count(),
     }
 
 
-def read_turn_orm(*, conversation, turn_key: str, character: str, scope_ids: list[str],
+def read_turn_orm(*, conversation, turn_key: str, character: str, memory: ContextMemory,
                   room: int, n_recent: int, learning: bool, capabilities: list[str]) -> TurnRows:
     """What `turns.storage.read_turn` reads, through the ORM: the reference the raw statement
     is tested against, and the read wherever the raw reader does not serve the database."""
     user = conversation.user
     existing = (Turn.objects.filter(conversation=conversation, turn_key=turn_key)
                 .values_list("pk", flat=True).first())
-    records = records_to_domain(MemoryRecord.objects.filter(user=user, scope_id__in=scope_ids),
-                                user.username)
-    latest: dict[tuple[str, str, str], datetime] = {}
-    for scope_id, key, hashed, at in (SlotRetraction.objects.filter(user=user,
-                                                                    scope_id__in=scope_ids)
-                                      .values_list("scope_id", "key", "value_hash",
-                                                   "retracted_at")):
-        slot = (scope_id, key, hashed or "")
-        if slot not in latest or at > latest[slot]:
-            latest[slot] = at
+    memory.read_orm()
     history, texts = [], {}
     if room >= 0 or n_recent > 0:
         history = history_candidates(conversation, conversation.last_seq + 1)
@@ -249,10 +233,8 @@ def read_turn_orm(*, conversation, turn_key: str, character: str, scope_ids: lis
                                                  conversation_id=conversation.pk)]
     return TurnRows(
         now=db_now(), existing_turn=existing,
-        last_named=last_named_key(user) if learning else None,
-        state=ContextState(records, tombstones_of(user), latest), history=history, texts=texts,
+        last_named=last_named_key(user) if learning else None, history=history, texts=texts,
         rules=rules, user_policy_version=user_policy_version(user) if capabilities else 0,
-        memory_version=memory_version_of(user.pk),
     )
 
 
@@ -264,7 +246,7 @@ class RepliesUsed:
     an older snapshot names only by id (id → capability, effect), and the user messages
     whose turn learned nothing because `learn` was off (I8)."""
 
-    snapshots: dict[str, dict | None]
+    snapshots: dict[str, PlanSnapshot | None]
     # id → (key, value, forgotten time or None, scope id, version, the id it supersedes)
     held: dict[str, tuple[str, str, datetime | None, str, int, str | None]]
     logged: dict[str, tuple[str, str]]
@@ -275,7 +257,7 @@ def replies_used(user, conversation: Conversation) -> RepliesUsed:
     """Three queries whatever the conversation's length: its turns, the memory records their
     snapshots name, and (only for snapshots stored before decisions were kept in them) the
     decision log rows they name."""
-    snapshots: dict[str, dict | None] = {}
+    snapshots: dict[str, PlanSnapshot | None] = {}
     not_learned = set()
     memory_ids, decision_ids = [], []
     for user_message, reply, learning, snapshot in (
@@ -286,7 +268,7 @@ def replies_used(user, conversation: Conversation) -> RepliesUsed:
             not_learned.add(str(user_message))
         if reply is None:
             continue
-        snapshot = snapshot if isinstance(snapshot, dict) else None
+        snapshot = PlanSnapshot.of(snapshot)
         snapshots[str(reply)] = snapshot
         memory_ids += used_words.memory_ids(snapshot)
         decision_ids += used_words.decision_ids(snapshot)
@@ -294,9 +276,7 @@ def replies_used(user, conversation: Conversation) -> RepliesUsed:
     wanted = _uuids(memory_ids)
     if wanted:
         for pk, key, value, status, since, scope_id, version, supersedes in (
-            MemoryRecord.objects.filter(user=user, pk__in=wanted)
-            .values_list("id", "key", "value", "status", "status_since", "scope_id", "version", "supersedes_id")
-        ):
+                records_named(user, wanted)):
             forgotten = status == "forgotten"
             held[str(pk)] = (key, "" if forgotten else value, (since or db_now()) if forgotten else None,
                              scope_id, version, str(supersedes) if supersedes else None)

@@ -69,7 +69,7 @@ def turn_json(turn: Turn) -> dict:
 
 
 def plan_json(result) -> dict:
-    """The §10 plan body of a `services.PromptPlanResult` (the GET's answer and I7's `plan`)."""
+    """The §10 plan body of a `turns.plans.PromptPlanResult` (the GET's answer and I7's `plan`)."""
     body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
     body["policy"] = [DecisionOutput(d).data for d in result.decisions]
     body["budget"] = result.params.budget

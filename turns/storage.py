@@ -2,7 +2,7 @@
 
 A new turn is read in one statement after the locks (`read_turn`): the clock, the turn stored
 under the key, the user's most recently named thing (the extractor's "it", SPEC §8), the
-context's whole memory state (`memory.storage.context_state_parts`), the history before the
+context's whole memory state (`memory.state.ContextMemory`), the history before the
 message with the text of the messages a plan could admit (I1, I3, I6), and the user's rules
 for the capabilities asked about with the user's policy version (D1, D7). Each part is a
 scalar subquery; the variable ones answer a JSON array, so the statement is one row whatever
@@ -12,19 +12,20 @@ the data. The history part is the plan read's statement (`history_sql`), shared 
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.db import connections
 from django.db.models import Func, IntegerField
+from django.db.models.query import get_related_populators
 from django.utils import timezone
 
 from config.storage import RawReader, json_rows, parse_datetimes
 from conversations.models import Conversation, Message, Turn
-from memory import storage as memory_storage
-from memory.models import KeyDefinition, Withholding
-from memory.selectors import last_named_key_query
+from memory.state import ContextMemory, last_named_part, registry_part
+from memory.withholding import withheld_sql
 from policy.domain import PolicyScope, Rule
 from policy.models import PolicyRule, UserPolicyVersion
 
@@ -39,18 +40,6 @@ class OctetLength(Func):
 
     def as_sqlite(self, compiler, connection, **extra):
         return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
-
-
-def withheld_sql(reader: RawReader, message_id: str) -> str:
-    """F6: true (1) when some tombstone withholds the message whose id column is
-    `message_id` — linked to it, or holding the reply of its turn — else 0."""
-    held, turn = reader.table(Withholding), reader.table(Turn)
-    return (
-        f"CASE WHEN EXISTS (SELECT 1 FROM {held} w WHERE w.{reader.name(Withholding, 'message')}"
-        f" = {message_id}) OR EXISTS (SELECT 1 FROM {held} w JOIN {turn} t ON t."
-        f"{reader.name(Turn, 'id')} = w.{reader.name(Withholding, 'turn')} WHERE t."
-        f"{reader.name(Turn, 'reply_message')} = {message_id}) THEN 1 ELSE 0 END"
-    )
 
 
 def history_sql(reader: RawReader, size: str) -> str:
@@ -89,13 +78,11 @@ class TurnRows:
     now: datetime
     existing_turn: uuid.UUID | None
     last_named: str | None
-    state: memory_storage.ContextState | None  # None: the cached state is current
     history: list[HistoryCandidate]
     texts: dict[str, str]
     rules: list[tuple[tuple, Rule]]  # the user's, each with its place in the model's order
     user_policy_version: int
     registry_rows: list[tuple] | None = None  # (key, cardinality, label, pinned), when read
-    memory_version: int | None = None  # the user's, as read (None: no memory write yet)
 
 
 _RULE_FIELDS = ("id", "capability", "effect", "source", "scope_kind", "conversation", "scene",
@@ -104,14 +91,14 @@ _RULE_FIELDS = ("id", "capability", "effect", "source", "scope_kind", "conversat
 
 
 def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
-              character: str, scope_ids: list[str], room: int, n_recent: int, learning: bool,
-              capabilities: list[str], registry: bool = False,
-              cached_version: int | None = None) -> TurnRows:
+              character: str, memory: ContextMemory, room: int, n_recent: int, learning: bool,
+              capabilities: list[str], registry: bool = False) -> TurnRows:
     """One statement, run after the conversation's and the memory profile's locks so it sees
     every committed write (see the module docstring). `room` < 0 and no `n_recent` read no
     history; `registry` reads the key registry too (outside a request, where the catalog
-    cache does not serve it). With `cached_version`, the memory state is read only if the
-    user's memory version is another: `state` is then None when the caller's is current."""
+    cache does not serve it). Memory's parts are `memory`'s to write and to read back
+    (`memory.state.ContextMemory`): the context's state is read only when the user's memory
+    version is not the one this process keeps it at."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
     user = conversation.user
@@ -124,19 +111,18 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
                  f"WHERE {name(Turn, 'conversation')} = %s AND {name(Turn, 'turn_key')} = %s)")
     params += [reader.param(Turn, "conversation", conversation.pk), turn_key]
     if learning:
-        named = _last_named_sql(user, reader.alias)
-        parts.append(f"({named[0]})")
-        params += named[1]
+        named, found = last_named_part(reader, user.pk)
+        parts.append(named)
+        params += found
     planned = room >= 0 or n_recent > 0
     # With learning off and no plan, the turn touches no memory table (I8).
     remembers = learning or planned
     if remembers:
-        memory_parts, found = memory_storage.context_state_parts(reader, user, scope_ids,
-                                                                 cached_version)
+        memory_parts, found = memory.read_parts(reader)
         parts += memory_parts
         params += found
     if planned:
-        history = history_sql(reader, message_size_sql(reader.alias))
+        history = reader.sql("history", lambda r: history_sql(r, message_size_sql(r.alias)))
         parts.append(json_rows(vendor, ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
                                f"FROM ({history}) h"))
         params += [room, n_recent, user.pk,
@@ -161,21 +147,15 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
                      f"WHERE {name(UserPolicyVersion, 'user')} = %s)")
         params.append(user.pk)
     if registry and remembers:
-        parts.append(json_rows(vendor, [column(KeyDefinition, field, "k.") for field in (
-            "key", "cardinality", "label", "pinned")], f"FROM {reader.table(KeyDefinition)} k"))
+        parts.append(registry_part(reader))
     [row] = reader.fetch("SELECT " + ", ".join(parts), params)
     row = list(row)
     now = (datetime.fromisoformat(row.pop(0)) if vendor == "postgresql"
            else timezone.now().astimezone(UTC))
     existing = row.pop(0)
     last_named = row.pop(0) if learning else None
-    version = None
-    state = memory_storage.ContextState([], [], {})
     if remembers:
-        version, records, tombstones, retractions = (row.pop(0) for _ in range(4))
-        state = (None if records is None else
-                 memory_storage.parse_context_state(records, tombstones, retractions,
-                                                    user.username))
+        memory.read_from(row)
     history, texts = _parse_history(json.loads(row.pop(0))) if planned else ([], {})
     rules: list[tuple[tuple, Rule]] = []
     policy_version = 0
@@ -184,15 +164,8 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
         policy_version = row.pop(0) or 0
     keys = [tuple(found) for found in json.loads(row.pop(0))] if registry and remembers else None
     return TurnRows(now=now, existing_turn=uuid.UUID(str(existing)) if existing else None,
-                    last_named=last_named, state=state, history=history, texts=texts,
-                    rules=rules, user_policy_version=policy_version, registry_rows=keys,
-                    memory_version=version)
-
-
-def _last_named_sql(user, alias: str) -> tuple[str, list]:
-    query = last_named_key_query(user).query
-    sql, params = query.get_compiler(using=alias).as_sql()
-    return sql, list(params)
+                    last_named=last_named, history=history, texts=texts, rules=rules,
+                    user_policy_version=policy_version, registry_rows=keys)
 
 
 def _parse_history(rows: list) -> tuple[list[HistoryCandidate], dict[str, str]]:
@@ -228,3 +201,83 @@ def message_size_sql(alias: str) -> str:
     rows = Message.objects.using(alias).annotate(n_bytes=OctetLength("content"))
     size, _ = rows.query.get_compiler(using=alias).compile(rows.query.annotations["n_bytes"])
     return size
+
+
+# ---------------------------------------------------------------------------------------------
+# The conversation's lock, compiled once
+
+
+def locked_conversation_query(conversation_id, user_id=None):
+    """The conversation with its user, the user's memory profile and its character, locking
+    its row and the profile's (I4's seq, W8's memory write lock); only a user's own with
+    `user_id`. The ORM reference of `lock_conversation`."""
+    qs = Conversation.objects.select_related("user__memory_profile", "character").filter(
+        pk=conversation_id)
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    return qs.filter(user__memory_profile__isnull=False).select_for_update(
+        of=("self", "user__memory_profile"))
+
+
+_SOME_CONVERSATION = uuid.UUID("00000000-0000-4000-8000-00000000c0de")
+_SOME_USER = -7_340_032
+_compiled = threading.local()
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple
+    at: dict[str, int]  # where each argument goes in `params`
+    compiler: object  # the statement's SQLCompiler: its select list and model structure
+    init_list: list[str]
+    start: int
+    end: int
+    populators: list
+
+
+def lock_conversation(alias: str, conversation_id, user_id=None) -> Conversation | None:
+    """`locked_conversation_query(...).first()`, with its SQL compiled once per thread and
+    database instead of on every turn: the statement runs on the connection's cursor and its
+    row becomes the same objects `ModelIterable` builds (Django's converters, `from_db` and
+    select_related's populators), so the result is the ORM's."""
+    connection = connections[alias]
+    built = getattr(_compiled, "entries", None)
+    if built is None:
+        built = _compiled.entries = {}
+    key = (alias, id(connection), user_id is not None)
+    found = built.get(key)
+    if found is None:
+        found = built[key] = _compile_lock(alias, user_id is not None)
+    field = Conversation._meta.pk
+    params = list(found.params)
+    params[found.at["conversation"]] = field.get_db_prep_value(
+        field.to_python(conversation_id), connection)
+    if user_id is not None:
+        params[found.at["user"]] = user_id
+    with connection.cursor() as cursor:
+        cursor.execute(found.sql, params)
+        rows = cursor.fetchall()
+    for row in found.compiler.results_iter([rows]):
+        conversation = Conversation.from_db(alias, found.init_list, row[found.start:found.end])
+        for populator in found.populators:
+            populator.populate(row, conversation)
+        return conversation
+    return None
+
+
+def _compile_lock(alias: str, with_user: bool) -> _Compiled:
+    query = locked_conversation_query(_SOME_CONVERSATION, _SOME_USER if with_user else None)
+    query = query.order_by("pk")[:1]  # as `first()` runs it
+    compiler = query.query.get_compiler(using=alias)
+    sql, params = compiler.as_sql()
+    prepared = Conversation._meta.pk.get_db_prep_value(_SOME_CONVERSATION, connections[alias])
+    at = {"conversation": list(params).index(prepared)}
+    if with_user:
+        at["user"] = list(params).index(_SOME_USER)
+    klass_info, select = compiler.klass_info, compiler.select
+    fields = klass_info["select_fields"]
+    start, end = fields[0], fields[-1] + 1
+    return _Compiled(sql, tuple(params), at, compiler,
+                     [f[0].target.attname for f in select[start:end]], start, end,
+                     get_related_populators(klass_info, select, alias))

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from conversations.plan_snapshot import PlanSnapshot
 from memory.domain import normalise_value
 
 # Why a memory was left out of the prompt, in the person's words (resolver R1–R6, projection
@@ -126,34 +127,17 @@ def message_words(history: int, left_out: Mapping[str, int]) -> list[str]:
     return out
 
 
-def memory_ids(snapshot: Mapping | None) -> list[str]:
-    """Every memory id a snapshot names (held or left out), once each, in order."""
-    snapshot = snapshot or {}
-    held = [i for i in snapshot.get("memories") or [] if isinstance(i, str)]
-    left = [item[1] for item in _excluded(snapshot) if item[0] == "memory"]
-    return list(dict.fromkeys([*held, *left]))
+def memory_ids(snapshot) -> list[str]:
+    """Every memory id a stored plan names (held or left out), once each, in order."""
+    found = PlanSnapshot.of(snapshot)
+    return found.memory_ids() if found is not None else []
 
 
-def decision_ids(snapshot: Mapping | None) -> list[str]:
-    """The decision ids a snapshot names but does not describe (a snapshot stored before it
-    kept each decision's capability and effect)."""
-    snapshot = snapshot or {}
-    described = {row[0] for row in _policy(snapshot)}
-    return [i for i in snapshot.get("decisions") or [] if isinstance(i, str) and i not in described]
-
-
-def _excluded(snapshot: Mapping) -> list[tuple[str, str, str]]:
-    """The snapshot's `excluded` as (kind, id, reason): stored as `[kind, id, reason]`; an
-    entry in the plan's own shape (`{"kind", "id", "reason"}`, the id optional for a message)
-    reads the same. Anything else is skipped."""
-    out = []
-    for item in snapshot.get("excluded") or []:
-        if isinstance(item, Mapping):
-            item = (item.get("kind"), item.get("id", ""), item.get("reason"))
-        if (isinstance(item, list | tuple) and len(item) == 3
-                and all(isinstance(part, str) for part in item)):
-            out.append(tuple(item))
-    return out
+def decision_ids(snapshot) -> list[str]:
+    """The decision ids a stored plan names but does not describe (a snapshot stored before
+    it kept each decision's capability and effect)."""
+    found = PlanSnapshot.of(snapshot)
+    return found.undescribed_decisions() if found is not None else []
 
 
 def _memory_of(record_id: str, held: Mapping[str, Held]) -> tuple:
@@ -190,13 +174,7 @@ def _note(given: Held | None, versions: list[Held]) -> str:
     return f"it replaced “{old.value}”" if old.value and not given.forgotten_at else "it replaced an earlier value"
 
 
-def _policy(snapshot: Mapping) -> list[tuple[str, str, str]]:
-    return [tuple(item) for item in snapshot.get("policy") or []
-            if isinstance(item, list | tuple) and len(item) == 3
-            and all(isinstance(part, str) for part in item)]
-
-
-def used(snapshot: Mapping | None, *, held: Mapping[str, Held], label: Callable[[str], str],
+def used(snapshot: PlanSnapshot | Mapping | None, *, held: Mapping[str, Held], label: Callable[[str], str],
          certainty_names: Mapping[str, str], capability_name: Callable[[str], str],
          card: Callable[[str], str], history: Callable[[str], str],
          current: frozenset[str] | set[str] = frozenset(),
@@ -205,12 +183,11 @@ def used(snapshot: Mapping | None, *, held: Mapping[str, Held], label: Callable[
     `card(id)` the link to a memory's card, for the ids remembered now (`current`), and
     `history(id)` the link to its history for the others; `logged`: decision id → (capability,
     effect) from the decision log, for snapshots that keep only the ids."""
-    if not snapshot:
+    snapshot = PlanSnapshot.of(snapshot)
+    if snapshot is None:
         return Used(planned=False)
-    out = Used(planned=True, history=len(snapshot.get("history") or []))
-    ids = [i for i in snapshot.get("memories") or [] if isinstance(i, str)]
-    levels = snapshot.get("certainty") or []
-    levels = levels if isinstance(levels, list) and len(levels) == len(ids) else [""] * len(ids)
+    out = Used(planned=True, history=len(snapshot.history))
+    ids, levels = snapshot.memories, snapshot.certainty
 
     def words(reason: str) -> str:
         return LEFT_OUT_WORDS.get(reason) or LEFT_OUT_UNKNOWN
@@ -230,7 +207,7 @@ def used(snapshot: Mapping | None, *, held: Mapping[str, Held], label: Callable[
                           reason=why, note=note)
 
     left: list[tuple[str, str]] = []
-    for kind, item_id, reason in _excluded(snapshot):
+    for kind, item_id, reason in snapshot.excluded:
         if kind == "memory":
             left.append((item_id, reason))
         else:
@@ -260,9 +237,9 @@ def used(snapshot: Mapping | None, *, held: Mapping[str, Held], label: Callable[
         done.add(group)
         newest, reason = _newest(groups[group], held)
         out.left_out.append(memory(newest, reason=reason))
-    described = _policy(snapshot)
+    described = list(snapshot.policy)
     if not described and logged:
-        described = [(i, *logged[i]) for i in snapshot.get("decisions") or [] if i in logged]
+        described = [(i, *logged[i]) for i in snapshot.decisions if i in logged]
     out.decisions = [UsedDecision(capability_name(capability), effect, EFFECT_WORDS.get(effect, effect))
                      for _, capability, effect in described]
     return out

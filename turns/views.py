@@ -32,11 +32,12 @@ from memory.presentation import CERTAINTY, Sentence, Wording, by_scoped_key, sta
 from policy.presentation import capability_name
 from support.selectors import reveals_of  # S2: "Support access" on Your data
 
+from .conversation_writes import conversation_delete
 from .forms import DeleteAccountForm, TimeZoneForm, zone_words
 from .portability import user_export
 from .selectors import data_counts, replies_used, transcript
-from .services import conversation_delete, user_delete
 from .used import Held, Used, used
+from .users import user_delete
 
 
 @private_page

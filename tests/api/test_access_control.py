@@ -54,7 +54,7 @@ def victim(db):
     """A user with data, so a leak would have something to show."""
     from conversations.domain import Scope
     from memory.services import memory_assert
-    from turns.services import user_put
+    from turns.users import user_put
 
     user, _ = user_put(ref="victim")
     memory_assert(user=user, key="basil_plant.name", value="Marlowe", scope=Scope("user"))

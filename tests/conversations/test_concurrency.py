@@ -6,7 +6,7 @@ from conversations.models import Message, Turn
 from tests.concurrency import run_concurrently
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 from tests.helpers import postgres_only
-from turns import replies, services
+from turns import creation, replies
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 
@@ -20,7 +20,7 @@ def conv():
 def test_it_commits_one_reply_under_concurrent_retries(conv, n):
     """I4: n concurrent reply retries (some with other content) commit one message; every
     caller gets that first message, exactly one of them as new."""
-    turn = services.turn_create(conversation_id=conv.pk, turn_key="t1", content="hi").turn
+    turn = creation.turn_create(conversation_id=conv.pk, turn_key="t1", content="hi").turn
     results = run_concurrently(
         lambda i: replies.turn_commit_reply(turn_id=turn.pk, content=f"reply {i % 2}"), n
     )
@@ -34,7 +34,7 @@ def test_it_commits_one_reply_under_concurrent_retries(conv, n):
 def test_it_creates_one_turn_under_concurrent_requests_with_one_key(conv):
     """I4: concurrent turn creation with one turn_key stores one turn and one message."""
     results = run_concurrently(
-        lambda i: services.turn_create(conversation_id=conv.pk, turn_key="same", content="My dog's name is Rex."), 10
+        lambda i: creation.turn_create(conversation_id=conv.pk, turn_key="same", content="My dog's name is Rex."), 10
     )
     assert all(kind == "ok" for kind, _ in results), results
     assert Turn.objects.filter(conversation=conv).count() == 1
@@ -45,7 +45,7 @@ def test_it_creates_one_turn_under_concurrent_requests_with_one_key(conv):
 def test_it_allocates_distinct_seqs_under_concurrent_turns(conv):
     """§7: seq is allocated under a lock: concurrent turns with different keys never collide."""
     results = run_concurrently(
-        lambda i: services.turn_create(conversation_id=conv.pk, turn_key=f"k{i}", content=f"message {i}"), 10
+        lambda i: creation.turn_create(conversation_id=conv.pk, turn_key=f"k{i}", content=f"message {i}"), 10
     )
     assert all(kind == "ok" for kind, _ in results), results
     seqs = sorted(Message.objects.filter(conversation=conv).values_list("seq", flat=True))
@@ -65,7 +65,7 @@ def test_it_writes_concurrent_batches_of_one_user_one_at_a_time():
     character = CharacterFactory(slug="rowan")
     convs = [ConversationFactory(user=user, character=character) for _ in range(8)]
     results = run_concurrently(
-        lambda i: services.turn_create(
+        lambda i: creation.turn_create(
             conversation_id=convs[i].pk, turn_key="t",
             content=f"I like jazz. I live in City{i}. My dog's name is Dog{i}.",
         ), 8,

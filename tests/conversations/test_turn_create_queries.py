@@ -20,7 +20,7 @@ from memory.models import MemoryRecord, MemorySource
 from memory.services import ensure_profile
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 from tests.helpers import ON_POSTGRES, postgres_only
-from turns import services
+from turns.creation import turn_create
 
 MESSAGES = {
     0: "Hello there, how are you today?",
@@ -63,7 +63,7 @@ def _world(n: int):
 def test_the_service_runs_a_fixed_number_of_statements(stored, facts):
     conv = _world(stored)
     with CaptureQueriesContext(connection) as captured:
-        result = services.turn_create(conversation_id=conv.pk, turn_key="t1", content=MESSAGES[facts])
+        result = turn_create(conversation_id=conv.pk, turn_key="t1", content=MESSAGES[facts])
     assert result.created and len(result.turn.extracted) == facts
     assert [e["outcome"] for e in result.turn.extracted] == ["created"] * facts
     assert len(captured) == EXPECTED[facts] + SAVEPOINTS, [q["sql"][:90] for q in captured.captured_queries]
@@ -108,7 +108,7 @@ def test_a_real_request_runs_six_statements_for_one_fact_on_postgresql():
     BEGIN, the four statements, COMMIT; no savepoint."""
     conv = _world(10)
     with CaptureQueriesContext(connection) as captured:
-        result = services.turn_create(conversation_id=conv.pk, turn_key="t1", content=MESSAGES[1])
+        result = turn_create(conversation_id=conv.pk, turn_key="t1", content=MESSAGES[1])
     assert [e["outcome"] for e in result.turn.extracted] == ["created"]
     sql = [q["sql"] for q in captured.captured_queries]
     assert len(sql) == EXPECTED[1] + 2, sql

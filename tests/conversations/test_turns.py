@@ -48,9 +48,9 @@ def test_it_returns_the_same_turn_for_a_retry_and_refuses_other_content(api, con
 def test_it_returns_the_stored_result_after_a_worker_restart(api, conv):
     """A worker that persisted the turn and died before answering: the retry returns the
     existing result, nothing is stored twice."""
-    from turns import services
+    from turns.creation import turn_create
 
-    result = services.turn_create(conversation_id=conv.pk, turn_key="lost", content="I live in Boston.")
+    result = turn_create(conversation_id=conv.pk, turn_key="lost", content="I live in Boston.")
     # The response was lost; the runtime retries over HTTP.
     retry = turn(api, conv, "lost", "I live in Boston.")
     assert retry.status_code == 200 and retry.json()["id"] == str(result.turn.pk)

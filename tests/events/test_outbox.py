@@ -17,7 +17,9 @@ from policy import services as policy_services
 from support import services as support_services
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 from turns import portability
-from turns import services as turn_services
+from turns.conversation_writes import conversation_delete
+from turns.creation import turn_create
+from turns.users import user_delete
 
 pytestmark = pytest.mark.django_db
 
@@ -140,17 +142,17 @@ def test_a_policy_change_carries_the_version_and_the_rules(conv):
 
 
 def test_a_turn_that_learns_writes_its_events_with_the_turn(conv):
-    result = turn_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rexalot.")
+    result = turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rexalot.")
     [created] = result.turn.extracted
     assert events() == [("memory.created", "sam", events()[0][2])]
     assert events()[0][2]["memory"] == created["memory"] and events()[0][2]["authority"] == "rule-extracted"
-    turn_services.turn_create(conversation_id=conv.pk, turn_key="t2", content="How was your day?")
+    turn_create(conversation_id=conv.pk, turn_key="t2", content="How was your day?")
     assert types() == ["memory.created"]  # a turn that learns nothing changes nothing
     assert_no_private_text()
 
 
 def test_deleting_a_conversation_writes_conversation_deleted(conv):
-    turn_services.conversation_delete(conversation_id=conv.pk)
+    conversation_delete(conversation_id=conv.pk)
     assert events() == [("conversation.deleted", "sam", {"conversation": str(conv.pk)})]
 
 
@@ -158,7 +160,7 @@ def test_deleting_a_user_leaves_only_user_deleted(conv):
     other = UserFactory(username="ana")
     memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
     memory_services.memory_assert(user=other, key="pet.secretname", value="Quillmoor", scope=Scope("user"))
-    turn_services.user_delete(user=conv.user)
+    user_delete(user=conv.user)
     assert events() == [("memory.created", "ana", events()[0][2]), ("user.deleted", "sam", {})]
 
 
@@ -166,7 +168,7 @@ def test_an_import_announces_what_it_created(conv):
     memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
     memory_services.memory_settings_set(user=conv.user, changed_by="api", use=False)
     snapshot = portability.user_export(user=conv.user)
-    turn_services.user_delete(user=conv.user)
+    user_delete(user=conv.user)
     Event.objects.all().delete()
     portability.user_import(data=snapshot)
     assert types() == ["memory.created", "settings.changed"]
@@ -208,7 +210,7 @@ def _outside_transaction(fn):
 
 
 def test_the_user_ref_of_user_deleted_outlives_the_user(conv):
-    turn_services.user_delete(user=conv.user)
+    user_delete(user=conv.user)
     assert not get_user_model().objects.filter(username="sam").exists()
     assert Event.objects.get().user_ref == "sam"
     assert MemoryRecord.objects.count() == 0

@@ -7,10 +7,9 @@ an uncached read answers; a write from anywhere else, or a `now` past the window
 import pytest
 from django.db import connection
 
-from memory import selectors, storage
+from memory import current, storage
 from memory.models import MemoryRecord
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
-from turns import pipeline
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +63,7 @@ def test_a_plan_right_after_its_create_reads_and_resolves_nothing_again(api, con
     turn(api, conv, "a", "My dog's name is Rex. I like green tea.")
     created = turn(api, conv, "b", "We watered the basil. The basil plant is named Harbor.")
     parsed = Calls(monkeypatch, storage, "parse_context_state")
-    resolved = Calls(monkeypatch, selectors, "resolve")
+    resolved = Calls(monkeypatch, current, "resolve")
     cached = plan_of(api, created["id"])
     assert (parsed.n, resolved.n) == (0, 0)
     assert {m["value"] for m in cached["memories"]} >= {"Rex", "Harbor", "green tea"}
@@ -75,7 +74,7 @@ def test_a_plan_right_after_its_create_reads_and_resolves_nothing_again(api, con
 def test_a_turn_that_teaches_nothing_resolves_nothing_again(api, conv, monkeypatch):
     turn(api, conv, "a", "My dog's name is Rex.", PLAN)
     parsed = Calls(monkeypatch, storage, "parse_context_state")
-    resolved = Calls(monkeypatch, pipeline, "resolve")
+    resolved = Calls(monkeypatch, current, "resolve")
     quiet = turn(api, conv, "b", "How was your day?", PLAN)
     assert (parsed.n, resolved.n) == (0, 0)
     body = {**quiet["plan"], "policy": [

@@ -14,7 +14,7 @@ from memory.selectors import memory_version_of
 from memory.services import memory_assert, memory_retract
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 from tests.helpers import ON_POSTGRES
-from turns.services import conversation_delete
+from turns.conversation_writes import conversation_delete
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from memory.withholding import withheld_message_ids
 from tests.concurrency import run_concurrently
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 from tests.helpers import postgres_only
-from turns import replies, services
+from turns import creation, replies
 from turns.planner import PlanParams
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
@@ -28,8 +28,8 @@ def test_a_reply_racing_a_forget_is_withheld_whenever_f6_says_so():
     for round_ in range(ROUNDS):
         user = UserFactory(username=f"racer{round_}")
         conv = ConversationFactory(user=user, character=character)
-        services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My cat is called Miso.")
-        planned = services.turn_create(conversation_id=conv.pk, turn_key="t2", content="Tell me.",
+        creation.turn_create(conversation_id=conv.pk, turn_key="t1", content="My cat is called Miso.")
+        planned = creation.turn_create(conversation_id=conv.pk, turn_key="t2", content="Tell me.",
                                        plan=PlanParams(budget=4000))
         assert [pm.value for pm in planned.plan.plan.memories] == ["Miso"]
         # Released together; by turns the forget, the reply or neither gets a head start.

@@ -15,7 +15,7 @@ from memory.forgetting import forget_key, tombstone_delete
 from memory.mentions import mentions
 from memory.models import MemoryRecord
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
-from turns import replies, services
+from turns import creation, plans, replies
 
 pytestmark = pytest.mark.django_db
 
@@ -42,8 +42,8 @@ counter = itertools.count()
 
 def _plan(conv, n):
     """A new turn and its plan, with room for the whole conversation."""
-    made = services.turn_create(conversation_id=conv.pk, turn_key=f"probe-{n}", content="And now?")
-    plan = services.plan_for_turn(made.turn, budget=100_000).plan
+    made = creation.turn_create(conversation_id=conv.pk, turn_key=f"probe-{n}", content="And now?")
+    plan = plans.plan_for_turn(made.turn, budget=100_000).plan
     history = [m.id for m, _ in plan.history]
     held = sorted(i for kind, i, reason in plan.excluded if kind == "message" and reason == "forgotten")
     return made.turn, history, held
@@ -64,7 +64,7 @@ def test_no_plan_reads_a_forgotten_value_and_undo_restores_the_plan(steps):
     last_turn, replied = None, set()
     for n, (kind, arg) in enumerate(steps):
         if kind == "say":
-            last_turn = services.turn_create(conversation_id=conv.pk, turn_key=f"t{n}",
+            last_turn = creation.turn_create(conversation_id=conv.pk, turn_key=f"t{n}",
                                              content=arg, plan=None).turn
         elif kind == "reply" and last_turn is not None and last_turn.pk not in replied:
             replies.turn_commit_reply(turn_id=last_turn.pk, content=arg)
@@ -81,7 +81,7 @@ def test_no_plan_reads_a_forgotten_value_and_undo_restores_the_plan(steps):
             if kind == "forget-undo":
                 tombstone_delete(tombstone_id=tombstone.pk)
                 del live[str(tombstone.pk)]
-                plan = services.plan_for_turn(probe, budget=100_000).plan
+                plan = plans.plan_for_turn(probe, budget=100_000).plan
                 assert [m.id for m, _ in plan.history] == before
                 assert sorted(i for k, i, r in plan.excluded
                               if k == "message" and r == "forgotten") == held_before

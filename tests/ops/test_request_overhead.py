@@ -77,7 +77,7 @@ def test_on_a_per_process_cache_the_throttle_costs_nothing(api, ping):
 
 @pytest.fixture
 def turn(db):
-    from turns.services import turn_create
+    from turns.creation import turn_create
 
     conversation = ConversationFactory(user=UserFactory(username="sam"), character=CharacterFactory(slug="rowan"))
     return turn_create(conversation_id=conversation.pk, turn_key="t1", content="Hello there").turn

@@ -59,7 +59,8 @@ def session():
     from memory import services as memory_services
     from policy import services as policy_services
     from tests.factories import CharacterFactory, ConversationFactory, UserFactory
-    from turns import services as turn_services
+    from turns.conversation_writes import conversation_delete
+    from turns.creation import turn_create
 
     rowan = CharacterFactory(slug="rowan")
     sam, ana = UserFactory(username="sam"), UserFactory(username="ana")
@@ -67,15 +68,15 @@ def session():
         memory_services.ensure_profile(user)
     conv = ConversationFactory(user=sam, character=rowan)
     other = ConversationFactory(user=ana, character=rowan)
-    turn_services.turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex. I like jazz.")
-    turn_services.turn_create(conversation_id=other.pk, turn_key="t1", content="I live in Lisbon.")
+    turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex. I like jazz.")
+    turn_create(conversation_id=other.pk, turn_key="t1", content="I live in Lisbon.")
     pet = memory_services.memory_assert(user=sam, key="pet.name", value="Rex", scope=Scope("user")).record
     memory_services.memory_correct(record_id=pet.id, value="Max")
     forgetting.forget_key(user=sam, key="pet.name", scope_id="*")
     memory_services.memory_settings_set(user=ana, changed_by="api", learn=False)
     policy_services.rule_create(user=sam, capability="media.image", effect="deny", source="explicit-user",
                                 scope={"kind": "global"})
-    turn_services.conversation_delete(conversation_id=other.pk)
+    conversation_delete(conversation_id=other.pk)
 
 
 def test_every_event_reaches_every_endpoint_signed_in_order_despite_failures_gone_and_hanging(loopback):

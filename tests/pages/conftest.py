@@ -1,7 +1,7 @@
 import pytest
 from django.test import Client
 
-from turns.services import turn_create
+from turns.creation import turn_create
 
 
 @pytest.fixture

@@ -293,7 +293,7 @@ def test_a_choice_can_be_made_and_changed_for_a_scene(page, sam, conv):
     """SPEC §6 (rule scope `scene`): a scene the user's turns were in is a place like the
     others — offered in "Where" on its character's cards right after its conversation, saved as
     a scene rule, shown on the card, and changed there (D11: the new choice replaces it)."""
-    from turns.services import turn_create
+    from turns.creation import turn_create
 
     turn_create(conversation_id=conv.pk, turn_key="t1", content="Hello.", scene="greenhouse")
     where = f"scene:{conv.pk}:greenhouse"

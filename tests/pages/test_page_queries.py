@@ -11,7 +11,7 @@ from memory.forgetting import forget_key, memory_forget
 from memory.services import memory_assert, memory_confirm
 from policy.services import rule_create
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
-from turns.services import turn_create
+from turns.creation import turn_create
 
 pytestmark = pytest.mark.django_db
 

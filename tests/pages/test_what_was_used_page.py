@@ -18,9 +18,10 @@ from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
 from memory.services import memory_assert, memory_confirm
 from tests.pages.test_memory_pages import text
+from turns.creation import turn_create
 from turns.planner import PlanParams
+from turns.plans import turn_prompt_plan
 from turns.replies import turn_commit_reply
-from turns.services import turn_create, turn_prompt_plan
 from turns.used import LEFT_OUT_WORDS
 
 pytestmark = pytest.mark.django_db

@@ -19,8 +19,8 @@ from memory.services import memory_assert, memory_correct, memory_retract
 from policy.media_jobs import media_job_admit
 from policy.services import decision_answer, decision_make, rule_create
 from tests.factories import CharacterFactory, UserFactory
+from turns.creation import turn_create
 from turns.replies import turn_commit_reply
-from turns.services import turn_create
 
 # Private strings: none may appear on any admin page without view_private_text.
 VALUE = "Marlowe-private-xyz"  # a memory value, also inside a message

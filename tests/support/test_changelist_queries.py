@@ -21,8 +21,8 @@ from support.reveals import reveal_current, reveal_open
 from support.services import support_retract
 from tests.factories import UserFactory
 from tests.support.conftest import staff_client
+from turns.creation import turn_create
 from turns.replies import turn_commit_reply
-from turns.services import turn_create
 
 pytestmark = pytest.mark.django_db
 

@@ -452,7 +452,8 @@ def test_the_private_strings_are_really_in_the_database(world, person_memory):
 
 def test_a_turns_plan_masks_a_name_inside_a_key_outside_a_reveal(world, person_memory, privileged,
                                                                  privileged_user):
-    from turns.services import turn_create, turn_prompt_plan
+    from turns.creation import turn_create
+    from turns.plans import turn_prompt_plan
 
     turn = turn_create(conversation_id=world.conversation.pk, turn_key="t-person", content="hi").turn
     turn_prompt_plan(turn_id=turn.pk, budget=4000)

@@ -349,7 +349,7 @@ def test_a_page_under_a_reveal_costs_one_insert_whatever_it_shows(
 def test_deleting_the_user_keeps_the_log_under_a_pseudonym_and_no_username(
     world, privileged, privileged_user, superuser
 ):
-    from turns.services import user_delete
+    from turns.users import user_delete
 
     grant = open_reveal(privileged_user, reason="Ticket 88: sam asked us to check sam's plant")
     privileged.get(MEMORIES)

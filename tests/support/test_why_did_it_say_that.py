@@ -22,7 +22,8 @@ from policy.services import rule_create, rule_revoke
 from support.models import PrivateTextAccess
 from support.services import support_forget, support_retract
 from tests.support.conftest import VALUE, assert_no_private_text, open_reveal, staff_client
-from turns.services import turn_create, turn_prompt_plan
+from turns.creation import turn_create
+from turns.plans import turn_prompt_plan
 
 pytestmark = pytest.mark.django_db
 

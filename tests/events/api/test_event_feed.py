@@ -96,7 +96,7 @@ def test_it_needs_a_runtime_token(client):
 
 
 def test_a_deleted_users_feed_holds_only_user_deleted(api, world):
-    from turns.services import user_delete
+    from turns.users import user_delete
 
     user_delete(user=world[0])
     body = api.get("/api/v1/events", {"user": "sam"}).json()

@@ -1,0 +1,186 @@
+"""Memory owns the state of a context (docs/DESIGN.md, "Memory owns the turn's state"; SPEC
+§3 R1–R8, §4 W3–W10, E1). A turn asks memory for two things and reaches none of its tables,
+statements or per-process copies itself:
+
+1. **The state of a context at a version** (`ContextMemory`, `at_version`). The turn's one
+   statement after the locks carries memory's parts (`read_parts`): the user's memory version
+   and — unless it is the version this process keeps the context's state at — the records,
+   tombstones and retractions of the context's scopes. `at_version` answers the state as of
+   the version read: the process's copy (`memory.storage.MEMORY_CACHE`) when the version is
+   the one it was kept at, else what the statement read; with the resolution this process
+   made of that very state, which the pure pass reuses while it holds
+   (`memory.current.resolve_context`).
+2. **Apply a batch of writes** (`apply_writes`): the rows of the pure pass's write plan join
+   the turn's one write (`config.storage.RowWriter`), and once they are written the state
+   they left is kept, at the version they left, for the process's next request.
+
+The process's copy is correct whatever else writes to the database: it is used only while the
+user's memory version (`memory.triggers`) is the one it was kept at. The turn's other reads of
+memory — the extractor's "it" (SPEC §8) and the key registry — are parts of the same
+statement, built here once per process (`last_named_part`, `registry_part`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connections
+
+from config.storage import RawReader, RowWriter, json_rows, raw_reader
+
+from . import storage
+from .current import EMPTY, ContextState, Resolved
+from .domain import MemoryRecord as DomainRecord
+from .domain import Projection, Resolution
+from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemoryVersion, SlotRetraction
+from .selectors import last_named_key_query, memory_version_of, records_to_domain, tombstones_of
+from .services import add_plan_rows
+from .storage import MEMORY_CACHE, CachedMemory
+from .writes import WritePlan
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """A context's state at the user's memory `version` (None before any memory write), with
+    the resolution this process made of it earlier, if any."""
+
+    version: int | None
+    state: ContextState
+    resolved: Resolved | None = None
+
+
+class ContextMemory:
+    """The memory of one context (the scope ids it sees, R1) for one request: asked by the
+    turn's statement, answered at the version read, written with the turn's rows."""
+
+    def __init__(self, user, scope_ids: Sequence[str]):
+        self.user = user
+        self.scope_ids = list(scope_ids)
+        self.secret = user.memory_profile.secret
+        cached = MEMORY_CACHE.get(user.pk, self.scope_ids)
+        self._cached = cached
+        self._read = False
+        self._version: int | None = None
+        self._found: ContextState | None = None
+        self._state = MemoryState(None, EMPTY)
+
+    def read_parts(self, reader: RawReader) -> tuple[list[str], list]:
+        """The state's parts as scalar subqueries of the caller's one statement, with their
+        parameters; `read_from` takes their values."""
+        cached = self._cached
+        known = cached.version if cached is not None and cached.secret == self.secret else None
+        return storage.context_state_parts(reader, self.user, self.scope_ids, known)
+
+    def read_from(self, values: list) -> None:
+        """Take the values of `read_parts` off the front of `values`."""
+        version, records, tombstones, retractions = (values.pop(0) for _ in range(4))
+        self._read, self._version = True, version
+        if records is not None:
+            self._found = storage.parse_context_state(records, tombstones, retractions,
+                                                      self.user.username)
+
+    def read_orm(self) -> None:
+        """What `read_parts` reads, through the ORM: the reference the statement is tested
+        against, and the read wherever the raw reader does not serve the database."""
+        user = self.user
+        records = records_to_domain(
+            MemoryRecord.objects.filter(user=user, scope_id__in=self.scope_ids), user.username)
+        latest: dict[tuple[str, str, str], datetime] = {}
+        for scope_id, key, hashed, at in (
+                SlotRetraction.objects.filter(user=user, scope_id__in=self.scope_ids)
+                .values_list("scope_id", "key", "value_hash", "retracted_at")):
+            slot = (scope_id, key, hashed or "")
+            if slot not in latest or at > latest[slot]:
+                latest[slot] = at
+        self._found = ContextState(records, tombstones_of(user), latest)
+        self._read, self._version = True, memory_version_of(user.pk)
+
+    def at_version(self, registry) -> MemoryState:
+        """The state of the context at the version read: the process's copy when the version
+        is the one it was kept at, else what was read (nothing read: the empty state, I8)."""
+        if not self._read:
+            return self._state
+        state = self._found
+        if state is None:  # the user's memory is as this process last saw it
+            state = self._cached.state
+            MEMORY_CACHE.note_reuse()
+        cached = self._cached
+        resolved = cached.resolved_for(state, registry, self.secret) if cached else None
+        self._state = MemoryState(self._version, state, resolved)
+        return self._state
+
+    def apply_writes(self, writer: RowWriter, writes: WritePlan, *, scope_fields: dict,
+                     records: list[DomainRecord], resolution: Resolution,
+                     projection: Projection, now: datetime, registry) -> None:
+        """A batch's rows (W3–W10, as `memory.services.add_plan_rows` lays them out) added to
+        `writer`; once written, the context's state as they left it — `records` with their
+        resolution at `now` — is kept for the next request of this process, at the version
+        they left (read back: one statement) or, when they changed nothing, at the version
+        read. A transaction that writes again, or rolls back, leaves the copy unused."""
+        add_plan_rows(writer, self.user, writes, scope_fields)
+        if self._read:
+            writer.then(lambda: self._keep(writes, records, Resolved.made(
+                records, now, resolution, projection), registry))
+
+    def _keep(self, writes: WritePlan, records, resolved: Resolved, registry) -> None:
+        read = self._state
+        if writes.changes_memory:
+            version = _version_of(self.user.pk)
+            retractions = dict(read.state.retractions)
+            for scope_id, key, hashed, at in writes.retractions:
+                retractions[(scope_id, key, hashed)] = at
+            state = ContextState(records, read.state.tombstones, retractions)
+        else:
+            version, state = read.version, read.state
+        if version is None:
+            return
+        MEMORY_CACHE.put(self.user.pk, self.scope_ids,
+                         CachedMemory(version, state, self.secret, resolved=(registry, resolved)))
+
+
+def _version_of(user_id) -> int | None:
+    """`memory.selectors.memory_version_of` as a statement built once per process."""
+    reader = raw_reader(MemoryVersion.objects.db)
+    if reader is None:
+        return memory_version_of(user_id)
+    sql = reader.sql("memory-version", lambda r: (
+        f"SELECT {r.name(MemoryVersion, 'version')} FROM {r.table(MemoryVersion)} "
+        f"WHERE {r.name(MemoryVersion, 'user_id')} = %s"))
+    found = reader.fetch(sql, [user_id])
+    return found[0][0] if found else None
+
+
+def last_named_part(reader: RawReader, user_id) -> tuple[str, list]:
+    """SPEC §8's "it" (`memory.selectors.last_named_key_query`) as a subquery and its
+    parameters, compiled once per process and database."""
+    sql, params, at = reader.sql("last-named", _last_named_sql)
+    params = list(params)
+    params[at] = user_id
+    return f"({sql})", params
+
+
+_NOBODY = -7_340_033  # a user id no row has, marking where the user's id goes
+
+
+def _last_named_sql(reader: RawReader) -> tuple[str, tuple, int]:
+    query = last_named_key_query(_NOBODY).query
+    sql, params = query.get_compiler(using=reader.alias).as_sql()
+    return sql, tuple(params), list(params).index(_NOBODY)
+
+
+def registry_part(reader: RawReader) -> str:
+    """The whole key registry as one JSON array of (key, cardinality, label, pinned)."""
+    return reader.sql("registry-part", lambda r: json_rows(
+        _vendor(r), [r.column(KeyDefinition, field, "k.") for field in (
+            "key", "cardinality", "label", "pinned")], f"FROM {r.table(KeyDefinition)} k"))
+
+
+def _vendor(reader: RawReader) -> str:
+    return connections[reader.alias].vendor
+
+
+def profile_table() -> str:
+    """The memory profile's table: a reply's statement takes the memory write lock's row
+    (W8) in share mode."""
+    return MemoryProfile._meta.db_table
