@@ -52,9 +52,12 @@ def seeded_ids(monkeypatch):
                   IdempotencyRecord, PolicyRule, DecisionLog, PolicyAnswer, MediaJob):
         field = model._meta.pk
         if field.default is not None and callable(field.default):
-            monkeypatch.setattr(field, "default", ids)
-            # Django keeps the default's callable once a model has been built in the process.
+            # Django keeps the default's callable (`_get_default`, a cached property) once a
+            # model has been built in the process. It is patched first: monkeypatch reads the
+            # value it restores before patching, and read after `default` it would compute the
+            # patched one and leave it behind for the rest of the process.
             monkeypatch.setattr(field, "_get_default", ids, raising=False)
+            monkeypatch.setattr(field, "default", ids)
     return ids
 
 
