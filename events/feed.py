@@ -1,8 +1,10 @@
 """V2: the feed, in the order events became visible.
 
 On PostgreSQL an event is handed out only once no running transaction can precede it: its
-writing transaction's id is below the snapshot's `xmin` (every transaction below it has
-ended, and none can start below it), ordered by (transaction id, event id). A transaction
+writing transaction's id is below the lowest id still running in the statement's snapshot
+(every transaction below it has ended, and none can start below it) — leaving out the running
+transactions of other databases of the cluster, which cannot write this one's events — ordered
+by (transaction id, event id). A transaction
 that commits late therefore holds the feed back instead of being overtaken. A transaction also
 sees its own events (a test's transaction; the API's reads write none). SQLite serialises
 writers: the transaction id is 0 there and id order is visibility order.
@@ -30,7 +32,20 @@ from config.errors import CursorExpired, ValidationError
 from .models import Event
 
 CURSOR_VERSION = "1"
-HORIZON_SQL = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+# The lowest transaction of the statement's own snapshot still running that may write this
+# database's events: every in-progress id of the snapshot (`pg_snapshot_xip`) but those seen,
+# in pg_stat_activity, to belong to a session of another database (which cannot write here);
+# none left: the snapshot's xmax. An id not seen there (ended meanwhile, or not visible to this
+# role) counts as running, so the horizon is never later than pg_snapshot_xmin would make it
+# for this database — only transactions of other databases stop holding the feed back.
+HORIZON_SQL = """COALESCE(
+    (SELECT min(running::text::bigint) FROM pg_snapshot_xip(pg_current_snapshot()) AS running
+     WHERE NOT EXISTS (
+         SELECT 1 FROM pg_stat_activity AS other
+         WHERE other.datname IS NOT NULL AND other.datname <> current_database()
+           AND other.backend_xid IS NOT NULL
+           AND other.backend_xid::text::bigint = running::text::bigint %% 4294967296)),
+    pg_snapshot_xmax(pg_current_snapshot())::text::bigint)"""
 OWN_SQL = "pg_current_xact_id_if_assigned()::text::bigint"
 
 

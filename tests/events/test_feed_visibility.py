@@ -90,6 +90,32 @@ def test_a_transaction_that_commits_late_holds_the_feed_back_instead_of_being_ov
     assert read_all(cursor)[0] == []
 
 
+def test_a_transaction_of_another_database_does_not_hold_the_feed_back():
+    """Transaction ids are the cluster's, but a session of another database cannot write this
+    one's events: its running transaction is left out of the horizon (while one of this database
+    holds the feed back, as above)."""
+    import psycopg
+
+    settings = connection.settings_dict
+    other = psycopg.connect(host=settings["HOST"], port=settings["PORT"], user=settings["USER"],
+                            password=settings["PASSWORD"] or None, dbname="postgres")
+    try:
+        with other.cursor() as cursor:  # a transaction holding an id, in another database
+            cursor.execute("BEGIN")
+            cursor.execute("SELECT pg_current_xact_id()::text::bigint")
+            held = cursor.fetchone()[0]
+        event = _event(3)
+        with transaction.atomic():
+            outbox.record([event])
+        with connection.cursor() as cursor:  # the other transaction is older and still running
+            cursor.execute("SELECT txid FROM events_event WHERE id = %s", [event.pk])
+            assert cursor.fetchone()[0] > held
+        assert read_all()[0] == [f"evt_{event.pk}"]
+    finally:
+        other.rollback()
+        other.close()
+
+
 def test_a_reader_following_the_feed_while_8_writers_commit_misses_nothing():
     """V4: 8 writer threads commit (and some roll back) transactions of 1–3 events with random
     pauses; writer 0's first transaction writes an event, waits until writer 1 (which starts after
