@@ -87,6 +87,7 @@ def _measure(client, url: str, calls: int, warmup: int = 3) -> dict:
 
 def run(n_events: int, calls: int, token: str, log) -> dict:
     from django.test import Client
+    from django.utils import timezone
 
     from events.feed import Position, encode_cursor
     from events.models import Event
@@ -99,8 +100,6 @@ def run(n_events: int, calls: int, token: str, log) -> dict:
 
     def cursor_before(nth_from_start: int) -> str:
         row = Event.objects.order_by("txid", "id").values("txid", "id")[nth_from_start]
-        from django.utils import timezone
-
         return encode_cursor(Position(row["txid"], row["id"]), timezone.now())
 
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
