@@ -135,33 +135,60 @@ def log(message: str = "") -> None:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds (CI)")
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both",
-                        help="databases for the endpoint benchmarks (default: both; PostgreSQL is "
-                             "skipped with a note when it is not reachable)")
-    parser.add_argument("--only", default="pure,endpoints,turns,relevance,forget,feed",
-                        help="comma-separated sections: pure, endpoints, turns, relevance, forget, feed")
-    parser.add_argument("--turn-seconds", type=float, default=None,
-                        help="duration of the whole-turn measurement (0 skips it)")
+    parser.add_argument(
+        "--db",
+        choices=["sqlite", "postgres", "both"],
+        default="both",
+        help="databases for the endpoint benchmarks (default: both; PostgreSQL is "
+        "skipped with a note when it is not reachable)",
+    )
+    parser.add_argument(
+        "--only",
+        default="pure,endpoints,turns,relevance,forget,feed",
+        help="comma-separated sections: pure, endpoints, turns, relevance, forget, feed",
+    )
+    parser.add_argument(
+        "--turn-seconds",
+        type=float,
+        default=None,
+        help="duration of the whole-turn measurement (0 skips it)",
+    )
     parser.add_argument("--out", default=None, help="JSON output path")
-    parser.add_argument("--no-markdown", action="store_true",
-                        help="do not rewrite bench/RESULTS.md after a full run")
-    parser.add_argument("--records", default=None,
-                        help="comma-separated record counts for the endpoints (overrides the size)")
-    parser.add_argument("--messages", default=None,
-                        help="comma-separated message counts for the plan endpoint")
-    parser.add_argument("--populated", action="store_true",
-                        help="also measure the single-client turn in a populated PostgreSQL "
-                             "database (built once, then reused; see bench.populated)")
-    parser.add_argument("--turn-sizes", default=None,
-                        help="comma-separated memory counts for the whole-turn measurement")
-    parser.add_argument("--pure-sizes", default=None,
-                        help="comma-separated N for the pure resolver")
+    parser.add_argument(
+        "--no-markdown",
+        action="store_true",
+        help="do not rewrite bench/RESULTS.md after a full run",
+    )
+    parser.add_argument(
+        "--records",
+        default=None,
+        help="comma-separated record counts for the endpoints (overrides the size)",
+    )
+    parser.add_argument(
+        "--messages", default=None, help="comma-separated message counts for the plan endpoint"
+    )
+    parser.add_argument(
+        "--populated",
+        action="store_true",
+        help="also measure the single-client turn in a populated PostgreSQL "
+        "database (built once, then reused; see bench.populated)",
+    )
+    parser.add_argument(
+        "--turn-sizes",
+        default=None,
+        help="comma-separated memory counts for the whole-turn measurement",
+    )
+    parser.add_argument(
+        "--pure-sizes", default=None, help="comma-separated N for the pure resolver"
+    )
     return parser.parse_args(argv)
 
 
 def machine() -> str:
-    return (f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
-            f"{platform.system()} {platform.release()}")
+    return (
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}"
+    )
 
 
 def loadavg() -> str:
@@ -177,7 +204,10 @@ def run_worker(vendor: str, config: dict, timeout: float) -> dict:
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.worker", vendor, json.dumps(config), out_path],
-            cwd=BASE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=BASE_DIR,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         # A watchdog bounds the worker even when it stops printing.
@@ -209,18 +239,30 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(BASE_DIR)
     sizes = dict(SMOKE if args.smoke else FULL)
     custom = False
-    for name, key in (("records", "records"), ("messages", "messages"),
-                      ("pure_sizes", "pure_sizes"), ("turn_sizes", "turn_sizes")):
+    for name, key in (
+        ("records", "records"),
+        ("messages", "messages"),
+        ("pure_sizes", "pure_sizes"),
+        ("turn_sizes", "turn_sizes"),
+    ):
         value = getattr(args, name)
         if value:
             sizes[key] = [int(x) for x in value.split(",") if x.strip()]
             custom = True
     sections = {s.strip() for s in args.only.split(",") if s.strip()}
     turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
-    command = "python -m bench" + (" --smoke" if args.smoke else "") + (
-        f" --db {args.db}" if args.db != "both" else "") + (
-        f" --only {args.only}" if sections != {"pure", "endpoints", "turns", "relevance", "forget", "feed"} else "") + (
-        " --populated" if args.populated else "") + (" (custom sizes)" if custom else "")
+    command = (
+        "python -m bench"
+        + (" --smoke" if args.smoke else "")
+        + (f" --db {args.db}" if args.db != "both" else "")
+        + (
+            f" --only {args.only}"
+            if sections != {"pure", "endpoints", "turns", "relevance", "forget", "feed"}
+            else ""
+        )
+        + (" --populated" if args.populated else "")
+        + (" (custom sizes)" if custom else "")
+    )
     started = time.perf_counter()
     results: dict = {
         "meta": {
@@ -254,9 +296,11 @@ def main(argv: list[str] | None = None) -> int:
             "over_seeds": relevance.quality_over_seeds(sizes["relevance_seeds"]),
         }
         q = results["relevance_quality"]
-        log(f"  {q['topics_meeting_target']}/{q['topics']} topics with >= {q['target']} of the admitted "
+        log(
+            f"  {q['topics_meeting_target']}/{q['topics']} topics with >= {q['target']} of the admitted "
             f"memories about the topic (relevance mean {q['relevance_mean']:.1f}, certainty mean "
-            f"{q['certainty_mean']:.1f}) in {time.perf_counter() - started_quality:.1f}s")
+            f"{q['certainty_mean']:.1f}) in {time.perf_counter() - started_quality:.1f}s"
+        )
 
     if {"endpoints", "turns", "relevance", "forget", "feed"} & sections:
         from .db import postgres_reachable
@@ -267,7 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         for vendor in vendors:
             if vendor == "postgres" and not pg_ok:
                 log(f"postgres: skipped ({pg_note})")
-                results["databases"].append({"db": "postgres", "skipped": f"not reachable: {pg_note}"})
+                results["databases"].append(
+                    {"db": "postgres", "skipped": f"not reachable: {pg_note}"}
+                )
                 continue
             if not {"endpoints", "relevance", "forget", "feed"} & sections and vendor != "postgres":
                 continue
@@ -280,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
                 "turn_clients": TURN_CLIENTS,
                 "turn_workers": TURN_WORKERS,
                 "turn_sizes": sizes["turn_sizes"],
-                "turn_main": TURN_RECORDS if TURN_RECORDS in sizes["turn_sizes"]
+                "turn_main": TURN_RECORDS
+                if TURN_RECORDS in sizes["turn_sizes"]
                 else sizes["turn_sizes"][0],
                 "populated": args.populated,
                 "populated_spec": POPULATED if not args.smoke else POPULATED_SMOKE,
@@ -297,8 +344,10 @@ def main(argv: list[str] | None = None) -> int:
                 "floor_seconds_per_round": sizes["floor"]["seconds_per_round"],
                 "pgbouncer": True,
             }
-            log(f"{vendor}: endpoints" + (" and whole turn" if vendor == "postgres"
-                                          and config["turn_seconds"] else ""))
+            log(
+                f"{vendor}: endpoints"
+                + (" and whole turn" if vendor == "postgres" and config["turn_seconds"] else "")
+            )
             timeout = 300 if args.smoke else (3000 if args.populated else 1800)
             outcome = run_worker(vendor, config, timeout=timeout)
             failed |= "error" in outcome
@@ -311,15 +360,20 @@ def main(argv: list[str] | None = None) -> int:
     results["targets"] = targets.targets(results)
     log(report.render(results, markdown=False))
 
-    out = Path(args.out) if args.out else BENCH_DIR / "results" / (
-        "smoke.json" if args.smoke else "latest.json")
+    out = (
+        Path(args.out)
+        if args.out
+        else BENCH_DIR / "results" / ("smoke.json" if args.smoke else "latest.json")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, default=str))
     log(f"JSON: {out}")
     if not args.smoke and not args.no_markdown and not custom and args.out is None:
         path = BENCH_DIR / "RESULTS.md"
-        path.write_text(report.render(results, markdown=True)
-                        + report.kept_sections(path.read_text() if path.exists() else ""))
+        path.write_text(
+            report.render(results, markdown=True)
+            + report.kept_sections(path.read_text() if path.exists() else "")
+        )
         log(f"Markdown: {BENCH_DIR / 'RESULTS.md'}")
     return 1 if failed else 0
 

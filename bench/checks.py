@@ -18,35 +18,56 @@ def selectors_match_orm(info) -> dict:
     from turns.selectors import OctetLength, history_candidates
 
     user = get_user_model().objects.get(pk=info.user_pk)
-    ctx = load_context({"user": user.username, "character": info.character,
-                        "conversation": info.conversation, "scene": SCENES[0]})
+    ctx = load_context(
+        {
+            "user": user.username,
+            "character": info.character,
+            "conversation": info.conversation,
+            "scene": SCENES[0],
+        }
+    )
 
     def same(a, b) -> bool:
         return [repr(x) for x in a] == [repr(x) for x in b]
 
     out = {}
     qs = MemoryRecord.objects.filter(user=user)
-    out["records_to_domain"] = same(selectors.records_to_domain(qs, user.username),
-                                    selectors._records_to_domain_orm(qs, user.username))
-    for name, keys in (("candidate_records", None), ("candidate_records_keys", ["dog.name", "user.likes"])):
+    out["records_to_domain"] = same(
+        selectors.records_to_domain(qs, user.username),
+        selectors._records_to_domain_orm(qs, user.username),
+    )
+    for name, keys in (
+        ("candidate_records", None),
+        ("candidate_records_keys", ["dog.name", "user.likes"]),
+    ):
         cqs = MemoryRecord.objects.filter(user=user, scope_id__in=selectors.context_scope_ids(ctx))
         if keys:
             cqs = cqs.filter(key__in=keys)
-        out[name] = same(selectors.candidate_records(ctx, keys),
-                         selectors._records_to_domain_orm(cqs, user.username))
+        out[name] = same(
+            selectors.candidate_records(ctx, keys),
+            selectors._records_to_domain_orm(cqs, user.username),
+        )
     resolved = selectors.ContextResolution(ctx)
     out["tombstones"] = same(resolved.tombstones, selectors.tombstones_of(user))
     conversation = Conversation.objects.get(pk=info.conversation)
-    rows = (conversation.messages.filter(user_id=user.pk, seq__lt=10**9)
-            .annotate(n_bytes=OctetLength("content")).values_list("id", "seq", "role", "n_bytes"))
+    rows = (
+        conversation.messages.filter(user_id=user.pk, seq__lt=10**9)
+        .annotate(n_bytes=OctetLength("content"))
+        .values_list("id", "seq", "role", "n_bytes")
+    )
     out["history_candidates"] = same(
         history_candidates(conversation, 10**9),
-        [HistoryCandidate(str(i), s, r, n or 0) for i, s, r, n in rows])
+        [HistoryCandidate(str(i), s, r, n or 0) for i, s, r, n in rows],
+    )
     from turns.selectors import message_contents
 
     some = [c.id for c in history_candidates(conversation, 10**9)][-40:]
-    orm = {str(i): c for i, c in conversation.messages.filter(user_id=user.pk, pk__in=some)
-           .values_list("id", "content")}
+    orm = {
+        str(i): c
+        for i, c in conversation.messages.filter(user_id=user.pk, pk__in=some).values_list(
+            "id", "content"
+        )
+    }
     mine = message_contents(conversation, some)
     out["message_contents"] = list(mine.items()) == list(orm.items())
     out["all"] = all(out.values())

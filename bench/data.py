@@ -127,7 +127,9 @@ class World:
         out: dict = {"records": len(self.records), "tombstones": len(self.tombstones)}
         for r in self.records:
             out[f"status_{r.status}"] = out.get(f"status_{r.status}", 0) + 1
-        out["slots"] = len({(r.scope_id, r.key, r.value_slot(r.key in self.many_keys)) for r in self.records})
+        out["slots"] = len(
+            {(r.scope_id, r.key, r.value_slot(r.key in self.many_keys)) for r in self.records}
+        )
         return out
 
 
@@ -191,7 +193,9 @@ def build_world(
     for i in range(n_keys):
         family = i % 4
         if family == 0:
-            synthetic.append(f"people.{NAMES[i % len(NAMES)]}{i // len(NAMES)}.{ATTRS[i % len(ATTRS)]}")
+            synthetic.append(
+                f"people.{NAMES[i % len(NAMES)]}{i // len(NAMES)}.{ATTRS[i % len(ATTRS)]}"
+            )
         elif family == 1:
             synthetic.append(f"story.thread{i}.status")
         elif family == 2:
@@ -319,7 +323,10 @@ def build_world(
             # A tombstone that still blocks rows written from old evidence (R4 at read time).
             tombstones.append(
                 Tombstone(
-                    id=ids(), user=user, scope_id=scope_id, key=key,
+                    id=ids(),
+                    user=user,
+                    scope_id=scope_id,
+                    key=key,
                     forgotten_at=NOW - timedelta(days=1),
                     blocks_sources_before=NOW - timedelta(days=1),
                     value_hash=value_hash(SECRET, base_value) if many else None,
@@ -327,7 +334,9 @@ def build_world(
             )
         records.extend(chain)
 
-    return World(user=user, seed=seed, conversations=conversations, records=records, tombstones=tombstones)
+    return World(
+        user=user, seed=seed, conversations=conversations, records=records, tombstones=tombstones
+    )
 
 
 def _replace(record: MemoryRecord, **changes) -> MemoryRecord:
@@ -388,11 +397,19 @@ def _chains(n: int, per_slot: int, *, seed: int) -> list[MemoryRecord]:
         if prev is not None and AUTHORITY_RANK[authority] < AUTHORITY_RANK[prev["authority"]]:
             authority = prev["authority"]
         spec = dict(
-            id=ids(), user=user, key=f"story.thread{i // per_slot}.status",
-            value=f"{rng.choice(WORDS)} {i}", scope=scope, authority=authority,
-            valid_from=valid_from, recorded_at=valid_from, evidence_time=valid_from,
-            version=i % per_slot + 1, supersedes=prev["id"] if prev is not None else None,
-            sources=("m1",), confidence=rng.choice(CONFIDENCES),
+            id=ids(),
+            user=user,
+            key=f"story.thread{i // per_slot}.status",
+            value=f"{rng.choice(WORDS)} {i}",
+            scope=scope,
+            authority=authority,
+            valid_from=valid_from,
+            recorded_at=valid_from,
+            evidence_time=valid_from,
+            version=i % per_slot + 1,
+            supersedes=prev["id"] if prev is not None else None,
+            sources=("m1",),
+            confidence=rng.choice(CONFIDENCES),
         )
         specs.append(spec)
         prev = spec

@@ -60,8 +60,11 @@ def _pg_drop(conn) -> None:
 
 # Session advisory lock that serialises benchmark runs on one server: `companion_bench` has
 # a fixed name, so a second run would otherwise drop the database under the first.
-PG_LOCK_KEY = (0x636F6D70_62656E63 if PG_DATABASE == "companion_bench"  # "compbenc"
-               else 0x636F6D70_00000000 | zlib.crc32(PG_DATABASE.encode()))
+PG_LOCK_KEY = (
+    0x636F6D70_62656E63
+    if PG_DATABASE == "companion_bench"  # "compbenc"
+    else 0x636F6D70_00000000 | zlib.crc32(PG_DATABASE.encode())
+)
 
 
 class BenchBusy(RuntimeError):
@@ -87,7 +90,9 @@ class BenchDatabase:
             return self.url
         self._lock = _pg_admin_connect()
         deadline = time.monotonic() + wait
-        while not self._lock.execute("SELECT pg_try_advisory_lock(%s)", (PG_LOCK_KEY,)).fetchone()[0]:
+        while not self._lock.execute("SELECT pg_try_advisory_lock(%s)", (PG_LOCK_KEY,)).fetchone()[
+            0
+        ]:
             if time.monotonic() > deadline:
                 self._lock.close()
                 self._lock = None

@@ -71,18 +71,23 @@ class Floor:
         self.likely = cfg["CERTAINTY_LIKELY"]
         self.uncertain = cfg["CERTAINTY_UNCERTAIN"]
         if self.sqlite:
+
             def uuid_sql(c):
-                return (f"substr({c}, 1, 8) || '-' || substr({c}, 9, 4) || '-' || "
-                        f"substr({c}, 13, 4) || '-' || substr({c}, 17, 4) || '-' || substr({c}, 21)")
+                return (
+                    f"substr({c}, 1, 8) || '-' || substr({c}, 9, 4) || '-' || "
+                    f"substr({c}, 13, 4) || '-' || substr({c}, 17, 4) || '-' || substr({c}, 21)"
+                )
 
             def dt_sql(c):
                 return f"{c} || '+00:00'"
         else:
+
             def uuid_sql(c):
                 return f"{c}::text"
 
             def dt_sql(c):
                 return f"to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'"
+
         self.uuid_sql, self.dt_sql = uuid_sql, dt_sql
         u, d = uuid_sql, dt_sql
         self.record_sql = (
@@ -120,8 +125,15 @@ class Floor:
         cursor.execute(self.tomb_sql, [user_pk])
         p = self._parse
         tombstones = [
-            Tombstone(id=t[0], user=username, scope_id=t[1], key=t[2], value_hash=t[3],
-                      forgotten_at=p([t[4]])[0], blocks_sources_before=p([t[5]])[0])
+            Tombstone(
+                id=t[0],
+                user=username,
+                scope_id=t[1],
+                key=t[2],
+                value_hash=t[3],
+                forgotten_at=p([t[4]])[0],
+                blocks_sources_before=p([t[5]])[0],
+            )
             for t in cursor.fetchall()
         ]
         cursor.execute("SELECT key, cardinality, label FROM memory_keydefinition")
@@ -142,10 +154,16 @@ class Floor:
 
     def resolve_and_project(self, cursor, case: dict, context):
         records, tombstones, many, labels, secret = self.memory(
-            cursor, case["user_pk"], case["user"], case["scope_ids"])
+            cursor, case["user_pk"], case["user"], case["scope_ids"]
+        )
         resolution = resolve(records, tombstones, context, many_keys=many, secret=secret)
-        projection = project(resolution.active, labels=labels, many_keys=many,
-                             likely=self.likely, uncertain=self.uncertain)
+        projection = project(
+            resolution.active,
+            labels=labels,
+            many_keys=many,
+            likely=self.likely,
+            uncertain=self.uncertain,
+        )
         return resolution, projection
 
     def resolve_call(self, case: dict, context):
@@ -261,8 +279,9 @@ def _client(token: str):
     return Client(HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
-def run_cases(vendor: str, loaded: dict, token: str, cfg: CaseConfig, record_sizes, message_sizes,
-              log) -> list[dict]:
+def run_cases(
+    vendor: str, loaded: dict, token: str, cfg: CaseConfig, record_sizes, message_sizes, log
+) -> list[dict]:
     """Every (endpoint, records, messages) case of one database."""
     from django.db import connection
 
@@ -287,22 +306,39 @@ def run_cases(vendor: str, loaded: dict, token: str, cfg: CaseConfig, record_siz
                     f"scene:{info.conversation}:{SCENES[0]}",
                 ],
                 "turn_db": info.turn.replace("-", "") if sqlite else info.turn,
-                "conversation_db": info.conversation.replace("-", "") if sqlite else info.conversation,
+                "conversation_db": info.conversation.replace("-", "")
+                if sqlite
+                else info.conversation,
             }
-            context = Context(user=info.user, character=info.character,
-                              conversation=info.conversation, scene=SCENES[0], now=NOW)
-            body = json.dumps({"context": {
-                "user": info.user, "character": info.character,
-                "conversation": info.conversation, "scene": SCENES[0], "now": now_text,
-            }})
+            context = Context(
+                user=info.user,
+                character=info.character,
+                conversation=info.conversation,
+                scene=SCENES[0],
+                now=NOW,
+            )
+            body = json.dumps(
+                {
+                    "context": {
+                        "user": info.user,
+                        "character": info.character,
+                        "conversation": info.conversation,
+                        "scene": SCENES[0],
+                        "now": now_text,
+                    }
+                }
+            )
 
             def resolve_endpoint(body=body):
-                response = client.post("/api/v1/memory/resolve", body, content_type="application/json")
+                response = client.post(
+                    "/api/v1/memory/resolve", body, content_type="application/json"
+                )
                 assert response.status_code == 200, response.content[:300]
                 return response
 
             plan_url = f"/api/v1/turns/{info.turn}/prompt-plan?" + urlencode(
-                {"budget": PLAN_BUDGET, "now": now_text})
+                {"budget": PLAN_BUDGET, "now": now_text}
+            )
 
             def plan_endpoint(plan_url=plan_url):
                 response = client.get(plan_url)
@@ -311,14 +347,28 @@ def run_cases(vendor: str, loaded: dict, token: str, cfg: CaseConfig, record_siz
 
             kinds = []
             if m == message_sizes[0]:
-                kinds.append(("resolve", resolve_endpoint,
-                              lambda case=case, context=context: floor.resolve_call(case, context)))
-            kinds.append(("plan", plan_endpoint,
-                          lambda case=case, context=context: floor.plan_call(case, context)))
+                kinds.append(
+                    (
+                        "resolve",
+                        resolve_endpoint,
+                        lambda case=case, context=context: floor.resolve_call(case, context),
+                    )
+                )
+            kinds.append(
+                (
+                    "plan",
+                    plan_endpoint,
+                    lambda case=case, context=context: floor.plan_call(case, context),
+                )
+            )
             for name, endpoint, floor_fn in kinds:
                 started = time.perf_counter()
-                row = {"db": vendor, "endpoint": name, "records": n,
-                       "messages": m if name == "plan" else None}
+                row = {
+                    "db": vendor,
+                    "endpoint": name,
+                    "records": n,
+                    "messages": m if name == "plan" else None,
+                }
                 # Same answer? (a plan's hash covers its ids and text; a resolve's ids).
                 answer = json.loads(endpoint().content)
                 mine = floor_fn()
@@ -341,9 +391,11 @@ def run_cases(vendor: str, loaded: dict, token: str, cfg: CaseConfig, record_siz
                 row["floor_peak_kib"] = _peak_kib(floor_fn)
                 row.update(measure_pair(endpoint, floor_fn, cfg))
                 row["seconds"] = time.perf_counter() - started
-                log(f"  {vendor:8} {name:7} records={n:<6} messages={m if name == 'plan' else '-':<6} "
+                log(
+                    f"  {vendor:8} {name:7} records={n:<6} messages={m if name == 'plan' else '-':<6} "
                     f"p50={row['p50_ms']:.1f}ms floor={row['floor_p50_ms']:.1f}ms "
-                    f"ratio={row['ratio']:.2f} queries={row['queries']} calls={row['calls']}")
+                    f"ratio={row['ratio']:.2f} queries={row['queries']} calls={row['calls']}"
+                )
                 results.append(row)
     connection.close()
     return results
@@ -357,8 +409,18 @@ def message_text_kib(loaded) -> dict:
     out = {}
     with connection.cursor() as cursor:
         for (n, m), info in loaded.items():
-            size = "LENGTH(CAST(content AS BLOB))" if connection.vendor == "sqlite" else "OCTET_LENGTH(content)"
-            conv = info.conversation.replace("-", "") if connection.vendor == "sqlite" else info.conversation
-            cursor.execute(f"SELECT SUM({size}) FROM conversations_message WHERE conversation_id = %s", [conv])
+            size = (
+                "LENGTH(CAST(content AS BLOB))"
+                if connection.vendor == "sqlite"
+                else "OCTET_LENGTH(content)"
+            )
+            conv = (
+                info.conversation.replace("-", "")
+                if connection.vendor == "sqlite"
+                else info.conversation
+            )
+            cursor.execute(
+                f"SELECT SUM({size}) FROM conversations_message WHERE conversation_id = %s", [conv]
+            )
             out[f"{n}/{m}"] = (cursor.fetchone()[0] or 0) / 1024
     return out

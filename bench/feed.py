@@ -24,8 +24,14 @@ import time
 TARGET_MS = 20.0
 CHUNK = 1_000
 USERS = 1_000
-TYPES = ("memory.created", "memory.changed", "memory.forgotten", "boundary.changed",
-         "settings.changed", "conversation.deleted")
+TYPES = (
+    "memory.created",
+    "memory.changed",
+    "memory.forgotten",
+    "boundary.changed",
+    "settings.changed",
+    "conversation.deleted",
+)
 
 
 def _populate(n_events: int) -> None:
@@ -41,10 +47,13 @@ def _populate(n_events: int) -> None:
             _insert_chunk(cursor, table, start, size, connection.vendor)
         cursor.execute(
             f"INSERT INTO {table} (type, user_ref, occurred_at, data) "
-            + ("SELECT 'user.deleted', 'gone-' || i, now(), '{}'::jsonb FROM generate_series(1, 100) AS i"
-               if connection.vendor == "postgresql" else
-               "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 100) "
-               "SELECT 'user.deleted', 'gone-' || i, datetime('now'), '{}' FROM s"))
+            + (
+                "SELECT 'user.deleted', 'gone-' || i, now(), '{}'::jsonb FROM generate_series(1, 100) AS i"
+                if connection.vendor == "postgresql"
+                else "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 100) "
+                "SELECT 'user.deleted', 'gone-' || i, datetime('now'), '{}' FROM s"
+            )
+        )
         if connection.vendor == "postgresql":
             cursor.execute(f"ANALYZE {table}")
 
@@ -58,13 +67,22 @@ def _insert_chunk(cursor, table: str, start: int, size: int, vendor: str) -> Non
             "now() - make_interval(secs => %s - i), "
             "jsonb_build_object('memory', 'm' || i, 'version', mod(i, 97)) "
             "FROM generate_series(%s, %s) AS i",
-            [start + size, start, start + size - 1])
+            [start + size, start, start + size - 1],
+        )
     else:
-        rows = [(TYPES[i % len(TYPES)], f"user-{i % USERS}", f'{{"memory": "m{i}", "version": {i % 97}}}')
-                for i in range(start, start + size)]
+        rows = [
+            (
+                TYPES[i % len(TYPES)],
+                f"user-{i % USERS}",
+                f'{{"memory": "m{i}", "version": {i % 97}}}',
+            )
+            for i in range(start, start + size)
+        ]
         cursor.executemany(
             f"INSERT INTO {table} (type, user_ref, occurred_at, data, txid) "
-            "VALUES (%s, %s, datetime('now'), %s, 0)", rows)
+            "VALUES (%s, %s, datetime('now'), %s, 0)",
+            rows,
+        )
 
 
 def _measure(client, url: str, calls: int, warmup: int = 3) -> dict:
@@ -81,8 +99,13 @@ def _measure(client, url: str, calls: int, warmup: int = 3) -> dict:
         assert response.status_code == 200, response.content[:300]
     with CaptureQueriesContext(connection) as queries:
         page = client.get(url).json()
-    return {"p50_ms": statistics.median(samples), "max_ms": max(samples), "calls": calls,
-            "statements": len(queries), "events": len(page["results"])}
+    return {
+        "p50_ms": statistics.median(samples),
+        "max_ms": max(samples),
+        "calls": calls,
+        "statements": len(queries),
+        "events": len(page["results"]),
+    }
 
 
 def run(n_events: int, calls: int, token: str, log) -> dict:
@@ -116,8 +139,16 @@ def run(n_events: int, calls: int, token: str, log) -> dict:
     for name, url in cases.items():
         results[name] = _measure(client, url, calls)
         r = results[name]
-        log(f"  GET /events {name}: p50 {r['p50_ms']:.1f} ms ({r['events']} events a page, "
-            f"{r['statements']} statements)")
+        log(
+            f"  GET /events {name}: p50 {r['p50_ms']:.1f} ms ({r['events']} events a page, "
+            f"{r['statements']} statements)"
+        )
     worst = max(results, key=lambda k: results[k]["p50_ms"])
-    return {"events": stored, "populate_s": populate_s, "cases": results, "worst": worst,
-            "p50_ms": results[worst]["p50_ms"], "target_ms": TARGET_MS}
+    return {
+        "events": stored,
+        "populate_s": populate_s,
+        "cases": results,
+        "worst": worst,
+        "p50_ms": results[worst]["p50_ms"],
+        "target_ms": TARGET_MS,
+    }

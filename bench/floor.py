@@ -92,9 +92,13 @@ def recording_pure(calls: list):
     another is part of the outer call)."""
     from turns import pipeline
 
-    originals = {name: fn for name, fn in vars(pipeline).items()
-                 if inspect.isfunction(fn) and fn.__module__ == pipeline.__name__
-                 and not name.startswith("__")}
+    originals = {
+        name: fn
+        for name, fn in vars(pipeline).items()
+        if inspect.isfunction(fn)
+        and fn.__module__ == pipeline.__name__
+        and not name.startswith("__")
+    }
     depth = [0]
 
     def wrap(fn):
@@ -137,19 +141,29 @@ def capture(client, conversation: str, key: str, text: str, plan: dict, reply: s
 
     captured = Captured()
     with transaction.atomic():
-        with recording_pure(captured.pure), CaptureQueriesContext(connection) as counted, \
-                connection.execute_wrapper(wrapper):
-            created = client.post(f"/api/v1/conversations/{conversation}/turns",
-                                  json.dumps({"turn_key": key, "content": text, "plan": plan}),
-                                  content_type="application/json")
+        with (
+            recording_pure(captured.pure),
+            CaptureQueriesContext(connection) as counted,
+            connection.execute_wrapper(wrapper),
+        ):
+            created = client.post(
+                f"/api/v1/conversations/{conversation}/turns",
+                json.dumps({"turn_key": key, "content": text, "plan": plan}),
+                content_type="application/json",
+            )
             if created.status_code != 201:
-                raise RuntimeError(f"floor capture: turn {created.status_code} "
-                                   f"{created.content[:200]!r}")
-            replied = client.post(f"/api/v1/turns/{created.json()['id']}/reply",
-                                  json.dumps({"content": reply}), content_type="application/json")
+                raise RuntimeError(
+                    f"floor capture: turn {created.status_code} {created.content[:200]!r}"
+                )
+            replied = client.post(
+                f"/api/v1/turns/{created.json()['id']}/reply",
+                json.dumps({"content": reply}),
+                content_type="application/json",
+            )
             if replied.status_code != 201:
-                raise RuntimeError(f"floor capture: reply {replied.status_code} "
-                                   f"{replied.content[:200]!r}")
+                raise RuntimeError(
+                    f"floor capture: reply {replied.status_code} {replied.content[:200]!r}"
+                )
         transaction.set_rollback(True)
     captured.program = to_program(recorded)
     captured.statements = sum(1 for step in captured.program if isinstance(step, tuple))
@@ -207,9 +221,20 @@ def raw_connection():
     return conn
 
 
-def run(conversation: str, token: str, *, rounds: int, turns_per_round: int,
-        seconds_per_round: float, database_url: str, workers: int, texts, plan: dict,
-        reply: str, log) -> dict:
+def run(
+    conversation: str,
+    token: str,
+    *,
+    rounds: int,
+    turns_per_round: int,
+    seconds_per_round: float,
+    database_url: str,
+    workers: int,
+    texts,
+    plan: dict,
+    reply: str,
+    log,
+) -> dict:
     """The floor beside the turn, in alternating rounds so the machine's load (shared cores)
     hits both alike: each round runs `turns_per_round` floor turns on `conversation` (texts
     cycled), then the single-client one round trip + reply on the same conversation against
@@ -230,16 +255,21 @@ def run(conversation: str, token: str, *, rounds: int, turns_per_round: int,
         replay_sql(conn, warm.program)
         # Twice as many threads as workers, so every sync worker most likely serves some of
         # them: a worker's first turns (its caches filling) would otherwise land in a round.
-        whole._drive(server, 2 * workers, 3.0, whole.turn_one_work_factory(
-            [conversation] * 2 * workers, token, "floor-warm"))
+        whole._drive(
+            server,
+            2 * workers,
+            3.0,
+            whole.turn_one_work_factory([conversation] * 2 * workers, token, "floor-warm"),
+        )
         totals, sql_ms, pure_ms, statements, queries = [], [], [], [], []
         steps: dict[str, list[float]] = {}
         drives = []
         for r in range(rounds):
             for i in range(turns_per_round):
                 n = r * turns_per_round + i
-                captured = capture(client, conversation, f"floor-{n}", texts[n % len(texts)],
-                                   plan, reply)
+                captured = capture(
+                    client, conversation, f"floor-{n}", texts[n % len(texts)], plan, reply
+                )
                 started = time.perf_counter()
                 replay_sql(conn, captured.program, steps)
                 between = time.perf_counter()
@@ -250,8 +280,14 @@ def run(conversation: str, token: str, *, rounds: int, turns_per_round: int,
                 totals.append((ended - started) * 1000)
                 statements.append(captured.statements)
                 queries.append(captured.captured_queries)
-            drives.append(whole._drive(server, 1, seconds_per_round, whole.turn_one_work_factory(
-                [conversation], token, f"floor-turn-{r}")))
+            drives.append(
+                whole._drive(
+                    server,
+                    1,
+                    seconds_per_round,
+                    whole.turn_one_work_factory([conversation], token, f"floor-turn-{r}"),
+                )
+            )
     finally:
         conn.close()
         server.stop()
@@ -277,12 +313,16 @@ def run(conversation: str, token: str, *, rounds: int, turns_per_round: int,
         "pure_calls": sorted({fn.__name__ for fn, *_ in captured.pure}),
         # The last floor turn's steps, and every step's p50 over the turns that ran it.
         "last_turn": [label(step) for step in captured.program],
-        "steps": {name: {"runs": len(ms), "p50_ms": statistics.median(ms)}
-                  for name, ms in sorted(steps.items(), key=lambda kv: -sum(kv[1]))},
+        "steps": {
+            name: {"runs": len(ms), "p50_ms": statistics.median(ms)}
+            for name, ms in sorted(steps.items(), key=lambda kv: -sum(kv[1]))
+        },
     }
-    log(f"  floor (raw psycopg + turns.pipeline), {out['turns']} turns in {rounds} rounds: p50 "
+    log(
+        f"  floor (raw psycopg + turns.pipeline), {out['turns']} turns in {rounds} rounds: p50 "
         f"{out['p50_ms']:.1f} ms (SQL {out['sql_p50_ms']:.1f}, pure {out['pure_p50_ms']:.1f}; "
         f"{out['statements_p50']:.0f} statements a turn); the turn in the same rounds p50 "
         f"{out['turn_p50_ms']:.1f} ms (rounds {min(turn_p50s):.1f}–{max(turn_p50s):.1f}) "
-        f"errors={out['errors']}")
+        f"errors={out['errors']}"
+    )
     return out

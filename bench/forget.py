@@ -37,15 +37,22 @@ def run(n_messages: int, rounds: int, log) -> dict:
 
     user = get_user_model().objects.create(username=f"bench-forget-{n_messages}")
     character, _ = Character.objects.get_or_create(
-        slug="bench-forget", defaults={"name": "Bench", "created_at": datetime.now(UTC)})
+        slug="bench-forget", defaults={"name": "Bench", "created_at": datetime.now(UTC)}
+    )
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    conversation = Conversation.objects.create(user=user, character=character, created_at=t0,
-                                               last_seq=n_messages)
+    conversation = Conversation.objects.create(
+        user=user, character=character, created_at=t0, last_seq=n_messages
+    )
     messages = [
-        Message(id=uuid.uuid4(), user=user, conversation=conversation, seq=i,
-                role="user" if i % 2 else "assistant",
-                content="My cat Miso sat on the windowsill." if i % 20 == 0 else TEXTS[i % len(TEXTS)],
-                created_at=t0 + timedelta(seconds=i))
+        Message(
+            id=uuid.uuid4(),
+            user=user,
+            conversation=conversation,
+            seq=i,
+            role="user" if i % 2 else "assistant",
+            content="My cat Miso sat on the windowsill." if i % 20 == 0 else TEXTS[i % len(TEXTS)],
+            created_at=t0 + timedelta(seconds=i),
+        )
         for i in range(1, n_messages + 1)
     ]
     Message.objects.bulk_create(messages, batch_size=2_000)
@@ -55,8 +62,9 @@ def run(n_messages: int, rounds: int, log) -> dict:
     source = str(messages[19].pk)
     samples, statements, withheld = [], [], 0
     for _ in range(rounds):
-        memory_assert(user=user, key="cat.name", value="Miso", scope=Scope("user"),
-                      sources=[source])
+        memory_assert(
+            user=user, key="cat.name", value="Miso", scope=Scope("user"), sources=[source]
+        )
         with CaptureQueriesContext(connection) as queries:
             started = time.perf_counter()
             tombstone = forget_key(user=user, key="cat.name", scope_id="*")
@@ -66,7 +74,16 @@ def run(n_messages: int, rounds: int, log) -> dict:
         tombstone_delete(tombstone_id=tombstone.pk)
     assert not Tombstone.objects.filter(user=user).exists()
     p50 = statistics.median(samples)
-    log(f"  forget with {n_messages:,} messages: p50 {p50:.1f} ms over {rounds} rounds, "
-        f"{withheld} messages withheld, {max(statements)} statements")
-    return {"messages": n_messages, "rounds": rounds, "p50_ms": p50, "max_ms": max(samples),
-            "withheld": withheld, "statements": max(statements), "target_ms": TARGET_MS}
+    log(
+        f"  forget with {n_messages:,} messages: p50 {p50:.1f} ms over {rounds} rounds, "
+        f"{withheld} messages withheld, {max(statements)} statements"
+    )
+    return {
+        "messages": n_messages,
+        "rounds": rounds,
+        "p50_ms": p50,
+        "max_ms": max(samples),
+        "withheld": withheld,
+        "statements": max(statements),
+        "target_ms": TARGET_MS,
+    }

@@ -58,16 +58,28 @@ def load_world(world: World, *, with_turn: bool = True) -> Loaded:
             extra = 1 if (index == 0 and with_turn) else 0
             conversations.append(
                 Conversation(
-                    id=conv.id, user=user, character_id=characters[conv.character],
-                    title=f"bench {index}", created_at=conv.message_times[0] - timedelta(minutes=1),
+                    id=conv.id,
+                    user=user,
+                    character_id=characters[conv.character],
+                    title=f"bench {index}",
+                    created_at=conv.message_times[0] - timedelta(minutes=1),
                     last_seq=conv.n_messages + extra,
                 )
             )
-            for seq, (mid, at) in enumerate(zip(conv.message_ids, conv.message_times, strict=True), 1):
+            for seq, (mid, at) in enumerate(
+                zip(conv.message_ids, conv.message_times, strict=True), 1
+            ):
                 role, content = message_content(world.seed, conv.id, seq)
                 messages.append(
-                    Message(id=mid, user=user, conversation_id=conv.id, seq=seq, role=role,
-                            content=content, created_at=at)
+                    Message(
+                        id=mid,
+                        user=user,
+                        conversation_id=conv.id,
+                        seq=seq,
+                        role=role,
+                        content=content,
+                        created_at=at,
+                    )
                 )
         Conversation.objects.bulk_create(conversations)
         Message.objects.bulk_create(messages, batch_size=BATCH)
@@ -76,13 +88,20 @@ def load_world(world: World, *, with_turn: bool = True) -> Loaded:
         main = world.main
         if with_turn:
             current = Message.objects.create(
-                user=user, conversation_id=main.id, seq=main.n_messages + 1, role="user",
+                user=user,
+                conversation_id=main.id,
+                seq=main.n_messages + 1,
+                role="user",
                 content="Do you remember what we planted on the rooftop, and what I named it?",
                 created_at=main.message_times[-1] + timedelta(minutes=3),
             )
             turn = Turn.objects.create(
-                user=user, conversation_id=main.id, turn_key="bench-turn", scene="greenhouse",
-                user_message=current, created_at=current.created_at,
+                user=user,
+                conversation_id=main.id,
+                turn_key="bench-turn",
+                scene="greenhouse",
+                user_message=current,
+                created_at=current.created_at,
             )
             turn_id = str(turn.pk)
 
@@ -92,15 +111,28 @@ def load_world(world: World, *, with_turn: bool = True) -> Loaded:
             kind = r.scope.kind
             rows.append(
                 MemoryRecord(
-                    id=r.id, user=user, key=r.key, value=r.value, scope_kind=kind,
+                    id=r.id,
+                    user=user,
+                    key=r.key,
+                    value=r.value,
+                    scope_kind=kind,
                     character_id=characters[r.scope.character] if kind == "character" else None,
-                    conversation_id=r.scope.conversation if kind in ("conversation", "scene") else None,
+                    conversation_id=r.scope.conversation
+                    if kind in ("conversation", "scene")
+                    else None,
                     scene=r.scope.scene if kind == "scene" else None,
-                    scope_id=r.scope_id, status=r.status, status_since=r.status_since,
-                    authority=r.authority, confidence=r.confidence, valid_from=r.valid_from,
-                    valid_until=r.valid_until, recorded_at=r.recorded_at,
-                    evidence_time=r.evidence_time, supersedes_id=r.supersedes,
-                    retracted_at=r.retracted_at, version=r.version,
+                    scope_id=r.scope_id,
+                    status=r.status,
+                    status_since=r.status_since,
+                    authority=r.authority,
+                    confidence=r.confidence,
+                    valid_from=r.valid_from,
+                    valid_until=r.valid_until,
+                    recorded_at=r.recorded_at,
+                    evidence_time=r.evidence_time,
+                    supersedes_id=r.supersedes,
+                    retracted_at=r.retracted_at,
+                    version=r.version,
                 )
             )
             links.extend(MemorySource(memory_id=r.id, message_id=m) for m in r.sources)
@@ -108,16 +140,27 @@ def load_world(world: World, *, with_turn: bool = True) -> Loaded:
         MemorySource.objects.bulk_create(links, batch_size=BATCH)
         Tombstone.objects.bulk_create(
             [
-                Tombstone(id=t.id, user=user, scope_id=t.scope_id, key=t.key,
-                          value_hash=t.value_hash, forgotten_at=t.forgotten_at,
-                          blocks_sources_before=t.blocks_sources_before)
+                Tombstone(
+                    id=t.id,
+                    user=user,
+                    scope_id=t.scope_id,
+                    key=t.key,
+                    value_hash=t.value_hash,
+                    forgotten_at=t.forgotten_at,
+                    blocks_sources_before=t.blocks_sources_before,
+                )
                 for t in world.tombstones
             ],
             batch_size=BATCH,
         )
     return Loaded(
-        user=world.user, user_pk=user.pk, conversation=main.id, character=main.character,
-        turn=turn_id, records=len(world.records), messages=main.n_messages,
+        user=world.user,
+        user_pk=user.pk,
+        conversation=main.id,
+        character=main.character,
+        turn=turn_id,
+        records=len(world.records),
+        messages=main.n_messages,
     )
 
 

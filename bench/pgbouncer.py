@@ -60,8 +60,17 @@ class PgBouncer:
 
     host = "127.0.0.1"
 
-    def __init__(self, *, server_host: str, server_port: int, user: str, database: str,
-                 password: str | None = None, pool_size: int = 5, max_clients: int = 200):
+    def __init__(
+        self,
+        *,
+        server_host: str,
+        server_port: int,
+        user: str,
+        database: str,
+        password: str | None = None,
+        pool_size: int = 5,
+        max_clients: int = 200,
+    ):
         self.server_host = server_host or "127.0.0.1"
         self.server_port = int(server_port or 5432)
         self.user = user or "postgres"
@@ -77,17 +86,26 @@ class PgBouncer:
     def for_url(cls, url: str, **kwargs) -> PgBouncer:
         """In front of the database a postgres:// URL names."""
         parts = urlsplit(url)
-        return cls(server_host=parts.hostname or "127.0.0.1", server_port=parts.port or 5432,
-                   user=parts.username or "postgres", password=parts.password,
-                   database=parts.path.lstrip("/"), **kwargs)
+        return cls(
+            server_host=parts.hostname or "127.0.0.1",
+            server_port=parts.port or 5432,
+            user=parts.username or "postgres",
+            password=parts.password,
+            database=parts.path.lstrip("/"),
+            **kwargs,
+        )
 
     @classmethod
     def for_settings(cls, database: dict, **kwargs) -> PgBouncer:
         """In front of the database one entry of Django's DATABASES names."""
-        return cls(server_host=database.get("HOST") or "127.0.0.1",
-                   server_port=int(database.get("PORT") or 5432),
-                   user=database.get("USER") or "postgres",
-                   password=database.get("PASSWORD") or None, database=database["NAME"], **kwargs)
+        return cls(
+            server_host=database.get("HOST") or "127.0.0.1",
+            server_port=int(database.get("PORT") or 5432),
+            user=database.get("USER") or "postgres",
+            password=database.get("PASSWORD") or None,
+            database=database["NAME"],
+            **kwargs,
+        )
 
     def url(self) -> str:
         """A postgres:// URL that reaches the database through this PgBouncer."""
@@ -95,28 +113,32 @@ class PgBouncer:
         return f"postgres://{self.user}{secret}@{self.host}:{self.port}/{self.database}"
 
     def config(self) -> str:
-        server = (f"host={self.server_host} port={self.server_port} dbname={self.database} "
-                  f"user={self.user}" + (f" password={self.password}" if self.password else ""))
-        return "\n".join([
-            "[databases]",
-            f"{self.database} = {server}",
-            "[pgbouncer]",
-            f"listen_addr = {self.host}",
-            f"stats_users = {self.user}",  # SHOW STATS on its console (`stats()`)
-            f"listen_port = {self.port}",
-            "unix_socket_dir =",
-            "auth_type = trust",
-            f"auth_file = {self.dir / 'users.txt'}",
-            "pool_mode = transaction",
-            f"default_pool_size = {self.pool_size}",
-            f"max_client_conn = {self.max_clients}",
-            # Waiting clients past this fail instead of hanging a test or a benchmark phase.
-            "query_wait_timeout = 60",
-            "server_login_retry = 1",
-            f"logfile = {self.dir / 'pgbouncer.log'}",
-            f"pidfile = {self.dir / 'pgbouncer.pid'}",
-            "",
-        ])
+        server = (
+            f"host={self.server_host} port={self.server_port} dbname={self.database} "
+            f"user={self.user}" + (f" password={self.password}" if self.password else "")
+        )
+        return "\n".join(
+            [
+                "[databases]",
+                f"{self.database} = {server}",
+                "[pgbouncer]",
+                f"listen_addr = {self.host}",
+                f"stats_users = {self.user}",  # SHOW STATS on its console (`stats()`)
+                f"listen_port = {self.port}",
+                "unix_socket_dir =",
+                "auth_type = trust",
+                f"auth_file = {self.dir / 'users.txt'}",
+                "pool_mode = transaction",
+                f"default_pool_size = {self.pool_size}",
+                f"max_client_conn = {self.max_clients}",
+                # Waiting clients past this fail instead of hanging a test or a benchmark phase.
+                "query_wait_timeout = 60",
+                "server_login_retry = 1",
+                f"logfile = {self.dir / 'pgbouncer.log'}",
+                f"pidfile = {self.dir / 'pgbouncer.pid'}",
+                "",
+            ]
+        )
 
     def start(self, timeout: float = 15.0, attempts: int = 3) -> PgBouncer:
         """Start it; a port taken between choosing it and listening on it is chosen again."""
@@ -144,14 +166,17 @@ class PgBouncer:
                 os.chown(path, info.pw_uid, info.pw_gid)
             command += ["-u", user]
         command.append(str(self.dir / "pgbouncer.ini"))
-        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 if "Address already in use" in self.log():
                     raise PortTaken(self.port)
-                raise RuntimeError(f"pgbouncer exited with {self.proc.returncode}: {self.log()[-500:]}")
+                raise RuntimeError(
+                    f"pgbouncer exited with {self.proc.returncode}: {self.log()[-500:]}"
+                )
             # Its own word that it listens (a connect could reach whoever holds the port).
             if f"listening on {self.host}:{self.port}" in self.log():
                 return self
@@ -164,9 +189,15 @@ class PgBouncer:
         statements."""
         import psycopg
 
-        with psycopg.connect(host=self.host, port=self.port, user=self.user,
-                             password=self.password, dbname="pgbouncer", autocommit=True,
-                             cursor_factory=psycopg.ClientCursor) as console:
+        with psycopg.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            dbname="pgbouncer",
+            autocommit=True,
+            cursor_factory=psycopg.ClientCursor,
+        ) as console:
             cursor = console.cursor()  # the console speaks the simple query protocol only
             cursor.execute("SHOW STATS")
             names = [d.name for d in cursor.description]
@@ -174,8 +205,10 @@ class PgBouncer:
         row = next((r for r in rows if r["database"] == self.database), None)
         if row is None:  # listed from its first client on
             return {"transactions": 0, "queries": 0}
-        return {"transactions": int(row["total_xact_count"]),
-                "queries": int(row["total_query_count"])}
+        return {
+            "transactions": int(row["total_xact_count"]),
+            "queries": int(row["total_query_count"]),
+        }
 
     def log(self) -> str:
         try:

@@ -60,15 +60,21 @@ USER_TABLES = (
     ("policy_policyrule", "user_id"),
 )
 # Tables whose rows belong to a user through another table.
-CHILD_TABLES = (
-    ("memory_memorysource", "memory_id", "memory_memoryrecord"),
-)
+CHILD_TABLES = (("memory_memorysource", "memory_id", "memory_memoryrecord"),)
 # Tables of user data that an EXPLAIN must never show scanned sequentially.
 # (The deployment's runtime tokens, `config_apitoken`, are not a user's data: a handful of
 # rows, which a sequential scan reads fastest.)
-USER_DATA = {t for t, _ in USER_TABLES} | {t for t, _, _ in CHILD_TABLES} | {
-    "auth_user", "policy_decisionlog", "policy_policyanswer", "config_throttlewindow",
-    "companion_cache"}
+USER_DATA = (
+    {t for t, _ in USER_TABLES}
+    | {t for t, _, _ in CHILD_TABLES}
+    | {
+        "auth_user",
+        "policy_decisionlog",
+        "policy_policyanswer",
+        "config_throttlewindow",
+        "companion_cache",
+    }
+)
 RETRACTIONS = 10  # slot retractions of the template user (a retracted value, SPEC W10)
 
 
@@ -85,13 +91,18 @@ def spec_key(spec: dict) -> str:
 
 
 def _database_exists(conn) -> bool:
-    return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                        (POP_DATABASE,)).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (POP_DATABASE,)).fetchone()
+        is not None
+    )
 
 
 def _recreate(conn) -> None:
-    conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                 "WHERE datname = %s AND pid <> pg_backend_pid()", (POP_DATABASE,))
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = %s AND pid <> pg_backend_pid()",
+        (POP_DATABASE,),
+    )
     conn.execute(f'DROP DATABASE IF EXISTS "{POP_DATABASE}"')
     conn.execute(f'CREATE DATABASE "{POP_DATABASE}"')
 
@@ -109,7 +120,9 @@ def _columns(cursor, table: str) -> list[tuple[str, str, str | None]]:
     cursor.execute(
         "SELECT column_name, data_type, CASE WHEN is_identity = 'YES' THEN 'identity' ELSE "
         "column_default END FROM information_schema.columns "
-        "WHERE table_name = %s AND table_schema = 'public' ORDER BY ordinal_position", [table])
+        "WHERE table_name = %s AND table_schema = 'public' ORDER BY ordinal_position",
+        [table],
+    )
     return cursor.fetchall()
 
 
@@ -156,8 +169,9 @@ def _load_template(spec: dict) -> int:
 
     from . import data, load
 
-    world = data.build_world(spec["memories"], seed=TEMPLATE_SEED, user=TEMPLATE_USER,
-                             n_messages=40)
+    world = data.build_world(
+        spec["memories"], seed=TEMPLATE_SEED, user=TEMPLATE_USER, n_messages=40
+    )
     loaded = load.load_world(world, with_turn=False)
     user = get_user_model().objects.get(pk=loaded.user_pk)
     turns = []
@@ -165,26 +179,53 @@ def _load_template(spec: dict) -> int:
         rows = list(Message.objects.filter(conversation_id=conv.id).order_by("seq"))
         for m, nxt in zip(rows, rows[1:], strict=False):
             if m.role == "user" and nxt.role != "user":
-                turns.append(Turn(user=user, conversation_id=conv.id, turn_key=f"t{m.seq}",
-                                  user_message=m, reply_message=nxt, status="replied",
-                                  created_at=m.created_at))
+                turns.append(
+                    Turn(
+                        user=user,
+                        conversation_id=conv.id,
+                        turn_key=f"t{m.seq}",
+                        user_message=m,
+                        reply_message=nxt,
+                        status="replied",
+                        created_at=m.created_at,
+                    )
+                )
     Turn.objects.bulk_create(turns)
     at = data.NOW - timedelta(days=100)
-    PolicyRule.objects.bulk_create([
-        PolicyRule(user=user, capability_id="tone.playful", effect="allow",
-                   source="explicit-user", scope_kind="global", requested_by="user",
-                   valid_from=at, created_at=at),
-        PolicyRule(user=user, capability_id="tone.playful", effect="deny",
-                   source="explicit-user", scope_kind="conversation",
-                   conversation_id=world.main.id, requested_by="user", valid_from=at,
-                   created_at=at),
-    ])
+    PolicyRule.objects.bulk_create(
+        [
+            PolicyRule(
+                user=user,
+                capability_id="tone.playful",
+                effect="allow",
+                source="explicit-user",
+                scope_kind="global",
+                requested_by="user",
+                valid_from=at,
+                created_at=at,
+            ),
+            PolicyRule(
+                user=user,
+                capability_id="tone.playful",
+                effect="deny",
+                source="explicit-user",
+                scope_kind="conversation",
+                conversation_id=world.main.id,
+                requested_by="user",
+                valid_from=at,
+                created_at=at,
+            ),
+        ]
+    )
     UserPolicyVersion.objects.update_or_create(user=user, defaults={"version": 2})
-    SlotRetraction.objects.bulk_create([
-        SlotRetraction(user=user, scope_id=r.scope_id, key=r.key, value_hash="",
-                       retracted_at=at) for r in world.records[:: max(1, len(world.records)
-                                                                      // RETRACTIONS)]
-    ][:RETRACTIONS])
+    SlotRetraction.objects.bulk_create(
+        [
+            SlotRetraction(
+                user=user, scope_id=r.scope_id, key=r.key, value_hash="", retracted_at=at
+            )
+            for r in world.records[:: max(1, len(world.records) // RETRACTIONS)]
+        ][:RETRACTIONS]
+    )
     return loaded.user_pk
 
 
@@ -200,25 +241,31 @@ def build(spec: dict) -> dict:
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
         cursor.execute(COPY_SCOPE)
-        cursor.execute("SELECT username, password, date_joined FROM auth_user WHERE id = %s",
-                       [template])
+        cursor.execute(
+            "SELECT username, password, date_joined FROM auth_user WHERE id = %s", [template]
+        )
         _, password, joined = cursor.fetchone()
         cursor.execute(
             "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, "
             "email, is_staff, is_active, date_joined) SELECT %s, false, "
             "'pop-' || lpad(g::text, 5, '0'), '', '', '', false, true, %s "
-            "FROM generate_series(1, %s) g", [password, joined, copies])
+            "FROM generate_series(1, %s) g",
+            [password, joined, copies],
+        )
         cursor.execute(
             "CREATE TEMP TABLE pop_users AS SELECT g AS n, u.id, u.username FROM "
             "generate_series(1, %s) g JOIN auth_user u ON u.username = "
-            "'pop-' || lpad(g::text, 5, '0')", [copies])
+            "'pop-' || lpad(g::text, 5, '0')",
+            [copies],
+        )
         for table, user_column in USER_TABLES:
             t0 = time.perf_counter()
             names, exprs = _copy_expressions(_columns(cursor, table), user_column)
             cursor.execute(
                 f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(exprs)} "
                 f"FROM {table} src CROSS JOIN pop_users u WHERE src.{user_column} = %s",
-                [template])
+                [template],
+            )
             timings[table] = (cursor.rowcount, time.perf_counter() - t0)
             log(f"  populated: {table}: {cursor.rowcount:,} rows in {timings[table][1]:.1f}s")
         for table, fk, parent in CHILD_TABLES:
@@ -227,7 +274,9 @@ def build(spec: dict) -> dict:
             cursor.execute(
                 f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(exprs)} "
                 f"FROM {table} src JOIN {parent} p ON p.id = src.{fk} CROSS JOIN pop_users u "
-                f"WHERE p.user_id = %s", [template])
+                f"WHERE p.user_id = %s",
+                [template],
+            )
             timings[table] = (cursor.rowcount, time.perf_counter() - t0)
             log(f"  populated: {table}: {cursor.rowcount:,} rows in {timings[table][1]:.1f}s")
         cursor.execute("SET session_replication_role = DEFAULT")
@@ -235,19 +284,32 @@ def build(spec: dict) -> dict:
         cursor.execute("VACUUM ANALYZE")
         log(f"  populated: VACUUM ANALYZE in {time.perf_counter() - t0:.1f}s")
         counts = row_counts(cursor)
-        cursor.execute("CREATE TABLE bench_populated (spec text PRIMARY KEY, built_at timestamptz, "
-                       "seconds double precision, counts text)")
+        cursor.execute(
+            "CREATE TABLE bench_populated (spec text PRIMARY KEY, built_at timestamptz, "
+            "seconds double precision, counts text)"
+        )
         seconds = time.perf_counter() - started
-        cursor.execute("INSERT INTO bench_populated VALUES (%s, now(), %s, %s)",
-                       [spec_key(spec), seconds, json.dumps(counts)])
-    return {"seconds": seconds, "counts": counts,
-            "tables": {t: {"rows": r, "seconds": s} for t, (r, s) in timings.items()}}
+        cursor.execute(
+            "INSERT INTO bench_populated VALUES (%s, now(), %s, %s)",
+            [spec_key(spec), seconds, json.dumps(counts)],
+        )
+    return {
+        "seconds": seconds,
+        "counts": counts,
+        "tables": {t: {"rows": r, "seconds": s} for t, (r, s) in timings.items()},
+    }
 
 
 def row_counts(cursor) -> dict[str, int]:
     out = {}
-    for table in ("auth_user", "memory_memoryrecord", "memory_memorysource",
-                  "conversations_message", "conversations_turn", "policy_policyrule"):
+    for table in (
+        "auth_user",
+        "memory_memoryrecord",
+        "memory_memorysource",
+        "conversations_message",
+        "conversations_turn",
+        "policy_policyrule",
+    ):
         cursor.execute(f"SELECT count(*) FROM {table}")
         out[table] = cursor.fetchone()[0]
     return out
@@ -280,8 +342,14 @@ class Explainer:
                 raw.execute("ROLLBACK TO SAVEPOINT bench_explain" if atomic else "ROLLBACK")
                 if atomic:
                     raw.execute("RELEASE SAVEPOINT bench_explain")
-            self.plans.append({"step": self.step, "sql": _shorten(sql), "plan": redact(plan),
-                               "seq_scans": seq_scans(plan)})
+            self.plans.append(
+                {
+                    "step": self.step,
+                    "sql": _shorten(sql),
+                    "plan": redact(plan),
+                    "seq_scans": seq_scans(plan),
+                }
+            )
         return execute(sql, params, many, context)
 
 
@@ -327,8 +395,7 @@ def explain_turn(conversation: str, token: str) -> dict:
         # The process's first turn reads what later turns take from the per-process caches
         # (the memory state, the catalog): its statements are explained too.
         explainer.step = "first turn of the process: create with plan"
-        created = post(turns, {"turn_key": "explain-warm", "content": TURN_TEXTS[2],
-                               "plan": PLAN})
+        created = post(turns, {"turn_key": "explain-warm", "content": TURN_TEXTS[2], "plan": PLAN})
         explainer.step = "first turn of the process: reply"
         post(f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
         explainer.step = "create with plan"
@@ -336,9 +403,11 @@ def explain_turn(conversation: str, token: str) -> dict:
         explainer.step = "reply"
         post(f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
     connection.close()
-    return {"statements": explainer.plans,
-            "seq_scans": sorted({t for p in explainer.plans for t in p["seq_scans"]}),
-            "facts": len(created["extracted"])}
+    return {
+        "statements": explainer.plans,
+        "seq_scans": sorted({t for p in explainer.plans for t in p["seq_scans"]}),
+        "facts": len(created["extracted"]),
+    }
 
 
 def main(config: dict, out_path: str) -> int:
@@ -370,8 +439,10 @@ def main(config: dict, out_path: str) -> int:
             connection.close()
             with _pg_admin_connect() as admin:
                 _recreate(admin)
-        log(f"  populated: building {POP_DATABASE} ({spec['users']:,} users × "
-            f"{spec['memories']:,} memories)")
+        log(
+            f"  populated: building {POP_DATABASE} ({spec['users']:,} users × "
+            f"{spec['memories']:,} memories)"
+        )
         migrate()
         result["build"] = build(spec)
         result["reused"] = False
@@ -380,28 +451,41 @@ def main(config: dict, out_path: str) -> int:
         with connection.cursor() as cursor:
             cursor.execute("SELECT seconds, counts, built_at FROM bench_populated")
             seconds, counts, built_at = cursor.fetchone()
-        result["build"] = {"seconds": seconds, "counts": json.loads(counts),
-                           "built_at": str(built_at)}
+        result["build"] = {
+            "seconds": seconds,
+            "counts": json.loads(counts),
+            "built_at": str(built_at),
+        }
         result["reused"] = True
-        log(f"  populated: reusing {POP_DATABASE} (built {built_at:%Y-%m-%d %H:%M} in "
-            f"{seconds:.0f}s)")
+        log(
+            f"  populated: reusing {POP_DATABASE} (built {built_at:%Y-%m-%d %H:%M} in "
+            f"{seconds:.0f}s)"
+        )
     stamp = int(time.time())
-    world = data.build_world(config["turn_main"], seed=config["seed"] + 1,
-                             user=f"pop-run-{stamp}", n_messages=100,
-                             id_seed=stamp * 31 + 7)
+    world = data.build_world(
+        config["turn_main"],
+        seed=config["seed"] + 1,
+        user=f"pop-run-{stamp}",
+        n_messages=100,
+        id_seed=stamp * 31 + 7,
+    )
     started = time.perf_counter()
     loaded = load.load_world(world, with_turn=False)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
         result["counts"] = row_counts(cursor)
-    log(f"  populated: measured user loaded in {time.perf_counter() - started:.1f}s; rows "
-        f"{result['counts']}")
+    log(
+        f"  populated: measured user loaded in {time.perf_counter() - started:.1f}s; rows "
+        f"{result['counts']}"
+    )
     _, token = ApiToken.issue(f"bench-pop-{stamp}")
     result["conversation"] = loaded.conversation
     result["token"] = token
     result["explain"] = explain_turn(loaded.conversation, token)
-    log(f"  populated: {len(result['explain']['statements'])} statements explained; "
-        f"sequential scans of user tables: {result['explain']['seq_scans'] or 'none'}")
+    log(
+        f"  populated: {len(result['explain']['statements'])} statements explained; "
+        f"sequential scans of user tables: {result['explain']['seq_scans'] or 'none'}"
+    )
     with open(out_path, "w") as fh:
         json.dump(result, fh, default=str)
     return 0
@@ -434,9 +518,15 @@ def run(empty_url: str, token: str, config: dict, log) -> dict:
     with tempfile.NamedTemporaryFile(prefix="bench-pop-", suffix=".json", delete=False) as fh:
         out_path = fh.name
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    proc = subprocess.run([sys.executable, "-m", "bench.populated", json.dumps(config), out_path],
-                          cwd=BASE_DIR, env={**env, "PYTHONUNBUFFERED": "1"}, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=2400)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.populated", json.dumps(config), out_path],
+        cwd=BASE_DIR,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=2400,
+    )
     for line in proc.stdout.splitlines():
         log(line)
     if proc.returncode:
@@ -445,8 +535,13 @@ def run(empty_url: str, token: str, config: dict, log) -> dict:
         pop = json.load(fh)
     os.unlink(out_path)
 
-    world = data.build_world(config["turn_main"], seed=config["seed"] + 1, user="bench-compare",
-                             n_messages=100, id_seed=config["seed"] * 3 + 11)
+    world = data.build_world(
+        config["turn_main"],
+        seed=config["seed"] + 1,
+        user="bench-compare",
+        n_messages=100,
+        id_seed=config["seed"] * 3 + 11,
+    )
     empty_user = load.load_world(world, with_turn=False)
     load.analyze()
     connection.close()
@@ -459,17 +554,25 @@ def run(empty_url: str, token: str, config: dict, log) -> dict:
         for server in servers.values():
             server.start()
         compared = turns.compare_single(
-            {"empty": (servers["empty"], [empty_user.conversation], token),
-             "populated": (servers["populated"], [pop["conversation"]], pop["token"])},
-            seconds=config.get("populated_round_s", 3.0), rounds=config.get("populated_rounds", 6),
-            log=log)
+            {
+                "empty": (servers["empty"], [empty_user.conversation], token),
+                "populated": (servers["populated"], [pop["conversation"]], pop["token"]),
+            },
+            seconds=config.get("populated_round_s", 3.0),
+            rounds=config.get("populated_rounds", 6),
+            log=log,
+        )
     finally:
         for server in servers.values():
             server.stop()
     pop.pop("token", None)
     empty, full = compared["empty"], compared["populated"]
-    return {**pop, "single": compared, "memories": config["turn_main"],
-            "ratio": full["p50_ms"] / empty["p50_ms"] if empty["p50_ms"] else float("nan")}
+    return {
+        **pop,
+        "single": compared,
+        "memories": config["turn_main"],
+        "ratio": full["p50_ms"] / empty["p50_ms"] if empty["p50_ms"] else float("nan"),
+    }
 
 
 if __name__ == "__main__":

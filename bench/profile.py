@@ -61,18 +61,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--pure", action="store_true", help="profile the pure resolver only")
     parser.add_argument("--tag", default="", help="suffix for the profile file names")
-    parser.add_argument("--only", default="", help="comma-separated: turn, turn-one, ping, resolve, plan, "
-                                                   "floor-resolve, floor-plan")
-    parser.add_argument("--pyinstrument", action="store_true", help="pyinstrument's call tree instead of cProfile")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated: turn, turn-one, ping, resolve, plan, floor-resolve, floor-plan",
+    )
+    parser.add_argument(
+        "--pyinstrument", action="store_true", help="pyinstrument's call tree instead of cProfile"
+    )
     parser.add_argument("--top", type=int, default=40, help="cProfile: rows per listing")
-    parser.add_argument("--cpu", action="store_true",
-                        help="cProfile timed by CPU time (leaves out waits for the database)")
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="cProfile timed by CPU time (leaves out waits for the database)",
+    )
     args = parser.parse_args(argv)
     if args.pyinstrument:
         try:
             from pyinstrument import Profiler
         except ImportError:
-            print("pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr)
+            print(
+                "pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr
+            )
             return 2
     else:
         Profiler = _cprofiler(args.top, cpu=args.cpu)
@@ -89,8 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         profiler = Profiler(interval=0.0005)
         profiler.start()
         for _ in range(args.calls):
-            resolve(world.records, world.tombstones, context, many_keys=world.many_keys,
-                    secret=world.secret)
+            resolve(
+                world.records,
+                world.tombstones,
+                context,
+                many_keys=world.many_keys,
+                secret=world.secret,
+            )
         profiler.stop()
         path = PROFILES / f"pure-resolve-{args.records}{suffix}.txt"
         path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
@@ -115,26 +130,40 @@ def main(argv: list[str] | None = None) -> int:
         from .endpoints import PLAN_BUDGET, Floor
 
         migrate()
-        world = data.build_world(args.records, seed=20261101, user="bench-profile",
-                                 n_messages=args.messages)
+        world = data.build_world(
+            args.records, seed=20261101, user="bench-profile", n_messages=args.messages
+        )
         info = load.load_world(world)
         if args.db == "postgres":
             load.analyze()
         _, token = ApiToken.issue("bench")
         client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
         now = NOW.isoformat().replace("+00:00", "Z")
-        body = json.dumps({"context": {"user": info.user, "character": info.character,
-                                       "conversation": info.conversation, "scene": SCENES[0],
-                                       "now": now}})
+        body = json.dumps(
+            {
+                "context": {
+                    "user": info.user,
+                    "character": info.character,
+                    "conversation": info.conversation,
+                    "scene": SCENES[0],
+                    "now": now,
+                }
+            }
+        )
         plan_url = f"/api/v1/turns/{info.turn}/prompt-plan?" + urlencode(
-            {"budget": PLAN_BUDGET, "now": now})
+            {"budget": PLAN_BUDGET, "now": now}
+        )
         floor = Floor(args.db)
         sqlite = args.db == "sqlite"
         case = {
-            "user": info.user, "user_pk": info.user_pk,
-            "scope_ids": [f"user:{info.user}", f"character:{info.user}:{info.character}",
-                          f"conversation:{info.conversation}",
-                          f"scene:{info.conversation}:{SCENES[0]}"],
+            "user": info.user,
+            "user_pk": info.user_pk,
+            "scope_ids": [
+                f"user:{info.user}",
+                f"character:{info.user}:{info.character}",
+                f"conversation:{info.conversation}",
+                f"scene:{info.conversation}:{SCENES[0]}",
+            ],
             "turn_db": info.turn.replace("-", "") if sqlite else info.turn,
             "conversation_db": info.conversation.replace("-", "") if sqlite else info.conversation,
         }
@@ -145,27 +174,40 @@ def main(argv: list[str] | None = None) -> int:
 
         def whole_turn():
             n = next(counter)
-            created = client.post(f"/api/v1/conversations/{info.conversation}/turns",
-                                  json.dumps({"turn_key": f"p{n}", "content": TURN_TEXTS[n % len(TURN_TEXTS)]}),
-                                  content_type="application/json")
+            created = client.post(
+                f"/api/v1/conversations/{info.conversation}/turns",
+                json.dumps({"turn_key": f"p{n}", "content": TURN_TEXTS[n % len(TURN_TEXTS)]}),
+                content_type="application/json",
+            )
             assert created.status_code == 201, created.content[:200]
             turn = created.json()["id"]
-            plan = client.get(f"/api/v1/turns/{turn}/prompt-plan?budget=8000&capabilities=tone.playful")
+            plan = client.get(
+                f"/api/v1/turns/{turn}/prompt-plan?budget=8000&capabilities=tone.playful"
+            )
             assert plan.status_code == 200, plan.content[:200]
-            reply = client.post(f"/api/v1/turns/{turn}/reply", json.dumps({"content": REPLY}),
-                                content_type="application/json")
+            reply = client.post(
+                f"/api/v1/turns/{turn}/reply",
+                json.dumps({"content": REPLY}),
+                content_type="application/json",
+            )
             assert reply.status_code == 201, reply.content[:200]
 
         def one_trip():
             """The one round trip: create with a plan, then the reply (what a user waits for)."""
             n = next(counter)
-            created = client.post(f"/api/v1/conversations/{info.conversation}/turns",
-                                  json.dumps({"turn_key": f"q{n}", "plan": PLAN,
-                                              "content": TURN_TEXTS[n % len(TURN_TEXTS)]}),
-                                  content_type="application/json")
+            created = client.post(
+                f"/api/v1/conversations/{info.conversation}/turns",
+                json.dumps(
+                    {"turn_key": f"q{n}", "plan": PLAN, "content": TURN_TEXTS[n % len(TURN_TEXTS)]}
+                ),
+                content_type="application/json",
+            )
             assert created.status_code == 201, created.content[:200]
-            reply = client.post(f"/api/v1/turns/{created.json()['id']}/reply",
-                                json.dumps({"content": REPLY}), content_type="application/json")
+            reply = client.post(
+                f"/api/v1/turns/{created.json()['id']}/reply",
+                json.dumps({"content": REPLY}),
+                content_type="application/json",
+            )
             assert reply.status_code == 201, reply.content[:200]
 
         def ping():
@@ -175,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
             "turn": whole_turn,
             "turn-one": one_trip,
             "ping": ping,
-            "resolve": lambda: client.post("/api/v1/memory/resolve", body,
-                                           content_type="application/json"),
+            "resolve": lambda: client.post(
+                "/api/v1/memory/resolve", body, content_type="application/json"
+            ),
             "plan": lambda: client.get(plan_url),
             "floor-resolve": lambda: floor.resolve_call(case, context),
             "floor-plan": lambda: floor.plan_call(case, context),

@@ -85,8 +85,9 @@ def _time_regime(fn, regime: str) -> tuple[float, float]:
         (gc.enable if enabled else gc.disable)()
 
 
-def run(sizes: list[int], slot_n: int, log, runs: dict[int, int] | None = None,
-        passes: int = 2) -> dict:
+def run(
+    sizes: list[int], slot_n: int, log, runs: dict[int, int] | None = None, passes: int = 2
+) -> dict:
     """Each size alone in memory (its world built, measured, dropped), the whole sequence
     `passes` times, keeping the best per size: a burst of load on the shared machine would
     have to hit the same size in every pass to skew a ratio. `best_ms` is the `paused`
@@ -103,17 +104,28 @@ def run(sizes: list[int], slot_n: int, log, runs: dict[int, int] | None = None,
             context = world.context()
 
             def call(world=world, context=context):
-                return resolve(world.records, world.tombstones, context,
-                               many_keys=world.many_keys, secret=world.secret)
+                return resolve(
+                    world.records,
+                    world.tombstones,
+                    context,
+                    many_keys=world.many_keys,
+                    secret=world.secret,
+                )
 
             trace = call().trace
             row = rows.get(n)
             if row is None:
-                row = rows[n] = {"n": n, "best_ms": float("inf"), "best_cpu_ms": float("inf"),
-                                 "active": trace["active"], "excluded": n - trace["active"],
-                                 "build_s": built, "world": world.stats(),
-                                 "gc": {name: float("inf") for name in (*REGIMES, "control")},
-                                 "gc_cpu": {name: float("inf") for name in (*REGIMES, "control")}}
+                row = rows[n] = {
+                    "n": n,
+                    "best_ms": float("inf"),
+                    "best_cpu_ms": float("inf"),
+                    "active": trace["active"],
+                    "excluded": n - trace["active"],
+                    "build_s": built,
+                    "world": world.stats(),
+                    "gc": {name: float("inf") for name in (*REGIMES, "control")},
+                    "gc_cpu": {name: float("inf") for name in (*REGIMES, "control")},
+                }
             for _ in range(runs.get(n, 30 if n <= 1000 else 15 if n <= 10_000 else 5)):
                 for regime in REGIMES:  # alternated, so load hits each regime alike
                     wall, cpu = _time_regime(call, regime)
@@ -122,8 +134,9 @@ def run(sizes: list[int], slot_n: int, log, runs: dict[int, int] | None = None,
                     if regime == "paused":
                         row["best_ms"] = min(row["best_ms"], wall * 1000)
                         row["best_cpu_ms"] = min(row["best_cpu_ms"], cpu * 1000)
-                wall, cpu = best_of(lambda world=world, now=context.now:
-                                    control(world.records, now), 1)
+                wall, cpu = best_of(
+                    lambda world=world, now=context.now: control(world.records, now), 1
+                )
                 row["gc"]["control"] = min(row["gc"]["control"], wall * 1000)
                 row["gc_cpu"]["control"] = min(row["gc_cpu"]["control"], cpu * 1000)
             del world, call
@@ -133,10 +146,12 @@ def run(sizes: list[int], slot_n: int, log, runs: dict[int, int] | None = None,
         row["records_per_cpu_s"] = n / (row["best_cpu_ms"] / 1000)
         out["sizes"].append(row)
         g = row["gc_cpu"]
-        log(f"  pure resolve N={n:<7} best {row['best_ms']:8.2f} ms  {row['records_per_s']:>12,.0f} "
+        log(
+            f"  pure resolve N={n:<7} best {row['best_ms']:8.2f} ms  {row['records_per_s']:>12,.0f} "
             f"records/s  (CPU {row['best_cpu_ms']:.2f} ms; CPU with the collector on "
             f"{g['enabled']:.2f} ms, input frozen {g['frozen']:.2f} ms; control loop "
-            f"{g['control']:.2f} ms)")
+            f"{g['control']:.2f} ms)"
+        )
 
     by_n = {row["n"]: row for row in out["sizes"]}
     if 10_000 in by_n and 100_000 in by_n:
@@ -144,10 +159,13 @@ def run(sizes: list[int], slot_n: int, log, runs: dict[int, int] | None = None,
         out["scaling_100k_10k"] = high["best_ms"] / low["best_ms"]
         out["scaling_100k_10k_cpu"] = high["best_cpu_ms"] / low["best_cpu_ms"]
         # CPU time: it counts the collector's work and leaves out waiting for a core.
-        out["scaling_by_regime"] = {name: high["gc_cpu"][name] / low["gc_cpu"][name]
-                                    for name in (*REGIMES, "control")}
-        log("  CPU t(100k)/t(10k): " + ", ".join(
-            f"{name} {value:.1f}" for name, value in out["scaling_by_regime"].items()))
+        out["scaling_by_regime"] = {
+            name: high["gc_cpu"][name] / low["gc_cpu"][name] for name in (*REGIMES, "control")
+        }
+        log(
+            "  CPU t(100k)/t(10k): "
+            + ", ".join(f"{name} {value:.1f}" for name, value in out["scaling_by_regime"].items())
+        )
 
     context = data.slots_context()
     inputs = {"hot": data.hot_slot(slot_n), "spread": data.spread_slots(slot_n)}
@@ -158,10 +176,16 @@ def run(sizes: list[int], slot_n: int, log, runs: dict[int, int] | None = None,
             best[name] = [min(best[name][0], wall), min(best[name][1], cpu)]
     slots = {}
     for name, (wall, cpu) in best.items():
-        slots[name] = {"n": slot_n, "best_ms": wall * 1000, "best_cpu_ms": cpu * 1000,
-                       "records_per_s": slot_n / wall}
-        log(f"  pure resolve {name:6} {slot_n} records: best {wall * 1000:8.2f} ms"
-            f"  (cpu {cpu * 1000:.2f} ms)")
+        slots[name] = {
+            "n": slot_n,
+            "best_ms": wall * 1000,
+            "best_cpu_ms": cpu * 1000,
+            "records_per_s": slot_n / wall,
+        }
+        log(
+            f"  pure resolve {name:6} {slot_n} records: best {wall * 1000:8.2f} ms"
+            f"  (cpu {cpu * 1000:.2f} ms)"
+        )
     slots["hot_over_spread"] = slots["hot"]["best_ms"] / slots["spread"]["best_ms"]
     out["slots"] = slots
     return out

@@ -42,39 +42,175 @@ USER = "relevance-user"
 
 # (topic word, its vocabulary, facets used as key ends)
 TOPICS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("violin", ("bow", "strings", "concerto", "rosin", "recital", "tuning"), ("teacher", "piece", "practice", "maker", "case")),
-    ("garden", ("tomatoes", "compost", "seedlings", "trellis", "mulch", "weeding"), ("bed", "harvest", "soil", "pest", "tool")),
-    ("marathon", ("pace", "mileage", "sneakers", "finish", "splits", "taper"), ("race", "goal", "coach", "injury", "route")),
-    ("pottery", ("clay", "kiln", "glaze", "wheel", "bisque", "vase"), ("studio", "piece", "teacher", "firing", "glaze_colour")),
-    ("chess", ("opening", "endgame", "gambit", "rating", "bishop", "blitz"), ("club", "rating", "opening", "rival", "book")),
-    ("sailing", ("dinghy", "jib", "regatta", "tack", "mooring", "keel"), ("boat", "harbour", "crew", "race", "course")),
-    ("baking", ("sourdough", "starter", "croissants", "proofing", "oven", "crumb"), ("recipe", "bread", "starter_name", "oven", "cake")),
-    ("astronomy", ("telescope", "nebula", "eclipse", "constellation", "jupiter", "eyepiece"), ("scope", "target", "site", "club", "comet")),
-    ("photography", ("camera", "lens", "aperture", "darkroom", "portrait", "exposure"), ("camera", "lens", "subject", "album", "film")),
-    ("knitting", ("yarn", "needles", "sweater", "cable", "purl", "wool"), ("project", "pattern", "yarn", "gift", "group")),
-    ("climbing", ("boulder", "harness", "crag", "belay", "chalk", "overhang"), ("gym", "grade", "partner", "route", "shoes")),
-    ("aquarium", ("tetras", "filter", "coral", "guppies", "substrate", "algae"), ("tank", "fish", "filter", "plant", "store")),
-    ("beekeeping", ("hive", "honey", "queen", "swarm", "smoker", "frames"), ("hive", "harvest", "queen", "apiary", "mentor")),
-    ("cycling", ("bike", "saddle", "gears", "peloton", "climb", "tyres"), ("bike", "route", "club", "ride", "repair")),
-    ("poetry", ("sonnet", "stanza", "haiku", "verse", "rhyme", "anthology"), ("poem", "poet", "reading", "notebook", "contest")),
-    ("woodworking", ("chisel", "dovetail", "lathe", "walnut", "plane", "sawdust"), ("project", "wood", "tool", "bench", "shop")),
-    ("birdwatching", ("binoculars", "warbler", "heron", "migration", "plumage", "owl"), ("spot", "sighting", "guide", "list", "feeder")),
-    ("surfing", ("waves", "surfboard", "swell", "wetsuit", "reef", "paddle"), ("board", "beach", "coach", "trip", "break")),
-    ("calligraphy", ("ink", "nib", "brush", "lettering", "parchment", "strokes"), ("pen", "script", "class", "project", "paper")),
-    ("camping", ("tent", "campfire", "sleeping_bag", "trail", "lantern", "stove"), ("site", "gear", "trip", "partner", "meal")),
-    ("jazz", ("saxophone", "improvisation", "swing", "bebop", "quartet", "trumpet"), ("album", "club", "musician", "record", "gig")),
-    ("dog", ("leash", "walkies", "fetch", "vet", "kibble", "puppy"), ("name", "breed", "vet", "toy", "walk")),
-    ("wedding", ("bride", "venue", "vows", "bouquet", "reception", "toast"), ("date", "venue", "guest", "speech", "dress")),
-    ("kyoto", ("temple", "shrine", "ryokan", "matcha", "bamboo", "geisha"), ("trip", "hotel", "temple", "flight", "souvenir")),
-    ("thesis", ("chapter", "advisor", "citations", "draft", "defense", "dissertation"), ("topic", "advisor", "deadline", "chapter", "lab")),
-    ("piano", ("keys", "sonata", "chords", "pedal", "scales", "nocturne"), ("teacher", "piece", "practice", "exam", "tuner")),
-    ("fencing", ("epee", "foil", "lunge", "parry", "piste", "sabre"), ("club", "coach", "bout", "weapon", "tournament")),
-    ("moving", ("boxes", "apartment", "landlord", "movers", "lease", "packing"), ("date", "city", "flat", "truck", "deposit")),
-    ("volunteering", ("shelter", "charity", "soup", "donations", "shift", "food_bank"), ("place", "shift", "friend", "cause", "event")),
-    ("grandmother", ("granny", "grandma", "recipes", "birthday", "nursing", "stories"), ("name", "town", "birthday", "recipe", "health")),
+    (
+        "violin",
+        ("bow", "strings", "concerto", "rosin", "recital", "tuning"),
+        ("teacher", "piece", "practice", "maker", "case"),
+    ),
+    (
+        "garden",
+        ("tomatoes", "compost", "seedlings", "trellis", "mulch", "weeding"),
+        ("bed", "harvest", "soil", "pest", "tool"),
+    ),
+    (
+        "marathon",
+        ("pace", "mileage", "sneakers", "finish", "splits", "taper"),
+        ("race", "goal", "coach", "injury", "route"),
+    ),
+    (
+        "pottery",
+        ("clay", "kiln", "glaze", "wheel", "bisque", "vase"),
+        ("studio", "piece", "teacher", "firing", "glaze_colour"),
+    ),
+    (
+        "chess",
+        ("opening", "endgame", "gambit", "rating", "bishop", "blitz"),
+        ("club", "rating", "opening", "rival", "book"),
+    ),
+    (
+        "sailing",
+        ("dinghy", "jib", "regatta", "tack", "mooring", "keel"),
+        ("boat", "harbour", "crew", "race", "course"),
+    ),
+    (
+        "baking",
+        ("sourdough", "starter", "croissants", "proofing", "oven", "crumb"),
+        ("recipe", "bread", "starter_name", "oven", "cake"),
+    ),
+    (
+        "astronomy",
+        ("telescope", "nebula", "eclipse", "constellation", "jupiter", "eyepiece"),
+        ("scope", "target", "site", "club", "comet"),
+    ),
+    (
+        "photography",
+        ("camera", "lens", "aperture", "darkroom", "portrait", "exposure"),
+        ("camera", "lens", "subject", "album", "film"),
+    ),
+    (
+        "knitting",
+        ("yarn", "needles", "sweater", "cable", "purl", "wool"),
+        ("project", "pattern", "yarn", "gift", "group"),
+    ),
+    (
+        "climbing",
+        ("boulder", "harness", "crag", "belay", "chalk", "overhang"),
+        ("gym", "grade", "partner", "route", "shoes"),
+    ),
+    (
+        "aquarium",
+        ("tetras", "filter", "coral", "guppies", "substrate", "algae"),
+        ("tank", "fish", "filter", "plant", "store"),
+    ),
+    (
+        "beekeeping",
+        ("hive", "honey", "queen", "swarm", "smoker", "frames"),
+        ("hive", "harvest", "queen", "apiary", "mentor"),
+    ),
+    (
+        "cycling",
+        ("bike", "saddle", "gears", "peloton", "climb", "tyres"),
+        ("bike", "route", "club", "ride", "repair"),
+    ),
+    (
+        "poetry",
+        ("sonnet", "stanza", "haiku", "verse", "rhyme", "anthology"),
+        ("poem", "poet", "reading", "notebook", "contest"),
+    ),
+    (
+        "woodworking",
+        ("chisel", "dovetail", "lathe", "walnut", "plane", "sawdust"),
+        ("project", "wood", "tool", "bench", "shop"),
+    ),
+    (
+        "birdwatching",
+        ("binoculars", "warbler", "heron", "migration", "plumage", "owl"),
+        ("spot", "sighting", "guide", "list", "feeder"),
+    ),
+    (
+        "surfing",
+        ("waves", "surfboard", "swell", "wetsuit", "reef", "paddle"),
+        ("board", "beach", "coach", "trip", "break"),
+    ),
+    (
+        "calligraphy",
+        ("ink", "nib", "brush", "lettering", "parchment", "strokes"),
+        ("pen", "script", "class", "project", "paper"),
+    ),
+    (
+        "camping",
+        ("tent", "campfire", "sleeping_bag", "trail", "lantern", "stove"),
+        ("site", "gear", "trip", "partner", "meal"),
+    ),
+    (
+        "jazz",
+        ("saxophone", "improvisation", "swing", "bebop", "quartet", "trumpet"),
+        ("album", "club", "musician", "record", "gig"),
+    ),
+    (
+        "dog",
+        ("leash", "walkies", "fetch", "vet", "kibble", "puppy"),
+        ("name", "breed", "vet", "toy", "walk"),
+    ),
+    (
+        "wedding",
+        ("bride", "venue", "vows", "bouquet", "reception", "toast"),
+        ("date", "venue", "guest", "speech", "dress"),
+    ),
+    (
+        "kyoto",
+        ("temple", "shrine", "ryokan", "matcha", "bamboo", "geisha"),
+        ("trip", "hotel", "temple", "flight", "souvenir"),
+    ),
+    (
+        "thesis",
+        ("chapter", "advisor", "citations", "draft", "defense", "dissertation"),
+        ("topic", "advisor", "deadline", "chapter", "lab"),
+    ),
+    (
+        "piano",
+        ("keys", "sonata", "chords", "pedal", "scales", "nocturne"),
+        ("teacher", "piece", "practice", "exam", "tuner"),
+    ),
+    (
+        "fencing",
+        ("epee", "foil", "lunge", "parry", "piste", "sabre"),
+        ("club", "coach", "bout", "weapon", "tournament"),
+    ),
+    (
+        "moving",
+        ("boxes", "apartment", "landlord", "movers", "lease", "packing"),
+        ("date", "city", "flat", "truck", "deposit"),
+    ),
+    (
+        "volunteering",
+        ("shelter", "charity", "soup", "donations", "shift", "food_bank"),
+        ("place", "shift", "friend", "cause", "event"),
+    ),
+    (
+        "grandmother",
+        ("granny", "grandma", "recipes", "birthday", "nursing", "stories"),
+        ("name", "town", "birthday", "recipe", "health"),
+    ),
 )
-SHARED = ("week", "friend", "morning", "weekend", "favourite", "started", "plan", "evening",
-          "city", "sister", "summer", "again", "really", "little", "every", "saturday")
+SHARED = (
+    "week",
+    "friend",
+    "morning",
+    "weekend",
+    "favourite",
+    "started",
+    "plan",
+    "evening",
+    "city",
+    "sister",
+    "summer",
+    "again",
+    "really",
+    "little",
+    "every",
+    "saturday",
+)
 FAMILIES = ("user.likes", "story", "plans")  # keys that do not name the topic
 CHARACTER = "captain-rowan"
 CONVERSATION = "0c6e7d2a-5b0e-4c38-9d51-1f2a3b4c5d6e"
@@ -104,8 +240,13 @@ def _value(rng: random.Random, topic: Topic, named: bool) -> str:
     return " ".join(w.replace("_", " ") for w in words)
 
 
-def generate(seed: int = SEED, n_memories: int = PER_TOPIC * len(TOPICS), *,
-             conversation: str = CONVERSATION, user: str = USER) -> RelevanceWorld:
+def generate(
+    seed: int = SEED,
+    n_memories: int = PER_TOPIC * len(TOPICS),
+    *,
+    conversation: str = CONVERSATION,
+    user: str = USER,
+) -> RelevanceWorld:
     """`n_memories` memories spread evenly over the topics (the first topics get one more
     when it does not divide), every one visible in the context (user scope, the character
     `CHARACTER`, or `conversation`) and with a source."""
@@ -120,7 +261,8 @@ def generate(seed: int = SEED, n_memories: int = PER_TOPIC * len(TOPICS), *,
             named = i % 10 < 7
             if named:
                 key = f"{topic.name}.{topic.facets[i % len(topic.facets)]}" + (
-                    f"_{i}" if i >= len(topic.facets) else "")
+                    f"_{i}" if i >= len(topic.facets) else ""
+                )
             else:
                 key = f"{FAMILIES[i % len(FAMILIES)]}.note_{t_index}_{i}"
             kind = rng.choice(("user", "user", "character", "conversation"))
@@ -131,12 +273,22 @@ def generate(seed: int = SEED, n_memories: int = PER_TOPIC * len(TOPICS), *,
             }[kind]
             at = NOW - timedelta(minutes=rng.randrange(1, 60 * 24 * 365))
             record_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-            records.append(MemoryRecord(
-                id=record_id, user=user, key=key, value=_value(rng, topic, named), scope=scope,
-                authority=rng.choice(("rule-extracted", "model-inferred", "user-confirmed")),
-                valid_from=at, recorded_at=at, evidence_time=at, version=1,
-                confidence=rng.choice((1.0, 0.95, 0.9, 0.7, 0.6)), sources=(f"msg-{record_id}",),
-            ))
+            records.append(
+                MemoryRecord(
+                    id=record_id,
+                    user=user,
+                    key=key,
+                    value=_value(rng, topic, named),
+                    scope=scope,
+                    authority=rng.choice(("rule-extracted", "model-inferred", "user-confirmed")),
+                    valid_from=at,
+                    recorded_at=at,
+                    evidence_time=at,
+                    version=1,
+                    confidence=rng.choice((1.0, 0.95, 0.9, 0.7, 0.6)),
+                    sources=(f"msg-{record_id}",),
+                )
+            )
             topic_of[record_id] = topic.name
     rng.shuffle(records)
     projection = project(records, labels={}, many_keys=frozenset({"user.likes"}))
@@ -150,21 +302,32 @@ def generate(seed: int = SEED, n_memories: int = PER_TOPIC * len(TOPICS), *,
 def message_about(topic: Topic, rng: random.Random) -> str:
     word = rng.choice(topic.vocabulary).replace("_", " ")
     shared = rng.choice(SHARED)
-    return rng.choice((
-        f"I keep thinking about my {topic.name} this {shared}. What do you remember about the {word}?",
-        f"Can we talk about the {topic.name} again? The {word} has been on my mind since the {shared}.",
-        f"Remind me what I told you about {topic.name} and the {word}.",
-    ))
+    return rng.choice(
+        (
+            f"I keep thinking about my {topic.name} this {shared}. What do you remember about the {word}?",
+            f"Can we talk about the {topic.name} again? The {word} has been on my mind since the {shared}.",
+            f"Remind me what I told you about {topic.name} and the {word}.",
+        )
+    )
 
 
-SMALL_TALK = ("Good evening! It has been a long day.", "Evening. Come in, sit down, tell me everything.")
+SMALL_TALK = (
+    "Good evening! It has been a long day.",
+    "Evening. Come in, sit down, tell me everything.",
+)
 
 
 def plan_for(world: RelevanceWorld, topic: Topic, order: str, rng: random.Random):
     current = PlanMessage("current", 3, "user", message_about(topic, rng))
-    history = [PlanMessage("h1", 1, "user", SMALL_TALK[0]), PlanMessage("h2", 2, "assistant", SMALL_TALK[1])]
+    history = [
+        PlanMessage("h1", 1, "user", SMALL_TALK[0]),
+        PlanMessage("h2", 2, "assistant", SMALL_TALK[1]),
+    ]
     return build_plan(
-        current=current, history=history, memories=world.memories, memory_excluded=[],
+        current=current,
+        history=history,
+        memories=world.memories,
+        memory_excluded=[],
         params=PlanParams(budget=world.budget, memory_share=world.memory_share, memory_order=order),
         resolver_version=RESOLVER_VERSION,
     )
@@ -222,8 +385,9 @@ ENDPOINT_MEMORIES = 1_000
 ENDPOINT_MESSAGES = 100
 
 
-def load_user(n_memories: int = ENDPOINT_MEMORIES, n_messages: int = ENDPOINT_MESSAGES,
-              seed: int = SEED) -> dict:
+def load_user(
+    n_memories: int = ENDPOINT_MEMORIES, n_messages: int = ENDPOINT_MESSAGES, seed: int = SEED
+) -> dict:
     """A user with `n_memories` memories that all pass P1–P4 (each from one of the
     conversation's messages), a conversation of `n_messages` messages and a turn asking
     about the first topic. Rows are bulk-inserted, as `bench.load` does."""
@@ -246,40 +410,76 @@ def load_user(n_memories: int = ENDPOINT_MEMORIES, n_messages: int = ENDPOINT_ME
         user.set_unusable_password()
         user.save()
         MemoryProfile.objects.create(user=user)
-        Conversation.objects.create(id=conversation_id, user=user, character_id=characters[CHARACTER],
-                                    title="bench relevance", created_at=NOW - timedelta(days=400),
-                                    last_seq=n_messages + 1)
+        Conversation.objects.create(
+            id=conversation_id,
+            user=user,
+            character_id=characters[CHARACTER],
+            title="bench relevance",
+            created_at=NOW - timedelta(days=400),
+            last_seq=n_messages + 1,
+        )
         start = NOW - timedelta(days=399)
-        messages = [Message(id=str(uuid.UUID(int=rng.getrandbits(128), version=4)), user=user,
-                            conversation_id=conversation_id, seq=seq,
-                            role="user" if seq % 2 else "assistant",
-                            content=SMALL_TALK[seq % 2] if seq > n_messages - 2 else f"Message {seq}.",
-                            created_at=start + timedelta(minutes=seq))
-                    for seq in range(1, n_messages + 1)]
+        messages = [
+            Message(
+                id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                user=user,
+                conversation_id=conversation_id,
+                seq=seq,
+                role="user" if seq % 2 else "assistant",
+                content=SMALL_TALK[seq % 2] if seq > n_messages - 2 else f"Message {seq}.",
+                created_at=start + timedelta(minutes=seq),
+            )
+            for seq in range(1, n_messages + 1)
+        ]
         Message.objects.bulk_create(messages, batch_size=BATCH)
         current = Message.objects.create(
-            user=user, conversation_id=conversation_id, seq=n_messages + 1, role="user",
+            user=user,
+            conversation_id=conversation_id,
+            seq=n_messages + 1,
+            role="user",
             content=message_about(topic, random.Random(f"{seed}:{topic.name}")),
-            created_at=start + timedelta(minutes=n_messages + 1))
-        turn = Turn.objects.create(user=user, conversation_id=conversation_id, turn_key="bench-relevance",
-                                   user_message=current, created_at=current.created_at)
+            created_at=start + timedelta(minutes=n_messages + 1),
+        )
+        turn = Turn.objects.create(
+            user=user,
+            conversation_id=conversation_id,
+            turn_key="bench-relevance",
+            user_message=current,
+            created_at=current.created_at,
+        )
         rows, links = [], []
         for n, pm in enumerate(world.memories):
             r = pm.record
             kind = r.scope.kind
-            rows.append(MemoryRecord(
-                id=r.id, user=user, key=r.key, value=r.value, scope_kind=kind,
-                character_id=characters[CHARACTER] if kind == "character" else None,
-                conversation_id=conversation_id if kind == "conversation" else None,
-                scope_id=r.scope_id, authority=r.authority, confidence=r.confidence,
-                valid_from=r.valid_from, recorded_at=r.recorded_at, evidence_time=r.evidence_time,
-                version=1))
+            rows.append(
+                MemoryRecord(
+                    id=r.id,
+                    user=user,
+                    key=r.key,
+                    value=r.value,
+                    scope_kind=kind,
+                    character_id=characters[CHARACTER] if kind == "character" else None,
+                    conversation_id=conversation_id if kind == "conversation" else None,
+                    scope_id=r.scope_id,
+                    authority=r.authority,
+                    confidence=r.confidence,
+                    valid_from=r.valid_from,
+                    recorded_at=r.recorded_at,
+                    evidence_time=r.evidence_time,
+                    version=1,
+                )
+            )
             links.append(MemorySource(memory_id=r.id, message_id=messages[n % len(messages)].id))
         MemoryRecord.objects.bulk_create(rows, batch_size=BATCH)
         MemorySource.objects.bulk_create(links, batch_size=BATCH)
-    return {"user": ref, "turn": str(turn.pk), "topic": topic.name, "memories": len(world.memories),
-            "topic_of_key": {pm.key: world.topic_of[pm.record.id] for pm in world.memories},
-            "budget": world.budget}
+    return {
+        "user": ref,
+        "turn": str(turn.pk),
+        "topic": topic.name,
+        "memories": len(world.memories),
+        "topic_of_key": {pm.key: world.topic_of[pm.record.id] for pm in world.memories},
+        "budget": world.budget,
+    }
 
 
 def endpoint_cost(token: str, loaded: dict, cfg, log) -> dict:
@@ -296,7 +496,8 @@ def endpoint_cost(token: str, loaded: dict, cfg, log) -> dict:
 
     def url(order: str, budget: int) -> str:
         return f"/api/v1/turns/{loaded['turn']}/prompt-plan?" + urlencode(
-            {"budget": budget, "memory_order": order, "now": "2026-11-15T12:00:00Z"})
+            {"budget": budget, "memory_order": order, "now": "2026-11-15T12:00:00Z"}
+        )
 
     def call(address: str):
         response = client.get(address)
@@ -307,28 +508,38 @@ def endpoint_cost(token: str, loaded: dict, cfg, log) -> dict:
         relevance_url, certainty_url = url("relevance", budget), url("certainty", budget)
         started = time.perf_counter()
         row = measure_pair(lambda u=relevance_url: call(u), lambda u=certainty_url: call(u), cfg)
-        cpu = _cpu_p50(lambda u=relevance_url: call(u), lambda u=certainty_url: call(u), row["calls"])
+        cpu = _cpu_p50(
+            lambda u=relevance_url: call(u), lambda u=certainty_url: call(u), row["calls"]
+        )
         answers = {order: call(url(order, budget)).json() for order in ("relevance", "certainty")}
         row = {
-            "budget": budget, "calls": row["calls"],
-            "relevance_p50_ms": row["p50_ms"], "relevance_p95_ms": row["p95_ms"],
-            "certainty_p50_ms": row["floor_p50_ms"], "certainty_p95_ms": row["floor_p95_ms"],
-            "ratio": row["ratio"], **cpu,
+            "budget": budget,
+            "calls": row["calls"],
+            "relevance_p50_ms": row["p50_ms"],
+            "relevance_p95_ms": row["p95_ms"],
+            "certainty_p50_ms": row["floor_p50_ms"],
+            "certainty_p95_ms": row["floor_p95_ms"],
+            "ratio": row["ratio"],
+            **cpu,
             "relevance_queries": _queries(lambda u=relevance_url: call(u)),
             "certainty_queries": _queries(lambda u=certainty_url: call(u)),
             "admitted": {o: len(a["memories"]) for o, a in answers.items()},
             # Plan memories carry no ids (P4); keys are unique per memory in this world.
-            "about_topic": {o: sum(loaded["topic_of_key"][m["key"]] == loaded["topic"] for m in a["memories"])
-                            for o, a in answers.items()},
+            "about_topic": {
+                o: sum(loaded["topic_of_key"][m["key"]] == loaded["topic"] for m in a["memories"])
+                for o, a in answers.items()
+            },
             "seconds": time.perf_counter() - started,
         }
         out[label] = row
-        log(f"  plan relevance vs certainty ({label}, {loaded['memories']:,} memories): "
+        log(
+            f"  plan relevance vs certainty ({label}, {loaded['memories']:,} memories): "
             f"p50 {row['relevance_p50_ms']:.1f} vs {row['certainty_p50_ms']:.1f} ms "
             f"(×{row['ratio']:.2f}; CPU ×{row['cpu_ratio']:.2f}), queries {row['relevance_queries']} vs "
             f"{row['certainty_queries']}, "
             f"about the topic {row['about_topic']['relevance']}/{row['admitted']['relevance']} vs "
-            f"{row['about_topic']['certainty']}/{row['admitted']['certainty']}")
+            f"{row['about_topic']['certainty']}/{row['admitted']['certainty']}"
+        )
     return out
 
 
@@ -342,6 +553,12 @@ def _cpu_p50(relevance_call, certainty_call, calls: int) -> dict:
             started = time.process_time()
             fn()
             samples[order].append(time.process_time() - started)
-    relevance, certainty = statistics.median(samples["relevance"]), statistics.median(samples["certainty"])
-    return {"relevance_cpu_p50_ms": relevance * 1000, "certainty_cpu_p50_ms": certainty * 1000,
-            "cpu_ratio": relevance / certainty if certainty else float("nan")}
+    relevance, certainty = (
+        statistics.median(samples["relevance"]),
+        statistics.median(samples["certainty"]),
+    )
+    return {
+        "relevance_cpu_p50_ms": relevance * 1000,
+        "certainty_cpu_p50_ms": certainty * 1000,
+        "cpu_ratio": relevance / certainty if certainty else float("nan"),
+    }

@@ -38,7 +38,7 @@ def kept_sections(existing: str) -> str:
     at = existing.find("\n" + KEPT_FROM)
     if at < 0:
         return ""
-    return "\n" + existing[at + 1:]
+    return "\n" + existing[at + 1 :]
 
 
 def _table(headers: list[str], rows: list[list], markdown: bool) -> str:
@@ -47,49 +47,91 @@ def _table(headers: list[str], rows: list[list], markdown: bool) -> str:
         out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
         out += ["| " + " | ".join(row) + " |" for row in cells]
         return "\n".join(out)
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
-              for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
+    ]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
-                      enumerate(zip(row, widths, strict=True))) for row in cells]
+    out += [
+        "  ".join(
+            c.rjust(w) if i else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in cells
+    ]
     return "\n".join(out)
 
 
 def _render_populated(pop: dict, h, markdown: bool) -> list[str]:
     out = []
     spec, build, counts = pop["spec"], pop.get("build", {}), pop.get("counts", {})
-    out.append(h(f"Populated database ({pop['database']}): {spec['users']:,} users × "
-                 f"{spec['memories']:,} memories"))
-    out.append(("\n" if markdown else "")
-               + f"Rows: {', '.join(f'{t} {n:,}' for t, n in counts.items())}. "
-               + (f"Reused (built {build.get('built_at', '?')[:16]} in {build['seconds']:.0f} s)."
-                  if pop.get("reused") else f"Built in this run in {build['seconds']:.0f} s.")
-               + " The single-client one round trip + reply for the same generated user "
-               f"({pop.get('memories', 1_000):,} memories, 100 messages) loaded fresh into each "
-               "database (the empty one is the run's own `companion_bench`, which holds only the "
-               "run's generated users), served by one gunicorn per database, in alternating "
-               "rounds:")
-    rows = [[name, r["rounds"], r["units"], r["p50_ms"], r["p50_min_ms"], r["p50_max_ms"],
-             r["p99_ms"], r["errors"]] for name, r in pop["single"].items()]
-    out.append(("\n" if markdown else "") + _table(["database", "rounds", "turns",
-                       "p50 ms (median of rounds)",
-                       "lowest round p50", "highest round p50", "worst p99 ms", "errors"],
-                      rows, markdown))
+    out.append(
+        h(
+            f"Populated database ({pop['database']}): {spec['users']:,} users × "
+            f"{spec['memories']:,} memories"
+        )
+    )
+    out.append(
+        ("\n" if markdown else "")
+        + f"Rows: {', '.join(f'{t} {n:,}' for t, n in counts.items())}. "
+        + (
+            f"Reused (built {build.get('built_at', '?')[:16]} in {build['seconds']:.0f} s)."
+            if pop.get("reused")
+            else f"Built in this run in {build['seconds']:.0f} s."
+        )
+        + " The single-client one round trip + reply for the same generated user "
+        f"({pop.get('memories', 1_000):,} memories, 100 messages) loaded fresh into each "
+        "database (the empty one is the run's own `companion_bench`, which holds only the "
+        "run's generated users), served by one gunicorn per database, in alternating "
+        "rounds:"
+    )
+    rows = [
+        [
+            name,
+            r["rounds"],
+            r["units"],
+            r["p50_ms"],
+            r["p50_min_ms"],
+            r["p50_max_ms"],
+            r["p99_ms"],
+            r["errors"],
+        ]
+        for name, r in pop["single"].items()
+    ]
+    out.append(
+        ("\n" if markdown else "")
+        + _table(
+            [
+                "database",
+                "rounds",
+                "turns",
+                "p50 ms (median of rounds)",
+                "lowest round p50",
+                "highest round p50",
+                "worst p99 ms",
+                "errors",
+            ],
+            rows,
+            markdown,
+        )
+    )
     explain = pop["explain"]
-    out.append(("\n" if markdown else "")
-               + f"populated ÷ empty p50 = ×{pop['ratio']:.2f}. EXPLAIN (ANALYZE, BUFFERS) of "
-               f"each of the {len(explain['statements'])} statements of the measured user's "
-               "first two turns in a fresh process (the first reads what the per-process "
-               f"caches then keep; the second: create with plan, {explain['facts']} fact, and "
-               "reply), each run in a savepoint rolled back before the statement itself: "
-               "sequential scans of user tables: "
-               + (", ".join(explain["seq_scans"]) or "none") + ".")
+    out.append(
+        ("\n" if markdown else "")
+        + f"populated ÷ empty p50 = ×{pop['ratio']:.2f}. EXPLAIN (ANALYZE, BUFFERS) of "
+        f"each of the {len(explain['statements'])} statements of the measured user's "
+        "first two turns in a fresh process (the first reads what the per-process "
+        f"caches then keep; the second: create with plan, {explain['facts']} fact, and "
+        "reply), each run in a savepoint rolled back before the statement itself: "
+        "sequential scans of user tables: " + (", ".join(explain["seq_scans"]) or "none") + "."
+    )
     if markdown:
         for i, st in enumerate(explain["statements"], 1):
             scans = ", ".join(st["seq_scans"]) or "none"
-            out.append(f"\n{i}. {st['step']}: `{st['sql']}` (sequential scans of user tables: "
-                       f"{scans})\n\n```\n{st['plan']}\n```")
+            out.append(
+                f"\n{i}. {st['step']}: `{st['sql']}` (sequential scans of user tables: "
+                f"{scans})\n\n```\n{st['plan']}\n```"
+            )
     return out
 
 
@@ -97,23 +139,51 @@ def _floor_table_rows(t: dict) -> list[list]:
     rows = []
     floor = t.get("floor")
     if floor and "turn_p50_ms" in floor:
-        rows.append([f"floor: the turn's statements on raw psycopg + its turns.pipeline calls, "
-                     f"{int(floor['records']):,} memories (SQL p50 {floor['sql_p50_ms']:.1f} ms, "
-                     f"pure p50 {floor['pure_p50_ms']:.1f} ms)", floor["turns"], "turns",
-                     floor["p50_ms"], floor["p95_ms"], None, 0])
-        rows.append([f"the single-client turn in the same {floor['rounds']} rounds (median of "
-                     f"the rounds' p50s, {floor['turn_p50_min_ms']:.1f}–"
-                     f"{floor['turn_p50_max_ms']:.1f})", floor["turn_units"], "turns",
-                     floor["turn_p50_ms"], None, None, floor["errors"]])
+        rows.append(
+            [
+                f"floor: the turn's statements on raw psycopg + its turns.pipeline calls, "
+                f"{int(floor['records']):,} memories (SQL p50 {floor['sql_p50_ms']:.1f} ms, "
+                f"pure p50 {floor['pure_p50_ms']:.1f} ms)",
+                floor["turns"],
+                "turns",
+                floor["p50_ms"],
+                floor["p95_ms"],
+                None,
+                0,
+            ]
+        )
+        rows.append(
+            [
+                f"the single-client turn in the same {floor['rounds']} rounds (median of "
+                f"the rounds' p50s, {floor['turn_p50_min_ms']:.1f}–"
+                f"{floor['turn_p50_max_ms']:.1f})",
+                floor["turn_units"],
+                "turns",
+                floor["turn_p50_ms"],
+                None,
+                None,
+                floor["errors"],
+            ]
+        )
     pooled = t.get("pgbouncer") or {}
     if "errors" in pooled:
         one, single = dict(pooled), pooled["single_client"]
         one["errors"] -= single["errors"]
-        for label, d in ((f"one round trip through PgBouncer ({pooled['pooler']}), "
-                          f"{t['clients']} clients", one),
-                         ("one round trip through PgBouncer, single client thread", single)):
-            rows.append([label, d["per_second"], "turns/s", d["p50_ms"], d["p95_ms"],
-                         d["p99_ms"], d["errors"]])
+        for label, d in (
+            (f"one round trip through PgBouncer ({pooled['pooler']}), {t['clients']} clients", one),
+            ("one round trip through PgBouncer, single client thread", single),
+        ):
+            rows.append(
+                [
+                    label,
+                    d["per_second"],
+                    "turns/s",
+                    d["p50_ms"],
+                    d["p95_ms"],
+                    d["p99_ms"],
+                    d["errors"],
+                ]
+            )
     return rows
 
 
@@ -123,41 +193,75 @@ def render(results: dict, *, markdown: bool) -> str:
     out = []
     if markdown:
         out.append("# Benchmark results\n")
-        out.append(f"Produced by `{meta['command']}` on {meta['started']} "
-                   f"({meta['machine']}). Load average at start/end: "
-                   f"{meta['load_start']} / {meta['load_end']}; interpreter yardstick "
-                   f"{_fmt(meta.get('calibration_mops'))} M loop iterations/s. "
-                   f"Total {meta['seconds']:.0f} s.\n")
+        out.append(
+            f"Produced by `{meta['command']}` on {meta['started']} "
+            f"({meta['machine']}). Load average at start/end: "
+            f"{meta['load_start']} / {meta['load_end']}; interpreter yardstick "
+            f"{_fmt(meta.get('calibration_mops'))} M loop iterations/s. "
+            f"Total {meta['seconds']:.0f} s.\n"
+        )
         out.append(meta["how"] + "\n")
     else:
         out.append(f"{meta['command']} — {meta['started']} — {meta['machine']}")
-        out.append(f"load average start/end {meta['load_start']} / {meta['load_end']}; "
-                   f"yardstick {_fmt(meta.get('calibration_mops'))} M loop it/s")
+        out.append(
+            f"load average start/end {meta['load_start']} / {meta['load_end']}; "
+            f"yardstick {_fmt(meta.get('calibration_mops'))} M loop it/s"
+        )
 
     pure = results.get("pure")
     if pure:
         out.append(h("Pure resolver (memory.resolver.resolve, no Django)"))
-        rows = [[r["n"], r["best_ms"], r["records_per_s"], r["best_cpu_ms"],
-                 r.get("gc_cpu", {}).get("enabled"), r.get("gc_cpu", {}).get("frozen"),
-                 r.get("gc_cpu", {}).get("control"), r["active"], r["excluded"]]
-                for r in pure["sizes"]]
-        out.append(_table(["N records", "best ms (collector paused)", "records/s", "best CPU ms",
-                           "CPU ms, collector on", "CPU ms, input frozen",
-                           "CPU ms, control loop", "active", "excluded"], rows, markdown))
+        rows = [
+            [
+                r["n"],
+                r["best_ms"],
+                r["records_per_s"],
+                r["best_cpu_ms"],
+                r.get("gc_cpu", {}).get("enabled"),
+                r.get("gc_cpu", {}).get("frozen"),
+                r.get("gc_cpu", {}).get("control"),
+                r["active"],
+                r["excluded"],
+            ]
+            for r in pure["sizes"]
+        ]
+        out.append(
+            _table(
+                [
+                    "N records",
+                    "best ms (collector paused)",
+                    "records/s",
+                    "best CPU ms",
+                    "CPU ms, collector on",
+                    "CPU ms, input frozen",
+                    "CPU ms, control loop",
+                    "active",
+                    "excluded",
+                ],
+                rows,
+                markdown,
+            )
+        )
         extra = []
         if "scaling_100k_10k" in pure:
-            extra.append(f"t(100k)/t(10k) = {pure['scaling_100k_10k']:.1f} with the collector "
-                         f"paused (CPU {pure['scaling_100k_10k_cpu']:.1f})")
+            extra.append(
+                f"t(100k)/t(10k) = {pure['scaling_100k_10k']:.1f} with the collector "
+                f"paused (CPU {pure['scaling_100k_10k_cpu']:.1f})"
+            )
             by = pure.get("scaling_by_regime")
             if by:
-                extra.append(f"in CPU time with the collector on {by['enabled']:.1f}, input "
-                             f"frozen {by['frozen']:.1f}; the linear control loop "
-                             f"{by['control']:.1f} (the caches)")
+                extra.append(
+                    f"in CPU time with the collector on {by['enabled']:.1f}, input "
+                    f"frozen {by['frozen']:.1f}; the linear control loop "
+                    f"{by['control']:.1f} (the caches)"
+                )
         slots = pure.get("slots")
         if slots:
-            extra.append(f"hot slot {slots['hot']['n']:,} versions {slots['hot']['best_ms']:.1f} ms vs "
-                         f"{slots['spread']['n']:,} records over {slots['spread']['n'] // 10:,} slots "
-                         f"{slots['spread']['best_ms']:.1f} ms (hot/spread {slots['hot_over_spread']:.2f})")
+            extra.append(
+                f"hot slot {slots['hot']['n']:,} versions {slots['hot']['best_ms']:.1f} ms vs "
+                f"{slots['spread']['n']:,} records over {slots['spread']['n'] // 10:,} slots "
+                f"{slots['spread']['best_ms']:.1f} ms (hot/spread {slots['hot_over_spread']:.2f})"
+            )
         out.append(("\n" if markdown else "") + "; ".join(extra))
 
     for db in results.get("databases", []):
@@ -169,116 +273,291 @@ def render(results: dict, *, markdown: bool) -> str:
             out.append(h(f"Errors on {db['db']}"))
             out.append("ERROR: " + db["error"].strip().splitlines()[-1])
         if db.get("cases"):
-            out.append(h(f"Endpoints on {db.get('server_version', db['db'])} "
-                         "(in-process django.test.Client, Bearer token; floor = raw cursor + pure core)"))
-        rows = [[c["endpoint"], c["records"], c["messages"], c["calls"], c["p50_ms"], c["p95_ms"],
-                 c["floor_p50_ms"], c["ratio"], c["queries"], c["floor_queries"], c["peak_kib"],
-                 c["floor_peak_kib"], c["match"]] for c in db.get("cases", [])]
+            out.append(
+                h(
+                    f"Endpoints on {db.get('server_version', db['db'])} "
+                    "(in-process django.test.Client, Bearer token; floor = raw cursor + pure core)"
+                )
+            )
+        rows = [
+            [
+                c["endpoint"],
+                c["records"],
+                c["messages"],
+                c["calls"],
+                c["p50_ms"],
+                c["p95_ms"],
+                c["floor_p50_ms"],
+                c["ratio"],
+                c["queries"],
+                c["floor_queries"],
+                c["peak_kib"],
+                c["floor_peak_kib"],
+                c["match"],
+            ]
+            for c in db.get("cases", [])
+        ]
         if rows:
-            out.append(_table(["endpoint", "records", "messages", "calls", "p50 ms", "p95 ms",
-                               "floor p50 ms", "ratio", "queries", "floor q", "peak KiB",
-                               "floor peak KiB", "same answer"], rows, markdown))
+            out.append(
+                _table(
+                    [
+                        "endpoint",
+                        "records",
+                        "messages",
+                        "calls",
+                        "p50 ms",
+                        "p95 ms",
+                        "floor p50 ms",
+                        "ratio",
+                        "queries",
+                        "floor q",
+                        "peak KiB",
+                        "floor peak KiB",
+                        "same answer",
+                    ],
+                    rows,
+                    markdown,
+                )
+            )
         t = db.get("turns")
         if t:
-            out.append(h(f"Whole turn on {db.get('server_version')}: {t['server']}, "
-                         f"{t['clients']} client threads"))
+            out.append(
+                h(
+                    f"Whole turn on {db.get('server_version')}: {t['server']}, "
+                    f"{t['clients']} client threads"
+                )
+            )
             rows = [
-                ["trivial JSON (/bench/ping), before", t["ping_before"]["per_second"], "req/s",
-                 t["ping_before"]["p50_ms"], t["ping_before"]["p95_ms"], t["ping_before"].get("p99_ms"), t["ping_before"]["errors"]],
-                ["authenticated DRF JSON (/bench/ping-auth)", t["ping_auth"]["per_second"], "req/s",
-                 t["ping_auth"]["p50_ms"], t["ping_auth"]["p95_ms"], t["ping_auth"].get("p99_ms"), t["ping_auth"]["errors"]],
-                ["whole turn, three requests (create → plan → reply)", t["turns"]["per_second"], "turns/s",
-                 t["turns"]["p50_ms"], t["turns"]["p95_ms"], t["turns"].get("p99_ms"), t["turns"]["errors"]],
-                *[row for n, size in sorted(turns_by_size(t).items()) for row in (
-                    [f"one round trip (create with plan → reply), {t['clients']} clients, "
-                     f"{n:,} memories", size["one_trip"]["per_second"], "turns/s",
-                     size["one_trip"]["p50_ms"], size["one_trip"]["p95_ms"],
-                     size["one_trip"]["p99_ms"], size["one_trip"]["errors"]],
-                    [f"one round trip, single client thread, {n:,} memories",
-                     size["single_client"]["per_second"], "turns/s",
-                     size["single_client"]["p50_ms"], size["single_client"]["p95_ms"],
-                     size["single_client"]["p99_ms"], size["single_client"]["errors"]])],
+                [
+                    "trivial JSON (/bench/ping), before",
+                    t["ping_before"]["per_second"],
+                    "req/s",
+                    t["ping_before"]["p50_ms"],
+                    t["ping_before"]["p95_ms"],
+                    t["ping_before"].get("p99_ms"),
+                    t["ping_before"]["errors"],
+                ],
+                [
+                    "authenticated DRF JSON (/bench/ping-auth)",
+                    t["ping_auth"]["per_second"],
+                    "req/s",
+                    t["ping_auth"]["p50_ms"],
+                    t["ping_auth"]["p95_ms"],
+                    t["ping_auth"].get("p99_ms"),
+                    t["ping_auth"]["errors"],
+                ],
+                [
+                    "whole turn, three requests (create → plan → reply)",
+                    t["turns"]["per_second"],
+                    "turns/s",
+                    t["turns"]["p50_ms"],
+                    t["turns"]["p95_ms"],
+                    t["turns"].get("p99_ms"),
+                    t["turns"]["errors"],
+                ],
+                *[
+                    row
+                    for n, size in sorted(turns_by_size(t).items())
+                    for row in (
+                        [
+                            f"one round trip (create with plan → reply), {t['clients']} clients, "
+                            f"{n:,} memories",
+                            size["one_trip"]["per_second"],
+                            "turns/s",
+                            size["one_trip"]["p50_ms"],
+                            size["one_trip"]["p95_ms"],
+                            size["one_trip"]["p99_ms"],
+                            size["one_trip"]["errors"],
+                        ],
+                        [
+                            f"one round trip, single client thread, {n:,} memories",
+                            size["single_client"]["per_second"],
+                            "turns/s",
+                            size["single_client"]["p50_ms"],
+                            size["single_client"]["p95_ms"],
+                            size["single_client"]["p99_ms"],
+                            size["single_client"]["errors"],
+                        ],
+                    )
+                ],
                 *_floor_table_rows(t),
-                ["trivial JSON (/bench/ping), after", t["ping_after"]["per_second"], "req/s",
-                 t["ping_after"]["p50_ms"], t["ping_after"]["p95_ms"], t["ping_after"].get("p99_ms"), t["ping_after"]["errors"]],
+                [
+                    "trivial JSON (/bench/ping), after",
+                    t["ping_after"]["per_second"],
+                    "req/s",
+                    t["ping_after"]["p50_ms"],
+                    t["ping_after"]["p95_ms"],
+                    t["ping_after"].get("p99_ms"),
+                    t["ping_after"]["errors"],
+                ],
             ]
-            out.append(_table(["what", "rate", "unit", "p50 ms", "p95 ms", "p99 ms", "errors"], rows, markdown))
-            out.append(("\n" if markdown else "")
-                       + f"turns/s ÷ trivial req/s = {t['turns_per_ping'] * 100:.1f}%; "
-                       f"÷ authenticated req/s = {t['turns']['per_second'] / t['ping_auth']['per_second'] * 100:.1f}% "
-                       f"({t['turns']['units']} turns, {t['records_per_user']:,} records per user"
-                       + (f"; SQL queries per turn: create {t['queries']['create']}, plan "
-                          f"{t['queries']['plan']}, reply {t['queries']['reply']} (an authenticated "
-                          f"request alone: {t['queries']['ping_auth']})" if t.get("queries") else "")
-                       + ")")
+            out.append(
+                _table(
+                    ["what", "rate", "unit", "p50 ms", "p95 ms", "p99 ms", "errors"], rows, markdown
+                )
+            )
+            out.append(
+                ("\n" if markdown else "")
+                + f"turns/s ÷ trivial req/s = {t['turns_per_ping'] * 100:.1f}%; "
+                f"÷ authenticated req/s = {t['turns']['per_second'] / t['ping_auth']['per_second'] * 100:.1f}% "
+                f"({t['turns']['units']} turns, {t['records_per_user']:,} records per user"
+                + (
+                    f"; SQL queries per turn: create {t['queries']['create']}, plan "
+                    f"{t['queries']['plan']}, reply {t['queries']['reply']} (an authenticated "
+                    f"request alone: {t['queries']['ping_auth']})"
+                    if t.get("queries")
+                    else ""
+                )
+                + ")"
+            )
             q = t.get("queries") or {}
             if "one_total" in q:
                 rows = [
-                    ["create", q["create"]], ["plan (GET)", q["plan"]], ["reply", q["reply"]],
+                    ["create", q["create"]],
+                    ["plan (GET)", q["plan"]],
+                    ["reply", q["reply"]],
                     ["whole turn, three requests", q["total"]],
-                    [f"create with plan ({q['create_plan_facts']} fact extracted)", q["create_plan"]],
-                    *([[f"create with plan, a correction ({q['create_plan_correction_facts']} "
-                        "fact extracted)", q["create_plan_correction"]]]
-                      if "create_plan_correction" in q else []),
-                    [f"create with plan ({q['create_plan_no_fact_facts']} facts extracted)",
-                     q["create_plan_no_fact"]],
+                    [
+                        f"create with plan ({q['create_plan_facts']} fact extracted)",
+                        q["create_plan"],
+                    ],
+                    *(
+                        [
+                            [
+                                f"create with plan, a correction ({q['create_plan_correction_facts']} "
+                                "fact extracted)",
+                                q["create_plan_correction"],
+                            ]
+                        ]
+                        if "create_plan_correction" in q
+                        else []
+                    ),
+                    [
+                        f"create with plan ({q['create_plan_no_fact_facts']} facts extracted)",
+                        q["create_plan_no_fact"],
+                    ],
                     ["reply after a create with plan", q["reply_one"]],
                     ["whole turn, one round trip", q["one_total"]],
                     ["authenticated ping", q["ping_auth"]],
                 ]
-                out.append(("\n" if markdown else "") + "SQL queries per step (CaptureQueriesContext, "
-                           "in-process, autocommit" + (", warm process: one turn with a plan and "
-                           "its reply ran first" if q.get("warm") else "") + "; each plan asks "
-                           "about one capability, so it logs one decision):")
+                out.append(
+                    ("\n" if markdown else "") + "SQL queries per step (CaptureQueriesContext, "
+                    "in-process, autocommit"
+                    + (
+                        ", warm process: one turn with a plan and its reply ran first"
+                        if q.get("warm")
+                        else ""
+                    )
+                    + "; each plan asks "
+                    "about one capability, so it logs one decision):"
+                )
                 out.append(_table(["step", "queries"], rows, markdown))
             steps = (t.get("floor") or {}).get("steps")
             if steps:
-                out.append(("\n" if markdown else "") + "The floor's statements, p50 ms each (in "
-                           f"how many of its {t['floor']['turns']} turns): " + "; ".join(
-                               f"{'`' if markdown else ''}{name[:48]}{'`' if markdown else ''} "
-                               f"{v['p50_ms']:.1f} ({v['runs']})" for name, v in steps.items()))
-            samples = [f"{name}: {x}" for name, phase in load_phases(t).items()
-                       for x in phase.get("error_samples", [])[:2]]
+                out.append(
+                    ("\n" if markdown else "") + "The floor's statements, p50 ms each (in "
+                    f"how many of its {t['floor']['turns']} turns): "
+                    + "; ".join(
+                        f"{'`' if markdown else ''}{name[:48]}{'`' if markdown else ''} "
+                        f"{v['p50_ms']:.1f} ({v['runs']})"
+                        for name, v in steps.items()
+                    )
+                )
+            samples = [
+                f"{name}: {x}"
+                for name, phase in load_phases(t).items()
+                for x in phase.get("error_samples", [])[:2]
+            ]
             if samples:
                 out.append(("\n" if markdown else "") + "error samples: " + " | ".join(samples))
         if db.get("populated"):
             out.extend(_render_populated(db["populated"], h, markdown))
 
     quality = results.get("relevance_quality")
-    costs = [(db["db"], db["relevance"]) for db in results.get("databases", []) if db.get("relevance")]
+    costs = [
+        (db["db"], db["relevance"]) for db in results.get("databases", []) if db.get("relevance")
+    ]
     if quality or costs:
         out.append(h("Relevance order (I6)"))
     if quality:
-        out.append(("\n" if markdown else "")
-                   + f"Quality ({quality['memories']} memories over {quality['topics']} topics, budget "
-                   f"{quality['budget']} × memory share {quality['memory_share']}: about "
-                   f"{quality['admitted_mean']:.1f} memories admitted): memories about the message's "
-                   f"topic, per topic, under relevance / certainty:")
-        rows = [[r["topic"], r["relevance"], r["relevance_admitted"], r["certainty"], r["certainty_admitted"]]
-                for r in quality["rows"]]
-        out.append(_table(["topic", "relevance: about it", "admitted", "certainty: about it", "admitted"],
-                          rows, markdown))
+        out.append(
+            ("\n" if markdown else "")
+            + f"Quality ({quality['memories']} memories over {quality['topics']} topics, budget "
+            f"{quality['budget']} × memory share {quality['memory_share']}: about "
+            f"{quality['admitted_mean']:.1f} memories admitted): memories about the message's "
+            f"topic, per topic, under relevance / certainty:"
+        )
+        rows = [
+            [
+                r["topic"],
+                r["relevance"],
+                r["relevance_admitted"],
+                r["certainty"],
+                r["certainty_admitted"],
+            ]
+            for r in quality["rows"]
+        ]
+        out.append(
+            _table(
+                ["topic", "relevance: about it", "admitted", "certainty: about it", "admitted"],
+                rows,
+                markdown,
+            )
+        )
     if costs:
         rows = []
         for vendor, cost in costs:
             for label in ("wide", "tight"):
                 r = cost[label]
-                rows.append([vendor, cost["memories"], label, r["budget"], r["calls"], r["relevance_p50_ms"],
-                             r["certainty_p50_ms"], r["ratio"], r.get("relevance_cpu_p50_ms"),
-                             r.get("certainty_cpu_p50_ms"), r.get("cpu_ratio"),
-                             r["relevance_queries"], r["certainty_queries"],
-                             f"{r['about_topic']['relevance']}/{r['admitted']['relevance']}",
-                             f"{r['about_topic']['certainty']}/{r['admitted']['certainty']}"])
-        out.append(("\n" if markdown else "")
-                   + "Plan endpoint, calls alternating between the two orders (wide: every memory fits; "
-                   "tight: the quality check's budget):")
-        out.append(_table(["db", "memories", "budget", "tokens", "calls", "relevance p50 ms",
-                           "certainty p50 ms", "ratio", "rel. CPU p50 ms", "cert. CPU p50 ms",
-                           "CPU ratio", "queries rel.", "queries cert.",
-                           "about topic rel.", "about topic cert."], rows, markdown))
+                rows.append(
+                    [
+                        vendor,
+                        cost["memories"],
+                        label,
+                        r["budget"],
+                        r["calls"],
+                        r["relevance_p50_ms"],
+                        r["certainty_p50_ms"],
+                        r["ratio"],
+                        r.get("relevance_cpu_p50_ms"),
+                        r.get("certainty_cpu_p50_ms"),
+                        r.get("cpu_ratio"),
+                        r["relevance_queries"],
+                        r["certainty_queries"],
+                        f"{r['about_topic']['relevance']}/{r['admitted']['relevance']}",
+                        f"{r['about_topic']['certainty']}/{r['admitted']['certainty']}",
+                    ]
+                )
+        out.append(
+            ("\n" if markdown else "")
+            + "Plan endpoint, calls alternating between the two orders (wide: every memory fits; "
+            "tight: the quality check's budget):"
+        )
+        out.append(
+            _table(
+                [
+                    "db",
+                    "memories",
+                    "budget",
+                    "tokens",
+                    "calls",
+                    "relevance p50 ms",
+                    "certainty p50 ms",
+                    "ratio",
+                    "rel. CPU p50 ms",
+                    "cert. CPU p50 ms",
+                    "CPU ratio",
+                    "queries rel.",
+                    "queries cert.",
+                    "about topic rel.",
+                    "about topic cert.",
+                ],
+                rows,
+                markdown,
+            )
+        )
 
     out.append(h("Targets (compared, never asserted)"))
     rows = [[r["target"], r["measured"], r["result"]] for r in results["targets"]]
     out.append(_table(["target", "measured", "result"], rows, markdown))
     return "\n".join(out) + "\n"
-

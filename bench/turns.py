@@ -51,8 +51,13 @@ def free_port() -> int:
 class Server:
     """gunicorn serving the project on a free loopback port."""
 
-    def __init__(self, database_url: str, workers: int, env: dict | None = None,
-                 log_name: str = "gunicorn.log"):
+    def __init__(
+        self,
+        database_url: str,
+        workers: int,
+        env: dict | None = None,
+        log_name: str = "gunicorn.log",
+    ):
         self.port = free_port()
         self.workers = workers
         self.database_url = database_url
@@ -62,27 +67,46 @@ class Server:
 
     def start(self, timeout: float = 60) -> None:
         env = dict(os.environ)
-        env.update({
-            "DATABASE_URL": self.database_url,
-            "DJANGO_SETTINGS_MODULE": "bench.settings",
-            "BENCH_LOG_NAME": "server-gunicorn.log",
-            # Persistent connections, as a production deployment runs them (a new
-            # PostgreSQL backend per request would dominate every request).
-            "CONN_MAX_AGE": env.get("CONN_MAX_AGE", "60"),
-            # The runtime throttle still counts every request (its statement is measured);
-            # its limit, sized for one runtime, is raised so 8 clients on one token measure
-            # the turn and not the limit. A 429 would still count as an error.
-            "THROTTLE_RUNTIME": env.get("THROTTLE_RUNTIME", THROTTLE_RUNTIME),
-            **self.extra_env,
-        })
+        env.update(
+            {
+                "DATABASE_URL": self.database_url,
+                "DJANGO_SETTINGS_MODULE": "bench.settings",
+                "BENCH_LOG_NAME": "server-gunicorn.log",
+                # Persistent connections, as a production deployment runs them (a new
+                # PostgreSQL backend per request would dominate every request).
+                "CONN_MAX_AGE": env.get("CONN_MAX_AGE", "60"),
+                # The runtime throttle still counts every request (its statement is measured);
+                # its limit, sized for one runtime, is raised so 8 clients on one token measure
+                # the turn and not the limit. A 429 would still count as an error.
+                "THROTTLE_RUNTIME": env.get("THROTTLE_RUNTIME", THROTTLE_RUNTIME),
+                **self.extra_env,
+            }
+        )
         RESULTS.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "w")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi:application",
-             "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
-             "--worker-class", "sync", "--timeout", "120", "--graceful-timeout", "5",
-             "--log-level", "warning"],
-            cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(self.workers),
+                "--worker-class",
+                "sync",
+                "--timeout",
+                "120",
+                "--graceful-timeout",
+                "5",
+                "--log-level",
+                "warning",
+            ],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         log.close()
         deadline = time.monotonic() + timeout
@@ -206,16 +230,28 @@ def turn_work_factory(conversations: list[str], token: str, tag: str):
     def work(index, conn, n):
         conversation = conversations[index % len(conversations)]
         text = TURN_TEXTS[n % len(TURN_TEXTS)]
-        status, data = request(conn, "POST", f"/api/v1/conversations/{conversation}/turns",
-                               {"turn_key": f"{tag}-{index}-{n}", "content": text}, token)
+        status, data = request(
+            conn,
+            "POST",
+            f"/api/v1/conversations/{conversation}/turns",
+            {"turn_key": f"{tag}-{index}-{n}", "content": text},
+            token,
+        )
         if status != 201:
             return 0, f"turn {status} {data[:120]!r}"
         turn = json.loads(data)["id"]
-        status, data = request(conn, "GET", f"/api/v1/turns/{turn}/prompt-plan?budget=8000"
-                               "&capabilities=tone.playful", None, token)
+        status, data = request(
+            conn,
+            "GET",
+            f"/api/v1/turns/{turn}/prompt-plan?budget=8000&capabilities=tone.playful",
+            None,
+            token,
+        )
         if status != 200:
             return 0, f"plan {status} {data[:120]!r}"
-        status, data = request(conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token)
+        status, data = request(
+            conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token
+        )
         if status != 201:
             return 0, f"reply {status} {data[:120]!r}"
         return 1, 0
@@ -228,15 +264,23 @@ PLAN = {"budget": 8000, "capabilities": ["tone.playful"]}
 
 def turn_one_work_factory(conversations: list[str], token: str, tag: str):
     """I7: the turn in one round trip before generating (create with `plan`), then the reply."""
+
     def work(index, conn, n):
         conversation = conversations[index % len(conversations)]
         text = TURN_TEXTS[n % len(TURN_TEXTS)]
-        status, data = request(conn, "POST", f"/api/v1/conversations/{conversation}/turns",
-                               {"turn_key": f"{tag}-{index}-{n}", "content": text, "plan": PLAN}, token)
+        status, data = request(
+            conn,
+            "POST",
+            f"/api/v1/conversations/{conversation}/turns",
+            {"turn_key": f"{tag}-{index}-{n}", "content": text, "plan": PLAN},
+            token,
+        )
         if status != 201:
             return 0, f"turn+plan {status} {data[:120]!r}"
         turn = json.loads(data)["id"]
-        status, data = request(conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token)
+        status, data = request(
+            conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token
+        )
         if status != 201:
             return 0, f"reply {status} {data[:120]!r}"
         return 1, 0
@@ -265,33 +309,39 @@ def inprocess_queries(conversation: str, token: str) -> dict:
             if body is None:
                 response = getattr(client, method)(path)
             else:
-                response = getattr(client, method)(path, json.dumps(body),
-                                                   content_type="application/json")
+                response = getattr(client, method)(
+                    path, json.dumps(body), content_type="application/json"
+                )
         assert response.status_code in (200, 201), response.content[:300]
         return len(captured.captured_queries), response.json()
 
     turns = f"/api/v1/conversations/{conversation}/turns"
-    _, created = count("post", turns, {"turn_key": "count-warm", "content": TURN_TEXTS[2],
-                                       "plan": PLAN})
+    _, created = count(
+        "post", turns, {"turn_key": "count-warm", "content": TURN_TEXTS[2], "plan": PLAN}
+    )
     count("post", f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
     out["create"], created = count("post", turns, {"turn_key": "count-3", "content": TURN_TEXTS[5]})
     out["plan"], _ = count(
-        "get", f"/api/v1/turns/{created['id']}/prompt-plan?budget=8000&capabilities=tone.playful")
+        "get", f"/api/v1/turns/{created['id']}/prompt-plan?budget=8000&capabilities=tone.playful"
+    )
     out["reply"], _ = count("post", f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
     out["total"] = out["create"] + out["plan"] + out["reply"]
     # The one round trip with one plain fact and one logged decision: the target's turn.
     out["create_plan"], created = count(
-        "post", turns, {"turn_key": "count-1", "content": TURN_TEXTS[0], "plan": PLAN})
+        "post", turns, {"turn_key": "count-1", "content": TURN_TEXTS[0], "plan": PLAN}
+    )
     out["create_plan_facts"] = len(created["extracted"])
     out["reply_one"], _ = count("post", f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
     out["one_total"] = out["create_plan"] + out["reply_one"]
     # A correction (the dog's name again) and a message that teaches nothing (a question).
     out["create_plan_correction"], created = count(
-        "post", turns, {"turn_key": "count-c", "content": TURN_TEXTS[4], "plan": PLAN})
+        "post", turns, {"turn_key": "count-c", "content": TURN_TEXTS[4], "plan": PLAN}
+    )
     out["create_plan_correction_facts"] = len(created["extracted"])
     count("post", f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
     out["create_plan_no_fact"], created = count(
-        "post", turns, {"turn_key": "count-0", "content": TURN_TEXTS[6], "plan": PLAN})
+        "post", turns, {"turn_key": "count-0", "content": TURN_TEXTS[6], "plan": PLAN}
+    )
     out["create_plan_no_fact_facts"] = len(created["extracted"])
     count("post", f"/api/v1/turns/{created['id']}/reply", {"content": REPLY})
     out["ping_auth"], _ = count("get", "/bench/ping-auth")
@@ -300,16 +350,26 @@ def inprocess_queries(conversation: str, token: str) -> dict:
     return out
 
 
-def _warm(server: Server, clients: int, seconds: float, conversations: list[str], token: str,
-          tag: str) -> None:
+def _warm(
+    server: Server, clients: int, seconds: float, conversations: list[str], token: str, tag: str
+) -> None:
     """Every worker's imports, URL resolvers, connections and caches, outside the measurement."""
     _drive(server, clients, seconds, ping_work)
     _drive(server, clients, seconds, turn_work_factory(conversations, token, tag))
     _drive(server, clients, seconds, turn_one_work_factory(conversations, token, tag + "1"))
 
 
-def run(database_url: str, groups: dict[int, list[str]], token: str, *, clients: int,
-        workers: int, seconds: float, log, main_size: int) -> dict:
+def run(
+    database_url: str,
+    groups: dict[int, list[str]],
+    token: str,
+    *,
+    clients: int,
+    workers: int,
+    seconds: float,
+    log,
+    main_size: int,
+) -> dict:
     """`groups`: for each memory count, one conversation per client thread (its user has that
     many memories). The pings and the three-request turn run at `main_size`; the one round
     trip runs at every size, from `clients` threads and from one."""
@@ -320,30 +380,44 @@ def run(database_url: str, groups: dict[int, list[str]], token: str, *, clients:
         warm = min(2.0, seconds / 4)
         _warm(server, clients, warm, main, token, "warm")
         ping_before = _drive(server, clients, seconds / 2, ping_work)
-        log(f"  gunicorn ping      {ping_before['per_second']:.0f} req/s "
-            f"errors={ping_before['errors']}")
+        log(
+            f"  gunicorn ping      {ping_before['per_second']:.0f} req/s "
+            f"errors={ping_before['errors']}"
+        )
         ping_auth = _drive(server, clients, seconds / 2, ping_auth_factory(token))
-        log(f"  gunicorn ping-auth {ping_auth['per_second']:.0f} req/s errors={ping_auth['errors']}")
+        log(
+            f"  gunicorn ping-auth {ping_auth['per_second']:.0f} req/s errors={ping_auth['errors']}"
+        )
         turns = _drive(server, clients, seconds, turn_work_factory(main, token, "bench"))
-        log(f"  gunicorn turns     {turns['per_second']:.1f} turns/s p95={turns['p95_ms']:.0f}ms "
-            f"errors={turns['errors']}")
+        log(
+            f"  gunicorn turns     {turns['per_second']:.1f} turns/s p95={turns['p95_ms']:.0f}ms "
+            f"errors={turns['errors']}"
+        )
         sizes = {}
         for n, conversations in sorted(groups.items()):
             if n != main_size:
                 _warm(server, clients, warm / 2, conversations, token, f"warm-{n}")
-            one = _drive(server, clients, seconds,
-                         turn_one_work_factory(conversations, token, f"one-{n}"))
-            log(f"  gunicorn one-trip  {n:>6} memories: {one['per_second']:.1f} turns/s "
-                f"p50={one['p50_ms']:.0f}ms p95={one['p95_ms']:.0f}ms errors={one['errors']}")
-            single = _drive(server, 1, seconds / 2,
-                            turn_one_work_factory(conversations, token, f"single-{n}"))
-            log(f"  gunicorn 1 client  {n:>6} memories: {single['per_second']:.1f} turns/s "
+            one = _drive(
+                server, clients, seconds, turn_one_work_factory(conversations, token, f"one-{n}")
+            )
+            log(
+                f"  gunicorn one-trip  {n:>6} memories: {one['per_second']:.1f} turns/s "
+                f"p50={one['p50_ms']:.0f}ms p95={one['p95_ms']:.0f}ms errors={one['errors']}"
+            )
+            single = _drive(
+                server, 1, seconds / 2, turn_one_work_factory(conversations, token, f"single-{n}")
+            )
+            log(
+                f"  gunicorn 1 client  {n:>6} memories: {single['per_second']:.1f} turns/s "
                 f"p50={single['p50_ms']:.1f}ms p99={single['p99_ms']:.1f}ms "
-                f"errors={single['errors']}")
+                f"errors={single['errors']}"
+            )
             sizes[str(n)] = {"one_trip": one, "single_client": single}
         ping_after = _drive(server, clients, seconds / 2, ping_work)
-        log(f"  gunicorn ping      {ping_after['per_second']:.0f} req/s (after) "
-            f"errors={ping_after['errors']}")
+        log(
+            f"  gunicorn ping      {ping_after['per_second']:.0f} req/s (after) "
+            f"errors={ping_after['errors']}"
+        )
     finally:
         server.stop()
     ceiling = (ping_before["per_second"] + ping_after["per_second"]) / 2
@@ -361,13 +435,15 @@ def run(database_url: str, groups: dict[int, list[str]], token: str, *, clients:
         "single_client": single,
         "sizes": sizes,
         "main_size": main_size,
-        "one_trip_per_ping_auth": (one["per_second"] / ping_auth["per_second"]
-                                   if ping_auth["per_second"] else float("nan")),
+        "one_trip_per_ping_auth": (
+            one["per_second"] / ping_auth["per_second"] if ping_auth["per_second"] else float("nan")
+        ),
     }
 
 
-def compare_single(servers: dict[str, tuple[Server, list[str], str]], *, seconds: float,
-                   rounds: int, log) -> dict:
+def compare_single(
+    servers: dict[str, tuple[Server, list[str], str]], *, seconds: float, rounds: int, log
+) -> dict:
     """The single-client one round trip on several servers (name → (server, conversations,
     token)), in alternating rounds so the machine's load hits each alike; p50 over every
     round's turns and the median of the rounds' p50s."""
@@ -379,8 +455,14 @@ def compare_single(servers: dict[str, tuple[Server, list[str], str]], *, seconds
         order = list(servers) if i % 2 == 0 else list(reversed(servers))
         for name in order:
             server, conversations, token = servers[name]
-            samples[name].append(_drive(server, 1, seconds, turn_one_work_factory(
-                conversations, token, f"cmp-{name}-{i}")))
+            samples[name].append(
+                _drive(
+                    server,
+                    1,
+                    seconds,
+                    turn_one_work_factory(conversations, token, f"cmp-{name}-{i}"),
+                )
+            )
     out = {}
     for name, drives in samples.items():
         p50s = [d["p50_ms"] for d in drives]
@@ -394,8 +476,10 @@ def compare_single(servers: dict[str, tuple[Server, list[str], str]], *, seconds
             "p50_max_ms": max(p50s),
             "p99_ms": max(d["p99_ms"] for d in drives),
         }
-        log(f"  single client on {name}: p50 {out[name]['p50_ms']:.1f} ms "
-            f"(rounds {min(p50s):.1f}–{max(p50s):.1f}) errors={out[name]['errors']}")
+        log(
+            f"  single client on {name}: p50 {out[name]['p50_ms']:.1f} ms "
+            f"(rounds {min(p50s):.1f}–{max(p50s):.1f}) errors={out[name]['errors']}"
+        )
     return out
 
 
@@ -404,8 +488,16 @@ def compare_single(servers: dict[str, tuple[Server, list[str], str]], *, seconds
 PGBOUNCER_POOL = 2
 
 
-def through_pgbouncer(database_url: str, conversations: list[str], token: str, *, clients: int,
-                      workers: int, seconds: float, log) -> dict:
+def through_pgbouncer(
+    database_url: str,
+    conversations: list[str],
+    token: str,
+    *,
+    clients: int,
+    workers: int,
+    seconds: float,
+    log,
+) -> dict:
     """The one round trip + reply through PgBouncer in transaction pooling (Debian's
     `pgbouncer`, started here on loopback in front of the benchmark database): a gunicorn
     with `DATABASE_POOLER=pgbouncer` whose connections reach PostgreSQL through it, from
@@ -416,22 +508,29 @@ def through_pgbouncer(database_url: str, conversations: list[str], token: str, *
         log("  pgbouncer: skipped (not installed)")
         return {"skipped": "pgbouncer is not installed (Debian: apt-get install pgbouncer)"}
     bouncer = PgBouncer.for_url(database_url, pool_size=PGBOUNCER_POOL).start()
-    server = Server(bouncer.url(), workers, env={"DATABASE_POOLER": "pgbouncer"},
-                    log_name="gunicorn-pgbouncer.log")
+    server = Server(
+        bouncer.url(),
+        workers,
+        env={"DATABASE_POOLER": "pgbouncer"},
+        log_name="gunicorn-pgbouncer.log",
+    )
     try:
         server.start()
         warm = min(2.0, seconds / 4)
         _drive(server, clients, warm, turn_one_work_factory(conversations, token, "pgb-warm"))
         one = _drive(server, clients, seconds, turn_one_work_factory(conversations, token, "pgb"))
-        single = _drive(server, 1, seconds / 2,
-                        turn_one_work_factory(conversations, token, "pgb-single"))
+        single = _drive(
+            server, 1, seconds / 2, turn_one_work_factory(conversations, token, "pgb-single")
+        )
         served = bouncer.stats()  # the proof that the turns went through it
     finally:
         server.stop()
         bouncer.stop()
-    log(f"  pgbouncer one-trip {clients} clients: {one['per_second']:.1f} turns/s "
+    log(
+        f"  pgbouncer one-trip {clients} clients: {one['per_second']:.1f} turns/s "
         f"p50={one['p50_ms']:.0f}ms errors={one['errors']}; 1 client p50={single['p50_ms']:.1f}ms "
-        f"errors={single['errors']}; PgBouncer served {served['transactions']:,} transactions")
+        f"errors={single['errors']}; PgBouncer served {served['transactions']:,} transactions"
+    )
     return {
         **one,
         "errors": one["errors"] + single["errors"],

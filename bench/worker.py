@@ -47,8 +47,13 @@ def main(vendor: str, config: dict, out_path: str) -> int:
         seed = config["seed"]
         for n in config["records"]:
             for m in config["messages"]:
-                world = data.build_world(n, seed=seed, user=f"bench-{n}-{m}", n_messages=m,
-                                         id_seed=seed * 100_003 + n * 7 + m)
+                world = data.build_world(
+                    n,
+                    seed=seed,
+                    user=f"bench-{n}-{m}",
+                    n_messages=m,
+                    id_seed=seed * 100_003 + n * 7 + m,
+                )
                 loaded[(n, m)] = load.load_world(world)
         if vendor == "postgres":
             load.analyze()
@@ -60,11 +65,14 @@ def main(vendor: str, config: dict, out_path: str) -> int:
         _, token = ApiToken.issue("bench")
         if loaded:
             result["selectors_match_orm"] = selectors_match_orm(next(iter(loaded.values())))
-            log(f"  {vendor}: hot-path readers give the ORM's values: "
-                f"{result['selectors_match_orm']['all']}")
+            log(
+                f"  {vendor}: hot-path readers give the ORM's values: "
+                f"{result['selectors_match_orm']['all']}"
+            )
             cfg = endpoints.CaseConfig(**config["case"])
             result["cases"] = endpoints.run_cases(
-                vendor, loaded, token, cfg, config["records"], config["messages"], log)
+                vendor, loaded, token, cfg, config["records"], config["messages"], log
+            )
             result["message_text_kib"] = endpoints.message_text_kib(loaded)
 
         if config.get("relevance_memories"):
@@ -74,10 +82,13 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             user = relevance.load_user(config["relevance_memories"])
             if vendor == "postgres":
                 load.analyze()
-            log(f"  {vendor}: loaded the relevance user ({user['memories']:,} memories) in "
-                f"{time.perf_counter() - started:.1f}s")
+            log(
+                f"  {vendor}: loaded the relevance user ({user['memories']:,} memories) in "
+                f"{time.perf_counter() - started:.1f}s"
+            )
             result["relevance"] = relevance.endpoint_cost(
-                token, user, endpoints.CaseConfig(**config["case"]), log)
+                token, user, endpoints.CaseConfig(**config["case"]), log
+            )
 
         if config.get("forget_messages"):
             from . import forget
@@ -95,13 +106,20 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             for n in config["turn_sizes"]:
                 groups[n] = []
                 for i in range(config["turn_clients"]):
-                    world = data.build_world(n, seed=seed + 1 + i, user=f"bench-turn-{n}-{i}",
-                                             n_messages=100, id_seed=seed * 7 + n * 1_009 + i)
+                    world = data.build_world(
+                        n,
+                        seed=seed + 1 + i,
+                        user=f"bench-turn-{n}-{i}",
+                        n_messages=100,
+                        id_seed=seed * 7 + n * 1_009 + i,
+                    )
                     groups[n].append(load.load_world(world, with_turn=False))
             load.analyze()
-            log(f"  {vendor}: loaded {sum(map(len, groups.values()))} turn users "
+            log(
+                f"  {vendor}: loaded {sum(map(len, groups.values()))} turn users "
                 f"({', '.join(f'{len(g)} × {n:,}' for n, g in groups.items())} memories) in "
-                f"{time.perf_counter() - started:.1f}s")
+                f"{time.perf_counter() - started:.1f}s"
+            )
             main = config["turn_main"]
             queries = turns.inprocess_queries(groups[main][-1].conversation, token)
             log(f"  {vendor}: queries per turn {queries}")
@@ -111,17 +129,29 @@ def main(vendor: str, config: dict, out_path: str) -> int:
                 from . import floor
 
                 floor_result = floor.run(
-                    groups[main][-1].conversation, token, rounds=config["floor_rounds"],
+                    groups[main][-1].conversation,
+                    token,
+                    rounds=config["floor_rounds"],
                     turns_per_round=config["floor_turns_per_round"],
-                    seconds_per_round=config["floor_seconds_per_round"], database_url=db.url,
-                    workers=config["turn_workers"], texts=turns.TURN_TEXTS, plan=turns.PLAN,
-                    reply=turns.REPLY, log=log)
+                    seconds_per_round=config["floor_seconds_per_round"],
+                    database_url=db.url,
+                    workers=config["turn_workers"],
+                    texts=turns.TURN_TEXTS,
+                    plan=turns.PLAN,
+                    reply=turns.REPLY,
+                    log=log,
+                )
                 floor_result["records"] = main
                 connection.close()
             conversations = {n: [u.conversation for u in g] for n, g in groups.items()}
             result["turns"] = turns.run(
-                db.url, conversations, token, clients=config["turn_clients"],
-                workers=config["turn_workers"], seconds=config["turn_seconds"], log=log,
+                db.url,
+                conversations,
+                token,
+                clients=config["turn_clients"],
+                workers=config["turn_workers"],
+                seconds=config["turn_seconds"],
+                log=log,
                 main_size=main,
             )
             result["turns"]["records_per_user"] = main
@@ -130,8 +160,14 @@ def main(vendor: str, config: dict, out_path: str) -> int:
                 result["turns"]["floor"] = floor_result
             if config.get("pgbouncer"):
                 result["turns"]["pgbouncer"] = turns.through_pgbouncer(
-                    db.url, conversations[main], token, clients=config["turn_clients"],
-                    workers=config["turn_workers"], seconds=config["turn_seconds"], log=log)
+                    db.url,
+                    conversations[main],
+                    token,
+                    clients=config["turn_clients"],
+                    workers=config["turn_workers"],
+                    seconds=config["turn_seconds"],
+                    log=log,
+                )
             if config.get("populated"):
                 from . import populated
 

@@ -26,7 +26,6 @@ from .models import ApiToken
 log = logging.getLogger("companion.api")
 
 
-
 class RuntimeClient:
     """Who is calling: the chat runtime, identified by its token. It acts for every user."""
 
@@ -127,7 +126,11 @@ def _flatten_errors(data, prefix: str = "") -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     if isinstance(data, dict):
         for key, value in data.items():
-            name = str(key) if not prefix else (f"{prefix}.{key}" if key != "non_field_errors" else prefix)
+            name = (
+                str(key)
+                if not prefix
+                else (f"{prefix}.{key}" if key != "non_field_errors" else prefix)
+            )
             for k, v in _flatten_errors(value, name).items():
                 out.setdefault(k, []).extend(v)
     elif isinstance(data, list):
@@ -135,7 +138,9 @@ def _flatten_errors(data, prefix: str = "") -> dict[str, list[str]]:
             out[prefix or "non_field_errors"] = [str(item) for item in data]
         else:
             for index, item in enumerate(data):
-                for k, v in _flatten_errors(item, f"{prefix}.{index}" if prefix else str(index)).items():
+                for k, v in _flatten_errors(
+                    item, f"{prefix}.{index}" if prefix else str(index)
+                ).items():
                     out.setdefault(k, []).extend(v)
     else:
         out[prefix or "non_field_errors"] = [str(data)]
@@ -283,5 +288,7 @@ class SafeJSONRenderer(JSONRenderer):
         try:
             return super().render(data, accepted_media_type, renderer_context)
         except UnicodeEncodeError:
-            text = json.dumps(data, cls=self.encoder_class, ensure_ascii=True, allow_nan=not self.strict)
+            text = json.dumps(
+                data, cls=self.encoder_class, ensure_ascii=True, allow_nan=not self.strict
+            )
             return text.encode("ascii")

@@ -31,7 +31,9 @@ def _slot_setters(cls) -> dict | None:
             fields = dataclass_fields(cls)
             names = tuple(f.name for f in fields)
             if all(f.init for f in fields) and getattr(cls, "__slots__", None) == names:
-                setters = {name: getattr(getattr(cls, name, None), "__set__", None) for name in names}
+                setters = {
+                    name: getattr(getattr(cls, name, None), "__set__", None) for name in names
+                }
                 if None in setters.values():
                     setters = None
         _SLOTTED[cls] = setters
@@ -49,8 +51,10 @@ def build_slotted(cls, columns: Mapping[str, Iterable], n: int) -> list:
     setters = _slot_setters(cls)
     if setters is None or set(columns) != set(setters):
         names = list(columns)
-        return [cls(**dict(zip(names, row, strict=True)))
-                for row in zip(*columns.values(), strict=False)]
+        return [
+            cls(**dict(zip(names, row, strict=True)))
+            for row in zip(*columns.values(), strict=False)
+        ]
     objects = list(map(_new_object, repeat(cls, n)))
     for name, column in columns.items():
         deque(map(setters[name], objects, column), maxlen=0)

@@ -94,8 +94,13 @@ class CircuitBreaker:
             self._opened_at, self._probing = self.clock(), False
         if first:
             kind = type(exc)
-            log.warning("cache_unavailable cache=%s error=%s.%s breaker_seconds=%s", self.name,
-                        kind.__module__, kind.__qualname__, self.cooldown)
+            log.warning(
+                "cache_unavailable cache=%s error=%s.%s breaker_seconds=%s",
+                self.name,
+                kind.__module__,
+                kind.__qualname__,
+                self.cooldown,
+            )
             metrics.CACHE_BREAKER_TRIPS.labels(cache=self.name).inc()
 
     def reset(self) -> None:
@@ -142,7 +147,9 @@ def _scrubbed(server) -> str:
     names = []
     for url in server if isinstance(server, list | tuple) else str(server).split(","):
         parts = urllib.parse.urlsplit(url.strip())
-        where = f"{parts.hostname}:{parts.port or 6379}{parts.path}" if parts.hostname else parts.path
+        where = (
+            f"{parts.hostname}:{parts.port or 6379}{parts.path}" if parts.hostname else parts.path
+        )
         names.append(where)
     return ",".join(names)
 
@@ -193,18 +200,25 @@ class ResilientRedisCache(RedisCache):
 
     # Every operation of the cache API, each one call under the breaker.
     def get(self, key, default=None, version=None):
-        value = self.guarded(lambda: super(ResilientRedisCache, self).get(key, _MISS, version), _MISS)
+        value = self.guarded(
+            lambda: super(ResilientRedisCache, self).get(key, _MISS, version), _MISS
+        )
         return default if value is _MISS else value
 
     def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
-        return self.guarded(lambda: super(ResilientRedisCache, self).set(key, value, timeout, version))
+        return self.guarded(
+            lambda: super(ResilientRedisCache, self).set(key, value, timeout, version)
+        )
 
     def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
-        return self.guarded(lambda: super(ResilientRedisCache, self).add(key, value, timeout, version),
-                            False)
+        return self.guarded(
+            lambda: super(ResilientRedisCache, self).add(key, value, timeout, version), False
+        )
 
     def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None):
-        return self.guarded(lambda: super(ResilientRedisCache, self).touch(key, timeout, version), False)
+        return self.guarded(
+            lambda: super(ResilientRedisCache, self).touch(key, timeout, version), False
+        )
 
     def delete(self, key, version=None):
         return self.guarded(lambda: super(ResilientRedisCache, self).delete(key, version), False)
@@ -216,14 +230,17 @@ class ResilientRedisCache(RedisCache):
         return self.guarded(lambda: super(ResilientRedisCache, self).has_key(key, version), False)
 
     def incr(self, key, delta=1, version=None):
-        value = self.guarded(lambda: super(ResilientRedisCache, self).incr(key, delta, version), _MISS)
+        value = self.guarded(
+            lambda: super(ResilientRedisCache, self).incr(key, delta, version), _MISS
+        )
         if value is _MISS:
             raise ValueError(f"Key '{key}' not found (the cache is unavailable).")
         return value
 
     def set_many(self, data, timeout=DEFAULT_TIMEOUT, version=None):
-        return self.guarded(lambda: super(ResilientRedisCache, self).set_many(data, timeout, version),
-                            list(data))
+        return self.guarded(
+            lambda: super(ResilientRedisCache, self).set_many(data, timeout, version), list(data)
+        )
 
     def delete_many(self, keys, version=None):
         return self.guarded(lambda: super(ResilientRedisCache, self).delete_many(keys, version))

@@ -17,10 +17,12 @@ def shared_cache_in_production(app_configs, **kwargs):
         return []
     backend = settings.CACHES.get("default", {}).get("BACKEND", "")
     if backend in PER_PROCESS_CACHES:
-        return [Warning(
-            "DJANGO_ENV=production runs with a per-process cache: sign-in lockout and API "
-            "throttles would count per worker.",
-            hint="Unset CACHE_URL (the database cache) or point it at Redis (redis://…).",
-            id="companion.W001",
-        )]
+        return [
+            Warning(
+                "DJANGO_ENV=production runs with a per-process cache: sign-in lockout and API "
+                "throttles would count per worker.",
+                hint="Unset CACHE_URL (the database cache) or point it at Redis (redis://…).",
+                id="companion.W001",
+            )
+        ]
     return []

@@ -96,7 +96,9 @@ def _mark_used(token: ApiToken) -> None:
     now = timezone.now()
     if token.last_used_at is not None and (now - token.last_used_at).total_seconds() < interval:
         return
-    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - timezone.timedelta(seconds=interval))
+    stale = Q(last_used_at__isnull=True) | Q(
+        last_used_at__lt=now - timezone.timedelta(seconds=interval)
+    )
     ApiToken.objects.filter(stale, pk=token.pk).update(last_used_at=now)
     token.last_used_at = now
 

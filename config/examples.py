@@ -10,15 +10,31 @@ CONTEXT = {"user": "sam", "character": "captain-rowan", "conversation": CONVERSA
 REQUEST_EXAMPLES: dict[str, tuple[str, dict]] = {
     "user_put": ("A user with an email", {"email": "sam@example.com"}),
     "character_put": ("A character's name", {"name": "Captain Rowan"}),
-    "conversation_create": ("A conversation with a character",
-                            {"user": "sam", "character": "captain-rowan", "title": "Night watch"}),
-    "turn_create": ("A turn planned in the same request", {
-        "turn_key": "turn-1", "content": "My cat's name is Miso.",
-        "plan": {"budget": 800, "capabilities": ["tone.playful"], "memory_order": "relevance"}}),
+    "conversation_create": (
+        "A conversation with a character",
+        {"user": "sam", "character": "captain-rowan", "title": "Night watch"},
+    ),
+    "turn_create": (
+        "A turn planned in the same request",
+        {
+            "turn_key": "turn-1",
+            "content": "My cat's name is Miso.",
+            "plan": {"budget": 800, "capabilities": ["tone.playful"], "memory_order": "relevance"},
+        },
+    ),
     "turn_reply": ("The companion's reply", {"content": "Miso is a lovely name."}),
-    "memory_assert": ("A fact the user confirmed", {
-        "user": "sam", "key": "pet.name", "value": "Miso", "scope": {"kind": "user"},
-        "authority": "user-confirmed", "confidence": 1.0, "idempotency_key": "assert-1"}),
+    "memory_assert": (
+        "A fact the user confirmed",
+        {
+            "user": "sam",
+            "key": "pet.name",
+            "value": "Miso",
+            "scope": {"kind": "user"},
+            "authority": "user-confirmed",
+            "confidence": 1.0,
+            "idempotency_key": "assert-1",
+        },
+    ),
     "memory_confirm": ("No fields", {}),
     "memory_correct": ("The right value", {"value": "Mochi"}),
     "memory_retract": ("No fields", {}),
@@ -26,20 +42,40 @@ REQUEST_EXAMPLES: dict[str, tuple[str, dict]] = {
     "memory_resolve": ("What a conversation may use", {"context": CONTEXT, "keys": ["pet.name"]}),
     "memory_remember": ("Learn from a text", {"context": CONTEXT, "text": "I live in Oslo."}),
     "memory_settings_put": ("Stop using memories in prompts", {"use": False}),
-    "policy_decide": ("May the companion speak?", {
-        "context": CONTEXT, "capability": "media.voice", "requested_by": "user"}),
-    "policy_rules_create": ("Never playful with this character", {
-        "user": "sam", "capability": "tone.playful", "effect": "deny", "source": "explicit-user",
-        "scope": {"kind": "character", "character": "captain-rowan"}}),
+    "policy_decide": (
+        "May the companion speak?",
+        {"context": CONTEXT, "capability": "media.voice", "requested_by": "user"},
+    ),
+    "policy_rules_create": (
+        "Never playful with this character",
+        {
+            "user": "sam",
+            "capability": "tone.playful",
+            "effect": "deny",
+            "source": "explicit-user",
+            "scope": {"kind": "character", "character": "captain-rowan"},
+        },
+    ),
     "policy_rules_revoke": ("No fields", {}),
-    "policy_answers_create": ("Allow it for this character", {
-        "decision_id": DECISION, "answer": "allow", "remember": "character"}),
-    "media_jobs_create": ("An image for this conversation", {
-        "context": CONTEXT, "capability": "media.image", "requested_by": "user",
-        "idempotency_key": "image-1"}),
+    "policy_answers_create": (
+        "Allow it for this character",
+        {"decision_id": DECISION, "answer": "allow", "remember": "character"},
+    ),
+    "media_jobs_create": (
+        "An image for this conversation",
+        {
+            "context": CONTEXT,
+            "capability": "media.image",
+            "requested_by": "user",
+            "idempotency_key": "image-1",
+        },
+    ),
     "media_jobs_start": ("No fields", {}),
     "media_jobs_complete": ("No fields", {}),
-    "user_import": ("The smallest snapshot", {"format": "companion-memory/1", "user": {"ref": "sam"}}),
+    "user_import": (
+        "The smallest snapshot",
+        {"format": "companion-memory/1", "user": {"ref": "sam"}},
+    ),
 }
 
 
@@ -47,19 +83,19 @@ REQUEST_EXAMPLES: dict[str, tuple[str, dict]] = {
 # the field.
 CROSS_FIELD = {
     "memory_assert": "A window ends after it starts: `valid_until` must be later than "
-                     "`valid_from` (now when absent), else 400 naming `valid_until`.",
+    "`valid_from` (now when absent), else 400 naming `valid_until`.",
     "policy_rules_create": "A rule without `user` is a product default: source "
-                           "`product-default` and a global or character scope; a user's rule "
-                           "has another source (400 naming `source` or `scope.kind`); "
-                           "`valid_until` must be later than `valid_from`.",
+    "`product-default` and a global or character scope; a user's rule "
+    "has another source (400 naming `source` or `scope.kind`); "
+    "`valid_until` must be later than `valid_from`.",
     "media_jobs_create": "Only a media capability (`media.*`) makes a job (400 naming "
-                         "`capability`).",
+    "`capability`).",
     "policy_answers_create": "Only an `ask` decision is answered, `remember` needs the part of "
-                             "the decision's context it names, and `media_job` must be for the "
-                             "decision's capability (400 naming the field).",
+    "the decision's context it names, and `media_job` must be for the "
+    "decision's capability (400 naming the field).",
     "user_import": "The snapshot must be this user's: a body whose `user.ref` differs from "
-                   "the `{user_ref}` in the path is refused (400 naming `user.ref`). Rows must "
-                   "reference rows of the snapshot or the catalog.",
+    "the `{user_ref}` in the path is refused (400 naming `user.ref`). Rows must "
+    "reference rows of the snapshot or the catalog.",
 }
 
 
@@ -71,7 +107,8 @@ def document(result: dict) -> None:
             name = operation.get("operationId", "")
             if name in CROSS_FIELD:
                 operation["description"] = " ".join(
-                    filter(None, [operation.get("description"), CROSS_FIELD[name]]))
+                    filter(None, [operation.get("description"), CROSS_FIELD[name]])
+                )
             example = REQUEST_EXAMPLES.get(name)
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
             if example is not None and body is not None:

@@ -27,28 +27,39 @@ from prometheus_client import (
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 HTTP_REQUESTS = Counter(
-    "companion_http_requests", "HTTP requests answered, by route pattern, method and status.",
+    "companion_http_requests",
+    "HTTP requests answered, by route pattern, method and status.",
     ["route", "method", "status"],
 )
 HTTP_LATENCY = Histogram(
-    "companion_http_request_duration_seconds", "Time to answer a request, by route pattern, method and status.",
+    "companion_http_request_duration_seconds",
+    "Time to answer a request, by route pattern, method and status.",
     ["route", "method", "status"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 RESOLVE_CANDIDATES = Histogram(
-    "companion_resolve_candidates", "Candidate records read by one resolve (API resolve, plan, ask).",
+    "companion_resolve_candidates",
+    "Candidate records read by one resolve (API resolve, plan, ask).",
     buckets=(0, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 100000),
 )
 POLICY_DECISIONS = Counter(
-    "companion_policy_decisions", "Policy decisions made, by effect and reason code.", ["effect", "reason"],
+    "companion_policy_decisions",
+    "Policy decisions made, by effect and reason code.",
+    ["effect", "reason"],
 )
 TURNS = Counter("companion_turns", "Turn creations, by outcome (created, replayed).", ["outcome"])
-REPLIES = Counter("companion_replies", "Reply commits, by whether the reply was replayed.", ["replayed"])
+REPLIES = Counter(
+    "companion_replies", "Reply commits, by whether the reply was replayed.", ["replayed"]
+)
 BLOCKED_WRITES = Counter(
-    "companion_memory_writes_blocked", "Memory writes answered `blocked`, by reason code.", ["reason"],
+    "companion_memory_writes_blocked",
+    "Memory writes answered `blocked`, by reason code.",
+    ["reason"],
 )
 UNHANDLED_EXCEPTIONS = Counter(
-    "companion_unhandled_exceptions", "Exceptions that escaped a view (O1), by exception type.", ["type"],
+    "companion_unhandled_exceptions",
+    "Exceptions that escaped a view (O1), by exception type.",
+    ["type"],
 )
 
 
@@ -100,10 +111,13 @@ DATABASE_UNAVAILABLE = Counter(
     "Requests answered 503 because the database could not be reached.",
 )
 DATABASE_OUTAGES = Counter(
-    "companion_database_outages", "Outage episodes seen by a process (the first refused request).",
+    "companion_database_outages",
+    "Outage episodes seen by a process (the first refused request).",
 )
 CACHE_BREAKER_TRIPS = Counter(
-    "companion_cache_breaker_trips", "Times the shared cache's circuit breaker opened.", ["cache"],
+    "companion_cache_breaker_trips",
+    "Times the shared cache's circuit breaker opened.",
+    ["cache"],
 )
 THROTTLE_LOCAL = Counter(
     "companion_throttle_local_counts",

@@ -15,7 +15,9 @@ class ApiToken(models.Model):
 
     name = models.CharField(max_length=100)
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    prefix = models.CharField(max_length=8, editable=False, help_text="First characters, to recognise a token.")
+    prefix = models.CharField(
+        max_length=8, editable=False, help_text="First characters, to recognise a token."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -49,7 +51,9 @@ class CatalogVersion(models.Model):
     version = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="catalog_version_singleton")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(id=1), name="catalog_version_singleton")
+        ]
 
     def __str__(self) -> str:
         return f"catalog {self.version}"

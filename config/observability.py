@@ -110,8 +110,12 @@ def report_exception(request, exc: BaseException) -> None:
     kind = type(exc)
     errors_log.error(
         "unhandled_exception type=%s.%s route=%s method=%s request_id=%s at=%s",
-        kind.__module__, kind.__qualname__, route_name(request), metrics.method_label(request.method),
-        getattr(request, "request_id", current_request_id()), _where(exc.__traceback__),
+        kind.__module__,
+        kind.__qualname__,
+        route_name(request),
+        metrics.method_label(request.method),
+        getattr(request, "request_id", current_request_id()),
+        _where(exc.__traceback__),
     )
     metrics.UNHANDLED_EXCEPTIONS.labels(type=f"{kind.__module__}.{kind.__qualname__}").inc()
 
@@ -123,7 +127,9 @@ def server_error_response(request) -> HttpResponse:
     request_id = getattr(request, "request_id", current_request_id())
     if is_api_path(request.path):
         response = json_problem_response(
-            500, "server_error", "Server error",
+            500,
+            "server_error",
+            "Server error",
             "An unexpected error occurred. Quote the request id when reporting it.",
             request_id=request_id,
         )
@@ -160,8 +166,9 @@ class ObservabilityMiddleware:
         finally:
             _current_request_id.reset(token)
         response[REQUEST_ID_HEADER] = request_id
-        metrics.observe_request(request, response.status_code, time.perf_counter() - started,
-                                route_pattern(request))
+        metrics.observe_request(
+            request, response.status_code, time.perf_counter() - started, route_pattern(request)
+        )
         return response
 
     def process_exception(self, request, exc):

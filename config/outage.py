@@ -33,7 +33,10 @@ from config import metrics
 try:  # PostgreSQL's driver, when installed
     import psycopg
 
-    _DRIVER_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
+    _DRIVER_ERRORS: tuple[type[BaseException], ...] = (
+        psycopg.OperationalError,
+        psycopg.InterfaceError,
+    )
 except ImportError:  # pragma: no cover - SQLite-only installs
     _DRIVER_ERRORS = ()
 
@@ -78,8 +81,12 @@ class Episodes:
         if first:
             metrics.DATABASE_OUTAGES.inc()
             kind = type(exc)
-            log.warning("database_unavailable error=%s.%s retry_after=%d", kind.__module__,
-                        kind.__qualname__, retry_after())
+            log.warning(
+                "database_unavailable error=%s.%s retry_after=%d",
+                kind.__module__,
+                kind.__qualname__,
+                retry_after(),
+            )
 
     def answered(self) -> None:
         """A request reached the database: an ongoing episode ends."""
@@ -105,10 +112,13 @@ def unavailable_response(request, exc: BaseException) -> HttpResponse:
     seconds = retry_after()
     if request.path.startswith("/api/"):
         body = {
-            "type": "/problems/unavailable", "title": "Service unavailable", "status": 503,
+            "type": "/problems/unavailable",
+            "title": "Service unavailable",
+            "status": 503,
             "detail": "The database cannot be reached right now. Nothing was half-stored: retry "
-                      "with the same keys after the time in Retry-After.",
-            "code": "unavailable", "retry_after": seconds,
+            "with the same keys after the time in Retry-After.",
+            "code": "unavailable",
+            "retry_after": seconds,
             "request_id": getattr(request, "request_id", "-"),
         }
         response = JsonResponse(body, status=503, content_type="application/problem+json")

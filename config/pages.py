@@ -56,7 +56,7 @@ def notify(request, level: int, text: str, anchor: str = MESSAGES_ANCHOR) -> Non
 def anchor_of(message) -> str | None:
     for tag in (message.extra_tags or "").split():
         if tag.startswith(ANCHOR_TAG):
-            return tag[len(ANCHOR_TAG):]
+            return tag[len(ANCHOR_TAG) :]
     return None
 
 
@@ -133,7 +133,9 @@ class SignOutView(LogoutView):
         was_signed_in = request.user.is_authenticated
         response = super().post(request, *args, **kwargs)
         if was_signed_in:
-            flash.success(request, "You are signed out. Sign in again to see your companion's memories.")
+            flash.success(
+                request, "You are signed out. Sign in again to see your companion's memories."
+            )
         return response
 
 

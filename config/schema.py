@@ -63,8 +63,12 @@ def _variant(auto_schema, serializer, direction, present: dict[str, bool], const
         properties[name] = schema
         if needed:
             required.append(name)
-    return {"type": "object", "properties": properties, "required": required,
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 class ScopeSchema(OpenApiSerializerExtension):
@@ -81,8 +85,10 @@ class ScopeSchema(OpenApiSerializerExtension):
             return auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
         members = []
         for kind, needed in serializer.REQUIRED.items():
-            present = {"kind": True, **{name: True for name in ("character", "conversation", "scene")
-                                        if name in needed}}
+            present = {
+                "kind": True,
+                **{name: True for name in ("character", "conversation", "scene") if name in needed},
+            }
             members.append(_variant(auto_schema, serializer, direction, present, const=kind))
         return {"oneOf": members, "description": _doc(serializer)}
 
@@ -99,7 +105,8 @@ CONTEXT_KINDS = {
 CONTEXT_DESCRIPTION = (
     "A context: a user's, a character's, a conversation's or a scene's (a scene needs its "
     "conversation). A conversation with another character than `character` is refused (400 "
-    "naming `context.conversation`).")
+    "naming `context.conversation`)."
+)
 
 
 class ContextSchema(OpenApiSerializerExtension):
@@ -114,8 +121,10 @@ class ContextSchema(OpenApiSerializerExtension):
         serializer = self.target
         if direction != "request":
             return auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
-        members = [_variant(auto_schema, serializer, direction, present)
-                   for present in CONTEXT_KINDS.values()]
+        members = [
+            _variant(auto_schema, serializer, direction, present)
+            for present in CONTEXT_KINDS.values()
+        ]
         return {"oneOf": members, "description": CONTEXT_DESCRIPTION}
 
 
@@ -144,8 +153,10 @@ class CleanCharSchema(OpenApiSerializerFieldExtension):
         return schema
 
 
-TIME_DESCRIPTION = ("An RFC 3339 time (`T` and `Z` in capitals, seconds below 60) that is an "
-                    "instant in years 1–9999 in UTC (SPEC §0).")
+TIME_DESCRIPTION = (
+    "An RFC 3339 time (`T` and `Z` in capitals, seconds below 60) that is an "
+    "instant in years 1–9999 in UTC (SPEC §0)."
+)
 
 
 class TimeSchema(OpenApiSerializerFieldExtension):
@@ -158,8 +169,10 @@ class TimeSchema(OpenApiSerializerFieldExtension):
         schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
         if direction == "request" and not has_override(self.target, "field"):
             schema["description"] = " ".join(
-                filter(None, [self.target.help_text and str(self.target.help_text),
-                              TIME_DESCRIPTION]))
+                filter(
+                    None, [self.target.help_text and str(self.target.help_text), TIME_DESCRIPTION]
+                )
+            )
         return schema
 
 
@@ -178,7 +191,7 @@ PATH_PARAMETERS = {
 }
 PATH_DESCRIPTIONS = {
     "user_ref": "The user's ref: the runtime's own id for the person (1–150 letters, digits "
-                "and `@`, `.`, `+`, `-`, `_`), as `PUT /users/{user_ref}` created it.",
+    "and `@`, `.`, `+`, `-`, `_`), as `PUT /users/{user_ref}` created it.",
     "slug": "The character's slug (letters, digits, `-` and `_`).",
     "conversation_id": "The conversation's id, as `POST /conversations` answered it.",
     "turn_id": "The turn's id, as `POST /conversations/{id}/turns` answered it.",
@@ -190,27 +203,40 @@ PATH_DESCRIPTIONS = {
 
 # C6: the operations grouped by what they are about, in this order in the browsable docs.
 TAGS = [
-    {"name": "users and characters",
-     "description": "The people the runtime talks for and the characters they talk with; a "
-                    "user's export, import and erasure."},
-    {"name": "conversations and turns",
-     "description": "Conversations, their messages, and turns: the user's message in, the "
-                    "prompt plan, the companion's reply."},
-    {"name": "memories",
-     "description": "What the companion remembers about a user: write, read, confirm, "
-                    "correct, retract, resolve for a context, learn from text, ask; the "
-                    "user's learn and use switches."},
-    {"name": "forgetting",
-     "description": "Forget a memory for good and undo a forget: tombstones hold the key and "
-                    "scope forgotten, never the value."},
-    {"name": "policy",
-     "description": "Boundaries: which capabilities (tone, voice, images…) the companion may "
-                    "use, decided from the user's rules and the product's defaults."},
-    {"name": "media jobs",
-     "description": "Voice and image jobs, admitted and started only when the boundaries "
-                    "allow."},
-    {"name": "events",
-     "description": "What changed, for copies of the data kept outside this service."},
+    {
+        "name": "users and characters",
+        "description": "The people the runtime talks for and the characters they talk with; a "
+        "user's export, import and erasure.",
+    },
+    {
+        "name": "conversations and turns",
+        "description": "Conversations, their messages, and turns: the user's message in, the "
+        "prompt plan, the companion's reply.",
+    },
+    {
+        "name": "memories",
+        "description": "What the companion remembers about a user: write, read, confirm, "
+        "correct, retract, resolve for a context, learn from text, ask; the "
+        "user's learn and use switches.",
+    },
+    {
+        "name": "forgetting",
+        "description": "Forget a memory for good and undo a forget: tombstones hold the key and "
+        "scope forgotten, never the value.",
+    },
+    {
+        "name": "policy",
+        "description": "Boundaries: which capabilities (tone, voice, images…) the companion may "
+        "use, decided from the user's rules and the product's defaults.",
+    },
+    {
+        "name": "media jobs",
+        "description": "Voice and image jobs, admitted and started only when the boundaries allow.",
+    },
+    {
+        "name": "events",
+        "description": "What changed, for copies of the data kept outside this service.",
+    },
 ]
 
 # The first pattern that matches an operation's path (below /api/v1) names its tag.

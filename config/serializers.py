@@ -20,8 +20,11 @@ class StrictSerializer(serializers.Serializer):
                 for name, field in self.fields.items():
                     if not field.required or field.read_only or name in data:
                         continue
-                    inner = [u for u in unknown if isinstance(field, serializers.Serializer)
-                             and u in field.fields]
+                    inner = [
+                        u
+                        for u in unknown
+                        if isinstance(field, serializers.Serializer) and u in field.fields
+                    ]
                     missing[name] = ["This field is required."]
                     if inner:
                         names = ", ".join(f"`{u}`" for u in inner)
@@ -80,13 +83,17 @@ class PageQuery(StrictSerializer):
     not define (400 naming them)."""
 
     limit = serializers.IntegerField(
-        required=False, min_value=1,
+        required=False,
+        min_value=1,
         help_text="How many items to answer: 50 by default, at most 500 (a larger limit "
-        "answers 500).")
+        "answers 500).",
+    )
     offset = serializers.IntegerField(
-        required=False, min_value=0,
+        required=False,
+        min_value=0,
         help_text="How many items to skip from the start of the list (0 by default); `next` "
-        "and `previous` carry the offsets of the neighbouring pages.")
+        "and `previous` carry the offsets of the neighbouring pages.",
+    )
 
 
 class EmptyQuery(StrictSerializer):

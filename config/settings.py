@@ -122,11 +122,13 @@ elif str(CACHES["default"].get("LOCATION", "")).startswith(("redis://", "rediss:
     # Django's RedisCache with timeouts on every call and a circuit breaker (SPEC §12 O6,
     # config.cache): a slow or absent Redis fails no request and holds none past 0.1 s.
     CACHES["default"]["BACKEND"] = "config.cache.ResilientRedisCache"
-    CACHES["default"].setdefault("OPTIONS", {}).update({
-        "socket_connect_timeout": env.float("CACHE_CONNECT_TIMEOUT", default=0.1),
-        "socket_timeout": env.float("CACHE_SOCKET_TIMEOUT", default=0.1),
-        "breaker_seconds": env.float("CACHE_BREAKER_SECONDS", default=5.0),
-    })
+    CACHES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "socket_connect_timeout": env.float("CACHE_CONNECT_TIMEOUT", default=0.1),
+            "socket_timeout": env.float("CACHE_SOCKET_TIMEOUT", default=0.1),
+            "breaker_seconds": env.float("CACHE_BREAKER_SECONDS", default=5.0),
+        }
+    )
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -165,14 +167,16 @@ else:
     # SPEC §12 O6: a database that does not answer a connection attempt fails it within
     # DB_CONNECT_TIMEOUT seconds (libpq's minimum is 2), and a connection whose sent data goes
     # unacknowledged for DB_TCP_USER_TIMEOUT_MS is dropped, both answered 503 (config.outage).
-    DATABASES["default"].setdefault("OPTIONS", {}).update({
-        "connect_timeout": env.int("DB_CONNECT_TIMEOUT", default=3),
-        "tcp_user_timeout": env.int("DB_TCP_USER_TIMEOUT_MS", default=10_000),
-        "keepalives": 1,
-        "keepalives_idle": 10,
-        "keepalives_interval": 5,
-        "keepalives_count": 3,
-    })
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "connect_timeout": env.int("DB_CONNECT_TIMEOUT", default=3),
+            "tcp_user_timeout": env.int("DB_TCP_USER_TIMEOUT_MS", default=10_000),
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+        }
+    )
 
 # Many app servers reach PostgreSQL through PgBouncer in transaction pooling: DATABASE_POOLER=
 # pgbouncer turns off what would outlive a transaction on a server backend — server-side
@@ -343,10 +347,23 @@ LOGGING = {
     "disable_existing_loggers": False,
     # Every line carries the request id (SPEC §12 O1): `-` outside a request.
     "filters": {"request_id": {"()": "config.observability.RequestIdFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s request_id=%(request_id)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}},
+    "formatters": {
+        "plain": {
+            "format": "%(asctime)s %(levelname)s %(name)s request_id=%(request_id)s %(message)s"
+        }
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["request_id"],
+        }
+    },
     "loggers": {
-        "companion": {"handlers": ["console"], "level": env.str("COMPANION_LOG_LEVEL", default="INFO")},
+        "companion": {
+            "handlers": ["console"],
+            "level": env.str("COMPANION_LOG_LEVEL", default="INFO"),
+        },
     },
 }
 

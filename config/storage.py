@@ -31,13 +31,18 @@ def _text_sql(alias: str) -> tuple[str, str] | None:
         return None
     if connection.vendor == "sqlite":
         # Django stores a UUID as 32 lowercase hex digits and a datetime as naive UTC text.
-        return ("substr({0}, 1, 8) || '-' || substr({0}, 9, 4) || '-' || substr({0}, 13, 4) "
-                "|| '-' || substr({0}, 17, 4) || '-' || substr({0}, 21)", "{0} || '+00:00'")
+        return (
+            "substr({0}, 1, 8) || '-' || substr({0}, 9, 4) || '-' || substr({0}, 13, 4) "
+            "|| '-' || substr({0}, 17, 4) || '-' || substr({0}, 21)",
+            "{0} || '+00:00'",
+        )
     if connection.vendor == "postgresql":
         # Fixed-format text instead of psycopg's datetimes, which Django's Python-level
         # loader would convert one by one (most of the cost of fetching candidate rows).
-        return ("{0}::text",
-                "to_char({0} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'")
+        return (
+            "{0}::text",
+            "to_char({0} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'",
+        )
     return None
 
 
@@ -73,9 +78,11 @@ class RawReader:
 
     def order(self, model, table: str = "") -> str:
         """The ORDER BY of the model's default ordering."""
-        return ", ".join(self.name(model, name.lstrip("-"), table)
-                         + (" DESC" if name.startswith("-") else " ASC")
-                         for name in model._meta.ordering)
+        return ", ".join(
+            self.name(model, name.lstrip("-"), table)
+            + (" DESC" if name.startswith("-") else " ASC")
+            for name in model._meta.ordering
+        )
 
     def param(self, model, name: str, value):
         """`value` as the database stores the field `name` (a UUID is 32 hex digits on SQLite)."""
@@ -146,7 +153,9 @@ class RowWriter:
         if not steps:
             return
         first = steps[0]
-        connection = connections[router.db_for_write(type(first[1][0]) if first[0] == "insert" else first[1])]
+        connection = connections[
+            router.db_for_write(type(first[1][0]) if first[0] == "insert" else first[1])
+        ]
         if connection.vendor != "postgresql":
             for step in steps:
                 if step[0] == "insert":
@@ -158,7 +167,10 @@ class RowWriter:
             return
         statements = [self._sql(step, connection) for step in steps]
         *first, (sql, params) = statements
-        sql = "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({s}) " for i, (s, _) in enumerate(first)) + sql
+        sql = (
+            "".join(f"{'WITH' if i == 0 else ','} w{i} AS ({s}) " for i, (s, _) in enumerate(first))
+            + sql
+        )
         params = [p for _, found in first for p in found] + list(params)
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -179,8 +191,11 @@ class RowWriter:
         _, rows, ignore = step
         model = type(rows[0])
         opts = model._meta
-        fields = [f for f in opts.local_concrete_fields
-                  if not (f is opts.pk and f.get_internal_type() in ("AutoField", "BigAutoField"))]
+        fields = [
+            f
+            for f in opts.local_concrete_fields
+            if not (f is opts.pk and f.get_internal_type() in ("AutoField", "BigAutoField"))
+        ]
         query = InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore else None)
         query.insert_values(fields, rows)
         [(sql, params)] = query.get_compiler(connection=connection).as_sql()
@@ -190,6 +205,8 @@ class RowWriter:
 def json_rows(vendor: str, columns: list[str], rest: str) -> str:
     """A scalar subquery: the rows of `SELECT columns rest` as a JSON array of arrays (text)."""
     if vendor == "postgresql":
-        return (f"(SELECT COALESCE(json_agg(json_build_array({', '.join(columns)})), '[]')::text "
-                f"{rest})")
+        return (
+            f"(SELECT COALESCE(json_agg(json_build_array({', '.join(columns)})), '[]')::text "
+            f"{rest})"
+        )
     return f"(SELECT COALESCE(json_group_array(json_array({', '.join(columns)})), '[]') {rest})"

@@ -216,12 +216,19 @@ def _user_ref(request, view) -> str | None:
     """The end user a request acts for (O7): its path's, query's, body's or body context's
     `user`, the first that is a string."""
     kwargs = getattr(view, "kwargs", None) or {}
-    candidates: list = [kwargs.get("user_ref"), kwargs.get("user"), request.query_params.get("user")]
+    candidates: list = [
+        kwargs.get("user_ref"),
+        kwargs.get("user"),
+        request.query_params.get("user"),
+    ]
     if request.method not in ("GET", "HEAD", "OPTIONS", "DELETE"):
         data = request.data  # parsed once; a malformed body is the same 400 it would be anyway
         if isinstance(data, dict):
             context = data.get("context")
-            candidates += [data.get("user"), context.get("user") if isinstance(context, dict) else None]
+            candidates += [
+                data.get("user"),
+                context.get("user") if isinstance(context, dict) else None,
+            ]
     for ref in candidates:
         if isinstance(ref, str) and ref:
             return ref
@@ -266,8 +273,11 @@ class RuntimeThrottle(SimpleRateThrottle):
         if not counters:
             return True
         results = COUNTERS.hit_all(store_for(caches["default"]), counters, self.timer())
-        waits = [left for (total, left), (_, _, limit) in zip(results, counters, strict=True)
-                 if total > limit]
+        waits = [
+            left
+            for (total, left), (_, _, limit) in zip(results, counters, strict=True)
+            if total > limit
+        ]
         self._wait = max(waits) if waits else None
         return not waits
 

@@ -32,7 +32,9 @@ def not_found(request, exception=None):
 
 def bad_request(request, exception=None):
     if _is_api(request):
-        return json_problem_response(400, "validation_error", "Bad request", "The request could not be read.")
+        return json_problem_response(
+            400, "validation_error", "Bad request", "The request could not be read."
+        )
     return defaults.bad_request(request, exception)
 
 
@@ -40,14 +42,20 @@ def forbidden(request, exception=None):
     """A staff member refused an admin page gets the admin's own page, with the reason the
     view gave (which permission is missing); everyone else gets the site's `403.html`."""
     if _is_api(request):
-        return json_problem_response(403, "permission_denied", "Permission denied", "Permission denied.")
+        return json_problem_response(
+            403, "permission_denied", "Permission denied", "Permission denied."
+        )
     user = getattr(request, "user", None)
     if request.path.startswith("/admin/") and user is not None and user.is_active and user.is_staff:
         from django.contrib import admin
 
         reason = str(exception) if exception is not None and str(exception) else ""
-        context = {**admin.site.each_context(request), "title": "You cannot open this page",
-                   "subtitle": None, "reason": reason}
+        context = {
+            **admin.site.each_context(request),
+            "title": "You cannot open this page",
+            "subtitle": None,
+            "reason": reason,
+        }
         return render(request, "admin/403.html", context, status=403)
     return defaults.permission_denied(request, exception)
 
@@ -67,8 +75,10 @@ def api_not_found(request, rest=""):
 
 def problem_index(request):
     """SPEC C3: the list of every problem code, each linking to its page. No sign-in."""
-    items = [{"code": code, "status": p.status, "title": p.title}
-             for code, p in problems.PROBLEM_CODES.items()]
+    items = [
+        {"code": code, "status": p.status, "title": p.title}
+        for code, p in problems.PROBLEM_CODES.items()
+    ]
     return render(request, "problems/index.html", {"problems": items})
 
 
@@ -79,5 +89,6 @@ def problem_page(request, code):
     if problem is None:
         raise Http404("No such problem code.")
     example = json.dumps(problems.example(code), indent=2, ensure_ascii=False)
-    return render(request, "problems/problem.html",
-                  {"code": code, "problem": problem, "example": example})
+    return render(
+        request, "problems/problem.html", {"code": code, "problem": problem, "example": example}
+    )

@@ -12,7 +12,9 @@ SCOPE_KINDS = ("user", "character", "conversation", "scene")
 SCOPE_NARROWNESS = {"user": 0, "character": 1, "conversation": 2, "scene": 3}
 
 
-def scope_dict(kind: str, character: str | None, conversation: str | None, scene: str | None) -> dict:
+def scope_dict(
+    kind: str, character: str | None, conversation: str | None, scene: str | None
+) -> dict:
     """The JSON shape of a scope (SPEC §10): only the references its kind has. Memory and
     policy scopes share it (policy's widest kind is `global`, memory's `user`)."""
     out: dict = {"kind": kind}

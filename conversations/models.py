@@ -24,7 +24,9 @@ class Conversation(models.Model):
     sequence numbers are allocated under (a row lock, §7)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
     character = models.ForeignKey(Character, on_delete=models.PROTECT, related_name="conversations")
     title = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField()
@@ -45,7 +47,9 @@ class Message(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
     seq = models.BigIntegerField()
     role = models.CharField(max_length=10, choices=ROLES)
     content = models.TextField()
@@ -77,7 +81,9 @@ class Turn(models.Model):
     scene = models.CharField(max_length=100, null=True, blank=True)
     status = models.CharField(max_length=10, choices=STATUSES, default="open")
     user_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn")
-    reply_message = models.OneToOneField(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="reply_to")
+    reply_message = models.OneToOneField(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="reply_to"
+    )
     created_at = models.DateTimeField()
     extracted = models.JSONField(default=list, blank=True)
     # I8: whether the user's `learn` switch was on when the turn was created (off: nothing

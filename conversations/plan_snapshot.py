@@ -35,16 +35,30 @@ class PlanSnapshot:
     policy: tuple[tuple[str, str, str], ...] = ()  # E2: (decision id, capability, effect)
 
     @classmethod
-    def made(cls, plan: Mapping, *, now: datetime, params: Mapping,
-             policy: Sequence[tuple[str, str, str]]) -> PlanSnapshot:
+    def made(
+        cls,
+        plan: Mapping,
+        *,
+        now: datetime,
+        params: Mapping,
+        policy: Sequence[tuple[str, str, str]],
+    ) -> PlanSnapshot:
         """A new plan's snapshot: `plan` is the planner's part (`turns.planner.plan_snapshot`:
         the ids, counts and hash), `policy` each decision as (id, capability, effect)."""
-        return cls(plan["boundary_seq"], plan["current"], tuple(plan["history"]),
-                   tuple(plan["memories"]), tuple(plan["certainty"]),
-                   tuple(tuple(item) for item in plan["excluded"]), plan["estimated_tokens"],
-                   plan["plan_hash"], now.isoformat(), dict(params),
-                   tuple(decision for decision, _, _ in policy),
-                   tuple(tuple(item) for item in policy))
+        return cls(
+            plan["boundary_seq"],
+            plan["current"],
+            tuple(plan["history"]),
+            tuple(plan["memories"]),
+            tuple(plan["certainty"]),
+            tuple(tuple(item) for item in plan["excluded"]),
+            plan["estimated_tokens"],
+            plan["plan_hash"],
+            now.isoformat(),
+            dict(params),
+            tuple(decision for decision, _, _ in policy),
+            tuple(tuple(item) for item in policy),
+        )
 
     def stored(self) -> dict:
         """The JSON a turn stores (`Turn.plan_snapshot`)."""
@@ -72,9 +86,11 @@ class PlanSnapshot:
             return None
         memories = _strings(stored.get("memories"))
         certainty = stored.get("certainty") or []
-        certainty = (tuple(c if isinstance(c, str) else "" for c in certainty)
-                     if isinstance(certainty, list) and len(certainty) == len(memories)
-                     else ("",) * len(memories))
+        certainty = (
+            tuple(c if isinstance(c, str) else "" for c in certainty)
+            if isinstance(certainty, list) and len(certainty) == len(memories)
+            else ("",) * len(memories)
+        )
         current = stored.get("current")
         params = stored.get("params")
         tokens = stored.get("estimated_tokens")
@@ -82,15 +98,18 @@ class PlanSnapshot:
         return cls(
             boundary_seq=seq if isinstance(seq, int) else None,
             current=current if isinstance(current, str) and current else None,
-            history=_strings(stored.get("history")), memories=memories, certainty=certainty,
+            history=_strings(stored.get("history")),
+            memories=memories,
+            certainty=certainty,
             excluded=tuple(_excluded(stored.get("excluded"))),
             estimated_tokens=tokens if isinstance(tokens, int) else None,
             plan_hash=stored.get("plan_hash") if isinstance(stored.get("plan_hash"), str) else "",
             now=stored.get("now") if isinstance(stored.get("now"), str) else None,
             params=params if isinstance(params, Mapping) else {},
             decisions=_strings(stored.get("decisions")),
-            policy=tuple(tuple(item) for item in stored.get("policy") or []
-                         if _three_strings(item)),
+            policy=tuple(
+                tuple(item) for item in stored.get("policy") or [] if _three_strings(item)
+            ),
         )
 
     @property
@@ -116,8 +135,11 @@ def _strings(found) -> tuple[str, ...]:
 
 
 def _three_strings(item) -> bool:
-    return (isinstance(item, list | tuple) and len(item) == 3
-            and all(isinstance(part, str) for part in item))
+    return (
+        isinstance(item, list | tuple)
+        and len(item) == 3
+        and all(isinstance(part, str) for part in item)
+    )
 
 
 def _excluded(found) -> list[tuple[str, str, str]]:

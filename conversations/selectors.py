@@ -48,7 +48,11 @@ def user_by_ref(ref: str, *, field: str | None = "user") -> User:
     plausible = isinstance(ref, str) and 0 < len(ref) <= 150 and "\x00" not in ref
     # The memory profile comes along (one join): it holds the user's memory switches (I8),
     # which resolve and extraction read.
-    user = User.objects.select_related("memory_profile").filter(username=ref).first() if plausible else None
+    user = (
+        User.objects.select_related("memory_profile").filter(username=ref).first()
+        if plausible
+        else None
+    )
     if user is None:
         if field is None:
             raise NotFound(f"No user {ref!r}.")
@@ -82,7 +86,9 @@ def conversation_of_user(user, conversation_id, *, field: str = "conversation") 
     except ValueError:
         raise ValidationError("Must be a UUID.", field=field) from None
     conversation = (
-        Conversation.objects.select_related("character").filter(user=user, pk=conversation_id).first()
+        Conversation.objects.select_related("character")
+        .filter(user=user, pk=conversation_id)
+        .first()
     )
     if conversation is None:
         raise ValidationError("Unknown conversation for this user.", field=field)
@@ -100,7 +106,8 @@ def _conversation_with_user(ref, conversation_id) -> Conversation | None:
         return None
     return (
         Conversation.objects.select_related("user__memory_profile", "character")
-        .filter(user__username=ref, pk=conversation_id).first()
+        .filter(user__username=ref, pk=conversation_id)
+        .first()
     )
 
 
@@ -119,7 +126,9 @@ def load_context(data: dict, *, prefix: str = "context") -> LoadedContext:
     else:
         user = user_by_ref(data["user"], field=f"{prefix}.user")
         if data.get("conversation"):
-            conversation = conversation_of_user(user, data["conversation"], field=f"{prefix}.conversation")
+            conversation = conversation_of_user(
+                user, data["conversation"], field=f"{prefix}.conversation"
+            )
     character = None
     if data.get("character"):
         if conversation is not None and conversation.character.slug == data["character"]:
@@ -138,8 +147,12 @@ def load_context(data: dict, *, prefix: str = "context") -> LoadedContext:
         raise ValidationError("A scene needs a conversation.", field=f"{prefix}.scene")
     now = data.get("now")
     return LoadedContext(
-        user=user, character=character, conversation=conversation, scene=scene,
-        now=now if now is not None else db_now(), now_given=now is not None,
+        user=user,
+        character=character,
+        conversation=conversation,
+        scene=scene,
+        now=now if now is not None else db_now(),
+        now_given=now is not None,
     )
 
 
@@ -153,7 +166,11 @@ def messages_of_user(user, ids) -> list[Message]:
 
 def conversation_for_page(user, conversation_id) -> Conversation:
     """One of the user's conversations, with its character; another user's is a 404."""
-    conversation = Conversation.objects.select_related("character").filter(user=user, pk=conversation_id).first()
+    conversation = (
+        Conversation.objects.select_related("character")
+        .filter(user=user, pk=conversation_id)
+        .first()
+    )
     if conversation is None:
         raise NotFound("No such conversation.")
     return conversation
@@ -162,8 +179,12 @@ def conversation_for_page(user, conversation_id) -> Conversation:
 def scenes_of(user) -> list[tuple[str, str]]:
     """The scenes the user's turns were in, as (conversation id, scene), each once, in the
     order they were first used. One query."""
-    rows = (Turn.objects.filter(user=user, scene__isnull=False).exclude(scene="")
-            .order_by("created_at", "id").values_list("conversation_id", "scene"))
+    rows = (
+        Turn.objects.filter(user=user, scene__isnull=False)
+        .exclude(scene="")
+        .order_by("created_at", "id")
+        .values_list("conversation_id", "scene")
+    )
     return list(dict.fromkeys((str(conversation), scene) for conversation, scene in rows))
 
 
@@ -172,8 +193,10 @@ def conversations_of(user):
     from django.db.models import Count
 
     return (
-        Conversation.objects.filter(user=user).select_related("character")
-        .annotate(n_messages=Count("messages")).order_by("-created_at", "id")
+        Conversation.objects.filter(user=user)
+        .select_related("character")
+        .annotate(n_messages=Count("messages"))
+        .order_by("-created_at", "id")
     )
 
 
@@ -197,8 +220,9 @@ def character_list():
 def conversation_get(conversation_id) -> Conversation:
     """`GET /conversations/{id}`: the conversation with its user and character in one query,
     or a 404 (C4)."""
-    conversation = (Conversation.objects.select_related("user", "character")
-                    .filter(pk=conversation_id).first())
+    conversation = (
+        Conversation.objects.select_related("user", "character").filter(pk=conversation_id).first()
+    )
     if conversation is None:
         raise NotFound("No such conversation.")
     return conversation

@@ -26,4 +26,6 @@ def character_put(*, slug: str, name: str) -> tuple[Character, bool]:
 
 
 def conversation_create(*, user, character: Character, title: str = "") -> Conversation:
-    return Conversation.objects.create(user=user, character=character, title=title, created_at=db_now())
+    return Conversation.objects.create(
+        user=user, character=character, title=title, created_at=db_now()
+    )

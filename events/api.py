@@ -12,7 +12,8 @@ from .serializers import EventFeedQuery, EventPageOutput
 
 class EventFeedApi(APIView):
     @extend_schema(
-        operation_id="event_feed", parameters=[EventFeedQuery],
+        operation_id="event_feed",
+        parameters=[EventFeedQuery],
         responses={200: EventPageOutput, **problems(400, 410)},
         summary="Follow every change, in the order it became visible",
         description="The events every change leaves (SPEC V1: `memory.created`, `memory.changed`, "
@@ -25,6 +26,10 @@ class EventFeedApi(APIView):
     )
     def get(self, request):
         params = validated(EventFeedQuery, query_params(request))
-        page = feed_page(after=params.get("after"), limit=params["limit"],
-                         user=params.get("user"), type_=params.get("type"))
+        page = feed_page(
+            after=params.get("after"),
+            limit=params["limit"],
+            user=params.get("user"),
+            type_=params.get("type"),
+        )
         return Response({"results": page.events, "next": page.next})

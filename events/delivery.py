@@ -39,7 +39,9 @@ def backoff(attempts: int) -> float:
 
 
 def lease() -> timedelta:
-    return timedelta(seconds=settings.WEBHOOK_TIMEOUT_SECONDS + settings.WEBHOOK_LEASE_MARGIN_SECONDS)
+    return timedelta(
+        seconds=settings.WEBHOOK_TIMEOUT_SECONDS + settings.WEBHOOK_LEASE_MARGIN_SECONDS
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,7 +66,9 @@ def dispatch(batch: int = 500) -> int:
                 if endpoint.takes(event):
                     lane = lanes.get((endpoint.pk, event.user_ref))
                     if lane is None:
-                        lane, _ = Lane.objects.get_or_create(endpoint=endpoint, user_ref=event.user_ref)
+                        lane, _ = Lane.objects.get_or_create(
+                            endpoint=endpoint, user_ref=event.user_ref
+                        )
                         lanes[(endpoint.pk, event.user_ref)] = lane
                     rows.append(Delivery(lane=lane, event=event))
         Delivery.objects.bulk_create(rows, ignore_conflicts=True)
@@ -78,16 +82,21 @@ def wake_due(enqueue) -> int:
     """Enqueue a delivery task for each lane with a pending delivery that is due, not held by
     a worker and not already woken (a killed worker's lane is woken once its lease ends)."""
     now = timezone.now()
-    due = (Lane.objects.filter(endpoint__enabled=True, deliveries__status=Delivery.PENDING)
-           .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
-           .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-           .filter(Q(woken_until__isnull=True) | Q(woken_until__lt=now))
-           .values_list("id", flat=True).distinct())
+    due = (
+        Lane.objects.filter(endpoint__enabled=True, deliveries__status=Delivery.PENDING)
+        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .filter(Q(woken_until__isnull=True) | Q(woken_until__lt=now))
+        .values_list("id", flat=True)
+        .distinct()
+    )
     woken = 0
     for lane_id in list(due):
-        claimed = (Lane.objects.filter(pk=lane_id)
-                   .filter(Q(woken_until__isnull=True) | Q(woken_until__lt=now))
-                   .update(woken_until=now + lease()))
+        claimed = (
+            Lane.objects.filter(pk=lane_id)
+            .filter(Q(woken_until__isnull=True) | Q(woken_until__lt=now))
+            .update(woken_until=now + lease())
+        )
         if claimed:
             enqueue(lane_id, None)
             woken += 1
@@ -100,7 +109,11 @@ def wake_due(enqueue) -> int:
 
 def _take_lease(lane_id: int, token: str, now: datetime, *, renew: bool = False) -> bool:
     qs = Lane.objects.filter(pk=lane_id)
-    qs = qs.filter(leased_by=token) if renew else qs.filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+    qs = (
+        qs.filter(leased_by=token)
+        if renew
+        else qs.filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+    )
     return bool(qs.update(lease_until=now + lease(), leased_by=token))
 
 
@@ -119,8 +132,12 @@ def deliver_lane(lane_id: int, enqueue, *, max_deliveries: int = 100) -> int:
                 break
             if lane.next_attempt_at is not None and lane.next_attempt_at > now:
                 break
-            head = (lane.deliveries.filter(status=Delivery.PENDING).select_related("event")
-                    .order_by("event__txid", "event_id").first())
+            head = (
+                lane.deliveries.filter(status=Delivery.PENDING)
+                .select_related("event")
+                .order_by("event__txid", "event_id")
+                .first()
+            )
             if head is None:
                 break
             if not attempt(lane, head, enqueue):
@@ -129,8 +146,9 @@ def deliver_lane(lane_id: int, enqueue, *, max_deliveries: int = 100) -> int:
             if not _take_lease(lane_id, token, timezone.now(), renew=True):
                 break
     finally:
-        Lane.objects.filter(pk=lane_id, leased_by=token).update(lease_until=None, leased_by="",
-                                                                 woken_until=None)
+        Lane.objects.filter(pk=lane_id, leased_by=token).update(
+            lease_until=None, leased_by="", woken_until=None
+        )
     return delivered
 
 
@@ -142,8 +160,11 @@ def client() -> httpx.Client:
     followed (a redirect could lead past the address checks), no proxies from the environment."""
     global _client
     if _client is None:
-        _client = httpx.Client(timeout=httpx.Timeout(settings.WEBHOOK_TIMEOUT_SECONDS),
-                               follow_redirects=False, trust_env=False)
+        _client = httpx.Client(
+            timeout=httpx.Timeout(settings.WEBHOOK_TIMEOUT_SECONDS),
+            follow_redirects=False,
+            trust_env=False,
+        )
     return _client
 
 
@@ -151,8 +172,13 @@ def _post(endpoint: WebhookEndpoint, event: Event, at: datetime) -> tuple[int | 
     refusal = url_refusal(endpoint.url)
     if refusal:
         return None, refusal
-    row = {"id": event.pk, "type": event.type, "user_ref": event.user_ref,
-           "occurred_at": event.occurred_at, "data": event.data}
+    row = {
+        "id": event.pk,
+        "type": event.type,
+        "user_ref": event.user_ref,
+        "occurred_at": event.occurred_at,
+        "data": event.data,
+    }
     body, headers = signed_request(endpoint, event_json(row), at)
     try:
         answer = client().post(endpoint.url, content=body, headers=headers)
@@ -160,7 +186,10 @@ def _post(endpoint: WebhookEndpoint, event: Event, at: datetime) -> tuple[int | 
         return None, "Timed out."
     except httpx.HTTPError as exc:
         return None, f"Connection failed ({type(exc).__name__})."
-    return answer.status_code, "" if 200 <= answer.status_code < 300 else f"Answered {answer.status_code}."
+    return (
+        answer.status_code,
+        "" if 200 <= answer.status_code < 300 else f"Answered {answer.status_code}.",
+    )
 
 
 def attempt(lane: Lane, delivery: Delivery, enqueue) -> bool:
@@ -178,8 +207,13 @@ def attempt(lane: Lane, delivery: Delivery, enqueue) -> bool:
     with transaction.atomic():
         if not Delivery.objects.filter(pk=delivery.pk).exists():
             return ok  # its event was deleted meanwhile (user deleted, pruned)
-        DeliveryAttempt.objects.create(delivery=delivery, at=at, status_code=status,
-                                       latency_ms=int(elapsed * 1000), error=error[:200])
+        DeliveryAttempt.objects.create(
+            delivery=delivery,
+            at=at,
+            status_code=status,
+            latency_ms=int(elapsed * 1000),
+            error=error[:200],
+        )
         delivery.attempts += 1
         delivery.first_attempt_at = delivery.first_attempt_at or at
         if ok:
@@ -191,25 +225,40 @@ def attempt(lane: Lane, delivery: Delivery, enqueue) -> bool:
             outcome = "gone"
         elif at - delivery.first_attempt_at >= timedelta(seconds=settings.WEBHOOK_GIVE_UP_SECONDS):
             delivery.status = Delivery.FAILED
-            disable(endpoint, f"Deliveries failed for {settings.WEBHOOK_GIVE_UP_SECONDS:g} s "
-                              f"(last: {error or 'no answer'}).")
+            disable(
+                endpoint,
+                f"Deliveries failed for {settings.WEBHOOK_GIVE_UP_SECONDS:g} s "
+                f"(last: {error or 'no answer'}).",
+            )
             outcome = "failed"
         else:
             retry_at = at + timedelta(seconds=backoff(delivery.attempts))
-            Lane.objects.filter(pk=lane.pk).update(next_attempt_at=retry_at,
-                                                   woken_until=retry_at + lease())
+            Lane.objects.filter(pk=lane.pk).update(
+                next_attempt_at=retry_at, woken_until=retry_at + lease()
+            )
             transaction.on_commit(lambda: enqueue(lane.pk, retry_at))
-            outcome = "refused" if status is None and error and not error.startswith(("Timed", "Connection")) else "failed"
+            outcome = (
+                "refused"
+                if status is None and error and not error.startswith(("Timed", "Connection"))
+                else "failed"
+            )
         delivery.save(update_fields=["attempts", "first_attempt_at", "status", "delivered_at"])
     metrics.ATTEMPTS.labels(outcome).inc()
-    log.info("webhook_attempt endpoint=%s event=evt_%s status=%s outcome=%s latency_ms=%d",
-             endpoint.pk, delivery.event_id, status, outcome, int(elapsed * 1000))
+    log.info(
+        "webhook_attempt endpoint=%s event=evt_%s status=%s outcome=%s latency_ms=%d",
+        endpoint.pk,
+        delivery.event_id,
+        status,
+        outcome,
+        int(elapsed * 1000),
+    )
     return ok
 
 
 def disable(endpoint: WebhookEndpoint, reason: str) -> None:
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-        enabled=False, disabled_at=timezone.now(), disabled_reason=reason)
+        enabled=False, disabled_at=timezone.now(), disabled_reason=reason
+    )
     endpoint.enabled = False
     log.warning("webhook_endpoint_disabled endpoint=%s reason=%s", endpoint.pk, reason)
 
@@ -218,19 +267,22 @@ def enable(endpoint: WebhookEndpoint) -> None:
     """Staff turn an endpoint on again: its lanes start over from their oldest pending
     delivery, the give-up window anew."""
     with transaction.atomic():
-        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(enabled=True, disabled_at=None,
-                                                             disabled_reason="")
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+            enabled=True, disabled_at=None, disabled_reason=""
+        )
         Lane.objects.filter(endpoint=endpoint).update(next_attempt_at=None, woken_until=None)
         Delivery.objects.filter(lane__endpoint=endpoint, status=Delivery.PENDING).update(
-            first_attempt_at=None)
+            first_attempt_at=None
+        )
 
 
 def resend(deliveries) -> int:
     """Staff send deliveries again (the admin): each becomes pending, due at once."""
     with transaction.atomic():
         ids = [d.pk for d in deliveries]
-        count = Delivery.objects.filter(pk__in=ids).update(status=Delivery.PENDING,
-                                                           first_attempt_at=None, delivered_at=None)
+        count = Delivery.objects.filter(pk__in=ids).update(
+            status=Delivery.PENDING, first_attempt_at=None, delivered_at=None
+        )
         Lane.objects.filter(deliveries__pk__in=ids).update(next_attempt_at=None, woken_until=None)
     return count
 
@@ -248,6 +300,7 @@ def prune(now: datetime | None = None) -> int:
 
 
 def gauges() -> None:
-    metrics.PENDING.set(Delivery.objects.filter(status=Delivery.PENDING,
-                                                lane__endpoint__enabled=True).count())
+    metrics.PENDING.set(
+        Delivery.objects.filter(status=Delivery.PENDING, lane__endpoint__enabled=True).count()
+    )
     metrics.DISABLED.set(WebhookEndpoint.objects.filter(enabled=False).count())

@@ -86,7 +86,8 @@ def decode_cursor(cursor: str, *, now: datetime) -> Position:
         raise CursorExpired(
             f"This cursor is older than the {settings.EVENTS_RETENTION_DAYS} days events are "
             "kept: events after it may be gone. Resync from the export, then follow the feed "
-            "from a new cursor.")
+            "from a new cursor."
+        )
     return position
 
 
@@ -103,13 +104,18 @@ def visible_after(position: Position):
 
 def event_json(e: dict) -> dict:
     """An event as the feed and the webhooks send it (V1)."""
-    return {"id": f"evt_{e['id']}", "type": e["type"], "user": e["user_ref"] or None,
-            "occurred_at": iso_z(e["occurred_at"]),
-            "data": e["data"]}
+    return {
+        "id": f"evt_{e['id']}",
+        "type": e["type"],
+        "user": e["user_ref"] or None,
+        "occurred_at": iso_z(e["occurred_at"]),
+        "data": e["data"],
+    }
 
 
-def feed_page(*, after: str | None, limit: int, user: str | None = None,
-              type_: str | None = None) -> FeedPage:
+def feed_page(
+    *, after: str | None, limit: int, user: str | None = None, type_: str | None = None
+) -> FeedPage:
     """V2: one page of the feed after the cursor `after` (the beginning of what is kept when
     None): one query."""
     now = timezone.now()

@@ -77,8 +77,9 @@ class WebhookEndpoint(models.Model):
         return self.url
 
     def takes(self, event: Event) -> bool:
-        return ((not self.event_types or event.type in self.event_types)
-                and (not self.user_ref or event.user_ref == self.user_ref))
+        return (not self.event_types or event.type in self.event_types) and (
+            not self.user_ref or event.user_ref == self.user_ref
+        )
 
 
 class Lane(models.Model):

@@ -24,63 +24,119 @@ SETTINGS_CHANGED = "settings.changed"
 POLICY_CHANGED = "policy.changed"
 CONVERSATION_DELETED = "conversation.deleted"
 USER_DELETED = "user.deleted"
-EVENT_TYPES = (MEMORY_CREATED, MEMORY_CHANGED, MEMORY_FORGOTTEN, TOMBSTONE_DELETED,
-               SETTINGS_CHANGED, POLICY_CHANGED, CONVERSATION_DELETED, USER_DELETED)
+EVENT_TYPES = (
+    MEMORY_CREATED,
+    MEMORY_CHANGED,
+    MEMORY_FORGOTTEN,
+    TOMBSTONE_DELETED,
+    SETTINGS_CHANGED,
+    POLICY_CHANGED,
+    CONVERSATION_DELETED,
+    USER_DELETED,
+)
 
 
 def _event(type_: str, user_ref: str | None, at: datetime, data: dict) -> Event:
     return Event(type=type_, user_ref=user_ref or "", occurred_at=at, data=data)
 
 
-def memory_created(user_ref: str, *, memory: str, scope_kind: str, character: str | None,
-                   conversation: str | None, version: int, authority: str,
-                   valid_from: datetime, valid_until: datetime | None, supersedes: str | None,
-                   at: datetime) -> Event:
+def memory_created(
+    user_ref: str,
+    *,
+    memory: str,
+    scope_kind: str,
+    character: str | None,
+    conversation: str | None,
+    version: int,
+    authority: str,
+    valid_from: datetime,
+    valid_until: datetime | None,
+    supersedes: str | None,
+    at: datetime,
+) -> Event:
     """A new record. The scope by kind and ids (a scene's name is the user's words: left
     out); `valid_until` so a copy expires the record by itself (a window ending makes no
     event)."""
-    return _event(MEMORY_CREATED, user_ref, at, {
-        "memory": memory, "scope": {"kind": scope_kind, "character": character,
-                                    "conversation": conversation},
-        "version": version, "authority": authority, "valid_from": iso_z(valid_from),
-        "valid_until": iso_z(valid_until), "supersedes": supersedes})
+    return _event(
+        MEMORY_CREATED,
+        user_ref,
+        at,
+        {
+            "memory": memory,
+            "scope": {"kind": scope_kind, "character": character, "conversation": conversation},
+            "version": version,
+            "authority": authority,
+            "valid_from": iso_z(valid_from),
+            "valid_until": iso_z(valid_until),
+            "supersedes": supersedes,
+        },
+    )
 
 
-def memory_changed(user_ref: str, *, memory: str, state: str, at: datetime,
-                   by: str | None = None) -> Event:
+def memory_changed(
+    user_ref: str, *, memory: str, state: str, at: datetime, by: str | None = None
+) -> Event:
     """A write changed a stored record's state: `superseded` (by the record `by`) or
     `retracted` (W10)."""
     return _event(MEMORY_CHANGED, user_ref, at, {"memory": memory, "state": state, "by": by})
 
 
-def memory_forgotten(user_ref: str, *, tombstone: str, scope_kind: str, memories: Sequence[str],
-                     withheld_message_ids: Sequence[str], forgotten_by: str,
-                     at: datetime) -> Event:
+def memory_forgotten(
+    user_ref: str,
+    *,
+    tombstone: str,
+    scope_kind: str,
+    memories: Sequence[str],
+    withheld_message_ids: Sequence[str],
+    forgotten_by: str,
+    at: datetime,
+) -> Event:
     """F1/F2: the tombstone, the records it purged and the messages it withholds (F6)."""
-    return _event(MEMORY_FORGOTTEN, user_ref, at, {
-        "tombstone": tombstone, "scope_kind": scope_kind, "memories": sorted(memories),
-        "withheld_messages": sorted(withheld_message_ids), "forgotten_by": forgotten_by})
+    return _event(
+        MEMORY_FORGOTTEN,
+        user_ref,
+        at,
+        {
+            "tombstone": tombstone,
+            "scope_kind": scope_kind,
+            "memories": sorted(memories),
+            "withheld_messages": sorted(withheld_message_ids),
+            "forgotten_by": forgotten_by,
+        },
+    )
 
 
-def tombstone_deleted(user_ref: str, *, tombstone: str, released_message_ids: Sequence[str],
-                      at: datetime) -> Event:
+def tombstone_deleted(
+    user_ref: str, *, tombstone: str, released_message_ids: Sequence[str], at: datetime
+) -> Event:
     """F4: the tombstone is gone; the messages it withheld are released (F6)."""
-    return _event(TOMBSTONE_DELETED, user_ref, at, {
-        "tombstone": tombstone, "released_messages": sorted(released_message_ids)})
+    return _event(
+        TOMBSTONE_DELETED,
+        user_ref,
+        at,
+        {"tombstone": tombstone, "released_messages": sorted(released_message_ids)},
+    )
 
 
-def settings_changed(user_ref: str, *, learn: bool, use: bool, changed_by: str,
-                     at: datetime) -> Event:
-    return _event(SETTINGS_CHANGED, user_ref, at,
-                  {"learn": learn, "use": use, "changed_by": changed_by})
+def settings_changed(
+    user_ref: str, *, learn: bool, use: bool, changed_by: str, at: datetime
+) -> Event:
+    return _event(
+        SETTINGS_CHANGED, user_ref, at, {"learn": learn, "use": use, "changed_by": changed_by}
+    )
 
 
-def policy_changed(user_ref: str | None, *, policy_version: int, rules: Iterable[str],
-                   at: datetime) -> Event:
+def policy_changed(
+    user_ref: str | None, *, policy_version: int, rules: Iterable[str], at: datetime
+) -> Event:
     """D7: the user's (no user: the product defaults') new policy version and the rules the
     change touched."""
-    return _event(POLICY_CHANGED, user_ref, at,
-                  {"policy_version": policy_version, "rules": sorted(str(r) for r in rules)})
+    return _event(
+        POLICY_CHANGED,
+        user_ref,
+        at,
+        {"policy_version": policy_version, "rules": sorted(str(r) for r in rules)},
+    )
 
 
 def conversation_deleted(user_ref: str, *, conversation: str, at: datetime) -> Event:

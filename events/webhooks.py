@@ -65,8 +65,14 @@ def new_secret() -> str:
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-def endpoint_create(*, url: str, event_types=(), user_ref: str = "", description: str = "",
-                    now: datetime | None = None) -> tuple[WebhookEndpoint, str]:
+def endpoint_create(
+    *,
+    url: str,
+    event_types=(),
+    user_ref: str = "",
+    description: str = "",
+    now: datetime | None = None,
+) -> tuple[WebhookEndpoint, str]:
     """Register an endpoint (V3); returns it and its signing secret, to be shown once."""
     refusal = url_refusal(url)
     if refusal:
@@ -77,8 +83,13 @@ def endpoint_create(*, url: str, event_types=(), user_ref: str = "", description
     secret = new_secret()
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.create(
-            url=url, event_types=sorted(set(event_types)), user_ref=user_ref,
-            description=description, secret=secret, created_at=now or timezone.now())
+            url=url,
+            event_types=sorted(set(event_types)),
+            user_ref=user_ref,
+            description=description,
+            secret=secret,
+            created_at=now or timezone.now(),
+        )
     return endpoint, secret
 
 

@@ -49,13 +49,19 @@ log = logging.getLogger("companion.memory")
 
 
 def _scope(data: dict) -> Scope:
-    return Scope(kind=data["kind"], character=data.get("character"),
-                 conversation=data.get("conversation"), scene=data.get("scene"))
+    return Scope(
+        kind=data["kind"],
+        character=data.get("character"),
+        conversation=data.get("conversation"),
+        scene=data.get("scene"),
+    )
 
 
 class MemoryCollectionApi(APIView):
     @extend_schema(
-        operation_id="memory_assert", summary="Remember a fact", request=MemoryAssertInput,
+        operation_id="memory_assert",
+        summary="Remember a fact",
+        request=MemoryAssertInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 409)},
         description="Store a fact about a user — a key, a value and the scope it holds in — "
         "with who vouches for it (`authority`) and how sure it is. Answers 201 `created` for a "
@@ -68,9 +74,14 @@ class MemoryCollectionApi(APIView):
         data = validated(MemoryAssertInput, request.data)
         user = user_by_ref(data["user"], field="user")
         result = services.memory_assert(
-            user=user, key=data["key"], value=data["value"], scope=_scope(data["scope"]),
-            authority=data["authority"], confidence=data["confidence"],
-            valid_from=data.get("valid_from"), valid_until=data.get("valid_until"),
+            user=user,
+            key=data["key"],
+            value=data["value"],
+            scope=_scope(data["scope"]),
+            authority=data["authority"],
+            confidence=data["confidence"],
+            valid_from=data.get("valid_from"),
+            valid_until=data.get("valid_until"),
             sources=[str(s) for s in data.get("sources", [])],
             supersedes=str(data["supersedes"]) if data.get("supersedes") else None,
             idempotency_key=data.get("idempotency_key"),
@@ -78,7 +89,8 @@ class MemoryCollectionApi(APIView):
         return Response(assert_json(result), status=result.http_status)
 
     @extend_schema(
-        operation_id="memory_list", summary="List a user's memories",
+        operation_id="memory_list",
+        summary="List a user's memories",
         parameters=[MemoryListQuery],
         responses={200: MemoryPageOutput, **problems(400)},
         description="Answer the user's stored memories as a paginated list, ordered by key, "
@@ -90,17 +102,26 @@ class MemoryCollectionApi(APIView):
         params = validated(MemoryListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         found = state_selectors.memory_list(
-            user, key=params.get("key"), scope_id=params.get("scope"), status=params.get("status"),
-            state=params.get("state"), now=db_now())
-        return paginated(self, request, found, lambda page: [memory_json(m.record, m.state) for m in page])
+            user,
+            key=params.get("key"),
+            scope_id=params.get("scope"),
+            status=params.get("status"),
+            state=params.get("state"),
+            now=db_now(),
+        )
+        return paginated(
+            self, request, found, lambda page: [memory_json(m.record, m.state) for m in page]
+        )
 
 
 class MemoryDetailApi(APIView):
     @extend_schema(
-        operation_id="memory_get", summary="Read a memory",
+        operation_id="memory_get",
+        summary="Read a memory",
         responses={200: MemoryOutput, **problems(400, 404)},
         description="Answer one memory with its `state` now (active, superseded, forgotten…) "
-        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2).")
+        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2).",
+    )
     def get(self, request, memory_id):
         validated(EmptyQuery, query_params(request))
         found = state_selectors.memory_stated(memory_id, now=db_now())
@@ -109,7 +130,9 @@ class MemoryDetailApi(APIView):
 
 class MemoryConfirmApi(APIView):
     @extend_schema(
-        operation_id="memory_confirm", summary="Confirm a memory", request=EmptyInput,
+        operation_id="memory_confirm",
+        summary="Confirm a memory",
+        request=EmptyInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
         description="Record that the user confirmed this memory: a new version with the same "
         "value and authority `user-confirmed`, which outranks what was inferred. A memory that "
@@ -123,7 +146,9 @@ class MemoryConfirmApi(APIView):
 
 class MemoryCorrectApi(APIView):
     @extend_schema(
-        operation_id="memory_correct", summary="Correct a memory", request=MemoryCorrectInput,
+        operation_id="memory_correct",
+        summary="Correct a memory",
+        request=MemoryCorrectInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
         description="Replace this memory's value with the one the user gave: a new version with "
         "authority `user-corrected` that supersedes it. A memory that is no longer current is "
@@ -137,8 +162,10 @@ class MemoryCorrectApi(APIView):
 
 class MemoryRetractApi(APIView):
     @extend_schema(
-        operation_id="memory_retract", summary="Mark a memory no longer true",
-        request=EmptyInput, responses={200: RetractOutput, **problems(400, 404, 409)},
+        operation_id="memory_retract",
+        summary="Mark a memory no longer true",
+        request=EmptyInput,
+        responses={200: RetractOutput, **problems(400, 404, 409)},
         description="Record that this fact is no longer true from now on: every open version "
         "of it in its scope ends now. Unlike a forget, the history stays visible and an older "
         "message cannot bring the value back (W10).",
@@ -146,13 +173,21 @@ class MemoryRetractApi(APIView):
     def post(self, request, memory_id):
         validated(EmptyInput, request.data)
         result = services.memory_retract(record_id=memory_id)
-        return Response({"retracted_at": MemoryOutput().fields["valid_from"].to_representation(result.retracted_at),
-                         "records": [memory_json(r, result.states[r.id]) for r in result.records]})
+        return Response(
+            {
+                "retracted_at": MemoryOutput()
+                .fields["valid_from"]
+                .to_representation(result.retracted_at),
+                "records": [memory_json(r, result.states[r.id]) for r in result.records],
+            }
+        )
 
 
 class MemoryForgetApi(APIView):
     @extend_schema(
-        operation_id="memory_forget", summary="Forget a memory", request=MemoryForgetInput,
+        operation_id="memory_forget",
+        summary="Forget a memory",
+        request=MemoryForgetInput,
         responses={200: TombstoneOutput, **problems(400, 404, 409)},
         description="Forget this memory: its values are erased and the companion will not "
         "learn it again from the messages it already has. Answers the tombstone that records "
@@ -161,14 +196,18 @@ class MemoryForgetApi(APIView):
     )
     def post(self, request, memory_id):
         data = validated(MemoryForgetInput, request.data)
-        tombstone = forgetting.memory_forget(record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"])
+        tombstone = forgetting.memory_forget(
+            record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"]
+        )
         return Response(TombstoneOutput(tombstone).data)
 
 
 class MemoryResolveApi(APIView):
     @extend_schema(
-        operation_id="memory_resolve", summary="Resolve the memories that apply",
-        request=ResolveInput, responses={200: ResolveOutput, **problems(400)},
+        operation_id="memory_resolve",
+        summary="Resolve the memories that apply",
+        request=ResolveInput,
+        responses={200: ResolveOutput, **problems(400)},
         description="Answer which memories apply in a context — a user, a character, a "
         "conversation or a scene, at a time — and why the others do not, and what a prompt "
         "would get. The body's `context` object is required (a 400 names `context` when it is "
@@ -195,15 +234,19 @@ class MemoryResolveApi(APIView):
         if data.get("explain"):
             explanation = resolution.explain(str(data["explain"]))
             if explanation is None:
-                raise ValidationError("No candidate record with this id for this context.", field="explain")
+                raise ValidationError(
+                    "No candidate record with this id for this context.", field="explain"
+                )
             body["explain"] = explanation.as_dict()
         return Response(body)
 
 
 class MemoryHistoryApi(APIView):
     @extend_schema(
-        operation_id="memory_history", summary="Read a fact's history",
-        parameters=[HistoryQuery], responses={200: HistoryPageOutput, **problems(400)},
+        operation_id="memory_history",
+        summary="Read a fact's history",
+        parameters=[HistoryQuery],
+        responses={200: HistoryPageOutput, **problems(400)},
         description="Answer every version of one key in one scope, in the order they became "
         "valid, each with when it effectively ended, as a paginated list. `scope` is a scope "
         "id; the user's own scope by default (W11).",
@@ -225,10 +268,12 @@ class MemoryHistoryApi(APIView):
 
 class MemoryRememberApi(APIView):
     @extend_schema(
-        operation_id="memory_remember", summary="Learn from a text",
-        request=RememberInput, responses={200: RememberOutput, **problems(400)},
-        description="Find the facts a text states about the user (\"My cat is called Miso\", "
-        "\"I live in Oslo\") and remember each, as a turn does with the user's message. With "
+        operation_id="memory_remember",
+        summary="Learn from a text",
+        request=RememberInput,
+        responses={200: RememberOutput, **problems(400)},
+        description='Find the facts a text states about the user ("My cat is called Miso", '
+        '"I live in Oslo") and remember each, as a turn does with the user\'s message. With '
         "the user's `learn` switch off nothing is extracted (§8, I8).",
     )
     def post(self, request):
@@ -240,9 +285,11 @@ class MemoryRememberApi(APIView):
 
 class MemoryAskApi(APIView):
     @extend_schema(
-        operation_id="memory_ask", summary="Ask what is remembered",
-        parameters=[AskQuery], responses={200: AskOutput, **problems(400)},
-        description="Answer a simple question in words (\"Where do I work?\", \"What is my "
+        operation_id="memory_ask",
+        summary="Ask what is remembered",
+        parameters=[AskQuery],
+        responses={200: AskOutput, **problems(400)},
+        description='Answer a simple question in words ("Where do I work?", "What is my '
         "dog called?\") from the user's own-scope memories active now. `understood` says "
         "whether the question was recognised: an unrecognised one answers `answer: null, "
         "understood: false`; a recognised one with nothing remembered answers `answer: null, "
@@ -252,16 +299,24 @@ class MemoryAskApi(APIView):
         params = validated(AskQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         asked = asking.ask(user, params["q"])
-        return Response({"answer": asked.answer, "understood": asked.understood,
-                         "memory": memory_json(asked.record, ACTIVE) if asked.record else None})
+        return Response(
+            {
+                "answer": asked.answer,
+                "understood": asked.understood,
+                "memory": memory_json(asked.record, ACTIVE) if asked.record else None,
+            }
+        )
 
 
 class TombstoneListApi(APIView):
     @extend_schema(
-        operation_id="tombstone_list", summary="List a user's forgets",
-        parameters=[TombstoneListQuery], responses={200: TombstonePageOutput, **problems(400)},
+        operation_id="tombstone_list",
+        summary="List a user's forgets",
+        parameters=[TombstoneListQuery],
+        responses={200: TombstonePageOutput, **problems(400)},
         description="Answer the user's tombstones — one per forget, with its key and scope, "
-        "never the value — newest first, as a paginated list (F1).")
+        "never the value — newest first, as a paginated list (F1).",
+    )
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
@@ -271,19 +326,23 @@ class TombstoneListApi(APIView):
 
 class TombstoneDetailApi(APIView):
     @extend_schema(
-        operation_id="tombstone_get", summary="Read a forget",
+        operation_id="tombstone_get",
+        summary="Read a forget",
         responses={200: TombstoneOutput, **problems(400, 404)},
         description="Answer one tombstone: the key and scope forgotten and when, never the "
-        "value. An unknown id answers 404 `not_found` (C4).")
+        "value. An unknown id answers 404 `not_found` (C4).",
+    )
     def get(self, request, tombstone_id):
         validated(EmptyQuery, query_params(request))
         return Response(TombstoneOutput(page_selectors.tombstone_get(tombstone_id)).data)
 
     @extend_schema(
-        operation_id="tombstone_delete", summary="Undo a forget",
+        operation_id="tombstone_delete",
+        summary="Undo a forget",
         responses={204: None, **problems(404)},
         description="Delete the tombstone so that the companion may learn this again. Values "
-        "the forget erased do not come back (F4).")
+        "the forget erased do not come back (F4).",
+    )
     def delete(self, request, tombstone_id):
         forgetting.tombstone_delete(tombstone_id=tombstone_id)
         return Response(status=204)
@@ -293,7 +352,8 @@ class MemorySettingsApi(APIView):
     """I8: the user's two memory switches."""
 
     @extend_schema(
-        operation_id="memory_settings_get", summary="Read the memory switches",
+        operation_id="memory_settings_get",
+        summary="Read the memory switches",
         responses={200: MemorySettingsOutput, **problems(400, 404)},
         description="Answer the user's two memory switches: `learn` (the companion may learn "
         "new memories from messages) and `use` (memories may enter prompts), both on by "
@@ -305,8 +365,10 @@ class MemorySettingsApi(APIView):
         return Response(_settings_json(memory_settings_of(user)))
 
     @extend_schema(
-        operation_id="memory_settings_put", summary="Switch learning or memory use",
-        request=MemorySettingsInput, responses={200: MemorySettingsOutput, **problems(400, 404)},
+        operation_id="memory_settings_put",
+        summary="Switch learning or memory use",
+        request=MemorySettingsInput,
+        responses={200: MemorySettingsOutput, **problems(400, 404)},
         description="Switch learning and/or memory use on or off; an omitted switch stays as "
         "it is. Nothing is deleted either way. The change records when it was made and that "
         "it came through the API (I8).",
@@ -315,13 +377,20 @@ class MemorySettingsApi(APIView):
         data = validated(MemorySettingsInput, request.data)
         user = user_by_ref(user_ref, field=None)
         result = services.memory_settings_set(
-            user=user, changed_by="api", learn=data.get("learn"), use=data.get("use"),
+            user=user,
+            changed_by="api",
+            learn=data.get("learn"),
+            use=data.get("use"),
         )
         return Response(_settings_json(result))
 
 
 def _settings_json(settings) -> dict:
-    return MemorySettingsOutput({
-        "learn": settings.learn, "use": settings.use, "changed_at": settings.changed_at,
-        "changed_by": settings.changed_by,
-    }).data
+    return MemorySettingsOutput(
+        {
+            "learn": settings.learn,
+            "use": settings.use,
+            "changed_at": settings.changed_at,
+            "changed_by": settings.changed_by,
+        }
+    ).data

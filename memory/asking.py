@@ -28,8 +28,10 @@ def ask(user, question: str) -> Answer:
     if key is None:
         return Answer(understood=False)
     result = ContextResolution(load_context({"user": user.username}), [key])
-    active = sorted((r for r in result.resolution.active if r.key == key),
-                    key=lambda r: (-r.valid_from.timestamp(), r.id))
+    active = sorted(
+        (r for r in result.resolution.active if r.key == key),
+        key=lambda r: (-r.valid_from.timestamp(), r.id),
+    )
     if not active:
         return Answer(understood=True)
     answer = ", ".join(r.value for r in active) if result.registry.is_many(key) else active[0].value

@@ -17,40 +17,80 @@ def plan_events(user_ref: str, plan: WritePlan) -> list:
     it supersedes) and `memory.changed` `retracted` for each record W10 closed."""
     events = []
     for r in plan.inserts:
-        events.append(outbox.memory_created(
-            user_ref, memory=r.id, scope_kind=r.scope.kind, character=r.scope.character,
-            conversation=r.scope.conversation, version=r.version, authority=r.authority,
-            valid_from=r.valid_from, valid_until=r.valid_until, supersedes=r.supersedes,
-            at=r.recorded_at))
+        events.append(
+            outbox.memory_created(
+                user_ref,
+                memory=r.id,
+                scope_kind=r.scope.kind,
+                character=r.scope.character,
+                conversation=r.scope.conversation,
+                version=r.version,
+                authority=r.authority,
+                valid_from=r.valid_from,
+                valid_until=r.valid_until,
+                supersedes=r.supersedes,
+                at=r.recorded_at,
+            )
+        )
         if r.supersedes:
-            events.append(outbox.memory_changed(user_ref, memory=r.supersedes, state="superseded",
-                                                by=r.id, at=r.recorded_at))
+            events.append(
+                outbox.memory_changed(
+                    user_ref, memory=r.supersedes, state="superseded", by=r.id, at=r.recorded_at
+                )
+            )
     for rid, (_valid_until, retracted_at) in plan.closes.items():
-        events.append(outbox.memory_changed(user_ref, memory=rid, state="retracted",
-                                            at=retracted_at))
+        events.append(
+            outbox.memory_changed(user_ref, memory=rid, state="retracted", at=retracted_at)
+        )
     return events
 
 
-def forgotten(user, tombstone, purged: Sequence[str], *, withheld_message_ids: Sequence[str] = ()) -> None:
+def forgotten(
+    user, tombstone, purged: Sequence[str], *, withheld_message_ids: Sequence[str] = ()
+) -> None:
     """`memory.forgotten` in the forget's transaction. `withheld_message_ids`: the messages
     the forget withholds from prompts (F6), as the forget computed them."""
-    outbox.record([outbox.memory_forgotten(
-        user.username, tombstone=str(tombstone.pk), scope_kind=scope_kind_of(tombstone.scope_id),
-        memories=purged, withheld_message_ids=withheld_message_ids,
-        forgotten_by=tombstone.forgotten_by, at=tombstone.forgotten_at)])
+    outbox.record(
+        [
+            outbox.memory_forgotten(
+                user.username,
+                tombstone=str(tombstone.pk),
+                scope_kind=scope_kind_of(tombstone.scope_id),
+                memories=purged,
+                withheld_message_ids=withheld_message_ids,
+                forgotten_by=tombstone.forgotten_by,
+                at=tombstone.forgotten_at,
+            )
+        ]
+    )
 
 
 def tombstone_deleted(user, tombstone_id, at, *, released_message_ids: Sequence[str] = ()) -> None:
     """`tombstone.deleted` in the deletion's transaction, with the messages it released (F6)."""
-    outbox.record([outbox.tombstone_deleted(
-        user.username, tombstone=str(tombstone_id), released_message_ids=released_message_ids,
-        at=at)])
+    outbox.record(
+        [
+            outbox.tombstone_deleted(
+                user.username,
+                tombstone=str(tombstone_id),
+                released_message_ids=released_message_ids,
+                at=at,
+            )
+        ]
+    )
 
 
 def settings_changed(user, profile) -> None:
-    outbox.record([outbox.settings_changed(
-        user.username, learn=profile.learn, use=profile.use,
-        changed_by=profile.settings_changed_by, at=profile.settings_changed_at)])
+    outbox.record(
+        [
+            outbox.settings_changed(
+                user.username,
+                learn=profile.learn,
+                use=profile.use,
+                changed_by=profile.settings_changed_by,
+                at=profile.settings_changed_at,
+            )
+        ]
+    )
 
 
 def scope_kind_of(scope_id: str) -> str:

@@ -42,8 +42,13 @@ class Resolved:
     projection: Projection
 
     @classmethod
-    def made(cls, records: Sequence[MemoryRecord], now: datetime, resolution: Resolution,
-             projection: Projection) -> Resolved:
+    def made(
+        cls,
+        records: Sequence[MemoryRecord],
+        now: datetime,
+        resolution: Resolution,
+        projection: Projection,
+    ) -> Resolved:
         return cls(stable_window(records, now), resolution, projection)
 
     def at(self, now: datetime) -> tuple[Resolution, Projection] | None:
@@ -55,10 +60,18 @@ class Resolved:
         return at_time(self.resolution, now), self.projection
 
 
-def resolve_context(records: Sequence[MemoryRecord], tombstones: Sequence[Tombstone],
-                    context: Context, *, many_keys: frozenset[str], labels: Mapping[str, str],
-                    secret: bytes, likely: float, uncertain: float,
-                    earlier: Resolved | None = None) -> tuple[Resolution, Projection]:
+def resolve_context(
+    records: Sequence[MemoryRecord],
+    tombstones: Sequence[Tombstone],
+    context: Context,
+    *,
+    many_keys: frozenset[str],
+    labels: Mapping[str, str],
+    secret: bytes,
+    likely: float,
+    uncertain: float,
+    earlier: Resolved | None = None,
+) -> tuple[Resolution, Projection]:
     """R1–R8 and P1–P4 for the context: `earlier` answered again when it is a resolution of
     these very records and holds at the context's time, else `resolve` and `project`."""
     if earlier is not None:
@@ -66,6 +79,7 @@ def resolve_context(records: Sequence[MemoryRecord], tombstones: Sequence[Tombst
         if reused is not None:
             return reused
     resolution = resolve(records, tombstones, context, many_keys=many_keys, secret=secret)
-    projection = project(resolution.active, labels=labels, many_keys=many_keys,
-                         likely=likely, uncertain=uncertain)
+    projection = project(
+        resolution.active, labels=labels, many_keys=many_keys, likely=likely, uncertain=uncertain
+    )
     return resolution, projection

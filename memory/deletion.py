@@ -14,7 +14,9 @@ def conversation_memory_delete(conversation) -> None:
     # among them point inside the same set, so clear them before deleting.
     scoped = MemoryRecord.objects.filter(user=conversation.user, conversation=conversation)
     scoped.update(supersedes=None)
-    MemoryRecord.objects.filter(user=conversation.user, supersedes__in=scoped).update(supersedes=None)
+    MemoryRecord.objects.filter(user=conversation.user, supersedes__in=scoped).update(
+        supersedes=None
+    )
     scoped.delete()
 
 

@@ -137,8 +137,15 @@ class Tombstone:
     blocks_sources_before: datetime
     value_hash: str | None = None
 
-    def blocks(self, *, user: str, key: str, scope_id: str, evidence_time: datetime,
-               hashed_value: str | None) -> bool:
+    def blocks(
+        self,
+        *,
+        user: str,
+        key: str,
+        scope_id: str,
+        evidence_time: datetime,
+        hashed_value: str | None,
+    ) -> bool:
         """F3: same user and key, covering scope, matching value hash if any, and evidence
         no newer than the forget."""
         return (
@@ -183,8 +190,14 @@ class Resolution:
 
 # E1: the effective states of a record, in the resolver's step order (R2–R6), "active" first.
 STATE_ACTIVE = "active"
-STATES = (STATE_ACTIVE, REASON_NOT_YET_VALID, REASON_EXPIRED, REASON_FORGOTTEN, REASON_SUPERSEDED,
-          REASON_LOWER_PRECEDENCE)
+STATES = (
+    STATE_ACTIVE,
+    REASON_NOT_YET_VALID,
+    REASON_EXPIRED,
+    REASON_FORGOTTEN,
+    REASON_SUPERSEDED,
+    REASON_LOWER_PRECEDENCE,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,8 +54,9 @@ log = logging.getLogger("companion.memory")
 # Forget (F1–F4)
 
 
-def memory_forget(*, record_id, user=None, everywhere: bool = False, whole_key: bool = False,
-                  by: str = "user") -> Tombstone:
+def memory_forget(
+    *, record_id, user=None, everywhere: bool = False, whole_key: bool = False, by: str = "user"
+) -> Tombstone:
     """F1/F2: forget the slot of a record. For a `many` key only its value slot, unless
     `whole_key`; `everywhere` forgets the key in every scope, present and future. `by` says
     who asked: the user, or support on the user's behalf (the forgotten page says so)."""
@@ -67,8 +68,11 @@ def memory_forget(*, record_id, user=None, everywhere: bool = False, whole_key: 
         raise Conflict("This memory is already forgotten.")
     many = registry([row.key]).is_many(row.key)
     return forget_key(
-        user=owner, key=row.key, scope_id="*" if everywhere else row.scope_id,
-        value=row.value if many and not whole_key else None, by=by,
+        user=owner,
+        key=row.key,
+        scope_id="*" if everywhere else row.scope_id,
+        value=row.value if many and not whole_key else None,
+        by=by,
     )
 
 
@@ -88,7 +92,9 @@ def memory_forget_selected(*, record_ids, user) -> list[Tombstone]:
         return tombstones
 
 
-def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: str = "user") -> Tombstone:
+def forget_key(
+    *, user, key: str, scope_id: str, value: str | None = None, by: str = "user"
+) -> Tombstone:
     """Create a tombstone and purge every record it covers in the same transaction (F1, F2),
     and withhold the messages that hold what it purged (F6). The tombstone keeps only a keyed
     hash of `value` (value-level forget), never the value. The tombstone answered carries
@@ -98,42 +104,67 @@ def forget_key(*, user, key: str, scope_id: str, value: str | None = None, by: s
         secret = profile.secret_bytes()
         now = db_now()
         tombstone = Tombstone.objects.create(
-            user=user, scope_id=scope_id, key=key,
+            user=user,
+            scope_id=scope_id,
+            key=key,
             value_hash=value_hash(secret, value) if value is not None else None,
-            forgotten_at=now, blocks_sources_before=now, forgotten_by=by,
+            forgotten_at=now,
+            blocks_sources_before=now,
+            forgotten_by=by,
         )
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
         plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
         withheld = withhold(tombstone, plan)
         tombstone.withheld_messages = withheld
         # V1: ids only — the purged records and the messages withheld now (F6).
-        changes.forgotten(user, tombstone, [p.id for p in purged],
-                          withheld_message_ids=sorted(plan.messages))
-        log.info("memory_forget key=%s scope=%s value_level=%s purged=%d withheld=%d",
-                 loggable_key(key), "*" if scope_id == "*" else scope_id.split(":", 1)[0],
-                 value is not None, len(purged), withheld)
+        changes.forgotten(
+            user, tombstone, [p.id for p in purged], withheld_message_ids=sorted(plan.messages)
+        )
+        log.info(
+            "memory_forget key=%s scope=%s value_level=%s purged=%d withheld=%d",
+            loggable_key(key),
+            "*" if scope_id == "*" else scope_id.split(":", 1)[0],
+            value is not None,
+            len(purged),
+            withheld,
+        )
         return tombstone
 
 
 def _tombstone_domain(t: Tombstone, user) -> DomainTombstone:
     return DomainTombstone(
-        id=str(t.id), user=user.username, scope_id=t.scope_id, key=t.key, value_hash=t.value_hash,
-        forgotten_at=t.forgotten_at, blocks_sources_before=t.blocks_sources_before,
+        id=str(t.id),
+        user=user.username,
+        scope_id=t.scope_id,
+        key=t.key,
+        value_hash=t.value_hash,
+        forgotten_at=t.forgotten_at,
+        blocks_sources_before=t.blocks_sources_before,
     )
 
 
-def covered_records(user, tombstones: list[DomainTombstone], secret: bytes) -> list[tuple[Purged, datetime]]:
+def covered_records(
+    user, tombstones: list[DomainTombstone], secret: bytes
+) -> list[tuple[Purged, datetime]]:
     """The live records the tombstones cover (F3), each with its value as stored now and the
     time of the forget that covers it. Reads only."""
     keys = {t.key for t in tombstones}
     qs = MemoryRecord.objects.filter(user=user, key__in=keys).exclude(status="forgotten")
     covered: list[tuple[Purged, datetime]] = []
-    for rid, key, scope_id, value, evidence in qs.values_list("id", "key", "scope_id", "value", "evidence_time"):
+    for rid, key, scope_id, value, evidence in qs.values_list(
+        "id", "key", "scope_id", "value", "evidence_time"
+    ):
         hashed = None
         for t in tombstones:
             if t.value_hash is not None and hashed is None:
                 hashed = value_hash(secret, value)
-            if t.blocks(user=user.username, key=key, scope_id=scope_id, evidence_time=evidence, hashed_value=hashed):
+            if t.blocks(
+                user=user.username,
+                key=key,
+                scope_id=scope_id,
+                evidence_time=evidence,
+                hashed_value=hashed,
+            ):
                 covered.append((Purged(str(rid), value), t.forgotten_at))
                 break
     return covered
@@ -146,7 +177,9 @@ def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> lis
     records with their values as they were, for the forget's transaction alone."""
     covered = covered_records(user, tombstones, secret)
     for purged, at in covered:
-        MemoryRecord.objects.filter(pk=purged.id).update(status="forgotten", status_since=at, value="")
+        MemoryRecord.objects.filter(pk=purged.id).update(
+            status="forgotten", status_since=at, value=""
+        )
     return [purged for purged, _ in covered]
 
 
@@ -172,8 +205,15 @@ def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview
     purged_here: list[Purged] = []
     covered_ids: set[str] = set()
     for scope_id in (row.scope_id, "*"):
-        prospective = DomainTombstone(id="", user=user.username, scope_id=scope_id, key=row.key,
-                                      value_hash=hashed, forgotten_at=now, blocks_sources_before=now)
+        prospective = DomainTombstone(
+            id="",
+            user=user.username,
+            scope_id=scope_id,
+            key=row.key,
+            value_hash=hashed,
+            forgotten_at=now,
+            blocks_sources_before=now,
+        )
         purged = [p for p, _ in covered_records(user, [prospective], secret)]
         plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
         counts.append(len(plan.messages))
@@ -182,8 +222,9 @@ def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview
             purged_here = purged
     values = [p.value for p in purged_here] or [row.value]
     active = remembered_now(user).active
-    return ForgetPreview(counts[0], counts[1],
-                         records_mentioning(active, values, excluding=covered_ids))
+    return ForgetPreview(
+        counts[0], counts[1], records_mentioning(active, values, excluding=covered_ids)
+    )
 
 
 def withheld_total(tombstones) -> int:
@@ -211,18 +252,24 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
         # V1: the messages this undo gives back to the companion (F4 + F6: those no other
         # forget still withholds).
         released = released_by(tombstone)
-        changes.tombstone_deleted(tombstone.user, tombstone.pk, db_now(), released_message_ids=released)
+        changes.tombstone_deleted(
+            tombstone.user, tombstone.pk, db_now(), released_message_ids=released
+        )
         tombstone.delete()
     log.info("tombstone_delete key=%s", loggable_key(tombstone.key))
     return tombstone
 
 
 def memory_forget_all(*, user) -> list[Tombstone]:
-    """"Forget everything": every key the user has a live memory of is forgotten everywhere
+    """ "Forget everything": every key the user has a live memory of is forgotten everywhere
     (F1 with scope `*`), in one transaction."""
     with transaction.atomic():
         lock_profile(user)
-        keys = sorted(set(
-            MemoryRecord.objects.filter(user=user).exclude(status="forgotten").values_list("key", flat=True)
-        ))
+        keys = sorted(
+            set(
+                MemoryRecord.objects.filter(user=user)
+                .exclude(status="forgotten")
+                .values_list("key", flat=True)
+            )
+        )
         return [forget_key(user=user, key=key, scope_id="*") for key in keys]

@@ -19,7 +19,8 @@ class MemoryFilterForm(forms.Form):
     q = forms.CharField(label="Search", required=False, max_length=SEARCH_MAX)
     character = forms.ChoiceField(label="Show", required=False)
     certainty = forms.ChoiceField(
-        label="Certainty", required=False,
+        label="Certainty",
+        required=False,
         choices=[("", "Any certainty"), *[(name, label) for name, (label, _) in CERTAINTY.items()]],
     )
     sort = forms.ChoiceField(label="Order", required=False, choices=SORTS)
@@ -38,7 +39,9 @@ class CorrectForm(forms.Form):
     same as the service's, so the form catches it first; the service still checks."""
 
     value = forms.CharField(
-        label="New value", max_length=VALUE_MAX, strip=True,
+        label="New value",
+        max_length=VALUE_MAX,
+        strip=True,
         error_messages={"required": "Write the correct value, or use “Forget” to remove it."},
     )
 
@@ -64,12 +67,14 @@ class MemorySwitchesForm(forms.Form):
 
     switches = forms.CharField(widget=forms.HiddenInput, initial="1")
     learn = forms.BooleanField(
-        label="Learn from my messages", required=False,
+        label="Learn from my messages",
+        required=False,
         help_text="When this is off, the companion notes nothing new from what you say. What it "
-                  "already remembers stays, and you can still confirm and correct it here.",
+        "already remembers stays, and you can still confirm and correct it here.",
     )
     use = forms.BooleanField(
-        label="Use memories in conversations", required=False,
+        label="Use memories in conversations",
+        required=False,
         help_text="When this is off, the companion brings none of these memories into a "
-                  "conversation. Nothing is deleted: everything stays here as it is.",
+        "conversation. Nothing is deleted: everything stays here as it is.",
     )

@@ -151,7 +151,8 @@ def confirmations(records: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
     for record in records:
         older = by_id.get(record.supersedes or "")
         if (
-            older is not None and record.authority in USER_AUTHORITIES
+            older is not None
+            and record.authority in USER_AUTHORITIES
             and "forgotten" not in (record.status, older.status)
             and normalise_value(record.value) == normalise_value(older.value)
         ):
@@ -170,8 +171,9 @@ def _end(record: MemoryRecord, ends: Mapping[str, datetime | None]) -> datetime 
 _OPEN = "open"
 
 
-def fold(records: Iterable[MemoryRecord], ends: Mapping[str, datetime | None], *,
-         many: bool) -> list[HistoryEntry]:
+def fold(
+    records: Iterable[MemoryRecord], ends: Mapping[str, datetime | None], *, many: bool
+) -> list[HistoryEntry]:
     """The slot's values in history order (`records` as `history_order` gives them, `ends`
     from `effective_ends`)."""
     records = list(records)

@@ -59,32 +59,52 @@ def memory_forget(request, memory_id):
             everywhere = form.cleaned_data["everywhere"]
             try:
                 tombstone = forgetting.memory_forget(
-                    record_id=row.pk, user=user, everywhere=everywhere,
+                    record_id=row.pk,
+                    user=user,
+                    everywhere=everywhere,
                     whole_key=bool(form.cleaned_data.get("whole_key")),
                 )
             except Conflict:
                 notify(request, messages.INFO, f"“{label}” was already forgotten.")
                 return back_to(request)
-            where = "everywhere" if everywhere else ScopeNames(user, [row.scope_id]).words(row.scope_id)
-            notify(request, messages.SUCCESS, f"Forgotten: “{label}” ({where}). The value is erased"
-                                               f"{withheld_words(tombstone.withheld_messages)}, and old "
-                                               "messages will not bring it back.", f"m-{row.pk}")
+            where = (
+                "everywhere" if everywhere else ScopeNames(user, [row.scope_id]).words(row.scope_id)
+            )
+            notify(
+                request,
+                messages.SUCCESS,
+                f"Forgotten: “{label}” ({where}). The value is erased"
+                f"{withheld_words(tombstone.withheld_messages)}, and old "
+                "messages will not bring it back.",
+                f"m-{row.pk}",
+            )
             return back_to(request, f"m-{row.pk}")
     else:
         form = ForgetForm(many=many)
     words = Wording({row.key: label}, key_templates([row.key]))
     preview = forgetting.forget_preview(record_id=row.pk, user=user)
     others = registry({r.key for r in preview.mentioned_in})
-    mentioned = [{"id": r.id, "label": others.labels.get(r.key) or plain_label(r.key),
-                  "value": r.value} for r in preview.mentioned_in]
-    return render(request, "memory/forget.html", {
-        "record": row, "label": label, "sentence": words.sentence(row.key, row.value), "many": many, "form": form,
-        "withheld": preview.withheld, "withheld_everywhere": preview.withheld_everywhere,
-        "mentioned": mentioned,
-        "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
-        "user_scope": row.scope_kind == "user",
-        "next": next_url(request),
-    })
+    mentioned = [
+        {"id": r.id, "label": others.labels.get(r.key) or plain_label(r.key), "value": r.value}
+        for r in preview.mentioned_in
+    ]
+    return render(
+        request,
+        "memory/forget.html",
+        {
+            "record": row,
+            "label": label,
+            "sentence": words.sentence(row.key, row.value),
+            "many": many,
+            "form": form,
+            "withheld": preview.withheld,
+            "withheld_everywhere": preview.withheld_everywhere,
+            "mentioned": mentioned,
+            "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
+            "user_scope": row.scope_kind == "user",
+            "next": next_url(request),
+        },
+    )
 
 
 @private_page
@@ -101,27 +121,48 @@ def memory_forget_selected(request):
     chosen = [by_id[value] for value in dict.fromkeys(posted) if value in by_id]
     skipped = len(set(posted)) - len(chosen)
     if not chosen:
-        notify(request, messages.ERROR, "Nothing was forgotten: choose at least one memory that is remembered now.")
+        notify(
+            request,
+            messages.ERROR,
+            "Nothing was forgotten: choose at least one memory that is remembered now.",
+        )
         return back_to(request)
     if request.POST.get("confirm"):
         labels = sorted({_label_of(remembered, r.key) for r in chosen}, key=str.casefold)
         tombstones = forgetting.memory_forget_selected(record_ids=[r.id for r in chosen], user=user)
         n = len(chosen)
-        notify(request, messages.SUCCESS, f"Forgotten: {n} memor{'y' if n == 1 else 'ies'} "
-                                           f"({', '.join(f'“{label}”' for label in labels)}). The values are "
-                                           f"erased{withheld_words(forgetting.withheld_total(tombstones), 'them')}, "
-                                           "and old messages will not bring them back.")
+        notify(
+            request,
+            messages.SUCCESS,
+            f"Forgotten: {n} memor{'y' if n == 1 else 'ies'} "
+            f"({', '.join(f'“{label}”' for label in labels)}). The values are "
+            f"erased{withheld_words(forgetting.withheld_total(tombstones), 'them')}, "
+            "and old messages will not bring them back.",
+        )
         return back_to(request)
     names = ScopeNames(user, {r.scope_id for r in chosen})
     words = Wording(remembered.registry.labels, key_templates({r.key for r in chosen}))
     items = sorted(
-        ({"record": r, "label": words.label(r.key), "sentence": words.sentence(r.key, r.value),
-          "scope_words": names.words(r.scope_id)} for r in chosen),
+        (
+            {
+                "record": r,
+                "label": words.label(r.key),
+                "sentence": words.sentence(r.key, r.value),
+                "scope_words": names.words(r.scope_id),
+            }
+            for r in chosen
+        ),
         key=lambda item: (item["label"].casefold(), item["record"].id),
     )
-    return render(request, "memory/forget_selected.html", {
-        "items": items, "skipped": skipped, "next": next_url(request),
-    })
+    return render(
+        request,
+        "memory/forget_selected.html",
+        {
+            "items": items,
+            "skipped": skipped,
+            "next": next_url(request),
+        },
+    )
 
 
 def withheld_words(n: int, what: str = "it") -> str:
@@ -161,8 +202,18 @@ def _gap(ended: datetime, what: DomainRecord, resumed: datetime) -> HistoryRow:
         why = " (it was forgotten)"
     elif what.retracted_at is not None:
         why = " (it was marked no longer true)"
-    return HistoryRow(None, None, "", when(ended), when(resumed), "", "", False, None,
-                      gap=f"Nothing remembered from {when(ended)} until {when(resumed)}{why}.")
+    return HistoryRow(
+        None,
+        None,
+        "",
+        when(ended),
+        when(resumed),
+        "",
+        "",
+        False,
+        None,
+        gap=f"Nothing remembered from {when(ended)} until {when(resumed)}{why}.",
+    )
 
 
 @private_page
@@ -183,25 +234,37 @@ def memory_history(request, memory_id):
         # E1: the state of the value's last record, in the pages' words (a timeline: each
         # row says what became of its own value then, not whether it came back later).
         now = standing(last, history.states, [last])
-        rows.append(HistoryRow(
-            record=last,
-            value=None if forgotten else record.value,
-            forgotten_on=day(record.status_since) if forgotten else "",
-            starts=when(record.valid_from),
-            ends=when(end) if end is not None else "still open",
-            set_by=SET_BY[record.authority],
-            status=now.words,
-            current=now.current,
-            provenance=None if forgotten else from_message(record, found),
-            confirmed_on=day(entry.confirmations[-1].recorded_at) if entry.confirmations else "",
-        ))
+        rows.append(
+            HistoryRow(
+                record=last,
+                value=None if forgotten else record.value,
+                forgotten_on=day(record.status_since) if forgotten else "",
+                starts=when(record.valid_from),
+                ends=when(end) if end is not None else "still open",
+                set_by=SET_BY[record.authority],
+                status=now.words,
+                current=now.current,
+                provenance=None if forgotten else from_message(record, found),
+                confirmed_on=day(entry.confirmations[-1].recorded_at)
+                if entry.confirmations
+                else "",
+            )
+        )
     live = [r for r in rows if r.current]
     names = ScopeNames(user, [row.scope_id])
     label = history.remembered.registry.labels.get(row.key) or plain_label(row.key)
-    return render(request, "memory/history.html", {
-        "label": label, "key": row.key, "many": history.many, "rows": rows,
-        "scope_words": names.words(row.scope_id), "current": live,
-    })
+    return render(
+        request,
+        "memory/history.html",
+        {
+            "label": label,
+            "key": row.key,
+            "many": history.many,
+            "rows": rows,
+            "scope_words": names.words(row.scope_id),
+            "current": live,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,10 +283,16 @@ def forgotten_list(request):
     root = reverse("memory:forgotten")
     rows = [
         {
-            "id": t.id, "anchor": f"t-{t.id}", "learn_again": f"{root}{t.id}/learn-again",
-            "label": keys.labels.get(t.key) or plain_label(t.key), "key": t.key,
-            "scope_words": names.forget_words(t.scope_id), "one_value": t.one_value, "many": keys.is_many(t.key),
-            "forgotten_on": when(t.forgotten_at), "by_support": t.forgotten_by == "support",
+            "id": t.id,
+            "anchor": f"t-{t.id}",
+            "learn_again": f"{root}{t.id}/learn-again",
+            "label": keys.labels.get(t.key) or plain_label(t.key),
+            "key": t.key,
+            "scope_words": names.forget_words(t.scope_id),
+            "one_value": t.one_value,
+            "many": keys.is_many(t.key),
+            "forgotten_on": when(t.forgotten_at),
+            "by_support": t.forgotten_by == "support",
         }
         for t in entries
     ]
@@ -235,6 +304,10 @@ def forgotten_list(request):
 def tombstone_delete(request, tombstone_id):
     """F4: "let it learn this again". The erased value does not come back."""
     tombstone = forgetting.tombstone_delete(tombstone_id=tombstone_id, user=request.user)
-    notify(request, messages.SUCCESS, f"The companion may learn “{key_label(tombstone.key)}” again from what you say. "
-                                       "The erased value does not come back by itself.")
+    notify(
+        request,
+        messages.SUCCESS,
+        f"The companion may learn “{key_label(tombstone.key)}” again from what you say. "
+        "The erased value does not come back by itself.",
+    )
     return back_to(request, default="memory:forgotten")

@@ -50,59 +50,132 @@ def check(found: Iterable) -> None:
     """W1 for what the extractor found, before anything is decided: `WriteRefused` for the
     first finding a write would refuse (a value over the length limit, say)."""
     for item in found:
-        check_fields(key=item.key, value=item.value,
-                     authority=CORRECTED if item.correction else EXTRACTED, confidence=1.0)
+        check_fields(
+            key=item.key,
+            value=item.value,
+            authority=CORRECTED if item.correction else EXTRACTED,
+            confidence=1.0,
+        )
 
 
-def learn(found: Sequence, batch: WriteBatch, *, context: Context, known: Known,
-          sources: tuple[str, ...], source_time: datetime | None) -> list[Outcome]:
+def learn(
+    found: Sequence,
+    batch: WriteBatch,
+    *,
+    context: Context,
+    known: Known,
+    sources: tuple[str, ...],
+    source_time: datetime | None,
+) -> list[Outcome]:
     """The writes of `found` (the extractor's findings, in order) added to `batch`, and the
     answer of each. `sources` are the message ids the facts come from (none for a text
     without a source message), `source_time` their newest time."""
     outcomes = []
     for item in found:
         if item.correction:
-            outcomes.append(_correct(item, batch, context=context, known=known,
-                                     sources=sources, source_time=source_time))
+            outcomes.append(
+                _correct(
+                    item,
+                    batch,
+                    context=context,
+                    known=known,
+                    sources=sources,
+                    source_time=source_time,
+                )
+            )
         else:
-            outcomes.append(batch.add(Fact(
-                key=item.key, value=item.value, scope=Scope("user"), authority=EXTRACTED,
-                many=item.key in known.many_keys, sources=tuple(sorted(set(sources))),
-                source_time=source_time)))
+            outcomes.append(
+                batch.add(
+                    Fact(
+                        key=item.key,
+                        value=item.value,
+                        scope=Scope("user"),
+                        authority=EXTRACTED,
+                        many=item.key in known.many_keys,
+                        sources=tuple(sorted(set(sources))),
+                        source_time=source_time,
+                    )
+                )
+            )
     return outcomes
 
 
 def target_of(key: str, batch: WriteBatch, *, context: Context, known: Known):
     """The record of `key` projected for `context` at its `now` (R1–R6, then P1–P4), as the
     batch's writes so far left the records, or None."""
-    resolution = resolve(batch.records(key), known.tombstones, context,
-                         many_keys=known.many_keys, secret=known.secret)
-    projection = project(resolution.active, labels=known.labels, many_keys=known.many_keys,
-                         likely=known.likely, uncertain=known.uncertain)
+    resolution = resolve(
+        batch.records(key),
+        known.tombstones,
+        context,
+        many_keys=known.many_keys,
+        secret=known.secret,
+    )
+    projection = project(
+        resolution.active,
+        labels=known.labels,
+        many_keys=known.many_keys,
+        likely=known.likely,
+        uncertain=known.uncertain,
+    )
     return next((p.record for p in projection.prompt if p.key == key), None)
 
 
-def _correct(item, batch: WriteBatch, *, context: Context, known: Known,
-             sources: tuple[str, ...], source_time) -> Outcome:
+def _correct(
+    item,
+    batch: WriteBatch,
+    *,
+    context: Context,
+    known: Known,
+    sources: tuple[str, ...],
+    source_time,
+) -> Outcome:
     key, value = item.key, item.value
     many = key in known.many_keys
     target = target_of(key, batch, context=context, known=known)
     if target is None:
-        return batch.add(Fact(key=key, value=value, scope=Scope("user"), authority=CORRECTED,
-                              many=many, sources=tuple(sorted(set(sources))),
-                              source_time=source_time))
+        return batch.add(
+            Fact(
+                key=key,
+                value=value,
+                scope=Scope("user"),
+                authority=CORRECTED,
+                many=many,
+                sources=tuple(sorted(set(sources))),
+                source_time=source_time,
+            )
+        )
     if not many:
-        return batch.add(Fact(key=key, value=value, scope=target.scope, authority=CORRECTED,
-                              many=False, sources=tuple(sorted(set(sources))),
-                              source_time=source_time, supersedes=target.id))
+        return batch.add(
+            Fact(
+                key=key,
+                value=value,
+                scope=target.scope,
+                authority=CORRECTED,
+                many=False,
+                sources=tuple(sorted(set(sources))),
+                source_time=source_time,
+                supersedes=target.id,
+            )
+        )
     # §2 Correct of a `many` key, valid from the write's clock, the user's own write.
     now = batch.now
     if normalise_value(value) == normalise_value(target.value):
         if target.authority_rank >= AUTHORITY_RANK[CONFIRMED]:
             return Outcome("unchanged", target)
-        return batch.add(Fact(key=key, value=target.value, scope=target.scope,
-                              authority=CONFIRMED, many=True, valid_from=now,
-                              supersedes=target.id))
+        return batch.add(
+            Fact(
+                key=key,
+                value=target.value,
+                scope=target.scope,
+                authority=CONFIRMED,
+                many=True,
+                valid_from=now,
+                supersedes=target.id,
+            )
+        )
     batch.add(Retract(target.scope_id, key, many=True, value=target.value))
-    return batch.add(Fact(key=key, value=value, scope=target.scope, authority=CORRECTED,
-                          many=True, valid_from=now))
+    return batch.add(
+        Fact(
+            key=key, value=value, scope=target.scope, authority=CORRECTED, many=True, valid_from=now
+        )
+    )

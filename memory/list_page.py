@@ -95,8 +95,12 @@ class Filters:
     def of(cls, form: MemoryFilterForm, term: str) -> Filters:
         if not form.is_valid():
             return cls(needle=normalise_value(term))
-        return cls(form.cleaned_data["character"] or "", form.cleaned_data["certainty"] or "",
-                   form.cleaned_data["sort"] or "newest", normalise_value(term))
+        return cls(
+            form.cleaned_data["character"] or "",
+            form.cleaned_data["certainty"] or "",
+            form.cleaned_data["sort"] or "newest",
+            normalise_value(term),
+        )
 
     def keeps(self, group: str | None, level: str, texts: tuple[str, ...]) -> bool:
         if self.only == "everywhere" and group is not None:
@@ -132,7 +136,9 @@ class MemoryListPage:
             "groups": self.groups,
             "page": self.page,
             "paginated": self.paginator.num_pages > 1,
-            "page_range": list(self.paginator.get_elided_page_range(self.page.number, on_each_side=2, on_ends=1)),
+            "page_range": list(
+                self.paginator.get_elided_page_range(self.page.number, on_each_side=2, on_ends=1)
+            ),
             "page_query": self.params.urlencode(),
             "form": self.form,
             "query": self.term,
@@ -146,7 +152,9 @@ class MemoryListPage:
         }
 
 
-def _order(sort: str, label: str, scope_kind: str, value: str, recorded_at: datetime, id_: str) -> tuple:
+def _order(
+    sort: str, label: str, scope_kind: str, value: str, recorded_at: datetime, id_: str
+) -> tuple:
     if sort == "az":
         return (label.casefold(), SCOPE_NARROWNESS[scope_kind], normalise_value(value), id_)
     return (-recorded_at.timestamp(), label.casefold(), id_)
@@ -157,11 +165,17 @@ def _group_title(names: ScopeNames, slug: str | None, *, use: bool = True) -> tu
     is used now, whoever they are kept for."""
     if slug is None:
         if not use:
-            return "Everywhere", "Kept for every companion; none is used in conversations while memory use is off."
+            return (
+                "Everywhere",
+                "Kept for every companion; none is used in conversations while memory use is off.",
+            )
         return "Everywhere", "Every companion may use these, in every conversation."
     name = names.character_name(slug)
     if not use:
-        return f"With {name}", f"Kept for {name} only; none is used in conversations while memory use is off."
+        return (
+            f"With {name}",
+            f"Kept for {name} only; none is used in conversations while memory use is off.",
+        )
     return f"With {name}", f"Only {name} uses these (some only in one conversation or scene)."
 
 
@@ -179,17 +193,31 @@ def _filter_query(form: MemoryFilterForm) -> QueryDict:
     return query
 
 
-def _record_row(record: DomainRecord, group: str | None, words: Wording, sort: str, **extra) -> MemoryRow:
+def _record_row(
+    record: DomainRecord, group: str | None, words: Wording, sort: str, **extra
+) -> MemoryRow:
     label = words.label(record.key)
     return MemoryRow(
-        id=record.id, key=record.key, scope_id=record.scope_id, label=label, group=group,
-        recorded_at=record.recorded_at, record=record,
-        order=_order(sort, label, record.scope.kind, record.value, record.recorded_at, record.id), **extra,
+        id=record.id,
+        key=record.key,
+        scope_id=record.scope_id,
+        label=label,
+        group=group,
+        recorded_at=record.recorded_at,
+        record=record,
+        order=_order(sort, label, record.scope.kind, record.value, record.recorded_at, record.id),
+        **extra,
     )
 
 
-def _rows(remembered: Remembered, skeletons, placed: dict, names: ScopeNames, words: Wording,
-          filters: Filters) -> dict[str | None, list[MemoryRow]]:
+def _rows(
+    remembered: Remembered,
+    skeletons,
+    placed: dict,
+    names: ScopeNames,
+    words: Wording,
+    filters: Filters,
+) -> dict[str | None, list[MemoryRow]]:
     """The cards the filter keeps, by group: what is remembered now, then the places of cards
     just marked no longer true or forgotten, with their messages."""
     groups: dict[str | None, list[MemoryRow]] = defaultdict(list)
@@ -199,8 +227,11 @@ def _rows(remembered: Remembered, skeletons, placed: dict, names: ScopeNames, wo
         label = words.label(record.key)
         scope_words = names.words(record.scope_id)
         if filters.keeps(group, level, (label, record.key, record.value, scope_words)):
-            groups[group].append(_record_row(record, group, words, filters.sort,
-                                             scope_words=scope_words, certainty=level))
+            groups[group].append(
+                _record_row(
+                    record, group, words, filters.sort, scope_words=scope_words, certainty=level
+                )
+            )
     active_ids = {r.id for r in remembered.active}
     for anchor in placed:
         rid = anchor[2:] if anchor.startswith("m-") else None
@@ -211,20 +242,38 @@ def _rows(remembered: Remembered, skeletons, placed: dict, names: ScopeNames, wo
     for skeleton in skeletons:
         label = words.label(skeleton.key)
         group = names.group_of(skeleton.scope_id)
-        groups[group].append(MemoryRow(
-            id=skeleton.id, key=skeleton.key, scope_id=skeleton.scope_id, label=label, group=group,
-            recorded_at=skeleton.recorded_at, kind="forgotten",
-            order=_order(filters.sort, label, skeleton.scope_id.split(":", 1)[0], "", skeleton.recorded_at,
-                         skeleton.id),
-        ))
+        groups[group].append(
+            MemoryRow(
+                id=skeleton.id,
+                key=skeleton.key,
+                scope_id=skeleton.scope_id,
+                label=label,
+                group=group,
+                recorded_at=skeleton.recorded_at,
+                kind="forgotten",
+                order=_order(
+                    filters.sort,
+                    label,
+                    skeleton.scope_id.split(":", 1)[0],
+                    "",
+                    skeleton.recorded_at,
+                    skeleton.id,
+                ),
+            )
+        )
     return groups
 
 
 def _ordered(groups: dict[str | None, list[MemoryRow]], names: ScopeNames) -> list[MemoryRow]:
     """Everywhere first, then each character by name; within a group, by the chosen order."""
-    slugs = sorted((g for g in groups if g is not None), key=lambda s: (names.character_name(s).casefold(), s))
-    return [row for slug in ([None] if None in groups else []) + slugs
-            for row in sorted(groups[slug], key=lambda r: r.order)]
+    slugs = sorted(
+        (g for g in groups if g is not None), key=lambda s: (names.character_name(s).casefold(), s)
+    )
+    return [
+        row
+        for slug in ([None] if None in groups else []) + slugs
+        for row in sorted(groups[slug], key=lambda r: r.order)
+    ]
 
 
 def _page_number(ordered: list[MemoryRow], placed: dict, asked: QueryDict):
@@ -237,17 +286,30 @@ def _page_number(ordered: list[MemoryRow], placed: dict, asked: QueryDict):
     return asked.get("page")
 
 
-def _fill(rows: list[MemoryRow], user, remembered: Remembered, placed: dict, names: ScopeNames,
-          words: Wording, *, use: bool, restorable: set[str]) -> None:
+def _fill(
+    rows: list[MemoryRow],
+    user,
+    remembered: Remembered,
+    placed: dict,
+    names: ScopeNames,
+    words: Wording,
+    *,
+    use: bool,
+    restorable: set[str],
+) -> None:
     """What the cards of one page show: sentences, scopes, certainty, provenance, actions and
     their messages (two queries for the page's source messages, whatever its size)."""
     by_id = remembered.by_id
     originals = {
-        r.id: original_of(r.record, by_id) for r in rows
+        r.id: original_of(r.record, by_id)
+        for r in rows
         if r.record is not None and r.record.authority == "user-confirmed" and not r.record.sources
     }
-    found = source_messages(user, [s for r in rows if r.record is not None for s in r.record.sources]
-                            + [s for o in originals.values() if o for s in o.sources])
+    found = source_messages(
+        user,
+        [s for r in rows if r.record is not None for s in r.record.sources]
+        + [s for o in originals.values() if o for s in o.sources],
+    )
     root = reverse("memory:list")
     for row in rows:
         row.base = f"{root}{row.id}/"
@@ -270,8 +332,15 @@ def _page_groups(rows: list[MemoryRow], names: ScopeNames, *, use: bool) -> list
     for row in rows:
         if not page_groups or page_groups[-1]["slug"] != row.group:
             title, intro = _group_title(names, row.group, use=use)
-            page_groups.append({"slug": row.group, "anchor": _group_anchor(row.group), "title": title,
-                                "intro": intro, "rows": []})
+            page_groups.append(
+                {
+                    "slug": row.group,
+                    "anchor": _group_anchor(row.group),
+                    "title": title,
+                    "intro": intro,
+                    "rows": [],
+                }
+            )
         page_groups[-1]["rows"].append(row)
     return page_groups
 
@@ -283,8 +352,12 @@ def memory_list_page(user, *, asked: QueryDict, term: str, placed: dict) -> Memo
     switches = memory_settings_of(user)
     remembered = remembered_now(user)
     wanted = {anchor[2:] for anchor in placed if anchor.startswith("m-")}
-    skeletons = memory_skeletons(user, wanted - {r.id for r in remembered.active} - set(remembered.by_id))
-    names = ScopeNames(user, {r.scope_id for r in remembered.records} | {s.scope_id for s in skeletons})
+    skeletons = memory_skeletons(
+        user, wanted - {r.id for r in remembered.active} - set(remembered.by_id)
+    )
+    names = ScopeNames(
+        user, {r.scope_id for r in remembered.records} | {s.scope_id for s in skeletons}
+    )
     words = Wording(remembered.registry.labels, key_templates())
 
     data = asked.copy()
@@ -306,10 +379,16 @@ def memory_list_page(user, *, asked: QueryDict, term: str, placed: dict) -> Memo
         here["page"] = page.number
     root = reverse("memory:list")
     return MemoryListPage(
-        form=form, term=term, filters=filters, paginator=paginator, page=page,
+        form=form,
+        term=term,
+        filters=filters,
+        paginator=paginator,
+        page=page,
         groups=_page_groups(rows, names, use=switches.use),
-        here=f"{root}?{here.urlencode()}" if here else root, params=params,
-        anything=bool(remembered.active), forgotten_before=bool(remembered.tombstones),
+        here=f"{root}?{here.urlencode()}" if here else root,
+        params=params,
+        anything=bool(remembered.active),
+        forgotten_before=bool(remembered.tombstones),
         no_longer_true=len(restorable),
         unplaced=[m for anchor, found in placed.items() if anchor not in shown for m in found],
     )

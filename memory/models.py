@@ -19,9 +19,14 @@ def _choices(names):
 
 def validate_template(template: str) -> None:
     """A sentence template holds `{value}` exactly once and no other braces."""
-    if template and (template.count("{value}") != 1 or "{" in template.replace("{value}", "")
-                     or "}" in template.replace("{value}", "")):
-        raise ValidationError("Write {value} exactly once, where the value goes, and no other braces.")
+    if template and (
+        template.count("{value}") != 1
+        or "{" in template.replace("{value}", "")
+        or "}" in template.replace("{value}", "")
+    ):
+        raise ValidationError(
+            "Write {value} exactly once, where the value goes, and no other braces."
+        )
 
 
 class KeyDefinition(models.Model):
@@ -33,9 +38,12 @@ class KeyDefinition(models.Model):
     # The pages' sentence for a value of this key ("Your basil plant is called {value}");
     # blank: the pages show the label and the value apart.
     template = models.CharField(
-        max_length=200, blank=True, default="", validators=[validate_template],
+        max_length=200,
+        blank=True,
+        default="",
+        validators=[validate_template],
         help_text="A sentence for the pages with {value} once, e.g. “Your basil plant is called {value}”. "
-                  "Leave blank to show the label and the value apart.",
+        "Leave blank to show the label and the value apart.",
     )
     pinned = models.BooleanField(
         default=False,
@@ -46,7 +54,9 @@ class KeyDefinition(models.Model):
         ordering = ["key"]
         verbose_name = "memory key"
         constraints = [
-            models.CheckConstraint(condition=Q(cardinality__in=CARDINALITIES), name="key_cardinality_valid"),
+            models.CheckConstraint(
+                condition=Q(cardinality__in=CARDINALITIES), name="key_cardinality_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -64,12 +74,16 @@ class MemoryProfile(models.Model):
     the user's data, exported with it and deleted with it. A user without a profile has both
     switches on."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_profile")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_profile"
+    )
     secret = models.CharField(max_length=64, default=secrets.token_hex, editable=False)
     learn = models.BooleanField(default=True)
     use = models.BooleanField(default=True)
     settings_changed_at = models.DateTimeField(null=True, blank=True)
-    settings_changed_by = models.CharField(max_length=8, choices=_choices(SETTINGS_CHANGED_BY), blank=True, default="")
+    settings_changed_by = models.CharField(
+        max_length=8, choices=_choices(SETTINGS_CHANGED_BY), blank=True, default=""
+    )
     time_zone = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
@@ -92,8 +106,18 @@ class MemoryProfile(models.Model):
 # R1 scope shapes: exactly the references each kind needs (SPEC §1).
 SCOPE_SHAPES = (
     Q(scope_kind="user", character__isnull=True, conversation__isnull=True, scene__isnull=True)
-    | Q(scope_kind="character", character__isnull=False, conversation__isnull=True, scene__isnull=True)
-    | Q(scope_kind="conversation", character__isnull=True, conversation__isnull=False, scene__isnull=True)
+    | Q(
+        scope_kind="character",
+        character__isnull=False,
+        conversation__isnull=True,
+        scene__isnull=True,
+    )
+    | Q(
+        scope_kind="conversation",
+        character__isnull=True,
+        conversation__isnull=False,
+        scene__isnull=True,
+    )
     | Q(scope_kind="scene", character__isnull=True, conversation__isnull=False, scene__isnull=False)
 )
 
@@ -102,41 +126,74 @@ class MemoryRecord(models.Model):
     """One version of a remembered fact (SPEC §1). Rows are never deleted by the services:
     superseded and expired rows stay, forgotten ones become skeletons (F2)."""
 
-
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories"
+    )
     key = models.CharField(max_length=120)
     value = models.TextField(max_length=2000)
-    scope_kind = models.CharField(max_length=12, choices=_choices(("user", "character", "conversation", "scene")))
-    character = models.ForeignKey("conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    conversation = models.ForeignKey("conversations.Conversation", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    scope_kind = models.CharField(
+        max_length=12, choices=_choices(("user", "character", "conversation", "scene"))
+    )
+    character = models.ForeignKey(
+        "conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    conversation = models.ForeignKey(
+        "conversations.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
     scene = models.CharField(max_length=100, null=True, blank=True)
     scope_id = models.CharField(max_length=255, editable=False)
     status = models.CharField(max_length=10, choices=_choices(STATUSES), default="active")
     status_since = models.DateTimeField(null=True, blank=True)
-    authority = models.CharField(max_length=16, choices=_choices(AUTHORITIES), default="model-inferred")
+    authority = models.CharField(
+        max_length=16, choices=_choices(AUTHORITIES), default="model-inferred"
+    )
     confidence = models.FloatField(default=1.0)
     valid_from = models.DateTimeField()
     valid_until = models.DateTimeField(null=True, blank=True)
     recorded_at = models.DateTimeField()
     evidence_time = models.DateTimeField()
-    supersedes = models.ForeignKey("self", null=True, blank=True, on_delete=models.RESTRICT, related_name="superseded_by")
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.RESTRICT, related_name="superseded_by"
+    )
     retracted_at = models.DateTimeField(null=True, blank=True)
     version = models.PositiveIntegerField()
-    sources = models.ManyToManyField("conversations.Message", through="MemorySource", related_name="memories", blank=True)
+    sources = models.ManyToManyField(
+        "conversations.Message", through="MemorySource", related_name="memories", blank=True
+    )
 
     class Meta:
         ordering = ["user", "scope_id", "key", "version"]
         constraints = [
-            models.UniqueConstraint(fields=["user", "scope_id", "key", "version"], name="memory_version_unique"),
+            models.UniqueConstraint(
+                fields=["user", "scope_id", "key", "version"], name="memory_version_unique"
+            ),
             models.CheckConstraint(condition=SCOPE_SHAPES, name="memory_scope_shape"),
-            models.CheckConstraint(condition=Q(status="active") | Q(status_since__isnull=False), name="memory_status_since"),
-            models.CheckConstraint(condition=Q(valid_until__isnull=True) | Q(valid_until__gte=models.F("valid_from")), name="memory_window_not_inverted"),
-            models.CheckConstraint(condition=Q(confidence__gte=0.0, confidence__lte=1.0), name="memory_confidence_range"),
+            models.CheckConstraint(
+                condition=Q(status="active") | Q(status_since__isnull=False),
+                name="memory_status_since",
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_until__isnull=True) | Q(valid_until__gte=models.F("valid_from")),
+                name="memory_window_not_inverted",
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0.0, confidence__lte=1.0),
+                name="memory_confidence_range",
+            ),
             models.CheckConstraint(condition=Q(version__gte=1), name="memory_version_positive"),
             models.CheckConstraint(condition=Q(status__in=STATUSES), name="memory_status_valid"),
-            models.CheckConstraint(condition=Q(authority__in=AUTHORITIES), name="memory_authority_valid"),
-            models.CheckConstraint(condition=~Q(value="") | Q(status="forgotten"), name="memory_value_only_empty_when_forgotten"),
+            models.CheckConstraint(
+                condition=Q(authority__in=AUTHORITIES), name="memory_authority_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(value="") | Q(status="forgotten"),
+                name="memory_value_only_empty_when_forgotten",
+            ),
         ]
         indexes = [
             # The resolver's candidate query: user first, then key (DESIGN: the sharding key).
@@ -162,10 +219,14 @@ class MemorySource(models.Model):
     the link; the record's evidence time stays as it was."""
 
     memory = models.ForeignKey(MemoryRecord, on_delete=models.CASCADE, related_name="source_links")
-    message = models.ForeignKey("conversations.Message", on_delete=models.CASCADE, related_name="memory_links")
+    message = models.ForeignKey(
+        "conversations.Message", on_delete=models.CASCADE, related_name="memory_links"
+    )
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["memory", "message"], name="memory_source_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "message"], name="memory_source_unique")
+        ]
 
     def __str__(self) -> str:
         return f"source of {self.memory_id}"
@@ -175,7 +236,9 @@ class Tombstone(models.Model):
     """F1: a forget. Holds no value; a value-level forget holds a keyed hash of it."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tombstones")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tombstones"
+    )
     scope_id = models.CharField(max_length=255, help_text='A scope id, or "*" for every scope.')
     key = models.CharField(max_length=120)
     value_hash = models.CharField(max_length=64, null=True, blank=True, editable=False)
@@ -189,7 +252,9 @@ class Tombstone(models.Model):
         ordering = ["-forgotten_at", "id"]
         indexes = [models.Index(fields=["user", "key"], name="tombstone_user_key")]
         constraints = [
-            models.CheckConstraint(condition=Q(forgotten_by__in=FORGOTTEN_BY), name="tombstone_forgotten_by_valid"),
+            models.CheckConstraint(
+                condition=Q(forgotten_by__in=FORGOTTEN_BY), name="tombstone_forgotten_by_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -207,7 +272,9 @@ class SlotRetraction(models.Model):
     retracted_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["user", "key", "scope_id"], name="retraction_user_key_scope")]
+        indexes = [
+            models.Index(fields=["user", "key", "scope_id"], name="retraction_user_key_scope")
+        ]
 
     def __str__(self) -> str:
         return f"retraction of {self.key} ({self.scope_id})"
@@ -222,11 +289,15 @@ class IdempotencyRecord(models.Model):
     payload_hmac = models.CharField(max_length=64)
     outcome = models.CharField(max_length=10)
     reason = models.CharField(max_length=40, blank=True, default="")
-    record = models.ForeignKey(MemoryRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    record = models.ForeignKey(
+        MemoryRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique")
+        ]
 
     def __str__(self) -> str:
         return f"idempotency key ({self.outcome})"
@@ -258,26 +329,45 @@ class Withholding(models.Model):
     out). Holds no value; deleting the tombstone (F4) releases what no other one withholds."""
 
     tombstone = models.ForeignKey(Tombstone, on_delete=models.CASCADE, related_name="withholdings")
-    message = models.ForeignKey("conversations.Message", null=True, blank=True,
-                                on_delete=models.CASCADE, related_name="withholdings")
+    message = models.ForeignKey(
+        "conversations.Message",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="withholdings",
+    )
     # No foreign key constraint in the database: a forget writes holds while replies may hold
     # their turn's row (F6 part 3; the constraint's key-share lock would make the forget wait
     # on the reply that waits on the forget). Deleting a turn deletes its holds (Django's
     # cascade), as deleting a conversation or a user does.
-    turn = models.ForeignKey("conversations.Turn", null=True, blank=True, db_constraint=False,
-                             on_delete=models.CASCADE, related_name="reply_withholdings")
+    turn = models.ForeignKey(
+        "conversations.Turn",
+        null=True,
+        blank=True,
+        db_constraint=False,
+        on_delete=models.CASCADE,
+        related_name="reply_withholdings",
+    )
 
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=(Q(message__isnull=False, turn__isnull=True)
-                           | Q(message__isnull=True, turn__isnull=False)),
+                condition=(
+                    Q(message__isnull=False, turn__isnull=True)
+                    | Q(message__isnull=True, turn__isnull=False)
+                ),
                 name="withholding_message_or_reply",
             ),
-            models.UniqueConstraint(fields=["tombstone", "message"], name="withholding_message_unique",
-                                    condition=Q(message__isnull=False)),
-            models.UniqueConstraint(fields=["tombstone", "turn"], name="withholding_reply_unique",
-                                    condition=Q(turn__isnull=False)),
+            models.UniqueConstraint(
+                fields=["tombstone", "message"],
+                name="withholding_message_unique",
+                condition=Q(message__isnull=False),
+            ),
+            models.UniqueConstraint(
+                fields=["tombstone", "turn"],
+                name="withholding_reply_unique",
+                condition=Q(turn__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -60,8 +60,12 @@ def memory_skeletons(user, ids: Iterable[str]) -> list[Skeleton]:
     if not wanted:
         return []
     rows = MemoryRecord.objects.filter(user=user, pk__in=wanted, status="forgotten").values_list(
-        "id", "key", "scope_id", "valid_from", "recorded_at")
-    return [Skeleton(str(i), key, scope_id, valid_from, recorded_at) for i, key, scope_id, valid_from, recorded_at in rows]
+        "id", "key", "scope_id", "valid_from", "recorded_at"
+    )
+    return [
+        Skeleton(str(i), key, scope_id, valid_from, recorded_at)
+        for i, key, scope_id, valid_from, recorded_at in rows
+    ]
 
 
 def no_longer_true(remembered: Remembered) -> list[DomainRecord]:
@@ -72,22 +76,32 @@ def no_longer_true(remembered: Remembered) -> list[DomainRecord]:
     value: that is a correction, not a "no longer true", and is left out. Reads nothing."""
     many = remembered.registry.is_many
     active_slots = {
-        (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "") for r in remembered.active
+        (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "")
+        for r in remembered.active
     }
     corrected_at = {
-        (r.scope_id, r.key, r.recorded_at) for r in remembered.records if r.authority == "user-corrected"
+        (r.scope_id, r.key, r.recorded_at)
+        for r in remembered.records
+        if r.authority == "user-corrected"
     }
     best: dict[tuple, DomainRecord] = {}
     for r in remembered.records:
         if r.retracted_at is None or r.status == "forgotten":
             continue
         slot = (r.scope_id, r.key, normalise_value(r.value) if many(r.key) else "")
-        if slot in active_slots or (many(r.key) and (r.scope_id, r.key, r.retracted_at) in corrected_at):
+        if slot in active_slots or (
+            many(r.key) and (r.scope_id, r.key, r.retracted_at) in corrected_at
+        ):
             continue
         rank = (r.retracted_at, AUTHORITY_RANK[r.authority], r.valid_from, r.version, r.id)
         held = best.get(slot)
-        if held is None or rank > (held.retracted_at, AUTHORITY_RANK[held.authority], held.valid_from,
-                                   held.version, held.id):
+        if held is None or rank > (
+            held.retracted_at,
+            AUTHORITY_RANK[held.authority],
+            held.valid_from,
+            held.version,
+            held.id,
+        ):
             best[slot] = r
     return sorted(best.values(), key=lambda r: (r.retracted_at, r.id), reverse=True)
 
@@ -107,14 +121,22 @@ class ForgottenEntry:
 def tombstone_list(user):
     """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate), each
     with how many messages it withholds (F6)."""
-    return (Tombstone.objects.filter(user=user).select_related("user")
-            .annotate(withheld_messages=withheld_count_annotation()).order_by("-forgotten_at", "id"))
+    return (
+        Tombstone.objects.filter(user=user)
+        .select_related("user")
+        .annotate(withheld_messages=withheld_count_annotation())
+        .order_by("-forgotten_at", "id")
+    )
 
 
 def tombstone_get(tombstone_id) -> Tombstone:
     """`GET /tombstones/{id}`: the tombstone with its user (one query), or a 404 (C4)."""
-    tombstone = (Tombstone.objects.select_related("user")
-                 .annotate(withheld_messages=withheld_count_annotation()).filter(pk=tombstone_id).first())
+    tombstone = (
+        Tombstone.objects.select_related("user")
+        .annotate(withheld_messages=withheld_count_annotation())
+        .filter(pk=tombstone_id)
+        .first()
+    )
     if tombstone is None:
         raise NotFound("No such tombstone.")
     return tombstone
@@ -122,9 +144,15 @@ def tombstone_get(tombstone_id) -> Tombstone:
 
 def forgotten_entries(user) -> list[ForgottenEntry]:
     """The user's tombstones, newest first, with who asked (one query)."""
-    rows = Tombstone.objects.filter(user=user).order_by("-forgotten_at", "id").values_list(
-        "id", "key", "scope_id", "value_hash", "forgotten_at", "forgotten_by")
-    return [ForgottenEntry(str(i), key, scope_id, bool(hashed), at, by) for i, key, scope_id, hashed, at, by in rows]
+    rows = (
+        Tombstone.objects.filter(user=user)
+        .order_by("-forgotten_at", "id")
+        .values_list("id", "key", "scope_id", "value_hash", "forgotten_at", "forgotten_by")
+    )
+    return [
+        ForgottenEntry(str(i), key, scope_id, bool(hashed), at, by)
+        for i, key, scope_id, hashed, at, by in rows
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,15 +162,21 @@ def forgotten_entries(user) -> list[ForgottenEntry]:
 def memory_sources_of(user, conversation) -> list[tuple]:
     """(message id, memory id) for every provenance link of `user`'s memories to a message of
     `conversation`: one query."""
-    return list(MemorySource.objects.filter(memory__user=user, message__conversation=conversation)
-                .values_list("message_id", "memory_id"))
+    return list(
+        MemorySource.objects.filter(
+            memory__user=user, message__conversation=conversation
+        ).values_list("message_id", "memory_id")
+    )
 
 
 def forgotten_skeletons(user, ids: Iterable) -> dict[str, tuple[str, datetime]]:
     """The forgotten skeletons (F2) among `ids`: id → (key, forget time). One query."""
-    return {str(i): (key, since) for i, key, since in
-            MemoryRecord.objects.filter(user=user, pk__in=list(ids), status="forgotten")
-            .values_list("id", "key", "status_since")}
+    return {
+        str(i): (key, since)
+        for i, key, since in MemoryRecord.objects.filter(
+            user=user, pk__in=list(ids), status="forgotten"
+        ).values_list("id", "key", "status_since")
+    }
 
 
 def memory_counts(user) -> dict[str, int]:
@@ -156,5 +190,8 @@ def memory_counts(user) -> dict[str, int]:
 def records_named(user, ids: Iterable) -> list[tuple]:
     """`user`'s records among `ids` as (id, key, value, status, status_since, scope_id,
     version, supersedes_id): what a stored plan names (SPEC E2). One query."""
-    return list(MemoryRecord.objects.filter(user=user, pk__in=list(ids)).values_list(
-        "id", "key", "value", "status", "status_since", "scope_id", "version", "supersedes_id"))
+    return list(
+        MemoryRecord.objects.filter(user=user, pk__in=list(ids)).values_list(
+            "id", "key", "value", "status", "status_since", "scope_id", "version", "supersedes_id"
+        )
+    )

@@ -52,9 +52,18 @@ SET_BY = {
 CERTAINTY = {
     "confirmed": ("Confirmed", "Used in conversations as a fact: you said so yourself."),
     "likely": ("Likely", "Used in conversations as probably true."),
-    "uncertain": ("Uncertain", "Used in conversations as uncertain: the companion should check before relying on it."),
-    REASON_LOW_CONFIDENCE: ("Low confidence", "Not used in conversations: the companion is not sure enough of it."),
-    REASON_UNSUPPORTED: ("No source", "Not used in conversations: no message of yours backs it up."),
+    "uncertain": (
+        "Uncertain",
+        "Used in conversations as uncertain: the companion should check before relying on it.",
+    ),
+    REASON_LOW_CONFIDENCE: (
+        "Low confidence",
+        "Not used in conversations: the companion is not sure enough of it.",
+    ),
+    REASON_UNSUPPORTED: (
+        "No source",
+        "Not used in conversations: no message of yours backs it up.",
+    ),
 }
 
 # SPEC E1: one set of words for each state a record can be in, on every page (memories,
@@ -104,18 +113,24 @@ def standing(record: DomainRecord, states: dict, records: Iterable[DomainRecord]
     `records`: the records of the record's scoped key (`by_scoped_key`), with their states
     in `states`."""
     state = states.get(record.id)
-    name = state.state if state is not None else (
-        REASON_FORGOTTEN if record.status == "forgotten" else STATE_ACTIVE)
+    name = (
+        state.state
+        if state is not None
+        else (REASON_FORGOTTEN if record.status == "forgotten" else STATE_ACTIVE)
+    )
     if name == STATE_ACTIVE:
         return Standing(STATE_WORDS[STATE_ACTIVE], True)
     if name != REASON_FORGOTTEN and record.value:
         wanted = normalise_value(record.value)
         for other in records:
             other_state = states.get(other.id)
-            if (other.id != record.id and other_state is not None
-                    and other_state.state == STATE_ACTIVE
-                    and other.recorded_at >= record.recorded_at
-                    and normalise_value(other.value) == wanted):
+            if (
+                other.id != record.id
+                and other_state is not None
+                and other_state.state == STATE_ACTIVE
+                and other.recorded_at >= record.recorded_at
+                and normalise_value(other.value) == wanted
+            ):
                 confirmed = other.authority in USER_AUTHORITIES
                 return Standing(CONFIRMED_WORDS if confirmed else STATE_WORDS[STATE_ACTIVE], True)
     if name == REASON_EXPIRED and record.retracted_at is not None:
@@ -134,14 +149,20 @@ def certainty(record: DomainRecord) -> str:
     if record.authority not in USER_AUTHORITIES and not record.sources:
         return REASON_UNSUPPORTED
     cfg = settings.COMPANION
-    return certainty_of(record, likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"])
+    return certainty_of(
+        record, likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Labels and sentences (never a field name: "Story letter: outcome")
 
 # Other people's facts (SPEC §8: `people.<name>.<attribute>`): the name is the key's free part.
-_PEOPLE_LABELS = {"lives_in": "Where {name} lives", "works_at": "Where {name} works", "role": "What {name} does"}
+_PEOPLE_LABELS = {
+    "lives_in": "Where {name} lives",
+    "works_at": "Where {name} works",
+    "role": "What {name} does",
+}
 
 
 def plain_label(key: str) -> str:
@@ -154,7 +175,9 @@ def plain_label(key: str) -> str:
         return words[0].capitalize()
     if parts[0] == "people" and len(parts) >= 3:
         name = " ".join(words[1:-1]).title()
-        return _PEOPLE_LABELS.get(parts[-1], "{name}'s {attribute}").format(name=name, attribute=words[-1])
+        return _PEOPLE_LABELS.get(parts[-1], "{name}'s {attribute}").format(
+            name=name, attribute=words[-1]
+        )
     if parts[0] == "user":
         return "Your " + " ".join(words[1:])
     return f"The {' '.join(words[:-1])}'s {words[-1]}"
@@ -222,11 +245,15 @@ class ScopeNames:
                 conversation_ids.add(rest.partition(":")[0])
         self.characters: dict[str, Character] = {
             c.slug: c
-            for c in Character.objects.filter(Q(slug__in=sorted(slugs)) | Q(conversations__user=user)).distinct()
+            for c in Character.objects.filter(
+                Q(slug__in=sorted(slugs)) | Q(conversations__user=user)
+            ).distinct()
         }
         self.conversations: dict[str, Conversation] = {}
         if conversation_ids:
-            rows = Conversation.objects.filter(user=user, pk__in=sorted(conversation_ids)).select_related("character")
+            rows = Conversation.objects.filter(
+                user=user, pk__in=sorted(conversation_ids)
+            ).select_related("character")
             self.conversations = {str(c.pk): c for c in rows}
 
     def sorted_characters(self) -> list[Character]:
@@ -302,7 +329,9 @@ def source_messages(user, ids: Iterable[str]) -> dict[str, SourceMessage]:
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    rows = Message.objects.filter(user=user, pk__in=wanted).values_list("id", "conversation_id", "role", "created_at")
+    rows = Message.objects.filter(user=user, pk__in=wanted).values_list(
+        "id", "conversation_id", "role", "created_at"
+    )
     return {str(i): SourceMessage(str(i), str(c), role, at) for i, c, role, at in rows}
 
 
@@ -336,8 +365,9 @@ def original_of(record: DomainRecord, by_id: dict[str, DomainRecord]) -> DomainR
     return None
 
 
-def provenance(record: DomainRecord, found: dict[str, SourceMessage],
-               original: DomainRecord | None = None) -> Provenance:
+def provenance(
+    record: DomainRecord, found: dict[str, SourceMessage], original: DomainRecord | None = None
+) -> Provenance:
     """Where a memory came from, in words, linking to the message when there is one."""
     direct = from_message(record, found)
     if direct is not None:
@@ -347,10 +377,14 @@ def provenance(record: DomainRecord, found: dict[str, SourceMessage],
     if record.authority == "user-confirmed":
         first = from_message(original, found) if original is not None else None
         if first is not None:
-            return Provenance(f"you confirmed it on {day(record.recorded_at)}; first {first.text}", first.url)
+            return Provenance(
+                f"you confirmed it on {day(record.recorded_at)}; first {first.text}", first.url
+            )
         return Provenance(f"you confirmed it on {day(record.recorded_at)}")
     if record.authority == "model-inferred":
-        return Provenance(f"the companion's inference on {day(record.recorded_at)}, not linked to a message")
+        return Provenance(
+            f"the companion's inference on {day(record.recorded_at)}, not linked to a message"
+        )
     return Provenance(f"noted on {day(record.recorded_at)}, not linked to a message")
 
 

@@ -136,23 +136,30 @@ def project(
             label_of[key] = labels.get(key) or _default_label(key)
     records = [record for record, _ in kept]
     keys = list(map(_record_key, records))
-    prompt = build_slotted(ProjectedMemory, {
-        "key": keys,
-        "label": list(map(label_of.__getitem__, keys)),
-        "value": list(map(_record_value, records)),
-        "certainty": [certainty for _, certainty in kept],
-        "scope": list(map(_record_scope, records)),
-        "record": records,
-    }, len(records))
+    prompt = build_slotted(
+        ProjectedMemory,
+        {
+            "key": keys,
+            "label": list(map(label_of.__getitem__, keys)),
+            "value": list(map(_record_value, records)),
+            "certainty": [certainty for _, certainty in kept],
+            "scope": list(map(_record_scope, records)),
+            "record": records,
+        },
+        len(records),
+    )
 
     prompt.sort(key=_prompt_order)
     excluded_ids = sorted(excluded)
     return Projection(
         prompt=tuple(prompt),
-        excluded=tuple(build_slotted(
-            Exclusion, {"id": excluded_ids, "reason": list(map(excluded.__getitem__, excluded_ids))},
-            len(excluded_ids),
-        )),
+        excluded=tuple(
+            build_slotted(
+                Exclusion,
+                {"id": excluded_ids, "reason": list(map(excluded.__getitem__, excluded_ids))},
+                len(excluded_ids),
+            )
+        ),
     )
 
 

@@ -44,7 +44,9 @@ log = logging.getLogger("companion.memory")
 # Extraction (SPEC §8)
 
 
-def memory_remember(*, ctx, text: str, source=None, source_message: Message | None = None) -> list[AssertResult]:
+def memory_remember(
+    *, ctx, text: str, source=None, source_message: Message | None = None
+) -> list[AssertResult]:
     """SPEC §8 for a text (`POST /memory/remember`): run the rule-based extractor and learn
     what it finds (`memory_learn`), with the message as source when one is named."""
     user = ctx.user
@@ -83,17 +85,32 @@ def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[A
             now = db_now()
             secret = profile.secret_bytes()
             state = write_state(user, [(scope_id, key) for scope_id in scope_ids for key in keys])
-            batch = WriteBatch(Known(state.records, state.tombstones, state.retractions),
-                               user=user.username, now=now, secret=secret,
-                               new_id=lambda: str(uuid.uuid4()), complete_scopes=scope_ids)
+            batch = WriteBatch(
+                Known(state.records, state.tombstones, state.retractions),
+                user=user.username,
+                now=now,
+                secret=secret,
+                new_id=lambda: str(uuid.uuid4()),
+                complete_scopes=scope_ids,
+            )
             cfg = settings.COMPANION
             known = learning.Known(
-                many_keys=state.many_keys, labels=registry(keys).labels,
-                tombstones=state.tombstones, secret=secret, likely=cfg["CERTAINTY_LIKELY"],
-                uncertain=cfg["CERTAINTY_UNCERTAIN"])
+                many_keys=state.many_keys,
+                labels=registry(keys).labels,
+                tombstones=state.tombstones,
+                secret=secret,
+                likely=cfg["CERTAINTY_LIKELY"],
+                uncertain=cfg["CERTAINTY_UNCERTAIN"],
+            )
             try:
-                outcomes = learning.learn(found, batch, context=ctx.domain, known=known,
-                                          sources=sources, source_time=source_time)
+                outcomes = learning.learn(
+                    found,
+                    batch,
+                    context=ctx.domain,
+                    known=known,
+                    sources=sources,
+                    source_time=source_time,
+                )
             except WriteRefused as refused:
                 if refused.kind == "authority":
                     raise AuthorityConflict(refused.message) from None
@@ -101,17 +118,29 @@ def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[A
             writer = RowWriter()
             add_plan_rows(writer, user, batch.plan, context_scope_fields(ctx))
             writer.flush()
-            states = batch.states([o.record.id for o in outcomes if o.record],
-                                  many_keys=state.many_keys)
-            results = [AssertResult(o.outcome, o.record, o.reason,
-                                    state=states.get(o.record.id) if o.record else None)
-                       for o in outcomes]
+            states = batch.states(
+                [o.record.id for o in outcomes if o.record], many_keys=state.many_keys
+            )
+            results = [
+                AssertResult(
+                    o.outcome,
+                    o.record,
+                    o.reason,
+                    state=states.get(o.record.id) if o.record else None,
+                )
+                for o in outcomes
+            ]
     for item, result in zip(found, results, strict=True):
         record = result.record
-        log_assert(result, key=item.key, scope_kind=record.scope.kind if record else "user",
-                    authority=record.authority if record else (
-                        "user-corrected" if item.correction else "rule-extracted"),
-                    sources=len(sources))
+        log_assert(
+            result,
+            key=item.key,
+            scope_kind=record.scope.kind if record else "user",
+            authority=record.authority
+            if record
+            else ("user-corrected" if item.correction else "rule-extracted"),
+            sources=len(sources),
+        )
     return results
 
 
@@ -122,16 +151,23 @@ def context_scope_fields(ctx) -> dict:
     user = ctx.user.username
     if ctx.character is not None:
         fields[f"character:{user}:{ctx.character.slug}"] = {
-            "scope_kind": "character", "character_id": ctx.character.pk,
-            "conversation_id": None, "scene": None}
+            "scope_kind": "character",
+            "character_id": ctx.character.pk,
+            "conversation_id": None,
+            "scene": None,
+        }
     if ctx.conversation is not None:
         fields[f"conversation:{ctx.conversation.pk}"] = {
-            "scope_kind": "conversation", "character_id": None,
-            "conversation_id": ctx.conversation.pk, "scene": None}
+            "scope_kind": "conversation",
+            "character_id": None,
+            "conversation_id": ctx.conversation.pk,
+            "scene": None,
+        }
         if ctx.scene:
             fields[f"scene:{ctx.conversation.pk}:{ctx.scene}"] = {
-                "scope_kind": "scene", "character_id": None,
-                "conversation_id": ctx.conversation.pk, "scene": ctx.scene}
+                "scope_kind": "scene",
+                "character_id": None,
+                "conversation_id": ctx.conversation.pk,
+                "scene": ctx.scene,
+            }
     return fields
-
-

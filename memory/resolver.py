@@ -43,12 +43,25 @@ from memory.domain import (
     value_hash,
 )
 
-__all__ = ["RESOLVER_REASONS", "at_time", "unique_records", "record_states", "resolve", "resolve_slot",
-           "stable_window"]
+__all__ = [
+    "RESOLVER_REASONS",
+    "at_time",
+    "unique_records",
+    "record_states",
+    "resolve",
+    "resolve_slot",
+    "stable_window",
+]
 
 # The resolver's reasons in step order (R1..R6); the trace has one count for each.
-RESOLVER_REASONS = (REASON_SCOPE, REASON_FORGOTTEN, REASON_NOT_YET_VALID, REASON_EXPIRED,
-                    REASON_SUPERSEDED, REASON_LOWER_PRECEDENCE)
+RESOLVER_REASONS = (
+    REASON_SCOPE,
+    REASON_FORGOTTEN,
+    REASON_NOT_YET_VALID,
+    REASON_EXPIRED,
+    REASON_SUPERSEDED,
+    REASON_LOWER_PRECEDENCE,
+)
 _TRACE_KEYS = {reason: "excluded_" + reason.replace("-", "_") for reason in RESOLVER_REASONS}
 _MAX_RANK = max(AUTHORITY_RANK.values())
 _ACTIVE = "active"
@@ -123,8 +136,13 @@ def _blocking_tombstone(
             continue
         if tomb.value_hash is not None and hashed is None:
             hashed = value_hash(secret, record.value)
-        if tomb.blocks(user=record.user, key=record.key, scope_id=scope_id,
-                       evidence_time=record.evidence_time, hashed_value=hashed):
+        if tomb.blocks(
+            user=record.user,
+            key=record.key,
+            scope_id=scope_id,
+            evidence_time=record.evidence_time,
+            hashed_value=hashed,
+        ):
             return tomb
     return None
 
@@ -195,9 +213,14 @@ class _Decisions(Mapping):
         return repr(dict(self.items()))
 
 
-def _decide(records: list[MemoryRecord] | tuple[MemoryRecord, ...], now: datetime,
-            context: Context | None, tombstones: Mapping[str, list[Tombstone]],
-            many_keys: frozenset[str] | set[str], secret: bytes) -> _Decisions:
+def _decide(
+    records: list[MemoryRecord] | tuple[MemoryRecord, ...],
+    now: datetime,
+    context: Context | None,
+    tombstones: Mapping[str, list[Tombstone]],
+    many_keys: frozenset[str] | set[str],
+    secret: bytes,
+) -> _Decisions:
     """R1–R6 for distinct records, in order, a record excluded at one step unseen by later
     ones: R1 scope (`Context.matches`; skipped without a context), R2 stored `forgotten`,
     R3 time (`valid_from > now` → not-yet-valid; `valid_until <= now` or stored `expired`
@@ -312,7 +335,8 @@ def resolve(
     excluded_ids = [i for i, reason in reasons.items() if reason != _ACTIVE]
     excluded_ids.sort()  # already in id order when the input was: O(n)
     excluded = build_slotted(
-        Exclusion, {"id": excluded_ids, "reason": list(map(reasons.__getitem__, excluded_ids))},
+        Exclusion,
+        {"id": excluded_ids, "reason": list(map(reasons.__getitem__, excluded_ids))},
         len(excluded_ids),
     )
 
@@ -372,16 +396,20 @@ def record_states(
         record = by_id[record_id]
         ref = refs.get(record_id)
         if reason == REASON_FORGOTTEN:
-            state = (RecordState(reason, "R2", None, record.status_since) if ref is None
-                     else RecordState(reason, "R4", None, forgotten_at.get(ref)))
+            state = (
+                RecordState(reason, "R2", None, record.status_since)
+                if ref is None
+                else RecordState(reason, "R4", None, forgotten_at.get(ref))
+            )
         elif reason == REASON_NOT_YET_VALID:
             state = RecordState(reason, "R3")
         elif reason == REASON_EXPIRED:
             state = RecordState(reason, "R3", None, ref if ref is not None else record.status_since)
         elif reason == REASON_SUPERSEDED:
             if ref is not None:
-                state = RecordState(reason, "R5", ref,
-                                    _later(by_id[ref].valid_from, record.valid_from))
+                state = RecordState(
+                    reason, "R5", ref, _later(by_id[ref].valid_from, record.valid_from)
+                )
             else:
                 if not namer:
                     for other in by_id.values():
@@ -391,13 +419,16 @@ def record_states(
                 state = RecordState(reason, "R5", namer.get(record_id), record.status_since)
         else:  # R6
             winner = decisions.slots[_slot_of(record, record.scope_id, many_keys)][0]
-            state = RecordState(reason, "R6", winner.id, _later(winner.valid_from, record.valid_from))
+            state = RecordState(
+                reason, "R6", winner.id, _later(winner.valid_from, record.valid_from)
+            )
         states[record_id] = state
     return states
 
 
-def stable_window(records: Iterable[MemoryRecord],
-                  now: datetime) -> tuple[datetime | None, datetime | None]:
+def stable_window(
+    records: Iterable[MemoryRecord], now: datetime
+) -> tuple[datetime | None, datetime | None]:
     """The valid times `[lo, hi)` around `now` over which `resolve` of these records (and the
     same tombstones) answers as it does at `now`: R3 and R5 compare `now` only with a record's
     `valid_from`, `valid_until` and `status_since`, each flipping when `now` reaches it, and
@@ -418,9 +449,12 @@ def stable_window(records: Iterable[MemoryRecord],
 def at_time(resolution: Resolution, now: datetime) -> Resolution:
     """A resolution reused at another `now` of its `stable_window`: the same answer, its trace
     stamped with the new time."""
-    return Resolution(active=resolution.active, excluded=resolution.excluded,
-                      trace={**resolution.trace, "now": _iso(now)},
-                      explanations=resolution.explanations)
+    return Resolution(
+        active=resolution.active,
+        excluded=resolution.excluded,
+        trace={**resolution.trace, "now": _iso(now)},
+        explanations=resolution.explanations,
+    )
 
 
 def resolve_slot(

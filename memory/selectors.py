@@ -47,15 +47,43 @@ from .storage import MEMORY_CACHE, RECORD_FIELDS, CachedMemory, read_records, sc
 
 
 def row_to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
-    (id_, key, value, kind, scope_id, scene, status, status_since, authority, confidence,
-     valid_from, valid_until, recorded_at, evidence_time, supersedes, retracted_at, version) = row
+    (
+        id_,
+        key,
+        value,
+        kind,
+        scope_id,
+        scene,
+        status,
+        status_since,
+        authority,
+        confidence,
+        valid_from,
+        valid_until,
+        recorded_at,
+        evidence_time,
+        supersedes,
+        retracted_at,
+        version,
+    ) = row
     rid = str(id_)
     return DomainRecord(
-        id=rid, user=username, key=key, value=value, scope=scope_from_id(kind, scope_id, scene),
-        authority=authority, valid_from=valid_from, recorded_at=recorded_at,
-        evidence_time=evidence_time, version=version, status=status, status_since=status_since,
-        confidence=confidence, valid_until=valid_until,
-        supersedes=str(supersedes) if supersedes else None, retracted_at=retracted_at,
+        id=rid,
+        user=username,
+        key=key,
+        value=value,
+        scope=scope_from_id(kind, scope_id, scene),
+        authority=authority,
+        valid_from=valid_from,
+        recorded_at=recorded_at,
+        evidence_time=evidence_time,
+        version=version,
+        status=status,
+        status_since=status_since,
+        confidence=confidence,
+        valid_until=valid_until,
+        supersedes=str(supersedes) if supersedes else None,
+        retracted_at=retracted_at,
         sources=tuple(sorted(sources.get(rid, ()))),
     )
 
@@ -81,8 +109,9 @@ def records_to_domain(queryset, username: str) -> list[DomainRecord]:
     if reader is None or queryset.query.order_by or queryset.query.is_sliced:
         return _records_to_domain_orm(queryset, username)
     try:
-        subquery, params = (queryset.order_by().values("pk").query
-                            .get_compiler(using=queryset.db).as_sql())
+        subquery, params = (
+            queryset.order_by().values("pk").query.get_compiler(using=queryset.db).as_sql()
+        )
     except EmptyResultSet:
         return []
     where = f"{reader.name(MemoryRecord, 'id')} IN ({subquery})"
@@ -94,7 +123,9 @@ def _records_to_domain_orm(queryset, username: str) -> list[DomainRecord]:
     if not rows:
         return []
     sources: dict[str, list[str]] = defaultdict(list)
-    links = MemorySource.objects.filter(memory_id__in=queryset.values("id")).values_list("memory_id", "message_id")
+    links = MemorySource.objects.filter(memory_id__in=queryset.values("id")).values_list(
+        "memory_id", "message_id"
+    )
     for memory_id, message_id in links:
         sources[str(memory_id)].append(str(message_id))
     return [row_to_domain(row, username, sources) for row in rows]
@@ -125,8 +156,10 @@ def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainReco
         if keys:
             qs = qs.filter(key__in=keys)
         return records_to_domain(qs, ctx.user.username)
-    where = (f"{reader.name(MemoryRecord, 'user')} = %s AND {reader.name(MemoryRecord, 'scope_id')} "
-             f"IN ({', '.join(['%s'] * len(scope_ids))})")
+    where = (
+        f"{reader.name(MemoryRecord, 'user')} = %s AND {reader.name(MemoryRecord, 'scope_id')} "
+        f"IN ({', '.join(['%s'] * len(scope_ids))})"
+    )
     params: list = [ctx.user.pk, *scope_ids]
     if keys:
         where += f" AND {reader.name(MemoryRecord, 'key')} IN ({', '.join(['%s'] * len(keys))})"
@@ -140,10 +173,17 @@ def tombstones_of(user, keys: Iterable[str] | None = None) -> list[DomainTombsto
         qs = qs.filter(key__in=list(keys))
     return [
         DomainTombstone(
-            id=str(t[0]), user=user.username, scope_id=t[1], key=t[2], value_hash=t[3],
-            forgotten_at=t[4], blocks_sources_before=t[5],
+            id=str(t[0]),
+            user=user.username,
+            scope_id=t[1],
+            key=t[2],
+            value_hash=t[3],
+            forgotten_at=t[4],
+            blocks_sources_before=t[5],
         )
-        for t in qs.values_list("id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before")
+        for t in qs.values_list(
+            "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"
+        )
     ]
 
 
@@ -222,7 +262,12 @@ def memory_get_domain(record_id, *, user=None) -> DomainRecord:
 
 
 def scope_id_valid(scope_id: str) -> bool:
-    return bool(scope_id) and scope_id.split(":", 1)[0] in ("user", "character", "conversation", "scene")
+    return bool(scope_id) and scope_id.split(":", 1)[0] in (
+        "user",
+        "character",
+        "conversation",
+        "scene",
+    )
 
 
 def history_records(user, key: str, scope_id: str) -> list[DomainRecord]:
@@ -279,8 +324,7 @@ def write_state(user, slots: Iterable[tuple[str, str]]) -> WriteState:
     reader = raw_reader(MemoryRecord.objects.db)
     if reader is None:
         return _write_state_orm(user, slots, keys, scope_ids, records)
-    tombstones, retractions, many = storage.read_write_state(
-        reader, user, records, keys, scope_ids)
+    tombstones, retractions, many = storage.read_write_state(reader, user, records, keys, scope_ids)
     return WriteState(records, tombstones, retractions, many)
 
 
@@ -295,7 +339,8 @@ def _write_state_orm(user, slots, keys, scope_ids, records) -> WriteState:
     retractions = {
         (scope_id, key, hashed or ""): at
         for scope_id, key, hashed, at in SlotRetraction.objects.filter(user=user, key__in=keys)
-        .values("scope_id", "key", "value_hash").annotate(at=Max("retracted_at"))
+        .values("scope_id", "key", "value_hash")
+        .annotate(at=Max("retracted_at"))
         .values_list("scope_id", "key", "value_hash", "at")
     }
     return WriteState(records, tombstones_of(user, keys), retractions, registry(keys).many_keys)
@@ -332,15 +377,18 @@ class ContextResolution:
             self.tombstones = remembered.tombstones
             self.resolution = remembered.resolutions[None]
             self.projection = remembered.projection or project(
-                self.resolution.active, labels=self.registry.labels,
-                many_keys=self.registry.many_keys, likely=cfg["CERTAINTY_LIKELY"],
+                self.resolution.active,
+                labels=self.registry.labels,
+                many_keys=self.registry.many_keys,
+                likely=cfg["CERTAINTY_LIKELY"],
                 uncertain=cfg["CERTAINTY_UNCERTAIN"],
             )
         metrics.resolve_observed(len(self.records))  # SPEC §12 O3
 
     def log_line(self) -> str:
-        return resolve_log_line(self.ctx.user.pk, len(self.records), self.resolution,
-                                self.projection)
+        return resolve_log_line(
+            self.ctx.user.pk, len(self.records), self.resolution, self.projection
+        )
 
 
 def resolve_log_line(user_id, n_candidates: int, resolution: Resolution, projection) -> str:
@@ -383,8 +431,13 @@ class Remembered:
     def states(self) -> dict[str, RecordState]:
         """E1: the state of every record read, at `now`, by id (the resolver's pass with each
         record's own scope as the context; every record of a read scoped key is read)."""
-        return record_states(self.records, self.tombstones, self.now,
-                             many_keys=self.registry.many_keys, secret=self.secret)
+        return record_states(
+            self.records,
+            self.tombstones,
+            self.now,
+            many_keys=self.registry.many_keys,
+            secret=self.secret,
+        )
 
     @property
     def active(self) -> list[DomainRecord]:
@@ -454,20 +507,31 @@ def _remembered(user, *, now, context, keys) -> Remembered:
             if record.scope_id not in contexts:
                 scope = record.scope
                 contexts[record.scope_id] = Context(
-                    user=user.username, character=scope.character, conversation=scope.conversation,
-                    scene=scope.scene, now=now,
+                    user=user.username,
+                    character=scope.character,
+                    conversation=scope.conversation,
+                    scene=scope.scene,
+                    now=now,
                 )
     keyed, tombstones, secret = registry_tombstones_secret(user, keys)
     if context is not None:
-        resolutions = {None: resolve(records, tombstones, contexts[None],
-                                     many_keys=keyed.many_keys, secret=secret)}
+        resolutions = {
+            None: resolve(
+                records, tombstones, contexts[None], many_keys=keyed.many_keys, secret=secret
+            )
+        }
     else:
         by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
         for record in records:
             by_scope[record.scope_id].append(record)
         resolutions = {
-            scope_id: resolve(by_scope[scope_id], tombstones, contexts[scope_id],
-                              many_keys=keyed.many_keys, secret=secret)
+            scope_id: resolve(
+                by_scope[scope_id],
+                tombstones,
+                contexts[scope_id],
+                many_keys=keyed.many_keys,
+                secret=secret,
+            )
             for scope_id in sorted(by_scope)
         }
     return Remembered(records, keyed, tombstones, resolutions, now, secret=secret)
@@ -484,11 +548,14 @@ def _context_remembered(user, context, domain) -> Remembered | None:
         return None
     scope_ids = context_scope_ids(context)
     cached = MEMORY_CACHE.get(user.pk, scope_ids)
-    parts, params = storage.context_state_parts(reader, user, scope_ids,
-                                                cached.version if cached else None)
-    secret_sql = (f"(SELECT {reader.name(MemoryProfile, 'secret')} "
-                  f"FROM {reader.table(MemoryProfile)} "
-                  f"WHERE {reader.name(MemoryProfile, 'user')} = %s)")
+    parts, params = storage.context_state_parts(
+        reader, user, scope_ids, cached.version if cached else None
+    )
+    secret_sql = (
+        f"(SELECT {reader.name(MemoryProfile, 'secret')} "
+        f"FROM {reader.table(MemoryProfile)} "
+        f"WHERE {reader.name(MemoryProfile, 'user')} = %s)"
+    )
     [row] = reader.fetch("SELECT " + ", ".join([*parts, secret_sql]), [*params, user.pk])
     version, records, tombstones, retractions, secret_hex = row
     secret_hex = secret_hex or ""
@@ -503,15 +570,36 @@ def _context_remembered(user, context, domain) -> Remembered | None:
     earlier = cached.resolved_for(state, keyed, secret_hex) if cached is not None else None
     cfg = settings.COMPANION
     resolution, projection = resolve_context(
-        state.records, state.tombstones, domain, many_keys=keyed.many_keys, labels=keyed.labels,
-        secret=secret, likely=cfg["CERTAINTY_LIKELY"], uncertain=cfg["CERTAINTY_UNCERTAIN"],
-        earlier=earlier)
+        state.records,
+        state.tombstones,
+        domain,
+        many_keys=keyed.many_keys,
+        labels=keyed.labels,
+        secret=secret,
+        likely=cfg["CERTAINTY_LIKELY"],
+        uncertain=cfg["CERTAINTY_UNCERTAIN"],
+        earlier=earlier,
+    )
     if version is not None:
-        MEMORY_CACHE.put(user.pk, scope_ids, CachedMemory(
-            version, state, secret_hex,
-            resolved=(keyed, Resolved.made(state.records, now, resolution, projection))))
-    return Remembered(state.records, keyed, state.tombstones, {None: resolution}, now,
-                      projection=projection, secret=secret)
+        MEMORY_CACHE.put(
+            user.pk,
+            scope_ids,
+            CachedMemory(
+                version,
+                state,
+                secret_hex,
+                resolved=(keyed, Resolved.made(state.records, now, resolution, projection)),
+            ),
+        )
+    return Remembered(
+        state.records,
+        keyed,
+        state.tombstones,
+        {None: resolution},
+        now,
+        projection=projection,
+        secret=secret,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -542,13 +630,23 @@ def slot_history(user, *, key: str, scope_id: str, now: datetime | None = None) 
     resolutions = {}
     if records:
         scope = records[0].scope
-        context = Context(user=user.username, character=scope.character,
-                          conversation=scope.conversation, scene=scope.scene, now=now)
-        resolutions[scope_id] = resolve(records, tombstones, context, many_keys=keyed.many_keys,
-                                        secret=secret)
+        context = Context(
+            user=user.username,
+            character=scope.character,
+            conversation=scope.conversation,
+            scene=scope.scene,
+            now=now,
+        )
+        resolutions[scope_id] = resolve(
+            records, tombstones, context, many_keys=keyed.many_keys, secret=secret
+        )
     remembered = Remembered(records, keyed, tombstones, resolutions, now)
     states = record_states(records, tombstones, now, many_keys=keyed.many_keys, secret=secret)
-    return SlotHistory(history_order(records), effective_ends(records, many=many), remembered,
-                       many, keyed.label(key), states)
-
-
+    return SlotHistory(
+        history_order(records),
+        effective_ends(records, many=many),
+        remembered,
+        many,
+        keyed.label(key),
+        states,
+    )

@@ -34,17 +34,26 @@ STATE_RULES = ("R2", "R3", "R4", "R5", "R6")
 class StateDetailOutput(serializers.Serializer):
     """SPEC E1: the R8 detail of a memory's state."""
 
-    rule = serializers.ChoiceField(choices=STATE_RULES, allow_null=True,
-                                   help_text="The step that decided it (R2–R6); null when active.")
-    by = serializers.UUIDField(allow_null=True,
-                               help_text="The memory that superseded (R5) or outranked (R6) it.")
+    rule = serializers.ChoiceField(
+        choices=STATE_RULES,
+        allow_null=True,
+        help_text="The step that decided it (R2–R6); null when active.",
+    )
+    by = serializers.UUIDField(
+        allow_null=True, help_text="The memory that superseded (R5) or outranked (R6) it."
+    )
     since = serializers.DateTimeField(allow_null=True, help_text="Since when the state holds.")
 
+
 # SPEC §1 and C1: what the server checks of a key and of a scope id stands in the schema too.
-KEY_VALIDATOR = RegexValidator(KEY_RE.pattern, "Keys are 1–120 characters of a-z, 0-9, '_', '-' "
-                               "and '.', with no leading, trailing or double dot.")
-SCOPE_ID_VALIDATOR = RegexValidator(r"^(user|character|conversation|scene)(:[^\x00]*)?$",
-                                    "Not a scope id.")
+KEY_VALIDATOR = RegexValidator(
+    KEY_RE.pattern,
+    "Keys are 1–120 characters of a-z, 0-9, '_', '-' "
+    "and '.', with no leading, trailing or double dot.",
+)
+SCOPE_ID_VALIDATOR = RegexValidator(
+    r"^(user|character|conversation|scene)(:[^\x00]*)?$", "Not a scope id."
+)
 
 
 class MemoryOutput(serializers.Serializer):
@@ -56,10 +65,12 @@ class MemoryOutput(serializers.Serializer):
     value = serializers.CharField(allow_blank=True)
     scope = ScopeOutput()
     state = serializers.ChoiceField(
-        choices=STATES, help_text="SPEC E1: the record's resolution now in its own scope (R2–R6).")
+        choices=STATES, help_text="SPEC E1: the record's resolution now in its own scope (R2–R6)."
+    )
     state_detail = StateDetailOutput()
     status = serializers.ChoiceField(
-        choices=STATUSES, help_text="The stored status, which normalisation may leave behind (W12).")
+        choices=STATUSES, help_text="The stored status, which normalisation may leave behind (W12)."
+    )
     status_since = serializers.DateTimeField(allow_null=True)
     authority = serializers.ChoiceField(choices=AUTHORITIES)
     confidence = serializers.FloatField()
@@ -122,7 +133,9 @@ class MemoryAssertInput(StrictSerializer):
     confidence = serializers.FloatField(default=1.0, min_value=0.0, max_value=1.0)
     valid_from = serializers.DateTimeField(required=False, allow_null=True)
     valid_until = serializers.DateTimeField(required=False, allow_null=True)
-    sources = serializers.ListField(child=serializers.UUIDField(), required=False, default=list, max_length=100)
+    sources = serializers.ListField(
+        child=serializers.UUIDField(), required=False, default=list, max_length=100
+    )
     supersedes = serializers.UUIDField(required=False, allow_null=True)
     idempotency_key = CleanCharField(max_length=255, required=False, allow_null=True)
 
@@ -134,17 +147,25 @@ class AssertOutput(serializers.Serializer):
 
 
 class MemoryListQuery(PageQuery):
-    user = CleanCharField(max_length=150, help_text="The ref of the user whose memories to list (required).")
-    key = CleanCharField(max_length=200, required=False,
-                         help_text="Only memories of this key (such as `pet.name`).")
-    scope = CleanCharField(max_length=255, required=False,
-                           help_text="Only memories of this scope, by its id (`user:sam`, "
-                           "`character:sam:captain-rowan`, `conversation:<id>`, "
-                           "`scene:<id>:<scene>`).")
-    status = serializers.ChoiceField(choices=STATUSES, required=False,
-                                     help_text="Only memories with this stored status.")
-    state = serializers.ChoiceField(choices=STATES, required=False,
-                                    help_text="Only memories in this state now (E1).")
+    user = CleanCharField(
+        max_length=150, help_text="The ref of the user whose memories to list (required)."
+    )
+    key = CleanCharField(
+        max_length=200, required=False, help_text="Only memories of this key (such as `pet.name`)."
+    )
+    scope = CleanCharField(
+        max_length=255,
+        required=False,
+        help_text="Only memories of this scope, by its id (`user:sam`, "
+        "`character:sam:captain-rowan`, `conversation:<id>`, "
+        "`scene:<id>:<scene>`).",
+    )
+    status = serializers.ChoiceField(
+        choices=STATUSES, required=False, help_text="Only memories with this stored status."
+    )
+    state = serializers.ChoiceField(
+        choices=STATES, required=False, help_text="Only memories in this state now (E1)."
+    )
 
 
 class MemoryCorrectInput(StrictSerializer):
@@ -170,34 +191,45 @@ class TombstoneScopeOutput(serializers.Serializer):
     kind = serializers.ChoiceField(
         choices=TOMBSTONE_SCOPE_KINDS,
         help_text="`user`, `character`, `conversation` or `scene` as for a memory's scope, or "
-        "`everywhere`: the forget covers every scope of the user.")
-    character = serializers.CharField(required=False, help_text="The character's slug (kind `character`).")
+        "`everywhere`: the forget covers every scope of the user.",
+    )
+    character = serializers.CharField(
+        required=False, help_text="The character's slug (kind `character`)."
+    )
     conversation = serializers.CharField(
-        required=False, help_text="The conversation's id (kinds `conversation` and `scene`).")
+        required=False, help_text="The conversation's id (kinds `conversation` and `scene`)."
+    )
     scene = serializers.CharField(required=False, help_text="The scene (kind `scene`).")
 
 
 class TombstoneOutput(serializers.Serializer):
     id = serializers.UUIDField(help_text="The forget's id (`DELETE /tombstones/{id}` undoes it).")
-    user = serializers.CharField(source="user.username", help_text="The ref of the user who forgot.")
+    user = serializers.CharField(
+        source="user.username", help_text="The ref of the user who forgot."
+    )
     scope = serializers.SerializerMethodField(
-        help_text="Where the forget applies, in a memory scope's shape; `{\"kind\": "
-        "\"everywhere\"}` when it covers every scope (C5).")
+        help_text='Where the forget applies, in a memory scope\'s shape; `{"kind": '
+        '"everywhere"}` when it covers every scope (C5).'
+    )
     scope_id = serializers.CharField(
         help_text="The same scope as its stable id string (`user:sam`, "
         "`character:sam:captain-rowan`…, or `*` for every scope): what `GET /memories?scope=` "
-        "takes.")
+        "takes."
+    )
     key = serializers.CharField(help_text="The memory key forgotten (such as `pet.name`).")
     has_value_hash = serializers.SerializerMethodField(
         help_text="True when only one value of a many-valued key was forgotten (a keyed hash "
-        "of it is kept, never the value); false when the whole key was.")
+        "of it is kept, never the value); false when the whole key was."
+    )
     forgotten_at = serializers.DateTimeField(help_text="When the forget was made.")
     blocks_sources_before = serializers.DateTimeField(
-        help_text="Facts learned from messages older than this are never learned again (F3).")
+        help_text="Facts learned from messages older than this are never learned again (F3)."
+    )
     withheld_messages = serializers.SerializerMethodField(
         help_text="How many messages this forget withholds from every later prompt plan (F6): "
         "the messages its memories were learnt from and those that mention a forgotten value "
-        "as whole words, counting messages another forget also withholds.")
+        "as whole words, counting messages another forget also withholds."
+    )
 
     def get_withheld_messages(self, obj) -> int:
         found = getattr(obj, "withheld_messages", None)
@@ -218,7 +250,9 @@ class RetractOutput(serializers.Serializer):
 
 class ResolveInput(StrictSerializer):
     context = ContextInput()
-    keys = serializers.ListField(child=CleanCharField(max_length=200), required=False, allow_empty=True, max_length=200)
+    keys = serializers.ListField(
+        child=CleanCharField(max_length=200), required=False, allow_empty=True, max_length=200
+    )
     explain = serializers.UUIDField(required=False, allow_null=True)
 
 
@@ -254,10 +288,17 @@ class ResolveOutput(serializers.Serializer):
 
 class HistoryQuery(PageQuery):
     user = CleanCharField(max_length=150, help_text="The ref of the user (required).")
-    key = CleanCharField(max_length=200, help_text="The key whose history to read, such as `user.lives_in` (required).")
-    scope = CleanCharField(max_length=255, required=False, validators=[SCOPE_ID_VALIDATOR],
-                           help_text="The scope, by its id (`user:sam`, `character:sam:captain-rowan`…); "
-                           "the user's own scope when absent.")
+    key = CleanCharField(
+        max_length=200,
+        help_text="The key whose history to read, such as `user.lives_in` (required).",
+    )
+    scope = CleanCharField(
+        max_length=255,
+        required=False,
+        validators=[SCOPE_ID_VALIDATOR],
+        help_text="The scope, by its id (`user:sam`, `character:sam:captain-rowan`…); "
+        "the user's own scope when absent.",
+    )
 
 
 class RememberInput(StrictSerializer):
@@ -278,12 +319,13 @@ class RememberOutput(serializers.Serializer):
 
 ASK_QUESTIONS = (
     "A question in words, in English, about the user — not a key or a search term. Understood "
-    "questions: where the user lives or works (\"Where do I live?\", \"Who do I work for?\"), "
-    "what to call them or not (\"What's my name?\", \"What should you not call me?\"), what "
-    "they like or dislike (\"What do I like?\"), the name of a thing of theirs (\"What is my "
-    "dog called?\", \"What did I name my plant?\"), and where a person they know works or "
-    "lives and what they do (\"Where does Priya work?\", \"What does Tom do?\"). Pronouns "
-    "(\"Where does she work?\") are not resolved. Anything else answers `understood: false`.")
+    'questions: where the user lives or works ("Where do I live?", "Who do I work for?"), '
+    'what to call them or not ("What\'s my name?", "What should you not call me?"), what '
+    'they like or dislike ("What do I like?"), the name of a thing of theirs ("What is my '
+    'dog called?", "What did I name my plant?"), and where a person they know works or '
+    'lives and what they do ("Where does Priya work?", "What does Tom do?"). Pronouns '
+    '("Where does she work?") are not resolved. Anything else answers `understood: false`.'
+)
 
 
 class AskQuery(StrictSerializer):
@@ -293,25 +335,35 @@ class AskQuery(StrictSerializer):
 
 class AskOutput(serializers.Serializer):
     answer = serializers.CharField(
-        allow_null=True, help_text="The remembered value (a many-valued key's values joined by "
-        "\", \"); null when the question was not understood or nothing active answers it.")
+        allow_null=True,
+        help_text="The remembered value (a many-valued key's values joined by "
+        '", "); null when the question was not understood or nothing active answers it.',
+    )
     understood = serializers.BooleanField(
         help_text="Whether the question was understood. False: `q` is not a question this "
         "operation understands (see `q`), and `answer` is null. True with a null `answer`: "
-        "understood, but nothing is remembered now that answers it.")
-    memory = MemoryOutput(required=False, allow_null=True,
-                          help_text="The memory that answers (the newest, for a many-valued key); null without an answer.")
+        "understood, but nothing is remembered now that answers it."
+    )
+    memory = MemoryOutput(
+        required=False,
+        allow_null=True,
+        help_text="The memory that answers (the newest, for a many-valued key); null without an answer.",
+    )
 
 
 class TombstoneListQuery(PageQuery):
-    user = CleanCharField(max_length=150, help_text="The ref of the user whose forgets to list (required).")
+    user = CleanCharField(
+        max_length=150, help_text="The ref of the user whose forgets to list (required)."
+    )
 
 
 def assert_json(result) -> dict:
     """An assert-shaped answer: the outcome and the memory with its state (E1)."""
     record = result.record
-    body = {"outcome": result.outcome,
-            "memory": memory_json(record, result.state) if record is not None else None}
+    body = {
+        "outcome": result.outcome,
+        "memory": memory_json(record, result.state) if record is not None else None,
+    }
     if result.reason:
         body["reason"] = result.reason
     return body
@@ -332,16 +384,23 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 class MemorySettingsInput(StrictSerializer):
-    learn = StrictBooleanField(required=False, help_text="May the companion learn new memories from messages?")
+    learn = StrictBooleanField(
+        required=False, help_text="May the companion learn new memories from messages?"
+    )
     use = StrictBooleanField(required=False, help_text="May memories enter prompts?")
 
 
 class MemorySettingsOutput(serializers.Serializer):
     learn = serializers.BooleanField()
     use = serializers.BooleanField()
-    changed_at = serializers.DateTimeField(allow_null=True, help_text="When a switch last changed; null if never.")
-    changed_by = serializers.ChoiceField(choices=["user", "api", "support"], allow_null=True,
-                                         help_text="Where the last change came from: the pages, the API or support.")
+    changed_at = serializers.DateTimeField(
+        allow_null=True, help_text="When a switch last changed; null if never."
+    )
+    changed_by = serializers.ChoiceField(
+        choices=["user", "api", "support"],
+        allow_null=True,
+        help_text="Where the last change came from: the pages, the API or support.",
+    )
 
 
 class MemoryPageOutput(PageOutput):

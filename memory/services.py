@@ -114,11 +114,18 @@ def _scope_row_fields(user, scope: Scope) -> dict:
     """W1: resolve a scope's references against the database, owned by `user`."""
     if scope.kind not in SCOPE_KINDS:
         raise ValidationError("Unknown scope kind.", field="scope.kind")
-    fields: dict = {"scope_kind": scope.kind, "character": None, "conversation": None, "scene": None}
+    fields: dict = {
+        "scope_kind": scope.kind,
+        "character": None,
+        "conversation": None,
+        "scene": None,
+    }
     if scope.kind == "character":
         character = Character.objects.filter(slug=scope.character).first()
         if character is None:
-            raise ValidationError(f"Unknown character {scope.character!r}.", field="scope.character")
+            raise ValidationError(
+                f"Unknown character {scope.character!r}.", field="scope.character"
+            )
         fields["character"] = character
     elif scope.kind in ("conversation", "scene"):
         conversation = Conversation.objects.filter(user=user, pk=scope.conversation).first()
@@ -137,13 +144,19 @@ def _payload_hmac(secret: bytes, payload: dict) -> str:
     return hmac.new(secret, canonical.encode(), hashlib.sha256).hexdigest()
 
 
-def _slot_records(user, scope_id: str, key: str, *, many: bool, value: str | None) -> list[DomainRecord]:
+def _slot_records(
+    user, scope_id: str, key: str, *, many: bool, value: str | None
+) -> list[DomainRecord]:
     """Every stored record of a slot (W-steps work on slots): the scoped key, narrowed to the
     value slot for a `many` key."""
-    records = records_to_domain(MemoryRecord.objects.filter(user=user, scope_id=scope_id, key=key), user.username)
+    records = records_to_domain(
+        MemoryRecord.objects.filter(user=user, scope_id=scope_id, key=key), user.username
+    )
     if many and value is not None:
         slot = normalise_value(value)
-        records = [r for r in records if r.status != "forgotten" and normalise_value(r.value) == slot]
+        records = [
+            r for r in records if r.status != "forgotten" and normalise_value(r.value) == slot
+        ]
     return records
 
 
@@ -177,49 +190,95 @@ def memory_assert(
     stores nothing (outcome `blocked`, reason `paused`, like W3); the user's own authorities
     still write. The switch is read from the profile row the write lock takes anyway."""
     # W1: everything that can be checked without the lock, so bad input stores nothing.
-    _validate_assert(key=key, value=value, authority=authority, confidence=confidence,
-                     valid_from=valid_from, valid_until=valid_until, idempotency_key=idempotency_key)
+    _validate_assert(
+        key=key,
+        value=value,
+        authority=authority,
+        confidence=confidence,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        idempotency_key=idempotency_key,
+    )
     source_ids = sorted({str(s) for s in sources})
 
     with transaction.atomic():
         return _memory_assert_locked(
-            user=user, key=key, value=value, scope=scope, authority=authority,
-            confidence=float(confidence), valid_from=valid_from, valid_until=valid_until,
-            source_ids=source_ids, supersedes=str(supersedes) if supersedes else None,
+            user=user,
+            key=key,
+            value=value,
+            scope=scope,
+            authority=authority,
+            confidence=float(confidence),
+            valid_from=valid_from,
+            valid_until=valid_until,
+            source_ids=source_ids,
+            supersedes=str(supersedes) if supersedes else None,
             idempotency_key=idempotency_key,
         )
 
 
-def _validate_assert(*, key, value, authority, confidence, valid_from=None, valid_until=None,
-                     idempotency_key=None) -> None:
+def _validate_assert(
+    *, key, value, authority, confidence, valid_from=None, valid_until=None, idempotency_key=None
+) -> None:
     """W1: the checks that need no database (`memory.writes.check_fields`)."""
     try:
-        check_fields(key=key, value=value, authority=authority, confidence=confidence,
-                     valid_from=valid_from, valid_until=valid_until)
+        check_fields(
+            key=key,
+            value=value,
+            authority=authority,
+            confidence=confidence,
+            valid_from=valid_from,
+            valid_until=valid_until,
+        )
     except WriteRefused as refused:
         raise ValidationError(refused.message, field=refused.field) from None
     if idempotency_key is not None and not (1 <= len(idempotency_key) <= 255):
         raise ValidationError("1–255 characters.", field="idempotency_key")
 
 
-def log_assert(result: AssertResult, *, key: str, scope_kind: str, authority: str, sources: int) -> None:
-    log_memory_write(outcome=result.outcome, reason=result.reason, key=key,
-                     scope_kind=scope_kind, authority=authority, sources=sources)
+def log_assert(
+    result: AssertResult, *, key: str, scope_kind: str, authority: str, sources: int
+) -> None:
+    log_memory_write(
+        outcome=result.outcome,
+        reason=result.reason,
+        key=key,
+        scope_kind=scope_kind,
+        authority=authority,
+        sources=sources,
+    )
 
 
-def log_memory_write(*, outcome: str, reason: str | None, key: str, scope_kind: str,
-                     authority: str, sources: int) -> None:
+def log_memory_write(
+    *, outcome: str, reason: str | None, key: str, scope_kind: str, authority: str, sources: int
+) -> None:
     """SPEC §12: ids, counts and a loggable key only — never a value."""
     log.info(
         "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
-        outcome, loggable_key(key), scope_kind, authority, sources,
+        outcome,
+        loggable_key(key),
+        scope_kind,
+        authority,
+        sources,
     )
     if outcome == "blocked":
         metrics.write_blocked(reason)
 
 
-def _memory_assert_locked(*, user, key, value, scope, authority, confidence, valid_from,
-                          valid_until, source_ids, supersedes, idempotency_key) -> AssertResult:
+def _memory_assert_locked(
+    *,
+    user,
+    key,
+    value,
+    scope,
+    authority,
+    confidence,
+    valid_from,
+    valid_until,
+    source_ids,
+    supersedes,
+    idempotency_key,
+) -> AssertResult:
     scope_fields = _scope_row_fields(user, scope)
     messages = list(Message.objects.filter(user=user, pk__in=source_ids)) if source_ids else []
     if len(messages) != len(source_ids):
@@ -232,9 +291,15 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
     payload_hmac = None
     if idempotency_key is not None:
         payload = {
-            "key": key, "value": value, "scope": scope.as_dict(), "authority": authority,
-            "confidence": confidence, "valid_from": valid_from, "valid_until": valid_until,
-            "sources": source_ids, "supersedes": supersedes,
+            "key": key,
+            "value": value,
+            "scope": scope.as_dict(),
+            "authority": authority,
+            "confidence": confidence,
+            "valid_from": valid_from,
+            "valid_until": valid_until,
+            "sources": source_ids,
+            "supersedes": supersedes,
         }
         payload_hmac = _payload_hmac(secret, payload)
         previous = IdempotencyRecord.objects.filter(user=user, key=idempotency_key).first()
@@ -243,58 +308,117 @@ def _memory_assert_locked(*, user, key, value, scope, authority, confidence, val
                 raise IdempotencyKeyReused("This idempotency key was used with another payload.")
             record = _domain(previous.record, user.username) if previous.record_id else None
             state = memory_states(user, [record], now=now)[record.id] if record else None
-            return AssertResult("replayed", record, previous.reason or None,
-                                {"original_outcome": previous.outcome}, state=state)
+            return AssertResult(
+                "replayed",
+                record,
+                previous.reason or None,
+                {"original_outcome": previous.outcome},
+                state=state,
+            )
 
     if authority in LEARNED_AUTHORITIES and not profile.learn:
         result = AssertResult("blocked", None, REASON_PAUSED)
     else:
         result = _assert_core(
-            user=user, key=key, value=value, scope=scope, scope_fields=scope_fields,
-            authority=authority, confidence=confidence, valid_from=valid_from,
-            valid_until=valid_until, messages=messages, supersedes=supersedes, secret=secret,
+            user=user,
+            key=key,
+            value=value,
+            scope=scope,
+            scope_fields=scope_fields,
+            authority=authority,
+            confidence=confidence,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            messages=messages,
+            supersedes=supersedes,
+            secret=secret,
             now=now,
         )
     if idempotency_key is not None:
         IdempotencyRecord.objects.create(
-            user=user, key=idempotency_key, payload_hmac=payload_hmac, outcome=result.outcome,
-            reason=result.reason or "", record_id=result.record.id if result.record else None,
+            user=user,
+            key=idempotency_key,
+            payload_hmac=payload_hmac,
+            outcome=result.outcome,
+            reason=result.reason or "",
+            record_id=result.record.id if result.record else None,
             created_at=now,
         )
     log_assert(result, key=key, scope_kind=scope.kind, authority=authority, sources=len(messages))
     return result
 
 
-def _assert_core(*, user, key, value, scope, scope_fields, authority, confidence, valid_from,
-                 valid_until, messages, supersedes, secret, now) -> AssertResult:
+def _assert_core(
+    *,
+    user,
+    key,
+    value,
+    scope,
+    scope_fields,
+    authority,
+    confidence,
+    valid_from,
+    valid_until,
+    messages,
+    supersedes,
+    secret,
+    now,
+) -> AssertResult:
     """W3–W9 for one assert: a batch of one (`memory.writes`), read and written like any."""
     scope_id = scope.scope_id(user.username)
     state = write_state(user, [(scope_id, key)])
     fact = Fact(
-        key=key, value=value, scope=scope, authority=authority, many=key in state.many_keys,
-        confidence=confidence, valid_from=valid_from, valid_until=valid_until,
+        key=key,
+        value=value,
+        scope=scope,
+        authority=authority,
+        many=key in state.many_keys,
+        confidence=confidence,
+        valid_from=valid_from,
+        valid_until=valid_until,
         sources=tuple(str(m.pk) for m in messages),
         source_time=max(m.created_at for m in messages) if messages else None,
         supersedes=supersedes,
     )
-    [result] = _write_facts(user, state, [fact], secret=secret, now=now,
-                            scope_fields={scope_id: scope_fields})
+    [result] = _write_facts(
+        user, state, [fact], secret=secret, now=now, scope_fields={scope_id: scope_fields}
+    )
     return result
 
 
-def _write_facts(user, state, facts: list[Fact], *, secret: bytes, now, scope_fields=None,
-                 writer: RowWriter | None = None) -> list[AssertResult]:
+def _write_facts(
+    user,
+    state,
+    facts: list[Fact],
+    *,
+    secret: bytes,
+    now,
+    scope_fields=None,
+    writer: RowWriter | None = None,
+) -> list[AssertResult]:
     """Decide `facts` with the pure W-steps against `state` and write the outcome
     (`write_plan`); the answers in the facts' order."""
-    plan = write_plan(user, state, facts, secret=secret, now=now, scope_fields=scope_fields,
-                      writer=writer)
-    return [AssertResult(o.outcome, o.record, o.reason,
-                         state=plan.states.get(o.record.id) if o.record else None)
-            for o in plan.outcomes]
+    plan = write_plan(
+        user, state, facts, secret=secret, now=now, scope_fields=scope_fields, writer=writer
+    )
+    return [
+        AssertResult(
+            o.outcome, o.record, o.reason, state=plan.states.get(o.record.id) if o.record else None
+        )
+        for o in plan.outcomes
+    ]
 
 
-def write_plan(user, state, writes: list[Fact | Retract], *, secret: bytes, now,
-               scope_fields=None, writer: RowWriter | None = None) -> WritePlan:
+def write_plan(
+    user,
+    state,
+    writes: list[Fact | Retract],
+    *,
+    secret: bytes,
+    now,
+    scope_fields=None,
+    writer: RowWriter | None = None,
+) -> WritePlan:
     """Decide `writes` with the pure W-steps (`memory.writes.plan_writes`) against `state`
     (read under the user's lock, which the caller holds) and write what they decided: the new
     rows, their source links and W5's, W5's confidence raises, W10's closed windows and
@@ -303,8 +427,12 @@ def write_plan(user, state, writes: list[Fact | Retract], *, secret: bytes, now,
     scope (`scope_kind`, `character_id`, `conversation_id`, `scene`)."""
     try:
         plan = plan_writes(
-            writes, Known(state.records, state.tombstones, state.retractions),
-            user=user.username, now=now, secret=secret, new_id=lambda: str(uuid.uuid4()),
+            writes,
+            Known(state.records, state.tombstones, state.retractions),
+            user=user.username,
+            now=now,
+            secret=secret,
+            new_id=lambda: str(uuid.uuid4()),
         )
     except WriteRefused as refused:
         if refused.kind == "authority":
@@ -318,23 +446,39 @@ def write_plan(user, state, writes: list[Fact | Retract], *, secret: bytes, now,
     return plan
 
 
-USER_SCOPE_FIELDS = {"scope_kind": "user", "character_id": None, "conversation_id": None,
-                     "scene": None}
+USER_SCOPE_FIELDS = {
+    "scope_kind": "user",
+    "character_id": None,
+    "conversation_id": None,
+    "scene": None,
+}
 
 
 def add_plan_rows(writer: RowWriter, user, plan: WritePlan, scope_fields: dict) -> None:
     """The rows of a decided write plan, added to `writer` in the order the database takes
     them (records, then their source links, then updates of stored records)."""
-    writer.insert([
-        MemoryRecord(
-            id=r.id, user=user, key=r.key, value=r.value, scope_id=r.scope_id,
-            **(USER_SCOPE_FIELDS if r.scope.kind == "user" else scope_fields[r.scope_id]),
-            authority=r.authority, confidence=r.confidence, valid_from=r.valid_from,
-            valid_until=r.valid_until, recorded_at=r.recorded_at, evidence_time=r.evidence_time,
-            supersedes_id=r.supersedes, version=r.version, retracted_at=r.retracted_at,
-        )
-        for r in plan.inserts
-    ])
+    writer.insert(
+        [
+            MemoryRecord(
+                id=r.id,
+                user=user,
+                key=r.key,
+                value=r.value,
+                scope_id=r.scope_id,
+                **(USER_SCOPE_FIELDS if r.scope.kind == "user" else scope_fields[r.scope_id]),
+                authority=r.authority,
+                confidence=r.confidence,
+                valid_from=r.valid_from,
+                valid_until=r.valid_until,
+                recorded_at=r.recorded_at,
+                evidence_time=r.evidence_time,
+                supersedes_id=r.supersedes,
+                version=r.version,
+                retracted_at=r.retracted_at,
+            )
+            for r in plan.inserts
+        ]
+    )
     links = [MemorySource(memory_id=r.id, message_id=m) for r in plan.inserts for m in r.sources]
     links += [MemorySource(memory_id=rid, message_id=m) for rid, m in plan.links]
     writer.insert(links, ignore_conflicts=True)
@@ -342,17 +486,25 @@ def add_plan_rows(writer: RowWriter, user, plan: WritePlan, scope_fields: dict) 
         writer.update(MemoryRecord, rid, confidence=confidence)
     for rid, (valid_until, retracted_at) in plan.closes.items():
         writer.update(MemoryRecord, rid, valid_until=valid_until, retracted_at=retracted_at)
-    writer.insert([
-        SlotRetraction(user=user, scope_id=scope_id, key=key, value_hash=hashed, retracted_at=at)
-        for scope_id, key, hashed, at in plan.retractions
-    ])
+    writer.insert(
+        [
+            SlotRetraction(
+                user=user, scope_id=scope_id, key=key, value_hash=hashed, retracted_at=at
+            )
+            for scope_id, key, hashed, at in plan.retractions
+        ]
+    )
     writer.insert(plan_events(user.username, plan))  # V1: in the write's own statement
 
 
 def row_scope_fields(row: MemoryRecord) -> dict:
     """A stored record's scope columns, for new rows of its scoped key."""
-    return {"scope_kind": row.scope_kind, "character_id": row.character_id,
-            "conversation_id": row.conversation_id, "scene": row.scene}
+    return {
+        "scope_kind": row.scope_kind,
+        "character_id": row.character_id,
+        "conversation_id": row.conversation_id,
+        "scene": row.scene,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,8 +548,9 @@ def _require_active_now(locked: _Locked) -> None:
         wanted = normalise_value(record.value)
         slot = [r for r in slot if r.status != "forgotten" and normalise_value(r.value) == wanted]
     tombstones = [t for t in locked.state.tombstones if t.key == record.key]
-    winner = resolver.resolve_slot(slot, locked.now, tombstones=tombstones, many=many,
-                                   secret=locked.secret)
+    winner = resolver.resolve_slot(
+        slot, locked.now, tombstones=tombstones, many=many, secret=locked.secret
+    )
     if winner is None or winner.id != record.id:
         raise Conflict("Only a memory that is current can be confirmed or corrected.")
 
@@ -405,8 +558,16 @@ def _require_active_now(locked: _Locked) -> None:
 def _user_fact(locked: _Locked, *, value: str, authority: str, supersedes: str | None) -> Fact:
     """A write of the user's own (confirm, correct): valid from now, no sources."""
     record = locked.record
-    return Fact(key=record.key, value=value, scope=record.scope, authority=authority,
-                many=locked.many, confidence=1.0, valid_from=locked.now, supersedes=supersedes)
+    return Fact(
+        key=record.key,
+        value=value,
+        scope=record.scope,
+        authority=authority,
+        many=locked.many,
+        confidence=1.0,
+        valid_from=locked.now,
+        supersedes=supersedes,
+    )
 
 
 def memory_confirm(*, record_id, user=None) -> AssertResult:
@@ -423,8 +584,14 @@ def _confirm_locked(locked: _Locked) -> AssertResult:
     if record.authority_rank >= AUTHORITY_RANK["user-confirmed"]:
         return AssertResult("unchanged", record, state=RecordState("active"))  # checked active
     fact = _user_fact(locked, value=record.value, authority="user-confirmed", supersedes=record.id)
-    [result] = _write_facts(locked.row.user, locked.state, [fact], secret=locked.secret,
-                            now=locked.now, scope_fields=locked.scope_fields)
+    [result] = _write_facts(
+        locked.row.user,
+        locked.state,
+        [fact],
+        secret=locked.secret,
+        now=locked.now,
+        scope_fields=locked.scope_fields,
+    )
     log.info("memory_confirm key=%s", loggable_key(record.key))
     return result
 
@@ -446,14 +613,30 @@ def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
         writes: list[Fact | Retract] = []
         if locked.many:
             writes.append(Retract(record.scope_id, record.key, many=True, value=record.value))
-        writes.append(_user_fact(locked, value=value, authority="user-corrected",
-                                 supersedes=None if locked.many else record.id))
-        plan = write_plan(locked.row.user, locked.state, writes, secret=locked.secret,
-                          now=locked.now, scope_fields=locked.scope_fields)
+        writes.append(
+            _user_fact(
+                locked,
+                value=value,
+                authority="user-corrected",
+                supersedes=None if locked.many else record.id,
+            )
+        )
+        plan = write_plan(
+            locked.row.user,
+            locked.state,
+            writes,
+            secret=locked.secret,
+            now=locked.now,
+            scope_fields=locked.scope_fields,
+        )
         outcome = plan.outcomes[-1]
         log.info("memory_correct key=%s", loggable_key(record.key))
-        return AssertResult(outcome.outcome, outcome.record, outcome.reason,
-                            state=plan.states.get(outcome.record.id) if outcome.record else None)
+        return AssertResult(
+            outcome.outcome,
+            outcome.record,
+            outcome.reason,
+            state=plan.states.get(outcome.record.id) if outcome.record else None,
+        )
 
 
 @dataclass
@@ -470,14 +653,20 @@ def memory_retract(*, record_id, user=None) -> RetractResult:
         record = locked.record
         if record.status == "forgotten":
             raise Conflict("This memory was forgotten; there is nothing to retract.")
-        retract = Retract(record.scope_id, record.key, many=locked.many,
-                          value=record.value if locked.many else None)
-        plan = write_plan(locked.row.user, locked.state, [retract], secret=locked.secret,
-                          now=locked.now)
+        retract = Retract(
+            record.scope_id,
+            record.key,
+            many=locked.many,
+            value=record.value if locked.many else None,
+        )
+        plan = write_plan(
+            locked.row.user, locked.state, [retract], secret=locked.secret, now=locked.now
+        )
         closed = plan.outcomes[0]
         log.info("memory_retract key=%s closed=%d", loggable_key(record.key), len(closed))
-        return RetractResult(locked.now, sorted(closed, key=lambda r: (r.valid_from, r.version)),
-                             plan.states)
+        return RetractResult(
+            locked.now, sorted(closed, key=lambda r: (r.valid_from, r.version)), plan.states
+        )
 
 
 def memory_restore(*, record_id, user=None) -> AssertResult:
@@ -496,15 +685,25 @@ def memory_restore(*, record_id, user=None) -> AssertResult:
         if record.retracted_at is None:
             raise Conflict("This memory was not marked as no longer true.")
         many = registry([record.key]).is_many(record.key)
-        slot = _slot_records(owner, record.scope_id, record.key, many=many, value=record.value if many else None)
+        slot = _slot_records(
+            owner, record.scope_id, record.key, many=many, value=record.value if many else None
+        )
         secret = MemoryProfile.objects.get(user=owner).secret_bytes()
         now = db_now()
-        if resolver.resolve_slot(slot, now, tombstones=tombstones_of(owner, [record.key]), many=many,
-                                 secret=secret) is not None:
+        if (
+            resolver.resolve_slot(
+                slot, now, tombstones=tombstones_of(owner, [record.key]), many=many, secret=secret
+            )
+            is not None
+        ):
             raise Conflict("Something is remembered for this again, so there is nothing to undo.")
         result = memory_assert(
-            user=owner, key=record.key, value=record.value, scope=record.scope,
-            authority="user-confirmed", confidence=1.0,
+            user=owner,
+            key=record.key,
+            value=record.value,
+            scope=record.scope,
+            authority="user-confirmed",
+            confidence=1.0,
         )
         log.info("memory_restore key=%s outcome=%s", loggable_key(record.key), result.outcome)
         return result
@@ -521,7 +720,11 @@ def memory_normalise(*, user=None, now: datetime | None = None, batch_users: int
     from django.contrib.auth import get_user_model
 
     User = get_user_model()
-    users = User.objects.filter(pk=user.pk) if user is not None else User.objects.filter(memories__isnull=False).distinct()
+    users = (
+        User.objects.filter(pk=user.pk)
+        if user is not None
+        else User.objects.filter(memories__isnull=False).distinct()
+    )
     changed = 0
     for u in users.iterator(chunk_size=batch_users):
         with transaction.atomic():
@@ -529,9 +732,9 @@ def memory_normalise(*, user=None, now: datetime | None = None, batch_users: int
             at = now or db_now()
             records = records_to_domain(MemoryRecord.objects.filter(user=u), u.username)
             for change in normalisation.plan_normalisation(records, at):
-                MemoryRecord.objects.filter(pk=change.id, user=u).exclude(status="forgotten").update(
-                    status=change.status, status_since=change.status_since
-                )
+                MemoryRecord.objects.filter(pk=change.id, user=u).exclude(
+                    status="forgotten"
+                ).update(status=change.status, status_since=change.status_since)
                 changed += 1
     log.info("memory_normalise changed=%d", changed)
     return changed
@@ -555,8 +758,9 @@ def ensure_profile(user) -> MemoryProfile:
     return profile
 
 
-def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,
-                        use: bool | None = None) -> MemorySettings:
+def memory_settings_set(
+    *, user, changed_by: str, learn: bool | None = None, use: bool | None = None
+) -> MemorySettings:
     """I8: switch learning and/or memory use on or off for `user` (`None` leaves a switch as
     it is). A change records when (database clock) and through what (`user` on the pages,
     `api`, `support`) for support to see; setting a switch to the value it has changes
@@ -569,8 +773,11 @@ def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,
     with transaction.atomic():
         profile = lock_profile(user)
         wanted = {"learn": learn, "use": use}
-        changed = [name for name, value in wanted.items()
-                   if value is not None and getattr(profile, name) != value]
+        changed = [
+            name
+            for name, value in wanted.items()
+            if value is not None and getattr(profile, name) != value
+        ]
         if changed:
             for name in changed:
                 setattr(profile, name, wanted[name])
@@ -578,10 +785,13 @@ def memory_settings_set(*, user, changed_by: str, learn: bool | None = None,
             profile.settings_changed_by = changed_by
             profile.save(update_fields=[*changed, "settings_changed_at", "settings_changed_by"])
             changes.settings_changed(user, profile)  # V1
-            log.info("memory_settings_set user_id=%s learn=%s use=%s changed_by=%s",
-                     user.pk, profile.learn, profile.use, changed_by)
+            log.info(
+                "memory_settings_set user_id=%s learn=%s use=%s changed_by=%s",
+                user.pk,
+                profile.learn,
+                profile.use,
+                changed_by,
+            )
     # Later reads in this request see the new switches.
     user.memory_profile = profile
     return settings_of_profile(profile)
-
-

@@ -77,19 +77,21 @@ class ContextMemory:
         version, records, tombstones, retractions = (values.pop(0) for _ in range(4))
         self._read, self._version = True, version
         if records is not None:
-            self._found = storage.parse_context_state(records, tombstones, retractions,
-                                                      self.user.username)
+            self._found = storage.parse_context_state(
+                records, tombstones, retractions, self.user.username
+            )
 
     def read_orm(self) -> None:
         """What `read_parts` reads, through the ORM: the reference the statement is tested
         against, and the read wherever the raw reader does not serve the database."""
         user = self.user
         records = records_to_domain(
-            MemoryRecord.objects.filter(user=user, scope_id__in=self.scope_ids), user.username)
+            MemoryRecord.objects.filter(user=user, scope_id__in=self.scope_ids), user.username
+        )
         latest: dict[tuple[str, str, str], datetime] = {}
-        for scope_id, key, hashed, at in (
-                SlotRetraction.objects.filter(user=user, scope_id__in=self.scope_ids)
-                .values_list("scope_id", "key", "value_hash", "retracted_at")):
+        for scope_id, key, hashed, at in SlotRetraction.objects.filter(
+            user=user, scope_id__in=self.scope_ids
+        ).values_list("scope_id", "key", "value_hash", "retracted_at"):
             slot = (scope_id, key, hashed or "")
             if slot not in latest or at > latest[slot]:
                 latest[slot] = at
@@ -110,9 +112,18 @@ class ContextMemory:
         self._state = MemoryState(self._version, state, resolved)
         return self._state
 
-    def apply_writes(self, writer: RowWriter, writes: WritePlan, *, scope_fields: dict,
-                     records: list[DomainRecord], resolution: Resolution,
-                     projection: Projection, now: datetime, registry) -> None:
+    def apply_writes(
+        self,
+        writer: RowWriter,
+        writes: WritePlan,
+        *,
+        scope_fields: dict,
+        records: list[DomainRecord],
+        resolution: Resolution,
+        projection: Projection,
+        now: datetime,
+        registry,
+    ) -> None:
         """A batch's rows (W3–W10, as `memory.services.add_plan_rows` lays them out) added to
         `writer`; once written, the context's state as they left it — `records` with their
         resolution at `now` — is kept for the next request of this process, at the version
@@ -120,8 +131,11 @@ class ContextMemory:
         read. A transaction that writes again, or rolls back, leaves the copy unused."""
         add_plan_rows(writer, self.user, writes, scope_fields)
         if self._read:
-            writer.then(lambda: self._keep(writes, records, Resolved.made(
-                records, now, resolution, projection), registry))
+            writer.then(
+                lambda: self._keep(
+                    writes, records, Resolved.made(records, now, resolution, projection), registry
+                )
+            )
 
     def _keep(self, writes: WritePlan, records, resolved: Resolved, registry) -> None:
         read = self._state
@@ -135,8 +149,11 @@ class ContextMemory:
             version, state = read.version, read.state
         if version is None:
             return
-        MEMORY_CACHE.put(self.user.pk, self.scope_ids,
-                         CachedMemory(version, state, self.secret, resolved=(registry, resolved)))
+        MEMORY_CACHE.put(
+            self.user.pk,
+            self.scope_ids,
+            CachedMemory(version, state, self.secret, resolved=(registry, resolved)),
+        )
 
 
 def _version_of(user_id) -> int | None:
@@ -144,9 +161,13 @@ def _version_of(user_id) -> int | None:
     reader = raw_reader(MemoryVersion.objects.db)
     if reader is None:
         return memory_version_of(user_id)
-    sql = reader.sql("memory-version", lambda r: (
-        f"SELECT {r.name(MemoryVersion, 'version')} FROM {r.table(MemoryVersion)} "
-        f"WHERE {r.name(MemoryVersion, 'user_id')} = %s"))
+    sql = reader.sql(
+        "memory-version",
+        lambda r: (
+            f"SELECT {r.name(MemoryVersion, 'version')} FROM {r.table(MemoryVersion)} "
+            f"WHERE {r.name(MemoryVersion, 'user_id')} = %s"
+        ),
+    )
     found = reader.fetch(sql, [user_id])
     return found[0][0] if found else None
 
@@ -171,9 +192,17 @@ def _last_named_sql(reader: RawReader) -> tuple[str, tuple, int]:
 
 def registry_part(reader: RawReader) -> str:
     """The whole key registry as one JSON array of (key, cardinality, label, pinned)."""
-    return reader.sql("registry-part", lambda r: json_rows(
-        _vendor(r), [r.column(KeyDefinition, field, "k.") for field in (
-            "key", "cardinality", "label", "pinned")], f"FROM {r.table(KeyDefinition)} k"))
+    return reader.sql(
+        "registry-part",
+        lambda r: json_rows(
+            _vendor(r),
+            [
+                r.column(KeyDefinition, field, "k.")
+                for field in ("key", "cardinality", "label", "pinned")
+            ],
+            f"FROM {r.table(KeyDefinition)} k",
+        ),
+    )
 
 
 def _vendor(reader: RawReader) -> str:

@@ -29,7 +29,9 @@ from .storage import RECORD_FIELDS
 # Effective states (SPEC E1): the resolver's own pass, each record in its own scope
 
 
-def memory_states(user, records: Iterable[DomainRecord], *, now: datetime) -> dict[str, RecordState]:
+def memory_states(
+    user, records: Iterable[DomainRecord], *, now: datetime
+) -> dict[str, RecordState]:
     """E1 for some records of `user` at `now`, by id: every stored record of their scoped keys
     is read (supersession and precedence stay within a scoped key), with the tombstones of
     their keys and the registry — two queries whatever the number of records (one more where
@@ -40,7 +42,8 @@ def memory_states(user, records: Iterable[DomainRecord], *, now: datetime) -> di
     keys = sorted({r.key for r in records})
     scope_ids = sorted({r.scope_id for r in records})
     stored = records_to_domain(
-        MemoryRecord.objects.filter(user=user, key__in=keys, scope_id__in=scope_ids), user.username)
+        MemoryRecord.objects.filter(user=user, key__in=keys, scope_id__in=scope_ids), user.username
+    )
     keyed, tombstones, secret = registry_tombstones_secret(user, keys)
     seen = {r.id for r in stored}
     pool = stored + [r for r in records if r.id not in seen]
@@ -60,7 +63,8 @@ def memory_stated(record_id, *, now: datetime, user=None) -> StatedMemory:
     row = memory_get(record_id, user=user)
     owner = row.user
     stored = records_to_domain(
-        MemoryRecord.objects.filter(user=owner, key=row.key, scope_id=row.scope_id), owner.username)
+        MemoryRecord.objects.filter(user=owner, key=row.key, scope_id=row.scope_id), owner.username
+    )
     keyed, tombstones, secret = registry_tombstones_secret(owner, [row.key])
     states = record_states(stored, tombstones, now, many_keys=keyed.many_keys, secret=secret)
     record = next(r for r in stored if r.id == str(row.pk))
@@ -72,9 +76,12 @@ def memory_stated_many(user, ids: Iterable[str], *, now: datetime) -> dict[str, 
     keys is read in one statement (the scoped keys of the ids as a subquery), and the
     tombstones of their keys in one more."""
     wanted = MemoryRecord.objects.filter(user=user, pk__in=list(ids))
-    stored = records_to_domain(MemoryRecord.objects.filter(
-        user=user, key__in=wanted.values("key"), scope_id__in=wanted.values("scope_id")),
-        user.username)
+    stored = records_to_domain(
+        MemoryRecord.objects.filter(
+            user=user, key__in=wanted.values("key"), scope_id__in=wanted.values("scope_id")
+        ),
+        user.username,
+    )
     if not stored:
         return {}
     keys = sorted({r.key for r in stored})
@@ -84,9 +91,15 @@ def memory_stated_many(user, ids: Iterable[str], *, now: datetime) -> dict[str, 
     return {r.id: StatedMemory(r, states[r.id]) for r in stored if r.id in asked}
 
 
-def memory_list(user, *, key: str | None = None, scope_id: str | None = None,
-                status: str | None = None, state: str | None = None,
-                now: datetime) -> list[StatedMemory]:
+def memory_list(
+    user,
+    *,
+    key: str | None = None,
+    scope_id: str | None = None,
+    status: str | None = None,
+    state: str | None = None,
+    now: datetime,
+) -> list[StatedMemory]:
     """`GET /memories`: the user's stored records (of a key, of a scope id), each with its E1
     state at `now`, filtered by stored status and by state, ordered by key, scope id and
     version — so a page cut from it and its count agree with the filter. A key and a scope
@@ -101,8 +114,11 @@ def memory_list(user, *, key: str | None = None, scope_id: str | None = None,
     records = records_to_domain(qs, user.username)
     keyed, tombstones, secret = registry_tombstones_secret(user, [key] if key else None)
     states = record_states(records, tombstones, now, many_keys=keyed.many_keys, secret=secret)
-    found = [StatedMemory(r, states[r.id]) for r in records
-             if (not status or r.status == status) and (not state or states[r.id].state == state)]
+    found = [
+        StatedMemory(r, states[r.id])
+        for r in records
+        if (not status or r.status == status) and (not state or states[r.id].state == state)
+    ]
     found.sort(key=lambda m: (m.record.key, m.record.scope_id, m.record.version, m.record.id))
     return found
 
@@ -112,40 +128,60 @@ def memory_states_of(queryset, *, now: datetime) -> dict[str, RecordState]:
     filters), by id — with every record of their scoped keys read too, so the answer is the
     one `GET /memories` gives for each. A constant number of queries: the scoped keys, their
     records with sources, the tombstones, the secrets, the registry."""
-    slots = set(queryset.order_by().values_list("user_id", "user__username", "scope_id", "key")
-                .distinct())
+    slots = set(
+        queryset.order_by().values_list("user_id", "user__username", "scope_id", "key").distinct()
+    )
     if not slots:
         return {}
     users = {user_id: username for user_id, username, _, _ in slots}
     keys = sorted({key for _, _, _, key in slots})
     scope_ids = sorted({scope_id for _, _, scope_id, _ in slots})
-    stored = MemoryRecord.objects.filter(user_id__in=sorted(users), key__in=keys,
-                                         scope_id__in=scope_ids)
+    stored = MemoryRecord.objects.filter(
+        user_id__in=sorted(users), key__in=keys, scope_id__in=scope_ids
+    )
     rows = list(stored.values_list("user_id", *RECORD_FIELDS))
     sources: dict[str, list[str]] = defaultdict(list)
     for memory_id, message_id in MemorySource.objects.filter(
-            memory_id__in=stored.values("id")).values_list("memory_id", "message_id"):
+        memory_id__in=stored.values("id")
+    ).values_list("memory_id", "message_id"):
         sources[str(memory_id)].append(str(message_id))
     by_user: dict[int, list[DomainRecord]] = defaultdict(list)
     for user_id, *row in rows:
         by_user[user_id].append(row_to_domain(tuple(row), users[user_id], sources))
     tombs: dict[int, list[DomainTombstone]] = defaultdict(list)
     for t in Tombstone.objects.filter(user_id__in=sorted(users), key__in=keys).values_list(
-            "user_id", "id", "scope_id", "key", "value_hash", "forgotten_at",
-            "blocks_sources_before"):
-        tombs[t[0]].append(DomainTombstone(
-            id=str(t[1]), user=users[t[0]], scope_id=t[2], key=t[3], value_hash=t[4],
-            forgotten_at=t[5], blocks_sources_before=t[6]))
+        "user_id", "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"
+    ):
+        tombs[t[0]].append(
+            DomainTombstone(
+                id=str(t[1]),
+                user=users[t[0]],
+                scope_id=t[2],
+                key=t[3],
+                value_hash=t[4],
+                forgotten_at=t[5],
+                blocks_sources_before=t[6],
+            )
+        )
     # Every user's secret, whether or not a value-level tombstone needs it: the query count
     # does not depend on what was forgotten.
-    secrets = dict(MemoryProfile.objects.filter(user_id__in=sorted(users))
-                   .values_list("user_id", "secret"))
+    secrets = dict(
+        MemoryProfile.objects.filter(user_id__in=sorted(users)).values_list("user_id", "secret")
+    )
     # The keys' registry rows, read here whether or not the process's catalog cache is warm.
-    many_keys = frozenset(KeyDefinition.objects.filter(key__in=keys, cardinality="many")
-                          .values_list("key", flat=True))
+    many_keys = frozenset(
+        KeyDefinition.objects.filter(key__in=keys, cardinality="many").values_list("key", flat=True)
+    )
     states: dict[str, RecordState] = {}
     for user_id, records in by_user.items():
         secret = secrets.get(user_id)
-        states.update(record_states(records, tombs.get(user_id, ()), now, many_keys=many_keys,
-                                    secret=bytes.fromhex(secret) if secret else b""))
+        states.update(
+            record_states(
+                records,
+                tombs.get(user_id, ()),
+                now,
+                many_keys=many_keys,
+                secret=bytes.fromhex(secret) if secret else b"",
+            )
+        )
     return states

@@ -34,9 +34,23 @@ from .models import (
 )
 
 RECORD_FIELDS = (
-    "id", "key", "value", "scope_kind", "scope_id", "scene", "status", "status_since",
-    "authority", "confidence", "valid_from", "valid_until", "recorded_at", "evidence_time",
-    "supersedes_id", "retracted_at", "version",
+    "id",
+    "key",
+    "value",
+    "scope_kind",
+    "scope_id",
+    "scene",
+    "status",
+    "status_since",
+    "authority",
+    "confidence",
+    "valid_from",
+    "valid_until",
+    "recorded_at",
+    "evidence_time",
+    "supersedes_id",
+    "retracted_at",
+    "version",
 )
 
 
@@ -60,15 +74,17 @@ def _record_sql(reader: RawReader) -> dict[str, str]:
     table = reader.table(MemoryRecord)
     select = ", ".join(reader.column(MemoryRecord, name) for name in RECORD_FIELDS)
     message = reader.column(MemorySource, "message", "s.")
-    linked = (f"FROM {reader.table(MemorySource)} s WHERE {reader.name(MemorySource, 'memory', 's.')} "
-              f"= {reader.name(MemoryRecord, 'id', table + '.')}")
+    linked = (
+        f"FROM {reader.table(MemorySource)} s WHERE {reader.name(MemorySource, 'memory', 's.')} "
+        f"= {reader.name(MemoryRecord, 'id', table + '.')}"
+    )
     if connections[reader.alias].vendor == "postgresql":
         sources = f"ARRAY(SELECT {message} {linked})"
     else:
         sources = f"(SELECT group_concat({message}, ',') {linked})"
     return {
         "records": f"SELECT {select}, {sources} FROM {table} WHERE {{where}} "
-                   f"ORDER BY {reader.order(MemoryRecord)}",
+        f"ORDER BY {reader.order(MemoryRecord)}",
     }
 
 
@@ -90,18 +106,33 @@ def read_records(reader: RawReader, where: str, params: list, username: str) -> 
 
 _DATETIME_COLUMNS = tuple(
     RECORD_FIELDS.index(name)
-    for name in ("status_since", "valid_from", "valid_until", "recorded_at", "evidence_time",
-                 "retracted_at")
+    for name in (
+        "status_since",
+        "valid_from",
+        "valid_until",
+        "recorded_at",
+        "evidence_time",
+        "retracted_at",
+    )
 )
 
 
 # RECORD_FIELDS column → MemoryRecord (domain) field, for the columns stored as they are.
 _COLUMN_FIELDS = {
-    "id": "id", "key": "key", "value": "value", "status": "status",
-    "status_since": "status_since", "authority": "authority", "confidence": "confidence",
-    "valid_from": "valid_from", "valid_until": "valid_until", "recorded_at": "recorded_at",
-    "evidence_time": "evidence_time", "supersedes_id": "supersedes",
-    "retracted_at": "retracted_at", "version": "version",
+    "id": "id",
+    "key": "key",
+    "value": "value",
+    "status": "status",
+    "status_since": "status_since",
+    "authority": "authority",
+    "confidence": "confidence",
+    "valid_from": "valid_from",
+    "valid_until": "valid_until",
+    "recorded_at": "recorded_at",
+    "evidence_time": "evidence_time",
+    "supersedes_id": "supersedes",
+    "retracted_at": "retracted_at",
+    "version": "version",
 }
 
 
@@ -111,7 +142,11 @@ def _build_records(columns: list, found_sources: list, username: str) -> list[Do
     `Scope` object."""
     n = len(columns[0])
     index = RECORD_FIELDS.index
-    kinds, scope_ids, scenes = columns[index("scope_kind")], columns[index("scope_id")], columns[index("scene")]
+    kinds, scope_ids, scenes = (
+        columns[index("scope_kind")],
+        columns[index("scope_id")],
+        columns[index("scene")],
+    )
     scopes: dict[tuple, Scope] = {}
     for key in set(zip(kinds, scope_ids, scenes, strict=True)):
         scopes[key] = scope_from_id(*key)
@@ -148,22 +183,37 @@ def _write_state_sql(reader: RawReader) -> str:
         return ", ".join(cells)
 
     records = ", ".join(column(MemoryRecord, field, "r.") for field in RECORD_FIELDS)
+
     def at(field: str) -> int:
         return 1 + RECORD_FIELDS.index(field)
 
-    tombstone = row("t", {
-        at("id"): column(Tombstone, "id", "t."), at("key"): name(Tombstone, "key", "t."),
-        at("value"): name(Tombstone, "value_hash", "t."), at("scope_id"): name(Tombstone, "scope_id", "t."),
-        _T_FORGOTTEN: column(Tombstone, "forgotten_at", "t."),
-        _T_BLOCKS: column(Tombstone, "blocks_sources_before", "t."),
-    })
-    retraction = row("x", {
-        at("key"): name(SlotRetraction, "key", "x."), at("value"): name(SlotRetraction, "value_hash", "x."),
-        at("scope_id"): name(SlotRetraction, "scope_id", "x."), _X_AT: column(SlotRetraction, "retracted_at", "x."),
-    })
-    registry_row = row("k", {
-        at("key"): name(KeyDefinition, "key", "k."), at("value"): name(KeyDefinition, "cardinality", "k."),
-    })
+    tombstone = row(
+        "t",
+        {
+            at("id"): column(Tombstone, "id", "t."),
+            at("key"): name(Tombstone, "key", "t."),
+            at("value"): name(Tombstone, "value_hash", "t."),
+            at("scope_id"): name(Tombstone, "scope_id", "t."),
+            _T_FORGOTTEN: column(Tombstone, "forgotten_at", "t."),
+            _T_BLOCKS: column(Tombstone, "blocks_sources_before", "t."),
+        },
+    )
+    retraction = row(
+        "x",
+        {
+            at("key"): name(SlotRetraction, "key", "x."),
+            at("value"): name(SlotRetraction, "value_hash", "x."),
+            at("scope_id"): name(SlotRetraction, "scope_id", "x."),
+            _X_AT: column(SlotRetraction, "retracted_at", "x."),
+        },
+    )
+    registry_row = row(
+        "k",
+        {
+            at("key"): name(KeyDefinition, "key", "k."),
+            at("value"): name(KeyDefinition, "cardinality", "k."),
+        },
+    )
     return (
         f"SELECT 'r', {records}, {column(MemorySource, 'message', 's.')} "
         f"FROM {reader.table(MemoryRecord)} r LEFT JOIN {reader.table(MemorySource)} s "
@@ -183,9 +233,13 @@ def _registry_tombstone_sql(reader: RawReader) -> dict[str, str]:
     """A user's tombstones (`{where}` over the alias `t`) with the user's secret, in the
     model's order; and the key registry."""
     column = reader.column
-    tomb = ", ".join(column(Tombstone, name, "t.") for name in (
-        "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"))
-    keys = ", ".join(column(KeyDefinition, name) for name in ("key", "cardinality", "label", "pinned"))
+    tomb = ", ".join(
+        column(Tombstone, name, "t.")
+        for name in ("id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before")
+    )
+    keys = ", ".join(
+        column(KeyDefinition, name) for name in ("key", "cardinality", "label", "pinned")
+    )
     return {
         "tombstones": (
             f"SELECT {tomb}, {column(MemoryProfile, 'secret', 'p.')} "
@@ -195,12 +249,13 @@ def _registry_tombstone_sql(reader: RawReader) -> dict[str, str]:
             f"WHERE {{where}} ORDER BY {reader.order(Tombstone, 't.')}"
         ),
         "registry": f"SELECT {keys} FROM {reader.table(KeyDefinition)} "
-                    f"ORDER BY {reader.order(KeyDefinition)}",
+        f"ORDER BY {reader.order(KeyDefinition)}",
     }
 
 
-def read_write_state(reader: RawReader, user, records: dict, keys: list[str],
-                     scope_ids: list[str]) -> tuple[list[DomainTombstone], dict, frozenset[str]]:
+def read_write_state(
+    reader: RawReader, user, records: dict, keys: list[str], scope_ids: list[str]
+) -> tuple[list[DomainTombstone], dict, frozenset[str]]:
     """The write-state statement for `user`'s scoped keys: fills `records` (slot → its stored
     records, in version order) and answers (tombstones of the keys, the latest retraction per
     slot, which of the keys are `many`)."""
@@ -239,14 +294,26 @@ def read_write_state(reader: RawReader, user, records: dict, keys: list[str],
             if found is not None:
                 found.append(record)
     tombstones = [
-        DomainTombstone(id=row[1], user=username, scope_id=row[5], key=row[2], value_hash=row[3],
-                        forgotten_at=forgotten_at, blocks_sources_before=blocks_before)
+        DomainTombstone(
+            id=row[1],
+            user=username,
+            scope_id=row[5],
+            key=row[2],
+            value_hash=row[3],
+            forgotten_at=forgotten_at,
+            blocks_sources_before=blocks_before,
+        )
         for row, forgotten_at, blocks_before in zip(
-            tombstone_rows, parse_datetimes([row[_T_FORGOTTEN] for row in tombstone_rows]),
-            parse_datetimes([row[_T_BLOCKS] for row in tombstone_rows]), strict=True)
+            tombstone_rows,
+            parse_datetimes([row[_T_FORGOTTEN] for row in tombstone_rows]),
+            parse_datetimes([row[_T_BLOCKS] for row in tombstone_rows]),
+            strict=True,
+        )
     ]
     retractions: dict[tuple[str, str, str], datetime] = {}
-    for row, at in zip(retraction_rows, parse_datetimes([row[_X_AT] for row in retraction_rows]), strict=True):
+    for row, at in zip(
+        retraction_rows, parse_datetimes([row[_X_AT] for row in retraction_rows]), strict=True
+    ):
         slot = (row[5], row[2], row[3] or "")
         if slot not in retractions or at > retractions[slot]:
             retractions[slot] = at
@@ -255,7 +322,9 @@ def read_write_state(reader: RawReader, user, records: dict, keys: list[str],
     return tombstones, retractions, frozenset(many)
 
 
-def read_tombstones_and_secret(reader: RawReader, user, keys) -> tuple[list[DomainTombstone], bytes]:
+def read_tombstones_and_secret(
+    reader: RawReader, user, keys
+) -> tuple[list[DomainTombstone], bytes]:
     """`user`'s tombstones (of `keys`, or all) in the model's order, with the user's secret
     when one of them holds a value hash: one statement."""
     where, params = f"{reader.name(Tombstone, 'user', 't.')} = %s", [user.pk]
@@ -264,18 +333,27 @@ def read_tombstones_and_secret(reader: RawReader, user, keys) -> tuple[list[Doma
         if not keys:
             where, params = "1 = 0", []
         else:
-            where += f" AND {reader.name(Tombstone, 'key', 't.')} IN ({', '.join(['%s'] * len(keys))})"
+            where += (
+                f" AND {reader.name(Tombstone, 'key', 't.')} IN ({', '.join(['%s'] * len(keys))})"
+            )
             params += keys
     sql = reader.sql("registry-tombstones", _registry_tombstone_sql)
     rows = reader.fetch(sql["tombstones"].format(where=where), params)
     username = user.username
     tombstones = [
         DomainTombstone(
-            id=t[0], user=username, scope_id=t[1], key=t[2], value_hash=t[3],
-            forgotten_at=forgotten_at, blocks_sources_before=blocks_before,
+            id=t[0],
+            user=username,
+            scope_id=t[1],
+            key=t[2],
+            value_hash=t[3],
+            forgotten_at=forgotten_at,
+            blocks_sources_before=blocks_before,
         )
         for t, forgotten_at, blocks_before in zip(
-            rows, parse_datetimes([t[4] for t in rows]), parse_datetimes([t[5] for t in rows]),
+            rows,
+            parse_datetimes([t[4] for t in rows]),
+            parse_datetimes([t[5] for t in rows]),
             strict=True,
         )
     ]
@@ -295,8 +373,9 @@ def read_registry(reader: RawReader) -> list[tuple]:
 # A context's whole memory state as parts of one statement (the turn read, turns.storage)
 
 
-def context_state_parts(reader: RawReader, user, scope_ids: list[str],
-                        cached_version: int | None = None) -> tuple[list[str], list]:
+def context_state_parts(
+    reader: RawReader, user, scope_ids: list[str], cached_version: int | None = None
+) -> tuple[list[str], list]:
     """SQL for the parts of a `ContextState` as scalar subqueries, and their parameters: the
     user's memory version, then the records, the tombstones and the retractions, each a JSON
     array — or NULL when the version is `cached_version` (the caller holds that state)."""
@@ -304,28 +383,55 @@ def context_state_parts(reader: RawReader, user, scope_ids: list[str],
     column, name = reader.column, reader.name
     scopes = ", ".join(["%s"] * len(scope_ids))
     message = column(MemorySource, "message", "s.")
-    linked = (f"FROM {reader.table(MemorySource)} s "
-              f"WHERE {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')}")
-    sources = (f"ARRAY(SELECT {message} {linked})" if vendor == "postgresql"
-               else f"(SELECT group_concat({message}, ',') {linked})")
+    linked = (
+        f"FROM {reader.table(MemorySource)} s "
+        f"WHERE {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')}"
+    )
+    sources = (
+        f"ARRAY(SELECT {message} {linked})"
+        if vendor == "postgresql"
+        else f"(SELECT group_concat({message}, ',') {linked})"
+    )
     records = json_rows(
-        vendor, [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources],
+        vendor,
+        [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources],
         f"FROM {reader.table(MemoryRecord)} r WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
-        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})")
+        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})",
+    )
     tombstones = json_rows(
-        vendor, [column(Tombstone, field, "t.") for field in (
-            "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before")],
-        f"FROM {reader.table(Tombstone)} t WHERE {name(Tombstone, 'user', 't.')} = %s")
+        vendor,
+        [
+            column(Tombstone, field, "t.")
+            for field in (
+                "id",
+                "scope_id",
+                "key",
+                "value_hash",
+                "forgotten_at",
+                "blocks_sources_before",
+            )
+        ],
+        f"FROM {reader.table(Tombstone)} t WHERE {name(Tombstone, 'user', 't.')} = %s",
+    )
     retractions = json_rows(
-        vendor, [column(SlotRetraction, field, "x.") for field in (
-            "scope_id", "key", "value_hash", "retracted_at")],
+        vendor,
+        [
+            column(SlotRetraction, field, "x.")
+            for field in ("scope_id", "key", "value_hash", "retracted_at")
+        ],
         f"FROM {reader.table(SlotRetraction)} x WHERE {name(SlotRetraction, 'user', 'x.')} = %s "
-        f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})")
-    version = (f"(SELECT {name(MemoryVersion, 'version')} FROM {reader.table(MemoryVersion)} "
-               f"WHERE {name(MemoryVersion, 'user_id')} = %s)")
+        f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})",
+    )
+    version = (
+        f"(SELECT {name(MemoryVersion, 'version')} FROM {reader.table(MemoryVersion)} "
+        f"WHERE {name(MemoryVersion, 'user_id')} = %s)"
+    )
     parts, params = [version], [user.pk]
-    for part, found in ((records, [user.pk, *scope_ids]), (tombstones, [user.pk]),
-                        (retractions, [user.pk, *scope_ids])):
+    for part, found in (
+        (records, [user.pk, *scope_ids]),
+        (tombstones, [user.pk]),
+        (retractions, [user.pk, *scope_ids]),
+    ):
         if cached_version is None:
             parts.append(part)
             params += found
@@ -335,8 +441,9 @@ def context_state_parts(reader: RawReader, user, scope_ids: list[str],
     return parts, params
 
 
-def parse_context_state(records: str, tombstones: str, retractions: str,
-                        username: str) -> ContextState:
+def parse_context_state(
+    records: str, tombstones: str, retractions: str, username: str
+) -> ContextState:
     """The three JSON parts read by `context_state_parts`, as domain objects equal to what the
     candidate read and the write-state read build."""
     rows = json.loads(records)
@@ -351,11 +458,21 @@ def parse_context_state(records: str, tombstones: str, retractions: str,
         built = _build_records(columns, linked, username)
     found = json.loads(tombstones)
     tombs = [
-        DomainTombstone(id=t[0], user=username, scope_id=t[1], key=t[2], value_hash=t[3],
-                        forgotten_at=forgotten_at, blocks_sources_before=blocks_before)
+        DomainTombstone(
+            id=t[0],
+            user=username,
+            scope_id=t[1],
+            key=t[2],
+            value_hash=t[3],
+            forgotten_at=forgotten_at,
+            blocks_sources_before=blocks_before,
+        )
         for t, forgotten_at, blocks_before in zip(
-            found, parse_datetimes([t[4] for t in found]), parse_datetimes([t[5] for t in found]),
-            strict=True)
+            found,
+            parse_datetimes([t[4] for t in found]),
+            parse_datetimes([t[5] for t in found]),
+            strict=True,
+        )
     ]
     found = json.loads(retractions)
     latest: dict[tuple[str, str, str], datetime] = {}

@@ -29,7 +29,9 @@ def settings_of_profile(profile: MemoryProfile | None) -> MemorySettings:
     if profile is None:
         return MemorySettings()
     return MemorySettings(
-        learn=profile.learn, use=profile.use, changed_at=profile.settings_changed_at,
+        learn=profile.learn,
+        use=profile.use,
+        changed_at=profile.settings_changed_at,
         changed_by=profile.settings_changed_by or None,
     )
 

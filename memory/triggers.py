@@ -24,9 +24,12 @@ _EVENTS = {"INSERT": "NEW", "UPDATE": "NEW", "DELETE": "OLD"}
 
 def _pg_function(table: str) -> str:
     column = TABLES[table]
-    users = (f"SELECT DISTINCT c.{column} FROM changed_rows c" if column else
-             "SELECT DISTINCT r.user_id FROM changed_rows c "
-             "JOIN memory_memoryrecord r ON r.id = c.memory_id")
+    users = (
+        f"SELECT DISTINCT c.{column} FROM changed_rows c"
+        if column
+        else "SELECT DISTINCT r.user_id FROM changed_rows c "
+        "JOIN memory_memoryrecord r ON r.id = c.memory_id"
+    )
     return f"""
 CREATE OR REPLACE FUNCTION {table}_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -49,14 +52,19 @@ $$"""
 
 def _sqlite_body(table: str, row: str) -> str:
     column = TABLES[table]
-    user = (f"{row}.{column}" if column else
-            f"(SELECT user_id FROM memory_memoryrecord WHERE id = {row}.memory_id)")
+    user = (
+        f"{row}.{column}"
+        if column
+        else f"(SELECT user_id FROM memory_memoryrecord WHERE id = {row}.memory_id)"
+    )
     # Not an upsert: a statement with its own conflict clause (bulk_create's INSERT OR
     # IGNORE) would impose it on the trigger's statements.
-    return (f"UPDATE {VERSION_TABLE} SET version = random() WHERE user_id = {user}; "
-            f"INSERT INTO {VERSION_TABLE} (user_id, version) SELECT {user}, random() "
-            f"WHERE {user} IS NOT NULL AND NOT EXISTS "
-            f"(SELECT 1 FROM {VERSION_TABLE} WHERE user_id = {user});")
+    return (
+        f"UPDATE {VERSION_TABLE} SET version = random() WHERE user_id = {user}; "
+        f"INSERT INTO {VERSION_TABLE} (user_id, version) SELECT {user}, random() "
+        f"WHERE {user} IS NOT NULL AND NOT EXISTS "
+        f"(SELECT 1 FROM {VERSION_TABLE} WHERE user_id = {user});"
+    )
 
 
 def create_sql(vendor: str) -> list[str]:
@@ -70,29 +78,40 @@ def create_sql(vendor: str) -> list[str]:
                 statements.append(
                     f"CREATE TRIGGER {table}_version_{event.lower()} AFTER {event} ON {table} "
                     f"REFERENCING {row} TABLE AS changed_rows FOR EACH STATEMENT "
-                    f"EXECUTE FUNCTION {table}_memory_changed()")
+                    f"EXECUTE FUNCTION {table}_memory_changed()"
+                )
             statements.append(
                 f"CREATE TRIGGER {table}_version_truncate AFTER TRUNCATE ON {table} "
-                f"FOR EACH STATEMENT EXECUTE FUNCTION memory_versions_forgotten()")
+                f"FOR EACH STATEMENT EXECUTE FUNCTION memory_versions_forgotten()"
+            )
         return statements
     if vendor == "sqlite":
         return [
             f"CREATE TRIGGER {table}_version_{event.lower()} AFTER {event} ON {table} "
             f"FOR EACH ROW BEGIN {_sqlite_body(table, row)} END"
-            for table in TABLES for event, row in _EVENTS.items()
+            for table in TABLES
+            for event, row in _EVENTS.items()
         ]
     raise NotImplementedError(f"Memory version triggers for {vendor} are not written yet.")
 
 
 def drop_sql(vendor: str) -> list[str]:
     if vendor == "postgresql":
-        statements = [f"DROP TRIGGER IF EXISTS {table}_version_{event} ON {table}"
-                      for table in TABLES for event in ("insert", "update", "delete", "truncate")]
+        statements = [
+            f"DROP TRIGGER IF EXISTS {table}_version_{event} ON {table}"
+            for table in TABLES
+            for event in ("insert", "update", "delete", "truncate")
+        ]
         statements += [f"DROP FUNCTION IF EXISTS {table}_memory_changed()" for table in TABLES]
-        return statements + ["DROP FUNCTION IF EXISTS memory_versions_forgotten()",
-                             "DROP SEQUENCE IF EXISTS memory_version_seq"]
-    return [f"DROP TRIGGER IF EXISTS {table}_version_{event}"
-            for table in TABLES for event in ("insert", "update", "delete")]
+        return statements + [
+            "DROP FUNCTION IF EXISTS memory_versions_forgotten()",
+            "DROP SEQUENCE IF EXISTS memory_version_seq",
+        ]
+    return [
+        f"DROP TRIGGER IF EXISTS {table}_version_{event}"
+        for table in TABLES
+        for event in ("insert", "update", "delete")
+    ]
 
 
 class MemoryVersionTriggers(SQLOperation):

@@ -6,15 +6,25 @@ from . import api, history_views, views
 api = [
     path("memories", api.MemoryCollectionApi.as_view(), name="memories"),
     path("memories/<uuid:memory_id>", api.MemoryDetailApi.as_view(), name="memory"),
-    path("memories/<uuid:memory_id>/confirm", api.MemoryConfirmApi.as_view(), name="memory-confirm"),
-    path("memories/<uuid:memory_id>/correct", api.MemoryCorrectApi.as_view(), name="memory-correct"),
-    path("memories/<uuid:memory_id>/retract", api.MemoryRetractApi.as_view(), name="memory-retract"),
+    path(
+        "memories/<uuid:memory_id>/confirm", api.MemoryConfirmApi.as_view(), name="memory-confirm"
+    ),
+    path(
+        "memories/<uuid:memory_id>/correct", api.MemoryCorrectApi.as_view(), name="memory-correct"
+    ),
+    path(
+        "memories/<uuid:memory_id>/retract", api.MemoryRetractApi.as_view(), name="memory-retract"
+    ),
     path("memories/<uuid:memory_id>/forget", api.MemoryForgetApi.as_view(), name="memory-forget"),
     path("memory/resolve", api.MemoryResolveApi.as_view(), name="resolve"),
     path("memory/history", api.MemoryHistoryApi.as_view(), name="history"),
     path("memory/remember", api.MemoryRememberApi.as_view(), name="remember"),
     path("memory/ask", api.MemoryAskApi.as_view(), name="ask"),
-    path("users/<str:user_ref>/memory-settings", api.MemorySettingsApi.as_view(), name="memory-settings"),
+    path(
+        "users/<str:user_ref>/memory-settings",
+        api.MemorySettingsApi.as_view(),
+        name="memory-settings",
+    ),
     path("tombstones", api.TombstoneListApi.as_view(), name="tombstones"),
     path("tombstones/<uuid:tombstone_id>", api.TombstoneDetailApi.as_view(), name="tombstone"),
 ]
@@ -27,7 +37,11 @@ pages = [
     path("forget-selected", history_views.memory_forget_selected, name="forget-selected"),
     path("no-longer-true/", views.no_longer_true_list, name="no-longer-true"),
     path("forgotten/", history_views.forgotten_list, name="forgotten"),
-    path("forgotten/<uuid:tombstone_id>/learn-again", history_views.tombstone_delete, name="learn-again"),
+    path(
+        "forgotten/<uuid:tombstone_id>/learn-again",
+        history_views.tombstone_delete,
+        name="learn-again",
+    ),
     path("<uuid:memory_id>/confirm", views.memory_confirm, name="confirm"),
     path("<uuid:memory_id>/correct", views.memory_correct, name="correct"),
     path("<uuid:memory_id>/retract", views.memory_retract, name="retract"),

@@ -81,14 +81,19 @@ def memory_list(request):
     (`memory.list_page`)."""
     placed, loose = _pending(request)
     term = request.session.get(SEARCH_SESSION_KEY, "")
-    listing = memory_list_page(request.user, asked=request.GET, term=term if isinstance(term, str) else "",
-                               placed=placed)
-    return render(request, "memory/list.html", {
-        **listing.context(),
-        "loose_messages": loose + listing.unplaced,
-        "switches": MemorySwitchesForm(initial=_switch_values(request.user)),
-        "switch_notices": placed.get(SWITCHES_ANCHOR, []),
-    })
+    listing = memory_list_page(
+        request.user, asked=request.GET, term=term if isinstance(term, str) else "", placed=placed
+    )
+    return render(
+        request,
+        "memory/list.html",
+        {
+            **listing.context(),
+            "loose_messages": loose + listing.unplaced,
+            "switches": MemorySwitchesForm(initial=_switch_values(request.user)),
+            "switch_notices": placed.get(SWITCHES_ANCHOR, []),
+        },
+    )
 
 
 @private_page
@@ -98,20 +103,40 @@ def memory_switches(request):
     Nothing is deleted either way."""
     form = MemorySwitchesForm(request.POST)
     if not form.is_valid():
-        notify(request, messages.ERROR, "Those switches could not be read; nothing changed.", SWITCHES_ANCHOR)
+        notify(
+            request,
+            messages.ERROR,
+            "Those switches could not be read; nothing changed.",
+            SWITCHES_ANCHOR,
+        )
         return back_to(request, SWITCHES_ANCHOR)
     before = memory_settings_of(request.user)
-    after = services.memory_settings_set(user=request.user, changed_by="user",
-                                         learn=form.cleaned_data["learn"], use=form.cleaned_data["use"])
+    after = services.memory_settings_set(
+        user=request.user,
+        changed_by="user",
+        learn=form.cleaned_data["learn"],
+        use=form.cleaned_data["use"],
+    )
     if after == before:
         notify(request, messages.INFO, "Nothing changed.", SWITCHES_ANCHOR)
     else:
-        learning = "learns from your messages" if after.learn else "learns nothing new from your messages"
-        using = "uses these memories in conversations" if after.use else "uses none of these memories in conversations"
+        learning = (
+            "learns from your messages" if after.learn else "learns nothing new from your messages"
+        )
+        using = (
+            "uses these memories in conversations"
+            if after.use
+            else "uses none of these memories in conversations"
+        )
         # I8: neither switch deletes anything; that reassures only when something was turned off.
         turned_off = (before.learn and not after.learn) or (before.use and not after.use)
-        notify(request, messages.SUCCESS, f"Saved: the companion {learning} and {using}."
-                                          + (" Nothing was deleted." if turned_off else ""), SWITCHES_ANCHOR)
+        notify(
+            request,
+            messages.SUCCESS,
+            f"Saved: the companion {learning} and {using}."
+            + (" Nothing was deleted." if turned_off else ""),
+            SWITCHES_ANCHOR,
+        )
     return back_to(request, SWITCHES_ANCHOR)
 
 
@@ -153,8 +178,12 @@ def _already_yours(user, row) -> DomainRecord | None:
         return None
     wanted = normalise_value(row.value)
     for record in remembered_now(user, keys=[row.key]).active:
-        if (record.scope_id == row.scope_id and record.key == row.key
-                and record.authority in USER_AUTHORITIES and normalise_value(record.value) == wanted):
+        if (
+            record.scope_id == row.scope_id
+            and record.key == row.key
+            and record.authority in USER_AUTHORITIES
+            and normalise_value(record.value) == wanted
+        ):
             return record
     return None
 
@@ -171,19 +200,35 @@ def memory_confirm(request, memory_id):
         yours = _already_yours(request.user, row)
         if yours is not None:
             anchor = f"m-{yours.id}"
-            notify(request, messages.INFO, f"Nothing changed: “{key_label(row.key)}” was already confirmed by you.",
-                    anchor)
+            notify(
+                request,
+                messages.INFO,
+                f"Nothing changed: “{key_label(row.key)}” was already confirmed by you.",
+                anchor,
+            )
             return back_to(request, anchor)
-        notify(request, messages.ERROR, "That memory is no longer current, so there was nothing to confirm. "
-                                         "The list shows what is remembered now.")
+        notify(
+            request,
+            messages.ERROR,
+            "That memory is no longer current, so there was nothing to confirm. "
+            "The list shows what is remembered now.",
+        )
         return back_to(request)
     label = key_label(result.record.key)
     if result.outcome == "unchanged":
-        notify(request, messages.INFO, f"Nothing changed: “{label}” was already confirmed by you.",
-                f"m-{result.record.id}")
+        notify(
+            request,
+            messages.INFO,
+            f"Nothing changed: “{label}” was already confirmed by you.",
+            f"m-{result.record.id}",
+        )
     else:
-        notify(request, messages.SUCCESS, f"Confirmed “{label}”. It now counts as something you said yourself.",
-                f"m-{result.record.id}")
+        notify(
+            request,
+            messages.SUCCESS,
+            f"Confirmed “{label}”. It now counts as something you said yourself.",
+            f"m-{result.record.id}",
+        )
     return back_to(request, f"m-{result.record.id}")
 
 
@@ -198,44 +243,78 @@ def memory_correct(request, memory_id):
         form = CorrectForm(request.POST)
         if form.is_valid():
             try:
-                result = services.memory_correct(record_id=row.pk, value=form.cleaned_data["value"],
-                                                 user=request.user)
+                result = services.memory_correct(
+                    record_id=row.pk, value=form.cleaned_data["value"], user=request.user
+                )
             except ValidationError as exc:
                 form_errors_from(form, exc)
             except Conflict:
                 yours = _already_yours(request.user, row)
-                if yours is not None and normalise_value(form.cleaned_data["value"]) == normalise_value(row.value):
+                if yours is not None and normalise_value(
+                    form.cleaned_data["value"]
+                ) == normalise_value(row.value):
                     anchor = f"m-{yours.id}"
-                    notify(request, messages.INFO, f"Nothing changed: “{label}” already holds that value, "
-                                                    "as you said it.", anchor)
+                    notify(
+                        request,
+                        messages.INFO,
+                        f"Nothing changed: “{label}” already holds that value, as you said it.",
+                        anchor,
+                    )
                     return back_to(request, anchor)
-                notify(request, messages.ERROR, f"“{label}” changed in the meantime, so nothing was corrected. "
-                                                 "The list shows what is remembered now.")
+                notify(
+                    request,
+                    messages.ERROR,
+                    f"“{label}” changed in the meantime, so nothing was corrected. "
+                    "The list shows what is remembered now.",
+                )
                 return back_to(request)
             else:
                 if result.record is None:
-                    notify(request, messages.ERROR, f"Nothing was saved for “{label}”: you had asked the "
-                                                     "companion to forget that value.")
+                    notify(
+                        request,
+                        messages.ERROR,
+                        f"Nothing was saved for “{label}”: you had asked the "
+                        "companion to forget that value.",
+                    )
                     return back_to(request)
                 anchor = f"m-{result.record.id}"
                 if result.outcome == "unchanged":
-                    notify(request, messages.INFO, f"Nothing changed: “{label}” already holds that value, "
-                                                    "as you said it.", anchor)
+                    notify(
+                        request,
+                        messages.INFO,
+                        f"Nothing changed: “{label}” already holds that value, as you said it.",
+                        anchor,
+                    )
                 elif result.record.authority == "user-confirmed":
-                    notify(request, messages.SUCCESS, f"Confirmed “{label}”: the value you saved is the one "
-                                                       "remembered. It now counts as something you said yourself.",
-                            anchor)
+                    notify(
+                        request,
+                        messages.SUCCESS,
+                        f"Confirmed “{label}”: the value you saved is the one "
+                        "remembered. It now counts as something you said yourself.",
+                        anchor,
+                    )
                 else:
-                    notify(request, messages.SUCCESS, f"Corrected “{label}”. The old value will not be used again.",
-                            anchor)
+                    notify(
+                        request,
+                        messages.SUCCESS,
+                        f"Corrected “{label}”. The old value will not be used again.",
+                        anchor,
+                    )
                 return back_to(request, anchor)
     else:
         form = CorrectForm(initial={"value": row.value})
     names = ScopeNames(request.user, [row.scope_id])
-    return render(request, "memory/correct.html", {
-        "record": row, "label": label, "scope_words": names.words(row.scope_id), "form": form,
-        "next": next_url(request),
-    })
+    return render(
+        request,
+        "memory/correct.html",
+        {
+            "record": row,
+            "label": label,
+            "scope_words": names.words(row.scope_id),
+            "form": form,
+            "next": next_url(request),
+        },
+    )
 
 
 @private_page
@@ -247,10 +326,19 @@ def memory_retract(request, memory_id):
     try:
         services.memory_retract(record_id=memory_id, user=request.user)
     except Conflict:
-        notify(request, messages.ERROR, f"“{label}” was forgotten, so there is nothing to mark as no longer true.")
+        notify(
+            request,
+            messages.ERROR,
+            f"“{label}” was forgotten, so there is nothing to mark as no longer true.",
+        )
         return back_to(request)
-    notify(request, messages.SUCCESS, f"“{label}” is no longer treated as true. Its history keeps the old value, "
-                                       "and older messages will not bring it back.", f"m-{memory_id}")
+    notify(
+        request,
+        messages.SUCCESS,
+        f"“{label}” is no longer treated as true. Its history keeps the old value, "
+        "and older messages will not bring it back.",
+        f"m-{memory_id}",
+    )
     return back_to(request, f"m-{memory_id}")
 
 
@@ -266,11 +354,20 @@ def memory_restore(request, memory_id):
         notify(request, messages.ERROR, f"Nothing to undo for “{label}”: {exc.detail}")
         return back_to(request)
     if result.record is None:
-        notify(request, messages.ERROR, f"“{label}” could not come back: you had asked the companion to forget it.")
+        notify(
+            request,
+            messages.ERROR,
+            f"“{label}” could not come back: you had asked the companion to forget it.",
+        )
         return back_to(request)
     anchor = f"m-{result.record.id}"
-    notify(request, messages.SUCCESS, f"“{label}” is remembered again, as something you said yourself, from now "
-                                       "on. Its history shows the time it was not.", anchor)
+    notify(
+        request,
+        messages.SUCCESS,
+        f"“{label}” is remembered again, as something you said yourself, from now "
+        "on. Its history shows the time it was not.",
+        anchor,
+    )
     return back_to(request, anchor)
 
 
@@ -305,13 +402,26 @@ def no_longer_true_list(request):
     words = Wording(remembered.registry.labels, key_templates({r.key for r in page.object_list}))
     root = reverse("memory:list")
     rows = [
-        RetractedRow(r, words.label(r.key), words.sentence(r.key, r.value), names.words(r.scope_id),
-                     when(r.retracted_at), f"{root}{r.id}/")
+        RetractedRow(
+            r,
+            words.label(r.key),
+            words.sentence(r.key, r.value),
+            names.words(r.scope_id),
+            when(r.retracted_at),
+            f"{root}{r.id}/",
+        )
         for r in page.object_list
     ]
-    return render(request, "memory/no_longer_true.html", {
-        "rows": rows, "page": page, "paginated": paginator.num_pages > 1, "list_url": root,
-        "page_range": list(paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)),
-    })
-
-
+    return render(
+        request,
+        "memory/no_longer_true.html",
+        {
+            "rows": rows,
+            "page": page,
+            "paginated": paginator.num_pages > 1,
+            "list_url": root,
+            "page_range": list(
+                paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)
+            ),
+        },
+    )

@@ -85,10 +85,14 @@ def _mentioning(user, scope_id: str, at: datetime, values: Iterable[str]) -> set
     while True:
         page = messages
         if last is not None:
-            page = page.filter(Q(conversation_id__gt=last[0])
-                               | Q(conversation_id=last[0], seq__gt=last[1]))
-        rows = list(page.order_by("conversation_id", "seq")
-                    .values_list("id", "conversation_id", "seq", "content")[:PAGE])
+            page = page.filter(
+                Q(conversation_id__gt=last[0]) | Q(conversation_id=last[0], seq__gt=last[1])
+            )
+        rows = list(
+            page.order_by("conversation_id", "seq").values_list(
+                "id", "conversation_id", "seq", "content"
+            )[:PAGE]
+        )
         found.update(str(mid) for mid, _c, _s, content in rows if match(content))
         if len(rows) < PAGE:
             return found
@@ -122,15 +126,21 @@ def plan_withholding(user, *, scope_id: str, at: datetime, purged: list[Purged])
     ids = [p.id for p in purged]
     messages: set[str] = set()
     if ids:
-        messages.update(str(m) for m in MemorySource.objects.filter(memory_id__in=ids)
-                        .values_list("message_id", flat=True))
+        messages.update(
+            str(m)
+            for m in MemorySource.objects.filter(memory_id__in=ids).values_list(
+                "message_id", flat=True
+            )
+        )
     messages |= _mentioning(user, scope_id, at, [p.value for p in purged])
     replies_of: set[str] = set()
     if ids or messages:
         purged_ids = set(ids)
-        turns = (Turn.objects.filter(user=user, created_at__lte=at, plan_snapshot__isnull=False)
-                 .filter(Q(reply_message__isnull=True) | Q(reply_message__created_at__gt=at))
-                 .values_list("id", "reply_message_id", "plan_snapshot"))
+        turns = (
+            Turn.objects.filter(user=user, created_at__lte=at, plan_snapshot__isnull=False)
+            .filter(Q(reply_message__isnull=True) | Q(reply_message__created_at__gt=at))
+            .values_list("id", "reply_message_id", "plan_snapshot")
+        )
         for turn_id, reply_id, stored in turns:
             snapshot = PlanSnapshot.of(stored) or PlanSnapshot()
             held = set(snapshot.memories) & purged_ids or set(snapshot.history) & messages
@@ -153,8 +163,9 @@ def withhold(tombstone: Tombstone, plan: WithheldPlan) -> int:
     return len(plan.messages)
 
 
-def withhold_links(tombstone: Tombstone, message_ids: Iterable[str],
-                   reply_turn_ids: Iterable[str] = ()) -> None:
+def withhold_links(
+    tombstone: Tombstone, message_ids: Iterable[str], reply_turn_ids: Iterable[str] = ()
+) -> None:
     """Restore links as an import carries them (§9)."""
     withhold(tombstone, WithheldPlan(frozenset(message_ids), frozenset(reply_turn_ids)))
 
@@ -166,13 +177,17 @@ def withhold_links(tombstone: Tombstone, message_ids: Iterable[str],
 def withheld_q(prefix: str = "") -> Q:
     """A filter on messages (through `prefix`, e.g. "message__") that keeps the withheld."""
     return Q(**{f"{prefix}withholdings__isnull": False}) | Q(
-        **{f"{prefix}reply_to__reply_withholdings__isnull": False})
+        **{f"{prefix}reply_to__reply_withholdings__isnull": False}
+    )
 
 
 def withheld_exists(outer: str = "pk") -> Exists:
     """An expression true for a withheld message (`outer` names its id in the outer query)."""
-    return Exists(Withholding.objects.filter(
-        Q(message_id=OuterRef(outer)) | Q(turn__reply_message_id=OuterRef(outer))))
+    return Exists(
+        Withholding.objects.filter(
+            Q(message_id=OuterRef(outer)) | Q(turn__reply_message_id=OuterRef(outer))
+        )
+    )
 
 
 def withheld_message_ids(*, user, message_ids: Iterable[str]) -> set[str]:
@@ -180,10 +195,12 @@ def withheld_message_ids(*, user, message_ids: Iterable[str]) -> set[str]:
     ids = [str(m) for m in message_ids]
     if not ids:
         return set()
-    direct = Withholding.objects.filter(tombstone__user=user, message_id__in=ids) \
-        .values_list("message_id", flat=True)
-    replies = Withholding.objects.filter(tombstone__user=user, turn__reply_message_id__in=ids) \
-        .values_list("turn__reply_message_id", flat=True)
+    direct = Withholding.objects.filter(tombstone__user=user, message_id__in=ids).values_list(
+        "message_id", flat=True
+    )
+    replies = Withholding.objects.filter(
+        tombstone__user=user, turn__reply_message_id__in=ids
+    ).values_list("turn__reply_message_id", flat=True)
     return {str(m) for m in direct} | {str(m) for m in replies}
 
 
@@ -194,10 +211,12 @@ def withheld_by(*, user, message_ids: Iterable[str]) -> dict[str, list[Tombstone
     found: dict[str, list[Tombstone]] = {}
     if not ids:
         return found
-    rows = (Withholding.objects.filter(tombstone__user=user)
-            .filter(Q(message_id__in=ids) | Q(turn__reply_message_id__in=ids))
-            .select_related("tombstone", "turn")
-            .order_by("tombstone__forgotten_at", "tombstone_id"))
+    rows = (
+        Withholding.objects.filter(tombstone__user=user)
+        .filter(Q(message_id__in=ids) | Q(turn__reply_message_id__in=ids))
+        .select_related("tombstone", "turn")
+        .order_by("tombstone__forgotten_at", "tombstone_id")
+    )
     for row in rows:
         mid = str(row.message_id) if row.message_id else str(row.turn.reply_message_id)
         kept = found.setdefault(mid, [])
@@ -209,8 +228,11 @@ def withheld_by(*, user, message_ids: Iterable[str]) -> dict[str, list[Tombstone
 def withheld_count_annotation() -> Count:
     """Annotates tombstones with how many messages each withholds now (its message links and
     the committed replies its holds name), for a list in one query."""
-    return Count("withholdings", filter=Q(withholdings__message__isnull=False)
-                 | Q(withholdings__turn__reply_message__isnull=False))
+    return Count(
+        "withholdings",
+        filter=Q(withholdings__message__isnull=False)
+        | Q(withholdings__turn__reply_message__isnull=False),
+    )
 
 
 def withheld_counts(tombstone_ids: Iterable) -> dict[str, int]:
@@ -220,9 +242,13 @@ def withheld_counts(tombstone_ids: Iterable) -> dict[str, int]:
     counts = {str(t): 0 for t in ids}
     if not ids:
         return counts
-    for tid, n in (Withholding.objects.filter(tombstone_id__in=ids)
-                   .filter(Q(message__isnull=False) | Q(turn__reply_message__isnull=False))
-                   .values_list("tombstone_id").annotate(n=Count("id")).order_by()):
+    for tid, n in (
+        Withholding.objects.filter(tombstone_id__in=ids)
+        .filter(Q(message__isnull=False) | Q(turn__reply_message__isnull=False))
+        .values_list("tombstone_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
         counts[str(tid)] = n
     return counts
 
@@ -232,10 +258,16 @@ def withheld_distinct(tombstone_ids: Iterable) -> int:
     ids = list(tombstone_ids)
     if not ids:
         return 0
-    direct = set(Withholding.objects.filter(tombstone_id__in=ids, message__isnull=False)
-                 .values_list("message_id", flat=True))
-    replies = set(Withholding.objects.filter(tombstone_id__in=ids, turn__reply_message__isnull=False)
-                  .values_list("turn__reply_message_id", flat=True))
+    direct = set(
+        Withholding.objects.filter(tombstone_id__in=ids, message__isnull=False).values_list(
+            "message_id", flat=True
+        )
+    )
+    replies = set(
+        Withholding.objects.filter(
+            tombstone_id__in=ids, turn__reply_message__isnull=False
+        ).values_list("turn__reply_message_id", flat=True)
+    )
     return len(direct | replies)
 
 
@@ -244,7 +276,9 @@ def released_by(tombstone: Tombstone) -> list[str]:
     tombstone withholds, sorted."""
     lists = withheld_lists(tombstone.user)
     mine = set(lists.get(str(tombstone.pk), ([], []))[0])
-    others = {m for tid, (messages, _) in lists.items() if tid != str(tombstone.pk) for m in messages}
+    others = {
+        m for tid, (messages, _) in lists.items() if tid != str(tombstone.pk) for m in messages
+    }
     return sorted(mine - others)
 
 
@@ -252,8 +286,9 @@ def withheld_lists(user) -> dict[str, tuple[list[str], list[str]]]:
     """Per tombstone of `user`: the ids of the messages it withholds and of the turns whose
     reply it holds while none is committed — what an export carries (§9)."""
     found: dict[str, tuple[list[str], list[str]]] = {}
-    rows = (Withholding.objects.filter(tombstone__user=user)
-            .values_list("tombstone_id", "message_id", "turn_id", "turn__reply_message_id"))
+    rows = Withholding.objects.filter(tombstone__user=user).values_list(
+        "tombstone_id", "message_id", "turn_id", "turn__reply_message_id"
+    )
     for tid, message, turn, reply in rows:
         messages, turns = found.setdefault(str(tid), ([], []))
         if message is not None:

@@ -37,8 +37,17 @@ from .domain import (
     value_hash,
 )
 
-__all__ = ["Fact", "Known", "check_fields", "Outcome", "Retract", "WriteBatch", "WritePlan", "WriteRefused",
-           "plan_writes"]
+__all__ = [
+    "Fact",
+    "Known",
+    "check_fields",
+    "Outcome",
+    "Retract",
+    "WriteBatch",
+    "WritePlan",
+    "WriteRefused",
+    "plan_writes",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,16 +133,21 @@ class WritePlan:
     @property
     def changes_memory(self) -> bool:
         """Whether writing the plan changes any stored row (a batch may decide nothing)."""
-        return bool(self.inserts or self.links or self.confidence or self.closes
-                    or self.retractions)
+        return bool(
+            self.inserts or self.links or self.confidence or self.closes or self.retractions
+        )
 
 
 def check_fields(*, key, value, authority, confidence, valid_from=None, valid_until=None) -> None:
     """W1: the checks of a write that need no database. Raises `WriteRefused` ("validation",
     naming the field)."""
     if not isinstance(key, str) or not valid_key(key):
-        raise WriteRefused("validation", "Keys are 1–120 characters of a-z, 0-9, '_', '-' and "
-                           "'.', with no leading, trailing or double dot.", "key")
+        raise WriteRefused(
+            "validation",
+            "Keys are 1–120 characters of a-z, 0-9, '_', '-' and "
+            "'.', with no leading, trailing or double dot.",
+            "key",
+        )
     if not isinstance(value, str) or not value.strip():
         raise WriteRefused("validation", "A value must not be empty.", "value")
     if len(value) > VALUE_MAX:
@@ -180,8 +194,16 @@ class WriteBatch:
     now). `complete_scopes` names scope ids whose every record `known` holds: a scoped key of
     theirs with no record there is empty, not unread."""
 
-    def __init__(self, known: Known, *, user: str, now: datetime, secret: bytes,
-                 new_id: Callable[[], str], complete_scopes: Iterable[str] = ()):
+    def __init__(
+        self,
+        known: Known,
+        *,
+        user: str,
+        now: datetime,
+        secret: bytes,
+        new_id: Callable[[], str],
+        complete_scopes: Iterable[str] = (),
+    ):
         self.state = _State(known, frozenset(complete_scopes))
         self.plan = WritePlan()
         self.user, self.now, self.secret, self.new_id = user, _utc(now), secret, new_id
@@ -190,33 +212,48 @@ class WriteBatch:
         if isinstance(write, Retract):
             outcome = _retract(write, self.state, self.plan, now=self.now, secret=self.secret)
         else:
-            outcome = _decide(write, self.state, self.plan, user=self.user, now=self.now,
-                              secret=self.secret, new_id=self.new_id)
+            outcome = _decide(
+                write,
+                self.state,
+                self.plan,
+                user=self.user,
+                now=self.now,
+                secret=self.secret,
+                new_id=self.new_id,
+            )
         self.plan.outcomes.append(outcome)
         return outcome
 
-    def states(self, ids: Iterable[str], *, many_keys: frozenset[str] | set[str]
-               ) -> dict[str, RecordState]:
+    def states(
+        self, ids: Iterable[str], *, many_keys: frozenset[str] | set[str]
+    ) -> dict[str, RecordState]:
         """SPEC E1: the state at the batch's time of the records `ids`, as the writes so far
         left them: the resolver's pass over every record of their scoped keys."""
         wanted = set(ids)
         if not wanted:
             return {}
-        slots = [found for found in self.state.scoped.values()
-                 if any(r.id in wanted for r in found)]
+        slots = [
+            found for found in self.state.scoped.values() if any(r.id in wanted for r in found)
+        ]
         records = [r for found in slots for r in found]
-        states = resolver.record_states(records, self.state.tombstones, self.now,
-                                        many_keys=many_keys, secret=self.secret)
+        states = resolver.record_states(
+            records, self.state.tombstones, self.now, many_keys=many_keys, secret=self.secret
+        )
         return {i: states[i] for i in wanted if i in states}
 
     def records(self, key: str | None = None) -> list[MemoryRecord]:
         """Every record known (of `key`), as the writes so far left it, and every new one."""
-        return [r for (_, k), found in self.state.scoped.items() if key is None or k == key
-                for r in found]
+        return [
+            r
+            for (_, k), found in self.state.scoped.items()
+            if key is None or k == key
+            for r in found
+        ]
 
 
-def _retract(write: Retract, state: _State, plan: WritePlan, *, now: datetime,
-             secret: bytes) -> list[MemoryRecord]:
+def _retract(
+    write: Retract, state: _State, plan: WritePlan, *, now: datetime, secret: bytes
+) -> list[MemoryRecord]:
     """W10: close, at `now`, every record of the slot that has not ended (which includes every
     record they supersede, since supersession stays within the slot), stamping retracted_at; a
     record that has not started yet gets an empty window. The time is kept for W4."""
@@ -251,7 +288,10 @@ class _State:
     def __init__(self, known: Known, complete_scopes: frozenset[str] = frozenset()):
         self.complete_scopes = complete_scopes
         self.scoped = {slot: list(records) for slot, records in known.records.items()}
-        self.top = {slot: max((r.version for r in records), default=0) for slot, records in self.scoped.items()}
+        self.top = {
+            slot: max((r.version for r in records), default=0)
+            for slot, records in self.scoped.items()
+        }
         self.tombstones = list(known.tombstones)
         self.retractions = dict(known.retractions)
         self.pending: dict[str, int] = {}  # id of a row this batch inserts -> index in plan.inserts
@@ -290,8 +330,9 @@ def _decide(fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, ne
 
     # W3: a tombstone blocks the write; nothing is stored, not even the value.
     for tombstone in tombstones:
-        if tombstone.blocks(user=user, key=key, scope_id=scope_id, evidence_time=evidence_time,
-                            hashed_value=hashed):
+        if tombstone.blocks(
+            user=user, key=key, scope_id=scope_id, evidence_time=evidence_time, hashed_value=hashed
+        ):
             return Outcome("blocked", None, "forgotten")
 
     # W4: a retracted slot stays retracted for evidence no newer than the retraction.
@@ -307,7 +348,9 @@ def _decide(fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, ne
         slot = [r for r in scoped if r.status != "forgotten" and normalise_value(r.value) == wanted]
     else:
         slot = scoped
-    winner = resolver.resolve_slot(slot, valid_from, tombstones=tombstones, many=many, secret=secret)
+    winner = resolver.resolve_slot(
+        slot, valid_from, tombstones=tombstones, many=many, secret=secret
+    )
 
     # W5: an unchanged value only merges provenance (and keeps the higher confidence).
     rank = AUTHORITY_RANK[fact.authority]
@@ -315,13 +358,17 @@ def _decide(fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, ne
         winner is not None
         and normalise_value(winner.value) == normalise_value(value)
         and winner.valid_from <= valid_from
-        and (winner.valid_until is None or (valid_until is not None and valid_until <= winner.valid_until))
+        and (
+            winner.valid_until is None
+            or (valid_until is not None and valid_until <= winner.valid_until)
+        )
         and rank <= winner.authority_rank
         and fact.supersedes in (None, winner.id)
     ):
         added = [m for m in sorted(set(fact.sources)) if m not in winner.sources]
         merged = dataclasses.replace(
-            winner, sources=tuple(sorted({*winner.sources, *added})),
+            winner,
+            sources=tuple(sorted({*winner.sources, *added})),
             confidence=max(winner.confidence, fact.confidence),
         )
         if winner.id in state.pending:
@@ -338,7 +385,9 @@ def _decide(fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, ne
     if fact.supersedes is not None:
         target = next((r for r in slot if r.id == fact.supersedes), None)
         if target is None:
-            raise WriteRefused("validation", "supersedes must name a record of the same slot.", "supersedes")
+            raise WriteRefused(
+                "validation", "supersedes must name a record of the same slot.", "supersedes"
+            )
         if target.authority_rank > rank:
             raise WriteRefused(
                 "authority",
@@ -354,9 +403,19 @@ def _decide(fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, ne
     version = state.top[(scope_id, key)] + 1
     state.top[(scope_id, key)] = version
     record = MemoryRecord(
-        id=new_id(), user=user, key=key, value=value, scope=fact.scope, authority=fact.authority,
-        valid_from=valid_from, recorded_at=now, evidence_time=evidence_time, version=version,
-        confidence=fact.confidence, valid_until=valid_until, supersedes=supersedes_id,
+        id=new_id(),
+        user=user,
+        key=key,
+        value=value,
+        scope=fact.scope,
+        authority=fact.authority,
+        valid_from=valid_from,
+        recorded_at=now,
+        evidence_time=evidence_time,
+        version=version,
+        confidence=fact.confidence,
+        valid_until=valid_until,
+        supersedes=supersedes_id,
         sources=tuple(sorted(set(fact.sources))),
     )
     state.pending[record.id] = len(plan.inserts)

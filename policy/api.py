@@ -37,11 +37,14 @@ class CapabilityListApi(APIView):
     """SPEC §6: the capability catalog, each with the question to ask."""
 
     @extend_schema(
-        tags=TAG, operation_id="policy_capabilities_list", summary="List the capabilities",
+        tags=TAG,
+        operation_id="policy_capabilities_list",
+        summary="List the capabilities",
         responses={200: CapabilityPageOutput, **problems(401)},
         description="Answer the capabilities boundary rules and decisions are about — such as "
         "`tone.playful`, `media.voice` or `media.image` — each with the question to ask the "
-        "user when a decision is `ask`, as a paginated list (§6).")
+        "user when a decision is `ask`, as a paginated list (§6).",
+    )
     def get(self, request):
         return paginated(self, request, selectors.capability_list(), CapabilityOutput)
 
@@ -50,20 +53,26 @@ class PolicyDecideApi(APIView):
     """D1–D7, logged (D10). An unknown capability is a 400 naming `capability`."""
 
     @extend_schema(
-        tags=TAG, operation_id="policy_decide", summary="Decide whether a capability is allowed",
-        request=PolicyDecideInput, responses={200: DecisionOutput, **problems(400, 401)},
+        tags=TAG,
+        operation_id="policy_decide",
+        summary="Decide whether a capability is allowed",
+        request=PolicyDecideInput,
+        responses={200: DecisionOutput, **problems(400, 401)},
         description="Decide whether the companion may use a capability in a context: `allow`, "
         "`deny`, or `ask` (ask the user the capability's question, then send the answer to "
         "`POST /policy/answers`). The user's own rules outrank the product's defaults, then the "
         "narrowest scope wins; when the strongest rules disagree, or none applies, the answer "
         "is `ask`. Every decision is logged with the rules it used. The body's "
         "`context` object is required (a 400 names `context` when it is missing); an unknown "
-        "capability is a 400 naming `capability` (D1–D7, D10).")
+        "capability is a 400 naming `capability` (D1–D7, D10).",
+    )
     def post(self, request):
         data = validated(PolicyDecideInput, request.data)
         context = load_context(data["context"])
         outcome = services.decision_make(
-            context=context, capability=data["capability"], requested_by=data["requested_by"],
+            context=context,
+            capability=data["capability"],
+            requested_by=data["requested_by"],
             explain=data["explain"],
         )
         return Response(DecisionOutput(outcome).data)
@@ -74,8 +83,11 @@ class RuleListApi(APIView):
     `user`; paginated."""
 
     @extend_schema(
-        tags=TAG, operation_id="policy_rules_list", summary="List boundary rules",
-        parameters=[RuleListQueryInput], responses={200: RulePageOutput, **problems(400, 401)},
+        tags=TAG,
+        operation_id="policy_rules_list",
+        summary="List boundary rules",
+        parameters=[RuleListQueryInput],
+        responses={200: RulePageOutput, **problems(400, 401)},
         description="Answer a user's boundary rules — every version, revoked ones too — or, "
         "without `user`, the product's default rules, as a paginated list; `capability` keeps "
         "only the rules of one capability (§6).",
@@ -94,23 +106,34 @@ class RuleCreateApi(APIView):
     (D11) it replaces the user's explicit choices at its place."""
 
     @extend_schema(
-        tags=TAG, operation_id="policy_rules_create", summary="Create a boundary rule",
-        request=RuleCreateInput, responses={201: RuleOutput, **problems(400, 401)},
+        tags=TAG,
+        operation_id="policy_rules_create",
+        summary="Create a boundary rule",
+        request=RuleCreateInput,
+        responses={201: RuleOutput, **problems(400, 401)},
         description="Create a rule that allows, denies or asks about a capability in a scope, "
         "for one user or, without `user`, as a product default. Creating it changes the "
         "owner's policy version, so decisions made before are told apart. With `replace: "
         "true` it revokes the user's earlier choices for the same capability and scope in the "
-        "same transaction (D7, D11).")
+        "same transaction (D7, D11).",
+    )
     def post(self, request):
         data = validated(RuleCreateInput, request.data)
         user = user_by_ref(data["user"], field="user") if data.get("user") else None
         rule = services.rule_create(
-            user=user, capability=data["capability"], effect=data["effect"], source=data["source"],
-            scope=data["scope"], requested_by=data.get("requested_by"),
-            valid_from=data.get("valid_from"), valid_until=data.get("valid_until"),
+            user=user,
+            capability=data["capability"],
+            effect=data["effect"],
+            source=data["source"],
+            scope=data["scope"],
+            requested_by=data.get("requested_by"),
+            valid_from=data.get("valid_from"),
+            valid_until=data.get("valid_until"),
             replace=data["replace"],
         )
-        return Response(RuleOutput(selectors.rule_by_id(rule.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            RuleOutput(selectors.rule_by_id(rule.pk)).data, status=status.HTTP_201_CREATED
+        )
 
 
 class RuleCollectionApi(RuleListApi, RuleCreateApi):
@@ -121,11 +144,15 @@ class RuleRevokeApi(APIView):
     """D5/D7: revoke a rule now; revoking it again changes nothing."""
 
     @extend_schema(
-        tags=TAG, operation_id="policy_rules_revoke", summary="Revoke a boundary rule",
-        request=RuleRevokeInput, responses={200: RuleOutput, **problems(400, 401, 404)},
+        tags=TAG,
+        operation_id="policy_rules_revoke",
+        summary="Revoke a boundary rule",
+        request=RuleRevokeInput,
+        responses={200: RuleOutput, **problems(400, 401, 404)},
         description="Revoke the rule now: it no longer applies to decisions, and the owner's "
         "policy version changes. Revoking it again changes nothing and answers the same rule "
-        "(D5, D7).")
+        "(D5, D7).",
+    )
     def post(self, request, rule_id):
         validated(RuleRevokeInput, request.data)
         rule = services.rule_revoke(rule_id=rule_id)
@@ -136,16 +163,22 @@ class PolicyAnswerApi(APIView):
     """D8: the user's answer to an ASK decision."""
 
     @extend_schema(
-        tags=TAG, operation_id="policy_answers_create", summary="Answer an ask decision",
-        request=PolicyAnswerInput, responses={200: PolicyAnswerOutput, **problems(400, 401, 409)},
+        tags=TAG,
+        operation_id="policy_answers_create",
+        summary="Answer an ask decision",
+        request=PolicyAnswerInput,
+        responses={200: PolicyAnswerOutput, **problems(400, 401, 409)},
         description="Record the user's answer to an `ask` decision: `allow` or `deny`, for "
         "this time only (`remember: once`) or remembered as a rule for the user, the "
         "character, the conversation or the scene. Only an `ask` decision can be answered "
-        "(D8, D11).")
+        "(D8, D11).",
+    )
     def post(self, request):
         data = validated(PolicyAnswerInput, request.data)
         outcome = services.decision_answer(
-            decision_id=data["decision_id"], answer=data["answer"], remember=data["remember"],
+            decision_id=data["decision_id"],
+            answer=data["answer"],
+            remember=data["remember"],
             media_job_id=data.get("media_job"),
         )
         return Response(PolicyAnswerOutput(outcome).data)
@@ -155,18 +188,23 @@ class MediaJobAdmitApi(APIView):
     """D9: admit a media job (201; the same idempotency key and request again: 200)."""
 
     @extend_schema(
-        tags=JOBS_TAG, operation_id="media_jobs_create", summary="Admit a media job",
+        tags=JOBS_TAG,
+        operation_id="media_jobs_create",
+        summary="Admit a media job",
         request=MediaJobAdmitInput,
         responses={201: MediaJobOutput, 200: MediaJobOutput, **problems(400, 401, 409)},
         description="Ask to make a piece of media (a voice message, an image) in a context: "
         "the boundary decision is made now and the job is `queued`, `needs-confirmation` "
         "(the decision was `ask`) or `rejected`. Answers 201 for a new job; the same "
-        "`idempotency_key` with the same request answers 200 with the same job (D9).")
+        "`idempotency_key` with the same request answers 200 with the same job (D9).",
+    )
     def post(self, request):
         data = validated(MediaJobAdmitInput, request.data)
         context = load_context(data["context"])
         job, created = media_jobs.media_job_admit(
-            context=context, capability=data["capability"], requested_by=data["requested_by"],
+            context=context,
+            capability=data["capability"],
+            requested_by=data["requested_by"],
             idempotency_key=data["idempotency_key"],
         )
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -177,11 +215,15 @@ class MediaJobStartApi(APIView):
     """D9: decide again and start (or cancel) the job; 200 with the job whatever its status."""
 
     @extend_schema(
-        tags=JOBS_TAG, operation_id="media_jobs_start", summary="Start a media job",
-        request=MediaJobStartInput, responses={200: MediaJobOutput, **problems(400, 401, 404)},
+        tags=JOBS_TAG,
+        operation_id="media_jobs_start",
+        summary="Start a media job",
+        request=MediaJobStartInput,
+        responses={200: MediaJobOutput, **problems(400, 401, 404)},
         description="Decide again, now, and start the job (`running`) if the capability is "
         "still allowed, or cancel it if a boundary changed since it was admitted. Answers 200 "
-        "with the job whatever its status (D9).")
+        "with the job whatever its status (D9).",
+    )
     def post(self, request, job_id):
         validated(MediaJobStartInput, request.data)
         job = media_jobs.media_job_start(job_id=job_id)
@@ -192,12 +234,15 @@ class MediaJobCompleteApi(APIView):
     """D9: a running job is done (idempotent); a job that never ran is a 409."""
 
     @extend_schema(
-        tags=JOBS_TAG, operation_id="media_jobs_complete", summary="Finish a media job",
-        request=MediaJobCompleteInput, responses={200: MediaJobOutput, **problems(400, 401, 404, 409)},
+        tags=JOBS_TAG,
+        operation_id="media_jobs_complete",
+        summary="Finish a media job",
+        request=MediaJobCompleteInput,
+        responses={200: MediaJobOutput, **problems(400, 401, 404, 409)},
         description="Mark a running job `done`; marking it again changes nothing. A job that "
-        "never ran is a 409 (D9).")
+        "never ran is a 409 (D9).",
+    )
     def post(self, request, job_id):
         validated(MediaJobCompleteInput, request.data)
         job = media_jobs.media_job_complete(job_id=job_id)
         return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data)
-

@@ -41,7 +41,9 @@ def rule_words(rule: Rule, places: Places, *, lower: bool = False) -> str:
     return words
 
 
-def why_words(decision, rules_by_id: dict[str, Rule], places: Places, *, elsewhere: bool = False) -> str:
+def why_words(
+    decision, rules_by_id: dict[str, Rule], places: Places, *, elsewhere: bool = False
+) -> str:
     """The reason for a decision in words ("you decided", "product default"). `elsewhere`: the
     place is what remains of a character once narrower choices are set apart."""
     if decision.reason == REASON_NO_APPLICABLE_RULE:
@@ -63,13 +65,17 @@ def why_words(decision, rules_by_id: dict[str, Rule], places: Places, *, elsewhe
 EXCEPTION_WORDS = {"allow": "allowed", "ask": "asks you first", "deny": "never"}
 
 
-def decision_words(decision, rules_by_id: dict[str, Rule], words: dict[str, str] = DECISION_WORDS) -> str:
+def decision_words(
+    decision, rules_by_id: dict[str, Rule], words: dict[str, str] = DECISION_WORDS
+) -> str:
     """What the companion may do, in words; a choice that holds only when the companion asks
     (its `requested_by`) says so: "Allowed when the companion asks"."""
     words = words[decision.effect]
     top = rules_by_id.get(decision.rule_ids[0]) if len(decision.rule_ids) == 1 else None
     if top is not None and top.requested_by:
-        words += f" when the {'companion' if top.requested_by == 'assistant' else top.requested_by} asks"
+        words += (
+            f" when the {'companion' if top.requested_by == 'assistant' else top.requested_by} asks"
+        )
     return words
 
 
@@ -130,7 +136,8 @@ class CardAsked:
     @classmethod
     def of(cls, query: Mapping, *, refused: bool = False) -> CardAsked:
         section, capability, where, effect = (
-            str(query.get(name, "")) for name in ("section", "capability", "where", "effect"))
+            str(query.get(name, "")) for name in ("section", "capability", "where", "effect")
+        )
         return cls(section, capability, where, effect, refused)
 
 
@@ -143,8 +150,12 @@ class BoundariesPage:
     unplaced: list = field(default_factory=list)  # messages of no card on the page
 
     def context(self) -> dict:
-        return {"sections": self.sections, "yours": self.yours, "conflicts": self.conflicts,
-                "shadowed": self.shadowed}
+        return {
+            "sections": self.sections,
+            "yours": self.yours,
+            "conflicts": self.conflicts,
+            "shadowed": self.shadowed,
+        }
 
 
 class _Sections:
@@ -152,22 +163,35 @@ class _Sections:
     per capability. The message of a save goes inside the card it was made from (`#card-…`,
     focused); `shown` collects the anchors that got one."""
 
-    def __init__(self, user, overview: BoundaryOverview, places: Places, asked: CardAsked, placed: Mapping):
-        self.user, self.overview, self.places, self.asked, self.placed = user, overview, places, asked, placed
+    def __init__(
+        self, user, overview: BoundaryOverview, places: Places, asked: CardAsked, placed: Mapping
+    ):
+        self.user, self.overview, self.places, self.asked, self.placed = (
+            user,
+            overview,
+            places,
+            asked,
+            placed,
+        )
         self.rules_by_id = overview.rules
-        self.order = {pk: i for i, pk in enumerate(places.conversations)}  # newest conversation first
+        self.order = {
+            pk: i for i, pk in enumerate(places.conversations)
+        }  # newest conversation first
         self.shown: set[str] = set()
 
     def decide(self, capability: str, **where):
         return self.overview.decide(capability, REQUESTER, user=self.user.username, **where)
 
     def narrower(self, name: str, conversations: list[str]) -> list[tuple[str, str | None]]:
-        return sorted(self.overview.narrower_places(name, conversations),
-                      key=lambda p: (self.order[p[0]], p[1] or ""))
+        return sorted(
+            self.overview.narrower_places(name, conversations),
+            key=lambda p: (self.order[p[0]], p[1] or ""),
+        )
 
     def exceptions(self, name: str, general) -> list[tuple[str, str]]:
         """Where "everywhere" does not hold: each character, conversation or scene of the
         user's where the decision differs from it."""
+
         def said(decision) -> str:
             return decision_words(decision, self.rules_by_id, EXCEPTION_WORDS)
 
@@ -176,9 +200,13 @@ class _Sections:
             decision = self.decide(name, character=character.slug)
             if said(decision) != said(general):
                 out.append((f"with {character.name}", said(decision)))
-            mine = [pk for pk, c in self.places.conversations.items() if c.character_id == character.pk]
+            mine = [
+                pk for pk, c in self.places.conversations.items() if c.character_id == character.pk
+            ]
             for conversation, scene in self.narrower(name, mine):
-                narrow = self.decide(name, character=character.slug, conversation=conversation, scene=scene)
+                narrow = self.decide(
+                    name, character=character.slug, conversation=conversation, scene=scene
+                )
                 if said(narrow) != said(decision):
                     where = self.places.place_words(conversation, scene)
                     out.append((where[0].lower() + where[1:], said(narrow)))
@@ -191,16 +219,32 @@ class _Sections:
             here = "Everywhere"
         else:
             here = f"{'Elsewhere with' if narrower else 'With'} {character.name}"
-        applies = [Applies(here, general.effect, decision_words(general, rules_by_id),
-                           why_words(general, rules_by_id, places, elsewhere=bool(narrower)),
-                           "" if character else exceptions_words(self.exceptions(name, general)))]
+        applies = [
+            Applies(
+                here,
+                general.effect,
+                decision_words(general, rules_by_id),
+                why_words(general, rules_by_id, places, elsewhere=bool(narrower)),
+                "" if character else exceptions_words(self.exceptions(name, general)),
+            )
+        ]
         for conversation, scene in narrower:
-            decision = self.decide(name, character=character.slug, conversation=conversation, scene=scene)
-            applies.append(Applies(places.place_words(conversation, scene), decision.effect,
-                                   decision_words(decision, rules_by_id), why_words(decision, rules_by_id, places)))
+            decision = self.decide(
+                name, character=character.slug, conversation=conversation, scene=scene
+            )
+            applies.append(
+                Applies(
+                    places.place_words(conversation, scene),
+                    decision.effect,
+                    decision_words(decision, rules_by_id),
+                    why_words(decision, rules_by_id, places),
+                )
+            )
         return applies
 
-    def row(self, character, key: str, options: list[tuple[str, str]], capability, mine: list[str]) -> CapabilityRow:
+    def row(
+        self, character, key: str, options: list[tuple[str, str]], capability, mine: list[str]
+    ) -> CapabilityRow:
         name, asked = capability.name, self.asked
         general = self.decide(name, character=character.slug if character else None)
         applies = self.applies(character, name, general, self.narrower(name, mine))
@@ -215,22 +259,37 @@ class _Sections:
         if notices:
             self.shown.add(f"card-{fid}")
         return CapabilityRow(
-            fid=fid, name=name, title=capability_name(name), question=capability.question,
-            effect=general.effect, decision=DECISION_WORDS[general.effect],
-            why=applies[0].why, applies=tuple(applies), where=where, choice=choice,
-            open=asked_here, notices=notices,
+            fid=fid,
+            name=name,
+            title=capability_name(name),
+            question=capability.question,
+            effect=general.effect,
+            decision=DECISION_WORDS[general.effect],
+            why=applies[0].why,
+            applies=tuple(applies),
+            where=where,
+            choice=choice,
+            open=asked_here,
+            notices=notices,
         )
 
     def section(self, character) -> dict:  # a Character of `places`, or None for everywhere
         places = self.places
         key = character.slug if character else "everywhere"
         options = places.choices(character) if character else [("global", "everywhere")]
-        mine = [pk for pk, c in places.conversations.items() if character is not None and c.character_id == character.pk]
+        mine = [
+            pk
+            for pk, c in places.conversations.items()
+            if character is not None and c.character_id == character.pk
+        ]
         return {
             "character": character,
             "key": key,
             "title": f"With {character.name}" if character else "Everywhere",
-            "rows": [self.row(character, key, options, capability, mine) for capability in self.overview.capabilities],
+            "rows": [
+                self.row(character, key, options, capability, mine)
+                for capability in self.overview.capabilities
+            ],
             "places": options,
         }
 
@@ -246,12 +305,21 @@ def _described(rule_id: str, rules_by_id: dict[str, Rule], places: Places) -> st
 def _yours(overview: BoundaryOverview, places: Places) -> list[dict]:
     """The user's own choices that hold now, by capability."""
     live = sorted(
-        (r for r in overview.rules.values() if r.user is not None and r.lapse(overview.now) is None),
+        (
+            r
+            for r in overview.rules.values()
+            if r.user is not None and r.lapse(overview.now) is None
+        ),
         key=lambda r: (capability_name(r.capability).casefold(), r.scope.rank, r.id),
     )
     return [
-        {"id": r.id, "capability": capability_name(r.capability), "words": rule_words(r, places),
-         "since": day(r.valid_from), "effect": r.effect}
+        {
+            "id": r.id,
+            "capability": capability_name(r.capability),
+            "words": rule_words(r, places),
+            "since": day(r.valid_from),
+            "effect": r.effect,
+        }
         for r in live
     ]
 
@@ -266,18 +334,29 @@ def boundaries_page(user, *, asked: CardAsked, placed: Mapping) -> BoundariesPag
     sections = [cards.section(None)] + [cards.section(c) for c in places.characters]
     check = overview.check
     conflicts = [
-        {"capability": capability_name(c.capability),
-         "rules": [_described(i, rules_by_id, places) for i in c.rule_ids]}
+        {
+            "capability": capability_name(c.capability),
+            "rules": [_described(i, rules_by_id, places) for i in c.rule_ids],
+        }
         for c in check.conflicts
     ]
     shadowed = [
-        {"capability": capability_name(rules_by_id[d.rule_id].capability),
-         "rule": _described(d.rule_id, rules_by_id, places),
-         "by": _described(d.by, rules_by_id, places) if d.by else ""}
+        {
+            "capability": capability_name(rules_by_id[d.rule_id].capability),
+            "rule": _described(d.rule_id, rules_by_id, places),
+            "by": _described(d.by, rules_by_id, places) if d.by else "",
+        }
         for d in check.dead
-        if d.reason == "shadowed" and d.rule_id in rules_by_id and not rules_by_id[d.rule_id].is_default
+        if d.reason == "shadowed"
+        and d.rule_id in rules_by_id
+        and not rules_by_id[d.rule_id].is_default
     ]
     return BoundariesPage(
-        sections=sections, yours=_yours(overview, places), conflicts=conflicts, shadowed=shadowed,
-        unplaced=[m for anchor, found in placed.items() if anchor not in cards.shown for m in found],
+        sections=sections,
+        yours=_yours(overview, places),
+        conflicts=conflicts,
+        shadowed=shadowed,
+        unplaced=[
+            m for anchor, found in placed.items() if anchor not in cards.shown for m in found
+        ],
     )

@@ -49,8 +49,15 @@ WHY_OUTRANKED = "outranked"
 WHY_TIED = "tied"
 WHY_DECIDED = "decided"
 EXPLAIN_REASONS = (
-    WHY_WRONG_CAPABILITY, WHY_SCOPE, WHY_REQUESTER, WHY_REVOKED, WHY_EXPIRED,
-    WHY_NOT_YET_VALID, WHY_OUTRANKED, WHY_TIED, WHY_DECIDED,
+    WHY_WRONG_CAPABILITY,
+    WHY_SCOPE,
+    WHY_REQUESTER,
+    WHY_REVOKED,
+    WHY_EXPIRED,
+    WHY_NOT_YET_VALID,
+    WHY_OUTRANKED,
+    WHY_TIED,
+    WHY_DECIDED,
 )
 
 # check_rules(): why a rule can never decide anything again.
@@ -65,7 +72,14 @@ JOB_REJECTED = "rejected"
 JOB_RUNNING = "running"
 JOB_CANCELLED = "cancelled"
 JOB_DONE = "done"
-JOB_STATUSES = (JOB_QUEUED, JOB_NEEDS_CONFIRMATION, JOB_REJECTED, JOB_RUNNING, JOB_CANCELLED, JOB_DONE)
+JOB_STATUSES = (
+    JOB_QUEUED,
+    JOB_NEEDS_CONFIRMATION,
+    JOB_REJECTED,
+    JOB_RUNNING,
+    JOB_CANCELLED,
+    JOB_DONE,
+)
 # D9: the status a job is admitted with, by the decision's effect.
 ADMISSION_STATUS = {"allow": JOB_QUEUED, "ask": JOB_NEEDS_CONFIRMATION, "deny": JOB_REJECTED}
 # A job's reason when the user answered its ASK with "deny" (D8).

@@ -71,7 +71,9 @@ def exclusion(request: DecisionRequest, rule: Rule, context: PolicyContext) -> s
     return rule.lapse(context.now)
 
 
-def candidates(request: DecisionRequest, rules: Iterable[Rule], context: PolicyContext) -> list[Rule]:
+def candidates(
+    request: DecisionRequest, rules: Iterable[Rule], context: PolicyContext
+) -> list[Rule]:
     """D1 candidates in D3 order."""
     found = [rule for rule in unique_rules(rules) if exclusion(request, rule, context) is None]
     return sorted(found, key=rank_key)
@@ -171,8 +173,14 @@ class _Region:
 
 
 def _region(rule: Rule, now: datetime) -> _Region:
-    return _Region(rule.capability, rule.user, rule.scope, rule.requested_by,
-                   max(rule.valid_from, now), rule.ends_at)
+    return _Region(
+        rule.capability,
+        rule.user,
+        rule.scope,
+        rule.requested_by,
+        max(rule.valid_from, now),
+        rule.ends_at,
+    )
 
 
 def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
@@ -189,7 +197,11 @@ def _overlap(a: Rule, b: Rule, now: datetime) -> _Region | None:
         return None
     if a.user is not None and b.user is not None and a.user != b.user:
         return None
-    if a.requested_by is not None and b.requested_by is not None and a.requested_by != b.requested_by:
+    if (
+        a.requested_by is not None
+        and b.requested_by is not None
+        and a.requested_by != b.requested_by
+    ):
         return None
     region = _Region(
         a.capability,
@@ -213,7 +225,10 @@ def _scope_covers(outer: PolicyScope, inner: PolicyScope, conversation_character
         return False
     if outer.kind == "conversation":
         return inner.kind in ("conversation", "scene") and inner.conversation == outer.conversation
-    return inner.kind == "scene" and (inner.conversation, inner.scene) == (outer.conversation, outer.scene)
+    return inner.kind == "scene" and (inner.conversation, inner.scene) == (
+        outer.conversation,
+        outer.scene,
+    )
 
 
 def _covers(rule: Rule, region: _Region, conversation_characters: Mapping) -> bool:
@@ -232,8 +247,9 @@ def _covers(rule: Rule, region: _Region, conversation_characters: Mapping) -> bo
     return ends is None or (region.end is not None and ends >= region.end)
 
 
-def _outranked_everywhere(region: _Region, tier: tuple[int, int], live: list[Rule],
-                          conversation_characters: Mapping) -> Rule | None:
+def _outranked_everywhere(
+    region: _Region, tier: tuple[int, int], live: list[Rule], conversation_characters: Mapping
+) -> Rule | None:
     """A rule of a strictly higher tier that covers the whole region (the first in D3 order)."""
     for other in live:  # already in D3 order
         if other.tier > tier and _covers(other, region, conversation_characters):
@@ -241,8 +257,12 @@ def _outranked_everywhere(region: _Region, tier: tuple[int, int], live: list[Rul
     return None
 
 
-def check_rules(rules: Iterable[Rule], *, now: datetime,
-                conversation_characters: Mapping[str, str] | None = None) -> RuleCheck:
+def check_rules(
+    rules: Iterable[Rule],
+    *,
+    now: datetime,
+    conversation_characters: Mapping[str, str] | None = None,
+) -> RuleCheck:
     """A static check of a rule set from `now` on (pages and admin use it).
 
     - dead: rules that can never decide again: revoked, expired (or revoked before they start),
@@ -281,20 +301,21 @@ def check_rules(rules: Iterable[Rule], *, now: datetime,
             reachable.append(rule)
     conflicts: list[RuleConflict] = []
     for index, a in enumerate(reachable):
-        for b in reachable[index + 1:]:
+        for b in reachable[index + 1 :]:
             if a.tier != b.tier or a.effect == b.effect:
                 continue
             region = _overlap(a, b, now)
             if region is None or _outranked_everywhere(region, a.tier, live, conv_chars):
                 continue
             pair = sorted([a, b], key=lambda rule: rule.id)
-            conflicts.append(RuleConflict(
-                capability=a.capability,
-                rule_ids=tuple(rule.id for rule in pair),
-                effects=tuple(rule.effect for rule in pair),
-            ))
+            conflicts.append(
+                RuleConflict(
+                    capability=a.capability,
+                    rule_ids=tuple(rule.id for rule in pair),
+                    effects=tuple(rule.effect for rule in pair),
+                )
+            )
     return RuleCheck(
         conflicts=tuple(sorted(conflicts, key=lambda c: (c.capability, c.rule_ids))),
         dead=tuple(sorted(dead, key=lambda d: d.rule_id)),
     )
-

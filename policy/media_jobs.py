@@ -35,22 +35,34 @@ from .services import IDEMPOTENCY_KEY_MAX, decide_and_log, policy_context, requi
 # Media jobs (D9)
 
 
-def _job_fingerprint(*, capability: str, requested_by: str, character_id, conversation_id, scene) -> tuple:
-    return (capability, requested_by, character_id, str(conversation_id) if conversation_id else None, scene)
+def _job_fingerprint(
+    *, capability: str, requested_by: str, character_id, conversation_id, scene
+) -> tuple:
+    return (
+        capability,
+        requested_by,
+        character_id,
+        str(conversation_id) if conversation_id else None,
+        scene,
+    )
 
 
 def _replay_job(job: MediaJob, fingerprint: tuple) -> tuple[MediaJob, bool]:
     seen = _job_fingerprint(
-        capability=job.capability_id, requested_by=job.requested_by, character_id=job.character_id,
-        conversation_id=job.conversation_id, scene=job.scene,
+        capability=job.capability_id,
+        requested_by=job.requested_by,
+        character_id=job.character_id,
+        conversation_id=job.conversation_id,
+        scene=job.scene,
     )
     if seen != fingerprint:
         raise IdempotencyKeyReused("This idempotency key was used for another media job.")
     return job, False
 
 
-def media_job_admit(*, context: LoadedContext, capability: str, requested_by: str,
-                    idempotency_key: str) -> tuple[MediaJob, bool]:
+def media_job_admit(
+    *, context: LoadedContext, capability: str, requested_by: str, idempotency_key: str
+) -> tuple[MediaJob, bool]:
     """D9: admit a media job with the decision and policy version of this moment (allow →
     queued, ask → needs-confirmation, deny → rejected). The idempotency key is unique per user:
     the same request again returns the same job (`created` False); the same key for another
@@ -65,25 +77,39 @@ def media_job_admit(*, context: LoadedContext, capability: str, requested_by: st
     character_id = context.character.pk if context.character else None
     conversation_id = context.conversation.pk if context.conversation else None
     fingerprint = _job_fingerprint(
-        capability=found.name, requested_by=requested_by, character_id=character_id,
-        conversation_id=conversation_id, scene=context.scene,
+        capability=found.name,
+        requested_by=requested_by,
+        character_id=character_id,
+        conversation_id=conversation_id,
+        scene=context.scene,
     )
     existing = MediaJob.objects.filter(user=user, idempotency_key=idempotency_key).first()
     if existing is not None:
         return _replay_job(existing, fingerprint)
     with transaction.atomic():
         outcome = decide_and_log(
-            user=user, context=policy_context(context), character_id=character_id,
-            conversation_id=conversation_id, capabilities=[found], requested_by=requested_by,
+            user=user,
+            context=policy_context(context),
+            character_id=character_id,
+            conversation_id=conversation_id,
+            capabilities=[found],
+            requested_by=requested_by,
         )[0]
         decision = outcome.decision
         job = MediaJob(
-            user=user, idempotency_key=idempotency_key, capability=found, requested_by=requested_by,
-            character_id=character_id, conversation_id=conversation_id, scene=context.scene,
+            user=user,
+            idempotency_key=idempotency_key,
+            capability=found,
+            requested_by=requested_by,
+            character_id=character_id,
+            conversation_id=conversation_id,
+            scene=context.scene,
             status=ADMISSION_STATUS[decision.effect],
             reason="" if decision.effect == "allow" else job_reason(decision),
-            decision_id=outcome.decision_id, decision_effect=decision.effect,
-            decision_reason=decision.reason, decision_rule_ids=list(decision.rule_ids),
+            decision_id=outcome.decision_id,
+            decision_effect=decision.effect,
+            decision_reason=decision.reason,
+            decision_rule_ids=list(decision.rule_ids),
             admission_defaults_version=outcome.policy_version.defaults,
             admission_user_version=outcome.policy_version.user,
             # One clock reading per request: the context's, unless it named a valid time.
@@ -122,14 +148,18 @@ def media_job_start(*, job_id) -> MediaJob:
             return job
         now = db_now()
         context = PolicyContext(
-            user=job.user.username, now=now,
+            user=job.user.username,
+            now=now,
             character=job.character.slug if job.character_id else None,
             conversation=str(job.conversation_id) if job.conversation_id else None,
             scene=job.scene,
         )
         outcome = decide_and_log(
-            user=job.user, context=context, character_id=job.character_id,
-            conversation_id=job.conversation_id, capabilities=[job.capability],
+            user=job.user,
+            context=context,
+            character_id=job.character_id,
+            conversation_id=job.conversation_id,
+            capabilities=[job.capability],
             requested_by=job.requested_by,
         )[0]
         decision = outcome.decision
@@ -146,10 +176,17 @@ def media_job_start(*, job_id) -> MediaJob:
             job.status, job.reason, job.started_at = JOB_RUNNING, "", now
         else:
             job.status, job.reason, job.finished_at = JOB_CANCELLED, job_reason(decision), now
-        job.save(update_fields=[
-            "status", "reason", "started_at", "finished_at", "start_decision_id",
-            "start_defaults_version", "start_user_version",
-        ])
+        job.save(
+            update_fields=[
+                "status",
+                "reason",
+                "started_at",
+                "finished_at",
+                "start_decision_id",
+                "start_defaults_version",
+                "start_user_version",
+            ]
+        )
         return job
 
 
@@ -165,5 +202,3 @@ def media_job_complete(*, job_id) -> MediaJob:
         job.status, job.finished_at = JOB_DONE, db_now()
         job.save(update_fields=["status", "finished_at"])
         return job
-
-

@@ -27,7 +27,9 @@ class Capability(models.Model):
     """The capability catalog (SPEC §6), seeded by a data migration. Catalog data: global."""
 
     name = models.CharField(max_length=100, primary_key=True)
-    question = models.CharField(max_length=300, help_text="What the companion asks when the decision is ASK.")
+    question = models.CharField(
+        max_length=300, help_text="What the companion asks when the decision is ASK."
+    )
 
     class Meta:
         ordering = ["name"]
@@ -40,8 +42,18 @@ class Capability(models.Model):
 # A rule's scope shape: exactly the references each kind needs (SPEC §6).
 RULE_SCOPE_SHAPES = (
     Q(scope_kind="global", character__isnull=True, conversation__isnull=True, scene__isnull=True)
-    | Q(scope_kind="character", character__isnull=False, conversation__isnull=True, scene__isnull=True)
-    | Q(scope_kind="conversation", character__isnull=True, conversation__isnull=False, scene__isnull=True)
+    | Q(
+        scope_kind="character",
+        character__isnull=False,
+        conversation__isnull=True,
+        scene__isnull=True,
+    )
+    | Q(
+        scope_kind="conversation",
+        character__isnull=True,
+        conversation__isnull=False,
+        scene__isnull=True,
+    )
     | Q(scope_kind="scene", character__isnull=True, conversation__isnull=False, scene__isnull=False)
 )
 
@@ -52,21 +64,41 @@ class PolicyRule(models.Model):
     `user` null is a product default (catalog data) with a global or character scope."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="policy_rules")
-    capability = models.ForeignKey(Capability, on_delete=models.PROTECT, related_name="rules", db_column="capability")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="policy_rules",
+    )
+    capability = models.ForeignKey(
+        Capability, on_delete=models.PROTECT, related_name="rules", db_column="capability"
+    )
     effect = models.CharField(max_length=5, choices=_choices(EFFECTS))
     source = models.CharField(max_length=20, choices=_choices(SOURCES))
     scope_kind = models.CharField(max_length=12, choices=_choices(SCOPE_KINDS))
-    character = models.ForeignKey("conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    conversation = models.ForeignKey("conversations.Conversation", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    character = models.ForeignKey(
+        "conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    conversation = models.ForeignKey(
+        "conversations.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
     scene = models.CharField(max_length=100, null=True, blank=True)
-    requested_by = models.CharField(max_length=10, null=True, blank=True, choices=_choices(REQUESTERS))
+    requested_by = models.CharField(
+        max_length=10, null=True, blank=True, choices=_choices(REQUESTERS)
+    )
     valid_from = models.DateTimeField()
     valid_until = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     version = models.PositiveIntegerField(default=1)
     # SET_NULL, not PROTECT: a user or conversation deletion cascades through whole chains.
-    supersedes = models.OneToOneField("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successor")
+    supersedes = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successor"
+    )
     created_at = models.DateTimeField()
 
     class Meta:
@@ -84,9 +116,15 @@ class PolicyRule(models.Model):
                 | (Q(user__isnull=False) & ~Q(source=PRODUCT_DEFAULT)),
                 name="policy_rule_default_source",
             ),
-            models.CheckConstraint(condition=Q(effect__in=EFFECTS), name="policy_rule_effect_valid"),
-            models.CheckConstraint(condition=Q(source__in=SOURCES), name="policy_rule_source_valid"),
-            models.CheckConstraint(condition=Q(scope_kind__in=SCOPE_KINDS), name="policy_rule_scope_kind_valid"),
+            models.CheckConstraint(
+                condition=Q(effect__in=EFFECTS), name="policy_rule_effect_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(source__in=SOURCES), name="policy_rule_source_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(scope_kind__in=SCOPE_KINDS), name="policy_rule_scope_kind_valid"
+            ),
             models.CheckConstraint(
                 condition=Q(requested_by__isnull=True) | Q(requested_by__in=REQUESTERS),
                 name="policy_rule_requested_by_valid",
@@ -95,7 +133,9 @@ class PolicyRule(models.Model):
                 condition=Q(valid_until__isnull=True) | Q(valid_until__gt=models.F("valid_from")),
                 name="policy_rule_window_not_empty",
             ),
-            models.CheckConstraint(condition=Q(version__gte=1), name="policy_rule_version_positive"),
+            models.CheckConstraint(
+                condition=Q(version__gte=1), name="policy_rule_version_positive"
+            ),
         ]
         indexes = [
             # The decision query: user first (the sharding key), then capability.
@@ -135,7 +175,12 @@ class UserPolicyVersion(models.Model):
     """D7: the user's policy version; bumped under a row lock in the transaction that creates
     or revokes one of the user's rules. A user without a row is at 0."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, primary_key=True, on_delete=models.CASCADE, related_name="policy_version")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        primary_key=True,
+        on_delete=models.CASCADE,
+        related_name="policy_version",
+    )
     version = models.PositiveBigIntegerField(default=0)
 
     def __str__(self) -> str:
@@ -149,7 +194,9 @@ class DefaultsPolicyVersion(models.Model):
     version = models.PositiveBigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.CheckConstraint(condition=Q(id=1), name="policy_defaults_version_singleton")]
+        constraints = [
+            models.CheckConstraint(condition=Q(id=1), name="policy_defaults_version_singleton")
+        ]
 
     def __str__(self) -> str:
         return f"defaults v{self.version}"
@@ -163,8 +210,17 @@ class DecisionLog(models.Model):
     (the database clock unless the context named `now`)."""
 
     ALLOWED_FIELDS = (
-        "id", "user", "capability", "requested_by", "effect", "reason", "rule_ids",
-        "defaults_version", "user_version", "scope_ids", "decided_at",
+        "id",
+        "user",
+        "capability",
+        "requested_by",
+        "effect",
+        "reason",
+        "rule_ids",
+        "defaults_version",
+        "user_version",
+        "scope_ids",
+        "decided_at",
     )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -202,9 +258,15 @@ class PolicyAnswer(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     decision = models.OneToOneField(DecisionLog, on_delete=models.CASCADE, related_name="answer")
     answer = models.CharField(max_length=5, choices=_choices(("allow", "deny")))
-    remember = models.CharField(max_length=12, choices=_choices(("once", "scene", "conversation", "character", "global")))
-    rule = models.ForeignKey(PolicyRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    media_job = models.ForeignKey("MediaJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    remember = models.CharField(
+        max_length=12, choices=_choices(("once", "scene", "conversation", "character", "global"))
+    )
+    rule = models.ForeignKey(
+        PolicyRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    media_job = models.ForeignKey(
+        "MediaJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     answered_at = models.DateTimeField()
 
     def __str__(self) -> str:
@@ -217,12 +279,24 @@ class MediaJob(models.Model):
     `start` can decide for the same user, character, conversation and scene."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="media_jobs")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="media_jobs"
+    )
     idempotency_key = models.CharField(max_length=255)
-    capability = models.ForeignKey(Capability, on_delete=models.PROTECT, related_name="+", db_column="capability")
+    capability = models.ForeignKey(
+        Capability, on_delete=models.PROTECT, related_name="+", db_column="capability"
+    )
     requested_by = models.CharField(max_length=10, choices=_choices(REQUESTERS))
-    character = models.ForeignKey("conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    conversation = models.ForeignKey("conversations.Conversation", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    character = models.ForeignKey(
+        "conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    conversation = models.ForeignKey(
+        "conversations.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
     scene = models.CharField(max_length=100, null=True, blank=True)
     status = models.CharField(max_length=20, choices=_choices(JOB_STATUSES))
     reason = models.CharField(max_length=40, blank=True, default="")
@@ -245,8 +319,12 @@ class MediaJob(models.Model):
     class Meta:
         ordering = ["-created_at", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["user", "idempotency_key"], name="media_job_idempotency_key_unique"),
-            models.CheckConstraint(condition=Q(status__in=JOB_STATUSES), name="media_job_status_valid"),
+            models.UniqueConstraint(
+                fields=["user", "idempotency_key"], name="media_job_idempotency_key_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=JOB_STATUSES), name="media_job_status_valid"
+            ),
             models.CheckConstraint(
                 condition=Q(scene__isnull=True) | Q(conversation__isnull=False),
                 name="media_job_scene_needs_conversation",
@@ -263,11 +341,17 @@ class MediaJob(models.Model):
 
     @property
     def decision(self) -> Decision:
-        return Decision(effect=self.decision_effect, reason=self.decision_reason, rule_ids=tuple(self.decision_rule_ids))
+        return Decision(
+            effect=self.decision_effect,
+            reason=self.decision_reason,
+            rule_ids=tuple(self.decision_rule_ids),
+        )
 
     @property
     def policy_version_at_admission(self) -> PolicyVersion:
-        return PolicyVersion(defaults=self.admission_defaults_version, user=self.admission_user_version)
+        return PolicyVersion(
+            defaults=self.admission_defaults_version, user=self.admission_user_version
+        )
 
     @property
     def policy_version_at_start(self) -> PolicyVersion | None:

@@ -53,7 +53,9 @@ def capability_by_name(name, *, field: str = "capability") -> Capability:
     return capability
 
 
-def capabilities_by_name(names: Iterable[str], *, field: str = "capabilities") -> dict[str, Capability]:
+def capabilities_by_name(
+    names: Iterable[str], *, field: str = "capabilities"
+) -> dict[str, Capability]:
     wanted = list(dict.fromkeys(names))
     if catalog.active():
         known = catalog_capabilities()
@@ -76,7 +78,9 @@ def policy_version_of(user) -> PolicyVersion:
         .first()
     )
     if row is None:  # the seeded row is gone (a flushed test database): read the user's alone
-        value = UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first()
+        value = (
+            UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first()
+        )
         return PolicyVersion(defaults=0, user=value or 0)
     return PolicyVersion(defaults=row["version"], user=row["user_version"] or 0)
 
@@ -90,19 +94,24 @@ class ProductDefaults:
     # (capability, created_at, id) — the model's order — with the rule's character id.
     rules: tuple[tuple[tuple, int | None, Rule], ...]
 
-    def candidates(self, capabilities: Iterable[str], *, character_id=None,
-                   now: datetime | None = None) -> list[tuple[tuple, Rule]]:
+    def candidates(
+        self, capabilities: Iterable[str], *, character_id=None, now: datetime | None = None
+    ) -> list[tuple[tuple, Rule]]:
         """What `rules_for_decision`'s query selects among the defaults, in Python."""
         wanted = set(capabilities)
         out = []
         for order, rule_character, rule in self.rules:
             if rule.capability not in wanted:
                 continue
-            if rule.scope.kind != "global" and (character_id is None or rule_character != character_id):
+            if rule.scope.kind != "global" and (
+                character_id is None or rule_character != character_id
+            ):
                 continue
-            if now is not None and not (rule.valid_from <= now
-                                        and (rule.valid_until is None or rule.valid_until > now)
-                                        and (rule.revoked_at is None or rule.revoked_at > now)):
+            if now is not None and not (
+                rule.valid_from <= now
+                and (rule.valid_until is None or rule.valid_until > now)
+                and (rule.revoked_at is None or rule.revoked_at > now)
+            ):
                 continue
             out.append((order, rule))
         return out
@@ -112,25 +121,39 @@ class ProductDefaults:
 def product_defaults() -> ProductDefaults:
     """The product defaults and their version, cached per process while the catalog version
     holds (config.catalog); two queries when cold."""
-    version = DefaultsPolicyVersion.objects.filter(pk=1).values_list("version", flat=True).first() or 0
+    version = (
+        DefaultsPolicyVersion.objects.filter(pk=1).values_list("version", flat=True).first() or 0
+    )
     rows = PolicyRule.objects.filter(user__isnull=True).select_related("character")
-    return ProductDefaults(version, tuple(
-        ((r.capability_id, r.created_at, r.pk), r.character_id, r.to_domain()) for r in rows
-    ))
+    return ProductDefaults(
+        version,
+        tuple(((r.capability_id, r.created_at, r.pk), r.character_id, r.to_domain()) for r in rows),
+    )
 
 
 def user_policy_version(user) -> int:
     """D7: the user's own version (0 without a row); one query."""
-    return UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first() or 0
+    return (
+        UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first() or 0
+    )
 
 
 def _rules_of_user_and_defaults(user) -> QuerySet[PolicyRule]:
-    return PolicyRule.objects.filter(Q(user=user) | Q(user__isnull=True)).select_related("user", "character")
+    return PolicyRule.objects.filter(Q(user=user) | Q(user__isnull=True)).select_related(
+        "user", "character"
+    )
 
 
-def rules_for_decision(*, user, capabilities: Iterable[str], character_id=None, conversation_id=None,
-                       scene: str | None = None, now: datetime | None = None,
-                       defaults: ProductDefaults | None = None) -> list[Rule]:
+def rules_for_decision(
+    *,
+    user,
+    capabilities: Iterable[str],
+    character_id=None,
+    conversation_id=None,
+    scene: str | None = None,
+    now: datetime | None = None,
+    defaults: ProductDefaults | None = None,
+) -> list[Rule]:
     """The rules that may be D1 candidates, in one query whatever the number of rules or
     capabilities: the user's and the product defaults, for these capabilities, whose scope can
     match the context and (when `now` is given) that are in force at `now`. The engine applies
@@ -143,7 +166,8 @@ def rules_for_decision(*, user, capabilities: Iterable[str], character_id=None, 
     else:
         rules = PolicyRule.objects.filter(user=user).select_related("user", "character")
     rules = rules.filter(capability_id__in=capabilities).filter(
-        _scope_filter(character_id, conversation_id, scene))
+        _scope_filter(character_id, conversation_id, scene)
+    )
     if now is not None:
         rules = rules.filter(
             Q(valid_from__lte=now),
@@ -152,8 +176,13 @@ def rules_for_decision(*, user, capabilities: Iterable[str], character_id=None, 
         )
     if defaults is None:
         return [rule.to_domain() for rule in rules]
-    return merged_rules([((r.capability_id, r.created_at, r.pk), r.to_domain()) for r in rules],
-                        defaults, capabilities, character_id=character_id, now=now)
+    return merged_rules(
+        [((r.capability_id, r.created_at, r.pk), r.to_domain()) for r in rules],
+        defaults,
+        capabilities,
+        character_id=character_id,
+        now=now,
+    )
 
 
 def _scope_filter(character_id, conversation_id, scene) -> Q:
@@ -167,34 +196,53 @@ def _scope_filter(character_id, conversation_id, scene) -> Q:
     return scope
 
 
-def user_rules_for_context(*, user, capabilities: Iterable[str], character_id,
-                           conversation_id) -> list[PolicyRule]:
+def user_rules_for_context(
+    *, user, capabilities: Iterable[str], character_id, conversation_id
+) -> list[PolicyRule]:
     """The user's own rules for these capabilities whose scope can match a context of this
     character and conversation (any scene of it), in force or not (D1 decides that)."""
     scope = Q(scope_kind="global") | Q(scope_kind="character", character_id=character_id)
     scope |= Q(scope_kind__in=("conversation", "scene"), conversation_id=conversation_id)
-    return list(PolicyRule.objects.filter(user=user, capability_id__in=list(capabilities))
-                .filter(scope).select_related("user", "character"))
+    return list(
+        PolicyRule.objects.filter(user=user, capability_id__in=list(capabilities))
+        .filter(scope)
+        .select_related("user", "character")
+    )
 
 
-def merged_rules(user_rules: list[tuple[tuple, Rule]], defaults: ProductDefaults,
-                 capabilities: Iterable[str], *, character_id=None,
-                 now: datetime | None = None) -> list[Rule]:
+def merged_rules(
+    user_rules: list[tuple[tuple, Rule]],
+    defaults: ProductDefaults,
+    capabilities: Iterable[str],
+    *,
+    character_id=None,
+    now: datetime | None = None,
+) -> list[Rule]:
     """The user's rules (each with its place in the model's order) and the product defaults'
     candidates, in the model's order (capability, created_at, id)."""
-    merged = list(user_rules) + defaults.candidates(capabilities, character_id=character_id,
-                                                    now=now)
+    merged = list(user_rules) + defaults.candidates(
+        capabilities, character_id=character_id, now=now
+    )
     merged.sort(key=lambda pair: pair[0])
     return [rule for _, rule in merged]
 
 
-def rules_for_explain(*, user, capability: str, defaults: ProductDefaults | None = None) -> list[Rule]:
+def rules_for_explain(
+    *, user, capability: str, defaults: ProductDefaults | None = None
+) -> list[Rule]:
     """Every rule of the user and every product default for one capability: explain tells why
     each was or was not a candidate. With `defaults`, those come from the cache."""
     if defaults is None:
-        return [rule.to_domain() for rule in _rules_of_user_and_defaults(user).filter(capability_id=capability)]
-    merged = [((r.capability_id, r.created_at, r.pk), r.to_domain())
-              for r in PolicyRule.objects.filter(user=user, capability_id=capability).select_related("user", "character")]
+        return [
+            rule.to_domain()
+            for rule in _rules_of_user_and_defaults(user).filter(capability_id=capability)
+        ]
+    merged = [
+        ((r.capability_id, r.created_at, r.pk), r.to_domain())
+        for r in PolicyRule.objects.filter(user=user, capability_id=capability).select_related(
+            "user", "character"
+        )
+    ]
     merged += [(order, rule) for order, _, rule in defaults.rules if rule.capability == capability]
     merged.sort(key=lambda pair: pair[0])
     return [rule for _, rule in merged]
@@ -202,7 +250,11 @@ def rules_for_explain(*, user, capability: str, defaults: ProductDefaults | None
 
 def rule_list(*, user=None, capability: str | None = None) -> QuerySet[PolicyRule]:
     """A user's rules, or the product defaults when `user` is None."""
-    rules = PolicyRule.objects.filter(user=user) if user is not None else PolicyRule.objects.filter(user__isnull=True)
+    rules = (
+        PolicyRule.objects.filter(user=user)
+        if user is not None
+        else PolicyRule.objects.filter(user__isnull=True)
+    )
     if capability:
         rules = rules.filter(capability_id=capability)
     return rules.select_related("user", "character").order_by("capability_id", "created_at", "id")
@@ -217,7 +269,9 @@ def as_uuid(value) -> uuid.UUID | None:
 
 def rule_by_id(rule_id) -> PolicyRule:
     pk = as_uuid(rule_id)
-    rule = PolicyRule.objects.select_related("user", "character").filter(pk=pk).first() if pk else None
+    rule = (
+        PolicyRule.objects.select_related("user", "character").filter(pk=pk).first() if pk else None
+    )
     if rule is None:
         raise NotFound("No such rule.")
     return rule
@@ -253,7 +307,9 @@ def rule_check_of_user(user, *, now: datetime) -> RuleCheck:
     the user's conversations (so a character rule is known to cover them)."""
     rules = [rule.to_domain() for rule in _rules_of_user_and_defaults(user)]
     conversations = Conversation.objects.filter(user=user).values_list("pk", "character__slug")
-    return check_rules(rules, now=now, conversation_characters={str(pk): slug for pk, slug in conversations})
+    return check_rules(
+        rules, now=now, conversation_characters={str(pk): slug for pk, slug in conversations}
+    )
 
 
 @dataclass(frozen=True)
@@ -271,15 +327,25 @@ class BoundaryOverview:
     rules: dict[str, Rule]  # the pure core's rules by id, own and defaults
     check: RuleCheck
 
-    def decide(self, capability: str, requested_by: str, *, user: str,
-               character: str | None = None, conversation: str | None = None,
-               scene: str | None = None) -> Decision:
+    def decide(
+        self,
+        capability: str,
+        requested_by: str,
+        *,
+        user: str,
+        character: str | None = None,
+        conversation: str | None = None,
+        scene: str | None = None,
+    ) -> Decision:
         """The engine's decision for that place, exactly as the runtime would get it there."""
-        context = PolicyContext(user=user, now=self.now, character=character,
-                                conversation=conversation, scene=scene)
+        context = PolicyContext(
+            user=user, now=self.now, character=character, conversation=conversation, scene=scene
+        )
         return decide(DecisionRequest(capability, requested_by), list(self.rules.values()), context)
 
-    def narrower_places(self, capability: str, conversations: Iterable[str]) -> list[tuple[str, str | None]]:
+    def narrower_places(
+        self, capability: str, conversations: Iterable[str]
+    ) -> list[tuple[str, str | None]]:
         """The places narrower than a character where one of the user's live choices for
         `capability` exists, among `conversations` (ids): `(conversation, None)` for a choice
         made for the conversation, `(conversation, scene)` for one made for a scene in it. The
@@ -289,8 +355,13 @@ class BoundaryOverview:
         places: set[tuple[str, str | None]] = set()
         for rule in self.rules.values():
             scope = rule.scope
-            if (rule.capability != capability or rule.is_default or scope.kind not in ("conversation", "scene")
-                    or scope.conversation not in wanted or rule.lapse(self.now) is not None):
+            if (
+                rule.capability != capability
+                or rule.is_default
+                or scope.kind not in ("conversation", "scene")
+                or scope.conversation not in wanted
+                or rule.lapse(self.now) is not None
+            ):
                 continue
             places.add((scope.conversation, scope.scene if scope.kind == "scene" else None))
         return sorted(places, key=lambda place: (place[0], place[1] is not None, place[1] or ""))
@@ -300,8 +371,9 @@ def boundary_overview(user, *, now: datetime) -> BoundaryOverview:
     own = list(rule_list(user=user))
     defaults = list(rule_list())
     rules = {r.id: r for r in (rule.to_domain() for rule in own + defaults)}
-    return BoundaryOverview(now, list(capability_list()), own, defaults, rules,
-                            rule_check_of_user(user, now=now))
+    return BoundaryOverview(
+        now, list(capability_list()), own, defaults, rules, rule_check_of_user(user, now=now)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,8 +385,12 @@ class Places:
     the user knows (from conversations or earlier choices), one of the user's conversations,
     or a scene in one (a scene its turns were in, or one an earlier choice names)."""
 
-    def __init__(self, conversations: list[Conversation], rules: list[PolicyRule],
-                 scenes: Iterable[tuple[str, str]] = ()):
+    def __init__(
+        self,
+        conversations: list[Conversation],
+        rules: list[PolicyRule],
+        scenes: Iterable[tuple[str, str]] = (),
+    ):
         self.conversations = {str(c.pk): c for c in conversations}
         characters: dict[str, Character] = {c.character.slug: c.character for c in conversations}
         named = []
@@ -325,7 +401,9 @@ class Places:
                 named.append((str(rule.conversation_id), rule.scene))
         self.characters = sorted(characters.values(), key=lambda c: (c.name.casefold(), c.slug))
         # (conversation id, scene) of the user's own conversations, each once.
-        self.scenes = [place for place in dict.fromkeys([*scenes, *named]) if place[0] in self.conversations]
+        self.scenes = [
+            place for place in dict.fromkeys([*scenes, *named]) if place[0] in self.conversations
+        ]
 
     def conversation_title(self, conversation_id: str | None) -> str:
         """A conversation as people name it: its title, or when it started."""
@@ -368,16 +446,28 @@ class Places:
             out += [(f"character:{c.slug}", f"with {c.name}") for c in self.characters]
             for pk in self.conversations:
                 out.append((f"conversation:{pk}", f"only in {self.conversation_words(pk)}"))
-                out += [(f"scene:{pk}:{scene}", f"only in the “{scene}” scene of {self.conversation_words(pk)}")
-                        for conversation, scene in self.scenes if conversation == pk]
+                out += [
+                    (
+                        f"scene:{pk}:{scene}",
+                        f"only in the “{scene}” scene of {self.conversation_words(pk)}",
+                    )
+                    for conversation, scene in self.scenes
+                    if conversation == pk
+                ]
             return out
         out = [(f"character:{character.slug}", f"with {character.name}"), ("global", "everywhere")]
         for pk, c in self.conversations.items():  # the character's section: no "with …"
             if c.character_id != character.pk:
                 continue
             out.append((f"conversation:{pk}", f"only in {self.conversation_title(pk)}"))
-            out += [(f"scene:{pk}:{scene}", f"only in the “{scene}” scene of {self.conversation_title(pk)}")
-                    for conversation, scene in self.scenes if conversation == pk]
+            out += [
+                (
+                    f"scene:{pk}:{scene}",
+                    f"only in the “{scene}” scene of {self.conversation_title(pk)}",
+                )
+                for conversation, scene in self.scenes
+                if conversation == pk
+            ]
         return out
 
     def context_of(self, where: str) -> dict:
@@ -387,7 +477,10 @@ class Places:
             return {"character": ref}
         conversation, _, scene = ref.partition(":")
         if kind in ("conversation", "scene") and conversation in self.conversations:
-            context = {"character": self.conversations[conversation].character.slug, "conversation": conversation}
+            context = {
+                "character": self.conversations[conversation].character.slug,
+                "conversation": conversation,
+            }
             return {**context, "scene": scene} if kind == "scene" else context
         return {}
 

@@ -34,7 +34,11 @@ def _choice_field_class(name: str, choices) -> type[serializers.ChoiceField]:
     also enum names in the memory API with other values, and the schema must not mix them
     (until ENUM_NAME_OVERRIDES names each set)."""
     pattern = "^(" + "|".join(re.escape(choice) for choice in choices) + ")$"
-    schema = {"type": "string", "pattern": pattern, "description": "One of: " + ", ".join(choices) + "."}
+    schema = {
+        "type": "string",
+        "pattern": pattern,
+        "description": "One of: " + ", ".join(choices) + ".",
+    }
     return extend_schema_field(schema)(type(name, (serializers.ChoiceField,), {}))
 
 
@@ -99,9 +103,15 @@ class DecisionOutput(_DropAbsent):
     reason = serializers.CharField(source="decision.reason")
     rule_ids = serializers.ListField(child=serializers.UUIDField(), source="decision.rule_ids")
     policy_version = PolicyVersionOutput()
-    question = serializers.CharField(required=False, help_text="The capability's question; only for ask.")
-    explain = RuleExplanationOutput(many=True, required=False, source="explanation.rules",
-                                    help_text="Why each rule was or was not a candidate; only when asked.")
+    question = serializers.CharField(
+        required=False, help_text="The capability's question; only for ask."
+    )
+    explain = RuleExplanationOutput(
+        many=True,
+        required=False,
+        source="explanation.rules",
+        help_text="Why each rule was or was not a candidate; only when asked.",
+    )
 
     def to_representation(self, outcome):
         data = super().to_representation(outcome)
@@ -138,8 +148,12 @@ class RuleScopeOutput(serializers.Serializer):
 
 
 class RuleCreateInput(StrictSerializer):
-    user = CleanCharField(max_length=150, required=False, allow_null=True,
-                          help_text="The user's ref; absent or null makes a product default.")
+    user = CleanCharField(
+        max_length=150,
+        required=False,
+        allow_null=True,
+        help_text="The user's ref; absent or null makes a product default.",
+    )
     capability = CleanCharField(max_length=100)
     effect = serializers.ChoiceField(choices=EFFECTS)
     source = serializers.ChoiceField(choices=SOURCES)
@@ -148,12 +162,14 @@ class RuleCreateInput(StrictSerializer):
     valid_from = serializers.DateTimeField(required=False, allow_null=True)
     valid_until = serializers.DateTimeField(required=False, allow_null=True)
     replace = serializers.BooleanField(
-        required=False, default=False,
+        required=False,
+        default=False,
         help_text="SPEC D11: the user's choice replaces its place. True revokes, in the same "
         "transaction, every live `explicit-user` rule of this user at the same capability and exact "
         "scope (kind and ids), whatever its `requested_by`, and creates this one; rules at other "
         "places, product defaults and `confirmed-inference` rules are untouched. False (the "
-        "default) adds the rule beside them.")
+        "default) adds the rule beside them.",
+    )
 
 
 class RuleOutput(serializers.Serializer):
@@ -179,10 +195,16 @@ class RuleOutput(serializers.Serializer):
 class RuleListQueryInput(serializers.Serializer):
     """`GET /policy/rules?user=&capability=` (limit and offset are the pagination's)."""
 
-    user = CleanCharField(max_length=150, required=False,
-                          help_text="The user whose rules to list; without it, the product defaults.")
-    capability = CleanCharField(max_length=100, required=False,
-                                help_text="Only the rules of this capability (such as `tone.playful`).")
+    user = CleanCharField(
+        max_length=150,
+        required=False,
+        help_text="The user whose rules to list; without it, the product defaults.",
+    )
+    capability = CleanCharField(
+        max_length=100,
+        required=False,
+        help_text="Only the rules of this capability (such as `tone.playful`).",
+    )
 
 
 class RuleRevokeInput(StrictSerializer):
@@ -208,8 +230,11 @@ class MediaJobDecisionOutput(serializers.Serializer):
     reason = serializers.CharField(source="decision_reason")
     rule_ids = serializers.ListField(child=serializers.UUIDField(), source="decision_rule_ids")
     policy_version = PolicyVersionOutput(source="policy_version_at_admission")
-    question = serializers.CharField(required=False, source="capability.question",
-                                     help_text="The capability's question; only for ask.")
+    question = serializers.CharField(
+        required=False,
+        source="capability.question",
+        help_text="The capability's question; only for ask.",
+    )
 
     def to_representation(self, job):
         data = super().to_representation(job)

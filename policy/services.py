@@ -150,14 +150,29 @@ def _bump(row: UserPolicyVersion | DefaultsPolicyVersion, *, user, rules, at) ->
     `policy.changed` event (the version and the rules it touched) in the same transaction."""
     row.version += 1
     row.save(update_fields=["version"])
-    outbox.record([outbox.policy_changed(user.username if user is not None else None,
-                                         policy_version=row.version, rules=rules, at=at)])
+    outbox.record(
+        [
+            outbox.policy_changed(
+                user.username if user is not None else None,
+                policy_version=row.version,
+                rules=rules,
+                at=at,
+            )
+        ]
+    )
     return row.version
 
 
-def decide_and_log(*, user, context: PolicyContext, character_id, conversation_id,
-                    capabilities: Sequence[Capability], requested_by: str,
-                    explain: bool = False) -> list[DecisionOutcome]:
+def decide_and_log(
+    *,
+    user,
+    context: PolicyContext,
+    character_id,
+    conversation_id,
+    capabilities: Sequence[Capability],
+    requested_by: str,
+    explain: bool = False,
+) -> list[DecisionOutcome]:
     """D1–D7 and D10 for one or more capabilities in a constant number of queries: the policy
     version, the rules, one insert into the decision log.
 
@@ -173,12 +188,20 @@ def decide_and_log(*, user, context: PolicyContext, character_id, conversation_i
     else:
         version = policy_version_of(user)
     if explain:
-        rules = [r for c in capabilities
-                 for r in rules_for_explain(user=user, capability=c.name, defaults=defaults)]
+        rules = [
+            r
+            for c in capabilities
+            for r in rules_for_explain(user=user, capability=c.name, defaults=defaults)
+        ]
     else:
         rules = rules_for_decision(
-            user=user, capabilities=[c.name for c in capabilities], character_id=character_id,
-            conversation_id=conversation_id, scene=context.scene, now=context.now, defaults=defaults,
+            user=user,
+            capabilities=[c.name for c in capabilities],
+            character_id=character_id,
+            conversation_id=conversation_id,
+            scene=context.scene,
+            now=context.now,
+            defaults=defaults,
         )
     outcomes: list[DecisionOutcome] = []
     rows: list[DecisionLog] = []
@@ -187,31 +210,62 @@ def decide_and_log(*, user, context: PolicyContext, character_id, conversation_i
         explanation = engine.explain(request, rules, context) if explain else None
         decision = explanation.decision if explanation else engine.decide(request, rules, context)
         row = DecisionLog(
-            user=user, capability=capability.name, requested_by=requested_by,
-            effect=decision.effect, reason=decision.reason, rule_ids=list(decision.rule_ids),
-            defaults_version=version.defaults, user_version=version.user,
-            scope_ids=list(context.scope_ids), decided_at=context.now,
+            user=user,
+            capability=capability.name,
+            requested_by=requested_by,
+            effect=decision.effect,
+            reason=decision.reason,
+            rule_ids=list(decision.rule_ids),
+            defaults_version=version.defaults,
+            user_version=version.user,
+            scope_ids=list(context.scope_ids),
+            decided_at=context.now,
         )
         rows.append(row)
-        outcomes.append(DecisionOutcome(
-            decision_id=str(row.pk), capability=capability.name, decision=decision,
-            policy_version=version, question=capability.question, explanation=explanation,
-        ))
-        log_decision(decision_id=row.pk, capability=capability.name, requested_by=requested_by,
-                     decision=decision, rules_loaded=len(rules),
-                     version=(version.defaults, version.user))
+        outcomes.append(
+            DecisionOutcome(
+                decision_id=str(row.pk),
+                capability=capability.name,
+                decision=decision,
+                policy_version=version,
+                question=capability.question,
+                explanation=explanation,
+            )
+        )
+        log_decision(
+            decision_id=row.pk,
+            capability=capability.name,
+            requested_by=requested_by,
+            decision=decision,
+            rules_loaded=len(rules),
+            version=(version.defaults, version.user),
+        )
     DecisionLog.objects.bulk_create(rows)
     return outcomes
 
 
-def log_decision(*, decision_id, capability: str, requested_by: str, decision,
-                 rules_loaded: int, version: tuple[int, int]) -> None:
+def log_decision(
+    *,
+    decision_id,
+    capability: str,
+    requested_by: str,
+    decision,
+    rules_loaded: int,
+    version: tuple[int, int],
+) -> None:
     """SPEC §12, D10: one line of ids, codes and versions per decision; never text."""
     log.info(
         "policy_decision decision=%s capability=%s requested_by=%s effect=%s reason=%s "
         "rule_ids=%s rules_loaded=%d policy_version=%d/%d",
-        decision_id, capability, requested_by, decision.effect, decision.reason,
-        ",".join(decision.rule_ids) or "-", rules_loaded, version[0], version[1],
+        decision_id,
+        capability,
+        requested_by,
+        decision.effect,
+        decision.reason,
+        ",".join(decision.rule_ids) or "-",
+        rules_loaded,
+        version[0],
+        version[1],
     )
     metrics.decision_made(decision.effect, decision.reason)
 
@@ -220,23 +274,28 @@ def log_decision(*, decision_id, capability: str, requested_by: str, decision,
 # Decisions
 
 
-def decision_make(*, context: LoadedContext, capability: str, requested_by: str,
-                  explain: bool = False) -> DecisionOutcome:
+def decision_make(
+    *, context: LoadedContext, capability: str, requested_by: str, explain: bool = False
+) -> DecisionOutcome:
     """D1–D7, logged (D10). With `explain`, every rule of the user and every product default
     for the capability is loaded and explained; the decision is the same."""
     require_choice(requested_by, REQUESTERS, field="requested_by")
     found = capability_by_name(capability)
     with transaction.atomic():
         return decide_and_log(
-            user=context.user, context=policy_context(context),
+            user=context.user,
+            context=policy_context(context),
             character_id=context.character.pk if context.character else None,
             conversation_id=context.conversation.pk if context.conversation else None,
-            capabilities=[found], requested_by=requested_by, explain=explain,
+            capabilities=[found],
+            requested_by=requested_by,
+            explain=explain,
         )[0]
 
 
-def decisions_make(*, context: LoadedContext, capabilities: Sequence[str],
-                   requested_by: str = "assistant") -> list[DecisionOutcome]:
+def decisions_make(
+    *, context: LoadedContext, capabilities: Sequence[str], requested_by: str = "assistant"
+) -> list[DecisionOutcome]:
     """D1–D7 for several capabilities at once (the prompt plan's `policy`), in the same number
     of queries as one: one version read, one rule query, one insert into the log."""
     require_choice(requested_by, REQUESTERS, field="requested_by")
@@ -245,7 +304,8 @@ def decisions_make(*, context: LoadedContext, capabilities: Sequence[str],
         return []
     with transaction.atomic():
         return decide_and_log(
-            user=context.user, context=policy_context(context),
+            user=context.user,
+            context=policy_context(context),
             character_id=context.character.pk if context.character else None,
             conversation_id=context.conversation.pk if context.conversation else None,
             capabilities=[found[name] for name in dict.fromkeys(capabilities)],
@@ -264,9 +324,15 @@ def _scope_rows(*, user, scope: Mapping) -> dict:
     kind = scope.get("kind")
     require_choice(kind, SCOPE_KINDS, field="scope.kind")
     if user is None and kind not in DEFAULT_SCOPE_KINDS:
-        raise ValidationError("A product default has a global or character scope.", field="scope.kind")
-    needed = {"global": set(), "character": {"character"}, "conversation": {"conversation"},
-              "scene": {"conversation", "scene"}}[kind]
+        raise ValidationError(
+            "A product default has a global or character scope.", field="scope.kind"
+        )
+    needed = {
+        "global": set(),
+        "character": {"character"},
+        "conversation": {"conversation"},
+        "scene": {"conversation", "scene"},
+    }[kind]
     for name in ("character", "conversation", "scene"):
         if name in needed and not scope.get(name):
             raise ValidationError(f"Required for a {kind} scope.", field=f"scope.{name}")
@@ -276,7 +342,9 @@ def _scope_rows(*, user, scope: Mapping) -> dict:
     if kind == "character":
         rows["character"] = character_by_slug(scope["character"], field="scope.character")
     if kind in ("conversation", "scene"):
-        rows["conversation"] = conversation_of_user(user, scope["conversation"], field="scope.conversation")
+        rows["conversation"] = conversation_of_user(
+            user, scope["conversation"], field="scope.conversation"
+        )
     if kind == "scene":
         scene = scope["scene"]
         if not isinstance(scene, str) or len(scene) > 100 or "\x00" in scene:
@@ -285,21 +353,49 @@ def _scope_rows(*, user, scope: Mapping) -> dict:
     return rows
 
 
-def _insert_rule(*, user, capability: Capability, effect: str, source: str, scope_rows: dict,
-                 requested_by: str | None, valid_from: datetime, valid_until: datetime | None,
-                 now: datetime, version: int = 1, supersedes: PolicyRule | None = None) -> PolicyRule:
+def _insert_rule(
+    *,
+    user,
+    capability: Capability,
+    effect: str,
+    source: str,
+    scope_rows: dict,
+    requested_by: str | None,
+    valid_from: datetime,
+    valid_until: datetime | None,
+    now: datetime,
+    version: int = 1,
+    supersedes: PolicyRule | None = None,
+) -> PolicyRule:
     if valid_until is not None and valid_until <= valid_from:
         raise ValidationError("Must be later than valid_from.", field="valid_until")
     return PolicyRule.objects.create(
-        user=user, capability=capability, effect=effect, source=source, requested_by=requested_by,
-        valid_from=valid_from, valid_until=valid_until, version=version, supersedes=supersedes,
-        created_at=now, **scope_rows,
+        user=user,
+        capability=capability,
+        effect=effect,
+        source=source,
+        requested_by=requested_by,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        version=version,
+        supersedes=supersedes,
+        created_at=now,
+        **scope_rows,
     )
 
 
-def rule_create(*, user: User | None, capability: str, effect: str, source: str, scope: Mapping,
-                requested_by: str | None = None, valid_from: datetime | None = None,
-                valid_until: datetime | None = None, replace: bool = False) -> PolicyRule:
+def rule_create(
+    *,
+    user: User | None,
+    capability: str,
+    effect: str,
+    source: str,
+    scope: Mapping,
+    requested_by: str | None = None,
+    valid_from: datetime | None = None,
+    valid_until: datetime | None = None,
+    replace: bool = False,
+) -> PolicyRule:
     """A new rule, version 1 (SPEC §6), and D7's version bump in the same transaction. `user`
     None makes a product default: global or character scope, source `product-default` (and
     only a product default has that source). `valid_from` defaults to the database clock.
@@ -310,8 +406,15 @@ def rule_create(*, user: User | None, capability: str, effect: str, source: str,
     added beside them."""
     with transaction.atomic():
         return _rule_create_at(
-            now=None, user=user, capability=capability, effect=effect, source=source, scope=scope,
-            requested_by=requested_by, valid_from=valid_from, valid_until=valid_until,
+            now=None,
+            user=user,
+            capability=capability,
+            effect=effect,
+            source=source,
+            scope=scope,
+            requested_by=requested_by,
+            valid_from=valid_from,
+            valid_until=valid_until,
             replace=replace,
         )
 
@@ -321,18 +424,34 @@ def _live_at_place(*, user, capability: str, scope_rows: dict, now: datetime):
     a capability and an exact scope, whatever their `requested_by` — locked."""
     return list(
         PolicyRule.objects.select_for_update()
-        .filter(user=user, capability_id=capability, source=EXPLICIT_USER,
-                scope_kind=scope_rows["scope_kind"], character=scope_rows["character"],
-                conversation=scope_rows["conversation"], scene=scope_rows["scene"])
+        .filter(
+            user=user,
+            capability_id=capability,
+            source=EXPLICIT_USER,
+            scope_kind=scope_rows["scope_kind"],
+            character=scope_rows["character"],
+            conversation=scope_rows["conversation"],
+            scene=scope_rows["scene"],
+        )
         .filter(Q(revoked_at__isnull=True) | Q(revoked_at__gt=now))
         .filter(Q(valid_until__isnull=True) | Q(valid_until__gt=now))
         .order_by("created_at", "id")
     )
 
 
-def _rule_create_at(*, now: datetime | None, user, capability: str, effect: str, source: str,
-                    scope: Mapping, requested_by: str | None, valid_from: datetime | None,
-                    valid_until: datetime | None, replace: bool = False) -> PolicyRule:
+def _rule_create_at(
+    *,
+    now: datetime | None,
+    user,
+    capability: str,
+    effect: str,
+    source: str,
+    scope: Mapping,
+    requested_by: str | None,
+    valid_from: datetime | None,
+    valid_until: datetime | None,
+    replace: bool = False,
+) -> PolicyRule:
     """rule_create inside the caller's transaction, at the caller's clock reading if it has one
     (SPEC §0: one reading per transaction). With `replace` (D11), the user's live explicit
     choices at the place are revoked at that reading, and the new rule succeeds the newest of
@@ -343,7 +462,9 @@ def _rule_create_at(*, now: datetime | None, user, capability: str, effect: str,
     if user is None and source != PRODUCT_DEFAULT:
         raise ValidationError("A rule without a user is a product default.", field="source")
     if user is not None and source == PRODUCT_DEFAULT:
-        raise ValidationError("A user's rule cannot have the product-default source.", field="source")
+        raise ValidationError(
+            "A user's rule cannot have the product-default source.", field="source"
+        )
     found = capability_by_name(capability)
     scope_rows = _scope_rows(user=user, scope=scope)
     version_row = _lock_policy_version(user)
@@ -356,12 +477,21 @@ def _rule_create_at(*, now: datetime | None, user, capability: str, effect: str,
             old.save(update_fields=["revoked_at"])
     newest = replaced[-1] if replaced else None
     rule = _insert_rule(
-        user=user, capability=found, effect=effect, source=source, scope_rows=scope_rows,
-        requested_by=requested_by, valid_from=valid_from or now, valid_until=valid_until, now=now,
-        version=newest.version + 1 if newest else 1, supersedes=newest,
+        user=user,
+        capability=found,
+        effect=effect,
+        source=source,
+        scope_rows=scope_rows,
+        requested_by=requested_by,
+        valid_from=valid_from or now,
+        valid_until=valid_until,
+        now=now,
+        version=newest.version + 1 if newest else 1,
+        supersedes=newest,
     )
-    rule.policy_version_after = _bump(version_row, user=user, at=now,
-                                      rules=[rule.pk, *(old.pk for old in replaced)])
+    rule.policy_version_after = _bump(
+        version_row, user=user, at=now, rules=[rule.pk, *(old.pk for old in replaced)]
+    )
     rule.replaced = replaced
     return rule
 
@@ -390,14 +520,22 @@ def rule_revoke(*, rule_id, owner: User | None = None) -> PolicyRule:
             return rule
         rule.revoked_at = db_now()
         rule.save(update_fields=["revoked_at"])
-        rule.policy_version_after = _bump(version_row, user=rule.user, rules=[rule.pk],
-                                          at=rule.revoked_at)
+        rule.policy_version_after = _bump(
+            version_row, user=rule.user, rules=[rule.pk], at=rule.revoked_at
+        )
         return rule
 
 
-def rule_change(*, rule_id, owner: User | None = None, effect: str = KEEP, requested_by=KEEP,
-                valid_from: datetime | None = KEEP, valid_until: datetime | None = KEEP,
-                source: str = KEEP) -> PolicyRule:
+def rule_change(
+    *,
+    rule_id,
+    owner: User | None = None,
+    effect: str = KEEP,
+    requested_by=KEEP,
+    valid_from: datetime | None = KEEP,
+    valid_until: datetime | None = KEEP,
+    source: str = KEEP,
+) -> PolicyRule:
     """SPEC §6: rules are immutable, so a change revokes the rule and creates its successor
     (same user, capability and scope; `version + 1`) in one transaction with one version bump
     (D7). A successor without a new `valid_from` starts when its predecessor is revoked.
@@ -414,22 +552,33 @@ def rule_change(*, rule_id, owner: User | None = None, effect: str = KEEP, reque
             raise Conflict("This rule was revoked; change its successor instead.")
         new_source = rule.source if source is KEEP else source
         if (rule.user_id is None) != (new_source == PRODUCT_DEFAULT):
-            raise ValidationError("Only a product default has the product-default source.", field="source")
+            raise ValidationError(
+                "Only a product default has the product-default source.", field="source"
+            )
         now = db_now()
         rule.revoked_at = now
         rule.save(update_fields=["revoked_at"])
         successor = _insert_rule(
-            user=rule.user, capability=rule.capability, source=new_source,
+            user=rule.user,
+            capability=rule.capability,
+            source=new_source,
             effect=rule.effect if effect is KEEP else effect,
-            scope_rows={"scope_kind": rule.scope_kind, "character_id": rule.character_id,
-                        "conversation_id": rule.conversation_id, "scene": rule.scene},
+            scope_rows={
+                "scope_kind": rule.scope_kind,
+                "character_id": rule.character_id,
+                "conversation_id": rule.conversation_id,
+                "scene": rule.scene,
+            },
             requested_by=rule.requested_by if requested_by is KEEP else requested_by,
             valid_from=now if valid_from is KEEP or valid_from is None else valid_from,
             valid_until=rule.valid_until if valid_until is KEEP else valid_until,
-            now=now, version=rule.version + 1, supersedes=rule,
+            now=now,
+            version=rule.version + 1,
+            supersedes=rule,
         )
-        successor.policy_version_after = _bump(version_row, user=rule.user, at=now,
-                                               rules=[rule.pk, successor.pk])
+        successor.policy_version_after = _bump(
+            version_row, user=rule.user, at=now, rules=[rule.pk, successor.pk]
+        )
         return successor
 
 
@@ -504,12 +653,18 @@ def decision_answer(*, decision_id, answer: str, remember: str, media_job_id=Non
         previous = PolicyAnswer.objects.filter(decision=decision).first()
         if previous is not None:
             same = (previous.answer, previous.remember, previous.media_job_id) == (
-                answer, remember, job.pk if job else None)
+                answer,
+                remember,
+                job.pk if job else None,
+            )
             if not same:
                 raise Conflict("This decision was already answered differently.")
             return AnswerOutcome(
-                answer=previous, rule=previous.rule, media_job=previous.media_job,
-                policy_version=policy_version_of(decision.user_id), replayed=True,
+                answer=previous,
+                rule=previous.rule,
+                media_job=previous.media_job,
+                policy_version=policy_version_of(decision.user_id),
+                replayed=True,
             )
         scope = _answer_scope(remember, decision) if remember != "once" else None
         if job is not None:
@@ -520,17 +675,32 @@ def decision_answer(*, decision_id, answer: str, remember: str, media_job_id=Non
         rule = None
         if scope is not None:
             rule = _rule_create_at(
-                now=now, user=decision.user, capability=decision.capability, effect=answer,
-                source=EXPLICIT_USER, scope=scope, requested_by=decision.requested_by,
-                valid_from=None, valid_until=None, replace=True,  # D11
+                now=now,
+                user=decision.user,
+                capability=decision.capability,
+                effect=answer,
+                source=EXPLICIT_USER,
+                scope=scope,
+                requested_by=decision.requested_by,
+                valid_from=None,
+                valid_until=None,
+                replace=True,  # D11
             )
         saved = PolicyAnswer.objects.create(
-            user_id=decision.user_id, decision=decision, answer=answer, remember=remember,
-            rule=rule, media_job=job, answered_at=now,
+            user_id=decision.user_id,
+            decision=decision,
+            answer=answer,
+            remember=remember,
+            rule=rule,
+            media_job=job,
+            answered_at=now,
         )
         return AnswerOutcome(
-            answer=saved, rule=rule, media_job=job,
-            policy_version=policy_version_of(decision.user_id), replayed=False,
+            answer=saved,
+            rule=rule,
+            media_job=job,
+            policy_version=policy_version_of(decision.user_id),
+            replayed=False,
         )
 
 
@@ -549,14 +719,25 @@ def boundary_set(*, user, capability: str, effect: str, scope: dict) -> str:
     with transaction.atomic():
         now = db_now()
         same = [
-            rule for rule in rule_list(user=user, capability=capability)
-            if rule.source == EXPLICIT_USER and rule.scope.as_dict() == scope
+            rule
+            for rule in rule_list(user=user, capability=capability)
+            if rule.source == EXPLICIT_USER
+            and rule.scope.as_dict() == scope
             and (rule.revoked_at is None or rule.revoked_at > now)
             and (rule.valid_until is None or rule.valid_until > now)
         ]
         if len(same) == 1 and same[0].effect == effect and same[0].requested_by is None:
             return "unchanged"
-        _rule_create_at(now=now, user=user, capability=capability, effect=effect,
-                        source=EXPLICIT_USER, scope=scope, requested_by=None, valid_from=None,
-                        valid_until=None, replace=True)
+        _rule_create_at(
+            now=now,
+            user=user,
+            capability=capability,
+            effect=effect,
+            source=EXPLICIT_USER,
+            scope=scope,
+            requested_by=None,
+            valid_from=None,
+            valid_until=None,
+            replace=True,
+        )
         return "changed" if same else "created"

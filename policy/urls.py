@@ -11,7 +11,11 @@ api = [
     path("policy/answers", api.PolicyAnswerApi.as_view(), name="answers"),
     path("media-jobs", api.MediaJobAdmitApi.as_view(), name="media-jobs"),
     path("media-jobs/<uuid:job_id>/start", api.MediaJobStartApi.as_view(), name="media-job-start"),
-    path("media-jobs/<uuid:job_id>/complete", api.MediaJobCompleteApi.as_view(), name="media-job-complete"),
+    path(
+        "media-jobs/<uuid:job_id>/complete",
+        api.MediaJobCompleteApi.as_view(),
+        name="media-job-complete",
+    ),
 ]
 
 # The boundaries page, under /boundaries/ (namespace `policy`).

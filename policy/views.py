@@ -29,12 +29,21 @@ def _page(request, *, error_form: BoundaryForm | None = None):
     it was sent from as it was posted."""
     placed, loose = messages_by_anchor(request)
     refused = error_form is not None
-    page = boundaries_page(request.user, asked=CardAsked.of(request.POST if refused else request.GET, refused=refused),
-                           placed=placed)
-    return render(request, "policy/boundaries.html", {
-        **page.context(), "effects": EFFECT_CHOICES, "error_form": error_form,
-        "loose_messages": loose + page.unplaced,
-    })
+    page = boundaries_page(
+        request.user,
+        asked=CardAsked.of(request.POST if refused else request.GET, refused=refused),
+        placed=placed,
+    )
+    return render(
+        request,
+        "policy/boundaries.html",
+        {
+            **page.context(),
+            "effects": EFFECT_CHOICES,
+            "error_form": error_form,
+            "loose_messages": loose + page.unplaced,
+        },
+    )
 
 
 @private_page
@@ -63,29 +72,52 @@ def boundary_set_view(request):
     if form.is_valid():
         try:
             outcome = boundary_set(
-                user=user, capability=form.cleaned_data["capability"], effect=form.cleaned_data["effect"],
+                user=user,
+                capability=form.cleaned_data["capability"],
+                effect=form.cleaned_data["effect"],
                 scope=form.scope(),
             )
         except ValidationError as exc:
-            form_errors_from(form, exc, fields={"scope.kind": "where", "scope.character": "where",
-                                                "scope.conversation": "where"})
+            form_errors_from(
+                form,
+                exc,
+                fields={
+                    "scope.kind": "where",
+                    "scope.character": "where",
+                    "scope.conversation": "where",
+                },
+            )
         except Conflict:
-            messages.error(request, "That choice changed at the same moment somewhere else, so nothing was "
-                                    "saved. Here is what applies now; please choose again.")
+            messages.error(
+                request,
+                "That choice changed at the same moment somewhere else, so nothing was "
+                "saved. Here is what applies now; please choose again.",
+            )
             return redirect("policy:boundaries")
         else:
             what = capability_name(form.cleaned_data["capability"])
             where = dict(all_places)[form.cleaned_data["where"]]
             choice = EFFECT_WORDS[form.cleaned_data["effect"]].lower()
-            anchor = f"card-{field_id(section, form.cleaned_data['capability'])}" if section else "messages"
+            anchor = (
+                f"card-{field_id(section, form.cleaned_data['capability'])}"
+                if section
+                else "messages"
+            )
             if outcome == "unchanged":
-                notify(request, messages.INFO, f"{what} was already set to “{choice}” {where}.", anchor)
+                notify(
+                    request, messages.INFO, f"{what} was already set to “{choice}” {where}.", anchor
+                )
             else:
                 notify(request, messages.SUCCESS, f"Saved: {what} — {choice}, {where}.", anchor)
             url = reverse("policy:boundaries")
             if section:
-                query = urlencode({"section": section, "capability": form.cleaned_data["capability"],
-                                   "where": form.cleaned_data["where"]})
+                query = urlencode(
+                    {
+                        "section": section,
+                        "capability": form.cleaned_data["capability"],
+                        "where": form.cleaned_data["where"],
+                    }
+                )
                 url += f"?{query}#card-{field_id(section, form.cleaned_data['capability'])}"
             return redirect(url)
     return _page(request, error_form=form)
@@ -96,6 +128,9 @@ def boundary_set_view(request):
 def rule_revoke_view(request, rule_id):
     """Revoke one of your choices (D5). Another user's rule or a product default is a 404."""
     rule = rule_revoke(rule_id=rule_id, owner=request.user)
-    messages.success(request, f"Removed your choice for {capability_name(rule.capability_id)}. "
-                              "What applies now is shown below.")
+    messages.success(
+        request,
+        f"Removed your choice for {capability_name(rule.capability_id)}. "
+        "What applies now is shown below.",
+    )
     return redirect(next_url(request, "policy:boundaries"))

@@ -44,8 +44,9 @@ def masked(reveal: str = "", *, short: bool = False):
     if not reveal:
         return mask
     if short:
-        return format_html('{} <a class="reveal-link" href="{}" title="{}">Reveal…</a>',
-                           mask, reveal, REVEAL_LINK)
+        return format_html(
+            '{} <a class="reveal-link" href="{}" title="{}">Reveal…</a>', mask, reveal, REVEAL_LINK
+        )
     return format_html('{} <a class="reveal-link" href="{}">{}</a>', mask, reveal, REVEAL_LINK)
 
 
@@ -84,10 +85,19 @@ def masked_key_sql(field: str = "key"):
         prefix = f"{family}."
         rest = Substr(F(field), len(prefix) + 1)
         dot = StrIndex(rest, Value("."))
-        tail = Case(When(GreaterThan(dot, 0), then=Substr(rest, dot)), default=Value(""),
-                    output_field=CharField())
-        whens.append(When(**{f"{field}__startswith": prefix,
-                             "then": Concat(Value(f"{prefix}*"), tail, output_field=CharField())}))
+        tail = Case(
+            When(GreaterThan(dot, 0), then=Substr(rest, dot)),
+            default=Value(""),
+            output_field=CharField(),
+        )
+        whens.append(
+            When(
+                **{
+                    f"{field}__startswith": prefix,
+                    "then": Concat(Value(f"{prefix}*"), tail, output_field=CharField()),
+                }
+            )
+        )
     return Case(*whens, default=F(field), output_field=CharField())
 
 
@@ -102,7 +112,11 @@ def admin_link(obj_or_model, pk, text=None):
 
 def explain_url(**params) -> str:
     """The explain view pre-filled with `params` (a list value repeats its parameter)."""
-    return reverse("admin:support_explain") + "?" + urlencode({k: v for k, v in params.items() if v}, doseq=True)
+    return (
+        reverse("admin:support_explain")
+        + "?"
+        + urlencode({k: v for k, v in params.items() if v}, doseq=True)
+    )
 
 
 def explain_turn_url(turn_id) -> str:
@@ -114,7 +128,9 @@ def explain_turn_url(turn_id) -> str:
 def short_id(value) -> str:
     """An id as the explain tables print it: its first 8 characters, the whole in a tooltip."""
     text = str(value)
-    return format_html('<code title="{}">{}</code>', text, text[:8] + "…" if len(text) > 9 else text)
+    return format_html(
+        '<code title="{}">{}</code>', text, text[:8] + "…" if len(text) > 9 else text
+    )
 
 
 def scope_short(scope_id: str) -> str:
@@ -140,8 +156,11 @@ def plan_rows(plan, *, reveal_link: str = "") -> dict:
 
     def memory(item):
         return {
-            "link": admin_link(MemoryRecord, item.id, short_id(item.id)) if not item.gone else short_id(item.id),
-            "item": item, "scope": scope_short(item.scope_id) if item.scope_id else "",
+            "link": admin_link(MemoryRecord, item.id, short_id(item.id))
+            if not item.gone
+            else short_id(item.id),
+            "item": item,
+            "scope": scope_short(item.scope_id) if item.scope_id else "",
             "key": masked_key(item.key, reveal=plan.reveal),
             "label": masked_label(item.key, item.label, reveal=plan.reveal),
             "value": item.value if item.value is not None else masked(reveal_link, short=True),
@@ -173,14 +192,17 @@ def explain_record_rows(items, *, reveal: bool, reveal_link: str) -> tuple[list[
         if reveal and (record.value or masked_key(record.key) != record.key):
             shown.add(record.id)
         key = masked_key(record.key, reveal=reveal)
-        rows.append({
-            "item": item, "record": record,
-            "detail": item.detail.replace(record.key, key),  # the slot names the key
-            "link": admin_link(MemoryRecord, record.id, short_id(record.id)),
-            "key": key,
-            "label": masked_label(record.key, item.label, reveal=reveal),
-            "scope": scope_short(record.scope_id),
-            "value": value if value else ("" if reveal else masked(reveal_link, short=True)),
-            "erased": record.status == "forgotten",
-        })
+        rows.append(
+            {
+                "item": item,
+                "record": record,
+                "detail": item.detail.replace(record.key, key),  # the slot names the key
+                "link": admin_link(MemoryRecord, record.id, short_id(record.id)),
+                "key": key,
+                "label": masked_label(record.key, item.label, reveal=reveal),
+                "scope": scope_short(record.scope_id),
+                "value": value if value else ("" if reveal else masked(reveal_link, short=True)),
+                "erased": record.status == "forgotten",
+            }
+        )
     return rows, shown

@@ -40,7 +40,9 @@ class ExplainPage:
             "reveal_link": self.reveal_link,
             "conversations": self.conversations,
             "plan": self.plan,
-            "plan_rows": plan_rows(self.plan, reveal_link=self.reveal_link) if self.plan is not None else None,
+            "plan_rows": plan_rows(self.plan, reveal_link=self.reveal_link)
+            if self.plan is not None
+            else None,
         }
 
 
@@ -55,18 +57,29 @@ def _turn_plan(user, turn_id, *, reveal: bool) -> tuple[TurnPlan | None, bool]:
     return turn_plan(turn, reveal=reveal), False
 
 
-def support_explain_page(*, asked: Mapping, every_capability: Sequence[str], staff, reveal: Reveal | None,
-                         may_reveal: bool, back: str) -> ExplainPage:
+def support_explain_page(
+    *,
+    asked: Mapping,
+    every_capability: Sequence[str],
+    staff,
+    reveal: Reveal | None,
+    may_reveal: bool,
+    back: str,
+) -> ExplainPage:
     """Explain the context `asked` names (the explain form's cleaned data; no capability asked
     means `every_capability`) for `staff`, whose open reveal is `reveal` and who may open one
     when `may_reveal` (its link returns to `back`). Raises `ValidationError` (fields named
     `context.*`, or `memory`) for a context that does not load."""
     result = support_explain(
-        user=asked["user"], character=asked["character"] or None,
+        user=asked["user"],
+        character=asked["character"] or None,
         conversation=str(asked["conversation"]) if asked["conversation"] else None,
-        scene=asked["scene"] or None, now=asked["now"],
+        scene=asked["scene"] or None,
+        now=asked["now"],
         capabilities=asked["capabilities"] or list(every_capability),
-        requested_by=asked["requested_by"], keys=asked["keys"] or None, memory=asked["memory"],
+        requested_by=asked["requested_by"],
+        keys=asked["keys"] or None,
+        memory=asked["memory"],
     )
     user = result.context.user
     revealed = reveal is not None and reveal.subject_id == user.pk
@@ -77,7 +90,18 @@ def support_explain_page(*, asked: Mapping, every_capability: Sequence[str], sta
     rows, shown = explain_record_rows(result.records, reveal=revealed, reveal_link=reveal_link)
     if revealed:
         shown.update(plan.revealed if plan is not None else ())
-        reveals.reveal_page_log(reveal=reveal, staff=staff, view="explain",
-                               shown=len(shown) + (plan.shown if plan is not None else 0))
-    return ExplainPage(result=result, rows=rows, reveal=revealed, reveal_link=reveal_link,
-                       conversations=conversations, plan=plan, turn_unknown=turn_unknown)
+        reveals.reveal_page_log(
+            reveal=reveal,
+            staff=staff,
+            view="explain",
+            shown=len(shown) + (plan.shown if plan is not None else 0),
+        )
+    return ExplainPage(
+        result=result,
+        rows=rows,
+        reveal=revealed,
+        reveal_link=reveal_link,
+        conversations=conversations,
+        plan=plan,
+        turn_unknown=turn_unknown,
+    )

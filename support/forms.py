@@ -16,9 +16,10 @@ from . import services as support
 
 class ReasonForm(forms.Form):
     reason = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}), max_length=support.REASON_MAX,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        max_length=support.REASON_MAX,
         help_text="Required. A ticket number and what the user asked for; it is logged with your "
-                  "name. Do not paste the user's private text here.",
+        "name. Do not paste the user's private text here.",
     )
 
     def clean_reason(self):
@@ -30,14 +31,15 @@ class ReasonForm(forms.Form):
 
 class ForgetForm(ReasonForm):
     everywhere = forms.BooleanField(
-        required=False, label="Forget everywhere",
+        required=False,
+        label="Forget everywhere",
         help_text="Forget the key in every scope of the user, present and future (tombstone scope *).",
     )
     whole_key = forms.BooleanField(
-        required=False, label="Every value of the key",
+        required=False,
+        label="Every value of the key",
         help_text="For a multi-valued key: forget every value, not only this one.",
     )
-
 
 
 class PreciseDateTimeInput(forms.DateTimeInput):
@@ -56,24 +58,37 @@ class ExplainForm(forms.Form):
         # Shown back with its microseconds: a time resubmitted from the page is the same instant,
         # never one just before the record it explains (which would then read "not valid yet").
         widget=PreciseDateTimeInput(format="%Y-%m-%d %H:%M:%S.%f"),
-        required=False, label="Time",
+        required=False,
+        label="Time",
         help_text="Valid time, UTC (2026-08-05T12:00:00Z). Empty: now, by the database clock.",
     )
-    keys = forms.CharField(required=False, help_text="Only these keys (comma-separated). Empty: every key.")
-    memory = forms.UUIDField(required=False, label="Memory",
-                             help_text="Only the key of this memory record of the user (its id).")
-    turn = forms.UUIDField(required=False, help_text="A turn of this user: its stored prompt plan is shown too.")
+    keys = forms.CharField(
+        required=False, help_text="Only these keys (comma-separated). Empty: every key."
+    )
+    memory = forms.UUIDField(
+        required=False,
+        label="Memory",
+        help_text="Only the key of this memory record of the user (its id).",
+    )
+    turn = forms.UUIDField(
+        required=False, help_text="A turn of this user: its stored prompt plan is shown too."
+    )
     capabilities = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple, help_text="Empty: every capability.",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Empty: every capability.",
     )
     requested_by = forms.ChoiceField(initial="assistant")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["character"].choices = [("", "(the conversation's, or none)")] + [
-            (slug, f"{slug} — {name}") for slug, name in Character.objects.values_list("slug", "name")
+            (slug, f"{slug} — {name}")
+            for slug, name in Character.objects.values_list("slug", "name")
         ]
-        self.fields["capabilities"].choices = [(n, n) for n in Capability.objects.values_list("name", flat=True)]
+        self.fields["capabilities"].choices = [
+            (n, n) for n in Capability.objects.values_list("name", flat=True)
+        ]
         self.fields["requested_by"].choices = [(r, r) for r in REQUESTERS]
 
     def clean_keys(self):
@@ -85,15 +100,19 @@ class RevealForm(forms.Form):
     (10–500 characters) and says what is wrong; this form only carries them."""
 
     user = forms.CharField(
-        required=False, max_length=150, label="User", widget=forms.TextInput(attrs={"size": 40}),
+        required=False,
+        max_length=150,
+        label="User",
+        widget=forms.TextInput(attrs={"size": 40}),
         help_text="The user's username. Only this user's private text shows; everyone else's "
-                  "stays hidden.",
+        "stays hidden.",
     )
     reason = forms.CharField(
-        required=False, label="Reason",
+        required=False,
+        label="Reason",
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "maxlength": reveals.REASON_MAX}),
         help_text=f"Required, {reveals.REASON_MIN}–{reveals.REASON_MAX} characters: a ticket number "
-                  "and what the user asked for. The user sees it, as you write it, on their “Your "
-                  "data” page (not your name). Do not paste the user's private text here.",
+        "and what the user asked for. The user sees it, as you write it, on their “Your "
+        "data” page (not your name). Do not paste the user's private text here.",
     )
     next = forms.CharField(required=False, widget=forms.HiddenInput)

@@ -25,8 +25,14 @@ class AppendOnlyQuerySet(models.QuerySet):
 def _user_reference(help_text: str = ""):
     """A user, referenced without a database constraint and without cascades: a log row
     outlives the account it names."""
-    return models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING,
-                             db_constraint=False, related_name="+", help_text=help_text)
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+        help_text=help_text,
+    )
 
 
 class RevealGrant(models.Model):
@@ -64,8 +70,11 @@ class RevealGrant(models.Model):
         ordering = ["-opened_at", "-id"]
         verbose_name = "reveal"
         constraints = [
-            models.UniqueConstraint(fields=["staff"], condition=models.Q(closed_at__isnull=True),
-                                    name="reveal_one_open_per_staff"),
+            models.UniqueConstraint(
+                fields=["staff"],
+                condition=models.Q(closed_at__isnull=True),
+                name="reveal_one_open_per_staff",
+            ),
         ]
         indexes = [
             models.Index(fields=["subject", "-opened_at"], name="reveal_subject_time"),
@@ -104,19 +113,29 @@ class PrivateTextAccess(models.Model):
     ]
 
     grant = models.ForeignKey(
-        RevealGrant, null=True, blank=True, on_delete=models.PROTECT, related_name="events",
+        RevealGrant,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="events",
     )
     event = models.CharField(max_length=10, choices=EVENTS, default="page")
     staff = _user_reference()
     staff_username = models.CharField(max_length=150)
     subject = _user_reference("The user whose text was shown.")
     subject_pseudonym = models.CharField(max_length=40, blank=True)
-    content_type = models.ForeignKey("contenttypes.ContentType", null=True, blank=True,
-                                     on_delete=models.PROTECT, related_name="+")
+    content_type = models.ForeignKey(
+        "contenttypes.ContentType",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
     object_id = models.CharField(max_length=64, blank=True)
     view = models.CharField(max_length=12, choices=VIEWS, blank=True)
     shown = models.PositiveIntegerField(
-        default=1, help_text="How many objects' private text the page showed.")
+        default=1, help_text="How many objects' private text the page showed."
+    )
     accessed_at = models.DateTimeField()
 
     objects = AppendOnlyQuerySet.as_manager()
@@ -126,8 +145,10 @@ class PrivateTextAccess(models.Model):
         verbose_name = "private text access"
         verbose_name_plural = "private text access log"
         permissions = [
-            ("view_private_text",
-             "Can open a reveal of one user's private text (S1); every page it shows is logged"),
+            (
+                "view_private_text",
+                "Can open a reveal of one user's private text (S1); every page it shows is logged",
+            ),
         ]
         indexes = [
             models.Index(fields=["content_type", "object_id"], name="reveal_object"),
@@ -161,15 +182,25 @@ class SupportAction(models.Model):
     ]
 
     staff = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
     staff_username = models.CharField(max_length=150)
     subject = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
         help_text="The user the action was for (none for a product default).",
     )
     action = models.CharField(max_length=12, choices=ACTIONS)
-    content_type = models.ForeignKey("contenttypes.ContentType", on_delete=models.PROTECT, related_name="+")
+    content_type = models.ForeignKey(
+        "contenttypes.ContentType", on_delete=models.PROTECT, related_name="+"
+    )
     object_id = models.CharField(max_length=64)
     reason = models.TextField()
     outcome = models.CharField(max_length=20, help_text="done, or why it was skipped.")

@@ -137,9 +137,20 @@ def clean_reveal_reason(reason) -> str:
 # The log
 
 
-def _access_row(*, grant_id, staff_id, staff_username: str, subject_id, event: str, at: datetime,
-                subject_pseudonym: str = "", view: str = "", model=None, object_id="",
-                shown: int = 0) -> PrivateTextAccess:
+def _access_row(
+    *,
+    grant_id,
+    staff_id,
+    staff_username: str,
+    subject_id,
+    event: str,
+    at: datetime,
+    subject_pseudonym: str = "",
+    view: str = "",
+    model=None,
+    object_id="",
+    shown: int = 0,
+) -> PrivateTextAccess:
     """S2: the one way a row of the support access log is written."""
     return PrivateTextAccess.objects.create(
         grant_id=grant_id,
@@ -159,9 +170,15 @@ def _access_row(*, grant_id, staff_id, staff_username: str, subject_id, event: s
 
 
 def _log(grant: RevealGrant, *, event: str, at: datetime) -> PrivateTextAccess:
-    return _access_row(grant_id=grant.pk, staff_id=grant.staff_id, staff_username=grant.staff_username,
-                       subject_id=grant.subject_id, subject_pseudonym=grant.subject_pseudonym,
-                       event=event, at=at)
+    return _access_row(
+        grant_id=grant.pk,
+        staff_id=grant.staff_id,
+        staff_username=grant.staff_username,
+        subject_id=grant.subject_id,
+        subject_pseudonym=grant.subject_pseudonym,
+        event=event,
+        at=at,
+    )
 
 
 def _end(grant: RevealGrant, *, how: str, at: datetime) -> None:
@@ -309,9 +326,18 @@ def reveal_page_log(
     one per value): the kind of page, its model and, for a change page, its object."""
     if shown <= 0:
         return
-    _access_row(grant_id=reveal.id, staff_id=staff.pk, staff_username=staff.get_username(),
-                subject_id=reveal.subject_id, event="page", at=db_now(), view=view, model=model,
-                object_id=object_id, shown=shown)
+    _access_row(
+        grant_id=reveal.id,
+        staff_id=staff.pk,
+        staff_username=staff.get_username(),
+        subject_id=reveal.subject_id,
+        event="page",
+        at=db_now(),
+        view=view,
+        model=model,
+        object_id=object_id,
+        shown=shown,
+    )
 
 
 def pseudonym(user) -> str:

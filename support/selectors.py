@@ -108,6 +108,8 @@ def conversation_choices(user, limit: int = 50) -> list[tuple]:
     """`user`'s newest conversations as (id, character slug, created) to pick from: ids, never
     titles — a title is the user's own text."""
     return list(
-        Conversation.objects.filter(user=user).select_related("character")
-        .order_by("-created_at").values_list("pk", "character__slug", "created_at")[:limit]
+        Conversation.objects.filter(user=user)
+        .select_related("character")
+        .order_by("-created_at")
+        .values_list("pk", "character__slug", "created_at")[:limit]
     )

@@ -97,7 +97,9 @@ SUPPORT_GROUP_PERMISSIONS = (
 def clean_reason(reason) -> str:
     text = (reason or "").strip() if isinstance(reason, str) or reason is None else ""
     if not text:
-        raise ValidationError("Say why (a ticket number and what the user asked for).", field="reason")
+        raise ValidationError(
+            "Say why (a ticket number and what the user asked for).", field="reason"
+        )
     if len(text) > REASON_MAX:
         raise ValidationError(f"At most {REASON_MAX} characters.", field="reason")
     return text
@@ -114,12 +116,19 @@ class ActionOutcome:
         return self.outcome == "done"
 
 
-def _log_action(*, staff, action: str, model, object_id, subject_id, reason: str,
-                outcome: ActionOutcome) -> None:
+def _log_action(
+    *, staff, action: str, model, object_id, subject_id, reason: str, outcome: ActionOutcome
+) -> None:
     SupportAction.objects.create(
-        staff_id=staff.pk, staff_username=staff.get_username(), subject_id=subject_id,
-        action=action, content_type=ContentType.objects.get_for_model(model),
-        object_id=str(object_id), reason=reason, outcome=outcome.outcome, detail=outcome.detail,
+        staff_id=staff.pk,
+        staff_username=staff.get_username(),
+        subject_id=subject_id,
+        action=action,
+        content_type=ContentType.objects.get_for_model(model),
+        object_id=str(object_id),
+        reason=reason,
+        outcome=outcome.outcome,
+        detail=outcome.detail,
         acted_at=db_now(),
     )
 
@@ -136,8 +145,9 @@ def _uuids(ids: Iterable) -> list[uuid.UUID]:
     return list(dict.fromkeys(out))
 
 
-def _each(*, staff, action: str, model, reason: str, targets: Sequence[tuple[object, int | None]],
-          run) -> list[ActionOutcome]:
+def _each(
+    *, staff, action: str, model, reason: str, targets: Sequence[tuple[object, int | None]], run
+) -> list[ActionOutcome]:
     """Run `run(object_id)` for each target in its own transaction together with its log row:
     a refusal by the service (a DomainError) is logged as the outcome and changes nothing."""
     reason = clean_reason(reason)
@@ -148,14 +158,22 @@ def _each(*, staff, action: str, model, reason: str, targets: Sequence[tuple[obj
                 outcome = run(object_id)
             except DomainError as error:
                 outcome = ActionOutcome(str(object_id), error.code, {"detail": error.detail})
-            _log_action(staff=staff, action=action, model=model, object_id=object_id,
-                        subject_id=subject_id, reason=reason, outcome=outcome)
+            _log_action(
+                staff=staff,
+                action=action,
+                model=model,
+                object_id=object_id,
+                subject_id=subject_id,
+                reason=reason,
+                outcome=outcome,
+            )
         outcomes.append(outcome)
     return outcomes
 
 
-def support_forget(*, staff, record_ids: Sequence, reason: str, everywhere: bool = False,
-                   whole_key: bool = False) -> list[ActionOutcome]:
+def support_forget(
+    *, staff, record_ids: Sequence, reason: str, everywhere: bool = False, whole_key: bool = False
+) -> list[ActionOutcome]:
     """F1/F2 on the user's behalf, through `memory_forget`: a tombstone (never the value), the
     covered records purged to skeletons. A record already forgotten (for instance by the forget
     of another selected record of its slot) is skipped and says so."""
@@ -165,22 +183,39 @@ def support_forget(*, staff, record_ids: Sequence, reason: str, everywhere: bool
 
     def run(record_id):
         owner = get_user_model().objects.get(pk=owners[record_id])
-        tombstone = memory_forget(record_id=record_id, user=owner, everywhere=everywhere, whole_key=whole_key,
-                                  by="support")
+        tombstone = memory_forget(
+            record_id=record_id,
+            user=owner,
+            everywhere=everywhere,
+            whole_key=whole_key,
+            by="support",
+        )
         purged = MemoryRecord.objects.filter(
             user=owner, key=tombstone.key, status="forgotten", status_since=tombstone.forgotten_at
         ).values_list("pk", flat=True)
-        return ActionOutcome(str(record_id), "done", {
-            "tombstone": str(tombstone.pk), "scope": tombstone.scope_id, "key": tombstone.key,
-            "value_level": tombstone.value_hash is not None,
-            "forgotten_at": tombstone.forgotten_at.isoformat(),
-            "records": sorted(str(pk) for pk in purged),
-            # F6: how many messages the forget withholds (a count only, S1).
-            "withheld_messages": tombstone.withheld_messages,
-        })
+        return ActionOutcome(
+            str(record_id),
+            "done",
+            {
+                "tombstone": str(tombstone.pk),
+                "scope": tombstone.scope_id,
+                "key": tombstone.key,
+                "value_level": tombstone.value_hash is not None,
+                "forgotten_at": tombstone.forgotten_at.isoformat(),
+                "records": sorted(str(pk) for pk in purged),
+                # F6: how many messages the forget withholds (a count only, S1).
+                "withheld_messages": tombstone.withheld_messages,
+            },
+        )
 
-    return _each(staff=staff, action="forget", model=MemoryRecord, reason=reason,
-                 targets=[(pk, owners[pk]) for pk in record_ids if pk in owners], run=run)
+    return _each(
+        staff=staff,
+        action="forget",
+        model=MemoryRecord,
+        reason=reason,
+        targets=[(pk, owners[pk]) for pk in record_ids if pk in owners],
+        run=run,
+    )
 
 
 def support_retract(*, staff, record_ids: Sequence, reason: str) -> list[ActionOutcome]:
@@ -192,13 +227,23 @@ def support_retract(*, staff, record_ids: Sequence, reason: str) -> list[ActionO
 
     def run(record_id):
         result = memory_retract(record_id=record_id)
-        return ActionOutcome(str(record_id), "done", {
-            "retracted_at": result.retracted_at.isoformat(),
-            "closed": [r.id for r in result.records],
-        })
+        return ActionOutcome(
+            str(record_id),
+            "done",
+            {
+                "retracted_at": result.retracted_at.isoformat(),
+                "closed": [r.id for r in result.records],
+            },
+        )
 
-    return _each(staff=staff, action="retract", model=MemoryRecord, reason=reason,
-                 targets=[(pk, owners[pk]) for pk in record_ids if pk in owners], run=run)
+    return _each(
+        staff=staff,
+        action="retract",
+        model=MemoryRecord,
+        reason=reason,
+        targets=[(pk, owners[pk]) for pk in record_ids if pk in owners],
+        run=run,
+    )
 
 
 def support_normalise(*, staff, user_ids: Sequence[int], reason: str) -> list[ActionOutcome]:
@@ -213,8 +258,14 @@ def support_normalise(*, staff, user_ids: Sequence[int], reason: str) -> list[Ac
         changed = memory_normalise(user=users[user_id])
         return ActionOutcome(str(user_id), "done", {"changed": changed})
 
-    return _each(staff=staff, action="normalise", model=User, reason=reason,
-                 targets=[(pk, pk) for pk in user_ids if pk in users], run=run)
+    return _each(
+        staff=staff,
+        action="normalise",
+        model=User,
+        reason=reason,
+        targets=[(pk, pk) for pk in user_ids if pk in users],
+        run=run,
+    )
 
 
 def support_rule_revoke(*, staff, rule_ids: Sequence, reason: str) -> list[ActionOutcome]:
@@ -222,21 +273,35 @@ def support_rule_revoke(*, staff, rule_ids: Sequence, reason: str) -> list[Actio
     transaction. A product default (no user) affects every user; a revoked rule is skipped."""
 
     rule_ids = _uuids(rule_ids)
-    rows = {pk: (user_id, revoked) for pk, user_id, revoked in
-            PolicyRule.objects.filter(pk__in=rule_ids).values_list("pk", "user_id", "revoked_at")}
+    rows = {
+        pk: (user_id, revoked)
+        for pk, user_id, revoked in PolicyRule.objects.filter(pk__in=rule_ids).values_list(
+            "pk", "user_id", "revoked_at"
+        )
+    }
 
     def run(rule_id):
         if rows[rule_id][1] is not None:
             return ActionOutcome(str(rule_id), "already-revoked", {})
         rule = rule_revoke(rule_id=rule_id)
-        return ActionOutcome(str(rule_id), "done", {
-            "revoked_at": rule.revoked_at.isoformat(),
-            "product_default": rule.user_id is None,
-            "policy_version_after": rule.policy_version_after,
-        })
+        return ActionOutcome(
+            str(rule_id),
+            "done",
+            {
+                "revoked_at": rule.revoked_at.isoformat(),
+                "product_default": rule.user_id is None,
+                "policy_version_after": rule.policy_version_after,
+            },
+        )
 
-    return _each(staff=staff, action="revoke-rule", model=PolicyRule, reason=reason,
-                 targets=[(pk, rows[pk][0]) for pk in rule_ids if pk in rows], run=run)
+    return _each(
+        staff=staff,
+        action="revoke-rule",
+        model=PolicyRule,
+        reason=reason,
+        targets=[(pk, rows[pk][0]) for pk in rule_ids if pk in rows],
+        run=run,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,25 +357,45 @@ def support_actors(user) -> words.Actors:
     """What support did for `user` (forgets, retractions, rule revocations that were done), so
     reasons can say who acted. One query."""
     rows = SupportAction.objects.filter(
-        subject=user, outcome="done", action__in=("forget", "retract", "revoke-rule"),
+        subject=user,
+        outcome="done",
+        action__in=("forget", "retract", "revoke-rule"),
     ).values_list("action", "object_id", "detail")
     return words.Actors.from_log(rows)
 
 
-def support_explain(*, user: str, character: str | None = None, conversation: str | None = None,
-                    scene: str | None = None, now: datetime | None = None,
-                    capabilities: Sequence[str] = (), requested_by: str = "assistant",
-                    keys: Sequence[str] | None = None, memory=None) -> ExplainResult:
+def support_explain(
+    *,
+    user: str,
+    character: str | None = None,
+    conversation: str | None = None,
+    scene: str | None = None,
+    now: datetime | None = None,
+    capabilities: Sequence[str] = (),
+    requested_by: str = "assistant",
+    keys: Sequence[str] | None = None,
+    memory=None,
+) -> ExplainResult:
     """The resolver's and the policy engine's view of one context, for support. Raises
     `ValidationError` (fields named `context.*`) for a context that does not load. `memory`
     (a record id of the user) limits it to that record's key: links name a record, never a key,
     whose free part is private text (S1)."""
 
-    ctx = load_context({"user": user, "character": character or None,
-                        "conversation": conversation or None, "scene": scene or None, "now": now})
+    ctx = load_context(
+        {
+            "user": user,
+            "character": character or None,
+            "conversation": conversation or None,
+            "scene": scene or None,
+            "now": now,
+        }
+    )
     if memory:
-        key = (MemoryRecord.objects.filter(user=ctx.user, pk=memory)
-               .values_list("key", flat=True).first())
+        key = (
+            MemoryRecord.objects.filter(user=ctx.user, pk=memory)
+            .values_list("key", flat=True)
+            .first()
+        )
         if key is None:
             raise ValidationError("Not a memory of this user.", field="memory")
         keys = [key]
@@ -327,13 +412,27 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
         if why is None:  # duplicate ids collapse in the resolver; every id has one explanation
             continue
         prompt = projected.get(record.id) or left_out.get(record.id, "")
-        records.append(RecordExplained(
-            record, why.step, why.reason, why.detail, prompt,
-            words=words.record_words(step=why.step, reason=why.reason, detail=why.detail, record=record,
-                                     records=candidates, tombstones=tombstones, actors=actors,
-                                     now=ctx.domain.now),
-            prompt_words=words.prompt_words(prompt), label=page_label(resolved.registry.labels, record.key),
-        ))
+        records.append(
+            RecordExplained(
+                record,
+                why.step,
+                why.reason,
+                why.detail,
+                prompt,
+                words=words.record_words(
+                    step=why.step,
+                    reason=why.reason,
+                    detail=why.detail,
+                    record=record,
+                    records=candidates,
+                    tombstones=tombstones,
+                    actors=actors,
+                    now=ctx.domain.now,
+                ),
+                prompt_words=words.prompt_words(prompt),
+                label=page_label(resolved.registry.labels, record.key),
+            )
+        )
     counts: dict[str, int] = {}
     for item in resolution.excluded:
         counts[item.reason] = counts.get(item.reason, 0) + 1
@@ -347,22 +446,40 @@ def support_explain(*, user: str, character: str | None = None, conversation: st
     for name in wanted:
         rules = rules_for_explain(user=ctx.user, capability=name)
         by_id = {r.id: r for r in rules}
-        result = engine.explain(DecisionRequest(capability=name, requested_by=requested_by), rules,
-                                request_context)
-        explained.append(CapabilityExplained(
-            capability=name, effect=result.decision.effect, reason=result.decision.reason,
-            rule_ids=result.decision.rule_ids, words=words.decision_words(result.decision.reason),
-            rules=[{
-                "id": item.rule_id, "reason": item.reason, "detail": item.detail,
-                "words": words.rule_words(reason=item.reason, rule=by_id[item.rule_id], actors=actors),
-                "effect": by_id[item.rule_id].effect, "source": by_id[item.rule_id].source,
-                "scope": by_id[item.rule_id].scope.label(),
-                "user": by_id[item.rule_id].user or "(product default)",
-            } for item in result.rules],
-        ))
+        result = engine.explain(
+            DecisionRequest(capability=name, requested_by=requested_by), rules, request_context
+        )
+        explained.append(
+            CapabilityExplained(
+                capability=name,
+                effect=result.decision.effect,
+                reason=result.decision.reason,
+                rule_ids=result.decision.rule_ids,
+                words=words.decision_words(result.decision.reason),
+                rules=[
+                    {
+                        "id": item.rule_id,
+                        "reason": item.reason,
+                        "detail": item.detail,
+                        "words": words.rule_words(
+                            reason=item.reason, rule=by_id[item.rule_id], actors=actors
+                        ),
+                        "effect": by_id[item.rule_id].effect,
+                        "source": by_id[item.rule_id].source,
+                        "scope": by_id[item.rule_id].scope.label(),
+                        "user": by_id[item.rule_id].user or "(product default)",
+                    }
+                    for item in result.rules
+                ],
+            )
+        )
     return ExplainResult(
-        context=ctx, records=records, counts=counts, prompt_counts=prompt_counts,
-        trace=dict(resolution.trace), policy_version=policy_version_of(ctx.user).as_dict(),
+        context=ctx,
+        records=records,
+        counts=counts,
+        prompt_counts=prompt_counts,
+        trace=dict(resolution.trace),
+        policy_version=policy_version_of(ctx.user).as_dict(),
         capabilities=explained,
     )
 
@@ -443,21 +560,45 @@ def turn_plan(turn, *, reveal: bool) -> TurnPlan:
     snapshot = PlanSnapshot.of(turn.plan_snapshot) or PlanSnapshot()
     excluded = snapshot.excluded
     memory_ids = snapshot.memory_ids()
-    message_ids = list(dict.fromkeys([
-        *([snapshot.current] if snapshot.current else []), *snapshot.history,
-        *(i for kind, i, _ in excluded if kind == "message"),
-    ]))
-    fields = ["id", "key", "scope_id", "authority", "status", "status_since", *(["value"] if reveal else [])]
-    records = {
-        str(row["id"]): row for row in
-        MemoryRecord.objects.filter(user_id=turn.user_id, pk__in=_uuids(memory_ids)).values(*fields)
-    } if memory_ids else {}
+    message_ids = list(
+        dict.fromkeys(
+            [
+                *([snapshot.current] if snapshot.current else []),
+                *snapshot.history,
+                *(i for kind, i, _ in excluded if kind == "message"),
+            ]
+        )
+    )
+    fields = [
+        "id",
+        "key",
+        "scope_id",
+        "authority",
+        "status",
+        "status_since",
+        *(["value"] if reveal else []),
+    ]
+    records = (
+        {
+            str(row["id"]): row
+            for row in MemoryRecord.objects.filter(
+                user_id=turn.user_id, pk__in=_uuids(memory_ids)
+            ).values(*fields)
+        }
+        if memory_ids
+        else {}
+    )
     labels = registry({row["key"] for row in records.values()}) if records else None
-    messages = {
-        str(pk): (seq, role) for pk, seq, role in
-        Message.objects.filter(conversation_id=turn.conversation_id, pk__in=_uuids(message_ids))
-        .values_list("pk", "seq", "role")
-    } if message_ids else {}
+    messages = (
+        {
+            str(pk): (seq, role)
+            for pk, seq, role in Message.objects.filter(
+                conversation_id=turn.conversation_id, pk__in=_uuids(message_ids)
+            ).values_list("pk", "seq", "role")
+        }
+        if message_ids
+        else {}
+    )
     revealed: list[str] = []
 
     def memory(record_id: str, reason: str = "") -> PlanItem:
@@ -485,21 +626,40 @@ def turn_plan(turn, *, reveal: bool) -> TurnPlan:
         return item
 
     decision_ids = _uuids(snapshot.decisions)
-    decisions = [
-        {"id": str(pk), "capability": capability, "effect": effect, "reason": reason,
-         "words": words.decision_words(reason)}
-        for pk, capability, effect, reason in
-        DecisionLog.objects.filter(user_id=turn.user_id, pk__in=decision_ids)
-        .order_by("capability").values_list("pk", "capability", "effect", "reason")
-    ] if decision_ids else []
+    decisions = (
+        [
+            {
+                "id": str(pk),
+                "capability": capability,
+                "effect": effect,
+                "reason": reason,
+                "words": words.decision_words(reason),
+            }
+            for pk, capability, effect, reason in DecisionLog.objects.filter(
+                user_id=turn.user_id, pk__in=decision_ids
+            )
+            .order_by("capability")
+            .values_list("pk", "capability", "effect", "reason")
+        ]
+        if decision_ids
+        else []
+    )
     return TurnPlan(
-        turn=turn, now=_parse_time(snapshot.now), params=dict(snapshot.params),
-        estimated_tokens=snapshot.estimated_tokens, plan_hash=turn.plan_hash or "",
+        turn=turn,
+        now=_parse_time(snapshot.now),
+        params=dict(snapshot.params),
+        estimated_tokens=snapshot.estimated_tokens,
+        plan_hash=turn.plan_hash or "",
         current=message(snapshot.current) if snapshot.current else None,
         history=[message(i) for i in snapshot.history],
         memories=[memory(i) for i in snapshot.memories],
-        left_out=[memory(i, reason) if kind == "memory" else message(i, reason) for kind, i, reason in excluded],
-        decisions=decisions, revealed=revealed, reveal=reveal,
+        left_out=[
+            memory(i, reason) if kind == "memory" else message(i, reason)
+            for kind, i, reason in excluded
+        ],
+        decisions=decisions,
+        revealed=revealed,
+        reveal=reveal,
     )
 
 

@@ -37,11 +37,15 @@ from .forms import ExplainForm, RevealForm
 from .request_reveal import request_may_reveal, request_reveal, request_reveal_forget
 
 # Why a staff member may not open a support page: the admin's 403 page says it (config.views).
-NO_EXPLAIN = ("Explaining a context needs the permission “Can use the support explain view”, "
-              "which your account does not have. An administrator can give it to you.")
-NO_REVEAL = ("You do not have the permission to reveal a user's private text (“Can open a reveal "
-             "of one user's private text”). An administrator can give it to you; until then "
-             "values, messages and titles stay hidden for you.")
+NO_EXPLAIN = (
+    "Explaining a context needs the permission “Can use the support explain view”, "
+    "which your account does not have. An administrator can give it to you."
+)
+NO_REVEAL = (
+    "You do not have the permission to reveal a user's private text (“Can open a reveal "
+    "of one user's private text”). An administrator can give it to you; until then "
+    "values, messages and titles stay hidden for you."
+)
 
 
 def explain_turn_view(request, turn_id):
@@ -53,11 +57,16 @@ def explain_turn_view(request, turn_id):
     if turn is None:
         raise Http404("No such turn.")
     at = support.turn_plan_time(turn).astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return redirect(explain_url(
-        user=turn.user.get_username(), conversation=str(turn.conversation_id), scene=turn.scene or "",
-        now=at, turn=str(turn.pk),
-        capabilities=(PlanSnapshot.of(turn.plan_snapshot) or PlanSnapshot()).capabilities,
-    ))
+    return redirect(
+        explain_url(
+            user=turn.user.get_username(),
+            conversation=str(turn.conversation_id),
+            scene=turn.scene or "",
+            now=at,
+            turn=str(turn.pk),
+            capabilities=(PlanSnapshot.of(turn.plan_snapshot) or PlanSnapshot()).capabilities,
+        )
+    )
 
 
 def explain_view(request):
@@ -77,8 +86,11 @@ def explain_view(request):
     if form.is_bound and form.is_valid():
         try:
             page = support_explain_page(
-                asked=form.cleaned_data, every_capability=[c for c, _ in form.fields["capabilities"].choices],
-                staff=request.user, reveal=request_reveal(request), may_reveal=request_may_reveal(request),
+                asked=form.cleaned_data,
+                every_capability=[c for c, _ in form.fields["capabilities"].choices],
+                staff=request.user,
+                reveal=request_reveal(request),
+                may_reveal=request_may_reveal(request),
                 back=request.get_full_path(),
             )
         except DomainValidationError as error:
@@ -119,8 +131,11 @@ def reveal_view(request):
         form = RevealForm(request.POST)
         if form.is_valid():
             try:
-                grant = reveals.reveal_open(staff=request.user, user=form.cleaned_data["user"],
-                                           reason=form.cleaned_data["reason"])
+                grant = reveals.reveal_open(
+                    staff=request.user,
+                    user=form.cleaned_data["user"],
+                    reason=form.cleaned_data["reason"],
+                )
             except reveals.RevealAlreadyOpen as error:
                 form.add_error(None, error.detail)
                 already = error.grant
@@ -134,8 +149,9 @@ def reveal_view(request):
                 default = reverse("admin:memory_memoryrecord_changelist") + "?q=" + ref
                 return redirect(next_url(request, default=default))
     else:
-        form = RevealForm(initial={"user": request.GET.get("user", ""),
-                                   "next": request.GET.get("next", "")})
+        form = RevealForm(
+            initial={"user": request.GET.get("user", ""), "next": request.GET.get("next", "")}
+        )
     context = {
         **admin.site.each_context(request),
         "title": "Reveal a user's private text",
@@ -160,8 +176,11 @@ def reveal_extend_view(request, grant_id):
     except DomainValidationError as error:
         messages.error(request, error.detail)
     else:
-        messages.success(request, f"Your reveal of {grant.subject.get_username()}'s private text "
-                                  f"now ends at {_time(grant.expires_at)}.")
+        messages.success(
+            request,
+            f"Your reveal of {grant.subject.get_username()}'s private text "
+            f"now ends at {_time(grant.expires_at)}.",
+        )
     return redirect(next_url(request, default="admin:index"))
 
 

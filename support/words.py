@@ -59,8 +59,13 @@ DECISION_WORDS = {
     "no-applicable-rule": "no rule applies here, so the companion asks first",
 }
 EFFECT_WORDS = {"allow": "allowed", "deny": "not allowed", "ask": "asks first"}
-SCOPE_KIND_WORDS = {"user": "everywhere", "global": "everywhere", "character": "with one character",
-                    "conversation": "in one conversation", "scene": "in one scene"}
+SCOPE_KIND_WORDS = {
+    "user": "everywhere",
+    "global": "everywhere",
+    "character": "with one character",
+    "conversation": "in one conversation",
+    "scene": "in one scene",
+}
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,9 @@ class Actors:
                     tombstones.add(detail["tombstone"])
             elif action == "revoke-rule":
                 revoked.add(object_id)
-        return cls(frozenset(retracted), frozenset(forgotten), frozenset(tombstones), frozenset(revoked))
+        return cls(
+            frozenset(retracted), frozenset(forgotten), frozenset(tombstones), frozenset(revoked)
+        )
 
 
 def _who(done_by_support: bool) -> str:
@@ -111,9 +118,17 @@ def _outranked_because(winner, loser) -> str:
     return "they rank the same; the order is fixed by id"
 
 
-def record_words(*, step: str, reason: str, detail: str, record, records: Mapping[str, object],
-                 tombstones: Mapping[str, tuple[datetime, str]], actors: Actors,
-                 now: datetime | None = None) -> str:
+def record_words(
+    *,
+    step: str,
+    reason: str,
+    detail: str,
+    record,
+    records: Mapping[str, object],
+    tombstones: Mapping[str, tuple[datetime, str]],
+    actors: Actors,
+    now: datetime | None = None,
+) -> str:
     """Why the resolver used or left out one record (R1–R6), in a sentence. `records` holds the
     context's candidates by id (to name a successor or a winner), `tombstones` maps a tombstone
     id to (forgotten at, scope id). `now`, the time the resolver decided at: a boundary it was
@@ -129,28 +144,44 @@ def record_words(*, step: str, reason: str, detail: str, record, records: Mappin
         at, scope_id = tombstones.get(tombstone, (None, ""))
         where = " everywhere" if scope_id == "*" else ""
         by = _who(tombstone in actors.tombstones)
-        return (f"Blocked by a forget: {by} forgot this key{where} on {when(at)}, so older messages cannot "
-                "bring it back.") if at else "Blocked by a forget of this key."
+        return (
+            (
+                f"Blocked by a forget: {by} forgot this key{where} on {when(at)}, so older messages cannot "
+                "bring it back."
+            )
+            if at
+            else "Blocked by a forget of this key."
+        )
     if reason == "not-yet-valid":
         at = f" ({when_against(now, record.valid_from)})" if now is not None else ""
         return f"Not valid yet at this time{at}: it applies from {when_against(record.valid_from, now)}."
     if reason == "expired":
-        if record.retracted_at is not None and record.valid_until is not None and record.retracted_at >= record.valid_until:
-            return (f"Retracted by {_who(record.id in actors.retracted)} on {when(record.retracted_at)}: "
-                    "marked no longer true.")
+        if (
+            record.retracted_at is not None
+            and record.valid_until is not None
+            and record.retracted_at >= record.valid_until
+        ):
+            return (
+                f"Retracted by {_who(record.id in actors.retracted)} on {when(record.retracted_at)}: "
+                "marked no longer true."
+            )
         if record.valid_until is not None:
             return f"Expired: it applied until {when_against(record.valid_until, now)}."
         return f"Expired on {when(record.status_since)}."
     if reason == "superseded":
         successor = records.get(_named_id(detail, "superseded by "))
         if successor is not None:
-            return (f"Replaced on {when(successor.recorded_at)} by "
-                    f"{AUTHORITY_WORDS.get(successor.authority, successor.authority)}.")
+            return (
+                f"Replaced on {when(successor.recorded_at)} by "
+                f"{AUTHORITY_WORDS.get(successor.authority, successor.authority)}."
+            )
         return f"Replaced by a later value on {when(record.status_since)}."
     if reason == "lower-precedence":
         winner = records.get(_named_id(detail, "lost to "))
         if winner is not None:
-            return f"Another value for this key is used instead: {_outranked_because(winner, record)}."
+            return (
+                f"Another value for this key is used instead: {_outranked_because(winner, record)}."
+            )
         return "Another value for this key is used instead."
     return reason
 

@@ -74,10 +74,13 @@ def _static_files_in_place(tmp_path_factory):
     steps run; the browser tests use exactly that (tests/browser/conftest.py). Everywhere else
     the suite renders pages with the plain storage and an empty STATIC_ROOT of its own, so it
     never depends on a stale (or missing) `staticfiles/` directory."""
-    with override_settings(STATIC_ROOT=tmp_path_factory.mktemp("static-root"), STORAGES={
-        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }):
+    with override_settings(
+        STATIC_ROOT=tmp_path_factory.mktemp("static-root"),
+        STORAGES={
+            "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+            "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+        },
+    ):
         yield
 
 
@@ -93,8 +96,12 @@ def _per_test_cache(settings):
     from config import cache as shared_cache
     from config import credentials, outage, throttle
 
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-                                   "LOCATION": "companion-tests"}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "companion-tests",
+        }
+    }
     # Every request checks its token in the database (the query counts assert one check per
     # request); tests/ops/test_credentials.py proves the process's token memory itself.
     settings.API_TOKEN_CACHE_SECONDS = 0
@@ -136,7 +143,9 @@ def _seeded_catalog(request):
     rows included (key labels, capabilities, the defaults' policy version, the Support group).
     Before each database test, put them back if a flush took them."""
     marker = request.node.get_closest_marker("django_db")
-    wanted = marker is not None or {"db", "transactional_db", "live_server"} & set(request.fixturenames)
+    wanted = marker is not None or {"db", "transactional_db", "live_server"} & set(
+        request.fixturenames
+    )
     if not wanted:
         yield
         return

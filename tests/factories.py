@@ -51,7 +51,12 @@ class MessageFactory(factory.django.DjangoModelFactory):
     @factory.lazy_attribute
     def seq(self):
         conversation = self.conversation
-        current = Conversation.objects.filter(pk=conversation.pk).values_list("last_seq", flat=True).first() or 0
+        current = (
+            Conversation.objects.filter(pk=conversation.pk)
+            .values_list("last_seq", flat=True)
+            .first()
+            or 0
+        )
         conversation.last_seq = current + 1
         Conversation.objects.filter(pk=conversation.pk).update(last_seq=conversation.last_seq)
         return conversation.last_seq

@@ -25,11 +25,15 @@ def test_the_outermost_savepoints_of_a_captured_turn_are_its_transactions():
     ]
     assert floor.to_program(recorded) == [
         ("SELECT 1", None, False),
-        floor.BEGIN, ("SELECT 2 FOR UPDATE", (7,), False),
-        ('SAVEPOINT "s1_x2"', None, False), ("INSERT 3", (8,), False),
+        floor.BEGIN,
+        ("SELECT 2 FOR UPDATE", (7,), False),
+        ('SAVEPOINT "s1_x2"', None, False),
+        ("INSERT 3", (8,), False),
         ('RELEASE SAVEPOINT "s1_x2"', None, False),
         floor.COMMIT,
-        floor.BEGIN, ("INSERT 4", [(1,), (2,)], True), floor.ROLLBACK,
+        floor.BEGIN,
+        ("INSERT 4", [(1,), (2,)], True),
+        floor.ROLLBACK,
     ]
     with pytest.raises(RuntimeError, match="savepoint"):
         floor.to_program([('SAVEPOINT "s1_x1"', None, False)])
@@ -61,7 +65,7 @@ def test_a_captured_turn_is_rolled_back_and_its_replay_commits_the_same_turn(con
     assert not [name for name in timings if "Rex" in name]  # statement text only, no values
     turn = Turn.objects.get(conversation=conv, turn_key="f1")
     assert turn.status == "replied"
-    assert list(Message.objects.filter(conversation=conv).order_by("seq")
-                .values_list("role", "content")) == [("user", "My dog's name is Rex."),
-                                                     ("assistant", "Noted.")]
+    assert list(
+        Message.objects.filter(conversation=conv).order_by("seq").values_list("role", "content")
+    ) == [("user", "My dog's name is Rex."), ("assistant", "Noted.")]
     floor.replay_pure(captured.pure)  # the same calls on the same inputs run again

@@ -10,81 +10,155 @@ from bench import targets as bench_targets
 
 
 def test_a_rewrite_keeps_the_hand_written_sections_and_everything_after_them():
-    existing = ("# Benchmark results\n\nold table\n\n" + report.KEPT_FROM + "\n\nbefore/after\n\n"
-                "## Later notes\n\nmore\n")
+    existing = (
+        "# Benchmark results\n\nold table\n\n" + report.KEPT_FROM + "\n\nbefore/after\n\n"
+        "## Later notes\n\nmore\n"
+    )
     kept = report.kept_sections(existing)
     assert kept == "\n" + report.KEPT_FROM + "\n\nbefore/after\n\n## Later notes\n\nmore\n"
     assert report.kept_sections("# Benchmark results\n\nno hand-written part\n") == ""
 
 
 def _drive(per_s, p50, errors=0):
-    return {"per_second": per_s, "p50_ms": p50, "p95_ms": p50, "p99_ms": p50, "errors": errors,
-            "units": 10, "error_samples": ["turn+plan 429 b'...'"] if errors else []}
+    return {
+        "per_second": per_s,
+        "p50_ms": p50,
+        "p95_ms": p50,
+        "p99_ms": p50,
+        "errors": errors,
+        "units": 10,
+        "error_samples": ["turn+plan 429 b'...'"] if errors else [],
+    }
 
 
-def _turns(one_per_s=200.0, auth_per_s=1000.0, p50=14.0, p50_10k=39.0, one_total=11,
-           errors=None):
+def _turns(one_per_s=200.0, auth_per_s=1000.0, p50=14.0, p50_10k=39.0, one_total=11, errors=None):
     errors = errors or {}
     sizes = {
-        str(n): {"one_trip": _drive(one_per_s, p50 * 10, errors.get(f"one-{n}", 0)),
-                 "single_client": _drive(1000 / p50, single, errors.get(f"single-{n}", 0))}
+        str(n): {
+            "one_trip": _drive(one_per_s, p50 * 10, errors.get(f"one-{n}", 0)),
+            "single_client": _drive(1000 / p50, single, errors.get(f"single-{n}", 0)),
+        }
         for n, single in ((100, p50 / 2), (1000, p50), (10000, p50_10k))
     }
     return {
-        "clients": 8, "server": "gunicorn",
+        "clients": 8,
+        "server": "gunicorn",
         "ping_before": _drive(1500.0, 5.0, errors.get("ping", 0)),
         "ping_after": _drive(1500.0, 5.0),
         "ping_auth": _drive(auth_per_s, 8.0, errors.get("ping_auth", 0)),
-        "ping_rps": 1500.0, "turns_per_ping": 0.3,
+        "ping_rps": 1500.0,
+        "turns_per_ping": 0.3,
         "turns": _drive(450.0, 30.0, errors.get("turns", 0)),
-        "one_trip": sizes["1000"]["one_trip"], "single_client": sizes["1000"]["single_client"],
-        "sizes": sizes, "main_size": 1000, "records_per_user": 1000,
+        "one_trip": sizes["1000"]["one_trip"],
+        "single_client": sizes["1000"]["single_client"],
+        "sizes": sizes,
+        "main_size": 1000,
+        "records_per_user": 1000,
         "one_trip_per_ping_auth": one_per_s / auth_per_s,
-        "queries": {"one_total": one_total, "create_plan": one_total - 3, "create_plan_facts": 1,
-                    "reply_one": 3, "total": 23, "warm": True, "create": 8, "plan": 12,
-                    "reply": 3, "create_plan_no_fact": 7, "create_plan_no_fact_facts": 0,
-                    "ping_auth": 2},
+        "queries": {
+            "one_total": one_total,
+            "create_plan": one_total - 3,
+            "create_plan_facts": 1,
+            "reply_one": 3,
+            "total": 23,
+            "warm": True,
+            "create": 8,
+            "plan": 12,
+            "reply": 3,
+            "create_plan_no_fact": 7,
+            "create_plan_no_fact_facts": 0,
+            "ping_auth": 2,
+        },
     }
 
 
 def _case(db, endpoint, records, ratio):
-    return {"db": db, "endpoint": endpoint, "records": records,
-            "messages": 100 if endpoint == "plan" else None, "ratio": ratio, "queries": 5,
-            "peak_kib": 1.0, "floor_peak_kib": 1.0, "candidates": 1, "calls": 30, "p50_ms": 5.0,
-            "p95_ms": 6.0, "floor_p50_ms": 5.0 / ratio, "floor_queries": 4, "match": True}
+    return {
+        "db": db,
+        "endpoint": endpoint,
+        "records": records,
+        "messages": 100 if endpoint == "plan" else None,
+        "ratio": ratio,
+        "queries": 5,
+        "peak_kib": 1.0,
+        "floor_peak_kib": 1.0,
+        "candidates": 1,
+        "calls": 30,
+        "p50_ms": 5.0,
+        "p95_ms": 6.0,
+        "floor_p50_ms": 5.0 / ratio,
+        "floor_queries": 4,
+        "match": True,
+    }
 
 
 def _populated(ratio=1.1, errors=0, seq_scans=()):
-    single = {"rounds": 6, "units": 100, "p50_ms": 10.0, "p50_min_ms": 9.0, "p50_max_ms": 11.0,
-              "p99_ms": 20.0, "errors": 0}
-    return {"database": "companion_bench_pop", "spec": {"users": 1000, "memories": 1000},
-            "build": {"seconds": 100.0, "built_at": "2026-12-02 01:00"}, "reused": True,
-            "counts": {"auth_user": 1001, "memory_memoryrecord": 1_001_000},
-            "single": {"empty": single, "populated": {**single, "p50_ms": 10.0 * ratio,
-                                                      "errors": errors}},
-            "ratio": ratio,
-            "explain": {"statements": [{"step": "reply", "sql": "UPDATE …", "plan": "Index Scan",
-                                        "seq_scans": list(seq_scans)}],
-                        "seq_scans": list(seq_scans), "facts": 1}}
+    single = {
+        "rounds": 6,
+        "units": 100,
+        "p50_ms": 10.0,
+        "p50_min_ms": 9.0,
+        "p50_max_ms": 11.0,
+        "p99_ms": 20.0,
+        "errors": 0,
+    }
+    return {
+        "database": "companion_bench_pop",
+        "spec": {"users": 1000, "memories": 1000},
+        "build": {"seconds": 100.0, "built_at": "2026-12-02 01:00"},
+        "reused": True,
+        "counts": {"auth_user": 1001, "memory_memoryrecord": 1_001_000},
+        "single": {
+            "empty": single,
+            "populated": {**single, "p50_ms": 10.0 * ratio, "errors": errors},
+        },
+        "ratio": ratio,
+        "explain": {
+            "statements": [
+                {
+                    "step": "reply",
+                    "sql": "UPDATE …",
+                    "plan": "Index Scan",
+                    "seq_scans": list(seq_scans),
+                }
+            ],
+            "seq_scans": list(seq_scans),
+            "facts": 1,
+        },
+    }
 
 
 def _results(turns=None, ratio=1.2, populated=None):
-    cases = [_case(db, ep, n, ratio) for db in ("sqlite", "postgres")
-             for ep in ("resolve", "plan") for n in (100, 1000)]
+    cases = [
+        _case(db, ep, n, ratio)
+        for db in ("sqlite", "postgres")
+        for ep in ("resolve", "plan")
+        for n in (100, 1000)
+    ]
     postgres = {"db": "postgres", "cases": cases[4:], "turns": turns or _turns()}
     if populated is not None:
         postgres["populated"] = populated
     return {"databases": [{"db": "sqlite", "cases": cases[:4]}, postgres]}
 
 
-TURN_TARGETS = ("single-client turn", "8 clients", "authenticated ping", "SQL per whole turn",
-                "resolve and plan endpoints <=", "populated database", "whole turn: zero errors",
-                "harness")
+TURN_TARGETS = (
+    "single-client turn",
+    "8 clients",
+    "authenticated ping",
+    "SQL per whole turn",
+    "resolve and plan endpoints <=",
+    "populated database",
+    "whole turn: zero errors",
+    "harness",
+)
 
 
 def _verdicts(results) -> dict[str, str]:
-    return {r["target"]: r["result"] for r in bench_targets.targets(results)
-            if r["target"].startswith(TURN_TARGETS)}
+    return {
+        r["target"]: r["result"]
+        for r in bench_targets.targets(results)
+        if r["target"].startswith(TURN_TARGETS)
+    }
 
 
 def test_the_turn_targets_pass_on_their_thresholds():
@@ -97,8 +171,9 @@ def test_the_turn_targets_miss_past_their_thresholds():
     turns = _turns(one_per_s=140.0, auth_per_s=1000.0, p50=15.5, p50_10k=41.0, one_total=13)
     turns["ping_auth"]["per_second"] = 700.0  # 47% of the trivial ping
     turns["one_trip"]["per_second"] = turns["sizes"]["1000"]["one_trip"]["per_second"] = 100.0
-    rows = _verdicts(_results(turns, ratio=1.6, populated=_populated(ratio=1.25,
-                                                                    seq_scans=["memory_tombstone"])))
+    rows = _verdicts(
+        _results(turns, ratio=1.6, populated=_populated(ratio=1.25, seq_scans=["memory_tombstone"]))
+    )
     passed = {name for name, result in rows.items() if result == "pass"}
     assert passed == {
         "whole turn: zero errors in every load phase (non-2xx, 429, exceptions)",
@@ -131,16 +206,24 @@ def test_a_phase_with_errors_misses_its_target_whatever_its_speed():
 def test_errors_in_a_phase_no_target_rests_on_still_fail_the_zero_errors_target():
     rows = _verdicts(_results(_turns(errors={"single-100": 1}), populated=_populated()))
     assert [name for name, result in rows.items() if result == "MISS"] == [
-        "whole turn: zero errors in every load phase (non-2xx, 429, exceptions)"]
+        "whole turn: zero errors in every load phase (non-2xx, 429, exceptions)"
+    ]
 
 
 def test_the_populated_comparison_misses_on_errors_and_on_a_sequential_scan():
     rows = _verdicts(_results(populated=_populated(ratio=1.0, errors=2)))
-    assert rows["populated database: single-client turn p50 within 20% of the empty "
-                "database's"] == "MISS"
+    assert (
+        rows["populated database: single-client turn p50 within 20% of the empty database's"]
+        == "MISS"
+    )
     rows = _verdicts(_results(populated=_populated(seq_scans=["conversations_turn"])))
-    assert rows["populated database: no sequential scan of a user table in the turn's "
-                "statements (EXPLAIN ANALYZE)"] == "MISS"
+    assert (
+        rows[
+            "populated database: no sequential scan of a user table in the turn's "
+            "statements (EXPLAIN ANALYZE)"
+        ]
+        == "MISS"
+    )
 
 
 def test_an_exception_in_a_database_worker_is_a_miss():
@@ -153,15 +236,25 @@ def test_an_exception_in_a_database_worker_is_a_miss():
 def test_a_cold_count_of_queries_is_not_judged():
     turns = _turns()
     turns["queries"]["warm"] = False
-    row = next(r for r in bench_targets.targets(_results(turns))
-               if r["target"].startswith("SQL per whole turn"))
+    row = next(
+        r
+        for r in bench_targets.targets(_results(turns))
+        if r["target"].startswith("SQL per whole turn")
+    )
     assert row["result"] == "skipped" and "cold process" in row["measured"]
 
 
 def test_no_target_names_an_issue_and_the_report_renders():
     results = _results(populated=_populated())
-    results["meta"] = {"command": "python -m bench", "started": "now", "machine": "2 CPUs",
-                       "load_start": "1.0", "load_end": "1.0", "how": "how", "seconds": 1.0}
+    results["meta"] = {
+        "command": "python -m bench",
+        "started": "now",
+        "machine": "2 CPUs",
+        "load_start": "1.0",
+        "load_end": "1.0",
+        "how": "how",
+        "seconds": 1.0,
+    }
     results["targets"] = bench_targets.targets(results)
     assert not [r["target"] for r in results["targets"] if re.search(r"issue \d", r["target"])]
     for markdown in (False, True):
@@ -172,34 +265,58 @@ def test_no_target_names_an_issue_and_the_report_renders():
 def test_an_explained_plan_keeps_no_data_and_names_sequential_scans_of_user_tables():
     from bench.populated import redact, seq_scans
 
-    plan = ("Seq Scan on config_apitoken  Filter: ((token_hash)::text = 'a1b2c3'::text)\n"
-            "Index Scan using m on memory_memoryrecord  Filter: (scope_kind = 'scene' AND "
-            "value = 'My dog''s name is Rex.' AND scope_id = 'user:pop-run-1')\n"
-            "Seq Scan on memory_tombstone t")
+    plan = (
+        "Seq Scan on config_apitoken  Filter: ((token_hash)::text = 'a1b2c3'::text)\n"
+        "Index Scan using m on memory_memoryrecord  Filter: (scope_kind = 'scene' AND "
+        "value = 'My dog''s name is Rex.' AND scope_id = 'user:pop-run-1')\n"
+        "Seq Scan on memory_tombstone t"
+    )
     text = redact(plan)
     assert "a1b2c3" not in text and "Rex" not in text and "pop-run" not in text
     assert "'scene'" in text
     assert seq_scans(plan) == ["memory_tombstone"]
 
 
-FLOOR_TARGET = ("the turn <= 1.5x its floor (single-client one round trip + reply vs its "
-                "statements on raw psycopg + its turns.pipeline calls, same memories)")
-POOLER_TARGET = "through PgBouncer (transaction pooling): one round trip from 8 clients, zero errors"
+FLOOR_TARGET = (
+    "the turn <= 1.5x its floor (single-client one round trip + reply vs its "
+    "statements on raw psycopg + its turns.pipeline calls, same memories)"
+)
+POOLER_TARGET = (
+    "through PgBouncer (transaction pooling): one round trip from 8 clients, zero errors"
+)
 
 
 def _floor(p50, turn=14.0, errors=0):
-    return {"records": 1000, "turns": 60, "rounds": 6, "p50_ms": p50, "p95_ms": p50 * 1.2,
-            "sql_p50_ms": p50 * 0.7, "pure_p50_ms": p50 * 0.3, "statements_p50": 8,
-            "statements": [7, 8], "turn_p50_ms": turn, "turn_p50_min_ms": turn - 1,
-            "turn_p50_max_ms": turn + 1, "turn_units": 120, "errors": errors,
-            "error_samples": ["turn+plan 503 b'...'"] if errors else []}
+    return {
+        "records": 1000,
+        "turns": 60,
+        "rounds": 6,
+        "p50_ms": p50,
+        "p95_ms": p50 * 1.2,
+        "sql_p50_ms": p50 * 0.7,
+        "pure_p50_ms": p50 * 0.3,
+        "statements_p50": 8,
+        "statements": [7, 8],
+        "turn_p50_ms": turn,
+        "turn_p50_min_ms": turn - 1,
+        "turn_p50_max_ms": turn + 1,
+        "turn_units": 120,
+        "errors": errors,
+        "error_samples": ["turn+plan 503 b'...'"] if errors else [],
+    }
 
 
 def _pooled(errors=0, single_errors=0):
     single = _drive(40.0, 25.0, single_errors)
-    return {**_drive(180.0, 45.0, errors), "errors": errors + single_errors, "clients": 8,
-            "single_client": single, "pool_size": 2, "served": {"transactions": 900, "queries": 2400},
-            "pooler": "PgBouncer, pool_mode=transaction, default_pool_size=2"}
+    return {
+        **_drive(180.0, 45.0, errors),
+        "errors": errors + single_errors,
+        "clients": 8,
+        "single_client": single,
+        "pool_size": 2,
+        "served": {"transactions": 900, "queries": 2400},
+        "pooler": "PgBouncer, pool_mode=transaction, default_pool_size=2",
+    }
 
 
 def _by_name(results) -> dict[str, dict]:
@@ -232,7 +349,9 @@ def test_the_pgbouncer_phase_passes_only_without_errors_and_counts_in_every_phas
     assert "PgBouncer served 900 transactions" in rows[POOLER_TARGET]["measured"]
     # Turns that PgBouncer did not see did not go through it.
     unserved = {**_pooled(), "served": {"transactions": 0, "queries": 0}}
-    assert _by_name(_results({**_turns(), "pgbouncer": unserved}))[POOLER_TARGET]["result"] == "MISS"
+    assert (
+        _by_name(_results({**_turns(), "pgbouncer": unserved}))[POOLER_TARGET]["result"] == "MISS"
+    )
     for errors, single_errors in ((1, 0), (0, 3)):
         rows = _by_name(_results({**_turns(), "pgbouncer": _pooled(errors, single_errors)}))
         total = errors + single_errors
@@ -247,17 +366,29 @@ def test_the_pgbouncer_phase_passes_only_without_errors_and_counts_in_every_phas
 
 def test_the_floor_and_the_pgbouncer_phase_are_in_the_whole_turn_table():
     results = _results({**_turns(), "floor": _floor(10.0), "pgbouncer": _pooled(errors=1)})
-    results["meta"] = {"command": "python -m bench", "started": "now", "machine": "2 CPUs",
-                       "load_start": "1.0", "load_end": "1.0", "how": "how", "seconds": 1.0}
+    results["meta"] = {
+        "command": "python -m bench",
+        "started": "now",
+        "machine": "2 CPUs",
+        "load_start": "1.0",
+        "load_end": "1.0",
+        "how": "how",
+        "seconds": 1.0,
+    }
     results["targets"] = bench_targets.targets(results)
     for markdown in (False, True):
         text = report.render(results, markdown=markdown)
-        assert "floor: the turn's statements on raw psycopg + its turns.pipeline calls, 1,000 " \
-               "memories (SQL p50 7.0 ms, pure p50 3.0 ms)" in text
-        assert "the single-client turn in the same 6 rounds (median of the rounds' p50s, " \
-               "13.0–15.0)" in text
+        assert (
+            "floor: the turn's statements on raw psycopg + its turns.pipeline calls, 1,000 "
+            "memories (SQL p50 7.0 ms, pure p50 3.0 ms)" in text
+        )
+        assert (
+            "the single-client turn in the same 6 rounds (median of the rounds' p50s, "
+            "13.0–15.0)" in text
+        )
         [pooled] = [line for line in text.splitlines() if "through PgBouncer (PgBouncer" in line]
         assert "180.0" in pooled and pooled.rstrip(" |").endswith("1")  # its own error only
-        [single] = [line for line in text.splitlines()
-                    if "through PgBouncer, single client" in line]
+        [single] = [
+            line for line in text.splitlines() if "through PgBouncer, single client" in line
+        ]
         assert single.rstrip(" |").endswith("0")

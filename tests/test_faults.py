@@ -20,7 +20,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def conv():
-    return ConversationFactory(user=UserFactory(username="sam"), character=CharacterFactory(slug="rowan"))
+    return ConversationFactory(
+        user=UserFactory(username="sam"), character=CharacterFactory(slug="rowan")
+    )
 
 
 def boom(*args, **kwargs):
@@ -34,13 +36,19 @@ def test_it_leaves_nothing_behind_when_a_turn_fails_midway(conv, monkeypatch):
 
     def flush_then_fail(writer):
         real_flush(writer)
-        assert Message.objects.exists() and MemoryRecord.objects.exists()  # written, not yet committed
+        assert (
+            Message.objects.exists() and MemoryRecord.objects.exists()
+        )  # written, not yet committed
         boom()
 
     monkeypatch.setattr(storage.RowWriter, "flush", flush_then_fail)
     with pytest.raises(OperationalError):
         turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
-    assert not Message.objects.exists() and not Turn.objects.exists() and not MemoryRecord.objects.exists()
+    assert (
+        not Message.objects.exists()
+        and not Turn.objects.exists()
+        and not MemoryRecord.objects.exists()
+    )
     conv.refresh_from_db()
     assert conv.last_seq == 0
     monkeypatch.undo()
@@ -52,7 +60,9 @@ def test_it_leaves_nothing_behind_when_a_turn_fails_midway(conv, monkeypatch):
 def test_it_leaves_nothing_behind_when_a_forget_fails_midway(conv, monkeypatch):
     """The tombstone is written, then the purge fails: no tombstone, values intact."""
     user = conv.user
-    record = memory_services.memory_assert(user=user, key="pet.name", value="Rex", scope=Scope("user")).record
+    record = memory_services.memory_assert(
+        user=user, key="pet.name", value="Rex", scope=Scope("user")
+    ).record
     monkeypatch.setattr(forgetting, "purge_covered", boom)
     with pytest.raises(OperationalError):
         forgetting.memory_forget(record_id=record.id)
@@ -73,16 +83,24 @@ def test_it_leaves_nothing_behind_when_an_assert_fails_after_the_insert(conv, mo
 
     def flush_then_fail(writer):
         real_flush(writer)
-        assert MemoryRecord.objects.exists() and MemorySource.objects.exists()  # written, not yet committed
+        assert (
+            MemoryRecord.objects.exists() and MemorySource.objects.exists()
+        )  # written, not yet committed
         raise OperationalError("disk full")
 
     monkeypatch.setattr(storage.RowWriter, "flush", flush_then_fail)
     with pytest.raises(OperationalError):
-        memory_services.memory_assert(user=conv.user, key="pet.name", value="Rex", scope=Scope("user"), sources=[str(msg.pk)])
+        memory_services.memory_assert(
+            user=conv.user, key="pet.name", value="Rex", scope=Scope("user"), sources=[str(msg.pk)]
+        )
     assert not MemoryRecord.objects.exists() and not MemorySource.objects.exists()
     monkeypatch.undo()
-    assert memory_services.memory_assert(user=conv.user, key="pet.name", value="Rex", scope=Scope("user"),
-                                         sources=[str(msg.pk)]).outcome == "created"
+    assert (
+        memory_services.memory_assert(
+            user=conv.user, key="pet.name", value="Rex", scope=Scope("user"), sources=[str(msg.pk)]
+        ).outcome
+        == "created"
+    )
 
 
 def test_it_returns_the_original_reply_after_a_lost_response(api, conv):
@@ -93,7 +111,13 @@ def test_it_returns_the_original_reply_after_a_lost_response(api, conv):
 
 
 def test_it_returns_the_original_assert_after_a_lost_response(api, conv):
-    body = {"user": "sam", "key": "pet.name", "value": "Rex", "scope": {"kind": "user"}, "idempotency_key": "lost-1"}
+    body = {
+        "user": "sam",
+        "key": "pet.name",
+        "value": "Rex",
+        "scope": {"kind": "user"},
+        "idempotency_key": "lost-1",
+    }
     first = api.post("/api/v1/memories", body, format="json").json()
     retry = api.post("/api/v1/memories", body, format="json")
     assert retry.status_code == 200 and retry.json()["outcome"] == "replayed"

@@ -12,21 +12,22 @@ from tests.helpers import Collect
 NAME = "zebrina"
 
 
-@pytest.mark.parametrize(("key", "logged"), [
-    ("people.zebrina.works_at", "people.*.works_at"),
-    ("people.zebrina.lives_in", "people.*.lives_in"),
-    ("people.zebrina", "people.*"),
-    ("people", "people"),
-    ("user.works_at", "user.works_at"),
-    ("basil_plant.name", "basil_plant.name"),
-    ("Bad Key", "<invalid-key>"),
-    ("", "<invalid-key>"),
-    (None, "<invalid-key>"),
-])
+@pytest.mark.parametrize(
+    ("key", "logged"),
+    [
+        ("people.zebrina.works_at", "people.*.works_at"),
+        ("people.zebrina.lives_in", "people.*.lives_in"),
+        ("people.zebrina", "people.*"),
+        ("people", "people"),
+        ("user.works_at", "user.works_at"),
+        ("basil_plant.name", "basil_plant.name"),
+        ("Bad Key", "<invalid-key>"),
+        ("", "<invalid-key>"),
+        (None, "<invalid-key>"),
+    ],
+)
 def test_it_masks_the_free_part_of_a_key(key, logged):
     assert loggable_key(key) == logged
-
-
 
 
 @pytest.mark.django_db
@@ -41,30 +42,62 @@ def test_it_never_logs_a_persons_name_from_a_key(api):
     try:
         api.put("/api/v1/users/sam", {}, format="json")
         api.put("/api/v1/characters/rowan", {"name": "Rowan"}, format="json")
-        conv = api.post("/api/v1/conversations", {"user": "sam", "character": "rowan"}, format="json").json()["id"]
-        turn = api.post(f"/api/v1/conversations/{conv}/turns",
-                        {"turn_key": "t1", "content": "Zebrina works at Acme."}, format="json").json()
+        conv = api.post(
+            "/api/v1/conversations", {"user": "sam", "character": "rowan"}, format="json"
+        ).json()["id"]
+        turn = api.post(
+            f"/api/v1/conversations/{conv}/turns",
+            {"turn_key": "t1", "content": "Zebrina works at Acme."},
+            format="json",
+        ).json()
         memory = turn["extracted"][0]["memory"]
         assert memory["key"] == f"people.{NAME}.works_at"
         key = memory["key"]
         api.get("/api/v1/memory/ask", {"user": "sam", "q": "Where does Zebrina work?"})
         api.get("/api/v1/memory/history", {"user": "sam", "key": key})
-        confirmed = api.post(f"/api/v1/memories/{memory['id']}/confirm", {}, format="json").json()["memory"]
-        corrected = api.post(f"/api/v1/memories/{confirmed['id']}/correct", {"value": "Initech"},
-                             format="json").json()["memory"]
-        api.post("/api/v1/memories", {"user": "sam", "key": f"people.{NAME}.lives_in", "value": "Oslo",
-                                      "scope": {"kind": "user"}}, format="json")
+        confirmed = api.post(f"/api/v1/memories/{memory['id']}/confirm", {}, format="json").json()[
+            "memory"
+        ]
+        corrected = api.post(
+            f"/api/v1/memories/{confirmed['id']}/correct", {"value": "Initech"}, format="json"
+        ).json()["memory"]
+        api.post(
+            "/api/v1/memories",
+            {
+                "user": "sam",
+                "key": f"people.{NAME}.lives_in",
+                "value": "Oslo",
+                "scope": {"kind": "user"},
+            },
+            format="json",
+        )
         api.post(f"/api/v1/memories/{corrected['id']}/retract", {}, format="json")
-        tombstone = api.post(f"/api/v1/memories/{corrected['id']}/forget", {"everywhere": True},
-                             format="json").json()
-        api.post("/api/v1/memories", {"user": "sam", "key": key, "value": "Acme", "scope": {"kind": "user"},
-                                      "valid_from": "2020-01-01T00:00:00Z"}, format="json")  # blocked
-        api.post("/api/v1/memory/resolve", {"context": {"user": "sam", "character": "rowan", "conversation": conv}},
-                 format="json")
+        tombstone = api.post(
+            f"/api/v1/memories/{corrected['id']}/forget", {"everywhere": True}, format="json"
+        ).json()
+        api.post(
+            "/api/v1/memories",
+            {
+                "user": "sam",
+                "key": key,
+                "value": "Acme",
+                "scope": {"kind": "user"},
+                "valid_from": "2020-01-01T00:00:00Z",
+            },
+            format="json",
+        )  # blocked
+        api.post(
+            "/api/v1/memory/resolve",
+            {"context": {"user": "sam", "character": "rowan", "conversation": conv}},
+            format="json",
+        )
         api.get(f"/api/v1/turns/{turn['id']}/prompt-plan", {"budget": 500})
         api.delete(f"/api/v1/tombstones/{tombstone['id']}")
-        api.post("/api/v1/memories", {"user": "sam", "key": "people.Zebrina!", "value": "x",
-                                      "scope": {"kind": "user"}}, format="json")  # refused key
+        api.post(
+            "/api/v1/memories",
+            {"user": "sam", "key": "people.Zebrina!", "value": "x", "scope": {"kind": "user"}},
+            format="json",
+        )  # refused key
         api.get("/api/v1/users/sam/export")
     finally:
         root.removeHandler(handler)

@@ -59,19 +59,30 @@ def test_the_import_contracts_are_kept():
     """The contracts of `pyproject.toml`: the apps form a DAG, the pure core imports only the
     standard library, API and page modules import no models and no pure-core decision."""
     lint = Path(sys.executable).with_name("lint-imports")
-    done = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout, done.stdout
 
 
-THIN = sorted(m for m in MODULES
-              if m.rpartition(".")[2].endswith(("api", "views")) and not m.startswith("config."))
+THIN = sorted(
+    m
+    for m in MODULES
+    if m.rpartition(".")[2].endswith(("api", "views")) and not m.startswith("config.")
+)
 
 
 def test_it_finds_the_modules_it_checks():
-    assert {"memory.api", "memory.views", "policy.api", "policy.views", "turns.api",
-            "turns.views", "support.views"} <= set(THIN)
+    assert {
+        "memory.api",
+        "memory.views",
+        "policy.api",
+        "policy.views",
+        "turns.api",
+        "turns.views",
+        "support.views",
+    } <= set(THIN)
     assert "memory.resolver" in imports_of("memory.selectors")
 
 
@@ -80,15 +91,27 @@ def test_api_and_page_modules_do_not_touch_the_orm(name):
     """Habit 3: validate, call one service or selector, serialize — no `.objects`, no
     queryset built in the view."""
     tree = ast.parse(MODULES[name].read_text())
-    uses = sorted({node.lineno for node in ast.walk(tree)
-                   if isinstance(node, ast.Attribute) and node.attr in {"objects", "_meta"}})
+    uses = sorted(
+        {
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr in {"objects", "_meta"}
+        }
+    )
     assert not uses, f"{name} uses the ORM at lines {uses}"
 
 
 # App loading, not a cycle: an AppConfig imports its app's modules once the registry is ready,
 # and the catalog (imported by migrations while models load) reads its version model then.
-LAZY_ALLOWED = {"support.apps", "config.apps", "memory.apps", "policy.apps", "turns.apps",
-                "conversations.apps", "config.catalog"}
+LAZY_ALLOWED = {
+    "support.apps",
+    "config.apps",
+    "memory.apps",
+    "policy.apps",
+    "turns.apps",
+    "conversations.apps",
+    "config.catalog",
+}
 
 
 @pytest.mark.parametrize("name", sorted(m for m in MODULES if m not in LAZY_ALLOWED))
@@ -143,8 +166,12 @@ def test_no_module_imports_itself_back_through_others():
 
 
 def test_the_circle_check_sees_a_circle_through_a_third_module():
-    graph = {"a.views": {"b.helpers"}, "b.helpers": {"c.urls"}, "c.urls": {"a.views"},
-             "d": {"a.views"}}
+    graph = {
+        "a.views": {"b.helpers"},
+        "b.helpers": {"c.urls"},
+        "c.urls": {"a.views"},
+        "d": {"a.views"},
+    }
     assert circles(graph) == [["a.views", "b.helpers", "c.urls"]]
 
 
@@ -154,8 +181,9 @@ MAX_LINES = 600  # docs/DECISIONS.md, "Modules of one concern, at most 600 lines
 def test_no_module_outside_migrations_passes_600_lines():
     """Every Python file the repository tracks — the apps, the benchmark, the tests — is at
     most 600 lines; migrations are generated and exempt."""
-    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert len(tracked) > 100  # the listing worked
     too_long = {}
     for name in tracked:

@@ -8,13 +8,31 @@ from pathlib import Path
 import pytest
 
 PURE = [
-    "memory.domain", "memory.resolver", "memory.projection", "memory.extract", "config.builders",
+    "memory.domain",
+    "memory.resolver",
+    "memory.projection",
+    "memory.extract",
+    "config.builders",
     "memory.writes",
-    "policy.domain", "policy.engine",
-    "turns.planner", "turns.relevance", "turns.pipeline", "turns.tokens", "turns.stopwords",
-    "turns.used", "bench.relevance", "memory.learning", "conversations.domain",
-    "config.errors", "support.words", "policy.presentation", "memory.history",
-    "memory.normalisation", "memory.mentions", "memory.current", "conversations.plan_snapshot",
+    "policy.domain",
+    "policy.engine",
+    "turns.planner",
+    "turns.relevance",
+    "turns.pipeline",
+    "turns.tokens",
+    "turns.stopwords",
+    "turns.used",
+    "bench.relevance",
+    "memory.learning",
+    "conversations.domain",
+    "config.errors",
+    "support.words",
+    "policy.presentation",
+    "memory.history",
+    "memory.normalisation",
+    "memory.mentions",
+    "memory.current",
+    "conversations.plan_snapshot",
 ]
 
 
@@ -26,5 +44,11 @@ def test_it_keeps_the_pure_core_free_of_django(module):
         "assert not bad, bad\n"
     )
     root = Path(__file__).resolve().parents[1]
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, env={"PYTHONPATH": str(root)})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={"PYTHONPATH": str(root)},
+    )
     assert result.returncode == 0, result.stderr

@@ -14,11 +14,20 @@ def test_it_passes_the_deployment_checks_in_production():
     """`DJANGO_ENV=production` passes `manage.py check --deploy` with no warnings."""
     # (Browser tests set DJANGO_ALLOW_ASYNC_UNSAFE for Playwright; a deployment never does.)
     base = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-    env = {**base, "DJANGO_ENV": "production", "DJANGO_DEBUG": "false",
-           "SECRET_KEY": "k" * 20 + "-a-long-random-production-secret-" + "9" * 20,
-           "ALLOWED_HOSTS": "memory.example.org"}
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=ROOT, env=env, capture_output=True, text=True)
+    env = {
+        **base,
+        "DJANGO_ENV": "production",
+        "DJANGO_DEBUG": "false",
+        "SECRET_KEY": "k" * 20 + "-a-long-random-production-secret-" + "9" * 20,
+        "ALLOWED_HOSTS": "memory.example.org",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
@@ -26,7 +35,9 @@ def test_it_passes_the_deployment_checks_in_production():
 def test_it_requires_a_secret_key_in_production():
     env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
     env.update({"DJANGO_ENV": "production", "DJANGO_DEBUG": "false"})
-    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stderr
 
@@ -36,7 +47,10 @@ def test_it_locks_out_a_brute_force_sign_in(client):
     from tests.factories import UserFactory
 
     UserFactory(username="target")
-    codes = [client.post("/login/", {"username": "target", "password": "wrong"}).status_code for _ in range(5)]
+    codes = [
+        client.post("/login/", {"username": "target", "password": "wrong"}).status_code
+        for _ in range(5)
+    ]
     assert codes == [200, 200, 200, 200, 429]  # the fifth failure locks the pair out
     r = client.post("/login/", {"username": "target", "password": "correct horse battery"})
     assert r.status_code == 429
@@ -52,7 +66,11 @@ def test_it_sends_a_content_security_policy(client):
 
 @pytest.mark.django_db
 def test_it_refuses_an_oversized_body_with_413(api):
-    r = api.post("/api/v1/memories", data=b"{" + b" " * (3 * 1024 * 1024) + b"}", content_type="application/json")
+    r = api.post(
+        "/api/v1/memories",
+        data=b"{" + b" " * (3 * 1024 * 1024) + b"}",
+        content_type="application/json",
+    )
     assert r.status_code == 413 and r.json()["code"] == "payload_too_large"
 
 

@@ -42,10 +42,13 @@ def test_it_uses_whitenoise_with_hashed_compressed_files():
     assert issubclass(StaticFilesStorage, CompressedManifestStaticFilesStorage)
     middleware = project_settings.MIDDLEWARE
     # Right after SecurityMiddleware, before anything that would do work for a static file.
-    assert middleware.index("whitenoise.middleware.WhiteNoiseMiddleware") == middleware.index(
-        "django.middleware.security.SecurityMiddleware") + 1
-    assert project_settings.INSTALLED_APPS.index("whitenoise.runserver_nostatic") < project_settings.INSTALLED_APPS.index(
-        "django.contrib.staticfiles")
+    assert (
+        middleware.index("whitenoise.middleware.WhiteNoiseMiddleware")
+        == middleware.index("django.middleware.security.SecurityMiddleware") + 1
+    )
+    assert project_settings.INSTALLED_APPS.index(
+        "whitenoise.runserver_nostatic"
+    ) < project_settings.INSTALLED_APPS.index("django.contrib.staticfiles")
 
 
 @pytest.mark.django_db
@@ -53,7 +56,9 @@ def test_a_page_is_styled_with_debug_off_even_when_nothing_was_collected(tmp_pat
     """`runserver` or gunicorn started without `collectstatic` (an empty STATIC_ROOT): the
     page renders (it was a 500) and links the plain stylesheet, which WhiteNoise serves from
     the app's static folder."""
-    with override_settings(STORAGES=project_settings.STORAGES, STATIC_ROOT=tmp_path / "empty", DEBUG=False):
+    with override_settings(
+        STORAGES=project_settings.STORAGES, STATIC_ROOT=tmp_path / "empty", DEBUG=False
+    ):
         client = Client()
         page = client.get("/login/")
         assert page.status_code == 200
@@ -74,7 +79,10 @@ def test_it_serves_the_pages_stylesheet_with_debug_off(collected):
     response = client.get(href)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/css")
-    assert "max-age=315360000" in response["Cache-Control"] and "immutable" in response["Cache-Control"]
+    assert (
+        "max-age=315360000" in response["Cache-Control"]
+        and "immutable" in response["Cache-Control"]
+    )
     assert b".visually-hidden" in b"".join(response.streaming_content)
 
     gzipped = client.get(href, HTTP_ACCEPT_ENCODING="gzip")
@@ -89,7 +97,10 @@ def test_it_serves_the_admins_static_files_with_debug_off(collected):
     assert hrefs
     for href in hrefs:
         response = client.get(href)
-        assert (response.status_code, response["Content-Type"].split(";")[0]) == (200, "text/css"), href
+        assert (response.status_code, response["Content-Type"].split(";")[0]) == (
+            200,
+            "text/css",
+        ), href
 
 
 def test_it_keeps_screen_reader_text_off_screen_without_the_stylesheet(client, db):
@@ -110,16 +121,34 @@ def _free_port() -> int:
 
 def test_gunicorn_serves_the_stylesheet_and_the_admins(tmp_path):
     """The deploy steps: collectstatic, then gunicorn with DEBUG off."""
-    env = {**os.environ, "STATIC_ROOT": str(tmp_path / "static"), "DJANGO_DEBUG": "false",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}"}
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
-                   cwd=ROOT, env=env, check=True, timeout=120)
+    env = {
+        **os.environ,
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "DJANGO_DEBUG": "false",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
+    }
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+    )
     manifest = json.loads((tmp_path / "static" / "staticfiles.json").read_text())["paths"]
     port = _free_port()
     server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi", "--workers", "1",
-         "--bind", f"127.0.0.1:{port}"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "config.wsgi",
+            "--workers",
+            "1",
+            "--bind",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         for name in ("css/pages.css", "admin/css/base.css"):

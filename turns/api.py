@@ -53,20 +53,25 @@ from .snapshot import Snapshot, SnapshotInput
 
 class UserApi(APIView):
     @extend_schema(
-        operation_id="user_get", summary="Read a user",
+        operation_id="user_get",
+        summary="Read a user",
         responses={200: UserOutput, **problems(400, 404)},
         description="Answer the user with this ref as `PUT /users/{ref}` stored it: the ref and "
-        "when the user was created. An unknown ref answers 404 `not_found` (C4).")
+        "when the user was created. An unknown ref answers 404 `not_found` (C4).",
+    )
     def get(self, request, user_ref):
         validated(EmptyQuery, query_params(request))
         return Response(UserOutput(user_by_ref(user_ref, field=None)).data)
 
     @extend_schema(
-        operation_id="user_put", summary="Create or update a user", request=UserPutInput,
+        operation_id="user_put",
+        summary="Create or update a user",
+        request=UserPutInput,
         responses={201: UserOutput, 200: UserOutput, **problems(400)},
         description="Create the user with this ref, or update the user's email if the ref "
         "exists. Answers 201 when the user was created and 200 when it already existed; "
-        "calling it again is safe. Every other operation names users by this ref.")
+        "calling it again is safe. Every other operation names users by this ref.",
+    )
     def put(self, request, user_ref):
         data = validated(UserPutInput, request.data)
         validated(UserRef, {"user": user_ref})
@@ -74,12 +79,14 @@ class UserApi(APIView):
         return Response(UserOutput(user).data, status=201 if created else 200)
 
     @extend_schema(
-        operation_id="user_delete", summary="Erase a user and all their data",
+        operation_id="user_delete",
+        summary="Erase a user and all their data",
         responses={204: None, **problems(404)},
         description="Erase the user and everything stored about them — conversations, "
         "messages, turns, memories, forgets, boundary rules, decisions and media jobs — in "
         "one transaction before answering 204. Nothing comes back; export first to keep a "
-        "copy (§9).")
+        "copy (§9).",
+    )
     def delete(self, request, user_ref):
         users.user_delete(user=user_by_ref(user_ref, field=None))
         return Response(status=204)
@@ -87,12 +94,14 @@ class UserApi(APIView):
 
 class UserExportApi(APIView):
     @extend_schema(
-        operation_id="user_export", summary="Export a user's data",
+        operation_id="user_export",
+        summary="Export a user's data",
         responses={200: Snapshot, **problems(400, 404)},
         description="Answer everything stored about the user as one snapshot (format "
         "`companion-memory/1`): the conversations with their messages and turns, memories, "
         "forgets, boundary rules, decisions and media jobs. Importing the snapshot into an "
-        "empty deployment gives the same answers (§9).")
+        "empty deployment gives the same answers (§9).",
+    )
     def get(self, request, user_ref):
         validated(EmptyQuery, query_params(request))
         return Response(user_export(user=user_by_ref(user_ref, field=None)))
@@ -102,29 +111,36 @@ class UserImportApi(APIView):
     throttle_scope = "import"
 
     @extend_schema(
-        operation_id="user_import", summary="Import a user's snapshot", request=SnapshotInput,
+        operation_id="user_import",
+        summary="Import a user's snapshot",
+        request=SnapshotInput,
         responses={200: UserImportOutput, **problems(400, 409, 413)},
         description="Import a snapshot made by `GET /users/{ref}/export`, atomically: every "
         "row or none. Ids are kept, so importing the same snapshot again creates nothing "
         "(`skipped` counts the rows already there); a row whose id exists with other content "
-        "is a 409 `import_conflict` (§9).")
+        "is a 409 `import_conflict` (§9).",
+    )
     def post(self, request, user_ref):
         data = request.data
         if not isinstance(data, dict):
             raise ValidationError("Must be a JSON object.", field="body")
         ref = data.get("user", {}).get("ref") if isinstance(data.get("user"), dict) else None
         if ref != user_ref:
-            raise ValidationError("The snapshot's user.ref must be the user in the path.", field="user.ref")
+            raise ValidationError(
+                "The snapshot's user.ref must be the user in the path.", field="user.ref"
+            )
         user, counts = user_import(data=data)
         return Response({"user": user.username, **counts})
 
 
 class CharacterListApi(APIView):
     @extend_schema(
-        operation_id="character_list", summary="List the characters", parameters=[PageQuery],
+        operation_id="character_list",
+        summary="List the characters",
+        parameters=[PageQuery],
         responses={200: CharacterPageOutput, **problems(400)},
-        description="Answer every character of the catalog, by slug, as a paginated list "
-        "(C4).")
+        description="Answer every character of the catalog, by slug, as a paginated list (C4).",
+    )
     def get(self, request):
         validated(PageQuery, query_params(request))
         return paginated(self, request, character_list(), CharacterOutput)
@@ -132,20 +148,25 @@ class CharacterListApi(APIView):
 
 class CharacterApi(APIView):
     @extend_schema(
-        operation_id="character_get", summary="Read a character",
+        operation_id="character_get",
+        summary="Read a character",
         responses={200: CharacterOutput, **problems(400, 404)},
         description="Answer the character with this slug: its slug and name. An unknown slug "
-        "answers 404 `not_found` (C4).")
+        "answers 404 `not_found` (C4).",
+    )
     def get(self, request, slug):
         validated(EmptyQuery, query_params(request))
         return Response(CharacterOutput(character_get(slug)).data)
 
     @extend_schema(
-        operation_id="character_put", summary="Create or rename a character",
-        request=CharacterPutInput, responses={201: CharacterOutput, 200: CharacterOutput, **problems(400)},
+        operation_id="character_put",
+        summary="Create or rename a character",
+        request=CharacterPutInput,
+        responses={201: CharacterOutput, 200: CharacterOutput, **problems(400)},
         description="Create the character with this slug, or change its name if the slug "
         "exists. Answers 201 when created and 200 when it existed. Conversations, memory "
-        "scopes and boundary rules name the character by its slug.")
+        "scopes and boundary rules name the character by its slug.",
+    )
     def put(self, request, slug):
         validated(CharacterSlug, {"slug": slug})
         data = validated(CharacterPutInput, request.data)
@@ -155,49 +176,63 @@ class CharacterApi(APIView):
 
 class ConversationCollectionApi(APIView):
     @extend_schema(
-        operation_id="conversation_list", summary="List a user's conversations",
-        parameters=[ConversationListQuery], responses={200: ConversationPageOutput, **problems(400)},
+        operation_id="conversation_list",
+        summary="List a user's conversations",
+        parameters=[ConversationListQuery],
+        responses={200: ConversationPageOutput, **problems(400)},
         description="Answer the user's conversations, newest first, as a paginated list; with "
         "`character`, only those with that character. An unknown user or character is a 400 "
-        "naming the parameter (C4).")
+        "naming the parameter (C4).",
+    )
     def get(self, request):
         params = validated(ConversationListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         character = character_by_slug(params["character"]) if params.get("character") else None
-        return paginated(self, request, conversation_list(user, character=character), ConversationOutput)
+        return paginated(
+            self, request, conversation_list(user, character=character), ConversationOutput
+        )
 
     @extend_schema(
-        operation_id="conversation_create", summary="Start a conversation",
-        request=ConversationCreateInput, responses={201: ConversationOutput, **problems(400)},
+        operation_id="conversation_create",
+        summary="Start a conversation",
+        request=ConversationCreateInput,
+        responses={201: ConversationOutput, **problems(400)},
         description="Start a conversation between a user and a character; answers 201 with "
         "its id, which turns are created under. An unknown user or character is a 400 naming "
-        "the field.")
+        "the field.",
+    )
     def post(self, request):
         data = validated(ConversationCreateInput, request.data)
         user = user_by_ref(data["user"], field="user")
         character = character_by_slug(data["character"], field="character")
-        conversation = conversation_services.conversation_create(user=user, character=character, title=data["title"])
+        conversation = conversation_services.conversation_create(
+            user=user, character=character, title=data["title"]
+        )
         return Response(ConversationOutput(conversation).data, status=201)
 
 
 class ConversationApi(APIView):
     @extend_schema(
-        operation_id="conversation_get", summary="Read a conversation",
+        operation_id="conversation_get",
+        summary="Read a conversation",
         responses={200: ConversationOutput, **problems(400, 404)},
         description="Answer the conversation: its user, character, title, creation time and "
         "`last_seq`, the number of its newest message. An unknown id answers 404 `not_found` "
-        "(C4).")
+        "(C4).",
+    )
     def get(self, request, conversation_id):
         validated(EmptyQuery, query_params(request))
         return Response(ConversationOutput(conversation_get(conversation_id)).data)
 
     @extend_schema(
-        operation_id="conversation_delete", summary="Delete a conversation",
+        operation_id="conversation_delete",
+        summary="Delete a conversation",
         responses={204: None, **problems(404)},
         description="Delete the conversation with its messages and turns, and the memories "
         "scoped to it or its scenes, before answering 204. Memories of wider scopes that its "
         "messages taught stay, keeping their evidence time but no longer naming those "
-        "messages as sources (§7).")
+        "messages as sources (§7).",
+    )
     def delete(self, request, conversation_id):
         conversation_writes.conversation_delete(conversation_id=conversation_id)
         return Response(status=204)
@@ -205,19 +240,25 @@ class ConversationApi(APIView):
 
 class ConversationMessagesApi(APIView):
     @extend_schema(
-        operation_id="conversation_messages", summary="Read a conversation's messages",
-        parameters=[MessageListQuery], responses={200: MessagePageOutput, **problems(400, 404)},
+        operation_id="conversation_messages",
+        summary="Read a conversation's messages",
+        parameters=[MessageListQuery],
+        responses={200: MessagePageOutput, **problems(400, 404)},
         description="Answer the conversation's messages oldest first (by `seq`), as a "
         "paginated list, optionally only those after `after_seq` and before `before_seq`. "
         "Each message says which turn it belongs to and whether a forget withholds it from "
         "prompts (`withheld`, F6). To show the last 20 messages, read the conversation's "
-        "`last_seq` and pass `after_seq=last_seq-20` (C4).")
+        "`last_seq` and pass `after_seq=last_seq-20` (C4).",
+    )
     def get(self, request, conversation_id):
         params = validated(MessageListQuery, query_params(request))
         conversation = conversation_get(conversation_id)
         rows = selectors.conversation_messages(
-            conversation, after_seq=params.get("after_seq"), before_seq=params.get("before_seq"))
-        return paginated(self, request, rows, lambda page: selectors.messages_shown(conversation.user, page))
+            conversation, after_seq=params.get("after_seq"), before_seq=params.get("before_seq")
+        )
+        return paginated(
+            self, request, rows, lambda page: selectors.messages_shown(conversation.user, page)
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,26 +267,32 @@ class ConversationMessagesApi(APIView):
 
 class TurnApi(APIView):
     @extend_schema(
-        operation_id="turn_get", summary="Read a turn",
+        operation_id="turn_get",
+        summary="Read a turn",
         responses={200: TurnReadOutput, **problems(400, 404)},
         description="Answer the turn: its ids, key, scene and status, the user's message, what "
         "it learned — each memory as it is now, so a memory forgotten since shows state "
         "`forgotten` and no value — and the companion's reply once committed. A prompt plan "
         "is never stored with its text, so it is not part of the answer; "
-        "`GET /turns/{id}/prompt-plan` plans again. An unknown id answers 404 `not_found` (C4).")
+        "`GET /turns/{id}/prompt-plan` plans again. An unknown id answers 404 `not_found` (C4).",
+    )
     def get(self, request, turn_id):
         validated(EmptyQuery, query_params(request))
         turn = selectors.turn_get(turn_id)
         body = turn_json(turn)
-        body["created_at"] = TurnReadOutput().fields["created_at"].to_representation(turn.created_at)
+        body["created_at"] = (
+            TurnReadOutput().fields["created_at"].to_representation(turn.created_at)
+        )
         body["reply"] = selectors.turn_reply_shown(turn)
         return Response(TurnReadOutput(body).data)
 
 
 class TurnPromptPlanApi(APIView):
     @extend_schema(
-        operation_id="turn_prompt_plan", summary="Plan a turn's prompt",
-        parameters=[PromptPlanQuery], responses={200: PromptPlanOutput, **problems(400, 404, 422)},
+        operation_id="turn_prompt_plan",
+        summary="Plan a turn's prompt",
+        parameters=[PromptPlanQuery],
+        responses={200: PromptPlanOutput, **problems(400, 404, 422)},
         description="Answer what to send the model for this turn under a token budget: the "
         "user's message, the memories that apply (in the order asked for), as much earlier "
         "history as fits, and the boundary decisions for the capabilities named — with what "
@@ -258,8 +305,12 @@ class TurnPromptPlanApi(APIView):
         params = validated(PromptPlanQuery, query_params(request))
         capabilities = tuple(c.strip() for c in params["capabilities"].split(",") if c.strip())
         result = plans.turn_prompt_plan(
-            turn_id=turn_id, budget=params["budget"], memory_share=params["memory_share"],
-            history=params["history"], capabilities=capabilities, now=params.get("now"),
+            turn_id=turn_id,
+            budget=params["budget"],
+            memory_share=params["memory_share"],
+            history=params["history"],
+            capabilities=capabilities,
+            now=params.get("now"),
             memory_order=params["memory_order"],
         )
         return Response(plan_json(result))
@@ -267,7 +318,8 @@ class TurnPromptPlanApi(APIView):
 
 class TurnCreateApi(APIView):
     @extend_schema(
-        operation_id="turn_create", summary="Create a turn from the user's message",
+        operation_id="turn_create",
+        summary="Create a turn from the user's message",
         request=TurnCreateInput,
         responses={201: TurnCreateOutput, 200: TurnCreateOutput, **problems(400, 404, 409, 422)},
         description="Store the user's message, open a turn for it and learn what the message "
@@ -283,8 +335,11 @@ class TurnCreateApi(APIView):
         params = data.get("plan")
         plan = plan_params(params)
         result = creation.turn_create(
-            conversation_id=conversation_id, turn_key=data["turn_key"], content=data["content"],
-            scene=data.get("scene"), plan=plan,
+            conversation_id=conversation_id,
+            turn_key=data["turn_key"],
+            content=data["content"],
+            scene=data.get("scene"),
+            plan=plan,
         )
         if result.refused is not None:
             result.refused.extra["turn"] = str(result.turn.pk)
@@ -297,8 +352,10 @@ class TurnCreateApi(APIView):
 
 class TurnReplyApi(APIView):
     @extend_schema(
-        operation_id="turn_reply", summary="Commit the companion's reply",
-        request=TurnReplyInput, responses={201: TurnReplyOutput, 200: TurnReplyOutput, **problems(400, 404)},
+        operation_id="turn_reply",
+        summary="Commit the companion's reply",
+        request=TurnReplyInput,
+        responses={201: TurnReplyOutput, 200: TurnReplyOutput, **problems(400, 404)},
         description="Store the companion's reply to the turn, exactly once: 201 the first "
         "time; any later call answers 200 with `replayed: true` and the first reply, whatever "
         "its content, so a retry after a lost answer is safe (I4).",

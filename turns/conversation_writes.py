@@ -23,8 +23,15 @@ def conversation_delete(*, conversation_id, user=None) -> None:
         conversation = qs.select_for_update().first()
         if conversation is None:
             raise NotFound("No such conversation.")
-        outbox.record([outbox.conversation_deleted(  # V1
-            (user or conversation.user).username, conversation=str(conversation.pk), at=db_now())])
+        outbox.record(
+            [
+                outbox.conversation_deleted(  # V1
+                    (user or conversation.user).username,
+                    conversation=str(conversation.pk),
+                    at=db_now(),
+                )
+            ]
+        )
         delete_conversation_rows(conversation)
 
 

@@ -53,8 +53,15 @@ class TurnResult:
     refused: BudgetExceeded | None = None
 
 
-def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | None = None,
-                user=None, plan: PlanParams | None = None) -> TurnResult:
+def turn_create(
+    *,
+    conversation_id,
+    turn_key: str,
+    content: str,
+    scene: str | None = None,
+    user=None,
+    plan: PlanParams | None = None,
+) -> TurnResult:
     """I1/I4: store the user message with the next seq, create the turn (unique per
     conversation and key), learn from the message (SPEC §8) and keep the outcomes; with
     `plan` (I7), plan the turn and decide its capabilities in the same pass. A retry with the
@@ -81,19 +88,36 @@ def turn_create(*, conversation_id, turn_key: str, content: str, scene: str | No
         profile = conversation.user.memory_profile
         scene = scene or None
         memory = ContextMemory(conversation.user, _scope_ids(conversation, scene))
-        rows = _read(conversation, turn_key, content, plan, capabilities,
-                     learning=profile.learn, memory=memory)
+        rows = _read(
+            conversation,
+            turn_key,
+            content,
+            plan,
+            capabilities,
+            learning=profile.learn,
+            memory=memory,
+        )
         if rows.existing_turn is not None:
             return _replayed(rows.existing_turn, conversation, content, scene)
         # Ids in the order the step-by-step path drew them: the message, then the turn.
         message_id, turn_id = uuid.uuid4(), uuid.uuid4()
         registry = _registry(rows, profile, plan)
-        read = _turn_read(conversation, profile, rows, memory.at_version(registry),
-                          message_id=message_id, content=content, scene=scene, plan=plan,
-                          capabilities=capabilities, registry=registry)
+        read = _turn_read(
+            conversation,
+            profile,
+            rows,
+            memory.at_version(registry),
+            message_id=message_id,
+            content=content,
+            scene=scene,
+            plan=plan,
+            capabilities=capabilities,
+            registry=registry,
+        )
         decided = _decide(read, conversation)
-        turn = _write(conversation, read, decided, memory, registry, turn_id=turn_id,
-                      turn_key=turn_key)
+        turn = _write(
+            conversation, read, decided, memory, registry, turn_id=turn_id, turn_key=turn_key
+        )
     _log(turn, conversation, read, decided)
     metrics.turn_created(True)
     result = TurnResult(turn, True, refused=decided.refused)
@@ -137,24 +161,31 @@ def _lock_conversation(conversation_id, user) -> Conversation:
 def _scope_ids(conversation: Conversation, scene: str | None) -> list[str]:
     """The scope ids the turn's context sees (R1), widest first."""
     user = conversation.user.username
-    ids = [f"user:{user}", f"character:{user}:{conversation.character.slug}",
-           f"conversation:{conversation.pk}"]
+    ids = [
+        f"user:{user}",
+        f"character:{user}:{conversation.character.slug}",
+        f"conversation:{conversation.pk}",
+    ]
     if scene is not None:
         ids.append(f"scene:{conversation.pk}:{scene}")
     return ids
 
 
-def _read(conversation, turn_key, content, plan, capabilities, *, learning,
-          memory: ContextMemory):
+def _read(conversation, turn_key, content, plan, capabilities, *, learning, memory: ContextMemory):
     """`turns.storage.read_turn`, or its ORM reference (`read_turn_orm`) where the raw reader
     does not serve the database. The history's text is read for what a plan could admit
     beside the message: its budget less the message's estimate (I3)."""
     room = plan.budget - estimate_message(content) if plan is not None else -1
     relevance = plan is not None and plan.memory_order == "relevance"
     found = dict(
-        conversation=conversation, turn_key=turn_key, character=conversation.character.slug,
-        memory=memory, room=room, n_recent=QUERY_HISTORY if relevance else 0,
-        learning=learning, capabilities=[c.name for c in capabilities],
+        conversation=conversation,
+        turn_key=turn_key,
+        character=conversation.character.slug,
+        memory=memory,
+        room=room,
+        n_recent=QUERY_HISTORY if relevance else 0,
+        learning=learning,
+        capabilities=[c.name for c in capabilities],
     )
     reader = raw_reader(Turn.objects.db)
     if reader is None:
@@ -170,25 +201,56 @@ def _registry(rows, profile, plan) -> Registry:
     return Registry(())  # I8: learning off and no plan: the turn needs nothing of memory
 
 
-def _turn_read(conversation, profile, rows, memory: MemoryState, *, message_id, content,
-               scene, plan, capabilities, registry) -> pipeline.TurnRead:
+def _turn_read(
+    conversation,
+    profile,
+    rows,
+    memory: MemoryState,
+    *,
+    message_id,
+    content,
+    scene,
+    plan,
+    capabilities,
+    registry,
+) -> pipeline.TurnRead:
     defaults = product_defaults() if capabilities else None
     rules = []
     if capabilities:
-        rules = merged_rules(rows.rules, defaults, [c.name for c in capabilities],
-                             character_id=conversation.character_id, now=rows.now)
+        rules = merged_rules(
+            rows.rules,
+            defaults,
+            [c.name for c in capabilities],
+            character_id=conversation.character_id,
+            now=rows.now,
+        )
     return pipeline.TurnRead(
-        context=Context(user=conversation.user.username, character=conversation.character.slug,
-                        conversation=str(conversation.pk), now=rows.now, scene=scene),
+        context=Context(
+            user=conversation.user.username,
+            character=conversation.character.slug,
+            conversation=str(conversation.pk),
+            now=rows.now,
+            scene=scene,
+        ),
         message=PlanMessage(str(message_id), conversation.last_seq + 1, "user", content),
-        learn=profile.learn, use=profile.use, secret=profile.secret_bytes(),
-        last_named=rows.last_named, many_keys=registry.many_keys, labels=registry.labels,
-        pinned=registry.pinned_keys, scope_ids=tuple(_scope_ids(conversation, scene)),
-        records=memory.state.records, tombstones=memory.state.tombstones,
-        retractions=memory.state.retractions, history=rows.history, texts=rows.texts,
+        learn=profile.learn,
+        use=profile.use,
+        secret=profile.secret_bytes(),
+        last_named=rows.last_named,
+        many_keys=registry.many_keys,
+        labels=registry.labels,
+        pinned=registry.pinned_keys,
+        scope_ids=tuple(_scope_ids(conversation, scene)),
+        records=memory.state.records,
+        tombstones=memory.state.tombstones,
+        retractions=memory.state.retractions,
+        history=rows.history,
+        texts=rows.texts,
         likely=settings.COMPANION["CERTAINTY_LIKELY"],
-        uncertain=settings.COMPANION["CERTAINTY_UNCERTAIN"], params=plan,
-        capabilities=capabilities, rules=rules,
+        uncertain=settings.COMPANION["CERTAINTY_UNCERTAIN"],
+        params=plan,
+        capabilities=capabilities,
+        rules=rules,
         policy_version=(defaults.version if defaults else 0, rows.user_policy_version),
         resolved=memory.resolved,
     )
@@ -197,6 +259,7 @@ def _turn_read(conversation, profile, rows, memory: MemoryState, *, message_id, 
 def _decide(read: pipeline.TurnRead, conversation) -> pipeline.TurnDecided:
     """The pure pass; under `skip` a plan may admit a message whose text was not read: then
     its text is read and the plan made again (the writes were decided already)."""
+
     def new_id() -> str:
         return str(uuid.uuid4())
 
@@ -222,21 +285,31 @@ def _scope_fields(conversation: Conversation, scene: str | None) -> dict:
     user = conversation.user.username
     fields = {
         f"character:{user}:{conversation.character.slug}": {
-            "scope_kind": "character", "character_id": conversation.character_id,
-            "conversation_id": None, "scene": None},
+            "scope_kind": "character",
+            "character_id": conversation.character_id,
+            "conversation_id": None,
+            "scene": None,
+        },
         f"conversation:{conversation.pk}": {
-            "scope_kind": "conversation", "character_id": None,
-            "conversation_id": conversation.pk, "scene": None},
+            "scope_kind": "conversation",
+            "character_id": None,
+            "conversation_id": conversation.pk,
+            "scene": None,
+        },
     }
     if scene is not None:
         fields[f"scene:{conversation.pk}:{scene}"] = {
-            "scope_kind": "scene", "character_id": None, "conversation_id": conversation.pk,
-            "scene": scene}
+            "scope_kind": "scene",
+            "character_id": None,
+            "conversation_id": conversation.pk,
+            "scene": scene,
+        }
     return fields
 
 
-def _write(conversation, read, decided, memory: ContextMemory, registry, *, turn_id,
-           turn_key) -> Turn:
+def _write(
+    conversation, read, decided, memory: ContextMemory, registry, *, turn_id, turn_key
+) -> Turn:
     """Every row of the turn, as one statement on PostgreSQL (`config.storage.RowWriter`): the
     seq, the message, the memory writes (memory's to lay out and to keep, `apply_writes`),
     the turn with its plan snapshot, the decision log."""
@@ -245,20 +318,41 @@ def _write(conversation, read, decided, memory: ContextMemory, registry, *, turn
     writer = RowWriter()
     conversation.last_seq = read.message.seq
     writer.update(Conversation, conversation.pk, last_seq=conversation.last_seq)
-    message = Message(id=uuid.UUID(read.message.id), user=user, conversation=conversation,
-                      seq=read.message.seq, role="user", content=read.message.content,
-                      created_at=now)
+    message = Message(
+        id=uuid.UUID(read.message.id),
+        user=user,
+        conversation=conversation,
+        seq=read.message.seq,
+        role="user",
+        content=read.message.content,
+        created_at=now,
+    )
     writer.insert([message])
-    memory.apply_writes(writer, decided.writes,
-                        scope_fields=_scope_fields(conversation, read.context.scene),
-                        records=decided.records, resolution=decided.resolution,
-                        projection=decided.projection, now=now, registry=registry)
+    memory.apply_writes(
+        writer,
+        decided.writes,
+        scope_fields=_scope_fields(conversation, read.context.scene),
+        records=decided.records,
+        resolution=decided.resolution,
+        projection=decided.projection,
+        now=now,
+        registry=registry,
+    )
     turn = Turn(
-        id=turn_id, user=user, conversation=conversation, turn_key=turn_key,
-        scene=read.context.scene, user_message=message, created_at=now, learning=read.learn,
+        id=turn_id,
+        user=user,
+        conversation=conversation,
+        turn_key=turn_key,
+        scene=read.context.scene,
+        user_message=message,
+        created_at=now,
+        learning=read.learn,
         extracted=[
-            {"outcome": o.outcome, "memory": o.record.id if o.record else None,
-             **({"reason": o.reason} if o.reason else {})}
+            {
+                "outcome": o.outcome,
+                "memory": o.record.id if o.record else None,
+                **({"reason": o.reason} if o.reason else {}),
+            }
             for o in decided.outcomes
         ],
     )
@@ -267,14 +361,24 @@ def _write(conversation, read, decided, memory: ContextMemory, registry, *, turn
         turn.plan_hash = decided.snapshot.plan_hash
     writer.insert([turn])
     scope_ids = list(_policy_context(read).scope_ids)
-    writer.insert([
-        DecisionLog(id=decision_id, user=user, capability=capability.name,
-                    requested_by=pipeline.REQUESTED_BY, effect=decision.effect,
-                    reason=decision.reason, rule_ids=list(decision.rule_ids),
-                    defaults_version=read.policy_version[0], user_version=read.policy_version[1],
-                    scope_ids=scope_ids, decided_at=now)
-        for decision_id, capability, decision in decided.decisions
-    ])
+    writer.insert(
+        [
+            DecisionLog(
+                id=decision_id,
+                user=user,
+                capability=capability.name,
+                requested_by=pipeline.REQUESTED_BY,
+                effect=decision.effect,
+                reason=decision.reason,
+                rule_ids=list(decision.rule_ids),
+                defaults_version=read.policy_version[0],
+                user_version=read.policy_version[1],
+                scope_ids=scope_ids,
+                decided_at=now,
+            )
+            for decision_id, capability, decision in decided.decisions
+        ]
+    )
     writer.flush()
     turn.extracted_records = {o.record.id: o.record for o in decided.outcomes if o.record}
     turn.extracted_states = decided.states  # E1, at the turn's time
@@ -283,39 +387,60 @@ def _write(conversation, read, decided, memory: ContextMemory, registry, *, turn
 
 def _policy_context(read: pipeline.TurnRead) -> PolicyContext:
     c = read.context
-    return PolicyContext(user=c.user, now=c.now, character=c.character,
-                         conversation=c.conversation, scene=c.scene)
+    return PolicyContext(
+        user=c.user, now=c.now, character=c.character, conversation=c.conversation, scene=c.scene
+    )
 
 
 def _outcomes(read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> list[DecisionOutcome]:
     version = PolicyVersion(defaults=read.policy_version[0], user=read.policy_version[1])
-    return [DecisionOutcome(decision_id=decision_id, capability=capability.name,
-                            decision=decision, policy_version=version,
-                            question=capability.question)
-            for decision_id, capability, decision in decided.decisions]
+    return [
+        DecisionOutcome(
+            decision_id=decision_id,
+            capability=capability.name,
+            decision=decision,
+            policy_version=version,
+            question=capability.question,
+        )
+        for decision_id, capability, decision in decided.decisions
+    ]
 
 
-def _log(turn: Turn, conversation, read: pipeline.TurnRead,
-         decided: pipeline.TurnDecided) -> None:
+def _log(turn: Turn, conversation, read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> None:
     """SPEC §12: ids, counts, reasons, versions and hashes — never text."""
     for item, outcome in zip(decided.found, decided.outcomes, strict=True):
         record = outcome.record
         log_memory_write(
-            outcome=outcome.outcome, reason=outcome.reason, key=item.key,
+            outcome=outcome.outcome,
+            reason=outcome.reason,
+            key=item.key,
             scope_kind=record.scope.kind if record else "user",
-            authority=record.authority if record else (
-                "user-corrected" if item.correction else "rule-extracted"),
-            sources=len(record.sources) if record else 1)
+            authority=record.authority
+            if record
+            else ("user-corrected" if item.correction else "rule-extracted"),
+            sources=len(record.sources) if record else 1,
+        )
     metrics.resolve_observed(len(decided.records))
     version = read.policy_version
     for decision_id, capability, decision in decided.decisions:
-        log_decision(decision_id=decision_id, capability=capability.name,
-                     requested_by=pipeline.REQUESTED_BY, decision=decision,
-                     rules_loaded=len(read.rules), version=version)
+        log_decision(
+            decision_id=decision_id,
+            capability=capability.name,
+            requested_by=pipeline.REQUESTED_BY,
+            decision=decision,
+            rules_loaded=len(read.rules),
+            version=version,
+        )
     if decided.plan is not None:
-        log_plan(turn.pk, resolve_log_line(conversation.user.pk, len(decided.records),
-                                           decided.resolution, decided.projection),
-                 decided.plan, read.params, use=read.use)
+        log_plan(
+            turn.pk,
+            resolve_log_line(
+                conversation.user.pk, len(decided.records), decided.resolution, decided.projection
+            ),
+            decided.plan,
+            read.params,
+            use=read.use,
+        )
 
 
 def _replayed(turn_id, conversation: Conversation, content: str, scene) -> TurnResult:
@@ -327,4 +452,3 @@ def _replayed(turn_id, conversation: Conversation, content: str, scene) -> TurnR
         raise Conflict("This turn_key was used with other content.")
     metrics.turn_created(False)
     return TurnResult(existing, False)
-

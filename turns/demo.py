@@ -39,7 +39,9 @@ def schedule(now: datetime, n: int) -> list[datetime]:
     """When each of `n` turns is said: the evenings above, then two minutes apart."""
     out = []
     for days_ago, start, minutes in EVENINGS:
-        evening = datetime.combine((now - timedelta(days=days_ago)).date(), start, tzinfo=now.tzinfo)
+        evening = datetime.combine(
+            (now - timedelta(days=days_ago)).date(), start, tzinfo=now.tzinfo
+        )
         out += [evening + timedelta(minutes=m) for m in minutes]
     while len(out) < n:
         out.append(out[-1] + timedelta(minutes=2))
@@ -65,7 +67,9 @@ def _user_models():
 def spread(user) -> None:
     """Move every time of `user`'s rows onto `schedule`: a row written during turn i (after
     it was created, before turn i + 1) moves by turn i's offset."""
-    played = list(Turn.objects.filter(user=user).order_by("created_at").values_list("created_at", flat=True))
+    played = list(
+        Turn.objects.filter(user=user).order_by("created_at").values_list("created_at", flat=True)
+    )
     if not played:
         return
     targets = schedule(db_now(), len(played))
@@ -81,13 +85,21 @@ def spread(user) -> None:
         for row in rows:
             for name in names:
                 setattr(row, name, moved(getattr(row, name)))
-            if model is Turn and isinstance(row.plan_snapshot, dict) and row.plan_snapshot.get("now"):
+            if (
+                model is Turn
+                and isinstance(row.plan_snapshot, dict)
+                and row.plan_snapshot.get("now")
+            ):
                 at = moved(datetime.fromisoformat(row.plan_snapshot["now"]))
                 row.plan_snapshot = {**row.plan_snapshot, "now": at.isoformat()}
         fields = [*names, "plan_snapshot"] if model is Turn else names
         if rows:
             model.objects.bulk_update(rows, fields, batch_size=500)
-    first = Conversation.objects.filter(user=user).order_by("created_at").values_list("created_at", flat=True)
+    first = (
+        Conversation.objects.filter(user=user)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+    )
     if first:
         User.objects.filter(pk=user.pk).update(date_joined=first[0] - timedelta(minutes=5))
 

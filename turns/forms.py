@@ -13,7 +13,9 @@ class DeleteAccountForm(forms.Form):
     """Deleting an account cannot be undone, so the user types their username to confirm."""
 
     confirm = forms.CharField(
-        label="Type your username to confirm", max_length=150, strip=True,
+        label="Type your username to confirm",
+        max_length=150,
+        strip=True,
         error_messages={"required": "Type your username to confirm, or go back."},
     )
 
@@ -40,7 +42,9 @@ def canonical_time_zones() -> list[str]:
     known = known_time_zones()
     text = ""
     try:
-        text = resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text(encoding="utf-8")
+        text = (
+            resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text(encoding="utf-8")
+        )
     except (ModuleNotFoundError, FileNotFoundError, OSError):
         for root in zoneinfo.TZPATH:
             try:
@@ -48,8 +52,11 @@ def canonical_time_zones() -> list[str]:
                 break
             except OSError:
                 continue
-    names = {line.split("\t")[2] for line in text.splitlines()
-             if line and not line.startswith("#") and len(line.split("\t")) >= 3}
+    names = {
+        line.split("\t")[2]
+        for line in text.splitlines()
+        if line and not line.startswith("#") and len(line.split("\t")) >= 3
+    }
     return sorted(name for name in names | {"UTC"} if name in known)
 
 
@@ -80,9 +87,14 @@ def _time_zone_choices():
             regions.setdefault(region, []).append((name, zone_place(name)))
         else:
             others.append((name, name))
-    return [("", f"The service's time zone ({settings.TIME_ZONE})"),
-            *sorted(regions.items()), ("Other", others)]
+    return [
+        ("", f"The service's time zone ({settings.TIME_ZONE})"),
+        *sorted(regions.items()),
+        ("Other", others),
+    ]
 
 
 class TimeZoneForm(forms.Form):
-    time_zone = forms.ChoiceField(label="Your time zone", required=False, choices=_time_zone_choices)
+    time_zone = forms.ChoiceField(
+        label="Your time zone", required=False, choices=_time_zone_choices
+    )

@@ -17,28 +17,47 @@ def import_events(user, *, memories, tombstones, rules, profile) -> None:
     ref = user.username
     events = [
         outbox.memory_created(
-            ref, memory=str(r.pk), scope_kind=r.scope_kind,
+            ref,
+            memory=str(r.pk),
+            scope_kind=r.scope_kind,
             character=r.character.slug if r.character_id else None,
             conversation=str(r.conversation_id) if r.conversation_id else None,
-            version=r.version, authority=r.authority, valid_from=r.valid_from,
-            valid_until=r.valid_until, supersedes=str(r.supersedes_id) if r.supersedes_id else None,
-            at=at)
-        for r in memories if r.status != "forgotten"
+            version=r.version,
+            authority=r.authority,
+            valid_from=r.valid_from,
+            valid_until=r.valid_until,
+            supersedes=str(r.supersedes_id) if r.supersedes_id else None,
+            at=at,
+        )
+        for r in memories
+        if r.status != "forgotten"
     ]
     withheld = withheld_lists(user) if tombstones else {}  # F6: the links the import restored
     events += [
-        outbox.memory_forgotten(ref, tombstone=str(t.pk), scope_kind=scope_kind_of(t.scope_id),
-                                memories=[], withheld_message_ids=withheld.get(str(t.pk), ([], []))[0],
-                                forgotten_by=t.forgotten_by, at=at)
+        outbox.memory_forgotten(
+            ref,
+            tombstone=str(t.pk),
+            scope_kind=scope_kind_of(t.scope_id),
+            memories=[],
+            withheld_message_ids=withheld.get(str(t.pk), ([], []))[0],
+            forgotten_by=t.forgotten_by,
+            at=at,
+        )
         for t in tombstones
     ]
     if rules:
         version = user_policy_version(user)
-        events.append(outbox.policy_changed(ref, policy_version=version,
-                                            rules=[r.pk for r in rules], at=at))
+        events.append(
+            outbox.policy_changed(ref, policy_version=version, rules=[r.pk for r in rules], at=at)
+        )
     if profile is not None:
-        events.append(outbox.settings_changed(ref, learn=profile.learn, use=profile.use,
-                                              changed_by=profile.settings_changed_by or "import",
-                                              at=at))
+        events.append(
+            outbox.settings_changed(
+                ref,
+                learn=profile.learn,
+                use=profile.use,
+                changed_by=profile.settings_changed_by or "import",
+                at=at,
+            )
+        )
     outbox.record(events)
-

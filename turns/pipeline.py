@@ -125,34 +125,59 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
         by_slot.setdefault((record.scope_id, record.key), []).append(record)
     for records in by_slot.values():
         records.sort(key=lambda r: r.version)
-    batch = WriteBatch(Known(by_slot, read.tombstones, read.retractions), user=context.user,
-                       now=context.now, secret=read.secret, new_id=new_id,
-                       complete_scopes=read.scope_ids)
+    batch = WriteBatch(
+        Known(by_slot, read.tombstones, read.retractions),
+        user=context.user,
+        now=context.now,
+        secret=read.secret,
+        new_id=new_id,
+        complete_scopes=read.scope_ids,
+    )
     outcomes: list[Outcome] = []
     found: list = []
     if read.learn:
         found = extract(read.message.content, last_named_key=read.last_named)
         learning.check(found)
-        known = learning.Known(many_keys=read.many_keys, labels=read.labels,
-                               tombstones=read.tombstones, secret=read.secret,
-                               likely=read.likely, uncertain=read.uncertain)
-        outcomes = learning.learn(found, batch, context=context, known=known,
-                                  sources=(read.message.id,), source_time=context.now)
+        known = learning.Known(
+            many_keys=read.many_keys,
+            labels=read.labels,
+            tombstones=read.tombstones,
+            secret=read.secret,
+            likely=read.likely,
+            uncertain=read.uncertain,
+        )
+        outcomes = learning.learn(
+            found,
+            batch,
+            context=context,
+            known=known,
+            sources=(read.message.id,),
+            source_time=context.now,
+        )
     records = batch.records()
     resolution, projection = resolve_context(
-        records, read.tombstones, context, many_keys=read.many_keys, labels=read.labels,
-        secret=read.secret, likely=read.likely, uncertain=read.uncertain,
-        earlier=None if batch.plan.changes_memory else read.resolved)
+        records,
+        read.tombstones,
+        context,
+        many_keys=read.many_keys,
+        labels=read.labels,
+        secret=read.secret,
+        likely=read.likely,
+        uncertain=read.uncertain,
+        earlier=None if batch.plan.changes_memory else read.resolved,
+    )
     decided = TurnDecided(found, outcomes, batch.plan, records, resolution, projection)
-    decided.states = batch.states([o.record.id for o in outcomes if o.record],
-                                  many_keys=read.many_keys)
+    decided.states = batch.states(
+        [o.record.id for o in outcomes if o.record], many_keys=read.many_keys
+    )
     if read.params is not None:
         plan_turn(read, decided, read.texts, new_id=new_id)
     return decided
 
 
-def plan_turn(read: TurnRead, decided: TurnDecided, texts: Mapping[str, str], *,
-              new_id: Callable[[], str]) -> None:
+def plan_turn(
+    read: TurnRead, decided: TurnDecided, texts: Mapping[str, str], *, new_id: Callable[[], str]
+) -> None:
     """Steps 3 and 4 on what `decide_turn` resolved, through `plan_prompt`: the plan and its
     snapshot (or the refusal that keeps the turn without one, I7) and, with a plan, the
     decisions. Raises `NeedTexts` when the plan admits history whose text is not in `texts`;
@@ -165,29 +190,50 @@ def plan_turn(read: TurnRead, decided: TurnDecided, texts: Mapping[str, str], *,
         return {i: texts[i] for i in ids}
 
     context = read.context
-    policy_context = PolicyContext(user=context.user, now=context.now,
-                                   character=context.character,
-                                   conversation=context.conversation, scene=context.scene)
+    policy_context = PolicyContext(
+        user=context.user,
+        now=context.now,
+        character=context.character,
+        conversation=context.conversation,
+        scene=context.scene,
+    )
 
     def decide() -> list[tuple[str, Capability, Decision]]:
         return [
-            (new_id(), capability, engine.decide(
-                DecisionRequest(capability=capability.name, requested_by=REQUESTED_BY),
-                read.rules, policy_context))
+            (
+                new_id(),
+                capability,
+                engine.decide(
+                    DecisionRequest(capability=capability.name, requested_by=REQUESTED_BY),
+                    read.rules,
+                    policy_context,
+                ),
+            )
             for capability in read.capabilities
         ]
 
     try:
         planned = plan_prompt(
-            current=read.message, history=read.history, fetch_content=fetch_content,
-            resolution=decided.resolution, projection=decided.projection, params=read.params,
-            pinned=read.pinned, use=read.use, now=context.now, decide=decide,
-            described=lambda d: (d[0], d[1].name, d[2].effect))
+            current=read.message,
+            history=read.history,
+            fetch_content=fetch_content,
+            resolution=decided.resolution,
+            projection=decided.projection,
+            params=read.params,
+            pinned=read.pinned,
+            use=read.use,
+            now=context.now,
+            decide=decide,
+            described=lambda d: (d[0], d[1].name, d[2].effect),
+        )
     except BudgetExceeded as refused:
         decided.refused = refused
         return
-    decided.plan, decided.snapshot, decided.decisions = (planned.plan, planned.snapshot,
-                                                         planned.decisions)
+    decided.plan, decided.snapshot, decided.decisions = (
+        planned.plan,
+        planned.snapshot,
+        planned.decisions,
+    )
 
 
 @dataclass(frozen=True)
@@ -200,12 +246,20 @@ class PlannedPrompt:
     decisions: list
 
 
-def plan_prompt(*, current: PlanMessage, history: Sequence[HistoryCandidate],
-                fetch_content: Callable[[list[str]], Mapping[str, str]],
-                resolution: Resolution, projection: Projection, params: PlanParams,
-                pinned: frozenset[str], use: bool, now: datetime,
-                decide: Callable[[], list],
-                described: Callable[[object], tuple[str, str, str]]) -> PlannedPrompt:
+def plan_prompt(
+    *,
+    current: PlanMessage,
+    history: Sequence[HistoryCandidate],
+    fetch_content: Callable[[list[str]], Mapping[str, str]],
+    resolution: Resolution,
+    projection: Projection,
+    params: PlanParams,
+    pinned: frozenset[str],
+    use: bool,
+    now: datetime,
+    decide: Callable[[], list],
+    described: Callable[[object], tuple[str, str, str]],
+) -> PlannedPrompt:
     """The one way a turn's prompt plan is made (SPEC §7), for turn creation (I7) and for
     `GET /turns/{id}/prompt-plan` alike. The plan (`turns.planner.build_plan`: I1, I3, I6 and
     `use`, I8) of the current message over the history candidates before it, with the
@@ -221,17 +275,29 @@ def plan_prompt(*, current: PlanMessage, history: Sequence[HistoryCandidate],
         found = fetch_content(newest)
         recent = [found[i] for i in newest]
     plan = build_plan(
-        current=current, history=(), history_candidates=history, fetch_content=fetch_content,
+        current=current,
+        history=(),
+        history_candidates=history,
+        fetch_content=fetch_content,
         memories=projection.prompt,
         memory_excluded=list(resolution.excluded) + list(projection.excluded),
-        params=params, resolver_version=RESOLVER_VERSION,
-        pinned_keys=pinned if relevance else frozenset(), recent=recent, use_memories=use,
+        params=params,
+        resolver_version=RESOLVER_VERSION,
+        pinned_keys=pinned if relevance else frozenset(),
+        recent=recent,
+        use_memories=use,
     )
     decisions = decide()
     snapshot = PlanSnapshot.made(
-        plan_snapshot(plan), now=now,
-        params={"budget": params.budget, "memory_share": params.memory_share,
-                "history": params.history, "capabilities": list(params.capabilities),
-                "memory_order": params.memory_order},
-        policy=[described(decision) for decision in decisions])
+        plan_snapshot(plan),
+        now=now,
+        params={
+            "budget": params.budget,
+            "memory_share": params.memory_share,
+            "history": params.history,
+            "capabilities": list(params.capabilities),
+            "memory_order": params.memory_order,
+        },
+        policy=[described(decision) for decision in decisions],
+    )
     return PlannedPrompt(plan, snapshot, decisions)

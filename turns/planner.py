@@ -158,7 +158,9 @@ def validate_params(params: PlanParams) -> None:
     if isinstance(caps, str) or not all(isinstance(c, str) for c in caps):
         raise ValidationError("capabilities must be a list of strings.", field="capabilities")
     if params.memory_order not in MEMORY_ORDERS:
-        raise ValidationError("memory_order must be 'certainty' or 'relevance'.", field="memory_order")
+        raise ValidationError(
+            "memory_order must be 'certainty' or 'relevance'.", field="memory_order"
+        )
 
 
 def memory_cap(params: PlanParams) -> int:
@@ -333,7 +335,8 @@ def build_plan(
         if recent is None:
             recent = _recent_contents(current, history, history_candidates, fetch_content)
         order, rounded = relevance_order(
-            unique, query_terms(current.content, recent[:QUERY_HISTORY]), pinned_keys)
+            unique, query_terms(current.content, recent[:QUERY_HISTORY]), pinned_keys
+        )
         scores = list(rounded)
 
     # Memory section: skip what does not fit and keep trying later items.
@@ -373,9 +376,7 @@ def build_plan(
             HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode("utf-8"))) for m in eligible
         ]
     else:
-        candidates = [
-            c for c in history_candidates if c.id != current.id and c.seq < current.seq
-        ]
+        candidates = [c for c in history_candidates if c.id != current.id and c.seq < current.seq]
     chosen_ids, dropped_ids = select_history(
         memory_tokens + current_tokens, candidates, budget, params.history
     )
@@ -435,8 +436,9 @@ def _split_withheld_messages(
     if not withheld:
         return list(history), set()
     kept = [m for m in history if m.id not in withheld]
-    held = {m.id for m in history
-            if m.id in withheld and m.id != current.id and m.seq < current.seq}
+    held = {
+        m.id for m in history if m.id in withheld and m.id != current.id and m.seq < current.seq
+    }
     return kept, held
 
 
@@ -459,7 +461,8 @@ def _recent_contents(
         eligible = _eligible_history(current, history)
         return [m.content for m in reversed(eligible[-QUERY_HISTORY:])]
     candidates = _unique_candidates(
-        c for c in history_candidates if c.id != current.id and c.seq < current.seq)
+        c for c in history_candidates if c.id != current.id and c.seq < current.seq
+    )
     ids = [c.id for c in reversed(candidates[-QUERY_HISTORY:])]
     if not ids:
         return []
@@ -500,8 +503,13 @@ def plan_body(plan: Plan) -> dict:
             "estimated_tokens": plan.current_tokens,
         },
         "history": [
-            {"id": m.id, "seq": m.seq, "role": m.role, "content": m.content,
-             "estimated_tokens": tokens}
+            {
+                "id": m.id,
+                "seq": m.seq,
+                "role": m.role,
+                "content": m.content,
+                "estimated_tokens": tokens,
+            }
             for m, tokens in plan.history
         ],
         "memories": [
@@ -519,4 +527,8 @@ def plan_body(plan: Plan) -> dict:
 
 
 def _relevance_of(plan: Plan) -> tuple[float | None, ...]:
-    return plan.relevance if len(plan.relevance) == len(plan.memories) else (None,) * len(plan.memories)
+    return (
+        plan.relevance
+        if len(plan.relevance) == len(plan.memories)
+        else (None,) * len(plan.memories)
+    )

@@ -30,9 +30,17 @@ class PromptPlanResult:
     params: object  # planner.PlanParams
 
 
-def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history: str = "contiguous",
-                     capabilities: tuple[str, ...] = (), now=None, user=None,
-                     memory_order: str = "certainty") -> PromptPlanResult:
+def turn_prompt_plan(
+    *,
+    turn_id,
+    budget: int,
+    memory_share: float = 0.3,
+    history: str = "contiguous",
+    capabilities: tuple[str, ...] = (),
+    now=None,
+    user=None,
+    memory_order: str = "certainty",
+) -> PromptPlanResult:
     """SPEC §7: the prompt plan of a turn (`GET /turns/{id}/prompt-plan`): the turn is read
     with its conversation, user (and memory profile), character and user message in one
     query, then planned by `plan_for_turn`."""
@@ -44,13 +52,28 @@ def turn_prompt_plan(*, turn_id, budget: int, memory_share: float = 0.3, history
     turn = qs.first()
     if turn is None:
         raise NotFound("No such turn.")
-    return plan_for_turn(turn, budget=budget, memory_share=memory_share, history=history,
-                         capabilities=capabilities, now=now, memory_order=memory_order)
+    return plan_for_turn(
+        turn,
+        budget=budget,
+        memory_share=memory_share,
+        history=history,
+        capabilities=capabilities,
+        now=now,
+        memory_order=memory_order,
+    )
 
 
-def plan_for_turn(turn: Turn, *, budget: int, memory_share: float = 0.3, history: str = "contiguous",
-                  capabilities: tuple[str, ...] = (), now=None, memory_order: str = "certainty",
-                  now_given: bool | None = None) -> PromptPlanResult:
+def plan_for_turn(
+    turn: Turn,
+    *,
+    budget: int,
+    memory_share: float = 0.3,
+    history: str = "contiguous",
+    capabilities: tuple[str, ...] = (),
+    now=None,
+    memory_order: str = "certainty",
+    now_given: bool | None = None,
+) -> PromptPlanResult:
     """SPEC §7: the prompt plan of a loaded turn — history before the turn's message under the
     budget (I1, I3), the memories through the resolver and projection (I2, I5) in the chosen
     order (I6), and policy decisions for the requested capabilities. The turn keeps the
@@ -68,12 +91,20 @@ def plan_for_turn(turn: Turn, *, budget: int, memory_share: float = 0.3, history
 
     `now` defaults to the database clock; `now_given` says whether the caller chose it (the
     GET's `now`), as `LoadedContext.now_given`."""
-    params = PlanParams(budget=budget, memory_share=memory_share, history=history,
-                        capabilities=tuple(dict.fromkeys(capabilities)), memory_order=memory_order)
+    params = PlanParams(
+        budget=budget,
+        memory_share=memory_share,
+        history=history,
+        capabilities=tuple(dict.fromkeys(capabilities)),
+        memory_order=memory_order,
+    )
     conversation = turn.conversation
     ctx = LoadedContext(
-        user=conversation.user, character=conversation.character, conversation=conversation,
-        scene=turn.scene, now=now if now is not None else db_now(),
+        user=conversation.user,
+        character=conversation.character,
+        conversation=conversation,
+        scene=turn.scene,
+        now=now if now is not None else db_now(),
         now_given=(now is not None) if now_given is None else now_given,
     )
     switches = memory_settings_of(conversation.user)
@@ -83,7 +114,8 @@ def plan_for_turn(turn: Turn, *, budget: int, memory_share: float = 0.3, history
     # beside the current message (what the planner admits is among them under `contiguous`).
     room = budget - estimate_message(current.content)
     candidates, fetch_content = history_with_contents(
-        conversation, current.seq, room, QUERY_HISTORY if memory_order == "relevance" else 0)
+        conversation, current.seq, room, QUERY_HISTORY if memory_order == "relevance" else 0
+    )
 
     def decide() -> list[DecisionOutcome]:
         if not params.capabilities:
@@ -92,10 +124,17 @@ def plan_for_turn(turn: Turn, *, budget: int, memory_share: float = 0.3, history
 
     planned = plan_prompt(
         current=PlanMessage(str(current.pk), current.seq, current.role, current.content),
-        history=candidates, fetch_content=fetch_content, resolution=resolved.resolution,
-        projection=resolved.projection, params=params, pinned=resolved.registry.pinned_keys,
-        use=switches.use, now=ctx.now, decide=decide,
-        described=lambda d: (d.decision_id, d.capability, d.decision.effect))
+        history=candidates,
+        fetch_content=fetch_content,
+        resolution=resolved.resolution,
+        projection=resolved.projection,
+        params=params,
+        pinned=resolved.registry.pinned_keys,
+        use=switches.use,
+        now=ctx.now,
+        decide=decide,
+        described=lambda d: (d.decision_id, d.capability, d.decision.effect),
+    )
     stored, plan_hash = planned.snapshot.stored(), planned.snapshot.plan_hash
     Turn.objects.filter(pk=turn.pk).update(plan_snapshot=stored, plan_hash=plan_hash)
     turn.plan_snapshot, turn.plan_hash = stored, plan_hash
@@ -109,8 +148,15 @@ def log_plan(turn_id, resolve_line: str, plan: Plan, params: PlanParams, *, use:
     log.info(
         "prompt_plan turn=%s %s history=%d memories=%d excluded=%d tokens=%d budget=%d "
         "memory_order=%s memory_use=%s plan_hash=%s",
-        turn_id, resolve_line, len(plan.history), len(plan.memories), len(plan.excluded),
-        plan.estimated_tokens, params.budget, params.memory_order, "on" if use else "off",
+        turn_id,
+        resolve_line,
+        len(plan.history),
+        len(plan.memories),
+        len(plan.excluded),
+        plan.estimated_tokens,
+        params.budget,
+        params.memory_order,
+        "on" if use else "off",
         plan.plan_hash,
     )
 
@@ -121,8 +167,13 @@ def turn_plan_replayed(result, plan: PlanParams):
     turn = result.turn
     try:
         return plan_for_turn(
-            turn, budget=plan.budget, memory_share=plan.memory_share, history=plan.history,
-            capabilities=plan.capabilities, memory_order=plan.memory_order, now=None,
+            turn,
+            budget=plan.budget,
+            memory_share=plan.memory_share,
+            history=plan.history,
+            capabilities=plan.capabilities,
+            memory_order=plan.memory_order,
+            now=None,
             now_given=False,
         )
     except BudgetExceeded as exc:

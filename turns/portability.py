@@ -96,10 +96,14 @@ def user_export(*, user) -> dict:
     characters = list(Character.objects.filter(pk__in=character_ids).order_by("slug"))
     slugs = {c.pk: c.slug for c in characters}
     sources: dict = {}
-    for memory_id, message_id in MemorySource.objects.filter(memory__user=user).values_list("memory_id", "message_id"):
+    for memory_id, message_id in MemorySource.objects.filter(memory__user=user).values_list(
+        "memory_id", "message_id"
+    ):
         sources.setdefault(memory_id, []).append(str(message_id))
     keys = sorted({r.key for r in memories})
-    version = UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first() or 0
+    version = (
+        UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first() or 0
+    )
 
     versions = policy_version_of(user)
     profile = MemoryProfile.objects.filter(user=user).first()
@@ -111,21 +115,39 @@ def user_export(*, user) -> dict:
         "user": user_object(user, profile),
         "characters": [character_row(c) for c in characters],
         "conversations": [conversation_row(c, slugs) for c in conversations],
-        "messages": [message_row(m, held)
-                     for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")],
+        "messages": [
+            message_row(m, held)
+            for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")
+        ],
         "turns": [turn_row(t) for t in Turn.objects.filter(user=user).order_by("created_at", "id")],
         "memories": [memory_row(r, slugs, sources) for r in memories],
-        "tombstones": [tombstone_row(t, withheld)
-                       for t in Tombstone.objects.filter(user=user).order_by("forgotten_at", "id")],
-        "retractions": [retraction_row(r) for r in SlotRetraction.objects.filter(user=user).order_by("retracted_at", "id")],
-        "idempotency": [idempotency_row(i) for i in IdempotencyRecord.objects.filter(user=user).order_by("created_at", "id")],
+        "tombstones": [
+            tombstone_row(t, withheld)
+            for t in Tombstone.objects.filter(user=user).order_by("forgotten_at", "id")
+        ],
+        "retractions": [
+            retraction_row(r)
+            for r in SlotRetraction.objects.filter(user=user).order_by("retracted_at", "id")
+        ],
+        "idempotency": [
+            idempotency_row(i)
+            for i in IdempotencyRecord.objects.filter(user=user).order_by("created_at", "id")
+        ],
         "policy_rules": [rule_row(r, slugs) for r in rules],
         "policy_version": {"defaults": versions.defaults, "user": max(version, versions.user)},
-        "decisions": [decision_row(d) for d in DecisionLog.objects.filter(user=user).order_by("decided_at", "id")],
-        "answers": [answer_row(a) for a in PolicyAnswer.objects.filter(user=user).order_by("answered_at", "id")],
+        "decisions": [
+            decision_row(d)
+            for d in DecisionLog.objects.filter(user=user).order_by("decided_at", "id")
+        ],
+        "answers": [
+            answer_row(a)
+            for a in PolicyAnswer.objects.filter(user=user).order_by("answered_at", "id")
+        ],
         "media_jobs": [job_row(j, slugs) for j in jobs],
-        "keys": [{"key": k.key, "cardinality": k.cardinality, "label": k.label}
-                 for k in KeyDefinition.objects.filter(key__in=keys).order_by("key")],
+        "keys": [
+            {"key": k.key, "cardinality": k.cardinality, "label": k.label}
+            for k in KeyDefinition.objects.filter(key__in=keys).order_by("key")
+        ],
         "reveals": reveals_export(user),  # S2: read-only; an import ignores it
     }
 
@@ -176,7 +198,9 @@ class _Import:
             with transaction.atomic():
                 model.objects.bulk_create(objects, batch_size=500)
         except IntegrityError:
-            raise ImportConflict(f"A {what} of the snapshot collides with a stored one; nothing was imported.") from None
+            raise ImportConflict(
+                f"A {what} of the snapshot collides with a stored one; nothing was imported."
+            ) from None
         self.counts["created"] += len(objects)
 
     def merge(self, model, section: str, what: str, *, as_dict, build, same=None) -> list:
@@ -211,9 +235,13 @@ class _Import:
         self.import_policy()
         self.apply_tombstones()
         purged = set(self.purged)
-        import_events(self.user, memories=[r for r in self.created_memories if str(r.pk) not in purged],
-                      tombstones=self.created_tombstones, rules=self.created_rules,
-                      profile=self.profile if self.settings_imported else None)
+        import_events(
+            self.user,
+            memories=[r for r in self.created_memories if str(r.pk) not in purged],
+            tombstones=self.created_tombstones,
+            rules=self.created_rules,
+            profile=self.profile if self.settings_imported else None,
+        )
         return self.user, self.counts
 
     def import_keys(self) -> None:
@@ -226,11 +254,16 @@ class _Import:
             existing = stored.get(k["key"])
             if existing is None:
                 if k["cardinality"] != "one" and MemoryRecord.objects.filter(key=k["key"]).exists():
-                    raise ImportConflict(f"Key {k['key']!r} is used as single-valued here, many in the snapshot.")
-                new.append(KeyDefinition(key=k["key"], cardinality=k["cardinality"], label=k["label"]))
+                    raise ImportConflict(
+                        f"Key {k['key']!r} is used as single-valued here, many in the snapshot."
+                    )
+                new.append(
+                    KeyDefinition(key=k["key"], cardinality=k["cardinality"], label=k["label"])
+                )
             elif existing.cardinality != k["cardinality"]:
                 raise ImportConflict(
-                    f"Key {k['key']!r} has cardinality {existing.cardinality} here, {k['cardinality']} in the snapshot.")
+                    f"Key {k['key']!r} has cardinality {existing.cardinality} here, {k['cardinality']} in the snapshot."
+                )
             else:
                 self.counts["skipped"] += 1
         self.create(KeyDefinition, new, "key")
@@ -261,9 +294,11 @@ class _Import:
         if profile is None:
             profile = MemoryProfile.objects.create(user=user, secret=secret)
         elif profile.secret != secret:
-            hashed = (Tombstone.objects.filter(user=user, value_hash__isnull=False).exists()
-                      or SlotRetraction.objects.filter(user=user).exclude(value_hash="").exists()
-                      or IdempotencyRecord.objects.filter(user=user).exists())
+            hashed = (
+                Tombstone.objects.filter(user=user, value_hash__isnull=False).exists()
+                or SlotRetraction.objects.filter(user=user).exclude(value_hash="").exists()
+                or IdempotencyRecord.objects.filter(user=user).exists()
+            )
             if hashed:
                 raise ImportConflict("The user's value-hash secret differs from the snapshot's.")
             profile.secret = secret
@@ -282,12 +317,18 @@ class _Import:
                 continue
             if c.get("created_at") is None and now is None:
                 now = db_now()
-            new.append(Character(slug=c["slug"], name=c["name"], created_at=c.get("created_at") or now))
+            new.append(
+                Character(slug=c["slug"], name=c["name"], created_at=c.get("created_at") or now)
+            )
         self.create(Character, new, "character")
         wanted = {c["slug"] for c in rows}
         wanted |= {c["character"] for c in self.v["conversations"]}
-        wanted |= {m["scope"]["character"] for m in self.v["memories"] if m["scope"].get("character")}
-        wanted |= {r["scope"]["character"] for r in self.v["policy_rules"] if r["scope"].get("character")}
+        wanted |= {
+            m["scope"]["character"] for m in self.v["memories"] if m["scope"].get("character")
+        }
+        wanted |= {
+            r["scope"]["character"] for r in self.v["policy_rules"] if r["scope"].get("character")
+        }
         wanted |= {j["character"] for j in self.v["media_jobs"] if j["character"]}
         self.characters = {c.slug: c for c in Character.objects.filter(slug__in=wanted)}
         self.slugs = {c.pk: c.slug for c in self.characters.values()}
@@ -295,37 +336,76 @@ class _Import:
     def import_conversations(self) -> None:
         user, chars = self.user, self.characters
         self.merge(
-            Conversation, "conversations", "conversation",
+            Conversation,
+            "conversations",
+            "conversation",
             as_dict=lambda e: conversation_row(e, self.slugs),
-            build=lambda v, c: Conversation(id=v["id"], user=user, character=chars[v["character"]], title=v["title"],
-                                         created_at=v["created_at"], last_seq=v["last_seq"]),
+            build=lambda v, c: Conversation(
+                id=v["id"],
+                user=user,
+                character=chars[v["character"]],
+                title=v["title"],
+                created_at=v["created_at"],
+                last_seq=v["last_seq"],
+            ),
         )
         self.merge(
-            Message, "messages", "message", as_dict=message_row,
+            Message,
+            "messages",
+            "message",
+            as_dict=message_row,
             same=lambda row, mine, theirs: (message_content(mine), message_content(theirs)),
-            build=lambda v, c: Message(id=v["id"], user=user, conversation_id=v["conversation"], seq=v["seq"],
-                                    role=v["role"], content=v["content"], created_at=v["created_at"]),
+            build=lambda v, c: Message(
+                id=v["id"],
+                user=user,
+                conversation_id=v["conversation"],
+                seq=v["seq"],
+                role=v["role"],
+                content=v["content"],
+                created_at=v["created_at"],
+            ),
         )
         # A conversation's sequence counter never falls behind its messages (I1: next seq).
         for c in Conversation.objects.filter(user=user):
-            top = Message.objects.filter(conversation=c).order_by("-seq").values_list("seq", flat=True).first() or 0
+            top = (
+                Message.objects.filter(conversation=c)
+                .order_by("-seq")
+                .values_list("seq", flat=True)
+                .first()
+                or 0
+            )
             if top > c.last_seq:
                 Conversation.objects.filter(pk=c.pk).update(last_seq=top)
         self.merge(
-            Turn, "turns", "turn", as_dict=turn_row,
+            Turn,
+            "turns",
+            "turn",
+            as_dict=turn_row,
             same=lambda row, mine, theirs: (turn_content(mine), turn_content(theirs)),
-            build=lambda v, c: Turn(id=v["id"], user=user, conversation_id=v["conversation"], turn_key=v["turn_key"],
-                                 scene=v["scene"], status=v["status"], user_message_id=v["user_message"],
-                                 reply_message_id=v.get("reply_message"), created_at=v["created_at"],
-                                 extracted=c["extracted"], learning=v["learning"],
-                                 plan_snapshot=v.get("plan_snapshot"), plan_hash=v["plan_hash"]),
+            build=lambda v, c: Turn(
+                id=v["id"],
+                user=user,
+                conversation_id=v["conversation"],
+                turn_key=v["turn_key"],
+                scene=v["scene"],
+                status=v["status"],
+                user_message_id=v["user_message"],
+                reply_message_id=v.get("reply_message"),
+                created_at=v["created_at"],
+                extracted=c["extracted"],
+                learning=v["learning"],
+                plan_snapshot=v.get("plan_snapshot"),
+                plan_hash=v["plan_hash"],
+            ),
         )
 
     def import_memories(self) -> None:
         user, chars = self.user, self.characters
         sources_of: dict = {}
         ids = [v["id"] for v in self.v["memories"]]
-        for memory_id, message_id in MemorySource.objects.filter(memory_id__in=ids).values_list("memory_id", "message_id"):
+        for memory_id, message_id in MemorySource.objects.filter(memory_id__in=ids).values_list(
+            "memory_id", "message_id"
+        ):
             sources_of.setdefault(memory_id, []).append(str(message_id))
 
         def same(row, mine, theirs):
@@ -340,18 +420,36 @@ class _Import:
             scope = v["scope"]
             kind = scope["kind"]
             return MemoryRecord(
-                id=v["id"], user=user, key=v["key"], value=v["value"], scope_kind=kind,
+                id=v["id"],
+                user=user,
+                key=v["key"],
+                value=v["value"],
+                scope_kind=kind,
                 scope_id=memory_scope_id(user.username, scope),
                 character=chars[scope["character"]] if kind == "character" else None,
-                conversation_id=scope.get("conversation"), scene=scope.get("scene"),
-                status=v["status"], status_since=v.get("status_since"), authority=v["authority"],
-                confidence=v["confidence"], valid_from=v["valid_from"], valid_until=v.get("valid_until"),
-                recorded_at=v["recorded_at"], evidence_time=v["evidence_time"],
-                retracted_at=v.get("retracted_at"), version=v["version"], supersedes_id=v.get("supersedes"),
+                conversation_id=scope.get("conversation"),
+                scene=scope.get("scene"),
+                status=v["status"],
+                status_since=v.get("status_since"),
+                authority=v["authority"],
+                confidence=v["confidence"],
+                valid_from=v["valid_from"],
+                valid_until=v.get("valid_until"),
+                recorded_at=v["recorded_at"],
+                evidence_time=v["evidence_time"],
+                retracted_at=v.get("retracted_at"),
+                version=v["version"],
+                supersedes_id=v.get("supersedes"),
             )
 
-        created = self.merge(MemoryRecord, "memories", "memory", as_dict=lambda e: memory_row(e, self.slugs, sources_of),
-                             same=same, build=build)
+        created = self.merge(
+            MemoryRecord,
+            "memories",
+            "memory",
+            as_dict=lambda e: memory_row(e, self.slugs, sources_of),
+            same=same,
+            build=build,
+        )
         self.imported_memories = bool(created)
         self.created_memories = created
         sources = {v["id"]: v["sources"] for v in self.v["memories"]}
@@ -363,11 +461,21 @@ class _Import:
         """Tombstones, retractions and idempotency records."""
         user = self.user
         self.created_tombstones = self.merge(
-            Tombstone, "tombstones", "tombstone", as_dict=tombstone_row,
+            Tombstone,
+            "tombstones",
+            "tombstone",
+            as_dict=tombstone_row,
             same=lambda row, mine, theirs: (tombstone_content(mine), tombstone_content(theirs)),
-            build=lambda v, c: Tombstone(id=v["id"], user=user, scope_id=v["scope"], key=v["key"], value_hash=v["value_hash"],
-                                      forgotten_at=v["forgotten_at"], blocks_sources_before=v["blocks_sources_before"],
-                                      forgotten_by=v["forgotten_by"]),
+            build=lambda v, c: Tombstone(
+                id=v["id"],
+                user=user,
+                scope_id=v["scope"],
+                key=v["key"],
+                value_hash=v["value_hash"],
+                forgotten_at=v["forgotten_at"],
+                blocks_sources_before=v["blocks_sources_before"],
+                forgotten_by=v["forgotten_by"],
+            ),
         )
         # F6: the links each tombstone carries, restored beside what is stored.
         stored = {str(t.pk): t for t in Tombstone.objects.filter(user=user)}
@@ -381,10 +489,22 @@ class _Import:
                 self.counts["skipped"] += 1
                 continue
             have.add(ident)
-            new.append(SlotRetraction(user=user, scope_id=v["scope"], key=v["key"], value_hash=v["value_hash"],
-                                      retracted_at=v["retracted_at"]))
+            new.append(
+                SlotRetraction(
+                    user=user,
+                    scope_id=v["scope"],
+                    key=v["key"],
+                    value_hash=v["value_hash"],
+                    retracted_at=v["retracted_at"],
+                )
+            )
         self.create(SlotRetraction, new, "retraction")
-        stored = {i.key: i for i in IdempotencyRecord.objects.filter(user=user, key__in=[v["key"] for v in self.v["idempotency"]])}
+        stored = {
+            i.key: i
+            for i in IdempotencyRecord.objects.filter(
+                user=user, key__in=[v["key"] for v in self.v["idempotency"]]
+            )
+        }
         new = []
         for v, c in self.rows("idempotency"):
             existing = stored.get(v["key"])
@@ -393,8 +513,17 @@ class _Import:
                     raise _conflict("idempotency key", v["key"])
                 self.counts["skipped"] += 1
                 continue
-            new.append(IdempotencyRecord(user=user, key=v["key"], payload_hmac=v["payload_hmac"], outcome=v["outcome"],
-                                         reason=v["reason"], record_id=v.get("record"), created_at=v["created_at"]))
+            new.append(
+                IdempotencyRecord(
+                    user=user,
+                    key=v["key"],
+                    payload_hmac=v["payload_hmac"],
+                    outcome=v["outcome"],
+                    reason=v["reason"],
+                    record_id=v.get("record"),
+                    created_at=v["created_at"],
+                )
+            )
         self.create(IdempotencyRecord, new, "idempotency record")
 
     def import_policy(self) -> None:
@@ -408,16 +537,32 @@ class _Import:
         def build_rule(v, c):
             scope, kind = v["scope"], v["scope"]["kind"]
             return PolicyRule(
-                id=v["id"], user=user, capability_id=v["capability"], effect=v["effect"], source=v["source"],
-                scope_kind=kind, character=chars[scope["character"]] if kind == "character" else None,
-                conversation_id=scope.get("conversation"), scene=scope.get("scene"),
-                requested_by=v.get("requested_by"), valid_from=v["valid_from"], valid_until=v.get("valid_until"),
-                revoked_at=v.get("revoked_at"), version=v["version"], supersedes_id=v.get("supersedes"),
+                id=v["id"],
+                user=user,
+                capability_id=v["capability"],
+                effect=v["effect"],
+                source=v["source"],
+                scope_kind=kind,
+                character=chars[scope["character"]] if kind == "character" else None,
+                conversation_id=scope.get("conversation"),
+                scene=scope.get("scene"),
+                requested_by=v.get("requested_by"),
+                valid_from=v["valid_from"],
+                valid_until=v.get("valid_until"),
+                revoked_at=v.get("revoked_at"),
+                version=v["version"],
+                supersedes_id=v.get("supersedes"),
                 created_at=v["created_at"],
             )
 
-        self.created_rules = self.merge(PolicyRule, "policy_rules", "policy rule", as_dict=lambda e: rule_row(e, self.slugs),
-                   same=same_rule, build=build_rule)
+        self.created_rules = self.merge(
+            PolicyRule,
+            "policy_rules",
+            "policy rule",
+            as_dict=lambda e: rule_row(e, self.slugs),
+            same=same_rule,
+            build=build_rule,
+        )
 
         wanted = self.v["policy_version"].get("user", 0)
         row, _ = UserPolicyVersion.objects.select_for_update().get_or_create(user=user)
@@ -426,28 +571,59 @@ class _Import:
             row.save(update_fields=["version"])
 
         self.merge(
-            DecisionLog, "decisions", "decision", as_dict=decision_row,
+            DecisionLog,
+            "decisions",
+            "decision",
+            as_dict=decision_row,
             build=lambda v, c: DecisionLog(
-                id=v["id"], user=user, capability=v["capability"], requested_by=v["requested_by"], effect=v["effect"],
-                reason=v["reason"], rule_ids=[str(r) for r in v["rule_ids"]], defaults_version=v["defaults_version"],
-                user_version=v["user_version"], scope_ids=list(v["scope_ids"]), decided_at=v["decided_at"]),
+                id=v["id"],
+                user=user,
+                capability=v["capability"],
+                requested_by=v["requested_by"],
+                effect=v["effect"],
+                reason=v["reason"],
+                rule_ids=[str(r) for r in v["rule_ids"]],
+                defaults_version=v["defaults_version"],
+                user_version=v["user_version"],
+                scope_ids=list(v["scope_ids"]),
+                decided_at=v["decided_at"],
+            ),
         )
         self.merge(
-            MediaJob, "media_jobs", "media job", as_dict=lambda e: job_row(e, self.slugs),
+            MediaJob,
+            "media_jobs",
+            "media job",
+            as_dict=lambda e: job_row(e, self.slugs),
             build=lambda v, c: MediaJob(
-                id=v["id"], user=user, capability_id=v["capability"],
+                id=v["id"],
+                user=user,
+                capability_id=v["capability"],
                 character=chars[v["character"]] if v.get("character") else None,
-                conversation_id=v.get("conversation"), decision_id=v["decision_id"],
-                start_decision_id=v.get("start_decision_id"), created_at=v["created_at"],
-                started_at=v.get("started_at"), finished_at=v.get("finished_at"),
+                conversation_id=v.get("conversation"),
+                decision_id=v["decision_id"],
+                start_decision_id=v.get("start_decision_id"),
+                created_at=v["created_at"],
+                started_at=v.get("started_at"),
+                finished_at=v.get("finished_at"),
                 **{f: v[f] for f in JOB_FIELDS if f != "decision_rule_ids"},
-                decision_rule_ids=[str(r) for r in v["decision_rule_ids"]]),
+                decision_rule_ids=[str(r) for r in v["decision_rule_ids"]],
+            ),
         )
         self.merge(
-            PolicyAnswer, "answers", "answer", as_dict=answer_row,
+            PolicyAnswer,
+            "answers",
+            "answer",
+            as_dict=answer_row,
             build=lambda v, c: PolicyAnswer(
-                id=v["id"], user=user, decision_id=v["decision"], answer=v["answer"], remember=v["remember"],
-                rule_id=v.get("rule"), media_job_id=v.get("media_job"), answered_at=v["answered_at"]),
+                id=v["id"],
+                user=user,
+                decision_id=v["decision"],
+                answer=v["answer"],
+                remember=v["remember"],
+                rule_id=v.get("rule"),
+                media_job_id=v.get("media_job"),
+                answered_at=v["answered_at"],
+            ),
         )
 
     def apply_tombstones(self) -> None:
@@ -457,5 +633,9 @@ class _Import:
 
         tombstones = tombstones_of(self.user)
         if tombstones:
-            self.purged = [p.id for p in purge_covered(
-                self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes())]
+            self.purged = [
+                p.id
+                for p in purge_covered(
+                    self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes()
+                )
+            ]

@@ -122,8 +122,9 @@ def bm25_scores(query: Iterable[str], documents: Sequence[Sequence[str]]) -> lis
     return _bm25(distinct, len(documents), sum(map(len, documents)), matched)
 
 
-def _bm25(distinct: list[str], n_docs: int, total: int,
-          matched: Mapping[int, tuple[int, list[str]]]) -> list[float]:
+def _bm25(
+    distinct: list[str], n_docs: int, total: int, matched: Mapping[int, tuple[int, list[str]]]
+) -> list[float]:
     """BM25 of `n_docs` documents of `total` terms in all, from the documents that hold a
     query term: index → (their length, their occurrences of the query's terms, repeats kept).
     Every other document scores 0. ``distinct`` is the sorted distinct query terms."""
@@ -147,8 +148,12 @@ def _bm25(distinct: list[str], n_docs: int, total: int,
         for term in distinct:
             tf = found.get(term)
             if tf:
-                score += idf[term] * tf * (BM25_K1 + 1) / (
-                    tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
+                score += (
+                    idf[term]
+                    * tf
+                    * (BM25_K1 + 1)
+                    / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
+                )
         scores[index] = round(score, 6)
     return scores
 
@@ -164,7 +169,9 @@ def _occurrences(text: str, term: str) -> list[int]:
     at = find(term)
     while at >= 0:
         after = at + size
-        if (at == 0 or text[at - 1] not in _ALNUM_ASCII) and (after == end or text[after] not in _ALNUM_ASCII):
+        if (at == 0 or text[at - 1] not in _ALNUM_ASCII) and (
+            after == end or text[after] not in _ALNUM_ASCII
+        ):
             out.append(at)
         at = find(term, after)
     return out
@@ -179,7 +186,9 @@ def _memory_scores(memories: Sequence[ProjectedMemory], distinct: list[str]) -> 
     cache lookup remains. (A test holds the result equal to `bm25_scores`.)"""
     query_set = frozenset(distinct)
     wanted, disjoint = query_set.__contains__, query_set.isdisjoint
-    fixed = list(map(_label_and_key_terms, [pm.label for pm in memories], [pm.key for pm in memories]))
+    fixed = list(
+        map(_label_and_key_terms, [pm.label for pm in memories], [pm.key for pm in memories])
+    )
     total = sum(f[0] for f in fixed)
     matched_terms: dict[int, list[str]] = {
         index: list(filter(wanted, fixed[index][2]))
@@ -215,7 +224,9 @@ def _memory_scores(memories: Sequence[ProjectedMemory], distinct: list[str]) -> 
 
 
 def relevance_order(
-    memories: Sequence[ProjectedMemory], query: Iterable[str], pinned_keys: Collection[str],
+    memories: Sequence[ProjectedMemory],
+    query: Iterable[str],
+    pinned_keys: Collection[str],
 ) -> tuple[list[int], list[float]]:
     """I6: the fill order (indexes into ``memories``, which are in the I3 order) and each
     memory's rounded score (:func:`bm25_scores` of their documents): pinned keys first, then
@@ -231,5 +242,3 @@ def relevance_order(
         unpinned = [pm.key not in pinned for pm in memories]
         order.sort(key=unpinned.__getitem__)
     return order, scores
-
-

@@ -65,8 +65,10 @@ def turn_commit_reply(*, turn_id, content: str, user=None) -> ReplyResult:
 def _reply_tables() -> dict[str, str]:
     q = connection.ops.quote_name
     return {
-        "turn": q(Turn._meta.db_table), "conversation": q(Conversation._meta.db_table),
-        "message": q(Message._meta.db_table), "profile": q(profile_table()),
+        "turn": q(Turn._meta.db_table),
+        "conversation": q(Conversation._meta.db_table),
+        "message": q(Message._meta.db_table),
+        "profile": q(profile_table()),
     }
 
 
@@ -92,16 +94,27 @@ def _reply_postgres(turn_id, message_id, content: str, user) -> Message | None:
         FROM claimed CROSS JOIN allocated LEFT JOIN ordered ON true
         RETURNING user_id, conversation_id, seq, created_at
     """
-    params = {"message": message_id, "turn": turn_id, "content": content,
-              "user": user.pk if user is not None else None}
+    params = {
+        "message": message_id,
+        "turn": turn_id,
+        "content": content,
+        "user": user.pk if user is not None else None,
+    }
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
     user_id, conversation_id, seq, created_at = row
-    return Message(id=message_id, user_id=user_id, conversation_id=conversation_id, seq=seq,
-                   role="assistant", content=content, created_at=created_at.astimezone(UTC))
+    return Message(
+        id=message_id,
+        user_id=user_id,
+        conversation_id=conversation_id,
+        seq=seq,
+        role="assistant",
+        content=content,
+        created_at=created_at.astimezone(UTC),
+    )
 
 
 def _reply_portable(turn_id, message_id, content: str, user) -> Message | None:
@@ -123,8 +136,13 @@ def _reply_portable(turn_id, message_id, content: str, user) -> Message | None:
         )
         (seq,) = cursor.fetchone()
     return Message.objects.create(
-        id=message_id, user_id=user_id, conversation_id=uuid.UUID(str(conversation_id)), seq=seq,
-        role="assistant", content=content, created_at=db_now(),
+        id=message_id,
+        user_id=user_id,
+        conversation_id=uuid.UUID(str(conversation_id)),
+        seq=seq,
+        role="assistant",
+        content=content,
+        created_at=db_now(),
     )
 
 
@@ -138,5 +156,3 @@ def _replayed_reply(turn_id, user) -> ReplyResult:
         raise NotFound("No such turn.")
     metrics.reply_committed(True)
     return ReplyResult(turn.reply_message, True)
-
-

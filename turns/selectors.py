@@ -46,14 +46,18 @@ def history_candidates(conversation, before_seq: int):
     `memory.selectors` and the candidates are built column by column; the values are exactly
     the ORM path's."""
     rows = (
-        Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
+        Message.objects.filter(
+            user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq
+        )
         .annotate(n_bytes=OctetLength("content"), held=withheld_exists())
         .values_list("id", "seq", "role", "n_bytes", "held")
     )
     reader = raw_reader(rows.db)
     if reader is None:
-        return [HistoryCandidate(str(i), seq, role, n or 0, bool(held))
-                for i, seq, role, n, held in rows]
+        return [
+            HistoryCandidate(str(i), seq, role, n or 0, bool(held))
+            for i, seq, role, n, held in rows
+        ]
     # The byte length as the ORM writes it for this database (`OctetLength`).
     size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
     table = reader.table(Message)
@@ -66,14 +70,28 @@ def history_candidates(conversation, before_seq: int):
         f"AND {reader.name(Message, 'seq')} < %s ORDER BY {reader.order(Message)}"
     )
     with gc_paused():  # every row read is kept
-        fetched = reader.fetch(sql, [conversation.user_id,
-                                     reader.param(Message, "conversation", conversation.pk), before_seq])
+        fetched = reader.fetch(
+            sql,
+            [
+                conversation.user_id,
+                reader.param(Message, "conversation", conversation.pk),
+                before_seq,
+            ],
+        )
         if not fetched:
             return []
         ids, seqs, roles, sizes, held = zip(*fetched, strict=True)
-        return build_slotted(HistoryCandidate, {"id": ids, "seq": seqs, "role": roles,
-                                                "n_bytes": sizes,
-                                                "withheld": [bool(h) for h in held]}, len(ids))
+        return build_slotted(
+            HistoryCandidate,
+            {
+                "id": ids,
+                "seq": seqs,
+                "role": roles,
+                "n_bytes": sizes,
+                "withheld": [bool(h) for h in held],
+            },
+            len(ids),
+        )
 
 
 def history_with_contents(conversation, before_seq: int, room: int, n_recent: int = 0):
@@ -89,7 +107,9 @@ def history_with_contents(conversation, before_seq: int, room: int, n_recent: in
     Where the raw reader does not serve the database, the two reads of `history_candidates`
     and `message_contents`."""
     rows = (
-        Message.objects.filter(user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq)
+        Message.objects.filter(
+            user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq
+        )
         .annotate(n_bytes=OctetLength("content"))
         .values_list("id", "seq", "role", "n_bytes")
     )
@@ -102,14 +122,29 @@ def history_with_contents(conversation, before_seq: int, room: int, n_recent: in
         sql = reader.sql("history", lambda r: history_sql(r, message_size_sql(r.alias)))
         sql += f" ORDER BY {reader.order(Message, 'history.')}"
         with gc_paused():  # every row read is kept
-            fetched = reader.fetch(sql, [room, n_recent, conversation.user_id,
-                                         reader.param(Message, "conversation", conversation.pk),
-                                         before_seq])
+            fetched = reader.fetch(
+                sql,
+                [
+                    room,
+                    n_recent,
+                    conversation.user_id,
+                    reader.param(Message, "conversation", conversation.pk),
+                    before_seq,
+                ],
+            )
             if fetched:
                 ids, seqs, roles, sizes, texts, held = zip(*fetched, strict=True)
-                candidates = build_slotted(HistoryCandidate, {
-                    "id": ids, "seq": seqs, "role": roles, "n_bytes": sizes,
-                    "withheld": [bool(h) for h in held]}, len(ids))
+                candidates = build_slotted(
+                    HistoryCandidate,
+                    {
+                        "id": ids,
+                        "seq": seqs,
+                        "role": roles,
+                        "n_bytes": sizes,
+                        "withheld": [bool(h) for h in held],
+                    },
+                    len(ids),
+                )
                 held = {i: text for i, text in zip(ids, texts, strict=True) if text is not None}
             else:
                 candidates = []
@@ -127,7 +162,9 @@ def message_contents(conversation, ids: list[str]) -> dict[str, str]:
     if not ids:
         return {}
 
-    rows = Message.objects.filter(user_id=conversation.user_id, conversation=conversation, pk__in=ids)
+    rows = Message.objects.filter(
+        user_id=conversation.user_id, conversation=conversation, pk__in=ids
+    )
     reader = raw_reader(rows.db)
     if reader is None:
         return {str(i): content for i, content in rows.values_list("id", "content")}
@@ -140,8 +177,11 @@ def message_contents(conversation, ids: list[str]) -> dict[str, str]:
         f"AND {reader.name(Message, 'id')} IN ({', '.join(['%s'] * len(unique))}) "
         f"ORDER BY {reader.order(Message)}"
     )
-    params = [conversation.user_id, reader.param(Message, "conversation", conversation.pk),
-              *(reader.param(Message, "id", i) for i in unique)]
+    params = [
+        conversation.user_id,
+        reader.param(Message, "conversation", conversation.pk),
+        *(reader.param(Message, "id", i) for i in unique),
+    ]
     return dict(reader.fetch(sql, params))
 
 
@@ -170,7 +210,8 @@ def transcript(user, conversation: Conversation) -> Transcript:
     from collections import defaultdict
 
     rows = list(
-        Message.objects.filter(user=user, conversation=conversation).order_by("seq")
+        Message.objects.filter(user=user, conversation=conversation)
+        .order_by("seq")
         .values_list("id", "seq", "role", "content", "created_at")
     )
     produced: dict[str, list[str]] = defaultdict(list)
@@ -191,10 +232,13 @@ def transcript(user, conversation: Conversation) -> Transcript:
     forgotten = forgotten_skeletons(user, missing) if missing else {}
     withheld = {
         message_id: [(t.key, t.forgotten_at, t.forgotten_by) for t in tombstones]
-        for message_id, tombstones in withheld_by(user=user, message_ids=[r[0] for r in rows]).items()
+        for message_id, tombstones in withheld_by(
+            user=user, message_ids=[r[0] for r in rows]
+        ).items()
     }
-    return Transcript(conversation, rows, dict(produced), dict(blocked), remembered, forgotten,
-                      withheld)
+    return Transcript(
+        conversation, rows, dict(produced), dict(blocked), remembered, forgotten, withheld
+    )
 
 
 def data_counts(user) -> dict[str, int]:
@@ -207,13 +251,25 @@ def data_counts(user) -> dict[str, int]:
     }
 
 
-def read_turn_orm(*, conversation, turn_key: str, character: str, memory: ContextMemory,
-                  room: int, n_recent: int, learning: bool, capabilities: list[str]) -> TurnRows:
+def read_turn_orm(
+    *,
+    conversation,
+    turn_key: str,
+    character: str,
+    memory: ContextMemory,
+    room: int,
+    n_recent: int,
+    learning: bool,
+    capabilities: list[str],
+) -> TurnRows:
     """What `turns.storage.read_turn` reads, through the ORM: the reference the raw statement
     is tested against, and the read wherever the raw reader does not serve the database."""
     user = conversation.user
-    existing = (Turn.objects.filter(conversation=conversation, turn_key=turn_key)
-                .values_list("pk", flat=True).first())
+    existing = (
+        Turn.objects.filter(conversation=conversation, turn_key=turn_key)
+        .values_list("pk", flat=True)
+        .first()
+    )
     memory.read_orm()
     history, texts = [], {}
     if room >= 0 or n_recent > 0:
@@ -227,14 +283,23 @@ def read_turn_orm(*, conversation, turn_key: str, character: str, memory: Contex
         texts = message_contents(conversation, wanted)
     rules = []
     if capabilities:
-        rules = [((r.capability_id, r.created_at, r.pk), r.to_domain())
-                 for r in user_rules_for_context(user=user, capabilities=capabilities,
-                                                 character_id=conversation.character_id,
-                                                 conversation_id=conversation.pk)]
+        rules = [
+            ((r.capability_id, r.created_at, r.pk), r.to_domain())
+            for r in user_rules_for_context(
+                user=user,
+                capabilities=capabilities,
+                character_id=conversation.character_id,
+                conversation_id=conversation.pk,
+            )
+        ]
     return TurnRows(
-        now=db_now(), existing_turn=existing,
-        last_named=last_named_key(user) if learning else None, history=history, texts=texts,
-        rules=rules, user_policy_version=user_policy_version(user) if capabilities else 0,
+        now=db_now(),
+        existing_turn=existing,
+        last_named=last_named_key(user) if learning else None,
+        history=history,
+        texts=texts,
+        rules=rules,
+        user_policy_version=user_policy_version(user) if capabilities else 0,
     )
 
 
@@ -260,10 +325,9 @@ def replies_used(user, conversation: Conversation) -> RepliesUsed:
     snapshots: dict[str, PlanSnapshot | None] = {}
     not_learned = set()
     memory_ids, decision_ids = [], []
-    for user_message, reply, learning, snapshot in (
-        Turn.objects.filter(user=user, conversation=conversation)
-        .values_list("user_message_id", "reply_message_id", "learning", "plan_snapshot")
-    ):
+    for user_message, reply, learning, snapshot in Turn.objects.filter(
+        user=user, conversation=conversation
+    ).values_list("user_message_id", "reply_message_id", "learning", "plan_snapshot"):
         if not learning:
             not_learned.add(str(user_message))
         if reply is None:
@@ -275,17 +339,27 @@ def replies_used(user, conversation: Conversation) -> RepliesUsed:
     held: dict[str, tuple[str, str, datetime | None, str, int, str | None]] = {}
     wanted = _uuids(memory_ids)
     if wanted:
-        for pk, key, value, status, since, scope_id, version, supersedes in (
-                records_named(user, wanted)):
+        for pk, key, value, status, since, scope_id, version, supersedes in records_named(
+            user, wanted
+        ):
             forgotten = status == "forgotten"
-            held[str(pk)] = (key, "" if forgotten else value, (since or db_now()) if forgotten else None,
-                             scope_id, version, str(supersedes) if supersedes else None)
+            held[str(pk)] = (
+                key,
+                "" if forgotten else value,
+                (since or db_now()) if forgotten else None,
+                scope_id,
+                version,
+                str(supersedes) if supersedes else None,
+            )
     logged: dict[str, tuple[str, str]] = {}
     wanted = _uuids(decision_ids)
     if wanted:
-        logged = {str(pk): (capability, effect) for pk, capability, effect in
-                  DecisionLog.objects.filter(user=user, pk__in=wanted)
-                  .values_list("id", "capability", "effect")}
+        logged = {
+            str(pk): (capability, effect)
+            for pk, capability, effect in DecisionLog.objects.filter(
+                user=user, pk__in=wanted
+            ).values_list("id", "capability", "effect")
+        }
     return RepliesUsed(snapshots, held, logged, frozenset(not_learned))
 
 
@@ -305,8 +379,9 @@ def _uuids(values) -> list[uuid.UUID]:
 MESSAGE_FIELDS = ("id", "seq", "role", "content", "created_at")
 
 
-def conversation_messages(conversation: Conversation, *, after_seq: int | None = None,
-                          before_seq: int | None = None):
+def conversation_messages(
+    conversation: Conversation, *, after_seq: int | None = None, before_seq: int | None = None
+):
     """`GET /conversations/{id}/messages`: the conversation's messages oldest first (by `seq`),
     only those after `after_seq` and before `before_seq` when given, each with the turn it
     belongs to (the turn it opened or the turn it replied to; null for neither) — rows, not
@@ -316,8 +391,9 @@ def conversation_messages(conversation: Conversation, *, after_seq: int | None =
         qs = qs.filter(seq__gt=after_seq)
     if before_seq is not None:
         qs = qs.filter(seq__lt=before_seq)
-    return qs.order_by("seq").values(*MESSAGE_FIELDS, opened=F("turn__id"), replied=F("reply_to__id"),
-                                     withheld=withheld_exists())
+    return qs.order_by("seq").values(
+        *MESSAGE_FIELDS, opened=F("turn__id"), replied=F("reply_to__id"), withheld=withheld_exists()
+    )
 
 
 def messages_shown(user, rows) -> list[dict]:
@@ -332,8 +408,13 @@ def messages_shown(user, rows) -> list[dict]:
     out = []
     for r in rows:
         turn = r["opened"] or r["replied"]
-        out.append({**{name: r[name] for name in MESSAGE_FIELDS},
-                    "turn": turn, "withheld": str(r["id"]) in withheld})
+        out.append(
+            {
+                **{name: r[name] for name in MESSAGE_FIELDS},
+                "turn": turn,
+                "withheld": str(r["id"]) in withheld,
+            }
+        )
     return out
 
 
@@ -341,8 +422,12 @@ def turn_get(turn_id) -> Turn:
     """`GET /turns/{id}`: the turn with its conversation's user, its user message and its
     reply (one query), or a 404 (C4). Its extracted memories are read as they are now by
     `turns.serializers.turn_json`."""
-    turn = (Turn.objects.select_related("conversation__user", "user_message", "reply_message")
-            .annotate(reply_withheld=withheld_exists("reply_message_id")).filter(pk=turn_id).first())
+    turn = (
+        Turn.objects.select_related("conversation__user", "user_message", "reply_message")
+        .annotate(reply_withheld=withheld_exists("reply_message_id"))
+        .filter(pk=turn_id)
+        .first()
+    )
     if turn is None:
         raise NotFound("No such turn.")
     return turn

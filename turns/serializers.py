@@ -32,9 +32,12 @@ def plan_params(params: dict | None) -> PlanParams | None:
     if params is None:
         return None
     return PlanParams(
-        budget=params["budget"], memory_share=params["memory_share"],
-        history=params["history"], capabilities=tuple(dict.fromkeys(params["capabilities"])),
-        memory_order=params["memory_order"])
+        budget=params["budget"],
+        memory_share=params["memory_share"],
+        history=params["history"],
+        capabilities=tuple(dict.fromkeys(params["capabilities"])),
+        memory_order=params["memory_order"],
+    )
 
 
 def turn_json(turn: Turn) -> dict:
@@ -51,8 +54,10 @@ def turn_json(turn: Turn) -> dict:
     extracted = []
     for e in turn.extracted:
         found = e.get("memory") in records
-        item = {"outcome": e["outcome"],
-                "memory": memory_json(records[e["memory"]], states[e["memory"]]) if found else None}
+        item = {
+            "outcome": e["outcome"],
+            "memory": memory_json(records[e["memory"]], states[e["memory"]]) if found else None,
+        }
         if e.get("reason"):
             item["reason"] = e["reason"]
         extracted.append(item)
@@ -83,17 +88,22 @@ def plan_json(result) -> dict:
 
 class UserPutInput(StrictSerializer):
     email = serializers.EmailField(
-        required=False, allow_blank=True,
+        required=False,
+        allow_blank=True,
         help_text="The user's email address, kept with the account (optional; an empty string "
-        "clears it).")
+        "clears it).",
+    )
 
 
 class UserOutput(serializers.Serializer):
     ref = serializers.CharField(
-        source="username", help_text="The user's ref: the runtime's own id for the person, "
-        "used in every path and body that names the user.")
+        source="username",
+        help_text="The user's ref: the runtime's own id for the person, "
+        "used in every path and body that names the user.",
+    )
     created_at = serializers.DateTimeField(
-        source="date_joined", help_text="When the user was first created here.")
+        source="date_joined", help_text="When the user was first created here."
+    )
 
 
 class UserRef(serializers.Serializer):
@@ -119,55 +129,77 @@ class CharacterPageOutput(PageOutput):
 
 class ConversationCreateInput(StrictSerializer):
     user = CleanCharField(max_length=150, help_text="The ref of the user who talks.")
-    character = serializers.SlugField(max_length=100, help_text="The slug of the character the "
-                                      "user talks with.")
-    title = CleanCharField(max_length=200, required=False, allow_blank=True, default="",
-                           help_text="A title shown on the user's conversation list (optional).")
+    character = serializers.SlugField(
+        max_length=100, help_text="The slug of the character the user talks with."
+    )
+    title = CleanCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="A title shown on the user's conversation list (optional).",
+    )
 
 
 class ConversationOutput(serializers.Serializer):
     id = serializers.UUIDField(help_text="The conversation's id.")
     user = serializers.CharField(source="user.username", help_text="The ref of the user who talks.")
-    character = serializers.CharField(source="character.slug",
-                                      help_text="The slug of the character the user talks with.")
+    character = serializers.CharField(
+        source="character.slug", help_text="The slug of the character the user talks with."
+    )
     title = serializers.CharField(help_text="The conversation's title; empty when none was given.")
     created_at = serializers.DateTimeField(help_text="When the conversation was created.")
     last_seq = serializers.IntegerField(
         help_text="The `seq` of the conversation's newest message (0 before the first). "
         "Messages are numbered 1, 2, 3… in order, so `after_seq=last_seq-20` on the messages "
-        "read answers the last 20.")
+        "read answers the last 20."
+    )
 
 
 class ConversationPageOutput(PageOutput):
-    results = ConversationOutput(many=True, help_text="The conversations of this page, newest first.")
+    results = ConversationOutput(
+        many=True, help_text="The conversations of this page, newest first."
+    )
 
 
 class ConversationListQuery(PageQuery):
     user = UserRefField(help_text="The ref of the user whose conversations to list (required).")
-    character = CharacterSlugField(required=False,
-                                   help_text="Only the conversations with this character.")
+    character = CharacterSlugField(
+        required=False, help_text="Only the conversations with this character."
+    )
 
 
 class UserImportOutput(serializers.Serializer):
     user = serializers.CharField(help_text="The ref of the user imported into.")
     created = serializers.IntegerField(help_text="How many rows the import created.")
-    skipped = serializers.IntegerField(help_text="How many rows were already present with the "
-                                       "same content (an import repeated skips them all).")
+    skipped = serializers.IntegerField(
+        help_text="How many rows were already present with the "
+        "same content (an import repeated skips them all)."
+    )
 
 
 class MessageOutput(serializers.Serializer):
-    id = serializers.UUIDField(help_text="The message's id (the `sources` of a memory name messages by it).")
-    seq = serializers.IntegerField(help_text="The message's number in its conversation: 1, 2, 3… in order.")
-    role = serializers.ChoiceField(choices=["user", "assistant", "system"],
-                                   help_text="Who wrote it: the user, or the companion (`assistant`).")
+    id = serializers.UUIDField(
+        help_text="The message's id (the `sources` of a memory name messages by it)."
+    )
+    seq = serializers.IntegerField(
+        help_text="The message's number in its conversation: 1, 2, 3… in order."
+    )
+    role = serializers.ChoiceField(
+        choices=["user", "assistant", "system"],
+        help_text="Who wrote it: the user, or the companion (`assistant`).",
+    )
     content = serializers.CharField(help_text="The message's text, as it was sent.")
     created_at = serializers.DateTimeField(help_text="When the message was stored.")
     turn = serializers.UUIDField(
-        allow_null=True, help_text="The turn the message belongs to: the turn it opened (a user "
-        "message) or the turn it replied to (the companion's reply); null for neither.")
+        allow_null=True,
+        help_text="The turn the message belongs to: the turn it opened (a user "
+        "message) or the turn it replied to (the companion's reply); null for neither.",
+    )
     withheld = serializers.BooleanField(
         help_text="True when a forget withholds the message: the user still sees it, but no "
-        "prompt plan includes it any more (F6).")
+        "prompt plan includes it any more (F6)."
+    )
 
 
 class MessagePageOutput(PageOutput):
@@ -176,10 +208,13 @@ class MessagePageOutput(PageOutput):
 
 class MessageListQuery(PageQuery):
     after_seq = BoundedIntegerField(
-        required=False, help_text="Only messages whose `seq` is greater than this: "
-        "`after_seq=last_seq-20` answers the conversation's last 20 messages.")
+        required=False,
+        help_text="Only messages whose `seq` is greater than this: "
+        "`after_seq=last_seq-20` answers the conversation's last 20 messages.",
+    )
     before_seq = BoundedIntegerField(
-        required=False, help_text="Only messages whose `seq` is smaller than this.")
+        required=False, help_text="Only messages whose `seq` is smaller than this."
+    )
 
 
 class PlanParamsInput(StrictSerializer):
@@ -197,36 +232,51 @@ class PlanParamsInput(StrictSerializer):
         "`relevance` (pinned keys, then by relevance to the recent messages) (I6).",
     }
 
-    budget = serializers.IntegerField(
-        min_value=1, max_value=10_000_000,
-        help_text=HELP["budget"])
+    budget = serializers.IntegerField(min_value=1, max_value=10_000_000, help_text=HELP["budget"])
     memory_share = serializers.FloatField(
-        required=False, default=0.3, min_value=0.0, max_value=1.0,
-        help_text=HELP["memory_share"])
+        required=False, default=0.3, min_value=0.0, max_value=1.0, help_text=HELP["memory_share"]
+    )
     history = serializers.ChoiceField(
-        choices=["contiguous", "skip"], required=False, default="contiguous",
-        help_text=HELP["history"])
+        choices=["contiguous", "skip"],
+        required=False,
+        default="contiguous",
+        help_text=HELP["history"],
+    )
     capabilities = serializers.ListField(
-        child=CleanCharField(max_length=100), required=False, default=list, max_length=50,
+        child=CleanCharField(max_length=100),
+        required=False,
+        default=list,
+        max_length=50,
         help_text="Capability names (such as `tone.playful`) to decide for this turn; the plan's "
-        "`policy` holds one decision per name.")
+        "`policy` holds one decision per name.",
+    )
     memory_order = serializers.ChoiceField(
-        choices=["certainty", "relevance"], required=False, default="certainty",
-        help_text=HELP["memory_order"])
+        choices=["certainty", "relevance"],
+        required=False,
+        default="certainty",
+        help_text=HELP["memory_order"],
+    )
 
 
 class TurnCreateInput(StrictSerializer):
     turn_key = CleanCharField(
-        max_length=255, help_text="The runtime's own key for this turn, unique in the "
-        "conversation: a retry with the same key and content answers the same turn (I4).")
+        max_length=255,
+        help_text="The runtime's own key for this turn, unique in the "
+        "conversation: a retry with the same key and content answers the same turn (I4).",
+    )
     content = CleanCharField(trim_whitespace=False, help_text="The user's message, as sent.")
-    scene = CleanCharField(max_length=SCENE_MAX, required=False, allow_null=True,
-                           help_text="The scene the turn happens in, if the runtime has scenes: "
-                           "memories learned from it are scoped to the scene.")
+    scene = CleanCharField(
+        max_length=SCENE_MAX,
+        required=False,
+        allow_null=True,
+        help_text="The scene the turn happens in, if the runtime has scenes: "
+        "memories learned from it are scoped to the scene.",
+    )
     plan = PlanParamsInput(
         required=False,
         help_text="Plan the turn in the same request: the answer then holds `plan`, equal to "
-        "what `GET /turns/{id}/prompt-plan` with the same parameters answers at that moment (I7).")
+        "what `GET /turns/{id}/prompt-plan` with the same parameters answers at that moment (I7).",
+    )
 
 
 class MessageRefOutput(serializers.Serializer):
@@ -241,42 +291,65 @@ class TurnOutput(serializers.Serializer):
     scene = serializers.CharField(allow_null=True, help_text="The turn's scene; null without one.")
     status = serializers.ChoiceField(
         choices=["open", "replied"],
-        help_text="`open` until the companion's reply is committed, then `replied`.")
+        help_text="`open` until the companion's reply is committed, then `replied`.",
+    )
     user_message = MessageRefOutput(help_text="The user's message that opened the turn.")
     extracted = ExtractedOutput(
-        many=True, help_text="What the turn learned from the user's message: one outcome per "
+        many=True,
+        help_text="What the turn learned from the user's message: one outcome per "
         "fact found, each memory as it is now (a memory forgotten since shows its state "
-        "`forgotten` and no value).")
+        "`forgotten` and no value).",
+    )
     learning = serializers.BooleanField(
         help_text="Whether the user's `learn` switch was on when the turn was created (off: "
-        "nothing was extracted from its message) (I8).")
+        "nothing was extracted from its message) (I8)."
+    )
 
 
 class TurnReadOutput(TurnOutput):
     created_at = serializers.DateTimeField(help_text="When the turn was created.")
-    reply = MessageOutput(allow_null=True, help_text="The companion's reply once committed; "
-                          "null while the turn is open.")
+    reply = MessageOutput(
+        allow_null=True,
+        help_text="The companion's reply once committed; null while the turn is open.",
+    )
 
 
 class PromptPlanQuery(StrictSerializer):
     budget = serializers.IntegerField(
-        min_value=1, max_value=10_000_000, help_text=PlanParamsInput.HELP["budget"])
+        min_value=1, max_value=10_000_000, help_text=PlanParamsInput.HELP["budget"]
+    )
     memory_share = serializers.FloatField(
-        required=False, default=0.3, min_value=0.0, max_value=1.0,
-        help_text=PlanParamsInput.HELP["memory_share"])
+        required=False,
+        default=0.3,
+        min_value=0.0,
+        max_value=1.0,
+        help_text=PlanParamsInput.HELP["memory_share"],
+    )
     history = serializers.ChoiceField(
-        choices=["contiguous", "skip"], required=False, default="contiguous",
-        help_text=PlanParamsInput.HELP["history"])
+        choices=["contiguous", "skip"],
+        required=False,
+        default="contiguous",
+        help_text=PlanParamsInput.HELP["history"],
+    )
     capabilities = CleanCharField(
-        required=False, allow_blank=True, default="", max_length=2000,
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=2000,
         help_text="Comma-separated capability names (such as `tone.playful,media.voice`) to "
-        "decide for this turn; the plan's `policy` holds one decision per name.")
+        "decide for this turn; the plan's `policy` holds one decision per name.",
+    )
     now = serializers.DateTimeField(
-        required=False, allow_null=True,
-        help_text="Plan as of this time instead of the database clock's now.")
+        required=False,
+        allow_null=True,
+        help_text="Plan as of this time instead of the database clock's now.",
+    )
     memory_order = serializers.ChoiceField(
-        choices=["certainty", "relevance"], required=False, default="certainty",
-        help_text=PlanParamsInput.HELP["memory_order"])
+        choices=["certainty", "relevance"],
+        required=False,
+        default="certainty",
+        help_text=PlanParamsInput.HELP["memory_order"],
+    )
 
 
 class PlanMessageOutput(serializers.Serializer):
@@ -284,27 +357,33 @@ class PlanMessageOutput(serializers.Serializer):
     seq = serializers.IntegerField(help_text="The message's number in its conversation.")
     content = serializers.CharField(help_text="The message's text, to put in the prompt.")
     estimated_tokens = serializers.IntegerField(
-        help_text="What the message costs in the budget: ceil(UTF-8 bytes / 4) + 4 (I3).")
+        help_text="What the message costs in the budget: ceil(UTF-8 bytes / 4) + 4 (I3)."
+    )
 
 
 class PlanHistoryOutput(PlanMessageOutput):
-    role = serializers.ChoiceField(choices=["user", "assistant", "system"],
-                                   help_text="Who wrote it: the user or the companion (`assistant`).")
+    role = serializers.ChoiceField(
+        choices=["user", "assistant", "system"],
+        help_text="Who wrote it: the user or the companion (`assistant`).",
+    )
 
 
 class PlanExclusionOutput(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["memory", "message"],
-                                   help_text="What was left out: a memory or a history message.")
+    kind = serializers.ChoiceField(
+        choices=["memory", "message"], help_text="What was left out: a memory or a history message."
+    )
     id = serializers.UUIDField(help_text="The id of the memory or message left out.")
-    reason = serializers.CharField(help_text="Why it was left out (such as `budget`, "
-                                   "`memory-off`, `forgotten`).")
+    reason = serializers.CharField(
+        help_text="Why it was left out (such as `budget`, `memory-off`, `forgotten`)."
+    )
 
 
 class PlanMemoryOutput(ProjectedOutput):
     relevance = serializers.FloatField(
         allow_null=True,
         help_text="The memory's relevance score (BM25, rounded to 6 decimals) under "
-        "`memory_order=relevance`; null under `certainty` (I6).")
+        "`memory_order=relevance`; null under `certainty` (I6).",
+    )
 
 
 PLAN_MEMORIES = (
@@ -312,36 +391,48 @@ PLAN_MEMORIES = (
     "— key, label, value, certainty and scope — and no id, so that nothing about the store "
     "leaks into the prompt (P4). The ids are elsewhere: `excluded` names what was left out by "
     "id, the turn's stored plan keeps the ids of what was used (shown under each reply on the "
-    "user's transcript), and `POST /memory/resolve` answers the full records with their ids.")
+    "user's transcript), and `POST /memory/resolve` answers the full records with their ids."
+)
 
 
 class PromptPlanOutput(serializers.Serializer):
     turn = serializers.UUIDField(help_text="The turn planned.")
     boundary_seq = serializers.IntegerField(
-        help_text="The `seq` of the turn's user message: history holds only messages before it (I1).")
+        help_text="The `seq` of the turn's user message: history holds only messages before it (I1)."
+    )
     current_message = PlanMessageOutput(help_text="The turn's user message, always in the prompt.")
     history = PlanHistoryOutput(many=True, help_text="Earlier messages that fit, oldest first.")
     memories = PlanMemoryOutput(many=True, help_text=PLAN_MEMORIES)
     policy = serializers.ListField(
-        child=serializers.DictField(), help_text="One boundary decision per capability asked "
-        "for, in the shape `POST /policy/decide` answers.")
-    excluded = PlanExclusionOutput(many=True, help_text="What was left out of the prompt and why, by id.")
+        child=serializers.DictField(),
+        help_text="One boundary decision per capability asked "
+        "for, in the shape `POST /policy/decide` answers.",
+    )
+    excluded = PlanExclusionOutput(
+        many=True, help_text="What was left out of the prompt and why, by id."
+    )
     estimated_tokens = serializers.IntegerField(help_text="What the whole plan costs in tokens.")
     budget = serializers.IntegerField(help_text="The budget the plan was made under.")
-    memory_order = serializers.ChoiceField(choices=["certainty", "relevance"],
-                                           help_text="The memory section's order used.")
+    memory_order = serializers.ChoiceField(
+        choices=["certainty", "relevance"], help_text="The memory section's order used."
+    )
     plan_hash = serializers.CharField(
-        help_text="A hash of the plan's ids and parameters: the same inputs give the same hash.")
+        help_text="A hash of the plan's ids and parameters: the same inputs give the same hash."
+    )
     resolver_version = serializers.CharField(help_text="The version of the resolution rules used.")
 
 
 class TurnCreateOutput(TurnOutput):
-    plan = PromptPlanOutput(required=False, help_text="The turn's prompt plan; only when the "
-                            "request asked for one (I7).")
+    plan = PromptPlanOutput(
+        required=False,
+        help_text="The turn's prompt plan; only when the request asked for one (I7).",
+    )
 
 
 class TurnReplyInput(StrictSerializer):
-    content = CleanCharField(trim_whitespace=False, help_text="The companion's reply, as sent to the user.")
+    content = CleanCharField(
+        trim_whitespace=False, help_text="The companion's reply, as sent to the user."
+    )
 
 
 class ReplyMessageOutput(serializers.Serializer):
@@ -355,4 +446,5 @@ class ReplyMessageOutput(serializers.Serializer):
 class TurnReplyOutput(serializers.Serializer):
     message = ReplyMessageOutput(help_text="The turn's reply message (the first one committed).")
     replayed = serializers.BooleanField(
-        help_text="True when the turn already had its reply: this answer repeats it and stores nothing.")
+        help_text="True when the turn already had its reply: this answer repeats it and stores nothing."
+    )

@@ -80,8 +80,9 @@ def UuidList(**kwargs):  # noqa: N802
     return serializers.ListField(child=Uuid(), default=list, **kwargs)
 
 
-@extend_schema_field({"type": "string", "minLength": 1, "maxLength": KEY_MAX,
-                     "pattern": KEY_RE.pattern})
+@extend_schema_field(
+    {"type": "string", "minLength": 1, "maxLength": KEY_MAX, "pattern": KEY_RE.pattern}
+)
 class MemoryKeyField(CleanCharField):
     """A memory key (SPEC §1): what `POST /memories` accepts."""
 
@@ -91,7 +92,9 @@ class MemoryKeyField(CleanCharField):
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
         if not valid_key(value):
-            raise serializers.ValidationError("Not a valid key: 1–120 of a-z 0-9 _ . - with no empty segment.")
+            raise serializers.ValidationError(
+                "Not a valid key: 1–120 of a-z 0-9 _ . - with no empty segment."
+            )
         return value
 
 
@@ -165,8 +168,9 @@ class MemorySettingsRow(StrictSerializer):
     learn = StrictBooleanField()
     use = StrictBooleanField()
     changed_at = Time(required=False, allow_null=True, default=None)
-    changed_by = serializers.ChoiceField(choices=["user", "api", "support"], required=False,
-                                         allow_null=True, default=None)
+    changed_by = serializers.ChoiceField(
+        choices=["user", "api", "support"], required=False, allow_null=True, default=None
+    )
 
 
 class SnapshotUserInput(StrictSerializer):
@@ -175,10 +179,18 @@ class SnapshotUserInput(StrictSerializer):
     first_name = Text(150, required=False, allow_blank=True, default="")
     last_name = Text(150, required=False, allow_blank=True, default="")
     date_joined = Time(required=False, allow_null=True)
-    secret = HashField(required=False, allow_null=True, default=None,
-                       help_text="The key of the user's value hashes (F1), so value-level forgets carry over.")
-    time_zone = TimeZoneField(required=False, allow_null=True, default=None,
-                              help_text="The zone the pages show times in; null: the service's.")
+    secret = HashField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The key of the user's value hashes (F1), so value-level forgets carry over.",
+    )
+    time_zone = TimeZoneField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The zone the pages show times in; null: the service's.",
+    )
     memory_settings = MemorySettingsRow(required=False, allow_null=True, default=None)
 
     def to_internal_value(self, data):
@@ -215,9 +227,11 @@ class MessageRow(StrictSerializer):
     # F6: whether a forget withholds it from the companion (derived from the tombstones'
     # `withheld_messages`; the import checks that the two agree).
     withheld = StrictBooleanField(
-        required=False, default=False,
+        required=False,
+        default=False,
         help_text="Whether a forget withholds this message from the companion (F6); true exactly "
-        "when a tombstone of the snapshot lists it in `withheld_messages`.")
+        "when a tombstone of the snapshot lists it in `withheld_messages`.",
+    )
 
     def validate_content(self, value):
         limit = settings.COMPANION["MESSAGE_MAX_CHARS"]
@@ -264,7 +278,9 @@ class TurnRow(StrictSerializer):
 
     def validate(self, attrs):
         if (attrs["status"] == "replied") != (attrs.get("reply_message") is not None):
-            raise serializers.ValidationError({"status": ["A turn is replied exactly when it has a reply message."]})
+            raise serializers.ValidationError(
+                {"status": ["A turn is replied exactly when it has a reply message."]}
+            )
         return attrs
 
 
@@ -311,16 +327,22 @@ class TombstoneRow(StrictSerializer):
     value_hash = HashField(required=False, allow_null=True, default=None)
     forgotten_at = Time()
     blocks_sources_before = Time()
-    forgotten_by = serializers.ChoiceField(choices=["user", "support"], required=False, default="user")
+    forgotten_by = serializers.ChoiceField(
+        choices=["user", "support"], required=False, default="user"
+    )
     # F6: the messages this forget withholds, and the turns whose reply it holds while none is
     # committed (the reply is withheld once it is).
     withheld_messages = UuidList(
-        required=False, max_length=1_000_000,
-        help_text="The ids of the messages this forget withholds from the companion (F6).")
+        required=False,
+        max_length=1_000_000,
+        help_text="The ids of the messages this forget withholds from the companion (F6).",
+    )
     withheld_replies = UuidList(
-        required=False, max_length=1_000_000,
+        required=False,
+        max_length=1_000_000,
         help_text="The ids of turns planned with what this forget erased whose reply has not come "
-        "yet: the reply is withheld once it does (F6).")
+        "yet: the reply is withheld once it does (F6).",
+    )
 
 
 class RetractionRow(StrictSerializer):
@@ -350,7 +372,9 @@ class RuleRow(StrictSerializer):
     effect = serializers.ChoiceField(choices=EFFECTS)
     source = serializers.ChoiceField(choices=SOURCES)
     scope = PolicyScopeInput()
-    requested_by = serializers.ChoiceField(choices=REQUESTERS, required=False, allow_null=True, default=None)
+    requested_by = serializers.ChoiceField(
+        choices=REQUESTERS, required=False, allow_null=True, default=None
+    )
     valid_from = Time()
     valid_until = Time(required=False, allow_null=True)
     revoked_at = Time(required=False, allow_null=True)
@@ -360,7 +384,9 @@ class RuleRow(StrictSerializer):
 
     def validate_source(self, value):
         if value == PRODUCT_DEFAULT:
-            raise serializers.ValidationError("A user's rule cannot have the product-default source.")
+            raise serializers.ValidationError(
+                "A user's rule cannot have the product-default source."
+            )
         return value
 
     def validate(self, attrs):
@@ -430,7 +456,9 @@ class MediaJobRow(StrictSerializer):
         errors = {}
         if attrs.get("scene") is not None and attrs.get("conversation") is None:
             errors["scene"] = ["A scene needs a conversation."]
-        if (attrs.get("start_defaults_version") is None) != (attrs.get("start_user_version") is None):
+        if (attrs.get("start_defaults_version") is None) != (
+            attrs.get("start_user_version") is None
+        ):
             errors["start_user_version"] = ["Both start versions, or neither."]
         if errors:
             raise serializers.ValidationError(errors)
@@ -470,8 +498,12 @@ class SnapshotInput(StrictSerializer):
     keys = _rows(KeyRow)
     # S2: support's reveals, exported read-only. Accepted so an export imports as it is, then
     # dropped: an import restores none.
-    reveals = serializers.ListField(child=serializers.DictField(), required=False, default=list,
-                                    help_text="Read-only (exported); ignored by an import.")
+    reveals = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        default=list,
+        help_text="Read-only (exported); ignored by an import.",
+    )
 
     def validate(self, attrs):
         attrs.pop("reveals", None)

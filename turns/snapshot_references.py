@@ -30,13 +30,14 @@ def scope_id_error(scope_id: str, ref: str | None, *, allow_everywhere: bool) ->
         return None if re.fullmatch(r"[-a-zA-Z0-9_]{1,100}", slug) else "Not a character slug."
     if kind in ("conversation", "scene"):
         conversation, _, scene = rest.partition(":")
-        if not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", conversation):
+        if not re.fullmatch(
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", conversation
+        ):
             return "Not a conversation id."
         if kind == "conversation":
             return None if not scene else "Not a scope id."
         return None if 0 < len(scene) <= SCENE_MAX else f"A scene id of 1–{SCENE_MAX} characters."
     return "Not a scope id (user:, character:, conversation: or scene:)."
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -45,8 +46,12 @@ def scope_id_error(scope_id: str, ref: str | None, *, allow_everywhere: bool) ->
 
 def memory_scope_id(ref: str, scope: dict) -> str:
     """The scope id (SPEC §1) of a memory's scope object in the snapshot."""
-    return Scope(kind=scope["kind"], character=scope.get("character"), conversation=scope.get("conversation"),
-                 scene=scope.get("scene")).scope_id(ref)
+    return Scope(
+        kind=scope["kind"],
+        character=scope.get("character"),
+        conversation=scope.get("conversation"),
+        scene=scope.get("scene"),
+    ).scope_id(ref)
 
 
 def _first_in_cycle(edges: dict) -> set:
@@ -62,7 +67,7 @@ def _first_in_cycle(edges: dict) -> set:
             path.append(node)
             node = edges[node]
         if node is not None and state.get(node) == "walking":
-            on_cycle.update(path[path.index(node):])
+            on_cycle.update(path[path.index(node) :])
         for visited in path:
             state[visited] = "done"
     return on_cycle
@@ -92,7 +97,9 @@ def check_references(s: dict) -> dict[str, list[str]]:
     # The catalog: characters (the snapshot's, or stored) and capabilities (stored).
     unique("characters", "slug", lambda c: c["slug"])
     named = {c["character"] for c in s["conversations"]}
-    named |= {m["scope"].get("character") for m in s["memories"]} | {r["scope"].get("character") for r in s["policy_rules"]}
+    named |= {m["scope"].get("character") for m in s["memories"]} | {
+        r["scope"].get("character") for r in s["policy_rules"]
+    }
     named |= {j["character"] for j in s["media_jobs"]}
     named.discard(None)
     slugs = {c["slug"] for c in s["characters"]}
@@ -137,11 +144,16 @@ def check_references(s: dict) -> dict[str, list[str]]:
                 continue
             found = messages.get(str(message))
             if found is None or found["conversation"] != t["conversation"] or found["role"] != role:
-                err(f"turns.{i}.{field}", f"Not a {role} message of this turn's conversation in the snapshot.")
+                err(
+                    f"turns.{i}.{field}",
+                    f"Not a {role} message of this turn's conversation in the snapshot.",
+                )
 
     # Memories.
     unique("memories", "id", lambda m: m["id"])
-    unique("memories", "version", lambda m: (memory_scope_id(ref, m["scope"]), m["key"], m["version"]))
+    unique(
+        "memories", "version", lambda m: (memory_scope_id(ref, m["scope"]), m["key"], m["version"])
+    )
     memories = {m["id"]: m for m in s["memories"]}
     for i, m in enumerate(s["memories"]):
         scope = m["scope"]
@@ -157,8 +169,14 @@ def check_references(s: dict) -> dict[str, list[str]]:
             found = memories.get(target)
             if found is None:
                 err(f"memories.{i}.supersedes", "Not a memory of this snapshot.")
-            elif (found["key"], memory_scope_id(ref, found["scope"])) != (m["key"], memory_scope_id(ref, scope)):
-                err(f"memories.{i}.supersedes", "A memory supersedes one of its own slot (same key and scope).")
+            elif (found["key"], memory_scope_id(ref, found["scope"])) != (
+                m["key"],
+                memory_scope_id(ref, scope),
+            ):
+                err(
+                    f"memories.{i}.supersedes",
+                    "A memory supersedes one of its own slot (same key and scope).",
+                )
     looped = _first_in_cycle({m["id"]: m.get("supersedes") for m in s["memories"]})
     for i, m in enumerate(s["memories"]):
         if m["id"] in looped:
@@ -212,7 +230,11 @@ def check_references(s: dict) -> dict[str, list[str]]:
         character(f"media_jobs.{i}.character", j["character"])
         conversation(f"media_jobs.{i}.conversation", j.get("conversation"))
         found = conversations.get(str(j.get("conversation")))
-        if found is not None and j["character"] is not None and found["character"] != j["character"]:
+        if (
+            found is not None
+            and j["character"] is not None
+            and found["character"] != j["character"]
+        ):
             err(f"media_jobs.{i}.character", "Not the character of the job's conversation.")
 
     unique("answers", "id", lambda a: a["id"])
@@ -245,8 +267,13 @@ def _check_withholding(s: dict, messages: dict, err) -> None:
         for j, turn in enumerate(t["withheld_replies"]):
             found = turns.get(str(turn))
             if found is None or found.get("reply_message") is not None:
-                err(f"tombstones.{i}.withheld_replies.{j}",
-                    "Not a turn of this snapshot that waits for its reply.")
+                err(
+                    f"tombstones.{i}.withheld_replies.{j}",
+                    "Not a turn of this snapshot that waits for its reply.",
+                )
     for i, m in enumerate(s["messages"]):
         if m["withheld"] != (str(m["id"]) in listed):
-            err(f"messages.{i}.withheld", "Must say whether a tombstone of the snapshot withholds it.")
+            err(
+                f"messages.{i}.withheld",
+                "Must say whether a tombstone of the snapshot withholds it.",
+            )

@@ -32,8 +32,11 @@ def text_or_none(value) -> str | None:
 
 def user_object(user, profile: MemoryProfile | None) -> dict:
     return {
-        "ref": user.username, "email": user.email, "first_name": user.first_name,
-        "last_name": user.last_name, "date_joined": iso_z(user.date_joined),
+        "ref": user.username,
+        "email": user.email,
+        "first_name": user.first_name,
+        "last_name": user.last_name,
+        "date_joined": iso_z(user.date_joined),
         "secret": profile.secret if profile else None,
         # The zone the pages show times in (null: the service's).
         "time_zone": (profile.time_zone or None) if profile else None,
@@ -89,13 +92,25 @@ def character_row(c: Character) -> dict:
 
 
 def conversation_row(c: Conversation, slugs: dict) -> dict:
-    return {"id": str(c.pk), "character": slugs[c.character_id], "title": c.title,
-            "created_at": iso_z(c.created_at), "last_seq": c.last_seq}
+    return {
+        "id": str(c.pk),
+        "character": slugs[c.character_id],
+        "title": c.title,
+        "created_at": iso_z(c.created_at),
+        "last_seq": c.last_seq,
+    }
 
 
 def message_row(m: Message, withheld: set[str] = frozenset()) -> dict:
-    return {"id": str(m.pk), "conversation": str(m.conversation_id), "seq": m.seq, "role": m.role,
-            "content": m.content, "created_at": iso_z(m.created_at), "withheld": str(m.pk) in withheld}
+    return {
+        "id": str(m.pk),
+        "conversation": str(m.conversation_id),
+        "seq": m.seq,
+        "role": m.role,
+        "content": m.content,
+        "created_at": iso_z(m.created_at),
+        "withheld": str(m.pk) in withheld,
+    }
 
 
 def message_content(m: dict) -> dict:
@@ -105,11 +120,20 @@ def message_content(m: dict) -> dict:
 
 
 def turn_row(t: Turn) -> dict:
-    return {"id": str(t.pk), "conversation": str(t.conversation_id), "turn_key": t.turn_key,
-            "scene": t.scene, "status": t.status, "user_message": str(t.user_message_id),
-            "reply_message": text_or_none(t.reply_message_id), "created_at": iso_z(t.created_at),
-            "extracted": t.extracted, "learning": t.learning, "plan_snapshot": t.plan_snapshot,
-            "plan_hash": t.plan_hash}
+    return {
+        "id": str(t.pk),
+        "conversation": str(t.conversation_id),
+        "turn_key": t.turn_key,
+        "scene": t.scene,
+        "status": t.status,
+        "user_message": str(t.user_message_id),
+        "reply_message": text_or_none(t.reply_message_id),
+        "created_at": iso_z(t.created_at),
+        "extracted": t.extracted,
+        "learning": t.learning,
+        "plan_snapshot": t.plan_snapshot,
+        "plan_hash": t.plan_hash,
+    }
 
 
 def turn_content(t: dict) -> dict:
@@ -123,21 +147,38 @@ def _scope(kind: str, character_id, conversation_id, scene, slugs: dict) -> dict
 
 def memory_row(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
     return {
-        "id": str(r.pk), "key": r.key, "value": r.value,
+        "id": str(r.pk),
+        "key": r.key,
+        "value": r.value,
         "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
-        "status": r.status, "status_since": iso_z(r.status_since), "authority": r.authority,
-        "confidence": r.confidence, "valid_from": iso_z(r.valid_from), "valid_until": iso_z(r.valid_until),
-        "retracted_at": iso_z(r.retracted_at), "recorded_at": iso_z(r.recorded_at),
-        "evidence_time": iso_z(r.evidence_time), "sources": sorted(sources.get(r.pk, [])),
-        "supersedes": text_or_none(r.supersedes_id), "version": r.version,
+        "status": r.status,
+        "status_since": iso_z(r.status_since),
+        "authority": r.authority,
+        "confidence": r.confidence,
+        "valid_from": iso_z(r.valid_from),
+        "valid_until": iso_z(r.valid_until),
+        "retracted_at": iso_z(r.retracted_at),
+        "recorded_at": iso_z(r.recorded_at),
+        "evidence_time": iso_z(r.evidence_time),
+        "sources": sorted(sources.get(r.pk, [])),
+        "supersedes": text_or_none(r.supersedes_id),
+        "version": r.version,
     }
 
 
 def tombstone_row(t: Tombstone, withheld: dict | None = None) -> dict:
     messages, replies = (withheld or {}).get(str(t.pk), ([], []))
-    return {"id": str(t.pk), "scope": t.scope_id, "key": t.key, "value_hash": t.value_hash,
-            "forgotten_at": iso_z(t.forgotten_at), "blocks_sources_before": iso_z(t.blocks_sources_before),
-            "forgotten_by": t.forgotten_by, "withheld_messages": messages, "withheld_replies": replies}
+    return {
+        "id": str(t.pk),
+        "scope": t.scope_id,
+        "key": t.key,
+        "value_hash": t.value_hash,
+        "forgotten_at": iso_z(t.forgotten_at),
+        "blocks_sources_before": iso_z(t.blocks_sources_before),
+        "forgotten_by": t.forgotten_by,
+        "withheld_messages": messages,
+        "withheld_replies": replies,
+    }
 
 
 def tombstone_content(t: dict) -> dict:
@@ -146,45 +187,97 @@ def tombstone_content(t: dict) -> dict:
 
 
 def retraction_row(r: SlotRetraction) -> dict:
-    return {"scope": r.scope_id, "key": r.key, "value_hash": r.value_hash, "retracted_at": iso_z(r.retracted_at)}
+    return {
+        "scope": r.scope_id,
+        "key": r.key,
+        "value_hash": r.value_hash,
+        "retracted_at": iso_z(r.retracted_at),
+    }
 
 
 def idempotency_row(i: IdempotencyRecord) -> dict:
-    return {"key": i.key, "payload_hmac": i.payload_hmac, "outcome": i.outcome, "reason": i.reason,
-            "record": text_or_none(i.record_id), "created_at": iso_z(i.created_at)}
+    return {
+        "key": i.key,
+        "payload_hmac": i.payload_hmac,
+        "outcome": i.outcome,
+        "reason": i.reason,
+        "record": text_or_none(i.record_id),
+        "created_at": iso_z(i.created_at),
+    }
 
 
 def rule_row(r: PolicyRule, slugs: dict) -> dict:
-    return {"id": str(r.pk), "capability": r.capability_id, "effect": r.effect, "source": r.source,
-            "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
-            "requested_by": r.requested_by, "valid_from": iso_z(r.valid_from),
-            "valid_until": iso_z(r.valid_until), "revoked_at": iso_z(r.revoked_at), "version": r.version,
-            "supersedes": text_or_none(r.supersedes_id), "created_at": iso_z(r.created_at)}
+    return {
+        "id": str(r.pk),
+        "capability": r.capability_id,
+        "effect": r.effect,
+        "source": r.source,
+        "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
+        "requested_by": r.requested_by,
+        "valid_from": iso_z(r.valid_from),
+        "valid_until": iso_z(r.valid_until),
+        "revoked_at": iso_z(r.revoked_at),
+        "version": r.version,
+        "supersedes": text_or_none(r.supersedes_id),
+        "created_at": iso_z(r.created_at),
+    }
 
 
 def decision_row(d: DecisionLog) -> dict:
-    return {"id": str(d.pk), "capability": d.capability, "requested_by": d.requested_by,
-            "effect": d.effect, "reason": d.reason, "rule_ids": d.rule_ids,
-            "defaults_version": d.defaults_version, "user_version": d.user_version,
-            "scope_ids": d.scope_ids, "decided_at": iso_z(d.decided_at)}
+    return {
+        "id": str(d.pk),
+        "capability": d.capability,
+        "requested_by": d.requested_by,
+        "effect": d.effect,
+        "reason": d.reason,
+        "rule_ids": d.rule_ids,
+        "defaults_version": d.defaults_version,
+        "user_version": d.user_version,
+        "scope_ids": d.scope_ids,
+        "decided_at": iso_z(d.decided_at),
+    }
 
 
 def answer_row(a: PolicyAnswer) -> dict:
-    return {"id": str(a.pk), "decision": str(a.decision_id), "answer": a.answer, "remember": a.remember,
-            "rule": text_or_none(a.rule_id), "media_job": text_or_none(a.media_job_id), "answered_at": iso_z(a.answered_at)}
+    return {
+        "id": str(a.pk),
+        "decision": str(a.decision_id),
+        "answer": a.answer,
+        "remember": a.remember,
+        "rule": text_or_none(a.rule_id),
+        "media_job": text_or_none(a.media_job_id),
+        "answered_at": iso_z(a.answered_at),
+    }
 
 
 JOB_FIELDS = (
-    "idempotency_key", "requested_by", "scene", "status", "reason", "decision_effect",
-    "decision_reason", "decision_rule_ids", "admission_defaults_version", "admission_user_version",
-    "allowed_once", "start_defaults_version", "start_user_version",
+    "idempotency_key",
+    "requested_by",
+    "scene",
+    "status",
+    "reason",
+    "decision_effect",
+    "decision_reason",
+    "decision_rule_ids",
+    "admission_defaults_version",
+    "admission_user_version",
+    "allowed_once",
+    "start_defaults_version",
+    "start_user_version",
 )
 
 
 def job_row(j: MediaJob, slugs: dict) -> dict:
-    out = {"id": str(j.pk), "capability": j.capability_id, "character": slugs.get(j.character_id),
-           "conversation": text_or_none(j.conversation_id), "decision_id": str(j.decision_id),
-           "start_decision_id": text_or_none(j.start_decision_id), "created_at": iso_z(j.created_at),
-           "started_at": iso_z(j.started_at), "finished_at": iso_z(j.finished_at)}
+    out = {
+        "id": str(j.pk),
+        "capability": j.capability_id,
+        "character": slugs.get(j.character_id),
+        "conversation": text_or_none(j.conversation_id),
+        "decision_id": str(j.decision_id),
+        "start_decision_id": text_or_none(j.start_decision_id),
+        "created_at": iso_z(j.created_at),
+        "started_at": iso_z(j.started_at),
+        "finished_at": iso_z(j.finished_at),
+    }
     out.update({f: getattr(j, f) for f in JOB_FIELDS})
     return out

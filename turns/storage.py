@@ -39,7 +39,9 @@ class OctetLength(Func):
     output_field = IntegerField()
 
     def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
+        return self.as_sql(
+            compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra
+        )
 
 
 def history_sql(reader: RawReader, size: str) -> str:
@@ -85,14 +87,36 @@ class TurnRows:
     registry_rows: list[tuple] | None = None  # (key, cardinality, label, pinned), when read
 
 
-_RULE_FIELDS = ("id", "capability", "effect", "source", "scope_kind", "conversation", "scene",
-                "requested_by", "valid_from", "valid_until", "revoked_at", "version",
-                "created_at")
+_RULE_FIELDS = (
+    "id",
+    "capability",
+    "effect",
+    "source",
+    "scope_kind",
+    "conversation",
+    "scene",
+    "requested_by",
+    "valid_from",
+    "valid_until",
+    "revoked_at",
+    "version",
+    "created_at",
+)
 
 
-def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
-              character: str, memory: ContextMemory, room: int, n_recent: int, learning: bool,
-              capabilities: list[str], registry: bool = False) -> TurnRows:
+def read_turn(
+    reader: RawReader,
+    *,
+    conversation: Conversation,
+    turn_key: str,
+    character: str,
+    memory: ContextMemory,
+    room: int,
+    n_recent: int,
+    learning: bool,
+    capabilities: list[str],
+    registry: bool = False,
+) -> TurnRows:
     """One statement, run after the conversation's and the memory profile's locks so it sees
     every committed write (see the module docstring). `room` < 0 and no `n_recent` read no
     history; `registry` reads the key registry too (outside a request, where the catalog
@@ -105,10 +129,13 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
     parts: list[str] = []
     params: list = []
     if vendor == "postgresql":
-        parts.append("to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
-                     " || '+00:00'")
-    parts.append(f"(SELECT {column(Turn, 'id')} FROM {reader.table(Turn)} "
-                 f"WHERE {name(Turn, 'conversation')} = %s AND {name(Turn, 'turn_key')} = %s)")
+        parts.append(
+            "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'"
+        )
+    parts.append(
+        f"(SELECT {column(Turn, 'id')} FROM {reader.table(Turn)} "
+        f"WHERE {name(Turn, 'conversation')} = %s AND {name(Turn, 'turn_key')} = %s)"
+    )
     params += [reader.param(Turn, "conversation", conversation.pk), turn_key]
     if learning:
         named, found = last_named_part(reader, user.pk)
@@ -123,35 +150,57 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
         params += found
     if planned:
         history = reader.sql("history", lambda r: history_sql(r, message_size_sql(r.alias)))
-        parts.append(json_rows(vendor, ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
-                               f"FROM ({history}) h"))
-        params += [room, n_recent, user.pk,
-                   reader.param(Message, "conversation", conversation.pk),
-                   conversation.last_seq + 1]
+        parts.append(
+            json_rows(
+                vendor,
+                ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
+                f"FROM ({history}) h",
+            )
+        )
+        params += [
+            room,
+            n_recent,
+            user.pk,
+            reader.param(Message, "conversation", conversation.pk),
+            conversation.last_seq + 1,
+        ]
     if capabilities:
         rule_columns = [column(PolicyRule, field, "p.") for field in _RULE_FIELDS]
         scope = [f"p.{name(PolicyRule, 'scope_kind')} = 'global'"]
-        scope.append(f"(p.{name(PolicyRule, 'scope_kind')} = 'character' "
-                     f"AND p.{name(PolicyRule, 'character')} = %s)")
-        scope.append(f"(p.{name(PolicyRule, 'scope_kind')} IN ('conversation', 'scene') "
-                     f"AND p.{name(PolicyRule, 'conversation')} = %s)")
-        parts.append(json_rows(
-            vendor, rule_columns,
-            f"FROM {reader.table(PolicyRule)} p WHERE p.{name(PolicyRule, 'user')} = %s "
-            f"AND p.{name(PolicyRule, 'capability')} IN ({', '.join(['%s'] * len(capabilities))}) "
-            f"AND ({' OR '.join(scope)})"))
+        scope.append(
+            f"(p.{name(PolicyRule, 'scope_kind')} = 'character' "
+            f"AND p.{name(PolicyRule, 'character')} = %s)"
+        )
+        scope.append(
+            f"(p.{name(PolicyRule, 'scope_kind')} IN ('conversation', 'scene') "
+            f"AND p.{name(PolicyRule, 'conversation')} = %s)"
+        )
+        parts.append(
+            json_rows(
+                vendor,
+                rule_columns,
+                f"FROM {reader.table(PolicyRule)} p WHERE p.{name(PolicyRule, 'user')} = %s "
+                f"AND p.{name(PolicyRule, 'capability')} IN ({', '.join(['%s'] * len(capabilities))}) "
+                f"AND ({' OR '.join(scope)})",
+            )
+        )
         params += [user.pk, *capabilities, conversation.character_id]
         params.append(reader.param(PolicyRule, "conversation", conversation.pk))
-        parts.append(f"(SELECT {name(UserPolicyVersion, 'version')} "
-                     f"FROM {reader.table(UserPolicyVersion)} "
-                     f"WHERE {name(UserPolicyVersion, 'user')} = %s)")
+        parts.append(
+            f"(SELECT {name(UserPolicyVersion, 'version')} "
+            f"FROM {reader.table(UserPolicyVersion)} "
+            f"WHERE {name(UserPolicyVersion, 'user')} = %s)"
+        )
         params.append(user.pk)
     if registry and remembers:
         parts.append(registry_part(reader))
     [row] = reader.fetch("SELECT " + ", ".join(parts), params)
     row = list(row)
-    now = (datetime.fromisoformat(row.pop(0)) if vendor == "postgresql"
-           else timezone.now().astimezone(UTC))
+    now = (
+        datetime.fromisoformat(row.pop(0))
+        if vendor == "postgresql"
+        else timezone.now().astimezone(UTC)
+    )
     existing = row.pop(0)
     last_named = row.pop(0) if learning else None
     if remembers:
@@ -163,9 +212,16 @@ def read_turn(reader: RawReader, *, conversation: Conversation, turn_key: str,
         rules = _parse_rules(json.loads(row.pop(0)), user.username, character)
         policy_version = row.pop(0) or 0
     keys = [tuple(found) for found in json.loads(row.pop(0))] if registry and remembers else None
-    return TurnRows(now=now, existing_turn=uuid.UUID(str(existing)) if existing else None,
-                    last_named=last_named, history=history, texts=texts, rules=rules,
-                    user_policy_version=policy_version, registry_rows=keys)
+    return TurnRows(
+        now=now,
+        existing_turn=uuid.UUID(str(existing)) if existing else None,
+        last_named=last_named,
+        history=history,
+        texts=texts,
+        rules=rules,
+        user_policy_version=policy_version,
+        registry_rows=keys,
+    )
 
 
 def _parse_history(rows: list) -> tuple[list[HistoryCandidate], dict[str, str]]:
@@ -179,21 +235,49 @@ def _parse_rules(rows: list, username: str, character: str) -> list[tuple[tuple,
     in the model's order (capability, created_at, id); a character rule's character is the
     context's (the statement selected no other)."""
     found = []
-    for (rid, capability, effect, source, kind, conversation, scene, requested_by, valid_from,
-         valid_until, revoked_at, version, created_at) in rows:
-        found.append(((capability, _time(created_at), uuid.UUID(rid)), Rule(
-            id=rid, user=username, capability=capability, effect=effect, source=source,
-            scope=PolicyScope(kind=kind,
-                              character=character if kind == "character" else None,
-                              conversation=conversation, scene=scene),
-            requested_by=requested_by, valid_from=_time(valid_from),
-            valid_until=_time(valid_until), revoked_at=_time(revoked_at), version=version)))
+    for (
+        rid,
+        capability,
+        effect,
+        source,
+        kind,
+        conversation,
+        scene,
+        requested_by,
+        valid_from,
+        valid_until,
+        revoked_at,
+        version,
+        created_at,
+    ) in rows:
+        found.append(
+            (
+                (capability, _time(created_at), uuid.UUID(rid)),
+                Rule(
+                    id=rid,
+                    user=username,
+                    capability=capability,
+                    effect=effect,
+                    source=source,
+                    scope=PolicyScope(
+                        kind=kind,
+                        character=character if kind == "character" else None,
+                        conversation=conversation,
+                        scene=scene,
+                    ),
+                    requested_by=requested_by,
+                    valid_from=_time(valid_from),
+                    valid_until=_time(valid_until),
+                    revoked_at=_time(revoked_at),
+                    version=version,
+                ),
+            )
+        )
     return found
 
 
 def _time(value: str | None) -> datetime | None:
     return None if value is None else parse_datetimes([value])[0]
-
 
 
 def message_size_sql(alias: str) -> str:
@@ -212,11 +296,13 @@ def locked_conversation_query(conversation_id, user_id=None):
     its row and the profile's (I4's seq, W8's memory write lock); only a user's own with
     `user_id`. The ORM reference of `lock_conversation`."""
     qs = Conversation.objects.select_related("user__memory_profile", "character").filter(
-        pk=conversation_id)
+        pk=conversation_id
+    )
     if user_id is not None:
         qs = qs.filter(user_id=user_id)
     return qs.filter(user__memory_profile__isnull=False).select_for_update(
-        of=("self", "user__memory_profile"))
+        of=("self", "user__memory_profile")
+    )
 
 
 _SOME_CONVERSATION = uuid.UUID("00000000-0000-4000-8000-00000000c0de")
@@ -252,14 +338,15 @@ def lock_conversation(alias: str, conversation_id, user_id=None) -> Conversation
     field = Conversation._meta.pk
     params = list(found.params)
     params[found.at["conversation"]] = field.get_db_prep_value(
-        field.to_python(conversation_id), connection)
+        field.to_python(conversation_id), connection
+    )
     if user_id is not None:
         params[found.at["user"]] = user_id
     with connection.cursor() as cursor:
         cursor.execute(found.sql, params)
         rows = cursor.fetchall()
     for row in found.compiler.results_iter([rows]):
-        conversation = Conversation.from_db(alias, found.init_list, row[found.start:found.end])
+        conversation = Conversation.from_db(alias, found.init_list, row[found.start : found.end])
         for populator in found.populators:
             populator.populate(row, conversation)
         return conversation
@@ -278,6 +365,13 @@ def _compile_lock(alias: str, with_user: bool) -> _Compiled:
     klass_info, select = compiler.klass_info, compiler.select
     fields = klass_info["select_fields"]
     start, end = fields[0], fields[-1] + 1
-    return _Compiled(sql, tuple(params), at, compiler,
-                     [f[0].target.attname for f in select[start:end]], start, end,
-                     get_related_populators(klass_info, select, alias))
+    return _Compiled(
+        sql,
+        tuple(params),
+        at,
+        compiler,
+        [f[0].target.attname for f in select[start:end]],
+        start,
+        end,
+        get_related_populators(klass_info, select, alias),
+    )

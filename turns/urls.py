@@ -10,9 +10,14 @@ api = [
     path("characters", api.CharacterListApi.as_view(), name="characters"),
     path("characters/<str:slug>", api.CharacterApi.as_view(), name="character"),
     path("conversations", api.ConversationCollectionApi.as_view(), name="conversations"),
-    path("conversations/<uuid:conversation_id>", api.ConversationApi.as_view(), name="conversation"),
-    path("conversations/<uuid:conversation_id>/messages", api.ConversationMessagesApi.as_view(),
-         name="messages"),
+    path(
+        "conversations/<uuid:conversation_id>", api.ConversationApi.as_view(), name="conversation"
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/messages",
+        api.ConversationMessagesApi.as_view(),
+        name="messages",
+    ),
     path("conversations/<uuid:conversation_id>/turns", api.TurnCreateApi.as_view(), name="turns"),
     path("turns/<uuid:turn_id>", api.TurnApi.as_view(), name="turn"),
     path("turns/<uuid:turn_id>/prompt-plan", api.TurnPromptPlanApi.as_view(), name="prompt-plan"),

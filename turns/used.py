@@ -120,10 +120,14 @@ def message_words(history: int, left_out: Mapping[str, int]) -> list[str]:
             first += f": {'the earlier one' if budget == 1 else f'the {budget} earlier ones'} did not fit"
     out = [first + "."]
     if forgotten:
-        out.append(f"{_n(forgotten, 'earlier message was', 'earlier messages were')} withheld because you "
-                   f"asked the companion to forget something {'it mentions' if forgotten == 1 else 'they mention'}.")
+        out.append(
+            f"{_n(forgotten, 'earlier message was', 'earlier messages were')} withheld because you "
+            f"asked the companion to forget something {'it mentions' if forgotten == 1 else 'they mention'}."
+        )
     if other:
-        out.append(f"{_n(other, 'other earlier message was', 'other earlier messages were')} left out.")
+        out.append(
+            f"{_n(other, 'other earlier message was', 'other earlier messages were')} left out."
+        )
     return out
 
 
@@ -171,14 +175,25 @@ def _note(given: Held | None, versions: list[Held]) -> str:
     if any(_same_value(given, old) for old in versions):
         return "you confirmed it"
     old = max(versions, key=lambda r: r.version)
-    return f"it replaced “{old.value}”" if old.value and not given.forgotten_at else "it replaced an earlier value"
+    return (
+        f"it replaced “{old.value}”"
+        if old.value and not given.forgotten_at
+        else "it replaced an earlier value"
+    )
 
 
-def used(snapshot: PlanSnapshot | Mapping | None, *, held: Mapping[str, Held], label: Callable[[str], str],
-         certainty_names: Mapping[str, str], capability_name: Callable[[str], str],
-         card: Callable[[str], str], history: Callable[[str], str],
-         current: frozenset[str] | set[str] = frozenset(),
-         logged: Mapping[str, tuple[str, str]] | None = None) -> Used:
+def used(
+    snapshot: PlanSnapshot | Mapping | None,
+    *,
+    held: Mapping[str, Held],
+    label: Callable[[str], str],
+    certainty_names: Mapping[str, str],
+    capability_name: Callable[[str], str],
+    card: Callable[[str], str],
+    history: Callable[[str], str],
+    current: frozenset[str] | set[str] = frozenset(),
+    logged: Mapping[str, tuple[str, str]] | None = None,
+) -> Used:
     """The section for one turn's snapshot. `held`: the records the snapshot names, by id;
     `card(id)` the link to a memory's card, for the ids remembered now (`current`), and
     `history(id)` the link to its history for the others; `logged`: decision id → (capability,
@@ -200,11 +215,24 @@ def used(snapshot: PlanSnapshot | Mapping | None, *, held: Mapping[str, Held], l
             return UsedMemory(record_id, "A memory", None, gone="no longer kept", reason=why)
         name = label(record.key)
         if record.forgotten_at is not None:  # F2: never the value
-            return UsedMemory(record_id, name, None, link=link, gone=f"forgotten since {record.forgotten_at}",
-                              reason=why)
-        return UsedMemory(record_id, name, record.value, certainty=certainty_names.get(level, ""),
-                          certainty_code=level if isinstance(level, str) else "", link=link,
-                          reason=why, note=note)
+            return UsedMemory(
+                record_id,
+                name,
+                None,
+                link=link,
+                gone=f"forgotten since {record.forgotten_at}",
+                reason=why,
+            )
+        return UsedMemory(
+            record_id,
+            name,
+            record.value,
+            certainty=certainty_names.get(level, ""),
+            certainty_code=level if isinstance(level, str) else "",
+            link=link,
+            reason=why,
+            note=note,
+        )
 
     left: list[tuple[str, str]] = []
     for kind, item_id, reason in snapshot.excluded:
@@ -215,7 +243,9 @@ def used(snapshot: PlanSnapshot | Mapping | None, *, held: Mapping[str, Held], l
             out.messages_by_reason[reason] = out.messages_by_reason.get(reason, 0) + 1
 
     # One line per memory: the versions the plan names, grouped.
-    groups: dict[tuple, list[tuple[str, str | None]]] = {}  # memory → [(record id, reason or None: given)]
+    groups: dict[
+        tuple, list[tuple[str, str | None]]
+    ] = {}  # memory → [(record id, reason or None: given)]
     for record_id in ids:
         groups.setdefault(_memory_of(record_id, held), []).append((record_id, None))
     for record_id, reason in left:
@@ -229,7 +259,9 @@ def used(snapshot: PlanSnapshot | Mapping | None, *, held: Mapping[str, Held], l
         done.add(group)
         older = [held[i] for i, reason in groups[group] if reason == "superseded" and i in held]
         note = _note(held.get(record_id), older)
-        out.memories.append(memory(record_id, level=level if isinstance(level, str) else "", note=note))
+        out.memories.append(
+            memory(record_id, level=level if isinstance(level, str) else "", note=note)
+        )
     for record_id, _ in left:
         group = _memory_of(record_id, held)
         if group in done:
@@ -240,8 +272,10 @@ def used(snapshot: PlanSnapshot | Mapping | None, *, held: Mapping[str, Held], l
     described = list(snapshot.policy)
     if not described and logged:
         described = [(i, *logged[i]) for i in snapshot.decisions if i in logged]
-    out.decisions = [UsedDecision(capability_name(capability), effect, EFFECT_WORDS.get(effect, effect))
-                     for _, capability, effect in described]
+    out.decisions = [
+        UsedDecision(capability_name(capability), effect, EFFECT_WORDS.get(effect, effect))
+        for _, capability, effect in described
+    ]
     return out
 
 
@@ -249,9 +283,10 @@ def _newest(versions: list[tuple[str, str | None]], held: Mapping[str, Held]) ->
     """The version that stands for a memory left out, with its reason: the newest that was
     not merely superseded (a replaced or confirmed version is not why the memory was left
     out); when all were, the newest."""
+
     def order(item):
         record = held.get(item[0])
-        return (record.version if record is not None else -1)
+        return record.version if record is not None else -1
 
     kept = [v for v in versions if v[1] != "superseded"]
     if kept:

@@ -51,5 +51,3 @@ def user_delete(*, user) -> None:
         reveals_forget_user(user=user)
         outbox.user_deleted(user.username, at=db_now())  # V1: its events go, one remains
         user.delete()
-
-

@@ -42,9 +42,14 @@ from .users import user_delete
 
 @private_page
 def conversation_list(request):
-    return render(request, "conversations/list.html", {
-        "conversations": conversations_of(request.user), "root": reverse("conversations:list"),
-    })
+    return render(
+        request,
+        "conversations/list.html",
+        {
+            "conversations": conversations_of(request.user),
+            "root": reverse("conversations:list"),
+        },
+    )
 
 
 @dataclass
@@ -89,25 +94,51 @@ def conversation_detail(request, conversation_id):
     root = reverse("memory:list")
     messages_ = []
     for i, seq, role, content, at in read.messages:
-        message = TranscriptMessage(str(i), seq, role, speakers.get(role, role), content, at, when(at))
+        message = TranscriptMessage(
+            str(i), seq, role, speakers.get(role, role), content, at, when(at)
+        )
         message.blocked = read.blocked.get(message.id, 0)
         message.withheld = withheld_notice(read.withheld.get(message.id, ()), words.label)
         for memory_id in dict.fromkeys(read.produced.get(message.id, ())):
             record = by_id.get(memory_id)
             if record is not None:
                 now = standing(record, states, slots[(record.scope_id, record.key)])
-                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(record.key),
-                                                 record.value, now.words, now.current,
-                                                 words.sentence(record.key, record.value)))
+                message.produced.append(
+                    Produced(
+                        memory_id,
+                        f"{root}{memory_id}/history",
+                        words.label(record.key),
+                        record.value,
+                        now.words,
+                        now.current,
+                        words.sentence(record.key, record.value),
+                    )
+                )
             elif memory_id in read.forgotten:
                 key, since = read.forgotten[memory_id]
-                message.produced.append(Produced(memory_id, f"{root}{memory_id}/history", words.label(key), None,
-                                                 f"forgotten on {day(since)}", False))
+                message.produced.append(
+                    Produced(
+                        memory_id,
+                        f"{root}{memory_id}/history",
+                        words.label(key),
+                        None,
+                        f"forgotten on {day(since)}",
+                        False,
+                    )
+                )
         messages_.append(message)
-    _what_was_used(user, conversation, messages_, words, active, root, remembered.registry.many_keys)
-    return render(request, "conversations/detail.html", {
-        "conversation": conversation, "messages_": messages_, "started": when(conversation.created_at),
-    })
+    _what_was_used(
+        user, conversation, messages_, words, active, root, remembered.registry.many_keys
+    )
+    return render(
+        request,
+        "conversations/detail.html",
+        {
+            "conversation": conversation,
+            "messages_": messages_,
+            "started": when(conversation.created_at),
+        },
+    )
 
 
 def withheld_notice(forgets, label) -> str:
@@ -115,29 +146,57 @@ def withheld_notice(forgets, label) -> str:
     the value); empty for a message the companion still sees."""
     if not forgets:
         return ""
-    named = [f"“{label(key)}” on {day(at)}" + (" (by support, on your behalf)" if by == "support" else "")
-             for key, at, by in forgets]
+    named = [
+        f"“{label(key)}” on {day(at)}"
+        + (" (by support, on your behalf)" if by == "support" else "")
+        for key, at, by in forgets
+    ]
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-    return ("The companion no longer sees this message, because it was asked to forget "
-            f"{listed}. It stays here for you to read.")
+    return (
+        "The companion no longer sees this message, because it was asked to forget "
+        f"{listed}. It stays here for you to read."
+    )
 
 
-def _what_was_used(user, conversation, messages_: list[TranscriptMessage], words: Wording,
-                   active: set[str], root: str, many_keys: frozenset[str]) -> None:
+def _what_was_used(
+    user,
+    conversation,
+    messages_: list[TranscriptMessage],
+    words: Wording,
+    active: set[str],
+    root: str,
+    many_keys: frozenset[str],
+) -> None:
     """SPEC E2: under each companion reply, what its stored plan held; I8: the messages a turn
     learned nothing from because `learn` was off."""
     read = replies_used(user, conversation)
-    held = {i: Held(key, value, day(since) if since is not None else None, scope_id, version, supersedes,
-                    many=key in many_keys)
-            for i, (key, value, since, scope_id, version, supersedes) in read.held.items()}
+    held = {
+        i: Held(
+            key,
+            value,
+            day(since) if since is not None else None,
+            scope_id,
+            version,
+            supersedes,
+            many=key in many_keys,
+        )
+        for i, (key, value, since, scope_id, version, supersedes) in read.held.items()
+    }
     names = {code: name for code, (name, _) in CERTAINTY.items()}
     for message in messages_:
         message.not_learned = message.id in read.not_learned
         if message.role == "assistant":
             message.used = used(
-                read.snapshots.get(message.id), held=held, label=words.label, certainty_names=names,
-                capability_name=capability_name, card=lambda i: f"{root}?card={i}#m-{i}",
-                history=lambda i: f"{root}{i}/history", current=active, logged=read.logged)
+                read.snapshots.get(message.id),
+                held=held,
+                label=words.label,
+                certainty_names=names,
+                capability_name=capability_name,
+                card=lambda i: f"{root}?card={i}#m-{i}",
+                history=lambda i: f"{root}{i}/history",
+                current=active,
+                logged=read.logged,
+            )
 
 
 @private_page
@@ -147,11 +206,19 @@ def conversation_delete_view(request, conversation_id):
     conversation = conversation_for_page(request.user, conversation_id)
     if request.method == "POST":
         conversation_delete(conversation_id=conversation.pk, user=request.user)
-        messages.success(request, f"Deleted the conversation with {conversation.character.name} and all its messages.")
+        messages.success(
+            request,
+            f"Deleted the conversation with {conversation.character.name} and all its messages.",
+        )
         return redirect("conversations:list")
-    return render(request, "conversations/delete.html", {
-        "conversation": conversation, "n_messages": conversation.messages.count(),
-    })
+    return render(
+        request,
+        "conversations/delete.html",
+        {
+            "conversation": conversation,
+            "n_messages": conversation.messages.count(),
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,11 +227,18 @@ def conversation_delete_view(request, conversation_id):
 
 @private_page
 def data_index(request):
-    zone = timezone.get_current_timezone_name() if getattr(request, "time_zone_chosen", False) else ""
-    return render(request, "data/index.html", {
-        "counts": data_counts(request.user), "time_zone_form": TimeZoneForm(initial={"time_zone": zone}),
-        "reveals": reveals_of(request.user),
-    })
+    zone = (
+        timezone.get_current_timezone_name() if getattr(request, "time_zone_chosen", False) else ""
+    )
+    return render(
+        request,
+        "data/index.html",
+        {
+            "counts": data_counts(request.user),
+            "time_zone_form": TimeZoneForm(initial={"time_zone": zone}),
+            "reveals": reveals_of(request.user),
+        },
+    )
 
 
 @private_page
@@ -174,18 +248,30 @@ def data_time_zone(request):
     form = TimeZoneForm(request.POST)
     if form.is_valid():
         try:
-            memory_services.profile_set_time_zone(user=request.user, time_zone=form.cleaned_data["time_zone"])
+            memory_services.profile_set_time_zone(
+                user=request.user, time_zone=form.cleaned_data["time_zone"]
+            )
         except ValidationError as exc:
             form_errors_from(form, exc)
         else:
             zone = form.cleaned_data["time_zone"]
-            messages.success(request, f"Times are now shown in {zone_words(zone)}." if zone else
-                             f"Times are now shown in the service's time zone, {settings.TIME_ZONE}.",
-                             extra_tags="at-time-zone")
+            messages.success(
+                request,
+                f"Times are now shown in {zone_words(zone)}."
+                if zone
+                else f"Times are now shown in the service's time zone, {settings.TIME_ZONE}.",
+                extra_tags="at-time-zone",
+            )
             return redirect(reverse("data:index") + "#time-zone")
-    return render(request, "data/index.html", {"counts": data_counts(request.user),
-                                               "time_zone_form": form,
-                                               "reveals": reveals_of(request.user)})
+    return render(
+        request,
+        "data/index.html",
+        {
+            "counts": data_counts(request.user),
+            "time_zone_form": form,
+            "reveals": reveals_of(request.user),
+        },
+    )
 
 
 @private_page
@@ -207,11 +293,17 @@ def forget_everything(request):
         tombstones = memory_forget_all(user=request.user)
         if tombstones:
             n = withheld_total(tombstones)
-            seen = (f" The companion no longer sees the {n} message{'' if n == 1 else 's'} that held it."
-                    if n else "")
-            messages.success(request, "Forgot everything the companion remembered about you, everywhere."
-                                      f"{seen} Old messages will not bring it back; your conversations "
-                                      "stay until you delete them.")
+            seen = (
+                f" The companion no longer sees the {n} message{'' if n == 1 else 's'} that held it."
+                if n
+                else ""
+            )
+            messages.success(
+                request,
+                "Forgot everything the companion remembered about you, everywhere."
+                f"{seen} Old messages will not bring it back; your conversations "
+                "stay until you delete them.",
+            )
         else:
             messages.info(request, "There was nothing to forget.")
         return redirect("memory:list")
@@ -233,4 +325,3 @@ def delete_account(request):
     else:
         form = DeleteAccountForm(username=user.get_username())
     return render(request, "data/delete_account.html", {"form": form})
-

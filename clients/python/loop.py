@@ -98,19 +98,25 @@ def run(base_url: str, token: str, user: str, slug: str) -> Loop:
         ok(r_user, 200, 201)
         seen.statuses["user_put"] = r_user.status_code
         r_char = character_put.sync_detailed(
-            slug, client=c, body=CharacterPutInputRequest(name="Captain Rowan"))
+            slug, client=c, body=CharacterPutInputRequest(name="Captain Rowan")
+        )
         character: CharacterOutput = ok(r_char, 200, 201)
         seen.statuses["character_put"] = r_char.status_code
         r_conv = conversation_create.sync_detailed(
-            client=c, body=ConversationCreateInputRequest(user=user, character=character.slug))
+            client=c, body=ConversationCreateInputRequest(user=user, character=character.slug)
+        )
         conversation: ConversationOutput = ok(r_conv, 201)
         seen.statuses["conversation_create"] = r_conv.status_code
 
         r_turn = turn_create.sync_detailed(
-            conversation.id, client=c,
+            conversation.id,
+            client=c,
             body=TurnCreateInputRequest(
-                turn_key="turn-1", content="My cat's name is Miso.",
-                plan=PlanParamsInputRequest(budget=800, capabilities=["tone.playful"])))
+                turn_key="turn-1",
+                content="My cat's name is Miso.",
+                plan=PlanParamsInputRequest(budget=800, capabilities=["tone.playful"]),
+            ),
+        )
         turn: TurnCreateOutput = ok(r_turn, 201)
         seen.statuses["turn_create"] = r_turn.status_code
         memory = turn.extracted[0].memory
@@ -120,7 +126,8 @@ def run(base_url: str, token: str, user: str, slug: str) -> Loop:
             seen.plan_hash = turn.plan.plan_hash
 
         r_reply = turn_reply.sync_detailed(
-            turn.id, client=c, body=TurnReplyInputRequest(content="Miso is a lovely name."))
+            turn.id, client=c, body=TurnReplyInputRequest(content="Miso is a lovely name.")
+        )
         reply: TurnReplyOutput = ok(r_reply, 201)
         seen.statuses["turn_reply"] = r_reply.status_code
         assert not reply.replayed
@@ -130,34 +137,45 @@ def run(base_url: str, token: str, user: str, slug: str) -> Loop:
         last_seq = ok(r_read, 200).last_seq
         seen.statuses["conversation_get"] = r_read.status_code
         r_messages = conversation_messages.sync_detailed(
-            conversation.id, client=c, after_seq=max(0, last_seq - 20), limit=20)
+            conversation.id, client=c, after_seq=max(0, last_seq - 20), limit=20
+        )
         page: MessagePageOutput = ok(r_messages, 200)
         seen.statuses["conversation_messages"] = r_messages.status_code
         seen.last_messages = [(m.role, m.content, m.withheld) for m in page.results]
 
         r_correct = memory_correct.sync_detailed(
-            memory.id, client=c, body=MemoryCorrectInputRequest(value="Mochi"))
+            memory.id, client=c, body=MemoryCorrectInputRequest(value="Mochi")
+        )
         corrected: AssertOutput = ok(r_correct, 200, 201)
         seen.statuses["memory_correct"] = r_correct.status_code
         assert corrected.memory
         seen.corrected = corrected.memory.value
 
         r_forget = memory_forget.sync_detailed(
-            corrected.memory.id, client=c, body=MemoryForgetInputRequest())
+            corrected.memory.id, client=c, body=MemoryForgetInputRequest()
+        )
         tombstone: TombstoneOutput = ok(r_forget, 200)
         seen.statuses["memory_forget"] = r_forget.status_code
         assert tombstone.key == memory.key
         seen.forgotten_scope = tombstone.scope.kind
 
         context = ContextInputRequestType2(user=user, conversation=conversation.id)
-        r_decide = policy_decide.sync_detailed(client=c, body=PolicyDecideInputRequest(
-            context=context, capability="media.voice", requested_by="user"))
+        r_decide = policy_decide.sync_detailed(
+            client=c,
+            body=PolicyDecideInputRequest(
+                context=context, capability="media.voice", requested_by="user"
+            ),
+        )
         decision: DecisionOutput = ok(r_decide, 200)
         seen.statuses["policy_decide"] = r_decide.status_code
         seen.effect = decision.effect
 
-        r_answer = policy_answers_create.sync_detailed(client=c, body=PolicyAnswerInputRequest(
-            decision_id=decision.decision_id, answer="allow", remember="once"))
+        r_answer = policy_answers_create.sync_detailed(
+            client=c,
+            body=PolicyAnswerInputRequest(
+                decision_id=decision.decision_id, answer="allow", remember="once"
+            ),
+        )
         answered: PolicyAnswerOutput = ok(r_answer, 200)
         seen.statuses["policy_answers_create"] = r_answer.status_code
         seen.answered = answered.effect

@@ -132,5 +132,3 @@ def _dedupe(found: list[Extraction]) -> list[Extraction]:
         seen[slot] = len(out)
         out.append(item)
     return out
-
-

@@ -37,5 +37,3 @@ def is_thing_name_key(key: str | None) -> bool:
         return False
     head = key[: -len(NAME_KEY_SUFFIX)]
     return bool(head) and head.split(".")[0] not in ("user", "people")
-
-

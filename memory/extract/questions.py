@@ -32,16 +32,23 @@ ANSWERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_c(r"where\s+(?:do|did)\s+i\s+(?:currently\s+)?work"), KEY_WORKS_AT),
     (_c(r"who\s+do\s+i\s+work\s+for"), KEY_WORKS_AT),
     (_c(r"where\s+am\s+i\s+working"), KEY_WORKS_AT),
-    (_c(r"what\s+should\s+you\s+not\s+call\s+me|"
-        r"what\s+(?:shouldn't|should\s+not)\s+you\s+call\s+me|"
-        r"what\s+(?:names?|nicknames?)\s+(?:do\s+i\s+(?:dislike|hate|not\s+like)|"
-        r"should\s+you\s+(?:avoid|not\s+use))"), KEY_AVOID_NICKNAME),
+    (
+        _c(
+            r"what\s+should\s+you\s+not\s+call\s+me|"
+            r"what\s+(?:shouldn't|should\s+not)\s+you\s+call\s+me|"
+            r"what\s+(?:names?|nicknames?)\s+(?:do\s+i\s+(?:dislike|hate|not\s+like)|"
+            r"should\s+you\s+(?:avoid|not\s+use))"
+        ),
+        KEY_AVOID_NICKNAME,
+    ),
     (_c(r"what\s+(?:should|do|can|will)\s+you\s+call\s+me"), KEY_PREFERRED_NAME),
     (_c(r"what(?:\s+is|'s)\s+my\s+(?:preferred\s+)?name"), KEY_PREFERRED_NAME),
     (_c(r"what\s+do\s+i\s+(?:like|prefer|want)\s+to\s+be\s+called"), KEY_PREFERRED_NAME),
     (_c(r"what\s+do\s+i\s+(?:really\s+)?(?:like|love|enjoy)"), KEY_LIKES),
-    (_c(r"what\s+do\s+i\s+(?:dislike|hate)|what\s+(?:don't\s+i|do\s+i\s+not)\s+like"),
-     KEY_DISLIKES),
+    (
+        _c(r"what\s+do\s+i\s+(?:dislike|hate)|what\s+(?:don't\s+i|do\s+i\s+not)\s+like"),
+        KEY_DISLIKES,
+    ),
     (_c(rf"what(?:\s+is|'s|\s+was)\s+{_THING}\s*'s?\s+name"), "{thing}.name"),
     (_c(rf"what(?:\s+is|'s|\s+was)\s+the\s+name\s+of\s+{_THING}"), "{thing}.name"),
     (_c(rf"what(?:\s+is|'s|\s+was)\s+{_THING}\s+(?:called|named)"), "{thing}.name"),
@@ -49,13 +56,19 @@ ANSWERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_c(rf"where\s+(?:does|did)\s+{_PERSON}\s+(?:currently\s+)?work"), "people.{person}.works_at"),
     (_c(rf"who\s+does\s+{_PERSON}\s+work\s+for"), "people.{person}.works_at"),
     (_c(rf"where\s+is\s+{_PERSON}\s+(?:working|employed)"), "people.{person}.works_at"),
-    (_c(rf"where\s+(?:does|did)\s+{_PERSON}\s+(?:currently\s+)?(?:live|move(?:\s+to)?)"),
-     "people.{person}.lives_in"),
+    (
+        _c(rf"where\s+(?:does|did)\s+{_PERSON}\s+(?:currently\s+)?(?:live|move(?:\s+to)?)"),
+        "people.{person}.lives_in",
+    ),
     (_c(rf"where\s+is\s+{_PERSON}\s+(?:living|based)"), "people.{person}.lives_in"),
-    (_c(rf"what(?:\s+is|'s)\s+{_PERSON}\s*'s?\s+(?:job|role|occupation|profession|title|"
-        r"line\s+of\s+work)"), "people.{person}.role"),
-    (_c(rf"what\s+does\s+{_PERSON}\s+do(?:\s+for\s+(?:work|a\s+living))?"),
-     "people.{person}.role"),
+    (
+        _c(
+            rf"what(?:\s+is|'s)\s+{_PERSON}\s*'s?\s+(?:job|role|occupation|profession|title|"
+            r"line\s+of\s+work)"
+        ),
+        "people.{person}.role",
+    ),
+    (_c(rf"what\s+does\s+{_PERSON}\s+do(?:\s+for\s+(?:work|a\s+living))?"), "people.{person}.role"),
 )
 
 
@@ -69,7 +82,7 @@ def question_key(q: str) -> str | None:
     s = _strip_edges(s)
     lead = _Q_LEAD.match(s)
     if lead:
-        s = s[lead.end():]
+        s = s[lead.end() :]
     s = _Q_TAIL.sub("", s)
     for pattern, template in ANSWERS:
         m = pattern.fullmatch(s)

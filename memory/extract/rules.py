@@ -57,7 +57,9 @@ _CHANGED_NAME = _c(
 )
 
 # "it" naming (needs a referent).
-_IT_NAME_IS = _c(r"(?:its|it's)\s+(?P<new>new\s+)?name\s+(?:is|'s)\s+(?:now\s+|actually\s+)*(?P<v>.+)")
+_IT_NAME_IS = _c(
+    r"(?:its|it's)\s+(?P<new>new\s+)?name\s+(?:is|'s)\s+(?:now\s+|actually\s+)*(?P<v>.+)"
+)
 _IT_NAMED = _c(
     rf"it(?:\s+is|'s|\s+was|\s+has\s+been)\s+{_ADV}(?P<verb>named|called|renamed(?:\s+to)?)"
     r"\s+(?P<v>.+)"
@@ -65,7 +67,9 @@ _IT_NAMED = _c(
 _IT_IS = _c(rf"(?P<pro>it|he|she)(?:\s+is|'s)\s+{_ADV}(?P<v>.+)")
 
 # Avoided nicknames, preferred names.
-_AVOID_CALL = _c(r"(?:do\s+not|don't|dont|never|stop|quit)\s+(?:ever\s+)?call(?:ing)?\s+me\s+(?P<v>.+)")
+_AVOID_CALL = _c(
+    r"(?:do\s+not|don't|dont|never|stop|quit)\s+(?:ever\s+)?call(?:ing)?\s+me\s+(?P<v>.+)"
+)
 _AVOID_BEING = _c(
     rf"{_I}{_ADV}(?:dislike|hate|detest|loathe|despise|can't\s+stand|cannot\s+stand|"
     r"don't\s+like|dont\s+like|do\s+not\s+like|don't\s+enjoy|do\s+not\s+enjoy|don't\s+want|"
@@ -78,7 +82,9 @@ _CALL_ME = _c(
     r"(?:(?:you\s+(?:can|may|should|could)|feel\s+free\s+to|i\s+(?:want|'d\s+like|would\s+like)"
     r"\s+you\s+to|(?:can|could|would|will)\s+you)\s+)?(?:just\s+|always\s+)?call\s+me\s+(?P<v>.+)"
 )
-_MY_NAME = _c(r"my\s+(?:preferred\s+|real\s+)?name(?:\s+is|'s)\s+(?:now\s+|actually\s+|really\s+)*(?P<v>.+)")
+_MY_NAME = _c(
+    r"my\s+(?:preferred\s+|real\s+)?name(?:\s+is|'s)\s+(?:now\s+|actually\s+|really\s+)*(?P<v>.+)"
+)
 _GO_BY = _c(
     rf"{_I}{_ADV}(?:go\s+by|prefer\s+to\s+be\s+called|prefer\s+being\s+called|"
     r"like\s+to\s+be\s+called|like\s+being\s+called|love\s+being\s+called|want\s+to\s+be\s+called|"
@@ -167,7 +173,7 @@ def _rule_rename(s: str, state: _State, whole: str) -> tuple[_Cand | None, _Stat
         body = phrase.group("body")
         to = _TO_AS.search(body)
         if to is not None:
-            np, value = body[: to.start()], body[to.end():]
+            np, value = body[: to.start()], body[to.end() :]
         else:
             np, value = _split_np_value(body, state)
     else:
@@ -183,7 +189,7 @@ def _rule_rename(s: str, state: _State, whole: str) -> tuple[_Cand | None, _Stat
 
 
 def _split_np_value(words_text: str, state: _State) -> tuple[str, str | None]:
-    """"the basil plant Marlowe" has no "to": split the noun phrase from the new name.
+    """ "the basil plant Marlowe" has no "to": split the noun phrase from the new name.
     A known thing's slug as a prefix wins; else a trailing run of capitalised words after a
     lowercase one; else it is all noun phrase (no value)."""
     words = words_text.split()
@@ -213,7 +219,7 @@ def _rule_changed_name(s: str, state: _State, whole: str) -> tuple[_Cand | None,
 
 
 def _rule_it(s: str, state: _State, whole: str) -> tuple[_Cand | None, _State] | None:
-    """"its name is X", "it is called X", and "It is Marlowe now, not Harbor" (SPEC §8)."""
+    """ "its name is X", "it is called X", and "It is Marlowe now, not Harbor" (SPEC §8)."""
     m = _IT_NAME_IS.fullmatch(s)
     explicit = m is not None
     new = bool(m and m.group("new"))
@@ -326,7 +332,7 @@ def _run_clause(clause: str, state: _State, whole: str) -> tuple[_Cand | None, _
     s = " ".join(clause.split())
     m = _MARKERS.match(s)
     marker = s[: m.end()] if m else ""
-    s = s[len(marker):].strip()
+    s = s[len(marker) :].strip()
     if not s:
         return None, state
     for rule in _RULES:
@@ -343,5 +349,3 @@ def _run_clause(clause: str, state: _State, whole: str) -> tuple[_Cand | None, _
                 cand = replace(cand, correction=True)
         return cand, new_state
     return None, state
-
-

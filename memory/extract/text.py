@@ -58,7 +58,9 @@ def _prepare(text: str) -> str:
 _SENT_END = re.compile(
     r"[.!?\u2026]+[\"')\]]*(?=\s|$)|[\n;\u3002\uff01\uff1f\uff1b]", re.IGNORECASE
 )
-_ABBREV = frozenset("mr mrs ms dr st mt jr sr prof rev gen col capt lt sgt vs e.g i.e approx".split())
+_ABBREV = frozenset(
+    "mr mrs ms dr st mt jr sr prof rev gen col capt lt sgt vs e.g i.e approx".split()
+)
 _ABBREV_BEFORE = re.compile(r"([\w.]+)\.$")
 # `(?<!\s)`: only try at the start of a whitespace run (no quadratic scans of long runs).
 _HARD_SPLIT = _c(r"(?<!\s)(?:\s*,\s*and\s+|(?:\s*,)?\s+but\s+)")
@@ -162,14 +164,19 @@ _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 def _strip_edges(v: str) -> str:
     i, j = 0, len(v)
-    while i < j and (v[i].isspace() or v[i] in _LEAD_STRIP
-                     or unicodedata.category(v[i]) in ("Pi", "Ps")):
+    while i < j and (
+        v[i].isspace() or v[i] in _LEAD_STRIP or unicodedata.category(v[i]) in ("Pi", "Ps")
+    ):
         i += 1
     while j > i:
         c = v[j - 1]
         cat = unicodedata.category(c)
-        if c.isspace() or c in _TRAIL_PO or cat in ("Pi", "Pf", "Pd", "Ps", "So", "Sk", "Cf",
-                                                      "Cc", "Zs") or c in "\ufe0f\ufe0e":
+        if (
+            c.isspace()
+            or c in _TRAIL_PO
+            or cat in ("Pi", "Pf", "Pd", "Ps", "So", "Sk", "Cf", "Cc", "Zs")
+            or c in "\ufe0f\ufe0e"
+        ):
             j -= 1
         elif cat == "Pe" and _CLOSERS.get(c, "\0") not in v[i : j - 1]:
             j -= 1
@@ -232,5 +239,3 @@ def _looks_proper(value: str, whole: str) -> bool:
     if c.isupper() or (c.isalpha() and c.lower() == c.upper()):
         return True
     return not any(ch.isupper() for ch in whole)
-
-

@@ -84,5 +84,3 @@ _I = r"i\b\s*"  # "I like", "I'd …", "I've …", "i'm …"
 
 def _c(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
-
-

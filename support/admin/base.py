@@ -82,7 +82,10 @@ def count_of(model, fk: str, **filters):
     GROUP BY a `Count()` join would add to every other column."""
     rows = (
         model.objects.filter(**{fk: OuterRef("pk")}, **filters)
-        .order_by().values(fk).annotate(n=Count("*")).values("n")
+        .order_by()
+        .values(fk)
+        .annotate(n=Count("*"))
+        .values("n")
     )
     return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
 
@@ -98,8 +101,9 @@ class _Labelled:
         return self.label
 
 
-KEY_MASK_TITLE = ("A name from the user's words: shown only inside a reveal of this user's "
-                  "private text (S1).")
+KEY_MASK_TITLE = (
+    "A name from the user's words: shown only inside a reveal of this user's private text (S1)."
+)
 
 
 def key_html(shown: str):
@@ -107,8 +111,9 @@ def key_html(shown: str):
     if "*" not in (shown or ""):
         return shown
     before, _, after = shown.partition("*")
-    return format_html('{}<span class="private-masked" title="{}">*</span>{}',
-                       before, KEY_MASK_TITLE, after)
+    return format_html(
+        '{}<span class="private-masked" title="{}">*</span>{}', before, KEY_MASK_TITLE, after
+    )
 
 
 class SupportAdmin(admin.ModelAdmin):
@@ -177,13 +182,17 @@ class SupportAdmin(admin.ModelAdmin):
             return Case(When(mine, then=expression), default=otherwise, output_field=field)
 
         annotations = {
-            "_reveal": (ExpressionWrapper(mine, output_field=BooleanField()) if mine is not None
-                        else Value(False)),
+            "_reveal": (
+                ExpressionWrapper(mine, output_field=BooleanField())
+                if mine is not None
+                else Value(False)
+            ),
             "_may_reveal": Value(request_may_reveal(request)),
         }
         for name in self.private_fields:
             annotations[f"_preview_{name}"] = only_mine(
-                Substr(name, 1, self.preview_chars + 1), Value(""), TextField())
+                Substr(name, 1, self.preview_chars + 1), Value(""), TextField()
+            )
             if mine is not None and name in self.private_search_fields:
                 nothing = Value(None, output_field=TextField())
                 annotations[f"_search_{name}"] = only_mine(F(name), nothing, TextField())
@@ -209,8 +218,11 @@ class SupportAdmin(admin.ModelAdmin):
         if not ref:
             return masked()
         opts = self.model._meta
-        back = (reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]) if full
-                else reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
+        back = (
+            reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+            if full
+            else reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+        )
         return masked(reveal_url(ref, back), short=not full)
 
     def private_text(self, obj, name: str, *, full: bool = False):
@@ -245,8 +257,14 @@ class SupportAdmin(admin.ModelAdmin):
         if reveal is None or not self.masks:
             return
         shown = sum(1 for o in objects if self.shows_private_text(o, full=full))
-        reveal_page_log(reveal=reveal, staff=request.user, view=view, model=self.model,
-                        object_id=object_id, shown=shown)
+        reveal_page_log(
+            reveal=reveal,
+            staff=request.user,
+            view=view,
+            model=self.model,
+            object_id=object_id,
+            shown=shown,
+        )
 
     def object_label(self, obj) -> str:
         """How pages name `obj` (titles, breadcrumbs, the action checkbox). Override where
@@ -255,8 +273,15 @@ class SupportAdmin(admin.ModelAdmin):
 
     def action_checkbox(self, obj):
         """Django's action checkbox, named by `object_label` rather than `__str__`."""
-        checkbox = forms.CheckboxInput({"class": "action-select", "aria-label": format_html(
-            "Select this object for an action - {}", self.object_label(obj))}, lambda value: False)
+        checkbox = forms.CheckboxInput(
+            {
+                "class": "action-select",
+                "aria-label": format_html(
+                    "Select this object for an action - {}", self.object_label(obj)
+                ),
+            },
+            lambda value: False,
+        )
         return checkbox.render(helpers.ACTION_CHECKBOX_NAME, str(obj.pk))
 
     # --- no oracle ---------------------------------------------------------------------------
@@ -322,8 +347,11 @@ class SupportAdmin(admin.ModelAdmin):
         obj = self.get_object(request, unquote(object_id))
         if obj is not None:
             label = self.object_label(obj)
-            extra_context = {**(extra_context or {}), "object": _Labelled(obj.pk, label),
-                             "title": f"Change history: {label}"}
+            extra_context = {
+                **(extra_context or {}),
+                "object": _Labelled(obj.pk, label),
+                "title": f"Change history: {label}",
+            }
         return super().history_view(request, object_id, extra_context)
 
     @admin.display(description="user", ordering="user__username")
@@ -336,9 +364,20 @@ class SupportAdmin(admin.ModelAdmin):
 # Support actions: an intermediate page asking for the reason
 
 
-def support_action(modeladmin, request, queryset, *, title: str, intro: str, columns: list[str],
-                   rows: list[list], perform, form_class=ReasonForm, warning: str = "",
-                   revealed=()):
+def support_action(
+    modeladmin,
+    request,
+    queryset,
+    *,
+    title: str,
+    intro: str,
+    columns: list[str],
+    rows: list[list],
+    perform,
+    form_class=ReasonForm,
+    warning: str = "",
+    revealed=(),
+):
     """Ask for a reason (and options), then `perform(cleaned_data)` → outcomes. Without a valid
     reason the page is shown again with the error and nothing changes. `revealed` lists the
     objects `rows` show (one access-log row when any of their private text showed, S1)."""
@@ -351,11 +390,15 @@ def support_action(modeladmin, request, queryset, *, title: str, intro: str, col
         text = f"{title}: {done} done"
         if skipped:
             text += "; skipped: " + ", ".join(f"{n} {code}" for code, n in sorted(skipped.items()))
-        withheld = [o.detail["withheld_messages"] for o in outcomes if "withheld_messages" in o.detail]
+        withheld = [
+            o.detail["withheld_messages"] for o in outcomes if "withheld_messages" in o.detail
+        ]
         if withheld:  # F6: the count only, never which words (S1)
             n = sum(withheld)
-            text += (f". The companion no longer sees {n} message{'' if n == 1 else 's'} "
-                     "that held the forgotten values")
+            text += (
+                f". The companion no longer sees {n} message{'' if n == 1 else 's'} "
+                "that held the forgotten values"
+            )
         text += ". The reason is logged under Support actions."
         modeladmin.message_user(request, text, messages.WARNING if skipped else messages.SUCCESS)
         return None
@@ -442,7 +485,11 @@ class LogAdmin(SupportAdmin):
             return obj.subject_pseudonym  # the user was deleted (S2)
         if obj.subject_id is None:
             return "-"
-        return obj.subject.get_username() if obj.subject is not None else f"(deleted user {obj.subject_id})"
+        return (
+            obj.subject.get_username()
+            if obj.subject is not None
+            else f"(deleted user {obj.subject_id})"
+        )
 
 
 @admin.register(PrivateTextAccess)
@@ -452,14 +499,31 @@ class PrivateTextAccessAdmin(LogAdmin):
     when. Append-only; readable only with `view_privatetextaccess`, which the Support group
     does not have."""
 
-    list_display = ("accessed_at", "staff_ref", "event", "subject_ref", "view", "target", "shown",
-                    "reason")
+    list_display = (
+        "accessed_at",
+        "staff_ref",
+        "event",
+        "subject_ref",
+        "view",
+        "target",
+        "shown",
+        "reason",
+    )
     list_filter = ("event", "view", "content_type")
     list_select_related = ("content_type", "subject", "grant")
     search_fields = ("staff_username", "subject__username", "subject_pseudonym", "=object_id")
     date_hierarchy = "accessed_at"
-    fields = ("accessed_at", "staff_ref", "event", "subject_ref", "reason", "grant_ref", "view",
-              "target", "shown")
+    fields = (
+        "accessed_at",
+        "staff_ref",
+        "event",
+        "subject_ref",
+        "reason",
+        "grant_ref",
+        "view",
+        "target",
+        "shown",
+    )
     readonly_fields = fields
 
     @admin.display(description="reason")
@@ -493,14 +557,30 @@ class RevealGrantAdmin(LogAdmin):
     only with `view_revealgrant`, which the Support group does not have. A reveal that passed its
     time without a page noticing still reads "not closed yet" here; its events say the rest."""
 
-    list_display = ("opened_at", "staff_ref", "subject_ref", "reason", "expires_at", "closed_at",
-                    "ended")
+    list_display = (
+        "opened_at",
+        "staff_ref",
+        "subject_ref",
+        "reason",
+        "expires_at",
+        "closed_at",
+        "ended",
+    )
     list_filter = (RevealStateFilter, "ended")
     list_select_related = ("subject",)
     search_fields = ("staff_username", "subject__username", "subject_pseudonym", "reason")
     date_hierarchy = "opened_at"
-    fields = ("id", "staff_ref", "subject_ref", "reason", "opened_at", "expires_at", "closed_at",
-              "ended", "events_ref")
+    fields = (
+        "id",
+        "staff_ref",
+        "subject_ref",
+        "reason",
+        "opened_at",
+        "expires_at",
+        "closed_at",
+        "ended",
+        "events_ref",
+    )
     readonly_fields = fields
 
     @admin.display(description="access log")
@@ -518,8 +598,16 @@ class SupportActionAdmin(LogAdmin):
     list_filter = ("action", "outcome", "content_type")
     search_fields = ("staff_username", "subject__username", "=object_id", "reason")
     date_hierarchy = "acted_at"
-    fields = ("acted_at", "staff_ref", "action", "target", "subject_ref", "outcome", "reason",
-              "detail_shown")
+    fields = (
+        "acted_at",
+        "staff_ref",
+        "action",
+        "target",
+        "subject_ref",
+        "outcome",
+        "reason",
+        "detail_shown",
+    )
     readonly_fields = fields
 
     @admin.display(description="detail")
@@ -561,13 +649,22 @@ def _with_support_urls(get_urls):
     def get_urls_with_support():
         return [
             path("support/explain/", admin.site.admin_view(explain_view), name="support_explain"),
-            path("support/explain/turn/<uuid:turn_id>/", admin.site.admin_view(explain_turn_view),
-                 name="support_explain_turn"),
+            path(
+                "support/explain/turn/<uuid:turn_id>/",
+                admin.site.admin_view(explain_turn_view),
+                name="support_explain_turn",
+            ),
             path("support/reveal/", admin.site.admin_view(reveal_view), name="support_reveal"),
-            path("support/reveal/<uuid:grant_id>/extend/",
-                 admin.site.admin_view(reveal_extend_view), name="support_reveal_extend"),
-            path("support/reveal/<uuid:grant_id>/close/",
-                 admin.site.admin_view(reveal_close_view), name="support_reveal_close"),
+            path(
+                "support/reveal/<uuid:grant_id>/extend/",
+                admin.site.admin_view(reveal_extend_view),
+                name="support_reveal_extend",
+            ),
+            path(
+                "support/reveal/<uuid:grant_id>/close/",
+                admin.site.admin_view(reveal_close_view),
+                name="support_reveal_close",
+            ),
         ] + get_urls()
 
     get_urls_with_support.support_urls = True

@@ -41,7 +41,11 @@ class CharacterAdmin(SupportAdmin):
     date_hierarchy = "created_at"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_conversations=count_of(Conversation, "character"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_conversations=count_of(Conversation, "character"))
+        )
 
     @admin.display(description="conversations", ordering="_conversations")
     def n_conversations(self, obj):
@@ -66,19 +70,41 @@ class ConversationAdmin(SupportAdmin):
     private_fields = ("title",)
     private_search_fields = ("title",)
     uuid_search_fields = ("id",)
-    list_display = ("id", "user_ref", "character_slug", "title_preview", "n_messages", "n_turns", "created_at")
+    list_display = (
+        "id",
+        "user_ref",
+        "character_slug",
+        "title_preview",
+        "n_messages",
+        "n_turns",
+        "created_at",
+    )
     list_filter = (("character", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("user__username", "character__slug")
     search_help_text = "A username or character slug, or a conversation id."
     list_select_related = ("user", "character")
     date_hierarchy = "created_at"
-    fields = ("id", "user_ref", "character_slug", "title_full", "created_at", "last_seq", "n_messages",
-              "n_turns", "related")
+    fields = (
+        "id",
+        "user_ref",
+        "character_slug",
+        "title_full",
+        "created_at",
+        "last_seq",
+        "n_messages",
+        "n_turns",
+        "related",
+    )
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            _messages=count_of(Message, "conversation"), _turns=count_of(Turn, "conversation"),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _messages=count_of(Message, "conversation"),
+                _turns=count_of(Turn, "conversation"),
+            )
         )
 
     def object_label(self, obj):
@@ -114,7 +140,11 @@ class ConversationAdmin(SupportAdmin):
         explain = explain_url(user=obj.user.get_username(), conversation=str(obj.pk))
         return format_html(
             '<a href="{}">messages</a> · <a href="{}">turns</a> · <a href="{}">memories scoped here</a>'
-            ' · <a href="{}">explain this context</a>', messages_url, turns_url, memory_url, explain,
+            ' · <a href="{}">explain this context</a>',
+            messages_url,
+            turns_url,
+            memory_url,
+            explain,
         )
 
 
@@ -134,20 +164,47 @@ class TurnAdmin(SupportAdmin):
     read_only = True
     change_form_template = "admin/support/turn_change_form.html"
     uuid_search_fields = ("id", "conversation_id", "user_message_id", "reply_message_id")
-    list_display = ("turn_key", "user_ref", "conversation_ref", "scene", "status", "user_seq", "reply_seq",
-                    "planned", "explain", "created_at")
+    list_display = (
+        "turn_key",
+        "user_ref",
+        "conversation_ref",
+        "scene",
+        "status",
+        "user_seq",
+        "reply_seq",
+        "planned",
+        "explain",
+        "created_at",
+    )
     list_filter = ("status", ("plan_hash", admin.EmptyFieldListFilter))
     search_fields = ("user__username", "turn_key", "scene")
     search_help_text = "A username, turn key or scene, or a turn, conversation or message id."
     list_select_related = ("user",)
     date_hierarchy = "created_at"
-    fields = ("id", "user_ref", "conversation_ref", "turn_key", "scene", "status", "user_message_ref",
-              "reply_message_ref", "created_at", "extracted", "plan_hash", "explain_this")
+    fields = (
+        "id",
+        "user_ref",
+        "conversation_ref",
+        "turn_key",
+        "scene",
+        "status",
+        "user_message_ref",
+        "reply_message_ref",
+        "created_at",
+        "extracted",
+        "plan_hash",
+        "explain_this",
+    )
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            _user_seq=F("user_message__seq"), _reply_seq=F("reply_message__seq"),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _user_seq=F("user_message__seq"),
+                _reply_seq=F("reply_message__seq"),
+            )
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -155,13 +212,25 @@ class TurnAdmin(SupportAdmin):
         if turn is not None and self.has_view_or_change_permission(request, turn):
             reveal = self.reveal_subject(request) == turn.user_id
             plan = support.turn_plan(turn, reveal=reveal)
-            link = (reveal_url(turn.user.get_username(), request.path)
-                    if self.may_reveal(request) else "")
+            link = (
+                reveal_url(turn.user.get_username(), request.path)
+                if self.may_reveal(request)
+                else ""
+            )
             if reveal:
-                reveal_page_log(reveal=self.reveal_of(request), staff=request.user, view="change",
-                                model=Turn, object_id=turn.pk, shown=plan.shown)
-            extra_context = {**(extra_context or {}), "plan": plan,
-                             "plan_rows": plan_rows(plan, reveal_link="" if reveal else link)}
+                reveal_page_log(
+                    reveal=self.reveal_of(request),
+                    staff=request.user,
+                    view="change",
+                    model=Turn,
+                    object_id=turn.pk,
+                    shown=plan.shown,
+                )
+            extra_context = {
+                **(extra_context or {}),
+                "plan": plan,
+                "plan_rows": plan_rows(plan, reveal_link="" if reveal else link),
+            }
         return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(description="explain")
@@ -182,7 +251,11 @@ class TurnAdmin(SupportAdmin):
 
     @admin.display(description="reply", ordering="_reply_seq")
     def reply_seq(self, obj):
-        return admin_link(Message, obj.reply_message_id, f"#{obj._reply_seq}") if obj.reply_message_id else "-"
+        return (
+            admin_link(Message, obj.reply_message_id, f"#{obj._reply_seq}")
+            if obj.reply_message_id
+            else "-"
+        )
 
     @admin.display(description="planned", boolean=True)
     def planned(self, obj):
@@ -203,22 +276,48 @@ class MessageAdmin(SupportAdmin):
     private_fields = ("content",)
     private_search_fields = ("content",)
     uuid_search_fields = ("id", "conversation_id")
-    list_display = ("seq", "user_ref", "role", "content_preview", "withheld", "conversation_ref", "explain",
-                    "created_at")
+    list_display = (
+        "seq",
+        "user_ref",
+        "role",
+        "content_preview",
+        "withheld",
+        "conversation_ref",
+        "explain",
+        "created_at",
+    )
     list_filter = ("role",)
     search_fields = ("user__username",)
     search_help_text = "A username, or a message or conversation id."
     list_select_related = ("user",)
     date_hierarchy = "created_at"
-    fields = ("id", "user_ref", "conversation_ref", "seq", "role", "created_at", "content_full",
-              "withheld", "turn_ref", "explain", "memory_refs")
+    fields = (
+        "id",
+        "user_ref",
+        "conversation_ref",
+        "seq",
+        "role",
+        "created_at",
+        "content_full",
+        "withheld",
+        "turn_ref",
+        "explain",
+        "memory_refs",
+    )
     readonly_fields = fields
 
     def get_queryset(self, request):
         # The message's turn (it made the turn, or it is the turn's reply), in the same query.
-        turn = (Turn.objects.filter(user=OuterRef("user"))
-                .filter(Q(user_message=OuterRef("pk")) | Q(reply_message=OuterRef("pk"))).values("pk")[:1])
-        return super().get_queryset(request).annotate(_turn=Subquery(turn), _withheld=withheld_exists())
+        turn = (
+            Turn.objects.filter(user=OuterRef("user"))
+            .filter(Q(user_message=OuterRef("pk")) | Q(reply_message=OuterRef("pk")))
+            .values("pk")[:1]
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_turn=Subquery(turn), _withheld=withheld_exists())
+        )
 
     @admin.display(description="withheld", boolean=True)
     def withheld(self, obj):

@@ -17,11 +17,17 @@ from support.admin.base import SupportAdmin
 
 
 class EndpointForm(forms.ModelForm):
-    url = forms.URLField(max_length=500, assume_scheme="https",
-                         help_text="https, resolving to public addresses (checked again at each delivery).")
+    url = forms.URLField(
+        max_length=500,
+        assume_scheme="https",
+        help_text="https, resolving to public addresses (checked again at each delivery).",
+    )
     event_types = forms.MultipleChoiceField(
-        choices=[(t, t) for t in EVENT_TYPES], required=False, widget=forms.CheckboxSelectMultiple,
-        help_text="None checked: every type.")
+        choices=[(t, t) for t in EVENT_TYPES],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None checked: every type.",
+    )
 
     class Meta:
         model = WebhookEndpoint
@@ -54,12 +60,19 @@ class WebhookEndpointAdmin(SupportAdmin):
             obj.save()
             return
         endpoint, secret = endpoint_create(
-            url=obj.url, event_types=form.cleaned_data["event_types"], user_ref=obj.user_ref,
-            description=obj.description)
+            url=obj.url,
+            event_types=form.cleaned_data["event_types"],
+            user_ref=obj.user_ref,
+            description=obj.description,
+        )
         obj.pk, obj.secret, obj.created_at = endpoint.pk, endpoint.secret, endpoint.created_at
-        self.message_user(request, format_html(
-            "The signing secret of this endpoint, shown only this once: <code>{}</code>", secret),
-            messages.WARNING)
+        self.message_user(
+            request,
+            format_html(
+                "The signing secret of this endpoint, shown only this once: <code>{}</code>", secret
+            ),
+            messages.WARNING,
+        )
 
     @admin.action(description="Enable the selected endpoints again", permissions=["change"])
     def enable_again(self, request, queryset):
@@ -81,12 +94,27 @@ class AttemptInline(admin.TabularInline):
 
 @admin.register(Delivery)
 class DeliveryAdmin(SupportAdmin):
-    list_display = ("event_ref", "event_type", "endpoint", "user", "status", "attempts",
-                    "delivered_at")
+    list_display = (
+        "event_ref",
+        "event_type",
+        "endpoint",
+        "user",
+        "status",
+        "attempts",
+        "delivered_at",
+    )
     list_filter = ("status",)
     list_select_related = ("event", "lane__endpoint")
-    fields = ("event_ref", "event_type", "endpoint", "user", "status", "attempts",
-              "first_attempt_at", "delivered_at")
+    fields = (
+        "event_ref",
+        "event_type",
+        "endpoint",
+        "user",
+        "status",
+        "attempts",
+        "first_attempt_at",
+        "delivered_at",
+    )
     readonly_fields = fields
     inlines = [AttemptInline]
     actions = ["send_again"]

@@ -97,8 +97,19 @@ class MemoryRecordAdmin(SupportAdmin):
     private_search_fields = ("value",)
     private_key_fields = ("key",)
     uuid_search_fields = ("id", "supersedes_id", "conversation_id")
-    list_display = ("key_ref", "user_ref", "value_preview", "scope_id", "state_ref", "authority",
-                    "version", "valid_from", "valid_until", "n_sources", "explain")
+    list_display = (
+        "key_ref",
+        "user_ref",
+        "value_preview",
+        "scope_id",
+        "state_ref",
+        "authority",
+        "version",
+        "valid_from",
+        "valid_until",
+        "n_sources",
+        "explain",
+    )
     list_filter = (StateFilter, "authority", "scope_kind", RetractedFilter)
     search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     search_help_text = "A username or key (part of it), or a record, conversation or superseded id."
@@ -106,17 +117,70 @@ class MemoryRecordAdmin(SupportAdmin):
     date_hierarchy = "recorded_at"
     actions = ("forget_on_behalf", "retract", "normalise_statuses")
     fieldsets = (
-        (None, {"fields": ("id", "user_ref", "key_ref", "value_full", "scope_ref", "state_ref",
-                           "state_detail_ref", "authority", "confidence")}),
-        ("Time", {"fields": ("valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time")}),
-        ("History and provenance", {"fields": ("version", "supersedes_ref", "superseded_by_refs", "source_refs",
-                                               "tombstone_refs", "explain_link")}),
+        (
+            None,
+            {
+                "fields": (
+                    "id",
+                    "user_ref",
+                    "key_ref",
+                    "value_full",
+                    "scope_ref",
+                    "state_ref",
+                    "state_detail_ref",
+                    "authority",
+                    "confidence",
+                )
+            },
+        ),
+        (
+            "Time",
+            {
+                "fields": (
+                    "valid_from",
+                    "valid_until",
+                    "retracted_at",
+                    "recorded_at",
+                    "evidence_time",
+                )
+            },
+        ),
+        (
+            "History and provenance",
+            {
+                "fields": (
+                    "version",
+                    "supersedes_ref",
+                    "superseded_by_refs",
+                    "source_refs",
+                    "tombstone_refs",
+                    "explain_link",
+                )
+            },
+        ),
     )
-    readonly_fields = ("id", "user_ref", "key_ref", "value_full", "scope_ref", "state_ref",
-                       "state_detail_ref", "authority", "confidence", "valid_from", "valid_until",
-                       "retracted_at", "recorded_at", "evidence_time", "version",
-                       "supersedes_ref", "superseded_by_refs", "source_refs", "tombstone_refs",
-                       "explain_link")
+    readonly_fields = (
+        "id",
+        "user_ref",
+        "key_ref",
+        "value_full",
+        "scope_ref",
+        "state_ref",
+        "state_detail_ref",
+        "authority",
+        "confidence",
+        "valid_from",
+        "valid_until",
+        "retracted_at",
+        "recorded_at",
+        "evidence_time",
+        "version",
+        "supersedes_ref",
+        "superseded_by_refs",
+        "source_refs",
+        "tombstone_refs",
+        "explain_link",
+    )
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_sources=count_of(MemorySource, "memory"))
@@ -151,15 +215,18 @@ class MemoryRecordAdmin(SupportAdmin):
         """The E1 state of each shown record (one resolution of their scoped keys)."""
         if not records:
             return
-        found = memory_states_of(MemoryRecord.objects.filter(pk__in=[r.pk for r in records]),
-                                 now=_state_now(request))
+        found = memory_states_of(
+            MemoryRecord.objects.filter(pk__in=[r.pk for r in records]), now=_state_now(request)
+        )
         for record in records:
             record._e1_state = found.get(str(record.pk))
 
     def _state_of(self, obj):
         state = getattr(obj, "_e1_state", None)
         if state is None:  # an object drawn outside the list and change pages
-            state = memory_states_of(MemoryRecord.objects.filter(pk=obj.pk), now=db_now()).get(str(obj.pk))
+            state = memory_states_of(MemoryRecord.objects.filter(pk=obj.pk), now=db_now()).get(
+                str(obj.pk)
+            )
             obj._e1_state = state
         return state
 
@@ -168,8 +235,12 @@ class MemoryRecordAdmin(SupportAdmin):
         state = self._state_of(obj)
         if state is None:
             return "-"
-        return format_html('<span class="memory-state" data-state="{}" title="{}">{}</span>',
-                           state.state, STATE_WORDS[state.state], state.state)
+        return format_html(
+            '<span class="memory-state" data-state="{}" title="{}">{}</span>',
+            state.state,
+            STATE_WORDS[state.state],
+            state.state,
+        )
 
     @admin.display(description="why (R8)")
     def state_detail_ref(self, obj):
@@ -202,7 +273,11 @@ class MemoryRecordAdmin(SupportAdmin):
     @admin.display(description="scope")
     def scope_ref(self, obj):
         if obj.conversation_id:
-            return format_html("{} ({})", obj.scope_id, admin_link(Conversation, obj.conversation_id, "conversation"))
+            return format_html(
+                "{} ({})",
+                obj.scope_id,
+                admin_link(Conversation, obj.conversation_id, "conversation"),
+            )
         return obj.scope_id
 
     @admin.display(description="supersedes")
@@ -211,24 +286,38 @@ class MemoryRecordAdmin(SupportAdmin):
 
     @admin.display(description="superseded by")
     def superseded_by_refs(self, obj):
-        ids = MemoryRecord.objects.filter(user_id=obj.user_id, supersedes_id=obj.pk).values_list("pk", flat=True)
+        ids = MemoryRecord.objects.filter(user_id=obj.user_id, supersedes_id=obj.pk).values_list(
+            "pk", flat=True
+        )
         return format_html_join(", ", "{}", ((admin_link(MemoryRecord, pk),) for pk in ids)) or "-"
 
     @admin.display(description="source messages")
     def source_refs(self, obj):
-        rows = (MemorySource.objects.filter(memory=obj)
-                .values_list("message_id", "message__seq", "message__conversation_id"))
-        return format_html_join(
-            ", ", "{} (#{} in {})",
-            ((admin_link(Message, mid, mid), seq, conv) for mid, seq, conv in rows),
-        ) or "-"
+        rows = MemorySource.objects.filter(memory=obj).values_list(
+            "message_id", "message__seq", "message__conversation_id"
+        )
+        return (
+            format_html_join(
+                ", ",
+                "{} (#{} in {})",
+                ((admin_link(Message, mid, mid), seq, conv) for mid, seq, conv in rows),
+            )
+            or "-"
+        )
 
     @admin.display(description="tombstones of this key")
     def tombstone_refs(self, obj):
-        rows = Tombstone.objects.filter(user_id=obj.user_id, key=obj.key).values_list("pk", "scope_id", "forgotten_at")
-        return format_html_join(
-            ", ", "{} ({}, {})", ((admin_link(Tombstone, pk), scope, at.isoformat()) for pk, scope, at in rows)
-        ) or "-"
+        rows = Tombstone.objects.filter(user_id=obj.user_id, key=obj.key).values_list(
+            "pk", "scope_id", "forgotten_at"
+        )
+        return (
+            format_html_join(
+                ", ",
+                "{} ({}, {})",
+                ((admin_link(Tombstone, pk), scope, at.isoformat()) for pk, scope, at in rows),
+            )
+            or "-"
+        )
 
     def _explain_url(self, obj) -> str:
         """The explain view for this record's key in its own scope (its conversation and
@@ -245,18 +334,31 @@ class MemoryRecordAdmin(SupportAdmin):
 
     @admin.display(description="explain")
     def explain(self, obj):
-        return format_html('<a href="{}" class="explain-memory">Explain</a>', self._explain_url(obj))
+        return format_html(
+            '<a href="{}" class="explain-memory">Explain</a>', self._explain_url(obj)
+        )
 
     @admin.display(description="explain")
     def explain_link(self, obj):
         """Now, in the record's scope; and as at each turn that taught it (its source messages'
         turns: their conversation, scene and plan time)."""
-        links = [format_html('<a href="{}">Explain this key in its scope now</a>', self._explain_url(obj))]
+        links = [
+            format_html(
+                '<a href="{}">Explain this key in its scope now</a>', self._explain_url(obj)
+            )
+        ]
         sources = MemorySource.objects.filter(memory=obj).values_list("message_id", flat=True)
-        turns = Turn.objects.filter(user_id=obj.user_id, user_message_id__in=sources).order_by("created_at")
+        turns = Turn.objects.filter(user_id=obj.user_id, user_message_id__in=sources).order_by(
+            "created_at"
+        )
         for turn_id, turn_key in turns.values_list("pk", "turn_key"):
-            links.append(format_html('<a href="{}" class="explain-turn">Explain turn {} that taught it</a>',
-                                     explain_turn_url(turn_id), turn_key))
+            links.append(
+                format_html(
+                    '<a href="{}" class="explain-turn">Explain turn {} that taught it</a>',
+                    explain_turn_url(turn_id),
+                    turn_key,
+                )
+            )
         return format_html_join(" · ", "{}", ((link,) for link in links))
 
     # --- actions ------------------------------------------------------------------------------
@@ -264,59 +366,92 @@ class MemoryRecordAdmin(SupportAdmin):
     def _rows(self, request, queryset):
         records = list(queryset.select_related("user"))
         self._attach_states(request, records)
-        rows = [[admin_link(MemoryRecord, r.pk), r.user.get_username(), self.key_ref(r), r.scope_id,
-                 self.state_ref(r), r.authority, self.value_preview(r)] for r in records]
+        rows = [
+            [
+                admin_link(MemoryRecord, r.pk),
+                r.user.get_username(),
+                self.key_ref(r),
+                r.scope_id,
+                self.state_ref(r),
+                r.authority,
+                self.value_preview(r),
+            ]
+            for r in records
+        ]
         return records, rows, records
 
     @admin.action(description="Forget on the user's behalf…", permissions=["forget_memory"])
     def forget_on_behalf(self, request, queryset):
         records, rows, revealed = self._rows(request, queryset)
         return support_action(
-            self, request, queryset, title="Forget on the user's behalf",
+            self,
+            request,
+            queryset,
+            title="Forget on the user's behalf",
             intro="Each selected memory's slot is forgotten through the forget service (SPEC F1–F3): "
-                  "a tombstone that never holds the value, every covered record purged to a skeleton "
-                  "with its value erased, and the same value blocked from coming back from older "
-                  "evidence. For a multi-valued key only that value is forgotten unless you tick "
-                  "“every value of the key”. The user can undo the tombstone; erased values do not come back.",
-            columns=["record", "user", "key", "scope", "state", "authority", "value"], rows=rows,
-            revealed=revealed, form_class=ForgetForm,
+            "a tombstone that never holds the value, every covered record purged to a skeleton "
+            "with its value erased, and the same value blocked from coming back from older "
+            "evidence. For a multi-valued key only that value is forgotten unless you tick "
+            "“every value of the key”. The user can undo the tombstone; erased values do not come back.",
+            columns=["record", "user", "key", "scope", "state", "authority", "value"],
+            rows=rows,
+            revealed=revealed,
+            form_class=ForgetForm,
             perform=lambda data: support.support_forget(
-                staff=request.user, record_ids=[r.pk for r in records], reason=data["reason"],
-                everywhere=data["everywhere"], whole_key=data["whole_key"],
+                staff=request.user,
+                record_ids=[r.pk for r in records],
+                reason=data["reason"],
+                everywhere=data["everywhere"],
+                whole_key=data["whole_key"],
             ),
         )
 
-    @admin.action(description="Retract (the slot is no longer true)…", permissions=["retract_memory"])
+    @admin.action(
+        description="Retract (the slot is no longer true)…", permissions=["retract_memory"]
+    )
     def retract(self, request, queryset):
         records, rows, revealed = self._rows(request, queryset)
         return support_action(
-            self, request, queryset, title="Retract",
+            self,
+            request,
+            queryset,
+            title="Retract",
             intro="Each selected memory's slot is retracted through the retract service (SPEC W10): "
-                  "every record of the slot that has not ended is closed now; history keeps them, and "
-                  "older evidence cannot bring the value back (W4). Nothing is erased.",
-            columns=["record", "user", "key", "scope", "state", "authority", "value"], rows=rows,
+            "every record of the slot that has not ended is closed now; history keeps them, and "
+            "older evidence cannot bring the value back (W4). Nothing is erased.",
+            columns=["record", "user", "key", "scope", "state", "authority", "value"],
+            rows=rows,
             revealed=revealed,
             perform=lambda data: support.support_retract(
-                staff=request.user, record_ids=[r.pk for r in records], reason=data["reason"],
+                staff=request.user,
+                record_ids=[r.pk for r in records],
+                reason=data["reason"],
             ),
         )
 
-    @admin.action(description="Normalise statuses of these users…", permissions=["normalise_memory"])
+    @admin.action(
+        description="Normalise statuses of these users…", permissions=["normalise_memory"]
+    )
     def normalise_statuses(self, request, queryset):
         from django.contrib.auth import get_user_model
 
         user_ids = sorted(set(queryset.values_list("user_id", flat=True)))
         users = get_user_model().objects.filter(pk__in=user_ids).order_by("username")
         return support_action(
-            self, request, queryset, title="Normalise statuses",
+            self,
+            request,
+            queryset,
+            title="Normalise statuses",
             intro="Writes the stored statuses (expired, superseded) of every memory of these users "
-                  "through the normalisation service (SPEC W12). It is idempotent, safe at any time, "
-                  "and never changes what the resolver decides; the management command "
-                  "`normalise_statuses` does the same for everyone.",
+            "through the normalisation service (SPEC W12). It is idempotent, safe at any time, "
+            "and never changes what the resolver decides; the management command "
+            "`normalise_statuses` does the same for everyone.",
             columns=["user", "memories"],
             rows=[[u.get_username(), MemoryRecord.objects.filter(user=u).count()] for u in users],
             perform=lambda data: support.support_normalise(
-                staff=request.user, user_ids=user_ids, reason=data["reason"],
+                staff=request.user,
+                user_ids=user_ids,
+                reason=data["reason"],
             ),
         )
 
@@ -343,13 +478,18 @@ class KeyDefinitionForm(forms.ModelForm):
         if not key or not cardinality:
             return data
         current = (
-            KeyDefinition.objects.filter(pk=key).values_list("cardinality", flat=True).first() or "one"
+            KeyDefinition.objects.filter(pk=key).values_list("cardinality", flat=True).first()
+            or "one"
         )
         if cardinality != current and MemoryRecord.objects.filter(key=key).exists():
-            self.add_error("cardinality", forms.ValidationError(
-                "Memories already use this key, so its cardinality cannot change from %(current)s.",
-                params={"current": current}, code="cardinality_in_use",
-            ))
+            self.add_error(
+                "cardinality",
+                forms.ValidationError(
+                    "Memories already use this key, so its cardinality cannot change from %(current)s.",
+                    params={"current": current},
+                    code="cardinality_in_use",
+                ),
+            )
         return data
 
 
@@ -421,15 +561,31 @@ class TombstoneAdmin(SupportAdmin):
 
     read_only = True
     private_key_fields = ("key",)
-    list_display = ("key_ref", "user_ref", "scope_id", "value_level", "forgotten_by",
-                    "forgotten_at", "withheld_messages")
+    list_display = (
+        "key_ref",
+        "user_ref",
+        "scope_id",
+        "value_level",
+        "forgotten_by",
+        "forgotten_at",
+        "withheld_messages",
+    )
     list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
     search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     uuid_search_fields = ("id",)
     list_select_related = ("user",)
     date_hierarchy = "forgotten_at"
-    fields = ("id", "user_ref", "key_ref", "scope_id", "value_level", "forgotten_by",
-              "forgotten_at", "blocks_sources_before", "withheld_messages")
+    fields = (
+        "id",
+        "user_ref",
+        "key_ref",
+        "scope_id",
+        "value_level",
+        "forgotten_by",
+        "forgotten_at",
+        "blocks_sources_before",
+        "withheld_messages",
+    )
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -460,7 +616,14 @@ class MemorySettingsAdmin(SupportAdmin):
     profile's secret is never shown."""
 
     read_only = True
-    list_display = ("user_ref", "learn", "use", "settings_changed_by", "settings_changed_at", "time_zone")
+    list_display = (
+        "user_ref",
+        "learn",
+        "use",
+        "settings_changed_by",
+        "settings_changed_at",
+        "time_zone",
+    )
     list_filter = ("learn", "use", "settings_changed_by")
     search_fields = ("user__username",)
     list_select_related = ("user",)

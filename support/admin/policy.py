@@ -89,17 +89,49 @@ class CapabilityColumn:
 @admin.register(PolicyRule)
 class PolicyRuleAdmin(CapabilityColumn, SupportAdmin):
     read_only = True
-    list_display = ("id", "owner_ref", "capability_name", "effect", "source", "scope_ref", "requested_by",
-                    "valid_from", "valid_until", "revoked_at", "version")
-    list_filter = ("capability", "effect", "source", "scope_kind", "requested_by", LiveFilter, OwnerFilter)
+    list_display = (
+        "id",
+        "owner_ref",
+        "capability_name",
+        "effect",
+        "source",
+        "scope_ref",
+        "requested_by",
+        "valid_from",
+        "valid_until",
+        "revoked_at",
+        "version",
+    )
+    list_filter = (
+        "capability",
+        "effect",
+        "source",
+        "scope_kind",
+        "requested_by",
+        LiveFilter,
+        OwnerFilter,
+    )
     search_fields = ("user__username", "capability__name")
     search_help_text = "A username or capability, or a rule id."
     uuid_search_fields = ("id", "conversation_id", "supersedes_id")
     list_select_related = ("user", "character")
     date_hierarchy = "created_at"
     actions = ("revoke_rules",)
-    fields = ("id", "owner_ref", "capability_name", "effect", "source", "scope_ref", "requested_by", "valid_from",
-              "valid_until", "revoked_at", "version", "supersedes_ref", "created_at")
+    fields = (
+        "id",
+        "owner_ref",
+        "capability_name",
+        "effect",
+        "source",
+        "scope_ref",
+        "requested_by",
+        "valid_from",
+        "valid_until",
+        "revoked_at",
+        "version",
+        "supersedes_ref",
+        "created_at",
+    )
     readonly_fields = fields
 
     @admin.display(description="user", ordering="user__username")
@@ -113,7 +145,9 @@ class PolicyRuleAdmin(CapabilityColumn, SupportAdmin):
         if obj.scope_kind == "conversation":
             return format_html("conversation {}", admin_link(Conversation, obj.conversation_id))
         if obj.scope_kind == "scene":
-            return format_html("scene {} in {}", obj.scene, admin_link(Conversation, obj.conversation_id))
+            return format_html(
+                "scene {} in {}", obj.scene, admin_link(Conversation, obj.conversation_id)
+            )
         return "global"
 
     @admin.display(description="supersedes")
@@ -125,17 +159,36 @@ class PolicyRuleAdmin(CapabilityColumn, SupportAdmin):
         rules = list(queryset.select_related("user", "character"))
         defaults = sum(1 for r in rules if r.user_id is None)
         return support_action(
-            self, request, queryset, title="Revoke rule",
+            self,
+            request,
+            queryset,
+            title="Revoke rule",
             intro="Each selected rule is revoked now through the revoke service (SPEC D5): it stops "
-                  "deciding from this moment, its owner's policy version goes up (D7) so queued media "
-                  "jobs are decided again, and the rule stays in history. Revoked rules are skipped.",
-            warning=(f"{defaults} of these rules are product defaults: revoking them changes the "
-                     "decision for every user." if defaults else ""),
+            "deciding from this moment, its owner's policy version goes up (D7) so queued media "
+            "jobs are decided again, and the rule stays in history. Revoked rules are skipped.",
+            warning=(
+                f"{defaults} of these rules are product defaults: revoking them changes the "
+                "decision for every user."
+                if defaults
+                else ""
+            ),
             columns=["rule", "user", "capability", "effect", "source", "scope", "revoked at"],
-            rows=[[admin_link(PolicyRule, r.pk), owner(r), r.capability_id, r.effect, r.source,
-                   self.scope_ref(r), r.revoked_at or "-"] for r in rules],
+            rows=[
+                [
+                    admin_link(PolicyRule, r.pk),
+                    owner(r),
+                    r.capability_id,
+                    r.effect,
+                    r.source,
+                    self.scope_ref(r),
+                    r.revoked_at or "-",
+                ]
+                for r in rules
+            ],
             perform=lambda data: support.support_rule_revoke(
-                staff=request.user, rule_ids=[r.pk for r in rules], reason=data["reason"],
+                staff=request.user,
+                rule_ids=[r.pk for r in rules],
+                reason=data["reason"],
             ),
         )
 
@@ -163,16 +216,37 @@ class DecisionLogAdmin(SupportAdmin):
     """D10: the allow-listed fields only; never text."""
 
     read_only = True
-    list_display = ("id", "user_ref", "capability", "requested_by", "effect", "reason", "n_rules", "version",
-                    "answered", "decided_at")
+    list_display = (
+        "id",
+        "user_ref",
+        "capability",
+        "requested_by",
+        "effect",
+        "reason",
+        "n_rules",
+        "version",
+        "answered",
+        "decided_at",
+    )
     list_filter = ("effect", "reason", "capability", "requested_by")
     search_fields = ("user__username", "capability")
     search_help_text = "A username or capability, or a decision id."
     uuid_search_fields = ("id",)
     list_select_related = ("user", "answer")
     date_hierarchy = "decided_at"
-    fields = ("id", "user_ref", "capability", "requested_by", "effect", "reason", "rule_refs", "version",
-              "scope_ids", "decided_at", "answer_ref")
+    fields = (
+        "id",
+        "user_ref",
+        "capability",
+        "requested_by",
+        "effect",
+        "reason",
+        "rule_refs",
+        "version",
+        "scope_ids",
+        "decided_at",
+        "answer_ref",
+    )
     readonly_fields = fields
 
     @admin.display(description="rules")
@@ -192,25 +266,50 @@ class DecisionLogAdmin(SupportAdmin):
     def rule_refs(self, obj):
         from django.utils.html import format_html_join
 
-        return format_html_join(", ", "{}", ((admin_link(PolicyRule, pk),) for pk in obj.rule_ids or ())) or "-"
+        return (
+            format_html_join(
+                ", ", "{}", ((admin_link(PolicyRule, pk),) for pk in obj.rule_ids or ())
+            )
+            or "-"
+        )
 
     @admin.display(description="answer")
     def answer_ref(self, obj):
         answer = getattr(obj, "answer", None)
-        return admin_link(PolicyAnswer, answer.pk, self.answered(obj)) if answer is not None else "-"
+        return (
+            admin_link(PolicyAnswer, answer.pk, self.answered(obj)) if answer is not None else "-"
+        )
 
 
 @admin.register(PolicyAnswer)
 class PolicyAnswerAdmin(SupportAdmin):
     read_only = True
-    list_display = ("id", "user_ref", "capability", "answer", "remember", "rule_ref", "job_ref", "answered_at")
+    list_display = (
+        "id",
+        "user_ref",
+        "capability",
+        "answer",
+        "remember",
+        "rule_ref",
+        "job_ref",
+        "answered_at",
+    )
     list_filter = ("answer", "remember")
     search_fields = ("user__username", "decision__capability")
     uuid_search_fields = ("id", "decision_id", "rule_id", "media_job_id")
     list_select_related = ("user", "decision")
     date_hierarchy = "answered_at"
-    fields = ("id", "user_ref", "decision_ref", "capability", "answer", "remember", "rule_ref", "job_ref",
-              "answered_at")
+    fields = (
+        "id",
+        "user_ref",
+        "decision_ref",
+        "capability",
+        "answer",
+        "remember",
+        "rule_ref",
+        "job_ref",
+        "answered_at",
+    )
     readonly_fields = fields
 
     @admin.display(description="capability", ordering="decision__capability")
@@ -233,18 +332,47 @@ class PolicyAnswerAdmin(SupportAdmin):
 @admin.register(MediaJob)
 class MediaJobAdmin(CapabilityColumn, SupportAdmin):
     read_only = True
-    list_display = ("id", "user_ref", "capability_name", "requested_by", "status", "reason", "decision_effect",
-                    "admitted_at_version", "started_at_version", "created_at", "started_at", "finished_at")
+    list_display = (
+        "id",
+        "user_ref",
+        "capability_name",
+        "requested_by",
+        "status",
+        "reason",
+        "decision_effect",
+        "admitted_at_version",
+        "started_at_version",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
     list_filter = ("status", "capability", "decision_effect", "reason", "requested_by")
     search_fields = ("user__username", "idempotency_key", "capability__name")
     search_help_text = "A username, idempotency key or capability, or a job or decision id."
     uuid_search_fields = ("id", "decision_id", "start_decision_id", "conversation_id")
     list_select_related = ("user",)
     date_hierarchy = "created_at"
-    fields = ("id", "user_ref", "idempotency_key", "capability_name", "requested_by", "context_ref", "status",
-              "reason", "decision_id", "decision_effect", "decision_reason", "decision_rule_ids",
-              "admitted_at_version", "allowed_once", "start_decision_id", "started_at_version", "created_at",
-              "started_at", "finished_at")
+    fields = (
+        "id",
+        "user_ref",
+        "idempotency_key",
+        "capability_name",
+        "requested_by",
+        "context_ref",
+        "status",
+        "reason",
+        "decision_id",
+        "decision_effect",
+        "decision_reason",
+        "decision_rule_ids",
+        "admitted_at_version",
+        "allowed_once",
+        "start_decision_id",
+        "started_at_version",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
     readonly_fields = fields
 
     @admin.display(description="admitted at policy version")
@@ -261,7 +389,9 @@ class MediaJobAdmin(CapabilityColumn, SupportAdmin):
     def context_ref(self, obj):
         parts = [f"character {obj.character.slug}" if obj.character_id else "no character"]
         if obj.conversation_id:
-            parts.append(format_html("conversation {}", admin_link(Conversation, obj.conversation_id)))
+            parts.append(
+                format_html("conversation {}", admin_link(Conversation, obj.conversation_id))
+            )
         if obj.scene:
             parts.append(f"scene {obj.scene}")
         return format_html(", ".join(["{}"] * len(parts)), *parts)

@@ -12,12 +12,22 @@ import itertools
 NOW = "2030-01-01T00:00:00Z"
 CHARACTERS = ("rowan", "lark")
 SENTENCES = (
-    "My dog's name is Rex.", "I like jazz.", "I like rock.", "Priya works at Acme.",
-    "I live in Boston.", "Actually, I live in Paris.", "Call me Wren.", "Hello there.",
-    "I renamed my dog. He is Max now.", "Priya lives in Lisbon.",
+    "My dog's name is Rex.",
+    "I like jazz.",
+    "I like rock.",
+    "Priya works at Acme.",
+    "I live in Boston.",
+    "Actually, I live in Paris.",
+    "Call me Wren.",
+    "Hello there.",
+    "I renamed my dog. He is Max now.",
+    "Priya lives in Lisbon.",
 )
-KEYS = (("pet.name", ("Rex", "Max")), ("story.lantern.status", ("lit", "unlit")),
-        ("user.likes", ("jazz", "rock", "tea")))
+KEYS = (
+    ("pet.name", ("Rex", "Max")),
+    ("story.lantern.status", ("lit", "unlit")),
+    ("user.likes", ("jazz", "rock", "tea")),
+)
 CAPABILITIES = ("tone.playful", "topic.work", "media.voice", "media.image")
 _counter = itertools.count()
 
@@ -63,9 +73,16 @@ class World:
         if kind == "character":
             return {"kind": "character", "character": CHARACTERS[i % len(CHARACTERS)]}
         if kind == "conversation":
-            return {"kind": "conversation", "conversation": self.conversations[i % len(self.conversations)]}
+            return {
+                "kind": "conversation",
+                "conversation": self.conversations[i % len(self.conversations)],
+            }
         if kind == "scene":
-            return {"kind": "scene", "conversation": self.conversations[i % len(self.conversations)], "scene": "greenhouse"}
+            return {
+                "kind": "scene",
+                "conversation": self.conversations[i % len(self.conversations)],
+                "scene": "greenhouse",
+            }
         return {"kind": "user"}
 
     def pick(self, items: list, i: int):
@@ -74,7 +91,9 @@ class World:
     # -- operations -----------------------------------------------------------------------------
 
     def conversation(self, slug: str) -> None:
-        r = self.call("post", "/conversations", {"user": self.ref, "character": slug, "title": f"with {slug}"})
+        r = self.call(
+            "post", "/conversations", {"user": self.ref, "character": slug, "title": f"with {slug}"}
+        )
         self.conversations.append(r.json()["id"])
 
     def turn(self, i: int, sentence: int, scene: str | None = None) -> None:
@@ -92,11 +111,23 @@ class World:
         if turn:
             self.call("post", f"/turns/{turn}/reply", {"content": "Noted."})
 
-    def assert_(self, key: int, value: int, kind: str, authority: str = "model-inferred",
-                closed: bool = False, idempotent: bool = False) -> None:
+    def assert_(
+        self,
+        key: int,
+        value: int,
+        kind: str,
+        authority: str = "model-inferred",
+        closed: bool = False,
+        idempotent: bool = False,
+    ) -> None:
         name, values = KEYS[key % len(KEYS)]
-        body = {"user": self.ref, "key": name, "value": values[value % len(values)],
-                "scope": self.scope(kind, key), "authority": authority}
+        body = {
+            "user": self.ref,
+            "key": name,
+            "value": values[value % len(values)],
+            "scope": self.scope(kind, key),
+            "authority": authority,
+        }
         if closed:
             body.update(valid_from="2026-01-01T00:00:00Z", valid_until="2026-06-01T00:00:00Z")
         if idempotent:
@@ -125,7 +156,11 @@ class World:
     def forget(self, i: int, everywhere: bool = False, whole_key: bool = False) -> None:
         memory = self.pick(self.memories, i)
         if memory:
-            self.call("post", f"/memories/{memory}/forget", {"everywhere": everywhere, "whole_key": whole_key})
+            self.call(
+                "post",
+                f"/memories/{memory}/forget",
+                {"everywhere": everywhere, "whole_key": whole_key},
+            )
 
     def switch(self, learn: bool, use: bool) -> None:
         """I8: the memory switches, through the API (so `changed_by` is `api`)."""
@@ -140,7 +175,11 @@ class World:
         memory = self.pick(self.memories, i)
         if memory:
             try:
-                memory_forget(record_id=memory, user=get_user_model().objects.get(username=self.ref), by="support")
+                memory_forget(
+                    record_id=memory,
+                    user=get_user_model().objects.get(username=self.ref),
+                    by="support",
+                )
             except Exception as exc:  # noqa: BLE001 - a refusal (already forgotten) is a normal outcome
                 from config.errors import DomainError
 
@@ -152,13 +191,23 @@ class World:
         from memory.services import profile_set_time_zone
 
         zones = ("Europe/Berlin", "America/New_York", "Asia/Tokyo", "")
-        profile_set_time_zone(user=get_user_model().objects.get(username=self.ref), time_zone=zones[i % len(zones)])
+        profile_set_time_zone(
+            user=get_user_model().objects.get(username=self.ref), time_zone=zones[i % len(zones)]
+        )
 
     def rule(self, capability: int, effect: str, kind: str = "global") -> None:
         scope = {"kind": kind} if kind == "global" else self.scope(kind, capability)
-        r = self.call("post", "/policy/rules", {
-            "user": self.ref, "capability": CAPABILITIES[capability % len(CAPABILITIES)], "effect": effect,
-            "source": "explicit-user", "scope": scope})
+        r = self.call(
+            "post",
+            "/policy/rules",
+            {
+                "user": self.ref,
+                "capability": CAPABILITIES[capability % len(CAPABILITIES)],
+                "effect": effect,
+                "source": "explicit-user",
+                "scope": scope,
+            },
+        )
         if r.status_code == 201:
             self.rules.append(r.json()["id"])
 
@@ -168,9 +217,15 @@ class World:
             self.call("post", f"/policy/rules/{rule}/revoke", {})
 
     def decide(self, capability: int, i: int = 0, scene: str | None = None) -> None:
-        r = self.call("post", "/policy/decide", {"context": self.ctx(i, scene),
-                                                  "capability": CAPABILITIES[capability % len(CAPABILITIES)],
-                                                  "requested_by": "user"})
+        r = self.call(
+            "post",
+            "/policy/decide",
+            {
+                "context": self.ctx(i, scene),
+                "capability": CAPABILITIES[capability % len(CAPABILITIES)],
+                "requested_by": "user",
+            },
+        )
         if r.status_code == 200:
             self.decisions.append(r.json())
 
@@ -178,12 +233,23 @@ class World:
         asks = [d for d in self.decisions if d["effect"] == "ask"]
         decision = self.pick(asks, i)
         if decision:
-            self.call("post", "/policy/answers", {"decision_id": decision["decision_id"], "answer": answer,
-                                                   "remember": remember})
+            self.call(
+                "post",
+                "/policy/answers",
+                {"decision_id": decision["decision_id"], "answer": answer, "remember": remember},
+            )
 
     def job(self, i: int, capability: str = "media.image") -> dict | None:
-        r = self.call("post", "/media-jobs", {"context": self.ctx(i), "capability": capability,
-                                              "requested_by": "user", "idempotency_key": f"job-{len(self.jobs)}"})
+        r = self.call(
+            "post",
+            "/media-jobs",
+            {
+                "context": self.ctx(i),
+                "capability": capability,
+                "requested_by": "user",
+                "idempotency_key": f"job-{len(self.jobs)}",
+            },
+        )
         if r.status_code in (200, 201):
             self.jobs.append(r.json())
             return r.json()
@@ -192,8 +258,16 @@ class World:
     def answer_job(self, i: int, answer: str = "allow", remember: str = "once") -> None:
         job = self.pick(self.jobs, i)
         if job and job["decision"]["effect"] == "ask":
-            self.call("post", "/policy/answers", {"decision_id": job["decision"]["decision_id"], "answer": answer,
-                                                   "remember": remember, "media_job": job["id"]})
+            self.call(
+                "post",
+                "/policy/answers",
+                {
+                    "decision_id": job["decision"]["decision_id"],
+                    "answer": answer,
+                    "remember": remember,
+                    "media_job": job["id"],
+                },
+            )
 
     def start(self, i: int) -> None:
         job = self.pick(self.jobs, i)
@@ -206,9 +280,26 @@ class World:
             self.call("post", f"/media-jobs/{job['id']}/complete", {})
 
 
-OPERATIONS = ("turn", "reply", "assert_", "correct", "confirm", "retract", "forget", "rule", "revoke",
-              "decide", "answer", "job", "answer_job", "start", "complete", "switch", "support_forget",
-              "time_zone")
+OPERATIONS = (
+    "turn",
+    "reply",
+    "assert_",
+    "correct",
+    "confirm",
+    "retract",
+    "forget",
+    "rule",
+    "revoke",
+    "decide",
+    "answer",
+    "job",
+    "answer_job",
+    "start",
+    "complete",
+    "switch",
+    "support_forget",
+    "time_zone",
+)
 
 
 def build_every_kind(api, ref: str | None = None) -> World:
@@ -275,10 +366,20 @@ def fingerprint(api, ref: str, capabilities=CAPABILITIES) -> dict:
     from conversations.models import Conversation, Turn
 
     out = {}
-    for conv in Conversation.objects.filter(user__username=ref).select_related("character").order_by("id"):
-        scenes = set(Turn.objects.filter(conversation=conv).values_list("scene", flat=True)) | {None, "greenhouse"}
+    for conv in (
+        Conversation.objects.filter(user__username=ref).select_related("character").order_by("id")
+    ):
+        scenes = set(Turn.objects.filter(conversation=conv).values_list("scene", flat=True)) | {
+            None,
+            "greenhouse",
+        }
         for scene in sorted(scenes, key=str):
-            ctx = {"user": ref, "character": conv.character.slug, "conversation": str(conv.pk), "now": NOW}
+            ctx = {
+                "user": ref,
+                "character": conv.character.slug,
+                "conversation": str(conv.pk),
+                "now": NOW,
+            }
             if scene:
                 ctx["scene"] = scene
             r = api.post("/api/v1/memory/resolve", {"context": ctx}, format="json")
@@ -287,18 +388,34 @@ def fingerprint(api, ref: str, capabilities=CAPABILITIES) -> dict:
             body.pop("trace", None)
             out[("resolve", str(conv.pk), scene)] = body
             for capability in capabilities:
-                r = api.post("/api/v1/policy/decide", {"context": ctx, "capability": capability,
-                                                        "requested_by": "user"}, format="json")
+                r = api.post(
+                    "/api/v1/policy/decide",
+                    {"context": ctx, "capability": capability, "requested_by": "user"},
+                    format="json",
+                )
                 assert r.status_code == 200, r.content[:300]
                 body = r.json()
-                out[("decide", str(conv.pk), scene, capability)] = (body["effect"], body["reason"],
-                                                                   body["rule_ids"], body["policy_version"])
-    for turn_id in Turn.objects.filter(user__username=ref).order_by("created_at", "id").values_list("id", flat=True):
-        r = api.get(f"/api/v1/turns/{turn_id}/prompt-plan",
-                    {"budget": 1200, "now": NOW, "capabilities": ",".join(CAPABILITIES)})
+                out[("decide", str(conv.pk), scene, capability)] = (
+                    body["effect"],
+                    body["reason"],
+                    body["rule_ids"],
+                    body["policy_version"],
+                )
+    for turn_id in (
+        Turn.objects.filter(user__username=ref)
+        .order_by("created_at", "id")
+        .values_list("id", flat=True)
+    ):
+        r = api.get(
+            f"/api/v1/turns/{turn_id}/prompt-plan",
+            {"budget": 1200, "now": NOW, "capabilities": ",".join(CAPABILITIES)},
+        )
         assert r.status_code == 200, r.content[:300]
         plan = r.json()
-        out[("plan", str(turn_id))] = (plan["plan_hash"], [(d["effect"], d["reason"]) for d in plan["policy"]])
+        out[("plan", str(turn_id))] = (
+            plan["plan_hash"],
+            [(d["effect"], d["reason"]) for d in plan["policy"]],
+        )
     for path in ("/memories", "/tombstones", "/policy/rules"):
         r = api.get("/api/v1" + path, {"user": ref, "limit": 500})
         assert r.status_code == 200, (path, r.content[:300])
@@ -313,10 +430,16 @@ def reads_answer(api, ref: str) -> None:
 
     assert api.get(f"/api/v1/users/{ref}/export").status_code == 200
     fingerprint(api, ref, capabilities=CAPABILITIES[-1:])
-    for key, scope in MemoryRecord.objects.filter(user__username=ref).values_list("key", "scope_id").distinct():
+    for key, scope in (
+        MemoryRecord.objects.filter(user__username=ref).values_list("key", "scope_id").distinct()
+    ):
         r = api.get("/api/v1/memory/history", {"user": ref, "key": key, "scope": scope})
         assert r.status_code == 200, r.content[:300]
-    for memory in MemoryRecord.objects.filter(user__username=ref).order_by("id").values_list("id", flat=True)[:5]:
+    for memory in (
+        MemoryRecord.objects.filter(user__username=ref)
+        .order_by("id")
+        .values_list("id", flat=True)[:5]
+    ):
         assert api.get(f"/api/v1/memories/{memory}").status_code == 200
     r = api.get("/api/v1/memory/ask", {"user": ref, "q": "Where does Priya work?"})
     assert r.status_code == 200, r.content[:300]

@@ -37,7 +37,7 @@ def concrete(route: str) -> str:
         while converter in path:
             start = path.index(converter)
             end = path.index(">", start)
-            path = path[:start] + str(uuid.uuid4()) + path[end + 1:]
+            path = path[:start] + str(uuid.uuid4()) + path[end + 1 :]
     return path
 
 
@@ -80,7 +80,9 @@ def test_it_refuses_a_revoked_token(client, victim, method, route):
 
     token, raw = ApiToken.issue("old")
     ApiToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
-    response = getattr(client, method)(concrete(route), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    response = getattr(client, method)(
+        concrete(route), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}"
+    )
     _assert_refused(response)
 
 
@@ -95,7 +97,11 @@ def test_it_refuses_a_browser_session_even_of_a_superuser(client, victim, method
 
 
 def test_it_refuses_the_victims_data_by_path_without_a_token(client, victim):
-    for path in ("/api/v1/users/victim/export", "/api/v1/memories?user=victim", "/api/v1/tombstones?user=victim"):
+    for path in (
+        "/api/v1/users/victim/export",
+        "/api/v1/memories?user=victim",
+        "/api/v1/tombstones?user=victim",
+    ):
         _assert_refused(client.get(path))
 
 

@@ -37,7 +37,11 @@ def test_a_correct_with_the_same_normalised_value_answers_like_a_confirm(api, sa
     assert r.status_code == 201
     memory = r.json()["memory"]
     assert (r.json()["outcome"], memory["authority"], memory["value"], memory["supersedes"]) == (
-        "created", "user-confirmed", "Rex", record["id"])
+        "created",
+        "user-confirmed",
+        "Rex",
+        record["id"],
+    )
 
 
 def test_a_same_value_correct_of_a_confirmed_memory_answers_unchanged(api, sam):

@@ -17,7 +17,12 @@ from config.wsgi import application
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 
 @pytest.fixture
@@ -36,7 +41,12 @@ def runtime(db, in_process_wsgi):
 
 @pytest.mark.fuzz
 @schema.parametrize()
-@settings(max_examples=20, derandomize=True, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=20,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 def test_it_never_fails_and_always_matches_its_schema(case, runtime):
     case.call_and_validate(headers=runtime, checks=CHECKS)

@@ -19,15 +19,33 @@ def assert_memory(api, **body):
 
 
 MEMORY_FIELDS = {
-    "id", "user", "key", "value", "scope", "state", "state_detail", "status", "status_since", "authority", "confidence",
-    "valid_from", "valid_until", "retracted_at", "recorded_at", "evidence_time", "sources",
-    "supersedes", "version",
+    "id",
+    "user",
+    "key",
+    "value",
+    "scope",
+    "state",
+    "state_detail",
+    "status",
+    "status_since",
+    "authority",
+    "confidence",
+    "valid_from",
+    "valid_until",
+    "retracted_at",
+    "recorded_at",
+    "evidence_time",
+    "sources",
+    "supersedes",
+    "version",
 }
 
 
 def test_it_creates_a_memory_with_every_field(api, sam):
     """§10: 201 with outcome `created` and the memory shape; times in RFC 3339 with Z."""
-    r = assert_memory(api, user="sam", key="pet.name", value="Rex", valid_from="2026-08-05T12:00:00Z")
+    r = assert_memory(
+        api, user="sam", key="pet.name", value="Rex", valid_from="2026-08-05T12:00:00Z"
+    )
     assert r.status_code == 201
     body = r.json()
     assert body["outcome"] == "created"
@@ -49,7 +67,10 @@ def test_it_creates_a_memory_with_every_field(api, sam):
         ({"scope": {"kind": "user", "character": "x"}}, "scope.character"),
         ({"scope": {"kind": "conversation", "conversation": "not-a-uuid"}}, "scope.conversation"),
         ({"valid_from": "yesterday"}, "valid_from"),
-        ({"valid_from": "2026-08-02T00:00:00Z", "valid_until": "2026-08-01T00:00:00Z"}, "valid_until"),
+        (
+            {"valid_from": "2026-08-02T00:00:00Z", "valid_until": "2026-08-01T00:00:00Z"},
+            "valid_until",
+        ),
         ({"sources": ["not-a-uuid"]}, "sources.0"),
         ({"user": "nobody"}, "user"),
         ({"colour": "blue"}, "colour"),
@@ -93,41 +114,70 @@ def test_it_does_not_accept_a_session(client, sam):
 
 def test_it_answers_unchanged_and_replayed_with_200(api, sam):
     """W2/W5 outcomes are 200."""
-    first = assert_memory(api, user="sam", key="story.lantern.status", value="unlit", idempotency_key="a")
+    first = assert_memory(
+        api, user="sam", key="story.lantern.status", value="unlit", idempotency_key="a"
+    )
     assert first.status_code == 201
-    again = assert_memory(api, user="sam", key="story.lantern.status", value="unlit", idempotency_key="a")
+    again = assert_memory(
+        api, user="sam", key="story.lantern.status", value="unlit", idempotency_key="a"
+    )
     assert (again.status_code, again.json()["outcome"]) == (200, "replayed")
     same = assert_memory(api, user="sam", key="story.lantern.status", value="Unlit")
     assert (same.status_code, same.json()["outcome"]) == (200, "unchanged")
-    reused = assert_memory(api, user="sam", key="story.lantern.status", value="lit", idempotency_key="a")
+    reused = assert_memory(
+        api, user="sam", key="story.lantern.status", value="lit", idempotency_key="a"
+    )
     assert_problem(reused, 409, "idempotency_key_reused")
 
 
 def test_it_answers_an_authority_conflict_with_409(api, sam):
     """W6: explicit supersedes over a higher authority → 409 authority_conflict."""
-    corrected = assert_memory(api, user="sam", key="pet.name", value="Max", authority="user-corrected").json()
-    r = assert_memory(api, user="sam", key="pet.name", value="Rex", supersedes=corrected["memory"]["id"])
+    corrected = assert_memory(
+        api, user="sam", key="pet.name", value="Max", authority="user-corrected"
+    ).json()
+    r = assert_memory(
+        api, user="sam", key="pet.name", value="Rex", supersedes=corrected["memory"]["id"]
+    )
     assert_problem(r, 409, "authority_conflict")
 
 
 def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
-    created = assert_memory(api, user="sam", key="pet.name", value="Rex", authority="rule-extracted").json()["memory"]
+    created = assert_memory(
+        api, user="sam", key="pet.name", value="Rex", authority="rule-extracted"
+    ).json()["memory"]
     listed = api.get("/api/v1/memories?user=sam&key=pet.name").json()
     assert listed["count"] == 1 and listed["results"][0]["id"] == created["id"]
     assert api.get(f"/api/v1/memories/{created['id']}").json()["value"] == "Rex"
 
     confirmed = api.post(f"/api/v1/memories/{created['id']}/confirm", {}, format="json")
-    assert confirmed.status_code == 201 and confirmed.json()["memory"]["authority"] == "user-confirmed"
-    corrected = api.post(f"/api/v1/memories/{confirmed.json()['memory']['id']}/correct", {"value": "Max"}, format="json")
+    assert (
+        confirmed.status_code == 201 and confirmed.json()["memory"]["authority"] == "user-confirmed"
+    )
+    corrected = api.post(
+        f"/api/v1/memories/{confirmed.json()['memory']['id']}/correct",
+        {"value": "Max"},
+        format="json",
+    )
     assert corrected.status_code == 201 and corrected.json()["memory"]["value"] == "Max"
-    retracted = api.post(f"/api/v1/memories/{corrected.json()['memory']['id']}/retract", {}, format="json")
+    retracted = api.post(
+        f"/api/v1/memories/{corrected.json()['memory']['id']}/retract", {}, format="json"
+    )
     assert retracted.status_code == 200 and len(retracted.json()["records"]) == 3
 
     other = assert_memory(api, user="sam", key="dog.name", value="Bolt").json()["memory"]
     forgot = api.post(f"/api/v1/memories/{other['id']}/forget", {"everywhere": True}, format="json")
     assert forgot.status_code == 200
-    assert set(forgot.json()) == {"id", "user", "scope", "scope_id", "key", "has_value_hash",
-                                  "forgotten_at", "blocks_sources_before", "withheld_messages"}
+    assert set(forgot.json()) == {
+        "id",
+        "user",
+        "scope",
+        "scope_id",
+        "key",
+        "has_value_hash",
+        "forgotten_at",
+        "blocks_sources_before",
+        "withheld_messages",
+    }
     # C5: the scope in a memory scope's shape, `everywhere` for `*`, and its id beside it.
     assert forgot.json()["scope"] == {"kind": "everywhere"} and forgot.json()["scope_id"] == "*"
     assert forgot.json()["has_value_hash"] is False
@@ -142,14 +192,18 @@ def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
 def test_it_answers_404_for_unknown_ids(api, sam):
     assert_problem(api.get(f"/api/v1/memories/{uuid.uuid4()}"), 404, "not_found")
     assert_problem(api.get("/api/v1/memories/not-a-uuid"), 404, "not_found")
-    assert_problem(api.post(f"/api/v1/memories/{uuid.uuid4()}/confirm", {}, format="json"), 404, "not_found")
+    assert_problem(
+        api.post(f"/api/v1/memories/{uuid.uuid4()}/confirm", {}, format="json"), 404, "not_found"
+    )
     assert_problem(api.delete(f"/api/v1/tombstones/{uuid.uuid4()}"), 404, "not_found")
 
 
 def test_it_resolves_with_prompt_and_explain(api, sam, ctx, conv):
     """§5/§10: resolve answers active/excluded and, separately, the projection."""
     msg = MessageFactory(conversation=conv)
-    harbor = assert_memory(api, user="sam", key="basil_plant.name", value="Harbor", sources=[str(msg.pk)]).json()["memory"]
+    harbor = assert_memory(
+        api, user="sam", key="basil_plant.name", value="Harbor", sources=[str(msg.pk)]
+    ).json()["memory"]
     api.post(f"/api/v1/memories/{harbor['id']}/correct", {"value": "Marlowe"}, format="json")
     unsupported = assert_memory(api, user="sam", key="letter.status", value="sent").json()["memory"]
     r = api.post("/api/v1/memory/resolve", {"context": ctx, "explain": harbor["id"]}, format="json")
@@ -158,8 +212,13 @@ def test_it_resolves_with_prompt_and_explain(api, sam, ctx, conv):
     assert [m["value"] for m in body["active"] if m["key"] == "basil_plant.name"] == ["Marlowe"]
     assert {"id": harbor["id"], "reason": "superseded"} in body["excluded"]
     assert [p["value"] for p in body["prompt"]] == ["Marlowe"]
-    assert body["prompt"][0] == {"key": "basil_plant.name", "label": "Basil plant's name", "value": "Marlowe",
-                                 "certainty": "confirmed", "scope": {"kind": "user"}}
+    assert body["prompt"][0] == {
+        "key": "basil_plant.name",
+        "label": "Basil plant's name",
+        "value": "Marlowe",
+        "certainty": "confirmed",
+        "scope": {"kind": "user"},
+    }
     assert {"id": unsupported["id"], "reason": "unsupported"} in body["prompt_excluded"]
     assert body["explain"]["id"] == harbor["id"] and body["explain"]["step"] == "R5"
     assert body["resolver_version"]
@@ -167,14 +226,22 @@ def test_it_resolves_with_prompt_and_explain(api, sam, ctx, conv):
 
 def test_it_refuses_a_context_with_a_conversation_of_another_user(api, sam, rowan):
     other = ConversationFactory(user=UserFactory(username="mallory"), character=rowan)
-    r = api.post("/api/v1/memory/resolve", {"context": {"user": "sam", "conversation": str(other.pk)}}, format="json")
+    r = api.post(
+        "/api/v1/memory/resolve",
+        {"context": {"user": "sam", "conversation": str(other.pk)}},
+        format="json",
+    )
     assert "context.conversation" in assert_problem(r, 400, "validation_error")["errors"]
 
 
 def test_it_shows_history_with_effective_ends(api, sam):
     """W11 through the API: rows in valid-time order with `effective_until`."""
-    a = assert_memory(api, user="sam", key="pet.name", value="Rex", valid_from="2026-08-01T00:00:00Z").json()["memory"]
-    b = assert_memory(api, user="sam", key="pet.name", value="Max", valid_from="2026-08-03T00:00:00Z").json()["memory"]
+    a = assert_memory(
+        api, user="sam", key="pet.name", value="Rex", valid_from="2026-08-01T00:00:00Z"
+    ).json()["memory"]
+    b = assert_memory(
+        api, user="sam", key="pet.name", value="Max", valid_from="2026-08-03T00:00:00Z"
+    ).json()["memory"]
     r = api.get("/api/v1/memory/history?user=sam&key=pet.name")
     rows = r.json()["results"]
     assert [row["id"] for row in rows] == [a["id"], b["id"]]
@@ -184,7 +251,9 @@ def test_it_shows_history_with_effective_ends(api, sam):
 
 def test_it_remembers_and_answers_questions(api, sam, ctx):
     """§8: remember extracts and asserts; ask answers from active memories."""
-    r = api.post("/api/v1/memory/remember", {"context": ctx, "text": "Priya works at Acme."}, format="json")
+    r = api.post(
+        "/api/v1/memory/remember", {"context": ctx, "text": "Priya works at Acme."}, format="json"
+    )
     assert r.status_code == 200
     extracted = r.json()["extracted"]
     assert [(e["outcome"], e["memory"]["key"], e["memory"]["value"]) for e in extracted] == [
@@ -208,11 +277,21 @@ def test_c5_ask_answers_understood_false_for_what_is_not_a_question_it_understan
     assert response.json() == {"answer": None, "understood": False, "memory": None}
 
 
-@pytest.mark.parametrize("path, body, inside", [
-    ("/api/v1/memory/resolve", {"user": "sam", "character": "captain-rowan"}, "(`character`, `user` go inside it)"),
-    ("/api/v1/policy/decide", {"user": "sam", "capability": "tone.playful",
-                               "requested_by": "user"}, "(`user` goes inside it)"),
-])
+@pytest.mark.parametrize(
+    "path, body, inside",
+    [
+        (
+            "/api/v1/memory/resolve",
+            {"user": "sam", "character": "captain-rowan"},
+            "(`character`, `user` go inside it)",
+        ),
+        (
+            "/api/v1/policy/decide",
+            {"user": "sam", "capability": "tone.playful", "requested_by": "user"},
+            "(`user` goes inside it)",
+        ),
+    ],
+)
 def test_c5_a_missing_context_wrapper_is_named_in_the_400(api, sam, rowan, path, body, inside):
     """C5: a body that left out the required `context` object names `context` in `errors`,
     and says that the context's fields put at the top belong inside it."""
@@ -225,7 +304,9 @@ def test_c5_a_missing_context_wrapper_is_named_in_the_400(api, sam, rowan, path,
 
 
 @pytest.mark.parametrize("n", [10, 1000])
-def test_it_resolves_in_a_constant_number_of_queries(api, sam, ctx, conv, n, django_assert_num_queries):
+def test_it_resolves_in_a_constant_number_of_queries(
+    api, sam, ctx, conv, n, django_assert_num_queries
+):
     """DESIGN: resolve runs a constant number of SQL queries, whatever the number of records."""
     from config.clock import db_now
     from memory.models import MemoryRecord, MemorySource
@@ -233,8 +314,18 @@ def test_it_resolves_in_a_constant_number_of_queries(api, sam, ctx, conv, n, dja
     now = db_now()
     msg = MessageFactory(conversation=conv)
     rows = [
-        MemoryRecord(user=sam, key=f"fact.k{i % 50}", value=f"v{i}", scope_kind="user", scope_id="user:sam",
-                     valid_from=now, recorded_at=now, evidence_time=now, version=i + 1, authority="rule-extracted")
+        MemoryRecord(
+            user=sam,
+            key=f"fact.k{i % 50}",
+            value=f"v{i}",
+            scope_kind="user",
+            scope_id="user:sam",
+            valid_from=now,
+            recorded_at=now,
+            evidence_time=now,
+            version=i + 1,
+            authority="rule-extracted",
+        )
         for i in range(n)
     ]
     MemoryRecord.objects.bulk_create(rows)
@@ -255,12 +346,15 @@ def test_it_resolves_in_a_constant_number_of_queries(api, sam, ctx, conv, n, dja
     assert r.status_code == 200 and len(r.json()["active"]) == min(n, 50)
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    ({"user": "nobody"}, "context.user"),
-    ({"conversation": "8f7b4a52-0000-4000-8000-000000000000"}, "context.conversation"),
-    ({"conversation": "not-a-uuid"}, "context.conversation"),
-    ({"character": "someone-else"}, "context.character"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"user": "nobody"}, "context.user"),
+        ({"conversation": "8f7b4a52-0000-4000-8000-000000000000"}, "context.conversation"),
+        ({"conversation": "not-a-uuid"}, "context.conversation"),
+        ({"character": "someone-else"}, "context.character"),
+    ],
+)
 def test_a_context_read_in_one_query_still_names_what_is_unknown(api, ctx, change, field):
     """SPEC §0: the conversation is read with its user in one query; when that finds nothing
     the answer still names the field that is wrong."""

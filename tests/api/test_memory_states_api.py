@@ -16,8 +16,14 @@ PAST = "2026-01-01T00:00:00Z"
 
 
 def assert_memory(api, **body):
-    values = {"user": "sam", "key": "basil_plant.name", "value": "Harbor", "scope": {"kind": "user"},
-              "authority": "rule-extracted", "valid_from": PAST}
+    values = {
+        "user": "sam",
+        "key": "basil_plant.name",
+        "value": "Harbor",
+        "scope": {"kind": "user"},
+        "authority": "rule-extracted",
+        "valid_from": PAST,
+    }
     values.update(body)
     return api.post("/api/v1/memories", values, format="json")
 
@@ -27,8 +33,12 @@ def lagging(api, sam):
     """basil_plant.name v1 "Harbor" corrected to "Marlowe" (v1 stays stored `active` but is
     superseded), and pet.name stored `active` although its window ended (expired)."""
     v1 = assert_memory(api).json()["memory"]
-    v2 = api.post(f"/api/v1/memories/{v1['id']}/correct", {"value": "Marlowe"}, format="json").json()["memory"]
-    ended = assert_memory(api, key="pet.name", value="Rex", valid_until="2026-02-01T00:00:00Z").json()["memory"]
+    v2 = api.post(
+        f"/api/v1/memories/{v1['id']}/correct", {"value": "Marlowe"}, format="json"
+    ).json()["memory"]
+    ended = assert_memory(
+        api, key="pet.name", value="Rex", valid_until="2026-02-01T00:00:00Z"
+    ).json()["memory"]
     return {"v1": v1["id"], "v2": v2["id"], "ended": ended["id"]}
 
 
@@ -67,7 +77,10 @@ def test_e1_the_list_filters_by_state_before_pagination_and_count_agrees(api, la
     assert sorted(ids) == sorted(by_state["superseded"])
     assert all(m["state"] == "superseded" for m in first["results"] + rest["results"])
     active = api.get("/api/v1/memories", {"user": "sam", "state": "active"}).json()
-    assert active["count"] == 2 and {m["key"] for m in active["results"]} == {"basil_plant.name", "dog.name"}
+    assert active["count"] == 2 and {m["key"] for m in active["results"]} == {
+        "basil_plant.name",
+        "dog.name",
+    }
     # The stored status filter is still the stored status: every one of them says active.
     stored = api.get("/api/v1/memories", {"user": "sam", "status": "active"}).json()
     assert stored["count"] == everything["count"]
@@ -81,7 +94,10 @@ def test_e1_an_unknown_state_is_a_400_naming_the_parameter(api, sam):
 def test_e1_the_list_runs_a_constant_number_of_queries(api, sam):
     def count() -> int:
         with CaptureQueriesContext(connection) as captured:
-            assert api.get("/api/v1/memories", {"user": "sam", "state": "superseded"}).status_code == 200
+            assert (
+                api.get("/api/v1/memories", {"user": "sam", "state": "superseded"}).status_code
+                == 200
+            )
         return len(captured)
 
     for i in range(3):
@@ -107,18 +123,27 @@ def test_e1_the_get_runs_a_constant_number_of_queries(api, sam, django_assert_nu
 
 
 def test_e1_history_rows_carry_their_state(api, lagging):
-    rows = api.get("/api/v1/memory/history", {"user": "sam", "key": "basil_plant.name"}).json()["results"]
+    rows = api.get("/api/v1/memory/history", {"user": "sam", "key": "basil_plant.name"}).json()[
+        "results"
+    ]
     assert [(r["value"], r["state"], r["status"]) for r in rows] == [
-        ("Harbor", "superseded", "active"), ("Marlowe", "active", "active")]
+        ("Harbor", "superseded", "active"),
+        ("Marlowe", "active", "active"),
+    ]
 
 
 def test_e1_write_answers_carry_the_new_records_state(api, sam):
-    future = assert_memory(api, key="trip.city", value="Lisbon", valid_from="2099-01-01T00:00:00Z").json()
+    future = assert_memory(
+        api, key="trip.city", value="Lisbon", valid_from="2099-01-01T00:00:00Z"
+    ).json()
     assert future["memory"]["state"] == "not-yet-valid"
     assert future["memory"]["state_detail"]["rule"] == "R3"
-    mine = assert_memory(api, key="pet.name", value="Rex", authority="user-corrected").json()["memory"]
-    weaker = assert_memory(api, key="pet.name", value="Max", authority="model-inferred",
-                           valid_from=None).json()["memory"]
+    mine = assert_memory(api, key="pet.name", value="Rex", authority="user-corrected").json()[
+        "memory"
+    ]
+    weaker = assert_memory(
+        api, key="pet.name", value="Max", authority="model-inferred", valid_from=None
+    ).json()["memory"]
     assert weaker["state"] == "lower-precedence"  # W7
     assert weaker["state_detail"]["by"] == mine["id"] and weaker["state_detail"]["rule"] == "R6"
 
@@ -127,12 +152,17 @@ def test_e1_confirm_correct_and_retract_answers_carry_states(api, sam):
     first = assert_memory(api, key="pet.name", value="Rex", valid_from=None).json()["memory"]
     confirmed = api.post(f"/api/v1/memories/{first['id']}/confirm", {}, format="json").json()
     assert confirmed["memory"]["state"] == "active"
-    again = api.post(f"/api/v1/memories/{confirmed['memory']['id']}/confirm", {}, format="json").json()
+    again = api.post(
+        f"/api/v1/memories/{confirmed['memory']['id']}/confirm", {}, format="json"
+    ).json()
     assert (again["outcome"], again["memory"]["state"]) == ("unchanged", "active")
-    corrected = api.post(f"/api/v1/memories/{confirmed['memory']['id']}/correct", {"value": "Max"},
-                         format="json").json()
+    corrected = api.post(
+        f"/api/v1/memories/{confirmed['memory']['id']}/correct", {"value": "Max"}, format="json"
+    ).json()
     assert corrected["memory"]["state"] == "active"
-    retracted = api.post(f"/api/v1/memories/{corrected['memory']['id']}/retract", {}, format="json").json()
+    retracted = api.post(
+        f"/api/v1/memories/{corrected['memory']['id']}/retract", {}, format="json"
+    ).json()
     assert retracted["records"] and all(r["state"] == "expired" for r in retracted["records"])
     # W10 closed the whole chain: the first record too ended when the slot was retracted.
     assert api.get(f"/api/v1/memories/{first['id']}").json()["state"] == "expired"
@@ -148,15 +178,20 @@ def test_e1_a_replayed_assert_answers_the_state_now(api, sam):
 
 
 def test_e1_resolve_remember_and_a_turns_extracted_carry_state(api, ctx, conv):
-    extracted = api.post("/api/v1/memory/remember", {"context": ctx, "text": "My dog's name is Rex."},
-                         format="json").json()["extracted"]
+    extracted = api.post(
+        "/api/v1/memory/remember", {"context": ctx, "text": "My dog's name is Rex."}, format="json"
+    ).json()["extracted"]
     assert [e["memory"]["state"] for e in extracted] == ["active"]
     active = api.post("/api/v1/memory/resolve", {"context": ctx}, format="json").json()["active"]
-    assert active and all(m["state"] == "active" and m["state_detail"]["rule"] is None for m in active)
+    assert active and all(
+        m["state"] == "active" and m["state_detail"]["rule"] is None for m in active
+    )
     turn_body = {"turn_key": "t1", "content": "My dog's name is Max."}
     turn = api.post(f"/api/v1/conversations/{conv.pk}/turns", turn_body, format="json").json()
     assert [e["memory"]["state"] for e in turn["extracted"]] == ["active"]
-    assert api.get(f"/api/v1/memories/{extracted[0]['memory']['id']}").json()["state"] == "superseded"
+    assert (
+        api.get(f"/api/v1/memories/{extracted[0]['memory']['id']}").json()["state"] == "superseded"
+    )
     replay = api.post(f"/api/v1/conversations/{conv.pk}/turns", turn_body, format="json").json()
     assert replay["extracted"] == turn["extracted"]
     ask = api.get("/api/v1/memory/ask", {"user": "sam", "q": "What is my dog's name?"}).json()
@@ -192,15 +227,30 @@ def test_e1_the_schema_describes_state_state_detail_and_the_filter():
     params = {p["name"]: p for p in schema["paths"]["/api/v1/memories"]["get"]["parameters"]}
     assert "state" in params
     state_ref = params["state"]["schema"]
-    values = state_ref.get("enum") or schema["components"]["schemas"][state_ref["$ref"].rsplit("/", 1)[1]]["enum"]
-    assert set(values) == {"active", "not-yet-valid", "expired", "forgotten", "superseded",
-                           "lower-precedence"}
+    values = (
+        state_ref.get("enum")
+        or schema["components"]["schemas"][state_ref["$ref"].rsplit("/", 1)[1]]["enum"]
+    )
+    assert set(values) == {
+        "active",
+        "not-yet-valid",
+        "expired",
+        "forgotten",
+        "superseded",
+        "lower-precedence",
+    }
 
 
 def test_e1_a_source_message_time_is_the_records_start(api, sam, conv):
     """E1 at the request's time: a record learned from a message is active right after."""
     message = MessageFactory(conversation=conv, created_at=at("2026-03-01T10:00"))
-    services.memory_assert(user=sam, key="pet.name", value="Rex", scope=services.Scope("user"),
-                           authority="rule-extracted", sources=[str(message.pk)])
+    services.memory_assert(
+        user=sam,
+        key="pet.name",
+        value="Rex",
+        scope=services.Scope("user"),
+        authority="rule-extracted",
+        sources=[str(message.pk)],
+    )
     [row] = api.get("/api/v1/memories", {"user": "sam", "key": "pet.name"}).json()["results"]
     assert row["state"] == "active"

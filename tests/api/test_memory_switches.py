@@ -2,7 +2,6 @@
 default, `GET`/`PUT /users/{user}/memory-settings`, and what each switch does to writes,
 extraction, plans and resolve — and that neither deletes anything."""
 
-
 import pytest
 
 from memory.models import MemoryProfile, MemoryRecord
@@ -29,7 +28,11 @@ def assert_memory(api, **body):
 
 
 def turn(api, conv, key, content):
-    return api.post(f"/api/v1/conversations/{conv.pk}/turns", {"turn_key": key, "content": content}, format="json")
+    return api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": key, "content": content},
+        format="json",
+    )
 
 
 def plan(api, turn_id, **params):
@@ -68,7 +71,12 @@ def test_it_switches_each_setting_through_the_api_and_records_who_and_when(api, 
 
 def test_it_records_nothing_when_nothing_changes(api, sam):
     """I8: a PUT that changes no switch records no change."""
-    assert put(api, {}).json() == {"learn": True, "use": True, "changed_at": None, "changed_by": None}
+    assert put(api, {}).json() == {
+        "learn": True,
+        "use": True,
+        "changed_at": None,
+        "changed_by": None,
+    }
     assert put(api, {"learn": True, "use": True}).json()["changed_at"] is None
     changed = put(api, {"use": False}).json()
     assert put(api, {"use": False}).json() == changed
@@ -82,8 +90,12 @@ def test_it_answers_404_for_an_unknown_user(api, sam):
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"learn": "false"}, "learn"), ({"learn": 0}, "learn"), ({"use": 1}, "use"),
-        ({"use": "yes"}, "use"), ({"learn": None}, "learn"), ({"use": []}, "use"),
+        ({"learn": "false"}, "learn"),
+        ({"learn": 0}, "learn"),
+        ({"use": 1}, "use"),
+        ({"use": "yes"}, "use"),
+        ({"learn": None}, "learn"),
+        ({"use": []}, "use"),
         ({"remember": False}, "remember"),
     ],
 )
@@ -161,13 +173,19 @@ def test_it_remembers_nothing_while_learning_is_off(api, sam, conv, ctx):
     """I8: POST /memory/remember extracts nothing with `learn` off."""
     msg = MessageFactory(conversation=conv, content="I work at Acme.")
     put(api, {"learn": False})
-    r = api.post("/api/v1/memory/remember", {"context": ctx, "text": "I work at Acme.", "source": str(msg.pk)},
-                 format="json")
+    r = api.post(
+        "/api/v1/memory/remember",
+        {"context": ctx, "text": "I work at Acme.", "source": str(msg.pk)},
+        format="json",
+    )
     assert r.status_code == 200 and r.json() == {"extracted": []}
     assert not MemoryRecord.objects.exists()
     put(api, {"learn": True})
-    again = api.post("/api/v1/memory/remember", {"context": ctx, "text": "I work at Acme.", "source": str(msg.pk)},
-                     format="json").json()
+    again = api.post(
+        "/api/v1/memory/remember",
+        {"context": ctx, "text": "I work at Acme.", "source": str(msg.pk)},
+        format="json",
+    ).json()
     assert [e["outcome"] for e in again["extracted"]] == ["created"]
 
 
@@ -177,9 +195,14 @@ def test_it_still_confirms_and_corrects_while_learning_is_off(api, sam, conv):
     dog, jazz = sorted((e["memory"] for e in t["extracted"]), key=lambda m: m["key"])
     put(api, {"learn": False})
     confirmed = api.post(f"/api/v1/memories/{dog['id']}/confirm", {}, format="json")
-    assert confirmed.status_code == 201 and confirmed.json()["memory"]["authority"] == "user-confirmed"
-    corrected = api.post(f"/api/v1/memories/{confirmed.json()['memory']['id']}/correct", {"value": "Max"},
-                         format="json")
+    assert (
+        confirmed.status_code == 201 and confirmed.json()["memory"]["authority"] == "user-confirmed"
+    )
+    corrected = api.post(
+        f"/api/v1/memories/{confirmed.json()['memory']['id']}/correct",
+        {"value": "Max"},
+        format="json",
+    )
     assert corrected.status_code == 201 and corrected.json()["memory"]["value"] == "Max"
     many = api.post(f"/api/v1/memories/{jazz['id']}/correct", {"value": "blues"}, format="json")
     assert many.status_code == 201 and many.json()["memory"]["value"] == "blues"
@@ -223,11 +246,17 @@ def test_it_resolves_with_an_empty_prompt_while_use_is_off(api, sam, conv, ctx):
     assert off["active"] == on["active"] and off["excluded"] == on["excluded"]
     assert len(on["prompt"]) == 2 and off["prompt"] == []
     assert {e["id"]: e["reason"] for e in off["prompt_excluded"]} == {
-        **dict.fromkeys(supported, "memory-off"), invented: "unsupported"}
-    assert [e["id"] for e in off["prompt_excluded"]] == sorted(e["id"] for e in off["prompt_excluded"])
+        **dict.fromkeys(supported, "memory-off"),
+        invented: "unsupported",
+    }
+    assert [e["id"] for e in off["prompt_excluded"]] == sorted(
+        e["id"] for e in off["prompt_excluded"]
+    )
 
 
-def test_it_deletes_nothing_and_gives_back_the_same_plan_when_switched_on_again(api, sam, conv, ctx):
+def test_it_deletes_nothing_and_gives_back_the_same_plan_when_switched_on_again(
+    api, sam, conv, ctx
+):
     """I8: neither switch deletes anything: after both are off and on again every memory is
     as it was, and the plan is the same (same hash)."""
     t, _, _ = _facts(api, conv)
@@ -263,23 +292,40 @@ def _bulk(sam, conv, n):
 
     now = db_now()
     msg = MessageFactory(conversation=conv)
-    rows = MemoryRecord.objects.bulk_create([
-        MemoryRecord(user=sam, key=f"fact.k{i}", value=f"v{i}", scope_kind="user", scope_id="user:sam",
-                     valid_from=now, recorded_at=now, evidence_time=now, version=1, authority="rule-extracted")
-        for i in range(n)
-    ])
+    rows = MemoryRecord.objects.bulk_create(
+        [
+            MemoryRecord(
+                user=sam,
+                key=f"fact.k{i}",
+                value=f"v{i}",
+                scope_kind="user",
+                scope_id="user:sam",
+                valid_from=now,
+                recorded_at=now,
+                evidence_time=now,
+                version=1,
+                authority="rule-extracted",
+            )
+            for i in range(n)
+        ]
+    )
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=msg) for r in rows])
 
 
 @pytest.mark.parametrize("use", [True, False])
 @pytest.mark.parametrize("n", [10, 1000])
-def test_it_resolves_in_the_same_number_of_queries_either_way(api, sam, conv, ctx, n, use,
-                                                              django_assert_num_queries):
+def test_it_resolves_in_the_same_number_of_queries_either_way(
+    api, sam, conv, ctx, n, use, django_assert_num_queries
+):
     """I8/DESIGN: the switch comes with the user's row: resolve stays at 4 queries."""
     _bulk(sam, conv, n)
     put(api, {"use": use})
     with django_assert_num_queries(4):
-        r = api.post("/api/v1/memory/resolve", {"context": {**ctx, "now": "2030-01-01T00:00:00Z"}}, format="json")
+        r = api.post(
+            "/api/v1/memory/resolve",
+            {"context": {**ctx, "now": "2030-01-01T00:00:00Z"}},
+            format="json",
+        )
     assert r.status_code == 200 and (len(r.json()["prompt"]) == n) is use
 
 
@@ -299,5 +345,9 @@ def test_it_creates_a_turn_without_reading_the_switch_separately(api, sam, conv)
     assert r.status_code == 201 and r.json()["learning"] is False
     sql = [q["sql"] for q in captured.captured_queries]
     assert len(sql) == (6 if ON_POSTGRES else 8), sql
-    assert not [q for q in sql if "memory_memoryrecord" in q or q.startswith('SELECT "memory_memoryprofile"')]
+    assert not [
+        q
+        for q in sql
+        if "memory_memoryrecord" in q or q.startswith('SELECT "memory_memoryprofile"')
+    ]
     assert any("memory_memoryprofile" in q for q in sql if "conversations_conversation" in q)

@@ -10,26 +10,49 @@ from turns.continuity import play
 
 pytestmark = pytest.mark.django_db
 
-SNAPSHOT_KEYS = {"format", "exported_at", "user", "characters", "conversations", "messages", "turns",
-                 "memories", "tombstones", "policy_rules", "policy_version", "keys", "reveals"}
+SNAPSHOT_KEYS = {
+    "format",
+    "exported_at",
+    "user",
+    "characters",
+    "conversations",
+    "messages",
+    "turns",
+    "memories",
+    "tombstones",
+    "policy_rules",
+    "policy_version",
+    "keys",
+    "reveals",
+}
 
 
 def fingerprint(api, user):
     """Resolver answers for every context of the user, and the plan hash of every turn."""
     out = {}
     for conv in Conversation.objects.filter(user=user).select_related("character"):
-        scenes = set(Turn.objects.filter(conversation=conv).values_list("scene", flat=True)) | {None}
+        scenes = set(Turn.objects.filter(conversation=conv).values_list("scene", flat=True)) | {
+            None
+        }
         for scene in sorted(scenes, key=str):
-            ctx = {"user": user.username, "character": conv.character.slug, "conversation": str(conv.pk),
-                   "now": "2030-01-01T00:00:00Z"}
+            ctx = {
+                "user": user.username,
+                "character": conv.character.slug,
+                "conversation": str(conv.pk),
+                "now": "2030-01-01T00:00:00Z",
+            }
             if scene:
                 ctx["scene"] = scene
             body = api.post("/api/v1/memory/resolve", {"context": ctx}, format="json").json()
             body.pop("trace", None)
             out[(str(conv.pk), scene)] = body
-    for turn_id in Turn.objects.filter(user=user).order_by("created_at").values_list("id", flat=True):
-        plan = api.get(f"/api/v1/turns/{turn_id}/prompt-plan",
-                       {"budget": 1200, "now": "2030-01-01T00:00:00Z", "capabilities": "tone.playful"}).json()
+    for turn_id in (
+        Turn.objects.filter(user=user).order_by("created_at").values_list("id", flat=True)
+    ):
+        plan = api.get(
+            f"/api/v1/turns/{turn_id}/prompt-plan",
+            {"budget": 1200, "now": "2030-01-01T00:00:00Z", "capabilities": "tone.playful"},
+        ).json()
         out[str(turn_id)] = (plan["plan_hash"], [d["effect"] for d in plan["policy"]])
     return out
 
@@ -71,8 +94,15 @@ def test_it_refuses_an_import_whose_row_differs_and_imports_nothing(api, story):
     api.post("/api/v1/users/wren/import", snapshot, format="json")
     changed = json.loads(json.dumps(snapshot))
     changed["memories"][0]["confidence"] = 0.123
-    changed["conversations"].append({"id": "11111111-1111-1111-1111-111111111111", "character": "lamplighter",
-                                     "title": "new", "created_at": "2026-01-01T00:00:00Z", "last_seq": 0})
+    changed["conversations"].append(
+        {
+            "id": "11111111-1111-1111-1111-111111111111",
+            "character": "lamplighter",
+            "title": "new",
+            "created_at": "2026-01-01T00:00:00Z",
+            "last_seq": 0,
+        }
+    )
     r = api.post("/api/v1/users/wren/import", changed, format="json")
     assert r.status_code == 409 and r.json()["code"] == "import_conflict"
     assert not Conversation.objects.filter(pk="11111111-1111-1111-1111-111111111111").exists()
@@ -107,13 +137,19 @@ def test_it_applies_existing_tombstones_to_imported_rows(api, story):
     assert Tombstone.objects.filter(user=user, key="user.dislikes").exists()
 
 
-@pytest.mark.parametrize(("mutate", "field"), [
-    (lambda s: s.update(format="other/9"), "format"),
-    (lambda s: s["memories"][0].update(key="Bad Key"), "memories.0.key"),
-    (lambda s: s["memories"][0].update(valid_from="yesterday"), "memories.0.valid_from"),
-    (lambda s: s["messages"][0].update(conversation="22222222-2222-2222-2222-222222222222"), "messages.0.conversation"),
-    (lambda s: s.update(memories="lots"), "memories"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda s: s.update(format="other/9"), "format"),
+        (lambda s: s["memories"][0].update(key="Bad Key"), "memories.0.key"),
+        (lambda s: s["memories"][0].update(valid_from="yesterday"), "memories.0.valid_from"),
+        (
+            lambda s: s["messages"][0].update(conversation="22222222-2222-2222-2222-222222222222"),
+            "messages.0.conversation",
+        ),
+        (lambda s: s.update(memories="lots"), "memories"),
+    ],
+)
 def test_it_refuses_a_malformed_snapshot_naming_the_field(api, story, mutate, field):
     snapshot = api.get("/api/v1/users/wren/export").json()
     api.delete("/api/v1/users/wren")

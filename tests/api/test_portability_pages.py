@@ -31,7 +31,9 @@ def test_the_export_carries_the_time_zone_and_who_forgot(api, wren):
     snapshot = api.get("/api/v1/users/wren/export").json()
     assert snapshot["user"]["time_zone"] == "Pacific/Auckland"
     assert sorted((t["key"], t["forgotten_by"]) for t in snapshot["tombstones"]) == [
-        ("cat.name", "user"), ("dog.name", "support")]
+        ("cat.name", "user"),
+        ("dog.name", "support"),
+    ]
 
 
 def test_export_erase_import_export_keeps_them(api, wren):
@@ -45,7 +47,9 @@ def test_export_erase_import_export_keeps_them(api, wren):
     user = get_user_model().objects.get(username="wren")
     assert MemoryProfile.objects.get(user=user).time_zone == "Pacific/Auckland"
     assert dict(Tombstone.objects.filter(user=user).values_list("key", "forgotten_by")) == {
-        "dog.name": "support", "cat.name": "user"}
+        "dog.name": "support",
+        "cat.name": "user",
+    }
     assert without_time(api.get("/api/v1/users/wren/export").json()) == without_time(before)
 
 
@@ -75,11 +79,14 @@ def test_a_local_choice_of_time_zone_is_kept_on_import(api, wren):
     assert MemoryProfile.objects.get(user=wren).time_zone == "Europe/Lisbon"
 
 
-@pytest.mark.parametrize(("mutate", "field"), [
-    (lambda s: s["user"].update(time_zone="Mars/Olympus"), "user.time_zone"),
-    (lambda s: s["user"].update(time_zone=7), "user.time_zone"),
-    (lambda s: s["tombstones"][0].update(forgotten_by="admin"), "tombstones.0.forgotten_by"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda s: s["user"].update(time_zone="Mars/Olympus"), "user.time_zone"),
+        (lambda s: s["user"].update(time_zone=7), "user.time_zone"),
+        (lambda s: s["tombstones"][0].update(forgotten_by="admin"), "tombstones.0.forgotten_by"),
+    ],
+)
 def test_a_bad_value_is_refused_naming_the_field(api, wren, mutate, field):
     snapshot = api.get("/api/v1/users/wren/export").json()
     api.delete("/api/v1/users/wren")

@@ -18,8 +18,11 @@ LIST_KEYS = {"count", "next", "previous", "results"}
 
 
 def turn(api, conv, key, content):
-    response = api.post(f"/api/v1/conversations/{conv.pk}/turns",
-                        {"turn_key": key, "content": content}, format="json")
+    response = api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": key, "content": content},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     return response.json()
 
@@ -52,7 +55,9 @@ def test_c4_a_character_reads_back_and_an_unknown_slug_is_a_404(api):
     put = api.put("/api/v1/characters/captain-rowan", {"name": "Captain Rowan"}, format="json")
     got = api.get("/api/v1/characters/captain-rowan")
     assert got.status_code == 200 and got.json() == put.json() == {
-        "slug": "captain-rowan", "name": "Captain Rowan"}
+        "slug": "captain-rowan",
+        "name": "Captain Rowan",
+    }
     assert_problem(api.get("/api/v1/characters/nobody"), 404, "not_found")
     assert_problem(api.get("/api/v1/characters/captain-rowan?x=1"), 400, "validation_error", "x")
 
@@ -85,24 +90,36 @@ def test_c4_the_character_list_runs_a_flat_number_of_queries(api, django_assert_
 
 
 def test_c4_a_conversation_reads_back_with_last_seq(api, sam, rowan):
-    created = api.post("/api/v1/conversations", {"user": "sam", "character": "captain-rowan",
-                                                 "title": "Night watch"}, format="json").json()
+    created = api.post(
+        "/api/v1/conversations",
+        {"user": "sam", "character": "captain-rowan", "title": "Night watch"},
+        format="json",
+    ).json()
     assert created["last_seq"] == 0
     conv_id = created["id"]
     got = api.get(f"/api/v1/conversations/{conv_id}")
     assert got.status_code == 200 and got.json() == created
     assert set(created) == {"id", "user", "character", "title", "created_at", "last_seq"}
-    api.post(f"/api/v1/conversations/{conv_id}/turns", {"turn_key": "t1", "content": "Hi."},
-             format="json")
+    api.post(
+        f"/api/v1/conversations/{conv_id}/turns",
+        {"turn_key": "t1", "content": "Hi."},
+        format="json",
+    )
     assert api.get(f"/api/v1/conversations/{conv_id}").json()["last_seq"] == 1
     assert_problem(api.get(f"/api/v1/conversations/{uuid.uuid4()}"), 404, "not_found")
-    assert_problem(api.get(f"/api/v1/conversations/{conv_id}?full=1"), 400, "validation_error", "full")
+    assert_problem(
+        api.get(f"/api/v1/conversations/{conv_id}?full=1"), 400, "validation_error", "full"
+    )
 
 
 def test_c4_a_users_conversations_newest_first_and_by_character(api, sam, rowan, alex):
     wren = CharacterFactory(slug="wren")
-    made = [api.post("/api/v1/conversations", {"user": "sam", "character": slug},
-                     format="json").json()["id"] for slug in ("captain-rowan", "wren", "captain-rowan")]
+    made = [
+        api.post("/api/v1/conversations", {"user": "sam", "character": slug}, format="json").json()[
+            "id"
+        ]
+        for slug in ("captain-rowan", "wren", "captain-rowan")
+    ]
     ConversationFactory(user=alex, character=wren)
     body = api.get("/api/v1/conversations?user=sam").json()
     assert set(body) == LIST_KEYS and body["count"] == 3
@@ -111,13 +128,20 @@ def test_c4_a_users_conversations_newest_first_and_by_character(api, sam, rowan,
     assert [c["id"] for c in with_rowan["results"]] == [made[2], made[0]]
     assert_problem(api.get("/api/v1/conversations"), 400, "validation_error", "user")
     assert_problem(api.get("/api/v1/conversations?user=nobody"), 400, "validation_error", "user")
-    assert_problem(api.get("/api/v1/conversations?user=sam&character=nobody"), 400, "validation_error",
-            "character")
-    assert_problem(api.get("/api/v1/conversations?user=sam&order=old"), 400, "validation_error", "order")
+    assert_problem(
+        api.get("/api/v1/conversations?user=sam&character=nobody"),
+        400,
+        "validation_error",
+        "character",
+    )
+    assert_problem(
+        api.get("/api/v1/conversations?user=sam&order=old"), 400, "validation_error", "order"
+    )
 
 
-def test_c4_the_conversation_list_runs_a_flat_number_of_queries(api, sam, rowan,
-                                                                 django_assert_num_queries):
+def test_c4_the_conversation_list_runs_a_flat_number_of_queries(
+    api, sam, rowan, django_assert_num_queries
+):
     ConversationFactory(user=sam, character=rowan)
     with django_assert_num_queries(4):  # token, user, count, page (user and character joined)
         assert api.get("/api/v1/conversations?user=sam").json()["count"] == 1
@@ -143,7 +167,8 @@ def test_c4_messages_oldest_first_each_with_its_turn_and_withheld(api, conv):
     assert [(m["seq"], m["role"], m["content"], m["turn"], m["withheld"]) for m in rows] == [
         (1, "user", "My cat's name is Miso.", first["id"], False),
         (2, "assistant", "Miso is a lovely name.", first["id"], False),
-        (3, "user", "I live in Oslo.", second["id"], False)]
+        (3, "user", "I live in Oslo.", second["id"], False),
+    ]
     assert set(rows[0]) == {"id", "seq", "role", "content", "created_at", "turn", "withheld"}
     assert rows[0]["id"] == first["user_message"]["id"] and rows[1]["id"] == answer["id"]
     assert rows[1]["created_at"] == answer["created_at"]
@@ -152,8 +177,13 @@ def test_c4_messages_oldest_first_each_with_its_turn_and_withheld(api, conv):
 def test_c4_messages_by_after_seq_and_before_seq(api, conv):
     for i in range(1, 8):
         turn(api, conv, f"t{i}", f"Message number {i}.")
-    seqs = lambda q: [m["seq"] for m in api.get(  # noqa: E731
-        f"/api/v1/conversations/{conv.pk}/messages{q}").json()["results"]]
+
+    def seqs(q):
+        return [
+            m["seq"]
+            for m in api.get(f"/api/v1/conversations/{conv.pk}/messages{q}").json()["results"]
+        ]
+
     assert seqs("?after_seq=4") == [5, 6, 7]
     assert seqs("?before_seq=3") == [1, 2]
     assert seqs("?after_seq=2&before_seq=6") == [3, 4, 5]
@@ -161,10 +191,18 @@ def test_c4_messages_by_after_seq_and_before_seq(api, conv):
     last_seq = api.get(f"/api/v1/conversations/{conv.pk}").json()["last_seq"]
     assert seqs(f"?after_seq={last_seq - 2}") == [6, 7]
     assert seqs("?limit=2&offset=1") == [2, 3]
-    assert_problem(api.get(f"/api/v1/conversations/{conv.pk}/messages?after_seq=-1"), 400,
-            "validation_error", "after_seq")
-    assert_problem(api.get(f"/api/v1/conversations/{conv.pk}/messages?since=1"), 400,
-            "validation_error", "since")
+    assert_problem(
+        api.get(f"/api/v1/conversations/{conv.pk}/messages?after_seq=-1"),
+        400,
+        "validation_error",
+        "after_seq",
+    )
+    assert_problem(
+        api.get(f"/api/v1/conversations/{conv.pk}/messages?since=1"),
+        400,
+        "validation_error",
+        "since",
+    )
     assert_problem(api.get(f"/api/v1/conversations/{uuid.uuid4()}/messages"), 404, "not_found")
 
 
@@ -172,8 +210,16 @@ def test_c4_a_message_page_is_at_most_500_and_50_by_default(api, conv):
     from conversations.models import Message
 
     Message.objects.bulk_create(
-        Message(user=conv.user, conversation=conv, seq=i, role="user", content=f"m{i}",
-                created_at=conv.created_at) for i in range(1, 502))
+        Message(
+            user=conv.user,
+            conversation=conv,
+            seq=i,
+            role="user",
+            content=f"m{i}",
+            created_at=conv.created_at,
+        )
+        for i in range(1, 502)
+    )
     default = api.get(f"/api/v1/conversations/{conv.pk}/messages").json()
     assert default["count"] == 501 and len(default["results"]) == 50
     largest = api.get(f"/api/v1/conversations/{conv.pk}/messages?limit=1000").json()
@@ -197,16 +243,36 @@ def test_c4_the_message_list_runs_a_flat_number_of_queries(api, conv, django_ass
 
 
 def test_c4_a_turn_reads_back_with_its_reply_and_never_a_plan(api, conv):
-    created = api.post(f"/api/v1/conversations/{conv.pk}/turns", {
-        "turn_key": "t1", "content": "My cat's name is Miso.", "plan": {"budget": 500}},
-        format="json").json()
+    created = api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": "t1", "content": "My cat's name is Miso.", "plan": {"budget": 500}},
+        format="json",
+    ).json()
     got = api.get(f"/api/v1/turns/{created['id']}").json()
     assert "plan" not in got and got["reply"] is None and got["status"] == "open"
-    for name in ("id", "conversation", "turn_key", "scene", "status", "user_message",
-                 "extracted", "learning"):
+    for name in (
+        "id",
+        "conversation",
+        "turn_key",
+        "scene",
+        "status",
+        "user_message",
+        "extracted",
+        "learning",
+    ):
         assert got[name] == created[name], name
-    assert set(got) == {"id", "conversation", "turn_key", "scene", "status", "user_message",
-                        "extracted", "learning", "created_at", "reply"}
+    assert set(got) == {
+        "id",
+        "conversation",
+        "turn_key",
+        "scene",
+        "status",
+        "user_message",
+        "extracted",
+        "learning",
+        "created_at",
+        "reply",
+    }
     answer = reply(api, created["id"], "Miso is a lovely name.")
     replied = api.get(f"/api/v1/turns/{created['id']}").json()
     assert replied["status"] == "replied"
@@ -267,31 +333,42 @@ def test_c4_c5_a_tombstone_reads_back_with_its_scope_as_an_object(api, conv):
 def test_c5_a_forget_everywhere_has_the_everywhere_scope(api, conv):
     created = turn(api, conv, "t1", "My cat's name is Miso.")
     memory_id = created["extracted"][0]["memory"]["id"]
-    forgot = api.post(f"/api/v1/memories/{memory_id}/forget", {"everywhere": True},
-                      format="json").json()
+    forgot = api.post(
+        f"/api/v1/memories/{memory_id}/forget", {"everywhere": True}, format="json"
+    ).json()
     assert forgot["scope"] == {"kind": "everywhere"} and forgot["scope_id"] == "*"
 
 
 def test_c5_every_scope_kind_of_a_tombstone_has_the_memory_scope_shape(api, conv):
     """A forget in each kind of scope answers the scope the memory showed."""
-    scopes = [{"kind": "character", "character": "captain-rowan"},
-              {"kind": "conversation", "conversation": str(conv.pk)},
-              {"kind": "scene", "conversation": str(conv.pk), "scene": "deck:2"}]
+    scopes = [
+        {"kind": "character", "character": "captain-rowan"},
+        {"kind": "conversation", "conversation": str(conv.pk)},
+        {"kind": "scene", "conversation": str(conv.pk), "scene": "deck:2"},
+    ]
     for i, scope in enumerate(scopes):
-        made = api.post("/api/v1/memories", {"user": "sam", "key": f"thing{i}.name",
-                                              "value": "x", "scope": scope}, format="json").json()
+        made = api.post(
+            "/api/v1/memories",
+            {"user": "sam", "key": f"thing{i}.name", "value": "x", "scope": scope},
+            format="json",
+        ).json()
         assert made["memory"]["scope"] == scope
-        forgot = api.post(f"/api/v1/memories/{made['memory']['id']}/forget", {},
-                          format="json").json()
+        forgot = api.post(
+            f"/api/v1/memories/{made['memory']['id']}/forget", {}, format="json"
+        ).json()
         assert forgot["scope"] == scope
 
 
 def test_c4_the_tombstone_read_runs_two_queries(api, sam, django_assert_num_queries):
     from memory.models import Tombstone
 
-    tombstone = Tombstone.objects.create(user=sam, scope_id="*", key="pet.name",
-                                         forgotten_at=sam.date_joined,
-                                         blocks_sources_before=sam.date_joined)
+    tombstone = Tombstone.objects.create(
+        user=sam,
+        scope_id="*",
+        key="pet.name",
+        forgotten_at=sam.date_joined,
+        blocks_sources_before=sam.date_joined,
+    )
     with django_assert_num_queries(2):  # token, tombstone with its user
         assert api.get(f"/api/v1/tombstones/{tombstone.pk}").status_code == 200
 

@@ -24,7 +24,9 @@ def calls(w, state):
     ref = w.ref
     conv = w.conversations[0]
     turn = str(Turn.objects.filter(user__username=ref, status="open").first().pk)
-    pet = MemoryRecord.objects.filter(user__username=ref, key="pet.name").order_by("-version").first()
+    pet = (
+        MemoryRecord.objects.filter(user__username=ref, key="pet.name").order_by("-version").first()
+    )
     tombstone = str(Tombstone.objects.filter(user__username=ref).first().pk)
     job = w.job(0, "media.voice")
     w.decide(2, 1)
@@ -40,17 +42,53 @@ def calls(w, state):
         ("conversation_create", {}, {}, {"user": ref, "character": "rowan"}, 201),
         ("conversation_list", {}, {"user": ref, "character": "rowan"}, None, 200),
         ("conversation_get", {"conversation_id": conv}, {}, None, 200),
-        ("turn_create", {"conversation_id": conv}, {}, {"turn_key": "conform", "content": "I like tea."}, 201),
-        ("turn_create", {"conversation_id": conv}, {}, {
-            "turn_key": "conform-plan", "content": "My cat's name is Miso.",
-            "plan": {"budget": 500, "capabilities": ["tone.playful"], "memory_order": "relevance"}}, 201),
-        ("turn_prompt_plan", {"turn_id": turn}, {"budget": 500, "capabilities": "tone.playful"}, None, 200),
+        (
+            "turn_create",
+            {"conversation_id": conv},
+            {},
+            {"turn_key": "conform", "content": "I like tea."},
+            201,
+        ),
+        (
+            "turn_create",
+            {"conversation_id": conv},
+            {},
+            {
+                "turn_key": "conform-plan",
+                "content": "My cat's name is Miso.",
+                "plan": {
+                    "budget": 500,
+                    "capabilities": ["tone.playful"],
+                    "memory_order": "relevance",
+                },
+            },
+            201,
+        ),
+        (
+            "turn_prompt_plan",
+            {"turn_id": turn},
+            {"budget": 500, "capabilities": "tone.playful"},
+            None,
+            200,
+        ),
         ("memory_settings_get", {"user_ref": ref}, {}, None, 200),
         ("memory_settings_put", {"user_ref": ref}, {}, {"learn": True, "use": True}, 200),
         ("turn_reply", {"turn_id": turn}, {}, {"content": "Tea it is."}, 201),
         ("turn_get", {"turn_id": turn}, {}, None, 200),
-        ("conversation_messages", {"conversation_id": conv}, {"after_seq": 0, "limit": 20}, None, 200),
-        ("memory_assert", {}, {}, {"user": ref, "key": "story.mood", "value": "calm", "scope": {"kind": "user"}}, 201),
+        (
+            "conversation_messages",
+            {"conversation_id": conv},
+            {"after_seq": 0, "limit": 20},
+            None,
+            200,
+        ),
+        (
+            "memory_assert",
+            {},
+            {},
+            {"user": ref, "key": "story.mood", "value": "calm", "scope": {"kind": "user"}},
+            201,
+        ),
         ("memory_list", {}, {"user": ref, "limit": 5}, None, 200),
         ("memory_get", {"memory_id": str(pet.pk)}, {}, None, 200),
         ("memory_history", {}, {"user": ref, "key": "pet.name"}, None, 200),
@@ -60,21 +98,63 @@ def calls(w, state):
         ("memory_confirm", {"memory_id": state["confirmable"]}, {}, {}, 201),
         ("memory_correct", {"memory_id": state["correctable"]}, {}, {"value": "Biscuit"}, 201),
         ("memory_retract", {"memory_id": state["retractable"]}, {}, {}, 200),
-        ("memory_forget", {"memory_id": state["forgettable"]}, {}, {"everywhere": False, "whole_key": False}, 200),
+        (
+            "memory_forget",
+            {"memory_id": state["forgettable"]},
+            {},
+            {"everywhere": False, "whole_key": False},
+            200,
+        ),
         ("tombstone_list", {}, {"user": ref}, None, 200),
         ("tombstone_get", {"tombstone_id": tombstone}, {}, None, 200),
         ("tombstone_delete", {"tombstone_id": tombstone}, {}, None, 204),
         ("policy_capabilities_list", {}, {}, None, 200),
-        ("policy_decide", {}, {}, {"context": w.ctx(0), "capability": "media.voice", "requested_by": "user",
-                                    "explain": True}, 200),
+        (
+            "policy_decide",
+            {},
+            {},
+            {
+                "context": w.ctx(0),
+                "capability": "media.voice",
+                "requested_by": "user",
+                "explain": True,
+            },
+            200,
+        ),
         ("policy_rules_list", {}, {"user": ref}, None, 200),
-        ("policy_rules_create", {}, {}, {"user": ref, "capability": "topic.work", "effect": "allow",
-                                         "source": "explicit-user", "scope": {"kind": "global"}}, 201),
+        (
+            "policy_rules_create",
+            {},
+            {},
+            {
+                "user": ref,
+                "capability": "topic.work",
+                "effect": "allow",
+                "source": "explicit-user",
+                "scope": {"kind": "global"},
+            },
+            201,
+        ),
         ("policy_rules_revoke", {"rule_id": w.rules[0]}, {}, {}, 200),
-        ("policy_answers_create", {}, {}, {"decision_id": ask["decision_id"], "answer": "allow",
-                                           "remember": "character"}, 200),
-        ("media_jobs_create", {}, {}, {"context": w.ctx(1), "capability": "media.voice", "requested_by": "user",
-                                       "idempotency_key": "conform"}, 201),
+        (
+            "policy_answers_create",
+            {},
+            {},
+            {"decision_id": ask["decision_id"], "answer": "allow", "remember": "character"},
+            200,
+        ),
+        (
+            "media_jobs_create",
+            {},
+            {},
+            {
+                "context": w.ctx(1),
+                "capability": "media.voice",
+                "requested_by": "user",
+                "idempotency_key": "conform",
+            },
+            201,
+        ),
         ("media_jobs_start", {"job_id": job["id"]}, {}, {}, 200),
         ("media_jobs_complete", {"job_id": str(done.pk)}, {}, {}, 200),
         ("user_export", {"user_ref": ref}, {}, None, 200),
@@ -102,13 +182,21 @@ def every_call(api):
     w = build_every_kind(api, "conform")
 
     def fresh(key):
-        r = api.post("/api/v1/memories", {"user": w.ref, "key": key, "value": "fresh", "scope": {"kind": "user"}},
-                     format="json")
+        r = api.post(
+            "/api/v1/memories",
+            {"user": w.ref, "key": key, "value": "fresh", "scope": {"kind": "user"}},
+            format="json",
+        )
         return r.json()["memory"]["id"]
 
-    state = {name: fresh(f"story.{name}") for name in ("retractable", "forgettable", "correctable", "confirmable")}
+    state = {
+        name: fresh(f"story.{name}")
+        for name in ("retractable", "forgettable", "correctable", "confirmable")
+    }
     table = calls(w, state)
-    operation_ids = {result.ok().definition.raw["operationId"] for result in schema.get_all_operations()}
+    operation_ids = {
+        result.ok().definition.raw["operationId"] for result in schema.get_all_operations()
+    }
     covered = {name for name, *_ in table}
     assert covered == operation_ids, operation_ids ^ covered
     return w, table

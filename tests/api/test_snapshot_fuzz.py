@@ -22,13 +22,29 @@ pytestmark = [pytest.mark.django_db, pytest.mark.fuzz]
 
 FULL = os.environ.get("SNAPSHOT_FUZZ") == "full"
 DANGLING = "00000000-0000-4000-8000-000000000000"
-TIME_FIELDS = ("_at", "valid_from", "valid_until", "status_since", "evidence_time", "date_joined",
-               "blocks_sources_before")
+TIME_FIELDS = (
+    "_at",
+    "valid_from",
+    "valid_until",
+    "status_since",
+    "evidence_time",
+    "date_joined",
+    "blocks_sources_before",
+)
 
 MUTATIONS = {
-    "impossible-time": ["2026-02-30T00:00:00Z", "2026-01-01T00:00:00+99:00", "2026-13-01T00:00:00Z", "yesterday"],
-    "extreme-time": ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00Z",
-                     "9999-12-31T23:59:59.999999Z"],
+    "impossible-time": [
+        "2026-02-30T00:00:00Z",
+        "2026-01-01T00:00:00+99:00",
+        "2026-13-01T00:00:00Z",
+        "yesterday",
+    ],
+    "extreme-time": [
+        "0001-01-01T00:00:00+14:00",
+        "9999-12-31T23:59:59-14:00",
+        "0001-01-01T00:00:00Z",
+        "9999-12-31T23:59:59.999999Z",
+    ],
     "huge-integer": [2**63, 2**64, 10**30, 2**31, -1],
     "nul": ["a\x00b"],
     "lone-surrogate": ["\ud800", "a\udfffb"],
@@ -41,7 +57,9 @@ MUTATIONS = {
 
 # Without SNAPSHOT_FUZZ=full, the first values of each class (every time value is kept).
 if not FULL:
-    MUTATIONS = {cls: values if cls.endswith("time") else values[:3] for cls, values in MUTATIONS.items()}
+    MUTATIONS = {
+        cls: values if cls.endswith("time") else values[:3] for cls, values in MUTATIONS.items()
+    }
     MUTATIONS["refused-ref-or-slug"] = ["evil user <b>"]  # neither a user ref nor a slug
     MUTATIONS["dangling-reference"] = [DANGLING]
 
@@ -135,7 +153,9 @@ def test_it_never_answers_a_mutated_snapshot_with_a_500(api, unthrottled):
         tried[cls] += 1
         outcomes[r.status_code] += 1
         assert r.status_code in (200, 400, 409), (cls, r.status_code, r.content[:500])
-        assert r["Content-Type"] == ("application/json" if r.status_code == 200 else "application/problem+json")
+        assert r["Content-Type"] == (
+            "application/json" if r.status_code == 200 else "application/problem+json"
+        )
         if r.status_code == 200:
             accepted += 1
             reads_answer(api, w.ref)
@@ -158,6 +178,12 @@ def test_it_never_answers_a_mutated_snapshot_with_a_500(api, unthrottled):
         mutate(target)
         attempt(cls, mutated)
 
-    print("\nsnapshot fuzz: inputs per class", dict(sorted(tried.items())), "answers", dict(outcomes),
-          "accepted", accepted)
+    print(
+        "\nsnapshot fuzz: inputs per class",
+        dict(sorted(tried.items())),
+        "answers",
+        dict(outcomes),
+        "accepted",
+        accepted,
+    )
     assert outcomes[400] > 500 and accepted > 0

@@ -47,16 +47,39 @@ def test_it_round_trips_a_user_with_every_kind_of_row(api):
     assert statuses == set(JOB_STATUSES)
     assert MediaJob.objects.filter(user__username=w.ref, allowed_once=True).exists()
     snapshot, counts = round_trip(api, w.ref)
-    for section in ("conversations", "messages", "turns", "memories", "tombstones", "retractions", "idempotency",
-                    "policy_rules", "decisions", "answers", "media_jobs", "keys", "characters"):
+    for section in (
+        "conversations",
+        "messages",
+        "turns",
+        "memories",
+        "tombstones",
+        "retractions",
+        "idempotency",
+        "policy_rules",
+        "decisions",
+        "answers",
+        "media_jobs",
+        "keys",
+        "characters",
+    ):
         assert snapshot[section], f"the scenario left no {section}"
-    assert any(t["value_hash"] for t in snapshot["tombstones"]) and any(t["scope"] == "*" for t in snapshot["tombstones"])
+    assert any(t["value_hash"] for t in snapshot["tombstones"]) and any(
+        t["scope"] == "*" for t in snapshot["tombstones"]
+    )
     assert any(r["value_hash"] for r in snapshot["retractions"])
     assert {m["status"] for m in snapshot["memories"]} >= {"active", "forgotten"}
-    assert {m["scope"]["kind"] for m in snapshot["memories"]} == {"user", "character", "conversation", "scene"}
+    assert {m["scope"]["kind"] for m in snapshot["memories"]} == {
+        "user",
+        "character",
+        "conversation",
+        "scene",
+    }
     # The user's own settings and who did what come back too (I8, the pages' time zone).
     assert snapshot["user"]["time_zone"] == "Europe/Berlin"
-    assert snapshot["user"]["memory_settings"]["learn"] is True and snapshot["user"]["memory_settings"]["use"] is False
+    assert (
+        snapshot["user"]["memory_settings"]["learn"] is True
+        and snapshot["user"]["memory_settings"]["use"] is False
+    )
     assert snapshot["user"]["memory_settings"]["changed_by"] == "api"
     assert {t["forgotten_by"] for t in snapshot["tombstones"]} == {"user", "support"}
     assert {t["learning"] for t in snapshot["turns"]} == {True, False}
@@ -79,15 +102,26 @@ def play(w: World, ops) -> None:
         if name == "turn":
             w.turn(a, b, scene="greenhouse" if flag else None)
         elif name == "assert_":
-            w.assert_(a, b, "user" if kind == "global" else kind,
-                      authority="user-confirmed" if other else "model-inferred", closed=flag, idempotent=other)
+            w.assert_(
+                a,
+                b,
+                "user" if kind == "global" else kind,
+                authority="user-confirmed" if other else "model-inferred",
+                closed=flag,
+                idempotent=other,
+            )
         elif name == "forget":
             w.forget(a, everywhere=flag, whole_key=other)
         elif name == "rule":
-            w.rule(a, ("allow", "deny", "ask")[b % 3], "global" if kind in ("user", "scene") else kind)
+            w.rule(
+                a, ("allow", "deny", "ask")[b % 3], "global" if kind in ("user", "scene") else kind
+            )
         elif name in ("answer", "answer_job"):
-            getattr(w, name)(a, "allow" if flag else "deny",
-                             ("once", "scene", "conversation", "character", "global")[b % 5])
+            getattr(w, name)(
+                a,
+                "allow" if flag else "deny",
+                ("once", "scene", "conversation", "character", "global")[b % 5],
+            )
         elif name == "decide":
             w.decide(a, b, scene="greenhouse" if flag else None)
         elif name == "correct":
@@ -98,8 +132,13 @@ def play(w: World, ops) -> None:
             getattr(w, name)(a)
 
 
-@settings(max_examples=20, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=20,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(ops=st.lists(operation, min_size=3, max_size=25))
 def test_it_round_trips_generated_users(api, ops):
     """§9 as a property: any user the API can produce survives export → delete → import."""

@@ -21,7 +21,9 @@ def operations_with_a_body():
         for method, operation in item.items():
             if method not in ("post", "put", "patch"):
                 continue
-            content = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+            content = (
+                operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+            )
             ref = content.get("schema", {}).get("$ref", "")
             component = schema["components"]["schemas"].get(ref.rsplit("/", 1)[-1], {})
             fields = sorted(component.get("properties", {}))
@@ -29,7 +31,11 @@ def operations_with_a_body():
             for param in operation.get("parameters", []):
                 if param["in"] == "path":
                     # A fixed, made-up id: collection must be the same in every test process.
-                    value = str(uuid.uuid5(uuid.NAMESPACE_URL, path)) if param["schema"].get("format") == "uuid" else "someone"
+                    value = (
+                        str(uuid.uuid5(uuid.NAMESPACE_URL, path))
+                        if param["schema"].get("format") == "uuid"
+                        else "someone"
+                    )
                     concrete = concrete.replace("{" + param["name"] + "}", value)
             yield method, concrete, fields
 
@@ -45,7 +51,9 @@ def test_it_covers_every_operation_that_takes_a_body():
     assert len(OPERATIONS) >= 20
 
 
-@pytest.mark.parametrize(("method", "path", "fields"), OPERATIONS, ids=[f"{m} {p}" for m, p, _ in OPERATIONS])
+@pytest.mark.parametrize(
+    ("method", "path", "fields"), OPERATIONS, ids=[f"{m} {p}" for m, p, _ in OPERATIONS]
+)
 def test_it_refuses_a_lone_surrogate_anywhere_in_any_body(api, method, path, fields):
     bodies = ['{"\\ud800": 1}', '{"a": {"\\udfff": "x"}}', '["\\ud800"]', '"\\ud800"']
     bodies += [json.dumps({field: "\ud800"}) for field in fields]  # json escapes it as \ud800
@@ -58,16 +66,83 @@ def test_it_refuses_a_lone_surrogate_anywhere_in_any_body(api, method, path, fie
         assert "\\ud" not in r.content.decode().lower(), "the surrogate is not echoed back"
 
 
-@pytest.mark.parametrize(("path", "body", "field"), [
-    ("/api/v1/memories", {"user": "sam", "key": "a.b", "value": "x", "scope": {"kind": "user"}, "authority": "\ud800"}, "authority"),
-    ("/api/v1/memories", {"user": "sam", "key": "a.b", "value": "x", "scope": {"kind": "\ud800"}}, "scope.kind"),
-    ("/api/v1/policy/rules", {"user": "sam", "capability": "media.voice", "effect": "\ud800", "source": "explicit-user", "scope": {"kind": "global"}}, "effect"),
-    ("/api/v1/policy/rules", {"user": "sam", "capability": "media.voice", "effect": "allow", "source": "\ud800", "scope": {"kind": "global"}}, "source"),
-    ("/api/v1/policy/decide", {"context": {"user": "sam"}, "capability": "tone.playful", "requested_by": "\ud800"}, "requested_by"),
-    ("/api/v1/policy/answers", {"decision_id": str(uuid.uuid5(uuid.NAMESPACE_URL, "d1")), "answer": "\ud800", "remember": "once"}, "answer"),
-    ("/api/v1/policy/answers", {"decision_id": str(uuid.uuid5(uuid.NAMESPACE_URL, "d2")), "answer": "allow", "remember": "\ud800"}, "remember"),
-    ("/api/v1/memories", {"user": "sam", "key": "a.b", "value": "x", "scope": {"kind": "user"}, "sources": ["\ud800"]}, "sources.0"),
-])
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (
+            "/api/v1/memories",
+            {
+                "user": "sam",
+                "key": "a.b",
+                "value": "x",
+                "scope": {"kind": "user"},
+                "authority": "\ud800",
+            },
+            "authority",
+        ),
+        (
+            "/api/v1/memories",
+            {"user": "sam", "key": "a.b", "value": "x", "scope": {"kind": "\ud800"}},
+            "scope.kind",
+        ),
+        (
+            "/api/v1/policy/rules",
+            {
+                "user": "sam",
+                "capability": "media.voice",
+                "effect": "\ud800",
+                "source": "explicit-user",
+                "scope": {"kind": "global"},
+            },
+            "effect",
+        ),
+        (
+            "/api/v1/policy/rules",
+            {
+                "user": "sam",
+                "capability": "media.voice",
+                "effect": "allow",
+                "source": "\ud800",
+                "scope": {"kind": "global"},
+            },
+            "source",
+        ),
+        (
+            "/api/v1/policy/decide",
+            {"context": {"user": "sam"}, "capability": "tone.playful", "requested_by": "\ud800"},
+            "requested_by",
+        ),
+        (
+            "/api/v1/policy/answers",
+            {
+                "decision_id": str(uuid.uuid5(uuid.NAMESPACE_URL, "d1")),
+                "answer": "\ud800",
+                "remember": "once",
+            },
+            "answer",
+        ),
+        (
+            "/api/v1/policy/answers",
+            {
+                "decision_id": str(uuid.uuid5(uuid.NAMESPACE_URL, "d2")),
+                "answer": "allow",
+                "remember": "\ud800",
+            },
+            "remember",
+        ),
+        (
+            "/api/v1/memories",
+            {
+                "user": "sam",
+                "key": "a.b",
+                "value": "x",
+                "scope": {"kind": "user"},
+                "sources": ["\ud800"],
+            },
+            "sources.0",
+        ),
+    ],
+)
 def test_it_names_the_field_that_holds_the_lone_surrogate(api, path, body, field):
     r = send(api, "post", path, json.dumps(body))
     assert r.status_code == 400
@@ -77,8 +152,12 @@ def test_it_names_the_field_that_holds_the_lone_surrogate(api, path, body, field
 def test_it_accepts_astral_characters_written_as_surrogate_pairs(api):
     """A pair (`\\ud83d\\ude00`, 😀) is valid Unicode: only lone halves are refused."""
     api.put("/api/v1/users/sam", {}, format="json")
-    r = send(api, "post", "/api/v1/memories",
-             '{"user": "sam", "key": "pet.name", "value": "Rex \\ud83d\\ude00", "scope": {"kind": "user"}}')
+    r = send(
+        api,
+        "post",
+        "/api/v1/memories",
+        '{"user": "sam", "key": "pet.name", "value": "Rex \\ud83d\\ude00", "scope": {"kind": "user"}}',
+    )
     assert r.status_code == 201 and r.json()["memory"]["value"] == "Rex \U0001f600"
 
 

@@ -41,8 +41,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 WIDTHS = {"desktop": 1280, "phone": 390}
 ARTIFACTS = ROOT / "test-artifacts"
@@ -59,7 +65,11 @@ def pytest_collection_modifyitems(config, items):
         if Path(str(item.fspath)).parent == here:
             item.add_marker(pytest.mark.browser)
             if CHROMIUM is None:
-                item.add_marker(pytest.mark.skip(reason="no Chromium: neither /usr/bin/chromium nor `chromium` on PATH"))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason="no Chromium: neither /usr/bin/chromium nor `chromium` on PATH"
+                    )
+                )
 
 
 # --- the README's server ------------------------------------------------------------------------
@@ -91,9 +101,17 @@ class ReadmeServer:
 
     def manage(self, *args: str) -> str:
         """Run `manage.py ARGS` against this server's database; its standard output."""
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                                capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stderr[-3000:]}"
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, (
+            f"manage.py {' '.join(args)} failed:\n{result.stderr[-3000:]}"
+        )
         return result.stdout
 
     def api(self, method: str, path: str, body=None):
@@ -101,7 +119,8 @@ class ReadmeServer:
         if not self._token:
             self._token = self.manage("create_api_token", "browser-tests").strip().splitlines()[-1]
         request = urllib.request.Request(
-            f"{self.url}/api/v1{path}", method=method,
+            f"{self.url}/api/v1{path}",
+            method=method,
             data=json.dumps(body).encode() if body is not None else None,
             headers={"Authorization": f"Bearer {self._token}", "Content-Type": "application/json"},
         )
@@ -119,33 +138,51 @@ def readme_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("readme-server")
     port = _free_port()
     database = tmp / "db.sqlite3"
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "DJANGO_ALLOW_ASYNC"))}
-    env.update({
-        "DJANGO_DEBUG": "false",  # even if a developer's .env turns it on
-        "STATIC_ROOT": str(tmp / "static"),  # never races a developer's own `make run`
-        "DATABASE_URL": f"sqlite:///{database}",  # for `manage`; `make run DB=` sets the same
-        # A support reveal (SPEC S1) lasts this long here, so a test can wait one out.
-        "SUPPORT_REVEAL_SECONDS": str(REVEAL_SECONDS),
-    })
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYTEST_", "DJANGO_ALLOW_ASYNC"))
+    }
+    env.update(
+        {
+            "DJANGO_DEBUG": "false",  # even if a developer's .env turns it on
+            "STATIC_ROOT": str(tmp / "static"),  # never races a developer's own `make run`
+            "DATABASE_URL": f"sqlite:///{database}",  # for `manage`; `make run DB=` sets the same
+            # A support reveal (SPEC S1) lasts this long here, so a test can wait one out.
+            "SUPPORT_REVEAL_SECONDS": str(REVEAL_SECONDS),
+        }
+    )
     log = tmp / "make-run.log"
     with log.open("w") as out:
-        process = subprocess.Popen([make, "run", f"PORT={port}", f"DB={database}"], cwd=ROOT, env=env,
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [make, "run", f"PORT={port}", f"DB={database}"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             if process.poll() is not None:
-                pytest.fail(f"`make run` exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+                pytest.fail(
+                    f"`make run` exited with {process.returncode}:\n{log.read_text()[-3000:]}"
+                )
             try:
                 if _get(url + "/login/", timeout=2) == 200:
                     break
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"`make run` did not answer within {START_TIMEOUT} s:\n{log.read_text()[-3000:]}")
+                pytest.fail(
+                    f"`make run` did not answer within {START_TIMEOUT} s:\n{log.read_text()[-3000:]}"
+                )
             time.sleep(0.5)
-        found = re.search(r"Sign in at (\S+)/login/ as 'demo' with password '([^']+)'", log.read_text())
+        found = re.search(
+            r"Sign in at (\S+)/login/ as 'demo' with password '([^']+)'", log.read_text()
+        )
         assert found, "make run did not print the demo user's password"
         assert found.group(1) == url, f"make run printed {found.group(1)}, but serves {url}"
         yield ReadmeServer(url=url, env=env, log=log, demo_password=found.group(2))
@@ -186,7 +223,9 @@ def chromium():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
         yield browser
         browser.close()
 
@@ -250,7 +289,8 @@ def axe_violations(page) -> list[dict]:
 def assert_no_axe_violations(page) -> None:
     violations = axe_violations(page)
     report = "\n".join(
-        f"- {v['id']} ({v['impact']}): {v['help']} — " + ", ".join(" ".join(n["target"]) for n in v["nodes"][:5])
+        f"- {v['id']} ({v['impact']}): {v['help']} — "
+        + ", ".join(" ".join(n["target"]) for n in v["nodes"][:5])
         for v in violations
     )
     assert not violations, f"axe-core found {len(violations)} violation(s) on {page.url}:\n{report}"
@@ -266,7 +306,9 @@ def assert_stylesheets_applied(page, *, pages_css: bool = True) -> None:
     assert not missing, f"{page.url}: stylesheet(s) not applied: {missing}"
     if pages_css:
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
-        assert background == PAGES_BACKGROUND, f"{page.url}: body background {background}, not the stylesheet's"
+        assert background == PAGES_BACKGROUND, (
+            f"{page.url}: body background {background}, not the stylesheet's"
+        )
 
 
 def assert_fits_sideways(page) -> None:
@@ -296,7 +338,9 @@ def look():
     `admin=True` for Django admin pages: the admin's own stylesheets, no axe (the admin is
     Django's), the same sideways check only where asked (`fits=True`)."""
 
-    def look(page, name: str, *, admin: bool = False, fits: bool = True, axe: bool | None = None) -> None:
+    def look(
+        page, name: str, *, admin: bool = False, fits: bool = True, axe: bool | None = None
+    ) -> None:
         page.wait_for_load_state("load")
         assert_stylesheets_applied(page, pages_css=not admin)
         if fits:

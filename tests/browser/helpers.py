@@ -18,11 +18,24 @@ CARD_AT = r"/memories/(\?[^#]*)?#m-[0-9a-f-]{36}$"
 def tell(server, who, text: str, *, title: str = "A chat with Rowan") -> dict:
     """The chat runtime: a conversation with Captain Rowan in which `who` says `text`."""
     server.api("PUT", "/characters/captain-rowan", ROWAN)
-    conversation = server.api("POST", "/conversations", {"user": who.username, "character": "captain-rowan",
-                                                         "title": title})
-    turn = server.api("POST", f"/conversations/{conversation['id']}/turns", {"turn_key": "t1", "content": text})
-    return {"id": conversation["id"], "message": turn["user_message"]["id"], "extracted": turn["extracted"],
-            "ctx": {"user": who.username, "character": "captain-rowan", "conversation": conversation["id"]}}
+    conversation = server.api(
+        "POST",
+        "/conversations",
+        {"user": who.username, "character": "captain-rowan", "title": title},
+    )
+    turn = server.api(
+        "POST", f"/conversations/{conversation['id']}/turns", {"turn_key": "t1", "content": text}
+    )
+    return {
+        "id": conversation["id"],
+        "message": turn["user_message"]["id"],
+        "extracted": turn["extracted"],
+        "ctx": {
+            "user": who.username,
+            "character": "captain-rowan",
+            "conversation": conversation["id"],
+        },
+    }
 
 
 def card(page, label):
@@ -32,7 +45,9 @@ def card(page, label):
 
 def new_plan(server, conversation_id, key, content: str = "What is my dog called?"):
     """A new turn in the conversation and its prompt plan, as the runtime asks for it."""
-    turn = server.api("POST", f"/conversations/{conversation_id}/turns", {"turn_key": key, "content": content})
+    turn = server.api(
+        "POST", f"/conversations/{conversation_id}/turns", {"turn_key": key, "content": content}
+    )
     return server.api("GET", f"/turns/{turn['id']}/prompt-plan?budget=4000")
 
 
@@ -62,8 +77,12 @@ def support_staff(server, name: str, *, private_text: bool = False) -> tuple[str
     """A support member made with the README's command (with the private-text permission when
     asked): their name and password."""
     password = "staff-" + secrets.token_urlsafe(12)
-    server.manage("create_support_user", name, f"--password={password}",
-                  *(["--private-text"] if private_text else []))
+    server.manage(
+        "create_support_user",
+        name,
+        f"--password={password}",
+        *(["--private-text"] if private_text else []),
+    )
     return name, password
 
 

@@ -21,16 +21,14 @@ from tests.browser.helpers import admin_sign_in, support_staff
 REASON = "Ticket 4711: the user asked us to forget their plant's name."
 
 
-
-
-
-
 def active(server, username: str) -> dict:
     answer = server.api("POST", "/memory/resolve", {"context": {"user": username}})
     return {m["key"]: m for m in answer["active"]}
 
 
-def test_support_staff_forget_a_memory_on_the_users_behalf(page, readme_server, person, look, width):
+def test_support_staff_forget_a_memory_on_the_users_behalf(
+    page, readme_server, person, look, width
+):
     staff = support_staff(readme_server, f"support-forget-{width}")
     plant = active(readme_server, person.username)["basil_plant.name"]
     assert plant["value"] == "Marlowe"
@@ -114,7 +112,9 @@ def test_support_explains_a_turn_in_one_click(page, readme_server, person, look,
 
     # From a memory: the turn that taught it, one click.
     page.goto(f"{readme_server.url}/admin/memory/memoryrecord/?q={person.username}")
-    page.locator("#result_list tbody tr", has_text="user.dislikes").first.locator("th a").first.click()
+    page.locator("#result_list tbody tr", has_text="user.dislikes").first.locator(
+        "th a"
+    ).first.click()
     page.get_by_role("link", name=re.compile("^Explain turn .* that taught it")).first.click()
     expect(page.locator("#id_scene")).to_have_value("greenhouse")
     expect(page.locator("#explain-records")).to_contain_text("user.dislikes")

@@ -27,12 +27,6 @@ WIDTH = 1280
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium")
 
 
-
-
-
-
-
-
 def checked(page, name: str) -> None:
     """axe-core finds nothing on the page as it is now; its screenshot is kept."""
     page.wait_for_load_state("load")

@@ -20,15 +20,21 @@ def test_a_missing_page_is_styled_with_a_way_back(page, readme_server, look):
     expect(page).to_have_url(readme_server.url + "/login/")
 
 
-def test_a_signed_in_user_gets_the_404_with_the_sites_navigation(page, readme_server, person, sign_in, look):
+def test_a_signed_in_user_gets_the_404_with_the_sites_navigation(
+    page, readme_server, person, sign_in, look
+):
     sign_in(page, person)
-    response = page.goto(readme_server.url + "/memories/00000000-0000-0000-0000-000000000000/history")
+    response = page.goto(
+        readme_server.url + "/memories/00000000-0000-0000-0000-000000000000/history"
+    )
     assert response.status == 404
     expect(page.get_by_role("navigation", name="Main")).to_be_visible()
     look(page, "error-404-signed-in")
 
 
-def test_a_form_that_cannot_be_trusted_is_a_styled_403_and_changes_nothing(page, readme_server, person, sign_in, look):
+def test_a_form_that_cannot_be_trusted_is_a_styled_403_and_changes_nothing(
+    page, readme_server, person, sign_in, look
+):
     sign_in(page, person)
     page.goto(readme_server.url + "/boundaries/")
     page.context.clear_cookies(name="csrftoken")
@@ -38,21 +44,36 @@ def test_a_form_that_cannot_be_trusted_is_a_styled_403_and_changes_nothing(page,
     images.get_by_role("button", name=re.compile("^Save")).click()
     expect(page.get_by_role("heading", level=1)).to_have_text("That form could not be sent")
     look(page, "error-403-form")
-    decided = readme_server.api("POST", "/policy/decide", {"context": {"user": person.username},
-                                                          "capability": "media.image", "requested_by": "assistant"})
+    decided = readme_server.api(
+        "POST",
+        "/policy/decide",
+        {
+            "context": {"user": person.username},
+            "capability": "media.image",
+            "requested_by": "assistant",
+        },
+    )
     assert decided["effect"] == "ask"
 
 
 def test_the_500_page_is_styled_and_shows_the_request_id(page, readme_server, look):
-    html = readme_server.manage("shell", "-v", "0", "-c", (
-        "import sys\n"
-        "from django.test import RequestFactory\n"
-        "from config.views import server_error\n"
-        "request = RequestFactory().get('/memories/')\n"
-        "request.request_id = '7d9c2a4e-1b3f-4c5d-8e6f-0a1b2c3d4e5f'\n"
-        "sys.stdout.write(server_error(request).content.decode())\n"
-    ))
-    assert re.search(r'href="/static/css/pages\.[0-9a-f]{12}\.css"', html), "the 500 page links the hashed stylesheet"
+    html = readme_server.manage(
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        (
+            "import sys\n"
+            "from django.test import RequestFactory\n"
+            "from config.views import server_error\n"
+            "request = RequestFactory().get('/memories/')\n"
+            "request.request_id = '7d9c2a4e-1b3f-4c5d-8e6f-0a1b2c3d4e5f'\n"
+            "sys.stdout.write(server_error(request).content.decode())\n"
+        ),
+    )
+    assert re.search(r'href="/static/css/pages\.[0-9a-f]{12}\.css"', html), (
+        "the 500 page links the hashed stylesheet"
+    )
     page.goto(readme_server.url + "/login/")
     page.set_content(html)
     expect(page.get_by_role("heading", level=1)).to_have_text("Something went wrong on our side")

@@ -54,7 +54,9 @@ def card_labels(page) -> list[str]:
 # Confirm
 
 
-def test_it_confirms_a_memory_and_confirming_again_changes_nothing(page, readme_server, person, sign_in, look):
+def test_it_confirms_a_memory_and_confirming_again_changes_nothing(
+    page, readme_server, person, sign_in, look
+):
     """SPEC §2 Confirm: a rule-extracted memory becomes the user's own word ("Confirmed"),
     one new record valid from now; confirming what the user already confirmed stores nothing
     and says "nothing changed" — from the API and from a page that was open before."""
@@ -74,11 +76,14 @@ def test_it_confirms_a_memory_and_confirming_again_changes_nothing(page, readme_
     assert confirmed != extracted["id"]
     dog = page.locator(f"#m-{confirmed}")
     expect(dog.locator(".card-notice")).to_have_text(
-        "Confirmed “Dog's name”. It now counts as something you said yourself.")
+        "Confirmed “Dog's name”. It now counts as something you said yourself."
+    )
     expect(page.locator("#messages")).to_have_count(0)  # the message is beside the card only
     expect(dog.locator(".memory-value")).to_have_text("Rex")
     expect(dog.locator(".tag")).to_have_text("Confirmed")
-    expect(dog.locator(".certainty-note")).to_have_text("Used in conversations as a fact: you said so yourself.")
+    expect(dog.locator(".certainty-note")).to_have_text(
+        "Used in conversations as a fact: you said so yourself."
+    )
     expect(dog).to_contain_text("You confirmed it on ")
     expect(dog.get_by_role("button", name="Confirm Dog's name")).to_have_count(0)
     look(page, "flows-01-confirmed")
@@ -87,31 +92,41 @@ def test_it_confirms_a_memory_and_confirming_again_changes_nothing(page, readme_
     answer = resolve(readme_server, person, **{k: v for k, v in told["ctx"].items() if k != "user"})
     assert [m["id"] for m in answer["active"] if m["key"] == "dog.name"] == [confirmed]
     assert active_values(answer, "dog.name") == [("Rex", "user-confirmed")]
-    assert [(p["value"], p["certainty"]) for p in answer["prompt"] if p["key"] == "dog.name"] == [("Rex", "confirmed")]
+    assert [(p["value"], p["certainty"]) for p in answer["prompt"] if p["key"] == "dog.name"] == [
+        ("Rex", "confirmed")
+    ]
 
     # Confirming again stores nothing: the API answers `unchanged` with the same record ...
     again = readme_server.api("POST", f"/memories/{confirmed}/confirm", {})
     assert (again["outcome"], again["memory"]["id"]) == ("unchanged", confirmed)
     # ... and so does the page that still offered "Confirm", beside the card it confirmed.
-    earlier.locator(f"#m-{extracted['id']}").get_by_role("button", name="Confirm Dog's name").click()
+    earlier.locator(f"#m-{extracted['id']}").get_by_role(
+        "button", name="Confirm Dog's name"
+    ).click()
     assert lands_on_card(earlier, readme_server) == confirmed
     expect(earlier.locator(f"#m-{confirmed} .card-notice")).to_have_text(
-        "Nothing changed: “Dog's name” was already confirmed by you.")
+        "Nothing changed: “Dog's name” was already confirmed by you."
+    )
     look(earlier, "flows-02-confirmed-again")
     earlier.close()
-    assert [(r["authority"], r["value"]) for r in history_of(readme_server, person, "dog.name")] == [
-        ("rule-extracted", "Rex"), ("user-confirmed", "Rex")]
+    assert [
+        (r["authority"], r["value"]) for r in history_of(readme_server, person, "dog.name")
+    ] == [("rule-extracted", "Rex"), ("user-confirmed", "Rex")]
 
     # History: one value, confirmed on a day — never "replaced".
     dog.get_by_role("link", name="History of Dog's name").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("History of “Dog's name”")
     expect(page.locator("table.history tbody tr")).to_have_count(1)
-    expect(page.locator("tr.is-current .confirmed-on")).to_have_text(re.compile(r"^You confirmed it on \d{1,2} \w{3} \d{4}$"))
+    expect(page.locator("tr.is-current .confirmed-on")).to_have_text(
+        re.compile(r"^You confirmed it on \d{1,2} \w{3} \d{4}$")
+    )
     expect(page.locator("table.history")).not_to_contain_text("Replaced")
     look(page, "flows-03-history-confirmed")
 
 
-def test_it_treats_a_correction_with_the_same_value_as_a_confirm(page, readme_server, person, sign_in, look):
+def test_it_treats_a_correction_with_the_same_value_as_a_confirm(
+    page, readme_server, person, sign_in, look
+):
     """SPEC §2: a correct whose value equals the record's (normalised as in §1: case, spaces)
     is a confirm — the value stays as it was, nothing is replaced in history — and saving it
     once more changes nothing."""
@@ -133,7 +148,8 @@ def test_it_treats_a_correction_with_the_same_value_as_a_confirm(page, readme_se
     dislikes = page.locator(f"#m-{confirmed}")
     expect(dislikes.locator(".card-notice")).to_have_text(
         "Confirmed “Dislikes”: the value you saved is the one remembered. "
-        "It now counts as something you said yourself.")
+        "It now counts as something you said yourself."
+    )
     expect(dislikes.locator(".memory-value")).to_have_text("being rushed")
     expect(dislikes.locator(".tag")).to_have_text("Confirmed")
     expect(page.locator("main")).not_to_contain_text("will not be used again")
@@ -145,17 +161,22 @@ def test_it_treats_a_correction_with_the_same_value_as_a_confirm(page, readme_se
     dislikes.get_by_role("button", name="Save correction").click()
     assert lands_on_card(page, readme_server) == confirmed
     expect(page.locator(f"#m-{confirmed} .card-notice")).to_have_text(
-        "Nothing changed: “Dislikes” already holds that value, as you said it.")
+        "Nothing changed: “Dislikes” already holds that value, as you said it."
+    )
 
     # The runtime: one new record, the user's confirmation of the same value.
     after = history_of(readme_server, person, "user.dislikes")
     assert len(after) == len(before) + 1
-    assert [(r["id"], r["authority"], r["value"], r["supersedes"]) for r in after if r["id"] not in
-            {b["id"] for b in before}] == [(confirmed, "user-confirmed", "being rushed", original)]
+    assert [
+        (r["id"], r["authority"], r["value"], r["supersedes"])
+        for r in after
+        if r["id"] not in {b["id"] for b in before}
+    ] == [(confirmed, "user-confirmed", "being rushed", original)]
     answer = resolve(readme_server, person)
     assert active_values(answer, "user.dislikes") == [("being rushed", "user-confirmed")]
-    assert ("user.dislikes", "being rushed", "confirmed") in [(p["key"], p["value"], p["certainty"])
-                                                              for p in answer["prompt"]]
+    assert ("user.dislikes", "being rushed", "confirmed") in [
+        (p["key"], p["value"], p["certainty"]) for p in answer["prompt"]
+    ]
 
     page.locator(f"#m-{confirmed}").get_by_role("link", name="History of Dislikes").click()
     expect(page.locator("table.history tbody tr")).to_have_count(1)
@@ -183,7 +204,8 @@ def test_it_marks_a_memory_no_longer_true_and_undoes_it(page, readme_server, per
     place = page.locator(f"#m-{rex}")
     expect(place.locator(".card-notice")).to_have_text(
         "“Dog's name” is no longer treated as true. Its history keeps the old value, "
-        "and older messages will not bring it back.")
+        "and older messages will not bring it back."
+    )
     expect(place.locator(".tag")).to_have_text("No longer true")
     expect(place.get_by_role("button", name="Undo: it is true (Dog's name)")).to_be_visible()
     look(page, "flows-06-no-longer-true")
@@ -208,15 +230,20 @@ def test_it_marks_a_memory_no_longer_true_and_undoes_it(page, readme_server, per
     dog = page.locator(f"#m-{again}")
     expect(dog.locator(".card-notice")).to_have_text(
         "“Dog's name” is remembered again, as something you said yourself, from now on. "
-        "Its history shows the time it was not.")
+        "Its history shows the time it was not."
+    )
     expect(dog.locator(".memory-value")).to_have_text("Rex")
     expect(dog.locator(".tag")).to_have_text("Confirmed")
     expect(page.locator("#no-longer-true-link")).to_have_count(0)
     look(page, "flows-08-undone")
 
-    assert active_values(resolve(readme_server, person, **context), "dog.name") == [("Rex", "user-confirmed")]
+    assert active_values(resolve(readme_server, person, **context), "dog.name") == [
+        ("Rex", "user-confirmed")
+    ]
     plan = new_plan(readme_server, told["id"], "restored")
-    assert [(m["value"], m["certainty"]) for m in plan["memories"] if m["key"] == "dog.name"] == [("Rex", "confirmed")]
+    assert [(m["value"], m["certainty"]) for m in plan["memories"] if m["key"] == "dog.name"] == [
+        ("Rex", "confirmed")
+    ]
 
     # History: the old value (no longer true), the time without one, the value again.
     dog.get_by_role("link", name="History of Dog's name").click()
@@ -224,7 +251,11 @@ def test_it_marks_a_memory_no_longer_true_and_undoes_it(page, readme_server, per
     expect(rows).to_have_count(3)
     expect(rows.nth(0)).to_contain_text("No longer true")
     expect(rows.nth(1)).to_have_class("gap")
-    expect(rows.nth(1)).to_have_text(re.compile(r"^\s*Nothing remembered from .+ until .+ \(it was marked no longer true\)\.\s*$"))
+    expect(rows.nth(1)).to_have_text(
+        re.compile(
+            r"^\s*Nothing remembered from .+ until .+ \(it was marked no longer true\)\.\s*$"
+        )
+    )
     expect(rows.nth(2)).to_have_class("is-current")
     expect(rows.nth(2)).to_contain_text("Rex")
     look(page, "flows-09-history-with-gap")
@@ -236,23 +267,37 @@ def test_it_marks_a_memory_no_longer_true_and_undoes_it(page, readme_server, per
     page.locator(f"#m-{was}").get_by_role("button", name="Undo: it is true (Dislikes)").click()
     back = lands_on_card(page, readme_server)
     expect(page.locator(f"#m-{back} .memory-value")).to_have_text("being rushed")
-    assert active_values(resolve(readme_server, person), "user.dislikes") == [("being rushed", "user-confirmed")]
+    assert active_values(resolve(readme_server, person), "user.dislikes") == [
+        ("being rushed", "user-confirmed")
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
 # Forget selected
 
-WEBSITE = "https://example.org/notes/an-address-far-longer-than-a-phone-is-wide/without-a-single-space"
+WEBSITE = (
+    "https://example.org/notes/an-address-far-longer-than-a-phone-is-wide/without-a-single-space"
+)
 
 
-def test_it_forgets_the_selected_memories_after_one_confirmation(page, readme_server, person, sign_in, look):
+def test_it_forgets_the_selected_memories_after_one_confirmation(
+    page, readme_server, person, sign_in, look
+):
     """F1/F2 for several at once: tick four cards, one page lists exactly those, and once
     confirmed each is forgotten as a forget of its own would be — gone from the page, erased
     in the runtime's records, excluded as forgotten by the resolver. One value is an address
     with no space in it: the cards wrap it, and the page stays as wide as a phone."""
-    made = readme_server.api("POST", "/memories", {
-        "user": person.username, "key": "user.website", "value": WEBSITE, "scope": {"kind": "user"},
-        "authority": "user-confirmed"})
+    made = readme_server.api(
+        "POST",
+        "/memories",
+        {
+            "user": person.username,
+            "key": "user.website",
+            "value": WEBSITE,
+            "scope": {"kind": "user"},
+            "authority": "user-confirmed",
+        },
+    )
     assert made["outcome"] == "created"
     sign_in(page, person)
     expect(card(page, "Your website").locator(".memory-value")).to_have_text(WEBSITE)
@@ -262,7 +307,9 @@ def test_it_forgets_the_selected_memories_after_one_confirmation(page, readme_se
         box = page.get_by_label(f"Select {label}", exact=True)
         box.check()
         ids[label] = box.get_attribute("id").removeprefix("select-")
-    assert ids == {label: card(page, label).get_attribute("id").removeprefix("m-") for label in chosen}
+    assert ids == {
+        label: card(page, label).get_attribute("id").removeprefix("m-") for label in chosen
+    }
     look(page, "flows-10-selected")
     page.locator("#forget-selected-button").click()
 
@@ -279,7 +326,8 @@ def test_it_forgets_the_selected_memories_after_one_confirmation(page, readme_se
     expect(page.locator("#messages")).to_have_text(
         "Forgotten: 4 memories (“Dislikes”, “The scene's lamp”, “The story's meeting”, “Your website”). "
         "The values are erased, the companion no longer sees the 2 messages that held them, "
-        "and old messages will not bring them back.")  # F6: the demo's two messages that held them
+        "and old messages will not bring them back."
+    )  # F6: the demo's two messages that held them
     for label in chosen:
         expect(card(page, label)).to_have_count(0)
     for value in ("being rushed", "the work lamp is on", "Thursdays at", WEBSITE):
@@ -303,14 +351,46 @@ def test_it_forgets_the_selected_memories_after_one_confirmation(page, readme_se
 # ---------------------------------------------------------------------------------------------
 # Pages, order, certainty and search
 
-FRUITS = ["apricot", "banana", "cherry", "damson", "elderberry", "fig", "grape", "huckleberry", "kiwi",
-          "lemon", "lime", "lychee", "mango", "melon", "nectarine", "olive", "orange", "papaya", "peach",
-          "pear", "plum", "quince", "raspberry", "rhubarb", "satsuma", "tangerine", "ugli", "vanilla",
-          "watermelon", "yuzu"]
+FRUITS = [
+    "apricot",
+    "banana",
+    "cherry",
+    "damson",
+    "elderberry",
+    "fig",
+    "grape",
+    "huckleberry",
+    "kiwi",
+    "lemon",
+    "lime",
+    "lychee",
+    "mango",
+    "melon",
+    "nectarine",
+    "olive",
+    "orange",
+    "papaya",
+    "peach",
+    "pear",
+    "plum",
+    "quince",
+    "raspberry",
+    "rhubarb",
+    "satsuma",
+    "tangerine",
+    "ugli",
+    "vanilla",
+    "watermelon",
+    "yuzu",
+]
 # What each of the 30 memories is, in the order they are made: (authority, confidence, with a source).
-KINDS = ([("user-confirmed", 1.0, False)] * 10 + [("rule-extracted", 0.9, True)] * 10
-         + [("rule-extracted", 0.6, True)] * 6 + [("model-inferred", 0.3, True)] * 2
-         + [("model-inferred", 0.9, False)] * 2)
+KINDS = (
+    [("user-confirmed", 1.0, False)] * 10
+    + [("rule-extracted", 0.9, True)] * 10
+    + [("rule-extracted", 0.6, True)] * 6
+    + [("model-inferred", 0.3, True)] * 2
+    + [("model-inferred", 0.9, False)] * 2
+)
 
 
 def label_of(fruit: str) -> str:
@@ -318,7 +398,8 @@ def label_of(fruit: str) -> str:
 
 
 def test_it_shows_many_memories_a_page_at_a_time_in_order_by_certainty_and_search(
-        page, readme_server, person, sign_in, look):
+    page, readme_server, person, sign_in, look
+):
     """25 cards a page, newest first or A–Z (within "everywhere" and each character), filtered
     by certainty (P1/P2's words); an action on page 2 keeps the page; a search's term is
     posted and never appears in an address (SPEC §12)."""
@@ -326,11 +407,19 @@ def test_it_shows_many_memories_a_page_at_a_time_in_order_by_certainty_and_searc
     sign_in(page, person)
     demo = card_labels(page)
     for fruit, (authority, confidence, sourced) in zip(FRUITS, KINDS, strict=True):
-        made = readme_server.api("POST", "/memories", {
-            "user": person.username, "key": f"user.favourite_{fruit}", "value": f"{fruit} in summer",
-            "scope": {"kind": "user"}, "authority": authority, "confidence": confidence,
-            "sources": [source] if sourced else [],
-        })
+        made = readme_server.api(
+            "POST",
+            "/memories",
+            {
+                "user": person.username,
+                "key": f"user.favourite_{fruit}",
+                "value": f"{fruit} in summer",
+                "scope": {"kind": "user"},
+                "authority": authority,
+                "confidence": confidence,
+                "sources": [source] if sourced else [],
+            },
+        )
         assert made["outcome"] == "created"
     total = len(demo) + len(FRUITS)
     everywhere = ["Basil plant's name", "Dislikes"]
@@ -364,7 +453,7 @@ def test_it_shows_many_memories_a_page_at_a_time_in_order_by_certainty_and_searc
     page.locator("#page-next").click()
     expect(page).to_have_url(readme_server.url + "/memories/?sort=az&page=2")
     labels = card_labels(page)
-    assert labels[:len(alphabetical) - 25] == alphabetical[25:]
+    assert labels[: len(alphabetical) - 25] == alphabetical[25:]
     groups = page.locator("section.group")
     for index in range(groups.count()):
         in_group = groups.nth(index).locator("h3.memory-label").all_inner_texts()
@@ -372,7 +461,9 @@ def test_it_shows_many_memories_a_page_at_a_time_in_order_by_certainty_and_searc
     look(page, "flows-15-memories-a-z-page-2")
 
     # An action on page 2 comes back to page 2, at the card.
-    target = label_of(FRUITS[-3])  # "Your favourite vanilla": low confidence, on page 2 in A–Z order
+    target = label_of(
+        FRUITS[-3]
+    )  # "Your favourite vanilla": low confidence, on page 2 in A–Z order
     card(page, target).get_by_role("button", name=f"Confirm {target}").click()
     confirmed = lands_on_card(page, readme_server)
     expect(page).to_have_url(re.compile(r"/memories/\?sort=az&page=2#m-"))
@@ -388,12 +479,14 @@ def test_it_shows_many_memories_a_page_at_a_time_in_order_by_certainty_and_searc
     expect(page.locator("#results-count")).to_have_text("7 memories shown.")
     expect(page.get_by_role("navigation", name="Pages of memories")).to_have_count(0)
     assert card_labels(page) == sorted([label_of(f) for f in FRUITS[20:26]], key=str.casefold) + [
-        "The story letter's status"]
+        "The story letter's status"
+    ]
     look(page, "flows-16-memories-uncertain")
     page.locator("#id_certainty").select_option(label="No source")
     page.get_by_role("button", name="Show", exact=True).click()
     expect(page.locator("li.memory .certainty-note")).to_have_text(
-        ["Not used in conversations: no message of yours backs it up."] * 3)
+        ["Not used in conversations: no message of yours backs it up."] * 3
+    )
     page.get_by_role("button", name="Show everything").click()
     expect(page).to_have_url(readme_server.url + "/memories/")
     expect(page.locator("li.memory")).to_have_count(25)
@@ -416,7 +509,10 @@ def test_it_shows_many_memories_a_page_at_a_time_in_order_by_certainty_and_searc
 
     # The runtime sees the same certainties.
     prompt = {p["key"]: p["certainty"] for p in resolve(readme_server, person)["prompt"]}
-    assert prompt["user.favourite_mango"] == "likely" and prompt["user.favourite_vanilla"] == "confirmed"
+    assert (
+        prompt["user.favourite_mango"] == "likely"
+        and prompt["user.favourite_vanilla"] == "confirmed"
+    )
     assert prompt["user.favourite_tangerine"] == "uncertain"
     assert "user.favourite_watermelon" not in prompt and "user.favourite_ugli" not in prompt
 
@@ -426,16 +522,23 @@ def test_it_shows_many_memories_a_page_at_a_time_in_order_by_certainty_and_searc
 
 
 def first_from(page) -> datetime:
-    return datetime.strptime(page.locator("table.history td[data-label=From]").first.inner_text(), "%d %b %Y, %H:%M")
+    return datetime.strptime(
+        page.locator("table.history td[data-label=From]").first.inner_text(), "%d %b %Y, %H:%M"
+    )
 
 
-def test_it_shows_times_in_the_time_zone_the_person_chooses(page, readme_server, person, sign_in, look):
+def test_it_shows_times_in_the_time_zone_the_person_chooses(
+    page, readme_server, person, sign_in, look
+):
     """Times on every page are in the person's time zone once chosen on "Your data" (unset:
     the service's, named as such); the export carries the choice."""
     sign_in(page, person)
     expect(page.locator(".time-zone-note")).to_have_text(
-        "Times are in UTC, the service's time zone. Change it.")
-    history = card(page, "Basil plant's name").get_by_role("link", name="History of Basil plant's name")
+        "Times are in UTC, the service's time zone. Change it."
+    )
+    history = card(page, "Basil plant's name").get_by_role(
+        "link", name="History of Basil plant's name"
+    )
     history.click()
     history_url = page.url
     utc = first_from(page)
@@ -443,7 +546,9 @@ def test_it_shows_times_in_the_time_zone_the_person_chooses(page, readme_server,
     page.get_by_role("link", name="Change it").click()
     expect(page).to_have_url(readme_server.url + "/data/#time-zone")
     zone = page.locator("#time-zone")
-    expect(zone).to_contain_text("Every page shows dates and times in UTC, the service's time zone, until you choose yours.")
+    expect(zone).to_contain_text(
+        "Every page shows dates and times in UTC, the service's time zone, until you choose yours."
+    )
     page.get_by_role("combobox", name="Your time zone").select_option("Asia/Tokyo")
     page.locator("#time-zone-save").click()
 
@@ -455,9 +560,13 @@ def test_it_shows_times_in_the_time_zone_the_person_chooses(page, readme_server,
     look(page, "flows-18-time-zone-saved")
 
     page.get_by_role("link", name="Memories", exact=True).click()
-    expect(page.locator(".time-zone-note")).to_have_text("Times are in your time zone, Asia/Tokyo. Change it.")
+    expect(page.locator(".time-zone-note")).to_have_text(
+        "Times are in your time zone, Asia/Tokyo. Change it."
+    )
     page.goto(history_url)
-    expect(page.locator(".time-zone-note")).to_have_text("Times are in your time zone, Asia/Tokyo. Change it.")
+    expect(page.locator(".time-zone-note")).to_have_text(
+        "Times are in your time zone, Asia/Tokyo. Change it."
+    )
     assert first_from(page) - utc == timedelta(hours=9)  # Tokyo keeps no summer time
     look(page, "flows-19-history-in-tokyo")
 
@@ -469,7 +578,9 @@ def test_it_shows_times_in_the_time_zone_the_person_chooses(page, readme_server,
 # The memory switches
 
 
-def test_it_stops_using_memories_in_conversations_when_switched_off(page, readme_server, person, sign_in, look):
+def test_it_stops_using_memories_in_conversations_when_switched_off(
+    page, readme_server, person, sign_in, look
+):
     """I8: with "Use memories in conversations" off, the next prompt plan has no memories and
     excludes each as `memory-off`; nothing is deleted; switched on again, they are back."""
     told = tell(readme_server, person, "My dog's name is Rex.")
@@ -487,7 +598,8 @@ def test_it_stops_using_memories_in_conversations_when_switched_off(page, readme
     expect(switches).to_be_focused()
     expect(switches.locator(".card-notice")).to_have_text(
         "Saved: the companion learns from your messages and uses none of these memories in conversations. "
-        "Nothing was deleted.")
+        "Nothing was deleted."
+    )
     expect(switches.get_by_label("Use memories in conversations")).not_to_be_checked()
     expect(switches.get_by_label("Learn from my messages")).to_be_checked()
     expect(card(page, "Dog's name").locator(".memory-value")).to_have_text("Rex")  # nothing deleted
@@ -497,16 +609,23 @@ def test_it_stops_using_memories_in_conversations_when_switched_off(page, readme
     assert (settings["learn"], settings["use"], settings["changed_by"]) == (True, False, "user")
     plan = new_plan(readme_server, told["id"], "off")
     assert plan["memories"] == []
-    off = [e["id"] for e in plan["excluded"] if e["kind"] == "memory" and e["reason"] == "memory-off"]
-    assert len(off) == len(used) and set(rex) <= set(off)  # each memory the plan used, and only those
+    off = [
+        e["id"] for e in plan["excluded"] if e["kind"] == "memory" and e["reason"] == "memory-off"
+    ]
+    assert len(off) == len(used) and set(rex) <= set(
+        off
+    )  # each memory the plan used, and only those
     answer = resolve(readme_server, person, **{k: v for k, v in told["ctx"].items() if k != "user"})
-    assert answer["prompt"] == [] and active_values(answer, "dog.name") == [("Rex", "rule-extracted")]
+    assert answer["prompt"] == [] and active_values(answer, "dog.name") == [
+        ("Rex", "rule-extracted")
+    ]
 
     switches.get_by_label("Use memories in conversations").check()
     page.locator("#switches-save").click()
     expect(switches).to_be_focused()
     expect(switches.locator(".card-notice")).to_have_text(
-        "Saved: the companion learns from your messages and uses these memories in conversations.")
+        "Saved: the companion learns from your messages and uses these memories in conversations."
+    )
     plan = new_plan(readme_server, told["id"], "on-again")
     assert [m["value"] for m in plan["memories"] if m["key"] == "dog.name"] == ["Rex"]
     assert len(plan["memories"]) == len(used)
@@ -519,8 +638,9 @@ def test_it_stops_using_memories_in_conversations_when_switched_off(page, readme
 LONG_WORD = "Rindfleischetikettierungsüberwachungsaufgabenübertragungsgesetz"
 
 
-def test_it_keeps_a_long_word_inside_the_window_on_every_page_that_shows_it(page, readme_server, person, sign_in,
-                                                                            look):
+def test_it_keeps_a_long_word_inside_the_window_on_every_page_that_shows_it(
+    page, readme_server, person, sign_in, look
+):
     """A value, a message or a conversation title may hold a word wider than a phone (a
     compound, an address): it wraps inside its card, and no page grows sideways (values wrap at word boundaries, and break inside a word only when it cannot fit)."""
     told = tell(readme_server, person, f"My dog's name is {LONG_WORD}.", title=LONG_WORD)

@@ -36,12 +36,6 @@ ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium")
 
 
-
-
-
-
-
-
 def conversation_url(page, server, title: str = "The rooftop greenhouse") -> str:
     page.goto(server.url + "/conversations/")
     page.get_by_role("link", name=title, exact=True).click()
@@ -52,7 +46,8 @@ def conversation_url(page, server, title: str = "The rooftop greenhouse") -> str
 
 
 def test_the_switches_say_saved_once_and_nothing_deleted_only_when_turning_off(
-        desktop, readme_server, person, sign_in, look):
+    desktop, readme_server, person, sign_in, look
+):
     """I8: the save's message once, beside the switches; "Nothing was deleted" reassures only
     when something was turned off."""
     page = desktop
@@ -68,7 +63,8 @@ def test_the_switches_say_saved_once_and_nothing_deleted_only_when_turning_off(
     page.locator("#switches-save").click()
     expect(saved).to_have_count(1)
     expect(page.locator("#switches .card-notice")).to_have_text(
-        "Saved: the companion learns from your messages and uses these memories in conversations.")
+        "Saved: the companion learns from your messages and uses these memories in conversations."
+    )
     look(page, "walk-switch-on")
 
 
@@ -79,12 +75,18 @@ def test_each_switch_sits_on_the_line_of_its_label(desktop, readme_server, perso
     for name in ("Learn from my messages", "Use memories in conversations"):
         box = page.get_by_label(name).bounding_box()
         label = page.locator("#switches label", has_text=name).bounding_box()
-        assert box["y"] < label["y"] + label["height"] and label["y"] < box["y"] + box["height"], (name, box, label)
+        assert box["y"] < label["y"] + label["height"] and label["y"] < box["y"] + box["height"], (
+            name,
+            box,
+            label,
+        )
         assert box["x"] + box["width"] <= label["x"], (name, box, label)
     screenshot(page, "walk-switches")
 
 
-def test_what_a_message_taught_is_written_at_the_size_of_the_message(desktop, readme_server, person, sign_in, look):
+def test_what_a_message_taught_is_written_at_the_size_of_the_message(
+    desktop, readme_server, person, sign_in, look
+):
     page = desktop
     sign_in(page, person)
     conversation_url(page, readme_server)
@@ -96,7 +98,9 @@ def test_what_a_message_taught_is_written_at_the_size_of_the_message(desktop, re
     look(page, "walk-transcript")
 
 
-def test_what_the_companion_used_counts_earlier_messages_in_words(desktop, readme_server, person, sign_in):
+def test_what_the_companion_used_counts_earlier_messages_in_words(
+    desktop, readme_server, person, sign_in
+):
     """E2: the first reply had no earlier message, and says so in words."""
     page = desktop
     sign_in(page, person)
@@ -118,11 +122,14 @@ def test_the_forget_page_says_where_in_plain_words(desktop, readme_server, perso
     expect(page.locator("main")).not_to_contain_text("only what is remembered only")
     expect(page.locator("fieldset")).to_contain_text(
         "Unless you choose otherwise, it is forgotten where it is remembered: "
-        "only in “The rooftop greenhouse” with The Night Caretaker.")
+        "only in “The rooftop greenhouse” with The Night Caretaker."
+    )
     look(page, "walk-forget-conversation")
 
 
-def test_forgetting_one_selected_memory_speaks_of_one(desktop, readme_server, person, sign_in, look):
+def test_forgetting_one_selected_memory_speaks_of_one(
+    desktop, readme_server, person, sign_in, look
+):
     page = desktop
     sign_in(page, person)
     page.get_by_label("Select Dislikes", exact=True).check()
@@ -134,7 +141,9 @@ def test_forgetting_one_selected_memory_speaks_of_one(desktop, readme_server, pe
     look(page, "walk-forget-one")
 
 
-def test_the_time_zone_message_names_the_zone_as_the_list_does(desktop, readme_server, person, sign_in):
+def test_the_time_zone_message_names_the_zone_as_the_list_does(
+    desktop, readme_server, person, sign_in
+):
     page = desktop
     sign_in(page, person)
     page.goto(readme_server.url + "/data/")
@@ -145,11 +154,14 @@ def test_the_time_zone_message_names_the_zone_as_the_list_does(desktop, readme_s
     assert (shown, region) == ("Argentina – Buenos Aires", "America")
     page.locator("#time-zone-save").click()
     expect(page.locator("#time-zone .card-notice")).to_have_text(
-        "Times are now shown in Argentina – Buenos Aires (America).")
+        "Times are now shown in Argentina – Buenos Aires (America)."
+    )
     screenshot(page, "walk-time-zone")
 
 
-def test_the_forgotten_page_tells_everywhere_from_every_scope(desktop, readme_server, person, sign_in, look):
+def test_the_forgotten_page_tells_everywhere_from_every_scope(
+    desktop, readme_server, person, sign_in, look
+):
     """F1: a forget of what applies everywhere (scope `user`) leaves what one character alone
     was told; a forget in every scope (`*`, the demo's "where I live") covers all of it. The
     Forgotten page says which."""
@@ -161,8 +173,11 @@ def test_the_forgotten_page_tells_everywhere_from_every_scope(desktop, readme_se
     dislikes = page.locator("li", has=page.get_by_role("heading", name="Dislikes", exact=True))
     lives = page.locator("li", has=page.get_by_role("heading", name="Lives in", exact=True))
     expect(dislikes.locator(".meta")).to_contain_text(
-        "What applies everywhere; not what one character or conversation alone was told")
-    expect(lives.locator(".meta")).to_contain_text("In every scope: with every character and in every conversation")
+        "What applies everywhere; not what one character or conversation alone was told"
+    )
+    expect(lives.locator(".meta")).to_contain_text(
+        "In every scope: with every character and in every conversation"
+    )
     look(page, "walk-forgotten")
 
 
@@ -178,7 +193,10 @@ def test_the_problem_pages_are_not_a_users_private_pages(desktop, readme_server,
 def test_every_page_has_an_icon(desktop, readme_server, person, sign_in):
     page = desktop
     response = page.request.get(readme_server.url + "/favicon.ico")
-    assert response.status == 200 and response.headers["content-type"] in ("image/x-icon", "image/vnd.microsoft.icon")
+    assert response.status == 200 and response.headers["content-type"] in (
+        "image/x-icon",
+        "image/vnd.microsoft.icon",
+    )
     assert response.body()[:4] == b"\x00\x00\x01\x00"  # an ICO file
     sign_in(page, person)
     icon = page.locator("link[rel=icon]").first.get_attribute("href")
@@ -198,12 +216,17 @@ def test_opening_a_reveal_says_it_once(desktop, readme_server, person):
     page.fill("#id_reason", "Ticket 8801: the user asked what the companion keeps.")
     page.click("#reveal-submit")
     expect(page.locator("#reveal-banner")).to_be_visible()
-    assert page.locator("#main").inner_text().count(f"You can see {person.username}'s private text") == 1
+    assert (
+        page.locator("#main").inner_text().count(f"You can see {person.username}'s private text")
+        == 1
+    )
     screenshot(page, "walk-reveal-once")
     page.locator("#reveal-close").click()
 
 
-def test_staff_without_the_permission_get_the_admins_403_with_the_reason(desktop, readme_server, person):
+def test_staff_without_the_permission_get_the_admins_403_with_the_reason(
+    desktop, readme_server, person
+):
     page, server = desktop, readme_server
     admin_sign_in(page, server, support_staff(server, "walk-no-reveal", private_text=False))
     response = page.goto(f"{server.url}/admin/support/reveal/?user={person.username}")
@@ -229,12 +252,17 @@ def test_the_explain_page_reads_like_the_users_pages_and_fits(desktop, readme_se
     expect(page.get_by_role("heading", name="Explain a context")).to_be_visible()
     # The form's own help shows the format a time is typed in; what the page answers does not.
     shown = page.locator("#content-main").evaluate(
-        "m => { const c = m.cloneNode(true); c.querySelector('#explain-form').remove(); return c.innerText; }")
+        "m => { const c = m.cloneNode(true); c.querySelector('#explain-form').remove(); return c.innerText; }"
+    )
     assert not ISO_TIME.search(shown), ISO_TIME.search(shown)
     expect(page.locator("#explain-records")).to_contain_text("The basil plant's location")
     expect(page.locator("#explain-records")).not_to_contain_text("Basil plant: location")
-    expect(page.locator("#explain-records")).to_contain_text(re.compile(r"erased on \d{1,2} \w{3} \d{4}"))
-    expect(page.locator("#plan-snapshot")).to_contain_text(re.compile(r"erased on \d{1,2} \w{3} \d{4}"))
+    expect(page.locator("#explain-records")).to_contain_text(
+        re.compile(r"erased on \d{1,2} \w{3} \d{4}")
+    )
+    expect(page.locator("#plan-snapshot")).to_contain_text(
+        re.compile(r"erased on \d{1,2} \w{3} \d{4}")
+    )
     expect(page.locator("#plan-snapshot")).not_to_contain_text("forgotten since)")
     table = page.locator("#explain-records")
     widths = table.evaluate("t => [t.getBoundingClientRect().width, t.parentElement.clientWidth]")
@@ -252,7 +280,10 @@ def test_the_demo_forgets_after_the_message_that_asks(desktop, readme_server, pe
     tombstones = readme_server.api("GET", f"/tombstones?user={person.username}")
     tombstones = tombstones["results"] if isinstance(tombstones, dict) else tombstones
     forgotten_at = datetime.fromisoformat(
-        next(t["forgotten_at"] for t in tombstones if t["key"] == "user.lives_in").replace("Z", "+00:00"))
+        next(t["forgotten_at"] for t in tombstones if t["key"] == "user.lives_in").replace(
+            "Z", "+00:00"
+        )
+    )
     sign_in(page, person)
     conversation_url(page, readme_server)
     asked = page.locator("li.message-item", has_text="Please forget where I live.")
@@ -260,7 +291,9 @@ def test_the_demo_forgets_after_the_message_that_asks(desktop, readme_server, pe
     assert said_at < forgotten_at, (said_at, forgotten_at)
 
 
-def test_your_data_says_how_to_read_the_files_status_and_secret(desktop, readme_server, person, sign_in):
+def test_your_data_says_how_to_read_the_files_status_and_secret(
+    desktop, readme_server, person, sign_in
+):
     """§9, E1: the export carries stored rows, never state — a replaced value can still say
     `status: active` — and `user.secret`; the page that offers the file says what both are and
     where what holds now is read."""
@@ -283,7 +316,8 @@ def test_your_data_says_how_to_read_the_files_status_and_secret(desktop, readme_
 
 
 def test_a_boundary_can_be_set_for_a_scene_and_everywhere_names_its_exceptions(
-        desktop, readme_server, person, sign_in, look):
+    desktop, readme_server, person, sign_in, look
+):
     """§6: the demo's greenhouse scene is a place to choose for, like a conversation; the
     everywhere card names the places where it does not hold, and a choice that holds only when
     the companion asks says so where it decides."""
@@ -294,21 +328,36 @@ def test_a_boundary_can_be_set_for_a_scene_and_everywhere_names_its_exceptions(
     images.locator("summary").click()
     images.get_by_label("Choice for images").select_option(label="Never")
     images.get_by_label("Where for images").select_option(
-        label="only in the “greenhouse” scene of “The rooftop greenhouse”")
+        label="only in the “greenhouse” scene of “The rooftop greenhouse”"
+    )
     images.get_by_role("button", name=re.compile("^Save")).click()
     expect(images.locator(".card-notice")).to_have_text(
-        "Saved: Images — never, only in the “greenhouse” scene of “The rooftop greenhouse” with The Night Caretaker.")
+        "Saved: Images — never, only in the “greenhouse” scene of “The rooftop greenhouse” with The Night Caretaker."
+    )
     expect(images.locator(".applies")).to_contain_text(
-        "In the “greenhouse” scene of “The rooftop greenhouse”: Not allowed")
+        "In the “greenhouse” scene of “The rooftop greenhouse”: Not allowed"
+    )
     expect(page.locator("#card-everywhere-media-image .applies")).to_contain_text(
-        "Everywhere: Asks you first, except in the “greenhouse” scene of “The rooftop greenhouse”: never.")
+        "Everywhere: Asks you first, except in the “greenhouse” scene of “The rooftop greenhouse”: never."
+    )
     expect(page.locator("#card-night-caretaker-tone-playful .applies")).to_contain_text(
-        "In “The rooftop greenhouse”: Allowed when the companion asks")
+        "In “The rooftop greenhouse”: Allowed when the companion asks"
+    )
     look(page, "walk-boundaries-scene")
-    decided = readme_server.api("POST", "/policy/decide", {
-        "context": {"user": person.username, "character": "night-caretaker",
-                    "conversation": conversation_id(readme_server, person), "scene": "greenhouse"},
-        "capability": "media.image", "requested_by": "assistant"})
+    decided = readme_server.api(
+        "POST",
+        "/policy/decide",
+        {
+            "context": {
+                "user": person.username,
+                "character": "night-caretaker",
+                "conversation": conversation_id(readme_server, person),
+                "scene": "greenhouse",
+            },
+            "capability": "media.image",
+            "requested_by": "assistant",
+        },
+    )
     assert decided["effect"] == "deny"
 
 

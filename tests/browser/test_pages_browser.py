@@ -21,7 +21,8 @@ from .helpers import card, lands_on_card, new_plan, tell
 def assert_word_on_one_line(page, word: str) -> None:
     """`word` (each time it appears in the main content) is laid out on one line: values wrap
     between words, never inside one ("Harbo r")."""
-    lines = page.evaluate("""(word) => {
+    lines = page.evaluate(
+        """(word) => {
         const out = [];
         const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
         while (walker.nextNode()) {
@@ -36,7 +37,9 @@ def assert_word_on_one_line(page, word: str) -> None:
             }
         }
         return out;
-    }""", word)
+    }""",
+        word,
+    )
     assert lines, f"{word!r} is not on {page.url}"
     assert set(lines) == {1}, f"{word!r} breaks across lines on {page.url}: {lines}"
 
@@ -64,8 +67,12 @@ def test_sign_in_and_correct_a_memory(page, readme_server, person, sign_in, look
     look(page, "04-memories-after-correct")
 
     answer = readme_server.api("POST", "/memory/resolve", {"context": told["ctx"]})
-    assert [(m["key"], m["value"]) for m in answer["active"] if m["key"] == "dog.name"] == [("dog.name", "Max")]
-    assert ("dog.name", "Max", "confirmed") in [(p["key"], p["value"], p["certainty"]) for p in answer["prompt"]]
+    assert [(m["key"], m["value"]) for m in answer["active"] if m["key"] == "dog.name"] == [
+        ("dog.name", "Max")
+    ]
+    assert ("dog.name", "Max", "confirmed") in [
+        (p["key"], p["value"], p["certainty"]) for p in answer["prompt"]
+    ]
     assert "Rex" not in json.dumps(answer)
 
     card(page, "Dog's name").get_by_role("link", name="History of Dog's name").click()
@@ -77,8 +84,11 @@ def test_sign_in_and_correct_a_memory(page, readme_server, person, sign_in, look
 
 def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, person, sign_in, look):
     told = tell(readme_server, person, "My dog's name is Rex.")
-    assert [m["value"] for m in new_plan(readme_server, told["id"], "before")["memories"]
-            if m["key"] == "dog.name"] == ["Rex"]
+    assert [
+        m["value"]
+        for m in new_plan(readme_server, told["id"], "before")["memories"]
+        if m["key"] == "dog.name"
+    ] == ["Rex"]
     sign_in(page, person)
 
     card(page, "Dog's name").get_by_role("link", name="Forget Dog's name").click()
@@ -116,10 +126,15 @@ def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, pers
     assert snapshot["format"] == "companion-memory/2" and snapshot["user"]["ref"] == person.username
     assert "Rex" not in json.dumps({k: v for k, v in snapshot.items() if k != "messages"})
     # A re-extraction from the old message.
-    again = readme_server.api("POST", "/memory/remember", {"context": told["ctx"], "text": "My dog's name is Rex.",
-                                                            "source": told["message"]})
+    again = readme_server.api(
+        "POST",
+        "/memory/remember",
+        {"context": told["ctx"], "text": "My dog's name is Rex.", "source": told["message"]},
+    )
     assert [(e["outcome"], e["memory"]) for e in again["extracted"]] == [("blocked", None)]
-    assert "Rex" not in json.dumps(readme_server.api("POST", "/memory/resolve", {"context": told["ctx"]}))
+    assert "Rex" not in json.dumps(
+        readme_server.api("POST", "/memory/resolve", {"context": told["ctx"]})
+    )
     page.goto(readme_server.url + "/memories/")
     expect(page.locator("main")).not_to_contain_text("Rex")
 
@@ -131,7 +146,9 @@ def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, pers
     look(page, "11-conversation")
 
 
-def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(page, readme_server, person, sign_in, look):
+def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(
+    page, readme_server, person, sign_in, look
+):
     """Choose "Never" only in one conversation and save: the card shows that
     choice where it applies, Where keeps the conversation, and the runtime is told the same."""
     sign_in(page, person)
@@ -141,7 +158,9 @@ def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(page, r
     expect(images.locator(".decision")).to_have_text(["Asks you first"])
     # The demo's own conversation-level answer is on its card too.
     playful = page.locator("#card-night-caretaker-tone-playful")
-    expect(playful.locator(".applies li").nth(1)).to_contain_text("In “The rooftop greenhouse”: Allowed")
+    expect(playful.locator(".applies li").nth(1)).to_contain_text(
+        "In “The rooftop greenhouse”: Allowed"
+    )
     look(page, "12-boundaries")
 
     images.locator("summary").click()
@@ -153,22 +172,32 @@ def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(page, r
     images.get_by_role("button", name=re.compile("^Save")).click()
 
     expect(page.locator(".messages")).to_contain_text(
-        "Saved: Images — never, only in “The rooftop greenhouse” with The Night Caretaker.")
+        "Saved: Images — never, only in “The rooftop greenhouse” with The Night Caretaker."
+    )
     images = page.locator("#card-night-caretaker-media-image")
     expect(images).to_be_in_viewport()
-    expect(images.locator(".applies li")).to_have_text([
-        re.compile(r"^Elsewhere with The Night Caretaker: Asks you first"),
-        re.compile(r"^In “The rooftop greenhouse”: Not allowed You decided: never, only in “The rooftop greenhouse”"),
-    ])
+    expect(images.locator(".applies li")).to_have_text(
+        [
+            re.compile(r"^Elsewhere with The Night Caretaker: Asks you first"),
+            re.compile(
+                r"^In “The rooftop greenhouse”: Not allowed You decided: never, only in “The rooftop greenhouse”"
+            ),
+        ]
+    )
     expect(images.get_by_label("Where for images")).to_have_value(f"conversation:{conversation}")
     expect(images.get_by_label("Choice for images")).to_have_value("deny")
     yours = page.locator("section", has=page.get_by_role("heading", name="Your choices"))
-    expect(yours).to_contain_text("Never, only in “The rooftop greenhouse” with The Night Caretaker")
+    expect(yours).to_contain_text(
+        "Never, only in “The rooftop greenhouse” with The Night Caretaker"
+    )
     look(page, "14-boundaries-after-set")
 
     def decide(**extra):
-        body = {"context": {"user": person.username, "character": "night-caretaker", **extra},
-                "capability": "media.image", "requested_by": "assistant"}
+        body = {
+            "context": {"user": person.username, "character": "night-caretaker", **extra},
+            "capability": "media.image",
+            "requested_by": "assistant",
+        }
         return readme_server.api("POST", "/policy/decide", body)
 
     decided = decide(conversation=conversation)
@@ -178,11 +207,15 @@ def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(page, r
     # Removing the choice: the card and the API ask again.
     yours.get_by_role("button", name=re.compile("^Remove this choice for images")).click()
     expect(page.locator(".messages")).to_contain_text("Removed your choice for Images")
-    expect(page.locator("#card-night-caretaker-media-image .decision")).to_have_text(["Asks you first"])
+    expect(page.locator("#card-night-caretaker-media-image .decision")).to_have_text(
+        ["Asks you first"]
+    )
     assert decide(conversation=conversation)["effect"] == "ask"
 
 
-def test_every_page_reads_well_and_works_from_the_keyboard(page, readme_server, person, sign_in, look, width):
+def test_every_page_reads_well_and_works_from_the_keyboard(
+    page, readme_server, person, sign_in, look, width
+):
     told = tell(readme_server, person, "My dog's name is Rex.")
     sign_in(page, person)
     page.keyboard.press("Tab")
@@ -204,11 +237,16 @@ def test_every_page_reads_well_and_works_from_the_keyboard(page, readme_server, 
 
     # Values wrap between words, never inside one: the basil plant's old name.
     page.goto(readme_server.url + "/memories/")
-    page.locator("li.memory", has_text="Marlowe").get_by_role("link", name=re.compile("^History of")).click()
+    page.locator("li.memory", has_text="Marlowe").get_by_role(
+        "link", name=re.compile("^History of")
+    ).click()
     expect(page.locator("main")).to_contain_text("Harbor")
     assert_word_on_one_line(page, "Harbor")
     look(page, "17-history-of-a-correction")
-    assert page.evaluate("getComputedStyle(document.querySelector('.memory-value')).overflowWrap") != "anywhere"
+    assert (
+        page.evaluate("getComputedStyle(document.querySelector('.memory-value')).overflowWrap")
+        != "anywhere"
+    )
 
     for path, name in [
         (history, "18-history"),

@@ -28,7 +28,9 @@ def produced(page, message_id: str):
     return page.locator(f"#m-{message_id} .produced")
 
 
-def test_e1_a_confirmed_memory_is_not_replaced_in_the_transcript(page, readme_server, person, sign_in, look):
+def test_e1_a_confirmed_memory_is_not_replaced_in_the_transcript(
+    page, readme_server, person, sign_in, look
+):
     told = tell(readme_server, person, "My dog's name is Rex.")
     sign_in(page, person)
     page.goto(f"{readme_server.url}/conversations/{told['id']}/")
@@ -50,11 +52,14 @@ def test_e1_a_confirmed_memory_is_not_replaced_in_the_transcript(page, readme_se
     assert readme_server.api("GET", f"/memories/{confirmed}")["state"] == "active"
 
 
-def test_e1_an_undone_no_longer_true_reads_as_remembered_in_the_transcript(page, readme_server, person, sign_in,
-                                                                          look):
+def test_e1_an_undone_no_longer_true_reads_as_remembered_in_the_transcript(
+    page, readme_server, person, sign_in, look
+):
     told = tell(readme_server, person, "My cat's name is Miso.")
     sign_in(page, person)
-    card(page, "Cat's name").get_by_role("button", name=re.compile(r"^No longer true: Cat's name$")).click()
+    card(page, "Cat's name").get_by_role(
+        "button", name=re.compile(r"^No longer true: Cat's name$")
+    ).click()
     miso = lands_on_card(page, readme_server)
 
     page.goto(f"{readme_server.url}/conversations/{told['id']}/")
@@ -75,8 +80,12 @@ def test_e1_an_undone_no_longer_true_reads_as_remembered_in_the_transcript(page,
     assert readme_server.api("GET", f"/memories/{again}")["state"] == "active"
 
 
-def test_e1_the_admin_list_shows_the_state_and_filters_by_it_like_the_api(page, readme_server, person, look, width):
-    history = readme_server.api("GET", f"/memory/history?user={person.username}&key=basil_plant.name")["results"]
+def test_e1_the_admin_list_shows_the_state_and_filters_by_it_like_the_api(
+    page, readme_server, person, look, width
+):
+    history = readme_server.api(
+        "GET", f"/memory/history?user={person.username}&key=basil_plant.name"
+    )["results"]
     old = next(r for r in history if r["value"] == "Harbor")
     assert old["status"] == "active"  # corrected, but nothing normalised: the stored status lags
 
@@ -96,7 +105,9 @@ def test_e1_the_admin_list_shows_the_state_and_filters_by_it_like_the_api(page, 
 
     # The API says the same, and the filter finds exactly what `?state=` finds.
     assert readme_server.api("GET", f"/memories/{old['id']}")["state"] == "superseded"
-    api_count = readme_server.api("GET", f"/memories?user={person.username}&state=superseded")["count"]
+    api_count = readme_server.api("GET", f"/memories?user={person.username}&state=superseded")[
+        "count"
+    ]
     assert api_count >= 1
 
     page.get_by_role("link", name=re.compile(r"^superseded \(replaced\)")).click()

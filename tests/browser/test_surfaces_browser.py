@@ -80,7 +80,9 @@ def test_under_each_reply_what_the_companion_used(page, readme_server, person, s
 # --- I8: the switches where they matter ----------------------------------------------------------
 
 
-def test_with_memory_use_off_every_page_and_card_says_so(page, readme_server, person, sign_in, look):
+def test_with_memory_use_off_every_page_and_card_says_so(
+    page, readme_server, person, sign_in, look
+):
     """I8: with "Use memories in conversations" off, every page says memories are not used
     now, and no card or group still says they are."""
     server = readme_server
@@ -92,10 +94,16 @@ def test_with_memory_use_off_every_page_and_card_says_so(page, readme_server, pe
     body = page.locator("main").inner_text()
     assert "Used in conversations as" not in body
     assert "Every companion may use these" not in body
-    expect(page.get_by_text("Not used in conversations now: you turned memory use off.").first).to_be_visible()
+    expect(
+        page.get_by_text("Not used in conversations now: you turned memory use off.").first
+    ).to_be_visible()
     look(page, "memories-use-off")
-    for path, name in (("/boundaries/", "boundaries"), ("/conversations/", "conversations"),
-                       ("/data/", "data"), ("/memories/forgotten/", "forgotten")):
+    for path, name in (
+        ("/boundaries/", "boundaries"),
+        ("/conversations/", "conversations"),
+        ("/data/", "data"),
+        ("/memories/forgotten/", "forgotten"),
+    ):
         page.goto(server.url + path)
         expect(page.locator("#use-off-notice")).to_be_visible()
         look(page, f"{name}-use-off")
@@ -133,7 +141,9 @@ def test_a_boundary_save_says_so_inside_its_card_with_the_focus_on_it(
     server = readme_server
     sign_in(page, person)
     page.goto(server.url + "/boundaries/")
-    card = page.locator("li.card.capability", has=page.get_by_role("heading", name="Voice messages")).last
+    card = page.locator(
+        "li.card.capability", has=page.get_by_role("heading", name="Voice messages")
+    ).last
     card.locator("summary").click()
     card.locator("select[name=effect]").select_option("deny")
     card.get_by_role("button", name=re.compile("^Save")).click()
@@ -147,11 +157,15 @@ def test_a_boundary_save_says_so_inside_its_card_with_the_focus_on_it(
     look(page, "boundaries-saved-in-card")
 
 
-def test_without_javascript_a_boundary_save_lands_on_its_card(chromium, readme_server, person, width):
+def test_without_javascript_a_boundary_save_lands_on_its_card(
+    chromium, readme_server, person, width
+):
     """The same without JavaScript: the redirect names the card's fragment, the message is
     inside it and the browser scrolls it into view."""
     server = readme_server
-    context = chromium.new_context(viewport={"width": width, "height": 900}, java_script_enabled=False)
+    context = chromium.new_context(
+        viewport={"width": width, "height": 900}, java_script_enabled=False
+    )
     page = context.new_page()
     try:
         page.goto(server.url + "/login/")
@@ -159,7 +173,9 @@ def test_without_javascript_a_boundary_save_lands_on_its_card(chromium, readme_s
         page.get_by_label("Password").fill(person.password)
         page.get_by_role("button", name="Sign in").click()
         page.goto(server.url + "/boundaries/")
-        card = page.locator("li.card.capability", has=page.get_by_role("heading", name="Images")).first
+        card = page.locator(
+            "li.card.capability", has=page.get_by_role("heading", name="Images")
+        ).first
         card.locator("summary").click()
         card.locator("select[name=effect]").select_option("ask")
         card.get_by_role("button", name=re.compile("^Save")).click()
@@ -199,7 +215,9 @@ def test_signing_out_says_so(page, readme_server, person, sign_in, look):
     look(page, "signed-out")
 
 
-def test_the_time_zone_choice_lists_canonical_zones_by_region(page, readme_server, person, sign_in, look):
+def test_the_time_zone_choice_lists_canonical_zones_by_region(
+    page, readme_server, person, sign_in, look
+):
     """The time-zone list names each place once by its canonical name, grouped by region: no
     legacy aliases, no Etc/GMT±N, no "Factory" or "localtime", no duplicates."""
     server = readme_server
@@ -209,8 +227,16 @@ def test_the_time_zone_choice_lists_canonical_zones_by_region(page, readme_serve
     values = select.locator("option").evaluate_all("options => options.map(o => o.value)")
     groups = select.locator("optgroup").evaluate_all("groups => groups.map(g => g.label)")
     assert len(values) == len(set(values))
-    for legacy in ("Africa/Asmera", "Asia/Calcutta", "Europe/Kiev", "Factory", "localtime",
-                   "Etc/GMT+5", "US/Eastern", "GB"):
+    for legacy in (
+        "Africa/Asmera",
+        "Asia/Calcutta",
+        "Europe/Kiev",
+        "Factory",
+        "localtime",
+        "Etc/GMT+5",
+        "US/Eastern",
+        "GB",
+    ):
         assert legacy not in values, legacy
     for canonical in ("Africa/Asmara", "Asia/Kolkata", "Europe/Kyiv", "Europe/Lisbon", "UTC"):
         assert canonical in values, canonical
@@ -222,7 +248,9 @@ def test_the_time_zone_choice_lists_canonical_zones_by_region(page, readme_serve
     look(page, "data-time-zone")
 
 
-def test_forgetting_everything_is_worded_as_what_happened(page, readme_server, person, sign_in, look):
+def test_forgetting_everything_is_worded_as_what_happened(
+    page, readme_server, person, sign_in, look
+):
     """After "Forget everything": a sentence about what was forgotten (not "9 kinds of
     memory"), and the memories page says it was forgotten on request, not "yet"."""
     server = readme_server
@@ -247,8 +275,12 @@ def test_the_admin_lists_fit_at_1280(desktop, readme_server, person):  # noqa: F
     the list does not scroll sideways."""
     page, server = desktop, readme_server
     admin_sign_in(page, server, support_staff(server, "support-surfaces", private_text=False))
-    for path in ("/admin/memory/memoryrecord/", "/admin/policy/policyrule/",
-                 "/admin/policy/decisionlog/", "/admin/conversations/turn/"):
+    for path in (
+        "/admin/memory/memoryrecord/",
+        "/admin/policy/policyrule/",
+        "/admin/policy/decisionlog/",
+        "/admin/conversations/turn/",
+    ):
         page.goto(f"{server.url}{path}?q={person.username}")
         headers = page.locator("#result_list thead th")
         expect(headers.first).to_be_visible()
@@ -260,8 +292,13 @@ def test_the_admin_lists_fit_at_1280(desktop, readme_server, person):  # noqa: F
         for i in range(headers.count()):
             box = headers.nth(i).bounding_box()
             assert box["x"] + box["width"] <= frame["x"] + frame["width"] + 1, (path, i)
-            overlaps = panel and box["y"] < panel["y"] + panel["height"] and box["y"] + box["height"] > panel["y"] \
-                and box["x"] + box["width"] > panel["x"] and box["x"] < panel["x"] + panel["width"]
+            overlaps = (
+                panel
+                and box["y"] < panel["y"] + panel["height"]
+                and box["y"] + box["height"] > panel["y"]
+                and box["x"] + box["width"] > panel["x"]
+                and box["x"] < panel["x"] + panel["width"]
+            )
             assert not overlaps, f"{path}: column {i} is behind the filter panel"
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
 
@@ -284,7 +321,9 @@ def test_the_demo_reads_like_evenings_a_person_had(page, readme_server, person, 
     from one day to another."""
     server = readme_server
     sign_in(page, person)
-    lamp = page.locator("li.memory", has=page.get_by_role("heading", name="The scene's lamp", exact=True))
+    lamp = page.locator(
+        "li.memory", has=page.get_by_role("heading", name="The scene's lamp", exact=True)
+    )
     lamp.locator(".meta a", has_text="message").click()
     target = page.locator("#" + page.url.rsplit("#", 1)[1])
     expect(target).to_contain_text("lamp")
@@ -294,8 +333,9 @@ def test_the_demo_reads_like_evenings_a_person_had(page, readme_server, person, 
     assert len(days) >= 3, days
     look(page, "demo-transcript")
     page.goto(server.url + "/memories/")
-    page.locator("li.memory", has=page.get_by_role("heading", name="Basil plant's name", exact=True)) \
-        .get_by_role("link", name=re.compile("^History")).click()
+    page.locator(
+        "li.memory", has=page.get_by_role("heading", name="Basil plant's name", exact=True)
+    ).get_by_role("link", name=re.compile("^History")).click()
     harbor = page.locator("table.history tbody tr", has_text="Harbor").first
     start = harbor.locator("td[data-label=From]").inner_text().strip()
     end = harbor.locator("td[data-label=Until]").inner_text().strip()

@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def run(*command, cwd=None) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run(
+        [str(c) for c in command], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, (command, result.stdout[-3000:], result.stderr[-3000:])
     return result
 
@@ -40,9 +41,18 @@ def token(db):
 @pytest.fixture
 def python_client(live_server, tmp_path, monkeypatch):
     """The Python client, generated from the live server's schema beside a copy of loop.py."""
-    run(BIN / "openapi-python-client", "generate",
-        "--url", f"{live_server.url}/api/schema/?format=json", "--meta", "none",
-        "--output-path", tmp_path / "companion_client", "--config", PYTHON_CLIENT / "config.yml")
+    run(
+        BIN / "openapi-python-client",
+        "generate",
+        "--url",
+        f"{live_server.url}/api/schema/?format=json",
+        "--meta",
+        "none",
+        "--output-path",
+        tmp_path / "companion_client",
+        "--config",
+        PYTHON_CLIENT / "config.yml",
+    )
     shutil.copy(PYTHON_CLIENT / "loop.py", tmp_path / "loop.py")
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [m for m in sys.modules if m == "loop" or m.startswith("companion_client")]:
@@ -51,19 +61,37 @@ def python_client(live_server, tmp_path, monkeypatch):
 
 
 def test_the_generated_python_client_passes_mypy_strict_and_runs_the_loop(
-        python_client, live_server, token):
-    run(BIN / "mypy", "--strict", "--no-incremental", "companion_client", "loop.py",
-        cwd=python_client)
+    python_client, live_server, token
+):
+    run(
+        BIN / "mypy",
+        "--strict",
+        "--no-incremental",
+        "companion_client",
+        "loop.py",
+        cwd=python_client,
+    )
     loop = importlib.import_module("loop")
     seen = loop.run(live_server.url, token, user="sam", slug="captain-rowan")
     assert seen.statuses == {
-        "user_put": 201, "character_put": 201, "conversation_create": 201, "turn_create": 201,
-        "turn_reply": 201, "conversation_get": 200, "conversation_messages": 200,
-        "memory_correct": 201, "memory_forget": 200, "policy_decide": 200,
-        "policy_answers_create": 200, "user_export": 200}
+        "user_put": 201,
+        "character_put": 201,
+        "conversation_create": 201,
+        "turn_create": 201,
+        "turn_reply": 201,
+        "conversation_get": 200,
+        "conversation_messages": 200,
+        "memory_correct": 201,
+        "memory_forget": 200,
+        "policy_decide": 200,
+        "policy_answers_create": 200,
+        "user_export": 200,
+    }
     # C4: the conversation read back, oldest first, neither message withheld.
-    assert seen.last_messages == [("user", "My cat's name is Miso.", False),
-                                  ("assistant", "Miso is a lovely name.", False)]
+    assert seen.last_messages == [
+        ("user", "My cat's name is Miso.", False),
+        ("assistant", "Miso is a lovely name.", False),
+    ]
     # C5: the tombstone's scope is an object.
     assert seen.forgotten_scope == "user"
     assert seen.remembered == "Miso" and seen.corrected == "Mochi"
@@ -86,15 +114,24 @@ def test_the_generated_python_client_reads_a_problem(python_client, live_server,
         loop.ok(response, 204)
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed: the "
-                    "TypeScript check needs node 20 and `npm ci` in clients/typescript")
+@pytest.mark.skipif(
+    shutil.which("node") is None,
+    reason="node is not installed: the "
+    "TypeScript check needs node 20 and `npm ci` in clients/typescript",
+)
 def test_the_typescript_types_check_the_loop_under_tsc_strict(live_server, tmp_path):
     bin_dir = TYPESCRIPT / "node_modules" / ".bin"
     if not (bin_dir / "tsc").exists():
         run("npm", "ci", "--no-audit", "--no-fund", cwd=TYPESCRIPT)
     (tmp_path / "generated").mkdir()
-    run(bin_dir / "openapi-typescript", f"{live_server.url}/api/schema/?format=json",
-        "--default-non-nullable", "false", "-o", tmp_path / "generated" / "schema.d.ts")
+    run(
+        bin_dir / "openapi-typescript",
+        f"{live_server.url}/api/schema/?format=json",
+        "--default-non-nullable",
+        "false",
+        "-o",
+        tmp_path / "generated" / "schema.d.ts",
+    )
     shutil.copy(TYPESCRIPT / "loop.ts", tmp_path / "loop.ts")
     shutil.copy(TYPESCRIPT / "tsconfig.json", tmp_path / "tsconfig.json")
     run(bin_dir / "tsc", "--noEmit", "--strict", "-p", tmp_path, cwd=tmp_path)

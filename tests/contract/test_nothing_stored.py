@@ -36,8 +36,11 @@ def refusals(w):
     memory = str(MemoryRecord.objects.filter(user__username=w.ref).order_by("-recorded_at")[0].pk)
     job = str(MediaJob.objects.filter(user__username=w.ref)[0].pk)
     ask = [d for d in w.decisions if d["effect"] == "ask"][0]["decision_id"]
-    allow = w.call("post", "/policy/decide", {"context": w.ctx(0), "capability": "tone.playful",
-                                              "requested_by": "user"}).json()
+    allow = w.call(
+        "post",
+        "/policy/decide",
+        {"context": w.ctx(0), "capability": "tone.playful", "requested_by": "user"},
+    ).json()
     ctx = w.ctx(0)
     user_scope = {"kind": "user"}
     snapshot = w.call("get", f"/users/{w.ref}/export").json()
@@ -49,37 +52,112 @@ def refusals(w):
         ("post", "/conversations", {"user": w.ref, "character": "rowan", "topic": "x"}),
         ("post", "/conversations", {"user": "nobody", "character": "rowan"}),
         ("post", f"/conversations/{conv}/turns", {"turn_key": "k", "content": "Hi", "extra": 1}),
-        ("post", f"/conversations/{conv}/turns", {"turn_key": "k", "content": "I like tea.",
-                                                  "plan": {"budget": 500, "capabilities": ["no.such"]}}),
-        ("post", f"/conversations/{conv}/turns", {"turn_key": "k", "content": "I like tea.",
-                                                  "plan": {"budget": 0}}),
+        (
+            "post",
+            f"/conversations/{conv}/turns",
+            {
+                "turn_key": "k",
+                "content": "I like tea.",
+                "plan": {"budget": 500, "capabilities": ["no.such"]},
+            },
+        ),
+        (
+            "post",
+            f"/conversations/{conv}/turns",
+            {"turn_key": "k", "content": "I like tea.", "plan": {"budget": 0}},
+        ),
         ("post", f"/turns/{turn}/reply", {"content": "Ok", "tone": "x"}),
         ("post", "/memories", {"user": w.ref, "key": "a..b", "value": "v", "scope": user_scope}),
-        ("post", "/memories", {"user": w.ref, "key": "pet.name", "value": "v", "scope": user_scope,
-                               "valid_from": "2030-01-02T00:00:00Z", "valid_until": "2030-01-01T00:00:00Z"}),
-        ("post", "/memories", {"user": w.ref, "key": "pet.name", "value": "v",
-                               "scope": {"kind": "user", "character": "rowan"}}),
-        ("post", "/memories", {"user": w.ref, "key": "pet.name", "value": "v", "scope": user_scope,
-                               "sources": ["00000000-0000-4000-8000-000000000000"]}),
+        (
+            "post",
+            "/memories",
+            {
+                "user": w.ref,
+                "key": "pet.name",
+                "value": "v",
+                "scope": user_scope,
+                "valid_from": "2030-01-02T00:00:00Z",
+                "valid_until": "2030-01-01T00:00:00Z",
+            },
+        ),
+        (
+            "post",
+            "/memories",
+            {
+                "user": w.ref,
+                "key": "pet.name",
+                "value": "v",
+                "scope": {"kind": "user", "character": "rowan"},
+            },
+        ),
+        (
+            "post",
+            "/memories",
+            {
+                "user": w.ref,
+                "key": "pet.name",
+                "value": "v",
+                "scope": user_scope,
+                "sources": ["00000000-0000-4000-8000-000000000000"],
+            },
+        ),
         ("post", f"/memories/{memory}/confirm", {"why": "x"}),
         ("post", f"/memories/{memory}/correct", {"value": "x", "why": "x"}),
         ("post", f"/memories/{memory}/retract", {"why": "x"}),
         ("post", f"/memories/{memory}/forget", {"everywhere": "maybe"}),
         ("post", "/memory/remember", {"context": ctx, "text": "I like tea.", "tone": 1}),
-        ("post", "/memory/remember", {"context": {**ctx, "character": "lark"}, "text": "I like tea."}),
+        (
+            "post",
+            "/memory/remember",
+            {"context": {**ctx, "character": "lark"}, "text": "I like tea."},
+        ),
         ("post", "/memory/resolve", {"context": ctx, "extra": 1}),
         ("put", f"/users/{w.ref}/memory-settings", {"learn": "yes"}),
-        ("post", "/policy/decide", {"context": ctx, "capability": "no.such", "requested_by": "user"}),
-        ("post", "/policy/rules", {"user": w.ref, "capability": "tone.playful", "effect": "allow",
-                                   "source": "product-default", "scope": {"kind": "global"}}),
-        ("post", "/policy/rules", {"user": w.ref, "capability": "tone.playful", "effect": "allow",
-                                   "source": "explicit-user", "scope": {"kind": "global"}, "x": 1}),
+        (
+            "post",
+            "/policy/decide",
+            {"context": ctx, "capability": "no.such", "requested_by": "user"},
+        ),
+        (
+            "post",
+            "/policy/rules",
+            {
+                "user": w.ref,
+                "capability": "tone.playful",
+                "effect": "allow",
+                "source": "product-default",
+                "scope": {"kind": "global"},
+            },
+        ),
+        (
+            "post",
+            "/policy/rules",
+            {
+                "user": w.ref,
+                "capability": "tone.playful",
+                "effect": "allow",
+                "source": "explicit-user",
+                "scope": {"kind": "global"},
+                "x": 1,
+            },
+        ),
         ("post", f"/policy/rules/{w.rules[0]}/revoke", {"why": "x"}),
-        ("post", "/policy/answers", {"decision_id": allow["decision_id"], "answer": "allow",
-                                     "remember": "always"}),
+        (
+            "post",
+            "/policy/answers",
+            {"decision_id": allow["decision_id"], "answer": "allow", "remember": "always"},
+        ),
         ("post", "/policy/answers", {"decision_id": ask, "answer": "allow", "remember": "scene"}),
-        ("post", "/media-jobs", {"context": ctx, "capability": "tone.playful", "requested_by": "user",
-                                 "idempotency_key": "k"}),
+        (
+            "post",
+            "/media-jobs",
+            {
+                "context": ctx,
+                "capability": "tone.playful",
+                "requested_by": "user",
+                "idempotency_key": "k",
+            },
+        ),
         ("post", f"/media-jobs/{job}/start", {"x": 1}),
         ("post", f"/media-jobs/{job}/complete", {"x": 1}),
         ("post", f"/users/{w.ref}/import", bad_snapshot),
@@ -95,11 +173,19 @@ def test_a_refused_request_stores_nothing(api, monkeypatch):
     for method, path, body in refusals(w):
         before = row_counts()
         response = getattr(api, method)("/api/v1" + path, body, format="json")
-        assert response.status_code == 400, (method, path, response.status_code, response.content[:300])
+        assert response.status_code == 400, (
+            method,
+            path,
+            response.status_code,
+            response.content[:300],
+        )
         assert response.json()["errors"], path
         after = row_counts()
-        assert after == before, (method, path, {t: (before[t], after[t]) for t in before
-                                                if before[t] != after[t]})
+        assert after == before, (
+            method,
+            path,
+            {t: (before[t], after[t]) for t in before if before[t] != after[t]},
+        )
 
 
 def test_the_retry_of_a_turn_refused_for_its_plan_creates_it(api, monkeypatch):
@@ -107,8 +193,11 @@ def test_the_retry_of_a_turn_refused_for_its_plan_creates_it(api, monkeypatch):
     same `turn_key` and a good plan creates it (201)."""
     w = build(api)
     conv = w.conversations[0]
-    body = {"turn_key": "retry", "content": "My cat's name is Miso.",
-            "plan": {"budget": 500, "capabilities": ["no.such"]}}
+    body = {
+        "turn_key": "retry",
+        "content": "My cat's name is Miso.",
+        "plan": {"budget": 500, "capabilities": ["no.such"]},
+    }
     before = row_counts()
     refused = api.post(f"/api/v1/conversations/{conv}/turns", body, format="json")
     assert refused.status_code == 400

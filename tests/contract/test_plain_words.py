@@ -10,8 +10,15 @@ import pytest
 
 pytestmark = pytest.mark.django_db
 
-GROUPS = ["users and characters", "conversations and turns", "memories", "forgetting",
-          "policy", "media jobs", "events"]
+GROUPS = [
+    "users and characters",
+    "conversations and turns",
+    "memories",
+    "forgetting",
+    "policy",
+    "media jobs",
+    "events",
+]
 METHODS = {"get", "put", "post", "patch", "delete"}
 # A sentence: a capital letter first, at least six words, a full stop at its end.
 SENTENCE = re.compile(r"^[A-Z`\"][^.]*?(\s+\S+){5,}?[^.]*[.?!](\s|$)", re.S)
@@ -65,14 +72,22 @@ def test_c6_every_operation_has_a_summary_and_a_self_standing_description(schema
 
 
 def test_c6_every_parameter_has_a_description(schema):
-    missing = [(name, p["name"]) for name, operation in operations(schema)
-               for p in operation.get("parameters", []) if not p.get("description")]
+    missing = [
+        (name, p["name"])
+        for name, operation in operations(schema)
+        for p in operation.get("parameters", [])
+        if not p.get("description")
+    ]
     assert missing == []
 
 
 def test_c6_every_field_of_every_shape_has_a_description(schema):
-    missing = [place for name, shape in schema["components"]["schemas"].items()
-               for place, prop in properties(name, shape) if not prop.get("description")]
+    missing = [
+        place
+        for name, shape in schema["components"]["schemas"].items()
+        for place, prop in properties(name, shape)
+        if not prop.get("description")
+    ]
     assert missing == []
 
 
@@ -127,4 +142,9 @@ def test_c5_a_tombstone_scope_has_the_memory_scope_kinds_and_everywhere(schema):
     tombstone = shapes["TombstoneOutput"]
     assert {"scope", "scope_id"} <= set(tombstone["required"])
     assert shapes["TombstoneScopeKindEnum"]["enum"] == [
-        "user", "character", "conversation", "scene", "everywhere"]
+        "user",
+        "character",
+        "conversation",
+        "scene",
+        "everywhere",
+    ]

@@ -30,12 +30,23 @@ def world(api, api_token, in_process_wsgi, monkeypatch):
 
 @pytest.mark.fuzz
 @schema.parametrize()
-@settings(max_examples=5, derandomize=True, deadline=None, database=None,
-          phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=5,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 def test_every_schema_valid_request_is_accepted(case, world):
     w, headers = world
     point_at(w, case)
     keep_the_test_connection()
     response = case.call_and_validate(headers=headers, checks=CHECKS)
     assert response.status_code in ACCEPTED, (
-        case.operation.label, case.path_parameters, case.query, case.body, response.text[:800])
+        case.operation.label,
+        case.path_parameters,
+        case.query,
+        case.body,
+        response.text[:800],
+    )

@@ -46,10 +46,21 @@ def raised_codes() -> set[str]:
 def test_every_code_the_api_raises_is_in_the_list():
     missing = raised_codes() - set(problems.PROBLEM_CODES)
     assert not missing
-    assert {"validation_error", "unauthenticated", "permission_denied", "not_found", "conflict",
-            "idempotency_key_reused", "authority_conflict", "import_conflict",
-            "payload_too_large", "budget_exceeded", "throttled", "unavailable",
-            "server_error"} <= set(problems.PROBLEM_CODES)
+    assert {
+        "validation_error",
+        "unauthenticated",
+        "permission_denied",
+        "not_found",
+        "conflict",
+        "idempotency_key_reused",
+        "authority_conflict",
+        "import_conflict",
+        "payload_too_large",
+        "budget_exceeded",
+        "throttled",
+        "unavailable",
+        "server_error",
+    } <= set(problems.PROBLEM_CODES)
     for cls in _subclasses(DomainError):
         if cls.__module__ not in ADMIN_ONLY:
             assert problems.PROBLEM_CODES[cls.code].status == cls.status, cls
@@ -98,7 +109,8 @@ def test_every_operation_documents_its_problems_with_the_problem_shape(client):
                 content = answer["content"]
                 assert list(content) == ["application/problem+json"], (path, status)
                 assert content["application/problem+json"]["schema"] == {
-                    "$ref": "#/components/schemas/Problem"}
+                    "$ref": "#/components/schemas/Problem"
+                }
                 assert content["application/problem+json"].get("examples"), (path, status)
 
 
@@ -109,10 +121,14 @@ def test_a_real_422_carries_only_documented_fields(api, client):
     documented = set(schema["components"]["schemas"]["Problem"]["properties"])
     api.put("/api/v1/users/budget", {}, format="json")
     api.put("/api/v1/characters/rowan", {"name": "Rowan"}, format="json")
-    conv = api.post("/api/v1/conversations", {"user": "budget", "character": "rowan"},
-                    format="json").json()["id"]
-    response = api.post(f"/api/v1/conversations/{conv}/turns", {
-        "turn_key": "k", "content": "word " * 200, "plan": {"budget": 5}}, format="json")
+    conv = api.post(
+        "/api/v1/conversations", {"user": "budget", "character": "rowan"}, format="json"
+    ).json()["id"]
+    response = api.post(
+        f"/api/v1/conversations/{conv}/turns",
+        {"turn_key": "k", "content": "word " * 200, "plan": {"budget": 5}},
+        format="json",
+    )
     assert response.status_code == 422
     body = response.json()
     assert body["code"] == "budget_exceeded" and body["type"] == "/problems/budget_exceeded"

@@ -15,13 +15,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "### The runtime's loop in ten minutes (curl)"
 
-pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed"),
+]
 
 
 def readme_blocks() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    section = text[text.index(SECTION):]
+    section = text[text.index(SECTION) :]
     section = section[: section.index("\n## ")]
     return re.findall(r"```sh\n(.*?)```", section, re.S)
 
@@ -31,21 +33,37 @@ def test_the_readme_has_the_loop_in_three_blocks():
     assert start.strip() == "make run"
     assert "export API=http://127.0.0.1:8000/api/v1" in helpers
     assert "create_api_token" in helpers
-    for step in ("/users/", "/characters/", "/conversations", "/turns", "/reply", "/messages",
-                 "/correct", "/forget"):
+    for step in (
+        "/users/",
+        "/characters/",
+        "/conversations",
+        "/turns",
+        "/reply",
+        "/messages",
+        "/correct",
+        "/forget",
+    ):
         assert step in loop, step
 
 
 def test_the_readme_loop_runs_as_written(live_server, api_token):
     _, helpers, loop = readme_blocks()
     # The address and the token are this test's server's; every other line runs as written.
-    kept = [line for line in helpers.splitlines()
-            if not line.startswith(("export API=", "export TOKEN="))]
+    kept = [
+        line
+        for line in helpers.splitlines()
+        if not line.startswith(("export API=", "export TOKEN="))
+    ]
     assert len(kept) == len(helpers.splitlines()) - 2
     script = "set -euo pipefail\n" + "\n".join(kept) + "\n" + loop
     result = subprocess.run(
-        ["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "API": f"{live_server.url}/api/v1", "TOKEN": api_token})
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "API": f"{live_server.url}/api/v1", "TOKEN": api_token},
+    )
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     user, character = json.loads(lines[0]), json.loads(lines[1])
@@ -53,7 +71,9 @@ def test_the_readme_loop_runs_as_written(live_server, api_token):
     reply, messages, tombstone, turn = (json.loads(line) for line in lines[-4:])
     assert reply["replayed"] is False
     assert [(m["role"], m["content"], m["withheld"]) for m in messages["results"]] == [
-        ("user", "My cat is called Miso.", False), ("assistant", "Miso is a lovely name.", False)]
+        ("user", "My cat is called Miso.", False),
+        ("assistant", "Miso is a lovely name.", False),
+    ]
     assert tombstone["scope"] == {"kind": "user"} and tombstone["key"] == "cat.name"
     [extracted] = turn["extracted"]
     assert extracted["memory"]["state"] == "forgotten" and extracted["memory"]["value"] == ""

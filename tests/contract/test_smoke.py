@@ -13,8 +13,9 @@ from tests.api.test_schema_conformance import case_of, every_call
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_every_operation_answers_over_http_as_its_schema_says(api, api_token, live_server,
-                                                              monkeypatch):
+def test_every_operation_answers_over_http_as_its_schema_says(
+    api, api_token, live_server, monkeypatch
+):
     from config.api import RuntimeThrottle
 
     monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {})
@@ -28,5 +29,6 @@ def test_every_operation_answers_over_http_as_its_schema_says(api, api_token, li
         response = case.call_and_validate(base_url=live_server.url, headers=headers, checks=CHECKS)
         assert response.status_code == status, (name, response.status_code, response.text[:500])
         answered[name] = response.status_code
-    assert len(answered) == len({r.ok().definition.raw["operationId"]
-                                 for r in served.get_all_operations()})
+    assert len(answered) == len(
+        {r.ok().definition.raw["operationId"] for r in served.get_all_operations()}
+    )

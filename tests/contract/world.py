@@ -155,8 +155,21 @@ def _snapshot(w: World, body: dict) -> None:
     generated rows keep the catalog-only lists and drop the ones that reference rows."""
     if isinstance(body.get("user"), dict):
         body["user"]["ref"] = w.ref
-    for name in ("conversations", "messages", "turns", "memories", "tombstones", "retractions",
-                 "idempotency", "policy_rules", "decisions", "answers", "media_jobs", "keys",
-                 "characters", "reveals"):
+    for name in (
+        "conversations",
+        "messages",
+        "turns",
+        "memories",
+        "tombstones",
+        "retractions",
+        "idempotency",
+        "policy_rules",
+        "decisions",
+        "answers",
+        "media_jobs",
+        "keys",
+        "characters",
+        "reveals",
+    ):
         if name in body:
             body[name] = []

@@ -13,7 +13,9 @@ pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def conv():
-    return ConversationFactory(user=UserFactory(username="racer"), character=CharacterFactory(slug="rowan"))
+    return ConversationFactory(
+        user=UserFactory(username="racer"), character=CharacterFactory(slug="rowan")
+    )
 
 
 @pytest.mark.parametrize("n", [5, 20])
@@ -34,7 +36,10 @@ def test_it_commits_one_reply_under_concurrent_retries(conv, n):
 def test_it_creates_one_turn_under_concurrent_requests_with_one_key(conv):
     """I4: concurrent turn creation with one turn_key stores one turn and one message."""
     results = run_concurrently(
-        lambda i: creation.turn_create(conversation_id=conv.pk, turn_key="same", content="My dog's name is Rex."), 10
+        lambda i: creation.turn_create(
+            conversation_id=conv.pk, turn_key="same", content="My dog's name is Rex."
+        ),
+        10,
     )
     assert all(kind == "ok" for kind, _ in results), results
     assert Turn.objects.filter(conversation=conv).count() == 1
@@ -45,7 +50,10 @@ def test_it_creates_one_turn_under_concurrent_requests_with_one_key(conv):
 def test_it_allocates_distinct_seqs_under_concurrent_turns(conv):
     """§7: seq is allocated under a lock: concurrent turns with different keys never collide."""
     results = run_concurrently(
-        lambda i: creation.turn_create(conversation_id=conv.pk, turn_key=f"k{i}", content=f"message {i}"), 10
+        lambda i: creation.turn_create(
+            conversation_id=conv.pk, turn_key=f"k{i}", content=f"message {i}"
+        ),
+        10,
     )
     assert all(kind == "ok" for kind, _ in results), results
     seqs = sorted(Message.objects.filter(conversation=conv).values_list("seq", flat=True))
@@ -66,13 +74,17 @@ def test_it_writes_concurrent_batches_of_one_user_one_at_a_time():
     convs = [ConversationFactory(user=user, character=character) for _ in range(8)]
     results = run_concurrently(
         lambda i: creation.turn_create(
-            conversation_id=convs[i].pk, turn_key="t",
+            conversation_id=convs[i].pk,
+            turn_key="t",
             content=f"I like jazz. I live in City{i}. My dog's name is Dog{i}.",
-        ), 8,
+        ),
+        8,
     )
     assert all(kind == "ok" for kind, _ in results), results
     for key in ("user.lives_in", "dog.name", "user.likes"):
-        versions = sorted(MemoryRecord.objects.filter(user=user, key=key).values_list("version", flat=True))
+        versions = sorted(
+            MemoryRecord.objects.filter(user=user, key=key).values_list("version", flat=True)
+        )
         assert versions == list(range(1, len(versions) + 1)), key
     assert MemoryRecord.objects.filter(user=user, key="user.lives_in").count() == 8
     assert MemoryRecord.objects.filter(user=user, key="user.likes").count() == 1

@@ -33,9 +33,17 @@ def test_it_fails_loudly_when_a_check_fails(monkeypatch):
 
     def no_corrections(item, batch, *, known, sources, source_time, **_):
         # A correction taken as a model's guess: it supersedes nothing (§8 broken).
-        return batch.add(Fact(key=item.key, value=item.value, scope=Scope("user"),
-                              authority="model-inferred", many=item.key in known.many_keys,
-                              sources=tuple(sources), source_time=source_time))
+        return batch.add(
+            Fact(
+                key=item.key,
+                value=item.value,
+                scope=Scope("user"),
+                authority="model-inferred",
+                many=item.key in known.many_keys,
+                sources=tuple(sources),
+                source_time=source_time,
+            )
+        )
 
     monkeypatch.setattr(learning, "_correct", no_corrections)
     with pytest.raises(CommandError):
@@ -50,8 +58,11 @@ def test_it_fails_the_relevance_scene_when_plans_ignore_relevance(monkeypatch):
 
     import turns.planner as planner
 
-    monkeypatch.setattr(planner, "relevance_order",
-                        lambda memories, query, pinned: (list(range(len(memories))), [0.0] * len(memories)))
+    monkeypatch.setattr(
+        planner,
+        "relevance_order",
+        lambda memories, query, pinned: (list(range(len(memories))), [0.0] * len(memories)),
+    )
     card, _ = play()
     failed = {c.name for c in card.checks if not c.passed}
     assert failed == {

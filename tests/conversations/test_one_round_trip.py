@@ -11,8 +11,11 @@ pytestmark = pytest.mark.django_db
 
 
 def create(api, conv, key, content, **extra):
-    return api.post(f"/api/v1/conversations/{conv.pk}/turns",
-                    {"turn_key": key, "content": content, **extra}, format="json")
+    return api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": key, "content": content, **extra},
+        format="json",
+    )
 
 
 def get_plan(api, turn_id, **params):
@@ -24,7 +27,10 @@ def get_plan(api, turn_id, **params):
 def without_decision_ids(body: dict) -> dict:
     """A plan body with each policy decision's id left out: every plan logs its own decisions
     (D10), so only their id differs between two plans of the same state."""
-    return {**body, "policy": [{k: v for k, v in d.items() if k != "decision_id"} for d in body["policy"]]}
+    return {
+        **body,
+        "policy": [{k: v for k, v in d.items() if k != "decision_id"} for d in body["policy"]],
+    }
 
 
 def chat(api, conv):
@@ -34,12 +40,20 @@ def chat(api, conv):
     create(api, conv, "c", "I like green tea.")
 
 
-@pytest.mark.parametrize("params", [
-    {"budget": 2000},
-    {"budget": 2000, "memory_order": "relevance"},
-    {"budget": 60, "memory_share": 0.5, "history": "skip", "memory_order": "certainty"},
-    {"budget": 2000, "memory_order": "relevance", "capabilities": ["tone.playful"], "history": "contiguous"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"budget": 2000},
+        {"budget": 2000, "memory_order": "relevance"},
+        {"budget": 60, "memory_share": 0.5, "history": "skip", "memory_order": "certainty"},
+        {
+            "budget": 2000,
+            "memory_order": "relevance",
+            "capabilities": ["tone.playful"],
+            "history": "contiguous",
+        },
+    ],
+)
 def test_the_plan_of_a_created_turn_is_the_get_plan_with_the_same_parameters(api, conv, params):
     """I7: same body and same plan_hash, under certainty and relevance (I6)."""
     chat(api, conv)
@@ -63,7 +77,10 @@ def test_the_plan_carries_the_memories_extracted_from_the_message_itself(api, co
     [extracted] = r.json()["extracted"]
     memories = [(m["key"], m["value"]) for m in r.json()["plan"]["memories"]]
     assert memories == [(extracted["memory"]["key"], "Miso")]
-    assert r.json()["plan"]["plan_hash"] == get_plan(api, r.json()["id"], budget=500).json()["plan_hash"]
+    assert (
+        r.json()["plan"]["plan_hash"]
+        == get_plan(api, r.json()["id"], budget=500).json()["plan_hash"]
+    )
 
 
 def test_without_plan_the_answer_holds_no_plan(api, conv):
@@ -98,24 +115,31 @@ def test_budget_exceeded_answers_422_and_the_turn_stays_created(api, conv):
     again = create(api, conv, "t", "x" * 400)
     assert again.status_code == 200 and again.json()["id"] == str(turn.pk)
     planned = create(api, conv, "t", "x" * 400, plan={"budget": 500})
-    assert planned.status_code == 200 and planned.json()["plan"]["current_message"]["id"] == str(turn.user_message_id)
+    assert planned.status_code == 200 and planned.json()["plan"]["current_message"]["id"] == str(
+        turn.user_message_id
+    )
     assert Message.objects.filter(conversation=conv).count() == 1
 
 
-@pytest.mark.parametrize(("plan", "field"), [
-    ({}, "plan.budget"),
-    ({"budget": 0}, "plan.budget"),
-    ({"budget": "many"}, "plan.budget"),
-    ({"budget": 500, "memory_share": 2}, "plan.memory_share"),
-    ({"budget": 500, "history": "all"}, "plan.history"),
-    ({"budget": 500, "memory_order": "random"}, "plan.memory_order"),
-    ({"budget": 500, "capabilities": "tone.playful"}, "plan.capabilities"),
-    ({"budget": 500, "capabilities": [7]}, "plan.capabilities.0"),
-    ({"budget": 500, "now": "2030-01-01T00:00:00Z"}, "plan.now"),
-    ({"budget": 500, "colour": "red"}, "plan.colour"),
-    ("budget=500", "plan"),
-])
-def test_bad_plan_parameters_are_refused_naming_the_field_and_create_nothing(api, conv, plan, field):
+@pytest.mark.parametrize(
+    ("plan", "field"),
+    [
+        ({}, "plan.budget"),
+        ({"budget": 0}, "plan.budget"),
+        ({"budget": "many"}, "plan.budget"),
+        ({"budget": 500, "memory_share": 2}, "plan.memory_share"),
+        ({"budget": 500, "history": "all"}, "plan.history"),
+        ({"budget": 500, "memory_order": "random"}, "plan.memory_order"),
+        ({"budget": 500, "capabilities": "tone.playful"}, "plan.capabilities"),
+        ({"budget": 500, "capabilities": [7]}, "plan.capabilities.0"),
+        ({"budget": 500, "now": "2030-01-01T00:00:00Z"}, "plan.now"),
+        ({"budget": 500, "colour": "red"}, "plan.colour"),
+        ("budget=500", "plan"),
+    ],
+)
+def test_bad_plan_parameters_are_refused_naming_the_field_and_create_nothing(
+    api, conv, plan, field
+):
     r = create(api, conv, "t", "hi", plan=plan)
     assert r.status_code == 400 and field in r.json()["errors"], r.json()
     assert not Turn.objects.exists() and not Message.objects.exists()
@@ -125,14 +149,24 @@ def test_an_unknown_capability_names_the_plan_field_and_stores_nothing(api, conv
     """C2: a turn refused for its plan (400 naming `plan.capabilities`) stores nothing — no
     turn, no message, no memory — and the retry with the same turn_key and a good plan
     creates it (201)."""
-    r = create(api, conv, "t", "My dog's name is Rex.",
-               plan={"budget": 500, "capabilities": ["tone.sarcastic"]})
+    r = create(
+        api,
+        conv,
+        "t",
+        "My dog's name is Rex.",
+        plan={"budget": 500, "capabilities": ["tone.sarcastic"]},
+    )
     assert r.status_code == 400 and list(r.json()["errors"]) == ["plan.capabilities"], r.json()
     assert not Turn.objects.filter(conversation=conv).exists()
     assert not Message.objects.filter(conversation=conv).exists()
     assert not MemoryRecord.objects.filter(user=conv.user).exists()
-    again = create(api, conv, "t", "My dog's name is Rex.",
-                   plan={"budget": 500, "capabilities": ["tone.playful"]})
+    again = create(
+        api,
+        conv,
+        "t",
+        "My dog's name is Rex.",
+        plan={"budget": 500, "capabilities": ["tone.playful"]},
+    )
     assert again.status_code == 201 and again.json()["plan"]["policy"][0]["effect"] == "ask"
     assert [e["memory"]["key"] for e in again.json()["extracted"]] == ["dog.name"]
 
@@ -151,26 +185,47 @@ def test_the_schema_describes_the_plan_of_a_turn_creation():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     components = schema["components"]["schemas"]
     turn_create = schema["paths"]["/api/v1/conversations/{conversation_id}/turns"]["post"]
-    request = turn_create["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    request = turn_create["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit(
+        "/", 1
+    )[1]
     plan_ref = components[request]["properties"]["plan"]["allOf"][0]["$ref"].rsplit("/", 1)[1]
-    assert set(components[plan_ref]["properties"]) == {"budget", "memory_share", "history", "capabilities",
-                                                       "memory_order"}
+    assert set(components[plan_ref]["properties"]) == {
+        "budget",
+        "memory_share",
+        "history",
+        "capabilities",
+        "memory_order",
+    }
     assert components[plan_ref]["required"] == ["budget"]
     for status in ("200", "201"):
-        answer = turn_create["responses"][status]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        answer = turn_create["responses"][status]["content"]["application/json"]["schema"][
+            "$ref"
+        ].rsplit("/", 1)[1]
         assert "plan" not in components[answer].get("required", [])
         answer_plan = components[answer]["properties"]["plan"]["allOf"][0]["$ref"].rsplit("/", 1)[1]
-        get_answer = schema["paths"]["/api/v1/turns/{turn_id}/prompt-plan"]["get"]["responses"]["200"]
-        assert get_answer["content"]["application/json"]["schema"]["$ref"].endswith("/" + answer_plan)
+        get_answer = schema["paths"]["/api/v1/turns/{turn_id}/prompt-plan"]["get"]["responses"][
+            "200"
+        ]
+        assert get_answer["content"]["application/json"]["schema"]["$ref"].endswith(
+            "/" + answer_plan
+        )
     assert "422" in turn_create["responses"]
 
 
 def test_memories_switched_off_are_excluded_in_the_created_turns_plan(api, conv, sam):
     """I8 holds in the one round trip: the `use` switch comes with the user loaded by creation."""
     chat(api, conv)
-    api.put(f"/api/v1/users/{sam.username}/memory-settings", {"learn": True, "use": False}, format="json")
+    api.put(
+        f"/api/v1/users/{sam.username}/memory-settings",
+        {"learn": True, "use": False},
+        format="json",
+    )
     body = create(api, conv, "t", "What about the dog?", plan={"budget": 2000}).json()
     assert body["plan"]["memories"] == []
-    assert {e["reason"] for e in body["plan"]["excluded"] if e["kind"] == "memory"} == {"memory-off"}
+    assert {e["reason"] for e in body["plan"]["excluded"] if e["kind"] == "memory"} == {
+        "memory-off"
+    }
     assert MemoryRecord.objects.filter(user=sam).count() == 2
-    assert without_decision_ids(body["plan"]) == without_decision_ids(get_plan(api, body["id"], budget=2000).json())
+    assert without_decision_ids(body["plan"]) == without_decision_ids(
+        get_plan(api, body["id"], budget=2000).json()
+    )

@@ -9,7 +9,11 @@ pytestmark = pytest.mark.django_db
 
 
 def turn(api, conv, key, content):
-    return api.post(f"/api/v1/conversations/{conv.pk}/turns", {"turn_key": key, "content": content}, format="json")
+    return api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": key, "content": content},
+        format="json",
+    )
 
 
 def plan(api, turn_id, **params):
@@ -22,9 +26,18 @@ def told(api, conv):
     """The user told the companion a few things over several turns (oldest first)."""
     turn(api, conv, "t1", "Call me Sam.")
     turn(api, conv, "t2", "I am writing a letter to my sister.")
-    api.post("/api/v1/memories", {"user": "sam", "key": "story.letter.status", "value": "unfinished, not sent",
-                                  "scope": {"kind": "user"}, "confidence": 0.7,
-                                  "sources": [str(MessageFactory(conversation=conv).pk)]}, format="json")
+    api.post(
+        "/api/v1/memories",
+        {
+            "user": "sam",
+            "key": "story.letter.status",
+            "value": "unfinished, not sent",
+            "scope": {"kind": "user"},
+            "confidence": 0.7,
+            "sources": [str(MessageFactory(conversation=conv).pk)],
+        },
+        format="json",
+    )
     turn(api, conv, "t3", "The basil plant is named Marlowe.")
     turn(api, conv, "t4", "I like jazz. I live in Boston. I work at Acme.")
     # Two messages of small talk right before the question.
@@ -78,14 +91,20 @@ def test_it_fills_a_tight_budget_with_what_the_message_is_about(api, conv, told)
     relevance = plan(api, t["id"], budget=110, memory_order="relevance").json()
     assert "story.letter.status" not in keys(certainty)
     assert keys(relevance)[:2] == ["user.preferred_name", "story.letter.status"]
-    assert {"kind": "memory", "id": _id("story.letter.status"), "reason": "budget"} in certainty["excluded"]
+    assert {"kind": "memory", "id": _id("story.letter.status"), "reason": "budget"} in certainty[
+        "excluded"
+    ]
     assert relevance["plan_hash"] != certainty["plan_hash"]
 
 
 def test_it_counts_the_two_messages_before_the_current_one(api, conv, told):
     """I6: the query is the current message plus the last 2 history messages (either role)."""
     t = turn(api, conv, "t5", "How is it going?").json()
-    api.post(f"/api/v1/turns/{t['id']}/reply", {"content": "Marlowe, your basil plant, is thriving."}, format="json")
+    api.post(
+        f"/api/v1/turns/{t['id']}/reply",
+        {"content": "Marlowe, your basil plant, is thriving."},
+        format="json",
+    )
     t6 = turn(api, conv, "t6", "And?").json()
     before = plan(api, t["id"], memory_order="relevance").json()
     assert "basil_plant.name" not in keys(before)[:2]
@@ -128,7 +147,13 @@ def test_it_describes_memory_order_and_relevance_in_the_schema(api):
     [param] = [p for p in operation["parameters"] if p["name"] == "memory_order"]
     enum = param["schema"].get("enum") or _ref(schema, param["schema"])["enum"]
     assert set(enum) == {"certainty", "relevance"}
-    memory = _ref(schema, _ref(schema, schema["components"]["schemas"]["PromptPlanOutput"]["properties"]["memories"]["items"]))
+    memory = _ref(
+        schema,
+        _ref(
+            schema,
+            schema["components"]["schemas"]["PromptPlanOutput"]["properties"]["memories"]["items"],
+        ),
+    )
     assert memory["properties"]["relevance"]["type"] == "number"
     assert memory["properties"]["relevance"]["nullable"] is True
 
@@ -143,8 +168,9 @@ def _ref(schema, node):
 
 @pytest.mark.parametrize("order", ["certainty", "relevance"])
 @pytest.mark.parametrize("n", [10, 1000])
-def test_it_plans_in_a_constant_number_of_queries_in_either_order(api, conv, sam, n, order,
-                                                                   django_assert_num_queries):
+def test_it_plans_in_a_constant_number_of_queries_in_either_order(
+    api, conv, sam, n, order, django_assert_num_queries
+):
     """DESIGN: the plan's query count does not grow with memories or messages, and relevance
     costs no query of its own: the two messages before the turn come with the history's read
     and the registry's pinned keys with the registry."""
@@ -152,30 +178,58 @@ def test_it_plans_in_a_constant_number_of_queries_in_either_order(api, conv, sam
     from conversations.models import Message
     from memory.models import MemorySource
 
-    Message.objects.bulk_create([
-        Message(user=sam, conversation=conv, seq=i + 1, role="user", content=f"m{i} letter", created_at=db_now())
-        for i in range(n)
-    ])
+    Message.objects.bulk_create(
+        [
+            Message(
+                user=sam,
+                conversation=conv,
+                seq=i + 1,
+                role="user",
+                content=f"m{i} letter",
+                created_at=db_now(),
+            )
+            for i in range(n)
+        ]
+    )
     conv.last_seq = n
     conv.save()
     now = db_now()
-    rows = MemoryRecord.objects.bulk_create([
-        MemoryRecord(user=sam, key=f"fact.k{i}", value=f"letter {i}" if i % 7 else f"v{i}", scope_kind="user",
-                     scope_id="user:sam", valid_from=now, recorded_at=now, evidence_time=now, version=1,
-                     authority="rule-extracted")
-        for i in range(n)
-    ])
+    rows = MemoryRecord.objects.bulk_create(
+        [
+            MemoryRecord(
+                user=sam,
+                key=f"fact.k{i}",
+                value=f"letter {i}" if i % 7 else f"v{i}",
+                scope_kind="user",
+                scope_id="user:sam",
+                valid_from=now,
+                recorded_at=now,
+                evidence_time=now,
+                version=1,
+                authority="rule-extracted",
+            )
+            for i in range(n)
+        ]
+    )
     first = Message.objects.filter(conversation=conv).first()
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
     t = turn(api, conv, "t1", "the letter?").json()
-    plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")  # warms the catalog
+    plan(
+        api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful"
+    )  # warms the catalog
     # Token, the turn, the memory state (one statement that checks the user's memory version:
     # the warm plan above left this context's state in the process's cache), history (with the
     # text relevance reads), then the decision (savepoint, version, rules, log, release) and
     # the turn's snapshot: the relevance order reads nothing more — the pinned keys come with
     # the cached registry.
     with django_assert_num_queries(10):
-        r = plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful",
-                 memory_order=order)
+        r = plan(
+            api,
+            t["id"],
+            budget=500,
+            now="2030-01-01T00:00:00Z",
+            capabilities="tone.playful",
+            memory_order=order,
+        )
     assert r.status_code == 200
     assert r.json()["memory_order"] == order and r.json()["memories"]

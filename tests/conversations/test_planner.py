@@ -32,7 +32,9 @@ CODE_BLOCK = '```python\ndef f(x):\n\treturn {"a": x}  # ok\n```\n'
 
 def msg(seq: int, content: str = "hi", *, role: str | None = None, id: str | None = None):
     return PlanMessage(
-        id=id or f"m{seq}", seq=seq, role=role or ("user" if seq % 2 else "assistant"),
+        id=id or f"m{seq}",
+        seq=seq,
+        role=role or ("user" if seq % 2 else "assistant"),
         content=content,
     )
 
@@ -41,19 +43,45 @@ def cur(seq: int = 100, content: str = "What is my plant called?", id: str = "cu
     return PlanMessage(id=id, seq=seq, role="user", content=content)
 
 
-def mem(rid: str, value: str = "Marlowe", *, key: str = "plant.name", label: str = "Plant: name",
-        certainty: str = "confirmed", scope: Scope | None = None) -> ProjectedMemory:
+def mem(
+    rid: str,
+    value: str = "Marlowe",
+    *,
+    key: str = "plant.name",
+    label: str = "Plant: name",
+    certainty: str = "confirmed",
+    scope: Scope | None = None,
+) -> ProjectedMemory:
     scope = scope or Scope("user")
     record = MemoryRecord(
-        id=rid, user="u1", key=key, value=value, scope=scope, authority="user-confirmed",
-        valid_from=T0, recorded_at=T0, evidence_time=T0, version=1,
+        id=rid,
+        user="u1",
+        key=key,
+        value=value,
+        scope=scope,
+        authority="user-confirmed",
+        valid_from=T0,
+        recorded_at=T0,
+        evidence_time=T0,
+        version=1,
     )
-    return ProjectedMemory(key=key, label=label, value=value, certainty=certainty, scope=scope,
-                           record=record)
+    return ProjectedMemory(
+        key=key, label=label, value=value, certainty=certainty, scope=scope, record=record
+    )
 
 
-def plan(*, current=None, history=(), memories=(), memory_excluded=(), budget=1000,
-         share=0.3, policy="contiguous", caps=(), rv=RESOLVER_VERSION) -> Plan:
+def plan(
+    *,
+    current=None,
+    history=(),
+    memories=(),
+    memory_excluded=(),
+    budget=1000,
+    share=0.3,
+    policy="contiguous",
+    caps=(),
+    rv=RESOLVER_VERSION,
+) -> Plan:
     return build_plan(
         current=current or cur(),
         history=list(history),
@@ -87,8 +115,10 @@ def excluded_memories(p: Plan) -> dict[str, str]:
         pytest.param([msg(1), cur(), msg(2)], id="current-passed-in-history"),
         pytest.param([msg(1), cur(seq=3), msg(2)], id="current-id-with-an-older-seq"),
         pytest.param([cur(), msg(2), cur(), msg(1)], id="current-passed-twice"),
-        pytest.param([msg(1), msg(2), msg(100, id="same-seq"), msg(101), msg(150)],
-                     id="messages-at-and-after-the-boundary"),
+        pytest.param(
+            [msg(1), msg(2), msg(100, id="same-seq"), msg(101), msg(150)],
+            id="messages-at-and-after-the-boundary",
+        ),
     ],
 )
 @pytest.mark.parametrize("policy", ["contiguous", "skip"])
@@ -131,18 +161,33 @@ HUGE = "x" * 4000  # 1004 tokens
 @pytest.mark.parametrize(
     ("policy", "history", "expected_history", "expected_excluded"),
     [
-        pytest.param("contiguous", [msg(1), msg(2), msg(3, HUGE)], [], ["m1", "m2", "m3"],
-                     id="contiguous-huge-newest"),
-        pytest.param("skip", [msg(1), msg(2), msg(3, HUGE)], ["m1", "m2"], ["m3"],
-                     id="skip-huge-newest"),
-        pytest.param("contiguous", [msg(1), msg(2, HUGE), msg(3), msg(4)], ["m3", "m4"],
-                     ["m1", "m2"], id="contiguous-huge-in-the-middle"),
-        pytest.param("skip", [msg(1), msg(2, HUGE), msg(3), msg(4)], ["m1", "m3", "m4"],
-                     ["m2"], id="skip-huge-in-the-middle"),
+        pytest.param(
+            "contiguous",
+            [msg(1), msg(2), msg(3, HUGE)],
+            [],
+            ["m1", "m2", "m3"],
+            id="contiguous-huge-newest",
+        ),
+        pytest.param(
+            "skip", [msg(1), msg(2), msg(3, HUGE)], ["m1", "m2"], ["m3"], id="skip-huge-newest"
+        ),
+        pytest.param(
+            "contiguous",
+            [msg(1), msg(2, HUGE), msg(3), msg(4)],
+            ["m3", "m4"],
+            ["m1", "m2"],
+            id="contiguous-huge-in-the-middle",
+        ),
+        pytest.param(
+            "skip",
+            [msg(1), msg(2, HUGE), msg(3), msg(4)],
+            ["m1", "m3", "m4"],
+            ["m2"],
+            id="skip-huge-in-the-middle",
+        ),
     ],
 )
-def test_it_handles_one_huge_recent_message(policy, history, expected_history,
-                                            expected_excluded):
+def test_it_handles_one_huge_recent_message(policy, history, expected_history, expected_excluded):
     """I3: one message larger than the whole budget: `contiguous` stops at it (it and every
     older message → budget), `skip` skips it and continues; the plan stays within budget."""
     p = plan(history=history, budget=500, policy=policy)
@@ -170,8 +215,12 @@ def test_it_orders_equal_timestamp_messages_by_seq(policy):
     history = [msg(3, "ok", id="a"), msg(1, "ok", id="c"), msg(2, "ok", id="b")]
     p = plan(history=history, policy=policy)
     assert history_ids(p) == ["c", "b", "a"]
-    tight = plan(history=history, policy=policy, share=0,
-                 budget=estimate_message(cur().content) + estimate_message("ok"))
+    tight = plan(
+        history=history,
+        policy=policy,
+        share=0,
+        budget=estimate_message(cur().content) + estimate_message("ok"),
+    )
     assert history_ids(tight) == ["a"]
     assert excluded_messages(tight) == ["b", "c"]
 
@@ -206,7 +255,8 @@ def test_it_selects_history_by_bytes_alone(n_bytes, available, policy, chosen, e
         for seq, (name, n) in enumerate(zip("abc", n_bytes, strict=False), start=1)
     ]
     assert select_history(90, list(reversed(candidates)), 90 + available, policy) == (
-        chosen, excluded
+        chosen,
+        excluded,
     )
 
 
@@ -244,8 +294,10 @@ def test_it_caps_the_memory_section(budget, share, included, budget_excluded):
     assert p.estimated_tokens <= budget
 
 
-@pytest.mark.parametrize(("share", "budget", "cap"), [(0.29, 100, 29), (0.3, 10, 3), (0.7, 10, 7),
-                                                     (1, 7, 7), (0, 7, 0), (0.333, 1000, 333)])
+@pytest.mark.parametrize(
+    ("share", "budget", "cap"),
+    [(0.29, 100, 29), (0.3, 10, 3), (0.7, 10, 7), (1, 7, 7), (0, 7, 0), (0.333, 1000, 333)],
+)
 def test_it_floors_the_decimal_share(share, budget, cap):
     """I3: floor(memory_share × budget) on the share's decimal value (0.29 × 100 is 29)."""
     assert memory_cap(PlanParams(budget=budget, memory_share=share)) == cap
@@ -256,8 +308,11 @@ def test_it_reports_resolver_and_projection_exclusions():
     their reason and never enter the plan; uncertain ones stay marked `uncertain`."""
     p = plan(
         memories=[mem("r5", "Harbor?", certainty="uncertain")],
-        memory_excluded=[("r9", "unsupported"), Exclusion("r8", "low-confidence"),
-                         ("r7", "superseded")],
+        memory_excluded=[
+            ("r9", "unsupported"),
+            Exclusion("r8", "low-confidence"),
+            ("r7", "superseded"),
+        ],
         history=[msg(1, "x" * 4000)],
         budget=500,
     )
@@ -322,8 +377,14 @@ def test_it_fits_the_current_message_exactly():
 def test_it_rejects_bad_parameters(params, field):
     """I3: budget a positive int, memory_share in [0, 1], history contiguous|skip."""
     with pytest.raises(ValidationError) as info:
-        build_plan(current=cur(), history=[], memories=[], memory_excluded=[], params=params,
-                   resolver_version=RESOLVER_VERSION)
+        build_plan(
+            current=cur(),
+            history=[],
+            memories=[],
+            memory_excluded=[],
+            params=params,
+            resolver_version=RESOLVER_VERSION,
+        )
     assert list(info.value.errors) == [field]
 
 
@@ -351,7 +412,9 @@ def test_it_hashes_the_same_state_the_same_way():
     assert a.plan_hash == b.plan_hash
     assert len(a.plan_hash) == 64 and int(a.plan_hash, 16) >= 0
     assert a.plan_hash == compute_plan_hash(
-        current=a.current, history=[m for m, _ in a.history], memories=a.memories,
+        current=a.current,
+        history=[m for m, _ in a.history],
+        memories=a.memories,
         params=PlanParams(budget=1000, capabilities=("voice", "photo")),
         resolver_version=RESOLVER_VERSION,
     )
@@ -362,14 +425,24 @@ def test_it_hashes_the_same_state_the_same_way():
     [
         pytest.param({"current": cur(content="What is my pet called?")}, id="current-content"),
         pytest.param({"current": cur(id="cur2")}, id="current-id"),
-        pytest.param({"history": [msg(1, "one"), msg(2, "TWO"), msg(3, "three")]},
-                     id="history-content"),
+        pytest.param(
+            {"history": [msg(1, "one"), msg(2, "TWO"), msg(3, "three")]}, id="history-content"
+        ),
         pytest.param({"history": [msg(1, "one"), msg(3, "three")]}, id="history-ids"),
         pytest.param({"memories": [mem("r1", "Harbor"), BASE["memories"][1]]}, id="memory-value"),
-        pytest.param({"memories": [mem("r1", certainty="likely"), BASE["memories"][1]]},
-                     id="memory-certainty"),
-        pytest.param({"memories": [mem("r1", scope=Scope("character", character="ava")),
-                                   BASE["memories"][1]]}, id="memory-scope"),
+        pytest.param(
+            {"memories": [mem("r1", certainty="likely"), BASE["memories"][1]]},
+            id="memory-certainty",
+        ),
+        pytest.param(
+            {
+                "memories": [
+                    mem("r1", scope=Scope("character", character="ava")),
+                    BASE["memories"][1],
+                ]
+            },
+            id="memory-scope",
+        ),
         pytest.param({"memories": list(reversed(BASE["memories"]))}, id="memory-order"),
         pytest.param({"budget": 999}, id="budget"),
         pytest.param({"share": 0.31}, id="memory-share"),
@@ -385,8 +458,10 @@ def test_it_changes_the_hash_when_state_or_params_change(change):
 
 def test_it_snapshots_ids_without_text():
     """§7: the turn keeps the plan's ids and hash, never message or memory text."""
-    p = plan(**{**BASE, "history": [msg(1, "secret " * 400), *BASE["history"][1:]],
-                "budget": 300}, memory_excluded=[("r9", "unsupported")])
+    p = plan(
+        **{**BASE, "history": [msg(1, "secret " * 400), *BASE["history"][1:]], "budget": 300},
+        memory_excluded=[("r9", "unsupported")],
+    )
     snap = plan_snapshot(p)
     assert snap == {
         "boundary_seq": 100,
@@ -408,11 +483,19 @@ def test_it_renders_the_plan_body():
     p = plan(**BASE)
     body = plan_body(p)
     assert body["current_message"] == {
-        "id": "cur", "seq": 100, "content": cur().content, "estimated_tokens": p.current_tokens,
+        "id": "cur",
+        "seq": 100,
+        "content": cur().content,
+        "estimated_tokens": p.current_tokens,
     }
     assert [h["id"] for h in body["history"]] == ["m1", "m2", "m3"]
-    assert body["history"][1] == {"id": "m2", "seq": 2, "role": "assistant", "content": "two",
-                                  "estimated_tokens": estimate_message("two")}
+    assert body["history"][1] == {
+        "id": "m2",
+        "seq": 2,
+        "role": "assistant",
+        "content": "two",
+        "estimated_tokens": estimate_message("two"),
+    }
     # I6: plan memories carry `relevance`, null under the default `certainty` order.
     assert body["memories"][0] == {**mem("r1").as_prompt(), "relevance": None}
     assert body["memory_order"] == "certainty"
@@ -426,8 +509,11 @@ def test_it_renders_the_plan_body():
 
 content_strategy = st.one_of(
     st.text(max_size=30),
-    st.builds(lambda chunk, n: chunk * n, st.sampled_from(["x", "é", "漢", "😀", "```\n\t"]),
-              st.integers(0, 300)),
+    st.builds(
+        lambda chunk, n: chunk * n,
+        st.sampled_from(["x", "é", "漢", "😀", "```\n\t"]),
+        st.integers(0, 300),
+    ),
 )
 messages_strategy = st.lists(
     st.tuples(st.integers(0, 60), content_strategy, st.sampled_from(["user", "assistant"])),
@@ -435,8 +521,11 @@ messages_strategy = st.lists(
     unique_by=lambda t: t[0],
 )
 memories_strategy = st.lists(
-    st.tuples(st.text(min_size=1, max_size=12), st.text(max_size=40),
-              st.sampled_from(["confirmed", "likely", "uncertain"])),
+    st.tuples(
+        st.text(min_size=1, max_size=12),
+        st.text(max_size=40),
+        st.sampled_from(["confirmed", "likely", "uncertain"]),
+    ),
     max_size=6,
 )
 
@@ -463,8 +552,15 @@ def _reference_memory_tokens(memories, cap):
     data=st.data(),
 )
 def test_it_holds_the_invariants_for_random_conversations(
-    raw_history, raw_memories, current_seq, current_content, include_current, budget, share,
-    policy, data,
+    raw_history,
+    raw_memories,
+    current_seq,
+    current_content,
+    include_current,
+    budget,
+    share,
+    policy,
+    data,
 ):
     """I1 + I3: for any history and budget the plan stays within budget, its history is
     oldest-first with strictly increasing seq below the current message, the current message
@@ -473,13 +569,21 @@ def test_it_holds_the_invariants_for_random_conversations(
     current = PlanMessage("cur", current_seq, "user", current_content)
     if include_current:
         history.append(current)
-    memories = [mem(f"r{i}", value, key=f"k.k{i}", label=label, certainty=certainty)
-                for i, (label, value, certainty) in enumerate(raw_memories)]
+    memories = [
+        mem(f"r{i}", value, key=f"k.k{i}", label=label, certainty=certainty)
+        for i, (label, value, certainty) in enumerate(raw_memories)
+    ]
     params = PlanParams(budget=budget, memory_share=share, history=policy)
 
     def run(hist):
-        return build_plan(current=current, history=hist, memories=memories, memory_excluded=[],
-                          params=params, resolver_version=RESOLVER_VERSION)
+        return build_plan(
+            current=current,
+            history=hist,
+            memories=memories,
+            memory_excluded=[],
+            params=params,
+            resolver_version=RESOLVER_VERSION,
+        )
 
     memory_tokens = _reference_memory_tokens(memories, memory_cap(params))
     if estimate_message(current_content) > budget - memory_tokens:
@@ -494,9 +598,7 @@ def test_it_holds_the_invariants_for_random_conversations(
 
     assert p.estimated_tokens <= budget
     assert p.memory_tokens == memory_tokens <= math.floor(share * budget)
-    assert p.estimated_tokens == (
-        p.memory_tokens + p.current_tokens + sum(t for _, t in p.history)
-    )
+    assert p.estimated_tokens == (p.memory_tokens + p.current_tokens + sum(t for _, t in p.history))
     seqs = [m.seq for m, _ in p.history]
     assert seqs == sorted(set(seqs))
     assert all(s < current_seq for s in seqs)

@@ -20,21 +20,47 @@ CURRENT = PlanMessage("cur", 100, "user", "What about jazz tonight?")
 
 
 def history(n: int, *, size: int = 8) -> list[PlanMessage]:
-    return [PlanMessage(f"m{i}", i, "user" if i % 2 else "assistant", "x" * size) for i in range(1, n + 1)]
+    return [
+        PlanMessage(f"m{i}", i, "user" if i % 2 else "assistant", "x" * size)
+        for i in range(1, n + 1)
+    ]
 
 
-def make(messages, *, withheld=(), budget=1000, policy="contiguous", as_candidates=False,
-         order="certainty"):
+def make(
+    messages,
+    *,
+    withheld=(),
+    budget=1000,
+    policy="contiguous",
+    as_candidates=False,
+    order="certainty",
+):
     params = PlanParams(budget=budget, history=policy, memory_order=order)
     if not as_candidates:
-        return build_plan(current=CURRENT, history=messages, memories=[], memory_excluded=[],
-                          params=params, resolver_version=RESOLVER_VERSION, withheld=set(withheld))
+        return build_plan(
+            current=CURRENT,
+            history=messages,
+            memories=[],
+            memory_excluded=[],
+            params=params,
+            resolver_version=RESOLVER_VERSION,
+            withheld=set(withheld),
+        )
     by_id = {m.id: m for m in messages}
-    candidates = [HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode()), m.id in withheld)
-                  for m in messages]
-    return build_plan(current=CURRENT, history=(), history_candidates=candidates,
-                      fetch_content=lambda ids: {i: by_id[i].content for i in ids}, memories=[],
-                      memory_excluded=[], params=params, resolver_version=RESOLVER_VERSION)
+    candidates = [
+        HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode()), m.id in withheld)
+        for m in messages
+    ]
+    return build_plan(
+        current=CURRENT,
+        history=(),
+        history_candidates=candidates,
+        fetch_content=lambda ids: {i: by_id[i].content for i in ids},
+        memories=[],
+        memory_excluded=[],
+        params=params,
+        resolver_version=RESOLVER_VERSION,
+    )
 
 
 @pytest.mark.parametrize("as_candidates", [False, True])
@@ -74,13 +100,19 @@ def test_the_current_message_and_what_lies_after_it_are_never_listed():
 
 def test_the_relevance_query_skips_withheld_messages():
     """I6: the query's last 2 history messages are the last 2 that are not withheld."""
-    candidates = [HistoryCandidate(f"m{i}", i, "user", 4, withheld=i in (4, 5)) for i in range(1, 6)]
+    candidates = [
+        HistoryCandidate(f"m{i}", i, "user", 4, withheld=i in (4, 5)) for i in range(1, 6)
+    ]
     assert recent_ids(100, candidates) == ["m3", "m2"]
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(0, 12), st.sets(st.integers(1, 12)), st.integers(30, 400),
-       st.sampled_from(["contiguous", "skip"]))
+@given(
+    st.integers(0, 12),
+    st.sets(st.integers(1, 12)),
+    st.integers(30, 400),
+    st.sampled_from(["contiguous", "skip"]),
+)
 def test_both_ways_of_reading_give_the_same_plan(n, held_seqs, budget, policy):
     """Candidates marked withheld (the database's read) and ids passed in `withheld` give the
     same plan, and no withheld message ever enters the history."""

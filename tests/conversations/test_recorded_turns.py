@@ -29,8 +29,18 @@ from tests.factories import UserFactory
 pytestmark = pytest.mark.django_db
 
 RECORDING = Path(__file__).with_name("recorded_turns.json")
-TIME_FIELDS = {"valid_from", "valid_until", "recorded_at", "evidence_time", "status_since",
-               "retracted_at", "created_at", "forgotten_at", "blocks_sources_before", "since"}
+TIME_FIELDS = {
+    "valid_from",
+    "valid_until",
+    "recorded_at",
+    "evidence_time",
+    "status_since",
+    "retracted_at",
+    "created_at",
+    "forgotten_at",
+    "blocks_sources_before",
+    "since",
+}
 
 
 class SeededIds:
@@ -48,8 +58,19 @@ class SeededIds:
 def seeded_ids(monkeypatch):
     ids = SeededIds()
     monkeypatch.setattr(uuid, "uuid4", ids)
-    for model in (Conversation, Message, Turn, MemoryRecord, Tombstone, SlotRetraction,
-                  IdempotencyRecord, PolicyRule, DecisionLog, PolicyAnswer, MediaJob):
+    for model in (
+        Conversation,
+        Message,
+        Turn,
+        MemoryRecord,
+        Tombstone,
+        SlotRetraction,
+        IdempotencyRecord,
+        PolicyRule,
+        DecisionLog,
+        PolicyAnswer,
+        MediaJob,
+    ):
         field = model._meta.pk
         if field.default is not None and callable(field.default):
             # Django keeps the default's callable (`_get_default`, a cached property) once a
@@ -64,8 +85,10 @@ def seeded_ids(monkeypatch):
 def without_times(value):
     """The answer without the database clock's readings (they differ on every run)."""
     if isinstance(value, dict):
-        return {k: (None if k in TIME_FIELDS and v is not None else without_times(v))
-                for k, v in value.items()}
+        return {
+            k: (None if k in TIME_FIELDS and v is not None else without_times(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [without_times(v) for v in value]
     return value
@@ -74,23 +97,47 @@ def without_times(value):
 SCRIPT = [
     # (turn key, content, plan parameters or None, switches to set before it)
     ("t01", "My dog's name is Rex. I like green tea.", {"budget": 2000}, None),
-    ("t02", "We watered the basil on the rooftop today. The basil plant is named Harbor.",
-     {"budget": 2000, "capabilities": ["tone.playful"]}, None),
+    (
+        "t02",
+        "We watered the basil on the rooftop today. The basil plant is named Harbor.",
+        {"budget": 2000, "capabilities": ["tone.playful"]},
+        None,
+    ),
     ("t03", "My dog's name is Rex.", {"budget": 2000}, None),
-    ("t04", "I renamed it. It is Marlowe now, not Harbor.",
-     {"budget": 2000, "memory_order": "relevance"}, None),
+    (
+        "t04",
+        "I renamed it. It is Marlowe now, not Harbor.",
+        {"budget": 2000, "memory_order": "relevance"},
+        None,
+    ),
     ("t05", "Actually, I live in Porto.", {"budget": 2000}, None),
-    ("t06", "I live in Lisbon. Priya works at Acme. I dislike being rushed.",
-     {"budget": 400, "memory_share": 0.5, "history": "skip"}, None),
-    ("t07", "Call me Sam. My cat's name is Ember.",
-     {"budget": 2000, "capabilities": ["tone.playful", "media.voice"]}, None),
-    ("t08", "Tell me about the basil and the dog again.",
-     {"budget": 120, "memory_order": "relevance", "history": "contiguous"}, None),
+    (
+        "t06",
+        "I live in Lisbon. Priya works at Acme. I dislike being rushed.",
+        {"budget": 400, "memory_share": 0.5, "history": "skip"},
+        None,
+    ),
+    (
+        "t07",
+        "Call me Sam. My cat's name is Ember.",
+        {"budget": 2000, "capabilities": ["tone.playful", "media.voice"]},
+        None,
+    ),
+    (
+        "t08",
+        "Tell me about the basil and the dog again.",
+        {"budget": 120, "memory_order": "relevance", "history": "contiguous"},
+        None,
+    ),
     ("t09", "x" * 900, {"budget": 100}, None),
     ("t10", "I like jazz.", {"budget": 2000}, {"use": False}),
     ("t11", "My cat's name is Smudge.", {"budget": 2000}, {"use": True, "learn": False}),
-    ("t12", "Actually my dog's name is Max.", {"budget": 2000, "capabilities": ["tone.playful"]},
-     {"learn": True}),
+    (
+        "t12",
+        "Actually my dog's name is Max.",
+        {"budget": 2000, "capabilities": ["tone.playful"]},
+        {"learn": True},
+    ),
     ("t01", "My dog's name is Rex. I like green tea.", {"budget": 2000}, None),
     ("t13", "How are you today?", None, None),
 ]
@@ -108,25 +155,58 @@ def play(api) -> list[dict]:
     user = UserFactory(username="wren")
     rowan, _ = character_put(slug="captain-rowan", name="Captain Rowan")
     conversation = conversation_create(user=user, character=rowan, title="Rooftop")
-    memory_assert(user=user, key="user.works_at", value="the bakery", scope=Scope("user"),
-                  authority="user-confirmed")
-    memory_assert(user=user, key="story.lantern.status", value="unlit",
-                  scope=Scope("conversation", conversation=str(conversation.pk)),
-                  authority="user-confirmed")
-    memory_assert(user=user, key="user.lives_in", value="Braga",
-                  scope=Scope("character", character="captain-rowan"), authority="user-confirmed")
+    memory_assert(
+        user=user,
+        key="user.works_at",
+        value="the bakery",
+        scope=Scope("user"),
+        authority="user-confirmed",
+    )
+    memory_assert(
+        user=user,
+        key="story.lantern.status",
+        value="unlit",
+        scope=Scope("conversation", conversation=str(conversation.pk)),
+        authority="user-confirmed",
+    )
+    memory_assert(
+        user=user,
+        key="user.lives_in",
+        value="Braga",
+        scope=Scope("character", character="captain-rowan"),
+        authority="user-confirmed",
+    )
     forget_key(user=user, key="people.priya.works_at", scope_id="*")
-    rule_create(user=user, capability="tone.playful", effect="allow", source="explicit-user",
-                scope={"kind": "global"})
-    rule_create(user=user, capability="media.voice", effect="allow", source="explicit-user",
-                scope={"kind": "conversation", "conversation": str(conversation.pk)})
-    rule_create(user=user, capability="media.voice", effect="deny", source="explicit-user",
-                scope={"kind": "conversation", "conversation": str(conversation.pk)})
+    rule_create(
+        user=user,
+        capability="tone.playful",
+        effect="allow",
+        source="explicit-user",
+        scope={"kind": "global"},
+    )
+    rule_create(
+        user=user,
+        capability="media.voice",
+        effect="allow",
+        source="explicit-user",
+        scope={"kind": "conversation", "conversation": str(conversation.pk)},
+    )
+    rule_create(
+        user=user,
+        capability="media.voice",
+        effect="deny",
+        source="explicit-user",
+        scope={"kind": "conversation", "conversation": str(conversation.pk)},
+    )
     answers = []
     for key, content, plan, switches in SCRIPT:
         if switches:
-            assert api.put(f"/api/v1/users/{user.username}/memory-settings", switches,
-                           format="json").status_code == 200
+            assert (
+                api.put(
+                    f"/api/v1/users/{user.username}/memory-settings", switches, format="json"
+                ).status_code
+                == 200
+            )
         body = {"turn_key": key, "content": content}
         if plan is not None:
             body["plan"] = plan

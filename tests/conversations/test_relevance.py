@@ -24,27 +24,63 @@ from turns.tokens import estimate_memory
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 
 
-def mem(rid: str, value: str, *, key: str, label: str | None = None, certainty: str = "likely",
-        at: datetime = T0) -> ProjectedMemory:
+def mem(
+    rid: str,
+    value: str,
+    *,
+    key: str,
+    label: str | None = None,
+    certainty: str = "likely",
+    at: datetime = T0,
+) -> ProjectedMemory:
     record = MemoryRecord(
-        id=rid, user="u1", key=key, value=value, scope=Scope("user"), authority="rule-extracted",
-        valid_from=at, recorded_at=at, evidence_time=at, version=1, sources=("m0",),
+        id=rid,
+        user="u1",
+        key=key,
+        value=value,
+        scope=Scope("user"),
+        authority="rule-extracted",
+        valid_from=at,
+        recorded_at=at,
+        evidence_time=at,
+        version=1,
+        sources=("m0",),
     )
-    return ProjectedMemory(key=key, label=label or key, value=value, certainty=certainty,
-                           scope=Scope("user"), record=record)
+    return ProjectedMemory(
+        key=key,
+        label=label or key,
+        value=value,
+        certainty=certainty,
+        scope=Scope("user"),
+        record=record,
+    )
 
 
 def cur(content: str, seq: int = 100) -> PlanMessage:
     return PlanMessage("cur", seq, "user", content)
 
 
-def plan(memories, *, content="Tell me about the letter.", history=(), budget=10_000, share=0.3,
-         order="relevance", pinned=frozenset(), use=True, excluded=()):
+def plan(
+    memories,
+    *,
+    content="Tell me about the letter.",
+    history=(),
+    budget=10_000,
+    share=0.3,
+    order="relevance",
+    pinned=frozenset(),
+    use=True,
+    excluded=(),
+):
     return build_plan(
-        current=cur(content), history=list(history), memories=list(memories),
+        current=cur(content),
+        history=list(history),
+        memories=list(memories),
         memory_excluded=list(excluded),
         params=PlanParams(budget=budget, memory_share=share, memory_order=order),
-        resolver_version=RESOLVER_VERSION, pinned_keys=pinned, use_memories=use,
+        resolver_version=RESOLVER_VERSION,
+        pinned_keys=pinned,
+        use_memories=use,
     )
 
 
@@ -68,7 +104,9 @@ def ids(p) -> list[str]:
         pytest.param("Straße STRASSE", ["strasse", "strasse"], id="casefold-sharp-s"),
         pytest.param("basil_plant.name", ["basil", "plant", "name"], id="key-punctuation"),
         pytest.param("rock-n-roll!! (live)…", ["rock", "roll", "live"], id="punctuation"),
-        pytest.param("Marlowe's letter—unsent", ["marlowe", "letter", "unsent"], id="apostrophe-dash"),
+        pytest.param(
+            "Marlowe's letter—unsent", ["marlowe", "letter", "unsent"], id="apostrophe-dash"
+        ),
         pytest.param("tab\tnew\nline", ["tab", "new", "line"], id="whitespace"),
         pytest.param("🌿basil🌿", ["basil"], id="emoji-split"),
         pytest.param("room 42b, floor 3", ["room", "42b", "floor"], id="digits"),
@@ -100,7 +138,10 @@ def test_it_pins_the_stopword_list_to_its_version():
     it: a list changed without a new version (and a new pin here) fails this test."""
     digest = hashlib.sha256(" ".join(sorted(STOPWORDS)).encode()).hexdigest()
     assert (STOPWORDS_VERSION, len(STOPWORDS), digest) == (
-        "en-2026.1", 161, "875a4afd6f660b65161eff053fc99daf91d58a73d71b7685df29e52851b55d18")
+        "en-2026.1",
+        161,
+        "875a4afd6f660b65161eff053fc99daf91d58a73d71b7685df29e52851b55d18",
+    )
     # Listed as the term rules leave words: casefolded letters, more than one character.
     assert all(len(w) > 1 and w == w.casefold() and w.isalpha() for w in STOPWORDS)
     assert {"the", "what", "don", "ve"} <= STOPWORDS
@@ -110,7 +151,11 @@ def test_it_pins_the_stopword_list_to_its_version():
 # ---------------------------------------------------------------------------------------------
 # I6: BM25 against hand-computed scores
 
-DOCS = [["basil", "plant", "name", "harbor"], ["dog", "name", "rex"], ["letter", "status", "unfinished"]]
+DOCS = [
+    ["basil", "plant", "name", "harbor"],
+    ["dog", "name", "rex"],
+    ["letter", "status", "unfinished"],
+]
 
 
 @pytest.mark.parametrize(
@@ -121,10 +166,18 @@ DOCS = [["basil", "plant", "name", "harbor"], ["dog", "name", "rex"], ["letter",
         # 0.980829·2.2/2.38 + 0.470004·2.2/2.38 = 0.906649 + 0.434457 = 1.341106;
         # d2: |d| = 3, 1.11, 0.470004·2.2/2.11 = 0.490051; d3 has neither term.
         pytest.param(["basil", "name"], DOCS, [1.341106, 0.490051, 0.0], id="two-terms"),
-        pytest.param(["name", "basil", "name", "basil"], DOCS, [1.341106, 0.490051, 0.0],
-                     id="distinct-query-terms-only"),
-        pytest.param(["basil", "name", "moon"], DOCS, [1.341106, 0.490051, 0.0],
-                     id="unknown-term-adds-nothing"),
+        pytest.param(
+            ["name", "basil", "name", "basil"],
+            DOCS,
+            [1.341106, 0.490051, 0.0],
+            id="distinct-query-terms-only",
+        ),
+        pytest.param(
+            ["basil", "name", "moon"],
+            DOCS,
+            [1.341106, 0.490051, 0.0],
+            id="unknown-term-adds-nothing",
+        ),
         # N = 2, avgdl = 2, idf = ln(1 + 1.5/1.5) = ln 2; tf = 2, |d| = 3: 1.2·(0.25 + 1.125)
         # = 1.65, so ln 2 · 2 · 2.2 / (2 + 1.65) = 0.835575.
         pytest.param(["basil"], [["basil", "basil", "plant"], ["dog"]], [0.835575, 0.0], id="tf-2"),
@@ -143,14 +196,26 @@ def test_it_scores_bm25_as_the_spec_gives_it(query, documents, expected):
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.lists(st.lists(st.sampled_from(
-    list("abcXYZ019 _.-'!é") + ["ß", "Ⅻ", "ﬁ", "İ", "\u0301", "漢", "😀", "the ", "and ", "letter "]),
-    max_size=12).map("".join), max_size=8), st.text(max_size=40))
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(
+                list("abcXYZ019 _.-'!é")
+                + ["ß", "Ⅻ", "ﬁ", "İ", "\u0301", "漢", "😀", "the ", "and ", "letter "]
+            ),
+            max_size=12,
+        ).map("".join),
+        max_size=8,
+    ),
+    st.text(max_size=40),
+)
 def test_it_orders_by_the_same_scores_as_bm25_of_the_documents(values, query_text):
     """I6: the planner's fast scoring (lengths and query-term counts, ASCII shortcuts) gives
     exactly `bm25_scores` of the memories' documents, for any text."""
-    memories = [mem(f"r{i}", value or "x", key=f"k.k{i % 3}", label=f"Label {value[:3]}")
-                for i, value in enumerate(values)]
+    memories = [
+        mem(f"r{i}", value or "x", key=f"k.k{i % 3}", label=f"Label {value[:3]}")
+        for i, value in enumerate(values)
+    ]
     query = relevance_module.query_terms(query_text, ["letter and the basil"])
     _, scores = relevance_module.relevance_order(memories, query, frozenset())
     assert scores == bm25_scores(query, [document_terms(pm) for pm in memories])
@@ -173,12 +238,23 @@ def test_it_rounds_scores_to_six_decimals():
 # ---------------------------------------------------------------------------------------------
 # I6: the fill order
 
-LETTER = mem("r-letter", "unfinished; not to be sent tonight", key="story.letter.status",
-             label="Story letter: status", at=T0 - timedelta(days=3))
+LETTER = mem(
+    "r-letter",
+    "unfinished; not to be sent tonight",
+    key="story.letter.status",
+    label="Story letter: status",
+    at=T0 - timedelta(days=3),
+)
 PLANT = mem("r-plant", "Marlowe", key="basil_plant.name", label="Basil plant's name", at=T0)
 JAZZ = mem("r-jazz", "jazz", key="user.likes", label="Likes", at=T0 - timedelta(days=1))
-NAME = mem("r-name", "Sam", key="user.preferred_name", label="Preferred name", certainty="confirmed",
-           at=T0 - timedelta(days=9))
+NAME = mem(
+    "r-name",
+    "Sam",
+    key="user.preferred_name",
+    label="Preferred name",
+    certainty="confirmed",
+    at=T0 - timedelta(days=9),
+)
 I3_ORDER = [PLANT, JAZZ, LETTER]  # as the projection gives them: newest first
 
 
@@ -199,8 +275,9 @@ def test_it_puts_the_most_relevant_memory_first():
 
 def test_it_puts_pinned_keys_first_whatever_their_score():
     """I6: pinned keys first (the registry's flag), then score."""
-    p = plan([*I3_ORDER, NAME], content="Did I ever send the letter?",
-             pinned={"user.preferred_name"})
+    p = plan(
+        [*I3_ORDER, NAME], content="Did I ever send the letter?", pinned={"user.preferred_name"}
+    )
     assert ids(p) == ["r-name", "r-letter", "r-plant", "r-jazz"]
     assert p.relevance[0] == 0.0
 
@@ -220,9 +297,11 @@ def test_it_fills_what_is_left_with_zero_score_memories():
 def test_it_uses_the_last_two_history_messages_of_either_role():
     """I6: the query is the current message plus the last 2 messages before it (both
     roles); an older message does not count."""
-    history = [PlanMessage("h1", 1, "user", "I love jazz."),
-               PlanMessage("h2", 2, "assistant", "Tell me more."),
-               PlanMessage("h3", 3, "user", "Later.")]
+    history = [
+        PlanMessage("h1", 1, "user", "I love jazz."),
+        PlanMessage("h2", 2, "assistant", "Tell me more."),
+        PlanMessage("h3", 3, "user", "Later."),
+    ]
     p = plan(I3_ORDER, content="Hm.", history=history)
     assert ids(p) == ["r-plant", "r-jazz", "r-letter"] and p.relevance == (0.0, 0.0, 0.0)
     history[1] = PlanMessage("h2", 2, "assistant", "What about your letter?")
@@ -236,8 +315,10 @@ def test_it_uses_the_last_two_history_messages_of_either_role():
 def test_it_gives_the_same_plan_from_candidates_and_fetched_content():
     """I6 with the size-only history path: the two messages before the current one are
     fetched for the query, and the plan equals the one built from the whole history."""
-    history = [PlanMessage(f"h{i}", i, "user" if i % 2 else "assistant", text)
-               for i, text in enumerate(["about jazz", "the letter again", "and the basil plant"], 1)]
+    history = [
+        PlanMessage(f"h{i}", i, "user" if i % 2 else "assistant", text)
+        for i, text in enumerate(["about jazz", "the letter again", "and the basil plant"], 1)
+    ]
     fetched: list[list[str]] = []
 
     def fetch(wanted):
@@ -245,12 +326,26 @@ def test_it_gives_the_same_plan_from_candidates_and_fetched_content():
         return {m.id: m.content for m in history if m.id in wanted}
 
     params = PlanParams(budget=400, memory_order="relevance")
-    whole = build_plan(current=cur("Hm."), history=history, memories=I3_ORDER, memory_excluded=[],
-                       params=params, resolver_version=RESOLVER_VERSION)
-    sized = build_plan(current=cur("Hm."), history=(), memories=I3_ORDER, memory_excluded=[],
-                       params=params, resolver_version=RESOLVER_VERSION, fetch_content=fetch,
-                       history_candidates=[HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode()))
-                                           for m in history])
+    whole = build_plan(
+        current=cur("Hm."),
+        history=history,
+        memories=I3_ORDER,
+        memory_excluded=[],
+        params=params,
+        resolver_version=RESOLVER_VERSION,
+    )
+    sized = build_plan(
+        current=cur("Hm."),
+        history=(),
+        memories=I3_ORDER,
+        memory_excluded=[],
+        params=params,
+        resolver_version=RESOLVER_VERSION,
+        fetch_content=fetch,
+        history_candidates=[
+            HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode())) for m in history
+        ],
+    )
     assert sized == whole
     assert fetched[0] == ["h3", "h2"]
     assert ids(whole)[:2] == ["r-plant", "r-letter"]
@@ -273,8 +368,10 @@ def test_it_excludes_every_projected_memory_when_use_is_off():
         p = plan(I3_ORDER, use=False, order=order, excluded=[("r-old", "superseded")])
         assert p.memories == () and p.memory_tokens == 0 and p.relevance == ()
         assert sorted(e for e in p.excluded if e[0] == "memory") == [
-            ("memory", "r-jazz", "memory-off"), ("memory", "r-letter", "memory-off"),
-            ("memory", "r-old", "superseded"), ("memory", "r-plant", "memory-off"),
+            ("memory", "r-jazz", "memory-off"),
+            ("memory", "r-letter", "memory-off"),
+            ("memory", "r-old", "superseded"),
+            ("memory", "r-plant", "memory-off"),
         ]
 
 
@@ -285,12 +382,22 @@ def test_it_excludes_every_projected_memory_when_use_is_off():
 def _legacy_hash(p, params: PlanParams) -> str:
     """The plan hash exactly as I3 defined it before the relevance order existed."""
     payload = {
-        "current": {"id": p.current.id, "seq": p.current.seq, "role": p.current.role,
-                    "content": p.current.content},
-        "history": [{"id": m.id, "seq": m.seq, "role": m.role, "content": m.content} for m, _ in p.history],
+        "current": {
+            "id": p.current.id,
+            "seq": p.current.seq,
+            "role": p.current.role,
+            "content": p.current.content,
+        },
+        "history": [
+            {"id": m.id, "seq": m.seq, "role": m.role, "content": m.content} for m, _ in p.history
+        ],
         "memories": [{"id": pm.record.id, **pm.as_prompt()} for pm in p.memories],
-        "params": {"budget": params.budget, "memory_share": float(params.memory_share),
-                   "history": params.history, "capabilities": sorted(set(params.capabilities))},
+        "params": {
+            "budget": params.budget,
+            "memory_share": float(params.memory_share),
+            "history": params.history,
+            "capabilities": sorted(set(params.capabilities)),
+        },
         "resolver_version": RESOLVER_VERSION,
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -313,10 +420,24 @@ def test_it_covers_memory_order_and_the_stopword_version_in_the_hash(monkeypatch
 # ---------------------------------------------------------------------------------------------
 # Properties
 
-WORDS = ["letter", "basil", "plant", "jazz", "rain", "boston", "harbor", "marlowe", "tea", "the", "a"]
+WORDS = [
+    "letter",
+    "basil",
+    "plant",
+    "jazz",
+    "rain",
+    "boston",
+    "harbor",
+    "marlowe",
+    "tea",
+    "the",
+    "a",
+]
 text_strategy = st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join)
 record_strategy = st.tuples(
-    st.sampled_from(["story.letter.status", "basil_plant.name", "user.likes", "user.lives_in", "tea.kind"]),
+    st.sampled_from(
+        ["story.letter.status", "basil_plant.name", "user.likes", "user.lives_in", "tea.kind"]
+    ),
     text_strategy.filter(bool),
     st.sampled_from(["user", "character", "conversation"]),
     st.sampled_from(["model-inferred", "rule-extracted", "user-confirmed", "user-corrected"]),
@@ -327,31 +448,51 @@ record_strategy = st.tuples(
 
 
 def _records(raw) -> list[MemoryRecord]:
-    scopes = {"user": Scope("user"), "character": Scope("character", character="ava"),
-              "conversation": Scope("conversation", conversation="c1")}
+    scopes = {
+        "user": Scope("user"),
+        "character": Scope("character", character="ava"),
+        "conversation": Scope("conversation", conversation="c1"),
+    }
     out = []
     for i, (key, value, scope, authority, confidence, sourced, age) in enumerate(raw):
         at = T0 - timedelta(days=age)
-        out.append(MemoryRecord(
-            id=f"r{i:03d}", user="u1", key=key, value=value, scope=scopes[scope], authority=authority,
-            valid_from=at, recorded_at=at, evidence_time=at, version=i + 1, confidence=confidence,
-            sources=("m0",) if sourced else (),
-        ))
+        out.append(
+            MemoryRecord(
+                id=f"r{i:03d}",
+                user="u1",
+                key=key,
+                value=value,
+                scope=scopes[scope],
+                authority=authority,
+                valid_from=at,
+                recorded_at=at,
+                evidence_time=at,
+                version=i + 1,
+                confidence=confidence,
+                sources=("m0",) if sourced else (),
+            )
+        )
     return out
 
 
 def _project(records):
-    return project(records, labels={"basil_plant.name": "Basil plant's name"},
-                   many_keys=frozenset({"user.likes"}))
+    return project(
+        records,
+        labels={"basil_plant.name": "Basil plant's name"},
+        many_keys=frozenset({"user.likes"}),
+    )
 
 
 def _plan_from(records, history, *, content, budget, share, order, pinned=frozenset()):
     projection = _project(records)
     return projection, build_plan(
-        current=cur(content, seq=50), history=history, memories=projection.prompt,
+        current=cur(content, seq=50),
+        history=history,
+        memories=projection.prompt,
         memory_excluded=list(projection.excluded),
         params=PlanParams(budget=budget, memory_share=share, memory_order=order),
-        resolver_version=RESOLVER_VERSION, pinned_keys=pinned,
+        resolver_version=RESOLVER_VERSION,
+        pinned_keys=pinned,
     )
 
 
@@ -366,42 +507,68 @@ plan_inputs = {
 
 
 def _history(texts) -> list[PlanMessage]:
-    return [PlanMessage(f"h{i}", i + 1, "user" if i % 2 == 0 else "assistant", t or "…")
-            for i, t in enumerate(texts)]
+    return [
+        PlanMessage(f"h{i}", i + 1, "user" if i % 2 == 0 else "assistant", t or "…")
+        for i, t in enumerate(texts)
+    ]
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(**plan_inputs, order=st.sampled_from(["certainty", "relevance"]), data=st.data())
-def test_it_gives_the_same_plan_and_hash_whatever_the_input_order(raw, history, content, budget,
-                                                                   share, pinned, order, data):
+def test_it_gives_the_same_plan_and_hash_whatever_the_input_order(
+    raw, history, content, budget, share, pinned, order, data
+):
     """I6/I3: the same state and parameters give the same plan and hash, whatever the order
     records, history and pinned keys arrive in."""
     records = _records(raw)
     messages = _history(history)
-    _, first = _plan_from(records, messages, content=content, budget=budget, share=share,
-                          order=order, pinned=frozenset(pinned))
-    _, again = _plan_from(data.draw(st.permutations(records)), data.draw(st.permutations(messages)),
-                          content=content, budget=budget, share=share, order=order,
-                          pinned=frozenset(data.draw(st.permutations(sorted(pinned)))))
+    _, first = _plan_from(
+        records,
+        messages,
+        content=content,
+        budget=budget,
+        share=share,
+        order=order,
+        pinned=frozenset(pinned),
+    )
+    _, again = _plan_from(
+        data.draw(st.permutations(records)),
+        data.draw(st.permutations(messages)),
+        content=content,
+        budget=budget,
+        share=share,
+        order=order,
+        pinned=frozenset(data.draw(st.permutations(sorted(pinned)))),
+    )
     assert again == first
     assert again.plan_hash == first.plan_hash
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(**plan_inputs)
-def test_it_never_admits_what_the_projection_excluded_nor_changes_a_certainty(raw, history, content,
-                                                                               budget, share, pinned):
+def test_it_never_admits_what_the_projection_excluded_nor_changes_a_certainty(
+    raw, history, content, budget, share, pinned
+):
     """I6: relevance only orders what passed P1–P4: it admits nothing they excluded, keeps
     their reasons, and every admitted memory keeps its projected certainty."""
-    projection, p = _plan_from(_records(raw), _history(history), content=content, budget=budget,
-                               share=share, order="relevance", pinned=frozenset(pinned))
+    projection, p = _plan_from(
+        _records(raw),
+        _history(history),
+        content=content,
+        budget=budget,
+        share=share,
+        order="relevance",
+        pinned=frozenset(pinned),
+    )
     projected = {pm.record.id: pm.certainty for pm in projection.prompt}
     assert set(ids(p)) <= set(projected)
     assert all(pm.certainty == projected[pm.record.id] for pm in p.memories)
     for e in projection.excluded:
         assert e.id not in ids(p)
         assert ("memory", e.id, e.reason) in p.excluded
-    assert len(p.relevance) == len(p.memories) and all(s is not None and s >= 0 for s in p.relevance)
+    assert len(p.relevance) == len(p.memories) and all(
+        s is not None and s >= 0 for s in p.relevance
+    )
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
@@ -409,8 +576,15 @@ def test_it_never_admits_what_the_projection_excluded_nor_changes_a_certainty(ra
 def test_it_plans_exactly_as_before_under_certainty(raw, history, content, budget, share, pinned):
     """I6: with memory_order=certainty the plan is exactly today's (I3): the projection's
     order filled skip-and-continue, no relevance, the same hash as before."""
-    projection, p = _plan_from(_records(raw), _history(history), content=content, budget=budget,
-                               share=share, order="certainty", pinned=frozenset(pinned))
+    projection, p = _plan_from(
+        _records(raw),
+        _history(history),
+        content=content,
+        budget=budget,
+        share=share,
+        order="certainty",
+        pinned=frozenset(pinned),
+    )
     cap, used, expected = memory_cap(PlanParams(budget=budget, memory_share=share)), 0, []
     for pm in projection.prompt:  # the I3 fill, as the SPEC words it
         cost = estimate_memory(pm.label, pm.value)
@@ -420,42 +594,70 @@ def test_it_plans_exactly_as_before_under_certainty(raw, history, content, budge
     assert ids(p) == expected
     assert p.relevance == (None,) * len(expected)
     assert p.plan_hash == _legacy_hash(p, PlanParams(budget=budget, memory_share=share))
-    default = build_plan(current=cur(content, seq=50), history=_history(history),
-                         memories=projection.prompt, memory_excluded=list(projection.excluded),
-                         params=PlanParams(budget=budget, memory_share=share),
-                         resolver_version=RESOLVER_VERSION)
+    default = build_plan(
+        current=cur(content, seq=50),
+        history=_history(history),
+        memories=projection.prompt,
+        memory_excluded=list(projection.excluded),
+        params=PlanParams(budget=budget, memory_share=share),
+        resolver_version=RESOLVER_VERSION,
+    )
     assert default == p
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(**plan_inputs)
-def test_it_places_a_zero_score_memory_only_after_every_higher_score_that_fits(raw, history, content,
-                                                                                budget, share, pinned):
+def test_it_places_a_zero_score_memory_only_after_every_higher_score_that_fits(
+    raw, history, content, budget, share, pinned
+):
     """I6: apart from pinned keys, admitted memories come in non-increasing score order, and a
     memory with a higher score than an admitted one was left out only because it did not fit
     in what was left when its turn came."""
-    projection, p = _plan_from(_records(raw), _history(history), content=content, budget=budget,
-                               share=share, order="relevance", pinned=frozenset(pinned))
+    projection, p = _plan_from(
+        _records(raw),
+        _history(history),
+        content=content,
+        budget=budget,
+        share=share,
+        order="relevance",
+        pinned=frozenset(pinned),
+    )
     scores = dict(zip(ids(p), p.relevance, strict=True))
     unpinned = [pm for pm in p.memories if pm.key not in pinned]
     assert [scores[pm.record.id] for pm in unpinned] == sorted(
-        (scores[pm.record.id] for pm in unpinned), reverse=True)
+        (scores[pm.record.id] for pm in unpinned), reverse=True
+    )
     pinned_first = [pm.key in pinned for pm in p.memories]
     assert pinned_first == sorted(pinned_first, reverse=True)
 
     # Re-score the left-out memories and replay the fill: each was tried after every admitted
     # memory of higher rank and did not fit in what those had left.
     everything = projection.prompt
-    all_scores = dict(zip([pm.record.id for pm in everything], bm25_scores(
-        relevance_module.query_terms(content, [m.content for m in reversed(_history(history)[-2:])]),
-        [document_terms(pm) for pm in everything]), strict=True))
+    all_scores = dict(
+        zip(
+            [pm.record.id for pm in everything],
+            bm25_scores(
+                relevance_module.query_terms(
+                    content, [m.content for m in reversed(_history(history)[-2:])]
+                ),
+                [document_terms(pm) for pm in everything],
+            ),
+            strict=True,
+        )
+    )
     assert all(all_scores[i] == s for i, s in scores.items())
-    rank = {pm.record.id: (pm.key not in pinned, -all_scores[pm.record.id], n)
-            for n, pm in enumerate(everything)}
+    rank = {
+        pm.record.id: (pm.key not in pinned, -all_scores[pm.record.id], n)
+        for n, pm in enumerate(everything)
+    }
     cap = memory_cap(PlanParams(budget=budget, memory_share=share))
     left_out = [pm for pm in everything if pm.record.id not in scores]
     for pm in left_out:
-        before = sum(estimate_memory(a.label, a.value) for a in p.memories if rank[a.record.id] < rank[pm.record.id])
+        before = sum(
+            estimate_memory(a.label, a.value)
+            for a in p.memories
+            if rank[a.record.id] < rank[pm.record.id]
+        )
         assert before + estimate_memory(pm.label, pm.value) > cap
         assert ("memory", pm.record.id, "budget") in p.excluded
 

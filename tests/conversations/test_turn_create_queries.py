@@ -29,11 +29,11 @@ MESSAGES = {
 }
 # Statements of the service itself, outside any enclosing transaction.
 EXPECTED = {
-    0: 3 if ON_POSTGRES else 5,   # lock, the read, the writes (seq, message, turn)
+    0: 3 if ON_POSTGRES else 5,  # lock, the read, the writes (seq, message, turn)
     # records, sources and their events (V1) join the writes; then the memory version they
     # left is read back, so this process can reuse the state it wrote (MEMORY_CACHE)
     1: 4 if ON_POSTGRES else 9,
-    3: 4 if ON_POSTGRES else 9,   # the same: one batch
+    3: 4 if ON_POSTGRES else 9,  # the same: one batch
 }
 SAVEPOINTS = 2
 
@@ -45,13 +45,37 @@ def _world(n: int):
     first = MessageFactory(conversation=conv)
     now = db_now()
     rows = MemoryRecord.objects.bulk_create(
-        [MemoryRecord(user=user, key=f"fact.k{i}", value=f"v{i}", scope_kind="user", scope_id="user:counted",
-                      valid_from=now, recorded_at=now, evidence_time=now, version=1, authority="rule-extracted")
-         for i in range(n)]
+        [
+            MemoryRecord(
+                user=user,
+                key=f"fact.k{i}",
+                value=f"v{i}",
+                scope_kind="user",
+                scope_id="user:counted",
+                valid_from=now,
+                recorded_at=now,
+                evidence_time=now,
+                version=1,
+                authority="rule-extracted",
+            )
+            for i in range(n)
+        ]
         # Many stored values of the many key the message writes to: its whole scoped key is read.
-        + [MemoryRecord(user=user, key="user.likes", value=f"like {i}", scope_kind="user", scope_id="user:counted",
-                        valid_from=now, recorded_at=now, evidence_time=now, version=i + 1, authority="rule-extracted")
-           for i in range(n)]
+        + [
+            MemoryRecord(
+                user=user,
+                key="user.likes",
+                value=f"like {i}",
+                scope_kind="user",
+                scope_id="user:counted",
+                valid_from=now,
+                recorded_at=now,
+                evidence_time=now,
+                version=i + 1,
+                authority="rule-extracted",
+            )
+            for i in range(n)
+        ]
     )
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
     return conv
@@ -66,7 +90,9 @@ def test_the_service_runs_a_fixed_number_of_statements(stored, facts):
         result = turn_create(conversation_id=conv.pk, turn_key="t1", content=MESSAGES[facts])
     assert result.created and len(result.turn.extracted) == facts
     assert [e["outcome"] for e in result.turn.extracted] == ["created"] * facts
-    assert len(captured) == EXPECTED[facts] + SAVEPOINTS, [q["sql"][:90] for q in captured.captured_queries]
+    assert len(captured) == EXPECTED[facts] + SAVEPOINTS, [
+        q["sql"][:90] for q in captured.captured_queries
+    ]
 
 
 @pytest.mark.django_db
@@ -75,8 +101,11 @@ def test_the_service_runs_a_fixed_number_of_statements(stored, facts):
 def test_the_endpoint_adds_only_the_token(api, stored, facts, django_assert_num_queries):
     conv = _world(stored)
     with django_assert_num_queries(1 + EXPECTED[facts] + SAVEPOINTS):
-        r = api.post(f"/api/v1/conversations/{conv.pk}/turns", {"turn_key": "t1", "content": MESSAGES[facts]},
-                     format="json")
+        r = api.post(
+            f"/api/v1/conversations/{conv.pk}/turns",
+            {"turn_key": "t1", "content": MESSAGES[facts]},
+            format="json",
+        )
     assert r.status_code == 201
     body = r.json()
     assert len(body["extracted"]) == facts

@@ -12,7 +12,11 @@ pytestmark = pytest.mark.django_db
 
 
 def turn(api, conv, key, content, **extra):
-    return api.post(f"/api/v1/conversations/{conv.pk}/turns", {"turn_key": key, "content": content, **extra}, format="json")
+    return api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": key, "content": content, **extra},
+        format="json",
+    )
 
 
 def plan(api, turn_id, **params):
@@ -29,7 +33,11 @@ def test_it_creates_a_turn_with_the_next_seq_and_extractions(api, conv):
     assert body["user_message"]["seq"] == 2
     assert body["status"] == "open" and body["scene"] is None
     [extracted] = body["extracted"]
-    assert (extracted["outcome"], extracted["memory"]["key"], extracted["memory"]["value"]) == ("created", "dog.name", "Rex")
+    assert (extracted["outcome"], extracted["memory"]["key"], extracted["memory"]["value"]) == (
+        "created",
+        "dog.name",
+        "Rex",
+    )
     assert extracted["memory"]["sources"] == [body["user_message"]["id"]]
     assert extracted["memory"]["authority"] == "rule-extracted"
 
@@ -58,7 +66,9 @@ def test_it_returns_the_stored_result_after_a_worker_restart(api, conv):
     assert Turn.objects.count() == 1 and MemoryRecord.objects.count() == 1
 
 
-@pytest.mark.parametrize(("content", "field"), [("", "content"), ("x" * 100_001, "content"), ("a\x00b", "content")])
+@pytest.mark.parametrize(
+    ("content", "field"), [("", "content"), ("x" * 100_001, "content"), ("a\x00b", "content")]
+)
 def test_it_refuses_bad_messages(api, conv, content, field):
     """§7: content is 1–100,000 characters; longer → 400, nothing stored."""
     r = turn(api, conv, "t1", content)
@@ -116,7 +126,11 @@ def test_it_fits_many_tiny_messages_newest_first_and_returns_them_oldest_first(a
     seqs = [m["seq"] for m in body["history"]]
     assert seqs == sorted(seqs) and seqs[-1] == 200
     assert body["estimated_tokens"] <= 100
-    assert sum(m["estimated_tokens"] for m in body["history"]) + body["current_message"]["estimated_tokens"] == body["estimated_tokens"]
+    assert (
+        sum(m["estimated_tokens"] for m in body["history"])
+        + body["current_message"]["estimated_tokens"]
+        == body["estimated_tokens"]
+    )
 
 
 def test_it_orders_messages_with_equal_timestamps_by_seq(api, conv):
@@ -128,7 +142,9 @@ def test_it_orders_messages_with_equal_timestamps_by_seq(api, conv):
     assert [m["id"] for m in plan(api, t["id"]).json()["history"]] == [str(a.pk), str(b.pk)]
 
 
-@pytest.mark.parametrize("content", ["🌿" * 50, "今日は温室で手紙を書きます。" * 10, "```python\nprint('hi')\n```"])
+@pytest.mark.parametrize(
+    "content", ["🌿" * 50, "今日は温室で手紙を書きます。" * 10, "```python\nprint('hi')\n```"]
+)
 def test_it_never_undercounts_emoji_cjk_or_code(api, conv, content):
     """I3: estimates are from UTF-8 bytes, so emoji and CJK are never under-counted."""
     t = turn(api, conv, "t1", content).json()
@@ -150,11 +166,18 @@ def test_it_answers_422_when_the_current_message_alone_does_not_fit(api, conv):
     assert r.status_code == 422 and r.json()["code"] == "budget_exceeded"
 
 
-@pytest.mark.parametrize(("params", "field"), [
-    ({"budget": 0}, "budget"), ({"budget": "many"}, "budget"), ({"memory_share": 2}, "memory_share"),
-    ({"history": "all"}, "history"), ({"capabilities": "tone.sarcastic"}, "capabilities"),
-    ({"now": "soon"}, "now"), ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"budget": 0}, "budget"),
+        ({"budget": "many"}, "budget"),
+        ({"memory_share": 2}, "memory_share"),
+        ({"history": "all"}, "history"),
+        ({"capabilities": "tone.sarcastic"}, "capabilities"),
+        ({"now": "soon"}, "now"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_it_refuses_bad_plan_parameters(api, conv, params, field):
     t = turn(api, conv, "t1", "hi").json()
     r = plan(api, t["id"], **params)
@@ -163,8 +186,11 @@ def test_it_refuses_bad_plan_parameters(api, conv, params, field):
 
 def test_it_excludes_an_invented_outcome_as_unsupported(api, conv):
     """I5/P1: a summary without provenance never enters the plan as a fact."""
-    made_up = api.post("/api/v1/memories", {"user": "sam", "key": "story.letter.outcome", "value": "sent",
-                                            "scope": {"kind": "user"}}, format="json").json()["memory"]
+    made_up = api.post(
+        "/api/v1/memories",
+        {"user": "sam", "key": "story.letter.outcome", "value": "sent", "scope": {"kind": "user"}},
+        format="json",
+    ).json()["memory"]
     t = turn(api, conv, "t1", "Did I send it?").json()
     body = plan(api, t["id"]).json()
     assert all(m["key"] != "story.letter.outcome" for m in body["memories"])
@@ -174,12 +200,28 @@ def test_it_excludes_an_invented_outcome_as_unsupported(api, conv):
 def test_it_marks_uncertain_memories(api, conv):
     """I5: uncertain memory is marked `uncertain`."""
     msg = MessageFactory(conversation=conv)
-    api.post("/api/v1/memories", {"user": "sam", "key": "story.letter.status", "value": "unfinished",
-                                  "scope": {"kind": "user"}, "confidence": 0.6, "sources": [str(msg.pk)]}, format="json")
+    api.post(
+        "/api/v1/memories",
+        {
+            "user": "sam",
+            "key": "story.letter.status",
+            "value": "unfinished",
+            "scope": {"kind": "user"},
+            "confidence": 0.6,
+            "sources": [str(msg.pk)],
+        },
+        format="json",
+    )
     t = turn(api, conv, "t1", "Where were we?").json()
     [memory] = plan(api, t["id"]).json()["memories"]
-    assert memory == {"key": "story.letter.status", "label": "Story letter: status", "value": "unfinished",
-                      "certainty": "uncertain", "scope": {"kind": "user"}, "relevance": None}
+    assert memory == {
+        "key": "story.letter.status",
+        "label": "Story letter: status",
+        "value": "unfinished",
+        "certainty": "uncertain",
+        "scope": {"kind": "user"},
+        "relevance": None,
+    }
 
 
 def test_it_gives_the_same_hash_for_the_same_state_and_keeps_a_textless_snapshot(api, conv):
@@ -198,7 +240,9 @@ def test_it_gives_the_same_hash_for_the_same_state_and_keeps_a_textless_snapshot
 def test_it_includes_policy_decisions_for_requested_capabilities(api, conv):
     t = turn(api, conv, "t1", "hi").json()
     body = plan(api, t["id"], capabilities="tone.playful,media.voice").json()
-    assert [(d["effect"], d["reason"]) for d in body["policy"]] == [("ask", "no-applicable-rule")] * 2
+    assert [(d["effect"], d["reason"]) for d in body["policy"]] == [
+        ("ask", "no-applicable-rule")
+    ] * 2
 
 
 def test_it_commits_a_reply_exactly_once(api, conv):
@@ -217,8 +261,18 @@ def test_it_answers_404_for_unknown_turns(api, conv):
     import uuid
 
     assert api.get(f"/api/v1/turns/{uuid.uuid4()}/prompt-plan", {"budget": 100}).status_code == 404
-    assert api.post(f"/api/v1/turns/{uuid.uuid4()}/reply", {"content": "x"}, format="json").status_code == 404
-    assert api.post(f"/api/v1/conversations/{uuid.uuid4()}/turns", {"turn_key": "a", "content": "x"}, format="json").status_code == 404
+    assert (
+        api.post(f"/api/v1/turns/{uuid.uuid4()}/reply", {"content": "x"}, format="json").status_code
+        == 404
+    )
+    assert (
+        api.post(
+            f"/api/v1/conversations/{uuid.uuid4()}/turns",
+            {"turn_key": "a", "content": "x"},
+            format="json",
+        ).status_code
+        == 404
+    )
 
 
 def test_it_deletes_a_conversation_and_memories_lose_those_sources(api, conv):
@@ -238,18 +292,39 @@ def test_it_plans_in_a_constant_number_of_queries(api, conv, sam, n, django_asse
     from config.clock import db_now
     from memory.models import MemorySource
 
-    Message.objects.bulk_create([
-        Message(user=sam, conversation=conv, seq=i + 1, role="user", content=f"m{i}", created_at=db_now())
-        for i in range(n)
-    ])
+    Message.objects.bulk_create(
+        [
+            Message(
+                user=sam,
+                conversation=conv,
+                seq=i + 1,
+                role="user",
+                content=f"m{i}",
+                created_at=db_now(),
+            )
+            for i in range(n)
+        ]
+    )
     conv.last_seq = n
     conv.save()
     now = db_now()
-    rows = MemoryRecord.objects.bulk_create([
-        MemoryRecord(user=sam, key=f"fact.k{i}", value=f"v{i}", scope_kind="user", scope_id="user:sam",
-                     valid_from=now, recorded_at=now, evidence_time=now, version=1, authority="rule-extracted")
-        for i in range(n)
-    ])
+    rows = MemoryRecord.objects.bulk_create(
+        [
+            MemoryRecord(
+                user=sam,
+                key=f"fact.k{i}",
+                value=f"v{i}",
+                scope_kind="user",
+                scope_id="user:sam",
+                valid_from=now,
+                recorded_at=now,
+                evidence_time=now,
+                version=1,
+                authority="rule-extracted",
+            )
+            for i in range(n)
+        ]
+    )
     first = Message.objects.filter(conversation=conv).first()
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
     t = turn(api, conv, "t1", "hi").json()

@@ -18,8 +18,11 @@ NAMES = {"confirmed": "Confirmed", "likely": "Likely", "uncertain": "Uncertain"}
 SNAPSHOT = {
     "memories": ["r1", "r2"],
     "certainty": ["confirmed", "uncertain"],
-    "excluded": [["memory", "r3", "superseded"], ["memory", "r4", "unsupported"],
-                 ["message", "m1", "budget"]],
+    "excluded": [
+        ["memory", "r3", "superseded"],
+        ["memory", "r4", "unsupported"],
+        ["message", "m1", "budget"],
+    ],
     "history": ["m2", "m3"],
     "decisions": ["d1"],
     "policy": [["d1", "tone.playful", "allow"]],
@@ -33,9 +36,17 @@ HELD = {
 
 
 def read(snapshot=SNAPSHOT, held=HELD, current=frozenset({"r1", "r2"}), logged=None):
-    return used(snapshot, held=held, label=lambda key: f"<{key}>", certainty_names=NAMES,
-                capability_name=lambda name: name.upper(), card=lambda i: f"card:{i}",
-                history=lambda i: f"history:{i}", current=current, logged=logged)
+    return used(
+        snapshot,
+        held=held,
+        label=lambda key: f"<{key}>",
+        certainty_names=NAMES,
+        capability_name=lambda name: name.upper(),
+        card=lambda i: f"card:{i}",
+        history=lambda i: f"history:{i}",
+        current=current,
+        logged=logged,
+    )
 
 
 def test_it_lists_what_the_prompt_held_with_certainty_and_a_link_to_the_card():
@@ -61,9 +72,12 @@ def test_left_out_memories_carry_their_reason_in_words_and_link_their_history():
 
 def test_a_memory_forgotten_since_shows_as_forgotten_never_its_value():
     """E2, F2: the value is never shown once forgotten, held or left out."""
-    held = {**HELD, "r1": Held("basil_plant.name", "", forgotten_at="3 Aug 2026"),
-            "r3": Held("basil_plant.name", "", forgotten_at="3 Aug 2026"),
-            "r4": Held("story.letter.outcome", "", forgotten_at="3 Aug 2026")}
+    held = {
+        **HELD,
+        "r1": Held("basil_plant.name", "", forgotten_at="3 Aug 2026"),
+        "r3": Held("basil_plant.name", "", forgotten_at="3 Aug 2026"),
+        "r4": Held("story.letter.outcome", "", forgotten_at="3 Aug 2026"),
+    }
     out = read(held=held, current=frozenset({"r2"}))
     assert (out.memories[0].value, out.memories[0].gone) == (None, "forgotten since 3 Aug 2026")
     assert out.memories[0].certainty == "" and out.memories[0].note == ""
@@ -74,14 +88,18 @@ def test_a_memory_forgotten_since_shows_as_forgotten_never_its_value():
 def test_a_record_no_longer_kept_is_named_without_anything_of_it():
     out = read(held={k: v for k, v in HELD.items() if k != "r2"})
     assert (out.memories[1].label, out.memories[1].value, out.memories[1].gone) == (
-        "A memory", None, "no longer kept")
+        "A memory",
+        None,
+        "no longer kept",
+    )
 
 
 def test_the_decisions_come_from_the_snapshot_or_for_older_ones_from_the_log():
     """E2: capability and allowed / asked / denied; a snapshot stored before it kept them
     names the decision ids only, read from the decision log."""
     assert [(d.capability, d.effect, d.words) for d in read().decisions] == [
-        ("TONE.PLAYFUL", "allow", "allowed")]
+        ("TONE.PLAYFUL", "allow", "allowed")
+    ]
     older = {k: v for k, v in SNAPSHOT.items() if k not in ("policy", "certainty")}
     assert decision_ids(older) == ["d1"] and decision_ids(SNAPSHOT) == []
     out = read(snapshot=older, logged={"d1": ("media.voice", "deny")})
@@ -95,7 +113,10 @@ def test_a_turn_with_no_plan_says_so():
 
 
 def test_it_names_every_memory_once_and_ignores_malformed_rows():
-    snapshot = {**SNAPSHOT, "excluded": [*SNAPSHOT["excluded"], ["memory", "r1", "budget"], ["bad"], 7]}
+    snapshot = {
+        **SNAPSHOT,
+        "excluded": [*SNAPSHOT["excluded"], ["memory", "r1", "budget"], ["bad"], 7],
+    }
     assert memory_ids(snapshot) == ["r1", "r2", "r3", "r4"]
     assert memory_ids(None) == []
     # r1 was given: its left-out entry is a version of a memory already on a line of its own.
@@ -123,18 +144,29 @@ def read_versions(snapshot):
 def test_a_memory_given_is_one_line_and_its_older_versions_fold_into_it():
     """E2: the replaced Harbor is not a second "Basil plant's name" line; the given line says
     what it replaced."""
-    out = read_versions({"memories": ["h2"], "certainty": ["confirmed"],
-                         "excluded": [["memory", "h1", "superseded"]]})
+    out = read_versions(
+        {
+            "memories": ["h2"],
+            "certainty": ["confirmed"],
+            "excluded": [["memory", "h1", "superseded"]],
+        }
+    )
     assert [(m.label, m.value, m.note) for m in out.memories] == [
-        ("<basil_plant.name>", "Marlowe", "it replaced “Harbor”")]
+        ("<basil_plant.name>", "Marlowe", "it replaced “Harbor”")
+    ]
     assert out.left_out == []
 
 
 def test_a_same_value_confirmation_reads_as_confirmed_not_replaced():
     """E2, SPEC §2 Confirm: the same value again supersedes the old version; that version was
     confirmed, never "a newer value had replaced it" (compared as values are, §1)."""
-    out = read_versions({"memories": ["d2"], "certainty": ["confirmed"],
-                         "excluded": [["memory", "d1", "superseded"]]})
+    out = read_versions(
+        {
+            "memories": ["d2"],
+            "certainty": ["confirmed"],
+            "excluded": [["memory", "d1", "superseded"]],
+        }
+    )
     assert [(m.label, m.note) for m in out.memories] == [("<user.dislikes>", "you confirmed it")]
     assert out.left_out == []
     assert all(LEFT_OUT_WORDS["superseded"] not in (m.reason, m.note) for m in out.memories)
@@ -142,26 +174,47 @@ def test_a_same_value_confirmation_reads_as_confirmed_not_replaced():
 
 def test_a_memory_left_out_is_one_line_with_the_reason_of_its_newest_version():
     """E2: Harbor (superseded) and Marlowe (budget) are one memory, left out for the budget."""
-    out = read_versions({"memories": [], "certainty": [],
-                         "excluded": [["memory", "h1", "superseded"], ["memory", "h2", "budget"]]})
+    out = read_versions(
+        {
+            "memories": [],
+            "certainty": [],
+            "excluded": [["memory", "h1", "superseded"], ["memory", "h2", "budget"]],
+        }
+    )
     assert [(m.id, m.label, m.reason) for m in out.left_out] == [
-        ("h2", "<basil_plant.name>", LEFT_OUT_WORDS["budget"])]
+        ("h2", "<basil_plant.name>", LEFT_OUT_WORDS["budget"])
+    ]
 
 
 def test_each_value_of_a_many_key_is_its_own_memory():
     """E2: a `many` key's values are separate memories; a value's confirmation folds into it."""
-    out = read_versions({"memories": ["t2", "t3"], "certainty": ["confirmed", "likely"],
-                         "excluded": [["memory", "t1", "superseded"]]})
-    assert [(m.value, m.note) for m in out.memories] == [("green", "you confirmed it"), ("mint", "")]
+    out = read_versions(
+        {
+            "memories": ["t2", "t3"],
+            "certainty": ["confirmed", "likely"],
+            "excluded": [["memory", "t1", "superseded"]],
+        }
+    )
+    assert [(m.value, m.note) for m in out.memories] == [
+        ("green", "you confirmed it"),
+        ("mint", ""),
+    ]
     assert out.left_out == []
 
 
 def test_every_line_left_out_has_its_reason_in_words():
     """E2: never a label without its reason — a code the page has no words for still reads as
     a sentence, and a record no longer kept says why it was left out."""
-    out = read(snapshot={**SNAPSHOT, "excluded": [["memory", "r4", "a-new-reason"], ["memory", "gone", "expired"]]})
+    out = read(
+        snapshot={
+            **SNAPSHOT,
+            "excluded": [["memory", "r4", "a-new-reason"], ["memory", "gone", "expired"]],
+        }
+    )
     assert [(m.label, m.reason) for m in out.left_out] == [
-        ("<story.letter.outcome>", LEFT_OUT_UNKNOWN), ("A memory", LEFT_OUT_WORDS["expired"])]
+        ("<story.letter.outcome>", LEFT_OUT_UNKNOWN),
+        ("A memory", LEFT_OUT_WORDS["expired"]),
+    ]
     assert all(m.reason for m in out.left_out)
 
 
@@ -169,28 +222,41 @@ def test_earlier_messages_are_counted_in_words():
     """E2: no "0 earlier messages"; what did not fit and what was withheld (F6), each said."""
     assert message_words(0, {}) == ["It was given no earlier messages."]
     assert message_words(1, {}) == ["It was also given 1 earlier message."]
-    assert message_words(4, {"budget": 22}) == ["It was also given 4 earlier messages; 22 older ones did not fit."]
-    assert message_words(0, {"budget": 1}) == ["It was given no earlier messages: the earlier one did not fit."]
+    assert message_words(4, {"budget": 22}) == [
+        "It was also given 4 earlier messages; 22 older ones did not fit."
+    ]
+    assert message_words(0, {"budget": 1}) == [
+        "It was given no earlier messages: the earlier one did not fit."
+    ]
     assert message_words(2, {"forgotten": 3}) == [
         "It was also given 2 earlier messages.",
-        "3 earlier messages were withheld because you asked the companion to forget something they mention."]
+        "3 earlier messages were withheld because you asked the companion to forget something they mention.",
+    ]
     assert message_words(0, {"forgotten": 1, "other": 2}) == [
         "It was given no earlier messages.",
         "1 earlier message was withheld because you asked the companion to forget something it mentions.",
-        "2 other earlier messages were left out."]
+        "2 other earlier messages were left out.",
+    ]
 
 
 def test_a_stored_plan_with_withheld_messages_counts_them_apart_from_the_budget():
     """F6, E2: a snapshot whose `excluded` holds messages withheld as forgotten (stored as
     `[kind, id, reason]`, or in the plan's `{kind, id, reason}` shape) counts them as withheld,
     not as "did not fit"."""
-    snapshot = {**SNAPSHOT, "history": ["m2"],
-                "excluded": [*SNAPSHOT["excluded"], ["message", "m7", "forgotten"],
-                             {"kind": "message", "id": "m8", "reason": "forgotten"},
-                             {"kind": "message", "reason": "forgotten"}]}
+    snapshot = {
+        **SNAPSHOT,
+        "history": ["m2"],
+        "excluded": [
+            *SNAPSHOT["excluded"],
+            ["message", "m7", "forgotten"],
+            {"kind": "message", "id": "m8", "reason": "forgotten"},
+            {"kind": "message", "reason": "forgotten"},
+        ],
+    }
     out = read(snapshot=snapshot)
     assert out.messages_by_reason == {"budget": 1, "forgotten": 3}
     assert out.message_words == [
         "It was also given 1 earlier message; 1 older one did not fit.",
-        "3 earlier messages were withheld because you asked the companion to forget something they mention."]
+        "3 earlier messages were withheld because you asked the companion to forget something they mention.",
+    ]
     assert memory_ids(snapshot) == ["r1", "r2", "r3", "r4"]

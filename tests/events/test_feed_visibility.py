@@ -39,6 +39,7 @@ def _in_thread(fn):
             fn()
         finally:
             connection.close()
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
@@ -60,7 +61,11 @@ def _read_until_some(cursor):
 
 
 def test_a_transaction_that_commits_late_holds_the_feed_back_instead_of_being_overtaken():
-    first_written, second_committed, release = threading.Event(), threading.Event(), threading.Event()
+    first_written, second_committed, release = (
+        threading.Event(),
+        threading.Event(),
+        threading.Event(),
+    )
     early_event, late_event = _event(1), _event(2)
 
     def early():
@@ -97,8 +102,13 @@ def test_a_transaction_of_another_database_does_not_hold_the_feed_back():
     import psycopg
 
     settings = connection.settings_dict
-    other = psycopg.connect(host=settings["HOST"], port=settings["PORT"], user=settings["USER"],
-                            password=settings["PASSWORD"] or None, dbname="postgres")
+    other = psycopg.connect(
+        host=settings["HOST"],
+        port=settings["PORT"],
+        user=settings["USER"],
+        password=settings["PASSWORD"] or None,
+        dbname="postgres",
+    )
     try:
         with other.cursor() as cursor:  # a transaction holding an id, in another database
             cursor.execute("BEGIN")

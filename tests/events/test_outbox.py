@@ -34,7 +34,11 @@ def conv():
 
 
 def events(**filters):
-    return list(Event.objects.filter(**filters).order_by("txid", "id").values_list("type", "user_ref", "data"))
+    return list(
+        Event.objects.filter(**filters)
+        .order_by("txid", "id")
+        .values_list("type", "user_ref", "data")
+    )
 
 
 def types():
@@ -49,26 +53,41 @@ def assert_no_private_text():
 
 
 def test_it_writes_memory_created_for_an_asserted_memory(conv):
-    result = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
-                                           scope=Scope("user"), authority="user-confirmed")
+    result = memory_services.memory_assert(
+        user=conv.user,
+        key="pet.secretname",
+        value="Rexalot",
+        scope=Scope("user"),
+        authority="user-confirmed",
+    )
     [(type_, user, data)] = events()
     assert (type_, user) == ("memory.created", "sam")
-    assert data == {"memory": result.record.id, "scope": {"kind": "user", "character": None, "conversation": None},
-                    "version": 1, "authority": "user-confirmed",
-                    "valid_from": result.record.valid_from.isoformat().replace("+00:00", "Z"),
-                    "valid_until": None, "supersedes": None}
+    assert data == {
+        "memory": result.record.id,
+        "scope": {"kind": "user", "character": None, "conversation": None},
+        "version": 1,
+        "authority": "user-confirmed",
+        "valid_from": result.record.valid_from.isoformat().replace("+00:00", "Z"),
+        "valid_until": None,
+        "supersedes": None,
+    }
     assert_no_private_text()
 
 
 def test_an_unchanged_or_blocked_write_leaves_no_event(conv):
-    memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
-    memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
+    memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    )
+    memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    )
     assert types() == ["memory.created"]
 
 
 def test_a_correction_creates_a_record_and_changes_the_one_it_supersedes(conv):
-    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
-                                          scope=Scope("user")).record
+    first = memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    ).record
     corrected = memory_services.memory_correct(record_id=first.id, value="Quillmoor").record
     assert events()[1:] == [
         ("memory.created", "sam", events()[1][2]),
@@ -79,22 +98,39 @@ def test_a_correction_creates_a_record_and_changes_the_one_it_supersedes(conv):
 
 
 def test_a_retraction_changes_the_record_to_retracted(conv):
-    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
-                                          scope=Scope("user")).record
+    first = memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    ).record
     memory_services.memory_retract(record_id=first.id)
-    assert events()[-1] == ("memory.changed", "sam", {"memory": first.id, "state": "retracted", "by": None})
+    assert events()[-1] == (
+        "memory.changed",
+        "sam",
+        {"memory": first.id, "state": "retracted", "by": None},
+    )
 
 
 def test_a_forget_names_the_tombstone_the_purged_records_and_the_withheld_messages(conv):
-    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
-                                          scope=Scope("user")).record
+    first = memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    ).record
     tombstone = forgetting.memory_forget(record_id=first.id)
-    assert events()[-1] == ("memory.forgotten", "sam", {
-        "tombstone": str(tombstone.pk), "scope_kind": "user", "memories": [first.id],
-        "withheld_messages": [], "forgotten_by": "user"})
+    assert events()[-1] == (
+        "memory.forgotten",
+        "sam",
+        {
+            "tombstone": str(tombstone.pk),
+            "scope_kind": "user",
+            "memories": [first.id],
+            "withheld_messages": [],
+            "forgotten_by": "user",
+        },
+    )
     forgetting.tombstone_delete(tombstone_id=tombstone.pk)
-    assert events()[-1] == ("tombstone.deleted", "sam", {"tombstone": str(tombstone.pk),
-                                                         "released_messages": []})
+    assert events()[-1] == (
+        "tombstone.deleted",
+        "sam",
+        {"tombstone": str(tombstone.pk), "released_messages": []},
+    )
     assert_no_private_text()
 
 
@@ -103,49 +139,76 @@ def test_a_forget_lists_the_messages_it_withholds_and_an_undo_those_it_releases(
     source and a message that mentions the value), `tombstone.deleted` the ids it gives back."""
     said = MessageFactory(conversation=conv, content="My cat is called Miso.")
     again = MessageFactory(conversation=conv, content="Miso slept all day.")
-    first = memory_services.memory_assert(user=conv.user, key="cat.name", value="Miso",
-                                          scope=Scope("user"), sources=[str(said.pk)]).record
+    first = memory_services.memory_assert(
+        user=conv.user, key="cat.name", value="Miso", scope=Scope("user"), sources=[str(said.pk)]
+    ).record
     tombstone = forgetting.memory_forget(record_id=first.id)
     held = sorted([str(said.pk), str(again.pk)])
     assert events()[-1][2]["withheld_messages"] == held
     forgetting.tombstone_delete(tombstone_id=tombstone.pk)
-    assert events()[-1] == ("tombstone.deleted", "sam", {"tombstone": str(tombstone.pk),
-                                                         "released_messages": held})
+    assert events()[-1] == (
+        "tombstone.deleted",
+        "sam",
+        {"tombstone": str(tombstone.pk), "released_messages": held},
+    )
     assert_no_private_text()
 
 
 def test_support_forgetting_on_the_users_behalf_leaves_the_event(conv):
     staff = support_services.support_staff_put(username="helper", password="pw-long-enough-1")
-    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
-                                          scope=Scope("user")).record
+    first = memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    ).record
     support_services.support_forget(staff=staff, record_ids=[first.id], reason="asked by mail")
     type_, _, data = events()[-1]
-    assert type_ == "memory.forgotten" and data["forgotten_by"] == "support" and data["memories"] == [first.id]
+    assert (
+        type_ == "memory.forgotten"
+        and data["forgotten_by"] == "support"
+        and data["memories"] == [first.id]
+    )
 
 
 def test_a_switch_change_writes_settings_changed_and_a_no_op_writes_nothing(conv):
     memory_services.memory_settings_set(user=conv.user, changed_by="api", learn=False)
     memory_services.memory_settings_set(user=conv.user, changed_by="api", learn=False)
-    assert events() == [("settings.changed", "sam", {"learn": False, "use": True, "changed_by": "api"})]
+    assert events() == [
+        ("settings.changed", "sam", {"learn": False, "use": True, "changed_by": "api"})
+    ]
 
 
 def test_a_policy_change_carries_the_version_and_the_rules(conv):
-    rule = policy_services.rule_create(user=conv.user, capability="media.image", effect="deny",
-                                       source="explicit-user", scope={"kind": "global"})
-    assert events()[-1] == ("policy.changed", "sam", {"policy_version": rule.policy_version_after,
-                                                      "rules": [str(rule.pk)]})
+    rule = policy_services.rule_create(
+        user=conv.user,
+        capability="media.image",
+        effect="deny",
+        source="explicit-user",
+        scope={"kind": "global"},
+    )
+    assert events()[-1] == (
+        "policy.changed",
+        "sam",
+        {"policy_version": rule.policy_version_after, "rules": [str(rule.pk)]},
+    )
     policy_services.rule_revoke(rule_id=rule.pk)
-    assert events()[-1] == ("policy.changed", "sam", {"policy_version": rule.policy_version_after + 1,
-                                                      "rules": [str(rule.pk)]})
+    assert events()[-1] == (
+        "policy.changed",
+        "sam",
+        {"policy_version": rule.policy_version_after + 1, "rules": [str(rule.pk)]},
+    )
     policy_services.rule_revoke(rule_id=rule.pk)  # a retried revoke changes nothing
     assert types().count("policy.changed") == 2
 
 
 def test_a_turn_that_learns_writes_its_events_with_the_turn(conv):
-    result = turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rexalot.")
+    result = turn_create(
+        conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rexalot."
+    )
     [created] = result.turn.extracted
     assert events() == [("memory.created", "sam", events()[0][2])]
-    assert events()[0][2]["memory"] == created["memory"] and events()[0][2]["authority"] == "rule-extracted"
+    assert (
+        events()[0][2]["memory"] == created["memory"]
+        and events()[0][2]["authority"] == "rule-extracted"
+    )
     turn_create(conversation_id=conv.pk, turn_key="t2", content="How was your day?")
     assert types() == ["memory.created"]  # a turn that learns nothing changes nothing
     assert_no_private_text()
@@ -158,14 +221,20 @@ def test_deleting_a_conversation_writes_conversation_deleted(conv):
 
 def test_deleting_a_user_leaves_only_user_deleted(conv):
     other = UserFactory(username="ana")
-    memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
-    memory_services.memory_assert(user=other, key="pet.secretname", value="Quillmoor", scope=Scope("user"))
+    memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    )
+    memory_services.memory_assert(
+        user=other, key="pet.secretname", value="Quillmoor", scope=Scope("user")
+    )
     user_delete(user=conv.user)
     assert events() == [("memory.created", "ana", events()[0][2]), ("user.deleted", "sam", {})]
 
 
 def test_an_import_announces_what_it_created(conv):
-    memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user"))
+    memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    )
     memory_services.memory_settings_set(user=conv.user, changed_by="api", use=False)
     snapshot = portability.user_export(user=conv.user)
     user_delete(user=conv.user)
@@ -179,8 +248,9 @@ def test_an_import_announces_what_it_created(conv):
 
 def test_a_change_that_fails_leaves_no_event(conv, monkeypatch):
     """V1: the event is in the change's transaction, so it rolls back with it."""
-    first = memory_services.memory_assert(user=conv.user, key="pet.secretname", value="Rexalot",
-                                          scope=Scope("user")).record
+    first = memory_services.memory_assert(
+        user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
+    ).record
 
     def boom(*args, **kwargs):
         raise OperationalError("connection lost")

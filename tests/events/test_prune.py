@@ -15,8 +15,12 @@ pytestmark = pytest.mark.django_db
 
 
 def event_at(at):
-    return Event.objects.create(type="settings.changed", user_ref="sam", occurred_at=at,
-                                data={"learn": True, "use": True, "changed_by": "api"})
+    return Event.objects.create(
+        type="settings.changed",
+        user_ref="sam",
+        occurred_at=at,
+        data={"learn": True, "use": True, "changed_by": "api"},
+    )
 
 
 def test_it_deletes_events_past_the_retention_and_its_margin_with_their_deliveries(settings):
@@ -25,7 +29,9 @@ def test_it_deletes_events_past_the_retention_and_its_margin_with_their_deliveri
     old = event_at(now - timedelta(days=7, hours=1, seconds=1))
     margin = event_at(now - timedelta(days=7, minutes=59))
     kept = event_at(now - timedelta(days=1))
-    endpoint = WebhookEndpoint.objects.create(url="https://hooks.example.com/in", secret="whsec_x", created_at=now)
+    endpoint = WebhookEndpoint.objects.create(
+        url="https://hooks.example.com/in", secret="whsec_x", created_at=now
+    )
     lane = Lane.objects.create(endpoint=endpoint, user_ref="sam")
     Delivery.objects.create(lane=lane, event=old)
     Delivery.objects.create(lane=lane, event=kept)

@@ -20,34 +20,58 @@ pytestmark = pytest.mark.django_db
 
 def resolving_to(*addresses):
     def resolve(host, port, type=0):
-        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
-                for a in addresses]
+        return [
+            (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+            for a in addresses
+        ]
+
     return resolve
 
 
-@pytest.mark.parametrize("address", [
-    "127.0.0.1", "10.1.2.3", "172.16.0.9", "192.168.1.1", "169.254.169.254", "100.64.0.1",
-    "0.0.0.0", "::1", "fe80::1", "fc00::1", "::ffff:127.0.0.1", "224.0.0.1",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.9",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "::ffff:127.0.0.1",
+        "224.0.0.1",
+    ],
+)
 def test_it_refuses_loopback_private_link_local_and_reserved_addresses(address):
     assert url_refusal("https://hooks.example.com/in", resolve=resolving_to(address)) == (
-        "The host resolves to a loopback, private, link-local or reserved address.")
+        "The host resolves to a loopback, private, link-local or reserved address."
+    )
 
 
 def test_one_refused_address_among_public_ones_refuses_the_url():
-    assert url_refusal("https://hooks.example.com/in", resolve=resolving_to("93.184.216.34", "10.0.0.1"))
+    assert url_refusal(
+        "https://hooks.example.com/in", resolve=resolving_to("93.184.216.34", "10.0.0.1")
+    )
 
 
 def test_it_takes_https_to_a_public_address():
-    assert url_refusal("https://hooks.example.com/in", resolve=resolving_to("93.184.216.34")) is None
+    assert (
+        url_refusal("https://hooks.example.com/in", resolve=resolving_to("93.184.216.34")) is None
+    )
 
 
-@pytest.mark.parametrize("url, reason", [
-    ("http://hooks.example.com/in", "The URL must use https."),
-    ("ftp://hooks.example.com/in", "The URL must use https."),
-    ("https://user:pw@hooks.example.com/in", "The URL must not carry credentials."),
-    ("https:///in", "The URL has no host."),
-])
+@pytest.mark.parametrize(
+    "url, reason",
+    [
+        ("http://hooks.example.com/in", "The URL must use https."),
+        ("ftp://hooks.example.com/in", "The URL must use https."),
+        ("https://user:pw@hooks.example.com/in", "The URL must not carry credentials."),
+        ("https:///in", "The URL has no host."),
+    ],
+)
 def test_it_refuses_other_schemes_and_credentials(url, reason):
     assert url_refusal(url, resolve=resolving_to("93.184.216.34")) == reason
 
@@ -61,8 +85,9 @@ def test_settings_allow_http_and_private_addresses_for_development(settings):
 def test_registration_refuses_a_refused_url_and_unknown_types():
     with pytest.raises(ValidationError) as refused:
         endpoint_create(url="https://127.0.0.1/in")
-    assert refused.value.errors == {"url": [
-        "The host resolves to a loopback, private, link-local or reserved address."]}
+    assert refused.value.errors == {
+        "url": ["The host resolves to a loopback, private, link-local or reserved address."]
+    }
     with pytest.raises(ValidationError):
         endpoint_create(url="https://93.184.216.34/in", event_types=["memory.exploded"])
     assert not WebhookEndpoint.objects.exists()
@@ -77,25 +102,40 @@ def test_a_delivery_checks_the_address_again_and_logs_the_refusal(settings):
     enqueued = []
     assert delivery.attempt(lane, d, lambda *a: enqueued.append(a)) is False
     attempt = DeliveryAttempt.objects.get()
-    assert attempt.status_code is None and attempt.error.startswith("The host resolves to a loopback")
+    assert attempt.status_code is None and attempt.error.startswith(
+        "The host resolves to a loopback"
+    )
     lane.refresh_from_db()
     assert lane.next_attempt_at is not None
 
 
 def _pending(endpoint):
-    event = Event.objects.create(type="settings.changed", user_ref="sam", occurred_at=timezone.now(),
-                                 data={"learn": False, "use": True, "changed_by": "api"})
+    event = Event.objects.create(
+        type="settings.changed",
+        user_ref="sam",
+        occurred_at=timezone.now(),
+        data={"learn": False, "use": True, "changed_by": "api"},
+    )
     lane = Lane.objects.create(endpoint=endpoint, user_ref="sam")
-    return Lane.objects.select_related("endpoint").get(pk=lane.pk), Delivery.objects.create(lane=lane, event=event)
+    return Lane.objects.select_related("endpoint").get(pk=lane.pk), Delivery.objects.create(
+        lane=lane, event=event
+    )
 
 
 def test_a_signed_request_verifies_with_the_standard_webhooks_library():
     endpoint = WebhookEndpoint(url="https://hooks.example.com/in", secret="whsec_" + "QUJD" * 11)
-    event = {"id": "evt_7", "type": "memory.created", "user": "sam", "occurred_at": "2026-12-02T07:00:00Z",
-             "data": {"memory": "m1"}}
+    event = {
+        "id": "evt_7",
+        "type": "memory.created",
+        "user": "sam",
+        "occurred_at": "2026-12-02T07:00:00Z",
+        "data": {"memory": "m1"},
+    }
     now = timezone.now()
     body, headers = signed_request(endpoint, event, now)
-    assert headers["webhook-id"] == "evt_7" and headers["webhook-timestamp"] == str(int(now.timestamp()))
+    assert headers["webhook-id"] == "evt_7" and headers["webhook-timestamp"] == str(
+        int(now.timestamp())
+    )
     assert headers["webhook-signature"].startswith("v1,")
     assert Webhook(endpoint.secret).verify(body, headers) == event
     with pytest.raises(Exception):  # noqa: B017 — the library's verification error
@@ -111,7 +151,20 @@ def test_the_secret_is_a_standard_webhooks_secret_of_32_random_bytes():
 
 def test_the_backoff_doubles_from_5_seconds_up_to_an_hour():
     assert [delivery.backoff(n) for n in range(1, 14)] == [
-        5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 3600, 3600, 3600]
+        5,
+        10,
+        20,
+        40,
+        80,
+        160,
+        320,
+        640,
+        1280,
+        2560,
+        3600,
+        3600,
+        3600,
+    ]
 
 
 def test_past_the_give_up_window_the_delivery_fails_and_the_endpoint_is_disabled(settings):
@@ -125,25 +178,43 @@ def test_past_the_give_up_window_the_delivery_fails_and_the_endpoint_is_disabled
     d.refresh_from_db()
     endpoint.refresh_from_db()
     assert d.status == "failed" and not endpoint.enabled
-    assert endpoint.disabled_reason.startswith("Deliveries failed for 60 s (last: Connection failed")
+    assert endpoint.disabled_reason.startswith(
+        "Deliveries failed for 60 s (last: Connection failed"
+    )
 
 
 @pytest.fixture
 def staff_client(client):
-    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw-long-enough-1")
+    admin = get_user_model().objects.create_superuser(
+        "root", "root@example.com", "pw-long-enough-1"
+    )
     client.force_login(admin)
     return client
 
 
 def test_the_admin_registers_an_endpoint_and_shows_its_secret_once(staff_client, settings):
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
-    refused = staff_client.post("/admin/events/webhookendpoint/add/", {
-        "url": "https://127.0.0.1/in", "event_types": ["memory.forgotten"], "user_ref": "", "description": ""})
+    refused = staff_client.post(
+        "/admin/events/webhookendpoint/add/",
+        {
+            "url": "https://127.0.0.1/in",
+            "event_types": ["memory.forgotten"],
+            "user_ref": "",
+            "description": "",
+        },
+    )
     assert refused.status_code == 200 and "loopback" in refused.content.decode()
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
-    added = staff_client.post("/admin/events/webhookendpoint/add/", {
-        "url": "https://127.0.0.1/in", "event_types": ["memory.forgotten"], "user_ref": "sam",
-        "description": "the index"}, follow=True)
+    added = staff_client.post(
+        "/admin/events/webhookendpoint/add/",
+        {
+            "url": "https://127.0.0.1/in",
+            "event_types": ["memory.forgotten"],
+            "user_ref": "sam",
+            "description": "the index",
+        },
+        follow=True,
+    )
     endpoint = WebhookEndpoint.objects.get()
     assert endpoint.event_types == ["memory.forgotten"] and endpoint.user_ref == "sam"
     assert endpoint.secret in added.content.decode()
@@ -156,18 +227,23 @@ def test_the_admin_shows_attempts_and_sends_a_delivery_again(staff_client, setti
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     endpoint, secret = endpoint_create(url="http://127.0.0.1:9/in")
     lane, d = _pending(endpoint)
-    DeliveryAttempt.objects.create(delivery=d, at=timezone.now(), status_code=503, latency_ms=12,
-                                   error="Answered 503.")
+    DeliveryAttempt.objects.create(
+        delivery=d, at=timezone.now(), status_code=503, latency_ms=12, error="Answered 503."
+    )
     Delivery.objects.filter(pk=d.pk).update(status="failed", attempts=1)
     page = staff_client.get(f"/admin/events/delivery/{d.pk}/change/").content.decode()
     assert "Answered 503." in page and "503" in page and secret not in page
-    staff_client.post("/admin/events/delivery/", {"action": "send_again", "_selected_action": [d.pk]})
+    staff_client.post(
+        "/admin/events/delivery/", {"action": "send_again", "_selected_action": [d.pk]}
+    )
     d.refresh_from_db()
     assert d.status == "pending"
     assert staff_client.get("/admin/events/event/").status_code == 200
 
 
-def test_the_admin_enables_a_disabled_endpoint_again_and_its_give_up_window_starts_anew(staff_client, settings):
+def test_the_admin_enables_a_disabled_endpoint_again_and_its_give_up_window_starts_anew(
+    staff_client, settings
+):
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     settings.WEBHOOK_GIVE_UP_SECONDS = 60
     endpoint, _ = endpoint_create(url="http://127.0.0.1:9/in")  # nothing listens on port 9
@@ -176,8 +252,11 @@ def test_the_admin_enables_a_disabled_endpoint_again_and_its_give_up_window_star
     Lane.objects.filter(pk=lane.pk).update(next_attempt_at=timezone.now() + timedelta(hours=1))
     Delivery.objects.filter(pk=d.pk).update(first_attempt_at=timezone.now() - timedelta(seconds=61))
 
-    answer = staff_client.post("/admin/events/webhookendpoint/",
-                               {"action": "enable_again", "_selected_action": [endpoint.pk]}, follow=True)
+    answer = staff_client.post(
+        "/admin/events/webhookendpoint/",
+        {"action": "enable_again", "_selected_action": [endpoint.pk]},
+        follow=True,
+    )
 
     assert "Enabled 1 endpoint(s)." in answer.content.decode()
     endpoint.refresh_from_db()

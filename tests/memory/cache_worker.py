@@ -28,16 +28,19 @@ def main(token: str) -> None:
         if method == "GET":
             r = client.get(path, body or {})
         else:
-            r = client.generic(method, path, json.dumps(body or {}),
-                               content_type="application/json")
+            r = client.generic(
+                method, path, json.dumps(body or {}), content_type="application/json"
+            )
         return {"status": r.status_code, "body": r.json() if r.content else None}
 
     for line in sys.stdin:
         command = json.loads(line)
         out = call(command["method"], command["path"], command.get("body"))
         if command.get("compare"):
-            with mock.patch.object(storage.MEMORY_CACHE, "get", return_value=None), \
-                    mock.patch.object(storage.MEMORY_CACHE, "put"):
+            with (
+                mock.patch.object(storage.MEMORY_CACHE, "get", return_value=None),
+                mock.patch.object(storage.MEMORY_CACHE, "put"),
+            ):
                 out["uncached"] = call(command["method"], command["path"], command.get("body"))
         out["reused"] = storage.MEMORY_CACHE.reused
         print(json.dumps(out), flush=True)

@@ -84,16 +84,23 @@ def tomb(
     )
 
 
-def ctx(now: float = 100, *, scene: str | None = None, character: str = CHAR,
-        conversation: str = CONV) -> Context:
+def ctx(
+    now: float = 100, *, scene: str | None = None, character: str = CHAR, conversation: str = CONV
+) -> Context:
     return Context(
         user=USER, character=character, conversation=conversation, now=at(now), scene=scene
     )
 
 
 def run(records, now: float = 100, tombstones=(), **kwargs):
-    return resolve(records, tombstones, kwargs.pop("context", None) or ctx(now),
-                   many_keys=MANY, secret=SECRET, **kwargs)
+    return resolve(
+        records,
+        tombstones,
+        kwargs.pop("context", None) or ctx(now),
+        many_keys=MANY,
+        secret=SECRET,
+        **kwargs,
+    )
 
 
 def outcome(resolution) -> dict[str, str]:

@@ -64,14 +64,22 @@ class World:
 
     def message(self, i: int):
         if i not in self.messages:
-            self.messages[i] = MessageFactory(conversation=self.conv, created_at=T0 + dt.timedelta(hours=i))
+            self.messages[i] = MessageFactory(
+                conversation=self.conv, created_at=T0 + dt.timedelta(hours=i)
+            )
         return self.messages[i]
 
     def ctx(self, now):
         from conversations.selectors import LoadedContext
 
-        return LoadedContext(user=self.user, character=self.conv.character, conversation=self.conv,
-                             scene=None, now=now, now_given=True)
+        return LoadedContext(
+            user=self.user,
+            character=self.conv.character,
+            conversation=self.conv,
+            scene=None,
+            now=now,
+            now_given=True,
+        )
 
 
 def found(key, value, correction=False):
@@ -87,10 +95,16 @@ def one_by_one(world: World, facts, *, message: int) -> list:
         if item.correction:
             results.append(_correct_one_by_one(world.ctx(msg.created_at), item, sources))
         else:
-            results.append(services.memory_assert(
-                user=world.user, key=item.key, value=item.value, scope=Scope("user"),
-                authority="rule-extracted", sources=sources,
-            ))
+            results.append(
+                services.memory_assert(
+                    user=world.user,
+                    key=item.key,
+                    value=item.value,
+                    scope=Scope("user"),
+                    authority="rule-extracted",
+                    sources=sources,
+                )
+            )
     return results
 
 
@@ -102,14 +116,25 @@ def _correct_one_by_one(ctx, item, sources):
     current = ContextResolution(ctx, [item.key])
     target = next((p.record for p in current.projection.prompt if p.key == item.key), None)
     if target is None:
-        return services.memory_assert(user=ctx.user, key=item.key, value=item.value,
-                                      scope=Scope("user"), authority="user-corrected",
-                                      sources=sources)
+        return services.memory_assert(
+            user=ctx.user,
+            key=item.key,
+            value=item.value,
+            scope=Scope("user"),
+            authority="user-corrected",
+            sources=sources,
+        )
     if current.registry.is_many(item.key):
         return services.memory_correct(record_id=target.id, value=item.value, user=ctx.user)
-    return services.memory_assert(user=ctx.user, key=item.key, value=item.value,
-                                  scope=target.scope, authority="user-corrected",
-                                  sources=sources, supersedes=target.id)
+    return services.memory_assert(
+        user=ctx.user,
+        key=item.key,
+        value=item.value,
+        scope=target.scope,
+        authority="user-corrected",
+        sources=sources,
+        supersedes=target.id,
+    )
 
 
 def batched(world: World, facts, *, message: int) -> list:
@@ -125,12 +150,27 @@ def stored(world: World) -> list[tuple]:
     names = {r.pk: (r.scope_id.replace(world.user.username, "U"), r.key, r.version) for r in rows}
     seqs = {m.pk: seq for seq, m in world.messages.items()}
     links: dict = {}
-    for memory_id, message_id in MemorySource.objects.filter(memory__user=world.user).values_list("memory_id", "message_id"):
+    for memory_id, message_id in MemorySource.objects.filter(memory__user=world.user).values_list(
+        "memory_id", "message_id"
+    ):
         links.setdefault(memory_id, set()).add(seqs[message_id])
     return [
-        (*names[r.pk], r.value, r.scope_kind, r.authority, r.status, r.status_since, r.confidence,
-         r.valid_from, r.valid_until, r.retracted_at, r.recorded_at, r.evidence_time,
-         names.get(r.supersedes_id), sorted(links.get(r.pk, ())))
+        (
+            *names[r.pk],
+            r.value,
+            r.scope_kind,
+            r.authority,
+            r.status,
+            r.status_since,
+            r.confidence,
+            r.valid_from,
+            r.valid_until,
+            r.retracted_at,
+            r.recorded_at,
+            r.evidence_time,
+            names.get(r.supersedes_id),
+            sorted(links.get(r.pk, ())),
+        )
         for r in rows
     ]
 
@@ -173,16 +213,25 @@ def both(build, facts, clock, *, message=10):
 
 
 def remember(world, key, value, *, message, authority="rule-extracted"):
-    return services.memory_assert(user=world.user, key=key, value=value, scope=Scope("user"),
-                                  authority=authority, sources=[str(world.message(message).pk)])
+    return services.memory_assert(
+        user=world.user,
+        key=key,
+        value=value,
+        scope=Scope("user"),
+        authority=authority,
+        sources=[str(world.message(message).pk)],
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 
 
 def test_it_stores_new_facts_of_one_and_many_keys_alike(clock):
-    got = both(lambda w: None, [found("dog.name", "Rex"), found("user.likes", "jazz"),
-                                found("user.lives_in", "Lisbon")], clock)
+    got = both(
+        lambda w: None,
+        [found("dog.name", "Rex"), found("user.likes", "jazz"), found("user.lives_in", "Lisbon")],
+        clock,
+    )
     assert [o[0] for o in got] == ["created"] * 3
 
 
@@ -198,12 +247,26 @@ def test_it_merges_an_unchanged_value_into_the_winner_w5(clock):
 def test_it_blocks_forgotten_keys_and_values_w3(clock):
     def build(w):
         forgetting.forget_key(user=w.user, key="user.works_at", scope_id="*")
-        forgetting.forget_key(user=w.user, key="user.avoid_nickname", scope_id=f"user:{w.user.username}", value="boss")
+        forgetting.forget_key(
+            user=w.user, key="user.avoid_nickname", scope_id=f"user:{w.user.username}", value="boss"
+        )
 
     # Evidence older than the forgets is blocked; a new value of the many key is not.
-    got = both(build, [found("user.works_at", "Acme"), found("user.avoid_nickname", "Boss"),
-                       found("user.avoid_nickname", "chief")], clock, message=-1)
-    assert [o[:2] for o in got] == [("blocked", "forgotten"), ("blocked", "forgotten"), ("created", None)]
+    got = both(
+        build,
+        [
+            found("user.works_at", "Acme"),
+            found("user.avoid_nickname", "Boss"),
+            found("user.avoid_nickname", "chief"),
+        ],
+        clock,
+        message=-1,
+    )
+    assert [o[:2] for o in got] == [
+        ("blocked", "forgotten"),
+        ("blocked", "forgotten"),
+        ("created", None),
+    ]
 
 
 def test_it_keeps_a_retracted_slot_closed_for_old_evidence_w4(clock):
@@ -213,11 +276,22 @@ def test_it_keeps_a_retracted_slot_closed_for_old_evidence_w4(clock):
         remember(w, "user.likes", "jazz", message=1)
         services.memory_retract(record_id=remember(w, "user.likes", "rain", message=1).record.id)
 
-    got = both(build, [found("basil_plant.name", "Harbor"), found("user.likes", "rain"),
-                       found("user.likes", "jazz")], clock, message=0)
+    got = both(
+        build,
+        [
+            found("basil_plant.name", "Harbor"),
+            found("user.likes", "rain"),
+            found("user.likes", "jazz"),
+        ],
+        clock,
+        message=0,
+    )
     assert [o[0] for o in got] == ["created", "created", "created"]
     # Born closed: valid_until is set on the new rows of the retracted slots.
-    rows = {(r.key, r.value): r for r in MemoryRecord.objects.filter(user__username__startswith="batch", version=2)}
+    rows = {
+        (r.key, r.value): r
+        for r in MemoryRecord.objects.filter(user__username__startswith="batch", version=2)
+    }
     assert rows[("basil_plant.name", "Harbor")].valid_until is not None
 
 
@@ -227,24 +301,44 @@ def test_it_supersedes_and_respects_authority_w6_w7_w9(clock):
         remember(w, "user.works_at", "Acme", message=1, authority="user-corrected")
         remember(w, "dog.name", "Max", message=20)  # newer valid time than the batch's message
 
-    got = both(build, [found("user.lives_in", "Lisbon"), found("user.works_at", "Initech"),
-                       found("dog.name", "Rex")], clock)
+    got = both(
+        build,
+        [
+            found("user.lives_in", "Lisbon"),
+            found("user.works_at", "Initech"),
+            found("dog.name", "Rex"),
+        ],
+        clock,
+    )
     assert [o[0] for o in got] == ["created"] * 3
-    rows = {r.key: r for r in MemoryRecord.objects.filter(version=2, user__username__startswith="batch")}
+    rows = {
+        r.key: r for r in MemoryRecord.objects.filter(version=2, user__username__startswith="batch")
+    }
     assert rows["user.lives_in"].supersedes_id is not None  # W6
     assert rows["user.works_at"].supersedes_id is None  # W7: lower authority supersedes nothing
     assert rows["dog.name"].supersedes_id is None  # W9: the older fact does not beat the newer one
 
 
 def test_it_writes_two_facts_of_one_slot_in_one_message_in_order(clock):
-    got = both(lambda w: remember(w, "user.lives_in", "Porto", message=1),
-               [found("user.lives_in", "Boston"), found("user.lives_in", "Seattle"),
-                found("dog.name", "Rex"), found("dog.name", "REX"), found("user.likes", "jazz"),
-                found("user.likes", "rain")], clock)
+    got = both(
+        lambda w: remember(w, "user.lives_in", "Porto", message=1),
+        [
+            found("user.lives_in", "Boston"),
+            found("user.lives_in", "Seattle"),
+            found("dog.name", "Rex"),
+            found("dog.name", "REX"),
+            found("user.likes", "jazz"),
+            found("user.likes", "rain"),
+        ],
+        clock,
+    )
     assert [o[:1] + o[2:] for o in got] == [
-        ("created", ("user.lives_in", 2)), ("created", ("user.lives_in", 3)),
-        ("created", ("dog.name", 1)), ("unchanged", ("dog.name", 1)),
-        ("created", ("user.likes", 1)), ("created", ("user.likes", 2)),
+        ("created", ("user.lives_in", 2)),
+        ("created", ("user.lives_in", 3)),
+        ("created", ("dog.name", 1)),
+        ("unchanged", ("dog.name", 1)),
+        ("created", ("user.likes", 1)),
+        ("created", ("user.likes", 2)),
     ]
 
 
@@ -252,8 +346,16 @@ def test_it_runs_a_correction_between_batches_as_before(clock):
     def build(w):
         remember(w, "basil_plant.name", "Harbor", message=1)
 
-    got = both(build, [found("dog.name", "Rex"), found("basil_plant.name", "Marlowe", correction=True),
-                       found("user.likes", "jazz"), found("dog.name", "Max", correction=True)], clock)
+    got = both(
+        build,
+        [
+            found("dog.name", "Rex"),
+            found("basil_plant.name", "Marlowe", correction=True),
+            found("user.likes", "jazz"),
+            found("dog.name", "Max", correction=True),
+        ],
+        clock,
+    )
     assert [o[0] for o in got] == ["created"] * 4
     corrected = MemoryRecord.objects.filter(key="basil_plant.name", value="Marlowe")
     assert {r.authority for r in corrected} == {"user-corrected"}
@@ -267,17 +369,28 @@ KEYS = ["dog.name", "user.lives_in", "user.likes", "user.avoid_nickname"]
 VALUES = ["Rex", "rex ", "Max", "jazz", "Jazz", "rain"]
 AUTHORITIES = ["model-inferred", "rule-extracted", "user-confirmed", "user-corrected"]
 
-setup_steps = st.lists(st.one_of(
-    st.tuples(st.just("assert"), st.sampled_from(KEYS), st.sampled_from(VALUES),
-              st.sampled_from(AUTHORITIES), st.integers(0, 20)),
-    st.tuples(st.just("forget"), st.sampled_from(KEYS), st.sampled_from(VALUES + [None])),
-    st.tuples(st.just("retract"), st.sampled_from(KEYS)),
-), max_size=6)
-fact_lists = st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(VALUES), st.booleans()),
-                      min_size=0, max_size=6)
+setup_steps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("assert"),
+            st.sampled_from(KEYS),
+            st.sampled_from(VALUES),
+            st.sampled_from(AUTHORITIES),
+            st.integers(0, 20),
+        ),
+        st.tuples(st.just("forget"), st.sampled_from(KEYS), st.sampled_from(VALUES + [None])),
+        st.tuples(st.just("retract"), st.sampled_from(KEYS)),
+    ),
+    max_size=6,
+)
+fact_lists = st.lists(
+    st.tuples(st.sampled_from(KEYS), st.sampled_from(VALUES), st.booleans()), min_size=0, max_size=6
+)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(steps=setup_steps, facts=fact_lists, message=st.sampled_from([-1, 5, 30]))
 def test_any_facts_batched_store_what_one_by_one_stores(clock, steps, facts, message):
     def build(w):
@@ -288,13 +401,25 @@ def test_any_facts_batched_store_what_one_by_one_stores(clock, steps, facts, mes
             elif step[0] == "forget":
                 _, key, value = step
                 many = key in ("user.likes", "user.avoid_nickname")
-                forgetting.forget_key(user=w.user, key=key, scope_id=f"user:{w.user.username}",
-                                    value=value if many else None)
+                forgetting.forget_key(
+                    user=w.user,
+                    key=key,
+                    scope_id=f"user:{w.user.username}",
+                    value=value if many else None,
+                )
             else:
-                live = MemoryRecord.objects.filter(user=w.user, key=step[1]).exclude(status="forgotten").last()
+                live = (
+                    MemoryRecord.objects.filter(user=w.user, key=step[1])
+                    .exclude(status="forgotten")
+                    .last()
+                )
                 if live is not None:
                     services.memory_retract(record_id=live.pk)
 
     # Corrections only on single-valued keys, as the extractor sets them (memory.extract).
-    both(build, [found(k, v, c and k in ("dog.name", "user.lives_in")) for k, v, c in facts], clock,
-         message=message)
+    both(
+        build,
+        [found(k, v, c and k in ("dog.name", "user.lives_in")) for k, v, c in facts],
+        clock,
+        message=message,
+    )

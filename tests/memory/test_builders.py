@@ -16,8 +16,19 @@ from .test_resolver import rec
 def test_it_builds_frozen_slots_records_equal_to_their_constructor():
     """R7 input: a record built column by column is equal to (and reprs like) the same
     record built by its constructor, with every field in place."""
-    records = [rec("a"), rec("b", key="user.likes", value="Jazz", vu=3, since=1, status="expired",
-                            supersedes="a", scope=Scope("character", character="x"))]
+    records = [
+        rec("a"),
+        rec(
+            "b",
+            key="user.likes",
+            value="Jazz",
+            vu=3,
+            since=1,
+            status="expired",
+            supersedes="a",
+            scope=Scope("character", character="x"),
+        ),
+    ]
     names = list(MemoryRecord.__dataclass_fields__)
     columns = {name: [getattr(r, name) for r in records] for name in names}
     built = build_slotted(MemoryRecord, columns, len(records))

@@ -19,7 +19,10 @@ def test_it_never_duplicates_a_version_under_concurrent_asserts():
     exactly one winner."""
     user = UserFactory(username="racer")
     results = run_concurrently(
-        lambda i: services.memory_assert(user=user, key="pet.name", value=f"name-{i}", scope=Scope("user")), 12
+        lambda i: services.memory_assert(
+            user=user, key="pet.name", value=f"name-{i}", scope=Scope("user")
+        ),
+        12,
     )
     assert [r[0] for r in results] == ["ok"] * 12, results
     versions = list(MemoryRecord.objects.filter(user=user).values_list("version", flat=True))
@@ -51,6 +54,8 @@ def test_it_takes_recorded_at_from_the_database_clock(monkeypatch):
 
     user = UserFactory(username="clocked")
     monkeypatch.setattr(tz, "now", lambda: at("1999-01-01T00:00"))
-    record = services.memory_assert(user=user, key="pet.name", value="Rex", scope=Scope("user")).record
+    record = services.memory_assert(
+        user=user, key="pet.name", value="Rex", scope=Scope("user")
+    ).record
     assert record.recorded_at.year >= 2026
     assert record.valid_from == record.recorded_at

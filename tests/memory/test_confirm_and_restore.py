@@ -51,7 +51,11 @@ def test_it_treats_a_correction_to_the_same_normalised_value_as_a_confirm(user, 
     result = services.memory_correct(record_id=record.id, value=typed, user=user)
 
     assert result.outcome == "created"
-    assert (result.record.value, result.record.authority, result.record.supersedes) == ("Rex", "user-confirmed", record.id)
+    assert (result.record.value, result.record.authority, result.record.supersedes) == (
+        "Rex",
+        "user-confirmed",
+        record.id,
+    )
     assert MemoryRecord.objects.filter(user=user, authority="user-corrected").count() == 0
 
 
@@ -63,7 +67,9 @@ def test_it_normalises_unicode_before_comparing_a_correction(user):
 
 
 @pytest.mark.parametrize("authority", ["user-confirmed", "user-corrected"])
-def test_it_stores_nothing_for_a_same_value_correction_of_what_the_user_already_said(user, authority):
+def test_it_stores_nothing_for_a_same_value_correction_of_what_the_user_already_said(
+    user, authority
+):
     """§2: correct with the same value = confirm; a confirm of the user's own word stores
     nothing (`unchanged`, 200, the record)."""
     record = put(user, "dog.name", "Rex", authority=authority)
@@ -89,7 +95,11 @@ def test_a_same_value_correction_of_a_many_key_confirms_without_retracting(user)
 def test_a_different_value_is_still_a_correction(user):
     record = put(user, "dog.name", "Rex", authority="user-confirmed")
     result = services.memory_correct(record_id=record.id, value="Max", user=user)
-    assert (result.outcome, result.record.authority, result.record.value) == ("created", "user-corrected", "Max")
+    assert (result.outcome, result.record.authority, result.record.value) == (
+        "created",
+        "user-corrected",
+        "Max",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,7 +117,12 @@ def test_undoing_no_longer_true_asserts_the_value_again_as_the_users_from_now(us
 
     new = result.record
     assert result.outcome == "created"
-    assert (new.value, new.authority, new.supersedes, new.valid_until) == ("Rex", "user-confirmed", None, None)
+    assert (new.value, new.authority, new.supersedes, new.valid_until) == (
+        "Rex",
+        "user-confirmed",
+        None,
+        None,
+    )
     assert new.valid_from > retracted.retracted_at
     old = MemoryRecord.objects.get(pk=record.id)
     assert old.valid_until == retracted.retracted_at and old.retracted_at == retracted.retracted_at
@@ -175,7 +190,9 @@ def test_it_forgets_several_memories_at_once(user):
     tombstones = forgetting.memory_forget_selected(record_ids=[rex.id, jazz.id, rain.id], user=user)
 
     assert len(tombstones) == 3
-    assert set(MemoryRecord.objects.filter(user=user).values_list("status", "value")) == {("forgotten", "")}
+    assert set(MemoryRecord.objects.filter(user=user).values_list("status", "value")) == {
+        ("forgotten", "")
+    }
     assert all(t.forgotten_by == "user" for t in Tombstone.objects.all())
 
 
@@ -208,7 +225,10 @@ def test_a_forget_records_whether_support_made_it(user):
     b = put(user, "cat.name", "Tom")
     forgetting.memory_forget(record_id=a.id, user=user)
     forgetting.memory_forget(record_id=b.id, user=user, by="support")
-    assert dict(Tombstone.objects.values_list("key", "forgotten_by")) == {"dog.name": "user", "cat.name": "support"}
+    assert dict(Tombstone.objects.values_list("key", "forgotten_by")) == {
+        "dog.name": "user",
+        "cat.name": "support",
+    }
 
 
 def test_a_forget_by_someone_unknown_is_refused(user):
@@ -235,4 +255,3 @@ def test_it_refuses_an_unknown_time_zone(user, bad):
         services.profile_set_time_zone(user=user, time_zone=bad)
     assert "time_zone" in raised.value.errors
     assert not MemoryProfile.objects.filter(user=user).exclude(time_zone="").exists()
-

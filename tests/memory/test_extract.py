@@ -98,12 +98,24 @@ def test_it_extracts_each_row_of_the_vocabulary(text, key, value):
 @pytest.mark.parametrize(
     ("text", "last_named_key", "key", "value"),
     [
-        ("I renamed it. It is Marlowe now, not Harbor.", "basil_plant.name",
-         "basil_plant.name", "Marlowe"),
-        ("I renamed the basil plant. It is Marlowe now, not Harbor.", None,
-         "basil_plant.name", "Marlowe"),
-        ("I renamed the basil plant. It is Marlowe now, not Harbor.", "dog.name",
-         "basil_plant.name", "Marlowe"),
+        (
+            "I renamed it. It is Marlowe now, not Harbor.",
+            "basil_plant.name",
+            "basil_plant.name",
+            "Marlowe",
+        ),
+        (
+            "I renamed the basil plant. It is Marlowe now, not Harbor.",
+            None,
+            "basil_plant.name",
+            "Marlowe",
+        ),
+        (
+            "I renamed the basil plant. It is Marlowe now, not Harbor.",
+            "dog.name",
+            "basil_plant.name",
+            "Marlowe",
+        ),
         ("i renamed the basil plant. it is marlowe now", None, "basil_plant.name", "marlowe"),
         ("It is Marlowe now, not Harbor.", "basil_plant.name", "basil_plant.name", "Marlowe"),
         ("It's Marlowe now, not Harbor", "basil_plant.name", "basil_plant.name", "Marlowe"),
@@ -289,10 +301,14 @@ def test_it_lets_the_most_specific_rule_win(text, expected):
             "My dog is named Rex and my cat is named Ember",
             [("dog.name", "Rex", False), ("cat.name", "Ember", False)],
         ),
-        ("I like jazz and Priya works at Acme",
-         [("user.likes", "jazz", False), ("people.priya.works_at", "Acme", False)]),
-        ("I moved to Seattle. Actually I moved to Portland.",
-         [("user.lives_in", "Seattle", False), ("user.lives_in", "Portland", True)]),
+        (
+            "I like jazz and Priya works at Acme",
+            [("user.likes", "jazz", False), ("people.priya.works_at", "Acme", False)],
+        ),
+        (
+            "I moved to Seattle. Actually I moved to Portland.",
+            [("user.lives_in", "Seattle", False), ("user.lives_in", "Portland", True)],
+        ),
         ("I like jazz. I like jazz!", [("user.likes", "jazz", False)]),
         # Continuity protocol setup: a name and a preference, nothing else.
         (
@@ -377,7 +393,7 @@ def test_it_reports_the_span_of_each_clause():
     """SPEC §8: spans are offsets into the caller's text, for debugging."""
     text = "Hi! I like jazz. Priya works at Acme."
     found = extract(text)
-    assert [text[e.span[0]:e.span[1]] for e in found] == ["I like jazz", "Priya works at Acme"]
+    assert [text[e.span[0] : e.span[1]] for e in found] == ["I like jazz", "Priya works at Acme"]
     assert all(isinstance(e, Extraction) for e in found)
 
 
@@ -455,8 +471,17 @@ def test_it_maps_simple_questions_to_keys(question, key):
 
 @pytest.mark.parametrize(
     "question",
-    ["How are you?", "Where does she work?", "What is it called?", "What does he do?",
-     "Where is everyone?", "", "?", "🎷", "什么?"],
+    [
+        "How are you?",
+        "Where does she work?",
+        "What is it called?",
+        "What does he do?",
+        "Where is everyone?",
+        "",
+        "?",
+        "🎷",
+        "什么?",
+    ],
 )
 def test_it_answers_unknown_questions_with_none(question):
     """SPEC §8: an unknown question has no key (the API answers `{"answer": null}`)."""
@@ -474,11 +499,60 @@ def test_it_exposes_the_question_patterns():
 # Properties
 
 _VOCAB = st.sampled_from(
-    ["I", "i", "my", "the", "it", "It", "is", "named", "called", "renamed", "not", "now",
-     "Priya", "works", "at", "Acme", "lives", "in", "moved", "to", "Dana", "a", "an",
-     "designer", "like", "love", "hate", "don't", "call", "me", "boss", "name", "dog's",
-     "basil", "plant", "actually", "and", "but", ",", ".", "!", "?", ";", "\n", "```", "🎷",
-     "東京", "'", "’s", "Marlowe", "anymore", "again"]
+    [
+        "I",
+        "i",
+        "my",
+        "the",
+        "it",
+        "It",
+        "is",
+        "named",
+        "called",
+        "renamed",
+        "not",
+        "now",
+        "Priya",
+        "works",
+        "at",
+        "Acme",
+        "lives",
+        "in",
+        "moved",
+        "to",
+        "Dana",
+        "a",
+        "an",
+        "designer",
+        "like",
+        "love",
+        "hate",
+        "don't",
+        "call",
+        "me",
+        "boss",
+        "name",
+        "dog's",
+        "basil",
+        "plant",
+        "actually",
+        "and",
+        "but",
+        ",",
+        ".",
+        "!",
+        "?",
+        ";",
+        "\n",
+        "```",
+        "🎷",
+        "東京",
+        "'",
+        "’s",
+        "Marlowe",
+        "anymore",
+        "again",
+    ]
 )
 _TEXT = st.one_of(
     st.text(max_size=300),

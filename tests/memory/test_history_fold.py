@@ -13,19 +13,44 @@ def at(day: int, hour: int = 12) -> datetime:
     return datetime(2026, 11, day, hour, tzinfo=UTC)
 
 
-def rec(id_, value, start, *, version=1, authority="user-confirmed", supersedes=None,
-        valid_until=None, status="active", since=None, key="plant.name"):
-    return MemoryRecord(id=id_, user="sam", key=key, value=value, scope=Scope("user"),
-                        authority=authority, valid_from=start, recorded_at=start,
-                        evidence_time=start, version=version, status=status,
-                        status_since=since, valid_until=valid_until, supersedes=supersedes)
+def rec(
+    id_,
+    value,
+    start,
+    *,
+    version=1,
+    authority="user-confirmed",
+    supersedes=None,
+    valid_until=None,
+    status="active",
+    since=None,
+    key="plant.name",
+):
+    return MemoryRecord(
+        id=id_,
+        user="sam",
+        key=key,
+        value=value,
+        scope=Scope("user"),
+        authority=authority,
+        valid_from=start,
+        recorded_at=start,
+        evidence_time=start,
+        version=version,
+        status=status,
+        status_since=since,
+        valid_until=valid_until,
+        supersedes=supersedes,
+    )
 
 
 def shown(records, many=False):
     ordered = history_order(records)
     entries = fold(ordered, effective_ends(records, many=many), many=many)
-    return [(e.record.id, e.last.id, e.end, e.gap_before and (e.gap_before[0], e.gap_before[1].id))
-            for e in entries]
+    return [
+        (e.record.id, e.last.id, e.end, e.gap_before and (e.gap_before[0], e.gap_before[1].id))
+        for e in entries
+    ]
 
 
 def test_it_shows_a_replaced_value_ending_where_its_correction_starts():
@@ -82,7 +107,9 @@ def test_a_many_key_has_a_gap_per_value_slot_and_a_forgotten_value_joins_none():
 
 
 def test_the_fold_is_the_same_whatever_order_the_records_come_in():
-    records = [rec("a", "Harbor", at(1), authority="rule-extracted"),
-               rec("b", "Harbor", at(2), version=2, supersedes="a"),
-               rec("c", "Marlowe", at(4), version=3, supersedes="b", authority="user-corrected")]
+    records = [
+        rec("a", "Harbor", at(1), authority="rule-extracted"),
+        rec("b", "Harbor", at(2), version=2, supersedes="a"),
+        rec("c", "Marlowe", at(4), version=3, supersedes="b", authority="user-corrected"),
+    ]
     assert shown(records) == shown(list(reversed(records))) == shown(records[1:] + records[:1])

@@ -44,8 +44,10 @@ def turn(api, conv, key, content, plan=None):
 
 
 def plan_of(api, turn_id, **params):
-    r = api.get(f"/api/v1/turns/{turn_id}/prompt-plan",
-                {"budget": 2000, "capabilities": "tone.playful", **params})
+    r = api.get(
+        f"/api/v1/turns/{turn_id}/prompt-plan",
+        {"budget": 2000, "capabilities": "tone.playful", **params},
+    )
     assert r.status_code == 200, r.json()
     body = r.json()
     for decision in body["policy"]:
@@ -58,8 +60,7 @@ def uncached(api, turn_id, **params):
     return plan_of(api, turn_id, **params)
 
 
-def test_a_plan_right_after_its_create_reads_and_resolves_nothing_again(api, conv,
-                                                                        monkeypatch):
+def test_a_plan_right_after_its_create_reads_and_resolves_nothing_again(api, conv, monkeypatch):
     turn(api, conv, "a", "My dog's name is Rex. I like green tea.")
     created = turn(api, conv, "b", "We watered the basil. The basil plant is named Harbor.")
     parsed = Calls(monkeypatch, storage, "parse_context_state")
@@ -77,8 +78,12 @@ def test_a_turn_that_teaches_nothing_resolves_nothing_again(api, conv, monkeypat
     resolved = Calls(monkeypatch, current, "resolve")
     quiet = turn(api, conv, "b", "How was your day?", PLAN)
     assert (parsed.n, resolved.n) == (0, 0)
-    body = {**quiet["plan"], "policy": [
-        {k: v for k, v in d.items() if k != "decision_id"} for d in quiet["plan"]["policy"]]}
+    body = {
+        **quiet["plan"],
+        "policy": [
+            {k: v for k, v in d.items() if k != "decision_id"} for d in quiet["plan"]["policy"]
+        ],
+    }
     assert body == uncached(api, quiet["id"])
 
 
@@ -108,7 +113,8 @@ def test_a_time_past_the_window_is_resolved_again(api, conv):
 def test_the_cache_is_bounded():
     cache = storage.MemoryCache(size=2)
     for user_id in (1, 2, 3):
-        cache.put(user_id, ["user:x"], storage.CachedMemory(1, storage.ContextState([], [], {}),
-                                                            ""))
+        cache.put(
+            user_id, ["user:x"], storage.CachedMemory(1, storage.ContextState([], [], {}), "")
+        )
     assert cache.get(1, ["user:x"]) is None
     assert cache.get(3, ["user:x"]) is not None

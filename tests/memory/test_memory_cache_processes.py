@@ -21,9 +21,12 @@ from django.db import connection
 from tests.helpers import ON_POSTGRES
 
 pytestmark = [
-    pytest.mark.skipif(not ON_POSTGRES, reason="needs PostgreSQL: the worker processes share "
-                                               "the test database, which SQLite keeps in the "
-                                               "test process's memory"),
+    pytest.mark.skipif(
+        not ON_POSTGRES,
+        reason="needs PostgreSQL: the worker processes share "
+        "the test database, which SQLite keeps in the "
+        "test process's memory",
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -31,25 +34,38 @@ ROOT = Path(__file__).resolve().parents[2]
 STEPS = 60
 SEED = 20261201
 TEXTS = [
-    "My dog's name is Rex.", "Actually, my dog's name is Max.", "I like green tea.",
-    "I like jazz.", "The basil plant is named Harbor.",
-    "I renamed it. It is Marlowe now, not Harbor.", "I live in Lisbon.", "I moved to Porto.",
-    "Priya works at Acme.", "How was your day?", "Call me Sam.", "I dislike being rushed.",
+    "My dog's name is Rex.",
+    "Actually, my dog's name is Max.",
+    "I like green tea.",
+    "I like jazz.",
+    "The basil plant is named Harbor.",
+    "I renamed it. It is Marlowe now, not Harbor.",
+    "I live in Lisbon.",
+    "I moved to Porto.",
+    "Priya works at Acme.",
+    "How was your day?",
+    "Call me Sam.",
+    "I dislike being rushed.",
 ]
 TIMES = [None, "2020-01-01T00:00:00Z", "2031-01-01T00:00:00Z"]
 
 
 class Worker:
     def __init__(self, token: str, database: str):
-        env = {**os.environ, "PYTHONPATH": str(ROOT),
-               "DATABASE_URL": f"postgres://{database}"}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "DATABASE_URL": f"postgres://{database}"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.memory.cache_worker", token], cwd=ROOT, env=env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [sys.executable, "-m", "tests.memory.cache_worker", token],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def ask(self, method, path, body=None, compare=False) -> dict:
-        self.proc.stdin.write(json.dumps({"method": method, "path": path, "body": body,
-                                          "compare": compare}) + "\n")
+        self.proc.stdin.write(
+            json.dumps({"method": method, "path": path, "body": body, "compare": compare}) + "\n"
+        )
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         assert line, "the worker ended"
@@ -100,26 +116,38 @@ def test_cached_answers_equal_uncached_ones_across_two_processes():
             what = rng.choice(["turn", "turn", "plan", "resolve", "write"])
             now = rng.choice(TIMES)
             if what == "turn" or not turns:
-                plan = {"budget": rng.choice([60, 400, 2000]),
-                        "memory_order": rng.choice(["certainty", "relevance"]),
-                        "capabilities": ["tone.playful"]}
-                created = worker.ask("POST", f"/api/v1/conversations/{conversation.pk}/turns",
-                                     {"turn_key": f"k{step}", "content": rng.choice(TEXTS),
-                                      "plan": plan})
+                plan = {
+                    "budget": rng.choice([60, 400, 2000]),
+                    "memory_order": rng.choice(["certainty", "relevance"]),
+                    "capabilities": ["tone.playful"],
+                }
+                created = worker.ask(
+                    "POST",
+                    f"/api/v1/conversations/{conversation.pk}/turns",
+                    {"turn_key": f"k{step}", "content": rng.choice(TEXTS), "plan": plan},
+                )
                 assert created["status"] in (201, 422), created
-                turns.append(created["body"]["id"] if created["status"] == 201
-                             else created["body"]["turn"])
+                turns.append(
+                    created["body"]["id"] if created["status"] == 201 else created["body"]["turn"]
+                )
                 continue
             if what == "plan":
-                query = {"budget": rng.choice([60, 400, 2000]), "capabilities": "tone.playful",
-                         "memory_order": rng.choice(["certainty", "relevance"]),
-                         **({"now": now} if now else {})}
-                answer = worker.ask("GET", f"/api/v1/turns/{rng.choice(turns)}/prompt-plan",
-                                    query, compare=True)
+                query = {
+                    "budget": rng.choice([60, 400, 2000]),
+                    "capabilities": "tone.playful",
+                    "memory_order": rng.choice(["certainty", "relevance"]),
+                    **({"now": now} if now else {}),
+                }
+                answer = worker.ask(
+                    "GET", f"/api/v1/turns/{rng.choice(turns)}/prompt-plan", query, compare=True
+                )
             elif what == "resolve":
-                answer = worker.ask("POST", "/api/v1/memory/resolve",
-                                    {"context": {**context, **({"now": now} if now else {})}},
-                                    compare=True)
+                answer = worker.ask(
+                    "POST",
+                    "/api/v1/memory/resolve",
+                    {"context": {**context, **({"now": now} if now else {})}},
+                    compare=True,
+                )
             else:
                 listed = worker.ask("GET", "/api/v1/memories", {"user": user.username})
                 records = [m for m in listed["body"]["results"] if m["status"] == "active"]

@@ -41,8 +41,9 @@ def test_every_kind_of_memory_write_gives_a_new_version(world):
     record = {}
 
     def assert_one():
-        record["r"] = memory_assert(user=user, key="dog.name", value="Rex", scope=Scope("user"),
-                                    sources=[str(message.pk)]).record
+        record["r"] = memory_assert(
+            user=user, key="dog.name", value="Rex", scope=Scope("user"), sources=[str(message.pk)]
+        ).record
 
     assert changes(user, assert_one)  # a record and its source link
     assert changes(user, lambda: MemoryRecord.objects.filter(user=user).update(confidence=0.5))
@@ -57,19 +58,28 @@ def test_every_kind_of_memory_write_gives_a_new_version(world):
     assert changes(user, raw_update)
     assert changes(user, lambda: MemorySource.objects.filter(memory__user=user).delete())
     tombstone = {}
-    assert changes(user, lambda: tombstone.update(t=forget_key(user=user, key="cat.name",
-                                                                scope_id="*")))
+    assert changes(
+        user, lambda: tombstone.update(t=forget_key(user=user, key="cat.name", scope_id="*"))
+    )
     assert changes(user, lambda: tombstone_delete(tombstone_id=tombstone["t"].pk))
-    assert changes(user, lambda: Tombstone.objects.create(
-        user=user, scope_id="*", key="x.name", forgotten_at=message.created_at,
-        blocks_sources_before=message.created_at))
+    assert changes(
+        user,
+        lambda: Tombstone.objects.create(
+            user=user,
+            scope_id="*",
+            key="x.name",
+            forgotten_at=message.created_at,
+            blocks_sources_before=message.created_at,
+        ),
+    )
 
 
 def test_a_deleted_conversation_changes_the_version_through_its_cascades(world):
     """Deleting a conversation deletes its messages' source links and its scoped records."""
     user, _, conversation, message = world
-    memory_assert(user=user, key="dog.name", value="Rex", scope=Scope("user"),
-                  sources=[str(message.pk)])
+    memory_assert(
+        user=user, key="dog.name", value="Rex", scope=Scope("user"), sources=[str(message.pk)]
+    )
     assert changes(user, lambda: conversation_delete(conversation_id=conversation.pk))
 
 

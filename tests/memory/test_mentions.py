@@ -83,4 +83,6 @@ def test_it_finds_a_value_set_apart_by_spaces(value, before, after):
 @given(words, words)
 def test_it_is_deterministic_and_order_independent(a, b):
     text = f"{a} and {b}"
-    assert matcher([a, b])(text) == matcher([b, a])(text) == (mentions(text, a) or mentions(text, b))
+    assert (
+        matcher([a, b])(text) == matcher([b, a])(text) == (mentions(text, a) or mentions(text, b))
+    )

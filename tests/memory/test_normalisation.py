@@ -18,12 +18,17 @@ def test_it_marks_expired_records_since_their_valid_until():
 def test_it_marks_a_chain_from_the_oldest_record_up():
     """W12: each version is superseded since its open-ended correction's valid_from, and a
     record is marked only after what it supersedes; any input order gives the same plan."""
-    records = [rec("v1"), rec("v2", vf=1, version=2, supersedes="v1"),
-               rec("v3", vf=2, version=3, supersedes="v2"),
-               rec("v4", vf=3, version=4, supersedes="v3")]
-    expected = [StatusChange("v1", "superseded", at(1)),
-                StatusChange("v2", "superseded", at(2)),
-                StatusChange("v3", "superseded", at(3))]
+    records = [
+        rec("v1"),
+        rec("v2", vf=1, version=2, supersedes="v1"),
+        rec("v3", vf=2, version=3, supersedes="v2"),
+        rec("v4", vf=3, version=4, supersedes="v3"),
+    ]
+    expected = [
+        StatusChange("v1", "superseded", at(1)),
+        StatusChange("v2", "superseded", at(2)),
+        StatusChange("v3", "superseded", at(3)),
+    ]
     assert plan_normalisation(records, at(10)) == expected
     assert plan_normalisation(list(reversed(records)), at(10)) == expected
     # the last correction is not valid yet at 2.5: v3 stays unmarked
@@ -50,17 +55,22 @@ def test_it_waits_for_the_whole_chain_before_marking():
     """W12: v3 supersedes a temporary override v2, which hides v1 only inside its window.
     v1 is never marked by v2, so v2 must not be marked superseded (a database skipping it
     would let v1 back); once v2's window is over it is marked expired instead."""
-    records = [rec("v1"), rec("v2", vf=1, vu=6, version=2, supersedes="v1"),
-               rec("v3", vf=3, version=3, supersedes="v2")]
+    records = [
+        rec("v1"),
+        rec("v2", vf=1, vu=6, version=2, supersedes="v1"),
+        rec("v3", vf=3, version=3, supersedes="v2"),
+    ]
     assert plan_normalisation(records, at(4)) == []
     assert plan_normalisation(records, at(7)) == [StatusChange("v2", "expired", at(6))]
 
 
 def test_it_never_touches_forgotten_rows_or_re_marks_marked_ones():
     """W12: forgotten rows stay as they are and a marked row keeps its mark."""
-    records = [rec("f", vu=1, status="forgotten", since=2, value=""),
-               rec("s", key="dog.name", vu=1, status="superseded", since=0.5),
-               rec("e", key="cat.name", vu=1, status="expired", since=1)]
+    records = [
+        rec("f", vu=1, status="forgotten", since=2, value=""),
+        rec("s", key="dog.name", vu=1, status="superseded", since=0.5),
+        rec("e", key="cat.name", vu=1, status="expired", since=1),
+    ]
     assert plan_normalisation(records, at(10)) == []
 
 
@@ -76,8 +86,12 @@ def test_it_prefers_the_earlier_mark_when_both_apply():
 def test_it_normalises_idempotently_without_changing_the_resolution():
     """W12: applying the plan then planning again gives []; the resolution is the same at
     every now, also when rows marked before now are skipped."""
-    records = [rec("v1"), rec("v2", vf=1, version=2, supersedes="v1"),
-               rec("v3", vf=2, version=3, supersedes="v2"), rec("x", key="dog.name", vu=3)]
+    records = [
+        rec("v1"),
+        rec("v2", vf=1, version=2, supersedes="v1"),
+        rec("v3", vf=2, version=3, supersedes="v2"),
+        rec("x", key="dog.name", vu=3),
+    ]
     plan = plan_normalisation(records, at(10))
     normalised = apply_changes(records, plan)
     assert plan_normalisation(normalised, at(10)) == []
@@ -86,8 +100,11 @@ def test_it_normalises_idempotently_without_changing_the_resolution():
         after = run(normalised, now=now)
         assert [r.id for r in after.active] == [r.id for r in before.active]
         assert after.excluded == before.excluded
-        skipped = [r for r in normalised
-                   if r.status not in ("superseded", "expired") or r.status_since > at(now)]
+        skipped = [
+            r
+            for r in normalised
+            if r.status not in ("superseded", "expired") or r.status_since > at(now)
+        ]
         reduced = outcome(run(skipped, now=now))
         assert reduced == {k: v for k, v in outcome(before).items() if k in reduced}
 
@@ -97,4 +114,6 @@ def test_it_applies_changes_in_place_of_the_rows():
     records = [rec("b"), rec("a", vu=1)]
     changed = apply_changes(records, [StatusChange("a", "expired", at(1))])
     assert [(r.id, r.status, r.status_since) for r in changed] == [
-        ("b", "active", None), ("a", "expired", at(1))]
+        ("b", "active", None),
+        ("a", "expired", at(1)),
+    ]

@@ -139,8 +139,7 @@ def test_it_projects_only_the_narrowest_scope_of_a_one_key_across_four_scopes():
         rec("s", scope="scene", value="Greenhouse Basil"),
     ]
     projection = run(active)
-    assert outcome(projection) == {"s": "likely", "u": "shadowed", "c": "shadowed",
-                                   "v": "shadowed"}
+    assert outcome(projection) == {"s": "likely", "u": "shadowed", "c": "shadowed", "v": "shadowed"}
     assert [m.value for m in projection.prompt] == ["Greenhouse Basil"]
     # without the scene record, the conversation wins; then the character; then the user
     assert [m.record.id for m in run(active[:3]).prompt] == ["v"]
@@ -171,8 +170,11 @@ def test_it_projects_the_union_of_a_many_key_with_each_value_once():
     ]
     projection = run(active)
     assert outcome(projection) == {
-        "s-jazz": "likely", "u-rain": "likely", "v-tea": "likely",
-        "u-jazz": "shadowed", "c-jazz": "shadowed",
+        "s-jazz": "likely",
+        "u-rain": "likely",
+        "v-tea": "likely",
+        "u-jazz": "shadowed",
+        "c-jazz": "shadowed",
     }
     assert sorted(m.value for m in projection.prompt) == ["JAZZ", "rainy days", "tea"]
 
@@ -224,6 +226,13 @@ def test_it_orders_the_prompt_as_the_planner_fills_it():
     ]
     projection = run(active)
     assert [m.record.id for m in projection.prompt] == [
-        "conf", "s-likely", "tie-a", "tie-b", "u-new", "u-old", "unsure"]
+        "conf",
+        "s-likely",
+        "tie-a",
+        "tie-b",
+        "u-new",
+        "u-old",
+        "unsure",
+    ]
     assert [e.id for e in projection.excluded] == ["aa", "zz"]
     assert projection == run(list(reversed(active)))

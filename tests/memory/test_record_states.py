@@ -24,12 +24,32 @@ def h(n: float) -> datetime:
     return T0 + timedelta(hours=n)
 
 
-def rec(id_, value="Rex", *, key="pet.name", scope=EVERYWHERE, authority="rule-extracted",
-        start=0, until=None, version=1, **extra) -> MemoryRecord:
+def rec(
+    id_,
+    value="Rex",
+    *,
+    key="pet.name",
+    scope=EVERYWHERE,
+    authority="rule-extracted",
+    start=0,
+    until=None,
+    version=1,
+    **extra,
+) -> MemoryRecord:
     return MemoryRecord(
-        id=id_, user=USER, key=key, value=value, scope=scope, authority=authority,
-        valid_from=h(start), recorded_at=h(start), evidence_time=h(start), version=version,
-        valid_until=None if until is None else h(until), **extra)
+        id=id_,
+        user=USER,
+        key=key,
+        value=value,
+        scope=scope,
+        authority=authority,
+        valid_from=h(start),
+        recorded_at=h(start),
+        evidence_time=h(start),
+        version=version,
+        valid_until=None if until is None else h(until),
+        **extra,
+    )
 
 
 def states(records, now=5, tombstones=(), many=frozenset()):
@@ -98,7 +118,10 @@ def test_e1_a_scene_record_is_resolved_in_its_own_scope():
 
 
 def test_e1_a_many_keys_value_slots_are_separate():
-    likes = [rec("a", "jazz", key="user.likes"), rec("b", "rain", key="user.likes", version=2, start=1)]
+    likes = [
+        rec("a", "jazz", key="user.likes"),
+        rec("b", "rain", key="user.likes", version=2, start=1),
+    ]
     got = states(likes, many={"user.likes"})
     assert {i: s.state for i, s in got.items()} == {"a": "active", "b": "active"}
     assert states(likes)["a"].state == "lower-precedence"  # as a `one` key they would compete
@@ -106,8 +129,15 @@ def test_e1_a_many_keys_value_slots_are_separate():
 
 def test_e1_a_value_level_tombstone_is_checked_with_the_secret():
     likes = [rec("a", "jazz", key="user.likes"), rec("b", "rain", key="user.likes", version=2)]
-    tomb = Tombstone("t1", USER, "user:ana", "user.likes", forgotten_at=h(2), blocks_sources_before=h(2),
-                     value_hash=value_hash(SECRET, "Jazz"))
+    tomb = Tombstone(
+        "t1",
+        USER,
+        "user:ana",
+        "user.likes",
+        forgotten_at=h(2),
+        blocks_sources_before=h(2),
+        value_hash=value_hash(SECRET, "Jazz"),
+    )
     got = states(likes, tombstones=[tomb], many={"user.likes"})
     assert (got["a"].state, got["b"].state) == ("forgotten", "active")
 
@@ -122,9 +152,16 @@ def test_e1_state_is_the_resolvers_reason_in_the_records_own_scope(world):
     assert set(got) == {r.id for r in records}
     for record in {r.id: r for r in records}.values():
         scope = record.scope
-        own = Context(user=record.user, character=scope.character, conversation=scope.conversation,
-                      scene=scope.scene, now=context.now)
-        why = resolve(records, tombstones, own, many_keys=MANY_KEYS, secret=SECRET).explain(record.id)
+        own = Context(
+            user=record.user,
+            character=scope.character,
+            conversation=scope.conversation,
+            scene=scope.scene,
+            now=context.now,
+        )
+        why = resolve(records, tombstones, own, many_keys=MANY_KEYS, secret=SECRET).explain(
+            record.id
+        )
         state = got[record.id]
         assert state.state in STATES
         assert state.state == ("active" if why.step == "active" else why.reason)

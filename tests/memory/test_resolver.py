@@ -48,8 +48,11 @@ from tests.memory.records import (
         (SCENE_SCOPE, ctx(scene="greenhouse"), "active"),
         (SCENE_SCOPE, ctx(scene="downstairs"), "scope"),
         (SCENE_SCOPE, ctx(), "scope"),  # a context without a scene matches no scene record
-        (Scope("scene", conversation=OTHER_CONV, scene="greenhouse"), ctx(scene="greenhouse"),
-         "scope"),
+        (
+            Scope("scene", conversation=OTHER_CONV, scene="greenhouse"),
+            ctx(scene="greenhouse"),
+            "scope",
+        ),
     ],
 )
 def test_it_matches_scopes_against_the_context(scope, context, expected):
@@ -80,8 +83,10 @@ def test_it_excludes_a_stored_forgotten_record_before_looking_at_time():
 
 def test_it_lets_the_older_value_back_when_the_correction_is_forgotten():
     """R2 then R5: a forgotten correction did not pass R1–R4, so it hides nothing."""
-    records = [rec("a"), rec("b", vf=1, version=2, supersedes="a", status="forgotten",
-                             since=5, value="")]
+    records = [
+        rec("a"),
+        rec("b", vf=1, version=2, supersedes="a", status="forgotten", since=5, value=""),
+    ]
     assert outcome(run(records)) == {"a": "active", "b": "forgotten"}
 
 
@@ -134,18 +139,28 @@ def test_it_blocks_by_tombstone_only_evidence_no_newer_than_the_forget(evidence,
 
 def test_it_blocks_every_scope_with_a_star_tombstone():
     """R4/F1: scope `*` covers the key in every scope of the user."""
-    records = [rec("u"), rec("c", scope=CHAR_SCOPE), rec("v", scope=CONV_SCOPE),
-               rec("other-key", key="dog.name")]
+    records = [
+        rec("u"),
+        rec("c", scope=CHAR_SCOPE),
+        rec("v", scope=CONV_SCOPE),
+        rec("other-key", key="dog.name"),
+    ]
     resolution = run(records, tombstones=[tomb("t1", scope_id="*")])
-    assert outcome(resolution) == {"u": "forgotten", "c": "forgotten", "v": "forgotten",
-                                   "other-key": "active"}
+    assert outcome(resolution) == {
+        "u": "forgotten",
+        "c": "forgotten",
+        "v": "forgotten",
+        "other-key": "active",
+    }
 
 
 def test_it_ignores_tombstones_of_another_scope_or_user():
     """R4/F3: the tombstone must name the record's scope id (or `*`) and user."""
     records = [rec("u"), rec("c", scope=CHAR_SCOPE)]
-    tombstones = [tomb("t1", scope_id=f"character:{USER}:{CHAR}"),
-                  tomb("t2", scope_id="*", user="bo")]
+    tombstones = [
+        tomb("t1", scope_id=f"character:{USER}:{CHAR}"),
+        tomb("t2", scope_id="*", user="bo"),
+    ]
     assert outcome(run(records, tombstones=tombstones)) == {"u": "active", "c": "forgotten"}
 
 
@@ -157,20 +172,25 @@ def test_it_blocks_only_the_forgotten_value_of_a_many_key():
         rec("jazz2", key="user.likes", value="  JAZZ ", scope=CHAR_SCOPE),
         rec("rain", key="user.likes", value="rainy days"),
     ]
-    tombstones = [tomb("t1", key="user.likes", scope_id="*",
-                       hashed=value_hash(SECRET, "jazz"))]
+    tombstones = [tomb("t1", key="user.likes", scope_id="*", hashed=value_hash(SECRET, "jazz"))]
     assert outcome(run(records, tombstones=tombstones)) == {
-        "jazz": "forgotten", "jazz2": "forgotten", "rain": "active"}
+        "jazz": "forgotten",
+        "jazz2": "forgotten",
+        "rain": "active",
+    }
 
 
 def test_it_hashes_values_only_when_a_tombstone_has_a_value_hash(monkeypatch):
     """R4: the HMAC is computed only when some tombstone for that key carries a hash."""
+
     def no_hashing(secret, value):
         raise AssertionError("value_hash must not be called")
 
     monkeypatch.setattr(resolver_module, "value_hash", no_hashing)
-    resolution = run([rec("a"), rec("b", key="dog.name")],
-                     tombstones=[tomb("t1", before=-1), tomb("t2", key="cat.name")])
+    resolution = run(
+        [rec("a"), rec("b", key="dog.name")],
+        tombstones=[tomb("t1", before=-1), tomb("t2", key="cat.name")],
+    )
     assert outcome(resolution) == {"a": "active", "b": "active"}
 
 
@@ -187,20 +207,29 @@ def test_it_runs_tombstones_after_time():
 def test_it_keeps_only_the_last_version_of_a_correction_chain():
     """R5: in a chain v1 ← v2 ← v3 ← v4 only the last is active; each earlier one is
     superseded by the next, superseded or not (chains hold)."""
-    records = [rec("v1"), rec("v2", vf=1, version=2, supersedes="v1"),
-               rec("v3", vf=2, version=3, supersedes="v2"),
-               rec("v4", vf=3, version=4, supersedes="v3")]
+    records = [
+        rec("v1"),
+        rec("v2", vf=1, version=2, supersedes="v1"),
+        rec("v3", vf=2, version=3, supersedes="v2"),
+        rec("v4", vf=3, version=4, supersedes="v3"),
+    ]
     resolution = run(records)
-    assert outcome(resolution) == {"v1": "superseded", "v2": "superseded",
-                                   "v3": "superseded", "v4": "active"}
+    assert outcome(resolution) == {
+        "v1": "superseded",
+        "v2": "superseded",
+        "v3": "superseded",
+        "v4": "active",
+    }
     assert resolution.explain("v2").detail == "superseded by v3"
 
 
 def test_it_brings_the_older_value_back_when_a_correction_expires():
     """R5/W9: a correction with its own valid_until hides what it corrects only inside its
     window; an expired correction no longer hides it."""
-    records = [rec("old", value="Harbor"),
-               rec("temp", value="Marlowe", vf=1, vu=3, version=2, supersedes="old")]
+    records = [
+        rec("old", value="Harbor"),
+        rec("temp", value="Marlowe", vf=1, vu=3, version=2, supersedes="old"),
+    ]
     assert outcome(run(records, now=2)) == {"old": "superseded", "temp": "active"}
     assert outcome(run(records, now=3)) == {"old": "active", "temp": "expired"}
 
@@ -214,8 +243,10 @@ def test_it_does_not_let_a_future_correction_hide_the_present_value():
 def test_it_does_not_let_a_blocked_correction_hide_anything():
     """R4 before R5: a correction blocked by a tombstone (old evidence) did not pass R1–R4,
     while the record it corrects, with newer evidence, is not blocked."""
-    records = [rec("said-again", vf=0, evidence=11),
-               rec("stale", vf=1, version=2, evidence=3, supersedes="said-again")]
+    records = [
+        rec("said-again", vf=0, evidence=11),
+        rec("stale", vf=1, version=2, evidence=3, supersedes="said-again"),
+    ]
     resolution = run(records, tombstones=[tomb("t1", before=10)])
     assert outcome(resolution) == {"said-again": "active", "stale": "forgotten"}
 
@@ -235,8 +266,12 @@ def test_it_honours_a_stored_superseded_status_from_its_time(since, expected):
     ("a", "b", "winner", "why"),
     [
         # W7: lower authority, newer value loses
-        ({"authority": "user-corrected", "vf": 0}, {"authority": "model-inferred", "vf": 5},
-         "a", "higher authority"),
+        (
+            {"authority": "user-corrected", "vf": 0},
+            {"authority": "model-inferred", "vf": 5},
+            "a",
+            "higher authority",
+        ),
         # W9: a late fact with an older valid_from loses even with a higher version
         ({"vf": 1, "version": 3}, {"vf": 2, "version": 1}, "b", "later valid_from"),
         ({"vf": 1, "version": 1}, {"vf": 1, "version": 2}, "b", "higher version"),
@@ -262,8 +297,11 @@ def test_it_gives_each_value_slot_of_a_many_key_its_own_winner():
         rec("jazz2", key="user.likes", value=" jazz", vf=1),
         rec("rain", key="user.likes", value="rainy days"),
     ]
-    assert outcome(run(records)) == {"jazz1": "lower-precedence", "jazz2": "active",
-                                     "rain": "active"}
+    assert outcome(run(records)) == {
+        "jazz1": "lower-precedence",
+        "jazz2": "active",
+        "rain": "active",
+    }
 
 
 def test_it_keeps_one_winner_per_scoped_key_not_per_key():
@@ -278,7 +316,8 @@ def test_it_keeps_one_winner_per_scoped_key_not_per_key():
 
 def _mixed_records():
     return [
-        rec("v1"), rec("v2", vf=1, version=2, supersedes="v1"),
+        rec("v1"),
+        rec("v2", vf=1, version=2, supersedes="v1"),
         rec("c1", scope=CHAR_SCOPE, authority="model-inferred", vf=3),
         rec("c2", scope=CHAR_SCOPE, authority="user-confirmed", vf=2, version=2),
         rec("f", key="dog.name", status="forgotten", since=1, value=""),
@@ -307,7 +346,10 @@ def test_it_orders_active_by_key_then_id_and_excluded_by_id():
     """R7: `active` by (key, id), `excluded` by id."""
     resolution = run(_mixed_records())
     assert [(r.key, r.id) for r in resolution.active] == [
-        ("pet.name", "c2"), ("pet.name", "v2"), ("user.likes", "l1")]
+        ("pet.name", "c2"),
+        ("pet.name", "v2"),
+        ("user.likes", "l1"),
+    ]
     assert [e.id for e in resolution.excluded] == ["c1", "f", "l2", "s", "v1"]
 
 
@@ -324,7 +366,8 @@ def test_it_explains_every_record_with_the_step_that_decided_it():
         rec("future", key="dog.name", vf=200),
         rec("ended", key="cat.name", vu=50),
         rec("blocked", key="fish.name", evidence=1),
-        rec("old"), rec("new", vf=1, version=2, supersedes="old"),
+        rec("old"),
+        rec("new", vf=1, version=2, supersedes="old"),
         rec("weak", vf=2, authority="model-inferred", version=3),
     ]
     resolution = run(records, tombstones=[tomb("t9", key="fish.name")])
@@ -347,14 +390,21 @@ def test_it_explains_every_record_with_the_step_that_decided_it():
     assert details["old"] == "superseded by new"
     assert "new" in details["weak"]
     assert resolution.explain("old").as_dict() == {
-        "id": "old", "step": "R5", "reason": "superseded", "detail": "superseded by new"}
+        "id": "old",
+        "step": "R5",
+        "reason": "superseded",
+        "detail": "superseded by new",
+    }
 
 
 def test_it_never_puts_a_value_in_the_trace_or_the_explanations():
     """R8/§12: details and trace hold ids, counts and times, never memory text."""
     secret_value = "Marlowe-the-secret-plant"
-    records = [rec("a", value=secret_value), rec("b", value=secret_value, vf=1, version=2),
-               rec("c", key="user.likes", value=secret_value, scope=CHAR_SCOPE)]
+    records = [
+        rec("a", value=secret_value),
+        rec("b", value=secret_value, vf=1, version=2),
+        rec("c", key="user.likes", value=secret_value, scope=CHAR_SCOPE),
+    ]
     resolution = run(records)
     assert secret_value.casefold() not in repr(resolution.trace).casefold()
     assert secret_value.casefold() not in repr(resolution.explanations).casefold()
@@ -384,8 +434,11 @@ def test_it_counts_every_reason_in_the_trace():
 def test_it_finds_the_slot_winner_at_a_valid_time():
     """resolve_slot applies R2–R6 at `at`: before the correction starts, the old value wins;
     after, the correction does."""
-    records = [rec("old"), rec("new", vf=5, version=2, supersedes="old"),
-               rec("gone", vf=6, version=3, status="forgotten", since=7, value="")]
+    records = [
+        rec("old"),
+        rec("new", vf=5, version=2, supersedes="old"),
+        rec("gone", vf=6, version=3, status="forgotten", since=7, value=""),
+    ]
     assert resolve_slot(records, at(4)).id == "old"
     assert resolve_slot(records, at(5)).id == "new"
     assert resolve_slot(records, at(-1)) is None
@@ -393,8 +446,10 @@ def test_it_finds_the_slot_winner_at_a_valid_time():
 
 def test_it_finds_a_many_key_value_slot_winner_and_honours_tombstones():
     """resolve_slot with many=True and tombstones (R4)."""
-    records = [rec("a", key="user.likes", value="Jazz", authority="user-confirmed"),
-               rec("b", key="user.likes", value="jazz ", vf=3)]
+    records = [
+        rec("a", key="user.likes", value="Jazz", authority="user-confirmed"),
+        rec("b", key="user.likes", value="jazz ", vf=3),
+    ]
     assert resolve_slot(records, at(4), many=True).id == "a"
     blocked = [tomb("t1", key="user.likes", hashed=value_hash(SECRET, "JAZZ"))]
     assert resolve_slot(records, at(4), many=True, tombstones=blocked, secret=SECRET) is None
@@ -405,8 +460,9 @@ def test_it_refuses_records_of_several_slots():
     with pytest.raises(ValueError):
         resolve_slot([rec("a"), rec("b", scope=CHAR_SCOPE)], at(1))
     with pytest.raises(ValueError):
-        resolve_slot([rec("a", key="user.likes"), rec("b", key="user.likes", value="x")],
-                     at(1), many=True)
+        resolve_slot(
+            [rec("a", key="user.likes"), rec("b", key="user.likes", value="x")], at(1), many=True
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -418,8 +474,7 @@ def test_it_stays_linear_on_a_slot_with_20k_versions():
     history and plans normalisation without quadratic scans or deep recursion."""
     n = 20_000
     records = [rec("v00000")] + [
-        rec(f"v{i:05d}", vf=i / 100, version=i + 1, supersedes=f"v{i - 1:05d}")
-        for i in range(1, n)
+        rec(f"v{i:05d}", vf=i / 100, version=i + 1, supersedes=f"v{i - 1:05d}") for i in range(1, n)
     ]
     resolution = run(records, now=n)
     assert [r.id for r in resolution.active] == [f"v{n - 1:05d}"]

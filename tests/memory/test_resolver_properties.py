@@ -91,8 +91,10 @@ def worlds(draw, crowded: bool = False):
         valid_until = None if length is None else valid_from + timedelta(hours=length)
         forgotten = draw(_INDEX[7 if crowded else 5]) == 0
         slot = [
-            r.id for r in records
-            if r.scope == scope and r.key == key
+            r.id
+            for r in records
+            if r.scope == scope
+            and r.key == key
             and (key != MANY or normalise_value(r.value) == normalise_value(value))
         ]
         supersedes = None
@@ -122,8 +124,14 @@ def worlds(draw, crowded: bool = False):
     tombstones = []
     for j in range(draw(_INDEX[2])):
         key = crowded_key if crowded else draw(_keys_mostly_one)
-        scope_id = _pick(draw, ["*", SCOPES[scope_idx[0]].scope_id(USER),
-                                *(SCOPES[i].scope_id(USER) for i in scope_idx)])
+        scope_id = _pick(
+            draw,
+            [
+                "*",
+                SCOPES[scope_idx[0]].scope_id(USER),
+                *(SCOPES[i].scope_id(USER) for i in scope_idx),
+            ],
+        )
         hashed = None
         if key == MANY and draw(_INDEX[1]):
             hashed = value_hash(SECRET, draw(_values))
@@ -131,15 +139,18 @@ def worlds(draw, crowded: bool = False):
         tombstones.append(Tombstone(f"t{j}", USER, scope_id, key, moment, moment, hashed))
     # A crowded world's scope should usually apply to the context, or R1 decides it all.
     scene = "greenhouse" if crowded and draw(_INDEX[2]) else draw(_scenes)
-    context = Context(user=USER, character=CHAR, conversation=CONV,
-                      now=draw(moments(records)), scene=scene)
+    context = Context(
+        user=USER, character=CHAR, conversation=CONV, now=draw(moments(records)), scene=scene
+    )
     return records, tombstones, context
 
 
 def moments(records):
     """Any time on the grid, but mostly a record's boundary, where decisions flip."""
-    edges = sorted({r.valid_from for r in records}
-                   | {r.valid_until for r in records if r.valid_until is not None})
+    edges = sorted(
+        {r.valid_from for r in records}
+        | {r.valid_until for r in records if r.valid_until is not None}
+    )
     return st.sampled_from(edges) | times if edges else times
 
 
@@ -158,8 +169,7 @@ def decisions(resolution) -> dict[str, tuple[str, str]]:
 
 def skip_marked(records, now):
     """What a database query that skips rows marked superseded/expired before `now` returns."""
-    return [r for r in records
-            if r.status not in ("superseded", "expired") or r.status_since > now]
+    return [r for r in records if r.status not in ("superseded", "expired") or r.status_since > now]
 
 
 def assert_same_resolution(reference, records, tombstones, context):
@@ -200,7 +210,8 @@ def test_it_decides_every_record_exactly_once(world):
     assert set(resolution.explanations) == {r.id for r in records}
     assert excluded == sorted(excluded)
     assert [(r.key, r.id) for r in resolution.active] == sorted(
-        (r.key, r.id) for r in resolution.active)
+        (r.key, r.id) for r in resolution.active
+    )
     counted = sum(v for k, v in resolution.trace.items() if k.startswith("excluded_"))
     assert counted == len(excluded) and resolution.trace["active"] == len(active)
 
@@ -210,8 +221,10 @@ def test_it_decides_every_record_exactly_once(world):
 def test_it_keeps_at_most_one_active_record_per_slot(world):
     """R6: one winner per scoped key, per value slot for a many key."""
     records, tombstones, context = world
-    slots = [(r.scope_id, r.key, r.value_slot(r.key in MANY_KEYS))
-             for r in run(records, tombstones, context).active]
+    slots = [
+        (r.scope_id, r.key, r.value_slot(r.key in MANY_KEYS))
+        for r in run(records, tombstones, context).active
+    ]
     assert len(slots) == len(set(slots))
 
 
@@ -266,8 +279,9 @@ def test_it_finds_the_same_slot_winner_as_resolve(world):
         if record.status != "forgotten" and context.matches(record.scope, record.user):
             groups.setdefault(slot_of(record), []).append(record)
     for slot, group in groups.items():
-        winner = resolve_slot(group, context.now, tombstones=tombstones,
-                              many=slot[1] in MANY_KEYS, secret=SECRET)
+        winner = resolve_slot(
+            group, context.now, tombstones=tombstones, many=slot[1] in MANY_KEYS, secret=SECRET
+        )
         assert (winner.id if winner else None) == winners.get(slot)
 
 

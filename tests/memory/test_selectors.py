@@ -29,29 +29,61 @@ def stored(user, conversation):
     """A user's memory with every field in use: all four scope kinds, sources, a correction
     chain, windows, a many key, a value-level and a key-level tombstone, retracted and
     forgotten rows, and statuses written by normalisation."""
-    messages = [MessageFactory(conversation=conversation, created_at=at(f"2026-08-0{d}T08:30"))
-                for d in (1, 2, 3)]
+    messages = [
+        MessageFactory(conversation=conversation, created_at=at(f"2026-08-0{d}T08:30"))
+        for d in (1, 2, 3)
+    ]
     character = Scope("character", character=conversation.character.slug)
     scene = Scope("scene", conversation=str(conversation.pk), scene="greenhouse")
-    rex = services.memory_assert(user=user, key="pet.name", value="Rex", scope=USER,
-                                 sources=[str(messages[0].pk)], confidence=0.7).record
-    services.memory_assert(user=user, key="pet.name", value="Rexy", scope=USER,
-                           authority="user-corrected", valid_from=at("2026-08-04T00:00"),
-                           supersedes=rex.id)
-    services.memory_assert(user=user, key="dog.name", value="Bo", scope=character,
-                           valid_from=at("2026-08-01T00:00"), valid_until=at("2026-08-02T12:00"),
-                           sources=[str(m.pk) for m in messages])
-    services.memory_assert(user=user, key="cat.name", value="Mog", scope=scene,
-                           authority="rule-extracted", valid_from=at("2026-08-01T00:00:00.123456"))
-    services.memory_assert(user=user, key="mood", value="calm",
-                           scope=Scope("conversation", conversation=str(conversation.pk)))
+    rex = services.memory_assert(
+        user=user,
+        key="pet.name",
+        value="Rex",
+        scope=USER,
+        sources=[str(messages[0].pk)],
+        confidence=0.7,
+    ).record
+    services.memory_assert(
+        user=user,
+        key="pet.name",
+        value="Rexy",
+        scope=USER,
+        authority="user-corrected",
+        valid_from=at("2026-08-04T00:00"),
+        supersedes=rex.id,
+    )
+    services.memory_assert(
+        user=user,
+        key="dog.name",
+        value="Bo",
+        scope=character,
+        valid_from=at("2026-08-01T00:00"),
+        valid_until=at("2026-08-02T12:00"),
+        sources=[str(m.pk) for m in messages],
+    )
+    services.memory_assert(
+        user=user,
+        key="cat.name",
+        value="Mog",
+        scope=scene,
+        authority="rule-extracted",
+        valid_from=at("2026-08-01T00:00:00.123456"),
+    )
+    services.memory_assert(
+        user=user,
+        key="mood",
+        value="calm",
+        scope=Scope("conversation", conversation=str(conversation.pk)),
+    )
     for value in ("jazz", "rain", "Tea"):
         services.memory_assert(user=user, key="user.likes", value=value, scope=USER)
     jazz = MemoryRecord.objects.get(user=user, key="user.likes", value="jazz")
     forgetting.memory_forget(record_id=jazz.pk, user=user)
     fish = services.memory_assert(user=user, key="fish.name", value="Nemo", scope=USER).record
     forgetting.memory_forget(record_id=fish.id, user=user, everywhere=True)
-    lives = services.memory_assert(user=user, key="user.lives_in", value="Lisbon", scope=USER).record
+    lives = services.memory_assert(
+        user=user, key="user.lives_in", value="Lisbon", scope=USER
+    ).record
     services.memory_retract(record_id=lives.id, user=user)
     services.memory_normalise(user=user, now=at("2026-09-01T00:00"))
     assert MemoryRecord.objects.filter(user=user).exclude(status="active").count() >= 3
@@ -61,11 +93,13 @@ def stored(user, conversation):
 @pytest.fixture
 def orm(monkeypatch):
     """Run a read through the ORM path instead of the raw reader."""
+
     def read(fn, *args, **kwargs):
         with monkeypatch.context() as patch:
             patch.setattr(storage, "_text_sql", lambda alias: None)
             assert storage.raw_reader("default") is None
             return fn(*args, **kwargs)
+
     return read
 
 
@@ -79,13 +113,15 @@ def test_it_reads_records_exactly_as_the_orm_does(stored, orm):
     or a slice of its own included)."""
     user, _, _ = stored
     assert storage.raw_reader("default") is not None
-    for qs in (MemoryRecord.objects.filter(user=user),
-               MemoryRecord.objects.filter(user=user).exclude(status="forgotten"),
-               MemoryRecord.objects.filter(user=user, key="pet.name", scope_id=f"user:{user.username}"),
-               MemoryRecord.objects.filter(user=user).order_by("-version", "key"),
-               MemoryRecord.objects.filter(user=user)[2:5],
-               MemoryRecord.objects.filter(pk__in=[]),
-               MemoryRecord.objects.filter(user=user, key="no.such.key")):
+    for qs in (
+        MemoryRecord.objects.filter(user=user),
+        MemoryRecord.objects.filter(user=user).exclude(status="forgotten"),
+        MemoryRecord.objects.filter(user=user, key="pet.name", scope_id=f"user:{user.username}"),
+        MemoryRecord.objects.filter(user=user).order_by("-version", "key"),
+        MemoryRecord.objects.filter(user=user)[2:5],
+        MemoryRecord.objects.filter(pk__in=[]),
+        MemoryRecord.objects.filter(user=user, key="no.such.key"),
+    ):
         raw = selectors.records_to_domain(qs, user.username)
         assert reprs(raw) == reprs(orm(selectors.records_to_domain, qs, user.username))
     everything = selectors.records_to_domain(MemoryRecord.objects.filter(user=user), user.username)
@@ -96,18 +132,25 @@ def test_it_reads_records_exactly_as_the_orm_does(stored, orm):
 
 @pytest.mark.parametrize("keys", [None, ["pet.name", "user.likes"], ["no.such.key"]])
 @pytest.mark.parametrize("scene", [None, "greenhouse"])
-def test_it_reads_a_contexts_candidates_and_tombstones_exactly_as_the_orm_does(stored, orm, keys, scene):
+def test_it_reads_a_contexts_candidates_and_tombstones_exactly_as_the_orm_does(
+    stored, orm, keys, scene
+):
     """§3 input: the candidate records of a context (pre-filtered by user and scope id), the
     tombstones, the key registry and the secret are the ORM's, in the same order."""
     user, conversation, _ = stored
-    ctx = load_context({"user": user.username, "conversation": str(conversation.pk), "scene": scene})
+    ctx = load_context(
+        {"user": user.username, "conversation": str(conversation.pk), "scene": scene}
+    )
     raw = selectors.candidate_records(ctx, keys)
     assert reprs(raw) == reprs(orm(selectors.candidate_records, ctx, keys))
     registry, tombstones, secret = selectors.registry_tombstones_secret(user, keys)
     orm_registry, orm_tombstones, orm_secret = orm(selectors.registry_tombstones_secret, user, keys)
     assert reprs(tombstones) == reprs(orm_tombstones)
     assert (registry.cardinality, registry.labels, registry.pinned_keys) == (
-        orm_registry.cardinality, orm_registry.labels, orm_registry.pinned_keys)
+        orm_registry.cardinality,
+        orm_registry.labels,
+        orm_registry.pinned_keys,
+    )
     assert secret == orm_secret
     if keys is None:
         assert len(tombstones) == 2 and secret == selectors.user_secret(user) != b""
@@ -130,7 +173,9 @@ def test_it_reads_history_candidates_and_contents_exactly_as_the_orm_does(stored
     assert set(raw) == {c.id for c in candidates}
 
 
-def test_it_reads_the_plans_history_with_its_text_exactly_as_the_orm_does(stored, orm, django_assert_num_queries):
+def test_it_reads_the_plans_history_with_its_text_exactly_as_the_orm_does(
+    stored, orm, django_assert_num_queries
+):
     """I1/I3/I6 input: the one-query history read gives the ORM's candidates and the ORM's
     text for every message; the newest messages within `room` (and the `n_recent` newest)
     come with that query, so asking for their text reads nothing more."""

@@ -54,8 +54,14 @@ def put(user, key, value, **kwargs):
         ({"value": "x" * 2001}, "value"),
         ({"confidence": 1.5}, "confidence"),
         ({"confidence": -0.1}, "confidence"),
-        ({"valid_from": at("2026-08-02T00:00"), "valid_until": at("2026-08-01T00:00")}, "valid_until"),
-        ({"valid_from": at("2026-08-02T00:00"), "valid_until": at("2026-08-02T00:00")}, "valid_until"),
+        (
+            {"valid_from": at("2026-08-02T00:00"), "valid_until": at("2026-08-01T00:00")},
+            "valid_until",
+        ),
+        (
+            {"valid_from": at("2026-08-02T00:00"), "valid_until": at("2026-08-02T00:00")},
+            "valid_until",
+        ),
         ({"scope": Scope("character", character="nobody")}, "scope.character"),
         ({"authority": "god-given"}, "authority"),
     ],
@@ -132,7 +138,14 @@ def test_it_stores_one_record_for_repeated_retries_of_one_correction(user):
     """Uncomfortable case: retries inserting the same logical correction store one record."""
     rex = put(user, "pet.name", "Rex").record
     results = [
-        put(user, "pet.name", "Max", authority="user-corrected", supersedes=rex.id, idempotency_key="fix-1")
+        put(
+            user,
+            "pet.name",
+            "Max",
+            authority="user-corrected",
+            supersedes=rex.id,
+            idempotency_key="fix-1",
+        )
         for _ in range(3)
     ]
     assert [r.outcome for r in results] == ["created", "replayed", "replayed"]
@@ -152,7 +165,9 @@ def test_it_blocks_a_write_from_old_evidence_after_a_forget_and_stores_nothing(u
     old = MessageFactory(conversation=conversation, content="I live in Boston.")
     first = put(user, "user.lives_in", "Boston", sources=[str(old.pk)], authority="rule-extracted")
     forgetting.memory_forget(record_id=first.record.id)
-    summary = put(user, "user.lives_in", "Boston", sources=[str(old.pk)], authority="model-inferred")
+    summary = put(
+        user, "user.lives_in", "Boston", sources=[str(old.pk)], authority="model-inferred"
+    )
     assert (summary.outcome, summary.reason, summary.record) == ("blocked", "forgotten", None)
     assert not MemoryRecord.objects.filter(value="Boston").exists()
 
@@ -178,8 +193,12 @@ def test_it_purges_every_covered_record_into_a_skeleton(user, conversation):
     assert tombstone.value_hash is None
     assert "Marlowe" not in str(tombstone.__dict__) and "Harbor" not in str(tombstone.__dict__)
     rows = MemoryRecord.objects.filter(key="basil_plant.name")
-    assert {(r.status, r.value, r.status_since) for r in rows} == {("forgotten", "", tombstone.forgotten_at)}
-    assert set(MemorySource.objects.filter(memory__in=rows).values_list("message_id", flat=True)) == {msg.pk}
+    assert {(r.status, r.value, r.status_since) for r in rows} == {
+        ("forgotten", "", tombstone.forgotten_at)
+    }
+    assert set(
+        MemorySource.objects.filter(memory__in=rows).values_list("message_id", flat=True)
+    ) == {msg.pk}
     assert tombstone.withheld_messages == 1
     assert set(tombstone.withholdings.values_list("message_id", flat=True)) == {msg.pk}
     assert active_values(user, "basil_plant.name") == []
@@ -188,12 +207,22 @@ def test_it_purges_every_covered_record_into_a_skeleton(user, conversation):
 def test_it_forgets_everywhere_across_scopes_present_and_future(user, conversation, character):
     """F1: scope `*` covers the key in every scope of the user, present and future."""
     put(user, "user.lives_in", "Boston")
-    in_conv = put(user, "user.lives_in", "Paris", scope=Scope("conversation", conversation=str(conversation.pk)))
+    in_conv = put(
+        user,
+        "user.lives_in",
+        "Paris",
+        scope=Scope("conversation", conversation=str(conversation.pk)),
+    )
     tombstone = forgetting.memory_forget(record_id=in_conv.record.id, everywhere=True)
     assert tombstone.scope_id == "*"
     assert set(MemoryRecord.objects.values_list("status", flat=True)) == {"forgotten"}
-    later = put(user, "user.lives_in", "Boston", scope=Scope("character", character=character.slug),
-                valid_from=at("2020-01-01T00:00"))
+    later = put(
+        user,
+        "user.lives_in",
+        "Boston",
+        scope=Scope("character", character=character.slug),
+        valid_from=at("2020-01-01T00:00"),
+    )
     assert later.outcome == "blocked"
 
 
@@ -239,8 +268,13 @@ def test_it_excludes_a_blocked_record_at_resolve_too(user, conversation):
     record = put(user, "pet.name", "Rex", sources=[str(old.pk)]).record
     from config.clock import db_now
 
-    Tombstone.objects.create(user=user, scope_id="*", key="pet.name", forgotten_at=db_now(),
-                             blocks_sources_before=db_now())
+    Tombstone.objects.create(
+        user=user,
+        scope_id="*",
+        key="pet.name",
+        forgotten_at=db_now(),
+        blocks_sources_before=db_now(),
+    )
     result = resolve(user)
     assert [(e.id, e.reason) for e in result.resolution.excluded] == [(record.id, "forgotten")]
 
@@ -286,8 +320,12 @@ def test_it_merges_provenance_for_an_unchanged_value(user, conversation):
     """W5: same value, covered window, authority not higher → nothing new; sources are added
     and confidence becomes the max."""
     m1, m2 = MessageFactory(conversation=conversation), MessageFactory(conversation=conversation)
-    first = put(user, "pet.name", "Rex", sources=[str(m1.pk)], confidence=0.6, authority="rule-extracted")
-    second = put(user, "pet.name", " rex ", sources=[str(m2.pk)], confidence=0.9, authority="model-inferred")
+    first = put(
+        user, "pet.name", "Rex", sources=[str(m1.pk)], confidence=0.6, authority="rule-extracted"
+    )
+    second = put(
+        user, "pet.name", " rex ", sources=[str(m2.pk)], confidence=0.9, authority="model-inferred"
+    )
     assert second.outcome == "unchanged"
     assert second.record.id == first.record.id
     assert set(second.record.sources) == {str(m1.pk), str(m2.pk)}
@@ -332,7 +370,9 @@ def test_it_keeps_a_lower_authority_value_without_letting_it_win(user):
     assert guess.outcome == "created" and guess.record.supersedes is None
     result = resolve(user)
     assert [r.id for r in result.resolution.active] == [corrected.id]
-    assert [(e.id, e.reason) for e in result.resolution.excluded] == [(guess.record.id, "lower-precedence")]
+    assert [(e.id, e.reason) for e in result.resolution.excluded] == [
+        (guess.record.id, "lower-precedence")
+    ]
 
 
 def test_it_resolves_a_correction_chain_of_four_versions(user):
@@ -342,7 +382,12 @@ def test_it_resolves_a_correction_chain_of_four_versions(user):
     assert [r.value for r in result.resolution.active] == ["Ace"]
     assert sorted(e.id for e in result.resolution.excluded) == sorted(ids[:3])
     assert {e.reason for e in result.resolution.excluded} == {"superseded"}
-    assert list(MemoryRecord.objects.order_by("version").values_list("version", flat=True)) == [1, 2, 3, 4]
+    assert list(MemoryRecord.objects.order_by("version").values_list("version", flat=True)) == [
+        1,
+        2,
+        3,
+        4,
+    ]
 
 
 # --- W8 -----------------------------------------------------------------------------------
@@ -382,8 +427,15 @@ def test_it_applies_a_temporary_override_only_inside_its_window(user):
     """W9: a correction with its own valid_until hides what it supersedes only inside its
     window; then the older value is current again (an expired correction)."""
     home = put(user, "user.lives_in", "Boston", valid_from=at("2026-01-01T00:00")).record
-    trip = put(user, "user.lives_in", "Lisbon", authority="user-corrected", supersedes=home.id,
-               valid_from=at("2026-08-01T00:00"), valid_until=at("2026-08-15T00:00")).record
+    trip = put(
+        user,
+        "user.lives_in",
+        "Lisbon",
+        authority="user-corrected",
+        supersedes=home.id,
+        valid_from=at("2026-08-01T00:00"),
+        valid_until=at("2026-08-15T00:00"),
+    ).record
     assert active_values(user, "user.lives_in", now="2026-08-05T00:00:00Z") == ["Lisbon"]
     assert active_values(user, "user.lives_in", now="2026-08-15T00:00:00Z") == ["Boston"]
     after = resolve(user, now="2026-09-01T00:00:00Z")
@@ -398,7 +450,11 @@ def test_it_confirms_a_current_memory(user):
     rex = put(user, "pet.name", "Rex", authority="rule-extracted").record
     confirmed = services.memory_confirm(record_id=rex.id)
     assert confirmed.outcome == "created"
-    assert (confirmed.record.value, confirmed.record.authority, confirmed.record.supersedes) == ("Rex", "user-confirmed", rex.id)
+    assert (confirmed.record.value, confirmed.record.authority, confirmed.record.supersedes) == (
+        "Rex",
+        "user-confirmed",
+        rex.id,
+    )
 
 
 def test_it_refuses_to_confirm_a_memory_that_is_not_current(user):
@@ -435,7 +491,13 @@ def test_it_normalises_statuses_idempotently_without_changing_resolutions(user):
     what the resolver answers."""
     put(user, "pet.name", "Rex", valid_from=at("2026-01-01T00:00"))
     put(user, "pet.name", "Max", valid_from=at("2026-02-01T00:00"))
-    put(user, "dog.name", "Bolt", valid_from=at("2026-01-01T00:00"), valid_until=at("2026-03-01T00:00"))
+    put(
+        user,
+        "dog.name",
+        "Bolt",
+        valid_from=at("2026-01-01T00:00"),
+        valid_until=at("2026-03-01T00:00"),
+    )
     times = ["2026-01-15T00:00:00Z", "2026-02-15T00:00:00Z", "2026-04-01T00:00:00Z"]
 
     def snapshot():
@@ -448,7 +510,11 @@ def test_it_normalises_statuses_idempotently_without_changing_resolutions(user):
     before = snapshot()
     changed = services.memory_normalise()
     assert changed == 2
-    assert set(MemoryRecord.objects.values_list("status", flat=True)) == {"active", "superseded", "expired"}
+    assert set(MemoryRecord.objects.values_list("status", flat=True)) == {
+        "active",
+        "superseded",
+        "expired",
+    }
     assert snapshot() == before
     assert services.memory_normalise() == 0
 

@@ -15,8 +15,11 @@ pytestmark = pytest.mark.django_db
 
 
 def turn(api, conv, key, content, **extra):
-    r = api.post(f"/api/v1/conversations/{conv.pk}/turns",
-                 {"turn_key": key, "content": content, **extra}, format="json")
+    r = api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": key, "content": content, **extra},
+        format="json",
+    )
     assert r.status_code in (200, 201), r.content
     return r.json()
 
@@ -39,7 +42,9 @@ def history_ids(body) -> list[str]:
 
 
 def forgotten_messages(body) -> set[str]:
-    return {e["id"] for e in body["excluded"] if e["kind"] == "message" and e["reason"] == "forgotten"}
+    return {
+        e["id"] for e in body["excluded"] if e["kind"] == "message" and e["reason"] == "forgotten"
+    }
 
 
 def forget(api, memory_id, **body):
@@ -50,7 +55,8 @@ def forget(api, memory_id, **body):
 
 def active_id(sam, key) -> str:
     [record] = MemoryRecord.objects.filter(user=sam, key=key, status="active").exclude(
-        superseded_by__isnull=False)
+        superseded_by__isnull=False
+    )
     return str(record.pk)
 
 
@@ -61,8 +67,11 @@ def miso(api, sam, conv):
     r1 = reply(api, t1["id"], "Miso is a lovely name for a cat!")
     t2 = turn(api, conv, "t2", "Actually my cat is called Pixel.")
     r2 = reply(api, t2["id"], "Pixel it is.")
-    return {"said": [t1["user_message"]["id"], r1["id"], t2["user_message"]["id"]],
-            "other_reply": r2["id"], "t2": t2}
+    return {
+        "said": [t1["user_message"]["id"], r1["id"], t2["user_message"]["id"]],
+        "other_reply": r2["id"],
+        "t2": t2,
+    }
 
 
 def test_it_withholds_every_message_that_held_the_forgotten_value(api, sam, conv, miso):
@@ -130,10 +139,17 @@ def test_a_conversation_forget_withholds_words_in_that_conversation_only(api, sa
     they are (part 1) — here none outside."""
     other = ConversationFactory(user=sam, character=rowan, title="Another evening")
     there = turn(api, other, "o1", "Pixel slept all day.")
-    said = api.post("/api/v1/memories", {
-        "user": sam.username, "key": "cat.name", "value": "Pixel",
-        "scope": {"kind": "conversation", "conversation": str(conv.pk)},
-        "authority": "user-confirmed"}, format="json").json()["memory"]
+    said = api.post(
+        "/api/v1/memories",
+        {
+            "user": sam.username,
+            "key": "cat.name",
+            "value": "Pixel",
+            "scope": {"kind": "conversation", "conversation": str(conv.pk)},
+            "authority": "user-confirmed",
+        },
+        format="json",
+    ).json()["memory"]
     here = turn(api, conv, "c1", "Pixel is asleep.")
     tombstone = forget(api, said["id"])
     assert tombstone["withheld_messages"] == 1
@@ -166,8 +182,13 @@ def test_a_value_level_forget_uses_that_value_only(api, sam, conv):
 def test_a_reply_to_a_turn_planned_before_the_forget_is_withheld(api, sam, conv):
     """F6 part 3: the turn's plan held the record; its reply arrives after the forget and is
     withheld whatever it says. A reply to a turn whose plan held nothing forgotten is not."""
-    unrelated = turn(api, ConversationFactory(user=sam, character=conv.character), "u1",
-                     "Hello there", plan={"budget": 4000})
+    unrelated = turn(
+        api,
+        ConversationFactory(user=sam, character=conv.character),
+        "u1",
+        "Hello there",
+        plan={"budget": 4000},
+    )
     assert unrelated["plan"]["memories"] == []
     turn(api, conv, "t1", "My cat is called Miso.")
     planned = turn(api, conv, "t2", "What is my cat called?", plan={"budget": 4000})
@@ -182,8 +203,9 @@ def test_a_reply_to_a_turn_planned_before_the_forget_is_withheld(api, sam, conv)
     assert {m["id"]: m["withheld"] for m in messages}[held["id"]] is True
 
 
-def test_the_tombstone_list_counts_what_each_forget_withholds(api, sam, conv, miso,
-                                                              django_assert_num_queries):
+def test_the_tombstone_list_counts_what_each_forget_withholds(
+    api, sam, conv, miso, django_assert_num_queries
+):
     forget(api, active_id(sam, "cat.name"))
     with django_assert_num_queries(4):  # token, user, count, page
         body = api.get("/api/v1/tombstones", {"user": sam.username}).json()
@@ -210,12 +232,17 @@ def test_export_and_import_carry_the_links_so_plans_stay_the_same(api, sam, conv
     assert snapshot["format"] == "companion-memory/2"
     [tomb] = snapshot["tombstones"]
     assert sorted(tomb["withheld_messages"]) == sorted([*miso["said"], miso["other_reply"]])
-    assert {m["id"] for m in snapshot["messages"] if m["withheld"]} == set(tomb["withheld_messages"])
+    assert {m["id"] for m in snapshot["messages"] if m["withheld"]} == set(
+        tomb["withheld_messages"]
+    )
     assert api.delete(f"/api/v1/users/{sam.username}").status_code == 204
-    assert api.post(f"/api/v1/users/{sam.username}/import", snapshot, format="json").status_code == 200
+    assert (
+        api.post(f"/api/v1/users/{sam.username}/import", snapshot, format="json").status_code == 200
+    )
     again = api.get(f"/api/v1/users/{sam.username}/export").json()
-    assert {k: v for k, v in again.items() if k != "exported_at"} == \
-        {k: v for k, v in snapshot.items() if k != "exported_at"}
+    assert {k: v for k, v in again.items() if k != "exported_at"} == {
+        k: v for k, v in snapshot.items() if k != "exported_at"
+    }
     after = plan(api, t3["id"])
     assert after["plan_hash"] == before["plan_hash"]
     assert forgotten_messages(after) == forgotten_messages(before)
@@ -227,8 +254,9 @@ def test_import_refuses_links_that_disagree(api, sam, conv, miso):
     snapshot["messages"][0]["withheld"] = not snapshot["messages"][0]["withheld"]
     r = api.post(f"/api/v1/users/{sam.username}/import", snapshot, format="json")
     assert r.status_code == 400
-    assert r.json()["errors"] == {"messages.0.withheld": [
-        "Must say whether a tombstone of the snapshot withholds it."]}
+    assert r.json()["errors"] == {
+        "messages.0.withheld": ["Must say whether a tombstone of the snapshot withholds it."]
+    }
 
 
 def test_a_snapshot_of_the_previous_format_imports_with_no_links(api, sam, conv, miso):
@@ -240,7 +268,9 @@ def test_a_snapshot_of_the_previous_format_imports_with_no_links(api, sam, conv,
     for t in snapshot["tombstones"]:
         del t["withheld_messages"], t["withheld_replies"]
     assert api.delete(f"/api/v1/users/{sam.username}").status_code == 204
-    assert api.post(f"/api/v1/users/{sam.username}/import", snapshot, format="json").status_code == 200
+    assert (
+        api.post(f"/api/v1/users/{sam.username}/import", snapshot, format="json").status_code == 200
+    )
     assert not Withholding.objects.exists()
 
 
@@ -254,5 +284,9 @@ def test_message_reads_mark_what_a_forget_withholds(api, sam, conv, miso):
     assert [m["withheld"] for m in rows if m["id"] == t3["user_message"]["id"]] == [False]
     read = api.get(f"/api/v1/turns/{miso['t2']['id']}").json()
     assert read["reply"]["withheld"] is True
-    assert api.get(f"/api/v1/tombstones/{Tombstone.objects.get(user=sam).pk}").json()[
-        "withheld_messages"] == 4
+    assert (
+        api.get(f"/api/v1/tombstones/{Tombstone.objects.get(user=sam).pk}").json()[
+            "withheld_messages"
+        ]
+        == 4
+    )

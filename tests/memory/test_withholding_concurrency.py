@@ -28,9 +28,12 @@ def test_a_reply_racing_a_forget_is_withheld_whenever_f6_says_so():
     for round_ in range(ROUNDS):
         user = UserFactory(username=f"racer{round_}")
         conv = ConversationFactory(user=user, character=character)
-        creation.turn_create(conversation_id=conv.pk, turn_key="t1", content="My cat is called Miso.")
-        planned = creation.turn_create(conversation_id=conv.pk, turn_key="t2", content="Tell me.",
-                                       plan=PlanParams(budget=4000))
+        creation.turn_create(
+            conversation_id=conv.pk, turn_key="t1", content="My cat is called Miso."
+        )
+        planned = creation.turn_create(
+            conversation_id=conv.pk, turn_key="t2", content="Tell me.", plan=PlanParams(budget=4000)
+        )
         assert [pm.value for pm in planned.plan.plan.memories] == ["Miso"]
         # Released together; by turns the forget, the reply or neither gets a head start.
         head = (0.05, 0.0, 0.0)[round_ % 3], (0.0, 0.05, 0.0)[round_ % 3]

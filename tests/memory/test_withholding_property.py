@@ -30,13 +30,17 @@ SAID = (
 REPLIED = ("Pixel is sweet.", "Jazz is great.", "Okay.", "Rex barked at Miso.")
 KEYS = ("cat.name", "dog.name", "user.likes")
 
-operations = st.lists(st.one_of(
-    st.tuples(st.just("say"), st.sampled_from(SAID)),
-    st.tuples(st.just("reply"), st.sampled_from(REPLIED)),
-    st.tuples(st.just("forget"), st.sampled_from(KEYS)),
-    st.tuples(st.just("forget-undo"), st.sampled_from(KEYS)),
-    st.tuples(st.just("undo"), st.integers(0, 5)),
-), min_size=1, max_size=8)
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("say"), st.sampled_from(SAID)),
+        st.tuples(st.just("reply"), st.sampled_from(REPLIED)),
+        st.tuples(st.just("forget"), st.sampled_from(KEYS)),
+        st.tuples(st.just("forget-undo"), st.sampled_from(KEYS)),
+        st.tuples(st.just("undo"), st.integers(0, 5)),
+    ),
+    min_size=1,
+    max_size=8,
+)
 counter = itertools.count()
 
 
@@ -45,17 +49,32 @@ def _plan(conv, n):
     made = creation.turn_create(conversation_id=conv.pk, turn_key=f"probe-{n}", content="And now?")
     plan = plans.plan_for_turn(made.turn, budget=100_000).plan
     history = [m.id for m, _ in plan.history]
-    held = sorted(i for kind, i, reason in plan.excluded if kind == "message" and reason == "forgotten")
+    held = sorted(
+        i for kind, i, reason in plan.excluded if kind == "message" and reason == "forgotten"
+    )
     return made.turn, history, held
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations)
-@example([("say", "My cat is called Miso."), ("say", "Miso and Rex played in the garden."),
-          ("reply", "Rex barked at Miso."), ("forget", "cat.name")])
-@example([("say", "My dog's name is Rex."), ("reply", "Rex barked at Miso."),
-          ("forget-undo", "dog.name"), ("say", "I like jazz."), ("forget", "user.likes"),
-          ("undo", 1)])
+@example(
+    [
+        ("say", "My cat is called Miso."),
+        ("say", "Miso and Rex played in the garden."),
+        ("reply", "Rex barked at Miso."),
+        ("forget", "cat.name"),
+    ]
+)
+@example(
+    [
+        ("say", "My dog's name is Rex."),
+        ("reply", "Rex barked at Miso."),
+        ("forget-undo", "dog.name"),
+        ("say", "I like jazz."),
+        ("forget", "user.likes"),
+        ("undo", 1),
+    ]
+)
 def test_no_plan_reads_a_forgotten_value_and_undo_restores_the_plan(steps):
     user = UserFactory(username=f"prop{next(counter)}")
     conv = ConversationFactory(user=user, character=CharacterFactory())
@@ -64,14 +83,18 @@ def test_no_plan_reads_a_forgotten_value_and_undo_restores_the_plan(steps):
     last_turn, replied = None, set()
     for n, (kind, arg) in enumerate(steps):
         if kind == "say":
-            last_turn = creation.turn_create(conversation_id=conv.pk, turn_key=f"t{n}",
-                                             content=arg, plan=None).turn
+            last_turn = creation.turn_create(
+                conversation_id=conv.pk, turn_key=f"t{n}", content=arg, plan=None
+            ).turn
         elif kind == "reply" and last_turn is not None and last_turn.pk not in replied:
             replies.turn_commit_reply(turn_id=last_turn.pk, content=arg)
             replied.add(last_turn.pk)
         elif kind in ("forget", "forget-undo"):
-            values = set(MemoryRecord.objects.filter(user=user, key=arg).exclude(status="forgotten")
-                         .values_list("value", flat=True))
+            values = set(
+                MemoryRecord.objects.filter(user=user, key=arg)
+                .exclude(status="forgotten")
+                .values_list("value", flat=True)
+            )
             if not values:
                 continue
             probe, before, held_before = _plan(conv, f"{n}-before")
@@ -83,9 +106,13 @@ def test_no_plan_reads_a_forgotten_value_and_undo_restores_the_plan(steps):
                 del live[str(tombstone.pk)]
                 plan = plans.plan_for_turn(probe, budget=100_000).plan
                 assert [m.id for m, _ in plan.history] == before
-                assert sorted(i for k, i, r in plan.excluded
-                              if k == "message" and r == "forgotten") == held_before
-                assert not MemoryRecord.objects.filter(user=user, key=arg, value__in=values).exists()
+                assert (
+                    sorted(i for k, i, r in plan.excluded if k == "message" and r == "forgotten")
+                    == held_before
+                )
+                assert not MemoryRecord.objects.filter(
+                    user=user, key=arg, value__in=values
+                ).exists()
         elif kind == "undo" and order:
             tombstone_id = order[arg % len(order)]
             if tombstone_id in live:
@@ -98,5 +125,7 @@ def test_no_plan_reads_a_forgotten_value_and_undo_restores_the_plan(steps):
         for values, at in live.values():
             for message_id in history:
                 if created[message_id] <= at:
-                    assert not any(mentions(texts[message_id], v) for v in values), \
-                        (texts[message_id], values)
+                    assert not any(mentions(texts[message_id], v) for v in values), (
+                        texts[message_id],
+                        values,
+                    )

@@ -22,27 +22,53 @@ def ids():
 
 
 def stored(key, value, version, *, authority="rule-extracted", valid_from=T, **extra):
-    return MemoryRecord(id=f"old-{key}-{version}", user="sam", key=key, value=value, scope=USER,
-                        authority=authority, valid_from=valid_from, recorded_at=valid_from,
-                        evidence_time=valid_from, version=version, **extra)
+    return MemoryRecord(
+        id=f"old-{key}-{version}",
+        user="sam",
+        key=key,
+        value=value,
+        scope=USER,
+        authority=authority,
+        valid_from=valid_from,
+        recorded_at=valid_from,
+        evidence_time=valid_from,
+        version=version,
+        **extra,
+    )
 
 
 def fact(key, value, *, many=False, at=NOW, **extra):
-    return Fact(key=key, value=value, scope=USER, authority="rule-extracted", many=many,
-                sources=("m1",), source_time=at, **extra)
+    return Fact(
+        key=key,
+        value=value,
+        scope=USER,
+        authority="rule-extracted",
+        many=many,
+        sources=("m1",),
+        source_time=at,
+        **extra,
+    )
 
 
 def plan(facts, records=None, **known):
     records = records or {}
     slots = {(SID, f.key): [] for f in facts}
     slots.update({(SID, k): v for k, v in records.items()})
-    return plan_writes(facts, Known(slots, **known), user="sam", now=NOW, secret=SECRET, new_id=ids())
+    return plan_writes(
+        facts, Known(slots, **known), user="sam", now=NOW, secret=SECRET, new_id=ids()
+    )
 
 
 def test_it_allocates_the_next_versions_per_scoped_key_in_order_w8():
-    p = plan([fact("dog.name", "Rex"), fact("user.likes", "jazz", many=True), fact("dog.name", "Max")],
-             {"dog.name": [stored("dog.name", "Old", 4)]})
-    assert [(r.key, r.version) for r in p.inserts] == [("dog.name", 5), ("user.likes", 1), ("dog.name", 6)]
+    p = plan(
+        [fact("dog.name", "Rex"), fact("user.likes", "jazz", many=True), fact("dog.name", "Max")],
+        {"dog.name": [stored("dog.name", "Old", 4)]},
+    )
+    assert [(r.key, r.version) for r in p.inserts] == [
+        ("dog.name", 5),
+        ("user.likes", 1),
+        ("dog.name", 6),
+    ]
     # W6: each new open-ended value of a `one` key supersedes the winner before it.
     assert [r.supersedes for r in p.inserts] == ["old-dog.name-4", None, "new-1"]
 
@@ -54,17 +80,36 @@ def test_it_merges_a_repeated_value_into_the_row_it_is_inserting_w5():
 
 
 def test_it_adds_provenance_and_confidence_to_a_stored_winner_w5():
-    p = plan([fact("dog.name", "Rex")], {"dog.name": [stored("dog.name", "Rex", 1, confidence=0.6)]})
+    p = plan(
+        [fact("dog.name", "Rex")], {"dog.name": [stored("dog.name", "Rex", 1, confidence=0.6)]}
+    )
     [outcome] = p.outcomes
     assert outcome.outcome == "unchanged" and outcome.record.sources == ("m1",)
-    assert p.inserts == [] and p.links == [("old-dog.name-1", "m1")] and p.confidence == {"old-dog.name-1": 1.0}
+    assert (
+        p.inserts == []
+        and p.links == [("old-dog.name-1", "m1")]
+        and p.confidence == {"old-dog.name-1": 1.0}
+    )
 
 
 def test_it_blocks_a_forgotten_value_and_stores_nothing_w3():
-    tomb = Tombstone(id="t", user="sam", scope_id="*", key="user.likes", forgotten_at=NOW,
-                     blocks_sources_before=NOW, value_hash=value_hash(SECRET, "Jazz"))
-    p = plan([fact("user.likes", "jazz", many=True), fact("user.likes", "rain", many=True)], tombstones=[tomb])
-    assert [(o.outcome, o.reason) for o in p.outcomes] == [("blocked", "forgotten"), ("created", None)]
+    tomb = Tombstone(
+        id="t",
+        user="sam",
+        scope_id="*",
+        key="user.likes",
+        forgotten_at=NOW,
+        blocks_sources_before=NOW,
+        value_hash=value_hash(SECRET, "Jazz"),
+    )
+    p = plan(
+        [fact("user.likes", "jazz", many=True), fact("user.likes", "rain", many=True)],
+        tombstones=[tomb],
+    )
+    assert [(o.outcome, o.reason) for o in p.outcomes] == [
+        ("blocked", "forgotten"),
+        ("created", None),
+    ]
     assert [r.value for r in p.inserts] == ["rain"]
 
 
@@ -76,7 +121,10 @@ def test_it_stores_old_evidence_of_a_retracted_slot_born_closed_w4():
 
 
 def test_a_lower_authority_supersedes_nothing_w7():
-    p = plan([fact("dog.name", "Rex")], {"dog.name": [stored("dog.name", "Max", 1, authority="user-corrected")]})
+    p = plan(
+        [fact("dog.name", "Rex")],
+        {"dog.name": [stored("dog.name", "Max", 1, authority="user-corrected")]},
+    )
     assert p.inserts[0].supersedes is None and p.inserts[0].version == 2
 
 
@@ -92,4 +140,6 @@ def test_it_refuses_an_explicit_supersedes_outside_the_slot_or_above_its_authori
 
 def test_it_refuses_a_scoped_key_that_was_not_read():
     with pytest.raises(ValueError):
-        plan_writes([fact("dog.name", "Rex")], Known({}), user="sam", now=NOW, secret=SECRET, new_id=ids())
+        plan_writes(
+            [fact("dog.name", "Rex")], Known({}), user="sam", now=NOW, secret=SECRET, new_id=ids()
+        )

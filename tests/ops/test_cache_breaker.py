@@ -122,7 +122,9 @@ def test_a_frozen_cache_times_out_instead_of_holding_the_request(frozen_redis):
 def dead_shared_cache(settings):
     from axes.handlers.proxy import AxesProxyHandler
 
-    settings.CACHES = {"default": {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": DEAD_REDIS}}
+    settings.CACHES = {
+        "default": {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": DEAD_REDIS}
+    }
     AxesProxyHandler.get_implementation(force=True)
     caches["default"].breaker.reset()
     yield caches["default"]
@@ -130,13 +132,18 @@ def dead_shared_cache(settings):
 
 
 @pytest.mark.django_db
-def test_the_sign_in_lockout_counts_in_the_database_while_the_cache_is_down(client, dead_shared_cache):
+def test_the_sign_in_lockout_counts_in_the_database_while_the_cache_is_down(
+    client, dead_shared_cache
+):
     from axes.models import AccessAttempt
 
     from tests.factories import UserFactory
 
     UserFactory(username="target")
-    codes = [client.post("/login/", {"username": "target", "password": "wrong"}).status_code for _ in range(5)]
+    codes = [
+        client.post("/login/", {"username": "target", "password": "wrong"}).status_code
+        for _ in range(5)
+    ]
     assert codes == [200, 200, 200, 200, 429]  # the limit holds: never no limit
     assert AccessAttempt.objects.get(username="target").failures_since_start == 5
     assert client.post("/login/", {"username": "target", "password": "x"}).status_code == 429
@@ -148,4 +155,9 @@ def test_requests_and_readiness_go_on_while_the_cache_is_down(api, client, dead_
     assert api.get("/api/v1/policy/capabilities").status_code == 200
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "cache": "degraded", "migrations": "ok"}
+    assert response.json() == {
+        "status": "ok",
+        "database": "ok",
+        "cache": "degraded",
+        "migrations": "ok",
+    }

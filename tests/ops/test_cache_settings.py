@@ -12,19 +12,33 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCTION = {"DJANGO_ENV": "production", "DJANGO_DEBUG": "false", "ALLOWED_HOSTS": "memory.example.org",
-              "SECRET_KEY": "k" * 20 + "-a-long-random-production-secret-" + "9" * 20}
+PRODUCTION = {
+    "DJANGO_ENV": "production",
+    "DJANGO_DEBUG": "false",
+    "ALLOWED_HOSTS": "memory.example.org",
+    "SECRET_KEY": "k" * 20 + "-a-long-random-production-secret-" + "9" * 20,
+}
 
 
 def run(args, **env):
-    base = {k: v for k, v in os.environ.items() if k not in ("CACHE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env={**base, **env}, capture_output=True, text=True,
-                          timeout=120)
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("CACHE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    }
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def backend(**env) -> dict:
-    script = ("import django, json; django.setup(); from django.conf import settings; "
-              "print(json.dumps(settings.CACHES['default']))")
+    script = (
+        "import django, json; django.setup(); from django.conf import settings; "
+        "print(json.dumps(settings.CACHES['default']))"
+    )
     result = run(["-c", script], DJANGO_SETTINGS_MODULE="config.settings", **env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -41,8 +55,11 @@ def test_it_shares_counters_in_the_database_cache_by_default():
 def test_it_uses_the_resilient_redis_cache_for_a_redis_url(url):
     """O6: connect and socket timeouts of 100 ms by default, and a breaker of 5 s."""
     cache = backend(CACHE_URL=url)
-    assert cache == {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": url, "OPTIONS": {
-        "socket_connect_timeout": 0.1, "socket_timeout": 0.1, "breaker_seconds": 5.0}}
+    assert cache == {
+        "BACKEND": "config.cache.ResilientRedisCache",
+        "LOCATION": url,
+        "OPTIONS": {"socket_connect_timeout": 0.1, "socket_timeout": 0.1, "breaker_seconds": 5.0},
+    }
     assert backend(CACHE_URL=url, CACHE_SOCKET_TIMEOUT="0.05")["OPTIONS"]["socket_timeout"] == 0.05
 
 
@@ -53,7 +70,10 @@ def test_it_creates_the_cache_table_with_migrate(tmp_path):
     assert result.returncode == 0, result.stderr
     import sqlite3
 
-    tables = {row[0] for row in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = {
+        row[0]
+        for row in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type='table'")
+    }
     assert "companion_cache" in tables
 
 

@@ -18,8 +18,11 @@ from tests.helpers import ON_POSTGRES
 from tests.ops.test_shared_counters import Server
 
 pytestmark = [
-    pytest.mark.skipif(not ON_POSTGRES, reason="needs PostgreSQL: the gunicorn process shares the test database, "
-                                               "which SQLite keeps in the test process's memory"),
+    pytest.mark.skipif(
+        not ON_POSTGRES,
+        reason="needs PostgreSQL: the gunicorn process shares the test database, "
+        "which SQLite keeps in the test process's memory",
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -38,7 +41,8 @@ def server():
 
 def create_conversation(server: Server, token: str, character: str) -> int:
     request = urllib.request.Request(
-        server.base + "/api/v1/conversations", method="POST",
+        server.base + "/api/v1/conversations",
+        method="POST",
         data=json.dumps({"user": "wren", "character": character}).encode(),
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )

@@ -18,8 +18,12 @@ from tests.factories import CharacterFactory, ConversationFactory, UserFactory, 
 
 pytestmark = pytest.mark.django_db
 
-CATALOG_TABLES = ("memory_keydefinition", "policy_capability", "policy_defaultspolicyversion",
-                  "conversations_character")
+CATALOG_TABLES = (
+    "memory_keydefinition",
+    "policy_capability",
+    "policy_defaultspolicyversion",
+    "conversations_character",
+)
 
 
 def version() -> int:
@@ -37,27 +41,66 @@ def changes_version(change) -> bool:
     return version() != before
 
 
-@pytest.mark.parametrize("change", [
-    pytest.param(lambda: CharacterFactory(slug="new-one"), id="character created (ORM)"),
-    pytest.param(lambda: Character.objects.filter(slug="rowan").update(name="Rowan II"), id="character update()"),
-    pytest.param(lambda: Character.objects.bulk_create([Character(slug=f"b{i}", name="B", created_at=at("2026-01-01T00:00"))
-                                                        for i in range(3)]), id="characters bulk_create"),
-    pytest.param(lambda: raw("UPDATE conversations_character SET name = 'Raw' WHERE slug = 'rowan'"),
-                 id="character raw SQL"),
-    pytest.param(lambda: Character.objects.filter(slug="unused").delete(), id="character deleted"),
-    pytest.param(lambda: KeyDefinition.objects.create(key="pet.name", label="Pet"), id="key registered"),
-    pytest.param(lambda: KeyDefinition.objects.filter(key="user.preferred_name").update(label="Name"),
-                 id="key update()"),
-    pytest.param(lambda: raw("UPDATE memory_keydefinition SET pinned = NOT pinned"), id="keys raw SQL"),
-    pytest.param(lambda: Capability.objects.filter(name="media.voice").update(question="Talk?"),
-                 id="capability update()"),
-    pytest.param(lambda: raw("DELETE FROM policy_capability WHERE name = 'tone.playful'"),
-                 id="capability raw delete"),
-    pytest.param(lambda: DefaultsPolicyVersion.objects.filter(pk=1).update(version=7), id="defaults version"),
-    pytest.param(lambda: PolicyRule.objects.create(
-        user=None, capability_id="media.voice", effect="deny", source="product-default", scope_kind="global",
-        valid_from=at("2026-01-01T00:00"), created_at=at("2026-01-01T00:00")), id="product default created"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda: CharacterFactory(slug="new-one"), id="character created (ORM)"),
+        pytest.param(
+            lambda: Character.objects.filter(slug="rowan").update(name="Rowan II"),
+            id="character update()",
+        ),
+        pytest.param(
+            lambda: Character.objects.bulk_create(
+                [
+                    Character(slug=f"b{i}", name="B", created_at=at("2026-01-01T00:00"))
+                    for i in range(3)
+                ]
+            ),
+            id="characters bulk_create",
+        ),
+        pytest.param(
+            lambda: raw("UPDATE conversations_character SET name = 'Raw' WHERE slug = 'rowan'"),
+            id="character raw SQL",
+        ),
+        pytest.param(
+            lambda: Character.objects.filter(slug="unused").delete(), id="character deleted"
+        ),
+        pytest.param(
+            lambda: KeyDefinition.objects.create(key="pet.name", label="Pet"), id="key registered"
+        ),
+        pytest.param(
+            lambda: KeyDefinition.objects.filter(key="user.preferred_name").update(label="Name"),
+            id="key update()",
+        ),
+        pytest.param(
+            lambda: raw("UPDATE memory_keydefinition SET pinned = NOT pinned"), id="keys raw SQL"
+        ),
+        pytest.param(
+            lambda: Capability.objects.filter(name="media.voice").update(question="Talk?"),
+            id="capability update()",
+        ),
+        pytest.param(
+            lambda: raw("DELETE FROM policy_capability WHERE name = 'tone.playful'"),
+            id="capability raw delete",
+        ),
+        pytest.param(
+            lambda: DefaultsPolicyVersion.objects.filter(pk=1).update(version=7),
+            id="defaults version",
+        ),
+        pytest.param(
+            lambda: PolicyRule.objects.create(
+                user=None,
+                capability_id="media.voice",
+                effect="deny",
+                source="product-default",
+                scope_kind="global",
+                valid_from=at("2026-01-01T00:00"),
+                created_at=at("2026-01-01T00:00"),
+            ),
+            id="product default created",
+        ),
+    ],
+)
 def test_every_kind_of_catalog_change_changes_the_version(change):
     CharacterFactory(slug="rowan")
     CharacterFactory(slug="unused")
@@ -67,27 +110,53 @@ def test_every_kind_of_catalog_change_changes_the_version(change):
 def test_a_users_own_rule_is_not_catalog_data():
     wren = UserFactory(username="wren")
     rule = lambda: PolicyRule.objects.create(  # noqa: E731
-        user=wren, capability_id="media.voice", effect="allow", source="explicit-user", scope_kind="global",
-        valid_from=at("2026-01-01T00:00"), created_at=at("2026-01-01T00:00"))
+        user=wren,
+        capability_id="media.voice",
+        effect="allow",
+        source="explicit-user",
+        scope_kind="global",
+        valid_from=at("2026-01-01T00:00"),
+        created_at=at("2026-01-01T00:00"),
+    )
     assert not changes_version(rule)
     assert not changes_version(lambda: PolicyRule.objects.filter(user=wren).update(effect="deny"))
     assert not changes_version(lambda: PolicyRule.objects.filter(user=wren).delete())
     default = PolicyRule.objects.create(
-        user=None, capability_id="media.voice", effect="deny", source="product-default", scope_kind="global",
-        valid_from=at("2026-01-01T00:00"), created_at=at("2026-01-01T00:00"))
-    assert changes_version(lambda: PolicyRule.objects.filter(pk=default.pk).update(revoked_at=at("2026-02-01T00:00")))
+        user=None,
+        capability_id="media.voice",
+        effect="deny",
+        source="product-default",
+        scope_kind="global",
+        valid_from=at("2026-01-01T00:00"),
+        created_at=at("2026-01-01T00:00"),
+    )
+    assert changes_version(
+        lambda: PolicyRule.objects.filter(pk=default.pk).update(revoked_at=at("2026-02-01T00:00"))
+    )
 
 
 def conversation_create(api, character: str):
-    return api.post("/api/v1/conversations", {"user": "wren", "character": character}, format="json")
+    return api.post(
+        "/api/v1/conversations", {"user": "wren", "character": character}, format="json"
+    )
 
 
-@pytest.mark.parametrize("change", [
-    pytest.param(lambda: CharacterFactory(slug="later"), id="ORM"),
-    pytest.param(lambda: Character.objects.filter(slug="rowan").update(slug="later"), id="update()"),
-    pytest.param(lambda: raw("INSERT INTO conversations_character (slug, name, created_at) VALUES (%s, %s, %s)",
-                             ["later", "Later", at("2026-01-01T00:00")]), id="raw SQL"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda: CharacterFactory(slug="later"), id="ORM"),
+        pytest.param(
+            lambda: Character.objects.filter(slug="rowan").update(slug="later"), id="update()"
+        ),
+        pytest.param(
+            lambda: raw(
+                "INSERT INTO conversations_character (slug, name, created_at) VALUES (%s, %s, %s)",
+                ["later", "Later", at("2026-01-01T00:00")],
+            ),
+            id="raw SQL",
+        ),
+    ],
+)
 def test_a_warm_process_sees_a_change_on_its_next_request(api, change):
     UserFactory(username="wren")
     CharacterFactory(slug="rowan")
@@ -106,8 +175,14 @@ def test_a_page_sees_a_change_made_after_its_process_cached_the_catalog(client):
     KeyDefinition.objects.update_or_create(key="pet.name", defaults={"label": "Pet's name"})
     from conversations.domain import Scope
 
-    memory_assert(user=user, key="pet.name", value="Harbor", scope=Scope("user"), authority="user-confirmed",
-                  confidence=1.0)
+    memory_assert(
+        user=user,
+        key="pet.name",
+        value="Harbor",
+        scope=Scope("user"),
+        authority="user-confirmed",
+        confidence=1.0,
+    )
     client.force_login(user)
     assert "Pet&#x27;s name" in client.get("/memories/").content.decode()
     raw("UPDATE memory_keydefinition SET label = 'Plant name' WHERE key = 'pet.name'")
@@ -118,8 +193,12 @@ def catalog_queries(captured) -> list[str]:
     """Reads of catalog tables (a conversation's join to its character is the conversation's
     read), and reads of product-default rules."""
     sqls = [q["sql"] for q in captured.captured_queries]
-    return [s for s in sqls if any(f'FROM "{t}"' in s for t in CATALOG_TABLES)
-            or ('FROM "policy_policyrule"' in s and '"user_id" IS NULL' in s)]
+    return [
+        s
+        for s in sqls
+        if any(f'FROM "{t}"' in s for t in CATALOG_TABLES)
+        or ('FROM "policy_policyrule"' in s and '"user_id" IS NULL' in s)
+    ]
 
 
 def test_a_warm_decide_reads_no_catalog_data(api):
@@ -128,10 +207,25 @@ def test_a_warm_decide_reads_no_catalog_data(api):
     own rules, and writes the log."""
     wren = UserFactory(username="wren")
     conversation = ConversationFactory(user=wren, character=CharacterFactory(slug="rowan"))
-    PolicyRule.objects.create(user=None, capability_id="media.voice", effect="ask", source="product-default",
-                              scope_kind="global", valid_from=at("2026-01-01T00:00"), created_at=at("2026-01-01T00:00"))
-    body = {"context": {"user": "wren", "character": "rowan", "conversation": str(conversation.pk),
-                        "now": "2026-12-01T00:00:00Z"}, "capability": "media.voice", "requested_by": "user"}
+    PolicyRule.objects.create(
+        user=None,
+        capability_id="media.voice",
+        effect="ask",
+        source="product-default",
+        scope_kind="global",
+        valid_from=at("2026-01-01T00:00"),
+        created_at=at("2026-01-01T00:00"),
+    )
+    body = {
+        "context": {
+            "user": "wren",
+            "character": "rowan",
+            "conversation": str(conversation.pk),
+            "now": "2026-12-01T00:00:00Z",
+        },
+        "capability": "media.voice",
+        "requested_by": "user",
+    }
     with CaptureQueriesContext(connection) as cold:
         first = api.post("/api/v1/policy/decide", body, format="json").json()
     assert catalog_queries(cold)  # the first request of a cold process loads them
@@ -151,19 +245,48 @@ def test_a_cached_default_decides_like_a_stored_one(api):
     wren = UserFactory(username="wren")
     rowan, marlowe = CharacterFactory(slug="rowan"), CharacterFactory(slug="marlowe")
     conversation = ConversationFactory(user=wren, character=rowan)
-    common = {"user": None, "capability_id": "media.voice", "source": "product-default",
-              "created_at": at("2026-01-01T00:00")}
-    PolicyRule.objects.create(effect="allow", scope_kind="global", valid_from=at("2026-01-01T00:00"), **common)
-    PolicyRule.objects.create(effect="deny", scope_kind="character", character=marlowe,
-                              valid_from=at("2026-01-01T00:00"), **common)
-    PolicyRule.objects.create(effect="deny", scope_kind="global", valid_from=at("2026-01-01T00:00"),
-                              valid_until=at("2026-06-01T00:00"), **common)
-    PolicyRule.objects.create(effect="deny", scope_kind="global", valid_from=at("2026-01-01T00:00"),
-                              revoked_at=at("2026-03-01T00:00"), **common)
+    common = {
+        "user": None,
+        "capability_id": "media.voice",
+        "source": "product-default",
+        "created_at": at("2026-01-01T00:00"),
+    }
+    PolicyRule.objects.create(
+        effect="allow", scope_kind="global", valid_from=at("2026-01-01T00:00"), **common
+    )
+    PolicyRule.objects.create(
+        effect="deny",
+        scope_kind="character",
+        character=marlowe,
+        valid_from=at("2026-01-01T00:00"),
+        **common,
+    )
+    PolicyRule.objects.create(
+        effect="deny",
+        scope_kind="global",
+        valid_from=at("2026-01-01T00:00"),
+        valid_until=at("2026-06-01T00:00"),
+        **common,
+    )
+    PolicyRule.objects.create(
+        effect="deny",
+        scope_kind="global",
+        valid_from=at("2026-01-01T00:00"),
+        revoked_at=at("2026-03-01T00:00"),
+        **common,
+    )
 
     def decide(now):
-        body = {"context": {"user": "wren", "character": "rowan", "conversation": str(conversation.pk), "now": now},
-                "capability": "media.voice", "requested_by": "user"}
+        body = {
+            "context": {
+                "user": "wren",
+                "character": "rowan",
+                "conversation": str(conversation.pk),
+                "now": now,
+            },
+            "capability": "media.voice",
+            "requested_by": "user",
+        }
         got = api.post("/api/v1/policy/decide", body, format="json").json()
         return got["effect"], got["reason"], sorted(got["rule_ids"])
 
@@ -172,14 +295,28 @@ def test_a_cached_default_decides_like_a_stored_one(api):
         from conversations.selectors import load_context
         from policy.services import decision_make
 
-        context = load_context({"user": "wren", "character": "rowan", "conversation": str(conversation.pk),
-                                "now": at(now.replace("Z", "").rsplit(":", 1)[0])})
+        context = load_context(
+            {
+                "user": "wren",
+                "character": "rowan",
+                "conversation": str(conversation.pk),
+                "now": at(now.replace("Z", "").rsplit(":", 1)[0]),
+            }
+        )
         d = decision_make(context=context, capability="media.voice", requested_by="user").decision
         return d.effect, d.reason, sorted(d.rule_ids)
 
-    times = ["2026-12-01T00:00:00Z", "2026-02-01T00:00:00Z", "2026-04-01T00:00:00Z", "2025-06-01T00:00:00Z"]
+    times = [
+        "2026-12-01T00:00:00Z",
+        "2026-02-01T00:00:00Z",
+        "2026-04-01T00:00:00Z",
+        "2025-06-01T00:00:00Z",
+    ]
     for _ in range(2):  # cold, then warm
         for now in times:
             assert decide(now) == stored(now), now
-    assert decide(times[0])[:2] == ("allow", "explicit-rule")  # revoked and lapsed defaults left out
+    assert decide(times[0])[:2] == (
+        "allow",
+        "explicit-rule",
+    )  # revoked and lapsed defaults left out
     assert decide(times[1])[:2] == ("ask", "conflicting-rules")

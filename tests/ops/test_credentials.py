@@ -80,7 +80,10 @@ def test_the_revoking_process_refuses_it_at_once(api, remembered):
 
 def test_a_wrong_token_is_never_remembered(client, remembered):
     for _ in range(2):
-        assert count(lambda: client.get("/api/v1/test-ping", HTTP_AUTHORIZATION="Bearer cm_wrong")) == 1
+        assert (
+            count(lambda: client.get("/api/v1/test-ping", HTTP_AUTHORIZATION="Bearer cm_wrong"))
+            == 1
+        )
 
 
 def test_last_use_is_written_at_most_once_per_interval(api, remembered, settings):

@@ -44,8 +44,6 @@ urlpatterns = [
 ]
 
 
-
-
 @pytest.fixture
 def records(settings):
     settings.ROOT_URLCONF = __name__
@@ -57,7 +55,15 @@ def records(settings):
 
 
 def text_of(record) -> str:
-    return record.getMessage() + " " + repr(record.args) + " " + repr(record.exc_info) + " " + repr(record.__dict__)
+    return (
+        record.getMessage()
+        + " "
+        + repr(record.args)
+        + " "
+        + repr(record.exc_info)
+        + " "
+        + repr(record.__dict__)
+    )
 
 
 def test_it_logs_an_unhandled_exception_once_and_answers_with_the_request_id(api, records):
@@ -84,8 +90,13 @@ def test_it_logs_an_unhandled_exception_once_and_answers_with_the_request_id(api
 
 def test_it_keeps_a_valid_incoming_request_id_in_the_log_and_the_answer(api, records):
     response = api.post("/api/v1/test-boom", {}, format="json", HTTP_X_REQUEST_ID="lb-1234.abc")
-    assert response["X-Request-ID"] == "lb-1234.abc" and response.json()["request_id"] == "lb-1234.abc"
-    assert "request_id=lb-1234.abc" in next(r for r in records if r.levelno >= logging.ERROR).getMessage()
+    assert (
+        response["X-Request-ID"] == "lb-1234.abc" and response.json()["request_id"] == "lb-1234.abc"
+    )
+    assert (
+        "request_id=lb-1234.abc"
+        in next(r for r in records if r.levelno >= logging.ERROR).getMessage()
+    )
 
 
 @pytest.mark.parametrize("incoming", ["", "has space", "x" * 129, "<script>", "a\u00e9b"])
@@ -95,8 +106,17 @@ def test_it_replaces_an_invalid_incoming_request_id(client, incoming):
     uuid.UUID(response["X-Request-ID"])
 
 
-@pytest.mark.parametrize("url", ["/healthz", "/login/", "/api/v1/policy/capabilities", "/api/v1/nowhere",
-                                 "/memories/", "/api/schema/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/healthz",
+        "/login/",
+        "/api/v1/policy/capabilities",
+        "/api/v1/nowhere",
+        "/memories/",
+        "/api/schema/",
+    ],
+)
 def test_it_puts_a_request_id_on_every_response(client, url):
     assert client.get(url)["X-Request-ID"]
 
@@ -119,15 +139,25 @@ def test_it_puts_the_request_id_on_the_project_log_lines(api, records, capsys):
 
     api.put("/api/v1/users/sam", {}, format="json")
     api.put("/api/v1/characters/rowan", {"name": "Rowan"}, format="json")
-    response = api.post("/api/v1/memories", {"user": "sam", "key": "pet.name", "value": "Rex",
-                                             "scope": {"kind": "user"}}, format="json")
+    response = api.post(
+        "/api/v1/memories",
+        {"user": "sam", "key": "pet.name", "value": "Rex", "scope": {"kind": "user"}},
+        format="json",
+    )
     line = next(r for r in records if r.getMessage().startswith("memory_assert"))
     RequestIdFilter().filter(line)
     assert line.request_id == response["X-Request-ID"]
 
 
-@pytest.mark.parametrize("url", ["/api/v1/no-such-thing", "/api/v1/memories/not-a-uuid",
-                                 "/api/v1/turns/123/prompt-plan", "/api/v1/memories/%00"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/no-such-thing",
+        "/api/v1/memories/not-a-uuid",
+        "/api/v1/turns/123/prompt-plan",
+        "/api/v1/memories/%00",
+    ],
+)
 def test_it_answers_unknown_api_paths_with_a_problem_in_debug_mode(api, settings, url):
     """Issue: with DJANGO_DEBUG=true Django answered these with its HTML page."""
     settings.DEBUG = True

@@ -61,8 +61,13 @@ from tests.ops.webhook_rig import (
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 8
 NAMES = ("Rex", "Max", "Biscuit", "Juniper", "Pepper", "Maple", "Olive", "Ember")
-TEXTS = ("My dog's name is {name}.", "How was your day? The rain kept me inside.",
-         "I like green tea.", "Actually, my dog's name is {name}.", "I live in Lisbon.")
+TEXTS = (
+    "My dog's name is {name}.",
+    "How was your day? The rain kept me inside.",
+    "I like green tea.",
+    "Actually, my dog's name is {name}.",
+    "I live in Lisbon.",
+)
 HEALTH_P99_MS = 50.0
 # The /healthz latency target (p99 ≤ 50 ms while Redis is frozen and while the database is
 # cut) is asserted with FAULT_SUITE_TIMING=1, on a machine that runs nothing else; otherwise
@@ -70,11 +75,18 @@ HEALTH_P99_MS = 50.0
 TIMING = os.environ.get("FAULT_SUITE_TIMING") == "1"
 
 pytestmark = [
-    pytest.mark.skipif(not ON_POSTGRES, reason="needs PostgreSQL: the gunicorn workers share the test "
-                                               "database, which SQLite keeps in this process's memory"),
-    pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server (Debian's redis-server)"),
-    pytest.mark.skipif(not (shutil.which("pg_dump") and shutil.which("pg_restore")),
-                       reason="needs pg_dump and pg_restore (postgresql-client)"),
+    pytest.mark.skipif(
+        not ON_POSTGRES,
+        reason="needs PostgreSQL: the gunicorn workers share the test "
+        "database, which SQLite keeps in this process's memory",
+    ),
+    pytest.mark.skipif(
+        not shutil.which("redis-server"), reason="needs redis-server (Debian's redis-server)"
+    ),
+    pytest.mark.skipif(
+        not (shutil.which("pg_dump") and shutil.which("pg_restore")),
+        reason="needs pg_dump and pg_restore (postgresql-client)",
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -101,9 +113,22 @@ class Redis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
@@ -206,18 +231,43 @@ class Gunicorn:
     def __init__(self, database_url: str, cache_url: str, log_path: Path):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("THROTTLE_", "PROMETHEUS_", "GUNICORN_", "API_TOKEN_", "CACHE_"))
-               and k not in ("WEB_CONCURRENCY", "DJANGO_SETTINGS_MODULE")}
-        env.update({"DATABASE_URL": database_url, "CACHE_URL": cache_url, "DJANGO_DEBUG": "false",
-                    "DJANGO_ENV": "development", "SECRET_KEY": "fault-suite-" + "k" * 40,
-                    "ALLOWED_HOSTS": "127.0.0.1", "DB_CONNECT_TIMEOUT": "2"})
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("THROTTLE_", "PROMETHEUS_", "GUNICORN_", "API_TOKEN_", "CACHE_"))
+            and k not in ("WEB_CONCURRENCY", "DJANGO_SETTINGS_MODULE")
+        }
+        env.update(
+            {
+                "DATABASE_URL": database_url,
+                "CACHE_URL": cache_url,
+                "DJANGO_DEBUG": "false",
+                "DJANGO_ENV": "development",
+                "SECRET_KEY": "fault-suite-" + "k" * 40,
+                "ALLOWED_HOSTS": "127.0.0.1",
+                "DB_CONNECT_TIMEOUT": "2",
+            }
+        )
         self.log = open(log_path, "w")  # noqa: SIM115
         self.log_path = log_path
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--workers", "4",
-             "--bind", f"127.0.0.1:{self.port}", "--timeout", "30"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--workers",
+                "4",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--timeout",
+                "30",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + 60
@@ -272,8 +322,15 @@ class Runtime:
         if self.conn is None:
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            self.conn.request(method, "/api/v1" + path, body=json.dumps(body).encode(), headers={
-                "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+            self.conn.request(
+                method,
+                "/api/v1" + path,
+                body=json.dumps(body).encode(),
+                headers={
+                    "Authorization": f"Bearer {self.token}",
+                    "Content-Type": "application/json",
+                },
+            )
             response = self.conn.getresponse()
             data = response.read()
             return response.status, response.getheader("Content-Type", ""), data
@@ -314,7 +371,9 @@ def rig(tmp_path, settings):
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     receiver = Receiver()
     register(receiver, "/ok")
-    worker = WorkerProcess(worker_env(database_url), threads=2, interval=0.5)  # light beside gunicorn
+    worker = WorkerProcess(
+        worker_env(database_url), threads=2, interval=0.5
+    )  # light beside gunicorn
     try:
         server.wait_ready()
         worker.start()
@@ -348,7 +407,9 @@ def test_faults_degrade_and_never_break_an_invariant(rig):
     conversations = []
     for i in range(CLIENTS):
         assert setup.call("PUT", f"/users/fault-{i}", {}, far) is not None
-        body = setup.call("POST", "/conversations", {"user": f"fault-{i}", "character": "rowan"}, far)
+        body = setup.call(
+            "POST", "/conversations", {"user": f"fault-{i}", "character": "rowan"}, far
+        )
         conversations.append(body["id"])
 
     errors: list[tuple[int | None, str, bytes]] = []
@@ -368,7 +429,10 @@ def test_faults_degrade_and_never_break_an_invariant(rig):
         while not stop.is_set():
             deadline = time.monotonic() + 30
             key = f"c{i}-t{n}"
-            body = {"turn_key": key, "content": TEXTS[n % len(TEXTS)].format(name=NAMES[(n + i) % len(NAMES)])}
+            body = {
+                "turn_key": key,
+                "content": TEXTS[n % len(TEXTS)].format(name=NAMES[(n + i) % len(NAMES)]),
+            }
             if n % 3 == 0:
                 body["plan"] = {"budget": 4000, "capabilities": ["tone.playful"]}
             turn = runtime.call("POST", f"/conversations/{conversations[i]}/turns", body, deadline)
@@ -376,16 +440,28 @@ def test_faults_degrade_and_never_break_an_invariant(rig):
                 failures.append(f"turn {key}")
                 return
             acknowledged[i]["turns"].append((key, turn["id"]))
-            reply = runtime.call("POST", f"/turns/{turn['id']}/reply", {"content": f"Noted {key}."}, deadline)
+            reply = runtime.call(
+                "POST", f"/turns/{turn['id']}/reply", {"content": f"Noted {key}."}, deadline
+            )
             if reply is None:
                 failures.append(f"reply {key}")
                 return
             acknowledged[i]["replies"].append(turn["id"])
             if n % 2 == 1:
                 idem = f"c{i}-m{n}"
-                done = runtime.call("POST", "/memories", {
-                    "user": f"fault-{i}", "key": "user.likes", "value": f"tea {n}", "scope": {"kind": "user"},
-                    "authority": "user-confirmed", "idempotency_key": idem}, deadline)
+                done = runtime.call(
+                    "POST",
+                    "/memories",
+                    {
+                        "user": f"fault-{i}",
+                        "key": "user.likes",
+                        "value": f"tea {n}",
+                        "scope": {"kind": "user"},
+                        "authority": "user-confirmed",
+                        "idempotency_key": idem,
+                    },
+                    deadline,
+                )
                 if done is None:
                     failures.append(f"assert {idem}")
                     return
@@ -465,8 +541,11 @@ def test_faults_degrade_and_never_break_an_invariant(rig):
     assert not failures, (failures, errors[-5:])
     statuses = {status for status, _, _ in errors if status is not None}
     assert statuses <= {503}, [e for e in errors if e[0] not in (None, 503)][:5]
-    assert all(ctype == "application/problem+json" and json.loads(data)["code"] == "unavailable"
-               for status, ctype, data in errors if status == 503)
+    assert all(
+        ctype == "application/problem+json" and json.loads(data)["code"] == "unavailable"
+        for status, ctype, data in errors
+        if status == 503
+    )
     turns_done = sum(len(a["turns"]) for a in acknowledged.values())
     assert turns_done >= CLIENTS * 3, turns_done
 
@@ -478,16 +557,28 @@ def test_faults_degrade_and_never_break_an_invariant(rig):
         if status != 200:
             unanswered.append((label, round(at - phases[0][0], 2), status, ms))
         by_phase.setdefault(label, []).append(ms)
-    print({label: (len(v), round(p99(v), 1), round(max(v), 1)) for label, v in by_phase.items()},
-          "refused:", sum(1 for e in errors if e[0] == 503), "lost:", sum(1 for e in errors if e[0] is None),
-          "turns:", turns_done, "unanswered:", unanswered)
+    print(
+        {label: (len(v), round(p99(v), 1), round(max(v), 1)) for label, v in by_phase.items()},
+        "refused:",
+        sum(1 for e in errors if e[0] == 503),
+        "lost:",
+        sum(1 for e in errors if e[0] is None),
+        "turns:",
+        turns_done,
+        "unanswered:",
+        unanswered,
+    )
     # A SIGKILLed worker drops the connections it held (a client retries them); anywhere
     # else /healthz always answers.
     assert all(label == "worker kills" for label, *_ in unanswered), unanswered
     for label in ("redis frozen", "database cut"):
         assert by_phase.get(label), by_phase.keys()
         if TIMING:  # speed is the benchmark's to judge: a shared CI machine opts out
-            assert p99(by_phase[label]) <= HEALTH_P99_MS, (label, p99(by_phase[label]), len(by_phase[label]))
+            assert p99(by_phase[label]) <= HEALTH_P99_MS, (
+                label,
+                p99(by_phase[label]),
+                len(by_phase[label]),
+            )
     for label in ("redis stopped", "redis frozen"):
         status, body = readiness[label][0]
         assert (status, body.get("cache"), body.get("database")) == (200, "degraded", "ok"), body
@@ -510,7 +601,9 @@ def test_faults_degrade_and_never_break_an_invariant(rig):
     # through worker kills and database cuts.
     # Delivery goes on at the worker's pace (slower on a loaded machine): wait while it moves.
     total = sum(map(len, feed_order().values()))
-    wait_while_progressing(lambda: len(receiver.first_receipts("/ok")), total, "events at the receiver")
+    wait_while_progressing(
+        lambda: len(receiver.first_receipts("/ok")), total, "events at the receiver"
+    )
     assert per_user(receiver, "/ok") == feed_order() and receiver.unverified == []
     backup_drill()
 
@@ -522,24 +615,38 @@ def assert_invariants(acknowledged: dict) -> None:
     from memory.models import IdempotencyRecord, MemoryRecord
 
     keys = {key for a in acknowledged.values() for key, _ in a["turns"]}
-    turns = list(Turn.objects.values("id", "turn_key", "reply_message_id", "user_message_id", "conversation_id"))
+    turns = list(
+        Turn.objects.values(
+            "id", "turn_key", "reply_message_id", "user_message_id", "conversation_id"
+        )
+    )
     # One turn per key, and a turn for every acknowledged key only.
     assert sorted(t["turn_key"] for t in turns) == sorted(keys)
     replied = {str(t) for a in acknowledged.values() for t in a["replies"]}
     # One reply per turn: every acknowledged reply is the turn's one reply message.
     assert all(t["reply_message_id"] is not None for t in turns if str(t["id"]) in replied)
-    assert not Message.objects.filter(role="assistant").exclude(
-        pk__in=[t["reply_message_id"] for t in turns if t["reply_message_id"]]).exists()
+    assert (
+        not Message.objects.filter(role="assistant")
+        .exclude(pk__in=[t["reply_message_id"] for t in turns if t["reply_message_id"]])
+        .exists()
+    )
     # No orphan message: each is a turn's user message or its reply.
-    linked = {t["user_message_id"] for t in turns} | {t["reply_message_id"] for t in turns if t["reply_message_id"]}
+    linked = {t["user_message_id"] for t in turns} | {
+        t["reply_message_id"] for t in turns if t["reply_message_id"]
+    }
     assert set(Message.objects.values_list("id", flat=True)) == linked
     # Unique, gap-free seq per conversation.
-    for row in Message.objects.values("conversation_id").annotate(n=Count("id"), lo=Min("seq"), hi=Max("seq"),
-                                                                  distinct=Count("seq", distinct=True)):
+    for row in Message.objects.values("conversation_id").annotate(
+        n=Count("id"), lo=Min("seq"), hi=Max("seq"), distinct=Count("seq", distinct=True)
+    ):
         assert row["lo"] == 1 and row["hi"] == row["n"] == row["distinct"], row
     # Unique, gap-free memory versions per slot.
     for row in MemoryRecord.objects.values("user_id", "scope_id", "key").annotate(
-            n=Count("id"), lo=Min("version"), hi=Max("version"), distinct=Count("version", distinct=True)):
+        n=Count("id"),
+        lo=Min("version"),
+        hi=Max("version"),
+        distinct=Count("version", distinct=True),
+    ):
         assert row["lo"] == 1 and row["hi"] == row["n"] == row["distinct"], row
     # One idempotency row per acknowledged key.
     idem = sorted(k for a in acknowledged.values() for k in a["asserts"])
@@ -557,9 +664,21 @@ EXPORT = (
 
 def export_all(database_url: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
-    env.update({"DATABASE_URL": database_url, "CACHE_URL": "locmemcache://", "DJANGO_SETTINGS_MODULE": "config.settings"})
-    result = subprocess.run([sys.executable, "-c", EXPORT], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=120)
+    env.update(
+        {
+            "DATABASE_URL": database_url,
+            "CACHE_URL": "locmemcache://",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+        }
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", EXPORT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -570,19 +689,73 @@ def backup_drill() -> None:
     host, port, user = s["HOST"] or "127.0.0.1", str(s["PORT"] or 5432), s["USER"] or "postgres"
     env = {**os.environ, **({"PGPASSWORD": s["PASSWORD"]} if s.get("PASSWORD") else {})}
     restored = f"{s['NAME']}_restore_{uuid.uuid4().hex[:8]}"
-    auth = f"{urllib.parse.quote(user)}" + (f":{urllib.parse.quote(s['PASSWORD'])}" if s.get("PASSWORD") else "")
+    auth = f"{urllib.parse.quote(user)}" + (
+        f":{urllib.parse.quote(s['PASSWORD'])}" if s.get("PASSWORD") else ""
+    )
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp) / "backup.dump"
-        subprocess.run(["pg_dump", "-h", host, "-p", port, "-U", user, "-Fc", "-f", str(dump), s["NAME"]],
-                       env=env, check=True, timeout=120)
-        subprocess.run(["psql", "-h", host, "-p", port, "-U", user, "-d", "postgres", "-qc",
-                        f'CREATE DATABASE "{restored}"'], env=env, check=True, timeout=60)
+        subprocess.run(
+            ["pg_dump", "-h", host, "-p", port, "-U", user, "-Fc", "-f", str(dump), s["NAME"]],
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        subprocess.run(
+            [
+                "psql",
+                "-h",
+                host,
+                "-p",
+                port,
+                "-U",
+                user,
+                "-d",
+                "postgres",
+                "-qc",
+                f'CREATE DATABASE "{restored}"',
+            ],
+            env=env,
+            check=True,
+            timeout=60,
+        )
         try:
-            subprocess.run(["pg_restore", "-h", host, "-p", port, "-U", user, "-d", restored, "--no-owner",
-                            "--exit-on-error", str(dump)], env=env, check=True, timeout=120)
+            subprocess.run(
+                [
+                    "pg_restore",
+                    "-h",
+                    host,
+                    "-p",
+                    port,
+                    "-U",
+                    user,
+                    "-d",
+                    restored,
+                    "--no-owner",
+                    "--exit-on-error",
+                    str(dump),
+                ],
+                env=env,
+                check=True,
+                timeout=120,
+            )
             original = export_all(f"postgres://{auth}@{host}:{port}/{s['NAME']}")
             copy = export_all(f"postgres://{auth}@{host}:{port}/{restored}")
         finally:
-            subprocess.run(["psql", "-h", host, "-p", port, "-U", user, "-d", "postgres", "-qc",
-                            f'DROP DATABASE IF EXISTS "{restored}"'], env=env, timeout=60)
+            subprocess.run(
+                [
+                    "psql",
+                    "-h",
+                    host,
+                    "-p",
+                    port,
+                    "-U",
+                    user,
+                    "-d",
+                    "postgres",
+                    "-qc",
+                    f'DROP DATABASE IF EXISTS "{restored}"',
+                ],
+                env=env,
+                timeout=60,
+            )
     assert len(original) >= CLIENTS and copy == original

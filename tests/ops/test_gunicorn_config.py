@@ -76,15 +76,37 @@ def test_the_master_closes_connections_and_freezes_what_it_loaded(monkeypatch):
 @pytest.mark.parametrize("concurrency", [None, "2"], ids=["core count", "WEB_CONCURRENCY"])
 def test_gunicorn_serves_with_the_config_file(concurrency, tmp_path):
     expected = int(concurrency) if concurrency else 2 * cores() + 1
-    env = {k: v for k, v in os.environ.items() if k not in ("WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR")}
-    env.update({"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "DJANGO_DEBUG": "false",
-                "SECRET_KEY": "gunicorn-config-" + "k" * 40, "ALLOWED_HOSTS": "127.0.0.1"})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR")
+    }
+    env.update(
+        {
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "DJANGO_DEBUG": "false",
+            "SECRET_KEY": "gunicorn-config-" + "k" * 40,
+            "ALLOWED_HOSTS": "127.0.0.1",
+        }
+    )
     if concurrency:
         env["WEB_CONCURRENCY"] = concurrency
     port = PORT + (1 if concurrency else 0)
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application",
-                                 "--bind", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{port}",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline, body, workers = time.monotonic() + 60, None, []
             while time.monotonic() < deadline and (body is None or len(workers) < expected):
@@ -116,21 +138,53 @@ def test_one_request_waiting_on_a_dependency_does_not_hold_health(frozen_redis, 
     import threading
 
     db = tmp_path / "db.sqlite3"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR", "GUNICORN_THREADS")}
-    env.update({"DATABASE_URL": f"sqlite:///{db}", "DJANGO_DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1",
-                "SECRET_KEY": "gunicorn-config-" + "k" * 40, "CACHE_URL": frozen_redis,
-                "CACHE_SOCKET_TIMEOUT": "3", "CACHE_CONNECT_TIMEOUT": "3", "WEB_CONCURRENCY": "1"})
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR", "GUNICORN_THREADS")
+    }
+    env.update(
+        {
+            "DATABASE_URL": f"sqlite:///{db}",
+            "DJANGO_DEBUG": "false",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "SECRET_KEY": "gunicorn-config-" + "k" * 40,
+            "CACHE_URL": frozen_redis,
+            "CACHE_SOCKET_TIMEOUT": "3",
+            "CACHE_CONNECT_TIMEOUT": "3",
+            "WEB_CONCURRENCY": "1",
+        }
+    )
     manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=180)
-    made = subprocess.run([*manage, "create_api_token", "slow"], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True, timeout=60)
+    subprocess.run(
+        [*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=180
+    )
+    made = subprocess.run(
+        [*manage, "create_api_token", "slow"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     token = made.stdout.strip().splitlines()[-1]
     port = PORT + 2
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application",
-                                 "--bind", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{port}",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -142,8 +196,10 @@ def test_one_request_waiting_on_a_dependency_does_not_hold_health(frozen_redis, 
             slow: list[int] = []
 
             def waiting_request():
-                req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/policy/capabilities",
-                                             headers={"Authorization": f"Bearer {token}"})
+                req = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/api/v1/policy/capabilities",
+                    headers={"Authorization": f"Bearer {token}"},
+                )
                 with urllib.request.urlopen(req, timeout=30) as r:
                     slow.append(r.status)
 

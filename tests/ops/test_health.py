@@ -34,13 +34,20 @@ def test_it_is_not_ready_while_a_migration_is_pending(client):
     rolled back with the test)."""
     from django.db.migrations.loader import MigrationLoader
 
-    app, name = next(node for node in MigrationLoader(connection).graph.leaf_nodes() if node[0] == "memory")
+    app, name = next(
+        node for node in MigrationLoader(connection).graph.leaf_nodes() if node[0] == "memory"
+    )
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM django_migrations WHERE app = %s AND name = %s", [app, name])
     response = client.get("/readyz")
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "failed": "migrations", "database": "ok",
-                               "cache": "ok", "migrations": "pending"}
+    assert response.json() == {
+        "status": "unavailable",
+        "failed": "migrations",
+        "database": "ok",
+        "cache": "ok",
+        "migrations": "pending",
+    }
 
 
 def test_it_is_not_ready_when_the_database_is_unreachable_but_still_healthy():
@@ -51,14 +58,25 @@ def test_it_is_not_ready_when_the_database_is_unreachable_but_still_healthy():
         "r = c.get('/readyz'); h = c.get('/healthz');"
         "print(json.dumps([r.status_code, r.json(), h.status_code]))"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
-           "DATABASE_URL": "postgres://nobody@127.0.0.1:1/nowhere", "CACHE_URL": "locmemcache://"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=60)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/nowhere",
+        "CACHE_URL": "locmemcache://",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == (
         '[503, {"status": "unavailable", "failed": "database", "database": "down", '
-        '"cache": "ok", "migrations": "unknown"}, 200]')
+        '"cache": "ok", "migrations": "unknown"}, 200]'
+    )
 
 
 @pytest.mark.django_db

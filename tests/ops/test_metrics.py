@@ -49,24 +49,45 @@ def test_it_counts_requests_and_the_domain_events_without_private_labels(api, cl
     ref = "zebrina-owner"
     api.put(f"/api/v1/users/{ref}", {}, format="json")
     api.put("/api/v1/characters/rowan", {"name": "Rowan"}, format="json")
-    conv = api.post("/api/v1/conversations", {"user": ref, "character": "rowan"}, format="json").json()["id"]
-    turn = api.post(f"/api/v1/conversations/{conv}/turns",
-                    {"turn_key": "t1", "content": "Zebrina works at Quokkacorp."}, format="json").json()
-    api.post(f"/api/v1/conversations/{conv}/turns",
-             {"turn_key": "t1", "content": "Zebrina works at Quokkacorp."}, format="json")  # replayed
+    conv = api.post(
+        "/api/v1/conversations", {"user": ref, "character": "rowan"}, format="json"
+    ).json()["id"]
+    turn = api.post(
+        f"/api/v1/conversations/{conv}/turns",
+        {"turn_key": "t1", "content": "Zebrina works at Quokkacorp."},
+        format="json",
+    ).json()
+    api.post(
+        f"/api/v1/conversations/{conv}/turns",
+        {"turn_key": "t1", "content": "Zebrina works at Quokkacorp."},
+        format="json",
+    )  # replayed
     api.post(f"/api/v1/turns/{turn['id']}/reply", {"content": "Noted, Zebrina."}, format="json")
-    api.post(f"/api/v1/turns/{turn['id']}/reply", {"content": "Noted, Zebrina."}, format="json")  # replayed
+    api.post(
+        f"/api/v1/turns/{turn['id']}/reply", {"content": "Noted, Zebrina."}, format="json"
+    )  # replayed
     memory = turn["extracted"][0]["memory"]
     assert memory["key"] == "people.zebrina.works_at"
     api.post(f"/api/v1/memories/{memory['id']}/forget", {}, format="json")
-    blocked = api.post("/api/v1/memories", {"user": ref, "key": "people.zebrina.works_at", "value": "Quokkacorp",
-                                            "scope": {"kind": "user"}, "valid_from": "2020-01-01T00:00:00Z"},
-                       format="json")
+    blocked = api.post(
+        "/api/v1/memories",
+        {
+            "user": ref,
+            "key": "people.zebrina.works_at",
+            "value": "Quokkacorp",
+            "scope": {"kind": "user"},
+            "valid_from": "2020-01-01T00:00:00Z",
+        },
+        format="json",
+    )
     assert blocked.json()["outcome"] == "blocked"
     ctx = {"user": ref, "character": "rowan", "conversation": conv}
     api.post("/api/v1/memory/resolve", {"context": ctx}, format="json")
-    api.post("/api/v1/policy/decide", {"context": ctx, "capability": "tone.playful", "requested_by": "user"},
-             format="json")
+    api.post(
+        "/api/v1/policy/decide",
+        {"context": ctx, "capability": "tone.playful", "requested_by": "user"},
+        format="json",
+    )
     api.get(f"/api/v1/memories/{memory['id']}")
     api.get("/api/v1/memories/not-a-uuid")
 
@@ -81,14 +102,27 @@ def test_it_counts_requests_and_the_domain_events_without_private_labels(api, cl
     grew("companion_replies_total", replayed="true")
     grew("companion_memory_writes_blocked_total", reason="forgotten")
     grew("companion_policy_decisions_total", effect="ask", reason="no-applicable-rule")
-    assert value(after, "companion_resolve_candidates_count") > value(before, "companion_resolve_candidates_count")
+    assert value(after, "companion_resolve_candidates_count") > value(
+        before, "companion_resolve_candidates_count"
+    )
     route = "api/v1/memories/<uuid:memory_id>"
     grew("companion_http_requests_total", route=route, method="GET", status="200")
     grew("companion_http_request_duration_seconds_count", route=route, method="GET", status="200")
-    assert value(after, "companion_http_request_duration_seconds_bucket", route=route, method="GET", status="200",
-                 le="+Inf") >= 1
-    assert any(name == "companion_http_requests_total" and dict(labels).get("status") == "404"
-               for name, labels in after)
+    assert (
+        value(
+            after,
+            "companion_http_request_duration_seconds_bucket",
+            route=route,
+            method="GET",
+            status="200",
+            le="+Inf",
+        )
+        >= 1
+    )
+    assert any(
+        name == "companion_http_requests_total" and dict(labels).get("status") == "404"
+        for name, labels in after
+    )
     # No label holds a user, a key's free part, a value or message text, or a path.
     for secret in ("zebrina", "Zebrina", "Quokkacorp", ref, conv, memory["id"], "not-a-uuid"):
         assert secret not in text

@@ -51,7 +51,9 @@ def refused_count() -> float:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("error", [OperationalError, InterfaceError], ids=["operational", "interface"])
+@pytest.mark.parametrize(
+    "error", [OperationalError, InterfaceError], ids=["operational", "interface"]
+)
 def test_the_api_answers_503_unavailable_with_retry_after_mid_request(api, error, logs, settings):
     settings.DATABASE_RETRY_AFTER = 3
     UserFactory(username="ana")
@@ -92,8 +94,10 @@ def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(api, clie
         assert api.get("/api/v1/memories?user=ana").status_code == 200
     assert codes == [503, 503, 503]
     lines = [r.getMessage() for r in logs]
-    assert lines == ["database_unavailable error=django.db.utils.OperationalError retry_after=2",
-                     "database_recovered refused_requests=3"]
+    assert lines == [
+        "database_unavailable error=django.db.utils.OperationalError retry_after=2",
+        "database_recovered refused_requests=3",
+    ]
     assert all("server closed" not in line for line in lines)  # the error's type, not its message
 
 
@@ -121,12 +125,29 @@ def test_a_database_that_refuses_connections_answers_503_at_connect():
         "print(json.dumps([a.status_code, a['Content-Type'], a.json()['code'], a['Retry-After'],"
         " p.status_code, 'Error 503' in p.content.decode(), h.status_code]))"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
-           "DATABASE_URL": "postgres://nobody@127.0.0.1:1/nowhere", "CACHE_URL": "locmemcache://"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=60)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/nowhere",
+        "CACHE_URL": "locmemcache://",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [
-        503, "application/problem+json", "unavailable", "2", 503, True, 200]
+        503,
+        "application/problem+json",
+        "unavailable",
+        "2",
+        503,
+        True,
+        200,
+    ]
     assert result.stderr.count("database_unavailable") == 1, result.stderr[-2000:]
     assert "unhandled_exception" not in result.stderr

@@ -9,21 +9,29 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SHOW = ("import django, json; django.setup(); from django.conf import settings; "
-        "d = settings.DATABASES['default']; print(json.dumps({'cursors': "
-        "d.get('DISABLE_SERVER_SIDE_CURSORS', False), 'options': d['OPTIONS'], "
-        "'pooler': settings.DATABASE_POOLER}))")
+SHOW = (
+    "import django, json; django.setup(); from django.conf import settings; "
+    "d = settings.DATABASES['default']; print(json.dumps({'cursors': "
+    "d.get('DISABLE_SERVER_SIDE_CURSORS', False), 'options': d['OPTIONS'], "
+    "'pooler': settings.DATABASE_POOLER}))"
+)
 
 
 def settings_with(**env: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_POOLER")}
-    return subprocess.run([sys.executable, "-c", SHOW], cwd=ROOT, capture_output=True, text=True,
-                          env={**base, "DJANGO_SETTINGS_MODULE": "config.settings", **env})
+    return subprocess.run(
+        [sys.executable, "-c", SHOW],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**base, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+    )
 
 
 def test_behind_pgbouncer_there_are_no_server_side_cursors_and_no_prepared_statements():
-    result = settings_with(DATABASE_URL="postgres://app@db.internal:6432/companion",
-                           DATABASE_POOLER="pgbouncer")
+    result = settings_with(
+        DATABASE_URL="postgres://app@db.internal:6432/companion", DATABASE_POOLER="pgbouncer"
+    )
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
     assert shown["pooler"] == "pgbouncer" and shown["cursors"] is True

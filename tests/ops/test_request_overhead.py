@@ -31,8 +31,12 @@ AUTH, THROTTLE = 1, 1
 @pytest.fixture
 def shared_cache(settings):
     """The deployment's default: Django's database cache (its table made by migrate)."""
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache",
-                                   "LOCATION": "companion_cache"}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "companion_cache",
+        }
+    }
 
 
 @pytest.fixture
@@ -58,7 +62,8 @@ def clock(monkeypatch):
 
 
 def test_an_authenticated_trivial_request_costs_the_token_and_a_throttle_flush_a_second(
-        api, ping, shared_cache, clock):
+    api, ping, shared_cache, clock
+):
     sqls = queries(lambda: api.get(ping))
     assert len(sqls) == AUTH + THROTTLE, sqls
     assert "config_apitoken" in sqls[0] and "config_catalogversion" in sqls[0]
@@ -79,7 +84,9 @@ def test_on_a_per_process_cache_the_throttle_costs_nothing(api, ping):
 def turn(db):
     from turns.creation import turn_create
 
-    conversation = ConversationFactory(user=UserFactory(username="sam"), character=CharacterFactory(slug="rowan"))
+    conversation = ConversationFactory(
+        user=UserFactory(username="sam"), character=CharacterFactory(slug="rowan")
+    )
     return turn_create(conversation_id=conversation.pk, turn_key="t1", content="Hello there").turn
 
 
@@ -113,7 +120,10 @@ def test_the_reply_request_runs_its_exact_queries(api, turn, shared_cache, clock
 
 def test_a_reply_to_no_turn_is_a_404_and_writes_nothing(api, turn):
     before = Message.objects.count()
-    assert api.post(f"/api/v1/turns/{uuid.uuid4()}/reply", {"content": "x"}, format="json").status_code == 404
+    assert (
+        api.post(f"/api/v1/turns/{uuid.uuid4()}/reply", {"content": "x"}, format="json").status_code
+        == 404
+    )
     assert Message.objects.count() == before
 
 
@@ -138,7 +148,9 @@ def limited(shared_cache, monkeypatch):
     """3 requests a minute per token (the throttle reads its rates once, at import)."""
     from config.throttle import RuntimeThrottle
 
-    monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {**RuntimeThrottle.THROTTLE_RATES, "token": "3/min"})
+    monkeypatch.setattr(
+        RuntimeThrottle, "THROTTLE_RATES", {**RuntimeThrottle.THROTTLE_RATES, "token": "3/min"}
+    )
 
 
 def test_the_throttle_refuses_past_the_rate_until_the_window_ends(api, ping, limited, clock):
@@ -176,8 +188,13 @@ def test_on_redis_the_throttle_counts_with_one_pipeline_and_no_query(api, ping, 
     from django.core.cache import caches
 
     prefix = f"throttle-test-{uuid.uuid4().hex}"
-    settings.CACHES = {"default": {"BACKEND": "config.cache.ResilientRedisCache",
-                                   "LOCATION": REDIS_URL, "KEY_PREFIX": prefix}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "config.cache.ResilientRedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": prefix,
+        }
+    }
     client = caches["default"]._cache.get_client(write=True)
     calls = []
     original = type(client).pipeline

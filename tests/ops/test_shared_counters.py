@@ -36,8 +36,11 @@ PORTS = (8131, 8132, 8133)
 LIMIT = 3  # failed sign-ins before the lockout; API requests per minute
 
 pytestmark = [
-    pytest.mark.skipif(not ON_POSTGRES, reason="needs PostgreSQL: the gunicorn processes share the test database, "
-                                               "which SQLite keeps in the test process's memory"),
+    pytest.mark.skipif(
+        not ON_POSTGRES,
+        reason="needs PostgreSQL: the gunicorn processes share the test database, "
+        "which SQLite keeps in the test process's memory",
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -54,21 +57,46 @@ def database_url() -> str:
 class Server:
     def __init__(self, port: int, cache_url: str | None, workers: int = 1, **extra_env):
         self.port, self.base = port, f"http://127.0.0.1:{port}"
-        env = {k: v for k, v in os.environ.items() if k not in ("PROMETHEUS_MULTIPROC_DIR", "CACHE_URL")
-               and not k.startswith("THROTTLE_")}
-        env.update({
-            "DATABASE_URL": database_url(), "DJANGO_DEBUG": "false", "DJANGO_ENV": "development",
-            "SECRET_KEY": "shared-counters-" + "k" * 40, "ALLOWED_HOSTS": "127.0.0.1",
-            "AXES_FAILURE_LIMIT": str(LIMIT), "THROTTLE_TOKEN": f"{LIMIT}/min", "CONN_MAX_AGE": "0",
-        })
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PROMETHEUS_MULTIPROC_DIR", "CACHE_URL") and not k.startswith("THROTTLE_")
+        }
+        env.update(
+            {
+                "DATABASE_URL": database_url(),
+                "DJANGO_DEBUG": "false",
+                "DJANGO_ENV": "development",
+                "SECRET_KEY": "shared-counters-" + "k" * 40,
+                "ALLOWED_HOSTS": "127.0.0.1",
+                "AXES_FAILURE_LIMIT": str(LIMIT),
+                "THROTTLE_TOKEN": f"{LIMIT}/min",
+                "CONN_MAX_AGE": "0",
+            }
+        )
         if cache_url:
             env["CACHE_URL"] = cache_url
         env.update(extra_env)
-        self.log = tempfile.NamedTemporaryFile("w", prefix=f"gunicorn-{port}-", suffix=".log", delete=False)  # noqa: SIM115
+        self.log = tempfile.NamedTemporaryFile(
+            "w", prefix=f"gunicorn-{port}-", suffix=".log", delete=False
+        )  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--workers", str(workers),
-             "--bind", f"127.0.0.1:{port}", "--timeout", "60"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--workers",
+                str(workers),
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                "60",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
 
     def wait(self) -> None:
@@ -125,8 +153,12 @@ def sign_in_failures(servers: list[Server]) -> list[int]:
     for i in range(LIMIT):
         server = servers[i % len(servers)]
         with opener.open(server.base + "/login/", timeout=10) as r:
-            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', r.read().decode()).group(1)
-        data = urllib.parse.urlencode({"username": "target", "password": "wrong", "csrfmiddlewaretoken": token})
+            token = re.search(
+                r'name="csrfmiddlewaretoken" value="([^"]+)"', r.read().decode()
+            ).group(1)
+        data = urllib.parse.urlencode(
+            {"username": "target", "password": "wrong", "csrfmiddlewaretoken": token}
+        )
         try:
             with opener.open(server.base + "/login/", data=data.encode(), timeout=10) as r:
                 codes.append(r.status)
@@ -140,8 +172,10 @@ def api_calls(servers: list[Server], token: str) -> list[int]:
     for no user: the token's guard counts it, SPEC §12 O7)."""
     codes = []
     for i in range(LIMIT + 1):
-        req = urllib.request.Request(servers[i % len(servers)].base + "/api/v1/policy/capabilities",
-                                     headers={"Authorization": f"Bearer {token}"})
+        req = urllib.request.Request(
+            servers[i % len(servers)].base + "/api/v1/policy/capabilities",
+            headers={"Authorization": f"Bearer {token}"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=10) as r:
                 codes.append(r.status)
@@ -164,19 +198,30 @@ def people():
 
 CASES = [
     pytest.param(None, True, id="database cache (the default)"),
-    pytest.param(REDIS_URL, True, id="redis", marks=pytest.mark.skipif(
-        not redis_reachable(), reason="no Redis server on 127.0.0.1:6379 (.ci/run starts Debian's redis-server)")),
+    pytest.param(
+        REDIS_URL,
+        True,
+        id="redis",
+        marks=pytest.mark.skipif(
+            not redis_reachable(),
+            reason="no Redis server on 127.0.0.1:6379 (.ci/run starts Debian's redis-server)",
+        ),
+    ),
     pytest.param("locmemcache://", False, id="per-process cache (control)"),
 ]
 
 
 @pytest.mark.parametrize(("cache_url", "shared"), CASES)
-def test_it_counts_sign_in_failures_and_throttles_across_processes(servers, people, cache_url, shared):
+def test_it_counts_sign_in_failures_and_throttles_across_processes(
+    servers, people, cache_url, shared
+):
     running = servers(cache_url)
     failures = sign_in_failures(running)
     calls = api_calls(running, people)
     if shared:
-        assert failures == [200] * (LIMIT - 1) + [429], failures  # locked out on the LIMIT-th failure
+        assert failures == [200] * (LIMIT - 1) + [429], (
+            failures
+        )  # locked out on the LIMIT-th failure
         assert calls == [200] * LIMIT + [429], calls
     else:
         assert failures == [200] * LIMIT, failures  # each process counted only its own
@@ -203,9 +248,15 @@ def test_it_sums_metrics_over_every_worker(servers, people, tmp_path):
         get_concurrently(server, "/healthz", 2)
     pids = {p.stem.rsplit("_", 1)[-1] for p in tmp_path.glob("counter_*.db")}
     assert len(pids) == 2, pids  # both workers answered
-    req = urllib.request.Request(server.base + "/metrics", headers={"Authorization": f"Bearer {people}"})
+    req = urllib.request.Request(
+        server.base + "/metrics", headers={"Authorization": f"Bearer {people}"}
+    )
     with urllib.request.urlopen(req, timeout=10) as r:
         text = r.read().decode()
-    counted = sum(float(m.group(1)) for m in re.finditer(
-        r'^companion_http_requests_total\{[^}]*route="healthz"[^}]*\} (\S+)$', text, re.M))
+    counted = sum(
+        float(m.group(1))
+        for m in re.finditer(
+            r'^companion_http_requests_total\{[^}]*route="healthz"[^}]*\} (\S+)$', text, re.M
+        )
+    )
     assert counted == 2 * rounds

@@ -64,8 +64,11 @@ def test_the_user_is_found_in_the_path_the_body_and_the_context(api, rates, user
         if where == "path":
             return api.get(f"/api/v1/users/{ref}/memory-settings")
         if where == "body":
-            return api.post("/api/v1/memories", {"user": ref, "key": "pet.name", "value": "Rex",
-                                                 "scope": {"kind": "user"}}, format="json")
+            return api.post(
+                "/api/v1/memories",
+                {"user": ref, "key": "pet.name", "value": "Rex", "scope": {"kind": "user"}},
+                format="json",
+            )
         return api.post("/api/v1/memory/resolve", {"context": {"user": ref}}, format="json")
 
     first, second, other = call("ana"), call("ana"), call("ben")
@@ -90,11 +93,17 @@ def test_a_user_ref_never_becomes_a_counter_name_in_the_clear():
 
 @pytest.fixture
 def database_cache(settings):
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache",
-                                   "LOCATION": "companion_cache"}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "companion_cache",
+        }
+    }
 
 
-def test_far_from_the_limit_hits_are_sent_once_a_second_in_one_statement(api, users, clock, database_cache):
+def test_far_from_the_limit_hits_are_sent_once_a_second_in_one_statement(
+    api, users, clock, database_cache
+):
     """O4 without a write per request: the first hit sends (and learns the totals), the next
     hits of that second are counted in the process, the first after it sends them all —
     every user's and the token's counters in one statement, no hit lost."""
@@ -110,8 +119,11 @@ def test_far_from_the_limit_hits_are_sent_once_a_second_in_one_statement(api, us
         api.get("/api/v1/memories?user=ben")
     assert sum("config_throttlewindow" in q["sql"] for q in sent.captured_queries) == 1
     hits = {row.key: row.hits for row in ThrottleWindow.objects.all()}
-    assert hits == {throttle.user_key("runtime", "ana"): 3, throttle.user_key("runtime", "ben"): 2,
-                    throttle.token_key(api_token_pk()): 5}
+    assert hits == {
+        throttle.user_key("runtime", "ana"): 3,
+        throttle.user_key("runtime", "ben"): 2,
+        throttle.token_key(api_token_pk()): 5,
+    }
 
 
 def api_token_pk():
@@ -141,7 +153,9 @@ def test_near_the_limit_every_hit_is_sent_at_once(clock):
 
 def test_while_the_shared_cache_is_down_each_process_counts_alone(api, rates, users, settings):
     """O6: Redis unreachable: no request fails, and the limit still holds in the process."""
-    settings.CACHES = {"default": {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": DEAD_REDIS}}
+    settings.CACHES = {
+        "default": {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": DEAD_REDIS}
+    }
     rates(runtime="3/min", token="100/min")
     codes = [api.get("/api/v1/memories?user=ana").status_code for _ in range(4)]
     assert codes == [200, 200, 200, 429]

@@ -35,8 +35,11 @@ from tests.ops.webhook_rig import (
 )
 
 pytestmark = [
-    pytest.mark.skipif(not ON_POSTGRES, reason="needs PostgreSQL: the worker process shares the test "
-                                               "database, which SQLite keeps in this process's memory"),
+    pytest.mark.skipif(
+        not ON_POSTGRES,
+        reason="needs PostgreSQL: the worker process shares the test "
+        "database, which SQLite keeps in this process's memory",
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -68,18 +71,29 @@ def session():
         memory_services.ensure_profile(user)
     conv = ConversationFactory(user=sam, character=rowan)
     other = ConversationFactory(user=ana, character=rowan)
-    turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex. I like jazz.")
+    turn_create(
+        conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex. I like jazz."
+    )
     turn_create(conversation_id=other.pk, turn_key="t1", content="I live in Lisbon.")
-    pet = memory_services.memory_assert(user=sam, key="pet.name", value="Rex", scope=Scope("user")).record
+    pet = memory_services.memory_assert(
+        user=sam, key="pet.name", value="Rex", scope=Scope("user")
+    ).record
     memory_services.memory_correct(record_id=pet.id, value="Max")
     forgetting.forget_key(user=sam, key="pet.name", scope_id="*")
     memory_services.memory_settings_set(user=ana, changed_by="api", learn=False)
-    policy_services.rule_create(user=sam, capability="media.image", effect="deny", source="explicit-user",
-                                scope={"kind": "global"})
+    policy_services.rule_create(
+        user=sam,
+        capability="media.image",
+        effect="deny",
+        source="explicit-user",
+        scope={"kind": "global"},
+    )
     conversation_delete(conversation_id=other.pk)
 
 
-def test_every_event_reaches_every_endpoint_signed_in_order_despite_failures_gone_and_hanging(loopback):
+def test_every_event_reaches_every_endpoint_signed_in_order_despite_failures_gone_and_hanging(
+    loopback,
+):
     from events.models import Delivery, DeliveryAttempt, Event, WebhookEndpoint
 
     receiver, worker = loopback
@@ -105,28 +119,43 @@ def test_every_event_reaches_every_endpoint_signed_in_order_despite_failures_gon
     assert per_user(receiver, "/flaky") == expected
     # The flaky endpoint: three failed tries of the first event it was sent, the fourth succeeded (the worker
     # records an attempt after its answer arrives, so the rows are read once nothing is pending).
-    wait_until(lambda: not Delivery.objects.filter(lane__endpoint__in=(ok, flaky), status="pending").exists(),
-               "nothing pending at /ok and /flaky")
+    wait_until(
+        lambda: (
+            not Delivery.objects.filter(lane__endpoint__in=(ok, flaky), status="pending").exists()
+        ),
+        "nothing pending at /ok and /flaky",
+    )
     failed = int(receiver.flaky_event.removeprefix("evt_"))
     first_delivery = Delivery.objects.get(lane__endpoint=flaky, event_id=failed)
-    assert list(DeliveryAttempt.objects.filter(delivery=first_delivery).values_list("status_code", flat=True)) == [
-        500, 500, 500, 200]
+    assert list(
+        DeliveryAttempt.objects.filter(delivery=first_delivery).values_list(
+            "status_code", flat=True
+        )
+    ) == [500, 500, 500, 200]
     assert receiver.requests("/flaky") == total + 3
     # The gone endpoint: one request, then disabled with the reason.
     gone.refresh_from_db()
     assert not gone.enabled and gone.disabled_reason == "The endpoint answered 410 Gone."
     assert receiver.requests("/gone") == 1
     # The worker gives up on the held request at its timeout and records it ...
-    wait_until(lambda: DeliveryAttempt.objects.filter(delivery__lane__endpoint=hang, error="Timed out.").exists(),
-               "a timed-out try at /hang")
+    wait_until(
+        lambda: DeliveryAttempt.objects.filter(
+            delivery__lane__endpoint=hang, error="Timed out."
+        ).exists(),
+        "a timed-out try at /hang",
+    )
     # ... and, released, the hanging endpoint catches up, in order (its timed-out tries repeated).
     receiver.release.set()
     wait_until(lambda: len(receiver.first_receipts("/hang")) == total, "every event at /hang")
     assert per_user(receiver, "/hang") == expected
     assert receiver.unverified == []
     assert WebhookEndpoint.objects.filter(enabled=True).count() == 3
-    wait_until(lambda: not Delivery.objects.filter(lane__endpoint__enabled=True, status="pending").exists(),
-               "no pending delivery")
+    wait_until(
+        lambda: (
+            not Delivery.objects.filter(lane__endpoint__enabled=True, status="pending").exists()
+        ),
+        "no pending delivery",
+    )
     # Nothing private in transit: no value, message content or key in any delivered event.
     sent = json.dumps([event for _, event in receiver.received])
     for word in ("Rex", "jazz", "Lisbon", "Max", "pet.name", "dog"):
@@ -146,7 +175,9 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_keeps_each_users_order(l
     receiver.release.set()  # the killed worker's request gets its answer into a closed socket
     worker.start()  # a new worker takes the lane up once the dead one's lease has ended
     total = Event.objects.count()
-    wait_until(lambda: len(receiver.first_receipts("/hang")) == total, "every event after the restart")
+    wait_until(
+        lambda: len(receiver.first_receipts("/hang")) == total, "every event after the restart"
+    )
     assert per_user(receiver, "/hang") == feed_order()
     with receiver.lock:
         assert sum(1 for p, event in receiver.received if event["id"] == held) >= 2  # sent again
@@ -162,8 +193,12 @@ def _free_port() -> int:
 def _metrics(port: int) -> dict[str, float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
         text = answer.read().decode()
-    return {name: float(value) for name, value in
-            (line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("companion_"))}
+    return {
+        name: float(value)
+        for name, value in (
+            line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("companion_")
+        )
+    }
 
 
 def test_the_workers_metrics_count_attempts_dispatches_pending_and_disabled_endpoints(settings):
@@ -179,8 +214,10 @@ def test_the_workers_metrics_count_attempts_dispatches_pending_and_disabled_endp
         session()
         total = Event.objects.count()
         wait_until(lambda: len(receiver.first_receipts("/ok")) == total, "every event at /ok")
-        wait_until(lambda: _metrics(port).get("companion_webhook_pending_deliveries") == 0,
-                   "the pending gauge at 0")
+        wait_until(
+            lambda: _metrics(port).get("companion_webhook_pending_deliveries") == 0,
+            "the pending gauge at 0",
+        )
         seen = _metrics(port)
         assert seen['companion_webhook_attempts_total{outcome="delivered"}'] == total
         assert seen['companion_webhook_attempts_total{outcome="gone"}'] == 1

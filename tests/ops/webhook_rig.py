@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WAIT = 40.0  # seconds: the bound of every wait
 
 
-def wait_while_progressing(count, target: int, what: str, *, stall: float = WAIT, cap: float = 600.0) -> None:
+def wait_while_progressing(
+    count, target: int, what: str, *, stall: float = WAIT, cap: float = 600.0
+) -> None:
     """Wait until `count()` reaches `target`, for as long as it keeps growing: fail when it
     stands still for `stall` seconds (something stalled) or at `cap` (a bound on the test)."""
     deadline, last, moved = time.monotonic() + cap, -1, time.monotonic()
@@ -33,7 +35,9 @@ def wait_while_progressing(count, target: int, what: str, *, stall: float = WAIT
         if now_count != last:
             last, moved = now_count, now
         if now - moved > stall or now > deadline:
-            raise AssertionError(f"{what}: {now_count} of {target}, no progress for {now - moved:.0f} s")
+            raise AssertionError(
+                f"{what}: {now_count} of {target}, no progress for {now - moved:.0f} s"
+            )
         time.sleep(0.1)
 
 
@@ -136,7 +140,11 @@ class WorkerProcess:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "events_worker", *self.args],
-            cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -152,13 +160,20 @@ def worker_env(database_url: str | None = None) -> dict:
 
     db = connection.settings_dict
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env.update({
-        "DATABASE_URL": database_url or f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "WEBHOOK_ALLOW_HTTP": "1", "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "1",
-        "WEBHOOK_TIMEOUT_SECONDS": "1", "WEBHOOK_BACKOFF_FIRST_SECONDS": "0.1",
-        "WEBHOOK_BACKOFF_MAX_SECONDS": "0.4", "WEBHOOK_LEASE_MARGIN_SECONDS": "1",
-        "EVENTS_WORKER_INTERVAL": "0.1", "COMPANION_LOG_LEVEL": "WARNING",
-    })
+    env.update(
+        {
+            "DATABASE_URL": database_url
+            or f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "WEBHOOK_ALLOW_HTTP": "1",
+            "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "1",
+            "WEBHOOK_TIMEOUT_SECONDS": "1",
+            "WEBHOOK_BACKOFF_FIRST_SECONDS": "0.1",
+            "WEBHOOK_BACKOFF_MAX_SECONDS": "0.4",
+            "WEBHOOK_LEASE_MARGIN_SECONDS": "1",
+            "EVENTS_WORKER_INTERVAL": "0.1",
+            "COMPANION_LOG_LEVEL": "WARNING",
+        }
+    )
     return env
 
 

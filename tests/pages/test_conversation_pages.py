@@ -70,8 +70,9 @@ def test_a_withheld_message_stays_with_a_notice_naming_the_forget(page, conv, sa
     r = page.get(f"/conversations/{conv.pk}/")
     by_id = {m.id: m for m in r.context["messages_"]}
     notice = by_id[str(turn.user_message_id)].withheld
-    assert notice.startswith("The companion no longer sees this message, because it was asked to "
-                             "forget “Dog's name” on ")
+    assert notice.startswith(
+        "The companion no longer sees this message, because it was asked to forget “Dog's name” on "
+    )
     assert "Rex" not in notice
     assert by_id[str(other.user_message_id)].withheld == ""
     assert 'class="small withheld-notice" role="note"' in r.content.decode()
@@ -79,24 +80,36 @@ def test_a_withheld_message_stays_with_a_notice_naming_the_forget(page, conv, sa
 
 
 def test_a_memory_asserted_with_sources_stays_listed_under_its_message_when_forgotten(
-        page, api, conv, say, sam):
+    page, api, conv, say, sam
+):
     """F6 item: the forget keeps the skeleton's source links, so a memory the runtime posted
     with `sources` is listed under its message as forgotten, whatever created it."""
     turn = say("We planted tomatoes today.")
-    made = api.post("/api/v1/memories", {
-        "user": "sam", "key": "garden.plant", "value": "tomatoes", "scope": {"kind": "user"},
-        "sources": [str(turn.user_message_id)]}, format="json").json()["memory"]
+    made = api.post(
+        "/api/v1/memories",
+        {
+            "user": "sam",
+            "key": "garden.plant",
+            "value": "tomatoes",
+            "scope": {"kind": "user"},
+            "sources": [str(turn.user_message_id)],
+        },
+        format="json",
+    ).json()["memory"]
     memory_forget(record_id=made["id"], user=sam)
     [message] = page.get(f"/conversations/{conv.pk}/").context["messages_"]
-    assert [(p.id, p.value, p.status.startswith("forgotten on")) for p in message.produced] == \
-        [(made["id"], None, True)]
+    assert [(p.id, p.value, p.status.startswith("forgotten on")) for p in message.produced] == [
+        (made["id"], None, True)
+    ]
 
 
 def test_it_asks_before_deleting_a_conversation(page, conv, say):
     say("My dog's name is Rex.")
     r = page.get(f"/conversations/{conv.pk}/delete")
     seen = text(r)
-    assert "Delete this conversation?" in seen and "cannot be undone" in seen and "1 message" in seen
+    assert (
+        "Delete this conversation?" in seen and "cannot be undone" in seen and "1 message" in seen
+    )
     assert Conversation.objects.filter(pk=conv.pk).exists()
 
 

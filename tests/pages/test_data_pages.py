@@ -16,9 +16,17 @@ User = get_user_model()
 def test_it_shows_what_is_kept(page, say, conv):
     say("My dog's name is Rex. I live in Boston.")
     r = page.get("/data/")
-    assert r.context["counts"] == {"conversations": 1, "messages": 1, "memories": 2, "forgotten": 0, "rules": 0}
+    assert r.context["counts"] == {
+        "conversations": 1,
+        "messages": 1,
+        "memories": 2,
+        "forgotten": 0,
+        "rules": 0,
+    }
     seen = text(r)
-    assert "Download my data" in seen and "Forget everything" in seen and "Delete my account" in seen
+    assert (
+        "Download my data" in seen and "Forget everything" in seen and "Delete my account" in seen
+    )
 
 
 def test_it_downloads_the_snapshot_of_the_user(page, say, alex, alex_conv):
@@ -64,7 +72,10 @@ def test_it_forgets_everything(page, say, sam, alex):
     assert r.redirect_chain == [("/memories/", 302)]
     assert set(MemoryRecord.objects.filter(user=sam).values_list("value", flat=True)) == {""}
     assert set(Tombstone.objects.filter(user=sam).values_list("scope_id", "key")) == {
-        ("*", "dog.name"), ("*", "user.lives_in"), ("*", "user.likes")}
+        ("*", "dog.name"),
+        ("*", "user.lives_in"),
+        ("*", "user.likes"),
+    }
     said = follow_messages(r)[0]
     assert "Forgot everything the companion remembered about you, everywhere." in said
     assert "kinds of memory" not in said
@@ -88,7 +99,9 @@ def test_a_wrong_confirmation_deletes_nothing(page, say, sam, typed):
     assert r.status_code == 200
     assert r.context["form"].errors["confirm"]
     assert "Nothing was saved" in text(r)
-    assert User.objects.filter(pk=sam.pk).exists() and MemoryRecord.objects.filter(user=sam).exists()
+    assert (
+        User.objects.filter(pk=sam.pk).exists() and MemoryRecord.objects.filter(user=sam).exists()
+    )
 
 
 def test_it_deletes_the_account_and_signs_out(page, say, sam, alex, alex_conv):

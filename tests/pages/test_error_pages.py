@@ -38,7 +38,9 @@ def test_it_answers_an_unknown_page_with_the_styled_404(client, db):
 
 
 def test_a_signed_in_user_gets_the_404_with_the_sites_navigation(page, sam):
-    html = assert_styled_page(page.get("/memories/not-a-uuid/history"), 404, "This page does not exist")
+    html = assert_styled_page(
+        page.get("/memories/not-a-uuid/history"), 404, "This page does not exist"
+    )
     assert 'aria-label="Main"' in html and "Signed in as <strong>sam</strong>" in html
     assert 'href="/login/">Sign in</a>' not in html
 
@@ -63,8 +65,10 @@ def test_a_support_page_refused_to_staff_is_the_admins_403_with_the_reason(db):
     staff = UserFactory(username="staff-only", is_staff=True)
     client = Client()
     client.force_login(staff)
-    for url, reason in (("/admin/support/explain/", "needs the permission “Can use the support explain view”"),
-                        ("/admin/support/reveal/", "permission to reveal a user's private text")):
+    for url, reason in (
+        ("/admin/support/explain/", "needs the permission “Can use the support explain view”"),
+        ("/admin/support/reveal/", "permission to reveal a user's private text"),
+    ):
         response = client.get(url)
         html = unescape(response.content.decode())
         assert response.status_code == 403
@@ -78,7 +82,9 @@ def test_a_form_sent_without_its_csrf_token_is_the_styled_403_and_changes_nothin
 
     client = Client(enforce_csrf_checks=True)
     client.force_login(sam)
-    response = client.post("/boundaries/set", {"capability": "media.image", "effect": "deny", "where": "global"})
+    response = client.post(
+        "/boundaries/set", {"capability": "media.image", "effect": "deny", "where": "global"}
+    )
     assert_styled_page(response, 403, "That form could not be sent")
     assert not PolicyRule.objects.filter(user=sam).exists()
 

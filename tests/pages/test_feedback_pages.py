@@ -17,13 +17,15 @@ pytestmark = pytest.mark.django_db
 
 def card_html(html: str, card_id: str) -> str:
     start = html.index(f'id="{card_id}"')
-    return html[start: html.index("</li>", html.index("</details>", start))]
+    return html[start : html.index("</li>", html.index("</details>", start))]
 
 
 def test_a_boundary_save_says_so_inside_its_card(page, conv):
     """The message goes with the card (`#card-…`, focusable), not to the top of the page."""
-    r = page.post("/boundaries/set", {"capability": "media.voice", "effect": "deny", "where": "global",
-                                      "section": "everywhere"})
+    r = page.post(
+        "/boundaries/set",
+        {"capability": "media.voice", "effect": "deny", "where": "global", "section": "everywhere"},
+    )
     assert r.status_code == 302 and r["Location"].endswith("#card-everywhere-media-voice")
     html = page.get(r["Location"].split("#")[0]).content.decode()
     card = card_html(html, "card-everywhere-media-voice")
@@ -33,8 +35,11 @@ def test_a_boundary_save_says_so_inside_its_card(page, conv):
 
 
 def test_a_save_without_a_section_keeps_its_message_at_the_top(page, conv):
-    r = page.post("/boundaries/set", {"capability": "media.voice", "effect": "deny", "where": "global"},
-                  follow=True)
+    r = page.post(
+        "/boundaries/set",
+        {"capability": "media.voice", "effect": "deny", "where": "global"},
+        follow=True,
+    )
     assert 'id="messages"' in r.content.decode() and "Saved: Voice messages" in text(r)
 
 
@@ -60,14 +65,25 @@ def test_signing_out_says_so(page):
 
 def test_the_time_zone_choice_lists_canonical_zones_by_region(page):
     html = page.get("/data/").content.decode()
-    select = html[html.index('name="time_zone"'): html.index("</select>", html.index('name="time_zone"'))]
+    select = html[
+        html.index('name="time_zone"') : html.index("</select>", html.index('name="time_zone"'))
+    ]
     values = re.findall(r'<option value="([^"]*)"', select)
     assert len(values) == len(set(values))
-    for legacy in ("Africa/Asmera", "Asia/Calcutta", "Europe/Kiev", "Factory", "localtime", "Etc/GMT+5"):
+    for legacy in (
+        "Africa/Asmera",
+        "Asia/Calcutta",
+        "Europe/Kiev",
+        "Factory",
+        "localtime",
+        "Etc/GMT+5",
+    ):
         assert legacy not in values
     for canonical in ("Asia/Kolkata", "Europe/Kyiv", "Africa/Asmara", "UTC"):
         assert canonical in values
-    assert {"Africa", "America", "Asia", "Europe"} <= set(re.findall(r'<optgroup label="([^"]+)"', select))
+    assert {"Africa", "America", "Asia", "Europe"} <= set(
+        re.findall(r'<optgroup label="([^"]+)"', select)
+    )
 
 
 def test_the_admin_writes_dates_as_the_pages_do(db):

@@ -26,8 +26,11 @@ def resolve(api, ctx) -> dict:
 
 
 def new_plan(api, conv, key: str) -> dict:
-    turn = api.post(f"/api/v1/conversations/{conv.pk}/turns", {"turn_key": key, "content": "What do you remember about my dog?"},
-                    format="json")
+    turn = api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": key, "content": "What do you remember about my dog?"},
+        format="json",
+    )
     assert turn.status_code == 201, turn.content
     plan = api.get(f"/api/v1/turns/{turn.json()['id']}/prompt-plan", {"budget": 4000})
     assert plan.status_code == 200, plan.content
@@ -49,7 +52,9 @@ def test_forgetting_on_the_page_is_real(page, api, say, sam, conv, ctx, everywhe
 
     # The page.
     assert "Rex" not in text(r)
-    assert "Dog's name" in text(page.get("/memories/forgotten/")) and "Rex" not in text(page.get("/memories/forgotten/"))
+    assert "Dog's name" in text(page.get("/memories/forgotten/")) and "Rex" not in text(
+        page.get("/memories/forgotten/")
+    )
     # Every memory record.
     assert not MemoryRecord.objects.filter(value__icontains="rex").exists()
     # The resolver: not active, and the value nowhere in the answer.
@@ -66,11 +71,15 @@ def test_forgetting_on_the_page_is_real(page, api, say, sam, conv, ctx, everywhe
     # The export: only the message itself still has it, marked withheld.
     snapshot = json.loads(page.get("/data/export.json").content)
     assert "Rex" not in json.dumps({k: v for k, v in snapshot.items() if k != "messages"})
-    assert [(m["id"], m["withheld"]) for m in snapshot["messages"] if "Rex" in m["content"]] == \
-        [(old_message, True)]
+    assert [(m["id"], m["withheld"]) for m in snapshot["messages"] if "Rex" in m["content"]] == [
+        (old_message, True)
+    ]
     # Re-extraction from the old message is blocked and stores nothing.
-    again = api.post("/api/v1/memory/remember", {"context": ctx, "text": "My dog's name is Rex.", "source": old_message},
-                     format="json")
+    again = api.post(
+        "/api/v1/memory/remember",
+        {"context": ctx, "text": "My dog's name is Rex.", "source": old_message},
+        format="json",
+    )
     assert again.status_code == 200, again.content
     assert [(e["outcome"], e["memory"]) for e in again.json()["extracted"]] == [("blocked", None)]
     assert not MemoryRecord.objects.filter(value__icontains="rex").exists()
@@ -78,22 +87,36 @@ def test_forgetting_on_the_page_is_real(page, api, say, sam, conv, ctx, everywhe
     assert new_plan(api, conv, "after-again")["memories"] == []
 
 
-def test_the_forget_page_says_beforehand_what_the_companion_will_stop_seeing(page, api, say, sam, conv):
+def test_the_forget_page_says_beforehand_what_the_companion_will_stop_seeing(
+    page, api, say, sam, conv
+):
     """F6: the confirmation page counts the messages the companion will stop seeing (here and
     everywhere), lists the other memories whose values mention the value with a way to forget
     each, and the success message repeats the count."""
     say("My dog's name is Rex.")
     say("Rex and I walked to the harbour.")
-    api.post("/api/v1/memories", {"user": "sam", "key": "user.best_friend", "value": "Rex the terrier",
-                                  "scope": {"kind": "user"}, "authority": "user-confirmed"}, format="json")
+    api.post(
+        "/api/v1/memories",
+        {
+            "user": "sam",
+            "key": "user.best_friend",
+            "value": "Rex the terrier",
+            "scope": {"kind": "user"},
+            "authority": "user-confirmed",
+        },
+        format="json",
+    )
     friend = live("user.best_friend", sam)
     form = page.get(f"/memories/{live('dog.name', sam).pk}/forget")
     seen = text(form)
     assert "It will also stop seeing 2 messages that mention it or that it was learnt from." in seen
-    assert form.context["mentioned"] == [{"id": str(friend.pk), "label": "Your best friend",
-                                          "value": "Rex the terrier"}]
+    assert form.context["mentioned"] == [
+        {"id": str(friend.pk), "label": "Your best friend", "value": "Rex the terrier"}
+    ]
     assert f'href="/memories/{friend.pk}/forget?next=' in form.content.decode()
-    r = page.post(f"/memories/{live('dog.name', sam).pk}/forget", {"next": "/memories/"}, follow=True)
+    r = page.post(
+        f"/memories/{live('dog.name', sam).pk}/forget", {"next": "/memories/"}, follow=True
+    )
     assert "the companion no longer sees the 2 messages that held it" in text(r)
     # The other memory is not forgotten by this forget (F6: only messages are withheld).
     assert live("user.best_friend", sam).value == "Rex the terrier"

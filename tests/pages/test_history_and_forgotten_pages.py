@@ -32,7 +32,9 @@ def test_history_shows_a_confirmation_as_confirming_not_replacing(page, say, sam
     r = history(page, record)
 
     seen = text(r)
-    assert [(row.value, row.status) for row in r.context["rows"]] == [("being rushed", "remembered now")]
+    assert [(row.value, row.status) for row in r.context["rows"]] == [
+        ("being rushed", "remembered now")
+    ]
     assert "You confirmed it on" in seen and "Replaced" not in seen
     assert "From your message on" in seen  # the value's own source stays with it
     assert r.context["rows"][0].set_by == "a rule that read your message"
@@ -44,9 +46,17 @@ def test_history_shows_a_same_value_correction_as_a_confirmation(page, say, sam)
     say("My dog's name is Rex.")
     rex = live("dog.name", sam)
     MemoryRecord.objects.create(
-        user=sam, key="dog.name", value="rex", scope_kind="user", scope_id=rex.scope_id,
-        authority="user-corrected", valid_from=rex.valid_from + timedelta(microseconds=1),
-        recorded_at=rex.recorded_at, evidence_time=rex.evidence_time, supersedes=rex, version=2,
+        user=sam,
+        key="dog.name",
+        value="rex",
+        scope_kind="user",
+        scope_id=rex.scope_id,
+        authority="user-corrected",
+        valid_from=rex.valid_from + timedelta(microseconds=1),
+        recorded_at=rex.recorded_at,
+        evidence_time=rex.evidence_time,
+        supersedes=rex,
+        version=2,
     )
 
     r = history(page, rex)
@@ -64,7 +74,9 @@ def test_a_confirmed_value_that_was_then_corrected_reads_as_replaced_once(page, 
     rows = history(page, rex).context["rows"]
 
     assert [(row.value, row.status, bool(row.confirmed_on)) for row in rows] == [
-        ("Rex", "replaced", True), ("Max", "remembered now", False)]
+        ("Rex", "replaced", True),
+        ("Max", "remembered now", False),
+    ]
 
 
 def test_history_after_a_forget_never_says_still_open(page, say, sam):
@@ -92,8 +104,14 @@ def test_history_shows_the_gap_of_an_undone_no_longer_true(page, say, sam):
     r = history(page, rex)
 
     rows = r.context["rows"]
-    assert [(row.value, row.status) for row in rows] == [("Rex", "no longer true"), (None, ""), ("Rex", "remembered now")]
-    assert rows[1].gap.startswith("Nothing remembered from") and "marked no longer true" in rows[1].gap
+    assert [(row.value, row.status) for row in rows] == [
+        ("Rex", "no longer true"),
+        (None, ""),
+        ("Rex", "remembered now"),
+    ]
+    assert (
+        rows[1].gap.startswith("Nothing remembered from") and "marked no longer true" in rows[1].gap
+    )
     assert rows[0].ends == rows[1].starts and rows[1].ends == rows[2].starts
     assert retracted.retracted_at is not None
     assert 'class="gap"' in r.content.decode()
@@ -179,13 +197,21 @@ def test_another_users_memory_cannot_be_restored(page, alex):
 def test_a_forget_by_support_says_so_without_the_staff_reason(page, say, sam, django_user_model):
     say("My dog's name is Rex. I live in Boston.")
     staff = django_user_model.objects.create(username="agent", is_staff=True)
-    support_forget(staff=staff, record_ids=[live("dog.name", sam).pk], reason="ticket 4411: asked by phone")
+    support_forget(
+        staff=staff, record_ids=[live("dog.name", sam).pk], reason="ticket 4411: asked by phone"
+    )
     memory_forget(record_id=live("user.lives_in", sam).pk, user=sam)
 
     seen = text(page.get("/memories/forgotten/"))
 
     assert "Dog's name" in seen and "forgotten by support on your behalf on" in seen
     assert seen.count("forgotten by support on your behalf") == 1
-    assert "Lives in What applies everywhere; not what one character or conversation alone was told · forgotten on" in seen
+    assert (
+        "Lives in What applies everywhere; not what one character or conversation alone was told · forgotten on"
+        in seen
+    )
     assert "ticket" not in seen and "4411" not in seen and "phone" not in seen
-    assert dict(Tombstone.objects.values_list("key", "forgotten_by")) == {"dog.name": "support", "user.lives_in": "user"}
+    assert dict(Tombstone.objects.values_list("key", "forgotten_by")) == {
+        "dog.name": "support",
+        "user.lives_in": "user",
+    }

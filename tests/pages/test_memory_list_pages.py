@@ -28,11 +28,13 @@ def card_html(response, record_id) -> str:
     html = response.content.decode()
     start = html.index(f'id="m-{record_id}"')
     ends = [html.find(marker, start + 1) for marker in ('<li class="card', "</section>")]
-    return html[start:min(e for e in ends if e != -1)]
+    return html[start : min(e for e in ends if e != -1)]
 
 
 def card_text(response, record_id) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", card_html(response, record_id))).replace("&#x27;", "'")
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", card_html(response, record_id))).replace(
+        "&#x27;", "'"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -42,28 +44,55 @@ def card_text(response, record_id) -> str:
 def test_a_memory_with_no_source_is_named_as_such_and_never_called_likely(page, sam):
     """P1 before P2: a model inference without a source message is `unsupported` — one name
     and one sentence, not "Likely … used as probably true" followed by "Not used"."""
-    record = memory_assert(user=sam, key="dog.name", value="Rex", scope=USER, confidence=0.95).record
+    record = memory_assert(
+        user=sam, key="dog.name", value="Rex", scope=USER, confidence=0.95
+    ).record
 
     r = page.get("/memories/")
 
     card = card_text(r, record.id)
-    assert "No source" in card and "Not used in conversations: no message of yours backs it up." in card
+    assert (
+        "No source" in card
+        and "Not used in conversations: no message of yours backs it up." in card
+    )
     assert "Likely" not in card and "probably true" not in card
     assert card.count("used in conversations") + card.count("Used in conversations") == 1
 
 
-@pytest.mark.parametrize(("authority", "confidence", "name", "sentence"), [
-    ("user-confirmed", 0.2, "Confirmed", "Used in conversations as a fact: you said so yourself."),
-    ("rule-extracted", 0.9, "Likely", "Used in conversations as probably true."),
-    ("rule-extracted", 0.6, "Uncertain", "Used in conversations as uncertain"),
-    ("rule-extracted", 0.3, "Low confidence", "Not used in conversations: the companion is not sure enough of it."),
-])
-def test_each_certainty_has_one_name_and_one_sentence(page, sam, conv, authority, confidence, name, sentence):
+@pytest.mark.parametrize(
+    ("authority", "confidence", "name", "sentence"),
+    [
+        (
+            "user-confirmed",
+            0.2,
+            "Confirmed",
+            "Used in conversations as a fact: you said so yourself.",
+        ),
+        ("rule-extracted", 0.9, "Likely", "Used in conversations as probably true."),
+        ("rule-extracted", 0.6, "Uncertain", "Used in conversations as uncertain"),
+        (
+            "rule-extracted",
+            0.3,
+            "Low confidence",
+            "Not used in conversations: the companion is not sure enough of it.",
+        ),
+    ],
+)
+def test_each_certainty_has_one_name_and_one_sentence(
+    page, sam, conv, authority, confidence, name, sentence
+):
     """P2 with the thresholds in settings: confirmed, likely (≥ 0.85), uncertain (≥ 0.5),
     low-confidence (excluded). "Unsure" no longer names anything."""
     message = MessageFactory(conversation=conv)
-    record = memory_assert(user=sam, key="dog.name", value="Rex", scope=USER, authority=authority,
-                           confidence=confidence, sources=[str(message.pk)]).record
+    record = memory_assert(
+        user=sam,
+        key="dog.name",
+        value="Rex",
+        scope=USER,
+        authority=authority,
+        confidence=confidence,
+        sources=[str(message.pk)],
+    ).record
 
     card = card_text(page.get("/memories/"), record.id)
 
@@ -78,13 +107,23 @@ def test_each_certainty_has_one_name_and_one_sentence(page, sam, conv, authority
 
 def test_an_unregistered_key_reads_as_words_not_a_field_name(page, sam, conv):
     message = MessageFactory(conversation=conv)
-    memory_assert(user=sam, key="story.letter.outcome", value="unsent", scope=USER, sources=[str(message.pk)])
-    memory_assert(user=sam, key="people.priya.works_at", value="Acme", scope=USER, sources=[str(message.pk)])
-    memory_assert(user=sam, key="user.favourite_tea", value="Assam", scope=USER, sources=[str(message.pk)])
+    memory_assert(
+        user=sam, key="story.letter.outcome", value="unsent", scope=USER, sources=[str(message.pk)]
+    )
+    memory_assert(
+        user=sam, key="people.priya.works_at", value="Acme", scope=USER, sources=[str(message.pk)]
+    )
+    memory_assert(
+        user=sam, key="user.favourite_tea", value="Assam", scope=USER, sources=[str(message.pk)]
+    )
 
     seen = text(page.get("/memories/"))
 
-    assert "The story letter's outcome" in seen and "Where Priya works" in seen and "Your favourite tea" in seen
+    assert (
+        "The story letter's outcome" in seen
+        and "Where Priya works" in seen
+        and "Your favourite tea" in seen
+    )
     assert "Story letter: outcome" not in seen and "Priya: works at" not in seen
     assert not re.search(r"\b\w+: [a-z ]+\b unsent", seen)
 
@@ -100,27 +139,46 @@ def test_a_registry_template_gives_the_memory_a_sentence(page, say, sam):
 
 
 def test_an_edited_template_is_used_and_the_value_stays_escaped(page, sam, conv):
-    KeyDefinition.objects.create(key="boat.name", cardinality="one", label="Boat's name",
-                                 template="Your boat is called {value}, ahoy")
+    KeyDefinition.objects.create(
+        key="boat.name",
+        cardinality="one",
+        label="Boat's name",
+        template="Your boat is called {value}, ahoy",
+    )
     message = MessageFactory(conversation=conv)
-    record = memory_assert(user=sam, key="boat.name", value="<b>Wave</b>", scope=USER, sources=[str(message.pk)]).record
+    record = memory_assert(
+        user=sam, key="boat.name", value="<b>Wave</b>", scope=USER, sources=[str(message.pk)]
+    ).record
 
     r = page.get("/memories/")
 
     assert "Your boat is called &lt;b&gt;Wave&lt;/b&gt;, ahoy" in card_html(r, record.id).replace(
-        '<span class="memory-value">', "").replace("</span>", "")
+        '<span class="memory-value">', ""
+    ).replace("</span>", "")
     assert "<b>Wave</b>" not in r.content.decode()
 
 
 def test_the_admin_refuses_a_template_without_exactly_one_value(admin_client):
-    r = admin_client.post("/admin/memory/keydefinition/add/", {
-        "key": "boat.name", "cardinality": "one", "label": "Boat's name", "template": "Your boat {value} {value}",
-    })
+    r = admin_client.post(
+        "/admin/memory/keydefinition/add/",
+        {
+            "key": "boat.name",
+            "cardinality": "one",
+            "label": "Boat's name",
+            "template": "Your boat {value} {value}",
+        },
+    )
     assert r.status_code == 200 and "{value}" in r.content.decode()
     assert not KeyDefinition.objects.filter(key="boat.name").exists()
-    ok = admin_client.post("/admin/memory/keydefinition/add/", {
-        "key": "boat.name", "cardinality": "one", "label": "Boat's name", "template": "Your boat is called {value}",
-    })
+    ok = admin_client.post(
+        "/admin/memory/keydefinition/add/",
+        {
+            "key": "boat.name",
+            "cardinality": "one",
+            "label": "Boat's name",
+            "template": "Your boat is called {value}",
+        },
+    )
     assert ok.status_code == 302
     assert KeyDefinition.objects.get(key="boat.name").template == "Your boat is called {value}"
 
@@ -131,8 +189,17 @@ def test_the_admin_refuses_a_template_without_exactly_one_value(admin_client):
 
 def many(sam, conv, n, *, confidence=0.9):
     message = MessageFactory(conversation=conv)
-    return [memory_assert(user=sam, key=f"fact.n{i:03d}", value=f"value {i:03d}", scope=USER,
-                          confidence=confidence, sources=[str(message.pk)]).record for i in range(n)]
+    return [
+        memory_assert(
+            user=sam,
+            key=f"fact.n{i:03d}",
+            value=f"value {i:03d}",
+            scope=USER,
+            confidence=confidence,
+            sources=[str(message.pk)],
+        ).record
+        for i in range(n)
+    ]
 
 
 def test_it_shows_the_memories_a_page_at_a_time(page, sam, conv):
@@ -163,13 +230,24 @@ def test_it_sorts_newest_first_by_default_and_a_to_z_on_request(page, sam, conv)
 
 def test_it_filters_by_certainty(page, sam, conv):
     message = MessageFactory(conversation=conv)
-    memory_assert(user=sam, key="dog.name", value="Rex", scope=USER, confidence=0.95, sources=[str(message.pk)])
-    memory_assert(user=sam, key="cat.name", value="Tom", scope=USER, confidence=0.6, sources=[str(message.pk)])
+    memory_assert(
+        user=sam,
+        key="dog.name",
+        value="Rex",
+        scope=USER,
+        confidence=0.95,
+        sources=[str(message.pk)],
+    )
+    memory_assert(
+        user=sam, key="cat.name", value="Tom", scope=USER, confidence=0.6, sources=[str(message.pk)]
+    )
     memory_assert(user=sam, key="user.lives_in", value="Boston", scope=USER)
 
     assert [r.key for r in rows(page.get("/memories/", {"certainty": "uncertain"}))] == ["cat.name"]
     assert [r.key for r in rows(page.get("/memories/", {"certainty": "likely"}))] == ["dog.name"]
-    assert [r.key for r in rows(page.get("/memories/", {"certainty": "unsupported"}))] == ["user.lives_in"]
+    assert [r.key for r in rows(page.get("/memories/", {"certainty": "unsupported"}))] == [
+        "user.lives_in"
+    ]
 
 
 def test_forget_selected_lists_what_will_be_forgotten_before_forgetting(page, say, sam):
@@ -177,8 +255,10 @@ def test_forget_selected_lists_what_will_be_forgotten_before_forgetting(page, sa
     say("I like jazz.")
     rex, boston = live("dog.name", sam), live("user.lives_in", sam)
 
-    r = page.post("/memories/forget-selected", {"selected": [str(rex.pk), str(boston.pk), "not-an-id"],
-                                                "next": "/memories/?sort=az"})
+    r = page.post(
+        "/memories/forget-selected",
+        {"selected": [str(rex.pk), str(boston.pk), "not-an-id"], "next": "/memories/?sort=az"},
+    )
 
     assert r.status_code == 200
     seen = text(r)
@@ -187,12 +267,17 @@ def test_forget_selected_lists_what_will_be_forgotten_before_forgetting(page, sa
     assert "1 of what you chose is no longer remembered" in seen
     assert not Tombstone.objects.exists()
 
-    done = page.post("/memories/forget-selected", {"selected": [str(rex.pk), str(boston.pk)], "confirm": "1",
-                                                   "next": "/memories/?sort=az"}, follow=True)
+    done = page.post(
+        "/memories/forget-selected",
+        {"selected": [str(rex.pk), str(boston.pk)], "confirm": "1", "next": "/memories/?sort=az"},
+        follow=True,
+    )
 
     assert done.redirect_chain == [("/memories/?sort=az#messages", 302)]
     assert Tombstone.objects.filter(user=sam).count() == 2
-    assert set(MemoryRecord.objects.filter(pk__in=[rex.pk, boston.pk]).values_list("value", flat=True)) == {""}
+    assert set(
+        MemoryRecord.objects.filter(pk__in=[rex.pk, boston.pk]).values_list("value", flat=True)
+    ) == {""}
     message = follow_messages(done)[0]
     assert "Forgotten: 2 memories (“Dog's name”, “Lives in”)" in message and "Rex" not in message
     assert 'id="messages" tabindex="-1"' in done.content.decode()
@@ -203,7 +288,9 @@ def test_forget_selected_with_nothing_chosen_forgets_nothing(page, say, sam, ale
     say("My dog's name is Rex.")
     theirs = memory_assert(user=alex, key="dog.name", value="Bolt", scope=USER).record
 
-    r = page.post("/memories/forget-selected", {"selected": [str(theirs.id)], "confirm": "1"}, follow=True)
+    r = page.post(
+        "/memories/forget-selected", {"selected": [str(theirs.id)], "confirm": "1"}, follow=True
+    )
 
     assert "Nothing was forgotten" in follow_messages(r)[0]
     assert not Tombstone.objects.exists()
@@ -214,9 +301,15 @@ def test_every_card_has_a_checkbox_for_forget_selected_without_scripts(page, say
     say("My dog's name is Rex.")
     rex = live("dog.name", sam)
     html = page.get("/memories/").content.decode()
-    assert f'<input type="checkbox" name="selected" value="{rex.pk}" form="forget-selected" id="select-{rex.pk}">' in html
+    assert (
+        f'<input type="checkbox" name="selected" value="{rex.pk}" form="forget-selected" id="select-{rex.pk}">'
+        in html
+    )
     assert '<form id="forget-selected" method="post" action="/memories/forget-selected">' in html
-    assert 'form="forget-selected" class="button-danger" id="forget-selected-button">Forget selected…' in html
+    assert (
+        'form="forget-selected" class="button-danger" id="forget-selected-button">Forget selected…'
+        in html
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,7 +330,10 @@ def test_the_search_term_stays_out_of_every_url(page, say):
     assert 'value="boston"' in html  # kept in the field, from the session
     # A term in the address is ignored: the page never reads `q` from a URL.
     page.post("/memories/filter", {"reset": "1"})
-    assert {row.key for row in rows(page.get("/memories/?q=boston"))} == {"user.lives_in", "dog.name"}
+    assert {row.key for row in rows(page.get("/memories/?q=boston"))} == {
+        "user.lives_in",
+        "dog.name",
+    }
 
 
 def test_clearing_the_search_shows_everything_again(page, say):
@@ -276,7 +372,9 @@ def test_an_action_on_a_later_page_comes_back_to_the_page_that_holds_the_card(pa
     made = many(sam, conv, PAGE_SIZE + 2)
     last = made[-1]
 
-    r = page.post(f"/memories/{last.id}/confirm", {"next": "/memories/?sort=az&page=2"}, follow=True)
+    r = page.post(
+        f"/memories/{last.id}/confirm", {"next": "/memories/?sort=az&page=2"}, follow=True
+    )
 
     new = live(last.key, sam)
     assert r.redirect_chain == [(f"/memories/?sort=az&page=2#m-{new.pk}", 302)]
@@ -324,7 +422,9 @@ def test_a_correction_to_the_same_value_says_nothing_changed_or_confirmed(page, 
     say("My dog's name is Rex.")
     record = live("dog.name", sam)
 
-    first = page.post(f"/memories/{record.pk}/correct", {"value": " rex", "next": "/memories/"}, follow=True)
+    first = page.post(
+        f"/memories/{record.pk}/correct", {"value": " rex", "next": "/memories/"}, follow=True
+    )
 
     confirmed = live("dog.name", sam)
     assert (confirmed.value, confirmed.authority) == ("Rex", "user-confirmed")
@@ -332,11 +432,16 @@ def test_a_correction_to_the_same_value_says_nothing_changed_or_confirmed(page, 
     assert "will not be used again" not in text(first)
     before = MemoryRecord.objects.count()
 
-    second = page.post(f"/memories/{confirmed.pk}/correct", {"value": "Rex", "next": "/memories/"}, follow=True)
+    second = page.post(
+        f"/memories/{confirmed.pk}/correct", {"value": "Rex", "next": "/memories/"}, follow=True
+    )
     again = page.post(f"/memories/{confirmed.pk}/confirm", {"next": "/memories/"}, follow=True)
 
     assert MemoryRecord.objects.count() == before
-    assert "Nothing changed" in follow_messages(second)[0] and "Nothing changed" in follow_messages(again)[0]
+    assert (
+        "Nothing changed" in follow_messages(second)[0]
+        and "Nothing changed" in follow_messages(again)[0]
+    )
     assert second.redirect_chain == [(f"/memories/#m-{confirmed.pk}", 302)]
 
 
@@ -354,11 +459,15 @@ def test_it_says_nothing_changed_when_a_page_shown_earlier_confirms_again(page, 
 
     assert MemoryRecord.objects.count() == before
     assert r.redirect_chain == [(f"/memories/#m-{confirmed.id}", 302)]
-    assert "Nothing changed: “Dog's name” was already confirmed by you." in card_text(r, confirmed.id)
+    assert "Nothing changed: “Dog's name” was already confirmed by you." in card_text(
+        r, confirmed.id
+    )
     assert 'id="messages"' not in r.content.decode()
 
 
-def test_it_says_nothing_changed_when_a_page_shown_earlier_corrects_to_the_same_value(page, say, sam):
+def test_it_says_nothing_changed_when_a_page_shown_earlier_corrects_to_the_same_value(
+    page, say, sam
+):
     """SPEC §2: a same-value correct is a confirm, so the same holds for "Save correction"
     with the value unchanged on a card confirmed since; a different value still says the
     memory changed in the meantime, and nothing is stored either way."""
@@ -367,12 +476,18 @@ def test_it_says_nothing_changed_when_a_page_shown_earlier_corrects_to_the_same_
     confirmed = memory_confirm(record_id=shown.pk, user=sam).record
     before = MemoryRecord.objects.count()
 
-    same = page.post(f"/memories/{shown.pk}/correct", {"value": "REX ", "next": "/memories/"}, follow=True)
-    other = page.post(f"/memories/{shown.pk}/correct", {"value": "Max", "next": "/memories/"}, follow=True)
+    same = page.post(
+        f"/memories/{shown.pk}/correct", {"value": "REX ", "next": "/memories/"}, follow=True
+    )
+    other = page.post(
+        f"/memories/{shown.pk}/correct", {"value": "Max", "next": "/memories/"}, follow=True
+    )
 
     assert MemoryRecord.objects.count() == before
     assert same.redirect_chain == [(f"/memories/#m-{confirmed.id}", 302)]
-    assert "Nothing changed: “Dog's name” already holds that value, as you said it." in card_text(same, confirmed.id)
+    assert "Nothing changed: “Dog's name” already holds that value, as you said it." in card_text(
+        same, confirmed.id
+    )
     assert other.redirect_chain == [("/memories/#messages", 302)]
     assert "changed in the meantime, so nothing was corrected" in follow_messages(other)[0]
 

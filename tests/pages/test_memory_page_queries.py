@@ -30,14 +30,22 @@ def pair(rowan):  # noqa: F811
     memories(large, large_conv, rowan, LARGE)
     for user in (small, large):
         profile_set_time_zone(user=user, time_zone="Europe/Berlin")
-        retract = MemoryRecord.objects.filter(user=user, key="fact.n1").exclude(status="forgotten").first()
+        retract = (
+            MemoryRecord.objects.filter(user=user, key="fact.n1")
+            .exclude(status="forgotten")
+            .first()
+        )
         memory_retract(record_id=retract.pk, user=user)
     return (small, small_client), (large, large_client)
 
 
 PAGES = [
-    "/memories/", "/memories/?sort=az", "/memories/?certainty=uncertain&character=captain-rowan",
-    "/memories/?page=2", "/memories/no-longer-true/", "/data/",
+    "/memories/",
+    "/memories/?sort=az",
+    "/memories/?certainty=uncertain&character=captain-rowan",
+    "/memories/?page=2",
+    "/memories/no-longer-true/",
+    "/data/",
 ]
 
 
@@ -61,18 +69,28 @@ def test_the_list_and_its_actions_cost_the_same_for_5_or_200_memories(pair):
         client.get("/memories/?sort=az")
         seen.append(queries(client, "get", "/memories/?sort=az"))
         client.post("/memories/filter", {"reset": "1"})
-        target = MemoryRecord.objects.filter(user=user, key="fact.n2").exclude(status="forgotten").first()
+        target = (
+            MemoryRecord.objects.filter(user=user, key="fact.n2")
+            .exclude(status="forgotten")
+            .first()
+        )
         client.post(f"/memories/{target.pk}/retract", {"next": "/memories/"})
         seen.append(queries(client, "get", "/memories/"))
-        other = MemoryRecord.objects.filter(user=user, key="fact.n3").exclude(status="forgotten").first()
+        other = (
+            MemoryRecord.objects.filter(user=user, key="fact.n3")
+            .exclude(status="forgotten")
+            .first()
+        )
         client.post(f"/memories/{other.pk}/forget", {"next": "/memories/"})
         seen.append(queries(client, "get", "/memories/"))
-        ids = [str(pk) for pk in MemoryRecord.objects.filter(user=user, key__in=["fact.n0", "fact.n4"])
-               .exclude(status="forgotten").values_list("pk", flat=True)]
+        ids = [
+            str(pk)
+            for pk in MemoryRecord.objects.filter(user=user, key__in=["fact.n0", "fact.n4"])
+            .exclude(status="forgotten")
+            .values_list("pk", flat=True)
+        ]
         client.post("/memories/forget-selected", {"selected": ids})
         seen.append(queries(client, "post", "/memories/forget-selected", {"selected": ids}))
         counts.append(seen)
     small, large = counts
     assert small == large
-
-

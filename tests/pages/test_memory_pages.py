@@ -15,14 +15,23 @@ pytestmark = pytest.mark.django_db
 
 
 def live(key, user):
-    return MemoryRecord.objects.filter(user=user, key=key).exclude(status="forgotten").order_by("-version").first()
+    return (
+        MemoryRecord.objects.filter(user=user, key=key)
+        .exclude(status="forgotten")
+        .order_by("-version")
+        .first()
+    )
 
 
 def text(response) -> str:
     """The page without its markup, whitespace collapsed: what a reader sees."""
     html = response.content.decode()
     html = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", html, flags=re.S)
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).replace("&#x27;", "'").replace("&quot;", '"')
+    return (
+        re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+        .replace("&#x27;", "'")
+        .replace("&quot;", '"')
+    )
 
 
 def follow_messages(response) -> list[str]:
@@ -35,16 +44,32 @@ def follow_messages(response) -> list[str]:
 
 def test_it_shows_what_is_remembered_grouped_by_character(page, say, sam, rowan, conv):
     turn = say("My dog's name is Rex.")
-    memory_assert(user=sam, key="user.preferred_name", value="Sammy", scope=Scope("character", character=rowan.slug),
-                  authority="user-confirmed")
-    memory_assert(user=sam, key="story.lantern.status", value="unlit", confidence=0.6,
-                  scope=Scope("conversation", conversation=str(conv.pk)), sources=[str(turn.user_message_id)])
+    memory_assert(
+        user=sam,
+        key="user.preferred_name",
+        value="Sammy",
+        scope=Scope("character", character=rowan.slug),
+        authority="user-confirmed",
+    )
+    memory_assert(
+        user=sam,
+        key="story.lantern.status",
+        value="unlit",
+        confidence=0.6,
+        scope=Scope("conversation", conversation=str(conv.pk)),
+        sources=[str(turn.user_message_id)],
+    )
 
     r = page.get("/memories/")
 
     assert r.status_code == 200
     seen = text(r)
-    assert seen.index("Everywhere") < seen.index("Rex") < seen.index("With Captain Rowan") < seen.index("Sammy")
+    assert (
+        seen.index("Everywhere")
+        < seen.index("Rex")
+        < seen.index("With Captain Rowan")
+        < seen.index("Sammy")
+    )
     assert "Dog's name" in seen and "Likely" in seen
     assert "with Captain Rowan" in seen and "Confirmed" in seen
     assert "Only in “Rooftop greenhouse” with Captain Rowan" in seen and "Uncertain" in seen
@@ -79,14 +104,28 @@ def test_it_filters_by_character(page, say, sam, rowan):
     mira = CharacterFactory(slug="mira", name="Mira")
     ConversationFactory(user=sam, character=mira)
     say("I live in Boston.")
-    memory_assert(user=sam, key="user.preferred_name", value="Skipper", scope=Scope("character", character=rowan.slug))
-    memory_assert(user=sam, key="user.preferred_name", value="Stargazer", scope=Scope("character", character="mira"))
+    memory_assert(
+        user=sam,
+        key="user.preferred_name",
+        value="Skipper",
+        scope=Scope("character", character=rowan.slug),
+    )
+    memory_assert(
+        user=sam,
+        key="user.preferred_name",
+        value="Stargazer",
+        scope=Scope("character", character="mira"),
+    )
 
     rowan_only = text(page.get("/memories/", {"character": rowan.slug}))
     everywhere_only = text(page.get("/memories/", {"character": "everywhere"}))
 
     assert "Skipper" in rowan_only and "Boston" in rowan_only and "Stargazer" not in rowan_only
-    assert "Boston" in everywhere_only and "Skipper" not in everywhere_only and "Stargazer" not in everywhere_only
+    assert (
+        "Boston" in everywhere_only
+        and "Skipper" not in everywhere_only
+        and "Stargazer" not in everywhere_only
+    )
 
 
 def search(page, term, **filters):
@@ -126,7 +165,11 @@ def test_it_confirms_a_memory(page, say, sam):
     assert live("dog.name", sam).authority == "user-confirmed"
     assert any("Confirmed “Dog's name”" in m for m in follow_messages(r))
     seen = text(r)
-    assert "Confirmed" in seen and "You confirmed it on" in seen and "first from your message on" in seen
+    assert (
+        "Confirmed" in seen
+        and "You confirmed it on" in seen
+        and "first from your message on" in seen
+    )
 
 
 def test_it_refuses_to_confirm_a_value_that_is_not_current(page, say, sam):
@@ -144,7 +187,11 @@ def test_it_corrects_a_memory_inline(page, say, sam):
     say("My dog's name is Rex.")
     record = live("dog.name", sam)
 
-    r = page.post(f"/memories/{record.pk}/correct", {"value": "Max", "next": "/memories/?sort=az"}, follow=True)
+    r = page.post(
+        f"/memories/{record.pk}/correct",
+        {"value": "Max", "next": "/memories/?sort=az"},
+        follow=True,
+    )
 
     new = live("dog.name", sam)
     assert r.redirect_chain == [(f"/memories/?sort=az#m-{new.pk}", 302)]
@@ -188,7 +235,8 @@ def test_it_marks_a_memory_as_no_longer_true(page, say, sam):
     # In the card's place: what it was, that it is no longer true, and an undo; no longer
     # among the memories.
     assert [(row.kind, row.id) for group in r.context["groups"] for row in group["rows"]] == [
-        ("retracted", str(record.pk))]
+        ("retracted", str(record.pk))
+    ]
     assert "Rex" not in text(page.get("/memories/"))
     history = text(page.get(f"/memories/{record.pk}/history"))
     assert "Rex" in history and "No longer true" in history
@@ -216,7 +264,10 @@ def test_it_explains_forgetting_before_it_forgets(page, say, sam):
     assert "Forget “Dog's name”?" in seen and "Rex" in seen
     assert "The value is erased" in seen
     assert "Old messages will not bring it back" in seen
-    assert "Your messages stay in your conversations for you to read, marked as no longer seen by the companion, until you delete the conversation" in seen
+    assert (
+        "Your messages stay in your conversations for you to read, marked as no longer seen by the companion, until you delete the conversation"
+        in seen
+    )
     assert 'name="next" value="/memories/?q=dog"' in r.content.decode()
     assert Tombstone.objects.count() == 0
 
@@ -230,7 +281,11 @@ def test_it_forgets_after_confirmation(page, say, sam):
     record.refresh_from_db()
     assert (record.status, record.value) == ("forgotten", "")
     tombstone = Tombstone.objects.get(user=sam)
-    assert (tombstone.key, tombstone.scope_id, tombstone.value_hash) == ("dog.name", "user:sam", None)
+    assert (tombstone.key, tombstone.scope_id, tombstone.value_hash) == (
+        "dog.name",
+        "user:sam",
+        None,
+    )
     message = follow_messages(r)[0]
     assert "Forgotten: “Dog's name”" in message and "Rex" not in message
     assert "Rex" not in text(r)
@@ -251,13 +306,17 @@ def test_it_forgets_one_value_of_a_many_key_or_all_of_them(page, say, sam):
     assert "Forget every value of “Likes”" in text(form)
     page.post(f"/memories/{jazz.pk}/forget")
 
-    values = set(MemoryRecord.objects.filter(user=sam, key="user.likes").values_list("value", flat=True))
+    values = set(
+        MemoryRecord.objects.filter(user=sam, key="user.likes").values_list("value", flat=True)
+    )
     assert values == {"", "rainy days"}
     assert Tombstone.objects.get(user=sam).value_hash
 
     rain = MemoryRecord.objects.get(user=sam, key="user.likes", value="rainy days")
     page.post(f"/memories/{rain.pk}/forget", {"whole_key": "on"})
-    assert set(MemoryRecord.objects.filter(user=sam, key="user.likes").values_list("value", flat=True)) == {""}
+    assert set(
+        MemoryRecord.objects.filter(user=sam, key="user.likes").values_list("value", flat=True)
+    ) == {""}
 
 
 def test_forgetting_a_forgotten_memory_says_so(page, say, sam):
@@ -315,13 +374,21 @@ def test_history_shows_forgotten_values_without_their_value(page, say, sam):
 
 def test_forgotten_page_lists_the_slot_and_scope_never_the_value(page, say, sam, rowan):
     say("My dog's name is Rex.")
-    memory_assert(user=sam, key="user.preferred_name", value="Skipper", scope=Scope("character", character=rowan.slug))
+    memory_assert(
+        user=sam,
+        key="user.preferred_name",
+        value="Skipper",
+        scope=Scope("character", character=rowan.slug),
+    )
     memory_forget(record_id=live("dog.name", sam).pk, user=sam, everywhere=True)
     memory_forget(record_id=live("user.preferred_name", sam).pk, user=sam)
 
     seen = text(page.get("/memories/forgotten/"))
 
-    assert "Dog's name" in seen and "In every scope: with every character and in every conversation" in seen
+    assert (
+        "Dog's name" in seen
+        and "In every scope: with every character and in every conversation" in seen
+    )
     assert "Preferred name" in seen and "With Captain Rowan" in seen
     assert "Rex" not in seen and "Skipper" not in seen
 
@@ -341,7 +408,9 @@ def test_letting_it_learn_again_deletes_the_tombstone(page, say, sam):
 
 
 def test_forgotten_page_says_when_nothing_was_forgotten(page):
-    assert "You have not asked the companion to forget anything" in text(page.get("/memories/forgotten/"))
+    assert "You have not asked the companion to forget anything" in text(
+        page.get("/memories/forgotten/")
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,13 +422,23 @@ def alex_memory(alex, alex_conv):
     return memory_assert(user=alex, key="dog.name", value="Bolt", scope=Scope("user")).record
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("get", "correct"), ("post", "correct"), ("post", "confirm"), ("post", "retract"),
-    ("get", "forget"), ("post", "forget"), ("get", "history"),
-])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("get", "correct"),
+        ("post", "correct"),
+        ("post", "confirm"),
+        ("post", "retract"),
+        ("get", "forget"),
+        ("post", "forget"),
+        ("get", "history"),
+    ],
+)
 def test_another_users_memory_is_not_found(page, alex, alex_memory, method, path):
     data = {"value": "Hacked"} if path == "correct" else {"everywhere": "on"}
-    r = getattr(page, method)(f"/memories/{alex_memory.id}/{path}", data if method == "post" else None)
+    r = getattr(page, method)(
+        f"/memories/{alex_memory.id}/{path}", data if method == "post" else None
+    )
     assert r.status_code == 404
     record = MemoryRecord.objects.get(pk=alex_memory.id)
     assert (record.value, record.status, record.retracted_at) == ("Bolt", "active", None)

@@ -34,7 +34,7 @@ def test_switching_use_off_records_the_user_and_deletes_nothing(page, say, sam):
     assert "uses none of these memories in conversations" in text(after)
     assert "Rex" in text(after)  # still listed: the switch is about prompts
     html = after.content.decode()
-    use_box = html[html.index('name="use"') - 200: html.index('name="use"') + 50]
+    use_box = html[html.index('name="use"') - 200 : html.index('name="use"') + 50]
     assert "checked" not in use_box
 
 

@@ -14,13 +14,27 @@ from tests.factories import CharacterFactory, ConversationFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_the_page_shows_exactly_what_resolve_answers_across_every_context(api, sam, rowan, conv, page):
+def test_the_page_shows_exactly_what_resolve_answers_across_every_context(
+    api, sam, rowan, conv, page
+):
     ivy = CharacterFactory(slug="ivy", name="Ivy")
     other = ConversationFactory(user=sam, character=ivy, title="Another chat")
     user, character = Scope("user"), Scope("character", character="captain-rowan")
-    here, scene = Scope("conversation", conversation=str(conv.pk)), Scope("scene", conversation=str(conv.pk), scene="roof")
-    write = lambda key, value, scope, **kw: memory_assert(user=sam, key=key, value=value, scope=scope,  # noqa: E731
-                                                           authority="user-confirmed", **kw).record
+    here, scene = (
+        Scope("conversation", conversation=str(conv.pk)),
+        Scope("scene", conversation=str(conv.pk), scene="roof"),
+    )
+
+    def write(key, value, scope, **kw):
+        return memory_assert(
+            user=sam,
+            key=key,
+            value=value,
+            scope=scope,
+            authority="user-confirmed",
+            **kw,
+        ).record
+
     plant = write("basil_plant.name", "Harbor", user)
     memory_correct(record_id=plant.id, value="Marlowe", user=sam)
     write("user.likes", "jazz", user)
@@ -36,7 +50,12 @@ def test_the_page_shows_exactly_what_resolve_answers_across_every_context(api, s
 
     on_page = {r.id for r in remembered_now(sam).active}
     contexts = [
-        {"user": "sam", "character": "captain-rowan", "conversation": str(conv.pk), "scene": "roof"},
+        {
+            "user": "sam",
+            "character": "captain-rowan",
+            "conversation": str(conv.pk),
+            "scene": "roof",
+        },
         {"user": "sam", "character": "ivy", "conversation": str(other.pk)},
     ]
     answered = set()

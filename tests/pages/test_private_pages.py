@@ -22,8 +22,19 @@ def objects(say, sam, conv):
     say("My dog's name is Rex. I live in Boston.")
     memory = live("dog.name", sam)
     tombstone = memory_forget(record_id=live("user.lives_in", sam).pk, user=sam)
-    rule = rule_create(user=sam, capability="media.image", effect="deny", source="explicit-user", scope={"kind": "global"})
-    return {"memory_id": memory.pk, "tombstone_id": tombstone.pk, "rule_id": rule.pk, "conversation_id": conv.pk}
+    rule = rule_create(
+        user=sam,
+        capability="media.image",
+        effect="deny",
+        source="explicit-user",
+        scope={"kind": "global"},
+    )
+    return {
+        "memory_id": memory.pk,
+        "tombstone_id": tombstone.pk,
+        "rule_id": rule.pk,
+        "conversation_id": conv.pk,
+    }
 
 
 PAGE_NAMESPACES = {"memory", "policy", "conversations", "data"}
@@ -39,12 +50,33 @@ def page_routes():
 
 
 GET_PAGES = [
-    "memory:list", "memory:forgotten", "memory:correct", "memory:forget", "memory:history", "memory:no-longer-true",
-    "policy:boundaries", "conversations:list", "conversations:detail", "conversations:delete",
-    "data:index", "data:export", "data:forget-everything", "data:delete-account",
+    "memory:list",
+    "memory:forgotten",
+    "memory:correct",
+    "memory:forget",
+    "memory:history",
+    "memory:no-longer-true",
+    "policy:boundaries",
+    "conversations:list",
+    "conversations:detail",
+    "conversations:delete",
+    "data:index",
+    "data:export",
+    "data:forget-everything",
+    "data:delete-account",
 ]
-POST_ONLY = ["memory:confirm", "memory:retract", "memory:restore", "memory:learn-again", "memory:filter",
-             "memory:forget-selected", "data:time-zone", "memory:switches", "policy:set", "policy:revoke"]
+POST_ONLY = [
+    "memory:confirm",
+    "memory:retract",
+    "memory:restore",
+    "memory:learn-again",
+    "memory:filter",
+    "memory:forget-selected",
+    "data:time-zone",
+    "memory:switches",
+    "policy:set",
+    "policy:revoke",
+]
 
 
 def url(name, objects):
@@ -78,8 +110,18 @@ def test_every_page_is_private_and_not_stored(page, objects, name):
         assert '<main id="main"' in html
 
 
-@pytest.mark.parametrize("name", ["memory:forgotten", "memory:forget", "memory:correct", "conversations:delete",
-                                  "data:delete-account", "data:forget-everything", "policy:boundaries"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "memory:forgotten",
+        "memory:forget",
+        "memory:correct",
+        "conversations:delete",
+        "data:delete-account",
+        "data:forget-everything",
+        "policy:boundaries",
+    ],
+)
 def test_every_form_carries_a_csrf_token(page, objects, name):
     html = page.get(url(name, objects)).content.decode()
     forms = re.findall(r"<form[^>]*>", html)
@@ -106,7 +148,9 @@ def test_a_post_with_the_csrf_token_goes_through(sam, objects):
     client.force_login(sam)
     form = client.get(url("memory:correct", objects))
     token = form.context["csrf_token"]
-    r = client.post(url("memory:correct", objects), {"value": "Max", "csrfmiddlewaretoken": str(token)})
+    r = client.post(
+        url("memory:correct", objects), {"value": "Max", "csrfmiddlewaretoken": str(token)}
+    )
     assert r.status_code == 302
     assert live("dog.name", sam).value == "Max"
 
@@ -119,7 +163,10 @@ def test_the_home_page_sends_a_visitor_to_sign_in_and_a_user_to_their_memories(c
 def test_it_signs_in_and_out(client, sam):
     form = client.get("/login/")
     html = form.content.decode()
-    assert '<label for="id_username">Username</label>' in html and '<label for="id_password">Password</label>' in html
+    assert (
+        '<label for="id_username">Username</label>' in html
+        and '<label for="id_password">Password</label>' in html
+    )
     assert "autofocus" in html
 
     wrong = client.post("/login/", {"username": "sam", "password": "nope"})
@@ -135,8 +182,10 @@ def test_it_signs_in_and_out(client, sam):
 
 
 def test_sign_in_returns_to_the_page_asked_for(client, sam):
-    r = client.post("/login/?next=/boundaries/", {"username": "sam", "password": "correct horse battery",
-                                                  "next": "/boundaries/"})
+    r = client.post(
+        "/login/?next=/boundaries/",
+        {"username": "sam", "password": "correct horse battery", "next": "/boundaries/"},
+    )
     assert r["Location"] == "/boundaries/"
 
 
@@ -145,12 +194,25 @@ def test_a_next_url_off_the_site_is_ignored(page, objects):
     assert r["Location"].split("#")[0] == "/memories/"
 
 
-@pytest.mark.parametrize("value", [
-    "foo", "memories", "https://evil.example/", "//evil.example/x", "/\\evil.example", "\\\\evil",
-    "/memories/\r\nSet-Cookie: x=1", "/memories/\x00", "javascript:alert(1)", "",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "foo",
+        "memories",
+        "https://evil.example/",
+        "//evil.example/x",
+        "/\\evil.example",
+        "\\\\evil",
+        "/memories/\r\nSet-Cookie: x=1",
+        "/memories/\x00",
+        "javascript:alert(1)",
+        "",
+    ],
+)
 @pytest.mark.parametrize("name", ["memory:confirm", "memory:retract", "policy:revoke"])
-def test_a_next_value_that_is_not_a_local_path_falls_back_and_never_fails(page, objects, name, value):
+def test_a_next_value_that_is_not_a_local_path_falls_back_and_never_fails(
+    page, objects, name, value
+):
     """Any `next` form value is either a path on this site or ignored —
     never an open redirect and never a server error (a bare word like `foo` was a 500)."""
     fallback = "/boundaries/" if name.startswith("policy") else "/memories/"
@@ -166,7 +228,9 @@ def test_a_next_value_with_bytes_that_are_not_text_falls_back(page, objects):
     encoding, a stray continuation byte) decode to replacement characters, and the redirect
     still stays on this site."""
     for body in ["next=%2Fmemories%2F%ED%A0%80", "next=%2F%80%FF", "next=%ED%A0%80"]:
-        r = page.post(url("memory:confirm", objects), body, content_type="application/x-www-form-urlencoded")
+        r = page.post(
+            url("memory:confirm", objects), body, content_type="application/x-www-form-urlencoded"
+        )
         assert r.status_code == 302
         assert r["Location"].startswith("/") and not r["Location"].startswith("//")
 
@@ -182,8 +246,16 @@ def test_sign_in_refuses_an_impossible_username_with_the_normal_message(client, 
     """An over-long (or unstorable) username is refused like a wrong
     password, before anyone is signed in, without a server error (on PostgreSQL a 256-character
     name was a 500 when the failed attempt was stored); signing in normally still works."""
-    body = f"username={username}&password=whatever" if "%" in username else {"username": username, "password": "whatever"}
-    r = client.post("/login/", body, content_type="application/x-www-form-urlencoded") if "%" in username else client.post("/login/", body)
+    body = (
+        f"username={username}&password=whatever"
+        if "%" in username
+        else {"username": username, "password": "whatever"}
+    )
+    r = (
+        client.post("/login/", body, content_type="application/x-www-form-urlencoded")
+        if "%" in username
+        else client.post("/login/", body)
+    )
     assert r.status_code == 200
     assert "Could not sign you in" in text(r)
     ok = client.post("/login/", {"username": "sam", "password": "correct horse battery"})

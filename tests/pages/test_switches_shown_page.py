@@ -19,8 +19,15 @@ NOTHING_NOTED = "Nothing new is noted now."
 
 
 def pages(conv):
-    return ["/memories/", "/memories/forgotten/", "/memories/no-longer-true/", "/boundaries/",
-            "/conversations/", f"/conversations/{conv.pk}/", "/data/"]
+    return [
+        "/memories/",
+        "/memories/forgotten/",
+        "/memories/no-longer-true/",
+        "/boundaries/",
+        "/conversations/",
+        f"/conversations/{conv.pk}/",
+        "/data/",
+    ]
 
 
 def test_with_use_off_every_page_says_memories_are_not_used(page, say, sam, conv):
@@ -50,7 +57,9 @@ def test_with_use_off_no_card_or_group_says_it_is_used(page, say, sam):
     assert "Rex" in after  # nothing is deleted or hidden
 
 
-def test_with_learn_off_the_memories_page_and_transcript_say_nothing_new_is_noted(page, say, sam, conv):
+def test_with_learn_off_the_memories_page_and_transcript_say_nothing_new_is_noted(
+    page, say, sam, conv
+):
     """I8: `learn` off on the memories page and the transcript; a message said while it was
     off says nothing was noted from it. Other pages do not carry it."""
     say("My dog's name is Rex.")

@@ -21,7 +21,9 @@ LATE = datetime(2026, 8, 5, 23, 30, tzinfo=UTC)  # already 6 Aug in Berlin (UTC+
 @pytest.fixture
 def late_memory(sam, conv):
     message = MessageFactory(conversation=conv, created_at=LATE)
-    return memory_assert(user=sam, key="dog.name", value="Rex", scope=Scope("user"), sources=[str(message.pk)]).record
+    return memory_assert(
+        user=sam, key="dog.name", value="Rex", scope=Scope("user"), sources=[str(message.pk)]
+    ).record
 
 
 def test_unset_the_pages_use_the_services_zone_and_name_it(page, late_memory):
@@ -66,13 +68,20 @@ def test_an_unknown_zone_is_refused_on_the_form(page, sam, bad):
 
 
 def test_one_date_format_everywhere_even_this_year(page, say, sam, conv):
-    """"30 Nov 2026" and "30 Nov" were both used: every date now carries its year."""
+    """ "30 Nov 2026" and "30 Nov" were both used: every date now carries its year."""
     say("My dog's name is Rex.")
-    pages = [page.get(url) for url in ("/memories/", "/conversations/", f"/conversations/{conv.pk}/")]
+    pages = [
+        page.get(url) for url in ("/memories/", "/conversations/", f"/conversations/{conv.pk}/")
+    ]
     for r in pages:
         seen = text(r)
-        dates = re.findall(r"\b\d{1,2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b(?: \d{4})?", seen)
-        assert dates and all(re.fullmatch(r"\d{1,2} [A-Z][a-z]{2} \d{4}", d) for d in dates), (r.request, dates)
+        dates = re.findall(
+            r"\b\d{1,2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b(?: \d{4})?", seen
+        )
+        assert dates and all(re.fullmatch(r"\d{1,2} [A-Z][a-z]{2} \d{4}", d) for d in dates), (
+            r.request,
+            dates,
+        )
 
 
 def test_the_api_keeps_answering_in_utc(api, sam, late_memory):

@@ -28,8 +28,12 @@ pytestmark = pytest.mark.django_db
 
 
 def planned_turn(conv, key, content, *, capabilities=(), reply="A reply."):
-    turn = turn_create(conversation_id=conv.pk, turn_key=key, content=content,
-                       plan=PlanParams(budget=2000, capabilities=tuple(capabilities))).turn
+    turn = turn_create(
+        conversation_id=conv.pk,
+        turn_key=key,
+        content=content,
+        plan=PlanParams(budget=2000, capabilities=tuple(capabilities)),
+    ).turn
     turn_commit_reply(turn_id=turn.pk, content=reply)
     return turn
 
@@ -49,18 +53,22 @@ def test_each_reply_shows_what_its_prompt_held(page, sam, conv):
     """E2: label, value, certainty and a link to the card of each memory the plan held; the
     boundary decision; the section is closed (<details> without `open`)."""
     planned_turn(conv, "t1", "My dog's name is Rex. I like green tea.")
-    turn = planned_turn(conv, "t2", "What is my dog called?", capabilities=["tone.playful"],
-                        reply="Rex, of course.")
+    turn = planned_turn(
+        conv, "t2", "What is my dog called?", capabilities=["tone.playful"], reply="Rex, of course."
+    )
     html = page.get(f"/conversations/{conv.pk}/").content.decode()
     section = used_section(html, reply_of(turn))
-    assert "<details class=\"used\" id=\"used-" in section and " open" not in section.split(">")[0]
+    assert '<details class="used" id="used-' in section and " open" not in section.split(">")[0]
     assert "What the companion used" in section
     dog = MemoryRecord.objects.get(user=sam, key="dog.name")
     assert f'href="/memories/?card={dog.pk}#m-{dog.pk}"' in section
     words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section))
     assert "Rex" in words and "green tea" in words
     assert turn.plan_snapshot["certainty"][turn.plan_snapshot["memories"].index(str(dog.pk))] in (
-        "confirmed", "likely", "uncertain")
+        "confirmed",
+        "likely",
+        "uncertain",
+    )
     assert "Likely" in words or "Confirmed" in words or "Uncertain" in words
     assert "A playful tone" in words and "asked you first" in words
 
@@ -96,8 +104,14 @@ def test_a_memory_forgotten_since_shows_as_forgotten_never_its_value(page, sam, 
 def test_left_out_memories_say_why_in_plain_words(page, sam, conv):
     """E2: a memory left out of the prompt is listed with its reason in words (P1: a summary
     with no message behind it)."""
-    memory_assert(user=sam, key="story.letter.outcome", value="sent", scope=Scope("user"),
-                  authority="model-inferred", confidence=0.95)
+    memory_assert(
+        user=sam,
+        key="story.letter.outcome",
+        value="sent",
+        scope=Scope("user"),
+        authority="model-inferred",
+        confidence=0.95,
+    )
     turn = planned_turn(conv, "t1", "Tell me a story.")
     section = used_section(page.get(f"/conversations/{conv.pk}/").content.decode(), reply_of(turn))
     assert "Left out" in section and "no message of yours backs it up" in section
@@ -140,7 +154,9 @@ def test_a_confirmed_memory_is_one_line_that_says_it_was_confirmed(page, sam, co
     memory_confirm(record_id=dog.pk, user=sam)
     turn = planned_turn(conv, "t2", "What is my dog called?")
     assert ["memory", str(dog.pk), "superseded"] in turn.plan_snapshot["excluded"]
-    words = words_of(used_section(page.get(f"/conversations/{conv.pk}/").content.decode(), reply_of(turn)))
+    words = words_of(
+        used_section(page.get(f"/conversations/{conv.pk}/").content.decode(), reply_of(turn))
+    )
     assert words.count("Dog's name") == 1
     assert "(you confirmed it)" in words
     assert LEFT_OUT_WORDS["superseded"] not in words and "Left out" not in words
@@ -153,13 +169,18 @@ def test_withheld_messages_are_counted_in_plain_words(page, sam, conv):
     first = planned_turn(conv, "t1", "My cat is called Miso.")
     turn = planned_turn(conv, "t2", "What is my cat called?")
     snapshot = dict(turn.plan_snapshot)
-    snapshot["excluded"] = [*snapshot["excluded"], ["message", str(first.user_message_id), "forgotten"],
-                            ["message", reply_of(first), "forgotten"]]
+    snapshot["excluded"] = [
+        *snapshot["excluded"],
+        ["message", str(first.user_message_id), "forgotten"],
+        ["message", reply_of(first), "forgotten"],
+    ]
     type(turn).objects.filter(pk=turn.pk).update(plan_snapshot=snapshot)
     html = page.get(f"/conversations/{conv.pk}/").content.decode()
     words = words_of(used_section(html, reply_of(turn)))
-    assert ("2 earlier messages were withheld because you asked the companion to forget something "
-            "they mention.") in words
+    assert (
+        "2 earlier messages were withheld because you asked the companion to forget something "
+        "they mention."
+    ) in words
     assert "did not fit" not in words
     assert "It was given no earlier messages." in words_of(used_section(html, reply_of(first)))
     assert "0 earlier messages" not in html

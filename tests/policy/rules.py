@@ -25,20 +25,43 @@ WORK = DecisionRequest("topic.work", "user")
 
 
 def context(**changes) -> PolicyContext:
-    values = {"user": "wren", "now": T0, "character": "rowan", "conversation": CONV, "scene": "greenhouse"}
+    values = {
+        "user": "wren",
+        "now": T0,
+        "character": "rowan",
+        "conversation": CONV,
+        "scene": "greenhouse",
+    }
     values.update(changes)
     return PolicyContext(**values)
 
 
-def rule(rule_id: str, effect: str = "allow", *, capability: str = "media.voice",
-         source: str = "explicit-user", scope: PolicyScope = GLOBAL, user: str | None = "wren",
-         requested_by: str | None = None, valid_from: dt.datetime = T0 - DAY,
-         valid_until: dt.datetime | None = None, revoked_at: dt.datetime | None = None,
-         version: int = 1) -> Rule:
+def rule(
+    rule_id: str,
+    effect: str = "allow",
+    *,
+    capability: str = "media.voice",
+    source: str = "explicit-user",
+    scope: PolicyScope = GLOBAL,
+    user: str | None = "wren",
+    requested_by: str | None = None,
+    valid_from: dt.datetime = T0 - DAY,
+    valid_until: dt.datetime | None = None,
+    revoked_at: dt.datetime | None = None,
+    version: int = 1,
+) -> Rule:
     if source == "product-default":
         user = None
     return Rule(
-        id=rule_id, user=user, capability=capability, effect=effect, source=source, scope=scope,
-        requested_by=requested_by, valid_from=valid_from, valid_until=valid_until,
-        revoked_at=revoked_at, version=version,
+        id=rule_id,
+        user=user,
+        capability=capability,
+        effect=effect,
+        source=source,
+        scope=scope,
+        requested_by=requested_by,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        revoked_at=revoked_at,
+        version=version,
     )

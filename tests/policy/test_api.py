@@ -13,8 +13,19 @@ pytestmark = pytest.mark.django_db
 
 PROBLEM = "application/problem+json"
 DECISION_FIELDS = {"decision_id", "effect", "reason", "rule_ids", "policy_version"}
-RULE_FIELDS = {"id", "user", "capability", "effect", "source", "scope", "requested_by", "valid_from",
-               "valid_until", "revoked_at", "version"}
+RULE_FIELDS = {
+    "id",
+    "user",
+    "capability",
+    "effect",
+    "source",
+    "scope",
+    "requested_by",
+    "valid_from",
+    "valid_until",
+    "revoked_at",
+    "version",
+}
 JOB_FIELDS = {"id", "status", "capability", "decision", "policy_version_at_admission"}
 
 
@@ -24,20 +35,31 @@ def ctx(conversation, capabilities):
 
 
 def decide(api, ctx, capability="media.voice", requested_by="user", **extra):
-    return api.post("/api/v1/policy/decide", {"context": ctx, "capability": capability,
-                                              "requested_by": requested_by, **extra}, format="json")
+    return api.post(
+        "/api/v1/policy/decide",
+        {"context": ctx, "capability": capability, "requested_by": requested_by, **extra},
+        format="json",
+    )
 
 
 def create_rule(api, **body):
-    values = {"user": "wren", "capability": "media.voice", "effect": "allow", "source": "explicit-user",
-              "scope": {"kind": "global"}}
+    values = {
+        "user": "wren",
+        "capability": "media.voice",
+        "effect": "allow",
+        "source": "explicit-user",
+        "scope": {"kind": "global"},
+    }
     values.update(body)
     return api.post("/api/v1/policy/rules", values, format="json")
 
 
 def admit(api, ctx, key="job-1", capability="media.voice"):
-    return api.post("/api/v1/media-jobs", {"context": ctx, "capability": capability, "requested_by": "user",
-                                           "idempotency_key": key}, format="json")
+    return api.post(
+        "/api/v1/media-jobs",
+        {"context": ctx, "capability": capability, "requested_by": "user", "idempotency_key": key},
+        format="json",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,7 +99,9 @@ def test_it_lists_the_five_seeded_capabilities_with_their_questions(api, capabil
     body = api.get("/api/v1/policy/capabilities").json()
     assert body["count"] == 5
     names = [item["name"] for item in body["results"]]
-    assert names == sorted(["tone.playful", "topic.work", "relationship.advance", "media.voice", "media.image"])
+    assert names == sorted(
+        ["tone.playful", "topic.work", "relationship.advance", "media.voice", "media.image"]
+    )
     assert all(item["question"] for item in body["results"])
 
 
@@ -102,12 +126,21 @@ def test_d4_decide_names_the_deciding_rule_and_leaves_out_the_question(api, ctx)
     rule = create_rule(api, effect="deny").json()
     body = decide(api, ctx).json()
     assert set(body) == DECISION_FIELDS
-    assert (body["effect"], body["reason"], body["rule_ids"]) == ("deny", "explicit-rule", [rule["id"]])
+    assert (body["effect"], body["reason"], body["rule_ids"]) == (
+        "deny",
+        "explicit-rule",
+        [rule["id"]],
+    )
     assert body["policy_version"] == {"defaults": 0, "user": 1}
 
 
 def test_d4_decide_asks_about_conflicting_rules_listing_both(api, ctx):
-    ids = sorted([create_rule(api, effect="deny").json()["id"], create_rule(api, effect="allow").json()["id"]])
+    ids = sorted(
+        [
+            create_rule(api, effect="deny").json()["id"],
+            create_rule(api, effect="allow").json()["id"],
+        ]
+    )
     body = decide(api, ctx).json()
     assert (body["effect"], body["reason"], body["rule_ids"]) == ("ask", "conflicting-rules", ids)
 
@@ -115,8 +148,13 @@ def test_d4_decide_asks_about_conflicting_rules_listing_both(api, ctx):
 def test_decide_explains_every_rule_when_asked(api, ctx, marlowe):
     other = create_rule(api, scope={"kind": "character", "character": "marlowe"}).json()
     body = decide(api, ctx, explain=True).json()
-    assert body["explain"] == [{"rule_id": other["id"], "reason": "scope",
-                                "detail": "character marlowe does not cover this context"}]
+    assert body["explain"] == [
+        {
+            "rule_id": other["id"],
+            "reason": "scope",
+            "detail": "character marlowe does not cover this context",
+        }
+    ]
 
 
 @pytest.mark.parametrize(
@@ -134,7 +172,9 @@ def test_decide_explains_every_rule_when_asked(api, ctx, marlowe):
 )
 def test_decide_refuses_bad_input_naming_the_field(api, ctx, change, field):
     body = {"context": ctx, "capability": "media.voice", "requested_by": "user", **change}
-    assert_problem(api.post("/api/v1/policy/decide", body, format="json"), 400, "validation_error", field)
+    assert_problem(
+        api.post("/api/v1/policy/decide", body, format="json"), 400, "validation_error", field
+    )
 
 
 def test_decide_never_answers_500_for_a_body_that_is_not_an_object(api, capabilities):
@@ -144,16 +184,30 @@ def test_decide_never_answers_500_for_a_body_that_is_not_an_object(api, capabili
 
 
 def test_decide_runs_a_constant_number_of_queries_whatever_the_number_of_rules(
-        api, ctx, wren, conversation, django_assert_num_queries):
-    body = {"context": {**ctx, "now": "2026-12-01T00:00:00Z"}, "capability": "media.voice", "requested_by": "user"}
+    api, ctx, wren, conversation, django_assert_num_queries
+):
+    body = {
+        "context": {**ctx, "now": "2026-12-01T00:00:00Z"},
+        "capability": "media.voice",
+        "requested_by": "user",
+    }
 
     def add_rules(count):
-        PolicyRule.objects.bulk_create([
-            PolicyRule(user=wren, capability_id="media.voice", effect="allow", source="explicit-user",
-                       scope_kind="conversation", conversation=conversation, valid_from=at("2026-08-01T00:00"),
-                       created_at=at("2026-08-01T00:00"))
-            for _ in range(count)
-        ])
+        PolicyRule.objects.bulk_create(
+            [
+                PolicyRule(
+                    user=wren,
+                    capability_id="media.voice",
+                    effect="allow",
+                    source="explicit-user",
+                    scope_kind="conversation",
+                    conversation=conversation,
+                    valid_from=at("2026-08-01T00:00"),
+                    created_at=at("2026-08-01T00:00"),
+                )
+                for _ in range(count)
+            ]
+        )
 
     # A cold process first loads the catalog (config.catalog): the capabilities, then the
     # product defaults with their version. Token (with the catalog version), the conversation
@@ -176,19 +230,33 @@ def test_decide_runs_a_constant_number_of_queries_whatever_the_number_of_rules(
 
 
 def test_it_creates_a_rule_with_every_field(api, ctx, conversation):
-    response = create_rule(api, scope={"kind": "scene", "conversation": str(conversation.pk), "scene": "greenhouse"},
-                           requested_by="assistant", valid_from="2026-08-05T12:00:00Z",
-                           valid_until="2026-08-06T12:00:00.250000Z", effect="ask")
+    response = create_rule(
+        api,
+        scope={"kind": "scene", "conversation": str(conversation.pk), "scene": "greenhouse"},
+        requested_by="assistant",
+        valid_from="2026-08-05T12:00:00Z",
+        valid_until="2026-08-06T12:00:00.250000Z",
+        effect="ask",
+    )
     assert response.status_code == 201
     rule = response.json()
     assert rule["user"] == "wren"
-    assert rule["scope"] == {"kind": "scene", "conversation": str(conversation.pk), "scene": "greenhouse"}
-    assert (rule["valid_from"], rule["valid_until"]) == ("2026-08-05T12:00:00Z", "2026-08-06T12:00:00.250000Z")
+    assert rule["scope"] == {
+        "kind": "scene",
+        "conversation": str(conversation.pk),
+        "scene": "greenhouse",
+    }
+    assert (rule["valid_from"], rule["valid_until"]) == (
+        "2026-08-05T12:00:00Z",
+        "2026-08-06T12:00:00.250000Z",
+    )
     assert (rule["revoked_at"], rule["version"], rule["requested_by"]) == (None, 1, "assistant")
 
 
 def test_it_creates_a_product_default_without_a_user(api, ctx, rowan):
-    response = create_rule(api, user=None, source="product-default", scope={"kind": "character", "character": "rowan"})
+    response = create_rule(
+        api, user=None, source="product-default", scope={"kind": "character", "character": "rowan"}
+    )
     assert response.status_code == 201
     assert response.json()["user"] is None
     assert decide(api, ctx).json()["policy_version"] == {"defaults": 1, "user": 0}
@@ -203,11 +271,24 @@ def test_it_creates_a_product_default_without_a_user(api, ctx, rowan):
         ({"scope": {"kind": "user"}}, "scope.kind"),
         ({"scope": {"kind": "character"}}, "scope.character"),
         ({"scope": {"kind": "global", "character": "rowan"}}, "scope.character"),
-        ({"scope": {"kind": "conversation", "conversation": str(uuid.uuid4())}}, "scope.conversation"),
-        ({"user": None, "source": "product-default", "scope": {"kind": "conversation", "conversation": str(uuid.uuid4())}}, "scope.kind"),
+        (
+            {"scope": {"kind": "conversation", "conversation": str(uuid.uuid4())}},
+            "scope.conversation",
+        ),
+        (
+            {
+                "user": None,
+                "source": "product-default",
+                "scope": {"kind": "conversation", "conversation": str(uuid.uuid4())},
+            },
+            "scope.kind",
+        ),
         ({"user": None}, "source"),
         ({"source": "product-default"}, "source"),
-        ({"valid_from": "2026-08-05T12:00:00Z", "valid_until": "2026-08-05T11:00:00Z"}, "valid_until"),
+        (
+            {"valid_from": "2026-08-05T12:00:00Z", "valid_until": "2026-08-05T11:00:00Z"},
+            "valid_until",
+        ),
         ({"version": 3}, "version"),
         ({"id": str(uuid.uuid4())}, "id"),
     ],
@@ -227,7 +308,9 @@ def test_it_lists_a_users_rules_or_the_product_defaults(api, ctx):
     assert [(r["user"], r["effect"]) for r in defaults] == [(None, "deny")]
     assert api.get("/api/v1/policy/rules?user=wren&capability=tone.playful").json()["count"] == 0
     assert_problem(api.get("/api/v1/policy/rules?user=nobody"), 400, "validation_error", "user")
-    assert_problem(api.get("/api/v1/policy/rules?capability=x"), 400, "validation_error", "capability")
+    assert_problem(
+        api.get("/api/v1/policy/rules?capability=x"), 400, "validation_error", "capability"
+    )
 
 
 def test_the_rule_list_runs_a_constant_number_of_queries(api, ctx, django_assert_num_queries):
@@ -247,20 +330,32 @@ def test_d5_revoking_a_rule_returns_it_with_revoked_at_and_d7_bumps_the_version(
     revoked = response.json()
     assert revoked["revoked_at"] is not None and revoked["revoked_at"].endswith("Z")
     body = decide(api, ctx).json()
-    assert (body["effect"], body["reason"], body["policy_version"]["user"]) == ("ask", "no-applicable-rule", 2)
+    assert (body["effect"], body["reason"], body["policy_version"]["user"]) == (
+        "ask",
+        "no-applicable-rule",
+        2,
+    )
     again = api.post(f"/api/v1/policy/rules/{rule['id']}/revoke", {}, format="json")
     assert again.status_code == 200 and again.json()["revoked_at"] == revoked["revoked_at"]
 
 
 def test_revoking_an_unknown_rule_is_404(api, capabilities):
-    assert_problem(api.post(f"/api/v1/policy/rules/{uuid.uuid4()}/revoke", {}, format="json"), 404, "not_found")
-    assert_problem(api.post("/api/v1/policy/rules/not-a-uuid/revoke", {}, format="json"), 404, "not_found")
+    assert_problem(
+        api.post(f"/api/v1/policy/rules/{uuid.uuid4()}/revoke", {}, format="json"), 404, "not_found"
+    )
+    assert_problem(
+        api.post("/api/v1/policy/rules/not-a-uuid/revoke", {}, format="json"), 404, "not_found"
+    )
 
 
 def test_revoke_refuses_unknown_fields(api, ctx):
     rule = create_rule(api).json()
-    assert_problem(api.post(f"/api/v1/policy/rules/{rule['id']}/revoke", {"at": "now"}, format="json"),
-                   400, "validation_error", "at")
+    assert_problem(
+        api.post(f"/api/v1/policy/rules/{rule['id']}/revoke", {"at": "now"}, format="json"),
+        400,
+        "validation_error",
+        "at",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,8 +363,11 @@ def test_revoke_refuses_unknown_fields(api, ctx):
 
 
 def answer(api, decision_id, answer="allow", remember="once", **extra):
-    return api.post("/api/v1/policy/answers", {"decision_id": decision_id, "answer": answer,
-                                               "remember": remember, **extra}, format="json")
+    return api.post(
+        "/api/v1/policy/answers",
+        {"decision_id": decision_id, "answer": answer, "remember": remember, **extra},
+        format="json",
+    )
 
 
 def test_d8_an_answer_remembered_for_the_conversation_creates_a_rule(api, ctx, conversation):
@@ -288,7 +386,9 @@ def test_d8_an_answer_remembered_for_the_conversation_creates_a_rule(api, ctx, c
 
 def test_d8_a_scene_answer_without_a_scene_is_400(api, ctx):
     asked = decide(api, ctx).json()
-    assert_problem(answer(api, asked["decision_id"], remember="scene"), 400, "validation_error", "remember")
+    assert_problem(
+        answer(api, asked["decision_id"], remember="scene"), 400, "validation_error", "remember"
+    )
 
 
 def test_d8_a_replayed_answer_is_200_and_a_different_one_409(api, ctx):
@@ -296,7 +396,9 @@ def test_d8_a_replayed_answer_is_200_and_a_different_one_409(api, ctx):
     answer(api, asked["decision_id"], remember="global")
     again = answer(api, asked["decision_id"], remember="global")
     assert again.status_code == 200 and again.json()["replayed"] is True
-    assert_problem(answer(api, asked["decision_id"], answer="deny", remember="global"), 409, "conflict")
+    assert_problem(
+        answer(api, asked["decision_id"], answer="deny", remember="global"), 409, "conflict"
+    )
 
 
 @pytest.mark.parametrize(
@@ -310,7 +412,9 @@ def test_d8_a_replayed_answer_is_200_and_a_different_one_409(api, ctx):
     ],
 )
 def test_d8_bad_answers_name_the_field(api, capabilities, body, field):
-    assert_problem(api.post("/api/v1/policy/answers", body, format="json"), 400, "validation_error", field)
+    assert_problem(
+        api.post("/api/v1/policy/answers", body, format="json"), 400, "validation_error", field
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,21 +440,30 @@ def test_d8_d9_answering_a_jobs_ask_once_lets_it_run(api, ctx):
     assert started["policy_version_at_start"] == {"defaults": 0, "user": 0}
     done = api.post(f"/api/v1/media-jobs/{job['id']}/complete", {}, format="json")
     assert done.status_code == 200 and done.json()["status"] == "done"
-    assert api.post(f"/api/v1/media-jobs/{job['id']}/complete", {}, format="json").json()["status"] == "done"
+    assert (
+        api.post(f"/api/v1/media-jobs/{job['id']}/complete", {}, format="json").json()["status"]
+        == "done"
+    )
 
 
 def test_d9_a_stale_job_is_cancelled_at_start_with_both_versions(api, ctx):
     rule = create_rule(api).json()
     job = admit(api, ctx).json()
-    assert job["status"] == "queued" and "reason" not in job and "policy_version_at_start" not in job
+    assert (
+        job["status"] == "queued" and "reason" not in job and "policy_version_at_start" not in job
+    )
     api.post(f"/api/v1/policy/rules/{rule['id']}/revoke", {}, format="json")
     started = api.post(f"/api/v1/media-jobs/{job['id']}/start", {}, format="json")
     assert started.status_code == 200
     body = started.json()
     assert (body["status"], body["reason"]) == ("cancelled", "ask:no-applicable-rule")
     assert (body["policy_version_at_admission"], body["policy_version_at_start"]) == (
-        {"defaults": 0, "user": 1}, {"defaults": 0, "user": 2})
-    assert_problem(api.post(f"/api/v1/media-jobs/{job['id']}/complete", {}, format="json"), 409, "conflict")
+        {"defaults": 0, "user": 1},
+        {"defaults": 0, "user": 2},
+    )
+    assert_problem(
+        api.post(f"/api/v1/media-jobs/{job['id']}/complete", {}, format="json"), 409, "conflict"
+    )
 
 
 def test_d9_the_same_key_answers_200_with_the_job_and_another_request_409(api, ctx):
@@ -371,14 +484,28 @@ def test_d9_the_same_key_answers_200_with_the_job_and_another_request_409(api, c
     ],
 )
 def test_d9_bad_jobs_name_the_field(api, ctx, change, field):
-    body = {"context": ctx, "capability": "media.voice", "requested_by": "user", "idempotency_key": "k", **change}
-    assert_problem(api.post("/api/v1/media-jobs", body, format="json"), 400, "validation_error", field)
+    body = {
+        "context": ctx,
+        "capability": "media.voice",
+        "requested_by": "user",
+        "idempotency_key": "k",
+        **change,
+    }
+    assert_problem(
+        api.post("/api/v1/media-jobs", body, format="json"), 400, "validation_error", field
+    )
 
 
 def test_d9_unknown_jobs_are_404(api, capabilities):
     for action in ("start", "complete"):
-        assert_problem(api.post(f"/api/v1/media-jobs/{uuid.uuid4()}/{action}", {}, format="json"), 404, "not_found")
-        assert_problem(api.post(f"/api/v1/media-jobs/nope/{action}", {}, format="json"), 404, "not_found")
+        assert_problem(
+            api.post(f"/api/v1/media-jobs/{uuid.uuid4()}/{action}", {}, format="json"),
+            404,
+            "not_found",
+        )
+        assert_problem(
+            api.post(f"/api/v1/media-jobs/nope/{action}", {}, format="json"), 404, "not_found"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,9 +515,14 @@ def test_d9_unknown_jobs_are_404(api, capabilities):
 def test_d10_the_decision_log_has_exactly_the_allow_listed_fields_and_no_text():
     allowed = {
         "id",  # decision id
-        "user", "capability", "requested_by", "effect", "reason",
+        "user",
+        "capability",
+        "requested_by",
+        "effect",
+        "reason",
         "rule_ids",  # rule ids (a JSON list of UUIDs)
-        "defaults_version", "user_version",  # the policy version
+        "defaults_version",
+        "user_version",  # the policy version
         "scope_ids",  # the context's scope ids (SPEC §1)
         "decided_at",  # time
     }
@@ -398,13 +530,19 @@ def test_d10_the_decision_log_has_exactly_the_allow_listed_fields_and_no_text():
     assert set(fields) == allowed == set(DecisionLog.ALLOWED_FIELDS)
     assert not [name for name, field in fields.items() if isinstance(field, models.TextField)]
     # The few strings are codes: bounded, short, and never free text.
-    strings = {name: field.max_length for name, field in fields.items() if isinstance(field, models.CharField)}
+    strings = {
+        name: field.max_length
+        for name, field in fields.items()
+        if isinstance(field, models.CharField)
+    }
     assert strings and all(length <= 100 for length in strings.values())
 
 
 def test_d10_a_decision_logs_ids_and_codes_not_text(api, ctx, conversation):
     decide(api, {**ctx, "scene": "greenhouse"}, requested_by="assistant")
     row = DecisionLog.objects.get()
-    values = [getattr(row, name) if name != "user" else row.user_id for name in DecisionLog.ALLOWED_FIELDS]
+    values = [
+        getattr(row, name) if name != "user" else row.user_id for name in DecisionLog.ALLOWED_FIELDS
+    ]
     assert "voice messages" not in repr(values)  # not even the capability's question
     assert row.scope_ids[-1] == f"scene:{conversation.pk}:greenhouse"

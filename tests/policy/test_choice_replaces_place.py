@@ -20,24 +20,36 @@ def ctx(conversation, capabilities):
 
 
 def decide(api, ctx, capability="media.voice", requested_by="user"):
-    return api.post("/api/v1/policy/decide", {"context": ctx, "capability": capability,
-                                              "requested_by": requested_by}, format="json").json()
+    return api.post(
+        "/api/v1/policy/decide",
+        {"context": ctx, "capability": capability, "requested_by": requested_by},
+        format="json",
+    ).json()
 
 
 def create_rule(api, **body):
-    values = {"user": "wren", "capability": "media.voice", "effect": "allow",
-              "source": "explicit-user", "scope": {"kind": "global"}}
+    values = {
+        "user": "wren",
+        "capability": "media.voice",
+        "effect": "allow",
+        "source": "explicit-user",
+        "scope": {"kind": "global"},
+    }
     values.update(body)
     return api.post("/api/v1/policy/rules", values, format="json")
 
 
 def live(user, capability="media.voice"):
-    return list(PolicyRule.objects.filter(user=user, capability_id=capability, revoked_at__isnull=True)
-                .order_by("created_at", "id"))
+    return list(
+        PolicyRule.objects.filter(
+            user=user, capability_id=capability, revoked_at__isnull=True
+        ).order_by("created_at", "id")
+    )
 
 
 def test_d11_post_rules_with_replace_revokes_every_choice_at_the_place_whatever_the_requester(
-        api, ctx, wren):
+    api, ctx, wren
+):
     """D11: `replace: true` revokes the user's live explicit choices at the same capability and
     scope — also one limited to another requester — and the next decision there is the new
     rule's effect, reason `explicit-rule`."""
@@ -47,26 +59,45 @@ def test_d11_post_rules_with_replace_revokes_every_choice_at_the_place_whatever_
     assert response.status_code == 201
     new = response.json()
     assert [str(r.pk) for r in live(wren)] == [new["id"]]
-    revoked = {str(r.pk): r.revoked_at for r in PolicyRule.objects.filter(pk__in=[first["id"], second["id"]])}
+    revoked = {
+        str(r.pk): r.revoked_at
+        for r in PolicyRule.objects.filter(pk__in=[first["id"], second["id"]])
+    }
     assert all(at is not None for at in revoked.values())
     assert len(set(revoked.values())) == 1  # one transaction, one clock reading
     body = decide(api, ctx)
-    assert (body["effect"], body["reason"], body["rule_ids"]) == ("deny", "explicit-rule", [new["id"]])
+    assert (body["effect"], body["reason"], body["rule_ids"]) == (
+        "deny",
+        "explicit-rule",
+        [new["id"]],
+    )
     assert body["policy_version"]["user"] == 3  # two creations, then one bump for the replacement
 
 
-def test_d11_replace_leaves_other_places_defaults_and_inferred_rules_alone(api, ctx, wren, conversation):
+def test_d11_replace_leaves_other_places_defaults_and_inferred_rules_alone(
+    api, ctx, wren, conversation
+):
     """D11: rules at other places (another scope or capability), product defaults and
     `confirmed-inference` rules are untouched."""
-    elsewhere = create_rule(api, scope={"kind": "conversation", "conversation": str(conversation.pk)}).json()
+    elsewhere = create_rule(
+        api, scope={"kind": "conversation", "conversation": str(conversation.pk)}
+    ).json()
     other_capability = create_rule(api, capability="media.image").json()
     inferred = create_rule(api, source="confirmed-inference").json()
-    default = api.post("/api/v1/policy/rules", {"capability": "media.voice", "effect": "allow",
-                                                 "source": "product-default", "scope": {"kind": "global"}},
-                       format="json").json()
+    default = api.post(
+        "/api/v1/policy/rules",
+        {
+            "capability": "media.voice",
+            "effect": "allow",
+            "source": "product-default",
+            "scope": {"kind": "global"},
+        },
+        format="json",
+    ).json()
     create_rule(api, effect="deny", replace=True)
-    untouched = PolicyRule.objects.filter(pk__in=[elsewhere["id"], other_capability["id"], inferred["id"],
-                                                  default["id"]])
+    untouched = PolicyRule.objects.filter(
+        pk__in=[elsewhere["id"], other_capability["id"], inferred["id"], default["id"]]
+    )
     assert [r.revoked_at for r in untouched] == [None] * 4
 
 
@@ -93,7 +124,9 @@ def test_d11_replace_is_in_the_schema():
     assert "D11" in field["description"]
 
 
-def test_d11_d4_an_ask_answer_remembered_replaces_the_tied_choices_it_was_asked_about(api, ctx, wren):
+def test_d11_d4_an_ask_answer_remembered_replaces_the_tied_choices_it_was_asked_about(
+    api, ctx, wren
+):
     """D11 with D4's tie: two choices of the user at one place disagree, so the decision asks
     (`conflicting-rules`); answering with `remember: global` revokes both and the next decision
     is the answer, reason `explicit-rule` — without D11 the three would still tie."""
@@ -101,23 +134,35 @@ def test_d11_d4_an_ask_answer_remembered_replaces_the_tied_choices_it_was_asked_
     create_rule(api, effect="deny")
     asked = decide(api, ctx)
     assert (asked["effect"], asked["reason"]) == ("ask", "conflicting-rules")
-    answered = api.post("/api/v1/policy/answers", {"decision_id": asked["decision_id"], "answer": "deny",
-                                                   "remember": "global"}, format="json").json()
+    answered = api.post(
+        "/api/v1/policy/answers",
+        {"decision_id": asked["decision_id"], "answer": "deny", "remember": "global"},
+        format="json",
+    ).json()
     rule_id = answered["rule"]["id"]
     assert [str(r.pk) for r in live(wren)] == [rule_id]
     body = decide(api, ctx)
-    assert (body["effect"], body["reason"], body["rule_ids"]) == ("deny", "explicit-rule", [rule_id])
+    assert (body["effect"], body["reason"], body["rule_ids"]) == (
+        "deny",
+        "explicit-rule",
+        [rule_id],
+    )
 
 
-def test_d11_an_ask_answer_for_the_conversation_replaces_only_that_place(api, ctx, wren, conversation):
+def test_d11_an_ask_answer_for_the_conversation_replaces_only_that_place(
+    api, ctx, wren, conversation
+):
     """D11 with D8: an answer remembered for a conversation replaces the user's choices for
     that conversation, whatever their requester, and not the global one."""
     place = {"kind": "conversation", "conversation": str(conversation.pk)}
     older = create_rule(api, effect="allow", scope=place, requested_by="assistant").json()
     asked = decide(api, ctx, requested_by="user")
     assert asked["reason"] == "no-applicable-rule"
-    answered = api.post("/api/v1/policy/answers", {"decision_id": asked["decision_id"], "answer": "deny",
-                                                   "remember": "conversation"}, format="json").json()
+    answered = api.post(
+        "/api/v1/policy/answers",
+        {"decision_id": asked["decision_id"], "answer": "deny", "remember": "conversation"},
+        format="json",
+    ).json()
     assert PolicyRule.objects.get(pk=older["id"]).revoked_at is not None
     assert decide(api, ctx, requested_by="user")["rule_ids"] == [answered["rule"]["id"]]
     other = ConversationFactory(user=wren, character=conversation.character)
@@ -128,24 +173,46 @@ def test_d11_once_creates_nothing_and_revokes_nothing(api, ctx, wren):
     """D8/D11: `once` applies to the decision only: no rule, nothing revoked."""
     create_rule(api, effect="allow", requested_by="assistant")
     asked = decide(api, ctx, requested_by="user")
-    api.post("/api/v1/policy/answers", {"decision_id": asked["decision_id"], "answer": "deny",
-                                        "remember": "once"}, format="json")
+    api.post(
+        "/api/v1/policy/answers",
+        {"decision_id": asked["decision_id"], "answer": "deny", "remember": "once"},
+        format="json",
+    )
     assert len(live(wren)) == 1
 
 
 def test_d11_the_boundaries_choice_replaces_every_choice_at_its_place(ctx, wren):
     """D11 on the boundaries page's service: a choice revokes the user's older ones at the
     place — also those limited to one requester — and the decision there is the choice."""
-    services.rule_create(user=wren, capability="media.voice", effect="allow", source="explicit-user",
-                         scope={"kind": "global"}, requested_by="assistant")
-    services.rule_create(user=wren, capability="media.voice", effect="deny", source="explicit-user",
-                         scope={"kind": "global"})
-    assert services.boundary_set(user=wren, capability="media.voice", effect="ask",
-                                 scope={"kind": "global"}) == "changed"
+    services.rule_create(
+        user=wren,
+        capability="media.voice",
+        effect="allow",
+        source="explicit-user",
+        scope={"kind": "global"},
+        requested_by="assistant",
+    )
+    services.rule_create(
+        user=wren,
+        capability="media.voice",
+        effect="deny",
+        source="explicit-user",
+        scope={"kind": "global"},
+    )
+    assert (
+        services.boundary_set(
+            user=wren, capability="media.voice", effect="ask", scope={"kind": "global"}
+        )
+        == "changed"
+    )
     [rule] = live(wren)
     assert (rule.effect, rule.requested_by, rule.scope_kind) == ("ask", None, "global")
-    assert services.boundary_set(user=wren, capability="media.voice", effect="ask",
-                                 scope={"kind": "global"}) == "unchanged"
+    assert (
+        services.boundary_set(
+            user=wren, capability="media.voice", effect="ask", scope={"kind": "global"}
+        )
+        == "unchanged"
+    )
     assert live(wren) == [rule]
 
 
@@ -154,10 +221,15 @@ def test_d11_the_boundaries_page_saves_a_choice_that_wins_at_once(client, ctx, w
     decision at that place is the page's choice, reason `explicit-rule`."""
     create_rule(api, effect="allow", requested_by="user")
     client.force_login(wren)
-    response = client.post(reverse("policy:set"), {"capability": "media.voice", "effect": "deny",
-                                            "where": "global"})
+    response = client.post(
+        reverse("policy:set"), {"capability": "media.voice", "effect": "deny", "where": "global"}
+    )
     assert response.status_code in (302, 303), response.content[:400]
     [rule] = live(wren)
     assert rule.effect == "deny"
     body = decide(api, ctx, requested_by="user")
-    assert (body["effect"], body["reason"], body["rule_ids"]) == ("deny", "explicit-rule", [str(rule.pk)])
+    assert (body["effect"], body["reason"], body["rule_ids"]) == (
+        "deny",
+        "explicit-rule",
+        [str(rule.pk)],
+    )

@@ -42,16 +42,26 @@ def test_d7_concurrent_rule_changes_for_one_user_get_distinct_increasing_version
     user = UserFactory(username="wren")
     CharacterFactory(slug="rowan")
     existing = [
-        services.rule_create(user=user, capability="media.voice", effect="allow", source="explicit-user",
-                             scope={"kind": "character", "character": "rowan"})
+        services.rule_create(
+            user=user,
+            capability="media.voice",
+            effect="allow",
+            source="explicit-user",
+            scope={"kind": "character", "character": "rowan"},
+        )
         for _ in range(THREADS // 2)
     ]
     start = UserPolicyVersion.objects.get(user=user).version
 
     def change(index):
         if index % 2:
-            rule = services.rule_create(user=user, capability="tone.playful", effect="deny",
-                                        source="explicit-user", scope={"kind": "global"})
+            rule = services.rule_create(
+                user=user,
+                capability="tone.playful",
+                effect="deny",
+                source="explicit-user",
+                scope={"kind": "global"},
+            )
         else:
             rule = services.rule_change(rule_id=existing[index // 2].pk, effect="deny")
         return rule.policy_version_after
@@ -66,8 +76,13 @@ def test_d7_the_first_changes_of_a_new_user_race_to_create_the_version_row(capab
     user = UserFactory(username="ash")
 
     def create(index):
-        return services.rule_create(user=user, capability="media.image", effect="allow",
-                                    source="explicit-user", scope={"kind": "global"}).policy_version_after
+        return services.rule_create(
+            user=user,
+            capability="media.image",
+            effect="allow",
+            source="explicit-user",
+            scope={"kind": "global"},
+        ).policy_version_after
 
     versions, errors = run_together(create)
     assert errors == []
@@ -76,13 +91,19 @@ def test_d7_the_first_changes_of_a_new_user_race_to_create_the_version_row(capab
 
 def test_d9_concurrent_starts_start_a_job_once(capabilities):
     conversation = ConversationFactory(user=UserFactory(username="wren"))
-    services.rule_create(user=conversation.user, capability="media.voice", effect="allow",
-                         source="explicit-user", scope={"kind": "global"})
+    services.rule_create(
+        user=conversation.user,
+        capability="media.voice",
+        effect="allow",
+        source="explicit-user",
+        scope={"kind": "global"},
+    )
     from conversations.selectors import load_context
 
     context = load_context({"user": "wren", "conversation": str(conversation.pk)})
-    job, _ = media_jobs.media_job_admit(context=context, capability="media.voice", requested_by="user",
-                                      idempotency_key="once")
+    job, _ = media_jobs.media_job_admit(
+        context=context, capability="media.voice", requested_by="user", idempotency_key="once"
+    )
 
     results, errors = run_together(lambda index: media_jobs.media_job_start(job_id=job.pk))
     assert errors == []
@@ -98,8 +119,12 @@ def test_d9_concurrent_admissions_with_one_key_create_one_job(capabilities):
 
     def admit(index):
         context = load_context({"user": "wren", "conversation": str(conversation.pk)})
-        job, created = media_jobs.media_job_admit(context=context, capability="media.image",
-                                                requested_by="assistant", idempotency_key="same")
+        job, created = media_jobs.media_job_admit(
+            context=context,
+            capability="media.image",
+            requested_by="assistant",
+            idempotency_key="same",
+        )
         return job.pk, created
 
     results, errors = run_together(admit)

@@ -77,7 +77,9 @@ def test_d1_a_scene_rule_does_not_apply_outside_a_scene():
     assert decide(VOICE, [rule("a", "deny", scope=GREENHOUSE)], context(scene=None)).effect == "ask"
 
 
-@pytest.mark.parametrize("requested_by, applies", [(None, True), ("user", True), ("automation", False)])
+@pytest.mark.parametrize(
+    "requested_by, applies", [(None, True), ("user", True), ("automation", False)]
+)
 def test_d1_it_matches_the_requester(requested_by, applies):
     decision = decide(VOICE, [rule("a", "deny", requested_by=requested_by)], context())
     assert decision.effect == ("deny" if applies else "ask")
@@ -95,7 +97,9 @@ def test_d1_it_matches_the_requester(requested_by, applies):
     ],
 )
 def test_d1_clock_boundaries(valid_from, valid_until, revoked_at, applies):
-    rules = [rule("a", "deny", valid_from=valid_from, valid_until=valid_until, revoked_at=revoked_at)]
+    rules = [
+        rule("a", "deny", valid_from=valid_from, valid_until=valid_until, revoked_at=revoked_at)
+    ]
     assert decide(VOICE, rules, context()).effect == ("deny" if applies else "ask")
 
 
@@ -105,7 +109,11 @@ def test_d1_clock_boundaries(valid_from, valid_until, revoked_at, applies):
 
 def test_d2_no_candidate_asks_with_no_applicable_rule():
     decision = decide(VOICE, [], context())
-    assert (decision.effect, decision.reason, decision.rule_ids) == ("ask", "no-applicable-rule", ())
+    assert (decision.effect, decision.reason, decision.rule_ids) == (
+        "ask",
+        "no-applicable-rule",
+        (),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,15 +122,28 @@ def test_d2_no_candidate_asks_with_no_applicable_rule():
 
 def test_d3_an_explicit_denial_beats_an_inferred_allow():
     rules = [
-        rule("inferred", "allow", capability="media.image", source="confirmed-inference", scope=GREENHOUSE),
+        rule(
+            "inferred",
+            "allow",
+            capability="media.image",
+            source="confirmed-inference",
+            scope=GREENHOUSE,
+        ),
         rule("explicit", "deny", capability="media.image"),
     ]
     decision = decide(IMAGE, rules, context())
-    assert (decision.effect, decision.reason, decision.rule_ids) == ("deny", "explicit-rule", ("explicit",))
+    assert (decision.effect, decision.reason, decision.rule_ids) == (
+        "deny",
+        "explicit-rule",
+        ("explicit",),
+    )
 
 
 def test_d3_source_outranks_scope():
-    rules = [rule("d", "deny", source="product-default", scope=ROWAN), rule("u", "allow", scope=GLOBAL)]
+    rules = [
+        rule("d", "deny", source="product-default", scope=ROWAN),
+        rule("u", "allow", scope=GLOBAL),
+    ]
     assert decide(VOICE, rules, context()).rule_ids == ("u",)
 
 
@@ -139,7 +160,11 @@ def test_d3_a_more_specific_scope_wins_within_a_source(narrow, wide):
 def test_d3_versions_are_not_compared_across_rules():
     rules = [rule("a", "allow", version=7), rule("b", "deny", version=1)]
     decision = decide(VOICE, rules, context())
-    assert (decision.effect, decision.reason, decision.rule_ids) == ("ask", "conflicting-rules", ("a", "b"))
+    assert (decision.effect, decision.reason, decision.rule_ids) == (
+        "ask",
+        "conflicting-rules",
+        ("a", "b"),
+    )
 
 
 def test_d4_equally_authoritative_conflicting_rules_ask_with_both_ids_sorted():
@@ -148,7 +173,11 @@ def test_d4_equally_authoritative_conflicting_rules_ask_with_both_ids_sorted():
         rule("alpha", "allow", capability="topic.work", scope=ROWAN),
     ]
     decision = decide(WORK, rules, context())
-    assert (decision.effect, decision.reason, decision.rule_ids) == ("ask", "conflicting-rules", ("alpha", "zeta"))
+    assert (decision.effect, decision.reason, decision.rule_ids) == (
+        "ask",
+        "conflicting-rules",
+        ("alpha", "zeta"),
+    )
 
 
 def test_d4_a_conflict_lists_every_tied_rule_but_not_the_outranked_ones():
@@ -162,9 +191,17 @@ def test_d4_a_conflict_lists_every_tied_rule_but_not_the_outranked_ones():
 
 
 def test_d4_an_agreeing_top_tier_decides_and_names_all_its_rules():
-    rules = [rule("b", "deny"), rule("a", "deny"), rule("low", "allow", source="confirmed-inference")]
+    rules = [
+        rule("b", "deny"),
+        rule("a", "deny"),
+        rule("low", "allow", source="confirmed-inference"),
+    ]
     decision = decide(VOICE, rules, context())
-    assert (decision.effect, decision.reason, decision.rule_ids) == ("deny", "explicit-rule", ("a", "b"))
+    assert (decision.effect, decision.reason, decision.rule_ids) == (
+        "deny",
+        "explicit-rule",
+        ("a", "b"),
+    )
 
 
 def test_d4_an_ask_rule_is_an_explicit_ask():
@@ -183,7 +220,11 @@ def test_d5_a_revoked_permission_is_ignored():
 
 
 def test_d5_explain_tells_revoked_from_expired():
-    rules = [rule("rev", revoked_at=T0 - HOUR), rule("exp", valid_until=T0 - HOUR), rule("future", valid_from=T0 + HOUR)]
+    rules = [
+        rule("rev", revoked_at=T0 - HOUR),
+        rule("exp", valid_until=T0 - HOUR),
+        rule("future", valid_from=T0 + HOUR),
+    ]
     explanation = explain(VOICE, rules, context())
     assert explanation.reason_of("rev") == "revoked"
     assert explanation.reason_of("exp") == "expired"
@@ -200,7 +241,10 @@ def test_d5_a_revoked_and_expired_rule_is_explained_as_revoked():
 
 
 def test_d6_order_and_duplicates_do_not_matter():
-    rules = [rule("a", "allow", scope=ROWAN), rule("b", "deny", source="confirmed-inference", scope=GREENHOUSE)]
+    rules = [
+        rule("a", "allow", scope=ROWAN),
+        rule("b", "deny", source="confirmed-inference", scope=GREENHOUSE),
+    ]
     first = decide(VOICE, rules, context())
     assert decide(VOICE, list(reversed(rules)), context()) == first
     assert decide(VOICE, rules + rules + [rules[0]], context()) == first
@@ -224,7 +268,10 @@ def test_d6_adding_a_rule_below_the_top_tier_changes_nothing():
 
 def test_a_character_rule_does_not_leak_to_another_character():
     playful = rule("a", "allow", capability="tone.playful", scope=ROWAN)
-    assert decide(PLAYFUL, [playful], context(character="marlowe", conversation=OTHER_CONV)).effect == "ask"
+    assert (
+        decide(PLAYFUL, [playful], context(character="marlowe", conversation=OTHER_CONV)).effect
+        == "ask"
+    )
     assert decide(PLAYFUL, [playful], context()).effect == "allow"
 
 
@@ -257,8 +304,12 @@ def test_explain_gives_a_reason_for_every_rule():
     explanation = explain(VOICE, rules, context())
     reasons = {item.rule_id: item.reason for item in explanation.rules}
     assert reasons == {
-        "cap": "wrong-capability", "scope": "scope", "requester": "requester",
-        "top-a": "tied", "top-b": "tied", "low": "outranked",
+        "cap": "wrong-capability",
+        "scope": "scope",
+        "requester": "requester",
+        "top-a": "tied",
+        "top-b": "tied",
+        "low": "outranked",
     }
     assert explanation.decision == decide(VOICE, rules, context())
     assert [item.rule_id for item in explanation.rules] == sorted(reasons)
@@ -285,9 +336,16 @@ def test_explain_tells_a_rule_of_another_user():
 def test_scope_ids_follow_spec_section_1_and_round_trip():
     ctx = context(scene="roof:top")
     assert ctx.scope_ids == (
-        "user:wren", "character:wren:rowan", f"conversation:{CONV}", f"scene:{CONV}:roof:top",
+        "user:wren",
+        "character:wren:rowan",
+        f"conversation:{CONV}",
+        f"scene:{CONV}:roof:top",
     )
-    assert context_ids_from_scope_ids(ctx.scope_ids) == {"character": "rowan", "conversation": CONV, "scene": "roof:top"}
+    assert context_ids_from_scope_ids(ctx.scope_ids) == {
+        "character": "rowan",
+        "conversation": CONV,
+        "scene": "roof:top",
+    }
     assert context(character=None, conversation=None, scene=None).scope_ids == ("user:wren",)
 
 
@@ -319,12 +377,17 @@ def test_check_does_not_report_rules_that_never_tie(a, b):
 
 
 def test_check_does_not_report_a_conflict_a_higher_rule_always_hides():
-    rules = [rule("a", "allow", source="confirmed-inference", scope=ROWAN),
-             rule("b", "deny", source="confirmed-inference", scope=ROWAN),
-             rule("top", "deny", scope=GLOBAL)]
+    rules = [
+        rule("a", "allow", source="confirmed-inference", scope=ROWAN),
+        rule("b", "deny", source="confirmed-inference", scope=ROWAN),
+        rule("top", "deny", scope=GLOBAL),
+    ]
     result = check_rules(rules, now=T0)
     assert result.conflicts == ()
-    assert {(d.rule_id, d.reason, d.by) for d in result.dead} == {("a", "shadowed", "top"), ("b", "shadowed", "top")}
+    assert {(d.rule_id, d.reason, d.by) for d in result.dead} == {
+        ("a", "shadowed", "top"),
+        ("b", "shadowed", "top"),
+    }
 
 
 def test_check_reports_dead_rules_expired_revoked_and_shadowed():
@@ -334,18 +397,30 @@ def test_check_reports_dead_rules_expired_revoked_and_shadowed():
         rule("stillborn", valid_from=T0 + HOUR, revoked_at=T0 + MICRO),
         rule("top", "deny", scope=CONVERSATION),
         rule("shadowed", "allow", source="confirmed-inference", scope=GREENHOUSE),
-        rule("partly", "allow", source="confirmed-inference", scope=GREENHOUSE, capability="media.image"),
+        rule(
+            "partly",
+            "allow",
+            source="confirmed-inference",
+            scope=GREENHOUSE,
+            capability="media.image",
+        ),
         rule("later", "deny", capability="media.image", valid_from=T0 + DAY),
     ]
     result = check_rules(rules, now=T0)
     assert {(d.rule_id, d.reason) for d in result.dead} == {
-        ("expired", "expired"), ("revoked", "revoked"), ("stillborn", "revoked"), ("shadowed", "shadowed"),
+        ("expired", "expired"),
+        ("revoked", "revoked"),
+        ("stillborn", "revoked"),
+        ("shadowed", "shadowed"),
     }
     assert not result.ok
 
 
 def test_check_knows_a_character_rule_covers_that_characters_conversations():
-    rules = [rule("char", "deny", scope=ROWAN), rule("conv", "allow", source="confirmed-inference", scope=CONVERSATION)]
+    rules = [
+        rule("char", "deny", scope=ROWAN),
+        rule("conv", "allow", source="confirmed-inference", scope=CONVERSATION),
+    ]
     assert check_rules(rules, now=T0).dead == ()
     result = check_rules(rules, now=T0, conversation_characters={CONV: "rowan"})
     assert [(d.rule_id, d.by) for d in result.dead] == [("conv", "char")]

@@ -50,25 +50,37 @@ def reference_decide(request, rules, ctx):
             return ctx.character is not None and rule.scope.character == ctx.character
         if kind == "conversation":
             return ctx.conversation is not None and rule.scope.conversation == ctx.conversation
-        return (ctx.conversation is not None and ctx.scene is not None
-                and (rule.scope.conversation, rule.scope.scene) == (ctx.conversation, ctx.scene))
+        return (
+            ctx.conversation is not None
+            and ctx.scene is not None
+            and (rule.scope.conversation, rule.scope.scene) == (ctx.conversation, ctx.scene)
+        )
 
     def in_force(rule):
         # "valid_from <= now < valid_until, not revoked at now (revoked_at null or later than now)"
-        return (rule.valid_from <= ctx.now
-                and (rule.valid_until is None or ctx.now < rule.valid_until)
-                and (rule.revoked_at is None or rule.revoked_at > ctx.now))
+        return (
+            rule.valid_from <= ctx.now
+            and (rule.valid_until is None or ctx.now < rule.valid_until)
+            and (rule.revoked_at is None or rule.revoked_at > ctx.now)
+        )
 
     def requester_ok(rule):
         return rule.requested_by is None or rule.requested_by == request.requested_by
 
     candidates = {
-        rule.id: rule for rule in rules
-        if rule.capability == request.capability and scope_matches(rule) and in_force(rule) and requester_ok(rule)
+        rule.id: rule
+        for rule in rules
+        if rule.capability == request.capability
+        and scope_matches(rule)
+        and in_force(rule)
+        and requester_ok(rule)
     }
     if not candidates:
         return ("ask", "no-applicable-rule", ())
-    tier_of = {rid: (SOURCE_ORDER.index(r.source), SPECIFICITY.index(r.scope.kind)) for rid, r in candidates.items()}
+    tier_of = {
+        rid: (SOURCE_ORDER.index(r.source), SPECIFICITY.index(r.scope.kind))
+        for rid, r in candidates.items()
+    }
     top = max(tier_of.values())
     tied = sorted(rid for rid, tier in tier_of.items() if tier == top)
     effects = {candidates[rid].effect for rid in tied}
@@ -100,8 +112,12 @@ def rules_strategy(draw):
     until = draw(st.one_of(st.none(), st.integers(min_value=start + 1, max_value=4)))
     revoked = draw(st.one_of(st.none(), hours))
     return Rule(
-        id="?", user=user, capability=draw(st.sampled_from(CAPABILITIES)),
-        effect=draw(st.sampled_from(["allow", "deny", "ask"])), source=source, scope=scope,
+        id="?",
+        user=user,
+        capability=draw(st.sampled_from(CAPABILITIES)),
+        effect=draw(st.sampled_from(["allow", "deny", "ask"])),
+        source=source,
+        scope=scope,
         requested_by=draw(st.sampled_from([None, "user", "assistant", "automation"])),
         valid_from=T0 + start * HOUR,
         valid_until=None if until is None else T0 + until * HOUR,
@@ -124,8 +140,11 @@ def contexts(draw, consistent=False):
         character = draw(st.sampled_from(["rowan", "marlowe", None]))
     scene = draw(st.sampled_from(["greenhouse", "downstairs", None])) if conversation else None
     return PolicyContext(
-        user=draw(st.sampled_from(USERS)), now=T0 + draw(hours) * HOUR,
-        character=character, conversation=conversation, scene=scene,
+        user=draw(st.sampled_from(USERS)),
+        now=T0 + draw(hours) * HOUR,
+        character=character,
+        conversation=conversation,
+        scene=scene,
     )
 
 
@@ -149,7 +168,9 @@ def test_d1_to_d4_the_engine_agrees_with_the_reference(rules, request, ctx):
 @PROPERTY
 @given(rule_sets, requests, contexts(), st.randoms(use_true_random=False), st.data())
 def test_d6_order_and_duplicates_do_not_change_the_decision(rules, request, ctx, rnd, data):
-    shuffled = list(rules) + data.draw(st.lists(st.sampled_from(rules), max_size=5)) if rules else []
+    shuffled = (
+        list(rules) + data.draw(st.lists(st.sampled_from(rules), max_size=5)) if rules else []
+    )
     rnd.shuffle(shuffled)
     assert decide(request, shuffled, ctx) == decide(request, rules, ctx)
 
@@ -158,7 +179,14 @@ def test_d6_order_and_duplicates_do_not_change_the_decision(rules, request, ctx,
 @given(rule_sets, requests, contexts())
 def test_d2_no_candidate_means_ask_no_applicable_rule(rules, request, ctx):
     explanation = explain(request, rules, ctx)
-    not_candidates = {"wrong-capability", "scope", "requester", "revoked", "expired", "not-yet-valid"}
+    not_candidates = {
+        "wrong-capability",
+        "scope",
+        "requester",
+        "revoked",
+        "expired",
+        "not-yet-valid",
+    }
     none_apply = all(item.reason in not_candidates for item in explanation.rules)
     decision = decide(request, rules, ctx)
     assert none_apply == (decision.reason == "no-applicable-rule")
@@ -188,9 +216,13 @@ def _lower_tiers(top, ctx):
 def _matching_rule(data, rule_id, request, ctx, tiers):
     source, scope = data.draw(st.sampled_from(tiers))
     return Rule(
-        id=rule_id, user=None if source == "product-default" else ctx.user,
-        capability=request.capability, effect=data.draw(st.sampled_from(["allow", "deny", "ask"])),
-        source=source, scope=scope, requested_by=data.draw(st.sampled_from([None, request.requested_by])),
+        id=rule_id,
+        user=None if source == "product-default" else ctx.user,
+        capability=request.capability,
+        effect=data.draw(st.sampled_from(["allow", "deny", "ask"])),
+        source=source,
+        scope=scope,
+        requested_by=data.draw(st.sampled_from([None, request.requested_by])),
         valid_from=ctx.now - HOUR,
     )
 
@@ -206,13 +238,16 @@ def test_d6_adding_a_rule_below_the_top_tier_never_changes_the_decision(rules, r
     top = (SOURCE_ORDER.index(top_rule.source), SPECIFICITY.index(top_rule.scope.kind))
     lower = _lower_tiers(top, ctx)
     assume(lower)
-    added = _matching_rule(data, data.draw(st.sampled_from(["r-new", "a-new", "z-new"])), request, ctx, lower)
+    added = _matching_rule(
+        data, data.draw(st.sampled_from(["r-new", "a-new", "z-new"])), request, ctx, lower
+    )
     assert decide(request, rules + [added], ctx) == decision
 
 
 def _lapsed(rule, now):
     return (rule.revoked_at is not None and rule.revoked_at <= now) or (
-        rule.valid_until is not None and rule.valid_until <= now)
+        rule.valid_until is not None and rule.valid_until <= now
+    )
 
 
 @PROPERTY
@@ -237,11 +272,15 @@ def test_explain_agrees_with_decide_and_covers_every_rule(rules, request, ctx):
 
 @PROPERTY
 @given(rule_sets, requests, contexts(consistent=True), st.booleans())
-def test_check_rules_is_sound_dead_rules_never_decide_and_conflicts_are_reported(rules, request, ctx, mapped):
+def test_check_rules_is_sound_dead_rules_never_decide_and_conflicts_are_reported(
+    rules, request, ctx, mapped
+):
     """Every context at or after the check's `now`: a rule reported dead is never among the
     determining rules, and a conflict D4 hits there was reported by the static check."""
     check_time = T0 - 3 * HOUR
-    result = check_rules(rules, now=check_time, conversation_characters=CONVERSATION_CHARACTERS if mapped else None)
+    result = check_rules(
+        rules, now=check_time, conversation_characters=CONVERSATION_CHARACTERS if mapped else None
+    )
     decision = decide(request, rules, ctx)
     dead = {item.rule_id for item in result.dead}
     assert not dead & set(decision.rule_ids)

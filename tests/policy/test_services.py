@@ -13,8 +13,13 @@ pytestmark = pytest.mark.django_db
 
 
 def allow_voice(user, **changes):
-    values = {"user": user, "capability": "media.voice", "effect": "allow", "source": "explicit-user",
-              "scope": {"kind": "global"}}
+    values = {
+        "user": user,
+        "capability": "media.voice",
+        "effect": "allow",
+        "source": "explicit-user",
+        "scope": {"kind": "global"},
+    }
     values.update(changes)
     return services.rule_create(**values)
 
@@ -29,7 +34,12 @@ def version_of(user):
 
 def test_it_creates_a_rule_at_version_1_valid_from_the_database_clock(wren, capabilities, clock):
     rule = allow_voice(wren)
-    assert (rule.version, rule.valid_from, rule.revoked_at, rule.created_at) == (1, clock.now, None, clock.now)
+    assert (rule.version, rule.valid_from, rule.revoked_at, rule.created_at) == (
+        1,
+        clock.now,
+        None,
+        clock.now,
+    )
     assert rule.to_domain().scope.kind == "global"
 
 
@@ -43,8 +53,13 @@ def test_d7_creating_and_revoking_a_users_rule_bumps_only_the_users_version(wren
 
 
 def test_d7_a_product_default_bumps_the_defaults_version_for_everyone(wren, capabilities, rowan):
-    rule = services.rule_create(user=None, capability="tone.playful", effect="deny",
-                                source="product-default", scope={"kind": "character", "character": "rowan"})
+    rule = services.rule_create(
+        user=None,
+        capability="tone.playful",
+        effect="deny",
+        source="product-default",
+        scope={"kind": "character", "character": "rowan"},
+    )
     assert version_of(wren) == {"defaults": 1, "user": 0}
     services.rule_revoke(rule_id=rule.pk)
     assert version_of(UserFactory()) == {"defaults": 2, "user": 0}
@@ -59,7 +74,9 @@ def test_d7_revoking_twice_changes_nothing_the_second_time(wren, capabilities, c
     assert version_of(wren)["user"] == 2
 
 
-def test_a_change_revokes_the_rule_and_creates_its_successor_with_one_bump(wren, capabilities, clock):
+def test_a_change_revokes_the_rule_and_creates_its_successor_with_one_bump(
+    wren, capabilities, clock
+):
     rule = allow_voice(wren)
     clock.advance(minutes=5)
     successor = services.rule_change(rule_id=rule.pk, effect="deny")
@@ -91,8 +108,20 @@ def test_a_change_of_another_users_rule_is_not_found_for_an_owner(wren, capabili
         ({"scope": {"kind": "character"}}, "scope.character"),
         ({"scope": {"kind": "character", "character": "nobody"}}, "scope.character"),
         ({"scope": {"kind": "global", "scene": "x"}}, "scope.scene"),
-        ({"scope": {"kind": "scene", "conversation": "00000000-0000-0000-0000-000000000000", "scene": "x"}}, "scope.conversation"),
-        ({"valid_from": at("2026-08-05T12:00"), "valid_until": at("2026-08-05T12:00")}, "valid_until"),
+        (
+            {
+                "scope": {
+                    "kind": "scene",
+                    "conversation": "00000000-0000-0000-0000-000000000000",
+                    "scene": "x",
+                }
+            },
+            "scope.conversation",
+        ),
+        (
+            {"valid_from": at("2026-08-05T12:00"), "valid_until": at("2026-08-05T12:00")},
+            "valid_until",
+        ),
     ],
 )
 def test_it_refuses_a_bad_rule_naming_the_field(wren, capabilities, changes, field):
@@ -110,20 +139,37 @@ def test_a_rule_cannot_name_another_users_conversation(wren, capabilities):
 
 def test_a_product_default_has_no_user_and_a_global_or_character_scope(capabilities, conversation):
     with pytest.raises(ValidationError) as caught:
-        services.rule_create(user=None, capability="media.voice", effect="deny", source="product-default",
-                             scope={"kind": "conversation", "conversation": str(conversation.pk)})
+        services.rule_create(
+            user=None,
+            capability="media.voice",
+            effect="deny",
+            source="product-default",
+            scope={"kind": "conversation", "conversation": str(conversation.pk)},
+        )
     assert "scope.kind" in caught.value.errors
     with pytest.raises(ValidationError) as caught:
-        services.rule_create(user=None, capability="media.voice", effect="deny", source="explicit-user",
-                             scope={"kind": "global"})
+        services.rule_create(
+            user=None,
+            capability="media.voice",
+            effect="deny",
+            source="explicit-user",
+            scope={"kind": "global"},
+        )
     assert "source" in caught.value.errors
 
 
-def test_the_database_refuses_a_product_default_with_a_conversation_scope(capabilities, conversation):
+def test_the_database_refuses_a_product_default_with_a_conversation_scope(
+    capabilities, conversation
+):
     with pytest.raises(IntegrityError), transaction.atomic():
         PolicyRule.objects.create(
-            user=None, capability_id="media.voice", effect="deny", source="product-default",
-            scope_kind="conversation", conversation=conversation, valid_from=at("2026-08-05T12:00"),
+            user=None,
+            capability_id="media.voice",
+            effect="deny",
+            source="product-default",
+            scope_kind="conversation",
+            conversation=conversation,
+            valid_from=at("2026-08-05T12:00"),
             created_at=at("2026-08-05T12:00"),
         )
 
@@ -131,9 +177,15 @@ def test_the_database_refuses_a_product_default_with_a_conversation_scope(capabi
 def test_the_database_refuses_a_scope_of_the_wrong_shape(wren, capabilities, conversation):
     with pytest.raises(IntegrityError), transaction.atomic():
         PolicyRule.objects.create(
-            user=wren, capability_id="media.voice", effect="deny", source="explicit-user",
-            scope_kind="scene", conversation=conversation, scene=None,
-            valid_from=at("2026-08-05T12:00"), created_at=at("2026-08-05T12:00"),
+            user=wren,
+            capability_id="media.voice",
+            effect="deny",
+            source="explicit-user",
+            scope_kind="scene",
+            conversation=conversation,
+            scene=None,
+            valid_from=at("2026-08-05T12:00"),
+            created_at=at("2026-08-05T12:00"),
         )
 
 
@@ -142,68 +194,99 @@ def test_the_database_refuses_a_scope_of_the_wrong_shape(wren, capabilities, con
 
 
 def test_d2_with_no_rule_the_decision_is_ask_with_the_question(conversation, context_of):
-    outcome = services.decision_make(context=context_of(conversation), capability="media.voice", requested_by="user")
+    outcome = services.decision_make(
+        context=context_of(conversation), capability="media.voice", requested_by="user"
+    )
     assert (outcome.decision.effect, outcome.decision.reason) == ("ask", "no-applicable-rule")
     assert outcome.question == "May I send you voice messages?"
 
 
 def test_d7_each_decision_returns_the_policy_version(wren, conversation, context_of):
     allow_voice(wren)
-    outcome = services.decision_make(context=context_of(conversation), capability="media.voice", requested_by="user")
+    outcome = services.decision_make(
+        context=context_of(conversation), capability="media.voice", requested_by="user"
+    )
     assert outcome.policy_version.as_dict() == {"defaults": 0, "user": 1}
     assert outcome.decision.effect == "allow"
 
 
 def test_d1_a_rule_of_another_user_never_applies(wren, conversation, context_of):
     allow_voice(UserFactory())
-    outcome = services.decision_make(context=context_of(conversation), capability="media.voice", requested_by="user")
+    outcome = services.decision_make(
+        context=context_of(conversation), capability="media.voice", requested_by="user"
+    )
     assert outcome.decision.effect == "ask"
 
 
 def test_d10_every_decision_is_logged_with_ids_only(wren, conversation, context_of, clock):
     rule = allow_voice(wren)
     outcome = services.decision_make(
-        context=context_of(conversation, scene="greenhouse"), capability="media.voice", requested_by="assistant",
+        context=context_of(conversation, scene="greenhouse"),
+        capability="media.voice",
+        requested_by="assistant",
     )
     row = DecisionLog.objects.get(pk=outcome.decision_id)
     assert (row.user, row.capability, row.requested_by, row.effect, row.reason) == (
-        wren, "media.voice", "assistant", "allow", "explicit-rule")
+        wren,
+        "media.voice",
+        "assistant",
+        "allow",
+        "explicit-rule",
+    )
     assert row.rule_ids == [str(rule.pk)]
     assert (row.defaults_version, row.user_version) == (0, 1)
     assert row.scope_ids == [
-        "user:wren", "character:wren:rowan", f"conversation:{conversation.pk}", f"scene:{conversation.pk}:greenhouse",
+        "user:wren",
+        "character:wren:rowan",
+        f"conversation:{conversation.pk}",
+        f"scene:{conversation.pk}:greenhouse",
     ]
     assert row.decided_at == clock.now
 
 
 def test_d1_the_decision_uses_the_contexts_now(wren, conversation, context_of):
     allow_voice(wren, valid_from=at("2026-08-01T00:00"), valid_until=at("2026-08-02T00:00"))
-    before = services.decision_make(context=context_of(conversation, now=at("2026-08-01T23:59")),
-                                    capability="media.voice", requested_by="user")
-    at_end = services.decision_make(context=context_of(conversation, now=at("2026-08-02T00:00")),
-                                    capability="media.voice", requested_by="user")
+    before = services.decision_make(
+        context=context_of(conversation, now=at("2026-08-01T23:59")),
+        capability="media.voice",
+        requested_by="user",
+    )
+    at_end = services.decision_make(
+        context=context_of(conversation, now=at("2026-08-02T00:00")),
+        capability="media.voice",
+        requested_by="user",
+    )
     assert (before.decision.effect, at_end.decision.effect) == ("allow", "ask")
 
 
 def test_explain_loads_every_rule_of_the_capability(wren, conversation, context_of, marlowe):
     kept = allow_voice(wren, scope={"kind": "character", "character": "marlowe"})
-    outcome = services.decision_make(context=context_of(conversation), capability="media.voice",
-                                     requested_by="user", explain=True)
+    outcome = services.decision_make(
+        context=context_of(conversation),
+        capability="media.voice",
+        requested_by="user",
+        explain=True,
+    )
     assert outcome.explanation.reason_of(str(kept.pk)) == "scope"
 
 
-def test_decisions_for_several_capabilities_come_from_one_rule_query(wren, conversation, context_of, clock,
-                                                                     django_assert_num_queries):
+def test_decisions_for_several_capabilities_come_from_one_rule_query(
+    wren, conversation, context_of, clock, django_assert_num_queries
+):
     allow_voice(wren)
     context = context_of(conversation, now=at("2026-08-06T00:00"))
     with django_assert_num_queries(6):  # capabilities, savepoint, version, rules, log, release
-        outcomes = services.decisions_make(context=context, capabilities=["media.voice", "tone.playful"])
+        outcomes = services.decisions_make(
+            context=context, capabilities=["media.voice", "tone.playful"]
+        )
     assert [o.decision.effect for o in outcomes] == ["allow", "ask"]
 
 
 def test_an_unknown_capability_names_the_field(conversation, context_of):
     with pytest.raises(ValidationError) as caught:
-        services.decision_make(context=context_of(conversation), capability="media.smell", requested_by="user")
+        services.decision_make(
+            context=context_of(conversation), capability="media.smell", requested_by="user"
+        )
     assert "capability" in caught.value.errors
 
 
@@ -212,12 +295,16 @@ def test_an_unknown_capability_names_the_field(conversation, context_of):
 
 
 def ask_voice(conversation, context_of, **kw):
-    return services.decision_make(context=context_of(conversation, **kw), capability="media.voice", requested_by="user")
+    return services.decision_make(
+        context=context_of(conversation, **kw), capability="media.voice", requested_by="user"
+    )
 
 
 def test_d8_once_applies_to_the_decision_only(conversation, context_of):
     asked = ask_voice(conversation, context_of)
-    outcome = services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="once")
+    outcome = services.decision_answer(
+        decision_id=asked.decision_id, answer="allow", remember="once"
+    )
     assert (outcome.effect, outcome.rule, outcome.replayed) == ("allow", None, False)
     assert ask_voice(conversation, context_of).decision.effect == "ask"
     assert version_of(conversation.user)["user"] == 0
@@ -225,13 +312,27 @@ def test_d8_once_applies_to_the_decision_only(conversation, context_of):
 
 @pytest.mark.parametrize(
     "remember, kind",
-    [("global", "global"), ("character", "character"), ("conversation", "conversation"), ("scene", "scene")],
+    [
+        ("global", "global"),
+        ("character", "character"),
+        ("conversation", "conversation"),
+        ("scene", "scene"),
+    ],
 )
-def test_d8_remembering_creates_an_explicit_user_rule_at_that_scope(conversation, context_of, remember, kind):
+def test_d8_remembering_creates_an_explicit_user_rule_at_that_scope(
+    conversation, context_of, remember, kind
+):
     asked = ask_voice(conversation, context_of, scene="greenhouse")
-    outcome = services.decision_answer(decision_id=asked.decision_id, answer="deny", remember=remember)
+    outcome = services.decision_answer(
+        decision_id=asked.decision_id, answer="deny", remember=remember
+    )
     rule = outcome.rule.to_domain()
-    assert (rule.source, rule.effect, rule.scope.kind, rule.requested_by) == ("explicit-user", "deny", kind, "user")
+    assert (rule.source, rule.effect, rule.scope.kind, rule.requested_by) == (
+        "explicit-user",
+        "deny",
+        kind,
+        "user",
+    )
     assert outcome.policy_version.user == 1
     assert ask_voice(conversation, context_of, scene="greenhouse").decision.effect == "deny"
 
@@ -250,17 +351,25 @@ def test_d8_only_an_ask_can_be_answered(wren, conversation, context_of):
         services.decision_answer(decision_id=allowed.decision_id, answer="deny", remember="once")
     assert "decision_id" in caught.value.errors
     with pytest.raises(ValidationError):
-        services.decision_answer(decision_id="00000000-0000-0000-0000-000000000000", answer="deny", remember="once")
+        services.decision_answer(
+            decision_id="00000000-0000-0000-0000-000000000000", answer="deny", remember="once"
+        )
 
 
 def test_d8_the_same_answer_twice_is_a_replay_and_another_one_a_conflict(conversation, context_of):
     asked = ask_voice(conversation, context_of)
-    first = services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="conversation")
-    again = services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="conversation")
+    first = services.decision_answer(
+        decision_id=asked.decision_id, answer="allow", remember="conversation"
+    )
+    again = services.decision_answer(
+        decision_id=asked.decision_id, answer="allow", remember="conversation"
+    )
     assert again.replayed and again.rule.pk == first.rule.pk
     assert PolicyRule.objects.filter(user=conversation.user).count() == 1
     with pytest.raises(Conflict):
-        services.decision_answer(decision_id=asked.decision_id, answer="deny", remember="conversation")
+        services.decision_answer(
+            decision_id=asked.decision_id, answer="deny", remember="conversation"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,12 +377,20 @@ def test_d8_the_same_answer_twice_is_a_replay_and_another_one_a_conflict(convers
 
 
 def admit(conversation, context_of, key="job-1", capability="media.voice", **kw):
-    return media_jobs.media_job_admit(context=context_of(conversation, **kw), capability=capability,
-                                    requested_by="user", idempotency_key=key)
+    return media_jobs.media_job_admit(
+        context=context_of(conversation, **kw),
+        capability=capability,
+        requested_by="user",
+        idempotency_key=key,
+    )
 
 
-@pytest.mark.parametrize("effect, status", [("allow", "queued"), ("ask", "needs-confirmation"), ("deny", "rejected")])
-def test_d9_a_job_is_admitted_with_the_decision_and_version(wren, conversation, context_of, effect, status):
+@pytest.mark.parametrize(
+    "effect, status", [("allow", "queued"), ("ask", "needs-confirmation"), ("deny", "rejected")]
+)
+def test_d9_a_job_is_admitted_with_the_decision_and_version(
+    wren, conversation, context_of, effect, status
+):
     allow_voice(wren, effect=effect)
     job, created = admit(conversation, context_of)
     assert created and job.status == status
@@ -282,7 +399,9 @@ def test_d9_a_job_is_admitted_with_the_decision_and_version(wren, conversation, 
     assert DecisionLog.objects.filter(pk=job.decision_id).exists()
 
 
-def test_d9_the_same_key_returns_the_same_job_and_another_request_is_a_conflict(conversation, context_of):
+def test_d9_the_same_key_returns_the_same_job_and_another_request_is_a_conflict(
+    conversation, context_of
+):
     job, _ = admit(conversation, context_of)
     again, created = admit(conversation, context_of)
     assert (again.pk, created) == (job.pk, False)
@@ -312,7 +431,9 @@ def test_d9_an_allowed_job_starts_and_completes_idempotently(wren, conversation,
     assert media_jobs.media_job_start(job_id=job.pk).status == "done"
 
 
-def test_d9_a_stale_job_whose_rule_was_revoked_after_admission_is_cancelled(wren, conversation, context_of, clock):
+def test_d9_a_stale_job_whose_rule_was_revoked_after_admission_is_cancelled(
+    wren, conversation, context_of, clock
+):
     rule = allow_voice(wren)
     job, _ = admit(conversation, context_of)
     clock.advance(minutes=1)
@@ -324,7 +445,9 @@ def test_d9_a_stale_job_whose_rule_was_revoked_after_admission_is_cancelled(wren
     assert media_jobs.media_job_start(job_id=job.pk).status == "cancelled"
 
 
-def test_d9_a_rule_that_expired_between_admission_and_start_also_cancels(wren, conversation, context_of, clock):
+def test_d9_a_rule_that_expired_between_admission_and_start_also_cancels(
+    wren, conversation, context_of, clock
+):
     allow_voice(wren, valid_until=at("2026-08-05T12:30"))
     job, _ = admit(conversation, context_of)
     assert job.status == "queued"
@@ -348,16 +471,22 @@ def test_retries_after_the_user_changes_a_rule(wren, conversation, context_of, c
     assert (created, fresh.status) == (True, "rejected")
 
 
-def test_d8_d9_an_allow_once_answer_lets_a_job_run_unless_the_start_decision_is_deny(wren, conversation, context_of):
+def test_d8_d9_an_allow_once_answer_lets_a_job_run_unless_the_start_decision_is_deny(
+    wren, conversation, context_of
+):
     job, _ = admit(conversation, context_of)
     assert job.status == "needs-confirmation"
-    outcome = services.decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
+    outcome = services.decision_answer(
+        decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk
+    )
     assert (outcome.media_job.status, outcome.media_job.allowed_once) == ("queued", True)
     # Still no rule: the start decision is ask, which does not stop a job allowed once.
     assert media_jobs.media_job_start(job_id=job.pk).status == "running"
 
     other, _ = admit(conversation, context_of, key="job-2")
-    services.decision_answer(decision_id=other.decision_id, answer="allow", remember="once", media_job_id=other.pk)
+    services.decision_answer(
+        decision_id=other.decision_id, answer="allow", remember="once", media_job_id=other.pk
+    )
     allow_voice(wren, effect="deny")
     started = media_jobs.media_job_start(job_id=other.pk)
     assert (started.status, started.reason) == ("cancelled", "deny:explicit-rule")
@@ -365,28 +494,40 @@ def test_d8_d9_an_allow_once_answer_lets_a_job_run_unless_the_start_decision_is_
 
 def test_d8_a_deny_answer_rejects_the_job_it_names(conversation, context_of):
     job, _ = admit(conversation, context_of)
-    outcome = services.decision_answer(decision_id=job.decision_id, answer="deny", remember="once", media_job_id=job.pk)
+    outcome = services.decision_answer(
+        decision_id=job.decision_id, answer="deny", remember="once", media_job_id=job.pk
+    )
     assert (outcome.media_job.status, outcome.media_job.reason) == ("rejected", "user-denied")
 
 
 def test_d8_an_answer_cannot_move_a_job_that_already_ran(wren, conversation, context_of):
     job, _ = admit(conversation, context_of)
-    services.decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
+    services.decision_answer(
+        decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk
+    )
     media_jobs.media_job_start(job_id=job.pk)
     later = ask_voice(conversation, context_of)
     with pytest.raises(Conflict):
-        services.decision_answer(decision_id=later.decision_id, answer="deny", remember="once", media_job_id=job.pk)
+        services.decision_answer(
+            decision_id=later.decision_id, answer="deny", remember="once", media_job_id=job.pk
+        )
 
 
-def test_d8_an_answer_must_name_a_job_of_the_same_user_and_capability(wren, conversation, context_of):
+def test_d8_an_answer_must_name_a_job_of_the_same_user_and_capability(
+    wren, conversation, context_of
+):
     job, _ = admit(conversation, context_of, capability="media.image")
     asked = ask_voice(conversation, context_of)
     with pytest.raises(ValidationError) as caught:
-        services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="once", media_job_id=job.pk)
+        services.decision_answer(
+            decision_id=asked.decision_id, answer="allow", remember="once", media_job_id=job.pk
+        )
     assert "media_job" in caught.value.errors
 
 
-def test_d9_a_waiting_job_starts_once_a_rule_allows_it_and_keeps_waiting_otherwise(wren, conversation, context_of):
+def test_d9_a_waiting_job_starts_once_a_rule_allows_it_and_keeps_waiting_otherwise(
+    wren, conversation, context_of
+):
     job, _ = admit(conversation, context_of)
     assert media_jobs.media_job_start(job_id=job.pk).status == "needs-confirmation"
     allow_voice(wren)
@@ -405,12 +546,17 @@ def test_d9_a_job_that_never_ran_cannot_complete(conversation, context_of):
 # Deleting (SPEC §0: user data belongs to one user and goes with them)
 
 
-def test_deleting_a_user_deletes_their_policy_data_including_rule_chains(wren, conversation, context_of):
+def test_deleting_a_user_deletes_their_policy_data_including_rule_chains(
+    wren, conversation, context_of
+):
     rule = allow_voice(wren, scope={"kind": "conversation", "conversation": str(conversation.pk)})
     services.rule_change(rule_id=rule.pk, effect="deny")
     job, _ = admit(conversation, context_of)
-    asked = services.decision_make(context=context_of(conversation, scene="greenhouse"),
-                                   capability="tone.playful", requested_by="assistant")
+    asked = services.decision_make(
+        context=context_of(conversation, scene="greenhouse"),
+        capability="tone.playful",
+        requested_by="assistant",
+    )
     services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="scene")
     assert job.status == "rejected"
     wren.delete()
@@ -429,12 +575,20 @@ def test_deleting_a_conversation_deletes_its_scoped_rules_and_jobs(wren, convers
     assert not MediaJob.objects.exists()
 
 
-def test_the_static_check_of_a_users_rules_reports_conflicts_and_dead_rules(wren, conversation, clock):
+def test_the_static_check_of_a_users_rules_reports_conflicts_and_dead_rules(
+    wren, conversation, clock
+):
     a = allow_voice(wren, scope={"kind": "character", "character": "rowan"})
     b = allow_voice(wren, effect="deny", scope={"kind": "character", "character": "rowan"})
-    shadowed = allow_voice(wren, source="confirmed-inference",
-                           scope={"kind": "conversation", "conversation": str(conversation.pk)})
+    shadowed = allow_voice(
+        wren,
+        source="confirmed-inference",
+        scope={"kind": "conversation", "conversation": str(conversation.pk)},
+    )
     revoked = services.rule_revoke(rule_id=allow_voice(wren, capability="media.image").pk)
     result = selectors.rule_check_of_user(wren, now=clock.now)
     assert [c.rule_ids for c in result.conflicts] == [tuple(sorted([str(a.pk), str(b.pk)]))]
-    assert {(d.rule_id, d.reason) for d in result.dead} == {(str(shadowed.pk), "shadowed"), (str(revoked.pk), "revoked")}
+    assert {(d.rule_id, d.reason) for d in result.dead} == {
+        (str(shadowed.pk), "shadowed"),
+        (str(revoked.pk), "revoked"),
+    }

@@ -39,8 +39,11 @@ def through_pgbouncer(pgbouncer):
     before = pgbouncer.stats()["transactions"]
     connections.close_all()
     try:
-        settings_dict.update(HOST=pgbouncer.host, PORT=str(pgbouncer.port),
-                             OPTIONS=dict(settings_dict.get("OPTIONS") or {}))
+        settings_dict.update(
+            HOST=pgbouncer.host,
+            PORT=str(pgbouncer.port),
+            OPTIONS=dict(settings_dict.get("OPTIONS") or {}),
+        )
         behind_pgbouncer(settings_dict)
         yield pgbouncer
     finally:

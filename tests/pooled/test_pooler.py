@@ -26,9 +26,14 @@ def backend_pid() -> int:
 
 def other_client(pgbouncer, prepare_threshold=None) -> psycopg.Connection:
     """Another client of the pooler (psycopg's own default would prepare statements)."""
-    return psycopg.connect(host=pgbouncer.host, port=pgbouncer.port, user=pgbouncer.user,
-                           dbname=pgbouncer.database, autocommit=True,
-                           prepare_threshold=prepare_threshold)
+    return psycopg.connect(
+        host=pgbouncer.host,
+        port=pgbouncer.port,
+        user=pgbouncer.user,
+        dbname=pgbouncer.database,
+        autocommit=True,
+        prepare_threshold=prepare_threshold,
+    )
 
 
 def test_django_reaches_the_test_database_through_the_pooler_with_the_pooled_settings(pgbouncer):
@@ -56,6 +61,7 @@ def test_one_connection_runs_its_transactions_on_another_backend_while_its_own_i
 def test_prepared_statements_would_fail_behind_the_pooler_and_django_prepares_none(pgbouncer):
     """psycopg's default (`prepare_threshold` 5) prepares a statement run five times; on
     another backend its next run fails. Django's connection, with `prepare_threshold` None, runs the same sequence."""
+
     def sequence(run) -> None:
         for i in range(8):
             run(i)
@@ -67,8 +73,10 @@ def test_prepared_statements_would_fail_behind_the_pooler_and_django_prepares_no
             finally:
                 other.execute("COMMIT")
 
-    with other_client(pgbouncer, prepare_threshold=5) as default_client, pytest.raises(psycopg.errors.DatabaseError,
-                                                                   match="prepared statement"):
+    with (
+        other_client(pgbouncer, prepare_threshold=5) as default_client,
+        pytest.raises(psycopg.errors.DatabaseError, match="prepared statement"),
+    ):
         sequence(lambda i: default_client.execute("SELECT %s::int", (i,)).fetchone())
     conv_messages = Message.objects.filter(seq__gte=0)
     sequence(lambda i: list(conv_messages.filter(seq=i)))
@@ -114,7 +122,8 @@ def test_the_connection_time_zone_is_utc_on_every_backend_it_meets(pgbouncer):
                 cursor.execute("SELECT current_setting('TimeZone'), pg_backend_pid()")
                 zone, pid = cursor.fetchone()
             other_zone, other_pid = other.execute(
-                "SELECT current_setting('TimeZone'), pg_backend_pid()").fetchone()
+                "SELECT current_setting('TimeZone'), pg_backend_pid()"
+            ).fetchone()
             assert (zone, other_zone) == ("UTC", "America/New_York")
             shared.add(pid == other_pid)
         assert True in shared  # the two clients did meet on one backend
@@ -126,7 +135,8 @@ def test_the_connection_time_zone_is_utc_on_every_backend_it_meets(pgbouncer):
 SESSION_STATE = re.compile(
     r"^\s*(SET\s+(?!LOCAL\b)|RESET\b|LISTEN\b|UNLISTEN\b|DECLARE\b|PREPARE\b|DISCARD\b"
     r"|CREATE\s+(TEMP|TEMPORARY)\b|LOCK\s+TABLE\b)|pg_advisory_lock|pg_try_advisory_lock",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def test_a_whole_turn_issues_no_statement_that_leaves_session_state(api, conv):
@@ -134,13 +144,22 @@ def test_a_whole_turn_issues_no_statement_that_leaves_session_state(api, conv):
     statement is one a pooled backend can forget when the transaction ends."""
     plan = {"budget": 2000, "capabilities": ["tone.playful"]}
     with CaptureQueriesContext(connection) as captured:
-        for key, text in (("a", "My dog's name is Rex."), ("b", "Actually, my dog's name is Max."),
-                          ("c", "What did we talk about?")):
-            created = api.post(f"/api/v1/conversations/{conv.pk}/turns",
-                               {"turn_key": key, "content": text, "plan": plan}, format="json")
+        for key, text in (
+            ("a", "My dog's name is Rex."),
+            ("b", "Actually, my dog's name is Max."),
+            ("c", "What did we talk about?"),
+        ):
+            created = api.post(
+                f"/api/v1/conversations/{conv.pk}/turns",
+                {"turn_key": key, "content": text, "plan": plan},
+                format="json",
+            )
             assert created.status_code == 201, created.content
-            replied = api.post(f"/api/v1/turns/{created.json()['id']}/reply",
-                               json.dumps({"content": "Noted."}), content_type="application/json")
+            replied = api.post(
+                f"/api/v1/turns/{created.json()['id']}/reply",
+                json.dumps({"content": "Noted."}),
+                content_type="application/json",
+            )
             assert replied.status_code == 201, replied.content
     statements = [q["sql"] for q in captured.captured_queries]
     assert statements and not [s[:80] for s in statements if SESSION_STATE.search(s)]

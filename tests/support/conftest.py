@@ -75,7 +75,9 @@ def support_user(support_group):
 def privileged_user(support_group):
     user = UserFactory(username="support-priya", is_staff=True)
     user.groups.add(support_group)
-    user.user_permissions.add(Permission.objects.get(content_type__app_label="support", codename="view_private_text"))
+    user.user_permissions.add(
+        Permission.objects.get(content_type__app_label="support", codename="view_private_text")
+    )
     return user
 
 
@@ -93,33 +95,81 @@ def build_world() -> World:
     sam = UserFactory(username="sam")
     rowan = CharacterFactory(slug="captain-rowan", name="Captain Rowan")
     conversation = conversation_create(user=sam, character=rowan, title=TITLE)
-    turn = turn_create(conversation_id=conversation.pk, turn_key="t1", content=MESSAGE, scene="greenhouse").turn
+    turn = turn_create(
+        conversation_id=conversation.pk, turn_key="t1", content=MESSAGE, scene="greenhouse"
+    ).turn
     reply = turn_commit_reply(turn_id=turn.pk, content=REPLY).message
     plant = MemoryRecord.objects.get(user=sam, key="basil_plant.name")
     assert plant.value == VALUE
-    like = memory_assert(user=sam, key="user.likes", value=LIKE, scope=Scope("user"), authority="user-confirmed",
-                         idempotency_key="likes-1").record
+    like = memory_assert(
+        user=sam,
+        key="user.likes",
+        value=LIKE,
+        scope=Scope("user"),
+        authority="user-confirmed",
+        idempotency_key="likes-1",
+    ).record
     retracted = memory_assert(user=sam, key="dog.name", value=RETRACTED, scope=Scope("user")).record
     memory_retract(record_id=retracted.id)
-    forgotten = memory_assert(user=sam, key="cat.name", value=FORGOTTEN,
-                              scope=Scope("conversation", conversation=str(conversation.pk))).record
+    forgotten = memory_assert(
+        user=sam,
+        key="cat.name",
+        value=FORGOTTEN,
+        scope=Scope("conversation", conversation=str(conversation.pk)),
+    ).record
     tombstone = memory_forget(record_id=forgotten.id, user=sam)
-    memory_correct(record_id=memory_assert(user=sam, key="user.lives_in", value="Boston", scope=Scope("user")).record.id,
-                   value="Seattle", user=sam)
-    rule = rule_create(user=sam, capability="tone.playful", effect="allow", source="explicit-user",
-                       scope={"kind": "conversation", "conversation": str(conversation.pk)})
-    default_rule = rule_create(user=None, capability="media.image", effect="deny", source="product-default",
-                               scope={"kind": "global"})
-    ctx = load_context({"user": "sam", "character": rowan.slug, "conversation": str(conversation.pk),
-                        "scene": "greenhouse"})
+    memory_correct(
+        record_id=memory_assert(
+            user=sam, key="user.lives_in", value="Boston", scope=Scope("user")
+        ).record.id,
+        value="Seattle",
+        user=sam,
+    )
+    rule = rule_create(
+        user=sam,
+        capability="tone.playful",
+        effect="allow",
+        source="explicit-user",
+        scope={"kind": "conversation", "conversation": str(conversation.pk)},
+    )
+    default_rule = rule_create(
+        user=None,
+        capability="media.image",
+        effect="deny",
+        source="product-default",
+        scope={"kind": "global"},
+    )
+    ctx = load_context(
+        {
+            "user": "sam",
+            "character": rowan.slug,
+            "conversation": str(conversation.pk),
+            "scene": "greenhouse",
+        }
+    )
     decision = decision_make(context=ctx, capability="media.voice", requested_by="assistant")
-    job, _ = media_job_admit(context=ctx, capability="media.voice", requested_by="assistant", idempotency_key="job-1")
-    decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
-    return World(sam=sam, rowan=rowan, conversation=conversation, turn=turn, reply=reply,
-                 plant=MemoryRecord.objects.get(pk=plant.pk), like=MemoryRecord.objects.get(pk=like.id),
-                 retracted=MemoryRecord.objects.get(pk=retracted.id),
-                 forgotten=MemoryRecord.objects.get(pk=forgotten.id), tombstone=tombstone,
-                 rule=rule, default_rule=default_rule, decision=decision, job=job)
+    job, _ = media_job_admit(
+        context=ctx, capability="media.voice", requested_by="assistant", idempotency_key="job-1"
+    )
+    decision_answer(
+        decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk
+    )
+    return World(
+        sam=sam,
+        rowan=rowan,
+        conversation=conversation,
+        turn=turn,
+        reply=reply,
+        plant=MemoryRecord.objects.get(pk=plant.pk),
+        like=MemoryRecord.objects.get(pk=like.id),
+        retracted=MemoryRecord.objects.get(pk=retracted.id),
+        forgotten=MemoryRecord.objects.get(pk=forgotten.id),
+        tombstone=tombstone,
+        rule=rule,
+        default_rule=default_rule,
+        decision=decision,
+        job=job,
+    )
 
 
 @pytest.fixture
@@ -138,7 +188,11 @@ def viewer(support_group):
     see private text. If masking works for them, it works for everyone without the permission."""
     user = UserFactory(username="support-vera", is_staff=True)
     user.groups.add(support_group)
-    user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_").exclude(codename="view_private_text"))
+    user.user_permissions.add(
+        *Permission.objects.filter(codename__startswith="view_").exclude(
+            codename="view_private_text"
+        )
+    )
     return user
 
 
@@ -191,8 +245,9 @@ def alex(world) -> Alex:
 @pytest.fixture
 def person_memory(world):
     """A memory of sam's whose key holds a person's name (`people.zebrina.works_at`)."""
-    record = memory_assert(user=world.sam, key=PERSON_KEY, value=PERSON_VALUE,
-                           scope=Scope("user")).record
+    record = memory_assert(
+        user=world.sam, key=PERSON_KEY, value=PERSON_VALUE, scope=Scope("user")
+    ).record
     return MemoryRecord.objects.get(pk=record.id)
 
 
@@ -200,6 +255,7 @@ def person_memory(world):
 def other_privileged_user(support_group):
     user = UserFactory(username="support-omar", is_staff=True)
     user.groups.add(support_group)
-    user.user_permissions.add(Permission.objects.get(content_type__app_label="support",
-                                                     codename="view_private_text"))
+    user.user_permissions.add(
+        Permission.objects.get(content_type__app_label="support", codename="view_private_text")
+    )
     return user

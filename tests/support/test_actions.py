@@ -66,8 +66,14 @@ def test_forget_on_the_users_behalf_goes_through_the_forget_service(world, suppo
     assert resolution.explain(str(plant.pk)).reason == "forgotten"
     # The reason is logged once, with who, what and the outcome.
     [logged] = SupportAction.objects.all()
-    assert (logged.action, logged.reason, logged.staff_id, logged.subject_id, logged.object_id, logged.outcome) == (
-        "forget", REASON, support_user.pk, world.sam.pk, str(plant.pk), "done")
+    assert (
+        logged.action,
+        logged.reason,
+        logged.staff_id,
+        logged.subject_id,
+        logged.object_id,
+        logged.outcome,
+    ) == ("forget", REASON, support_user.pk, world.sam.pk, str(plant.pk), "done")
     assert logged.detail["tombstone"] == str(tombstone.pk)
     assert logged.detail["records"] == [str(plant.pk)]
     assert VALUE not in str(logged.detail)
@@ -89,7 +95,9 @@ def test_forgetting_a_forgotten_memory_is_skipped_and_logged(world, support):
 
 
 def test_retract_goes_through_the_retract_service(world, support):
-    response = act(support, MEMORIES, "retract", [world.plant.pk], reason="Ticket 12: the plant died.")
+    response = act(
+        support, MEMORIES, "retract", [world.plant.pk], reason="Ticket 12: the plant died."
+    )
     assert response.status_code == 302
     plant = MemoryRecord.objects.get(pk=world.plant.pk)
     assert plant.retracted_at is not None and plant.valid_until == plant.retracted_at
@@ -97,7 +105,11 @@ def test_retract_goes_through_the_retract_service(world, support):
     assert SlotRetraction.objects.filter(user=world.sam, key="basil_plant.name").exists()
     assert resolve(world).explain(str(plant.pk)).reason == "expired"
     logged = SupportAction.objects.get()
-    assert (logged.action, logged.reason, logged.outcome) == ("retract", "Ticket 12: the plant died.", "done")
+    assert (logged.action, logged.reason, logged.outcome) == (
+        "retract",
+        "Ticket 12: the plant died.",
+        "done",
+    )
     assert logged.detail["closed"] == [str(plant.pk)]
 
 
@@ -105,26 +117,42 @@ def test_normalise_goes_through_the_normalisation_service_and_is_idempotent(worl
     old = MemoryRecord.objects.get(user=world.sam, key="user.lives_in", version=1)
     assert old.status == "active"  # superseded by the correction, not yet marked
     before = {r.id: r.reason for r in resolve(world).explanations.values()}
-    response = act(support, MEMORIES, "normalise_statuses", [old.pk], reason="Ticket 99: stale statuses.")
+    response = act(
+        support, MEMORIES, "normalise_statuses", [old.pk], reason="Ticket 99: stale statuses."
+    )
     assert response.status_code == 302
     old.refresh_from_db()
     assert old.status == "superseded" and old.status_since is not None
     assert {r.id: r.reason for r in resolve(world).explanations.values()} == before  # W12
     act(support, MEMORIES, "normalise_statuses", [old.pk], reason="Again, to be sure.")
     first, second = SupportAction.objects.order_by("acted_at", "id")
-    assert (first.action, first.object_id, first.subject_id) == ("normalise", str(world.sam.pk), world.sam.pk)
+    assert (first.action, first.object_id, first.subject_id) == (
+        "normalise",
+        str(world.sam.pk),
+        world.sam.pk,
+    )
     assert first.detail["changed"] >= 1 and second.detail["changed"] == 0
 
 
 def test_revoke_rule_goes_through_the_revoke_service(world, support):
     version = UserPolicyVersion.objects.get(user=world.sam).version
-    response = act(support, RULES, "revoke_rules", [world.rule.pk], reason="Ticket 7: user wants to be asked again.")
+    response = act(
+        support,
+        RULES,
+        "revoke_rules",
+        [world.rule.pk],
+        reason="Ticket 7: user wants to be asked again.",
+    )
     assert response.status_code == 302
     rule = PolicyRule.objects.get(pk=world.rule.pk)
     assert rule.revoked_at is not None
     assert UserPolicyVersion.objects.get(user=world.sam).version == version + 1  # D7
     logged = SupportAction.objects.get()
-    assert (logged.action, logged.outcome, logged.subject_id) == ("revoke-rule", "done", world.sam.pk)
+    assert (logged.action, logged.outcome, logged.subject_id) == (
+        "revoke-rule",
+        "done",
+        world.sam.pk,
+    )
     # A second revoke changes nothing and says so.
     act(support, RULES, "revoke_rules", [world.rule.pk], reason="Again.")
     assert SupportAction.objects.order_by("-acted_at", "-id").first().outcome == "already-revoked"
@@ -147,7 +175,9 @@ def test_staff_without_the_action_permissions_cannot_act(world):
     from django.contrib.auth.models import Permission
 
     watcher = UserFactory(username="watcher", is_staff=True)
-    watcher.user_permissions.add(*Permission.objects.filter(codename__in=["view_memoryrecord", "view_policyrule"]))
+    watcher.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_memoryrecord", "view_policyrule"])
+    )
     client = staff_client(watcher)
     response = client.get(MEMORIES)
     assert "forget_on_behalf" not in response.content.decode()
@@ -164,6 +194,12 @@ def test_the_support_action_log_is_read_only(world, support, superuser):
     assert support.get("/admin/support/supportaction/").status_code == 200
     root = staff_client(superuser)
     assert root.get("/admin/support/supportaction/add/").status_code == 403
-    assert root.post(f"/admin/support/supportaction/{logged.pk}/change/", {"reason": "x"}).status_code == 403
-    assert root.post(f"/admin/support/supportaction/{logged.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert (
+        root.post(f"/admin/support/supportaction/{logged.pk}/change/", {"reason": "x"}).status_code
+        == 403
+    )
+    assert (
+        root.post(f"/admin/support/supportaction/{logged.pk}/delete/", {"post": "yes"}).status_code
+        == 403
+    )
     assert SupportAction.objects.get().reason == REASON

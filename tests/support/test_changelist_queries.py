@@ -38,22 +38,50 @@ def grow(start: int, stop: int, staff) -> None:
         character_put(slug=f"character-{i}", name=f"Character {i}")
         KeyDefinition.objects.create(key=f"bulk.k{i}", cardinality="one", label=f"Key {i}")
         ApiToken.issue(f"runtime {i}")
-        conversation = conversation_create(user=user, character=character, title=f"private title {i}")
-        turn = turn_create(conversation_id=conversation.pk, turn_key="t", content=f"private hello {i}").turn
+        conversation = conversation_create(
+            user=user, character=character, title=f"private title {i}"
+        )
+        turn = turn_create(
+            conversation_id=conversation.pk, turn_key="t", content=f"private hello {i}"
+        ).turn
         if i % 10 == 0:
             turn_commit_reply(turn_id=turn.pk, content=f"private reply {i}")
-        scope = (Scope("user"), Scope("character", character="captain-rowan"),
-                 Scope("conversation", conversation=str(conversation.pk)))[i % 3]
-        record = memory_assert(user=user, key=f"bulk.k{i}", value=f"private value {i}", scope=scope,
-                               sources=[str(turn.user_message_id)], idempotency_key=f"idem-{i}").record
-        support_retract(staff=staff, record_ids=[record.id], reason="bulk")  # a retraction and its log row
+        scope = (
+            Scope("user"),
+            Scope("character", character="captain-rowan"),
+            Scope("conversation", conversation=str(conversation.pk)),
+        )[i % 3]
+        record = memory_assert(
+            user=user,
+            key=f"bulk.k{i}",
+            value=f"private value {i}",
+            scope=scope,
+            sources=[str(turn.user_message_id)],
+            idempotency_key=f"idem-{i}",
+        ).record
+        support_retract(
+            staff=staff, record_ids=[record.id], reason="bulk"
+        )  # a retraction and its log row
         forget_key(user=user, key="gone.name", scope_id="*")
-        rule_create(user=user, capability="tone.playful", effect=("allow", "deny")[i % 2], source="explicit-user",
-                    scope={"kind": "conversation", "conversation": str(conversation.pk)})
-        ctx = load_context({"user": user.username, "conversation": str(conversation.pk), "scene": "roof"})
-        job, _ = media_job_admit(context=ctx, capability="media.voice", requested_by="assistant",
-                                 idempotency_key=f"job-{i}")
-        decision_answer(decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk)
+        rule_create(
+            user=user,
+            capability="tone.playful",
+            effect=("allow", "deny")[i % 2],
+            source="explicit-user",
+            scope={"kind": "conversation", "conversation": str(conversation.pk)},
+        )
+        ctx = load_context(
+            {"user": user.username, "conversation": str(conversation.pk), "scene": "roof"}
+        )
+        job, _ = media_job_admit(
+            context=ctx,
+            capability="media.voice",
+            requested_by="assistant",
+            idempotency_key=f"job-{i}",
+        )
+        decision_answer(
+            decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk
+        )
         reveal_open(staff=staff, user=user.username, reason=f"Ticket {i}: bulk")  # log rows (S1)
 
 
@@ -85,8 +113,12 @@ def measure(clients, staff, *, warm) -> dict:
     (and logs) private text."""
     counts = {("masked", url): count(clients["masked"], url, warm=warm) for url in changelists()}
     revealing(staff)
-    counts.update({("revealed", url): count(clients["revealed"], url + "?q=bulk0", warm=warm)
-                   for url in changelists(private_only=True)})
+    counts.update(
+        {
+            ("revealed", url): count(clients["revealed"], url + "?q=bulk0", warm=warm)
+            for url in changelists(private_only=True)
+        }
+    )
     return counts
 
 
@@ -109,10 +141,14 @@ def test_every_changelist_costs_the_same_for_10_or_500_rows(viewer, superuser):
     assert not changed, changed
     # And searching, filtering and paging stay constant too.
     client = clients["revealed"]
-    for url in ["/admin/memory/memoryrecord/?q=bulk&state=active",
-                "/admin/memory/memoryrecord/?p=3", "/admin/conversations/message/?role__exact=user",
-                "/admin/memory/memoryrecord/?value__startswith=private",
-                "/admin/policy/decisionlog/?effect__exact=ask", "/admin/policy/policyrule/?revoked=no"]:
+    for url in [
+        "/admin/memory/memoryrecord/?q=bulk&state=active",
+        "/admin/memory/memoryrecord/?p=3",
+        "/admin/conversations/message/?role__exact=user",
+        "/admin/memory/memoryrecord/?value__startswith=private",
+        "/admin/policy/decisionlog/?effect__exact=ask",
+        "/admin/policy/policyrule/?revoked=no",
+    ]:
         base = url.split("?")[0]
         reference = small.get(("revealed", base), small[("masked", base)])
         assert count(client, url, warm=False) <= reference + 2, url

@@ -23,9 +23,17 @@ def test_it_shows_the_resolvers_result_for_a_context(world, support):
     result = response.context["result"]
     by_id = {str(item.record.id): item for item in result.records}
     assert by_id[str(world.plant.pk)].step == "active"
-    assert by_id[str(world.plant.pk)].prompt == "likely"  # rule-extracted with a source, confidence 1.0
-    assert (by_id[str(world.retracted.pk)].step, by_id[str(world.retracted.pk)].reason) == ("R3", "expired")
-    assert (by_id[str(world.forgotten.pk)].step, by_id[str(world.forgotten.pk)].reason) == ("R2", "forgotten")
+    assert (
+        by_id[str(world.plant.pk)].prompt == "likely"
+    )  # rule-extracted with a source, confidence 1.0
+    assert (by_id[str(world.retracted.pk)].step, by_id[str(world.retracted.pk)].reason) == (
+        "R3",
+        "expired",
+    )
+    assert (by_id[str(world.forgotten.pk)].step, by_id[str(world.forgotten.pk)].reason) == (
+        "R2",
+        "forgotten",
+    )
     assert result.trace["candidates"] == len(result.records)
     html = response.content.decode()
     for record_id in by_id:
@@ -34,12 +42,20 @@ def test_it_shows_the_resolvers_result_for_a_context(world, support):
 
 
 def test_it_shows_the_policy_engines_result_per_capability(world, support):
-    response = explain(support, user="sam", conversation=str(world.conversation.pk),
-                       capabilities=["tone.playful", "media.image"])
+    response = explain(
+        support,
+        user="sam",
+        conversation=str(world.conversation.pk),
+        capabilities=["tone.playful", "media.image"],
+    )
     by_cap = {c.capability: c for c in response.context["result"].capabilities}
     assert set(by_cap) == {"tone.playful", "media.image"}
     playful = by_cap["tone.playful"]
-    assert (playful.effect, playful.reason, playful.rule_ids) == ("allow", "explicit-rule", (str(world.rule.pk),))
+    assert (playful.effect, playful.reason, playful.rule_ids) == (
+        "allow",
+        "explicit-rule",
+        (str(world.rule.pk),),
+    )
     assert [(r["id"], r["reason"]) for r in playful.rules] == [(str(world.rule.pk), "decided")]
     image = by_cap["media.image"]
     assert (image.effect, image.reason) == ("deny", "explicit-rule")
@@ -79,7 +95,9 @@ def test_it_reports_a_context_that_does_not_load(world, support):
 def test_it_needs_the_explain_permission(world):
     staff = UserFactory(username="staff-only", is_staff=True)
     assert staff_client(staff).get(URL, {"user": "sam"}).status_code == 403
-    assert staff_client(UserFactory(username="not-staff")).get(URL).status_code == 302  # to the admin login
+    assert (
+        staff_client(UserFactory(username="not-staff")).get(URL).status_code == 302
+    )  # to the admin login
 
 
 def test_r3_a_time_shown_back_on_the_explain_form_is_resubmitted_as_the_same_instant():

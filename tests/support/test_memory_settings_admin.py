@@ -27,7 +27,9 @@ def test_support_cannot_change_the_switches_by_hand(support):
     user = UserFactory(username="quiet-user")
     memory_settings_set(user=user, changed_by="api", learn=False)
     profile = MemoryProfile.objects.get(user=user)
-    r = support.post(f"/admin/memory/memoryprofile/{profile.pk}/change/", {"learn": "on", "use": "on"})
+    r = support.post(
+        f"/admin/memory/memoryprofile/{profile.pk}/change/", {"learn": "on", "use": "on"}
+    )
     assert r.status_code == 403
     profile.refresh_from_db()
     assert profile.learn is False and profile.settings_changed_by == "api"

@@ -31,8 +31,15 @@ def test_it_keeps_the_logged_rows_and_the_grants_when_the_logs_move_to_the_suppo
         staff = old.get_model("auth", "User").objects.create(username="agent", is_staff=True)
         staff.user_permissions.add(granted)
         OldAction.objects.create(
-            staff_id=staff.pk, staff_username="agent", subject_id=None, action="normalise",
-            content_type=action_type, object_id="7", reason="ticket 12", outcome="done", detail={},
+            staff_id=staff.pk,
+            staff_username="agent",
+            subject_id=None,
+            action="normalise",
+            content_type=action_type,
+            object_id="7",
+            reason="ticket 12",
+            outcome="done",
+            detail={},
             acted_at="2026-08-05T12:00:00Z",
         )
     finally:
@@ -45,4 +52,6 @@ def test_it_keeps_the_logged_rows_and_the_grants_when_the_logs_move_to_the_suppo
     assert SupportAction._meta.db_table == "support_supportaction"
     staff = get_user_model().objects.get(username="agent")
     assert staff.has_perm("support.forget_memory")
-    assert not Permission.objects.filter(content_type__app_label="config", codename="forget_memory").exists()
+    assert not Permission.objects.filter(
+        content_type__app_label="config", codename="forget_memory"
+    ).exists()

@@ -450,12 +450,15 @@ def test_the_private_strings_are_really_in_the_database(world, person_memory):
     assert PRIVATE_STRINGS
 
 
-def test_a_turns_plan_masks_a_name_inside_a_key_outside_a_reveal(world, person_memory, privileged,
-                                                                 privileged_user):
+def test_a_turns_plan_masks_a_name_inside_a_key_outside_a_reveal(
+    world, person_memory, privileged, privileged_user
+):
     from turns.creation import turn_create
     from turns.plans import turn_prompt_plan
 
-    turn = turn_create(conversation_id=world.conversation.pk, turn_key="t-person", content="hi").turn
+    turn = turn_create(
+        conversation_id=world.conversation.pk, turn_key="t-person", content="hi"
+    ).turn
     turn_prompt_plan(turn_id=turn.pk, budget=4000)
     url = f"/admin/conversations/turn/{turn.pk}/change/"
     html = privileged.get(url).content.decode()

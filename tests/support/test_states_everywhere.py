@@ -25,23 +25,49 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def lagging(db):
     user = UserFactory(username="ana")
-    conversation = ConversationFactory(user=user, character=CharacterFactory(slug="rowan", name="Rowan"))
-    named = MessageFactory(conversation=conversation, content="The basil plant is named Harbor.",
-                           created_at=at("2026-01-01T10:00"))
-    pet = MessageFactory(conversation=conversation, content="My dog's name is Rex.",
-                         created_at=at("2026-01-01T10:05"))
-    v1 = services.memory_assert(user=user, key="basil_plant.name", value="Harbor", scope=Scope("user"),
-                                authority="rule-extracted", sources=[str(named.pk)]).record
+    conversation = ConversationFactory(
+        user=user, character=CharacterFactory(slug="rowan", name="Rowan")
+    )
+    named = MessageFactory(
+        conversation=conversation,
+        content="The basil plant is named Harbor.",
+        created_at=at("2026-01-01T10:00"),
+    )
+    pet = MessageFactory(
+        conversation=conversation,
+        content="My dog's name is Rex.",
+        created_at=at("2026-01-01T10:05"),
+    )
+    v1 = services.memory_assert(
+        user=user,
+        key="basil_plant.name",
+        value="Harbor",
+        scope=Scope("user"),
+        authority="rule-extracted",
+        sources=[str(named.pk)],
+    ).record
     v2 = services.memory_correct(record_id=v1.id, value="Marlowe").record
-    ended = services.memory_assert(user=user, key="pet.name", value="Rex", scope=Scope("user"),
-                                   authority="rule-extracted", sources=[str(pet.pk)],
-                                   valid_until=at("2026-02-01T00:00")).record
+    ended = services.memory_assert(
+        user=user,
+        key="pet.name",
+        value="Rex",
+        scope=Scope("user"),
+        authority="rule-extracted",
+        sources=[str(pet.pk)],
+        valid_until=at("2026-02-01T00:00"),
+    ).record
     stored = dict(MemoryRecord.objects.filter(user=user).values_list("id", "status"))
     assert set(stored.values()) == {"active"}  # nothing normalised: the stored status lags
     page = Client()
     page.force_login(user)
-    return {"user": user, "conversation": conversation, "v1": v1.id, "v2": v2.id, "ended": ended.id,
-            "page": page}
+    return {
+        "user": user,
+        "conversation": conversation,
+        "v1": v1.id,
+        "v2": v2.id,
+        "ended": ended.id,
+        "page": page,
+    }
 
 
 def _text(response) -> str:
@@ -64,12 +90,17 @@ def test_e1_every_surface_shows_the_same_state_for_a_lagging_record(api, lagging
 
     # The transcript: what became of each message's memory.
     transcript = page.get(f"/conversations/{lagging['conversation'].pk}/")
-    produced = {p.id: (p.status, p.current) for m in transcript.context["messages_"] for p in m.produced}
+    produced = {
+        p.id: (p.status, p.current) for m in transcript.context["messages_"] for p in m.produced
+    }
     assert produced == {v1: ("replaced", False), ended: ("ended", False)}
 
     # The history pages.
     history = page.get(f"/memories/{v1}/history").context["rows"]
-    assert [(r.value, r.status) for r in history] == [("Harbor", "replaced"), ("Marlowe", "remembered now")]
+    assert [(r.value, r.status) for r in history] == [
+        ("Harbor", "replaced"),
+        ("Marlowe", "remembered now"),
+    ]
     [row] = page.get(f"/memories/{ended}/history").context["rows"]
     assert (row.value, row.status) == ("Rex", "ended")
 
@@ -96,8 +127,14 @@ def test_e1_a_merely_confirmed_memory_is_remembered_in_the_transcript_not_replac
     what is remembered: the transcript says so, like the memories page ("Confirmed")."""
     page = lagging["page"]
     pet = MessageFactory(conversation=lagging["conversation"], content="My cat's name is Miso.")
-    cat = services.memory_assert(user=lagging["user"], key="cat.name", value="Miso", scope=Scope("user"),
-                                 authority="rule-extracted", sources=[str(pet.pk)]).record
+    cat = services.memory_assert(
+        user=lagging["user"],
+        key="cat.name",
+        value="Miso",
+        scope=Scope("user"),
+        authority="rule-extracted",
+        sources=[str(pet.pk)],
+    ).record
     page.post(f"/memories/{cat.id}/confirm", {"next": "/memories/"})
     transcript = page.get(f"/conversations/{lagging['conversation'].pk}/")
     [label] = [p for m in transcript.context["messages_"] for p in m.produced if p.id == cat.id]
@@ -111,9 +148,14 @@ def test_e1_a_merely_confirmed_memory_is_remembered_in_the_transcript_not_replac
 def test_e1_an_undone_no_longer_true_is_remembered_again_in_the_transcript(lagging):
     page = lagging["page"]
     said = MessageFactory(conversation=lagging["conversation"], content="I live in Boston.")
-    home = services.memory_assert(user=lagging["user"], key="user.lives_in", value="Boston",
-                                  scope=Scope("user"), authority="rule-extracted",
-                                  sources=[str(said.pk)]).record
+    home = services.memory_assert(
+        user=lagging["user"],
+        key="user.lives_in",
+        value="Boston",
+        scope=Scope("user"),
+        authority="rule-extracted",
+        sources=[str(said.pk)],
+    ).record
     page.post(f"/memories/{home.id}/retract", {"next": "/memories/"})
     transcript = page.get(f"/conversations/{lagging['conversation'].pk}/")
     [label] = [p for m in transcript.context["messages_"] for p in m.produced if p.id == home.id]

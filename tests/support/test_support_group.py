@@ -19,10 +19,17 @@ def test_migrate_leaves_the_support_group_with_the_expected_permissions():
     group = Group.objects.get(name="Support")
     assert permissions(group) == set(SUPPORT_GROUP_PERMISSIONS)
     assert ("support", "view_private_text") not in permissions(group)
-    assert {"forget_memory", "retract_memory", "normalise_memory", "revoke_rule", "use_explain"} <= {
-        codename for _, codename in permissions(group)}
+    assert {
+        "forget_memory",
+        "retract_memory",
+        "normalise_memory",
+        "revoke_rule",
+        "use_explain",
+    } <= {codename for _, codename in permissions(group)}
     # Views only: support staff change nothing by hand.
-    assert not any(codename.startswith(("add_", "change_", "delete_")) for _, codename in permissions(group))
+    assert not any(
+        codename.startswith(("add_", "change_", "delete_")) for _, codename in permissions(group)
+    )
 
 
 def test_ensuring_the_group_again_changes_nothing():
@@ -41,8 +48,15 @@ def test_migrate_takes_back_a_permission_added_by_hand_and_restores_one_removed(
 
 
 def test_a_support_member_can_reach_the_admin_pages_they_need(support):
-    for url in ["/admin/", "/admin/memory/memoryrecord/", "/admin/policy/policyrule/", "/admin/policy/decisionlog/",
-                "/admin/conversations/message/", "/admin/support/explain/", "/admin/support/supportaction/"]:
+    for url in [
+        "/admin/",
+        "/admin/memory/memoryrecord/",
+        "/admin/policy/policyrule/",
+        "/admin/policy/decisionlog/",
+        "/admin/conversations/message/",
+        "/admin/support/explain/",
+        "/admin/support/supportaction/",
+    ]:
         assert support.get(url).status_code == 200, url
     for url in ["/admin/config/apitoken/", "/admin/support/privatetextaccess/"]:
         assert support.get(url).status_code == 403, url

@@ -42,20 +42,33 @@ def query(url: str) -> dict:
 # --- one click from a turn, a message, a memory -----------------------------------------------------
 
 
-def test_one_click_from_a_turn_opens_explain_for_its_conversation_scene_and_plan_time(planned, world, support):
+def test_one_click_from_a_turn_opens_explain_for_its_conversation_scene_and_plan_time(
+    planned, world, support
+):
     response = support.get(f"/admin/support/explain/turn/{planned.pk}/")
     assert response.status_code == 302
     params = query(response["Location"])
     assert params == {
-        "user": ["sam"], "conversation": [str(world.conversation.pk)], "scene": ["greenhouse"],
-        "now": [datetime.fromisoformat(planned.plan_snapshot["now"]).astimezone(UTC).isoformat().replace("+00:00", "Z")],
-        "turn": [str(planned.pk)], "capabilities": ["tone.playful"],
+        "user": ["sam"],
+        "conversation": [str(world.conversation.pk)],
+        "scene": ["greenhouse"],
+        "now": [
+            datetime.fromisoformat(planned.plan_snapshot["now"])
+            .astimezone(UTC)
+            .isoformat()
+            .replace("+00:00", "Z")
+        ],
+        "turn": [str(planned.pk)],
+        "capabilities": ["tone.playful"],
     }
     page = support.get(response["Location"])
     assert page.status_code == 200
     form = page.context["form"]
     assert form.is_valid(), form.errors
-    assert (str(form.cleaned_data["conversation"]), form.cleaned_data["scene"]) == (str(world.conversation.pk), "greenhouse")
+    assert (str(form.cleaned_data["conversation"]), form.cleaned_data["scene"]) == (
+        str(world.conversation.pk),
+        "greenhouse",
+    )
     assert form.cleaned_data["now"] == datetime.fromisoformat(planned.plan_snapshot["now"])
     assert page.context["plan"].turn.pk == planned.pk
 
@@ -70,18 +83,28 @@ def test_the_turn_link_needs_the_explain_permission_and_a_real_turn(world, viewe
     from tests.factories import UserFactory
 
     staff = UserFactory(username="staff-only", is_staff=True)
-    assert staff_client(staff).get(f"/admin/support/explain/turn/{world.turn.pk}/").status_code == 403
-    assert support.get("/admin/support/explain/turn/00000000-0000-0000-0000-000000000000/").status_code == 404
+    assert (
+        staff_client(staff).get(f"/admin/support/explain/turn/{world.turn.pk}/").status_code == 403
+    )
+    assert (
+        support.get("/admin/support/explain/turn/00000000-0000-0000-0000-000000000000/").status_code
+        == 404
+    )
 
 
 def test_turns_messages_and_memories_link_to_explain(planned, world, support):
     turn_link = f'href="/admin/support/explain/turn/{planned.pk}/"'
     assert turn_link in support.get("/admin/conversations/turn/").content.decode()
-    assert turn_link in support.get(f"/admin/conversations/turn/{planned.pk}/change/").content.decode()
+    assert (
+        turn_link in support.get(f"/admin/conversations/turn/{planned.pk}/change/").content.decode()
+    )
     # The user's message and the companion's reply both lead to the turn they belong to.
     assert support.get("/admin/conversations/message/").content.decode().count(turn_link) == 2
     for message_id in (planned.user_message_id, world.reply.pk):
-        assert turn_link in support.get(f"/admin/conversations/message/{message_id}/change/").content.decode()
+        assert (
+            turn_link
+            in support.get(f"/admin/conversations/message/{message_id}/change/").content.decode()
+        )
     # A memory: its key in its scope now (list and page), and the turn that taught it (page).
     listing = support.get("/admin/memory/memoryrecord/").content.decode()
     assert 'class="explain-memory"' in listing and "/admin/support/explain/?user=sam" in listing
@@ -92,7 +115,9 @@ def test_turns_messages_and_memories_link_to_explain(planned, world, support):
 # --- the plan snapshot as tables -------------------------------------------------------------
 
 
-def test_a_turns_plan_reads_as_keys_and_labels_with_values_hidden(planned, world, support, support_user):
+def test_a_turns_plan_reads_as_keys_and_labels_with_values_hidden(
+    planned, world, support, support_user
+):
     response = support.get(f"/admin/conversations/turn/{planned.pk}/change/")
     html = response.content.decode()
     plan = response.context["plan"]
@@ -108,7 +133,8 @@ def test_a_turns_plan_reads_as_keys_and_labels_with_values_hidden(planned, world
 
 
 def test_a_turns_plan_shows_values_only_inside_a_reveal_and_logs_the_page_once(
-        planned, world, privileged, privileged_user):
+    planned, world, privileged, privileged_user
+):
     url = f"/admin/conversations/turn/{planned.pk}/change/"
     html = privileged.get(url).content.decode()
     assert_no_private_text(html, "turn page without a reveal")
@@ -118,16 +144,25 @@ def test_a_turns_plan_shows_values_only_inside_a_reveal_and_logs_the_page_once(
     assert VALUE in html
     [row] = PrivateTextAccess.objects.filter(staff_id=privileged_user.pk, event="page")
     assert (row.view, row.content_type.model, row.object_id, row.grant_id) == (
-        "change", "turn", str(planned.pk), grant.pk)
-    revealed = (MemoryRecord.objects.filter(pk__in=planned.plan_snapshot["memories"])
-                .exclude(value=""))
+        "change",
+        "turn",
+        str(planned.pk),
+        grant.pk,
+    )
+    revealed = MemoryRecord.objects.filter(pk__in=planned.plan_snapshot["memories"]).exclude(
+        value=""
+    )
     assert row.shown == revealed.count() > 0
 
 
 def test_what_the_plan_left_out_is_said_in_words(world, support):
     """A record retracted before the plan is left out as `expired`: the table says so in words."""
-    turn = turn_create(conversation_id=world.conversation.pk, turn_key="t2", content="hello again",
-                       scene="greenhouse").turn
+    turn = turn_create(
+        conversation_id=world.conversation.pk,
+        turn_key="t2",
+        content="hello again",
+        scene="greenhouse",
+    ).turn
     turn_prompt_plan(turn_id=turn.pk, budget=4000)
     plan = support.get(f"/admin/conversations/turn/{turn.pk}/change/").context["plan"]
     left_out = {item.id: item for item in plan.left_out}
@@ -135,13 +170,22 @@ def test_what_the_plan_left_out_is_said_in_words(world, support):
     assert (forgotten.reason, forgotten.words) == ("forgotten", "forgotten by then")
 
 
-def test_the_turn_page_costs_the_same_for_a_small_or_a_large_plan(world, privileged, django_assert_num_queries):
+def test_the_turn_page_costs_the_same_for_a_small_or_a_large_plan(
+    world, privileged, django_assert_num_queries
+):
     def turn_with(n, key):
         for i in range(n):
-            memory_assert(user=world.sam, key=f"{key}.k{i}", value=f"v{i}", scope=Scope("user"),
-                          authority="user-confirmed")
+            memory_assert(
+                user=world.sam,
+                key=f"{key}.k{i}",
+                value=f"v{i}",
+                scope=Scope("user"),
+                authority="user-confirmed",
+            )
         turn = turn_create(conversation_id=world.conversation.pk, turn_key=key, content="hi").turn
-        turn_prompt_plan(turn_id=turn.pk, budget=100_000, capabilities=("tone.playful", "media.voice"))
+        turn_prompt_plan(
+            turn_id=turn.pk, budget=100_000, capabilities=("tone.playful", "media.voice")
+        )
         return f"/admin/conversations/turn/{turn.pk}/change/"
 
     small, large = turn_with(2, "small"), turn_with(40, "large")
@@ -154,8 +198,9 @@ def test_the_turn_page_costs_the_same_for_a_small_or_a_large_plan(world, privile
         assert privileged.get(large).status_code == 200
 
 
-def test_explain_with_a_turn_shows_its_plan_and_logs_the_page_once(planned, world, privileged,
-                                                                   privileged_user):
+def test_explain_with_a_turn_shows_its_plan_and_logs_the_page_once(
+    planned, world, privileged, privileged_user
+):
     open_reveal(privileged_user, "sam")
     url = privileged.get(f"/admin/support/explain/turn/{planned.pk}/")["Location"]
     html = privileged.get(url).content.decode()
@@ -187,34 +232,52 @@ def test_a_retraction_is_explained_as_the_users_with_its_time(world, support):
     items, _ = explained(support)
     item = items[str(world.retracted.pk)]
     assert (item.step, item.reason) == ("R3", "expired")
-    assert item.words == f"Retracted by the user on {when(world.retracted.retracted_at)}: marked no longer true."
+    assert (
+        item.words
+        == f"Retracted by the user on {when(world.retracted.retracted_at)}: marked no longer true."
+    )
 
 
 def test_a_retraction_by_support_says_so(world, support, support_user):
-    record = memory_assert(user=world.sam, key="fish.name", value="Nemo", scope=Scope("user")).record
+    record = memory_assert(
+        user=world.sam, key="fish.name", value="Nemo", scope=Scope("user")
+    ).record
     support_retract(staff=support_user, record_ids=[record.id], reason="Ticket 1: the user asked")
     items, _ = explained(support)
     retracted_at = MemoryRecord.objects.get(pk=record.id).retracted_at
     assert items[record.id].words == (
-        f"Retracted by support, on the user's behalf, on {when(retracted_at)}: marked no longer true.")
+        f"Retracted by support, on the user's behalf, on {when(retracted_at)}: marked no longer true."
+    )
 
 
 def test_a_forget_and_a_replacement_are_explained_in_words(world, support, support_user):
     items, _ = explained(support, conversation=str(world.conversation.pk))
     forgotten = items[str(world.forgotten.pk)]
-    assert forgotten.words.startswith("Forgotten by the user on ") and forgotten.words.endswith("; its value is erased.")
-    replaced = next(i for i in items.values() if i.record.key == "user.lives_in" and i.reason == "superseded")
-    assert replaced.words.startswith("Replaced on ") and replaced.words.endswith("by a correction by the user.")
+    assert forgotten.words.startswith("Forgotten by the user on ") and forgotten.words.endswith(
+        "; its value is erased."
+    )
+    replaced = next(
+        i for i in items.values() if i.record.key == "user.lives_in" and i.reason == "superseded"
+    )
+    assert replaced.words.startswith("Replaced on ") and replaced.words.endswith(
+        "by a correction by the user."
+    )
 
-    support_forget(staff=support_user, record_ids=[world.plant.pk], reason="Ticket 2: forget the plant")
+    support_forget(
+        staff=support_user, record_ids=[world.plant.pk], reason="Ticket 2: forget the plant"
+    )
     items, _ = explained(support, conversation=str(world.conversation.pk))
-    assert items[str(world.plant.pk)].words.startswith("Forgotten by support, on the user's behalf, on ")
+    assert items[str(world.plant.pk)].words.startswith(
+        "Forgotten by support, on the user's behalf, on "
+    )
 
 
 def test_an_older_value_blocked_by_a_forget_names_the_forget(world, support):
     from memory.forgetting import forget_key
 
-    record = memory_assert(user=world.sam, key="bird.name", value="Tweety", scope=Scope("user")).record
+    record = memory_assert(
+        user=world.sam, key="bird.name", value="Tweety", scope=Scope("user")
+    ).record
     tombstone = forget_key(user=world.sam, key="bird.name", scope_id="*")
     items, _ = explained(support)
     item = items[record.id]
@@ -227,10 +290,17 @@ def test_an_older_value_blocked_by_a_forget_names_the_forget(world, support):
 
 
 def test_rules_are_explained_in_words(world, support):
-    revoked = rule_create(user=world.sam, capability="tone.playful", effect="deny", source="explicit-user",
-                          scope={"kind": "global"})
+    revoked = rule_create(
+        user=world.sam,
+        capability="tone.playful",
+        effect="deny",
+        source="explicit-user",
+        scope={"kind": "global"},
+    )
     revoked = rule_revoke(rule_id=revoked.pk, owner=world.sam)
-    _, result = explained(support, conversation=str(world.conversation.pk), capabilities=["tone.playful"])
+    _, result = explained(
+        support, conversation=str(world.conversation.pk), capabilities=["tone.playful"]
+    )
     [playful] = result.capabilities
     words = {rule["id"]: rule["words"] for rule in playful.rules}
     assert words[str(world.rule.pk)] == "Decides: allowed."

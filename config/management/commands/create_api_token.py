@@ -11,5 +11,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, name, **options):
         token, raw = ApiToken.issue(name)
-        self.stderr.write(f"Created token {token.name!r} ({token.prefix}…). Store it now: it is not shown again.")
+        self.stderr.write(
+            f"Created token {token.name!r} ({token.prefix}…). Store it now: it is not shown again."
+        )
         self.stdout.write(raw)

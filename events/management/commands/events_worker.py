@@ -29,10 +29,18 @@ class Command(BaseCommand):
     help = "Deliver events to the registered webhook endpoints (SPEC V3)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--threads", type=int, default=settings.EVENTS_WORKER_THREADS,
-                            help="Deliveries run at once (default EVENTS_WORKER_THREADS).")
-        parser.add_argument("--interval", type=float, default=settings.EVENTS_WORKER_INTERVAL,
-                            help="Seconds between reads of the feed (default EVENTS_WORKER_INTERVAL).")
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=settings.EVENTS_WORKER_THREADS,
+            help="Deliveries run at once (default EVENTS_WORKER_THREADS).",
+        )
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=settings.EVENTS_WORKER_INTERVAL,
+            help="Seconds between reads of the feed (default EVENTS_WORKER_INTERVAL).",
+        )
 
     def handle(self, *args, threads: int, interval: float, **options):
         stop = threading.Event()
@@ -43,10 +51,19 @@ class Command(BaseCommand):
 
             start_http_server(settings.EVENTS_WORKER_METRICS_PORT, addr="127.0.0.1")
         name = f"{socket.gethostname()}-{os.getpid()}"
-        workers = [Worker(queue_names=[QUEUE], interval=min(interval, 1.0), batch=False,
-                          backend_name="default", startup_delay=False, max_tasks=None,
-                          worker_id=f"{name}-{i}"[:64], excluded_queue_names=[])
-                   for i in range(max(threads, 1))]
+        workers = [
+            Worker(
+                queue_names=[QUEUE],
+                interval=min(interval, 1.0),
+                batch=False,
+                backend_name="default",
+                startup_delay=False,
+                max_tasks=None,
+                worker_id=f"{name}-{i}"[:64],
+                excluded_queue_names=[],
+            )
+            for i in range(max(threads, 1))
+        ]
         runners = [threading.Thread(target=_run, args=(w, stop), daemon=True) for w in workers]
         for runner in runners:
             runner.start()

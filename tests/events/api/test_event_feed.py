@@ -20,7 +20,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def world():
     sam, ana = UserFactory(username="sam"), UserFactory(username="ana")
-    a = memory_services.memory_assert(user=sam, key="pet.name", value="Rex", scope=Scope("user")).record
+    a = memory_services.memory_assert(
+        user=sam, key="pet.name", value="Rex", scope=Scope("user")
+    ).record
     memory_services.memory_assert(user=ana, key="pet.name", value="Max", scope=Scope("user"))
     forgetting.memory_forget(record_id=a.id)
     memory_services.memory_settings_set(user=ana, changed_by="api", learn=False)
@@ -39,7 +41,11 @@ def test_it_answers_every_event_in_order_with_its_shape(api, world):
     body = api.get("/api/v1/events").json()
     assert ids(body) == stored()
     assert [e["type"] for e in body["results"]] == [
-        "memory.created", "memory.created", "memory.forgotten", "settings.changed"]
+        "memory.created",
+        "memory.created",
+        "memory.forgotten",
+        "settings.changed",
+    ]
     first = body["results"][0]
     assert set(first) == {"id", "type", "user", "occurred_at", "data"}
     assert first["user"] == "sam" and first["occurred_at"].endswith("Z")
@@ -66,7 +72,9 @@ def test_it_pages_by_cursor_and_hands_back_the_same_position_when_nothing_is_new
 def test_it_filters_by_user_and_by_type(api, world):
     body = api.get("/api/v1/events", {"user": "ana"}).json()
     assert [(e["user"], e["type"]) for e in body["results"]] == [
-        ("ana", "memory.created"), ("ana", "settings.changed")]
+        ("ana", "memory.created"),
+        ("ana", "settings.changed"),
+    ]
     body = api.get("/api/v1/events", {"type": "memory.forgotten"}).json()
     assert [(e["user"], e["type"]) for e in body["results"]] == [("sam", "memory.forgotten")]
 
@@ -79,14 +87,17 @@ def test_it_refuses_a_cursor_older_than_the_retention_with_410(api, world, setti
     assert api.get("/api/v1/events", {"after": fresh}).status_code == 200
 
 
-@pytest.mark.parametrize("query, field", [
-    ({"after": "not-a-cursor"}, "after"),
-    ({"after": "MS4xLjE"}, "after"),  # base64 of a cursor with too few parts
-    ({"limit": 0}, "limit"),
-    ({"limit": 501}, "limit"),
-    ({"type": "memory.exploded"}, "type"),
-    ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ({"after": "not-a-cursor"}, "after"),
+        ({"after": "MS4xLjE"}, "after"),  # base64 of a cursor with too few parts
+        ({"limit": 0}, "limit"),
+        ({"limit": 501}, "limit"),
+        ({"type": "memory.exploded"}, "type"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_it_refuses_bad_input_as_problems(api, query, field):
     assert_problem(api.get("/api/v1/events", query), 400, "validation_error", field)
 
@@ -107,7 +118,9 @@ def test_a_deleted_users_feed_holds_only_user_deleted(api, world):
 def test_it_reads_a_page_in_one_query(api, world, n, django_assert_num_queries):
     sam = world[0]
     for i in range(n):
-        memory_services.memory_assert(user=sam, key=f"fact.k{i}", value=f"v{i}", scope=Scope("user"))
+        memory_services.memory_assert(
+            user=sam, key=f"fact.k{i}", value=f"v{i}", scope=Scope("user")
+        )
     with django_assert_num_queries(2):  # the token, the page
         body = api.get("/api/v1/events", {"limit": 50}).json()
     assert len(body["results"]) == min(n + 4, 50)

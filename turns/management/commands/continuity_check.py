@@ -10,7 +10,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--keep", action="store_true", help="Keep the throwaway user afterwards.")
+        parser.add_argument(
+            "--keep", action="store_true", help="Keep the throwaway user afterwards."
+        )
         parser.add_argument("--username", default=None)
 
     def handle(self, *args, keep=False, username=None, **options):

@@ -15,8 +15,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--username", default="demo")
         parser.add_argument("--password", default=None, help="Default: a new random password.")
-        parser.add_argument("--address", default="http://127.0.0.1:8000",
-                            help="Where the server answers, for the sign-in line it prints.")
+        parser.add_argument(
+            "--address",
+            default="http://127.0.0.1:8000",
+            help="Where the server answers, for the sign-in line it prints.",
+        )
 
     def handle(self, *args, username, password, address, **options):
         password = password or secrets.token_urlsafe(9)
@@ -26,4 +29,6 @@ class Command(BaseCommand):
         for line in summary:
             self.stdout.write(f"  {line}")
         self.stdout.write("")
-        self.stdout.write(f"  Sign in at {address.rstrip('/')}/login/ as {username!r} with password {password!r}")
+        self.stdout.write(
+            f"  Sign in at {address.rstrip('/')}/login/ as {username!r} with password {password!r}"
+        )
