@@ -12,8 +12,10 @@ from django.contrib.auth import get_user_model
 from config import catalog
 from config.clock import db_now
 from config.errors import NotFound, ValidationError
+from config.pages import day
 from conversations.domain import Context
 
+from . import places
 from .models import Character, Conversation, Message, Turn
 
 User = get_user_model()
@@ -235,3 +237,14 @@ def conversation_list(user, *, character: Character | None = None):
     if character is not None:
         qs = qs.filter(character=character)
     return qs.order_by("-created_at", "-id")
+
+
+def conversation_named(conversation: Conversation | None, *, with_whom: bool = True) -> str:
+    """A stored conversation in the words of `conversations.places` (None: one deleted)."""
+    if conversation is None:
+        return places.DELETED
+    return places.conversation_words(
+        conversation.title,
+        day(conversation.created_at),
+        conversation.character.name if with_whom else None,
+    )

@@ -19,7 +19,9 @@ from django.db.models import Q
 from django.urls import reverse
 
 from config.pages import day
+from conversations import places
 from conversations.models import Character, Conversation, Message
+from conversations.selectors import conversation_named
 
 from .domain import (
     REASON_EXPIRED,
@@ -264,26 +266,17 @@ class ScopeNames:
         return character.name if character else (slug or "a character")
 
     def conversation_words(self, conversation_id: str) -> str:
-        conversation = self.conversations.get(conversation_id)
-        if conversation is None:
-            return "a conversation that was deleted"
-        with_whom = conversation.character.name
-        if conversation.title:
-            return f"“{conversation.title}” with {with_whom}"
-        return f"your conversation with {with_whom} of {day(conversation.created_at)}"
+        return conversation_named(self.conversations.get(conversation_id))
 
     def words(self, scope_id: str) -> str:
-        if scope_id == "*":
-            return "everywhere, with every character and in every conversation"
         kind, _, rest = scope_id.partition(":")
-        if kind == "user":
-            return "everywhere"
-        if kind == "character":
-            return f"with {self.character_name(rest.rsplit(':', 1)[-1])}"
-        if kind == "conversation":
-            return f"only in {self.conversation_words(rest)}"
         conversation_id, _, scene = rest.partition(":")
-        return f"only in the “{scene}” scene of {self.conversation_words(conversation_id)}"
+        return places.place_words(
+            kind,
+            character_name=self.character_name(rest.rsplit(":", 1)[-1]),
+            conversation=self.conversation_words(conversation_id),
+            scene=scene,
+        )
 
     def forget_words(self, scope_id: str) -> str:
         """Where a forget applies (F1), told apart from its neighbour: scope `user` forgets what

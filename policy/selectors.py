@@ -12,9 +12,9 @@ from django.db.models import Q, QuerySet, Subquery
 
 from config import catalog
 from config.errors import NotFound, ValidationError
-from config.pages import day
+from conversations import places
 from conversations.models import Character, Conversation
-from conversations.selectors import conversations_of, scenes_of
+from conversations.selectors import conversation_named, conversations_of, scenes_of
 
 from .domain import Decision, DecisionRequest, PolicyContext, PolicyVersion, Rule, RuleCheck
 from .engine import check_rules, decide
@@ -352,7 +352,7 @@ class BoundaryOverview:
         page decides at each of them, so a choice that applies only there is shown where it
         applies (D3: a narrower scope ranks higher within a source)."""
         wanted = set(conversations)
-        places: set[tuple[str, str | None]] = set()
+        found: set[tuple[str, str | None]] = set()
         for rule in self.rules.values():
             scope = rule.scope
             if (
@@ -363,8 +363,8 @@ class BoundaryOverview:
                 or rule.lapse(self.now) is not None
             ):
                 continue
-            places.add((scope.conversation, scope.scene if scope.kind == "scene" else None))
-        return sorted(places, key=lambda place: (place[0], place[1] is not None, place[1] or ""))
+            found.add((scope.conversation, scope.scene if scope.kind == "scene" else None))
+        return sorted(found, key=lambda place: (place[0], place[1] is not None, place[1] or ""))
 
 
 def boundary_overview(user, *, now: datetime) -> BoundaryOverview:
@@ -407,31 +407,22 @@ class Places:
 
     def conversation_title(self, conversation_id: str | None) -> str:
         """A conversation as people name it: its title, or when it started."""
-        conversation = self.conversations.get(conversation_id or "")
-        if conversation is None:
-            return "a conversation that was deleted"
-        if conversation.title:
-            return f"“{conversation.title}”"
-        return f"your conversation of {day(conversation.created_at)}"
+        return conversation_named(self.conversations.get(conversation_id or ""), with_whom=False)
 
     def conversation_words(self, conversation_id: str | None) -> str:
-        conversation = self.conversations.get(conversation_id or "")
-        if conversation is None:
-            return self.conversation_title(conversation_id)
-        return f"{self.conversation_title(conversation_id)} with {conversation.character.name}"
+        return conversation_named(self.conversations.get(conversation_id or ""))
 
     def character_name(self, slug: str | None) -> str:
         return next((c.name for c in self.characters if c.slug == slug), slug or "a character")
 
     def scope_words(self, rule: Rule) -> str:
         scope = rule.scope
-        if scope.kind == "global":
-            return "everywhere"
-        if scope.kind == "character":
-            return f"with {self.character_name(scope.character)}"
-        if scope.kind == "conversation":
-            return f"only in {self.conversation_words(scope.conversation)}"
-        return f"only in the “{scope.scene}” scene of {self.conversation_words(scope.conversation)}"
+        return places.place_words(
+            scope.kind,
+            character_name=self.character_name(scope.character),
+            conversation=self.conversation_words(scope.conversation),
+            scene=scope.scene,
+        )
 
     def place_words(self, conversation_id: str, scene: str | None) -> str:
         """A place on a character's card: "In “Rooftop greenhouse”", or a scene in it."""
@@ -439,34 +430,33 @@ class Places:
         return f"In the “{scene}” scene of {title}" if scene is not None else f"In {title}"
 
     def choices(self, character: Character | None = None) -> list[tuple[str, str]]:
-        """The "where" options: all of them (to validate), or one character's section's. Each
-        conversation is followed by the scenes in it."""
+        """The "where" options: all of them (to validate), or one character's section's (whose
+        conversations need no "with …"). Each conversation is followed by the scenes in it."""
+        everywhere = ("global", places.EVERYWHERE)
         if character is None:
-            out = [("global", "everywhere")]
-            out += [(f"character:{c.slug}", f"with {c.name}") for c in self.characters]
-            for pk in self.conversations:
-                out.append((f"conversation:{pk}", f"only in {self.conversation_words(pk)}"))
-                out += [
-                    (
-                        f"scene:{pk}:{scene}",
-                        f"only in the “{scene}” scene of {self.conversation_words(pk)}",
-                    )
-                    for conversation, scene in self.scenes
-                    if conversation == pk
-                ]
-            return out
-        out = [(f"character:{character.slug}", f"with {character.name}"), ("global", "everywhere")]
-        for pk, c in self.conversations.items():  # the character's section: no "with …"
-            if c.character_id != character.pk:
+            out = [
+                everywhere,
+                *((f"character:{c.slug}", f"with {c.name}") for c in self.characters),
+            ]
+        else:
+            out = [(f"character:{character.slug}", f"with {character.name}"), everywhere]
+        for pk, conversation in self.conversations.items():
+            if character is not None and conversation.character_id != character.pk:
                 continue
-            out.append((f"conversation:{pk}", f"only in {self.conversation_title(pk)}"))
+            in_it = [(f"conversation:{pk}", "conversation", None)]
+            in_it += [
+                (f"scene:{pk}:{scene}", "scene", scene) for c, scene in self.scenes if c == pk
+            ]
             out += [
                 (
-                    f"scene:{pk}:{scene}",
-                    f"only in the “{scene}” scene of {self.conversation_title(pk)}",
+                    where,
+                    places.place_words(
+                        kind,
+                        conversation=conversation_named(conversation, with_whom=character is None),
+                        scene=scene,
+                    ),
                 )
-                for conversation, scene in self.scenes
-                if conversation == pk
+                for where, kind, scene in in_it
             ]
         return out
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from conversations import places
+
 
 def when(moment: datetime | None) -> str:
     """A time as support says it to a user: "3 Aug 2026, 14:05 UTC"."""
@@ -59,13 +61,6 @@ DECISION_WORDS = {
     "no-applicable-rule": "no rule applies here, so the companion asks first",
 }
 EFFECT_WORDS = {"allow": "allowed", "deny": "not allowed", "ask": "asks first"}
-SCOPE_KIND_WORDS = {
-    "user": "everywhere",
-    "global": "everywhere",
-    "character": "with one character",
-    "conversation": "in one conversation",
-    "scene": "in one scene",
-}
 
 
 @dataclass(frozen=True)
@@ -136,7 +131,7 @@ def record_words(
     if step == "active":
         return "Used: the current value for this key here."
     if reason == "scope":
-        return f"Not for this context: it belongs {SCOPE_KIND_WORDS.get(record.scope.kind, 'elsewhere')} ({record.scope_id})."
+        return f"Not for this context: it belongs {places.KIND_WORDS.get(record.scope.kind, 'elsewhere')} ({record.scope_id})."
     if reason == "forgotten" and step == "R2":
         return f"Forgotten by {_who(record.id in actors.forgotten)} on {when(record.status_since)}; its value is erased."
     if reason == "forgotten":
@@ -200,7 +195,7 @@ def rule_words(*, reason: str, rule, actors: Actors) -> str:
     if reason == "tied":
         return "Ties with another rule of the same rank that has a different effect, so the companion asks first."
     if reason == "scope":
-        return f"Not for this context: it applies {SCOPE_KIND_WORDS.get(rule.scope.kind, 'elsewhere')} ({rule.scope.label()})."
+        return f"Not for this context: it applies {places.KIND_WORDS.get(rule.scope.kind, 'elsewhere')} ({rule.scope.label()})."
     if reason == "requester":
         return f"Only for requests by the {rule.requested_by}."
     if reason == "wrong-capability":

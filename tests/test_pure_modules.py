@@ -33,6 +33,7 @@ PURE = [
     "memory.mentions",
     "memory.current",
     "conversations.plan_snapshot",
+    "conversations.places",
 ]
 
 
