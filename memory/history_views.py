@@ -44,7 +44,7 @@ from .views import back_to, key_label
 
 
 @private_page
-def memory_forget(request, memory_id):
+def memory_forget_view(request, memory_id):
     """F1/F2: a confirmation page that says plainly what forgetting does; POST forgets."""
     user = request.user
     row = memory_get(memory_id, user=user)
@@ -109,7 +109,7 @@ def memory_forget(request, memory_id):
 
 @private_page
 @require_POST
-def memory_forget_selected(request):
+def memory_forget_selected_view(request):
     """Forget several at once: the first post (the ticked cards) shows one confirmation page
     listing what will be forgotten; posting that page forgets them. Only what is remembered
     now can be chosen: anything else that was posted (an old card, another user's id, not an
@@ -217,7 +217,7 @@ def _gap(ended: datetime, what: DomainRecord, resumed: datetime) -> HistoryRow:
 
 
 @private_page
-def memory_history(request, memory_id):
+def memory_history_view(request, memory_id):
     """W11: every value of this memory's slot over time, with its window and who set it. A
     confirmation is part of the value it confirmed ("you confirmed it on …"), a time with no
     value shows as a gap, and a forgotten value appears as "forgotten on …", never with its
@@ -272,7 +272,7 @@ def memory_history(request, memory_id):
 
 
 @private_page
-def forgotten_list(request):
+def forgotten_list_view(request):
     """F1/F4: what was forgotten — the slot and scope, never the value — who asked (you, or
     support on your behalf; never support's reason), and a way to let the companion learn it
     again."""
@@ -301,7 +301,7 @@ def forgotten_list(request):
 
 @private_page
 @require_POST
-def tombstone_delete(request, tombstone_id):
+def tombstone_delete_view(request, tombstone_id):
     """F4: "let it learn this again". The erased value does not come back."""
     tombstone = forgetting.tombstone_delete(tombstone_id=tombstone_id, user=request.user)
     notify(

@@ -1,7 +1,7 @@
 """The memories page's read (SPEC §1, §4, §5, I8): what is remembered now as cards, filtered by
 character or certainty, searched, sorted newest first or A–Z and grouped by character, one page
 of them with everything a card shows (its sentence, scope, certainty and provenance). The view
-(`memory.views.memory_list`) hands it the page's address, the search term kept in the session
+(`memory.views.memory_list_view`) hands it the page's address, the search term kept in the session
 and the messages placed at cards, and renders what it answers.
 
 Reads are bulk, so the page costs the same number of queries for five memories or five

@@ -75,7 +75,7 @@ def key_label(key: str) -> str:
 
 
 @private_page
-def memory_list(request):
+def memory_list_view(request):
     """What is remembered now, grouped by character, a page at a time, newest first or A–Z,
     filtered by character or certainty and searched by a term kept in the session
     (`memory.list_page`)."""
@@ -98,7 +98,7 @@ def memory_list(request):
 
 @private_page
 @require_POST
-def memory_switches(request):
+def memory_switches_view(request):
     """I8 from the page: learning and memory use on or off, recorded as the user's change.
     Nothing is deleted either way."""
     form = MemorySwitchesForm(request.POST)
@@ -142,7 +142,7 @@ def memory_switches(request):
 
 @private_page
 @require_POST
-def memory_filter(request):
+def memory_filter_view(request):
     """The search and filter form (posted, SPEC §12): the term goes into the session, the
     non-private choices into the list's address. "Show everything" clears both."""
     if request.POST.get("reset"):
@@ -190,7 +190,7 @@ def _already_yours(user, row) -> DomainRecord | None:
 
 @private_page
 @require_POST
-def memory_confirm(request, memory_id):
+def memory_confirm_view(request, memory_id):
     """SPEC §2 Confirm: the same value again, as your own word; nothing changes when it
     already is — also when the card posted was confirmed since it was shown."""
     try:
@@ -233,7 +233,7 @@ def memory_confirm(request, memory_id):
 
 
 @private_page
-def memory_correct(request, memory_id):
+def memory_correct_view(request, memory_id):
     """SPEC §2 Correct: a new value that replaces this one from now on (and is never
     overruled by something the companion infers later, W7); the same value is a confirm.
     GET shows the form on its own page; the memories page also has it inline."""
@@ -319,7 +319,7 @@ def memory_correct(request, memory_id):
 
 @private_page
 @require_POST
-def memory_retract(request, memory_id):
+def memory_retract_view(request, memory_id):
     """W10: "that is not true any more" — the slot closes now; history keeps it, and the
     memories page shows an undo in the card's place."""
     label = key_label(memory_get(memory_id, user=request.user).key)
@@ -344,7 +344,7 @@ def memory_retract(request, memory_id):
 
 @private_page
 @require_POST
-def memory_restore(request, memory_id):
+def memory_restore_view(request, memory_id):
     """Undo "no longer true": the value is asserted again as yours, from now on (the time
     between shows in its history)."""
     label = key_label(memory_get(memory_id, user=request.user).key)
@@ -390,7 +390,7 @@ class RetractedRow:
 
 
 @private_page
-def no_longer_true_list(request):
+def no_longer_true_list_view(request):
     """What you marked no longer true, while nothing else is remembered in its place: each
     with an undo (W10, then a new assert from now)."""
     user = request.user

@@ -20,7 +20,7 @@ api = [
 
 # The boundaries page, under /boundaries/ (namespace `policy`).
 pages = [
-    path("", views.boundaries, name="boundaries"),
+    path("", views.boundaries_view, name="boundaries"),
     path("set", views.boundary_set_view, name="set"),
     path("rules/<uuid:rule_id>/revoke", views.rule_revoke_view, name="revoke"),
 ]

@@ -47,7 +47,7 @@ def _page(request, *, error_form: BoundaryForm | None = None):
 
 
 @private_page
-def boundaries(request):
+def boundaries_view(request):
     return _page(request)
 
 

@@ -26,16 +26,16 @@ api = [
 
 # The transcripts, under /conversations/ (namespace `conversations`).
 pages = [
-    path("", views.conversation_list, name="list"),
-    path("<uuid:conversation_id>/", views.conversation_detail, name="detail"),
+    path("", views.conversation_list_view, name="list"),
+    path("<uuid:conversation_id>/", views.conversation_detail_view, name="detail"),
     path("<uuid:conversation_id>/delete", views.conversation_delete_view, name="delete"),
 ]
 
 # "Your data", under /data/ (namespace `data`).
 data_pages = [
-    path("", views.data_index, name="index"),
-    path("export.json", views.data_export, name="export"),
-    path("time-zone", views.data_time_zone, name="time-zone"),
-    path("forget-everything", views.forget_everything, name="forget-everything"),
-    path("delete-account", views.delete_account, name="delete-account"),
+    path("", views.data_index_view, name="index"),
+    path("export.json", views.data_export_view, name="export"),
+    path("time-zone", views.data_time_zone_view, name="time-zone"),
+    path("forget-everything", views.forget_everything_view, name="forget-everything"),
+    path("delete-account", views.delete_account_view, name="delete-account"),
 ]

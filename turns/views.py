@@ -41,7 +41,7 @@ from .users import user_delete
 
 
 @private_page
-def conversation_list(request):
+def conversation_list_view(request):
     return render(
         request,
         "conversations/list.html",
@@ -80,7 +80,7 @@ class TranscriptMessage:
 
 
 @private_page
-def conversation_detail(request, conversation_id):
+def conversation_detail_view(request, conversation_id):
     """The transcript, read-only, with the memories each message produced and what became of
     them."""
     user = request.user
@@ -226,7 +226,7 @@ def conversation_delete_view(request, conversation_id):
 
 
 @private_page
-def data_index(request):
+def data_index_view(request):
     zone = (
         timezone.get_current_timezone_name() if getattr(request, "time_zone_chosen", False) else ""
     )
@@ -243,7 +243,7 @@ def data_index(request):
 
 @private_page
 @require_POST
-def data_time_zone(request):
+def data_time_zone_view(request):
     """The time zone every page shows your times in (blank: the service's)."""
     form = TimeZoneForm(request.POST)
     if form.is_valid():
@@ -275,7 +275,7 @@ def data_time_zone(request):
 
 
 @private_page
-def data_export(request):
+def data_export_view(request):
     """Everything of yours as the JSON snapshot of SPEC §9 (the same as `GET /users/{user}/export`)."""
     snapshot = user_export(user=request.user)
     body = json.dumps(snapshot, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
@@ -286,7 +286,7 @@ def data_export(request):
 
 
 @private_page
-def forget_everything(request):
+def forget_everything_view(request):
     """F1 with scope `*` for every key you have: nothing remembered stays, and old messages
     will not bring it back. Conversations stay until you delete them."""
     if request.method == "POST":
@@ -311,7 +311,7 @@ def forget_everything(request):
 
 
 @private_page
-def delete_account(request):
+def delete_account_view(request):
     """DELETE /users/{user} from the page: everything of yours is erased, then you are
     signed out."""
     user = request.user
