@@ -45,6 +45,21 @@ def scope_from_id(scope_id: str) -> dict:
     return scope_dict("user", None, None, None)
 
 
+def scope_ids_of(
+    user: str, character: str | None, conversation: str | None, scene: str | None
+) -> list[str]:
+    """The scope ids (SPEC §1) a place sees, widest first: the user's, the character's, the
+    conversation's and the scene's, as far as the place names them (R1; D10 logs them)."""
+    ids = [f"user:{user}"]
+    if character:
+        ids.append(f"character:{user}:{character}")
+    if conversation:
+        ids.append(f"conversation:{conversation}")
+        if scene:
+            ids.append(f"scene:{conversation}:{scene}")
+    return ids
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     kind: str
@@ -75,6 +90,10 @@ class Context:
     conversation: str | None
     now: datetime
     scene: str | None = None
+
+    def scope_ids(self) -> list[str]:
+        """The scope ids this context sees (R1), widest first."""
+        return scope_ids_of(self.user, self.character, self.conversation, self.scene)
 
     def matches(self, scope: Scope, user: str) -> bool:
         """R1 (and D1's scope test): does a record or rule of this scope apply here?"""

@@ -33,7 +33,7 @@ CONFIRMED = "user-confirmed"
 
 
 @dataclass(frozen=True)
-class Known:
+class CorrectionBasis:
     """What a correction's target is decided with, besides the batch's records: the registry
     (which keys are `many`, labels), the user's tombstones and secret, and the certainty
     thresholds of P2."""
@@ -63,7 +63,7 @@ def learn(
     batch: WriteBatch,
     *,
     context: Context,
-    known: Known,
+    known: CorrectionBasis,
     sources: tuple[str, ...],
     source_time: datetime | None,
 ) -> list[Outcome]:
@@ -100,7 +100,7 @@ def learn(
     return outcomes
 
 
-def target_of(key: str, batch: WriteBatch, *, context: Context, known: Known):
+def target_of(key: str, batch: WriteBatch, *, context: Context, known: CorrectionBasis):
     """The record of `key` projected for `context` at its `now` (R1–R6, then P1–P4), as the
     batch's writes so far left the records, or None."""
     resolution = resolve(
@@ -125,7 +125,7 @@ def _correct(
     batch: WriteBatch,
     *,
     context: Context,
-    known: Known,
+    known: CorrectionBasis,
     sources: tuple[str, ...],
     source_time,
 ) -> Outcome:

@@ -94,7 +94,7 @@ def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[A
                 complete_scopes=scope_ids,
             )
             cfg = settings.COMPANION
-            known = learning.Known(
+            known = learning.CorrectionBasis(
                 many_keys=state.many_keys,
                 labels=registry(keys).labels,
                 tombstones=state.tombstones,

@@ -4,7 +4,7 @@ are in `memory.history`, status normalisation (W12) in `memory.normalisation`.
 Pure and standard library only (DESIGN habit 1): records, tombstones, the clock and the
 per-user secret come in as arguments, so the same inputs always give the same answer (R7).
 
-`resolve` and `resolve_slot` share one decision pass (`_decide`, R1–R6); R8 explanations are
+`resolve` and `resolve_slot` share one decision pass (`_decide_records`, R1–R6); R8 explanations are
 formatted from what that pass recorded. Every function does O(n) work over dicts built once,
 plus at most one sort (per slot, or of the output), so a slot of 20k versions stays linear.
 
@@ -213,7 +213,7 @@ class _Decisions(Mapping):
         return repr(dict(self.items()))
 
 
-def _decide(
+def _decide_records(
     records: list[MemoryRecord] | tuple[MemoryRecord, ...],
     now: datetime,
     context: Context | None,
@@ -319,7 +319,7 @@ def resolve(
     secret: bytes = b"",
 ) -> Resolution:
     """Which memories are eligible for `context` at `context.now` (SPEC §3): the steps of
-    `_decide`.
+    `_decide_records`.
 
     R7: duplicates (same id) count once and input order does not matter; `active` is ordered
     by (key, id), `excluded` by id. R8: `explanations` holds an `Explanation` for every input
@@ -329,7 +329,9 @@ def resolve(
     now = context.now
     if not isinstance(records, list | tuple):
         records = list(records)
-    decisions = _decide(records, now, context, _index_tombstones(tombstones), many_keys, secret)
+    decisions = _decide_records(
+        records, now, context, _index_tombstones(tombstones), many_keys, secret
+    )
     reasons = decisions.reasons
     active = sorted([entry[0] for entry in decisions.slots.values()], key=_active_order)
     excluded_ids = [i for i, reason in reasons.items() if reason != _ACTIVE]
@@ -383,7 +385,7 @@ def record_states(
     if not isinstance(records, list | tuple):
         records = list(records)
     index = _index_tombstones(tombstones)
-    decisions = _decide(records, now, None, index, many_keys, secret)
+    decisions = _decide_records(records, now, None, index, many_keys, secret)
     by_id = {record.id: record for record in decisions._records}
     forgotten_at = {t.id: t.forgotten_at for group in index.values() for t in group}
     namer: dict[str, str] = {}
@@ -481,7 +483,7 @@ def resolve_slot(
     if len(slots) > 1:
         raise ValueError("resolve_slot takes the records of one slot")
     many_keys = frozenset(record.key for record in unique) if many else frozenset()
-    decisions = _decide(unique, at, None, _index_tombstones(tombstones), many_keys, secret)
+    decisions = _decide_records(unique, at, None, _index_tombstones(tombstones), many_keys, secret)
     for winner, _ in decisions.slots.values():
         return winner
     return None

@@ -212,7 +212,7 @@ class WriteBatch:
         if isinstance(write, Retract):
             outcome = _retract(write, self.state, self.plan, now=self.now, secret=self.secret)
         else:
-            outcome = _decide(
+            outcome = _decide_fact(
                 write,
                 self.state,
                 self.plan,
@@ -311,7 +311,9 @@ class _State:
         records[next(i for i, r in enumerate(records) if r.id == record.id)] = record
 
 
-def _decide(fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, new_id) -> Outcome:
+def _decide_fact(
+    fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, new_id
+) -> Outcome:
     key, value, many = fact.key, fact.value, fact.many
     scope_id = fact.scope.scope_id(user)
     scoped = state.records(scope_id, key)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from conversations.domain import scope_dict
+from conversations.domain import Context, scope_dict, scope_ids_of
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary
@@ -191,6 +191,17 @@ class PolicyContext:
     conversation: str | None = None
     scene: str | None = None
 
+    @classmethod
+    def of(cls, context: Context) -> PolicyContext:
+        """The policy's view of a resolution's context (the same place, the same `now`)."""
+        return cls(
+            user=context.user,
+            now=context.now,
+            character=context.character,
+            conversation=context.conversation,
+            scene=context.scene,
+        )
+
     def matches(self, rule: Rule) -> bool:
         """D1's scope test (as R1): `global` matches the rule's user, or everyone for a product
         default; the narrower kinds need the same character, conversation or scene."""
@@ -215,14 +226,7 @@ class PolicyContext:
     @property
     def scope_ids(self) -> tuple[str, ...]:
         """The scope ids (SPEC §1) this context covers, widest first: what D10 logs."""
-        ids = [f"user:{self.user}"]
-        if self.character:
-            ids.append(f"character:{self.user}:{self.character}")
-        if self.conversation:
-            ids.append(f"conversation:{self.conversation}")
-            if self.scene is not None:
-                ids.append(f"scene:{self.conversation}:{self.scene}")
-        return tuple(ids)
+        return tuple(scope_ids_of(self.user, self.character, self.conversation, self.scene))
 
 
 def context_ids_from_scope_ids(scope_ids) -> dict:

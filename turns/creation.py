@@ -14,7 +14,7 @@ from django.db import router, transaction
 from config import metrics
 from config.errors import AuthorityConflict, BudgetExceeded, Conflict, NotFound, ValidationError
 from config.storage import RowWriter, raw_reader
-from conversations.domain import Context
+from conversations.domain import Context, scope_ids_of
 from conversations.models import Conversation, Message, Turn
 from memory.selectors import Registry, catalog_registry, resolve_log_line
 from memory.services import ensure_profile, log_memory_write
@@ -87,7 +87,10 @@ def turn_create(
         conversation = _lock_conversation(conversation_id, user)
         profile = conversation.user.memory_profile
         scene = scene or None
-        memory = ContextMemory(conversation.user, _scope_ids(conversation, scene))
+        scope_ids = scope_ids_of(
+            conversation.user.username, conversation.character.slug, str(conversation.pk), scene
+        )
+        memory = ContextMemory(conversation.user, scope_ids)
         rows = _read(
             conversation,
             turn_key,
@@ -114,7 +117,7 @@ def turn_create(
             capabilities=capabilities,
             registry=registry,
         )
-        decided = _decide(read, conversation)
+        decided = _decide_turn(read, conversation)
         turn = _write(
             conversation, read, decided, memory, registry, turn_id=turn_id, turn_key=turn_key
         )
@@ -156,19 +159,6 @@ def _lock_conversation(conversation_id, user) -> Conversation:
         ensure_profile(found.user)
         conversation = storage.lock_conversation(alias, conversation_id, user_id)
     return conversation
-
-
-def _scope_ids(conversation: Conversation, scene: str | None) -> list[str]:
-    """The scope ids the turn's context sees (R1), widest first."""
-    user = conversation.user.username
-    ids = [
-        f"user:{user}",
-        f"character:{user}:{conversation.character.slug}",
-        f"conversation:{conversation.pk}",
-    ]
-    if scene is not None:
-        ids.append(f"scene:{conversation.pk}:{scene}")
-    return ids
 
 
 def _read(conversation, turn_key, content, plan, capabilities, *, learning, memory: ContextMemory):
@@ -224,14 +214,15 @@ def _turn_read(
             character_id=conversation.character_id,
             now=rows.now,
         )
+    context = Context(
+        user=conversation.user.username,
+        character=conversation.character.slug,
+        conversation=str(conversation.pk),
+        now=rows.now,
+        scene=scene,
+    )
     return pipeline.TurnRead(
-        context=Context(
-            user=conversation.user.username,
-            character=conversation.character.slug,
-            conversation=str(conversation.pk),
-            now=rows.now,
-            scene=scene,
-        ),
+        context=context,
         message=PlanMessage(str(message_id), conversation.last_seq + 1, "user", content),
         learn=profile.learn,
         use=profile.use,
@@ -240,7 +231,7 @@ def _turn_read(
         many_keys=registry.many_keys,
         labels=registry.labels,
         pinned=registry.pinned_keys,
-        scope_ids=tuple(_scope_ids(conversation, scene)),
+        scope_ids=tuple(context.scope_ids()),
         records=memory.state.records,
         tombstones=memory.state.tombstones,
         retractions=memory.state.retractions,
@@ -256,7 +247,7 @@ def _turn_read(
     )
 
 
-def _decide(read: pipeline.TurnRead, conversation) -> pipeline.TurnDecided:
+def _decide_turn(read: pipeline.TurnRead, conversation) -> pipeline.TurnDecided:
     """The pure pass; under `skip` a plan may admit a message whose text was not read: then
     its text is read and the plan made again (the writes were decided already)."""
 
@@ -360,7 +351,7 @@ def _write(
         turn.plan_snapshot = decided.snapshot.stored()
         turn.plan_hash = decided.snapshot.plan_hash
     writer.insert([turn])
-    scope_ids = list(_policy_context(read).scope_ids)
+    scope_ids = list(PolicyContext.of(read.context).scope_ids)
     writer.insert(
         [
             DecisionLog(
@@ -383,13 +374,6 @@ def _write(
     turn.extracted_records = {o.record.id: o.record for o in decided.outcomes if o.record}
     turn.extracted_states = decided.states  # E1, at the turn's time
     return turn
-
-
-def _policy_context(read: pipeline.TurnRead) -> PolicyContext:
-    c = read.context
-    return PolicyContext(
-        user=c.user, now=c.now, character=c.character, conversation=c.conversation, scene=c.scene
-    )
 
 
 def _outcomes(read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> list[DecisionOutcome]:

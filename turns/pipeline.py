@@ -138,7 +138,7 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
     if read.learn:
         found = extract(read.message.content, last_named_key=read.last_named)
         learning.check(found)
-        known = learning.Known(
+        known = learning.CorrectionBasis(
             many_keys=read.many_keys,
             labels=read.labels,
             tombstones=read.tombstones,
@@ -190,13 +190,7 @@ def plan_turn(
         return {i: texts[i] for i in ids}
 
     context = read.context
-    policy_context = PolicyContext(
-        user=context.user,
-        now=context.now,
-        character=context.character,
-        conversation=context.conversation,
-        scene=context.scene,
-    )
+    policy_context = PolicyContext.of(context)
 
     def decide() -> list[tuple[str, Capability, Decision]]:
         return [
