@@ -131,8 +131,8 @@ class ContextInput(StrictSerializer):
 
 
 class ScopeShapeMixin:
-    """Validates a scope's shape: exactly the references its kind needs. Subclasses name the
-    kinds and what each requires (`REQUIRED`)."""
+    """Validates a scope's shape: exactly the references its kind needs. `scope_input` makes
+    the serializers, each naming its kinds and what each requires (`REQUIRED`)."""
 
     REQUIRED: dict[str, set[str]] = {}
 
@@ -152,20 +152,34 @@ class ScopeShapeMixin:
         return attrs
 
 
-class ScopeInput(ScopeShapeMixin, StrictSerializer):
-    """A memory scope: {"kind": "user"} · character · conversation · scene (SPEC §10)."""
-
-    kind = serializers.ChoiceField(choices=["user", "character", "conversation", "scene"])
-    character = serializers.SlugField(max_length=100, required=False)
-    conversation = serializers.UUIDField(required=False, format="hex_verbose")
-    scene = CleanCharField(max_length=SCENE_MAX, required=False)
-
-    REQUIRED = {
-        "user": set(),
+def scope_input(
+    name: str, kind: serializers.ChoiceField, *, widest: str, doc: str, module: str = __name__
+) -> type:
+    """A scope's input serializer: the kind, then the references a kind may need — memory's
+    scopes (widest `user`, SPEC §10) and a rule's (widest `global`, §6) differ only in the
+    widest kind's name, so both are made here."""
+    fields = {
+        "kind": kind,
+        "character": serializers.SlugField(max_length=100, required=False),
+        "conversation": serializers.UUIDField(required=False, format="hex_verbose"),
+        "scene": CleanCharField(max_length=SCENE_MAX, required=False),
+    }
+    required = {
+        widest: set(),
         "character": {"character"},
         "conversation": {"conversation"},
         "scene": {"conversation", "scene"},
     }
+    attrs = {**fields, "REQUIRED": required, "__doc__": doc, "__module__": module}
+    return type(name, (ScopeShapeMixin, StrictSerializer), attrs)
+
+
+ScopeInput = scope_input(
+    "ScopeInput",
+    serializers.ChoiceField(choices=["user", "character", "conversation", "scene"]),
+    widest="user",
+    doc='A memory scope: {"kind": "user"} · character · conversation · scene (SPEC §10).',
+)
 
 
 class ScopeOutput(serializers.Serializer):

@@ -7,11 +7,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.serializers import (
-    SCENE_MAX,
     CleanCharField,
     ContextInput,
-    ScopeShapeMixin,
     StrictSerializer,
+    scope_input,
 )
 
 from .domain import (
@@ -124,20 +123,13 @@ class DecisionOutput(_DropAbsent):
 # Rules
 
 
-class RuleScopeInput(ScopeShapeMixin, StrictSerializer):
-    """A rule scope: {"kind": "global"} · character · conversation · scene (SPEC §6)."""
-
-    kind = RuleScopeKindField(choices=SCOPE_KINDS)
-    character = serializers.SlugField(max_length=100, required=False)
-    conversation = serializers.UUIDField(required=False, format="hex_verbose")
-    scene = CleanCharField(max_length=SCENE_MAX, required=False)
-
-    REQUIRED = {
-        "global": set(),
-        "character": {"character"},
-        "conversation": {"conversation"},
-        "scene": {"conversation", "scene"},
-    }
+RuleScopeInput = scope_input(
+    "RuleScopeInput",
+    RuleScopeKindField(choices=SCOPE_KINDS),
+    widest="global",
+    doc='A rule scope: {"kind": "global"} · character · conversation · scene (SPEC §6).',
+    module=__name__,
+)
 
 
 class RuleScopeOutput(serializers.Serializer):
