@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db import router
 from django.db.models import F
 
 # ---------------------------------------------------------------------------------------------
@@ -27,7 +28,7 @@ from memory.page_selectors import (
 )
 from memory.selectors import last_named_key, remembered_now
 from memory.state import ContextMemory
-from memory.withholding import withheld_by, withheld_exists, withheld_message_ids, withheld_sql
+from memory.withholding import withheld_by, withheld_exists, withheld_message_ids
 from policy.models import DecisionLog, PolicyRule
 from policy.selectors import user_policy_version, user_rules_for_context
 
@@ -39,12 +40,15 @@ from .tokens import estimate_from_bytes
 
 def history_candidates(conversation, before_seq: int):
     """Every message strictly before the boundary (I1), as (id, seq, role, bytes, withheld):
-    one query that reads no message text. `withheld` is F6's mark (a forget withholds it).
+    no message text is read. `withheld` is F6's mark (a forget withholds it). The plan's
+    history read (`history_with_contents`) with no room for text: one statement for both."""
+    candidates, _ = history_with_contents(conversation, before_seq, room=0)
+    return candidates
 
-    A long conversation has thousands of candidates, so where the database allows it the
-    query the ORM would compile (same WHERE, same ORDER BY) runs through the raw reader of
-    `memory.selectors` and the candidates are built column by column; the values are exactly
-    the ORM path's."""
+
+def _history_candidates_orm(conversation, before_seq: int):
+    """`history_candidates` as the ORM reads it, where the raw reader does not serve the
+    database (and the reference the raw read is tested against)."""
     rows = (
         Message.objects.filter(
             user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq
@@ -52,46 +56,9 @@ def history_candidates(conversation, before_seq: int):
         .annotate(n_bytes=OctetLength("content"), held=withheld_exists())
         .values_list("id", "seq", "role", "n_bytes", "held")
     )
-    reader = raw_reader(rows.db)
-    if reader is None:
-        return [
-            HistoryCandidate(str(i), seq, role, n or 0, bool(held))
-            for i, seq, role, n, held in rows
-        ]
-    # The byte length as the ORM writes it for this database (`OctetLength`).
-    size, _ = rows.query.get_compiler(using=rows.db).compile(rows.query.annotations["n_bytes"])
-    table = reader.table(Message)
-    held_sql = withheld_sql(reader, f"{table}.{reader.name(Message, 'id')}")
-    sql = (
-        f"SELECT {reader.column(Message, 'id')}, {reader.column(Message, 'seq')}, "
-        f"{reader.column(Message, 'role')}, COALESCE({size}, 0), "
-        f"{held_sql} FROM {table} "
-        f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
-        f"AND {reader.name(Message, 'seq')} < %s ORDER BY {reader.order(Message)}"
-    )
-    with gc_paused():  # every row read is kept
-        fetched = reader.fetch(
-            sql,
-            [
-                conversation.user_id,
-                reader.param(Message, "conversation", conversation.pk),
-                before_seq,
-            ],
-        )
-        if not fetched:
-            return []
-        ids, seqs, roles, sizes, held = zip(*fetched, strict=True)
-        return build_slotted(
-            HistoryCandidate,
-            {
-                "id": ids,
-                "seq": seqs,
-                "role": roles,
-                "n_bytes": sizes,
-                "withheld": [bool(h) for h in held],
-            },
-            len(ids),
-        )
+    return [
+        HistoryCandidate(str(i), seq, role, n or 0, bool(held)) for i, seq, role, n, held in rows
+    ]
 
 
 def history_with_contents(conversation, before_seq: int, room: int, n_recent: int = 0):
@@ -106,17 +73,10 @@ def history_with_contents(conversation, before_seq: int, room: int, n_recent: in
     that did not fit). The text read is bounded by `room`, never the conversation's length.
     Where the raw reader does not serve the database, the two reads of `history_candidates`
     and `message_contents`."""
-    rows = (
-        Message.objects.filter(
-            user_id=conversation.user_id, conversation=conversation, seq__lt=before_seq
-        )
-        .annotate(n_bytes=OctetLength("content"))
-        .values_list("id", "seq", "role", "n_bytes")
-    )
-    reader = raw_reader(rows.db)
+    reader = raw_reader(router.db_for_read(Message))
     held: dict[str, str] = {}
     if reader is None:
-        candidates = history_candidates(conversation, before_seq)
+        candidates = _history_candidates_orm(conversation, before_seq)
     else:
         # The turn's read's history statement, built once per process and database.
         sql = reader.sql("history", lambda r: history_sql(r, message_size_sql(r.alias)))
