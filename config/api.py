@@ -5,6 +5,7 @@ details with a stable `code` (SPEC §10, DESIGN habit 4)."""
 from __future__ import annotations
 
 import logging
+import threading
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
@@ -190,10 +191,35 @@ def problem_exception_handler(exc, context):
 from config.problems import Problem as ProblemOutput  # noqa: E402,F401
 from config.problems import responses as problems  # noqa: E402,F401
 
+# One validating instance per input serializer and thread (DRF deep-copies a serializer's
+# declared fields into every new instance: the nested plan of a turn's input cost more to copy
+# than to check). An instance keeps no state of a validation but `initial_data` and the
+# results that `_fresh` clears; the project's serializers keep none of their own (their
+# `validate…` methods only return), and each thread has its own instance.
+_validators = threading.local()
+_RESULTS = ("_validated_data", "_errors", "_data")
+
+
+def _fresh(serializer_class, data):
+    cache = _validators.__dict__.setdefault("by_class", {})
+    serializer = cache.get(serializer_class)
+    if serializer is None:
+        serializer = cache[serializer_class] = serializer_class(data=data)
+        serializer.fields  # noqa: B018  (bound once, here)
+        return serializer
+    for name in _RESULTS:
+        serializer.__dict__.pop(name, None)
+    serializer.initial_data = data
+    return serializer
+
 
 def validated(serializer_class, data, **kwargs):
-    """Validate input with a serializer; DRF's ValidationError becomes a problem response."""
-    serializer = serializer_class(data=data, **kwargs)
+    """Validate input with a serializer; DRF's ValidationError becomes a problem response.
+    Without `kwargs` (a context, `many`, `partial`) the thread's instance of the class
+    validates it (`_fresh`)."""
+    serializer = (
+        _fresh(serializer_class, data) if not kwargs else serializer_class(data=data, **kwargs)
+    )
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
