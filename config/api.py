@@ -213,6 +213,16 @@ def _fresh(serializer_class, data):
     return serializer
 
 
+def represented(serializer_class, instance) -> dict:
+    """`serializer_class(instance).data` without a new instance's copy of the declared fields:
+    the thread's instance of the class represents it (representing keeps no state)."""
+    cache = _validators.__dict__.setdefault("representing", {})
+    serializer = cache.get(serializer_class)
+    if serializer is None:
+        serializer = cache[serializer_class] = serializer_class()
+    return serializer.to_representation(instance)
+
+
 def validated(serializer_class, data, **kwargs):
     """Validate input with a serializer; DRF's ValidationError becomes a problem response.
     Without `kwargs` (a context, `many`, `partial`) the thread's instance of the class

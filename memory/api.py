@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import paginated, problems, query_params, validated
+from config.api import paginated, problems, query_params, represented, validated
 from config.clock import db_now
 from config.errors import ValidationError
 from config.serializers import EmptyQuery
@@ -199,7 +199,7 @@ class MemoryForgetApi(APIView):
         tombstone = forgetting.memory_forget(
             record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"]
         )
-        return Response(TombstoneOutput(tombstone).data)
+        return Response(represented(TombstoneOutput, tombstone))
 
 
 class MemoryResolveApi(APIView):

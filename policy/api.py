@@ -7,7 +7,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import paginated, problems, validated
+from config.api import paginated, problems, represented, validated
 from conversations.selectors import load_context, user_by_ref
 
 from . import media_jobs, selectors, services
@@ -75,7 +75,7 @@ class PolicyDecideApi(APIView):
             requested_by=data["requested_by"],
             explain=data["explain"],
         )
-        return Response(DecisionOutput(outcome).data)
+        return Response(represented(DecisionOutput, outcome))
 
 
 class RuleListApi(APIView):
@@ -181,7 +181,7 @@ class PolicyAnswerApi(APIView):
             remember=data["remember"],
             media_job_id=data.get("media_job"),
         )
-        return Response(PolicyAnswerOutput(outcome).data)
+        return Response(represented(PolicyAnswerOutput, outcome))
 
 
 class MediaJobAdmitApi(APIView):

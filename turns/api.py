@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import paginated, problems, query_params, validated
+from config.api import paginated, problems, query_params, represented, validated
 from config.errors import ValidationError
 from config.serializers import EmptyQuery, PageQuery
 from conversations import services as conversation_services
@@ -76,7 +76,7 @@ class UserApi(APIView):
         data = validated(UserPutInput, request.data)
         validated(UserRef, {"user": user_ref})
         user, created = users.user_put(ref=user_ref, email=data.get("email", ""))
-        return Response(UserOutput(user).data, status=201 if created else 200)
+        return Response(represented(UserOutput, user), status=201 if created else 200)
 
     @extend_schema(
         operation_id="user_delete",
@@ -171,7 +171,7 @@ class CharacterApi(APIView):
         validated(CharacterSlug, {"slug": slug})
         data = validated(CharacterPutInput, request.data)
         character, created = conversation_services.character_put(slug=slug, name=data["name"])
-        return Response(CharacterOutput(character).data, status=201 if created else 200)
+        return Response(represented(CharacterOutput, character), status=201 if created else 200)
 
 
 class ConversationCollectionApi(APIView):
@@ -208,7 +208,7 @@ class ConversationCollectionApi(APIView):
         conversation = conversation_services.conversation_create(
             user=user, character=character, title=data["title"]
         )
-        return Response(ConversationOutput(conversation).data, status=201)
+        return Response(represented(ConversationOutput, conversation), status=201)
 
 
 class ConversationApi(APIView):
@@ -284,7 +284,7 @@ class TurnApi(APIView):
             TurnReadOutput().fields["created_at"].to_representation(turn.created_at)
         )
         body["reply"] = selectors.turn_reply_shown(turn)
-        return Response(TurnReadOutput(body).data)
+        return Response(represented(TurnReadOutput, body))
 
 
 class TurnPromptPlanApi(APIView):
@@ -363,5 +363,8 @@ class TurnReplyApi(APIView):
     def post(self, request, turn_id):
         data = validated(TurnReplyInput, request.data)
         result = replies.turn_commit_reply(turn_id=turn_id, content=data["content"])
-        body = {"message": ReplyMessageOutput(result.message).data, "replayed": result.replayed}
+        body = {
+            "message": represented(ReplyMessageOutput, result.message),
+            "replayed": result.replayed,
+        }
         return Response(body, status=200 if result.replayed else 201)

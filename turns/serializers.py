@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from config.api import PageOutput
+from config.api import PageOutput, represented
 from config.clock import db_now
 from config.serializers import (
     SCENE_MAX,
@@ -76,7 +76,7 @@ def turn_json(turn: Turn) -> dict:
 def plan_json(result) -> dict:
     """The §10 plan body of a `turns.plans.PromptPlanResult` (the GET's answer and I7's `plan`)."""
     body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
-    body["policy"] = [DecisionOutput(d).data for d in result.decisions]
+    body["policy"] = [represented(DecisionOutput, d) for d in result.decisions]
     body["budget"] = result.params.budget
     body["resolver_version"] = RESOLVER_VERSION
     return body

@@ -44,3 +44,15 @@ def test_it_gives_each_thread_its_own_instance():
     for thread in threads:
         thread.join()
     assert results == {n: [f"t{n}-{i}" for i in range(200)] for n in range(4)}
+
+
+def test_it_represents_an_answer_exactly_as_a_new_serializer_would(sam, rowan, conv):
+    """`config.api.represented`: the thread's instance gives `Serializer(instance).data`."""
+    from config.api import represented
+    from tests.factories import ConversationFactory
+    from turns.serializers import ConversationOutput
+
+    assert represented(ConversationOutput, conv) == ConversationOutput(conv).data
+    other = ConversationFactory(user=sam, character=rowan, title="Second chat")
+    assert represented(ConversationOutput, other) == ConversationOutput(other).data
+    assert represented(ConversationOutput, conv)["title"] == "Rooftop greenhouse"
