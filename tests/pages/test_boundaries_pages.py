@@ -6,7 +6,7 @@ import pytest
 from policy.models import DecisionLog, PolicyRule
 from policy.services import rule_create
 from tests.factories import CharacterFactory, ConversationFactory
-from tests.pages.test_memory_pages import follow_messages, text
+from tests.helpers import follow_messages, text
 
 pytestmark = pytest.mark.django_db
 

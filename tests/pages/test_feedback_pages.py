@@ -10,7 +10,7 @@ import re
 import pytest
 from django.test import Client
 
-from tests.pages.test_memory_pages import text
+from tests.helpers import text
 
 pytestmark = pytest.mark.django_db
 

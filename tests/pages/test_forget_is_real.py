@@ -9,7 +9,7 @@ import json
 import pytest
 
 from memory.models import MemoryRecord
-from tests.pages.test_memory_pages import live, text
+from tests.helpers import live, text
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
 from memory.services import memory_confirm, memory_correct, memory_restore, memory_retract
 from support.services import support_forget
-
-from .test_memory_pages import live, text
+from tests.helpers import live, text
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from memory.models import KeyDefinition, MemoryRecord, Tombstone
 from memory.services import memory_assert, memory_confirm
 from memory.views import PAGE_SIZE
 from tests.factories import MessageFactory
-
-from .test_memory_pages import follow_messages, live, text
+from tests.helpers import follow_messages, live, text
 
 pytestmark = pytest.mark.django_db
 

@@ -1,8 +1,6 @@
 """The memory pages (SPEC §2–§4): what is remembered now, confirm, correct, retract,
 forget behind a confirmation page, the history of a slot, and what was forgotten."""
 
-import re
-
 import pytest
 
 from conversations.domain import Scope
@@ -10,32 +8,9 @@ from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
 from memory.services import memory_assert, memory_correct
 from tests.factories import CharacterFactory, ConversationFactory
+from tests.helpers import follow_messages, live, text
 
 pytestmark = pytest.mark.django_db
-
-
-def live(key, user):
-    return (
-        MemoryRecord.objects.filter(user=user, key=key)
-        .exclude(status="forgotten")
-        .order_by("-version")
-        .first()
-    )
-
-
-def text(response) -> str:
-    """The page without its markup, whitespace collapsed: what a reader sees."""
-    html = response.content.decode()
-    html = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", html, flags=re.S)
-    return (
-        re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
-        .replace("&#x27;", "'")
-        .replace("&quot;", '"')
-    )
-
-
-def follow_messages(response) -> list[str]:
-    return [str(m) for m in response.context["messages"]]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import pytest
 
 from memory.models import MemoryProfile, MemoryRecord
 from memory.switches import memory_settings_of
-from tests.pages.test_memory_pages import text
+from tests.helpers import text
 
 pytestmark = pytest.mark.django_db
 

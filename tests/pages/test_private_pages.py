@@ -11,7 +11,7 @@ from config import urls
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
 from policy.services import rule_create
-from tests.pages.test_memory_pages import live, text
+from tests.helpers import live, text
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory.services import memory_settings_set
-from tests.pages.test_memory_pages import text
+from tests.helpers import text
 
 pytestmark = pytest.mark.django_db
 

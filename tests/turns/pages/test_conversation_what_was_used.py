@@ -17,7 +17,7 @@ from conversations.domain import Scope
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
 from memory.services import memory_assert, memory_confirm
-from tests.pages.test_memory_pages import text
+from tests.helpers import text
 from turns.creation import turn_create
 from turns.planner import PlanParams
 from turns.plans import turn_prompt_plan

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 from conversations.models import Conversation
 from memory.models import MemoryRecord, Tombstone
-from tests.pages.test_memory_pages import follow_messages, text
+from tests.helpers import follow_messages, text
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()

@@ -8,7 +8,7 @@ from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, MemorySource
 from memory.services import memory_correct
 from tests.factories import MessageFactory
-from tests.pages.test_memory_pages import follow_messages, live, text
+from tests.helpers import follow_messages, live, text
 
 pytestmark = pytest.mark.django_db
 

@@ -141,9 +141,9 @@ def test_a_skipped_history_reads_past_the_first_message_that_does_not_fit_with_o
 
 
 def creation(facts: int) -> int:
-    """Turn creation's own statements (tests/conversations/test_turn_create_queries.py says
+    """Turn creation's own statements (tests/turns/api/test_turn_create_queries.py says
     which), with the token and the transaction's SAVEPOINT and RELEASE."""
-    from tests.conversations.test_turn_create_queries import EXPECTED, SAVEPOINTS
+    from tests.turns.api.test_turn_create_queries import EXPECTED, SAVEPOINTS
 
     return AUTH + EXPECTED[facts] + SAVEPOINTS
 

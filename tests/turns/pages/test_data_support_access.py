@@ -13,7 +13,7 @@ from django.contrib.auth.models import Permission
 from support.models import RevealGrant
 from support.reveals import reveal_close, reveal_open
 from tests.factories import UserFactory
-from tests.pages.test_memory_pages import text as page_text
+from tests.helpers import text as page_text
 
 pytestmark = pytest.mark.django_db
 

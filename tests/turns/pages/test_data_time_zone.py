@@ -10,8 +10,7 @@ from conversations.domain import Scope
 from memory.models import MemoryProfile
 from memory.services import memory_assert, profile_set_time_zone
 from tests.factories import MessageFactory
-
-from .test_memory_pages import text
+from tests.helpers import text
 
 pytestmark = pytest.mark.django_db
 

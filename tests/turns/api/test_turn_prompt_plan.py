@@ -1,4 +1,5 @@
-"""Turns, prompt plans and replies (SPEC §7: I1–I5) through the API."""
+"""`GET /turns/{id}/prompt-plan` (SPEC §7: I1–I5) through the API: the history before the turn,
+the budget, evidence, the plan hash and the decisions it carries."""
 
 import datetime as dt
 
@@ -7,73 +8,9 @@ import pytest
 from conversations.models import Message, Turn
 from memory.models import MemoryRecord
 from tests.factories import MessageFactory
+from tests.turns.api.calls import plan, turn
 
 pytestmark = pytest.mark.django_db
-
-
-def turn(api, conv, key, content, **extra):
-    return api.post(
-        f"/api/v1/conversations/{conv.pk}/turns",
-        {"turn_key": key, "content": content, **extra},
-        format="json",
-    )
-
-
-def plan(api, turn_id, **params):
-    params.setdefault("budget", 2000)
-    return api.get(f"/api/v1/turns/{turn_id}/prompt-plan", params)
-
-
-def test_it_creates_a_turn_with_the_next_seq_and_extractions(api, conv):
-    """I1/§8: the user message gets the next seq; the extractor runs with it as source."""
-    MessageFactory(conversation=conv)
-    r = turn(api, conv, "t1", "My dog's name is Rex.")
-    assert r.status_code == 201
-    body = r.json()
-    assert body["user_message"]["seq"] == 2
-    assert body["status"] == "open" and body["scene"] is None
-    [extracted] = body["extracted"]
-    assert (extracted["outcome"], extracted["memory"]["key"], extracted["memory"]["value"]) == (
-        "created",
-        "dog.name",
-        "Rex",
-    )
-    assert extracted["memory"]["sources"] == [body["user_message"]["id"]]
-    assert extracted["memory"]["authority"] == "rule-extracted"
-
-
-def test_it_returns_the_same_turn_for_a_retry_and_refuses_other_content(api, conv):
-    """I4: same turn_key and content → 200 and the same turn; other content → 409."""
-    first = turn(api, conv, "t1", "Call me Sam.").json()
-    again = turn(api, conv, "t1", "Call me Sam.")
-    assert again.status_code == 200 and again.json() == first
-    other = turn(api, conv, "t1", "Call me Alex.")
-    assert other.status_code == 409 and other.json()["code"] == "conflict"
-    assert Message.objects.filter(conversation=conv).count() == 1
-    assert MemoryRecord.objects.count() == 1
-
-
-def test_it_returns_the_stored_result_after_a_worker_restart(api, conv):
-    """A worker that persisted the turn and died before answering: the retry returns the
-    existing result, nothing is stored twice."""
-    from turns.creation import turn_create
-
-    result = turn_create(conversation_id=conv.pk, turn_key="lost", content="I live in Boston.")
-    # The response was lost; the runtime retries over HTTP.
-    retry = turn(api, conv, "lost", "I live in Boston.")
-    assert retry.status_code == 200 and retry.json()["id"] == str(result.turn.pk)
-    assert retry.json()["extracted"][0]["memory"]["value"] == "Boston"
-    assert Turn.objects.count() == 1 and MemoryRecord.objects.count() == 1
-
-
-@pytest.mark.parametrize(
-    ("content", "field"), [("", "content"), ("x" * 100_001, "content"), ("a\x00b", "content")]
-)
-def test_it_refuses_bad_messages(api, conv, content, field):
-    """§7: content is 1–100,000 characters; longer → 400, nothing stored."""
-    r = turn(api, conv, "t1", content)
-    assert r.status_code == 400 and field in r.json()["errors"]
-    assert not Message.objects.exists()
 
 
 def test_it_plans_history_strictly_before_the_turn_with_the_current_message_once(api, conv):
@@ -245,18 +182,6 @@ def test_it_includes_policy_decisions_for_requested_capabilities(api, conv):
     ] * 2
 
 
-def test_it_commits_a_reply_exactly_once(api, conv):
-    """I4: 201 the first time; retries with the same or other content get the first message."""
-    t = turn(api, conv, "t1", "hi").json()
-    first = api.post(f"/api/v1/turns/{t['id']}/reply", {"content": "Hello!"}, format="json")
-    assert first.status_code == 201 and first.json()["replayed"] is False
-    assert first.json()["message"]["seq"] == 2 and first.json()["message"]["role"] == "assistant"
-    for content in ("Hello!", "Something else"):
-        again = api.post(f"/api/v1/turns/{t['id']}/reply", {"content": content}, format="json")
-        assert again.status_code == 200 and again.json() == {**first.json(), "replayed": True}
-    assert Message.objects.filter(role="assistant").count() == 1
-
-
 def test_it_answers_404_for_unknown_turns(api, conv):
     import uuid
 
@@ -273,17 +198,6 @@ def test_it_answers_404_for_unknown_turns(api, conv):
         ).status_code
         == 404
     )
-
-
-def test_it_deletes_a_conversation_and_memories_lose_those_sources(api, conv):
-    """§7: deleting a conversation deletes its messages and turns; memories keep their
-    evidence time but lose the sources (so P1 excludes them from prompts)."""
-    t = turn(api, conv, "t1", "My dog's name is Rex.").json()
-    memory = t["extracted"][0]["memory"]
-    assert api.delete(f"/api/v1/conversations/{conv.pk}").status_code == 204
-    after = api.get(f"/api/v1/memories/{memory['id']}").json()
-    assert after["sources"] == [] and after["evidence_time"] == memory["evidence_time"]
-    assert not Message.objects.exists() and not Turn.objects.exists()
 
 
 @pytest.mark.parametrize("n", [10, 1000])
