@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.history import effective_ends, history_order
-from tests.memory.records import at, rec
+from tests.memory.core.records import at, rec
 
 
 @pytest.mark.parametrize(

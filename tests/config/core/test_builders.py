@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from config.builders import build_slotted, gc_paused
 from conversations.domain import Scope
 from memory.domain import Exclusion, MemoryRecord
-
-from .test_resolver import rec
+from tests.memory.core.records import rec
 
 
 def test_it_builds_frozen_slots_records_equal_to_their_constructor():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory.normalisation import StatusChange, apply_changes, plan_normalisation
-from tests.memory.records import at, outcome, rec, run
+from tests.memory.core.records import at, outcome, rec, run
 
 
 def test_it_marks_expired_records_since_their_valid_until():

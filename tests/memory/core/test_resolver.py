@@ -1,7 +1,7 @@
 """The pure resolver (SPEC §3 R1–R8) and E1's slot winner; W11 and W12 have their own files
 (test_history.py, test_normalisation.py), this one keeps their linear cost on a long slot.
 
-No database: records are built in memory (tests/memory/records.py)."""
+No database: records are built in memory (tests/memory/core/records.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from memory.domain import RESOLVER_VERSION, value_hash
 from memory.history import effective_ends
 from memory.normalisation import apply_changes, plan_normalisation
 from memory.resolver import resolve_slot
-from tests.memory.records import (
+from tests.memory.core.records import (
     CHAR,
     CHAR_SCOPE,
     CONV,

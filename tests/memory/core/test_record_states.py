@@ -13,7 +13,7 @@ from conversations.domain import Context, Scope
 from memory.domain import STATES, MemoryRecord, RecordState, Tombstone, value_hash
 from memory.normalisation import apply_changes, plan_normalisation
 from memory.resolver import record_states, resolve
-from tests.memory.test_resolver_properties import MANY_KEYS, PROPERTY, SECRET, worlds
+from tests.memory.core.test_resolver_properties import MANY_KEYS, PROPERTY, SECRET, worlds
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
 USER = "ana"

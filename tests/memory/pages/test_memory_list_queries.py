@@ -9,8 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memory.models import MemoryRecord
 from memory.services import memory_retract, profile_set_time_zone
-
-from .test_page_queries import LARGE, SMALL, memories, person, rowan  # noqa: F401 (fixture)
+from tests.page_costs import LARGE, SMALL, memories, person
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +22,7 @@ def queries(client, method, url, data=None) -> int:
 
 
 @pytest.fixture
-def pair(rowan):  # noqa: F811
+def pair(rowan):
     small, small_conv, small_client = person("small", rowan)
     large, large_conv, large_client = person("large", rowan)
     memories(small, small_conv, rowan, SMALL)
