@@ -20,7 +20,7 @@ from django.test.utils import override_settings
 
 from config import settings as project_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 import schemathesis
 
 from config.wsgi import application
-from tests.api.snapshot_world import build_every_kind
-from tests.api.test_fuzz import CHECKS
+from tests.contract.test_fuzz import CHECKS
+from tests.turns.api.snapshot_world import build_every_kind
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
 

@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from tests.api.snapshot_world import build_every_kind, reads_answer
+from tests.turns.api.snapshot_world import build_every_kind, reads_answer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.fuzz]
 

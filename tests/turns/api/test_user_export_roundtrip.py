@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from policy.domain import JOB_STATUSES
 from policy.models import MediaJob
-from tests.api.snapshot_world import (
+from tests.turns.api.snapshot_world import (
     OPERATIONS,
     World,
     build_every_kind,
