@@ -1,4 +1,5 @@
-"""Fixtures every test directory shares, defined once: the runtime's API client and the one
+"""Fixtures every test directory shares, defined once: the runtime's API client, the pages'
+client signed in as sam (`page`, with `say` for what sam tells the companion) and the one
 world most tests start from — sam, Captain Rowan and their conversation (and alex beside
 them, for tests that need a second user)."""
 

@@ -298,7 +298,8 @@ def test_it_forgets_the_selected_memories_after_one_confirmation(
     expect(page).to_have_url(readme_server.url + "/memories/#messages")
     expect(page.locator("#messages")).to_be_focused()
     expect(page.locator("#messages")).to_have_text(
-        "Forgotten: 4 memories (“Dislikes”, “The scene's lamp”, “The story's meeting”, “Your website”). "
+        "Forgotten: 4 memories (“Dislikes”, “The scene's lamp”, “The story's meeting”, “Your "
+        "website”). "
         "The values are erased, the companion no longer sees the 2 messages that held them, "
         "and old messages will not bring them back."
     )  # F6: the demo's two messages that held them

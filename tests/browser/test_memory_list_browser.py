@@ -51,7 +51,8 @@ FRUITS = [
 ]
 
 
-# What each of the 30 memories is, in the order they are made: (authority, confidence, with a source).
+# What each of the 30 memories is, in the order they are made: (authority, confidence, with a
+# source).
 KINDS = (
     [("user-confirmed", 1.0, False)] * 10
     + [("rule-extracted", 0.9, True)] * 10
@@ -192,7 +193,8 @@ def test_it_keeps_a_long_word_inside_the_window_on_every_page_that_shows_it(
     page, readme_server, person, sign_in, look
 ):
     """A value, a message or a conversation title may hold a word wider than a phone (a
-    compound, an address): it wraps inside its card, and no page grows sideways (values wrap at word boundaries, and break inside a word only when it cannot fit)."""
+    compound, an address): it wraps inside its card, and no page grows sideways (values wrap at
+    word boundaries, and break inside a word only when it cannot fit)."""
     told = tell(readme_server, person, f"My dog's name is {LONG_WORD}.", title=LONG_WORD)
     sign_in(page, person)
     dog = card(page, "Dog's name")

@@ -90,7 +90,8 @@ def test_it_stops_using_memories_in_conversations_when_switched_off(
     expect(page).to_have_url(readme_server.url + "/memories/#switches")
     expect(switches).to_be_focused()
     expect(switches.locator(".card-notice")).to_have_text(
-        "Saved: the companion learns from your messages and uses none of these memories in conversations. "
+        "Saved: the companion learns from your messages and uses none of these memories in "
+        "conversations. "
         "Nothing was deleted."
     )
     expect(switches.get_by_label("Use memories in conversations")).not_to_be_checked()

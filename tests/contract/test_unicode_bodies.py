@@ -156,7 +156,8 @@ def test_it_accepts_astral_characters_written_as_surrogate_pairs(api):
         api,
         "post",
         "/api/v1/memories",
-        '{"user": "sam", "key": "pet.name", "value": "Rex \\ud83d\\ude00", "scope": {"kind": "user"}}',
+        '{"user": "sam", "key": "pet.name", "value": "Rex \\ud83d\\ude00", "scope": {"kind": '
+        '"user"}}',
     )
     assert r.status_code == 201 and r.json()["memory"]["value"] == "Rex \U0001f600"
 

@@ -398,7 +398,8 @@ def assert_invariants(acknowledged: dict) -> None:
 EXPORT = (
     "import django, json; django.setup();"
     "from django.contrib.auth import get_user_model; from turns.portability import user_export;"
-    "out = {u.username: user_export(user=u) for u in get_user_model().objects.order_by('username')};"
+    "out = {u.username: user_export(user=u) for u in "
+    "get_user_model().objects.order_by('username')};"
     "[e.pop('exported_at') for e in out.values()];"
     "print(json.dumps(out, sort_keys=True, default=str))"
 )

@@ -206,8 +206,8 @@ def test_a_forget_by_support_says_so_without_the_staff_reason(page, say, sam, dj
     assert "Dog's name" in seen and "forgotten by support on your behalf on" in seen
     assert seen.count("forgotten by support on your behalf") == 1
     assert (
-        "Lives in What applies everywhere; not what one character or conversation alone was told · forgotten on"
-        in seen
+        "Lives in What applies everywhere; not what one character or conversation alone was told · "
+        "forgotten on" in seen
     )
     assert "ticket" not in seen and "4411" not in seen and "phone" not in seen
     assert dict(Tombstone.objects.values_list("key", "forgotten_by")) == {

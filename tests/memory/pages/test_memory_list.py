@@ -301,8 +301,8 @@ def test_every_card_has_a_checkbox_for_forget_selected_without_scripts(page, say
     rex = live("dog.name", sam)
     html = page.get("/memories/").content.decode()
     assert (
-        f'<input type="checkbox" name="selected" value="{rex.pk}" form="forget-selected" id="select-{rex.pk}">'
-        in html
+        f'<input type="checkbox" name="selected" value="{rex.pk}" form="forget-selected" '
+        f'id="select-{rex.pk}">' in html
     )
     assert '<form id="forget-selected" method="post" action="/memories/forget-selected">' in html
     assert (

@@ -240,8 +240,8 @@ def test_it_explains_forgetting_before_it_forgets(page, say, sam):
     assert "The value is erased" in seen
     assert "Old messages will not bring it back" in seen
     assert (
-        "Your messages stay in your conversations for you to read, marked as no longer seen by the companion, until you delete the conversation"
-        in seen
+        "Your messages stay in your conversations for you to read, marked as no longer seen by the "
+        "companion, until you delete the conversation" in seen
     )
     assert 'name="next" value="/memories/?q=dog"' in r.content.decode()
     assert Tombstone.objects.count() == 0

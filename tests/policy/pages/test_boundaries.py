@@ -343,8 +343,8 @@ def test_the_demos_own_conversation_choice_shows_on_its_card(client, db):
     assert places_of(playful)[1] == (
         "In “The rooftop greenhouse”",
         "allow",
-        "You decided: always allow, only in “The rooftop greenhouse” with The Night Caretaker, only when the "
-        "companion asks.",
+        "You decided: always allow, only in “The rooftop greenhouse” with The Night Caretaker, "
+        "only when the companion asks.",
     )
     assert places_of(playful)[0][0] == "Elsewhere with The Night Caretaker"
 
@@ -487,13 +487,15 @@ def test_a_choice_can_be_made_and_changed_for_a_scene(page, sam, conv):
         "deny",
     )
     assert follow_messages(r) == [
-        "Saved: Images — never, only in the “greenhouse” scene of “Rooftop greenhouse” with Captain Rowan."
+        "Saved: Images — never, only in the “greenhouse” scene of “Rooftop greenhouse” with "
+        "Captain Rowan."
     ]
     images = card(r, "With Captain Rowan", "media.image")
     assert places_of(images)[1] == (
         "In the “greenhouse” scene of “Rooftop greenhouse”",
         "deny",
-        "You decided: never, only in the “greenhouse” scene of “Rooftop greenhouse” with Captain Rowan.",
+        "You decided: never, only in the “greenhouse” scene of “Rooftop greenhouse” with Captain "
+        "Rowan.",
     )
     assert (images.where, images.choice) == (where, "deny")  # the card shows the scene's choice
 
@@ -555,8 +557,8 @@ def test_everywhere_names_its_exceptions(page, sam, conv, rowan):
         "except in “Rooftop greenhouse”: asks you first and with The Lamplighter: never",
     )
     assert (
-        'Allowed</span><span class="exceptions">, except in “Rooftop greenhouse”: asks you first and '
-        "with The Lamplighter: never.</span>"
+        'Allowed</span><span class="exceptions">, except in “Rooftop greenhouse”: asks you first '
+        "and with The Lamplighter: never.</span>"
     ) in r.content.decode()
     assert card(r, "Everywhere", "media.voice").applies[0].exceptions == ""
 

@@ -66,7 +66,8 @@ def test_it_tells_a_retraction_from_an_expiry():
     assert words.record_words(
         record=retracted, actors=words.Actors(retracted=frozenset({"r"})), **args
     ) == (
-        "Retracted by support, on the user's behalf, on 3 Aug 2026, 14:05 UTC: marked no longer true."
+        "Retracted by support, on the user's behalf, on 3 Aug 2026, 14:05 UTC: marked no longer "
+        "true."
     )
     assert words.record_words(record=expired, actors=words.Actors(), **args) == (
         "Expired: it applied until 3 Aug 2026, 14:05 UTC."
@@ -159,6 +160,6 @@ def test_e1_a_boundary_compared_within_the_same_minute_is_said_to_the_second():
         now=later,
     )
     assert (
-        said
-        == "Not valid yet at this time (1 Dec 2026, 19:40 UTC): it applies from 2 Dec 2026, 08:00 UTC."
+        said == "Not valid yet at this time (1 Dec 2026, 19:40 UTC): it applies from 2 Dec 2026, "
+        "08:00 UTC."
     )

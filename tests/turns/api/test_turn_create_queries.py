@@ -5,11 +5,11 @@ same whether the user has 10 or 500 stored memories.
 The service runs: the conversation with its user, character and memory profile (locking the
 conversation and the profile), one read after the locks (clock, turn key, the extractor's
 "it", the context's memory state, and here the key registry: no request's catalog cache),
-and then every write — seq, message, records, source links, their events (V1), turn — as one statement on
-PostgreSQL (one per table on SQLite), and when memory was written the user's memory version it
-left (so the process may reuse what it wrote). Its transaction adds BEGIN and COMMIT (a
-savepoint and its release inside a test's transaction): three statements (four with memory
-written) and those two on PostgreSQL."""
+and then every write — seq, message, records, source links, their events (V1), turn — as one
+statement on PostgreSQL (one per table on SQLite), and when memory was written the user's
+memory version it left (so the process may reuse what it wrote). Its transaction adds BEGIN
+and COMMIT (a savepoint and its release inside a test's transaction): three statements (four
+with memory written) and those two on PostgreSQL."""
 
 import pytest
 from django.db import connection

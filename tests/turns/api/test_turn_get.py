@@ -70,8 +70,9 @@ def test_c4_an_unknown_turn_is_a_404(api, conv):
 
 def test_c4_a_turn_read_runs_a_flat_number_of_queries(api, conv, django_assert_num_queries):
     """Token, the turn with its conversation, user and messages, the database clock (a query
-    on PostgreSQL only), and the E1 read of its extracted memories: their scoped keys' records and the tombstones of their
-    keys (the registry and the secret come from the catalog cache)."""
+    on PostgreSQL only), and the E1 read of its extracted memories: their scoped keys' records
+    and the tombstones of their keys (the registry and the secret come from the catalog
+    cache)."""
     made = turn(api, conv, "t1", "My cat's name is Miso. I live in Oslo.")
     reply(api, made["id"], "Noted.")
     clock = 1 if connection.vendor == "postgresql" else 0

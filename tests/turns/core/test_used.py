@@ -230,11 +230,13 @@ def test_earlier_messages_are_counted_in_words():
     ]
     assert message_words(2, {"forgotten": 3}) == [
         "It was also given 2 earlier messages.",
-        "3 earlier messages were withheld because you asked the companion to forget something they mention.",
+        "3 earlier messages were withheld because you asked the companion to forget something they "
+        "mention.",
     ]
     assert message_words(0, {"forgotten": 1, "other": 2}) == [
         "It was given no earlier messages.",
-        "1 earlier message was withheld because you asked the companion to forget something it mentions.",
+        "1 earlier message was withheld because you asked the companion to forget something it "
+        "mentions.",
         "2 other earlier messages were left out.",
     ]
 
@@ -257,6 +259,7 @@ def test_a_stored_plan_with_withheld_messages_counts_them_apart_from_the_budget(
     assert out.messages_by_reason == {"budget": 1, "forgotten": 3}
     assert out.message_words == [
         "It was also given 1 earlier message; 1 older one did not fit.",
-        "3 earlier messages were withheld because you asked the companion to forget something they mention.",
+        "3 earlier messages were withheld because you asked the companion to forget something they "
+        "mention.",
     ]
     assert memory_ids(snapshot) == ["r1", "r2", "r3", "r4"]
