@@ -12,8 +12,8 @@ before it) and a budget whose memory share fits about ten items, the check count
 admitted memories are about that topic under ``relevance`` and under ``certainty``.
 
 Pure (standard library, the pure core and the planner only): the suite runs it with no
-database (`tests/conversations/test_relevance.py`), and `make bench` reports it. Everything
-comes from ``random.Random(seed)``.
+database (`tests/turns/core/test_relevance_properties.py`), and `make bench` reports it.
+Everything comes from ``random.Random(seed)``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""Fixtures every test directory shares, defined once: the runtime's API client and the one
+"""Fixtures every test directory shares, defined once: the runtime's API client, the pages'
+client signed in as sam (`page`, with `say` for what sam tells the companion) and the one
 world most tests start from — sam, Captain Rowan and their conversation (and alex beside
 them, for tests that need a second user)."""
 
 import pytest
+from django.test import Client
 from django.test.utils import override_settings
 
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from turns.creation import turn_create
 
 
 def user_fixture(username: str):
@@ -65,6 +68,29 @@ def api(api_token):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_token}")
     return client
+
+
+@pytest.fixture
+def page(sam):
+    """A browser-like client signed in as sam (the server-rendered pages' tests)."""
+    client = Client()
+    client.force_login(sam)
+    return client
+
+
+@pytest.fixture
+def say(conv):
+    """sam says something in the conversation: a turn whose message the extractor reads
+    (SPEC §8), so memories get that message as their source."""
+    counter = {"n": 0}
+
+    def _say(text, conversation=None):
+        counter["n"] += 1
+        return turn_create(
+            conversation_id=(conversation or conv).pk, turn_key=f"t{counter['n']}", content=text
+        ).turn
+
+    return _say
 
 
 @pytest.fixture(autouse=True, scope="session")

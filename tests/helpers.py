@@ -1,5 +1,6 @@
 import json
 import logging
+import re
 import subprocess
 from pathlib import Path
 
@@ -91,3 +92,31 @@ def assert_problem(response, status: int, code: str, field: str | None = None) -
     if field is not None:
         assert field in body["errors"], body
     return body
+
+
+def text(response) -> str:
+    """A page without its markup, whitespace collapsed: what a reader sees."""
+    html = response.content.decode()
+    html = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", html, flags=re.S)
+    return (
+        re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+        .replace("&#x27;", "'")
+        .replace("&quot;", '"')
+    )
+
+
+def follow_messages(response) -> list[str]:
+    """The messages a page's response carries (django.contrib.messages), as text."""
+    return [str(m) for m in response.context["messages"]]
+
+
+def live(key, user):
+    """The user's newest record of `key` that is not forgotten, or None."""
+    from memory.models import MemoryRecord
+
+    return (
+        MemoryRecord.objects.filter(user=user, key=key)
+        .exclude(status="forgotten")
+        .order_by("-version")
+        .first()
+    )

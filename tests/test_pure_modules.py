@@ -41,7 +41,8 @@ PURE = [
 def test_it_keeps_the_pure_core_free_of_django(module):
     code = (
         f"import sys, {module}\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework', 'drf_spectacular'))\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework', "
+        "'drf_spectacular'))\n"
         "assert not bad, bad\n"
     )
     root = Path(__file__).resolve().parents[1]

@@ -177,7 +177,8 @@ def readme_server(tmp_path_factory):
                 pass
             if time.monotonic() > deadline:
                 pytest.fail(
-                    f"`make run` did not answer within {START_TIMEOUT} s:\n{log.read_text()[-3000:]}"
+                    f"`make run` did not answer within {START_TIMEOUT} s:\n"
+                    f"{log.read_text()[-3000:]}"
                 )
             time.sleep(0.5)
         found = re.search(
@@ -299,8 +300,8 @@ def assert_no_axe_violations(page) -> None:
 def assert_stylesheets_applied(page, *, pages_css: bool = True) -> None:
     """Every linked stylesheet arrived and has rules, and (on the end user's pages) the
     computed style is the stylesheet's, not the browser's default."""
-    sheets = page.evaluate("""() => [...document.querySelectorAll('link[rel=stylesheet]')].map(l => ({
-        href: l.href, rules: l.sheet ? l.sheet.cssRules.length : -1}))""")
+    sheets = page.evaluate("""() => [...document.querySelectorAll('link[rel=stylesheet]')]
+        .map(l => ({href: l.href, rules: l.sheet ? l.sheet.cssRules.length : -1}))""")
     assert sheets, f"{page.url} links no stylesheet"
     missing = [s["href"] for s in sheets if s["rules"] <= 0]
     assert not missing, f"{page.url}: stylesheet(s) not applied: {missing}"

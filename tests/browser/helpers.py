@@ -1,7 +1,8 @@
 """What the browser tests share besides fixtures: the chat runtime's calls that set a scene
 (`tell`), a memory card by its label (`card`), a new prompt plan (`new_plan`), where the focus
-is (`focused_id`), the card an address names (`anchored_id`) and an action that came back to
-its card (`lands_on_card`)."""
+is (`focused_id`), the card an address names (`anchored_id`), an action that came back to
+its card (`lands_on_card`), and what the runtime reads back (`resolve`, `active_values`,
+`history_of`) beside what the page shows (`no_longer_true`, `card_labels`)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,25 @@ def admin_sign_in(page, server, who: tuple[str, str]) -> None:
     page.fill("#id_password", who[1])
     page.click("input[type=submit]")
     expect(page.locator("#support-tools")).to_be_visible()
+
+
+def resolve(server, who, **context) -> dict:
+    return server.api("POST", "/memory/resolve", {"context": {"user": who.username, **context}})
+
+
+def active_values(answer: dict, key: str) -> list[tuple[str, str]]:
+    return [(m["value"], m["authority"]) for m in answer["active"] if m["key"] == key]
+
+
+def history_of(server, who, key: str) -> list[dict]:
+    answer = server.api("GET", f"/memory/history?user={who.username}&key={key}")
+    return answer["results"] if isinstance(answer, dict) else answer
+
+
+def no_longer_true(label: str) -> re.Pattern:
+    """The "No longer true" button's accessible name, exactly as a screen reader says it."""
+    return re.compile(rf"^No longer true: {re.escape(label)}$")
+
+
+def card_labels(page) -> list[str]:
+    return page.locator("li.memory h3.memory-label").all_inner_texts()

@@ -10,48 +10,29 @@ memory itself, the export):
 - correct with the same value is a confirm (SPEC §2): nothing is replaced in history;
 - "no longer true" (W10) and its undo, from the card's place and from the list of what was
   marked no longer true; history shows the gap;
-- forget selected (F1/F2): one confirmation page lists them, then they are gone;
-- 25 cards a page, newest first or A–Z, filtered by certainty, and a search whose term never
-  goes into an address (SPEC §12);
-- the time zone on "Your data": times on the memories and history pages name it;
-- the memory switches (I8): "Use memories in conversations" off empties the next prompt plan.
+- forget selected (F1/F2): one confirmation page lists them, then they are gone.
+
+Many cards, order, certainty and search are in test_memory_list_browser.py; the time zone and
+the memory switches in test_memory_settings_browser.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta
 
 from playwright.sync_api import expect
 
-from .helpers import card, lands_on_card, new_plan, tell
-
-
-def resolve(server, who, **context) -> dict:
-    return server.api("POST", "/memory/resolve", {"context": {"user": who.username, **context}})
-
-
-def active_values(answer: dict, key: str) -> list[tuple[str, str]]:
-    return [(m["value"], m["authority"]) for m in answer["active"] if m["key"] == key]
-
-
-def history_of(server, who, key: str) -> list[dict]:
-    answer = server.api("GET", f"/memory/history?user={who.username}&key={key}")
-    return answer["results"] if isinstance(answer, dict) else answer
-
-
-def no_longer_true(label: str) -> re.Pattern:
-    """The "No longer true" button's accessible name, exactly as a screen reader says it."""
-    return re.compile(rf"^No longer true: {re.escape(label)}$")
-
-
-def card_labels(page) -> list[str]:
-    return page.locator("li.memory h3.memory-label").all_inner_texts()
-
-
-# ---------------------------------------------------------------------------------------------
-# Confirm
+from .helpers import (
+    active_values,
+    card,
+    history_of,
+    lands_on_card,
+    new_plan,
+    no_longer_true,
+    resolve,
+    tell,
+)
 
 
 def test_it_confirms_a_memory_and_confirming_again_changes_nothing(
@@ -186,10 +167,6 @@ def test_it_treats_a_correction_with_the_same_value_as_a_confirm(
     look(page, "flows-05-history-correct-same-value")
 
 
-# ---------------------------------------------------------------------------------------------
-# No longer true, and its undo
-
-
 def test_it_marks_a_memory_no_longer_true_and_undoes_it(page, readme_server, person, sign_in, look):
     """W10: "no longer true" closes the slot now: the card's place offers the undo and the
     memory is listed on /memories/no-longer-true/; the runtime no longer gets it. The undo
@@ -272,9 +249,6 @@ def test_it_marks_a_memory_no_longer_true_and_undoes_it(page, readme_server, per
     ]
 
 
-# ---------------------------------------------------------------------------------------------
-# Forget selected
-
 WEBSITE = (
     "https://example.org/notes/an-address-far-longer-than-a-phone-is-wide/without-a-single-space"
 )
@@ -324,7 +298,8 @@ def test_it_forgets_the_selected_memories_after_one_confirmation(
     expect(page).to_have_url(readme_server.url + "/memories/#messages")
     expect(page.locator("#messages")).to_be_focused()
     expect(page.locator("#messages")).to_have_text(
-        "Forgotten: 4 memories (“Dislikes”, “The scene's lamp”, “The story's meeting”, “Your website”). "
+        "Forgotten: 4 memories (“Dislikes”, “The scene's lamp”, “The story's meeting”, “Your "
+        "website”). "
         "The values are erased, the companion no longer sees the 2 messages that held them, "
         "and old messages will not bring them back."
     )  # F6: the demo's two messages that held them
@@ -346,315 +321,3 @@ def test_it_forgets_the_selected_memories_after_one_confirmation(
     tombstones = readme_server.api("GET", f"/tombstones?user={person.username}")
     tombstones = tombstones["results"] if isinstance(tombstones, dict) else tombstones
     assert keys <= {t["key"] for t in tombstones} and "user.dislikes" in keys
-
-
-# ---------------------------------------------------------------------------------------------
-# Pages, order, certainty and search
-
-FRUITS = [
-    "apricot",
-    "banana",
-    "cherry",
-    "damson",
-    "elderberry",
-    "fig",
-    "grape",
-    "huckleberry",
-    "kiwi",
-    "lemon",
-    "lime",
-    "lychee",
-    "mango",
-    "melon",
-    "nectarine",
-    "olive",
-    "orange",
-    "papaya",
-    "peach",
-    "pear",
-    "plum",
-    "quince",
-    "raspberry",
-    "rhubarb",
-    "satsuma",
-    "tangerine",
-    "ugli",
-    "vanilla",
-    "watermelon",
-    "yuzu",
-]
-# What each of the 30 memories is, in the order they are made: (authority, confidence, with a source).
-KINDS = (
-    [("user-confirmed", 1.0, False)] * 10
-    + [("rule-extracted", 0.9, True)] * 10
-    + [("rule-extracted", 0.6, True)] * 6
-    + [("model-inferred", 0.3, True)] * 2
-    + [("model-inferred", 0.9, False)] * 2
-)
-
-
-def label_of(fruit: str) -> str:
-    return f"Your favourite {fruit}"
-
-
-def test_it_shows_many_memories_a_page_at_a_time_in_order_by_certainty_and_search(
-    page, readme_server, person, sign_in, look
-):
-    """25 cards a page, newest first or A–Z (within "everywhere" and each character), filtered
-    by certainty (P1/P2's words); an action on page 2 keeps the page; a search's term is
-    posted and never appears in an address (SPEC §12)."""
-    source = tell(readme_server, person, "Hello there.")["message"]
-    sign_in(page, person)
-    demo = card_labels(page)
-    for fruit, (authority, confidence, sourced) in zip(FRUITS, KINDS, strict=True):
-        made = readme_server.api(
-            "POST",
-            "/memories",
-            {
-                "user": person.username,
-                "key": f"user.favourite_{fruit}",
-                "value": f"{fruit} in summer",
-                "scope": {"kind": "user"},
-                "authority": authority,
-                "confidence": confidence,
-                "sources": [source] if sourced else [],
-            },
-        )
-        assert made["outcome"] == "created"
-    total = len(demo) + len(FRUITS)
-    everywhere = ["Basil plant's name", "Dislikes"]
-    assert [label for label in demo if label in everywhere] == ["Basil plant's name", "Dislikes"]
-
-    # Newest first: the 30 new ones lead the "everywhere" group, the newest first.
-    page.goto(readme_server.url + "/memories/")
-    nav = page.get_by_role("navigation", name="Pages of memories")
-    expect(nav).to_contain_text("Page 1 of 2")
-    expect(page.locator("li.memory")).to_have_count(25)
-    assert card_labels(page) == [label_of(f) for f in reversed(FRUITS)][:25]
-    look(page, "flows-13-memories-page-1")
-    page.locator("#page-next").click()
-    expect(page).to_have_url(readme_server.url + "/memories/?page=2")
-    expect(nav).to_contain_text("Page 2 of 2")
-    expect(page.locator("li.memory")).to_have_count(total - 25)
-    second = card_labels(page)
-    assert second[:5] == [label_of(f) for f in reversed(FRUITS[:5])]
-    assert sorted(second[5:]) == sorted(demo)
-    look(page, "flows-14-memories-page-2")
-    page.locator("#page-previous").click()
-    expect(page).to_have_url(readme_server.url + "/memories/?page=1")
-    expect(page.locator("li.memory").first.locator("h3")).to_have_text(label_of(FRUITS[-1]))
-
-    # A–Z: the address keeps the order (never a search term); the pages continue the order.
-    page.locator("#id_sort").select_option(label="A–Z")
-    page.get_by_role("button", name="Show", exact=True).click()
-    expect(page).to_have_url(readme_server.url + "/memories/?sort=az")
-    alphabetical = sorted(everywhere + [label_of(f) for f in FRUITS], key=str.casefold)
-    assert card_labels(page) == alphabetical[:25]
-    page.locator("#page-next").click()
-    expect(page).to_have_url(readme_server.url + "/memories/?sort=az&page=2")
-    labels = card_labels(page)
-    assert labels[: len(alphabetical) - 25] == alphabetical[25:]
-    groups = page.locator("section.group")
-    for index in range(groups.count()):
-        in_group = groups.nth(index).locator("h3.memory-label").all_inner_texts()
-        assert in_group == sorted(in_group, key=str.casefold), in_group
-    look(page, "flows-15-memories-a-z-page-2")
-
-    # An action on page 2 comes back to page 2, at the card.
-    target = label_of(
-        FRUITS[-3]
-    )  # "Your favourite vanilla": low confidence, on page 2 in A–Z order
-    card(page, target).get_by_role("button", name=f"Confirm {target}").click()
-    confirmed = lands_on_card(page, readme_server)
-    expect(page).to_have_url(re.compile(r"/memories/\?sort=az&page=2#m-"))
-    expect(nav).to_contain_text("Page 2 of 2")
-    expect(page.locator(f"#m-{confirmed} .tag")).to_have_text("Confirmed")
-
-    # Certainty: only what is used as uncertain (six new ones and the demo's letter status).
-    page.locator("#id_certainty").select_option(label="Uncertain")
-    page.get_by_role("button", name="Show", exact=True).click()
-    expect(page).to_have_url(readme_server.url + "/memories/?certainty=uncertain&sort=az")
-    tags = page.locator("li.memory .tag")
-    expect(tags).to_have_text(["Uncertain"] * 7)
-    expect(page.locator("#results-count")).to_have_text("7 memories shown.")
-    expect(page.get_by_role("navigation", name="Pages of memories")).to_have_count(0)
-    assert card_labels(page) == sorted([label_of(f) for f in FRUITS[20:26]], key=str.casefold) + [
-        "The story letter's status"
-    ]
-    look(page, "flows-16-memories-uncertain")
-    page.locator("#id_certainty").select_option(label="No source")
-    page.get_by_role("button", name="Show", exact=True).click()
-    expect(page.locator("li.memory .certainty-note")).to_have_text(
-        ["Not used in conversations: no message of yours backs it up."] * 3
-    )
-    page.get_by_role("button", name="Show everything").click()
-    expect(page).to_have_url(readme_server.url + "/memories/")
-    expect(page.locator("li.memory")).to_have_count(25)
-
-    # Search: the term is posted, kept for the page, and never in its address or its links.
-    page.get_by_label("Search", exact=True).fill("Mango")
-    page.get_by_role("button", name="Show", exact=True).click()
-    expect(page.locator("#results-count")).to_have_text("1 memory shown for “Mango”.")
-    assert card_labels(page) == [label_of("mango")]
-    expect(page.get_by_label("Search", exact=True)).to_have_value("Mango")
-    assert "mango" not in page.url.casefold()
-    addresses = page.evaluate("""() => [...document.querySelectorAll('a[href], form[action]')]
-        .map(e => e.getAttribute('href') || e.getAttribute('action'))""")
-    assert addresses and not [a for a in addresses if "mango" in a.casefold()], addresses
-    look(page, "flows-17-memories-search")
-    page.get_by_role("button", name="Clear search").click()
-    expect(page).to_have_url(readme_server.url + "/memories/?sort=newest")
-    expect(page.get_by_label("Search", exact=True)).to_have_value("")
-    expect(page.locator("li.memory")).to_have_count(25)
-
-    # The runtime sees the same certainties.
-    prompt = {p["key"]: p["certainty"] for p in resolve(readme_server, person)["prompt"]}
-    assert (
-        prompt["user.favourite_mango"] == "likely"
-        and prompt["user.favourite_vanilla"] == "confirmed"
-    )
-    assert prompt["user.favourite_tangerine"] == "uncertain"
-    assert "user.favourite_watermelon" not in prompt and "user.favourite_ugli" not in prompt
-
-
-# ---------------------------------------------------------------------------------------------
-# Time zone
-
-
-def first_from(page) -> datetime:
-    return datetime.strptime(
-        page.locator("table.history td[data-label=From]").first.inner_text(), "%d %b %Y, %H:%M"
-    )
-
-
-def test_it_shows_times_in_the_time_zone_the_person_chooses(
-    page, readme_server, person, sign_in, look
-):
-    """Times on every page are in the person's time zone once chosen on "Your data" (unset:
-    the service's, named as such); the export carries the choice."""
-    sign_in(page, person)
-    expect(page.locator(".time-zone-note")).to_have_text(
-        "Times are in UTC, the service's time zone. Change it."
-    )
-    history = card(page, "Basil plant's name").get_by_role(
-        "link", name="History of Basil plant's name"
-    )
-    history.click()
-    history_url = page.url
-    utc = first_from(page)
-
-    page.get_by_role("link", name="Change it").click()
-    expect(page).to_have_url(readme_server.url + "/data/#time-zone")
-    zone = page.locator("#time-zone")
-    expect(zone).to_contain_text(
-        "Every page shows dates and times in UTC, the service's time zone, until you choose yours."
-    )
-    page.get_by_role("combobox", name="Your time zone").select_option("Asia/Tokyo")
-    page.locator("#time-zone-save").click()
-
-    expect(page).to_have_url(readme_server.url + "/data/#time-zone")
-    expect(zone).to_be_focused()
-    expect(zone.locator(".card-notice")).to_have_text("Times are now shown in Tokyo (Asia).")
-    expect(zone).to_contain_text("Every page shows dates and times in your time zone, Asia/Tokyo.")
-    expect(page.get_by_role("combobox", name="Your time zone")).to_have_value("Asia/Tokyo")
-    look(page, "flows-18-time-zone-saved")
-
-    page.get_by_role("link", name="Memories", exact=True).click()
-    expect(page.locator(".time-zone-note")).to_have_text(
-        "Times are in your time zone, Asia/Tokyo. Change it."
-    )
-    page.goto(history_url)
-    expect(page.locator(".time-zone-note")).to_have_text(
-        "Times are in your time zone, Asia/Tokyo. Change it."
-    )
-    assert first_from(page) - utc == timedelta(hours=9)  # Tokyo keeps no summer time
-    look(page, "flows-19-history-in-tokyo")
-
-    snapshot = readme_server.api("GET", f"/users/{person.username}/export")
-    assert snapshot["user"]["time_zone"] == "Asia/Tokyo"
-
-
-# ---------------------------------------------------------------------------------------------
-# The memory switches
-
-
-def test_it_stops_using_memories_in_conversations_when_switched_off(
-    page, readme_server, person, sign_in, look
-):
-    """I8: with "Use memories in conversations" off, the next prompt plan has no memories and
-    excludes each as `memory-off`; nothing is deleted; switched on again, they are back."""
-    told = tell(readme_server, person, "My dog's name is Rex.")
-    rex = [e["memory"]["id"] for e in told["extracted"] if e["memory"]["key"] == "dog.name"]
-    assert len(rex) == 1
-    used = new_plan(readme_server, told["id"], "on")["memories"]
-    assert [m["value"] for m in used if m["key"] == "dog.name"] == ["Rex"]
-    sign_in(page, person)
-    switches = page.locator("#switches")
-    expect(switches.get_by_label("Use memories in conversations")).to_be_checked()
-
-    switches.get_by_label("Use memories in conversations").uncheck()
-    page.locator("#switches-save").click()
-    expect(page).to_have_url(readme_server.url + "/memories/#switches")
-    expect(switches).to_be_focused()
-    expect(switches.locator(".card-notice")).to_have_text(
-        "Saved: the companion learns from your messages and uses none of these memories in conversations. "
-        "Nothing was deleted."
-    )
-    expect(switches.get_by_label("Use memories in conversations")).not_to_be_checked()
-    expect(switches.get_by_label("Learn from my messages")).to_be_checked()
-    expect(card(page, "Dog's name").locator(".memory-value")).to_have_text("Rex")  # nothing deleted
-    look(page, "flows-20-memories-off")
-
-    settings = readme_server.api("GET", f"/users/{person.username}/memory-settings")
-    assert (settings["learn"], settings["use"], settings["changed_by"]) == (True, False, "user")
-    plan = new_plan(readme_server, told["id"], "off")
-    assert plan["memories"] == []
-    off = [
-        e["id"] for e in plan["excluded"] if e["kind"] == "memory" and e["reason"] == "memory-off"
-    ]
-    assert len(off) == len(used) and set(rex) <= set(
-        off
-    )  # each memory the plan used, and only those
-    answer = resolve(readme_server, person, **{k: v for k, v in told["ctx"].items() if k != "user"})
-    assert answer["prompt"] == [] and active_values(answer, "dog.name") == [
-        ("Rex", "rule-extracted")
-    ]
-
-    switches.get_by_label("Use memories in conversations").check()
-    page.locator("#switches-save").click()
-    expect(switches).to_be_focused()
-    expect(switches.locator(".card-notice")).to_have_text(
-        "Saved: the companion learns from your messages and uses these memories in conversations."
-    )
-    plan = new_plan(readme_server, told["id"], "on-again")
-    assert [m["value"] for m in plan["memories"] if m["key"] == "dog.name"] == ["Rex"]
-    assert len(plan["memories"]) == len(used)
-    assert "memory-off" not in {e["reason"] for e in plan["excluded"]}
-
-
-# ---------------------------------------------------------------------------------------------
-# A word longer than a phone is wide
-
-LONG_WORD = "Rindfleischetikettierungsüberwachungsaufgabenübertragungsgesetz"
-
-
-def test_it_keeps_a_long_word_inside_the_window_on_every_page_that_shows_it(
-    page, readme_server, person, sign_in, look
-):
-    """A value, a message or a conversation title may hold a word wider than a phone (a
-    compound, an address): it wraps inside its card, and no page grows sideways (values wrap at word boundaries, and break inside a word only when it cannot fit)."""
-    told = tell(readme_server, person, f"My dog's name is {LONG_WORD}.", title=LONG_WORD)
-    sign_in(page, person)
-    dog = card(page, "Dog's name")
-    expect(dog.locator(".memory-value")).to_have_text(LONG_WORD)
-    look(page, "flows-21-long-word-memories")
-    dog.get_by_role("link", name="History of Dog's name").click()
-    look(page, "flows-22-long-word-history")
-    page.get_by_role("link", name="Conversations").click()
-    expect(page.get_by_role("link", name=LONG_WORD)).to_be_visible()
-    look(page, "flows-23-long-word-conversations")
-    page.get_by_role("link", name=LONG_WORD).click()
-    expect(page.locator(f"#m-{told['message']} .content")).to_contain_text(LONG_WORD)
-    look(page, "flows-24-long-word-transcript")
-    page.get_by_role("link", name="Delete this conversation").click()
-    look(page, "flows-25-long-word-delete-conversation")

@@ -206,7 +206,7 @@ def test_every_page_has_an_icon(desktop, readme_server, person, sign_in):
     assert page.request.get(readme_server.url + icon).status == 200
 
 
-# --- support ---------------------------------------------------------------------------------------
+# --- support --------------------------------------------------------------------------------------
 
 
 def test_opening_a_reveal_says_it_once(desktop, readme_server, person):
@@ -252,7 +252,8 @@ def test_the_explain_page_reads_like_the_users_pages_and_fits(desktop, readme_se
     expect(page.get_by_role("heading", name="Explain a context")).to_be_visible()
     # The form's own help shows the format a time is typed in; what the page answers does not.
     shown = page.locator("#content-main").evaluate(
-        "m => { const c = m.cloneNode(true); c.querySelector('#explain-form').remove(); return c.innerText; }"
+        "m => { const c = m.cloneNode(true); c.querySelector('#explain-form').remove(); return "
+        "c.innerText; }"
     )
     assert not ISO_TIME.search(shown), ISO_TIME.search(shown)
     expect(page.locator("#explain-records")).to_contain_text("The basil plant's location")
@@ -271,7 +272,7 @@ def test_the_explain_page_reads_like_the_users_pages_and_fits(desktop, readme_se
     page.locator("#reveal-close").click()
 
 
-# --- the demo --------------------------------------------------------------------------------------
+# --- the demo -------------------------------------------------------------------------------------
 
 
 def test_the_demo_forgets_after_the_message_that_asks(desktop, readme_server, person, sign_in):
@@ -312,7 +313,7 @@ def test_your_data_says_how_to_read_the_files_status_and_secret(
     screenshot(page, "walk-export-fields")
 
 
-# --- boundaries wherever they apply (SPEC §6) ------------------------------------------------------
+# --- boundaries wherever they apply (SPEC §6) -----------------------------------------------------
 
 
 def test_a_boundary_can_be_set_for_a_scene_and_everywhere_names_its_exceptions(
@@ -332,13 +333,15 @@ def test_a_boundary_can_be_set_for_a_scene_and_everywhere_names_its_exceptions(
     )
     images.get_by_role("button", name=re.compile("^Save")).click()
     expect(images.locator(".card-notice")).to_have_text(
-        "Saved: Images — never, only in the “greenhouse” scene of “The rooftop greenhouse” with The Night Caretaker."
+        "Saved: Images — never, only in the “greenhouse” scene of “The rooftop greenhouse” with "
+        "The Night Caretaker."
     )
     expect(images.locator(".applies")).to_contain_text(
         "In the “greenhouse” scene of “The rooftop greenhouse”: Not allowed"
     )
     expect(page.locator("#card-everywhere-media-image .applies")).to_contain_text(
-        "Everywhere: Asks you first, except in the “greenhouse” scene of “The rooftop greenhouse”: never."
+        "Everywhere: Asks you first, except in the “greenhouse” scene of “The rooftop greenhouse”: "
+        "never."
     )
     expect(page.locator("#card-night-caretaker-tone-playful .applies")).to_contain_text(
         "In “The rooftop greenhouse”: Allowed when the companion asks"

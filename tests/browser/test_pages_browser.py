@@ -24,14 +24,16 @@ def assert_word_on_one_line(page, word: str) -> None:
     lines = page.evaluate(
         """(word) => {
         const out = [];
-        const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+        const walker = document.createTreeWalker(
+            document.querySelector('main'), NodeFilter.SHOW_TEXT);
         while (walker.nextNode()) {
             const node = walker.currentNode;
             let at = node.data.indexOf(word);
             while (at >= 0) {
                 const range = document.createRange();
                 range.setStart(node, at); range.setEnd(node, at + word.length);
-                const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+                const tops = new Set([...range.getClientRects()]
+                    .filter(r => r.width > 0).map(r => Math.round(r.top)));
                 out.push(tops.size);
                 at = node.data.indexOf(word, at + 1);
             }
@@ -180,7 +182,8 @@ def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(
         [
             re.compile(r"^Elsewhere with The Night Caretaker: Asks you first"),
             re.compile(
-                r"^In “The rooftop greenhouse”: Not allowed You decided: never, only in “The rooftop greenhouse”"
+                r"^In “The rooftop greenhouse”: Not allowed You decided: never, only in “The "
+                r"rooftop greenhouse”"
             ),
         ]
     )

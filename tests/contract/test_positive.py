@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, Phase, settings
 from schemathesis.generation.modes import GenerationMode
 
 from config.wsgi import application
-from tests.api.test_fuzz import CHECKS
-from tests.api.test_schema_conformance import keep_the_test_connection
+from tests.contract.test_fuzz import CHECKS
+from tests.contract.test_schema_conformance import keep_the_test_connection
 from tests.contract.world import build, point_at
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)

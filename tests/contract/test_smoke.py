@@ -1,14 +1,14 @@
 """The contract smoke (SPEC §10): every operation of the served schema is called once over
 HTTP against a live server — the way a runtime calls it — with a request that works, and each
 answer is checked against the schema (status code, content type, body). The table of calls is
-`tests.api.test_schema_conformance.calls`, which must cover every operation of the schema, so
+`tests.contract.test_schema_conformance.calls`, which must cover every operation of the schema, so
 an operation added without a call fails here. `make smoke` runs it alone."""
 
 import pytest
 import schemathesis
 
-from tests.api.test_fuzz import CHECKS
-from tests.api.test_schema_conformance import case_of, every_call
+from tests.contract.test_fuzz import CHECKS
+from tests.contract.test_schema_conformance import case_of, every_call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

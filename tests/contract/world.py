@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from tests.api.snapshot_world import CHARACTERS, World
+from tests.turns.api.snapshot_world import CHARACTERS, World
 
 CAPABILITY = "tone.playful"
 

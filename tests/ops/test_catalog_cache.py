@@ -291,7 +291,8 @@ def test_a_cached_default_decides_like_a_stored_one(api):
         return got["effect"], got["reason"], sorted(got["rule_ids"])
 
     def stored(now):
-        """The same decision outside a request: nothing cached, the rules query reads the defaults."""
+        """The same decision outside a request: nothing cached, the rules query reads the
+        defaults."""
         from conversations.selectors import load_context
         from policy.services import decision_make
 

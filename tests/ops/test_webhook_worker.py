@@ -117,8 +117,9 @@ def test_every_event_reaches_every_endpoint_signed_in_order_despite_failures_gon
     assert len(receiver.first_receipts("/hang")) <= len(expected) < total
     assert per_user(receiver, "/ok") == expected
     assert per_user(receiver, "/flaky") == expected
-    # The flaky endpoint: three failed tries of the first event it was sent, the fourth succeeded (the worker
-    # records an attempt after its answer arrives, so the rows are read once nothing is pending).
+    # The flaky endpoint: three failed tries of the first event it was sent, the fourth succeeded
+    # (the worker records an attempt after its answer arrives, so the rows are read once nothing
+    # is pending).
     wait_until(
         lambda: (
             not Delivery.objects.filter(lane__endpoint__in=(ok, flaky), status="pending").exists()

@@ -2,4 +2,4 @@
 
 from tests.pooled import rerun
 
-rerun(globals(), "tests.conversations.test_concurrency")
+rerun(globals(), "tests.turns.test_concurrency")

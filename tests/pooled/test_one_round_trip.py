@@ -2,4 +2,4 @@
 
 from tests.pooled import rerun
 
-rerun(globals(), "tests.conversations.test_one_round_trip")
+rerun(globals(), "tests.turns.api.test_turn_create_with_plan")

@@ -60,7 +60,8 @@ def test_one_connection_runs_its_transactions_on_another_backend_while_its_own_i
 
 def test_prepared_statements_would_fail_behind_the_pooler_and_django_prepares_none(pgbouncer):
     """psycopg's default (`prepare_threshold` 5) prepares a statement run five times; on
-    another backend its next run fails. Django's connection, with `prepare_threshold` None, runs the same sequence."""
+    another backend its next run fails. Django's connection, with `prepare_threshold` None, runs
+    the same sequence."""
 
     def sequence(run) -> None:
         for i in range(8):

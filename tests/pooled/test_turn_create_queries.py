@@ -2,4 +2,4 @@
 
 from tests.pooled import rerun
 
-rerun(globals(), "tests.conversations.test_turn_create_queries")
+rerun(globals(), "tests.turns.api.test_turn_create_queries")

@@ -2,4 +2,7 @@
 
 from tests.pooled import rerun
 
-rerun(globals(), "tests.conversations.test_turns")
+rerun(globals(), "tests.turns.api.test_turn_create")
+rerun(globals(), "tests.turns.api.test_turn_prompt_plan")
+rerun(globals(), "tests.turns.api.test_turn_reply")
+rerun(globals(), "tests.turns.api.test_conversation_delete")

@@ -39,7 +39,7 @@ def query(url: str) -> dict:
     return {k: v for k, v in parse_qs(urlparse(url).query).items()}
 
 
-# --- one click from a turn, a message, a memory -----------------------------------------------------
+# --- one click from a turn, a message, a memory ---------------------------------------------------
 
 
 def test_one_click_from_a_turn_opens_explain_for_its_conversation_scene_and_plan_time(
@@ -246,7 +246,8 @@ def test_a_retraction_by_support_says_so(world, support, support_user):
     items, _ = explained(support)
     retracted_at = MemoryRecord.objects.get(pk=record.id).retracted_at
     assert items[record.id].words == (
-        f"Retracted by support, on the user's behalf, on {when(retracted_at)}: marked no longer true."
+        f"Retracted by support, on the user's behalf, on {when(retracted_at)}: marked no longer "
+        "true."
     )
 
 
@@ -283,9 +284,11 @@ def test_an_older_value_blocked_by_a_forget_names_the_forget(world, support):
     item = items[record.id]
     assert item.reason == "forgotten"
     assert item.words in {
-        f"Blocked by a forget: the user forgot this key everywhere on {when(tombstone.forgotten_at)}, so older "
+        "Blocked by a forget: the user forgot this key everywhere on "
+        f"{when(tombstone.forgotten_at)}, so older "
         "messages cannot bring it back.",
-        f"Forgotten by the user on {when(MemoryRecord.objects.get(pk=record.id).status_since)}; its value is erased.",
+        f"Forgotten by the user on {when(MemoryRecord.objects.get(pk=record.id).status_since)}; "
+        "its value is erased.",
     }
 
 

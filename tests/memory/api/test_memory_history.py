@@ -1,0 +1,22 @@
+"""`GET /memory/history` (SPEC W11, §10): a slot's versions with their effective ends."""
+
+import pytest
+
+from tests.memory.api.calls import assert_memory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_shows_history_with_effective_ends(api, sam):
+    """W11 through the API: rows in valid-time order with `effective_until`."""
+    a = assert_memory(
+        api, user="sam", key="pet.name", value="Rex", valid_from="2026-08-01T00:00:00Z"
+    ).json()["memory"]
+    b = assert_memory(
+        api, user="sam", key="pet.name", value="Max", valid_from="2026-08-03T00:00:00Z"
+    ).json()["memory"]
+    r = api.get("/api/v1/memory/history?user=sam&key=pet.name")
+    rows = r.json()["results"]
+    assert [row["id"] for row in rows] == [a["id"], b["id"]]
+    assert rows[0]["effective_until"] == "2026-08-03T00:00:00Z"
+    assert rows[1]["effective_until"] is None

@@ -1,0 +1,132 @@
+"""`POST /memory/resolve` (SPEC §3, §10): the answer with its prompt and explain, a context
+refused when it names another user's conversation or leaves out its wrapper, in a constant
+number of queries."""
+
+import pytest
+
+from tests.factories import ConversationFactory, MessageFactory, UserFactory
+from tests.helpers import assert_problem
+from tests.memory.api.calls import assert_memory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_resolves_with_prompt_and_explain(api, sam, ctx, conv):
+    """§5/§10: resolve answers active/excluded and, separately, the projection."""
+    msg = MessageFactory(conversation=conv)
+    harbor = assert_memory(
+        api, user="sam", key="basil_plant.name", value="Harbor", sources=[str(msg.pk)]
+    ).json()["memory"]
+    api.post(f"/api/v1/memories/{harbor['id']}/correct", {"value": "Marlowe"}, format="json")
+    unsupported = assert_memory(api, user="sam", key="letter.status", value="sent").json()["memory"]
+    r = api.post("/api/v1/memory/resolve", {"context": ctx, "explain": harbor["id"]}, format="json")
+    assert r.status_code == 200
+    body = r.json()
+    assert [m["value"] for m in body["active"] if m["key"] == "basil_plant.name"] == ["Marlowe"]
+    assert {"id": harbor["id"], "reason": "superseded"} in body["excluded"]
+    assert [p["value"] for p in body["prompt"]] == ["Marlowe"]
+    assert body["prompt"][0] == {
+        "key": "basil_plant.name",
+        "label": "Basil plant's name",
+        "value": "Marlowe",
+        "certainty": "confirmed",
+        "scope": {"kind": "user"},
+    }
+    assert {"id": unsupported["id"], "reason": "unsupported"} in body["prompt_excluded"]
+    assert body["explain"]["id"] == harbor["id"] and body["explain"]["step"] == "R5"
+    assert body["resolver_version"]
+
+
+def test_it_refuses_a_context_with_a_conversation_of_another_user(api, sam, rowan):
+    other = ConversationFactory(user=UserFactory(username="mallory"), character=rowan)
+    r = api.post(
+        "/api/v1/memory/resolve",
+        {"context": {"user": "sam", "conversation": str(other.pk)}},
+        format="json",
+    )
+    assert "context.conversation" in assert_problem(r, 400, "validation_error")["errors"]
+
+
+@pytest.mark.parametrize(
+    "path, body, inside",
+    [
+        (
+            "/api/v1/memory/resolve",
+            {"user": "sam", "character": "captain-rowan"},
+            "(`character`, `user` go inside it)",
+        ),
+        (
+            "/api/v1/policy/decide",
+            {"user": "sam", "capability": "tone.playful", "requested_by": "user"},
+            "(`user` goes inside it)",
+        ),
+    ],
+)
+def test_c5_a_missing_context_wrapper_is_named_in_the_400(api, sam, rowan, path, body, inside):
+    """C5: a body that left out the required `context` object names `context` in `errors`,
+    and says that the context's fields put at the top belong inside it."""
+    response = api.post(path, body, format="json")
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert errors["context"] == [f"This field is required {inside}."]
+    assert errors["user"] == ["Unknown field: it belongs inside `context`."]
+    assert response.json()["detail"].startswith("context: ")
+
+
+@pytest.mark.parametrize("n", [10, 1000])
+def test_it_resolves_in_a_constant_number_of_queries(
+    api, sam, ctx, conv, n, django_assert_num_queries
+):
+    """DESIGN: resolve runs a constant number of SQL queries, whatever the number of records."""
+    from config.clock import db_now
+    from memory.models import MemoryRecord, MemorySource
+
+    now = db_now()
+    msg = MessageFactory(conversation=conv)
+    rows = [
+        MemoryRecord(
+            user=sam,
+            key=f"fact.k{i % 50}",
+            value=f"v{i}",
+            scope_kind="user",
+            scope_id="user:sam",
+            valid_from=now,
+            recorded_at=now,
+            evidence_time=now,
+            version=i + 1,
+            authority="rule-extracted",
+        )
+        for i in range(n)
+    ]
+    MemoryRecord.objects.bulk_create(rows)
+    MemorySource.objects.bulk_create([MemorySource(memory=r, message=msg) for r in rows])
+    body = {"context": {**ctx, "now": "2030-01-01T00:00:00Z"}}
+    api.post("/api/v1/memory/resolve", body, format="json")  # a warm process (config.catalog)
+    # The token; the conversation with its user, profile and character; the context's memory
+    # state (version, records with their sources, tombstones, retractions, the secret) in one
+    # statement. The key registry comes from the catalog cache.
+    with django_assert_num_queries(3):
+        r = api.post("/api/v1/memory/resolve", body, format="json")
+    assert r.status_code == 200
+    assert len(r.json()["active"]) == min(n, 50)
+    # Without a conversation the user is read instead (with the profile).
+    body = {"context": {"user": sam.username, "now": "2030-01-01T00:00:00Z"}}
+    with django_assert_num_queries(3):
+        r = api.post("/api/v1/memory/resolve", body, format="json")
+    assert r.status_code == 200 and len(r.json()["active"]) == min(n, 50)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"user": "nobody"}, "context.user"),
+        ({"conversation": "8f7b4a52-0000-4000-8000-000000000000"}, "context.conversation"),
+        ({"conversation": "not-a-uuid"}, "context.conversation"),
+        ({"character": "someone-else"}, "context.character"),
+    ],
+)
+def test_a_context_read_in_one_query_still_names_what_is_unknown(api, ctx, change, field):
+    """SPEC §0: the conversation is read with its user in one query; when that finds nothing
+    the answer still names the field that is wrong."""
+    r = api.post("/api/v1/memory/resolve", {"context": {**ctx, **change}}, format="json")
+    assert r.status_code == 400 and list(r.json()["errors"]) == [field], r.json()

@@ -1,0 +1,62 @@
+"""`POST /media-jobs/{id}/start` and `/complete` (SPEC D8, D9, §10): a job whose ask was
+answered runs, a stale one is cancelled at start with both versions, unknown jobs are 404."""
+
+import uuid
+
+import pytest
+
+from tests.helpers import assert_problem
+from tests.policy.api.calls import (
+    admit,
+    answer,
+    create_rule,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_d8_d9_answering_a_jobs_ask_once_lets_it_run(api, ctx):
+    job = admit(api, ctx).json()
+    body = answer(api, job["decision"]["decision_id"], media_job=job["id"]).json()
+    assert body["media_job"]["status"] == "queued"
+    started = api.post(f"/api/v1/media-jobs/{job['id']}/start", {}, format="json").json()
+    assert started["status"] == "running"
+    assert started["policy_version_at_start"] == {"defaults": 0, "user": 0}
+    done = api.post(f"/api/v1/media-jobs/{job['id']}/complete", {}, format="json")
+    assert done.status_code == 200 and done.json()["status"] == "done"
+    assert (
+        api.post(f"/api/v1/media-jobs/{job['id']}/complete", {}, format="json").json()["status"]
+        == "done"
+    )
+
+
+def test_d9_a_stale_job_is_cancelled_at_start_with_both_versions(api, ctx):
+    rule = create_rule(api).json()
+    job = admit(api, ctx).json()
+    assert (
+        job["status"] == "queued" and "reason" not in job and "policy_version_at_start" not in job
+    )
+    api.post(f"/api/v1/policy/rules/{rule['id']}/revoke", {}, format="json")
+    started = api.post(f"/api/v1/media-jobs/{job['id']}/start", {}, format="json")
+    assert started.status_code == 200
+    body = started.json()
+    assert (body["status"], body["reason"]) == ("cancelled", "ask:no-applicable-rule")
+    assert (body["policy_version_at_admission"], body["policy_version_at_start"]) == (
+        {"defaults": 0, "user": 1},
+        {"defaults": 0, "user": 2},
+    )
+    assert_problem(
+        api.post(f"/api/v1/media-jobs/{job['id']}/complete", {}, format="json"), 409, "conflict"
+    )
+
+
+def test_d9_unknown_jobs_are_404(api, capabilities):
+    for action in ("start", "complete"):
+        assert_problem(
+            api.post(f"/api/v1/media-jobs/{uuid.uuid4()}/{action}", {}, format="json"),
+            404,
+            "not_found",
+        )
+        assert_problem(
+            api.post(f"/api/v1/media-jobs/nope/{action}", {}, format="json"), 404, "not_found"
+        )

@@ -1,0 +1,84 @@
+"""`GET /turns/{id}` (SPEC §10 C4): a turn reads back with its reply and never a plan, its
+extracted memory as it is now, 404 for an unknown turn, in a flat number of queries."""
+
+import uuid
+
+import pytest
+from django.db import connection
+
+from tests.helpers import assert_problem
+from tests.turns.api.reads import reply, turn
+
+pytestmark = pytest.mark.django_db
+
+
+def test_c4_a_turn_reads_back_with_its_reply_and_never_a_plan(api, conv):
+    created = api.post(
+        f"/api/v1/conversations/{conv.pk}/turns",
+        {"turn_key": "t1", "content": "My cat's name is Miso.", "plan": {"budget": 500}},
+        format="json",
+    ).json()
+    got = api.get(f"/api/v1/turns/{created['id']}").json()
+    assert "plan" not in got and got["reply"] is None and got["status"] == "open"
+    for name in (
+        "id",
+        "conversation",
+        "turn_key",
+        "scene",
+        "status",
+        "user_message",
+        "extracted",
+        "learning",
+    ):
+        assert got[name] == created[name], name
+    assert set(got) == {
+        "id",
+        "conversation",
+        "turn_key",
+        "scene",
+        "status",
+        "user_message",
+        "extracted",
+        "learning",
+        "created_at",
+        "reply",
+    }
+    answer = reply(api, created["id"], "Miso is a lovely name.")
+    replied = api.get(f"/api/v1/turns/{created['id']}").json()
+    assert replied["status"] == "replied"
+    assert replied["reply"] == {**answer, "turn": created["id"], "withheld": False}
+
+
+def test_c4_a_turns_extracted_memory_is_shown_as_it_is_now_never_a_forgotten_value(api, conv):
+    """E1/F2: after a forget the turn's extracted memory shows state `forgotten` and no value."""
+    created = turn(api, conv, "t1", "My cat's name is Miso.")
+    [extracted] = created["extracted"]
+    assert extracted["memory"]["value"] == "Miso"
+    forgot = api.post(f"/api/v1/memories/{extracted['memory']['id']}/forget", {}, format="json")
+    assert forgot.status_code == 200
+    got = api.get(f"/api/v1/turns/{created['id']}").json()
+    memory = got["extracted"][0]["memory"]
+    assert memory["state"] == "forgotten" and memory["value"] == ""
+    assert "Miso" not in str(got)
+
+
+def test_c4_an_unknown_turn_is_a_404(api, conv):
+    assert_problem(api.get(f"/api/v1/turns/{uuid.uuid4()}"), 404, "not_found")
+    made = turn(api, conv, "t1", "Hi.")
+    assert_problem(api.get(f"/api/v1/turns/{made['id']}?plan=1"), 400, "validation_error", "plan")
+
+
+def test_c4_a_turn_read_runs_a_flat_number_of_queries(api, conv, django_assert_num_queries):
+    """Token, the turn with its conversation, user and messages, the database clock (a query
+    on PostgreSQL only), and the E1 read of its extracted memories: their scoped keys' records
+    and the tombstones of their keys (the registry and the secret come from the catalog
+    cache)."""
+    made = turn(api, conv, "t1", "My cat's name is Miso. I live in Oslo.")
+    reply(api, made["id"], "Noted.")
+    clock = 1 if connection.vendor == "postgresql" else 0
+    with django_assert_num_queries(4 + clock):
+        api.get(f"/api/v1/turns/{made['id']}")
+    for i in range(2, 8):
+        turn(api, conv, f"t{i}", f"My dog number {i} is called Rex{i}. I live in Oslo{i}.")
+    with django_assert_num_queries(4 + clock):
+        assert len(api.get(f"/api/v1/turns/{made['id']}").json()["extracted"]) == 2
