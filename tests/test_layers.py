@@ -55,7 +55,7 @@ def imports_of(name: str, *, in_functions: bool = True) -> set[str]:
     return out
 
 
-def test_the_import_contracts_are_kept():
+def test_it_keeps_the_import_contracts():
     """The contracts of `pyproject.toml`: the apps form a DAG, the pure core imports only the
     standard library, API and page modules import no models and no pure-core decision."""
     lint = Path(sys.executable).with_name("lint-imports")
@@ -87,7 +87,7 @@ def test_it_finds_the_modules_it_checks():
 
 
 @pytest.mark.parametrize("name", THIN)
-def test_api_and_page_modules_do_not_touch_the_orm(name):
+def test_it_keeps_api_and_page_modules_off_the_orm(name):
     """Habit 3: validate, call one service or selector, serialize — no `.objects`, no
     queryset built in the view."""
     tree = ast.parse(MODULES[name].read_text())
@@ -115,7 +115,7 @@ LAZY_ALLOWED = {
 
 
 @pytest.mark.parametrize("name", sorted(m for m in MODULES if m not in LAZY_ALLOWED))
-def test_no_import_hides_inside_a_function(name):
+def test_it_finds_no_import_hiding_inside_a_function(name):
     top = imports_of(name, in_functions=False)
     inner = {m for m in imports_of(name) - top if m.split(".")[0] in PACKAGES}
     assert not inner, f"{name} imports {sorted(inner)} inside a function"
@@ -161,11 +161,11 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_module_imports_itself_back_through_others():
+def test_it_finds_no_module_importing_itself_back_through_others():
     assert circles({name: project_imports(name) for name in MODULES}) == []
 
 
-def test_the_circle_check_sees_a_circle_through_a_third_module():
+def test_it_sees_a_circle_through_a_third_module():
     graph = {
         "a.views": {"b.helpers"},
         "b.helpers": {"c.urls"},
@@ -178,7 +178,7 @@ def test_the_circle_check_sees_a_circle_through_a_third_module():
 MAX_LINES = 600  # docs/DECISIONS.md, "Modules of one concern, at most 600 lines"
 
 
-def test_no_module_outside_migrations_passes_600_lines():
+def test_it_finds_no_module_outside_migrations_past_600_lines():
     """Every Python file the repository tracks — the apps, the benchmark, the tests — is at
     most 600 lines; migrations are generated and exempt."""
     tracked = subprocess.run(

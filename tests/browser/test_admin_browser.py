@@ -26,7 +26,7 @@ def active(server, username: str) -> dict:
     return {m["key"]: m for m in answer["active"]}
 
 
-def test_support_staff_forget_a_memory_on_the_users_behalf(
+def test_it_lets_support_staff_forget_a_memory_on_the_users_behalf(
     page, readme_server, person, look, width
 ):
     staff = support_staff(readme_server, f"support-forget-{width}")
@@ -72,7 +72,7 @@ def test_support_staff_forget_a_memory_on_the_users_behalf(
     expect(page.locator("#result_list")).to_contain_text(REASON)
 
 
-def test_support_explains_a_turn_in_one_click(page, readme_server, person, look, width):
+def test_it_lets_support_explain_a_turn_in_one_click(page, readme_server, person, look, width):
     staff = support_staff(readme_server, f"support-explain-{width}")
     admin_sign_in(page, readme_server, staff)
 

@@ -34,7 +34,7 @@ def checked(page, name: str) -> None:
     screenshot(page, name)
 
 
-def test_a_reveal_shows_one_users_text_until_its_time_is_up(
+def test_it_reveals_one_users_text_until_the_reveals_time_is_up(
     desktop, readme_server, person, sign_in, look
 ):
     page, server = desktop, readme_server
@@ -102,7 +102,7 @@ def test_a_reveal_shows_one_users_text_until_its_time_is_up(
     user_page.context.close()
 
 
-def test_the_support_pages_pass_axe(desktop, readme_server, person):
+def test_it_passes_axe_on_the_support_pages(desktop, readme_server, person):
     page, server = desktop, readme_server
     url = server.url
     for staff, private_text in (

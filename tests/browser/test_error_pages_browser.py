@@ -9,7 +9,7 @@ import re
 from playwright.sync_api import expect
 
 
-def test_a_missing_page_is_styled_with_a_way_back(page, readme_server, look):
+def test_it_styles_a_missing_page_with_a_way_back(page, readme_server, look):
     response = page.goto(readme_server.url + "/no-such-page/")
     assert response.status == 404
     expect(page.get_by_role("heading", level=1)).to_have_text("This page does not exist")
@@ -20,7 +20,7 @@ def test_a_missing_page_is_styled_with_a_way_back(page, readme_server, look):
     expect(page).to_have_url(readme_server.url + "/login/")
 
 
-def test_a_signed_in_user_gets_the_404_with_the_sites_navigation(
+def test_it_gives_a_signed_in_user_the_404_with_the_sites_navigation(
     page, readme_server, person, sign_in, look
 ):
     sign_in(page, person)
@@ -32,7 +32,7 @@ def test_a_signed_in_user_gets_the_404_with_the_sites_navigation(
     look(page, "error-404-signed-in")
 
 
-def test_a_form_that_cannot_be_trusted_is_a_styled_403_and_changes_nothing(
+def test_it_answers_an_untrusted_form_with_a_styled_403_and_changes_nothing(
     page, readme_server, person, sign_in, look
 ):
     sign_in(page, person)
@@ -56,7 +56,7 @@ def test_a_form_that_cannot_be_trusted_is_a_styled_403_and_changes_nothing(
     assert decided["effect"] == "ask"
 
 
-def test_the_500_page_is_styled_and_shows_the_request_id(page, readme_server, look):
+def test_it_styles_the_500_page_and_shows_the_request_id(page, readme_server, look):
     html = readme_server.manage(
         "shell",
         "-v",
@@ -81,7 +81,7 @@ def test_the_500_page_is_styled_and_shows_the_request_id(page, readme_server, lo
     look(page, "error-500")
 
 
-def test_too_many_wrong_passwords_is_a_styled_page(page, readme_server, look, width):
+def test_it_styles_the_page_for_too_many_wrong_passwords(page, readme_server, look, width):
     """django-axes locks a username and address after five failures: the page that says so is
     one of ours too."""
     username = f"nobody-{width}"

@@ -45,7 +45,7 @@ def conversation_url(page, server, title: str = "The rooftop greenhouse") -> str
 # --- the user's pages ----------------------------------------------------------------------------
 
 
-def test_the_switches_say_saved_once_and_nothing_deleted_only_when_turning_off(
+def test_it_says_saved_once_and_nothing_deleted_only_when_a_switch_turns_off(
     desktop, readme_server, person, sign_in, look
 ):
     """I8: the save's message once, beside the switches; "Nothing was deleted" reassures only
@@ -68,7 +68,7 @@ def test_the_switches_say_saved_once_and_nothing_deleted_only_when_turning_off(
     look(page, "walk-switch-on")
 
 
-def test_each_switch_sits_on_the_line_of_its_label(desktop, readme_server, person, sign_in):
+def test_it_sits_each_switch_on_the_line_of_its_label(desktop, readme_server, person, sign_in):
     """The Learn and Use checkboxes sit beside their labels, not on a line of their own above."""
     page = desktop
     sign_in(page, person)
@@ -84,7 +84,7 @@ def test_each_switch_sits_on_the_line_of_its_label(desktop, readme_server, perso
     screenshot(page, "walk-switches")
 
 
-def test_what_a_message_taught_is_written_at_the_size_of_the_message(
+def test_it_writes_what_a_message_taught_at_the_size_of_the_message(
     desktop, readme_server, person, sign_in, look
 ):
     page = desktop
@@ -98,7 +98,7 @@ def test_what_a_message_taught_is_written_at_the_size_of_the_message(
     look(page, "walk-transcript")
 
 
-def test_what_the_companion_used_counts_earlier_messages_in_words(
+def test_it_counts_earlier_messages_in_words_under_what_the_companion_used(
     desktop, readme_server, person, sign_in
 ):
     """E2: the first reply had no earlier message, and says so in words."""
@@ -112,7 +112,9 @@ def test_what_the_companion_used_counts_earlier_messages_in_words(
     screenshot(page, "walk-used-first")
 
 
-def test_the_forget_page_says_where_in_plain_words(desktop, readme_server, person, sign_in, look):
+def test_it_says_where_in_plain_words_on_the_forget_page(
+    desktop, readme_server, person, sign_in, look
+):
     """F1: a memory kept in one conversation is forgotten there unless the person chooses
     everywhere — said once, without "only … only"."""
     page = desktop
@@ -127,7 +129,7 @@ def test_the_forget_page_says_where_in_plain_words(desktop, readme_server, perso
     look(page, "walk-forget-conversation")
 
 
-def test_forgetting_one_selected_memory_speaks_of_one(
+def test_it_speaks_of_one_memory_when_one_selected_memory_is_forgotten(
     desktop, readme_server, person, sign_in, look
 ):
     page = desktop
@@ -141,7 +143,7 @@ def test_forgetting_one_selected_memory_speaks_of_one(
     look(page, "walk-forget-one")
 
 
-def test_the_time_zone_message_names_the_zone_as_the_list_does(
+def test_it_names_the_time_zone_in_the_message_as_the_list_does(
     desktop, readme_server, person, sign_in
 ):
     page = desktop
@@ -159,7 +161,7 @@ def test_the_time_zone_message_names_the_zone_as_the_list_does(
     screenshot(page, "walk-time-zone")
 
 
-def test_the_forgotten_page_tells_everywhere_from_every_scope(
+def test_it_tells_everywhere_from_every_scope_on_the_forgotten_page(
     desktop, readme_server, person, sign_in, look
 ):
     """F1: a forget of what applies everywhere (scope `user`) leaves what one character alone
@@ -181,7 +183,7 @@ def test_the_forgotten_page_tells_everywhere_from_every_scope(
     look(page, "walk-forgotten")
 
 
-def test_the_problem_pages_are_not_a_users_private_pages(desktop, readme_server, look):
+def test_it_does_not_treat_the_problem_pages_as_a_users_private_pages(desktop, readme_server, look):
     page = desktop
     for path in ("/problems/", "/problems/not_found"):
         page.goto(readme_server.url + path)
@@ -190,7 +192,7 @@ def test_the_problem_pages_are_not_a_users_private_pages(desktop, readme_server,
         look(page, "walk-problems" + path.replace("/", "-").rstrip("-"))
 
 
-def test_every_page_has_an_icon(desktop, readme_server, person, sign_in):
+def test_it_gives_every_page_an_icon(desktop, readme_server, person, sign_in):
     page = desktop
     response = page.request.get(readme_server.url + "/favicon.ico")
     assert response.status == 200 and response.headers["content-type"] in (
@@ -209,7 +211,7 @@ def test_every_page_has_an_icon(desktop, readme_server, person, sign_in):
 # --- support --------------------------------------------------------------------------------------
 
 
-def test_opening_a_reveal_says_it_once(desktop, readme_server, person):
+def test_it_says_once_that_a_reveal_was_opened(desktop, readme_server, person):
     page, server = desktop, readme_server
     admin_sign_in(page, server, support_staff(server, "walk-reveal-once", private_text=True))
     page.goto(f"{server.url}/admin/support/reveal/?user={person.username}")
@@ -224,7 +226,7 @@ def test_opening_a_reveal_says_it_once(desktop, readme_server, person):
     page.locator("#reveal-close").click()
 
 
-def test_staff_without_the_permission_get_the_admins_403_with_the_reason(
+def test_it_gives_staff_without_the_permission_the_admins_403_with_the_reason(
     desktop, readme_server, person
 ):
     page, server = desktop, readme_server
@@ -238,7 +240,9 @@ def test_staff_without_the_permission_get_the_admins_403_with_the_reason(
     screenshot(page, "walk-admin-403")
 
 
-def test_the_explain_page_reads_like_the_users_pages_and_fits(desktop, readme_server, person):
+def test_it_makes_the_explain_page_read_like_the_users_pages_and_fit(
+    desktop, readme_server, person
+):
     """The explain page of a turn: no raw ISO times, the user pages' labels, the date a
     forgotten value was erased, and the memory table inside its box at 1280 px."""
     page, server = desktop, readme_server
@@ -275,7 +279,9 @@ def test_the_explain_page_reads_like_the_users_pages_and_fits(desktop, readme_se
 # --- the demo -------------------------------------------------------------------------------------
 
 
-def test_the_demo_forgets_after_the_message_that_asks(desktop, readme_server, person, sign_in):
+def test_it_runs_the_demos_forget_after_the_message_that_asks_for_it(
+    desktop, readme_server, person, sign_in
+):
     """The demo's "Please forget where I live." is said before the forget it asks for."""
     page = desktop
     tombstones = readme_server.api("GET", f"/tombstones?user={person.username}")
@@ -292,7 +298,7 @@ def test_the_demo_forgets_after_the_message_that_asks(desktop, readme_server, pe
     assert said_at < forgotten_at, (said_at, forgotten_at)
 
 
-def test_your_data_says_how_to_read_the_files_status_and_secret(
+def test_it_says_on_your_data_how_to_read_the_files_status_and_secret(
     desktop, readme_server, person, sign_in
 ):
     """§9, E1: the export carries stored rows, never state — a replaced value can still say
@@ -316,7 +322,7 @@ def test_your_data_says_how_to_read_the_files_status_and_secret(
 # --- boundaries wherever they apply (SPEC §6) -----------------------------------------------------
 
 
-def test_a_boundary_can_be_set_for_a_scene_and_everywhere_names_its_exceptions(
+def test_it_sets_a_boundary_for_a_scene_and_names_the_exceptions_everywhere(
     desktop, readme_server, person, sign_in, look
 ):
     """§6: the demo's greenhouse scene is a place to choose for, like a conversation; the

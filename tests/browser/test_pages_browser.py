@@ -46,7 +46,7 @@ def assert_word_on_one_line(page, word: str) -> None:
     assert set(lines) == {1}, f"{word!r} breaks across lines on {page.url}: {lines}"
 
 
-def test_sign_in_and_correct_a_memory(page, readme_server, person, sign_in, look):
+def test_it_lets_a_user_sign_in_and_correct_a_memory(page, readme_server, person, sign_in, look):
     told = tell(readme_server, person, "My dog's name is Rex.")
     sign_in(page, person, shot="01-sign-in", look=look)
     expect(page.get_by_role("heading", level=1)).to_have_text("What your companion remembers")
@@ -84,7 +84,9 @@ def test_sign_in_and_correct_a_memory(page, readme_server, person, sign_in, look
     look(page, "05-history")
 
 
-def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, person, sign_in, look):
+def test_it_forgets_a_memory_so_that_nothing_holds_it_any_more(
+    page, readme_server, person, sign_in, look
+):
     told = tell(readme_server, person, "My dog's name is Rex.")
     assert [
         m["value"]
@@ -148,7 +150,7 @@ def test_forget_a_memory_and_nothing_holds_it_any_more(page, readme_server, pers
     look(page, "11-conversation")
 
 
-def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(
+def test_it_shows_never_in_one_conversation_on_the_card_and_the_api_follows(
     page, readme_server, person, sign_in, look
 ):
     """Choose "Never" only in one conversation and save: the card shows that
@@ -216,7 +218,7 @@ def test_never_in_one_conversation_shows_on_the_card_and_the_api_follows(
     assert decide(conversation=conversation)["effect"] == "ask"
 
 
-def test_every_page_reads_well_and_works_from_the_keyboard(
+def test_it_makes_every_page_read_well_and_work_from_the_keyboard(
     page, readme_server, person, sign_in, look, width
 ):
     told = tell(readme_server, person, "My dog's name is Rex.")

@@ -28,7 +28,7 @@ def produced(page, message_id: str):
     return page.locator(f"#m-{message_id} .produced")
 
 
-def test_e1_a_confirmed_memory_is_not_replaced_in_the_transcript(
+def test_it_does_not_show_a_confirmed_memory_as_replaced_in_the_transcript_e1(
     page, readme_server, person, sign_in, look
 ):
     told = tell(readme_server, person, "My dog's name is Rex.")
@@ -52,7 +52,7 @@ def test_e1_a_confirmed_memory_is_not_replaced_in_the_transcript(
     assert readme_server.api("GET", f"/memories/{confirmed}")["state"] == "active"
 
 
-def test_e1_an_undone_no_longer_true_reads_as_remembered_in_the_transcript(
+def test_it_shows_an_undone_no_longer_true_as_remembered_in_the_transcript_e1(
     page, readme_server, person, sign_in, look
 ):
     told = tell(readme_server, person, "My cat's name is Miso.")
@@ -80,7 +80,7 @@ def test_e1_an_undone_no_longer_true_reads_as_remembered_in_the_transcript(
     assert readme_server.api("GET", f"/memories/{again}")["state"] == "active"
 
 
-def test_e1_the_admin_list_shows_the_state_and_filters_by_it_like_the_api(
+def test_it_shows_the_state_in_the_admin_list_and_filters_by_it_like_the_api_e1(
     page, readme_server, person, look, width
 ):
     history = readme_server.api(

@@ -31,7 +31,9 @@ def open_transcript(page, server):
 # --- SPEC E2: what a reply used ------------------------------------------------------------------
 
 
-def test_under_each_reply_what_the_companion_used(page, readme_server, person, sign_in, look):
+def test_it_shows_under_each_reply_what_the_companion_used(
+    page, readme_server, person, sign_in, look
+):
     """E2: a closed section under every companion reply; opened, the memories the prompt held
     with their certainty and a link to the card (where confirm, correct and forget are), what
     was left out and why, the boundary decision; a memory forgotten since shows as forgotten,
@@ -80,7 +82,7 @@ def test_under_each_reply_what_the_companion_used(page, readme_server, person, s
 # --- I8: the switches where they matter ----------------------------------------------------------
 
 
-def test_with_memory_use_off_every_page_and_card_says_so(
+def test_it_says_on_every_page_and_card_when_memory_use_is_off(
     page, readme_server, person, sign_in, look
 ):
     """I8: with "Use memories in conversations" off, every page says memories are not used
@@ -113,9 +115,7 @@ def test_with_memory_use_off_every_page_and_card_says_so(
     expect(page.get_by_label("Use memories in conversations")).not_to_be_checked()
 
 
-def test_with_learning_off_the_transcript_and_memories_say_nothing_new_is_noted(
-    page, readme_server, person, sign_in, look
-):
+def test_it_says_nothing_new_is_noted_with_learning_off(page, readme_server, person, sign_in, look):
     """I8: with learning off, the memories page and the transcript say nothing new is noted;
     the boundaries page, which learning does not touch, does not."""
     server = readme_server
@@ -133,7 +133,7 @@ def test_with_learning_off_the_transcript_and_memories_say_nothing_new_is_noted(
 # --- Feedback where the eye is -------------------------------------------------------------------
 
 
-def test_a_boundary_save_says_so_inside_its_card_with_the_focus_on_it(
+def test_it_says_a_boundary_was_saved_inside_its_card_with_the_focus_on_it(
     page, readme_server, person, sign_in, look
 ):
     """After saving on the Boundaries page the message is inside the changed card, which is
@@ -157,7 +157,7 @@ def test_a_boundary_save_says_so_inside_its_card_with_the_focus_on_it(
     look(page, "boundaries-saved-in-card")
 
 
-def test_without_javascript_a_boundary_save_lands_on_its_card(
+def test_it_lands_a_boundary_save_on_its_card_without_javascript(
     chromium, readme_server, person, width
 ):
     """The same without JavaScript: the redirect names the card's fragment, the message is
@@ -187,7 +187,7 @@ def test_without_javascript_a_boundary_save_lands_on_its_card(
         context.close()
 
 
-def test_signing_in_empty_gives_one_clear_error(page, readme_server, person, look):
+def test_it_gives_one_clear_error_for_an_empty_sign_in(page, readme_server, person, look):
     """An empty sign-in form shows one clear message, not "didn't match" beside "This field is
     required" (blanks get past the browser's own check: the server sees an empty username)."""
     server = readme_server
@@ -206,7 +206,7 @@ def test_signing_in_empty_gives_one_clear_error(page, readme_server, person, loo
     expect(page.locator(".error-summary")).to_contain_text("didn't match")
 
 
-def test_signing_out_says_so(page, readme_server, person, sign_in, look):
+def test_it_says_so_after_signing_out(page, readme_server, person, sign_in, look):
     """Signing out says so on the sign-in page it lands on."""
     sign_in(page, person)
     page.get_by_role("button", name="Sign out").click()
@@ -215,9 +215,7 @@ def test_signing_out_says_so(page, readme_server, person, sign_in, look):
     look(page, "signed-out")
 
 
-def test_the_time_zone_choice_lists_canonical_zones_by_region(
-    page, readme_server, person, sign_in, look
-):
+def test_it_lists_canonical_time_zones_by_region(page, readme_server, person, sign_in, look):
     """The time-zone list names each place once by its canonical name, grouped by region: no
     legacy aliases, no Etc/GMT±N, no "Factory" or "localtime", no duplicates."""
     server = readme_server
@@ -248,7 +246,7 @@ def test_the_time_zone_choice_lists_canonical_zones_by_region(
     look(page, "data-time-zone")
 
 
-def test_forgetting_everything_is_worded_as_what_happened(
+def test_it_words_forgetting_everything_as_what_happened(
     page, readme_server, person, sign_in, look
 ):
     """After "Forget everything": a sentence about what was forgotten (not "9 kinds of
@@ -270,7 +268,7 @@ def test_forgetting_everything_is_worded_as_what_happened(
 # --- The admin at 1280 px ------------------------------------------------------------------------
 
 
-def test_the_admin_lists_fit_at_1280(desktop, readme_server, person):  # noqa: F811
+def test_it_fits_the_admin_lists_at_1280(desktop, readme_server, person):  # noqa: F811
     """At 1280 px every column of a changelist is in view: none behind the filter panel, and
     the list does not scroll sideways."""
     page, server = desktop, readme_server
@@ -303,7 +301,7 @@ def test_the_admin_lists_fit_at_1280(desktop, readme_server, person):  # noqa: F
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
 
 
-def test_the_admin_writes_dates_as_the_pages_do(desktop, readme_server, person):  # noqa: F811
+def test_it_writes_dates_in_the_admin_as_the_pages_do(desktop, readme_server, person):  # noqa: F811
     """The admin's lists write "1 Dec 2026, 19:21", as the user's pages do."""
     page, server = desktop, readme_server
     admin_sign_in(page, server, support_staff(server, "support-dates", private_text=False))
@@ -315,7 +313,9 @@ def test_the_admin_writes_dates_as_the_pages_do(desktop, readme_server, person):
 # --- A demo a person believes --------------------------------------------------------------------
 
 
-def test_the_demo_reads_like_evenings_a_person_had(page, readme_server, person, sign_in, look):
+def test_it_makes_the_demo_read_like_evenings_a_person_had(
+    page, readme_server, person, sign_in, look
+):
     """Every memory's source message says what was learned (the lamp's message mentions the
     lamp), replies are sentences, and the evenings are days apart, so a history window reads
     from one day to another."""

@@ -60,7 +60,7 @@ def python_client(live_server, tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_the_generated_python_client_passes_mypy_strict_and_runs_the_loop(
+def test_it_generates_a_python_client_that_passes_mypy_strict_and_runs_the_loop(
     python_client, live_server, token
 ):
     run(
@@ -100,7 +100,7 @@ def test_the_generated_python_client_passes_mypy_strict_and_runs_the_loop(
     assert seen.snapshot_format == "companion-memory/2"
 
 
-def test_the_generated_python_client_reads_a_problem(python_client, live_server, token):
+def test_it_generates_a_python_client_that_reads_a_problem(python_client, live_server, token):
     loop = importlib.import_module("loop")
     client_module = importlib.import_module("companion_client")
     user_delete = importlib.import_module("companion_client.api.users_and_characters.user_delete")
@@ -119,7 +119,7 @@ def test_the_generated_python_client_reads_a_problem(python_client, live_server,
     reason="node is not installed: the "
     "TypeScript check needs node 20 and `npm ci` in clients/typescript",
 )
-def test_the_typescript_types_check_the_loop_under_tsc_strict(live_server, tmp_path):
+def test_it_generates_typescript_types_that_check_the_loop_under_tsc_strict(live_server, tmp_path):
     bin_dir = TYPESCRIPT / "node_modules" / ".bin"
     if not (bin_dir / "tsc").exists():
         run("npm", "ci", "--no-audit", "--no-fund", cwd=TYPESCRIPT)

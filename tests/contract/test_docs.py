@@ -18,7 +18,7 @@ def _validator(schema: dict, part: dict):
     return jsonschema.Draft7Validator({**part, "components": schema["components"]})
 
 
-def test_every_request_body_has_an_example_its_schema_allows(schema):
+def test_it_gives_every_request_body_an_example_its_schema_allows(schema):
     for path, item in schema["paths"].items():
         for method, operation in item.items():
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
@@ -32,7 +32,7 @@ def test_every_request_body_has_an_example_its_schema_allows(schema):
                 assert not errors, (method, path, errors)
 
 
-def test_every_problem_example_matches_the_problem_shape(schema):
+def test_it_gives_problem_examples_that_match_the_problem_shape(schema):
     validator = _validator(schema, {"$ref": "#/components/schemas/Problem"})
     for item in schema["paths"].values():
         for operation in item.values():
@@ -45,7 +45,7 @@ def test_every_problem_example_matches_the_problem_shape(schema):
                     assert not list(validator.iter_errors(example["value"]))
 
 
-def test_an_unknown_field_is_refused_as_the_schema_says(api, schema):
+def test_it_refuses_an_unknown_field_as_the_schema_says(api, schema):
     """C1: `additionalProperties: false`, and the 400 names the field."""
     assert schema["components"]["schemas"]["UserPutInputRequest"]["additionalProperties"] is False
     response = api.put("/api/v1/users/sam", {"nickname": "x"}, format="json")
@@ -53,6 +53,6 @@ def test_an_unknown_field_is_refused_as_the_schema_says(api, schema):
     assert response.json()["errors"] == {"nickname": ["Unknown field."]}
 
 
-def test_the_docs_page_loads_the_schema(client):
+def test_it_loads_the_schema_on_the_docs_page(client):
     html = client.get("/api/docs/").content.decode()
     assert "swagger" in html.lower()

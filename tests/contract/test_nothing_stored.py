@@ -165,7 +165,7 @@ def refusals(w):
     ]
 
 
-def test_a_refused_request_stores_nothing(api, monkeypatch):
+def test_it_stores_nothing_for_a_refused_request(api, monkeypatch):
     from config.api import RuntimeThrottle
 
     monkeypatch.setattr(RuntimeThrottle, "THROTTLE_RATES", {})
@@ -188,7 +188,7 @@ def test_a_refused_request_stores_nothing(api, monkeypatch):
         )
 
 
-def test_the_retry_of_a_turn_refused_for_its_plan_creates_it(api, monkeypatch):
+def test_it_creates_a_turn_on_the_retry_of_one_refused_for_its_plan(api, monkeypatch):
     """C2: an unknown capability in `plan` creates no turn and no memory; the retry with the
     same `turn_key` and a good plan creates it (201)."""
     w = build(api)

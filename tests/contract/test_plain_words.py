@@ -53,13 +53,13 @@ def properties(name, shape, where=""):
             yield from properties(name, prop["items"], f"{where}{prop_name}[].")
 
 
-def test_c6_the_walk_sees_every_operation_and_shape(schema):
+def test_it_walks_every_operation_and_shape_c6(schema):
     """The walk below is not vacuous: the API's operations and shapes are all there."""
     assert len(list(operations(schema))) >= 42
     assert len(schema["components"]["schemas"]) >= 100
 
 
-def test_c6_every_operation_has_a_summary_and_a_self_standing_description(schema):
+def test_it_gives_every_operation_a_summary_and_a_self_standing_description_c6(schema):
     missing = []
     for name, operation in operations(schema):
         summary = operation.get("summary", "")
@@ -71,7 +71,7 @@ def test_c6_every_operation_has_a_summary_and_a_self_standing_description(schema
     assert missing == []
 
 
-def test_c6_every_parameter_has_a_description(schema):
+def test_it_gives_every_parameter_a_description_c6(schema):
     missing = [
         (name, p["name"])
         for name, operation in operations(schema)
@@ -81,7 +81,7 @@ def test_c6_every_parameter_has_a_description(schema):
     assert missing == []
 
 
-def test_c6_every_field_of_every_shape_has_a_description(schema):
+def test_it_gives_every_field_of_every_shape_a_description_c6(schema):
     missing = [
         place
         for name, shape in schema["components"]["schemas"].items()
@@ -91,7 +91,7 @@ def test_c6_every_field_of_every_shape_has_a_description(schema):
     assert missing == []
 
 
-def test_c6_every_operation_is_in_one_group_shown_in_order(schema):
+def test_it_puts_every_operation_in_one_group_shown_in_order_c6(schema):
     tags = [t["name"] for t in schema["tags"]]
     assert tags == [g for g in GROUPS if g in tags]
     assert all(t.get("description") for t in schema["tags"])
@@ -102,13 +102,13 @@ def test_c6_every_operation_is_in_one_group_shown_in_order(schema):
     assert set(GROUPS) - used <= {"events"}  # the events feed (§14) is its own change
 
 
-def test_c6_the_groups_are_the_ones_the_rules_name():
+def test_it_groups_operations_by_the_groups_the_rules_name_c6():
     from config.schema import TAGS
 
     assert [t["name"] for t in TAGS] == GROUPS
 
 
-def test_c5_the_schema_says_why_plan_memories_carry_no_ids_and_where_they_are(schema):
+def test_it_says_why_plan_memories_carry_no_ids_and_where_they_are_c5(schema):
     shapes = schema["components"]["schemas"]
     memories = shapes["PromptPlanOutput"]["properties"]["memories"]["description"]
     assert "no id" in memories and "(P4)" in memories
@@ -118,7 +118,7 @@ def test_c5_the_schema_says_why_plan_memories_carry_no_ids_and_where_they_are(sc
     assert "no ids" in shapes["ResolveOutput"]["properties"]["prompt"]["description"]
 
 
-def test_c5_ask_documents_its_question_in_words_and_answers_understood(schema):
+def test_it_documents_the_asks_question_in_words_and_understood_c5(schema):
     operation = schema["paths"]["/api/v1/memory/ask"]["get"]
     [q] = [p for p in operation["parameters"] if p["name"] == "q"]
     assert q["description"].startswith("A question in words")
@@ -128,7 +128,7 @@ def test_c5_ask_documents_its_question_in_words_and_answers_understood(schema):
     assert "understood" in answer["required"]
 
 
-def test_the_import_path_and_body_rule_is_in_the_schema(schema):
+def test_it_states_the_imports_path_and_body_rule(schema):
     """A positive-mode finding: the import refuses a snapshot of another user; the schema says
     so on the operation and on the field."""
     operation = schema["paths"]["/api/v1/users/{user_ref}/import"]["post"]
@@ -137,7 +137,7 @@ def test_the_import_path_and_body_rule_is_in_the_schema(schema):
     assert "must be the `{user_ref}` of the path" in ref["description"]
 
 
-def test_c5_a_tombstone_scope_has_the_memory_scope_kinds_and_everywhere(schema):
+def test_it_gives_a_tombstone_scope_the_memory_scope_kinds_and_everywhere_c5(schema):
     shapes = schema["components"]["schemas"]
     tombstone = shapes["TombstoneOutput"]
     assert {"scope", "scope_id"} <= set(tombstone["required"])

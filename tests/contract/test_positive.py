@@ -38,7 +38,7 @@ def world(api, api_token, in_process_wsgi, monkeypatch):
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
-def test_every_schema_valid_request_is_accepted(case, world):
+def test_it_accepts_every_schema_valid_request(case, world):
     w, headers = world
     point_at(w, case)
     keep_the_test_connection()

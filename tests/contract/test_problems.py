@@ -43,7 +43,7 @@ def raised_codes() -> set[str]:
     return codes
 
 
-def test_every_code_the_api_raises_is_in_the_list():
+def test_it_lists_every_code_the_api_raises():
     missing = raised_codes() - set(problems.PROBLEM_CODES)
     assert not missing
     assert {
@@ -67,7 +67,7 @@ def test_every_code_the_api_raises_is_in_the_list():
 
 
 @pytest.mark.parametrize("code", list(problems.PROBLEM_CODES))
-def test_every_problem_type_is_a_page_without_a_token(client, code):
+def test_it_serves_every_problem_type_as_a_page_without_a_token(client, code):
     response = client.get(problems.type_uri(code))
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/html")
@@ -77,19 +77,19 @@ def test_every_problem_type_is_a_page_without_a_token(client, code):
     assert "pages.css" in html  # styled like the site
 
 
-def test_the_list_of_problems_links_every_page(client):
+def test_it_links_every_problem_page_from_the_list(client):
     html = client.get("/problems/").content.decode()
     for code in problems.PROBLEM_CODES:
         assert f'href="/problems/{code}"' in html
 
 
-def test_an_unknown_problem_code_is_the_404_page(client):
+def test_it_answers_the_404_page_for_an_unknown_problem_code(client):
     response = client.get("/problems/no_such_code")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
 
 
-def test_every_operation_documents_its_problems_with_the_problem_shape(client):
+def test_it_documents_every_operations_problems_with_the_problem_shape(client):
     schema = client.get("/api/schema/?format=json").json()
     problem = schema["components"]["schemas"]["Problem"]
     assert EXTENSIONS <= set(problem["properties"])
@@ -114,7 +114,7 @@ def test_every_operation_documents_its_problems_with_the_problem_shape(client):
                 assert content["application/problem+json"].get("examples"), (path, status)
 
 
-def test_a_real_422_carries_only_documented_fields(api, client):
+def test_it_carries_only_documented_fields_in_a_real_422(api, client):
     """The budget problem of a turn creation carries `turn`, `needed_tokens` and
     `available_tokens`, all in the schema's problem shape."""
     schema = client.get("/api/schema/?format=json").json()

@@ -28,7 +28,7 @@ def readme_blocks() -> list[str]:
     return re.findall(r"```sh\n(.*?)```", section, re.S)
 
 
-def test_the_readme_has_the_loop_in_three_blocks():
+def test_it_has_the_loop_in_three_blocks():
     start, helpers, loop = readme_blocks()
     assert start.strip() == "make run"
     assert "export API=http://127.0.0.1:8000/api/v1" in helpers
@@ -46,7 +46,7 @@ def test_the_readme_has_the_loop_in_three_blocks():
         assert step in loop, step
 
 
-def test_the_readme_loop_runs_as_written(live_server, api_token):
+def test_it_runs_the_loop_as_written(live_server, api_token):
     _, helpers, loop = readme_blocks()
     # The address and the token are this test's server's; every other line runs as written.
     kept = [

@@ -13,7 +13,7 @@ from tests.contract.test_schema_conformance import case_of, every_call
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_every_operation_answers_over_http_as_its_schema_says(
+def test_it_answers_every_operation_over_http_as_its_schema_says(
     api, api_token, live_server, monkeypatch
 ):
     from config.api import RuntimeThrottle

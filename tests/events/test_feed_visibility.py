@@ -60,7 +60,7 @@ def _read_until_some(cursor):
         time.sleep(0.05)
 
 
-def test_a_transaction_that_commits_late_holds_the_feed_back_instead_of_being_overtaken():
+def test_it_holds_back_for_a_transaction_that_commits_late_instead_of_overtaking():
     first_written, second_committed, release = (
         threading.Event(),
         threading.Event(),
@@ -95,7 +95,7 @@ def test_a_transaction_that_commits_late_holds_the_feed_back_instead_of_being_ov
     assert read_all(cursor)[0] == []
 
 
-def test_a_transaction_of_another_database_does_not_hold_the_feed_back():
+def test_it_is_not_held_back_by_a_transaction_of_another_database():
     """Transaction ids are the cluster's, but a session of another database cannot write this
     one's events: its running transaction is left out of the horizon (while one of this database
     holds the feed back, as above)."""
@@ -126,7 +126,7 @@ def test_a_transaction_of_another_database_does_not_hold_the_feed_back():
         other.close()
 
 
-def test_a_reader_following_the_feed_while_8_writers_commit_misses_nothing():
+def test_it_misses_nothing_for_a_reader_following_it_while_8_writers_commit():
     """V4: 8 writer threads commit (and some roll back) transactions of 1–3 events with random
     pauses; writer 0's first transaction writes an event, waits until writer 1 (which starts after
     that event) has committed, then writes one more, so an older transaction surely commits a

@@ -74,7 +74,7 @@ def test_it_writes_memory_created_for_an_asserted_memory(conv):
     assert_no_private_text()
 
 
-def test_an_unchanged_or_blocked_write_leaves_no_event(conv):
+def test_it_leaves_no_event_for_an_unchanged_or_blocked_write(conv):
     memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
     )
@@ -84,7 +84,7 @@ def test_an_unchanged_or_blocked_write_leaves_no_event(conv):
     assert types() == ["memory.created"]
 
 
-def test_a_correction_creates_a_record_and_changes_the_one_it_supersedes(conv):
+def test_it_records_a_correction_creating_a_record_and_changing_the_one_it_supersedes(conv):
     first = memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
     ).record
@@ -97,7 +97,7 @@ def test_a_correction_creates_a_record_and_changes_the_one_it_supersedes(conv):
     assert_no_private_text()
 
 
-def test_a_retraction_changes_the_record_to_retracted(conv):
+def test_it_records_a_retraction_changing_the_record_to_retracted(conv):
     first = memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
     ).record
@@ -109,7 +109,7 @@ def test_a_retraction_changes_the_record_to_retracted(conv):
     )
 
 
-def test_a_forget_names_the_tombstone_the_purged_records_and_the_withheld_messages(conv):
+def test_it_names_a_forgets_tombstone_purged_records_and_withheld_messages(conv):
     first = memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
     ).record
@@ -134,7 +134,7 @@ def test_a_forget_names_the_tombstone_the_purged_records_and_the_withheld_messag
     assert_no_private_text()
 
 
-def test_a_forget_lists_the_messages_it_withholds_and_an_undo_those_it_releases(conv):
+def test_it_lists_the_messages_a_forget_withholds_and_an_undo_releases(conv):
     """V1 + F6: `memory.forgotten` carries the ids of the messages the forget withholds (the
     source and a message that mentions the value), `tombstone.deleted` the ids it gives back."""
     said = MessageFactory(conversation=conv, content="My cat is called Miso.")
@@ -154,7 +154,7 @@ def test_a_forget_lists_the_messages_it_withholds_and_an_undo_those_it_releases(
     assert_no_private_text()
 
 
-def test_support_forgetting_on_the_users_behalf_leaves_the_event(conv):
+def test_it_leaves_the_event_when_support_forgets_on_the_users_behalf(conv):
     staff = support_services.support_staff_put(username="helper", password="pw-long-enough-1")
     first = memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
@@ -168,7 +168,7 @@ def test_support_forgetting_on_the_users_behalf_leaves_the_event(conv):
     )
 
 
-def test_a_switch_change_writes_settings_changed_and_a_no_op_writes_nothing(conv):
+def test_it_writes_settings_changed_for_a_switch_change_and_nothing_for_a_no_op(conv):
     memory_services.memory_settings_set(user=conv.user, changed_by="api", learn=False)
     memory_services.memory_settings_set(user=conv.user, changed_by="api", learn=False)
     assert events() == [
@@ -176,7 +176,7 @@ def test_a_switch_change_writes_settings_changed_and_a_no_op_writes_nothing(conv
     ]
 
 
-def test_a_policy_change_carries_the_version_and_the_rules(conv):
+def test_it_gives_a_policy_change_the_version_and_the_rules(conv):
     rule = policy_services.rule_create(
         user=conv.user,
         capability="media.image",
@@ -199,7 +199,7 @@ def test_a_policy_change_carries_the_version_and_the_rules(conv):
     assert types().count("policy.changed") == 2
 
 
-def test_a_turn_that_learns_writes_its_events_with_the_turn(conv):
+def test_it_writes_a_learning_turns_events_with_the_turn(conv):
     result = turn_create(
         conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rexalot."
     )
@@ -214,12 +214,12 @@ def test_a_turn_that_learns_writes_its_events_with_the_turn(conv):
     assert_no_private_text()
 
 
-def test_deleting_a_conversation_writes_conversation_deleted(conv):
+def test_it_writes_conversation_deleted_when_a_conversation_is_deleted(conv):
     conversation_delete(conversation_id=conv.pk)
     assert events() == [("conversation.deleted", "sam", {"conversation": str(conv.pk)})]
 
 
-def test_deleting_a_user_leaves_only_user_deleted(conv):
+def test_it_leaves_only_user_deleted_when_a_user_is_deleted(conv):
     other = UserFactory(username="ana")
     memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
@@ -231,7 +231,7 @@ def test_deleting_a_user_leaves_only_user_deleted(conv):
     assert events() == [("memory.created", "ana", events()[0][2]), ("user.deleted", "sam", {})]
 
 
-def test_an_import_announces_what_it_created(conv):
+def test_it_announces_what_an_import_created(conv):
     memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
     )
@@ -246,7 +246,7 @@ def test_an_import_announces_what_it_created(conv):
     assert_no_private_text()
 
 
-def test_a_change_that_fails_leaves_no_event(conv, monkeypatch):
+def test_it_leaves_no_event_for_a_change_that_fails(conv, monkeypatch):
     """V1: the event is in the change's transaction, so it rolls back with it."""
     first = memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
@@ -261,7 +261,7 @@ def test_a_change_that_fails_leaves_no_event(conv, monkeypatch):
     assert types() == ["memory.created"]
 
 
-def test_events_are_never_written_outside_a_transaction():
+def test_it_never_writes_an_event_outside_a_transaction():
     """V1: `record` refuses autocommit, where the event would commit apart from its change."""
     from django.utils import timezone
 
@@ -279,7 +279,7 @@ def _outside_transaction(fn):
         connection.in_atomic_block = saved
 
 
-def test_the_user_ref_of_user_deleted_outlives_the_user(conv):
+def test_it_keeps_the_user_ref_of_user_deleted_after_the_user_is_gone(conv):
     user_delete(user=conv.user)
     assert not get_user_model().objects.filter(username="sam").exists()
     assert Event.objects.get().user_ref == "sam"

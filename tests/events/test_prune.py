@@ -40,7 +40,7 @@ def test_it_deletes_events_past_the_retention_and_its_margin_with_their_deliveri
     assert list(Delivery.objects.values_list("event_id", flat=True)) == [kept.pk]
 
 
-def test_the_command_prunes_too(settings, capsys):
+def test_it_prunes_from_the_command_too(settings, capsys):
     settings.EVENTS_RETENTION_DAYS = 1
     event_at(timezone.now() - timedelta(days=2))
     call_command("prune_events")

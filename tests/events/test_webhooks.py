@@ -51,7 +51,7 @@ def test_it_refuses_loopback_private_link_local_and_reserved_addresses(address):
     )
 
 
-def test_one_refused_address_among_public_ones_refuses_the_url():
+def test_it_refuses_a_url_with_one_refused_address_among_public_ones():
     assert url_refusal(
         "https://hooks.example.com/in", resolve=resolving_to("93.184.216.34", "10.0.0.1")
     )
@@ -76,13 +76,13 @@ def test_it_refuses_other_schemes_and_credentials(url, reason):
     assert url_refusal(url, resolve=resolving_to("93.184.216.34")) == reason
 
 
-def test_settings_allow_http_and_private_addresses_for_development(settings):
+def test_it_allows_http_and_private_addresses_by_setting_for_development(settings):
     settings.WEBHOOK_ALLOW_HTTP = True
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     assert url_refusal("http://127.0.0.1:9/in", resolve=resolving_to("127.0.0.1")) is None
 
 
-def test_registration_refuses_a_refused_url_and_unknown_types():
+def test_it_refuses_to_register_a_refused_url_or_unknown_types():
     with pytest.raises(ValidationError) as refused:
         endpoint_create(url="https://127.0.0.1/in")
     assert refused.value.errors == {
@@ -93,7 +93,7 @@ def test_registration_refuses_a_refused_url_and_unknown_types():
     assert not WebhookEndpoint.objects.exists()
 
 
-def test_a_delivery_checks_the_address_again_and_logs_the_refusal(settings):
+def test_it_checks_the_address_again_on_delivery_and_logs_the_refusal(settings):
     """V3: the address may resolve elsewhere later: checked before every POST."""
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     endpoint, _ = endpoint_create(url="http://127.0.0.1:9/in")
@@ -122,7 +122,7 @@ def _pending(endpoint):
     )
 
 
-def test_a_signed_request_verifies_with_the_standard_webhooks_library():
+def test_it_signs_requests_that_verify_with_the_standard_webhooks_library():
     endpoint = WebhookEndpoint(url="https://hooks.example.com/in", secret="whsec_" + "QUJD" * 11)
     event = {
         "id": "evt_7",
@@ -142,14 +142,14 @@ def test_a_signed_request_verifies_with_the_standard_webhooks_library():
         Webhook("whsec_" + "WFla" * 11).verify(body, headers)
 
 
-def test_the_secret_is_a_standard_webhooks_secret_of_32_random_bytes():
+def test_it_makes_a_standard_webhooks_secret_of_32_random_bytes():
     import base64
 
     a, b = (endpoint_create(url="https://93.184.216.34/in")[1] for _ in range(2))
     assert a != b and a.startswith("whsec_") and len(base64.b64decode(a[6:])) == 32
 
 
-def test_the_backoff_doubles_from_5_seconds_up_to_an_hour():
+def test_it_doubles_the_backoff_from_5_seconds_up_to_an_hour():
     assert [delivery.backoff(n) for n in range(1, 14)] == [
         5,
         10,
@@ -167,7 +167,7 @@ def test_the_backoff_doubles_from_5_seconds_up_to_an_hour():
     ]
 
 
-def test_past_the_give_up_window_the_delivery_fails_and_the_endpoint_is_disabled(settings):
+def test_it_fails_the_delivery_and_disables_the_endpoint_past_the_give_up_window(settings):
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     settings.WEBHOOK_GIVE_UP_SECONDS = 60
     endpoint, _ = endpoint_create(url="http://127.0.0.1:9/in")  # nothing listens on port 9
@@ -192,7 +192,7 @@ def staff_client(client):
     return client
 
 
-def test_the_admin_registers_an_endpoint_and_shows_its_secret_once(staff_client, settings):
+def test_it_registers_an_endpoint_in_the_admin_and_shows_its_secret_once(staff_client, settings):
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
     refused = staff_client.post(
         "/admin/events/webhookendpoint/add/",
@@ -223,7 +223,7 @@ def test_the_admin_registers_an_endpoint_and_shows_its_secret_once(staff_client,
     assert endpoint.secret not in page and endpoint.secret not in listing
 
 
-def test_the_admin_shows_attempts_and_sends_a_delivery_again(staff_client, settings):
+def test_it_shows_attempts_in_the_admin_and_sends_a_delivery_again(staff_client, settings):
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     endpoint, secret = endpoint_create(url="http://127.0.0.1:9/in")
     lane, d = _pending(endpoint)
@@ -241,7 +241,7 @@ def test_the_admin_shows_attempts_and_sends_a_delivery_again(staff_client, setti
     assert staff_client.get("/admin/events/event/").status_code == 200
 
 
-def test_the_admin_enables_a_disabled_endpoint_again_and_its_give_up_window_starts_anew(
+def test_it_enables_an_endpoint_again_in_the_admin_and_restarts_its_give_up_window(
     staff_client, settings
 ):
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True

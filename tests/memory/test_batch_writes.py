@@ -392,7 +392,7 @@ fact_lists = st.lists(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=setup_steps, facts=fact_lists, message=st.sampled_from([-1, 5, 30]))
-def test_any_facts_batched_store_what_one_by_one_stores(clock, steps, facts, message):
+def test_it_stores_any_facts_batched_as_one_by_one_stores_them(clock, steps, facts, message):
     def build(w):
         for step in steps:
             if step[0] == "assert":

@@ -81,7 +81,7 @@ def test_it_stores_nothing_for_a_same_value_correction_of_what_the_user_already_
     assert MemoryRecord.objects.count() == before
 
 
-def test_a_same_value_correction_of_a_many_key_confirms_without_retracting(user):
+def test_it_confirms_a_same_value_correction_of_a_many_key_without_retracting(user):
     """§2: for a `many` key too, the same value is a confirm: the value slot is not retracted."""
     record = put(user, "user.likes", "jazz", authority="rule-extracted")
 
@@ -92,7 +92,7 @@ def test_a_same_value_correction_of_a_many_key_confirms_without_retracting(user)
     assert [r.value for r in active(user, "user.likes")] == ["jazz"]
 
 
-def test_a_different_value_is_still_a_correction(user):
+def test_it_still_corrects_to_a_different_value(user):
     record = put(user, "dog.name", "Rex", authority="user-confirmed")
     result = services.memory_correct(record_id=record.id, value="Max", user=user)
     assert (result.outcome, result.record.authority, result.record.value) == (
@@ -106,7 +106,9 @@ def test_a_different_value_is_still_a_correction(user):
 # Undo "no longer true"
 
 
-def test_undoing_no_longer_true_asserts_the_value_again_as_the_users_from_now(user, conversation):
+def test_it_asserts_the_value_again_as_the_users_from_now_on_undoing_no_longer_true(
+    user, conversation
+):
     """W10 closed the slot; the undo is new user evidence: `user-confirmed`, valid from now,
     superseding nothing (the old records keep their closed windows, so history shows the gap)."""
     message = MessageFactory(conversation=conversation)
@@ -129,7 +131,7 @@ def test_undoing_no_longer_true_asserts_the_value_again_as_the_users_from_now(us
     assert [r.id for r in active(user, "dog.name")] == [new.id]
 
 
-def test_old_evidence_still_cannot_bring_back_a_restored_slots_old_value(user, conversation):
+def test_it_still_lets_no_old_evidence_bring_back_a_restored_slots_old_value(user, conversation):
     """W4 holds after the undo: a stale summary from before the retraction is born closed."""
     message = MessageFactory(conversation=conversation)
     record = put(user, "dog.name", "Rex", authority="rule-extracted", sources=[str(message.pk)])
@@ -142,7 +144,7 @@ def test_old_evidence_still_cannot_bring_back_a_restored_slots_old_value(user, c
     assert [r.value for r in active(user, "dog.name")] == ["Rex"]
 
 
-def test_undo_restores_one_value_of_a_many_key(user):
+def test_it_restores_one_value_of_a_many_key_on_undo(user):
     jazz = put(user, "user.likes", "jazz", authority="rule-extracted")
     put(user, "user.likes", "rain", authority="rule-extracted")
     services.memory_retract(record_id=jazz.id, user=user)
@@ -196,7 +198,7 @@ def test_it_forgets_several_memories_at_once(user):
     assert all(t.forgotten_by == "user" for t in Tombstone.objects.all())
 
 
-def test_forgetting_several_skips_what_an_earlier_forget_of_the_batch_covered(user, conversation):
+def test_it_skips_what_an_earlier_forget_of_the_batch_covered(user, conversation):
     """A record already forgotten by another selected record's forget is skipped, not an error."""
     first = put(user, "dog.name", "Rex")
     services.memory_confirm(record_id=first.id, user=user)
@@ -205,7 +207,7 @@ def test_forgetting_several_skips_what_an_earlier_forget_of_the_batch_covered(us
     assert len(tombstones) == 1
 
 
-def test_forgetting_several_never_touches_another_users_memory(user, django_user_model):
+def test_it_never_touches_another_users_memory_when_forgetting_several(user, django_user_model):
     from config.errors import NotFound
 
     other = django_user_model.objects.create(username="alex")
@@ -218,7 +220,7 @@ def test_forgetting_several_never_touches_another_users_memory(user, django_user
     assert MemoryRecord.objects.get(pk=mine.id).value == "Rex"
 
 
-def test_a_forget_records_whether_support_made_it(user):
+def test_it_records_whether_support_made_a_forget(user):
     """F1: the tombstone says who forgot (the user or support on the user's behalf), and
     nothing of why."""
     a = put(user, "dog.name", "Rex")
@@ -231,7 +233,7 @@ def test_a_forget_records_whether_support_made_it(user):
     }
 
 
-def test_a_forget_by_someone_unknown_is_refused(user):
+def test_it_refuses_a_forget_by_someone_unknown(user):
     record = put(user, "dog.name", "Rex")
     with pytest.raises(ValidationError):
         forgetting.memory_forget(record_id=record.id, user=user, by="admin")

@@ -60,7 +60,9 @@ def uncached(api, turn_id, **params):
     return plan_of(api, turn_id, **params)
 
 
-def test_a_plan_right_after_its_create_reads_and_resolves_nothing_again(api, conv, monkeypatch):
+def test_it_reads_and_resolves_nothing_again_for_a_plan_right_after_its_create(
+    api, conv, monkeypatch
+):
     turn(api, conv, "a", "My dog's name is Rex. I like green tea.")
     created = turn(api, conv, "b", "We watered the basil. The basil plant is named Harbor.")
     parsed = Calls(monkeypatch, storage, "parse_context_state")
@@ -72,7 +74,7 @@ def test_a_plan_right_after_its_create_reads_and_resolves_nothing_again(api, con
     assert (parsed.n, resolved.n) == (1, 1)  # the uncached read did both
 
 
-def test_a_turn_that_teaches_nothing_resolves_nothing_again(api, conv, monkeypatch):
+def test_it_resolves_nothing_again_for_a_turn_that_teaches_nothing(api, conv, monkeypatch):
     turn(api, conv, "a", "My dog's name is Rex.", PLAN)
     parsed = Calls(monkeypatch, storage, "parse_context_state")
     resolved = Calls(monkeypatch, current, "resolve")
@@ -87,7 +89,7 @@ def test_a_turn_that_teaches_nothing_resolves_nothing_again(api, conv, monkeypat
     assert body == uncached(api, quiet["id"])
 
 
-def test_a_write_from_elsewhere_is_seen_at_once(api, conv):
+def test_it_sees_a_write_from_elsewhere_at_once(api, conv):
     """Another process, the admin or psql: the triggers change the version, so the next read
     reads the state again."""
     created = turn(api, conv, "a", "My dog's name is Rex.")
@@ -98,7 +100,7 @@ def test_a_write_from_elsewhere_is_seen_at_once(api, conv):
     assert [m["value"] for m in plan_of(api, created["id"])["memories"]] == ["Max"]
 
 
-def test_a_time_past_the_window_is_resolved_again(api, conv):
+def test_it_resolves_again_at_a_time_past_the_window(api, conv):
     """R3: a memory that ends between two plans of one state ends in the second."""
     created = turn(api, conv, "a", "My dog's name is Rex.")
     MemoryRecord.objects.filter(user=conv.user).update(valid_until="2031-01-01T00:00:00Z")
@@ -110,7 +112,7 @@ def test_a_time_past_the_window_is_resolved_again(api, conv):
     assert plan_of(api, created["id"], now="2030-06-01T00:00:00Z") == before
 
 
-def test_the_cache_is_bounded():
+def test_it_is_bounded():
     cache = storage.MemoryCache(size=2)
     for user_id in (1, 2, 3):
         cache.put(

@@ -97,7 +97,7 @@ def comparable(answer: dict) -> dict:
     return {"status": answer["status"], "body": body}
 
 
-def test_cached_answers_equal_uncached_ones_across_two_processes():
+def test_it_answers_as_uncached_answers_do_across_two_processes():
     from config.models import ApiToken
     from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 

@@ -35,7 +35,7 @@ def changes(user, action) -> bool:
     return after is not None and after != before
 
 
-def test_every_kind_of_memory_write_gives_a_new_version(world):
+def test_it_changes_on_every_kind_of_memory_write(world):
     user, other, conversation, message = world
     assert memory_version_of(user.pk) is None  # no memory write yet
     record = {}
@@ -74,7 +74,7 @@ def test_every_kind_of_memory_write_gives_a_new_version(world):
     )
 
 
-def test_a_deleted_conversation_changes_the_version_through_its_cascades(world):
+def test_it_changes_when_a_conversation_is_deleted_through_its_cascades(world):
     """Deleting a conversation deletes its messages' source links and its scoped records."""
     user, _, conversation, message = world
     memory_assert(
@@ -83,7 +83,7 @@ def test_a_deleted_conversation_changes_the_version_through_its_cascades(world):
     assert changes(user, lambda: conversation_delete(conversation_id=conversation.pk))
 
 
-def test_reads_and_other_users_writes_leave_a_version_as_it_is(world):
+def test_it_stays_as_it_is_through_reads_and_other_users_writes(world):
     user, other, conversation, message = world
     memory_assert(user=user, key="dog.name", value="Rex", scope=Scope("user"))
     version = memory_version_of(user.pk)
@@ -95,7 +95,7 @@ def test_reads_and_other_users_writes_leave_a_version_as_it_is(world):
 
 
 @pytest.mark.skipif(not ON_POSTGRES, reason="TRUNCATE is PostgreSQL's (SQLite has none)")
-def test_a_truncate_forgets_every_version(world):
+def test_it_forgets_every_version_on_a_truncate(world):
     user, other, _, _ = world
     memory_assert(user=user, key="dog.name", value="Rex", scope=Scope("user"))
     memory_assert(user=other, key="dog.name", value="Max", scope=Scope("user"))

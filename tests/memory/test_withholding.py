@@ -107,7 +107,7 @@ def test_it_never_withholds_what_is_said_after_the_forget(api, sam, conv, miso):
     assert again["user_message"]["id"] not in forgotten_messages(body)
 
 
-def test_undo_brings_back_the_history_from_before_the_forget(api, sam, conv, miso):
+def test_it_brings_back_the_history_from_before_the_forget_on_undo(api, sam, conv, miso):
     """F4 + F6: deleting the tombstone releases its messages: the history and its exclusions
     are what they were before the forget (the erased values stay erased)."""
     t3 = turn(api, conv, "t3", "How was your day?")
@@ -121,7 +121,7 @@ def test_undo_brings_back_the_history_from_before_the_forget(api, sam, conv, mis
     assert not MemoryRecord.objects.filter(user=sam, key="cat.name").exclude(value="").exists()
 
 
-def test_undo_keeps_what_another_forget_still_withholds(api, sam, conv):
+def test_it_keeps_on_undo_what_another_forget_still_withholds(api, sam, conv):
     """F4 + F6: a message two forgets withhold stays withheld until both are undone."""
     both = turn(api, conv, "t1", "My dog's name is Rex and I like jazz.")
     dog = forget(api, active_id(sam, "dog.name"))
@@ -134,7 +134,7 @@ def test_undo_keeps_what_another_forget_still_withholds(api, sam, conv):
     assert history_ids(plan(api, t2["id"])) == [both["user_message"]["id"]]
 
 
-def test_a_conversation_forget_withholds_words_in_that_conversation_only(api, sam, rowan, conv):
+def test_it_withholds_a_conversation_forgets_words_in_that_conversation_only(api, sam, rowan, conv):
     """F6 scope mapping: `conversation` → that conversation; its record's sources wherever
     they are (part 1) — here none outside."""
     other = ConversationFactory(user=sam, character=rowan, title="Another evening")
@@ -157,7 +157,7 @@ def test_a_conversation_forget_withholds_words_in_that_conversation_only(api, sa
     assert not Withholding.objects.filter(message_id=there["user_message"]["id"]).exists()
 
 
-def test_a_value_under_two_characters_withholds_by_provenance_only(api, sam, conv):
+def test_it_withholds_a_value_under_two_characters_by_provenance_only(api, sam, conv):
     """F6: "X" would match too much as a word; only its source message is withheld."""
     source = turn(api, conv, "t1", "Call me X.")
     other = turn(api, conv, "t2", "X marks the spot.")
@@ -168,7 +168,7 @@ def test_a_value_under_two_characters_withholds_by_provenance_only(api, sam, con
     assert history_ids(body) == [other["user_message"]["id"]]
 
 
-def test_a_value_level_forget_uses_that_value_only(api, sam, conv):
+def test_it_withholds_only_that_value_in_a_value_level_forget(api, sam, conv):
     """F6: a `many` key's value-level forget withholds what mentions that value alone."""
     jazz = turn(api, conv, "t1", "I like jazz.")
     rain = turn(api, conv, "t2", "I like rain.")
@@ -179,7 +179,7 @@ def test_a_value_level_forget_uses_that_value_only(api, sam, conv):
     assert history_ids(body) == [rain["user_message"]["id"]]
 
 
-def test_a_reply_to_a_turn_planned_before_the_forget_is_withheld(api, sam, conv):
+def test_it_withholds_a_reply_to_a_turn_planned_before_the_forget(api, sam, conv):
     """F6 part 3: the turn's plan held the record; its reply arrives after the forget and is
     withheld whatever it says. A reply to a turn whose plan held nothing forgotten is not."""
     unrelated = turn(
@@ -203,7 +203,7 @@ def test_a_reply_to_a_turn_planned_before_the_forget_is_withheld(api, sam, conv)
     assert {m["id"]: m["withheld"] for m in messages}[held["id"]] is True
 
 
-def test_the_tombstone_list_counts_what_each_forget_withholds(
+def test_it_counts_in_the_tombstone_list_what_each_forget_withholds(
     api, sam, conv, miso, django_assert_num_queries
 ):
     forget(api, active_id(sam, "cat.name"))
@@ -212,7 +212,7 @@ def test_the_tombstone_list_counts_what_each_forget_withholds(
     assert [t["withheld_messages"] for t in body["results"]] == [4]
 
 
-def test_forget_everything_withholds_through_every_key(api, sam, conv, miso, client):
+def test_it_withholds_through_every_key_on_forget_everything(api, sam, conv, miso, client):
     """F6 on "forget everything" (the page): every key forgotten everywhere withholds."""
     client.force_login(sam)
     r = client.post(reverse("data:forget-everything"), follow=True)
@@ -222,7 +222,7 @@ def test_forget_everything_withholds_through_every_key(api, sam, conv, miso, cli
     assert Tombstone.objects.filter(user=sam).count() == 1
 
 
-def test_export_and_import_carry_the_links_so_plans_stay_the_same(api, sam, conv, miso):
+def test_it_exports_and_imports_the_links_so_plans_stay_the_same(api, sam, conv, miso):
     """F6's §9 change: each tombstone lists what it withholds, each message says whether it
     is withheld; export → delete → import gives the same plan and `plan_hash`."""
     forget(api, active_id(sam, "cat.name"))
@@ -248,7 +248,7 @@ def test_export_and_import_carry_the_links_so_plans_stay_the_same(api, sam, conv
     assert forgotten_messages(after) == forgotten_messages(before)
 
 
-def test_import_refuses_links_that_disagree(api, sam, conv, miso):
+def test_it_refuses_to_import_links_that_disagree(api, sam, conv, miso):
     forget(api, active_id(sam, "cat.name"))
     snapshot = api.get(f"/api/v1/users/{sam.username}/export").json()
     snapshot["messages"][0]["withheld"] = not snapshot["messages"][0]["withheld"]
@@ -259,7 +259,7 @@ def test_import_refuses_links_that_disagree(api, sam, conv, miso):
     }
 
 
-def test_a_snapshot_of_the_previous_format_imports_with_no_links(api, sam, conv, miso):
+def test_it_imports_a_snapshot_of_the_previous_format_with_no_links(api, sam, conv, miso):
     forget(api, active_id(sam, "cat.name"))
     snapshot = api.get(f"/api/v1/users/{sam.username}/export").json()
     snapshot["format"] = "companion-memory/1"
@@ -274,7 +274,7 @@ def test_a_snapshot_of_the_previous_format_imports_with_no_links(api, sam, conv,
     assert not Withholding.objects.exists()
 
 
-def test_message_reads_mark_what_a_forget_withholds(api, sam, conv, miso):
+def test_it_marks_what_a_forget_withholds_in_message_reads(api, sam, conv, miso):
     """F6 + C4: `GET /conversations/{id}/messages` marks every message `withheld: true|false`,
     a turn's reply too; the words stay readable to the runtime that wrote them."""
     t3 = turn(api, conv, "t3", "The rain kept me inside.")

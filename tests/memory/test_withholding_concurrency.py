@@ -22,7 +22,7 @@ pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 ROUNDS = 12
 
 
-def test_a_reply_racing_a_forget_is_withheld_whenever_f6_says_so():
+def test_it_withholds_a_reply_racing_a_forget_whenever_f6_says_so():
     character = CharacterFactory(slug="rowan")
     outcomes = []
     for round_ in range(ROUNDS):

@@ -75,7 +75,7 @@ def _plan(conv, n):
         ("undo", 1),
     ]
 )
-def test_no_plan_reads_a_forgotten_value_and_undo_restores_the_plan(steps):
+def test_it_lets_no_plan_read_a_forgotten_value_and_undo_restores_the_plan(steps):
     user = UserFactory(username=f"prop{next(counter)}")
     conv = ConversationFactory(user=user, character=CharacterFactory())
     live: dict[str, tuple[set[str], object]] = {}  # tombstone id → (purged values, forgotten_at)

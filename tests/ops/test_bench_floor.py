@@ -9,7 +9,7 @@ from conversations.models import Message, Turn
 from tests.helpers import postgres_only
 
 
-def test_the_outermost_savepoints_of_a_captured_turn_are_its_transactions():
+def test_it_makes_the_outermost_savepoints_of_a_captured_turn_its_transactions():
     recorded = [
         ("SELECT 1", None, False),
         ('SAVEPOINT "s1_x1"', None, False),
@@ -41,7 +41,7 @@ def test_the_outermost_savepoints_of_a_captured_turn_are_its_transactions():
 
 @postgres_only
 @pytest.mark.django_db(transaction=True)
-def test_a_captured_turn_is_rolled_back_and_its_replay_commits_the_same_turn(conv, api_token):
+def test_it_rolls_back_a_captured_turn_and_its_replay_commits_the_same_turn(conv, api_token):
     from django.test import Client
 
     client = Client(HTTP_AUTHORIZATION=f"Bearer {api_token}")

@@ -9,7 +9,7 @@ from bench import report
 from bench import targets as bench_targets
 
 
-def test_a_rewrite_keeps_the_hand_written_sections_and_everything_after_them():
+def test_it_keeps_the_hand_written_sections_and_all_after_them_on_a_rewrite():
     existing = (
         "# Benchmark results\n\nold table\n\n" + report.KEPT_FROM + "\n\nbefore/after\n\n"
         "## Later notes\n\nmore\n"
@@ -161,13 +161,13 @@ def _verdicts(results) -> dict[str, str]:
     }
 
 
-def test_the_turn_targets_pass_on_their_thresholds():
+def test_it_passes_the_turn_targets_on_their_thresholds():
     rows = _verdicts(_results(populated=_populated()))
     assert len(rows) == 12, rows
     assert set(rows.values()) == {"pass"}, rows
 
 
-def test_the_turn_targets_miss_past_their_thresholds():
+def test_it_misses_the_turn_targets_past_their_thresholds():
     turns = _turns(one_per_s=140.0, auth_per_s=1000.0, p50=15.5, p50_10k=41.0, one_total=13)
     turns["ping_auth"]["per_second"] = 700.0  # 47% of the trivial ping
     turns["one_trip"]["per_second"] = turns["sizes"]["1000"]["one_trip"]["per_second"] = 100.0
@@ -185,7 +185,7 @@ def test_the_turn_targets_miss_past_their_thresholds():
     assert set(rows.values()) == {"pass", "MISS"}
 
 
-def test_a_phase_with_errors_misses_its_target_whatever_its_speed():
+def test_it_misses_the_target_of_a_phase_with_errors_whatever_its_speed():
     for phase, targets in (
         ("single-1000", ["single-client turn p50 <= 15 ms"]),
         ("single-10000", ["single-client turn p50 <= 40 ms"]),
@@ -203,14 +203,14 @@ def test_a_phase_with_errors_misses_its_target_whatever_its_speed():
         assert zero["result"] == "MISS" and "3 errors" in zero["measured"]
 
 
-def test_errors_in_a_phase_no_target_rests_on_still_fail_the_zero_errors_target():
+def test_it_fails_the_zero_errors_target_on_errors_in_a_phase_no_target_rests_on():
     rows = _verdicts(_results(_turns(errors={"single-100": 1}), populated=_populated()))
     assert [name for name, result in rows.items() if result == "MISS"] == [
         "whole turn: zero errors in every load phase (non-2xx, 429, exceptions)"
     ]
 
 
-def test_the_populated_comparison_misses_on_errors_and_on_a_sequential_scan():
+def test_it_misses_the_populated_comparison_on_errors_and_on_a_sequential_scan():
     rows = _verdicts(_results(populated=_populated(ratio=1.0, errors=2)))
     assert (
         rows["populated database: single-client turn p50 within 20% of the empty database's"]
@@ -226,14 +226,14 @@ def test_the_populated_comparison_misses_on_errors_and_on_a_sequential_scan():
     )
 
 
-def test_an_exception_in_a_database_worker_is_a_miss():
+def test_it_counts_an_exception_in_a_database_worker_as_a_miss():
     results = _results(populated=_populated())
     results["databases"].append({"db": "sqlite", "error": "Traceback …\nAssertionError: 429"})
     rows = _verdicts(results)
     assert rows["harness: every database's phases ran to the end (no exception)"] == "MISS"
 
 
-def test_a_cold_count_of_queries_is_not_judged():
+def test_it_does_not_judge_a_cold_count_of_queries():
     turns = _turns()
     turns["queries"]["warm"] = False
     row = next(
@@ -244,7 +244,7 @@ def test_a_cold_count_of_queries_is_not_judged():
     assert row["result"] == "skipped" and "cold process" in row["measured"]
 
 
-def test_no_target_names_an_issue_and_the_report_renders():
+def test_it_names_no_issue_in_a_target_and_renders_the_report():
     results = _results(populated=_populated())
     results["meta"] = {
         "command": "python -m bench",
@@ -262,7 +262,7 @@ def test_no_target_names_an_issue_and_the_report_renders():
         assert "10,000 memories" in text and "companion_bench_pop" in text
 
 
-def test_an_explained_plan_keeps_no_data_and_names_sequential_scans_of_user_tables():
+def test_it_keeps_no_data_in_an_explained_plan_and_names_user_table_sequential_scans():
     from bench.populated import redact, seq_scans
 
     plan = (
@@ -323,7 +323,7 @@ def _by_name(results) -> dict[str, dict]:
     return {r["target"]: r for r in bench_targets.targets(results)}
 
 
-def test_the_turn_is_judged_against_its_floor_at_one_and_a_half_times():
+def test_it_judges_the_turn_against_its_floor_at_one_and_a_half_times():
     """The single-client turn measured in the floor's alternating rounds (14 ms) against the
     floor's p50: 9.4 ms is 1.49x (pass), 9.3 ms is 1.51x (MISS) — whatever the other phases'
     single-client p50; errors of the turn in those rounds miss it whatever the ratio and count
@@ -341,7 +341,7 @@ def test_the_turn_is_judged_against_its_floor_at_one_and_a_half_times():
     assert (row["result"], row["measured"]) == ("skipped", "not run")
 
 
-def test_the_pgbouncer_phase_passes_only_without_errors_and_counts_in_every_phase():
+def test_it_passes_the_pgbouncer_phase_only_without_errors_counted_in_every_phase():
     rows = _by_name(_results({**_turns(), "pgbouncer": _pooled()}))
     assert rows[POOLER_TARGET]["result"] == "pass"
     assert "180.0 turns/s" in rows[POOLER_TARGET]["measured"]
@@ -364,7 +364,7 @@ def test_the_pgbouncer_phase_passes_only_without_errors_and_counts_in_every_phas
     assert row["result"] == "skipped" and "not installed" in row["measured"]
 
 
-def test_the_floor_and_the_pgbouncer_phase_are_in_the_whole_turn_table():
+def test_it_puts_the_floor_and_the_pgbouncer_phase_in_the_whole_turn_table():
     results = _results({**_turns(), "floor": _floor(10.0), "pgbouncer": _pooled(errors=1)})
     results["meta"] = {
         "command": "python -m bench",

@@ -36,7 +36,7 @@ def cache_log():
     logger.removeHandler(handler)
 
 
-def test_the_breaker_opens_on_a_failure_and_lets_one_probe_through_later(cache_log):
+def test_it_opens_on_a_failure_and_lets_one_probe_through_later(cache_log):
     clock = Clock()
     breaker = CircuitBreaker("test", cooldown=5.0, clock=clock)
     assert breaker.allow()
@@ -62,14 +62,14 @@ def resilient(location: str, **options) -> ResilientRedisCache:
     return ResilientRedisCache(location, {"OPTIONS": options})
 
 
-def test_every_call_has_timeouts_and_no_retries():
+def test_it_gives_every_call_timeouts_and_no_retries():
     cache = resilient(DEAD_REDIS)
     kwargs = cache._cache._get_connection_pool(write=True).connection_kwargs
     assert kwargs["socket_connect_timeout"] == 0.1 and kwargs["socket_timeout"] == 0.1
     assert kwargs["retry"].get_retries() == 0
 
 
-def test_a_dead_cache_answers_misses_and_stops_being_called():
+def test_it_answers_misses_for_a_dead_cache_and_stops_calling_it():
     cache = resilient("redis://127.0.0.1:1/7")
     cache.breaker.reset()
     assert cache.get("k", "default") == "default"
@@ -109,7 +109,7 @@ def frozen_redis():
     server.close()
 
 
-def test_a_frozen_cache_times_out_instead_of_holding_the_request(frozen_redis):
+def test_it_times_out_a_frozen_cache_instead_of_holding_the_request(frozen_redis):
     cache = resilient(frozen_redis)
     cache.breaker.reset()
     with strict(), pytest.raises(CacheUnavailable) as raised:
@@ -132,7 +132,7 @@ def dead_shared_cache(settings):
 
 
 @pytest.mark.django_db
-def test_the_sign_in_lockout_counts_in_the_database_while_the_cache_is_down(
+def test_it_counts_the_sign_in_lockout_in_the_database_while_the_cache_is_down(
     client, dead_shared_cache
 ):
     from axes.models import AccessAttempt
@@ -150,7 +150,9 @@ def test_the_sign_in_lockout_counts_in_the_database_while_the_cache_is_down(
 
 
 @pytest.mark.django_db
-def test_requests_and_readiness_go_on_while_the_cache_is_down(api, client, dead_shared_cache):
+def test_it_keeps_requests_and_readiness_going_while_the_cache_is_down(
+    api, client, dead_shared_cache
+):
     """Catalog data (the capabilities) is read from the database; /readyz: degraded, 200."""
     assert api.get("/api/v1/policy/capabilities").status_code == 200
     response = client.get("/readyz")

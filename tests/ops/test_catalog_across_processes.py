@@ -53,7 +53,7 @@ def create_conversation(server: Server, token: str, character: str) -> int:
         return e.code
 
 
-def test_a_worker_sees_another_processs_catalog_change_on_its_next_request(server):
+def test_it_shows_a_worker_another_processs_catalog_change_on_its_next_request(server):
     from config.models import ApiToken
     from conversations.models import Character
     from tests.factories import CharacterFactory, UserFactory

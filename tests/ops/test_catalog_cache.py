@@ -101,13 +101,13 @@ def changes_version(change) -> bool:
         ),
     ],
 )
-def test_every_kind_of_catalog_change_changes_the_version(change):
+def test_it_changes_the_version_on_every_kind_of_catalog_change(change):
     CharacterFactory(slug="rowan")
     CharacterFactory(slug="unused")
     assert changes_version(change)
 
 
-def test_a_users_own_rule_is_not_catalog_data():
+def test_it_does_not_count_a_users_own_rule_as_catalog_data():
     wren = UserFactory(username="wren")
     rule = lambda: PolicyRule.objects.create(  # noqa: E731
         user=wren,
@@ -157,7 +157,7 @@ def conversation_create(api, character: str):
         ),
     ],
 )
-def test_a_warm_process_sees_a_change_on_its_next_request(api, change):
+def test_it_shows_a_warm_process_a_change_on_its_next_request(api, change):
     UserFactory(username="wren")
     CharacterFactory(slug="rowan")
     assert conversation_create(api, "rowan").status_code == 201  # the characters are now cached
@@ -166,7 +166,7 @@ def test_a_warm_process_sees_a_change_on_its_next_request(api, change):
     assert conversation_create(api, "later").status_code == 201
 
 
-def test_a_page_sees_a_change_made_after_its_process_cached_the_catalog(client):
+def test_it_shows_a_page_a_change_made_after_its_process_cached_the_catalog(client):
     """Pages have no token: they read the version once, lazily, when they first use catalog
     data. The memory page words a key with the registry's label."""
     from memory.services import memory_assert
@@ -201,7 +201,7 @@ def catalog_queries(captured) -> list[str]:
     ]
 
 
-def test_a_warm_decide_reads_no_catalog_data(api):
+def test_it_reads_no_catalog_data_in_a_warm_decide(api):
     """The capability, the character and the product defaults (with their version) come from
     the cache: the decide reads the conversation with its user, the user's policy version and
     own rules, and writes the log."""
@@ -239,7 +239,7 @@ def test_a_warm_decide_reads_no_catalog_data(api):
     assert again["policy_version"] == first["policy_version"]
 
 
-def test_a_cached_default_decides_like_a_stored_one(api):
+def test_it_decides_with_a_cached_default_as_with_a_stored_one(api):
     """The product defaults filtered in Python give the decision the query gave: scope (a
     character default only for its character), time window and revocation."""
     wren = UserFactory(username="wren")

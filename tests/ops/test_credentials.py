@@ -32,7 +32,7 @@ def count(fn) -> int:
     return len(captured)
 
 
-def test_a_remembered_token_costs_no_query(api, remembered):
+def test_it_checks_a_remembered_token_with_no_query(api, remembered):
     # The first check: the token with the catalog version, and its first use written.
     assert count(lambda: api.get("/api/v1/test-ping")) == 2
     assert ApiToken.objects.get().last_used_at is not None
@@ -42,7 +42,9 @@ def test_a_remembered_token_costs_no_query(api, remembered):
     assert count(lambda: api.get("/api/v1/test-ping")) == 1
 
 
-def test_an_endpoint_reading_the_catalog_reads_its_version_once(api, remembered, settings):
+def test_it_reads_the_catalog_version_once_for_an_endpoint_reading_the_catalog(
+    api, remembered, settings
+):
     """With the token from memory, catalog freshness costs the one statement it used to share
     with the token check: the same count as a check per request."""
     from tests.factories import UserFactory
@@ -61,7 +63,7 @@ def test_an_endpoint_reading_the_catalog_reads_its_version_once(api, remembered,
     assert sum("config_catalogversion" in sql for sql in sqls) == 1, sqls
 
 
-def test_a_revoked_token_is_refused_within_the_cache_time(api, remembered):
+def test_it_refuses_a_revoked_token_within_the_cache_time(api, remembered):
     assert api.get("/api/v1/test-ping").status_code == 200
     ApiToken.objects.update(revoked_at=timezone.now())  # revoked by another process
     assert api.get("/api/v1/test-ping").status_code == 200  # remembered here for up to 5 s
@@ -70,7 +72,7 @@ def test_a_revoked_token_is_refused_within_the_cache_time(api, remembered):
     assert response.status_code == 401 and response.json()["code"] == "unauthenticated"
 
 
-def test_the_revoking_process_refuses_it_at_once(api, remembered):
+def test_it_refuses_a_revoked_token_at_once_in_the_revoking_process(api, remembered):
     assert api.get("/api/v1/test-ping").status_code == 200
     tokens = list(ApiToken.objects.all())
     ApiToken.objects.update(revoked_at=timezone.now())
@@ -78,7 +80,7 @@ def test_the_revoking_process_refuses_it_at_once(api, remembered):
     assert api.get("/api/v1/test-ping").status_code == 401
 
 
-def test_a_wrong_token_is_never_remembered(client, remembered):
+def test_it_never_remembers_a_wrong_token(client, remembered):
     for _ in range(2):
         assert (
             count(lambda: client.get("/api/v1/test-ping", HTTP_AUTHORIZATION="Bearer cm_wrong"))
@@ -86,7 +88,7 @@ def test_a_wrong_token_is_never_remembered(client, remembered):
         )
 
 
-def test_last_use_is_written_at_most_once_per_interval(api, remembered, settings):
+def test_it_writes_the_last_use_at_most_once_per_interval(api, remembered, settings):
     settings.API_TOKEN_CACHE_SECONDS = 0  # every request checks the database
     api.get("/api/v1/test-ping")
     first = ApiToken.objects.get().last_used_at

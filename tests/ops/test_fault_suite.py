@@ -141,7 +141,7 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
 
 
-def test_faults_degrade_and_never_break_an_invariant(rig):
+def test_it_degrades_under_faults_and_never_breaks_an_invariant(rig):
     server, redis, proxy, token, (receiver, events_worker) = rig
     setup = Runtime(server.port, token, lambda *a: None)
     far = time.monotonic() + 30

@@ -57,7 +57,7 @@ def test_it_preloads_the_app_and_keeps_connections_alive():
     assert settings["keepalive"] >= 2
 
 
-def test_the_master_closes_connections_and_freezes_what_it_loaded(monkeypatch):
+def test_it_closes_the_masters_connections_and_freezes_what_it_loaded(monkeypatch):
     from django.db import connections
 
     closed = []
@@ -74,7 +74,7 @@ def test_the_master_closes_connections_and_freezes_what_it_loaded(monkeypatch):
 
 
 @pytest.mark.parametrize("concurrency", [None, "2"], ids=["core count", "WEB_CONCURRENCY"])
-def test_gunicorn_serves_with_the_config_file(concurrency, tmp_path):
+def test_it_serves_through_gunicorn_with_the_config_file(concurrency, tmp_path):
     expected = int(concurrency) if concurrency else 2 * cores() + 1
     env = {
         k: v
@@ -131,7 +131,7 @@ def test_gunicorn_serves_with_the_config_file(concurrency, tmp_path):
 from tests.ops.test_cache_breaker import frozen_redis  # noqa: E402, F401  (a fixture)
 
 
-def test_one_request_waiting_on_a_dependency_does_not_hold_health(frozen_redis, tmp_path):  # noqa: F811
+def test_it_answers_health_while_one_request_waits_on_a_dependency(frozen_redis, tmp_path):  # noqa: F811
     """SPEC §12 O6: one worker, its threads: while one request waits on a frozen cache (here
     with a 3 s timeout, to make the wait visible), /healthz on the same worker answers, and
     the waiting request then answers 200 too (the throttle counts in the process)."""

@@ -54,7 +54,7 @@ def refused_count() -> float:
 @pytest.mark.parametrize(
     "error", [OperationalError, InterfaceError], ids=["operational", "interface"]
 )
-def test_the_api_answers_503_unavailable_with_retry_after_mid_request(api, error, logs, settings):
+def test_it_answers_an_api_request_503_with_retry_after_mid_request(api, error, logs, settings):
     settings.DATABASE_RETRY_AFTER = 3
     UserFactory(username="ana")
     before = refused_count()
@@ -71,7 +71,7 @@ def test_the_api_answers_503_unavailable_with_retry_after_mid_request(api, error
 
 
 @pytest.mark.django_db
-def test_a_page_answers_the_styled_503_page(client, logs):
+def test_it_answers_a_page_with_the_styled_503_page(client, logs):
     user = UserFactory(username="ana")
     client.force_login(user)
     client.raise_request_exception = False  # failing in a middleware: Django signals it first
@@ -83,7 +83,7 @@ def test_a_page_answers_the_styled_503_page(client, logs):
 
 
 @pytest.mark.django_db
-def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(api, client, logs):
+def test_it_logs_an_outage_once_when_it_starts_and_once_when_it_ends(api, client, logs):
     UserFactory(username="ana")
     cut = Cut()
     with connection.execute_wrapper(cut):
@@ -101,7 +101,7 @@ def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(api, clie
     assert all("server closed" not in line for line in lines)  # the error's type, not its message
 
 
-def test_driver_errors_and_their_causes_count_as_unavailable():
+def test_it_counts_driver_errors_and_their_causes_as_unavailable():
     assert outage.is_unavailable(psycopg.OperationalError("x"))
     try:
         try:
@@ -113,7 +113,7 @@ def test_driver_errors_and_their_causes_count_as_unavailable():
     assert not outage.is_unavailable(ValueError("x")) and not outage.is_unavailable(None)
 
 
-def test_a_database_that_refuses_connections_answers_503_at_connect():
+def test_it_answers_503_at_connect_when_the_database_refuses_connections():
     """No server behind the address at all: the token check cannot connect (API), nor the
     sign-in (page); /healthz still answers."""
     script = (

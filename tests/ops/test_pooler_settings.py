@@ -28,7 +28,7 @@ def settings_with(**env: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_behind_pgbouncer_there_are_no_server_side_cursors_and_no_prepared_statements():
+def test_it_turns_off_server_side_cursors_and_prepared_statements_behind_pgbouncer():
     result = settings_with(
         DATABASE_URL="postgres://app@db.internal:6432/companion", DATABASE_POOLER="pgbouncer"
     )
@@ -41,7 +41,7 @@ def test_behind_pgbouncer_there_are_no_server_side_cursors_and_no_prepared_state
     assert shown["options"]["connect_timeout"] == 3
 
 
-def test_without_the_setting_postgresql_keeps_server_side_cursors():
+def test_it_keeps_server_side_cursors_on_postgresql_without_the_setting():
     result = settings_with(DATABASE_URL="postgres://app@db.internal:5432/companion")
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
@@ -49,7 +49,7 @@ def test_without_the_setting_postgresql_keeps_server_side_cursors():
     assert "prepare_threshold" not in shown["options"]
 
 
-def test_a_pooler_on_sqlite_or_an_unknown_pooler_is_refused_at_start():
+def test_it_refuses_a_pooler_on_sqlite_or_an_unknown_pooler_at_start():
     on_sqlite = settings_with(DATABASE_URL="sqlite:///x.sqlite3", DATABASE_POOLER="pgbouncer")
     assert on_sqlite.returncode != 0
     assert "DATABASE_POOLER=pgbouncer needs a PostgreSQL DATABASE_URL" in on_sqlite.stderr

@@ -61,7 +61,7 @@ def clock(monkeypatch):
     return now
 
 
-def test_an_authenticated_trivial_request_costs_the_token_and_a_throttle_flush_a_second(
+def test_it_costs_a_trivial_request_the_token_and_a_throttle_flush_a_second(
     api, ping, shared_cache, clock
 ):
     sqls = queries(lambda: api.get(ping))
@@ -76,7 +76,7 @@ def test_an_authenticated_trivial_request_costs_the_token_and_a_throttle_flush_a
     assert ThrottleWindow.objects.get().hits == 5  # every hit sent, none lost
 
 
-def test_on_a_per_process_cache_the_throttle_costs_nothing(api, ping):
+def test_it_costs_nothing_for_the_throttle_on_a_per_process_cache(api, ping):
     assert len(queries(lambda: api.get(ping))) == AUTH
 
 
@@ -96,7 +96,7 @@ REPLY = 1 if ON_POSTGRES else 3 + 2
 REPLAY = 1 + 1 if ON_POSTGRES else 1 + 2 + 1
 
 
-def test_the_reply_request_runs_its_exact_queries(api, turn, shared_cache, clock):
+def test_it_runs_the_exact_queries_of_the_reply_request(api, turn, shared_cache, clock):
     url = f"/api/v1/turns/{turn.pk}/reply"
     with CaptureQueriesContext(connection) as first:
         response = api.post(url, {"content": "Hi!"}, format="json")
@@ -118,7 +118,7 @@ def test_the_reply_request_runs_its_exact_queries(api, turn, shared_cache, clock
     assert Message.objects.filter(conversation=turn.conversation, role="assistant").count() == 1
 
 
-def test_a_reply_to_no_turn_is_a_404_and_writes_nothing(api, turn):
+def test_it_answers_404_to_a_reply_to_no_turn_and_writes_nothing(api, turn):
     before = Message.objects.count()
     assert (
         api.post(f"/api/v1/turns/{uuid.uuid4()}/reply", {"content": "x"}, format="json").status_code
@@ -127,7 +127,7 @@ def test_a_reply_to_no_turn_is_a_404_and_writes_nothing(api, turn):
     assert Message.objects.count() == before
 
 
-def test_the_service_limits_a_reply_to_the_turns_owner(turn):
+def test_it_limits_a_reply_to_the_turns_owner_in_the_service(turn):
     from config.errors import NotFound
     from turns.replies import turn_commit_reply
 
@@ -153,7 +153,7 @@ def limited(shared_cache, monkeypatch):
     )
 
 
-def test_the_throttle_refuses_past_the_rate_until_the_window_ends(api, ping, limited, clock):
+def test_it_throttles_past_the_rate_until_the_window_ends(api, ping, limited, clock):
     now = clock  # 15 s into a minute window
     codes = [api.get(ping).status_code for _ in range(3)]
     refused = api.get(ping)
@@ -167,7 +167,7 @@ def test_the_throttle_refuses_past_the_rate_until_the_window_ends(api, ping, lim
     assert ThrottleWindow.objects.get().hits == 1
 
 
-def test_each_token_counts_on_its_own(api, ping, limited):
+def test_it_counts_each_token_on_its_own(api, ping, limited):
     from rest_framework.test import APIClient
 
     from config.models import ApiToken
@@ -184,7 +184,9 @@ REDIS_URL = "redis://127.0.0.1:6379/9"
 
 
 @pytest.mark.skipif(not redis_reachable(), reason="no Redis server on 127.0.0.1:6379")
-def test_on_redis_the_throttle_counts_with_one_pipeline_and_no_query(api, ping, limited, settings):
+def test_it_counts_the_throttle_on_redis_with_one_pipeline_and_no_query(
+    api, ping, limited, settings
+):
     from django.core.cache import caches
 
     prefix = f"throttle-test-{uuid.uuid4().hex}"

@@ -52,7 +52,7 @@ def test_it_uses_whitenoise_with_hashed_compressed_files():
 
 
 @pytest.mark.django_db
-def test_a_page_is_styled_with_debug_off_even_when_nothing_was_collected(tmp_path):
+def test_it_styles_a_page_with_debug_off_even_when_nothing_was_collected(tmp_path):
     """`runserver` or gunicorn started without `collectstatic` (an empty STATIC_ROOT): the
     page renders (it was a 500) and links the plain stylesheet, which WhiteNoise serves from
     the app's static folder."""
@@ -119,7 +119,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_gunicorn_serves_the_stylesheet_and_the_admins(tmp_path):
+def test_it_serves_the_stylesheet_and_the_admins_through_gunicorn(tmp_path):
     """The deploy steps: collectstatic, then gunicorn with DEBUG off."""
     env = {
         **os.environ,
@@ -168,7 +168,7 @@ def test_gunicorn_serves_the_stylesheet_and_the_admins(tmp_path):
         server.wait(timeout=20)
 
 
-def test_the_sites_icon_is_served_at_the_root():
+def test_it_serves_the_sites_icon_at_the_root():
     """Browsers ask every site for `/favicon.ico`: it is a real ICO file (WHITENOISE_ROOT), and
     every page names it."""
     response = Client().get("/favicon.ico")

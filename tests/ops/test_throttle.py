@@ -42,14 +42,14 @@ def users():
         UserFactory(username=ref)
 
 
-def test_defaults_serve_one_runtime_for_thousands_of_users():
+def test_it_serves_one_runtime_for_thousands_of_users_by_default():
     """O7: the defaults: a user may send 1,000 requests a second, the token 16,000 a second."""
     defaults = RuntimeThrottle.THROTTLE_RATES
     assert RuntimeThrottle().parse_rate(defaults["runtime"]) == (60_000, 60)
     assert RuntimeThrottle().parse_rate(defaults["token"]) == (1_000_000, 60)
 
 
-def test_each_end_user_counts_on_its_own(api, rates, users):
+def test_it_counts_each_end_user_on_its_own(api, rates, users):
     """O7: the `user` of the query; another user of the same token is not throttled."""
     rates(runtime="2/min", token="100/min")
     assert [api.get("/api/v1/memories?user=ana").status_code for _ in range(3)] == [200, 200, 429]
@@ -57,7 +57,7 @@ def test_each_end_user_counts_on_its_own(api, rates, users):
 
 
 @pytest.mark.parametrize("where", ["path", "body", "context"])
-def test_the_user_is_found_in_the_path_the_body_and_the_context(api, rates, users, where):
+def test_it_finds_the_user_in_the_path_the_body_and_the_context(api, rates, users, where):
     rates(runtime="1/min", token="100/min")
 
     def call(ref):
@@ -76,7 +76,7 @@ def test_the_user_is_found_in_the_path_the_body_and_the_context(api, rates, user
     assert second.status_code == 429 and second.json()["code"] == "throttled"
 
 
-def test_requests_for_no_user_count_against_the_token_guard(api, rates, users):
+def test_it_counts_requests_for_no_user_against_the_token_guard(api, rates, users):
     """O7: the capability list acts for no user: the token's guard counts it, and it counts
     every other request too."""
     rates(runtime="100/min", token="3/min")
@@ -86,7 +86,7 @@ def test_requests_for_no_user_count_against_the_token_guard(api, rates, users):
     assert codes == [200, 200, 200, 429]
 
 
-def test_a_user_ref_never_becomes_a_counter_name_in_the_clear():
+def test_it_never_names_a_counter_by_a_user_ref_in_the_clear():
     assert "ana" not in throttle.user_key("runtime", "ana")
     assert throttle.user_key("runtime", "ana") != throttle.user_key("runtime", "ben")
 
@@ -101,7 +101,7 @@ def database_cache(settings):
     }
 
 
-def test_far_from_the_limit_hits_are_sent_once_a_second_in_one_statement(
+def test_it_sends_hits_far_from_the_limit_once_a_second_in_one_statement(
     api, users, clock, database_cache
 ):
     """O4 without a write per request: the first hit sends (and learns the totals), the next
@@ -132,7 +132,7 @@ def api_token_pk():
     return ApiToken.objects.get(name="test-runtime").pk
 
 
-def test_near_the_limit_every_hit_is_sent_at_once(clock):
+def test_it_sends_every_hit_at_once_near_the_limit(clock):
     """Past half its limit, a counter is sent with every hit, so another process's hits are
     seen before the limit is reached."""
     sent, shared = [], {}
@@ -151,7 +151,9 @@ def test_near_the_limit_every_hit_is_sent_at_once(clock):
     assert totals == [3, 4, 5, 8] and len(sent) == 2
 
 
-def test_while_the_shared_cache_is_down_each_process_counts_alone(api, rates, users, settings):
+def test_it_counts_in_each_process_alone_while_the_shared_cache_is_down(
+    api, rates, users, settings
+):
     """O6: Redis unreachable: no request fails, and the limit still holds in the process."""
     settings.CACHES = {
         "default": {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": DEAD_REDIS}
@@ -162,7 +164,7 @@ def test_while_the_shared_cache_is_down_each_process_counts_alone(api, rates, us
     assert api.get("/api/v1/memories?user=ben").status_code == 200
 
 
-def test_a_store_that_fails_keeps_the_hits_counted(clock):
+def test_it_keeps_the_hits_counted_when_the_store_fails(clock):
     class Down:
         def add(self, batch, durations):
             raise CacheUnavailable("test")
@@ -172,7 +174,7 @@ def test_a_store_that_fails_keeps_the_hits_counted(clock):
     assert totals == [1, 2, 3, 4, 5, 6]
 
 
-def test_ended_windows_are_forgotten(clock):
+def test_it_forgets_ended_windows(clock):
     """A process serving thousands of users keeps only the counters of live windows."""
     counters = throttle.Counters(flush_seconds=1.0)
     store = throttle.LocalStore()

@@ -91,7 +91,7 @@ def session():
     conversation_delete(conversation_id=other.pk)
 
 
-def test_every_event_reaches_every_endpoint_signed_in_order_despite_failures_gone_and_hanging(
+def test_it_delivers_every_event_signed_in_order_despite_failures_gone_and_hanging(
     loopback,
 ):
     from events.models import Delivery, DeliveryAttempt, Event, WebhookEndpoint
@@ -163,7 +163,7 @@ def test_every_event_reaches_every_endpoint_signed_in_order_despite_failures_gon
         assert word not in sent
 
 
-def test_a_worker_killed_mid_delivery_loses_nothing_and_keeps_each_users_order(loopback):
+def test_it_loses_nothing_when_killed_mid_delivery_and_keeps_each_users_order(loopback):
     from events.models import Event
 
     receiver, worker = loopback
@@ -202,7 +202,7 @@ def _metrics(port: int) -> dict[str, float]:
     }
 
 
-def test_the_workers_metrics_count_attempts_dispatches_pending_and_disabled_endpoints(settings):
+def test_it_counts_attempts_dispatches_pending_and_disabled_endpoints_in_metrics(settings):
     from events.models import Event
 
     settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True

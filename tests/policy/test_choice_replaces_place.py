@@ -47,9 +47,7 @@ def live(user, capability="media.voice"):
     )
 
 
-def test_d11_post_rules_with_replace_revokes_every_choice_at_the_place_whatever_the_requester(
-    api, ctx, wren
-):
+def test_it_revokes_every_choice_at_the_place_on_replace_whatever_the_requester_d11(api, ctx, wren):
     """D11: `replace: true` revokes the user's live explicit choices at the same capability and
     scope — also one limited to another requester — and the next decision there is the new
     rule's effect, reason `explicit-rule`."""
@@ -74,7 +72,7 @@ def test_d11_post_rules_with_replace_revokes_every_choice_at_the_place_whatever_
     assert body["policy_version"]["user"] == 3  # two creations, then one bump for the replacement
 
 
-def test_d11_replace_leaves_other_places_defaults_and_inferred_rules_alone(
+def test_it_leaves_other_places_defaults_and_inferred_rules_alone_on_replace_d11(
     api, ctx, wren, conversation
 ):
     """D11: rules at other places (another scope or capability), product defaults and
@@ -101,7 +99,7 @@ def test_d11_replace_leaves_other_places_defaults_and_inferred_rules_alone(
     assert [r.revoked_at for r in untouched] == [None] * 4
 
 
-def test_d11_post_rules_without_replace_keeps_adding_and_the_two_tie(api, ctx, wren):
+def test_it_adds_a_rule_without_replace_so_the_two_tie_d11(api, ctx, wren):
     """D11: without `replace` a rule is added (201) beside the older one; D4 then asks."""
     a = create_rule(api, effect="allow").json()
     response = create_rule(api, effect="deny")
@@ -112,7 +110,7 @@ def test_d11_post_rules_without_replace_keeps_adding_and_the_two_tie(api, ctx, w
     assert a["id"] in body["rule_ids"]
 
 
-def test_d11_replace_is_in_the_schema():
+def test_it_documents_replace_in_the_schema_d11():
     """D11: `replace` is documented on `POST /policy/rules` (C1)."""
     from drf_spectacular.generators import SchemaGenerator
 
@@ -124,9 +122,7 @@ def test_d11_replace_is_in_the_schema():
     assert "D11" in field["description"]
 
 
-def test_d11_d4_an_ask_answer_remembered_replaces_the_tied_choices_it_was_asked_about(
-    api, ctx, wren
-):
+def test_it_replaces_the_tied_choices_with_a_remembered_ask_answer_d11_d4(api, ctx, wren):
     """D11 with D4's tie: two choices of the user at one place disagree, so the decision asks
     (`conflicting-rules`); answering with `remember: global` revokes both and the next decision
     is the answer, reason `explicit-rule` — without D11 the three would still tie."""
@@ -149,7 +145,7 @@ def test_d11_d4_an_ask_answer_remembered_replaces_the_tied_choices_it_was_asked_
     )
 
 
-def test_d11_an_ask_answer_for_the_conversation_replaces_only_that_place(
+def test_it_replaces_only_that_place_with_an_ask_answer_for_the_conversation_d11(
     api, ctx, wren, conversation
 ):
     """D11 with D8: an answer remembered for a conversation replaces the user's choices for
@@ -169,7 +165,7 @@ def test_d11_an_ask_answer_for_the_conversation_replaces_only_that_place(
     assert decide(api, {**ctx, "conversation": str(other.pk)})["reason"] == "no-applicable-rule"
 
 
-def test_d11_once_creates_nothing_and_revokes_nothing(api, ctx, wren):
+def test_it_creates_and_revokes_nothing_for_an_answer_once_d11(api, ctx, wren):
     """D8/D11: `once` applies to the decision only: no rule, nothing revoked."""
     create_rule(api, effect="allow", requested_by="assistant")
     asked = decide(api, ctx, requested_by="user")
@@ -181,7 +177,7 @@ def test_d11_once_creates_nothing_and_revokes_nothing(api, ctx, wren):
     assert len(live(wren)) == 1
 
 
-def test_d11_the_boundaries_choice_replaces_every_choice_at_its_place(ctx, wren):
+def test_it_replaces_every_choice_at_its_place_with_a_boundaries_choice_d11(ctx, wren):
     """D11 on the boundaries page's service: a choice revokes the user's older ones at the
     place — also those limited to one requester — and the decision there is the choice."""
     services.rule_create(
@@ -216,7 +212,7 @@ def test_d11_the_boundaries_choice_replaces_every_choice_at_its_place(ctx, wren)
     assert live(wren) == [rule]
 
 
-def test_d11_the_boundaries_page_saves_a_choice_that_wins_at_once(client, ctx, wren, api):
+def test_it_saves_a_choice_on_the_boundaries_page_that_wins_at_once_d11(client, ctx, wren, api):
     """D11 through the page: the older choice for another requester is revoked, and the API's
     decision at that place is the page's choice, reason `explicit-rule`."""
     create_rule(api, effect="allow", requested_by="user")

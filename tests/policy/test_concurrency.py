@@ -38,7 +38,7 @@ def run_together(target, count=THREADS):
     return results, errors
 
 
-def test_d7_concurrent_rule_changes_for_one_user_get_distinct_increasing_versions(capabilities):
+def test_it_gives_concurrent_rule_changes_of_one_user_distinct_increasing_versions_d7(capabilities):
     user = UserFactory(username="wren")
     CharacterFactory(slug="rowan")
     existing = [
@@ -72,7 +72,7 @@ def test_d7_concurrent_rule_changes_for_one_user_get_distinct_increasing_version
     assert UserPolicyVersion.objects.get(user=user).version == start + THREADS
 
 
-def test_d7_the_first_changes_of_a_new_user_race_to_create_the_version_row(capabilities):
+def test_it_creates_one_version_row_when_a_new_users_first_changes_race_d7(capabilities):
     user = UserFactory(username="ash")
 
     def create(index):
@@ -89,7 +89,7 @@ def test_d7_the_first_changes_of_a_new_user_race_to_create_the_version_row(capab
     assert sorted(versions) == list(range(1, THREADS + 1))
 
 
-def test_d9_concurrent_starts_start_a_job_once(capabilities):
+def test_it_starts_a_job_once_under_concurrent_starts_d9(capabilities):
     conversation = ConversationFactory(user=UserFactory(username="wren"))
     services.rule_create(
         user=conversation.user,
@@ -113,7 +113,7 @@ def test_d9_concurrent_starts_start_a_job_once(capabilities):
     assert DecisionLog.objects.filter(user=conversation.user).count() == 2
 
 
-def test_d9_concurrent_admissions_with_one_key_create_one_job(capabilities):
+def test_it_creates_one_job_for_concurrent_admissions_with_one_key_d9(capabilities):
     conversation = ConversationFactory(user=UserFactory(username="wren"))
     from conversations.selectors import load_context
 

@@ -43,7 +43,9 @@ def test_it_creates_a_rule_at_version_1_valid_from_the_database_clock(wren, capa
     assert rule.to_domain().scope.kind == "global"
 
 
-def test_d7_creating_and_revoking_a_users_rule_bumps_only_the_users_version(wren, capabilities):
+def test_it_bumps_only_the_users_version_when_a_users_rule_is_created_or_revoked_d7(
+    wren, capabilities
+):
     assert version_of(wren) == {"defaults": 0, "user": 0}
     rule = allow_voice(wren)
     assert version_of(wren) == {"defaults": 0, "user": 1}
@@ -52,7 +54,9 @@ def test_d7_creating_and_revoking_a_users_rule_bumps_only_the_users_version(wren
     assert version_of(UserFactory()) == {"defaults": 0, "user": 0}
 
 
-def test_d7_a_product_default_bumps_the_defaults_version_for_everyone(wren, capabilities, rowan):
+def test_it_bumps_the_defaults_version_for_everyone_on_a_product_default_d7(
+    wren, capabilities, rowan
+):
     rule = services.rule_create(
         user=None,
         capability="tone.playful",
@@ -65,7 +69,7 @@ def test_d7_a_product_default_bumps_the_defaults_version_for_everyone(wren, capa
     assert version_of(UserFactory()) == {"defaults": 2, "user": 0}
 
 
-def test_d7_revoking_twice_changes_nothing_the_second_time(wren, capabilities, clock):
+def test_it_changes_nothing_the_second_time_a_rule_is_revoked_d7(wren, capabilities, clock):
     rule = allow_voice(wren)
     first = services.rule_revoke(rule_id=rule.pk)
     clock.advance(hours=1)
@@ -74,7 +78,7 @@ def test_d7_revoking_twice_changes_nothing_the_second_time(wren, capabilities, c
     assert version_of(wren)["user"] == 2
 
 
-def test_a_change_revokes_the_rule_and_creates_its_successor_with_one_bump(
+def test_it_revokes_a_changed_rule_and_creates_its_successor_with_one_bump(
     wren, capabilities, clock
 ):
     rule = allow_voice(wren)
@@ -89,7 +93,7 @@ def test_a_change_revokes_the_rule_and_creates_its_successor_with_one_bump(
         services.rule_change(rule_id=rule.pk, effect="allow")
 
 
-def test_a_change_of_another_users_rule_is_not_found_for_an_owner(wren, capabilities):
+def test_it_does_not_find_another_users_rule_to_change_for_an_owner(wren, capabilities):
     rule = allow_voice(wren)
     with pytest.raises(NotFound):
         services.rule_change(rule_id=rule.pk, owner=UserFactory(), effect="deny")
@@ -130,14 +134,16 @@ def test_it_refuses_a_bad_rule_naming_the_field(wren, capabilities, changes, fie
     assert field in caught.value.errors
 
 
-def test_a_rule_cannot_name_another_users_conversation(wren, capabilities):
+def test_it_refuses_a_rule_naming_another_users_conversation(wren, capabilities):
     theirs = ConversationFactory()
     with pytest.raises(ValidationError) as caught:
         allow_voice(wren, scope={"kind": "conversation", "conversation": str(theirs.pk)})
     assert "scope.conversation" in caught.value.errors
 
 
-def test_a_product_default_has_no_user_and_a_global_or_character_scope(capabilities, conversation):
+def test_it_gives_a_product_default_no_user_and_a_global_or_character_scope(
+    capabilities, conversation
+):
     with pytest.raises(ValidationError) as caught:
         services.rule_create(
             user=None,
@@ -158,7 +164,7 @@ def test_a_product_default_has_no_user_and_a_global_or_character_scope(capabilit
     assert "source" in caught.value.errors
 
 
-def test_the_database_refuses_a_product_default_with_a_conversation_scope(
+def test_it_lets_the_database_refuse_a_product_default_with_a_conversation_scope(
     capabilities, conversation
 ):
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -174,7 +180,7 @@ def test_the_database_refuses_a_product_default_with_a_conversation_scope(
         )
 
 
-def test_the_database_refuses_a_scope_of_the_wrong_shape(wren, capabilities, conversation):
+def test_it_lets_the_database_refuse_a_scope_of_the_wrong_shape(wren, capabilities, conversation):
     with pytest.raises(IntegrityError), transaction.atomic():
         PolicyRule.objects.create(
             user=wren,
@@ -193,7 +199,7 @@ def test_the_database_refuses_a_scope_of_the_wrong_shape(wren, capabilities, con
 # Decisions (D1–D7, D10)
 
 
-def test_d2_with_no_rule_the_decision_is_ask_with_the_question(conversation, context_of):
+def test_it_decides_ask_with_the_question_when_there_is_no_rule_d2(conversation, context_of):
     outcome = services.decision_make(
         context=context_of(conversation), capability="media.voice", requested_by="user"
     )
@@ -201,7 +207,7 @@ def test_d2_with_no_rule_the_decision_is_ask_with_the_question(conversation, con
     assert outcome.question == "May I send you voice messages?"
 
 
-def test_d7_each_decision_returns_the_policy_version(wren, conversation, context_of):
+def test_it_returns_the_policy_version_with_each_decision_d7(wren, conversation, context_of):
     allow_voice(wren)
     outcome = services.decision_make(
         context=context_of(conversation), capability="media.voice", requested_by="user"
@@ -210,7 +216,7 @@ def test_d7_each_decision_returns_the_policy_version(wren, conversation, context
     assert outcome.decision.effect == "allow"
 
 
-def test_d1_a_rule_of_another_user_never_applies(wren, conversation, context_of):
+def test_it_never_applies_a_rule_of_another_user_d1(wren, conversation, context_of):
     allow_voice(UserFactory())
     outcome = services.decision_make(
         context=context_of(conversation), capability="media.voice", requested_by="user"
@@ -218,7 +224,7 @@ def test_d1_a_rule_of_another_user_never_applies(wren, conversation, context_of)
     assert outcome.decision.effect == "ask"
 
 
-def test_d10_every_decision_is_logged_with_ids_only(wren, conversation, context_of, clock):
+def test_it_logs_every_decision_with_ids_only_d10(wren, conversation, context_of, clock):
     rule = allow_voice(wren)
     outcome = services.decision_make(
         context=context_of(conversation, scene="greenhouse"),
@@ -244,7 +250,7 @@ def test_d10_every_decision_is_logged_with_ids_only(wren, conversation, context_
     assert row.decided_at == clock.now
 
 
-def test_d1_the_decision_uses_the_contexts_now(wren, conversation, context_of):
+def test_it_decides_at_the_contexts_now_d1(wren, conversation, context_of):
     allow_voice(wren, valid_from=at("2026-08-01T00:00"), valid_until=at("2026-08-02T00:00"))
     before = services.decision_make(
         context=context_of(conversation, now=at("2026-08-01T23:59")),
@@ -259,7 +265,7 @@ def test_d1_the_decision_uses_the_contexts_now(wren, conversation, context_of):
     assert (before.decision.effect, at_end.decision.effect) == ("allow", "ask")
 
 
-def test_explain_loads_every_rule_of_the_capability(wren, conversation, context_of, marlowe):
+def test_it_loads_every_rule_of_the_capability_to_explain(wren, conversation, context_of, marlowe):
     kept = allow_voice(wren, scope={"kind": "character", "character": "marlowe"})
     outcome = services.decision_make(
         context=context_of(conversation),
@@ -270,7 +276,7 @@ def test_explain_loads_every_rule_of_the_capability(wren, conversation, context_
     assert outcome.explanation.reason_of(str(kept.pk)) == "scope"
 
 
-def test_decisions_for_several_capabilities_come_from_one_rule_query(
+def test_it_decides_for_several_capabilities_from_one_rule_query(
     wren, conversation, context_of, clock, django_assert_num_queries
 ):
     allow_voice(wren)
@@ -282,7 +288,7 @@ def test_decisions_for_several_capabilities_come_from_one_rule_query(
     assert [o.decision.effect for o in outcomes] == ["allow", "ask"]
 
 
-def test_an_unknown_capability_names_the_field(conversation, context_of):
+def test_it_refuses_an_unknown_capability_naming_the_field(conversation, context_of):
     with pytest.raises(ValidationError) as caught:
         services.decision_make(
             context=context_of(conversation), capability="media.smell", requested_by="user"
@@ -300,7 +306,7 @@ def ask_voice(conversation, context_of, **kw):
     )
 
 
-def test_d8_once_applies_to_the_decision_only(conversation, context_of):
+def test_it_applies_an_answer_once_to_the_decision_only_d8(conversation, context_of):
     asked = ask_voice(conversation, context_of)
     outcome = services.decision_answer(
         decision_id=asked.decision_id, answer="allow", remember="once"
@@ -319,7 +325,7 @@ def test_d8_once_applies_to_the_decision_only(conversation, context_of):
         ("scene", "scene"),
     ],
 )
-def test_d8_remembering_creates_an_explicit_user_rule_at_that_scope(
+def test_it_creates_an_explicit_user_rule_at_that_scope_when_remembering_d8(
     conversation, context_of, remember, kind
 ):
     asked = ask_voice(conversation, context_of, scene="greenhouse")
@@ -337,14 +343,14 @@ def test_d8_remembering_creates_an_explicit_user_rule_at_that_scope(
     assert ask_voice(conversation, context_of, scene="greenhouse").decision.effect == "deny"
 
 
-def test_d8_a_scene_answer_without_a_scene_is_refused(conversation, context_of):
+def test_it_refuses_a_scene_answer_without_a_scene_d8(conversation, context_of):
     asked = ask_voice(conversation, context_of)
     with pytest.raises(ValidationError) as caught:
         services.decision_answer(decision_id=asked.decision_id, answer="allow", remember="scene")
     assert "remember" in caught.value.errors
 
 
-def test_d8_only_an_ask_can_be_answered(wren, conversation, context_of):
+def test_it_lets_only_an_ask_be_answered_d8(wren, conversation, context_of):
     allow_voice(wren)
     allowed = ask_voice(conversation, context_of)
     with pytest.raises(ValidationError) as caught:
@@ -356,7 +362,9 @@ def test_d8_only_an_ask_can_be_answered(wren, conversation, context_of):
         )
 
 
-def test_d8_the_same_answer_twice_is_a_replay_and_another_one_a_conflict(conversation, context_of):
+def test_it_replays_the_same_answer_twice_and_refuses_another_as_a_conflict_d8(
+    conversation, context_of
+):
     asked = ask_voice(conversation, context_of)
     first = services.decision_answer(
         decision_id=asked.decision_id, answer="allow", remember="conversation"
@@ -388,7 +396,7 @@ def admit(conversation, context_of, key="job-1", capability="media.voice", **kw)
 @pytest.mark.parametrize(
     "effect, status", [("allow", "queued"), ("ask", "needs-confirmation"), ("deny", "rejected")]
 )
-def test_d9_a_job_is_admitted_with_the_decision_and_version(
+def test_it_admits_a_job_with_the_decision_and_version_d9(
     wren, conversation, context_of, effect, status
 ):
     allow_voice(wren, effect=effect)
@@ -399,7 +407,7 @@ def test_d9_a_job_is_admitted_with_the_decision_and_version(
     assert DecisionLog.objects.filter(pk=job.decision_id).exists()
 
 
-def test_d9_the_same_key_returns_the_same_job_and_another_request_is_a_conflict(
+def test_it_returns_the_same_job_for_the_same_key_and_refuses_another_request_d9(
     conversation, context_of
 ):
     job, _ = admit(conversation, context_of)
@@ -410,13 +418,15 @@ def test_d9_the_same_key_returns_the_same_job_and_another_request_is_a_conflict(
     assert MediaJob.objects.count() == 1
 
 
-def test_d9_media_jobs_are_for_media_capabilities(conversation, context_of):
+def test_it_admits_media_jobs_for_media_capabilities_only_d9(conversation, context_of):
     with pytest.raises(ValidationError) as caught:
         admit(conversation, context_of, capability="tone.playful")
     assert "capability" in caught.value.errors
 
 
-def test_d9_an_allowed_job_starts_and_completes_idempotently(wren, conversation, context_of, clock):
+def test_it_starts_and_completes_an_allowed_job_idempotently_d9(
+    wren, conversation, context_of, clock
+):
     allow_voice(wren)
     job, _ = admit(conversation, context_of)
     clock.advance(minutes=1)
@@ -431,7 +441,7 @@ def test_d9_an_allowed_job_starts_and_completes_idempotently(wren, conversation,
     assert media_jobs.media_job_start(job_id=job.pk).status == "done"
 
 
-def test_d9_a_stale_job_whose_rule_was_revoked_after_admission_is_cancelled(
+def test_it_cancels_a_stale_job_whose_rule_was_revoked_after_admission_d9(
     wren, conversation, context_of, clock
 ):
     rule = allow_voice(wren)
@@ -445,7 +455,7 @@ def test_d9_a_stale_job_whose_rule_was_revoked_after_admission_is_cancelled(
     assert media_jobs.media_job_start(job_id=job.pk).status == "cancelled"
 
 
-def test_d9_a_rule_that_expired_between_admission_and_start_also_cancels(
+def test_it_also_cancels_a_job_whose_rule_expired_between_admission_and_start_d9(
     wren, conversation, context_of, clock
 ):
     allow_voice(wren, valid_until=at("2026-08-05T12:30"))
@@ -458,7 +468,9 @@ def test_d9_a_rule_that_expired_between_admission_and_start_also_cancels(
     assert started.policy_version_at_start == started.policy_version_at_admission
 
 
-def test_retries_after_the_user_changes_a_rule(wren, conversation, context_of, clock):
+def test_it_replays_a_retry_after_a_rule_change_then_cancels_it_at_start(
+    wren, conversation, context_of, clock
+):
     rule = allow_voice(wren)
     job, _ = admit(conversation, context_of)
     clock.advance(minutes=1)
@@ -471,7 +483,7 @@ def test_retries_after_the_user_changes_a_rule(wren, conversation, context_of, c
     assert (created, fresh.status) == (True, "rejected")
 
 
-def test_d8_d9_an_allow_once_answer_lets_a_job_run_unless_the_start_decision_is_deny(
+def test_it_lets_a_job_run_on_an_allow_once_answer_unless_the_start_denies_d8_d9(
     wren, conversation, context_of
 ):
     job, _ = admit(conversation, context_of)
@@ -492,7 +504,7 @@ def test_d8_d9_an_allow_once_answer_lets_a_job_run_unless_the_start_decision_is_
     assert (started.status, started.reason) == ("cancelled", "deny:explicit-rule")
 
 
-def test_d8_a_deny_answer_rejects_the_job_it_names(conversation, context_of):
+def test_it_rejects_the_job_a_deny_answer_names_d8(conversation, context_of):
     job, _ = admit(conversation, context_of)
     outcome = services.decision_answer(
         decision_id=job.decision_id, answer="deny", remember="once", media_job_id=job.pk
@@ -500,7 +512,7 @@ def test_d8_a_deny_answer_rejects_the_job_it_names(conversation, context_of):
     assert (outcome.media_job.status, outcome.media_job.reason) == ("rejected", "user-denied")
 
 
-def test_d8_an_answer_cannot_move_a_job_that_already_ran(wren, conversation, context_of):
+def test_it_lets_no_answer_move_a_job_that_already_ran_d8(wren, conversation, context_of):
     job, _ = admit(conversation, context_of)
     services.decision_answer(
         decision_id=job.decision_id, answer="allow", remember="once", media_job_id=job.pk
@@ -513,9 +525,7 @@ def test_d8_an_answer_cannot_move_a_job_that_already_ran(wren, conversation, con
         )
 
 
-def test_d8_an_answer_must_name_a_job_of_the_same_user_and_capability(
-    wren, conversation, context_of
-):
+def test_it_refuses_an_answer_naming_a_job_of_another_capability_d8(wren, conversation, context_of):
     job, _ = admit(conversation, context_of, capability="media.image")
     asked = ask_voice(conversation, context_of)
     with pytest.raises(ValidationError) as caught:
@@ -525,7 +535,7 @@ def test_d8_an_answer_must_name_a_job_of_the_same_user_and_capability(
     assert "media_job" in caught.value.errors
 
 
-def test_d9_a_waiting_job_starts_once_a_rule_allows_it_and_keeps_waiting_otherwise(
+def test_it_starts_a_waiting_job_once_a_rule_allows_it_and_keeps_it_waiting_otherwise_d9(
     wren, conversation, context_of
 ):
     job, _ = admit(conversation, context_of)
@@ -534,7 +544,7 @@ def test_d9_a_waiting_job_starts_once_a_rule_allows_it_and_keeps_waiting_otherwi
     assert media_jobs.media_job_start(job_id=job.pk).status == "running"
 
 
-def test_d9_a_job_that_never_ran_cannot_complete(conversation, context_of):
+def test_it_lets_no_job_that_never_ran_complete_d9(conversation, context_of):
     job, _ = admit(conversation, context_of)
     with pytest.raises(Conflict):
         media_jobs.media_job_complete(job_id=job.pk)
@@ -546,7 +556,7 @@ def test_d9_a_job_that_never_ran_cannot_complete(conversation, context_of):
 # Deleting (SPEC §0: user data belongs to one user and goes with them)
 
 
-def test_deleting_a_user_deletes_their_policy_data_including_rule_chains(
+def test_it_deletes_a_users_policy_data_with_the_user_including_rule_chains(
     wren, conversation, context_of
 ):
     rule = allow_voice(wren, scope={"kind": "conversation", "conversation": str(conversation.pk)})
@@ -565,7 +575,7 @@ def test_deleting_a_user_deletes_their_policy_data_including_rule_chains(
     assert not DecisionLog.objects.exists()
 
 
-def test_deleting_a_conversation_deletes_its_scoped_rules_and_jobs(wren, conversation, context_of):
+def test_it_deletes_a_conversations_scoped_rules_and_jobs_with_it(wren, conversation, context_of):
     rule = allow_voice(wren, scope={"kind": "conversation", "conversation": str(conversation.pk)})
     services.rule_change(rule_id=rule.pk, effect="deny")
     kept = allow_voice(wren)
@@ -575,7 +585,7 @@ def test_deleting_a_conversation_deletes_its_scoped_rules_and_jobs(wren, convers
     assert not MediaJob.objects.exists()
 
 
-def test_the_static_check_of_a_users_rules_reports_conflicts_and_dead_rules(
+def test_it_reports_conflicts_and_dead_rules_in_the_static_check_of_a_users_rules(
     wren, conversation, clock
 ):
     a = allow_voice(wren, scope={"kind": "character", "character": "rowan"})

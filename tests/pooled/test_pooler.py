@@ -36,7 +36,7 @@ def other_client(pgbouncer, prepare_threshold=None) -> psycopg.Connection:
     )
 
 
-def test_django_reaches_the_test_database_through_the_pooler_with_the_pooled_settings(pgbouncer):
+def test_it_lets_django_reach_the_test_database_with_the_pooled_settings(pgbouncer):
     connection.ensure_connection()
     assert connection.connection.info.port == pgbouncer.port
     assert connection.connection.prepare_threshold is None
@@ -46,7 +46,7 @@ def test_django_reaches_the_test_database_through_the_pooler_with_the_pooled_set
         assert cursor.fetchone()[0] == pgbouncer.database
 
 
-def test_one_connection_runs_its_transactions_on_another_backend_while_its_own_is_busy(pgbouncer):
+def test_it_runs_a_connections_transactions_on_another_backend_while_its_own_is_busy(pgbouncer):
     """Transaction pooling, not session pooling: the backend Django's connection just used is
     taken by another client's open transaction, and Django's next statement runs elsewhere."""
     first = backend_pid()
@@ -58,7 +58,7 @@ def test_one_connection_runs_its_transactions_on_another_backend_while_its_own_i
         other.execute("COMMIT")
 
 
-def test_prepared_statements_would_fail_behind_the_pooler_and_django_prepares_none(pgbouncer):
+def test_it_breaks_prepared_statements_so_django_prepares_none(pgbouncer):
     """psycopg's default (`prepare_threshold` 5) prepares a statement run five times; on
     another backend its next run fails. Django's connection, with `prepare_threshold` None, runs
     the same sequence."""
@@ -83,7 +83,7 @@ def test_prepared_statements_would_fail_behind_the_pooler_and_django_prepares_no
     sequence(lambda i: list(conv_messages.filter(seq=i)))
 
 
-def test_an_iterator_outside_a_transaction_reads_every_row_through_the_pooler(pgbouncer, conv):
+def test_it_lets_an_iterator_outside_a_transaction_read_every_row(pgbouncer, conv):
     """No server-side cursor: outside a transaction Django would declare one WITH HOLD, which
     another backend would not know at the next fetch."""
     MessageFactory.create_batch(30, conversation=conv)
@@ -110,7 +110,7 @@ def test_an_iterator_outside_a_transaction_reads_every_row_through_the_pooler(pg
     assert seen == list(range(1, 31))
 
 
-def test_the_connection_time_zone_is_utc_on_every_backend_it_meets(pgbouncer):
+def test_it_keeps_the_connection_time_zone_utc_on_every_backend_it_meets(pgbouncer):
     """Django sets the connection's time zone once, at connect (`SET TIME ZONE 'UTC'` when the
     server names its zone otherwise, e.g. `Etc/UTC`). Through the pooler that session setting
     must follow the client: another client sharing the backends with another zone sees its own,
@@ -140,7 +140,7 @@ SESSION_STATE = re.compile(
 )
 
 
-def test_a_whole_turn_issues_no_statement_that_leaves_session_state(api, conv):
+def test_it_gets_no_statement_that_leaves_session_state_from_a_whole_turn(api, conv):
     """A turn with a plan, a correction and the replies, as the runtime sends them: every
     statement is one a pooled backend can forget when the transaction ends."""
     plan = {"budget": 2000, "capabilities": ["tone.playful"]}

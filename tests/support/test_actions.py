@@ -30,7 +30,7 @@ def resolve(world, **context):
     return ContextResolution(ctx).resolution
 
 
-def test_forget_asks_for_a_reason_first(world, support):
+def test_it_asks_for_a_reason_before_a_forget(world, support):
     response = act(support, MEMORIES, "forget_on_behalf", [world.plant.pk])
     assert response.status_code == 200
     html = response.content.decode()
@@ -39,7 +39,7 @@ def test_forget_asks_for_a_reason_first(world, support):
 
 
 @pytest.mark.parametrize("reason", ["", "   "])
-def test_forget_without_a_reason_changes_nothing(world, support, reason):
+def test_it_changes_nothing_on_a_forget_without_a_reason(world, support, reason):
     tombstones = Tombstone.objects.count()
     response = act(support, MEMORIES, "forget_on_behalf", [world.plant.pk], reason=reason)
     assert response.status_code == 200
@@ -51,7 +51,7 @@ def test_forget_without_a_reason_changes_nothing(world, support, reason):
     assert not SupportAction.objects.exists()
 
 
-def test_forget_on_the_users_behalf_goes_through_the_forget_service(world, support, support_user):
+def test_it_forgets_on_the_users_behalf_through_the_forget_service(world, support, support_user):
     response = act(support, MEMORIES, "forget_on_behalf", [world.plant.pk], reason=REASON)
     assert response.status_code == 302
     plant = MemoryRecord.objects.get(pk=world.plant.pk)
@@ -79,7 +79,7 @@ def test_forget_on_the_users_behalf_goes_through_the_forget_service(world, suppo
     assert VALUE not in str(logged.detail)
 
 
-def test_forget_everywhere_and_one_value_of_a_many_key(world, support):
+def test_it_forgets_everywhere_and_one_value_of_a_many_key(world, support):
     act(support, MEMORIES, "forget_on_behalf", [world.like.pk], reason=REASON)
     tombstone = Tombstone.objects.get(user=world.sam, key="user.likes")
     assert tombstone.value_hash is not None  # F1: a value-level forget keeps a keyed hash only
@@ -87,14 +87,14 @@ def test_forget_everywhere_and_one_value_of_a_many_key(world, support):
     assert Tombstone.objects.get(user=world.sam, key="basil_plant.name").scope_id == "*"
 
 
-def test_forgetting_a_forgotten_memory_is_skipped_and_logged(world, support):
+def test_it_skips_and_logs_forgetting_a_forgotten_memory(world, support):
     response = act(support, MEMORIES, "forget_on_behalf", [world.forgotten.pk], reason=REASON)
     assert response.status_code == 302
     assert SupportAction.objects.get().outcome == "conflict"
     assert Tombstone.objects.filter(user=world.sam, key="cat.name").count() == 1
 
 
-def test_retract_goes_through_the_retract_service(world, support):
+def test_it_retracts_through_the_retract_service(world, support):
     response = act(
         support, MEMORIES, "retract", [world.plant.pk], reason="Ticket 12: the plant died."
     )
@@ -113,7 +113,7 @@ def test_retract_goes_through_the_retract_service(world, support):
     assert logged.detail["closed"] == [str(plant.pk)]
 
 
-def test_normalise_goes_through_the_normalisation_service_and_is_idempotent(world, support):
+def test_it_normalises_through_the_normalisation_service_idempotently(world, support):
     old = MemoryRecord.objects.get(user=world.sam, key="user.lives_in", version=1)
     assert old.status == "active"  # superseded by the correction, not yet marked
     before = {r.id: r.reason for r in resolve(world).explanations.values()}
@@ -134,7 +134,7 @@ def test_normalise_goes_through_the_normalisation_service_and_is_idempotent(worl
     assert first.detail["changed"] >= 1 and second.detail["changed"] == 0
 
 
-def test_revoke_rule_goes_through_the_revoke_service(world, support):
+def test_it_revokes_a_rule_through_the_revoke_service(world, support):
     version = UserPolicyVersion.objects.get(user=world.sam).version
     response = act(
         support,
@@ -159,19 +159,19 @@ def test_revoke_rule_goes_through_the_revoke_service(world, support):
     assert UserPolicyVersion.objects.get(user=world.sam).version == version + 1
 
 
-def test_revoking_a_product_default_warns_that_it_affects_everyone(world, support):
+def test_it_warns_that_revoking_a_product_default_affects_everyone(world, support):
     html = act(support, RULES, "revoke_rules", [world.default_rule.pk]).content.decode()
     assert "every user" in html
 
 
-def test_revoke_without_a_reason_changes_nothing(world, support):
+def test_it_changes_nothing_on_a_revoke_without_a_reason(world, support):
     response = act(support, RULES, "revoke_rules", [world.rule.pk], reason="")
     assert response.status_code == 200 and response.context["form"].errors["reason"]
     assert PolicyRule.objects.get(pk=world.rule.pk).revoked_at is None
     assert not SupportAction.objects.exists()
 
 
-def test_staff_without_the_action_permissions_cannot_act(world):
+def test_it_lets_no_staff_without_the_action_permissions_act(world):
     from django.contrib.auth.models import Permission
 
     watcher = UserFactory(username="watcher", is_staff=True)
@@ -188,7 +188,7 @@ def test_staff_without_the_action_permissions_cannot_act(world):
     assert not SupportAction.objects.exists()
 
 
-def test_the_support_action_log_is_read_only(world, support, superuser):
+def test_it_keeps_the_support_action_log_read_only(world, support, superuser):
     act(support, MEMORIES, "retract", [world.plant.pk], reason=REASON)
     logged = SupportAction.objects.get()
     assert support.get("/admin/support/supportaction/").status_code == 200

@@ -122,7 +122,7 @@ def measure(clients, staff, *, warm) -> dict:
     return counts
 
 
-def test_every_changelist_costs_the_same_for_10_or_500_rows(viewer, superuser):
+def test_it_costs_every_changelist_the_same_for_10_or_500_rows(viewer, superuser):
     from support.models import PrivateTextAccess
 
     clients = {"masked": staff_client(viewer), "revealed": staff_client(superuser)}

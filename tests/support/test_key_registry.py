@@ -47,7 +47,7 @@ def test_it_allows_a_cardinality_change_while_no_memory_uses_the_key(root):
     assert KeyDefinition.objects.get(pk="dog.name").cardinality == "many"
 
 
-def test_registering_a_used_unregistered_key_as_many_is_a_change_too(root, sam):
+def test_it_treats_registering_a_used_unregistered_key_as_many_as_a_change_too(root, sam):
     memory_assert(
         user=sam, key="plant.colour", value="green", scope=Scope("user")
     )  # unregistered: one
@@ -73,7 +73,7 @@ def test_it_refuses_a_malformed_key(root):
     assert response.status_code == 200 and "key" in response.context["adminform"].form.errors
 
 
-def test_a_used_key_cannot_be_deleted(root, sam):
+def test_it_refuses_to_delete_a_used_key(root, sam):
     memory_assert(user=sam, key="user.likes", value="jazz", scope=Scope("user"))
     assert (
         root.post("/admin/memory/keydefinition/user.likes/delete/", {"post": "yes"}).status_code

@@ -10,7 +10,7 @@ from tests.factories import UserFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_support_sees_the_switches_and_who_changed_them(support):
+def test_it_shows_support_the_switches_and_who_changed_them(support):
     user = UserFactory(username="quiet-user")
     memory_settings_set(user=user, changed_by="user", use=False)
     profile = MemoryProfile.objects.get(user=user)
@@ -23,7 +23,7 @@ def test_support_sees_the_switches_and_who_changed_them(support):
     assert profile.secret not in html and profile.secret not in detail
 
 
-def test_support_cannot_change_the_switches_by_hand(support):
+def test_it_refuses_support_a_change_of_the_switches_by_hand(support):
     user = UserFactory(username="quiet-user")
     memory_settings_set(user=user, changed_by="api", learn=False)
     profile = MemoryProfile.objects.get(user=user)

@@ -95,7 +95,7 @@ def test_it_shows_no_private_text_to_the_support_group(world, support, support_u
     assert not PrivateTextAccess.objects.filter(staff_id=support_user.pk).exists()
 
 
-def test_a_masked_value_offers_a_reveal_of_its_user_to_staff_who_may_open_one(world, privileged):
+def test_it_offers_a_reveal_from_a_masked_value_to_staff_who_may_open_one(world, privileged):
     html = privileged.get("/admin/memory/memoryrecord/").content.decode()
     assert VALUE not in html
     assert "/admin/support/reveal/?user=sam&amp;next=%2Fadmin%2Fmemory%2Fmemoryrecord%2F" in html
@@ -117,7 +117,7 @@ def test_a_masked_value_offers_a_reveal_of_its_user_to_staff_who_may_open_one(wo
     ],
 )
 @pytest.mark.parametrize("who", ["support_user", "privileged_user"])
-def test_searching_by_private_text_finds_nothing_without_a_reveal(
+def test_it_finds_nothing_by_private_text_without_a_reveal(
     world, person_memory, url, term, who, request
 ):
     client = staff_client(request.getfixturevalue(who))
@@ -127,7 +127,7 @@ def test_searching_by_private_text_finds_nothing_without_a_reveal(
     assert_no_private_text(response.content.decode(), url)
 
 
-def test_searching_by_private_text_works_inside_a_reveal_for_its_user_only(
+def test_it_searches_by_private_text_inside_a_reveal_for_its_user_only(
     world, alex, privileged, privileged_user
 ):
     open_reveal(privileged_user, "sam")
@@ -148,7 +148,7 @@ def test_searching_by_private_text_works_inside_a_reveal_for_its_user_only(
     )
 
 
-def test_a_keys_free_part_is_searchable_only_inside_a_reveal_of_its_user(
+def test_it_searches_a_keys_free_part_only_inside_a_reveal_of_its_user(
     world, person_memory, alex, privileged, privileged_user
 ):
     url = "/admin/memory/memoryrecord/"
@@ -165,7 +165,7 @@ def test_a_keys_free_part_is_searchable_only_inside_a_reveal_of_its_user(
     ]
 
 
-def test_search_by_user_and_key_works_for_everyone(world, support):
+def test_it_searches_by_user_and_key_for_everyone(world, support):
     response = support.get("/admin/memory/memoryrecord/", {"q": "sam basil"})
     assert [r.pk for r in response.context["cl"].result_list] == [world.plant.pk]
     response = support.get("/admin/memory/memoryrecord/", {"q": str(world.plant.pk)})
@@ -186,12 +186,12 @@ def test_search_by_user_and_key_works_for_everyone(world, support):
     ],
 )
 @pytest.mark.parametrize("who", ["support_user", "privileged_user"])
-def test_filtering_by_private_text_is_refused_without_a_reveal(world, url, lookup, who, request):
+def test_it_refuses_filtering_by_private_text_without_a_reveal(world, url, lookup, who, request):
     client = staff_client(request.getfixturevalue(who))
     assert client.get(url, {lookup: "M"}).status_code == 400
 
 
-def test_filtering_by_private_text_inside_a_reveal_keeps_to_its_user(
+def test_it_keeps_filtering_by_private_text_inside_a_reveal_to_its_user(
     world, alex, privileged, privileged_user
 ):
     open_reveal(privileged_user, "sam")
@@ -211,7 +211,7 @@ def column(response, pks) -> list:
     return [pk for pk in order if pk in pks]
 
 
-def test_sorting_by_value_or_key_orders_by_private_text_only_inside_a_reveal(
+def test_it_sorts_by_value_or_key_by_private_text_only_inside_a_reveal(
     world, privileged, privileged_user
 ):
     from memory.domain import Scope
@@ -246,7 +246,7 @@ def test_sorting_by_value_or_key_orders_by_private_text_only_inside_a_reveal(
 
 
 @pytest.mark.parametrize("page", ["change", "changelist"])
-def test_inside_a_reveal_its_users_text_shows_and_everyone_elses_stays_masked(
+def test_it_shows_the_users_text_inside_a_reveal_and_masks_everyone_elses(
     world, alex, person_memory, privileged, privileged_user, page
 ):
     open_reveal(privileged_user, "sam")
@@ -273,7 +273,7 @@ def test_inside_a_reveal_its_users_text_shows_and_everyone_elses_stays_masked(
     assert ALEX_VALUE not in html and "private-masked" in html
 
 
-def test_each_page_shown_under_a_reveal_is_logged_once(
+def test_it_logs_each_page_shown_under_a_reveal_once(
     world, person_memory, privileged, privileged_user
 ):
     grant = open_reveal(privileged_user, "sam")
@@ -307,7 +307,7 @@ def sam_records_with_private_text(world) -> int:
     )
 
 
-def test_a_forgotten_value_is_gone_even_inside_a_reveal(world, privileged, privileged_user):
+def test_it_shows_no_forgotten_value_even_inside_a_reveal(world, privileged, privileged_user):
     open_reveal(privileged_user, "sam")
     response = privileged.get(f"/admin/memory/memoryrecord/{world.forgotten.pk}/change/")
     html = response.content.decode()
@@ -316,9 +316,7 @@ def test_a_forgotten_value_is_gone_even_inside_a_reveal(world, privileged, privi
     assert FORGOTTEN not in privileged.get("/admin/memory/memoryrecord/").content.decode()
 
 
-def test_conversation_titles_never_name_a_conversation_elsewhere(
-    world, privileged, privileged_user
-):
+def test_it_never_names_a_conversation_by_its_title_elsewhere(world, privileged, privileged_user):
     open_reveal(privileged_user, "sam")
     # Pages that refer to a conversation (a memory's scope, a message, a rule) use its id.
     for url in [
@@ -337,7 +335,7 @@ def test_conversation_titles_never_name_a_conversation_elsewhere(
     assert Conversation.objects.get().title == TITLE
 
 
-def test_the_explain_view_hides_values_and_names_without_a_reveal(
+def test_it_hides_values_and_names_in_the_explain_view_without_a_reveal(
     world, person_memory, support, privileged, support_user, privileged_user
 ):
     url = "/admin/support/explain/"
@@ -357,7 +355,7 @@ def test_the_explain_view_hides_values_and_names_without_a_reveal(
     ).exists()
 
 
-def test_the_explain_view_shows_its_users_text_inside_a_reveal_and_logs_the_page(
+def test_it_shows_the_users_text_in_the_explain_view_inside_a_reveal_and_logs_it(
     world, person_memory, alex, privileged, privileged_user
 ):
     open_reveal(privileged_user, "sam")
@@ -371,7 +369,7 @@ def test_the_explain_view_shows_its_users_text_inside_a_reveal_and_logs_the_page
     assert page_rows(privileged_user).count() == 1
 
 
-def test_an_action_confirmation_page_masks_values_outside_a_reveal(
+def test_it_masks_values_on_an_action_confirmation_page_outside_a_reveal(
     world, person_memory, support, privileged, privileged_user
 ):
     data = {
@@ -390,7 +388,9 @@ def test_an_action_confirmation_page_masks_values_outside_a_reveal(
     assert (row.view, row.shown) == ("action", 2)
 
 
-def test_a_support_actions_detail_never_shows_a_keys_free_part(world, person_memory, superuser):
+def test_it_never_shows_a_keys_free_part_in_a_support_actions_detail(
+    world, person_memory, superuser
+):
     from support.models import SupportAction
     from support.services import support_forget
 
@@ -422,7 +422,7 @@ def test_a_support_actions_detail_never_shows_a_keys_free_part(world, person_mem
         "conversations/message",
     ],
 )
-def test_rows_the_services_own_cannot_be_added_changed_or_deleted(world, superuser, path):
+def test_it_lets_no_row_the_services_own_be_added_changed_or_deleted(world, superuser, path):
     root = staff_client(superuser)
     app_label, model_name = path.split("/")
     model = next(
@@ -437,7 +437,7 @@ def test_rows_the_services_own_cannot_be_added_changed_or_deleted(world, superus
     assert model.objects.filter(pk=pk).exists()
 
 
-def test_the_private_strings_are_really_in_the_database(world, person_memory):
+def test_it_looks_for_strings_that_are_really_in_the_database(world, person_memory):
     """The checks above would pass on an empty world: the strings they look for exist."""
     from conversations.models import Message
     from memory.models import MemoryRecord
@@ -450,7 +450,7 @@ def test_the_private_strings_are_really_in_the_database(world, person_memory):
     assert PRIVATE_STRINGS
 
 
-def test_a_turns_plan_masks_a_name_inside_a_key_outside_a_reveal(
+def test_it_masks_a_name_inside_a_key_in_a_turns_plan_outside_a_reveal(
     world, person_memory, privileged, privileged_user
 ):
     from turns.creation import turn_create

@@ -19,7 +19,7 @@ def staff_member(name: str):
     return user
 
 
-def test_concurrent_opens_of_one_user_leave_one_open_reveal():
+def test_it_leaves_one_open_reveal_after_concurrent_opens_of_one_user():
     staff = staff_member("support-racer")
     UserFactory(username="sam")
     results = run_concurrently(
@@ -33,7 +33,7 @@ def test_concurrent_opens_of_one_user_leave_one_open_reveal():
     assert PrivateTextAccess.objects.filter(event="opened").count() == 1
 
 
-def test_concurrent_opens_of_different_users_leave_one_open_reveal_and_log_every_close():
+def test_it_leaves_one_open_reveal_of_concurrent_users_and_logs_every_close():
     staff = staff_member("support-juggler")
     for i in range(6):
         UserFactory(username=f"user-{i}")

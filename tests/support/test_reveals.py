@@ -68,7 +68,7 @@ def post_reveal(client, **data):
 # --- opening ---------------------------------------------------------------------------------
 
 
-def test_a_reveal_opens_from_the_form_for_one_user_with_a_reason(
+def test_it_opens_from_the_form_for_one_user_with_a_reason(
     world, privileged, privileged_user, clock
 ):
     response = post_reveal(privileged, next="/admin/conversations/message/")
@@ -91,7 +91,7 @@ def test_a_reveal_opens_from_the_form_for_one_user_with_a_reason(
     assert REPLY in html and 'id="reveal-banner"' in html and REASON in html
 
 
-def test_the_form_is_reached_from_the_users_admin_page_and_from_a_masked_value(world, privileged):
+def test_it_reaches_the_form_from_the_users_admin_page_and_from_a_masked_value(world, privileged):
     page = privileged.get(f"/admin/auth/user/{world.sam.pk}/change/").content.decode()
     assert 'id="reveal-this-user"' in page and "/admin/support/reveal/?user=sam" in page
     form = privileged.get("/admin/support/reveal/", {"user": "sam", "next": MEMORIES})
@@ -101,7 +101,7 @@ def test_the_form_is_reached_from_the_users_admin_page_and_from_a_masked_value(w
     assert "Your data" in html  # the form says the user will see it
 
 
-def test_without_a_redirect_target_it_lands_on_the_users_memories(world, privileged):
+def test_it_lands_on_the_users_memories_without_a_redirect_target(world, privileged):
     response = post_reveal(privileged)
     assert response["Location"] == f"{MEMORIES}?q=sam"
 
@@ -117,7 +117,9 @@ def test_without_a_redirect_target_it_lands_on_the_users_memories(world, privile
         ({"user": ""}, "user", "Name the user"),
     ],
 )
-def test_bad_input_is_a_form_error_and_opens_nothing(world, privileged, data, field, message):
+def test_it_shows_bad_input_as_a_form_error_and_opens_nothing(
+    world, privileged, data, field, message
+):
     response = post_reveal(privileged, **data)
     assert response.status_code == 200
     assert message in " ".join(response.context["form"].errors[field])
@@ -126,11 +128,11 @@ def test_bad_input_is_a_form_error_and_opens_nothing(world, privileged, data, fi
 
 
 @pytest.mark.parametrize("reason", ["x" * 10, "y" * 500, "  Ticket 7: ok  "])
-def test_a_reason_of_10_to_500_characters_is_kept_as_written(world, privileged_user, reason):
+def test_it_keeps_a_reason_of_10_to_500_characters_as_written(world, privileged_user, reason):
     assert open_reveal(privileged_user, reason=reason).reason == reason.strip()
 
 
-def test_staff_without_the_permission_cannot_open_a_reveal(world, support, support_user):
+def test_it_lets_no_staff_without_the_permission_open_a_reveal(world, support, support_user):
     assert support.get("/admin/support/reveal/", {"user": "sam"}).status_code == 403
     assert post_reveal(support).status_code == 403
     with pytest.raises(PermissionDenied):
@@ -138,7 +140,7 @@ def test_staff_without_the_permission_cannot_open_a_reveal(world, support, suppo
     assert not RevealGrant.objects.exists()
 
 
-def test_a_second_reveal_of_the_same_user_is_refused_and_offers_to_extend_it(
+def test_it_refuses_a_second_reveal_of_the_same_user_and_offers_to_extend_it(
     world, privileged, privileged_user, clock
 ):
     first = open_reveal(privileged_user)
@@ -156,7 +158,9 @@ def test_a_second_reveal_of_the_same_user_is_refused_and_offers_to_extend_it(
     assert events(privileged_user) == ["opened", "extended"]
 
 
-def test_a_reveal_of_another_user_closes_the_open_one(world, alex, privileged_user, clock):
+def test_it_closes_the_open_reveal_when_another_user_is_revealed(
+    world, alex, privileged_user, clock
+):
     first = open_reveal(privileged_user, "sam")
     clock.advance(minutes=1)
     second = open_reveal(privileged_user, "alex")
@@ -167,7 +171,7 @@ def test_a_reveal_of_another_user_closes_the_open_one(world, alex, privileged_us
     assert RevealGrant.objects.filter(closed_at__isnull=True).count() == 1
 
 
-def test_the_close_button_hides_the_text_again(world, privileged, privileged_user, clock):
+def test_it_hides_the_text_again_with_the_close_button(world, privileged, privileged_user, clock):
     grant = open_reveal(privileged_user)
     assert VALUE in privileged.get(MEMORIES).content.decode()
     clock.advance(minutes=3)
@@ -181,7 +185,7 @@ def test_the_close_button_hides_the_text_again(world, privileged, privileged_use
     assert events(privileged_user) == ["opened", "page", "closed"]
 
 
-def test_nobody_closes_or_extends_another_staff_members_reveal(
+def test_it_lets_nobody_close_or_extend_another_staff_members_reveal(
     world, privileged_user, other_privileged_user
 ):
     grant = open_reveal(privileged_user)
@@ -196,9 +200,7 @@ def test_nobody_closes_or_extends_another_staff_members_reveal(
 # --- expiry, with a controlled clock -----------------------------------------------------
 
 
-def test_a_reveal_ends_by_time_when_the_next_page_is_drawn(
-    world, privileged, privileged_user, clock
-):
+def test_it_ends_by_time_when_the_next_page_is_drawn(world, privileged, privileged_user, clock):
     grant = open_reveal(privileged_user)
     clock.advance(minutes=14, seconds=59)
     assert VALUE in privileged.get(MEMORIES).content.decode()
@@ -214,7 +216,7 @@ def test_a_reveal_ends_by_time_when_the_next_page_is_drawn(
     assert events(privileged_user) == ["opened", "page", "expired"]  # logged once
 
 
-def test_an_extended_reveal_lasts_from_its_extension(world, privileged, privileged_user, clock):
+def test_it_lasts_from_its_extension_when_extended(world, privileged, privileged_user, clock):
     grant = open_reveal(privileged_user)
     clock.advance(minutes=10)
     reveals.reveal_extend(staff=privileged_user, grant_id=grant.pk)
@@ -226,7 +228,7 @@ def test_an_extended_reveal_lasts_from_its_extension(world, privileged, privileg
         reveals.reveal_extend(staff=privileged_user, grant_id=grant.pk)  # ended: open a new one
 
 
-def test_an_expired_reveal_does_not_block_a_new_one(world, privileged_user, clock):
+def test_it_does_not_block_a_new_reveal_with_an_expired_one(world, privileged_user, clock):
     first = open_reveal(privileged_user)
     clock.advance(minutes=16)  # no page was drawn meanwhile
     second = open_reveal(privileged_user)
@@ -236,12 +238,12 @@ def test_an_expired_reveal_does_not_block_a_new_one(world, privileged_user, cloc
     assert events(privileged_user) == ["opened", "expired", "opened"]
 
 
-def test_the_duration_is_a_setting(world, privileged_user, clock, settings):
+def test_it_takes_its_duration_from_a_setting(world, privileged_user, clock, settings):
     settings.SUPPORT_REVEAL_SECONDS = 90
     assert open_reveal(privileged_user).expires_at == T0 + dt.timedelta(seconds=90)
 
 
-def test_staff_who_lose_the_permission_see_nothing_even_with_a_reveal_open(
+def test_it_shows_nothing_to_staff_who_lose_the_permission_even_with_a_reveal_open(
     world, privileged, privileged_user
 ):
     open_reveal(privileged_user)
@@ -252,7 +254,7 @@ def test_staff_who_lose_the_permission_see_nothing_even_with_a_reveal_open(
 # --- two staff, two users ----------------------------------------------------------------------
 
 
-def test_two_staff_with_reveals_of_two_users_see_only_their_own_user(
+def test_it_shows_two_staff_with_reveals_of_two_users_only_their_own_user(
     world, alex, privileged_user, other_privileged_user
 ):
     open_reveal(privileged_user, "sam")
@@ -276,7 +278,7 @@ def test_two_staff_with_reveals_of_two_users_see_only_their_own_user(
 # --- the log ---------------------------------------------------------------------------------
 
 
-def test_the_access_log_is_readable_only_with_its_view_permission(
+def test_it_lets_only_the_view_permission_read_the_access_log(
     world, privileged, privileged_user, superuser, support_group
 ):
     grant = open_reveal(privileged_user)
@@ -297,7 +299,7 @@ def test_the_access_log_is_readable_only_with_its_view_permission(
     assert staff_client(privileged_user).get("/admin/support/privatetextaccess/").status_code == 200
 
 
-def test_the_access_log_and_the_reveals_cannot_be_changed_or_deleted_in_the_admin(
+def test_it_lets_no_one_change_or_delete_the_access_log_or_reveals_in_the_admin(
     world, privileged_user, superuser
 ):
     grant = open_reveal(privileged_user)
@@ -318,7 +320,7 @@ def test_the_access_log_and_the_reveals_cannot_be_changed_or_deleted_in_the_admi
     assert RevealGrant.objects.get().reason == REASON
 
 
-def test_the_access_log_is_append_only_below_the_admin_too(world, privileged_user):
+def test_it_keeps_the_access_log_append_only_below_the_admin_too(world, privileged_user):
     open_reveal(privileged_user)
     row = PrivateTextAccess.objects.get()
     row.event = "closed"
@@ -331,9 +333,7 @@ def test_the_access_log_is_append_only_below_the_admin_too(world, privileged_use
     assert PrivateTextAccess.objects.get().event == "opened"
 
 
-def test_a_page_under_a_reveal_costs_one_insert_whatever_it_shows(
-    world, privileged, privileged_user
-):
+def test_it_costs_one_insert_per_page_whatever_the_page_shows(world, privileged, privileged_user):
     open_reveal(privileged_user)
     privileged.get(MEMORIES)
     with CaptureQueriesContext(connection) as captured:
@@ -346,7 +346,7 @@ def test_a_page_under_a_reveal_costs_one_insert_whatever_it_shows(
 # --- deleting the user ---------------------------------------------------------------------------
 
 
-def test_deleting_the_user_keeps_the_log_under_a_pseudonym_and_no_username(
+def test_it_keeps_the_log_under_a_pseudonym_and_no_username_when_the_user_is_deleted(
     world, privileged, privileged_user, superuser
 ):
     from turns.users import user_delete
@@ -373,7 +373,7 @@ def test_deleting_the_user_keeps_the_log_under_a_pseudonym_and_no_username(
     assert alias in html
 
 
-def test_the_pseudonym_is_one_way_and_stable_per_account(world, alex):
+def test_it_makes_the_pseudonym_one_way_and_stable_per_account(world, alex):
     first, again, other = (
         reveals.pseudonym(world.sam),
         reveals.pseudonym(world.sam),

@@ -74,7 +74,7 @@ def _text(response) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode()))
 
 
-def test_e1_every_surface_shows_the_same_state_for_a_lagging_record(api, lagging, superuser):
+def test_it_shows_the_same_state_for_a_lagging_record_on_every_surface_e1(api, lagging, superuser):
     v1, v2, ended = lagging["v1"], lagging["v2"], lagging["ended"]
     # The API.
     states = {i: api.get(f"/api/v1/memories/{i}").json()["state"] for i in (v1, v2, ended)}
@@ -122,7 +122,7 @@ def test_e1_every_surface_shows_the_same_state_for_a_lagging_record(api, lagging
     assert "stored status" not in change.lower()
 
 
-def test_e1_a_merely_confirmed_memory_is_remembered_in_the_transcript_not_replaced(lagging):
+def test_it_shows_a_merely_confirmed_memory_as_remembered_not_replaced_e1(lagging):
     """E1: confirming writes a record that supersedes the old one (R5), but the value is
     what is remembered: the transcript says so, like the memories page ("Confirmed")."""
     page = lagging["page"]
@@ -145,7 +145,7 @@ def test_e1_a_merely_confirmed_memory_is_remembered_in_the_transcript_not_replac
     assert card.certainty_label == "Confirmed"
 
 
-def test_e1_an_undone_no_longer_true_is_remembered_again_in_the_transcript(lagging):
+def test_it_shows_an_undone_no_longer_true_as_remembered_again_e1(lagging):
     page = lagging["page"]
     said = MessageFactory(conversation=lagging["conversation"], content="I live in Boston.")
     home = services.memory_assert(

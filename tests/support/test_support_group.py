@@ -15,7 +15,7 @@ def permissions(group):
     return set(group.permissions.values_list("content_type__app_label", "codename"))
 
 
-def test_migrate_leaves_the_support_group_with_the_expected_permissions():
+def test_it_has_the_expected_permissions_after_migrate():
     group = Group.objects.get(name="Support")
     assert permissions(group) == set(SUPPORT_GROUP_PERMISSIONS)
     assert ("support", "view_private_text") not in permissions(group)
@@ -32,14 +32,14 @@ def test_migrate_leaves_the_support_group_with_the_expected_permissions():
     )
 
 
-def test_ensuring_the_group_again_changes_nothing():
+def test_it_changes_nothing_when_ensured_again():
     before = permissions(Group.objects.get(name="Support"))
     support_group_ensure()
     assert permissions(Group.objects.get(name="Support")) == before
     assert Group.objects.filter(name="Support").count() == 1
 
 
-def test_migrate_takes_back_a_permission_added_by_hand_and_restores_one_removed():
+def test_it_loses_a_permission_added_by_hand_and_regains_one_removed_on_migrate():
     group = Group.objects.get(name="Support")
     group.permissions.add(Permission.objects.get(codename="view_private_text"))
     group.permissions.remove(Permission.objects.get(codename="use_explain"))
@@ -47,7 +47,7 @@ def test_migrate_takes_back_a_permission_added_by_hand_and_restores_one_removed(
     assert permissions(Group.objects.get(name="Support")) == set(SUPPORT_GROUP_PERMISSIONS)
 
 
-def test_a_support_member_can_reach_the_admin_pages_they_need(support):
+def test_it_lets_a_support_member_reach_the_admin_pages_they_need(support):
     for url in [
         "/admin/",
         "/admin/memory/memoryrecord/",

@@ -42,7 +42,7 @@ def query(url: str) -> dict:
 # --- one click from a turn, a message, a memory ---------------------------------------------------
 
 
-def test_one_click_from_a_turn_opens_explain_for_its_conversation_scene_and_plan_time(
+def test_it_opens_explain_from_a_turn_for_its_conversation_scene_and_plan_time(
     planned, world, support
 ):
     response = support.get(f"/admin/support/explain/turn/{planned.pk}/")
@@ -73,13 +73,13 @@ def test_one_click_from_a_turn_opens_explain_for_its_conversation_scene_and_plan
     assert page.context["plan"].turn.pk == planned.pk
 
 
-def test_a_turn_without_a_plan_is_explained_at_the_time_it_was_made(world, support):
+def test_it_explains_a_turn_without_a_plan_at_the_time_it_was_made(world, support):
     response = support.get(f"/admin/support/explain/turn/{world.turn.pk}/")
     now = query(response["Location"])["now"][0]
     assert datetime.fromisoformat(now) == world.turn.created_at
 
 
-def test_the_turn_link_needs_the_explain_permission_and_a_real_turn(world, viewer, support):
+def test_it_needs_the_explain_permission_and_a_real_turn_for_the_turn_link(world, viewer, support):
     from tests.factories import UserFactory
 
     staff = UserFactory(username="staff-only", is_staff=True)
@@ -92,7 +92,7 @@ def test_the_turn_link_needs_the_explain_permission_and_a_real_turn(world, viewe
     )
 
 
-def test_turns_messages_and_memories_link_to_explain(planned, world, support):
+def test_it_links_turns_messages_and_memories_to_explain(planned, world, support):
     turn_link = f'href="/admin/support/explain/turn/{planned.pk}/"'
     assert turn_link in support.get("/admin/conversations/turn/").content.decode()
     assert (
@@ -115,7 +115,7 @@ def test_turns_messages_and_memories_link_to_explain(planned, world, support):
 # --- the plan snapshot as tables -------------------------------------------------------------
 
 
-def test_a_turns_plan_reads_as_keys_and_labels_with_values_hidden(
+def test_it_shows_a_turns_plan_as_keys_and_labels_with_values_hidden(
     planned, world, support, support_user
 ):
     response = support.get(f"/admin/conversations/turn/{planned.pk}/change/")
@@ -132,7 +132,7 @@ def test_a_turns_plan_reads_as_keys_and_labels_with_values_hidden(
     assert not PrivateTextAccess.objects.filter(staff_id=support_user.pk).exists()
 
 
-def test_a_turns_plan_shows_values_only_inside_a_reveal_and_logs_the_page_once(
+def test_it_shows_a_turns_plan_values_only_inside_a_reveal_and_logs_the_page_once(
     planned, world, privileged, privileged_user
 ):
     url = f"/admin/conversations/turn/{planned.pk}/change/"
@@ -155,7 +155,7 @@ def test_a_turns_plan_shows_values_only_inside_a_reveal_and_logs_the_page_once(
     assert row.shown == revealed.count() > 0
 
 
-def test_what_the_plan_left_out_is_said_in_words(world, support):
+def test_it_says_what_the_plan_left_out_in_words(world, support):
     """A record retracted before the plan is left out as `expired`: the table says so in words."""
     turn = turn_create(
         conversation_id=world.conversation.pk,
@@ -170,7 +170,7 @@ def test_what_the_plan_left_out_is_said_in_words(world, support):
     assert (forgotten.reason, forgotten.words) == ("forgotten", "forgotten by then")
 
 
-def test_the_turn_page_costs_the_same_for_a_small_or_a_large_plan(
+def test_it_costs_the_turn_page_the_same_for_a_small_or_a_large_plan(
     world, privileged, django_assert_num_queries
 ):
     def turn_with(n, key):
@@ -198,7 +198,7 @@ def test_the_turn_page_costs_the_same_for_a_small_or_a_large_plan(
         assert privileged.get(large).status_code == 200
 
 
-def test_explain_with_a_turn_shows_its_plan_and_logs_the_page_once(
+def test_it_shows_the_plan_when_explaining_with_a_turn_and_logs_the_page_once(
     planned, world, privileged, privileged_user
 ):
     open_reveal(privileged_user, "sam")
@@ -209,7 +209,7 @@ def test_explain_with_a_turn_shows_its_plan_and_logs_the_page_once(
     assert row.view == "explain" and row.shown >= 1
 
 
-def test_explain_refuses_a_turn_of_another_user(world, support):
+def test_it_refuses_to_explain_with_a_turn_of_another_user(world, support):
     from tests.factories import ConversationFactory, UserFactory
 
     other = UserFactory(username="other")
@@ -228,7 +228,7 @@ def explained(client, **params):
     return {str(item.record.id): item for item in result.records}, result
 
 
-def test_a_retraction_is_explained_as_the_users_with_its_time(world, support):
+def test_it_explains_a_retraction_as_the_users_with_its_time(world, support):
     items, _ = explained(support)
     item = items[str(world.retracted.pk)]
     assert (item.step, item.reason) == ("R3", "expired")
@@ -238,7 +238,7 @@ def test_a_retraction_is_explained_as_the_users_with_its_time(world, support):
     )
 
 
-def test_a_retraction_by_support_says_so(world, support, support_user):
+def test_it_says_so_for_a_retraction_by_support(world, support, support_user):
     record = memory_assert(
         user=world.sam, key="fish.name", value="Nemo", scope=Scope("user")
     ).record
@@ -251,7 +251,7 @@ def test_a_retraction_by_support_says_so(world, support, support_user):
     )
 
 
-def test_a_forget_and_a_replacement_are_explained_in_words(world, support, support_user):
+def test_it_explains_a_forget_and_a_replacement_in_words(world, support, support_user):
     items, _ = explained(support, conversation=str(world.conversation.pk))
     forgotten = items[str(world.forgotten.pk)]
     assert forgotten.words.startswith("Forgotten by the user on ") and forgotten.words.endswith(
@@ -273,7 +273,7 @@ def test_a_forget_and_a_replacement_are_explained_in_words(world, support, suppo
     )
 
 
-def test_an_older_value_blocked_by_a_forget_names_the_forget(world, support):
+def test_it_names_the_forget_that_blocks_an_older_value(world, support):
     from memory.forgetting import forget_key
 
     record = memory_assert(
@@ -292,7 +292,7 @@ def test_an_older_value_blocked_by_a_forget_names_the_forget(world, support):
     }
 
 
-def test_rules_are_explained_in_words(world, support):
+def test_it_explains_rules_in_words(world, support):
     revoked = rule_create(
         user=world.sam,
         capability="tone.playful",
@@ -311,7 +311,7 @@ def test_rules_are_explained_in_words(world, support):
     assert playful.words == "one rule decides"
 
 
-def test_the_page_shows_the_words_and_keeps_the_codes_small(world, support):
+def test_it_shows_the_words_and_keeps_the_codes_small(world, support):
     html = support.get("/admin/support/explain/", {"user": "sam"}).content.decode()
     assert "Retracted by the user on " in html
     assert '<span class="reason-code"' in html
@@ -323,7 +323,7 @@ def when(moment):
     return words_when(moment)
 
 
-def test_a_retraction_happens_through_the_service_the_words_describe(world):
+def test_it_retracts_through_the_service_the_words_describe(world):
     """Guard for the words above: `memory_retract` closes the slot at the retraction time."""
     record = memory_assert(user=world.sam, key="horse.name", value="Ed", scope=Scope("user")).record
     result = memory_retract(record_id=record.id)

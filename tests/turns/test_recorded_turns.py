@@ -235,7 +235,7 @@ def comparable(answers: list[dict]) -> list[dict]:
     return out
 
 
-def test_the_turns_answer_what_was_recorded(api, seeded_ids):
+def test_it_answers_each_turn_as_recorded(api, seeded_ids):
     answers = comparable(play(api))
     if os.environ.get("RECORD_TURNS"):
         RECORDING.write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")

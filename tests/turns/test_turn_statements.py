@@ -39,7 +39,7 @@ def conv():
 
 
 @pytest.mark.parametrize("owned", [False, True])
-def test_the_lock_answers_what_its_orm_query_answers(conv, owned):
+def test_it_locks_with_the_answer_of_its_orm_query(conv, owned):
     user_id = conv.user_id if owned else None
     with transaction.atomic():
         reference = storage.locked_conversation_query(conv.pk, user_id).first()
@@ -49,13 +49,15 @@ def test_the_lock_answers_what_its_orm_query_answers(conv, owned):
     assert locked._state.fields_cache.keys() == reference._state.fields_cache.keys()
 
 
-def test_the_lock_finds_no_other_users_conversation(conv):
+def test_it_locks_no_other_users_conversation(conv):
     other = UserFactory(username="other")
     with transaction.atomic():
         assert storage.lock_conversation(connection.alias, conv.pk, other.pk) is None
 
 
-def test_a_turn_compiles_no_lock_or_it_statement_after_the_first(conv, monkeypatch):
+def test_it_compiles_no_conversation_lock_or_record_statement_after_the_first_turn(
+    conv, monkeypatch
+):
     turn_create(conversation_id=conv.pk, turn_key="t1", content="My dog's name is Rex.")
     compiled = []
     real = SQLCompiler.as_sql

@@ -37,7 +37,7 @@ def test_it_answers_an_unknown_page_with_the_styled_404(client, db):
     assert 'href="/login/">Sign in</a>' in html  # a visitor is offered the way in
 
 
-def test_a_signed_in_user_gets_the_404_with_the_sites_navigation(page, sam):
+def test_it_gives_a_signed_in_user_the_404_with_the_sites_navigation(page, sam):
     html = assert_styled_page(
         page.get("/memories/not-a-uuid/history"), 404, "This page does not exist"
     )
@@ -45,11 +45,11 @@ def test_a_signed_in_user_gets_the_404_with_the_sites_navigation(page, sam):
     assert 'href="/login/">Sign in</a>' not in html
 
 
-def test_another_users_object_is_the_styled_404(page, alex_conv):
+def test_it_answers_the_styled_404_for_another_users_object(page, alex_conv):
     assert_styled_page(page.get(f"/conversations/{alex_conv.pk}/"), 404, "This page does not exist")
 
 
-def test_the_api_keeps_problem_json_for_an_unknown_path(client, db):
+def test_it_keeps_problem_json_for_an_unknown_api_path(client, db):
     """SPEC §10: every API error is an RFC 9457 problem with a stable code."""
     assert_problem(client.get("/api/v1/no-such-thing"), 404, "not_found")
 
@@ -57,7 +57,7 @@ def test_the_api_keeps_problem_json_for_an_unknown_path(client, db):
 # --- 403 --------------------------------------------------------------------------------------
 
 
-def test_a_support_page_refused_to_staff_is_the_admins_403_with_the_reason(db):
+def test_it_answers_the_admins_403_with_the_reason_for_a_support_page_refused_to_staff(db):
     """A staff member without the permission stays in the admin: its own page (header,
     navigation), saying which permission is missing — not the user site's page."""
     from tests.factories import UserFactory
@@ -77,7 +77,7 @@ def test_a_support_page_refused_to_staff_is_the_admins_403_with_the_reason(db):
         assert "Only you can see these pages" not in html
 
 
-def test_a_form_sent_without_its_csrf_token_is_the_styled_403_and_changes_nothing(sam):
+def test_it_answers_the_styled_403_to_a_form_without_its_csrf_token_and_changes_nothing(sam):
     from policy.models import PolicyRule
 
     client = Client(enforce_csrf_checks=True)
@@ -89,7 +89,7 @@ def test_a_form_sent_without_its_csrf_token_is_the_styled_403_and_changes_nothin
     assert not PolicyRule.objects.filter(user=sam).exists()
 
 
-def test_the_api_keeps_problem_json_for_a_403():
+def test_it_keeps_problem_json_for_an_api_403():
     request = RequestFactory().get("/api/v1/memories")
     assert_problem(views.forbidden(request, PermissionDenied()), 403, "permission_denied")
 
@@ -97,7 +97,7 @@ def test_the_api_keeps_problem_json_for_a_403():
 # --- 400 --------------------------------------------------------------------------------------
 
 
-def test_a_bad_page_request_is_the_styled_400(db):
+def test_it_answers_the_styled_400_to_a_bad_page_request(db):
     request = RequestFactory().get("/memories/")
     from django.contrib.auth.models import AnonymousUser
 
@@ -130,17 +130,17 @@ def failing_urls(settings):
     del sys.modules[module.__name__]
 
 
-def test_a_page_that_fails_is_the_styled_500(page, failing_urls):
+def test_it_answers_the_styled_500_for_a_page_that_fails(page, failing_urls):
     page.raise_request_exception = False
     assert_styled_page(page.get("/boom/"), 500, "Something went wrong on our side")
 
 
-def test_the_api_keeps_problem_json_for_a_500(client, db, failing_urls):
+def test_it_keeps_problem_json_for_an_api_500(client, db, failing_urls):
     client.raise_request_exception = False
     assert_problem(client.get("/api/v1/boom"), 500, "server_error")
 
 
-def test_the_500_page_renders_without_a_database_or_a_request_context():
+def test_it_renders_the_500_page_without_a_database_or_a_request_context():
     """No `db` fixture: any database access here would fail the test. Nothing of the request
     reaches the template (no user, no session): the page offers every way back, sign-in too."""
     request = RequestFactory().get("/memories/")
@@ -150,14 +150,14 @@ def test_the_500_page_renders_without_a_database_or_a_request_context():
     assert "request-id" not in html
 
 
-def test_the_500_page_shows_the_request_id_when_one_is_known():
+def test_it_shows_the_request_id_on_the_500_page_when_one_is_known():
     request = RequestFactory().get("/memories/")
     request.request_id = "3f2a9c1e-0000-4000-8000-000000000001"
     html = views.server_error(request).content.decode()
     assert '<code class="request-id">3f2a9c1e-0000-4000-8000-000000000001</code>' in html
 
 
-def test_a_500_page_that_cannot_render_still_answers_a_page(monkeypatch):
+def test_it_still_answers_a_page_when_the_500_page_cannot_render(monkeypatch):
     def broken(name):
         raise RuntimeError("template storage is down")
 

@@ -20,7 +20,7 @@ def card_html(html: str, card_id: str) -> str:
     return html[start : html.index("</li>", html.index("</details>", start))]
 
 
-def test_a_boundary_save_says_so_inside_its_card(page, conv):
+def test_it_says_a_boundary_was_saved_inside_its_card(page, conv):
     """The message goes with the card (`#card-…`, focusable), not to the top of the page."""
     r = page.post(
         "/boundaries/set",
@@ -34,7 +34,7 @@ def test_a_boundary_save_says_so_inside_its_card(page, conv):
     assert 'id="messages"' not in html
 
 
-def test_a_save_without_a_section_keeps_its_message_at_the_top(page, conv):
+def test_it_keeps_the_message_of_a_save_without_a_section_at_the_top(page, conv):
     r = page.post(
         "/boundaries/set",
         {"capability": "media.voice", "effect": "deny", "where": "global"},
@@ -43,7 +43,7 @@ def test_a_save_without_a_section_keeps_its_message_at_the_top(page, conv):
     assert 'id="messages"' in r.content.decode() and "Saved: Voice messages" in text(r)
 
 
-def test_an_empty_sign_in_shows_one_clear_error(db):
+def test_it_shows_one_clear_error_for_an_empty_sign_in(db):
     r = Client().post("/login/", {"username": "", "password": ""})
     seen = text(r)
     assert "Enter your username and your password to sign in." in seen
@@ -51,19 +51,19 @@ def test_an_empty_sign_in_shows_one_clear_error(db):
     assert seen.count("Enter your username and your password") == 1
 
 
-def test_a_wrong_password_still_says_it_did_not_match(sam):
+def test_it_still_says_a_wrong_password_did_not_match(sam):
     r = Client().post("/login/", {"username": "sam", "password": "wrong"})
     assert "Your username and password didn't match. Please try again." in text(r)
 
 
-def test_signing_out_says_so(page):
+def test_it_says_so_after_signing_out(page):
     r = page.post("/logout/", follow=True)
     assert r.redirect_chain[-1][0].endswith("/login/")
     assert "You are signed out." in text(r)
     assert "You are signed out." not in text(Client().get("/login/"))
 
 
-def test_the_time_zone_choice_lists_canonical_zones_by_region(page):
+def test_it_lists_canonical_time_zones_by_region(page):
     html = page.get("/data/").content.decode()
     select = html[
         html.index('name="time_zone"') : html.index("</select>", html.index('name="time_zone"'))
@@ -86,7 +86,7 @@ def test_the_time_zone_choice_lists_canonical_zones_by_region(page):
     )
 
 
-def test_the_admin_writes_dates_as_the_pages_do(db):
+def test_it_writes_dates_in_the_admin_as_the_pages_do(db):
     """The admin's changelists and the pages say "1 Dec 2026, 19:21"."""
     from datetime import UTC, datetime
 
@@ -96,7 +96,7 @@ def test_the_admin_writes_dates_as_the_pages_do(db):
     assert formats.date_format(datetime(2026, 12, 1).date()) == "1 Dec 2026"
 
 
-def test_the_demo_spreads_its_evenings_over_days_and_says_what_it_learned(db):
+def test_it_spreads_the_demos_evenings_over_days_and_says_what_it_learned(db):
     """The demo: replies are sentences, every memory with a source message is said in it (the
     lamp), and the messages fall on three evenings days apart."""
     from django.core.management import call_command

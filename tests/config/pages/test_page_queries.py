@@ -14,7 +14,7 @@ from turns.creation import turn_create
 pytestmark = pytest.mark.django_db
 
 
-def test_the_memory_list_costs_the_same_for_5_or_200_memories(rowan, django_assert_num_queries):
+def test_it_costs_the_memory_list_the_same_for_5_or_200_memories(rowan, django_assert_num_queries):
     small, small_conv, small_client = person("small", rowan)
     large, large_conv, large_client = person("large", rowan)
     memories(small, small_conv, rowan, SMALL)
@@ -56,7 +56,7 @@ def slot(user, conv, n):
     return first
 
 
-def test_the_history_page_costs_the_same_for_5_or_200_values(rowan, django_assert_num_queries):
+def test_it_costs_the_history_page_the_same_for_5_or_200_values(rowan, django_assert_num_queries):
     small, small_conv, small_client = person("small", rowan)
     large, large_conv, large_client = person("large", rowan)
     a, b = slot(small, small_conv, SMALL), slot(large, large_conv, LARGE)
@@ -95,7 +95,7 @@ def rules(user, rowan, n):
         )
 
 
-def test_the_boundaries_page_costs_the_same_for_5_or_200_rules(rowan, django_assert_num_queries):
+def test_it_costs_the_boundaries_page_the_same_for_5_or_200_rules(rowan, django_assert_num_queries):
     small, _, small_client = person("small", rowan)
     large, _, large_client = person("large", rowan)
     rule_create(
@@ -112,7 +112,7 @@ def test_the_boundaries_page_costs_the_same_for_5_or_200_rules(rowan, django_ass
     )
 
 
-def test_the_forgotten_page_costs_the_same_for_5_or_200_tombstones(
+def test_it_costs_the_forgotten_page_the_same_for_5_or_200_tombstones(
     rowan, django_assert_num_queries
 ):
     small, small_conv, small_client = person("small", rowan)
@@ -142,7 +142,7 @@ def transcript(user, conv, n):
     MessageFactory(conversation=conv, role="assistant", content="Lovely.")
 
 
-def test_the_transcript_and_the_list_cost_the_same_for_5_or_200_messages(
+def test_it_costs_the_transcript_and_the_lists_the_same_for_5_or_200_messages(
     rowan, django_assert_num_queries
 ):
     small, small_conv, small_client = person("small", rowan)

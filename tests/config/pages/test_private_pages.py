@@ -84,12 +84,12 @@ def url(name, objects):
     return reverse(name, kwargs=kwargs)
 
 
-def test_the_lists_below_cover_every_page_route():
+def test_it_covers_every_page_route_in_the_lists_below():
     assert {name for name, _ in page_routes()} == set(GET_PAGES) | set(POST_ONLY)
 
 
 @pytest.mark.parametrize("name", GET_PAGES + POST_ONLY)
-def test_every_page_needs_a_sign_in_and_is_never_cached(client, objects, name):
+def test_it_needs_a_sign_in_for_every_page_and_never_caches_one(client, objects, name):
     target = url(name, objects)
     r = client.post(target) if name in POST_ONLY else client.get(target)
     assert r.status_code == 302
@@ -99,7 +99,7 @@ def test_every_page_needs_a_sign_in_and_is_never_cached(client, objects, name):
 
 
 @pytest.mark.parametrize("name", GET_PAGES)
-def test_every_page_is_private_and_not_stored(page, objects, name):
+def test_it_keeps_every_page_private_and_not_stored(page, objects, name):
     r = page.get(url(name, objects))
     assert r.status_code == 200, r.content[:500]
     cache_control = {part.strip() for part in r["Cache-Control"].split(",")}
@@ -122,7 +122,7 @@ def test_every_page_is_private_and_not_stored(page, objects, name):
         "policy:boundaries",
     ],
 )
-def test_every_form_carries_a_csrf_token(page, objects, name):
+def test_it_gives_every_form_a_csrf_token(page, objects, name):
     html = page.get(url(name, objects)).content.decode()
     forms = re.findall(r"<form[^>]*>", html)
     posts = [f for f in forms if 'method="post"' in f]
@@ -130,7 +130,7 @@ def test_every_form_carries_a_csrf_token(page, objects, name):
     assert len(posts) == html.count('name="csrfmiddlewaretoken"')
 
 
-def test_a_post_without_the_csrf_token_is_refused_and_stores_nothing(sam, objects):
+def test_it_refuses_a_post_without_the_csrf_token_and_stores_nothing(sam, objects):
     client = Client(enforce_csrf_checks=True)
     client.force_login(sam)
     before = MemoryRecord.objects.count()
@@ -143,7 +143,7 @@ def test_a_post_without_the_csrf_token_is_refused_and_stores_nothing(sam, object
     assert live("dog.name", sam).value == "Rex"
 
 
-def test_a_post_with_the_csrf_token_goes_through(sam, objects):
+def test_it_lets_a_post_with_the_csrf_token_through(sam, objects):
     client = Client(enforce_csrf_checks=True)
     client.force_login(sam)
     form = client.get(url("memory:correct", objects))
@@ -155,7 +155,7 @@ def test_a_post_with_the_csrf_token_goes_through(sam, objects):
     assert live("dog.name", sam).value == "Max"
 
 
-def test_the_home_page_sends_a_visitor_to_sign_in_and_a_user_to_their_memories(client, page):
+def test_it_sends_a_visitor_home_to_sign_in_and_a_user_to_their_memories(client, page):
     assert client.get("/")["Location"] == "/login/"
     assert page.get("/")["Location"] == "/memories/"
 
@@ -181,7 +181,7 @@ def test_it_signs_in_and_out(client, sam):
     assert client.get("/memories/").status_code == 302
 
 
-def test_sign_in_returns_to_the_page_asked_for(client, sam):
+def test_it_returns_to_the_page_asked_for_after_sign_in(client, sam):
     r = client.post(
         "/login/?next=/boundaries/",
         {"username": "sam", "password": "correct horse battery", "next": "/boundaries/"},
@@ -189,7 +189,7 @@ def test_sign_in_returns_to_the_page_asked_for(client, sam):
     assert r["Location"] == "/boundaries/"
 
 
-def test_a_next_url_off_the_site_is_ignored(page, objects):
+def test_it_ignores_a_next_url_off_the_site(page, objects):
     r = page.post(url("memory:confirm", objects), {"next": "https://evil.example/"})
     assert r["Location"].split("#")[0] == "/memories/"
 
@@ -210,7 +210,7 @@ def test_a_next_url_off_the_site_is_ignored(page, objects):
     ],
 )
 @pytest.mark.parametrize("name", ["memory:confirm", "memory:retract", "policy:revoke"])
-def test_a_next_value_that_is_not_a_local_path_falls_back_and_never_fails(
+def test_it_falls_back_from_a_next_value_that_is_not_a_local_path_and_never_fails(
     page, objects, name, value
 ):
     """Any `next` form value is either a path on this site or ignored —
@@ -223,7 +223,7 @@ def test_a_next_value_that_is_not_a_local_path_falls_back_and_never_fails(
     assert name.startswith("policy") or re.fullmatch(r"/memories/#m-[0-9a-f-]{36}", r["Location"])
 
 
-def test_a_next_value_with_bytes_that_are_not_text_falls_back(page, objects):
+def test_it_falls_back_from_a_next_value_with_bytes_that_are_not_text(page, objects):
     """A browser percent-encodes whatever it sends; bytes that are no UTF-8 (a lone surrogate's
     encoding, a stray continuation byte) decode to replacement characters, and the redirect
     still stays on this site."""
@@ -235,14 +235,16 @@ def test_a_next_value_with_bytes_that_are_not_text_falls_back(page, objects):
         assert r["Location"].startswith("/") and not r["Location"].startswith("//")
 
 
-def test_a_local_next_path_with_a_query_is_kept_and_lands_on_the_card(page, sam, objects):
+def test_it_keeps_a_local_next_path_with_a_query_and_lands_on_the_card(page, sam, objects):
     """The page and filters of `next` are kept; its anchor becomes the acted-on card's."""
     r = page.post(url("memory:confirm", objects), {"next": "/memories/?page=2&sort=az#m-1"})
     assert r["Location"] == f"/memories/?page=2&sort=az#m-{live('dog.name', sam).pk}"
 
 
 @pytest.mark.parametrize("username", ["x" * 151, "x" * 256, "x" * 5000, "a\x00b", "%ED%A0%80"])
-def test_sign_in_refuses_an_impossible_username_with_the_normal_message(client, sam, username):
+def test_it_refuses_sign_in_with_an_impossible_username_with_the_normal_message(
+    client, sam, username
+):
     """An over-long (or unstorable) username is refused like a wrong
     password, before anyone is signed in, without a server error (on PostgreSQL a 256-character
     name was a 500 when the failed attempt was stored); signing in normally still works."""

@@ -106,7 +106,7 @@ def test_it_needs_a_runtime_token(client):
     assert_problem(client.get("/api/v1/events"), 401, "unauthenticated")
 
 
-def test_a_deleted_users_feed_holds_only_user_deleted(api, world):
+def test_it_holds_only_user_deleted_in_a_deleted_users_feed(api, world):
     from turns.users import user_delete
 
     user_delete(user=world[0])

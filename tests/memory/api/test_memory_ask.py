@@ -26,7 +26,7 @@ def test_it_remembers_and_answers_questions(api, sam, ctx):
 
 
 @pytest.mark.parametrize("q", ["basil", "people.priya.works_at", "Priya?", "Tell me everything."])
-def test_c5_ask_answers_understood_false_for_what_is_not_a_question_it_understands(api, sam, q):
+def test_it_answers_understood_false_to_an_ask_it_does_not_understand_c5(api, sam, q):
     """C5: `q` is a question in words; anything else answers `answer: null, understood: false`,
     never a silent null."""
     response = api.get("/api/v1/memory/ask", {"user": "sam", "q": q})

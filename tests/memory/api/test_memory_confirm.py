@@ -27,7 +27,7 @@ def test_it_answers_unchanged_for_a_confirm_of_the_users_own_word(api, sam, auth
     assert MemoryRecord.objects.count() == before
 
 
-def test_a_correct_with_the_same_normalised_value_answers_like_a_confirm(api, sam):
+def test_it_answers_a_correct_with_the_same_normalised_value_like_a_confirm(api, sam):
     """§2: `correct {value: " REX "}` of "Rex" is a confirm: 201 with a `user-confirmed`
     record of the stored value, superseding it."""
     record = assert_memory(api, user="sam", key="dog.name", value="Rex", authority="rule-extracted")
@@ -44,7 +44,7 @@ def test_a_correct_with_the_same_normalised_value_answers_like_a_confirm(api, sa
     )
 
 
-def test_a_same_value_correct_of_a_confirmed_memory_answers_unchanged(api, sam):
+def test_it_answers_unchanged_to_a_same_value_correct_of_a_confirmed_memory(api, sam):
     record = assert_memory(api, user="sam", key="dog.name", value="Rex", authority="user-confirmed")
     before = MemoryRecord.objects.count()
 

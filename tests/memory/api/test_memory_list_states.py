@@ -42,26 +42,26 @@ def lagging(api, sam):
     return {"v1": v1["id"], "v2": v2["id"], "ended": ended["id"]}
 
 
-def test_e1_a_superseded_record_stored_active_says_superseded_by_its_correction(api, lagging):
+def test_it_says_a_record_stored_active_is_superseded_by_its_correction_e1(api, lagging):
     body = api.get(f"/api/v1/memories/{lagging['v1']}").json()
     assert (body["status"], body["state"]) == ("active", "superseded")
     assert body["state_detail"]["rule"] == "R5" and body["state_detail"]["by"] == lagging["v2"]
     assert body["state_detail"]["since"].endswith("Z")
 
 
-def test_e1_a_record_past_valid_until_stored_active_says_expired_since_then(api, lagging):
+def test_it_says_a_record_stored_active_past_valid_until_is_expired_since_e1(api, lagging):
     body = api.get(f"/api/v1/memories/{lagging['ended']}").json()
     assert (body["status"], body["state"]) == ("active", "expired")
     assert body["state_detail"] == {"rule": "R3", "by": None, "since": "2026-02-01T00:00:00Z"}
 
 
-def test_e1_the_current_record_is_active_with_an_empty_detail(api, lagging):
+def test_it_says_the_current_record_is_active_with_an_empty_detail_e1(api, lagging):
     body = api.get(f"/api/v1/memories/{lagging['v2']}").json()
     assert body["state"] == "active"
     assert body["state_detail"] == {"rule": None, "by": None, "since": None}
 
 
-def test_e1_the_list_filters_by_state_before_pagination_and_count_agrees(api, lagging, sam):
+def test_it_filters_the_list_by_state_before_pagination_with_a_count_e1(api, lagging, sam):
     for value in ("a", "b", "c"):  # three more superseded values of another key
         assert_memory(api, key="dog.name", value=value, valid_from=None)
     assert_memory(api, key="dog.name", value="d", valid_from=None)
@@ -86,12 +86,12 @@ def test_e1_the_list_filters_by_state_before_pagination_and_count_agrees(api, la
     assert stored["count"] == everything["count"]
 
 
-def test_e1_an_unknown_state_is_a_400_naming_the_parameter(api, sam):
+def test_it_refuses_an_unknown_state_with_a_400_naming_the_parameter_e1(api, sam):
     r = api.get("/api/v1/memories", {"user": "sam", "state": "retired"})
     assert r.status_code == 400 and "state" in r.json()["errors"]
 
 
-def test_e1_the_list_runs_a_constant_number_of_queries(api, sam):
+def test_it_lists_states_in_a_constant_number_of_queries_e1(api, sam):
     def count() -> int:
         with CaptureQueriesContext(connection) as captured:
             assert (
@@ -109,7 +109,9 @@ def test_e1_the_list_runs_a_constant_number_of_queries(api, sam):
     assert count() == few
 
 
-def test_e1_the_get_runs_a_constant_number_of_queries(api, sam, django_assert_num_queries):
+def test_it_gets_a_memorys_state_in_a_constant_number_of_queries_e1(
+    api, sam, django_assert_num_queries
+):
     """Token, the record with its user, its scoped key's records, the tombstones (and the
     clock on PostgreSQL)."""
     first = assert_memory(api, key="dog.name", value="v0", valid_from=None).json()["memory"]
@@ -122,7 +124,7 @@ def test_e1_the_get_runs_a_constant_number_of_queries(api, sam, django_assert_nu
     assert body["state"] == "superseded"
 
 
-def test_e1_history_rows_carry_their_state(api, lagging):
+def test_it_gives_each_history_row_its_state_e1(api, lagging):
     rows = api.get("/api/v1/memory/history", {"user": "sam", "key": "basil_plant.name"}).json()[
         "results"
     ]
@@ -132,7 +134,7 @@ def test_e1_history_rows_carry_their_state(api, lagging):
     ]
 
 
-def test_e1_write_answers_carry_the_new_records_state(api, sam):
+def test_it_answers_a_write_with_the_new_records_state_e1(api, sam):
     future = assert_memory(
         api, key="trip.city", value="Lisbon", valid_from="2099-01-01T00:00:00Z"
     ).json()
@@ -148,7 +150,7 @@ def test_e1_write_answers_carry_the_new_records_state(api, sam):
     assert weaker["state_detail"]["by"] == mine["id"] and weaker["state_detail"]["rule"] == "R6"
 
 
-def test_e1_confirm_correct_and_retract_answers_carry_states(api, sam):
+def test_it_answers_confirm_correct_and_retract_with_states_e1(api, sam):
     first = assert_memory(api, key="pet.name", value="Rex", valid_from=None).json()["memory"]
     confirmed = api.post(f"/api/v1/memories/{first['id']}/confirm", {}, format="json").json()
     assert confirmed["memory"]["state"] == "active"
@@ -168,7 +170,7 @@ def test_e1_confirm_correct_and_retract_answers_carry_states(api, sam):
     assert api.get(f"/api/v1/memories/{first['id']}").json()["state"] == "expired"
 
 
-def test_e1_a_replayed_assert_answers_the_state_now(api, sam):
+def test_it_answers_a_replayed_assert_with_the_state_now_e1(api, sam):
     body = {"key": "pet.name", "value": "Rex", "valid_from": None, "idempotency_key": "k1"}
     first = assert_memory(api, **body).json()["memory"]
     assert_memory(api, key="pet.name", value="Max", valid_from=None)
@@ -177,7 +179,7 @@ def test_e1_a_replayed_assert_answers_the_state_now(api, sam):
     assert replayed["memory"]["state"] == "superseded"
 
 
-def test_e1_resolve_remember_and_a_turns_extracted_carry_state(api, ctx, conv):
+def test_it_gives_resolve_remember_and_a_turns_extracted_a_state_e1(api, ctx, conv):
     extracted = api.post(
         "/api/v1/memory/remember", {"context": ctx, "text": "My dog's name is Rex."}, format="json"
     ).json()["extracted"]
@@ -199,14 +201,14 @@ def test_e1_resolve_remember_and_a_turns_extracted_carry_state(api, ctx, conv):
         assert ask["memory"]["state"] == "active"
 
 
-def test_e1_a_forgotten_record_says_forgotten(api, sam):
+def test_it_says_a_forgotten_record_is_forgotten_e1(api, sam):
     first = assert_memory(api, key="pet.name", value="Rex", valid_from=None).json()["memory"]
     api.post(f"/api/v1/memories/{first['id']}/forget", {}, format="json")
     body = api.get(f"/api/v1/memories/{first['id']}").json()
     assert (body["state"], body["state_detail"]["rule"], body["value"]) == ("forgotten", "R2", "")
 
 
-def test_e1_snapshots_carry_no_state_and_an_import_refuses_one(api, lagging):
+def test_it_exports_no_state_and_refuses_one_on_import_e1(api, lagging):
     """E1: `state` and `state_detail` are derived: never exported, refused on import like any
     unknown field."""
     snapshot = api.get("/api/v1/users/sam/export").json()
@@ -218,7 +220,7 @@ def test_e1_snapshots_carry_no_state_and_an_import_refuses_one(api, lagging):
     assert r.status_code == 400 and "memories.0.state" in r.json()["errors"], r.json()
 
 
-def test_e1_the_schema_describes_state_state_detail_and_the_filter():
+def test_it_describes_state_state_detail_and_the_filter_in_the_schema_e1():
     from drf_spectacular.generators import SchemaGenerator
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
@@ -241,7 +243,7 @@ def test_e1_the_schema_describes_state_state_detail_and_the_filter():
     }
 
 
-def test_e1_a_source_message_time_is_the_records_start(api, sam, conv):
+def test_it_makes_a_record_active_from_its_source_messages_time_e1(api, sam, conv):
     """E1 at the request's time: a record learned from a message is active right after."""
     message = MessageFactory(conversation=conv, created_at=at("2026-03-01T10:00"))
     services.memory_assert(

@@ -62,7 +62,7 @@ def test_it_refuses_a_context_with_a_conversation_of_another_user(api, sam, rowa
         ),
     ],
 )
-def test_c5_a_missing_context_wrapper_is_named_in_the_400(api, sam, rowan, path, body, inside):
+def test_it_names_a_missing_context_wrapper_in_the_400_c5(api, sam, rowan, path, body, inside):
     """C5: a body that left out the required `context` object names `context` in `errors`,
     and says that the context's fields put at the top belong inside it."""
     response = api.post(path, body, format="json")
@@ -125,7 +125,7 @@ def test_it_resolves_in_a_constant_number_of_queries(
         ({"character": "someone-else"}, "context.character"),
     ],
 )
-def test_a_context_read_in_one_query_still_names_what_is_unknown(api, ctx, change, field):
+def test_it_reads_the_context_in_one_query_and_still_names_what_is_unknown(api, ctx, change, field):
     """SPEC §0: the conversation is read with its user in one query; when that finds nothing
     the answer still names the field that is wrong."""
     r = api.post("/api/v1/memory/resolve", {"context": {**ctx, **change}}, format="json")

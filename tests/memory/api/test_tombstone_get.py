@@ -12,7 +12,7 @@ from tests.turns.api.reads import turn
 pytestmark = pytest.mark.django_db
 
 
-def test_c4_c5_a_tombstone_reads_back_with_its_scope_as_an_object(api, conv):
+def test_it_reads_a_tombstone_back_with_its_scope_as_an_object_c4_c5(api, conv):
     created = turn(api, conv, "t1", "My cat's name is Miso.")
     memory_id = created["extracted"][0]["memory"]["id"]
     forgot = api.post(f"/api/v1/memories/{memory_id}/forget", {}, format="json").json()
@@ -25,7 +25,7 @@ def test_c4_c5_a_tombstone_reads_back_with_its_scope_as_an_object(api, conv):
     assert_problem(api.get(f"/api/v1/tombstones/{forgot['id']}?x=1"), 400, "validation_error", "x")
 
 
-def test_c5_a_forget_everywhere_has_the_everywhere_scope(api, conv):
+def test_it_gives_a_forget_everywhere_the_everywhere_scope_c5(api, conv):
     created = turn(api, conv, "t1", "My cat's name is Miso.")
     memory_id = created["extracted"][0]["memory"]["id"]
     forgot = api.post(
@@ -34,7 +34,7 @@ def test_c5_a_forget_everywhere_has_the_everywhere_scope(api, conv):
     assert forgot["scope"] == {"kind": "everywhere"} and forgot["scope_id"] == "*"
 
 
-def test_c5_every_scope_kind_of_a_tombstone_has_the_memory_scope_shape(api, conv):
+def test_it_gives_every_tombstone_scope_kind_the_memory_scope_shape_c5(api, conv):
     """A forget in each kind of scope answers the scope the memory showed."""
     scopes = [
         {"kind": "character", "character": "captain-rowan"},
@@ -54,7 +54,7 @@ def test_c5_every_scope_kind_of_a_tombstone_has_the_memory_scope_shape(api, conv
         assert forgot["scope"] == scope
 
 
-def test_c4_the_tombstone_read_runs_two_queries(api, sam, django_assert_num_queries):
+def test_it_reads_a_tombstone_in_two_queries_c4(api, sam, django_assert_num_queries):
     from memory.models import Tombstone
 
     tombstone = Tombstone.objects.create(

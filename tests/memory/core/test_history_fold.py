@@ -68,20 +68,20 @@ def test_it_folds_a_confirmation_into_the_value_it_confirmed():
     assert shown([harbor, confirmed]) == [("a", "b", None, None)]
 
 
-def test_a_correction_to_another_value_is_no_confirmation():
+def test_it_counts_no_correction_to_another_value_as_a_confirmation():
     harbor = rec("a", "Harbor", at(1))
     marlowe = rec("b", "Marlowe", at(2), version=2, supersedes="a")
     assert confirmations([harbor, marlowe]) == {}
 
 
-def test_an_inference_of_the_same_value_confirms_nothing():
+def test_it_confirms_nothing_by_an_inference_of_the_same_value():
     """Only the user's own word confirms (USER_AUTHORITIES)."""
     harbor = rec("a", "Harbor", at(1))
     again = rec("b", "Harbor", at(2), version=2, supersedes="a", authority="rule-extracted")
     assert confirmations([harbor, again]) == {}
 
 
-def test_a_forgotten_value_ends_when_it_was_forgotten_and_confirms_nothing():
+def test_it_ends_a_forgotten_value_when_forgotten_and_confirms_nothing_by_it():
     """F2: the skeleton keeps its window, but nothing of it held after the forget."""
     harbor = rec("a", "", at(1), status="forgotten", since=at(4))
     again = rec("b", "", at(2), version=2, supersedes="a", status="forgotten", since=at(4))
@@ -89,14 +89,14 @@ def test_a_forgotten_value_ends_when_it_was_forgotten_and_confirms_nothing():
     assert shown([harbor])[0][2] == at(4)
 
 
-def test_a_time_with_no_value_is_a_gap_naming_what_ended():
+def test_it_shows_a_time_with_no_value_as_a_gap_naming_what_ended():
     """A value with a window of its own ends; the next starts later: a gap between them."""
     summer = rec("a", "Harbor", at(1), valid_until=at(5))
     later = rec("b", "Marlowe", at(9), version=2)
     assert shown([summer, later]) == [("a", "a", at(5), None), ("b", "b", None, (at(5), "a"))]
 
 
-def test_a_many_key_has_a_gap_per_value_slot_and_a_forgotten_value_joins_none():
+def test_it_gives_a_many_key_a_gap_per_value_slot_and_joins_no_forgotten_value():
     jazz = rec("a", "jazz", at(1), valid_until=at(2), key="user.likes")
     rock = rec("b", "rock", at(3), version=2, key="user.likes")
     gone = rec("c", "", at(3), version=3, key="user.likes", status="forgotten", since=at(4))
@@ -106,7 +106,7 @@ def test_a_many_key_has_a_gap_per_value_slot_and_a_forgotten_value_joins_none():
     assert gaps == {"a": None, "b": None, "c": None, "d": (at(2), "a")}
 
 
-def test_the_fold_is_the_same_whatever_order_the_records_come_in():
+def test_it_folds_the_same_whatever_order_the_records_come_in():
     records = [
         rec("a", "Harbor", at(1), authority="rule-extracted"),
         rec("b", "Harbor", at(2), version=2, supersedes="a"),

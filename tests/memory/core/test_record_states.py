@@ -56,26 +56,26 @@ def states(records, now=5, tombstones=(), many=frozenset()):
     return record_states(records, tombstones, h(now), many_keys=many, secret=SECRET)
 
 
-def test_e1_an_active_record_has_no_detail():
+def test_it_gives_an_active_record_no_detail_e1():
     assert states([rec("a")]) == {"a": RecordState("active", None, None, None)}
 
 
-def test_e1_a_record_past_valid_until_is_expired_since_then_even_when_stored_active():
+def test_it_says_a_record_past_valid_until_is_expired_even_when_stored_active_e1():
     """E1/W12: the stored status may lag; the state does not."""
     assert states([rec("a", until=3)])["a"] == RecordState("expired", "R3", None, h(3))
 
 
-def test_e1_a_stored_expired_mark_counts_from_its_status_since():
+def test_it_counts_a_stored_expired_mark_from_its_status_since_e1():
     a = rec("a", status="expired", status_since=h(4))
     assert states([a], now=5)["a"] == RecordState("expired", "R3", None, h(4))
     assert states([a], now=3)["a"].state == "active"
 
 
-def test_e1_a_future_record_is_not_yet_valid():
+def test_it_says_a_future_record_is_not_yet_valid_e1():
     assert states([rec("a", start=7)])["a"] == RecordState("not-yet-valid", "R3", None, None)
 
 
-def test_e1_a_stored_active_record_named_by_a_correction_is_superseded_by_it():
+def test_it_says_a_stored_active_record_named_by_a_correction_is_superseded_e1():
     """E1/R5: superseded by the correcting record, since it started (the later start of the
     two), while the stored status still says active."""
     old = rec("a", start=0)
@@ -85,7 +85,7 @@ def test_e1_a_stored_active_record_named_by_a_correction_is_superseded_by_it():
     assert got["b"].state == "active"
 
 
-def test_e1_a_stored_superseded_mark_names_the_record_that_supersedes_it():
+def test_it_names_the_superseding_record_of_a_stored_superseded_mark_e1():
     old = rec("a", status="superseded", status_since=h(2))
     new = rec("b", "Max", start=2, version=2, until=4, supersedes="a")  # ended: no longer hides
     got = states([old, new])
@@ -93,14 +93,14 @@ def test_e1_a_stored_superseded_mark_names_the_record_that_supersedes_it():
     assert got["b"] == RecordState("expired", "R3", None, h(4))
 
 
-def test_e1_a_loser_of_r6_is_lower_precedence_by_the_winner():
+def test_it_says_a_loser_of_r6_is_lower_precedence_by_the_winner_e1():
     low = rec("a", start=0, authority="model-inferred")
     high = rec("b", "Max", start=3, authority="user-confirmed", version=2)
     got = states([low, high])
     assert got["a"] == RecordState("lower-precedence", "R6", "b", h(3))
 
 
-def test_e1_forgotten_by_stored_status_or_by_a_tombstone():
+def test_it_says_forgotten_by_stored_status_or_by_a_tombstone_e1():
     skeleton = rec("a", "", status="forgotten", status_since=h(1))
     blocked = rec("b", key="dog.name")
     tomb = Tombstone("t1", USER, "*", "dog.name", forgotten_at=h(2), blocks_sources_before=h(2))
@@ -109,7 +109,7 @@ def test_e1_forgotten_by_stored_status_or_by_a_tombstone():
     assert got["b"] == RecordState("forgotten", "R4", None, h(2))
 
 
-def test_e1_a_scene_record_is_resolved_in_its_own_scope():
+def test_it_resolves_a_scene_record_in_its_own_scope_e1():
     """E1: R1 always passes — a scene record has a state although most contexts would not
     see it at all."""
     scene = Scope("scene", conversation="c1", scene="greenhouse")
@@ -117,7 +117,7 @@ def test_e1_a_scene_record_is_resolved_in_its_own_scope():
     assert got == {"a": RecordState("active"), "b": RecordState("active")}
 
 
-def test_e1_a_many_keys_value_slots_are_separate():
+def test_it_keeps_a_many_keys_value_slots_separate_e1():
     likes = [
         rec("a", "jazz", key="user.likes"),
         rec("b", "rain", key="user.likes", version=2, start=1),
@@ -127,7 +127,7 @@ def test_e1_a_many_keys_value_slots_are_separate():
     assert states(likes)["a"].state == "lower-precedence"  # as a `one` key they would compete
 
 
-def test_e1_a_value_level_tombstone_is_checked_with_the_secret():
+def test_it_checks_a_value_level_tombstone_with_the_secret_e1():
     likes = [rec("a", "jazz", key="user.likes"), rec("b", "rain", key="user.likes", version=2)]
     tomb = Tombstone(
         "t1",
@@ -144,7 +144,7 @@ def test_e1_a_value_level_tombstone_is_checked_with_the_secret():
 
 @PROPERTY
 @given(worlds())
-def test_e1_state_is_the_resolvers_reason_in_the_records_own_scope(world):
+def test_it_gives_the_resolvers_reason_in_the_records_own_scope_e1(world):
     """E1: for every record, `state` is exactly what `resolve` says of it for a context made
     of its own scope (its R8 step too), whatever the world — no second implementation."""
     records, tombstones, context = world
@@ -172,7 +172,7 @@ def test_e1_state_is_the_resolvers_reason_in_the_records_own_scope(world):
 
 @PROPERTY
 @given(worlds(crowded=True))
-def test_e1_normalisation_never_changes_a_state(world):
+def test_it_never_changes_a_state_by_normalisation_e1(world):
     """E1 with W12: writing the stored statuses never changes any record's state."""
     records, tombstones, context = world
     before = record_states(records, tombstones, context.now, many_keys=MANY_KEYS, secret=SECRET)
@@ -181,7 +181,7 @@ def test_e1_normalisation_never_changes_a_state(world):
     assert {i: s.state for i, s in after.items()} == {i: s.state for i, s in before.items()}
 
 
-def test_e1_duplicates_and_order_do_not_change_states():
+def test_it_gives_the_same_states_whatever_the_duplicates_and_order_e1():
     """R7 holds for states too."""
     records = [rec("a"), rec("b", "Max", start=2, version=2, supersedes="a")]
     assert states(records) == states([*reversed(records), replace(records[0])])

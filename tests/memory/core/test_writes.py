@@ -120,7 +120,7 @@ def test_it_stores_old_evidence_of_a_retracted_slot_born_closed_w4():
     assert record.valid_from == T and record.valid_until == retracted and record.supersedes is None
 
 
-def test_a_lower_authority_supersedes_nothing_w7():
+def test_it_supersedes_nothing_with_a_lower_authority_w7():
     p = plan(
         [fact("dog.name", "Rex")],
         {"dog.name": [stored("dog.name", "Max", 1, authority="user-corrected")]},

@@ -21,7 +21,7 @@ def history(page, record):
     return page.get(f"/memories/{record.pk}/history")
 
 
-def test_history_shows_a_confirmation_as_confirming_not_replacing(page, say, sam):
+def test_it_shows_a_confirmation_in_history_as_confirming_not_replacing(page, say, sam):
     """§2: confirm writes a user-confirmed record superseding the old one; history shows one
     value, "You confirmed it on …", and no "Replaced"."""
     say("I dislike being rushed.")
@@ -39,7 +39,7 @@ def test_history_shows_a_confirmation_as_confirming_not_replacing(page, say, sam
     assert r.context["rows"][0].set_by == "a rule that read your message"
 
 
-def test_history_shows_a_same_value_correction_as_a_confirmation(page, say, sam):
+def test_it_shows_a_same_value_correction_in_history_as_a_confirmation(page, say, sam):
     """A `user-corrected` record of the same value (stored before §2 made that a confirm) is
     shown as a confirmation too."""
     say("My dog's name is Rex.")
@@ -64,7 +64,7 @@ def test_history_shows_a_same_value_correction_as_a_confirmation(page, say, sam)
     assert "Replaced" not in text(r) and "You confirmed it on" in text(r)
 
 
-def test_a_confirmed_value_that_was_then_corrected_reads_as_replaced_once(page, say, sam):
+def test_it_shows_a_confirmed_value_then_corrected_as_replaced_once(page, say, sam):
     say("My dog's name is Rex.")
     rex = live("dog.name", sam)
     confirmed = memory_confirm(record_id=rex.pk, user=sam).record
@@ -78,7 +78,7 @@ def test_a_confirmed_value_that_was_then_corrected_reads_as_replaced_once(page, 
     ]
 
 
-def test_history_after_a_forget_never_says_still_open(page, say, sam):
+def test_it_never_says_still_open_in_history_after_a_forget(page, say, sam):
     """Item 6: a forgotten value ends when it was forgotten."""
     say("My dog's name is Rex.")
     rex = live("dog.name", sam)
@@ -92,7 +92,7 @@ def test_history_after_a_forget_never_says_still_open(page, say, sam):
     assert re.fullmatch(r"\d{1,2} [A-Z][a-z]{2} \d{4}, \d\d:\d\d", row.ends)
 
 
-def test_history_shows_the_gap_of_an_undone_no_longer_true(page, say, sam):
+def test_it_shows_the_gap_of_an_undone_no_longer_true_in_history(page, say, sam):
     """W10 then the undo: the old value ends at the retraction, the restored one starts at
     the undo, and the time between is a row of its own."""
     say("My dog's name is Rex.")
@@ -116,7 +116,7 @@ def test_history_shows_the_gap_of_an_undone_no_longer_true(page, say, sam):
     assert 'class="gap"' in r.content.decode()
 
 
-def test_history_rows_can_stack_on_a_phone(page, say, sam):
+def test_it_lets_history_rows_stack_on_a_phone(page, say, sam):
     """Item 10: each cell names its column (`data-label`) so narrow screens can stack rows."""
     say("My dog's name is Rex.")
     html = history(page, live("dog.name", sam)).content.decode()
@@ -129,7 +129,7 @@ def test_history_rows_can_stack_on_a_phone(page, say, sam):
 # Item 3: what was marked no longer true, and its undo
 
 
-def test_the_no_longer_true_page_lists_what_was_retracted_with_an_undo(page, say, sam):
+def test_it_lists_what_was_retracted_with_an_undo_on_the_no_longer_true_page(page, say, sam):
     say("My dog's name is Rex. I live in Boston.")
     say("I like jazz.")
     rex, jazz = live("dog.name", sam), live("user.likes", sam)
@@ -151,14 +151,14 @@ def test_the_no_longer_true_page_lists_what_was_retracted_with_an_undo(page, say
     assert "You like jazz" in text(page.get("/memories/no-longer-true/"))
 
 
-def test_a_slot_that_holds_a_new_value_is_not_listed_as_no_longer_true(page, say, sam):
+def test_it_does_not_list_a_slot_that_holds_a_new_value_as_no_longer_true(page, say, sam):
     say("My dog's name is Rex.")
     memory_retract(record_id=live("dog.name", sam).pk, user=sam)
     say("My dog's name is Max.")
     assert "Nothing is marked no longer true" in text(page.get("/memories/no-longer-true/"))
 
 
-def test_a_many_key_correction_is_not_listed_as_no_longer_true(page, say, sam):
+def test_it_does_not_list_a_many_key_correction_as_no_longer_true(page, say, sam):
     """Correcting one value of a `many` key retracts the old value slot (§2): a correction,
     not something the user marked no longer true."""
     say("I like jazz.")
@@ -166,7 +166,7 @@ def test_a_many_key_correction_is_not_listed_as_no_longer_true(page, say, sam):
     assert "Nothing is marked no longer true" in text(page.get("/memories/no-longer-true/"))
 
 
-def test_an_undo_that_is_no_longer_possible_says_so(page, say, sam):
+def test_it_says_so_when_an_undo_is_no_longer_possible(page, say, sam):
     say("My dog's name is Rex.")
     rex = live("dog.name", sam)
     memory_retract(record_id=rex.pk, user=sam)
@@ -179,7 +179,7 @@ def test_an_undo_that_is_no_longer_possible_says_so(page, say, sam):
     assert MemoryRecord.objects.count() == before
 
 
-def test_another_users_memory_cannot_be_restored(page, alex):
+def test_it_does_not_restore_another_users_memory(page, alex):
     from conversations.domain import Scope
     from memory.services import memory_assert
 
@@ -193,7 +193,9 @@ def test_another_users_memory_cannot_be_restored(page, alex):
 # Item 12: forgets made by support
 
 
-def test_a_forget_by_support_says_so_without_the_staff_reason(page, say, sam, django_user_model):
+def test_it_says_a_forget_was_by_support_without_the_staff_reason(
+    page, say, sam, django_user_model
+):
     say("My dog's name is Rex. I live in Boston.")
     staff = django_user_model.objects.create(username="agent", is_staff=True)
     support_forget(

@@ -38,7 +38,7 @@ def new_plan(api, conv, key: str) -> dict:
 
 
 @pytest.mark.parametrize("everywhere", [False, True])
-def test_forgetting_on_the_page_is_real(page, api, say, sam, conv, ctx, everywhere):
+def test_it_forgets_for_real(page, api, say, sam, conv, ctx, everywhere):
     turn = say("My dog's name is Rex.")
     old_message = str(turn.user_message_id)
     before = new_plan(api, conv, "before")
@@ -87,9 +87,7 @@ def test_forgetting_on_the_page_is_real(page, api, say, sam, conv, ctx, everywhe
     assert new_plan(api, conv, "after-again")["memories"] == []
 
 
-def test_the_forget_page_says_beforehand_what_the_companion_will_stop_seeing(
-    page, api, say, sam, conv
-):
+def test_it_says_beforehand_what_the_companion_will_stop_seeing(page, api, say, sam, conv):
     """F6: the confirmation page counts the messages the companion will stop seeing (here and
     everywhere), lists the other memories whose values mention the value with a way to forget
     each, and the success message repeats the count."""

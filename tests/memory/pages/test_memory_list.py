@@ -40,7 +40,7 @@ def card_text(response, record_id) -> str:
 # Item 4: one certainty vocabulary, at most one sentence on use in conversations
 
 
-def test_a_memory_with_no_source_is_named_as_such_and_never_called_likely(page, sam):
+def test_it_names_a_memory_with_no_source_as_such_and_never_calls_it_likely(page, sam):
     """P1 before P2: a model inference without a source message is `unsupported` — one name
     and one sentence, not "Likely … used as probably true" followed by "Not used"."""
     record = memory_assert(
@@ -77,7 +77,7 @@ def test_a_memory_with_no_source_is_named_as_such_and_never_called_likely(page, 
         ),
     ],
 )
-def test_each_certainty_has_one_name_and_one_sentence(
+def test_it_gives_each_certainty_one_name_and_one_sentence(
     page, sam, conv, authority, confidence, name, sentence
 ):
     """P2 with the thresholds in settings: confirmed, likely (≥ 0.85), uncertain (≥ 0.5),
@@ -104,7 +104,7 @@ def test_each_certainty_has_one_name_and_one_sentence(
 # Item 13: labels never read like field names; sentences from the registry
 
 
-def test_an_unregistered_key_reads_as_words_not_a_field_name(page, sam, conv):
+def test_it_words_an_unregistered_key_instead_of_showing_a_field_name(page, sam, conv):
     message = MessageFactory(conversation=conv)
     memory_assert(
         user=sam, key="story.letter.outcome", value="unsent", scope=USER, sources=[str(message.pk)]
@@ -127,7 +127,7 @@ def test_an_unregistered_key_reads_as_words_not_a_field_name(page, sam, conv):
     assert not re.search(r"\b\w+: [a-z ]+\b unsent", seen)
 
 
-def test_a_registry_template_gives_the_memory_a_sentence(page, say, sam):
+def test_it_makes_a_sentence_of_a_memory_from_its_registry_template(page, say, sam):
     say("The basil plant is named Harbor.")
     record = live("basil_plant.name", sam)
 
@@ -137,7 +137,7 @@ def test_a_registry_template_gives_the_memory_a_sentence(page, say, sam):
     assert '<span class="memory-value">Harbor</span>' in card_html(r, record.pk)
 
 
-def test_an_edited_template_is_used_and_the_value_stays_escaped(page, sam, conv):
+def test_it_uses_an_edited_template_and_keeps_the_value_escaped(page, sam, conv):
     KeyDefinition.objects.create(
         key="boat.name",
         cardinality="one",
@@ -157,7 +157,7 @@ def test_an_edited_template_is_used_and_the_value_stays_escaped(page, sam, conv)
     assert "<b>Wave</b>" not in r.content.decode()
 
 
-def test_the_admin_refuses_a_template_without_exactly_one_value(admin_client):
+def test_it_lets_the_admin_refuse_a_template_without_exactly_one_value(admin_client):
     r = admin_client.post(
         "/admin/memory/keydefinition/add/",
         {
@@ -249,7 +249,7 @@ def test_it_filters_by_certainty(page, sam, conv):
     ]
 
 
-def test_forget_selected_lists_what_will_be_forgotten_before_forgetting(page, say, sam):
+def test_it_lists_what_forget_selected_will_forget_before_forgetting(page, say, sam):
     say("My dog's name is Rex. I live in Boston.")
     say("I like jazz.")
     rex, boston = live("dog.name", sam), live("user.lives_in", sam)
@@ -283,7 +283,7 @@ def test_forget_selected_lists_what_will_be_forgotten_before_forgetting(page, sa
     assert "jazz" in text(done)
 
 
-def test_forget_selected_with_nothing_chosen_forgets_nothing(page, say, sam, alex):
+def test_it_forgets_nothing_when_forget_selected_has_nothing_chosen(page, say, sam, alex):
     say("My dog's name is Rex.")
     theirs = memory_assert(user=alex, key="dog.name", value="Bolt", scope=USER).record
 
@@ -296,7 +296,7 @@ def test_forget_selected_with_nothing_chosen_forgets_nothing(page, say, sam, ale
     assert MemoryRecord.objects.get(pk=theirs.id).value == "Bolt"
 
 
-def test_every_card_has_a_checkbox_for_forget_selected_without_scripts(page, say, sam):
+def test_it_gives_every_card_a_checkbox_for_forget_selected_without_scripts(page, say, sam):
     say("My dog's name is Rex.")
     rex = live("dog.name", sam)
     html = page.get("/memories/").content.decode()
@@ -315,7 +315,7 @@ def test_every_card_has_a_checkbox_for_forget_selected_without_scripts(page, say
 # Item 14: the search term never goes into a URL
 
 
-def test_the_search_term_stays_out_of_every_url(page, say):
+def test_it_keeps_the_search_term_out_of_every_url(page, say):
     say("I live in Boston. My dog's name is Rex.")
 
     r = page.post("/memories/filter", {"q": "boston", "sort": "az", "certainty": ""})
@@ -335,14 +335,14 @@ def test_the_search_term_stays_out_of_every_url(page, say):
     }
 
 
-def test_clearing_the_search_shows_everything_again(page, say):
+def test_it_shows_everything_again_when_the_search_is_cleared(page, say):
     say("I live in Boston. My dog's name is Rex.")
     page.post("/memories/filter", {"q": "boston"})
     page.post("/memories/filter", {"q": "boston", "clear": "1"})
     assert len(rows(page.get("/memories/"))) == 2
 
 
-def test_an_over_long_search_is_refused_without_an_error(page, say):
+def test_it_refuses_an_over_long_search_without_an_error(page, say):
     say("I live in Boston.")
     r = page.post("/memories/filter", {"q": "x" * 201}, follow=True)
     assert r.status_code == 200 and "at most 200 characters" in text(r)
@@ -353,7 +353,7 @@ def test_an_over_long_search_is_refused_without_an_error(page, say):
 # Item 8: every action lands on its card, message beside it
 
 
-def test_a_confirm_lands_on_the_new_card_with_the_message_beside_it(page, say, sam):
+def test_it_lands_a_confirm_on_the_new_card_with_the_message_beside_it(page, say, sam):
     say("My dog's name is Rex.")
     old = live("dog.name", sam)
 
@@ -367,7 +367,7 @@ def test_a_confirm_lands_on_the_new_card_with_the_message_beside_it(page, say, s
     assert 'id="messages"' not in r.content.decode()  # not at the top as well
 
 
-def test_an_action_on_a_later_page_comes_back_to_the_page_that_holds_the_card(page, sam, conv):
+def test_it_brings_an_action_on_a_later_page_back_to_the_page_holding_the_card(page, sam, conv):
     made = many(sam, conv, PAGE_SIZE + 2)
     last = made[-1]
 
@@ -384,7 +384,7 @@ def test_an_action_on_a_later_page_comes_back_to_the_page_that_holds_the_card(pa
     assert r.context["page"].number == 1 and str(confirmed.pk) == rows(r)[0].id
 
 
-def test_no_longer_true_leaves_an_undo_in_the_cards_place(page, say, sam):
+def test_it_leaves_an_undo_in_the_cards_place_after_no_longer_true(page, say, sam):
     say("My dog's name is Rex.")
     record = live("dog.name", sam)
 
@@ -403,7 +403,7 @@ def test_no_longer_true_leaves_an_undo_in_the_cards_place(page, say, sam):
     assert "remembered again" in card_text(undone, new.pk)
 
 
-def test_a_forget_lands_where_the_card_was(page, say, sam):
+def test_it_lands_a_forget_where_the_card_was(page, say, sam):
     say("My dog's name is Rex. I live in Boston.")
     record = live("dog.name", sam)
 
@@ -415,7 +415,7 @@ def test_a_forget_lands_where_the_card_was(page, say, sam):
     assert sorted(row.kind for row in rows(r)) == ["forgotten", "memory"]
 
 
-def test_a_correction_to_the_same_value_says_nothing_changed_or_confirmed(page, say, sam):
+def test_it_says_nothing_changed_or_confirmed_for_a_correction_to_the_same_value(page, say, sam):
     """§2 on the page: the same value is a confirm, never "the old value will not be used
     again"; for the user's own word nothing is stored and the page says so."""
     say("My dog's name is Rex.")
@@ -491,7 +491,7 @@ def test_it_says_nothing_changed_when_a_page_shown_earlier_corrects_to_the_same_
     assert "changed in the meantime, so nothing was corrected" in follow_messages(other)[0]
 
 
-def test_the_list_links_to_what_was_marked_no_longer_true(page, say, sam):
+def test_it_links_to_what_was_marked_no_longer_true(page, say, sam):
     say("My dog's name is Rex.")
     page.post(f"/memories/{live('dog.name', sam).pk}/retract")
     html = page.get("/memories/").content.decode()
@@ -499,7 +499,7 @@ def test_the_list_links_to_what_was_marked_no_longer_true(page, say, sam):
     assert "1 thing you marked no longer true" in text(page.get("/memories/"))
 
 
-def test_confirmations_without_sources_still_say_where_they_came_from(page, say, sam):
+def test_it_still_says_where_confirmations_without_sources_came_from(page, say, sam):
     say("My dog's name is Rex.")
     memory_confirm(record_id=live("dog.name", sam).pk, user=sam)
     assert "first from your message on" in text(page.get("/memories/"))

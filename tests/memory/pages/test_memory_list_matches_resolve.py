@@ -14,9 +14,7 @@ from tests.factories import CharacterFactory, ConversationFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_the_page_shows_exactly_what_resolve_answers_across_every_context(
-    api, sam, rowan, conv, page
-):
+def test_it_shows_exactly_what_resolve_answers_across_every_context(api, sam, rowan, conv, page):
     ivy = CharacterFactory(slug="ivy", name="Ivy")
     other = ConversationFactory(user=sam, character=ivy, title="Another chat")
     user, character = Scope("user"), Scope("character", character="captain-rowan")

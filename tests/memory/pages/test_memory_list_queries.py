@@ -48,7 +48,7 @@ PAGES = [
 ]
 
 
-def test_every_memory_page_costs_the_same_for_5_or_200_memories(pair, django_assert_num_queries):
+def test_it_costs_every_memory_page_the_same_for_5_or_200_memories(pair, django_assert_num_queries):
     (_, small), (_, large) = pair
     for url in PAGES:
         small.get(url)
@@ -58,7 +58,7 @@ def test_every_memory_page_costs_the_same_for_5_or_200_memories(pair, django_ass
             assert large.get(url).status_code == 200
 
 
-def test_the_list_and_its_actions_cost_the_same_for_5_or_200_memories(pair):
+def test_it_costs_the_list_and_its_actions_the_same_for_5_or_200_memories(pair):
     """A session-held search, the page right after "no longer true" and after a forget (the
     card's place is read), and the forget-selected confirmation."""
     counts = []

@@ -217,7 +217,7 @@ def test_it_marks_a_memory_as_no_longer_true(page, say, sam):
     assert "Rex" in history and "No longer true" in history
 
 
-def test_action_urls_only_accept_post(page, say, sam):
+def test_it_accepts_only_post_on_action_urls(page, say, sam):
     say("My dog's name is Rex.")
     record = live("dog.name", sam)
     for action in ("confirm", "retract"):
@@ -294,7 +294,7 @@ def test_it_forgets_one_value_of_a_many_key_or_all_of_them(page, say, sam):
     ) == {""}
 
 
-def test_forgetting_a_forgotten_memory_says_so(page, say, sam):
+def test_it_says_so_when_a_forgotten_memory_is_forgotten_again(page, say, sam):
     say("My dog's name is Rex.")
     record = live("dog.name", sam)
     memory_forget(record_id=record.pk, user=sam)
@@ -310,7 +310,7 @@ def test_forgetting_a_forgotten_memory_says_so(page, say, sam):
 # History
 
 
-def test_history_shows_every_value_with_its_window_and_who_set_it(page, say, sam):
+def test_it_shows_every_value_in_history_with_its_window_and_who_set_it(page, say, sam):
     say("My dog's name is Rex.")
     rex = live("dog.name", sam)
     memory_correct(record_id=rex.pk, value="Max", user=sam)
@@ -329,7 +329,7 @@ def test_history_shows_every_value_with_its_window_and_who_set_it(page, say, sam
     assert "From your message on" in seen
 
 
-def test_history_shows_forgotten_values_without_their_value(page, say, sam):
+def test_it_shows_forgotten_values_in_history_without_their_value(page, say, sam):
     say("My dog's name is Rex.")
     rex = live("dog.name", sam)
     memory_correct(record_id=rex.pk, value="Max", user=sam)
@@ -347,7 +347,7 @@ def test_history_shows_forgotten_values_without_their_value(page, say, sam):
 # Forgotten
 
 
-def test_forgotten_page_lists_the_slot_and_scope_never_the_value(page, say, sam, rowan):
+def test_it_lists_the_slot_and_scope_on_the_forgotten_page_never_the_value(page, say, sam, rowan):
     say("My dog's name is Rex.")
     memory_assert(
         user=sam,
@@ -368,7 +368,7 @@ def test_forgotten_page_lists_the_slot_and_scope_never_the_value(page, say, sam,
     assert "Rex" not in seen and "Skipper" not in seen
 
 
-def test_letting_it_learn_again_deletes_the_tombstone(page, say, sam):
+def test_it_deletes_the_tombstone_when_letting_the_companion_learn_again(page, say, sam):
     say("My dog's name is Rex.")
     memory_forget(record_id=live("dog.name", sam).pk, user=sam)
     tombstone = Tombstone.objects.get(user=sam)
@@ -382,7 +382,7 @@ def test_letting_it_learn_again_deletes_the_tombstone(page, say, sam):
     assert live("dog.name", sam).value == "Rex"
 
 
-def test_forgotten_page_says_when_nothing_was_forgotten(page):
+def test_it_says_on_the_forgotten_page_when_nothing_was_forgotten(page):
     assert "You have not asked the companion to forget anything" in text(
         page.get("/memories/forgotten/")
     )
@@ -409,7 +409,7 @@ def alex_memory(alex, alex_conv):
         ("get", "history"),
     ],
 )
-def test_another_users_memory_is_not_found(page, alex, alex_memory, method, path):
+def test_it_does_not_find_another_users_memory(page, alex, alex_memory, method, path):
     data = {"value": "Hacked"} if path == "correct" else {"everywhere": "on"}
     r = getattr(page, method)(
         f"/memories/{alex_memory.id}/{path}", data if method == "post" else None
@@ -420,13 +420,13 @@ def test_another_users_memory_is_not_found(page, alex, alex_memory, method, path
     assert MemoryRecord.objects.count() == 1 and not Tombstone.objects.exists()
 
 
-def test_another_users_tombstone_is_not_found(page, alex, alex_memory):
+def test_it_does_not_find_another_users_tombstone(page, alex, alex_memory):
     tombstone = memory_forget(record_id=alex_memory.id, user=alex)
     r = page.post(f"/memories/forgotten/{tombstone.pk}/learn-again")
     assert r.status_code == 404
     assert Tombstone.objects.filter(pk=tombstone.pk).exists()
 
 
-def test_an_unknown_memory_is_not_found(page):
+def test_it_does_not_find_an_unknown_memory(page):
     assert page.get("/memories/00000000-0000-0000-0000-000000000000/history").status_code == 404
     assert page.get("/memories/not-a-uuid/history").status_code == 404

@@ -10,7 +10,7 @@ from tests.helpers import text
 pytestmark = pytest.mark.django_db
 
 
-def test_the_page_shows_both_switches_on_by_default_with_what_they_do(page, say, sam):
+def test_it_shows_both_switches_on_by_default_with_what_they_do(page, say, sam):
     say("My dog's name is Rex.")
     html = page.get("/memories/").content.decode()
     assert 'id="switches"' in html
@@ -21,7 +21,7 @@ def test_the_page_shows_both_switches_on_by_default_with_what_they_do(page, say,
     assert "Nothing is deleted" in words
 
 
-def test_switching_use_off_records_the_user_and_deletes_nothing(page, say, sam):
+def test_it_records_the_user_switching_use_off_and_deletes_nothing(page, say, sam):
     say("My dog's name is Rex.")
     before = MemoryRecord.objects.filter(user=sam).count()
     r = page.post("/memories/switches", {"switches": "1", "learn": "on", "next": "/memories/"})
@@ -38,7 +38,7 @@ def test_switching_use_off_records_the_user_and_deletes_nothing(page, say, sam):
     assert "checked" not in use_box
 
 
-def test_switching_learning_off_then_on(page, sam):
+def test_it_switches_learning_off_then_on(page, sam):
     page.post("/memories/switches", {"switches": "1", "use": "on"})
     assert memory_settings_of(MemoryProfile.objects.get(user=sam).user).learn is False
     page.post("/memories/switches", {"switches": "1", "use": "on", "learn": "on"})
@@ -46,11 +46,11 @@ def test_switching_learning_off_then_on(page, sam):
     assert (profile.learn, profile.use, profile.settings_changed_by) == (True, True, "user")
 
 
-def test_saving_the_same_choices_changes_nothing(page, sam):
+def test_it_changes_nothing_when_the_same_choices_are_saved(page, sam):
     r = page.post("/memories/switches", {"switches": "1", "use": "on", "learn": "on"}, follow=True)
     assert "Nothing changed" in text(r)
     assert MemoryProfile.objects.get(user=sam).settings_changed_at is None
 
 
-def test_a_get_does_not_switch_anything(page, sam):
+def test_it_switches_nothing_on_a_get(page, sam):
     assert page.get("/memories/switches").status_code == 405

@@ -30,7 +30,7 @@ def pages(conv):
     ]
 
 
-def test_with_use_off_every_page_says_memories_are_not_used(page, say, sam, conv):
+def test_it_says_on_every_page_that_memories_are_not_used_with_use_off(page, say, sam, conv):
     """I8: `use` off is said on every page, with the way to turn it back on."""
     say("My dog's name is Rex.")
     for url in pages(conv):
@@ -43,7 +43,7 @@ def test_with_use_off_every_page_says_memories_are_not_used(page, say, sam, conv
         assert 'href="/memories/#switches"' in response.content.decode(), url
 
 
-def test_with_use_off_no_card_or_group_says_it_is_used(page, say, sam):
+def test_it_lets_no_card_or_group_say_it_is_used_with_use_off(page, say, sam):
     """I8: the cards and the group line say the memory is not used now; nothing still says
     "Used in conversations as …" or "Every companion may use these"."""
     say("My dog's name is Rex. I like green tea.")
@@ -57,7 +57,7 @@ def test_with_use_off_no_card_or_group_says_it_is_used(page, say, sam):
     assert "Rex" in after  # nothing is deleted or hidden
 
 
-def test_with_learn_off_the_memories_page_and_transcript_say_nothing_new_is_noted(
+def test_it_says_on_memories_and_transcript_that_nothing_new_is_noted_with_learn_off(
     page, say, sam, conv
 ):
     """I8: `learn` off on the memories page and the transcript; a message said while it was
@@ -74,7 +74,7 @@ def test_with_learn_off_the_memories_page_and_transcript_say_nothing_new_is_note
 
 
 @pytest.mark.parametrize("url", ["/memories/", "/boundaries/", "/data/"])
-def test_the_switches_cost_no_query(page, say, sam, conv, url):
+def test_it_shows_the_switches_at_no_query_cost(page, say, sam, conv, url):
     """I8: the switches come with the profile the page loads for its time zone: the same
     number of queries with them on, off, and for a user without a profile yet."""
     say("My dog's name is Rex.")
@@ -88,7 +88,7 @@ def test_the_switches_cost_no_query(page, say, sam, conv, url):
     assert len(off) == len(on)
 
 
-def test_a_user_without_a_profile_reads_the_defaults_without_a_query(db):
+def test_it_reads_the_defaults_for_a_user_without_a_profile_without_a_query(db):
     """I8: no profile yet is both switches on, read without asking twice."""
     from django.test import Client
 

@@ -9,7 +9,7 @@ from tests.policy.api.calls import DECISION_FIELDS, JOB_FIELDS, admit
 pytestmark = pytest.mark.django_db
 
 
-def test_d9_a_job_carries_its_decision_and_versions(api, ctx):
+def test_it_gives_a_job_its_decision_and_versions_d9(api, ctx):
     response = admit(api, ctx)
     assert response.status_code == 201
     job = response.json()
@@ -19,7 +19,7 @@ def test_d9_a_job_carries_its_decision_and_versions(api, ctx):
     assert job["policy_version_at_admission"] == {"defaults": 0, "user": 0}
 
 
-def test_d9_the_same_key_answers_200_with_the_job_and_another_request_409(api, ctx):
+def test_it_answers_200_with_the_job_to_the_same_key_and_409_to_another_request_d9(api, ctx):
     first = admit(api, ctx)
     again = admit(api, ctx)
     assert (again.status_code, again.json()["id"]) == (200, first.json()["id"])
@@ -36,7 +36,7 @@ def test_d9_the_same_key_answers_200_with_the_job_and_another_request_409(api, c
         ({"requested_by": "robot"}, "requested_by"),
     ],
 )
-def test_d9_bad_jobs_name_the_field(api, ctx, change, field):
+def test_it_refuses_bad_jobs_naming_the_field_d9(api, ctx, change, field):
     body = {
         "context": ctx,
         "capability": "media.voice",

@@ -15,7 +15,7 @@ from tests.policy.api.calls import (
 pytestmark = pytest.mark.django_db
 
 
-def test_d8_d9_answering_a_jobs_ask_once_lets_it_run(api, ctx):
+def test_it_lets_a_job_run_once_its_ask_is_answered_d8_d9(api, ctx):
     job = admit(api, ctx).json()
     body = answer(api, job["decision"]["decision_id"], media_job=job["id"]).json()
     assert body["media_job"]["status"] == "queued"
@@ -30,7 +30,7 @@ def test_d8_d9_answering_a_jobs_ask_once_lets_it_run(api, ctx):
     )
 
 
-def test_d9_a_stale_job_is_cancelled_at_start_with_both_versions(api, ctx):
+def test_it_cancels_a_stale_job_at_start_with_both_versions_d9(api, ctx):
     rule = create_rule(api).json()
     job = admit(api, ctx).json()
     assert (
@@ -50,7 +50,7 @@ def test_d9_a_stale_job_is_cancelled_at_start_with_both_versions(api, ctx):
     )
 
 
-def test_d9_unknown_jobs_are_404(api, capabilities):
+def test_it_answers_404_to_unknown_jobs_d9(api, capabilities):
     for action in ("start", "complete"):
         assert_problem(
             api.post(f"/api/v1/media-jobs/{uuid.uuid4()}/{action}", {}, format="json"),

@@ -15,7 +15,7 @@ from tests.policy.api.calls import (
 pytestmark = pytest.mark.django_db
 
 
-def test_d8_an_answer_remembered_for_the_conversation_creates_a_rule(api, ctx, conversation):
+def test_it_creates_a_rule_for_an_answer_remembered_for_the_conversation_d8(api, ctx, conversation):
     asked = decide(api, ctx).json()
     response = answer(api, asked["decision_id"], remember="conversation")
     assert response.status_code == 200
@@ -29,14 +29,14 @@ def test_d8_an_answer_remembered_for_the_conversation_creates_a_rule(api, ctx, c
     assert decide(api, {**ctx, "conversation": str(other.pk)}).json()["effect"] == "ask"
 
 
-def test_d8_a_scene_answer_without_a_scene_is_400(api, ctx):
+def test_it_answers_400_to_a_scene_answer_without_a_scene_d8(api, ctx):
     asked = decide(api, ctx).json()
     assert_problem(
         answer(api, asked["decision_id"], remember="scene"), 400, "validation_error", "remember"
     )
 
 
-def test_d8_a_replayed_answer_is_200_and_a_different_one_409(api, ctx):
+def test_it_answers_200_to_a_replayed_answer_and_409_to_a_different_one_d8(api, ctx):
     asked = decide(api, ctx).json()
     answer(api, asked["decision_id"], remember="global")
     again = answer(api, asked["decision_id"], remember="global")
@@ -56,7 +56,7 @@ def test_d8_a_replayed_answer_is_200_and_a_different_one_409(api, ctx):
         ({"answer": "allow", "remember": "once"}, "decision_id"),
     ],
 )
-def test_d8_bad_answers_name_the_field(api, capabilities, body, field):
+def test_it_refuses_bad_answers_naming_the_field_d8(api, capabilities, body, field):
     assert_problem(
         api.post("/api/v1/policy/answers", body, format="json"), 400, "validation_error", field
     )

@@ -46,7 +46,7 @@ def test_it_passes_the_contract_smoke_policy_calls(api, ctx):
     assert response.status_code == 200
 
 
-def test_d2_decide_with_no_rule_asks_the_capabilitys_question(api, ctx):
+def test_it_decides_with_no_rule_by_asking_the_capabilitys_question_d2(api, ctx):
     body = decide(api, ctx).json()
     assert set(body) == DECISION_FIELDS | {"question"}
     assert body["question"] == "May I send you voice messages?"
@@ -55,7 +55,7 @@ def test_d2_decide_with_no_rule_asks_the_capabilitys_question(api, ctx):
     uuid.UUID(body["decision_id"])
 
 
-def test_d4_decide_names_the_deciding_rule_and_leaves_out_the_question(api, ctx):
+def test_it_decides_naming_the_deciding_rule_and_leaving_out_the_question_d4(api, ctx):
     rule = create_rule(api, effect="deny").json()
     body = decide(api, ctx).json()
     assert set(body) == DECISION_FIELDS
@@ -67,7 +67,7 @@ def test_d4_decide_names_the_deciding_rule_and_leaves_out_the_question(api, ctx)
     assert body["policy_version"] == {"defaults": 0, "user": 1}
 
 
-def test_d4_decide_asks_about_conflicting_rules_listing_both(api, ctx):
+def test_it_decides_to_ask_about_conflicting_rules_listing_both_d4(api, ctx):
     ids = sorted(
         [
             create_rule(api, effect="deny").json()["id"],
@@ -78,7 +78,7 @@ def test_d4_decide_asks_about_conflicting_rules_listing_both(api, ctx):
     assert (body["effect"], body["reason"], body["rule_ids"]) == ("ask", "conflicting-rules", ids)
 
 
-def test_decide_explains_every_rule_when_asked(api, ctx, marlowe):
+def test_it_explains_every_rule_of_a_decision_when_asked(api, ctx, marlowe):
     other = create_rule(api, scope={"kind": "character", "character": "marlowe"}).json()
     body = decide(api, ctx, explain=True).json()
     assert body["explain"] == [
@@ -103,20 +103,20 @@ def test_decide_explains_every_rule_when_asked(api, ctx, marlowe):
         ({"context": {"user": "wren", "scene": "greenhouse"}}, "context.scene"),
     ],
 )
-def test_decide_refuses_bad_input_naming_the_field(api, ctx, change, field):
+def test_it_refuses_a_decide_with_bad_input_naming_the_field(api, ctx, change, field):
     body = {"context": ctx, "capability": "media.voice", "requested_by": "user", **change}
     assert_problem(
         api.post("/api/v1/policy/decide", body, format="json"), 400, "validation_error", field
     )
 
 
-def test_decide_never_answers_500_for_a_body_that_is_not_an_object(api, capabilities):
+def test_it_never_answers_500_to_a_decide_body_that_is_not_an_object(api, capabilities):
     for body in ([], "x", 3, None):
         response = api.post("/api/v1/policy/decide", body, format="json")
         assert response.status_code == 400
 
 
-def test_decide_runs_a_constant_number_of_queries_whatever_the_number_of_rules(
+def test_it_decides_in_a_constant_number_of_queries_whatever_the_number_of_rules(
     api, ctx, wren, conversation, django_assert_num_queries
 ):
     body = {
@@ -158,7 +158,7 @@ def test_decide_runs_a_constant_number_of_queries_whatever_the_number_of_rules(
         assert len(api.post("/api/v1/policy/decide", body, format="json").json()["rule_ids"]) == 50
 
 
-def test_d10_the_decision_log_has_exactly_the_allow_listed_fields_and_no_text():
+def test_it_logs_decisions_with_exactly_the_allow_listed_fields_and_no_text_d10():
     allowed = {
         "id",  # decision id
         "user",
@@ -184,7 +184,7 @@ def test_d10_the_decision_log_has_exactly_the_allow_listed_fields_and_no_text():
     assert strings and all(length <= 100 for length in strings.values())
 
 
-def test_d10_a_decision_logs_ids_and_codes_not_text(api, ctx, conversation):
+def test_it_logs_a_decisions_ids_and_codes_not_text_d10(api, ctx, conversation):
     decide(api, {**ctx, "scene": "greenhouse"}, requested_by="assistant")
     row = DecisionLog.objects.get()
     values = [

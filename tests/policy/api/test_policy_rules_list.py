@@ -26,7 +26,7 @@ def test_it_lists_a_users_rules_or_the_product_defaults(api, ctx):
     )
 
 
-def test_the_rule_list_runs_a_constant_number_of_queries(api, ctx, django_assert_num_queries):
+def test_it_lists_rules_in_a_constant_number_of_queries(api, ctx, django_assert_num_queries):
     create_rule(api)
     with django_assert_num_queries(4):  # token, user, count, page
         api.get("/api/v1/policy/rules?user=wren")

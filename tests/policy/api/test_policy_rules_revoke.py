@@ -14,7 +14,7 @@ from tests.policy.api.calls import (
 pytestmark = pytest.mark.django_db
 
 
-def test_d5_revoking_a_rule_returns_it_with_revoked_at_and_d7_bumps_the_version(api, ctx):
+def test_it_returns_a_revoked_rule_with_revoked_at_and_bumps_the_version_d5_d7(api, ctx):
     rule = create_rule(api).json()
     response = api.post(f"/api/v1/policy/rules/{rule['id']}/revoke", {}, format="json")
     assert response.status_code == 200
@@ -30,7 +30,7 @@ def test_d5_revoking_a_rule_returns_it_with_revoked_at_and_d7_bumps_the_version(
     assert again.status_code == 200 and again.json()["revoked_at"] == revoked["revoked_at"]
 
 
-def test_revoking_an_unknown_rule_is_404(api, capabilities):
+def test_it_answers_404_to_revoking_an_unknown_rule(api, capabilities):
     assert_problem(
         api.post(f"/api/v1/policy/rules/{uuid.uuid4()}/revoke", {}, format="json"), 404, "not_found"
     )
@@ -39,7 +39,7 @@ def test_revoking_an_unknown_rule_is_404(api, capabilities):
     )
 
 
-def test_revoke_refuses_unknown_fields(api, ctx):
+def test_it_refuses_unknown_fields_on_revoke(api, ctx):
     rule = create_rule(api).json()
     assert_problem(
         api.post(f"/api/v1/policy/rules/{rule['id']}/revoke", {"at": "now"}, format="json"),

@@ -41,7 +41,7 @@ MICRO = dt.timedelta(microseconds=1)
 # D1 candidates
 
 
-def test_d1_it_takes_only_rules_of_the_requested_capability():
+def test_it_takes_only_rules_of_the_requested_capability_d1():
     decision = decide(VOICE, [rule("a", "deny", capability="media.image")], context())
     assert (decision.effect, decision.reason) == ("ask", "no-applicable-rule")
 
@@ -59,28 +59,28 @@ def test_d1_it_takes_only_rules_of_the_requested_capability():
         (PolicyScope("scene", conversation=OTHER_CONV, scene="greenhouse"), False),
     ],
 )
-def test_d1_it_matches_the_scope_against_the_context(scope, applies):
+def test_it_matches_the_scope_against_the_context_d1(scope, applies):
     decision = decide(VOICE, [rule("a", "deny", scope=scope)], context())
     assert decision.effect == ("deny" if applies else "ask")
 
 
-def test_d1_a_global_rule_matches_its_own_user_only():
+def test_it_matches_a_global_rule_to_its_own_user_only_d1():
     assert decide(VOICE, [rule("a", "deny", user="someone-else")], context()).effect == "ask"
 
 
-def test_d1_a_global_product_default_matches_everyone():
+def test_it_matches_a_global_product_default_to_everyone_d1():
     default = rule("a", "deny", source="product-default")
     assert decide(VOICE, [default], context(user="anyone")).effect == "deny"
 
 
-def test_d1_a_scene_rule_does_not_apply_outside_a_scene():
+def test_it_does_not_apply_a_scene_rule_outside_a_scene_d1():
     assert decide(VOICE, [rule("a", "deny", scope=GREENHOUSE)], context(scene=None)).effect == "ask"
 
 
 @pytest.mark.parametrize(
     "requested_by, applies", [(None, True), ("user", True), ("automation", False)]
 )
-def test_d1_it_matches_the_requester(requested_by, applies):
+def test_it_matches_the_requester_d1(requested_by, applies):
     decision = decide(VOICE, [rule("a", "deny", requested_by=requested_by)], context())
     assert decision.effect == ("deny" if applies else "ask")
 
@@ -96,7 +96,9 @@ def test_d1_it_matches_the_requester(requested_by, applies):
         (T0 - DAY, None, T0, False),  # revoked at now
     ],
 )
-def test_d1_clock_boundaries(valid_from, valid_until, revoked_at, applies):
+def test_it_applies_a_rule_within_its_clock_boundaries_d1(
+    valid_from, valid_until, revoked_at, applies
+):
     rules = [
         rule("a", "deny", valid_from=valid_from, valid_until=valid_until, revoked_at=revoked_at)
     ]
@@ -107,7 +109,7 @@ def test_d1_clock_boundaries(valid_from, valid_until, revoked_at, applies):
 # D2 nothing applies
 
 
-def test_d2_no_candidate_asks_with_no_applicable_rule():
+def test_it_asks_with_no_applicable_rule_when_there_is_no_candidate_d2():
     decision = decide(VOICE, [], context())
     assert (decision.effect, decision.reason, decision.rule_ids) == (
         "ask",
@@ -120,7 +122,7 @@ def test_d2_no_candidate_asks_with_no_applicable_rule():
 # D3 rank and D4 top tier
 
 
-def test_d3_an_explicit_denial_beats_an_inferred_allow():
+def test_it_lets_an_explicit_denial_beat_an_inferred_allow_d3():
     rules = [
         rule(
             "inferred",
@@ -139,7 +141,7 @@ def test_d3_an_explicit_denial_beats_an_inferred_allow():
     )
 
 
-def test_d3_source_outranks_scope():
+def test_it_ranks_source_above_scope_d3():
     rules = [
         rule("d", "deny", source="product-default", scope=ROWAN),
         rule("u", "allow", scope=GLOBAL),
@@ -151,13 +153,13 @@ def test_d3_source_outranks_scope():
     "narrow, wide",
     [(GREENHOUSE, CONVERSATION), (CONVERSATION, ROWAN), (ROWAN, GLOBAL)],
 )
-def test_d3_a_more_specific_scope_wins_within_a_source(narrow, wide):
+def test_it_lets_a_more_specific_scope_win_within_a_source_d3(narrow, wide):
     rules = [rule("wide", "deny", scope=wide), rule("narrow", "allow", scope=narrow)]
     decision = decide(VOICE, rules, context())
     assert (decision.effect, decision.rule_ids) == ("allow", ("narrow",))
 
 
-def test_d3_versions_are_not_compared_across_rules():
+def test_it_does_not_compare_versions_across_rules_d3():
     rules = [rule("a", "allow", version=7), rule("b", "deny", version=1)]
     decision = decide(VOICE, rules, context())
     assert (decision.effect, decision.reason, decision.rule_ids) == (
@@ -167,7 +169,7 @@ def test_d3_versions_are_not_compared_across_rules():
     )
 
 
-def test_d4_equally_authoritative_conflicting_rules_ask_with_both_ids_sorted():
+def test_it_asks_on_equally_authoritative_conflicting_rules_with_both_ids_sorted_d4():
     rules = [
         rule("zeta", "deny", capability="topic.work", scope=ROWAN),
         rule("alpha", "allow", capability="topic.work", scope=ROWAN),
@@ -180,7 +182,7 @@ def test_d4_equally_authoritative_conflicting_rules_ask_with_both_ids_sorted():
     )
 
 
-def test_d4_a_conflict_lists_every_tied_rule_but_not_the_outranked_ones():
+def test_it_lists_every_tied_rule_of_a_conflict_but_not_the_outranked_ones_d4():
     rules = [
         rule("b", "allow", scope=ROWAN),
         rule("a", "deny", scope=ROWAN),
@@ -190,7 +192,7 @@ def test_d4_a_conflict_lists_every_tied_rule_but_not_the_outranked_ones():
     assert decide(VOICE, rules, context()).rule_ids == ("a", "b", "c")
 
 
-def test_d4_an_agreeing_top_tier_decides_and_names_all_its_rules():
+def test_it_decides_by_an_agreeing_top_tier_and_names_all_its_rules_d4():
     rules = [
         rule("b", "deny"),
         rule("a", "deny"),
@@ -204,7 +206,7 @@ def test_d4_an_agreeing_top_tier_decides_and_names_all_its_rules():
     )
 
 
-def test_d4_an_ask_rule_is_an_explicit_ask():
+def test_it_treats_an_ask_rule_as_an_explicit_ask_d4():
     decision = decide(PLAYFUL, [rule("a", "ask", capability="tone.playful")], context())
     assert (decision.effect, decision.reason) == ("ask", "explicit-rule")
 
@@ -213,13 +215,13 @@ def test_d4_an_ask_rule_is_an_explicit_ask():
 # D5 revoked and expired
 
 
-def test_d5_a_revoked_permission_is_ignored():
+def test_it_ignores_a_revoked_permission_d5():
     revoked = rule("a", "allow", revoked_at=T0 - HOUR)
     decision = decide(VOICE, [revoked], context())
     assert (decision.effect, decision.reason) == ("ask", "no-applicable-rule")
 
 
-def test_d5_explain_tells_revoked_from_expired():
+def test_it_explains_revoked_apart_from_expired_d5():
     rules = [
         rule("rev", revoked_at=T0 - HOUR),
         rule("exp", valid_until=T0 - HOUR),
@@ -231,7 +233,7 @@ def test_d5_explain_tells_revoked_from_expired():
     assert explanation.reason_of("future") == "not-yet-valid"
 
 
-def test_d5_a_revoked_and_expired_rule_is_explained_as_revoked():
+def test_it_explains_a_revoked_and_expired_rule_as_revoked_d5():
     both = rule("a", valid_until=T0 - HOUR, revoked_at=T0 - DAY)
     assert explain(VOICE, [both], context()).reason_of("a") == "revoked"
 
@@ -240,7 +242,7 @@ def test_d5_a_revoked_and_expired_rule_is_explained_as_revoked():
 # D6 order and duplicates
 
 
-def test_d6_order_and_duplicates_do_not_matter():
+def test_it_decides_the_same_whatever_the_order_and_duplicates_d6():
     rules = [
         rule("a", "allow", scope=ROWAN),
         rule("b", "deny", source="confirmed-inference", scope=GREENHOUSE),
@@ -250,12 +252,12 @@ def test_d6_order_and_duplicates_do_not_matter():
     assert decide(VOICE, rules + rules + [rules[0]], context()) == first
 
 
-def test_d6_duplicate_events_give_the_same_decision():
+def test_it_gives_the_same_decision_for_duplicate_events_d6():
     event = rule("a", "allow")
     assert decide(VOICE, [event] * 5, context()) == decide(VOICE, [event], context())
 
 
-def test_d6_adding_a_rule_below_the_top_tier_changes_nothing():
+def test_it_changes_nothing_when_a_rule_is_added_below_the_top_tier_d6():
     rules = [rule("top", "allow", scope=GREENHOUSE)]
     before = decide(VOICE, rules, context())
     after = decide(VOICE, rules + [rule("below", "deny", scope=CONVERSATION)], context())
@@ -266,7 +268,7 @@ def test_d6_adding_a_rule_below_the_top_tier_changes_nothing():
 # The seed's cases
 
 
-def test_a_character_rule_does_not_leak_to_another_character():
+def test_it_does_not_leak_a_character_rule_to_another_character():
     playful = rule("a", "allow", capability="tone.playful", scope=ROWAN)
     assert (
         decide(PLAYFUL, [playful], context(character="marlowe", conversation=OTHER_CONV)).effect
@@ -275,14 +277,14 @@ def test_a_character_rule_does_not_leak_to_another_character():
     assert decide(PLAYFUL, [playful], context()).effect == "allow"
 
 
-def test_a_scene_rule_stops_applying_after_the_scene_ends():
+def test_it_stops_applying_a_scene_rule_after_the_scene_ends():
     greenhouse = rule("a", "allow", capability="tone.playful", scope=GREENHOUSE)
     assert decide(PLAYFUL, [greenhouse], context(scene="greenhouse")).effect == "allow"
     assert decide(PLAYFUL, [greenhouse], context(scene="downstairs")).effect == "ask"
     assert decide(PLAYFUL, [greenhouse], context(scene=None)).effect == "ask"
 
 
-def test_a_scene_rule_with_an_end_time_stops_at_that_time():
+def test_it_stops_applying_a_scene_rule_at_its_end_time():
     greenhouse = rule("a", "allow", scope=GREENHOUSE, valid_until=T0 + HOUR)
     assert decide(VOICE, [greenhouse], context(now=T0 + HOUR - MICRO)).effect == "allow"
     assert decide(VOICE, [greenhouse], context(now=T0 + HOUR)).effect == "ask"
@@ -292,7 +294,7 @@ def test_a_scene_rule_with_an_end_time_stops_at_that_time():
 # explain
 
 
-def test_explain_gives_a_reason_for_every_rule():
+def test_it_explains_every_rule_with_a_reason():
     rules = [
         rule("cap", capability="media.image"),
         rule("scope", scope=MARLOWE),
@@ -315,7 +317,7 @@ def test_explain_gives_a_reason_for_every_rule():
     assert [item.rule_id for item in explanation.rules] == sorted(reasons)
 
 
-def test_explain_names_the_deciding_rule_and_what_outranked_the_others():
+def test_it_explains_the_deciding_rule_and_what_outranked_the_others():
     rules = [rule("win", "deny", scope=GREENHOUSE), rule("lose", "allow")]
     explanation = explain(VOICE, rules, context())
     assert explanation.reason_of("win") == "decided"
@@ -323,7 +325,7 @@ def test_explain_names_the_deciding_rule_and_what_outranked_the_others():
     assert "win" in lose.detail
 
 
-def test_explain_tells_a_rule_of_another_user():
+def test_it_explains_a_rule_of_another_user_as_such():
     explanation = explain(VOICE, [rule("a", user="someone-else")], context())
     assert explanation.rules[0].reason == "scope"
     assert "another user" in explanation.rules[0].detail
@@ -333,7 +335,7 @@ def test_explain_tells_a_rule_of_another_user():
 # Context ids (D10) and job reasons (D9)
 
 
-def test_scope_ids_follow_spec_section_1_and_round_trip():
+def test_it_builds_scope_ids_as_spec_section_1_says_and_round_trips_them():
     ctx = context(scene="roof:top")
     assert ctx.scope_ids == (
         "user:wren",
@@ -349,7 +351,7 @@ def test_scope_ids_follow_spec_section_1_and_round_trip():
     assert context(character=None, conversation=None, scene=None).scope_ids == ("user:wren",)
 
 
-def test_a_job_reason_joins_effect_and_reason():
+def test_it_joins_effect_and_reason_in_a_job_reason():
     assert job_reason(decide(VOICE, [], context())) == "ask:no-applicable-rule"
 
 
@@ -357,7 +359,7 @@ def test_a_job_reason_joins_effect_and_reason():
 # check_rules
 
 
-def test_check_reports_a_reachable_conflict():
+def test_it_checks_and_reports_a_reachable_conflict():
     result = check_rules([rule("a", "allow", scope=ROWAN), rule("b", "deny", scope=ROWAN)], now=T0)
     assert [(c.rule_ids, c.effects) for c in result.conflicts] == [(("a", "b"), ("allow", "deny"))]
 
@@ -372,11 +374,11 @@ def test_check_reports_a_reachable_conflict():
         (rule("a", "allow", capability="media.image"), rule("b", "deny")),
     ],
 )
-def test_check_does_not_report_rules_that_never_tie(a, b):
+def test_it_checks_and_does_not_report_rules_that_never_tie(a, b):
     assert check_rules([a, b], now=T0).conflicts == ()
 
 
-def test_check_does_not_report_a_conflict_a_higher_rule_always_hides():
+def test_it_checks_and_does_not_report_a_conflict_a_higher_rule_always_hides():
     rules = [
         rule("a", "allow", source="confirmed-inference", scope=ROWAN),
         rule("b", "deny", source="confirmed-inference", scope=ROWAN),
@@ -390,7 +392,7 @@ def test_check_does_not_report_a_conflict_a_higher_rule_always_hides():
     }
 
 
-def test_check_reports_dead_rules_expired_revoked_and_shadowed():
+def test_it_checks_and_reports_dead_rules_expired_revoked_and_shadowed():
     rules = [
         rule("expired", valid_until=T0 - HOUR),
         rule("revoked", revoked_at=T0 - HOUR),
@@ -416,7 +418,7 @@ def test_check_reports_dead_rules_expired_revoked_and_shadowed():
     assert not result.ok
 
 
-def test_check_knows_a_character_rule_covers_that_characters_conversations():
+def test_it_checks_knowing_a_character_rule_covers_that_characters_conversations():
     rules = [
         rule("char", "deny", scope=ROWAN),
         rule("conv", "allow", source="confirmed-inference", scope=CONVERSATION),
@@ -426,7 +428,7 @@ def test_check_knows_a_character_rule_covers_that_characters_conversations():
     assert [(d.rule_id, d.by) for d in result.dead] == [("conv", "char")]
 
 
-def test_check_a_narrower_requester_or_window_is_not_shadowed_by_a_partial_cover():
+def test_it_checks_a_narrower_requester_or_window_is_not_shadowed_by_a_partial_cover():
     rules = [
         rule("top", "deny", requested_by="user"),
         rule("low", "allow", source="confirmed-inference"),
@@ -436,6 +438,6 @@ def test_check_a_narrower_requester_or_window_is_not_shadowed_by_a_partial_cover
     assert check_rules(rules, now=T0).dead == ()
 
 
-def test_check_of_a_clean_rule_set_is_ok():
+def test_it_checks_a_clean_rule_set_as_ok():
     assert check_rules([rule("a"), rule("b", "deny", scope=ROWAN)], now=T0).ok
     assert check_rules([], now=T0).ok

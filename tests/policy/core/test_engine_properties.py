@@ -161,13 +161,13 @@ requests = st.builds(
 
 @PROPERTY
 @given(rule_sets, requests, contexts())
-def test_d1_to_d4_the_engine_agrees_with_the_reference(rules, request, ctx):
+def test_it_agrees_with_the_reference_d1_to_d4(rules, request, ctx):
     assert as_tuple(decide(request, rules, ctx)) == reference_decide(request, rules, ctx)
 
 
 @PROPERTY
 @given(rule_sets, requests, contexts(), st.randoms(use_true_random=False), st.data())
-def test_d6_order_and_duplicates_do_not_change_the_decision(rules, request, ctx, rnd, data):
+def test_it_decides_the_same_whatever_the_order_and_duplicates_d6(rules, request, ctx, rnd, data):
     shuffled = (
         list(rules) + data.draw(st.lists(st.sampled_from(rules), max_size=5)) if rules else []
     )
@@ -177,7 +177,7 @@ def test_d6_order_and_duplicates_do_not_change_the_decision(rules, request, ctx,
 
 @PROPERTY
 @given(rule_sets, requests, contexts())
-def test_d2_no_candidate_means_ask_no_applicable_rule(rules, request, ctx):
+def test_it_asks_with_no_applicable_rule_exactly_when_there_is_no_candidate_d2(rules, request, ctx):
     explanation = explain(request, rules, ctx)
     not_candidates = {
         "wrong-capability",
@@ -229,7 +229,9 @@ def _matching_rule(data, rule_id, request, ctx, tiers):
 
 @PROPERTY
 @given(rule_sets, requests, contexts(), st.data())
-def test_d6_adding_a_rule_below_the_top_tier_never_changes_the_decision(rules, request, ctx, data):
+def test_it_never_changes_the_decision_when_a_rule_is_added_below_the_top_tier_d6(
+    rules, request, ctx, data
+):
     # Make sure something applies, so there is a top tier to stay below.
     rules = rules + [_matching_rule(data, "m-top", request, ctx, _lower_tiers((9, 9), ctx))]
     decision = decide(request, rules, ctx)
@@ -252,7 +254,7 @@ def _lapsed(rule, now):
 
 @PROPERTY
 @given(rule_sets, requests, contexts())
-def test_d5_revoked_or_expired_rules_never_determine_the_result(rules, request, ctx):
+def test_it_never_lets_revoked_or_expired_rules_determine_the_result_d5(rules, request, ctx):
     decision = decide(request, rules, ctx)
     by_id = {rule.id: rule for rule in rules}
     assert not any(_lapsed(by_id[rule_id], ctx.now) for rule_id in decision.rule_ids)
@@ -262,7 +264,7 @@ def test_d5_revoked_or_expired_rules_never_determine_the_result(rules, request, 
 
 @PROPERTY
 @given(rule_sets, requests, contexts())
-def test_explain_agrees_with_decide_and_covers_every_rule(rules, request, ctx):
+def test_it_explains_in_agreement_with_decide_covering_every_rule(rules, request, ctx):
     explanation = explain(request, rules, ctx)
     assert explanation.decision == decide(request, rules, ctx)
     assert sorted(item.rule_id for item in explanation.rules) == sorted(rule.id for rule in rules)
@@ -272,7 +274,7 @@ def test_explain_agrees_with_decide_and_covers_every_rule(rules, request, ctx):
 
 @PROPERTY
 @given(rule_sets, requests, contexts(consistent=True), st.booleans())
-def test_check_rules_is_sound_dead_rules_never_decide_and_conflicts_are_reported(
+def test_it_checks_rules_soundly_dead_rules_never_decide_and_conflicts_are_reported(
     rules, request, ctx, mapped
 ):
     """Every context at or after the check's `now`: a rule reported dead is never among the

@@ -36,7 +36,7 @@ def test_it_shows_each_capability_with_its_decision_and_why(page, conv):
     assert "You have not made any choices yet" in seen
 
 
-def test_showing_the_page_logs_no_decision(page, conv):
+def test_it_logs_no_decision_when_shown(page, conv):
     page.get("/boundaries/")
     assert not DecisionLog.objects.exists()
 
@@ -67,7 +67,7 @@ def test_it_sets_never_with_a_character(page, sam, conv):
     assert "Never, with Captain Rowan" in text(r)
 
 
-def test_the_api_decision_follows_what_the_page_set(page, api, sam, conv):
+def test_it_sets_choices_the_api_decision_then_follows(page, api, sam, conv):
     page.post(
         "/boundaries/set", {"capability": "tone.playful", "effect": "allow", "where": "global"}
     )
@@ -86,7 +86,7 @@ def test_the_api_decision_follows_what_the_page_set(page, api, sam, conv):
     assert api.post("/api/v1/policy/decide", body, format="json").json()["effect"] == "deny"
 
 
-def test_changing_a_choice_at_the_same_place_replaces_it(page, sam, conv):
+def test_it_replaces_a_choice_changed_at_the_same_place(page, sam, conv):
     """Rules are immutable (§6): the old one is revoked and a successor made, so the two never
     tie (D4 would ask)."""
     page.post(
@@ -103,7 +103,7 @@ def test_changing_a_choice_at_the_same_place_replaces_it(page, sam, conv):
     assert row(r, "Everywhere", "media.voice").why == "You decided: always ask first, everywhere."
 
 
-def test_setting_the_same_choice_again_changes_nothing(page, sam, conv):
+def test_it_changes_nothing_when_the_same_choice_is_set_again(page, sam, conv):
     page.post(
         "/boundaries/set", {"capability": "media.voice", "effect": "allow", "where": "global"}
     )
@@ -199,7 +199,7 @@ def test_it_revokes_a_choice(page, sam, conv):
         ("capability", {"effect": "deny", "where": "global"}),
     ],
 )
-def test_bad_input_rerenders_with_errors_and_stores_nothing(page, sam, conv, field, data):
+def test_it_rerenders_bad_input_with_errors_and_stores_nothing(page, sam, conv, field, data):
     r = page.post("/boundaries/set", data)
     assert r.status_code == 200
     assert field in r.context["error_form"].errors
@@ -207,7 +207,7 @@ def test_bad_input_rerenders_with_errors_and_stores_nothing(page, sam, conv, fie
     assert not PolicyRule.objects.exists()
 
 
-def test_another_users_conversation_is_not_a_place(page, alex, alex_conv, conv):
+def test_it_does_not_offer_another_users_conversation_as_a_place(page, alex, alex_conv, conv):
     r = page.post(
         "/boundaries/set",
         {"capability": "media.image", "effect": "allow", "where": f"conversation:{alex_conv.pk}"},
@@ -216,7 +216,7 @@ def test_another_users_conversation_is_not_a_place(page, alex, alex_conv, conv):
     assert not PolicyRule.objects.exists()
 
 
-def test_another_users_rule_and_a_product_default_cannot_be_revoked(page, alex, conv):
+def test_it_revokes_neither_another_users_rule_nor_a_product_default(page, alex, conv):
     theirs = rule_create(
         user=alex,
         capability="media.image",
@@ -263,7 +263,7 @@ def places_of(row_):
     return [(a.where, a.effect, a.why) for a in row_.applies]
 
 
-def test_a_choice_for_one_conversation_shows_on_the_characters_card(page, sam, conv):
+def test_it_shows_a_choice_for_one_conversation_on_the_characters_card(page, sam, conv):
     """Before, the card decided for the character alone, so "Never, only in this conversation"
     was saved and the card still said "Asks you first – You have not chosen yet" (D1, D3)."""
     r = page.post(
@@ -300,7 +300,7 @@ def test_a_choice_for_one_conversation_shows_on_the_characters_card(page, sam, c
     )
 
 
-def test_after_saving_the_card_keeps_where_and_the_choice_as_chosen(page, sam, conv):
+def test_it_keeps_where_and_the_choice_on_the_card_as_chosen_after_saving(page, sam, conv):
     """SPEC §6: the place and the effect just saved stay selected on their card, which the
     redirect brings into view."""
     r = page.post(
@@ -330,7 +330,7 @@ def test_after_saving_the_card_keeps_where_and_the_choice_as_chosen(page, sam, c
     assert card(after, "With Captain Rowan", "media.voice").where == "character:captain-rowan"
 
 
-def test_the_demos_own_conversation_choice_shows_on_its_card(client, db):
+def test_it_shows_the_demos_own_conversation_choice_on_its_card(client, db):
     """The demo answers "playful tone? allow, for this conversation" (D8): its card says so."""
     from django.contrib.auth import get_user_model
 
@@ -349,7 +349,7 @@ def test_the_demos_own_conversation_choice_shows_on_its_card(client, db):
     assert places_of(playful)[0][0] == "Elsewhere with The Night Caretaker"
 
 
-def test_each_place_on_a_card_is_what_the_runtime_is_told_there(page, api, sam, conv, rowan):
+def test_it_shows_each_place_on_a_card_as_the_runtime_is_told_there(page, api, sam, conv, rowan):
     """The page decides through the same engine as `POST /policy/decide` (D1–D4), per place."""
     other = ConversationFactory(user=sam, character=rowan, title="Second chat")
     rule_create(
@@ -397,7 +397,7 @@ def test_each_place_on_a_card_is_what_the_runtime_is_told_there(page, api, sam, 
     assert [a.effect for a in voice.applies] == ["allow", "ask", "deny"]
 
 
-def test_your_choices_come_first(page, sam, conv):
+def test_it_puts_your_choices_first(page, sam, conv):
     """The user's own rules (SPEC §6, source explicit-user) are the first thing on the page."""
     rule_create(
         user=sam,
@@ -414,7 +414,9 @@ def test_your_choices_come_first(page, sam, conv):
     )
 
 
-def test_a_refused_choice_reopens_its_card_and_the_errors_point_into_it(page, sam, conv, alex_conv):
+def test_it_reopens_a_refused_choices_card_with_the_errors_pointing_into_it(
+    page, sam, conv, alex_conv
+):
     """SPEC §0: another user's conversation is not a place; nothing is stored, and the error
     summary links to the field in the card the form came from."""
     r = page.post(
@@ -446,7 +448,7 @@ def test_a_refused_choice_reopens_its_card_and_the_errors_point_into_it(page, sa
         "?section=captain-rowan&capability=media.image&where=galaxy",
     ],
 )
-def test_the_card_to_reopen_is_read_from_the_address_without_ever_failing(page, conv, query):
+def test_it_reads_the_card_to_reopen_from_the_address_without_ever_failing(page, conv, query):
     """Never a 500 for bad input: an address naming no card reopens none."""
     r = page.get("/boundaries/" + query)
     assert r.status_code == 200
@@ -458,7 +460,7 @@ def test_the_card_to_reopen_is_read_from_the_address_without_ever_failing(page, 
 # Boundaries wherever they apply: scenes, exceptions, a choice for the companion's asking (§6)
 
 
-def test_a_choice_can_be_made_and_changed_for_a_scene(page, sam, conv):
+def test_it_makes_and_changes_a_choice_for_a_scene(page, sam, conv):
     """SPEC §6 (rule scope `scene`): a scene the user's turns were in is a place like the
     others — offered in "Where" on its character's cards right after its conversation, saved as
     a scene rule, shown on the card, and changed there (D11: the new choice replaces it)."""
@@ -512,7 +514,7 @@ def test_a_choice_can_be_made_and_changed_for_a_scene(page, sam, conv):
     assert (rule.scope_kind, rule.scene, rule.effect) == ("scene", "greenhouse", "allow")
 
 
-def test_a_scene_of_another_users_conversation_is_not_a_place(page, alex_conv, conv):
+def test_it_does_not_offer_a_scene_of_another_users_conversation_as_a_place(page, alex_conv, conv):
     r = page.post(
         "/boundaries/set",
         {
@@ -524,7 +526,7 @@ def test_a_scene_of_another_users_conversation_is_not_a_place(page, alex_conv, c
     assert r.status_code == 200 and not PolicyRule.objects.filter(user__isnull=False).exists()
 
 
-def test_everywhere_names_its_exceptions(page, sam, conv, rowan):
+def test_it_names_the_exceptions_on_the_everywhere_card(page, sam, conv, rowan):
     """§6, D3: "Everywhere: Allowed" is not the whole truth when a narrower choice differs; the
     everywhere card names each place where it does not hold."""
     lamplighter = CharacterFactory(slug="lamplighter", name="The Lamplighter")
@@ -563,7 +565,7 @@ def test_everywhere_names_its_exceptions(page, sam, conv, rowan):
     assert card(r, "Everywhere", "media.voice").applies[0].exceptions == ""
 
 
-def test_a_choice_for_when_the_companion_asks_says_so(page, sam, conv):
+def test_it_says_so_for_a_choice_that_holds_when_the_companion_asks(page, sam, conv):
     """§6 (`requested_by`): a choice that holds only when the companion asks says so where it
     decides, not only in its reason."""
     rule_create(

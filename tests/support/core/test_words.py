@@ -91,7 +91,7 @@ def test_it_reads_who_acted_from_the_support_log():
     )
 
 
-def test_a_revoked_product_default_was_revoked_by_the_operator():
+def test_it_says_a_revoked_product_default_was_revoked_by_the_operator():
     rule = Rule(
         id="d",
         user=None,
@@ -107,7 +107,7 @@ def test_a_revoked_product_default_was_revoked_by_the_operator():
     )
 
 
-def test_no_sentence_holds_a_value():
+def test_it_puts_no_value_in_any_sentence():
     said = words.record_words(
         step="R2",
         reason="forgotten",
@@ -120,7 +120,7 @@ def test_no_sentence_holds_a_value():
     assert "private-value" not in said
 
 
-def test_e1_a_boundary_compared_within_the_same_minute_is_said_to_the_second():
+def test_it_says_a_boundary_compared_within_the_same_minute_to_the_second_e1():
     """R3 in words: "not valid yet … applies from 1 Dec 2026, 19:21" read at 19:21:58 would
     contradict itself; the start is said precisely enough to be told from the time asked."""
     from datetime import UTC, datetime

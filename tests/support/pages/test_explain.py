@@ -63,7 +63,7 @@ def test_it_shows_the_policy_engines_result_per_capability(world, support):
     assert str(world.rule.pk) in html and str(world.default_rule.pk) in html
 
 
-def test_a_rule_outside_the_context_is_explained_not_applied(world, support):
+def test_it_explains_a_rule_outside_the_context_without_applying_it(world, support):
     response = explain(support, user="sam", capabilities=["tone.playful"])  # no conversation
     [playful] = response.context["result"].capabilities
     assert (playful.effect, playful.reason) == ("ask", "no-applicable-rule")
@@ -100,7 +100,7 @@ def test_it_needs_the_explain_permission(world):
     )  # to the admin login
 
 
-def test_r3_a_time_shown_back_on_the_explain_form_is_resubmitted_as_the_same_instant():
+def test_it_resubmits_a_time_shown_back_on_its_form_as_the_same_instant_r3():
     """R3 at the record's own `valid_from`: the form shows its time with microseconds, so
     explaining again from the page compares the same instant (active), never a time cut to
     the second before it (which would read "not valid yet")."""

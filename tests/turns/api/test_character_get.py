@@ -7,7 +7,7 @@ from tests.helpers import assert_problem
 pytestmark = pytest.mark.django_db
 
 
-def test_c4_a_character_reads_back_and_an_unknown_slug_is_a_404(api):
+def test_it_reads_a_character_back_and_answers_404_to_an_unknown_slug_c4(api):
     put = api.put("/api/v1/characters/captain-rowan", {"name": "Captain Rowan"}, format="json")
     got = api.get("/api/v1/characters/captain-rowan")
     assert got.status_code == 200 and got.json() == put.json() == {

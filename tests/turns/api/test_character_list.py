@@ -9,7 +9,7 @@ from tests.turns.api.reads import LIST_KEYS
 pytestmark = pytest.mark.django_db
 
 
-def test_c4_the_characters_are_a_list_by_slug(api):
+def test_it_lists_the_characters_by_slug_c4(api):
     for slug in ("wren", "ash", "mole"):
         CharacterFactory(slug=slug, name=slug.title())
     body = api.get("/api/v1/characters").json()
@@ -22,7 +22,7 @@ def test_c4_the_characters_are_a_list_by_slug(api):
     assert_problem(api.get("/api/v1/characters?limit=0"), 400, "validation_error", "limit")
 
 
-def test_c4_the_character_list_runs_a_flat_number_of_queries(api, django_assert_num_queries):
+def test_it_lists_characters_in_a_flat_number_of_queries_c4(api, django_assert_num_queries):
     CharacterFactory(slug="first")
     with django_assert_num_queries(3):  # token, count, page
         assert api.get("/api/v1/characters").json()["count"] == 1

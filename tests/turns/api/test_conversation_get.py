@@ -9,7 +9,7 @@ from tests.helpers import assert_problem
 pytestmark = pytest.mark.django_db
 
 
-def test_c4_a_conversation_reads_back_with_last_seq(api, sam, rowan):
+def test_it_reads_a_conversation_back_with_last_seq_c4(api, sam, rowan):
     created = api.post(
         "/api/v1/conversations",
         {"user": "sam", "character": "captain-rowan", "title": "Night watch"},

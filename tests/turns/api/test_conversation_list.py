@@ -10,7 +10,7 @@ from tests.turns.api.reads import LIST_KEYS
 pytestmark = pytest.mark.django_db
 
 
-def test_c4_a_users_conversations_newest_first_and_by_character(api, sam, rowan, alex):
+def test_it_lists_a_users_conversations_newest_first_and_by_character_c4(api, sam, rowan, alex):
     wren = CharacterFactory(slug="wren")
     made = [
         api.post("/api/v1/conversations", {"user": "sam", "character": slug}, format="json").json()[
@@ -37,7 +37,7 @@ def test_c4_a_users_conversations_newest_first_and_by_character(api, sam, rowan,
     )
 
 
-def test_c4_the_conversation_list_runs_a_flat_number_of_queries(
+def test_it_lists_conversations_in_a_flat_number_of_queries_c4(
     api, sam, rowan, django_assert_num_queries
 ):
     ConversationFactory(user=sam, character=rowan)

@@ -13,7 +13,7 @@ from tests.turns.api.reads import LIST_KEYS, reply, turn
 pytestmark = pytest.mark.django_db
 
 
-def test_c4_messages_oldest_first_each_with_its_turn_and_withheld(api, conv):
+def test_it_lists_messages_oldest_first_each_with_its_turn_and_withheld_c4(api, conv):
     """Each message `{id, seq, role, content, created_at, turn, withheld}`; a plain message is
     not withheld (F6 marks the withheld ones)."""
     first = turn(api, conv, "t1", "My cat's name is Miso.")
@@ -32,7 +32,7 @@ def test_c4_messages_oldest_first_each_with_its_turn_and_withheld(api, conv):
     assert rows[1]["created_at"] == answer["created_at"]
 
 
-def test_c4_messages_by_after_seq_and_before_seq(api, conv):
+def test_it_pages_messages_by_after_seq_and_before_seq_c4(api, conv):
     for i in range(1, 8):
         turn(api, conv, f"t{i}", f"Message number {i}.")
 
@@ -64,7 +64,7 @@ def test_c4_messages_by_after_seq_and_before_seq(api, conv):
     assert_problem(api.get(f"/api/v1/conversations/{uuid.uuid4()}/messages"), 404, "not_found")
 
 
-def test_c4_a_message_page_is_at_most_500_and_50_by_default(api, conv):
+def test_it_pages_messages_50_by_default_and_at_most_500_c4(api, conv):
     from conversations.models import Message
 
     Message.objects.bulk_create(
@@ -84,7 +84,7 @@ def test_c4_a_message_page_is_at_most_500_and_50_by_default(api, conv):
     assert len(largest["results"]) == 500
 
 
-def test_c4_the_message_list_runs_a_flat_number_of_queries(api, conv, django_assert_num_queries):
+def test_it_lists_messages_in_a_flat_number_of_queries_c4(api, conv, django_assert_num_queries):
     turn(api, conv, "t1", "Hello there.")
     url = f"/api/v1/conversations/{conv.pk}/messages"
     with django_assert_num_queries(4):  # token, conversation with user, count, page

@@ -84,7 +84,7 @@ def _world(n: int):
 @pytest.mark.django_db
 @pytest.mark.parametrize("stored", [10, 500])
 @pytest.mark.parametrize("facts", [0, 1, 3])
-def test_the_service_runs_a_fixed_number_of_statements(stored, facts):
+def test_it_runs_a_fixed_number_of_statements_in_the_service(stored, facts):
     conv = _world(stored)
     with CaptureQueriesContext(connection) as captured:
         result = turn_create(conversation_id=conv.pk, turn_key="t1", content=MESSAGES[facts])
@@ -98,7 +98,7 @@ def test_the_service_runs_a_fixed_number_of_statements(stored, facts):
 @pytest.mark.django_db
 @pytest.mark.parametrize("stored", [10, 500])
 @pytest.mark.parametrize("facts", [0, 1, 3])
-def test_the_endpoint_adds_only_the_token(api, stored, facts, django_assert_num_queries):
+def test_it_adds_only_the_token_at_the_endpoint(api, stored, facts, django_assert_num_queries):
     conv = _world(stored)
     with django_assert_num_queries(1 + EXPECTED[facts] + SAVEPOINTS):
         r = api.post(
@@ -116,7 +116,7 @@ def test_the_endpoint_adds_only_the_token(api, stored, facts, django_assert_num_
 
 
 @pytest.mark.django_db
-def test_a_replay_reads_the_stored_turn(api):
+def test_it_reads_the_stored_turn_on_a_replay(api):
     """I4: a retry finds the turn in the read after the locks and loads it (one more query)."""
     conv = _world(10)
     body = {"turn_key": "t1", "content": MESSAGES[1]}
@@ -132,7 +132,7 @@ def test_a_replay_reads_the_stored_turn(api):
 
 @postgres_only  # (a transactional test flushes the seeded key templates the page tests read)
 @pytest.mark.django_db(transaction=True)
-def test_a_real_request_runs_six_statements_for_one_fact_on_postgresql():
+def test_it_runs_six_statements_for_one_fact_in_a_real_request_on_postgresql():
     """Outside a test's transaction turn creation's atomic block is the transaction itself:
     BEGIN, the four statements, COMMIT; no savepoint."""
     conv = _world(10)

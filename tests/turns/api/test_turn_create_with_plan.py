@@ -54,7 +54,7 @@ def chat(api, conv):
         },
     ],
 )
-def test_the_plan_of_a_created_turn_is_the_get_plan_with_the_same_parameters(api, conv, params):
+def test_it_answers_the_plan_the_get_gives_for_the_same_parameters(api, conv, params):
     """I7: same body and same plan_hash, under certainty and relevance (I6)."""
     chat(api, conv)
     r = create(api, conv, "t", "Tell me about the basil and the dog again.", plan=params)
@@ -71,7 +71,7 @@ def test_the_plan_of_a_created_turn_is_the_get_plan_with_the_same_parameters(api
     assert Turn.objects.get(pk=body["id"]).plan_hash == body["plan"]["plan_hash"]
 
 
-def test_the_plan_carries_the_memories_extracted_from_the_message_itself(api, conv):
+def test_it_plans_with_the_memories_extracted_from_the_message_itself(api, conv):
     """I7 at that moment: what the new message taught is already remembered for its plan."""
     r = create(api, conv, "t", "My cat's name is Miso.", plan={"budget": 500})
     [extracted] = r.json()["extracted"]
@@ -83,12 +83,12 @@ def test_the_plan_carries_the_memories_extracted_from_the_message_itself(api, co
     )
 
 
-def test_without_plan_the_answer_holds_no_plan(api, conv):
+def test_it_answers_no_plan_when_none_is_asked_for(api, conv):
     body = create(api, conv, "t", "hello").json()
     assert "plan" not in body and Turn.objects.get(pk=body["id"]).plan_hash in ("", None)
 
 
-def test_a_replayed_creation_answers_a_plan_computed_now(api, conv):
+def test_it_answers_a_replayed_creation_with_a_plan_computed_now(api, conv):
     """I7 + I4: a retry with the same key and content answers 200, the same turn, and a plan of
     the state now (a memory learned since is in it), equal to the GET's."""
     first = create(api, conv, "t", "Where was I?", plan={"budget": 2000}).json()
@@ -104,7 +104,7 @@ def test_a_replayed_creation_answers_a_plan_computed_now(api, conv):
     assert plan["history"] == []
 
 
-def test_budget_exceeded_answers_422_and_the_turn_stays_created(api, conv):
+def test_it_answers_422_budget_exceeded_and_keeps_the_turn_created(api, conv):
     """I7: 422 budget_exceeded, the turn exists; a retry with the same key and content
     replays it (with or without a plan)."""
     r = create(api, conv, "t", "x" * 400, plan={"budget": 50})
@@ -137,7 +137,7 @@ def test_budget_exceeded_answers_422_and_the_turn_stays_created(api, conv):
         ("budget=500", "plan"),
     ],
 )
-def test_bad_plan_parameters_are_refused_naming_the_field_and_create_nothing(
+def test_it_refuses_bad_plan_parameters_naming_the_field_and_creates_nothing(
     api, conv, plan, field
 ):
     r = create(api, conv, "t", "hi", plan=plan)
@@ -145,7 +145,7 @@ def test_bad_plan_parameters_are_refused_naming_the_field_and_create_nothing(
     assert not Turn.objects.exists() and not Message.objects.exists()
 
 
-def test_an_unknown_capability_names_the_plan_field_and_stores_nothing(api, conv):
+def test_it_names_the_plan_field_of_an_unknown_capability_and_stores_nothing(api, conv):
     """C2: a turn refused for its plan (400 naming `plan.capabilities`) stores nothing — no
     turn, no message, no memory — and the retry with the same turn_key and a good plan
     creates it (201)."""
@@ -171,13 +171,13 @@ def test_an_unknown_capability_names_the_plan_field_and_stores_nothing(api, conv
     assert [e["memory"]["key"] for e in again.json()["extracted"]] == ["dog.name"]
 
 
-def test_a_conflicting_retry_with_a_plan_is_still_a_409(api, conv):
+def test_it_still_answers_409_to_a_conflicting_retry_with_a_plan(api, conv):
     create(api, conv, "t", "hi")
     r = create(api, conv, "t", "other", plan={"budget": 500})
     assert r.status_code == 409
 
 
-def test_the_schema_describes_the_plan_of_a_turn_creation():
+def test_it_describes_the_plan_of_a_turn_creation_in_the_schema():
     """OpenAPI: the request's `plan` takes exactly the plan parameters (no `now`), the answer's
     `plan` is the GET's plan object."""
     from drf_spectacular.generators import SchemaGenerator
@@ -212,7 +212,7 @@ def test_the_schema_describes_the_plan_of_a_turn_creation():
     assert "422" in turn_create["responses"]
 
 
-def test_memories_switched_off_are_excluded_in_the_created_turns_plan(api, conv, sam):
+def test_it_excludes_memories_switched_off_from_the_created_turns_plan(api, conv, sam):
     """I8 holds in the one round trip: the `use` switch comes with the user loaded by creation."""
     chat(api, conv)
     api.put(

@@ -12,7 +12,7 @@ from tests.turns.api.reads import reply, turn
 pytestmark = pytest.mark.django_db
 
 
-def test_c4_a_turn_reads_back_with_its_reply_and_never_a_plan(api, conv):
+def test_it_reads_a_turn_back_with_its_reply_and_never_a_plan_c4(api, conv):
     created = api.post(
         f"/api/v1/conversations/{conv.pk}/turns",
         {"turn_key": "t1", "content": "My cat's name is Miso.", "plan": {"budget": 500}},
@@ -49,7 +49,7 @@ def test_c4_a_turn_reads_back_with_its_reply_and_never_a_plan(api, conv):
     assert replied["reply"] == {**answer, "turn": created["id"], "withheld": False}
 
 
-def test_c4_a_turns_extracted_memory_is_shown_as_it_is_now_never_a_forgotten_value(api, conv):
+def test_it_shows_a_turns_extracted_memory_as_it_is_now_never_a_forgotten_value_c4(api, conv):
     """E1/F2: after a forget the turn's extracted memory shows state `forgotten` and no value."""
     created = turn(api, conv, "t1", "My cat's name is Miso.")
     [extracted] = created["extracted"]
@@ -62,13 +62,13 @@ def test_c4_a_turns_extracted_memory_is_shown_as_it_is_now_never_a_forgotten_val
     assert "Miso" not in str(got)
 
 
-def test_c4_an_unknown_turn_is_a_404(api, conv):
+def test_it_answers_404_to_an_unknown_turn_c4(api, conv):
     assert_problem(api.get(f"/api/v1/turns/{uuid.uuid4()}"), 404, "not_found")
     made = turn(api, conv, "t1", "Hi.")
     assert_problem(api.get(f"/api/v1/turns/{made['id']}?plan=1"), 400, "validation_error", "plan")
 
 
-def test_c4_a_turn_read_runs_a_flat_number_of_queries(api, conv, django_assert_num_queries):
+def test_it_reads_a_turn_in_a_flat_number_of_queries_c4(api, conv, django_assert_num_queries):
     """Token, the turn with its conversation, user and messages, the database clock (a query
     on PostgreSQL only), and the E1 read of its extracted memories: their scoped keys' records
     and the tombstones of their keys (the registry and the secret come from the catalog

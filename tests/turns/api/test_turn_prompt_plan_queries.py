@@ -93,7 +93,7 @@ def warm(api, conv):
 @pytest.mark.parametrize("n", [10, 1000])
 @pytest.mark.parametrize("order", ["certainty", "relevance"])
 @pytest.mark.parametrize("capabilities", ["", "tone.playful"])
-def test_the_get_plan_runs_a_constant_number_of_queries(
+def test_it_gets_a_plan_in_a_constant_number_of_queries(
     api, conv, sam, n, order, capabilities, django_assert_num_queries
 ):
     fill(sam, conv, n)
@@ -109,7 +109,7 @@ def test_the_get_plan_runs_a_constant_number_of_queries(
     assert r.json()["memories"] and r.json()["history"]
 
 
-def test_a_skipped_history_reads_past_the_first_message_that_does_not_fit_with_one_query(
+def test_it_reads_a_skipped_history_past_a_message_that_does_not_fit_in_one_query(
     api, conv, sam, django_assert_num_queries
 ):
     """I3 `skip`: the history read holds the text of the newest messages that fit side by side;
@@ -152,7 +152,7 @@ def creation(facts: int) -> int:
 @pytest.mark.parametrize(
     ("content", "facts"), [("how are you today", 0), ("My cat's name is Miso.", 1)]
 )
-def test_create_with_plan_runs_a_constant_number_of_queries(
+def test_it_creates_a_turn_with_a_plan_in_a_constant_number_of_queries(
     api, conv, sam, n, content, facts, django_assert_num_queries
 ):
     """I7 and docs/DESIGN.md (the turn read once, decided in one pass, written once): the one
@@ -173,7 +173,7 @@ def test_create_with_plan_runs_a_constant_number_of_queries(
 @pytest.mark.parametrize(
     ("content", "facts"), [("how are you today", 0), ("My cat's name is Miso.", 1)]
 )
-def test_create_without_plan_runs_the_creation_queries_only(
+def test_it_creates_a_turn_without_a_plan_in_the_creation_queries_only(
     api, conv, sam, content, facts, django_assert_num_queries
 ):
     fill(sam, conv, 10)
@@ -184,7 +184,7 @@ def test_create_without_plan_runs_the_creation_queries_only(
 
 
 @pytest.mark.parametrize("n", [10, 1000])
-def test_a_replayed_create_with_plan_runs_a_constant_number_of_queries(
+def test_it_replays_a_create_with_a_plan_in_a_constant_number_of_queries(
     api, conv, sam, n, django_assert_num_queries
 ):
     """I7 replay: SAVEPOINT, the lock, the read that finds the turn by its key, the turn, its

@@ -27,7 +27,7 @@ def without_time(snapshot):
     return {k: v for k, v in snapshot.items() if k != "exported_at"}
 
 
-def test_the_export_carries_the_time_zone_and_who_forgot(api, wren):
+def test_it_exports_the_time_zone_and_who_forgot(api, wren):
     snapshot = api.get("/api/v1/users/wren/export").json()
     assert snapshot["user"]["time_zone"] == "Pacific/Auckland"
     assert sorted((t["key"], t["forgotten_by"]) for t in snapshot["tombstones"]) == [
@@ -36,7 +36,7 @@ def test_the_export_carries_the_time_zone_and_who_forgot(api, wren):
     ]
 
 
-def test_export_erase_import_export_keeps_them(api, wren):
+def test_it_keeps_the_time_zone_and_who_forgot_through_export_erase_import(api, wren):
     """§9: every exported entity comes back equal."""
     before = api.get("/api/v1/users/wren/export").json()
     assert api.delete("/api/v1/users/wren").status_code == 204
@@ -53,7 +53,7 @@ def test_export_erase_import_export_keeps_them(api, wren):
     assert without_time(api.get("/api/v1/users/wren/export").json()) == without_time(before)
 
 
-def test_an_unset_time_zone_is_exported_as_null_and_stays_unset(api, db):
+def test_it_exports_an_unset_time_zone_as_null_and_keeps_it_unset(api, db):
     UserFactory(username="kit")
     snapshot = api.get("/api/v1/users/kit/export").json()
     assert snapshot["user"]["time_zone"] is None
@@ -62,7 +62,7 @@ def test_an_unset_time_zone_is_exported_as_null_and_stays_unset(api, db):
     assert MemoryProfile.objects.get(user__username="kit").time_zone == ""
 
 
-def test_a_snapshot_without_the_new_fields_still_imports(api, wren):
+def test_it_still_imports_a_snapshot_without_the_new_fields(api, wren):
     snapshot = api.get("/api/v1/users/wren/export").json()
     api.delete("/api/v1/users/wren")
     del snapshot["user"]["time_zone"]
@@ -72,7 +72,7 @@ def test_a_snapshot_without_the_new_fields_still_imports(api, wren):
     assert set(Tombstone.objects.values_list("forgotten_by", flat=True)) == {"user"}
 
 
-def test_a_local_choice_of_time_zone_is_kept_on_import(api, wren):
+def test_it_keeps_a_local_choice_of_time_zone_on_import(api, wren):
     snapshot = api.get("/api/v1/users/wren/export").json()
     profile_set_time_zone(user=wren, time_zone="Europe/Lisbon")
     assert api.post("/api/v1/users/wren/import", snapshot, format="json").status_code == 200
@@ -87,7 +87,7 @@ def test_a_local_choice_of_time_zone_is_kept_on_import(api, wren):
         (lambda s: s["tombstones"][0].update(forgotten_by="admin"), "tombstones.0.forgotten_by"),
     ],
 )
-def test_a_bad_value_is_refused_naming_the_field(api, wren, mutate, field):
+def test_it_refuses_a_bad_value_naming_the_field(api, wren, mutate, field):
     snapshot = api.get("/api/v1/users/wren/export").json()
     api.delete("/api/v1/users/wren")
     mutate(snapshot)

@@ -64,7 +64,7 @@ def make(
 
 
 @pytest.mark.parametrize("as_candidates", [False, True])
-def test_a_withheld_message_is_excluded_as_forgotten(as_candidates):
+def test_it_excludes_a_withheld_message_as_forgotten(as_candidates):
     p = make(history(4), withheld={"m2"}, as_candidates=as_candidates)
     assert [m.id for m, _ in p.history] == ["m1", "m3", "m4"]
     assert ("message", "m2", "forgotten") in p.excluded
@@ -72,7 +72,7 @@ def test_a_withheld_message_is_excluded_as_forgotten(as_candidates):
 
 
 @pytest.mark.parametrize("as_candidates", [False, True])
-def test_contiguous_goes_on_past_a_withheld_message_that_would_not_fit(as_candidates):
+def test_it_goes_on_contiguous_past_a_withheld_message_that_would_not_fit(as_candidates):
     """A withheld message takes no room: `contiguous` does not stop at it."""
     messages = history(3)
     messages[1] = PlanMessage("m2", 2, "assistant", "y" * 10_000)
@@ -81,7 +81,7 @@ def test_contiguous_goes_on_past_a_withheld_message_that_would_not_fit(as_candid
     assert ("message", "m2", "budget") not in p.excluded
 
 
-def test_the_same_plan_as_if_the_message_were_not_there():
+def test_it_plans_as_if_the_withheld_message_were_not_there():
     """Apart from `excluded`, a plan with a withheld message is the plan without it: the same
     history and the same `plan_hash`."""
     messages = history(6)
@@ -90,7 +90,7 @@ def test_the_same_plan_as_if_the_message_were_not_there():
     assert held.history == gone.history and held.plan_hash == gone.plan_hash
 
 
-def test_the_current_message_and_what_lies_after_it_are_never_listed():
+def test_it_never_lists_the_current_message_or_what_lies_after_it():
     """Outside the turn boundary (I1) nothing is `excluded`, withheld or not."""
     later = PlanMessage("later", 200, "user", "after")
     p = make([*history(2), later], withheld={"later", "cur"})
@@ -98,7 +98,7 @@ def test_the_current_message_and_what_lies_after_it_are_never_listed():
     assert ("message", "cur", "forgotten") not in p.excluded
 
 
-def test_the_relevance_query_skips_withheld_messages():
+def test_it_skips_withheld_messages_in_the_relevance_query():
     """I6: the query's last 2 history messages are the last 2 that are not withheld."""
     candidates = [
         HistoryCandidate(f"m{i}", i, "user", 4, withheld=i in (4, 5)) for i in range(1, 6)
@@ -113,7 +113,7 @@ def test_the_relevance_query_skips_withheld_messages():
     st.integers(30, 400),
     st.sampled_from(["contiguous", "skip"]),
 )
-def test_both_ways_of_reading_give_the_same_plan(n, held_seqs, budget, policy):
+def test_it_gives_the_same_plan_from_both_ways_of_reading_withheld(n, held_seqs, budget, policy):
     """Candidates marked withheld (the database's read) and ids passed in `withheld` give the
     same plan, and no withheld message ever enters the history."""
     messages = [PlanMessage(f"m{i}", i, "user", "w" * (i * 3)) for i in range(1, n + 1)]

@@ -60,7 +60,7 @@ def test_it_lists_what_the_prompt_held_with_certainty_and_a_link_to_the_card():
     assert out.history == 2 and out.messages_left_out == 1
 
 
-def test_left_out_memories_carry_their_reason_in_words_and_link_their_history():
+def test_it_gives_left_out_memories_their_reason_in_words_and_a_history_link():
     """E2: left out and why, in plain words; a memory that is not current links its history.
     The value Marlowe replaced is not a memory left out: it is Marlowe's own earlier version."""
     out = read()
@@ -70,7 +70,7 @@ def test_left_out_memories_carry_their_reason_in_words_and_link_their_history():
     assert out.memories[0].note == "it replaced “Harbor”"
 
 
-def test_a_memory_forgotten_since_shows_as_forgotten_never_its_value():
+def test_it_shows_a_memory_forgotten_since_as_forgotten_never_its_value():
     """E2, F2: the value is never shown once forgotten, held or left out."""
     held = {
         **HELD,
@@ -85,7 +85,7 @@ def test_a_memory_forgotten_since_shows_as_forgotten_never_its_value():
     assert "Harbor" not in str(out) and "Marlowe" not in str(out) and "sent" not in str(out)
 
 
-def test_a_record_no_longer_kept_is_named_without_anything_of_it():
+def test_it_names_a_record_no_longer_kept_without_anything_of_it():
     out = read(held={k: v for k, v in HELD.items() if k != "r2"})
     assert (out.memories[1].label, out.memories[1].value, out.memories[1].gone) == (
         "A memory",
@@ -94,7 +94,7 @@ def test_a_record_no_longer_kept_is_named_without_anything_of_it():
     )
 
 
-def test_the_decisions_come_from_the_snapshot_or_for_older_ones_from_the_log():
+def test_it_reads_decisions_from_the_snapshot_or_for_older_ones_from_the_log():
     """E2: capability and allowed / asked / denied; a snapshot stored before it kept them
     names the decision ids only, read from the decision log."""
     assert [(d.capability, d.effect, d.words) for d in read().decisions] == [
@@ -107,7 +107,7 @@ def test_the_decisions_come_from_the_snapshot_or_for_older_ones_from_the_log():
     assert [m.certainty for m in out.memories] == ["", ""]  # not inferred after the fact
 
 
-def test_a_turn_with_no_plan_says_so():
+def test_it_says_so_for_a_turn_with_no_plan():
     assert read(snapshot=None).planned is False
     assert read(snapshot={}).planned is False
 
@@ -141,7 +141,7 @@ def read_versions(snapshot):
     return read(snapshot=snapshot, held=VERSIONS, current=frozenset({"h2", "d2", "t2", "t3"}))
 
 
-def test_a_memory_given_is_one_line_and_its_older_versions_fold_into_it():
+def test_it_folds_a_given_memorys_older_versions_into_its_one_line():
     """E2: the replaced Harbor is not a second "Basil plant's name" line; the given line says
     what it replaced."""
     out = read_versions(
@@ -157,7 +157,7 @@ def test_a_memory_given_is_one_line_and_its_older_versions_fold_into_it():
     assert out.left_out == []
 
 
-def test_a_same_value_confirmation_reads_as_confirmed_not_replaced():
+def test_it_reads_a_same_value_confirmation_as_confirmed_not_replaced():
     """E2, SPEC §2 Confirm: the same value again supersedes the old version; that version was
     confirmed, never "a newer value had replaced it" (compared as values are, §1)."""
     out = read_versions(
@@ -172,7 +172,7 @@ def test_a_same_value_confirmation_reads_as_confirmed_not_replaced():
     assert all(LEFT_OUT_WORDS["superseded"] not in (m.reason, m.note) for m in out.memories)
 
 
-def test_a_memory_left_out_is_one_line_with_the_reason_of_its_newest_version():
+def test_it_gives_a_left_out_memory_one_line_with_its_newest_versions_reason():
     """E2: Harbor (superseded) and Marlowe (budget) are one memory, left out for the budget."""
     out = read_versions(
         {
@@ -186,7 +186,7 @@ def test_a_memory_left_out_is_one_line_with_the_reason_of_its_newest_version():
     ]
 
 
-def test_each_value_of_a_many_key_is_its_own_memory():
+def test_it_shows_each_value_of_a_many_key_as_its_own_memory():
     """E2: a `many` key's values are separate memories; a value's confirmation folds into it."""
     out = read_versions(
         {
@@ -202,7 +202,7 @@ def test_each_value_of_a_many_key_is_its_own_memory():
     assert out.left_out == []
 
 
-def test_every_line_left_out_has_its_reason_in_words():
+def test_it_gives_every_line_left_out_its_reason_in_words():
     """E2: never a label without its reason — a code the page has no words for still reads as
     a sentence, and a record no longer kept says why it was left out."""
     out = read(
@@ -218,7 +218,7 @@ def test_every_line_left_out_has_its_reason_in_words():
     assert all(m.reason for m in out.left_out)
 
 
-def test_earlier_messages_are_counted_in_words():
+def test_it_counts_earlier_messages_in_words():
     """E2: no "0 earlier messages"; what did not fit and what was withheld (F6), each said."""
     assert message_words(0, {}) == ["It was given no earlier messages."]
     assert message_words(1, {}) == ["It was also given 1 earlier message."]
@@ -241,7 +241,7 @@ def test_earlier_messages_are_counted_in_words():
     ]
 
 
-def test_a_stored_plan_with_withheld_messages_counts_them_apart_from_the_budget():
+def test_it_counts_withheld_messages_of_a_stored_plan_apart_from_the_budget():
     """F6, E2: a snapshot whose `excluded` holds messages withheld as forgotten (stored as
     `[kind, id, reason]`, or in the plan's `{kind, id, reason}` shape) counts them as withheld,
     not as "did not fit"."""

@@ -49,7 +49,7 @@ def reply_of(turn) -> str:
     return str(turn.reply_message_id)
 
 
-def test_each_reply_shows_what_its_prompt_held(page, sam, conv):
+def test_it_shows_under_each_reply_what_its_prompt_held(page, sam, conv):
     """E2: label, value, certainty and a link to the card of each memory the plan held; the
     boundary decision; the section is closed (<details> without `open`)."""
     planned_turn(conv, "t1", "My dog's name is Rex. I like green tea.")
@@ -73,7 +73,7 @@ def test_each_reply_shows_what_its_prompt_held(page, sam, conv):
     assert "A playful tone" in words and "asked you first" in words
 
 
-def test_the_snapshot_keeps_certainty_and_decisions_beside_the_ids(sam, conv):
+def test_it_keeps_certainty_and_decisions_beside_the_ids_in_the_snapshot(sam, conv):
     """E2: the stored plan keeps, per memory, the certainty it was given with, and each
     decision's capability and effect — ids and codes, never text."""
     turn = planned_turn(conv, "t1", "My dog's name is Rex.", capabilities=["tone.playful"])
@@ -88,7 +88,7 @@ def test_the_snapshot_keeps_certainty_and_decisions_beside_the_ids(sam, conv):
     assert turn.plan_snapshot["policy"][0][1:] == ["tone.playful", "ask"]
 
 
-def test_a_memory_forgotten_since_shows_as_forgotten_never_its_value(page, sam, conv):
+def test_it_shows_a_memory_forgotten_since_as_forgotten_never_its_value(page, sam, conv):
     """E2, F2: after the user forgets what a reply used, the section names the memory as
     "forgotten since …" and its value is nowhere on the page."""
     planned_turn(conv, "t1", "My dog's name is Rex.")
@@ -101,7 +101,7 @@ def test_a_memory_forgotten_since_shows_as_forgotten_never_its_value(page, sam, 
     assert "Rex" not in section
 
 
-def test_left_out_memories_say_why_in_plain_words(page, sam, conv):
+def test_it_says_why_memories_were_left_out_in_plain_words(page, sam, conv):
     """E2: a memory left out of the prompt is listed with its reason in words (P1: a summary
     with no message behind it)."""
     memory_assert(
@@ -118,7 +118,7 @@ def test_left_out_memories_say_why_in_plain_words(page, sam, conv):
     assert ">sent<" not in section  # a left-out memory's value is not shown
 
 
-def test_a_reply_without_a_plan_says_so(page, sam, conv):
+def test_it_says_so_for_a_reply_without_a_plan(page, sam, conv):
     """E2: a turn with no stored plan says there is nothing to show."""
     turn = turn_create(conversation_id=conv.pk, turn_key="t1", content="Hello.").turn
     turn_commit_reply(turn_id=turn.pk, content="Hello to you.")
@@ -126,7 +126,7 @@ def test_a_reply_without_a_plan_says_so(page, sam, conv):
     assert "No prompt plan was kept for this reply" in section
 
 
-def test_the_transcript_reads_what_was_used_in_constant_queries(page, sam, conv):
+def test_it_reads_what_was_used_in_constant_queries(page, sam, conv):
     """E2: one selector; the query count does not grow with the number of replies."""
     planned_turn(conv, "t1", "My dog's name is Rex.", capabilities=["tone.playful"])
     url = f"/conversations/{conv.pk}/"
@@ -146,7 +146,7 @@ def words_of(section: str) -> str:
     return html_lib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section)))
 
 
-def test_a_confirmed_memory_is_one_line_that_says_it_was_confirmed(page, sam, conv):
+def test_it_shows_a_confirmed_memory_on_one_line_that_says_it_was_confirmed(page, sam, conv):
     """E2: after a confirm (the same value again, superseding the old version), the reply's
     section names the memory once, as confirmed — never "a newer value had replaced it"."""
     planned_turn(conv, "t1", "My dog's name is Rex.")
@@ -162,7 +162,7 @@ def test_a_confirmed_memory_is_one_line_that_says_it_was_confirmed(page, sam, co
     assert LEFT_OUT_WORDS["superseded"] not in words and "Left out" not in words
 
 
-def test_withheld_messages_are_counted_in_plain_words(page, sam, conv):
+def test_it_counts_withheld_messages_in_plain_words(page, sam, conv):
     """E2, F6: a stored plan whose `excluded` holds messages withheld because the user asked to
     forget something says so in words, apart from what did not fit; the first reply says it was
     given no earlier messages."""

@@ -21,7 +21,7 @@ def test_it_lists_the_users_conversations_only(page, conv, alex_conv, say):
     assert "Alex's chat" not in seen
 
 
-def test_the_transcript_anchors_each_message_and_shows_what_it_produced(page, conv, say, sam):
+def test_it_anchors_each_message_and_shows_what_it_produced(page, conv, say, sam):
     turn = say("My dog's name is Rex.")
     reply = MessageFactory(conversation=conv, role="assistant", content="What a good name!")
 
@@ -37,7 +37,7 @@ def test_the_transcript_anchors_each_message_and_shows_what_it_produced(page, co
     assert f'href="/memories/{live("dog.name", sam).pk}/history"' in html
 
 
-def test_the_transcript_says_what_became_of_a_memory(page, conv, say, sam):
+def test_it_says_what_became_of_a_memory(page, conv, say, sam):
     say("My dog's name is Rex.")
     memory_correct(record_id=live("dog.name", sam).pk, value="Max", user=sam)
     assert "Rex replaced" in text(page.get(f"/conversations/{conv.pk}/"))
@@ -49,7 +49,7 @@ def test_the_transcript_says_what_became_of_a_memory(page, conv, say, sam):
     assert seen.count("Rex") == 1 and "My dog's name is Rex." in seen and "Max" not in seen
 
 
-def test_saying_it_again_after_a_forget_is_learned_again(page, conv, say, sam):
+def test_it_shows_what_is_said_again_after_a_forget_as_learned_again(page, conv, say, sam):
     """F3: a forget blocks old evidence only; what the user says afterwards is new."""
     say("My dog's name is Rex.")
     memory_forget(record_id=live("dog.name", sam).pk, user=sam)
@@ -61,7 +61,7 @@ def test_saying_it_again_after_a_forget_is_learned_again(page, conv, say, sam):
     assert [(p.value, p.status) for p in second.produced] == [("Rex", "remembered now")]
 
 
-def test_a_withheld_message_stays_with_a_notice_naming_the_forget(page, conv, say, sam):
+def test_it_keeps_a_withheld_message_with_a_notice_naming_the_forget(page, conv, say, sam):
     """F6: the user keeps their words; the transcript says the companion no longer sees the
     message and which forget did it — the memory's label and the day, never the value."""
     turn = say("My dog's name is Rex.")
@@ -79,7 +79,7 @@ def test_a_withheld_message_stays_with_a_notice_naming_the_forget(page, conv, sa
     assert "My dog's name is Rex." in text(r)
 
 
-def test_a_memory_asserted_with_sources_stays_listed_under_its_message_when_forgotten(
+def test_it_keeps_a_forgotten_memory_asserted_with_sources_under_its_message(
     page, api, conv, say, sam
 ):
     """F6 item: the forget keeps the skeleton's source links, so a memory the runtime posted
@@ -127,18 +127,18 @@ def test_it_deletes_a_conversation(page, conv, say, sam):
 
 
 @pytest.mark.parametrize(("method", "path"), [("get", ""), ("get", "delete"), ("post", "delete")])
-def test_another_users_conversation_is_not_found(page, alex_conv, method, path):
+def test_it_does_not_find_another_users_conversation(page, alex_conv, method, path):
     MessageFactory(conversation=alex_conv, content="Alex's secret")
     r = getattr(page, method)(f"/conversations/{alex_conv.pk}/{path}")
     assert r.status_code == 404
     assert Message.objects.filter(conversation=alex_conv).exists()
 
 
-def test_an_unknown_conversation_is_not_found(page):
+def test_it_does_not_find_an_unknown_conversation(page):
     assert page.get("/conversations/00000000-0000-0000-0000-000000000000/").status_code == 404
 
 
-def test_a_memory_of_another_user_never_shows_in_a_transcript(page, conv, say, alex, alex_conv):
+def test_it_never_shows_a_memory_of_another_user_in_a_transcript(page, conv, say, alex, alex_conv):
     say("Hello.")
     assert MemoryRecord.objects.count() == 0
     r = page.get(f"/conversations/{conv.pk}/")

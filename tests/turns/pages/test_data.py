@@ -45,7 +45,7 @@ def test_it_downloads_the_snapshot_of_the_user(page, say, alex, alex_conv):
     assert "Alex's chat" not in r.content.decode()
 
 
-def test_the_download_is_the_same_as_the_api_export(page, api, say):
+def test_it_downloads_the_same_snapshot_as_the_api_export(page, api, say):
     say("My dog's name is Rex.")
     from_page = json.loads(page.get("/data/export.json").content)
     from_api = api.get("/api/v1/users/sam/export").json()
@@ -93,7 +93,7 @@ def test_it_asks_before_deleting_the_account(page):
 
 
 @pytest.mark.parametrize("typed", ["", "alex", "SAM"])
-def test_a_wrong_confirmation_deletes_nothing(page, say, sam, typed):
+def test_it_deletes_nothing_on_a_wrong_confirmation(page, say, sam, typed):
     say("My dog's name is Rex.")
     r = page.post("/data/delete-account", {"confirm": typed})
     assert r.status_code == 200

@@ -64,7 +64,7 @@ def reveals(sam, staff, clock):
     return first, second
 
 
-def test_your_data_lists_every_reveal_newest_first_without_the_staff_name(page, reveals):
+def test_it_lists_every_reveal_newest_first_without_the_staff_name(page, reveals):
     response = page.get("/data/")
     seen = text(response)
     assert "Support access" in seen
@@ -78,7 +78,7 @@ def test_your_data_lists_every_reveal_newest_first_without_the_staff_name(page, 
     assert "kestrel" not in markup and "Ticket 303" not in markup
 
 
-def test_an_open_reveal_says_so(page, sam, staff, clock):
+def test_it_says_so_for_an_open_reveal(page, sam, staff, clock):
     reveal_open(staff=staff, user="sam", reason=FIRST)
     clock.now = T0 + dt.timedelta(minutes=2)
     assert "3 Aug 2026, 14:05, open now, until 14:20, by a support team member." in text(
@@ -86,18 +86,18 @@ def test_an_open_reveal_says_so(page, sam, staff, clock):
     )
 
 
-def test_with_no_reveal_the_page_says_no_one_looked(page):
+def test_it_says_no_one_looked_when_there_is_no_reveal(page):
     assert "No one from support has looked at your private text." in text(page.get("/data/"))
 
 
-def test_the_reveals_show_in_the_users_time_zone(page, sam, reveals):
+def test_it_shows_the_reveals_in_the_users_time_zone(page, sam, reveals):
     from memory.services import profile_set_time_zone
 
     profile_set_time_zone(user=sam, time_zone="Europe/Berlin")
     assert "3 Aug 2026, 16:05, for 4 minutes" in text(page.get("/data/"))
 
 
-def test_the_export_carries_the_reveals_read_only(page, api, reveals):
+def test_it_exports_the_reveals_read_only(page, api, reveals):
     snapshot = json.loads(page.get("/data/export.json").content)
     assert snapshot["reveals"] == [
         {
@@ -121,7 +121,7 @@ def test_the_export_carries_the_reveals_read_only(page, api, reveals):
     assert api.get("/api/v1/users/sam/export").json()["reveals"] == snapshot["reveals"]
 
 
-def test_an_import_accepts_the_reveals_and_restores_none(api, sam, reveals):
+def test_it_accepts_the_reveals_on_import_and_restores_none(api, sam, reveals):
     snapshot = api.get("/api/v1/users/sam/export").json()
     assert len(snapshot["reveals"]) == 2
     before = RevealGrant.objects.count()
@@ -140,7 +140,7 @@ def test_an_import_accepts_the_reveals_and_restores_none(api, sam, reveals):
 @pytest.mark.parametrize(
     "reveals_value", [[], [{"anything": "at all"}], [{"opened_at": "not a time"}]]
 )
-def test_the_snapshot_validator_ignores_what_the_reveals_say(api, sam, reveals_value):
+def test_it_ignores_what_the_reveals_say_in_the_snapshot_validator(api, sam, reveals_value):
     snapshot = api.get("/api/v1/users/sam/export").json()
     snapshot["reveals"] = reveals_value
     snapshot["user"]["ref"] = "sam-two"
@@ -149,7 +149,7 @@ def test_the_snapshot_validator_ignores_what_the_reveals_say(api, sam, reveals_v
     assert not RevealGrant.objects.exists()
 
 
-def test_the_data_page_costs_the_same_for_one_or_many_reveals(
+def test_it_costs_the_data_page_the_same_for_one_or_many_reveals(
     page, sam, staff, clock, django_assert_num_queries
 ):
     from django.db import connection

@@ -25,7 +25,7 @@ def late_memory(sam, conv):
     ).record
 
 
-def test_unset_the_pages_use_the_services_zone_and_name_it(page, late_memory):
+def test_it_uses_and_names_the_services_zone_when_unset(page, late_memory):
     r = page.get(f"/memories/{late_memory.id}/history")
     seen = text(r)
     assert r.context["rows"][0].starts == "5 Aug 2026, 23:30"
@@ -52,21 +52,21 @@ def test_it_sets_a_time_zone_on_your_data_and_every_page_follows(page, sam, conv
     assert "6 Aug 2026, 01:30" in transcript and "Europe/Berlin" in transcript
 
 
-def test_choosing_the_services_zone_again_clears_the_choice(page, sam):
+def test_it_clears_the_choice_when_the_services_zone_is_chosen_again(page, sam):
     profile_set_time_zone(user=sam, time_zone="Asia/Tokyo")
     page.post("/data/time-zone", {"time_zone": ""})
     assert MemoryProfile.objects.get(user=sam).time_zone == ""
 
 
 @pytest.mark.parametrize("bad", ["Mars/Olympus", "x" * 500, "Europe/Berlin\x00"])
-def test_an_unknown_zone_is_refused_on_the_form(page, sam, bad):
+def test_it_refuses_an_unknown_zone_on_the_form(page, sam, bad):
     r = page.post("/data/time-zone", {"time_zone": bad})
     assert r.status_code == 200 and r.context["time_zone_form"].errors["time_zone"]
     assert "Nothing was saved" in text(r)
     assert not MemoryProfile.objects.filter(user=sam).exclude(time_zone="").exists()
 
 
-def test_one_date_format_everywhere_even_this_year(page, say, sam, conv):
+def test_it_uses_one_date_format_everywhere_even_this_year(page, say, sam, conv):
     """ "30 Nov 2026" and "30 Nov" were both used: every date now carries its year."""
     say("My dog's name is Rex.")
     pages = [
@@ -83,7 +83,7 @@ def test_one_date_format_everywhere_even_this_year(page, say, sam, conv):
         )
 
 
-def test_the_api_keeps_answering_in_utc(api, sam, late_memory):
+def test_it_keeps_the_api_answering_in_utc(api, sam, late_memory):
     profile_set_time_zone(user=sam, time_zone="Europe/Berlin")
     body = api.get(f"/api/v1/memories/{late_memory.id}").json()
     assert body["valid_from"] == "2026-08-05T23:30:00Z"
