@@ -23,12 +23,8 @@ from .domain import (
     REASON_PAUSED,
 )
 from .extract import extract
-from .selectors import (
-    context_scope_ids,
-    last_named_key,
-    registry,
-    write_state,
-)
+from .selectors.records import context_scope_ids, last_named_key, registry
+from .selectors.writes import write_state
 from .services import AssertResult, add_plan_rows, lock_profile, log_assert
 from .switches import memory_settings_of
 from .writes import (

@@ -54,14 +54,9 @@ from .models import (
     MemorySource,
     SlotRetraction,
 )
-from .selectors import (
-    memory_get,
-    records_to_domain,
-    registry,
-    tombstones_of,
-    write_state,
-)
-from .state_selectors import memory_states
+from .selectors.records import memory_get, records_to_domain, registry, tombstones_of
+from .selectors.states import memory_states
+from .selectors.writes import write_state
 from .switches import MemorySettings, settings_of_profile
 from .writes import (
     Fact,

@@ -36,7 +36,8 @@ from conversations.plan_snapshot import PlanSnapshot
 from conversations.selectors import load_context
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord
-from memory.selectors import ContextResolution, registry
+from memory.selectors.records import registry
+from memory.selectors.resolution import ContextResolution
 from memory.services import memory_normalise, memory_retract
 from policy import engine
 from policy.domain import DecisionRequest

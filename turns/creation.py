@@ -16,7 +16,8 @@ from config.errors import AuthorityConflict, BudgetExceeded, Conflict, NotFound,
 from config.storage import RowWriter, raw_reader
 from conversations.domain import Context
 from conversations.models import Conversation, Message, Turn
-from memory.selectors import Registry, catalog_registry, resolve_log_line
+from memory.selectors.records import Registry, catalog_registry
+from memory.selectors.resolution import resolve_log_line
 from memory.services import ensure_profile, log_memory_write
 from memory.state import ContextMemory, MemoryState
 from memory.writes import WriteRefused

@@ -43,7 +43,7 @@ from memory.models import (
     SlotRetraction,
     Tombstone,
 )
-from memory.selectors import tombstones_of
+from memory.selectors.records import tombstones_of
 from memory.withholding import withheld_lists, withhold_links
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 from policy.selectors import policy_version_of

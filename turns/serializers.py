@@ -19,8 +19,8 @@ from config.serializers import (
 )
 from conversations.models import Turn
 from memory.domain import RESOLVER_VERSION
+from memory.selectors.states import memory_stated_many
 from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
-from memory.state_selectors import memory_stated_many
 from policy.serializers import DecisionOutput
 
 from .planner import PlanParams, plan_body

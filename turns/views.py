@@ -27,8 +27,8 @@ from config.pages import day, form_errors_from, private_page, when
 from conversations.selectors import conversation_for_page, conversations_of
 from memory import services as memory_services
 from memory.forgetting import memory_forget_all, withheld_total
-from memory.page_selectors import key_templates
 from memory.presentation import CERTAINTY, Sentence, Wording, by_scoped_key, standing
+from memory.selectors.pages import key_templates
 from policy.presentation import capability_name
 from support.selectors import reveals_of  # S2: "Support access" on Your data
 

@@ -29,7 +29,7 @@ from memory.models import (
     Tombstone,
 )
 from memory.presentation import STATE_WORDS
-from memory.state_selectors import memory_states_of
+from memory.selectors.states import memory_states_of
 from memory.withholding import withheld_count_annotation
 from support import services as support
 from support.admin.base import SupportAdmin, count_of, support_action

@@ -111,7 +111,7 @@ def one_by_one(world: World, facts, *, message: int) -> list:
 def _correct_one_by_one(ctx, item, sources):
     """§8's correction through the public services: the record of the key projected for the
     context is corrected in its scope; with none, the value is asserted as `user-corrected`."""
-    from memory.selectors import ContextResolution
+    from memory.selectors.resolution import ContextResolution
 
     current = ContextResolution(ctx, [item.key])
     target = next((p.record for p in current.projection.prompt if p.key == item.key), None)
@@ -183,7 +183,7 @@ def outcomes(world: World, results) -> list[tuple]:
 def records_answered(world: World, results) -> list:
     """The answers' records equal what a read gives now (the turn's answer is built from
     them), apart from the owner's name and ids."""
-    from memory.selectors import memory_get_domain
+    from memory.selectors.records import memory_get_domain
 
     out = []
     for r in results:
