@@ -33,7 +33,7 @@ from .models import (
 )
 from .selectors.records import memory_get, parse_uuid, registry
 from .selectors.resolution import remembered_now
-from .services import lock_profile
+from .services.writing import lock_profile
 from .withholding import (
     Purged,
     plan_withholding,

@@ -25,7 +25,7 @@ from .domain import (
 from .extract import extract
 from .selectors.records import context_scope_ids, last_named_key, registry
 from .selectors.writes import write_state
-from .services import AssertResult, add_plan_rows, lock_profile, log_assert
+from .services.writing import AssertResult, add_plan_rows, lock_profile, log_assert
 from .switches import memory_settings_of
 from .writes import (
     Known,

@@ -40,7 +40,7 @@ from .selectors.records import (
     records_to_domain,
     tombstones_of,
 )
-from .services import add_plan_rows
+from .services.writing import add_plan_rows
 from .storage import MEMORY_CACHE, CachedMemory
 from .writes import WritePlan
 

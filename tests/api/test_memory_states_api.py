@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from conversations.domain import Scope
 from memory import services
 from tests.factories import MessageFactory, at
 
@@ -248,7 +249,7 @@ def test_e1_a_source_message_time_is_the_records_start(api, sam, conv):
         user=sam,
         key="pet.name",
         value="Rex",
-        scope=services.Scope("user"),
+        scope=Scope("user"),
         authority="rule-extracted",
         sources=[str(message.pk)],
     )

@@ -21,6 +21,7 @@ from conversations.domain import Scope
 from memory import forgetting, remembering, services
 from memory.extract import Extraction
 from memory.models import MemoryRecord, MemorySource
+from memory.services import profile, record_actions, statuses, writing
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +49,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
-    for module in (services, forgetting, remembering):
+    for module in (writing, record_actions, statuses, profile, forgetting, remembering):
         monkeypatch.setattr(module, "db_now", clock)
     return clock
 

@@ -1,12 +1,11 @@
-"""Memory writers (DESIGN habit 2): the only code that changes memory state. Each service runs
-in one transaction, reads the database clock once, holds the user's memory lock while it
-decides, calls the pure core, and saves.
+"""The write path (SPEC §1, W1–W9): `memory_assert`, and the decided write plan written as rows,
+which every writer of memory records goes through (`memory.remembering` for what a text teaches,
+the user's actions on a record, `memory.state` for a turn's writes).
 
-Serialisation: writes of one user take a row lock on that user's MemoryProfile. That makes the
-check-then-write steps of W2, W5 and W8 race-free (concurrent writers never duplicate a
-version, and one idempotency key stores one record), and the unique constraint on
-(user, scope_id, key, version) stays as a backstop.
-"""
+Serialisation: writes of one user take a row lock on that user's MemoryProfile (`lock_profile`).
+That makes the check-then-write steps of W2, W5 and W8 race-free (concurrent writers never
+duplicate a version, and one idempotency key stores one record), and the unique constraint on
+(user, scope_id, key, version) stays as a backstop."""
 
 from __future__ import annotations
 
@@ -22,51 +21,19 @@ from django.db import IntegrityError, transaction
 
 from config import metrics
 from config.clock import db_now
-from config.errors import (
-    AuthorityConflict,
-    Conflict,
-    IdempotencyKeyReused,
-    ValidationError,
-)
+from config.errors import AuthorityConflict, IdempotencyKeyReused, ValidationError
 from config.storage import RowWriter
 from conversations.domain import SCOPE_KINDS, Scope
 from conversations.models import Character, Conversation, Message
 
-from . import changes, normalisation, resolver
-from .changes import plan_events
-from .domain import (
-    AUTHORITY_RANK,
-    REASON_PAUSED,
-    VALUE_MAX,
-    RecordState,
-    known_time_zones,
-    loggable_key,
-    normalise_value,
-)
-from .domain import (
-    MemoryRecord as DomainRecord,
-)
-from .models import (
-    SETTINGS_CHANGED_BY,
-    IdempotencyRecord,
-    MemoryProfile,
-    MemoryRecord,
-    MemorySource,
-    SlotRetraction,
-)
-from .selectors.records import memory_get, records_to_domain, registry, tombstones_of
-from .selectors.states import memory_states
-from .selectors.writes import write_state
-from .switches import MemorySettings, settings_of_profile
-from .writes import (
-    Fact,
-    Known,
-    Retract,
-    WritePlan,
-    WriteRefused,
-    check_fields,
-    plan_writes,
-)
+from ..changes import plan_events
+from ..domain import REASON_PAUSED, RecordState, loggable_key
+from ..domain import MemoryRecord as DomainRecord
+from ..models import IdempotencyRecord, MemoryProfile, MemoryRecord, MemorySource, SlotRetraction
+from ..selectors.records import records_to_domain
+from ..selectors.states import memory_states
+from ..selectors.writes import write_state
+from ..writes import Fact, Known, Retract, WritePlan, WriteRefused, check_fields, plan_writes
 
 # I8: the authorities of what the companion learns by itself; `learn` off blocks them.
 LEARNED_AUTHORITIES = frozenset({"model-inferred", "rule-extracted"})
@@ -139,23 +106,8 @@ def _payload_hmac(secret: bytes, payload: dict) -> str:
     return hmac.new(secret, canonical.encode(), hashlib.sha256).hexdigest()
 
 
-def _slot_records(
-    user, scope_id: str, key: str, *, many: bool, value: str | None
-) -> list[DomainRecord]:
-    """Every stored record of a slot (W-steps work on slots): the scoped key, narrowed to the
-    value slot for a `many` key."""
-    records = records_to_domain(
-        MemoryRecord.objects.filter(user=user, scope_id=scope_id, key=key), user.username
-    )
-    if many and value is not None:
-        slot = normalise_value(value)
-        records = [
-            r for r in records if r.status != "forgotten" and normalise_value(r.value) == slot
-        ]
-    return records
-
-
-def _domain(record: MemoryRecord, username: str) -> DomainRecord:
+def domain_record(record: MemoryRecord, username: str) -> DomainRecord:
+    """A stored row as a pure-core record, its sources included."""
     return records_to_domain(MemoryRecord.objects.filter(pk=record.pk), username)[0]
 
 
@@ -301,7 +253,7 @@ def _memory_assert_locked(
         if previous is not None:
             if not hmac.compare_digest(previous.payload_hmac, payload_hmac):
                 raise IdempotencyKeyReused("This idempotency key was used with another payload.")
-            record = _domain(previous.record, user.username) if previous.record_id else None
+            record = domain_record(previous.record, user.username) if previous.record_id else None
             state = memory_states(user, [record], now=now)[record.id] if record else None
             return AssertResult(
                 "replayed",
@@ -375,13 +327,13 @@ def _assert_core(
         source_time=max(m.created_at for m in messages) if messages else None,
         supersedes=supersedes,
     )
-    [result] = _write_facts(
+    [result] = write_facts(
         user, state, [fact], secret=secret, now=now, scope_fields={scope_id: scope_fields}
     )
     return result
 
 
-def _write_facts(
+def write_facts(
     user,
     state,
     facts: list[Fact],
@@ -500,293 +452,3 @@ def row_scope_fields(row: MemoryRecord) -> dict:
         "conversation_id": row.conversation_id,
         "scene": row.scene,
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# Confirm, correct, retract
-
-
-@dataclass
-class _Locked:
-    """A record of a user-facing action, as the user's lock sees it: the stored row, its
-    scoped key's state (`write_state`), the record within it, the clock and the secret."""
-
-    row: MemoryRecord
-    state: object  # selectors.WriteState
-    record: DomainRecord
-    now: datetime
-    secret: bytes
-
-    @property
-    def many(self) -> bool:
-        return self.record.key in self.state.many_keys
-
-    @property
-    def scope_fields(self) -> dict:
-        return {self.row.scope_id: row_scope_fields(self.row)}
-
-
-def _lock_record(record_id, user) -> _Locked:
-    """The user's lock, then the record's scoped key read under it (one statement)."""
-    row = memory_get(record_id, user=user)
-    profile = lock_profile(row.user)
-    state = write_state(row.user, [(row.scope_id, row.key)])
-    record = next(r for r in state.records[(row.scope_id, row.key)] if r.id == str(row.pk))
-    return _Locked(row, state, record, db_now(), profile.secret_bytes())
-
-
-def _require_active_now(locked: _Locked) -> None:
-    """Confirm and correct act on what is current: the record must win its slot now."""
-    record, many = locked.record, locked.many
-    slot = locked.state.records[(record.scope_id, record.key)]
-    if many:
-        wanted = normalise_value(record.value)
-        slot = [r for r in slot if r.status != "forgotten" and normalise_value(r.value) == wanted]
-    tombstones = [t for t in locked.state.tombstones if t.key == record.key]
-    winner = resolver.resolve_slot(
-        slot, locked.now, tombstones=tombstones, many=many, secret=locked.secret
-    )
-    if winner is None or winner.id != record.id:
-        raise Conflict("Only a memory that is current can be confirmed or corrected.")
-
-
-def _user_fact(locked: _Locked, *, value: str, authority: str, supersedes: str | None) -> Fact:
-    """A write of the user's own (confirm, correct): valid from now, no sources."""
-    record = locked.record
-    return Fact(
-        key=record.key,
-        value=value,
-        scope=record.scope,
-        authority=authority,
-        many=locked.many,
-        confidence=1.0,
-        valid_from=locked.now,
-        supersedes=supersedes,
-    )
-
-
-def memory_confirm(*, record_id, user=None) -> AssertResult:
-    """SPEC §2 Confirm: the same value again, `user-confirmed`, valid from now, superseding it.
-    A record that already has the user's authority stays as it is (`unchanged`)."""
-    with transaction.atomic():
-        locked = _lock_record(record_id, user)
-        _require_active_now(locked)
-        return _confirm_locked(locked)
-
-
-def _confirm_locked(locked: _Locked) -> AssertResult:
-    record = locked.record
-    if record.authority_rank >= AUTHORITY_RANK["user-confirmed"]:
-        return AssertResult("unchanged", record, state=RecordState("active"))  # checked active
-    fact = _user_fact(locked, value=record.value, authority="user-confirmed", supersedes=record.id)
-    [result] = _write_facts(
-        locked.row.user,
-        locked.state,
-        [fact],
-        secret=locked.secret,
-        now=locked.now,
-        scope_fields=locked.scope_fields,
-    )
-    log.info("memory_confirm key=%s", loggable_key(record.key))
-    return result
-
-
-def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
-    """SPEC §2 Correct: the new value, `user-corrected`, valid from now, in the record's scope,
-    superseding it; for a `many` key the old value slot is retracted (W10) and the new value
-    asserted. The same value (normalised as in §1) is a confirm."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("A value must not be empty.", field="value")
-    if len(value) > VALUE_MAX:
-        raise ValidationError(f"At most {VALUE_MAX} characters.", field="value")
-    with transaction.atomic():
-        locked = _lock_record(record_id, user)
-        _require_active_now(locked)
-        record = locked.record
-        if normalise_value(value) == normalise_value(record.value):
-            return _confirm_locked(locked)
-        writes: list[Fact | Retract] = []
-        if locked.many:
-            writes.append(Retract(record.scope_id, record.key, many=True, value=record.value))
-        writes.append(
-            _user_fact(
-                locked,
-                value=value,
-                authority="user-corrected",
-                supersedes=None if locked.many else record.id,
-            )
-        )
-        plan = write_plan(
-            locked.row.user,
-            locked.state,
-            writes,
-            secret=locked.secret,
-            now=locked.now,
-            scope_fields=locked.scope_fields,
-        )
-        outcome = plan.outcomes[-1]
-        log.info("memory_correct key=%s", loggable_key(record.key))
-        return AssertResult(
-            outcome.outcome,
-            outcome.record,
-            outcome.reason,
-            state=plan.states.get(outcome.record.id) if outcome.record else None,
-        )
-
-
-@dataclass
-class RetractResult:
-    retracted_at: datetime
-    records: list[DomainRecord]
-    states: dict[str, RecordState] = field(default_factory=dict)  # E1, by id
-
-
-def memory_retract(*, record_id, user=None) -> RetractResult:
-    """W10: "I don't have a dog anymore" — retract the slot of this record."""
-    with transaction.atomic():
-        locked = _lock_record(record_id, user)
-        record = locked.record
-        if record.status == "forgotten":
-            raise Conflict("This memory was forgotten; there is nothing to retract.")
-        retract = Retract(
-            record.scope_id,
-            record.key,
-            many=locked.many,
-            value=record.value if locked.many else None,
-        )
-        plan = write_plan(
-            locked.row.user, locked.state, [retract], secret=locked.secret, now=locked.now
-        )
-        closed = plan.outcomes[0]
-        log.info("memory_retract key=%s closed=%d", loggable_key(record.key), len(closed))
-        return RetractResult(
-            locked.now, sorted(closed, key=lambda r: (r.valid_from, r.version)), plan.states
-        )
-
-
-def memory_restore(*, record_id, user=None) -> AssertResult:
-    """Undo "no longer true": the user says the value is true again. W10 closed the slot at
-    the retraction and W4 keeps it closed for evidence older than that; this is new evidence,
-    so the value is asserted again as `user-confirmed`, valid from now (the old records keep
-    their closed windows: history shows the gap). Refused for a record that was not retracted,
-    was forgotten, or whose slot holds a value again (the undo would overrule it)."""
-    row = memory_get(record_id, user=user)
-    owner = row.user
-    with transaction.atomic():
-        lock_profile(owner)
-        record = _domain(row, owner.username)
-        if record.status == "forgotten":
-            raise Conflict("This memory was forgotten; its value is gone.")
-        if record.retracted_at is None:
-            raise Conflict("This memory was not marked as no longer true.")
-        many = registry([record.key]).is_many(record.key)
-        slot = _slot_records(
-            owner, record.scope_id, record.key, many=many, value=record.value if many else None
-        )
-        secret = MemoryProfile.objects.get(user=owner).secret_bytes()
-        now = db_now()
-        if (
-            resolver.resolve_slot(
-                slot, now, tombstones=tombstones_of(owner, [record.key]), many=many, secret=secret
-            )
-            is not None
-        ):
-            raise Conflict("Something is remembered for this again, so there is nothing to undo.")
-        result = memory_assert(
-            user=owner,
-            key=record.key,
-            value=record.value,
-            scope=record.scope,
-            authority="user-confirmed",
-            confidence=1.0,
-        )
-        log.info("memory_restore key=%s outcome=%s", loggable_key(record.key), result.outcome)
-        return result
-
-
-# ---------------------------------------------------------------------------------------------
-# Normalisation (W12)
-
-
-def memory_normalise(*, user=None, now: datetime | None = None, batch_users: int = 200) -> int:
-    """W12: write stored statuses (`expired`, `superseded`) from the pure plan. Idempotent and
-    safe at any time: each user is done in its own transaction under the user's lock, and the
-    plan marks chains oldest first, so a partial run leaves a consistent state."""
-    from django.contrib.auth import get_user_model
-
-    User = get_user_model()
-    users = (
-        User.objects.filter(pk=user.pk)
-        if user is not None
-        else User.objects.filter(memories__isnull=False).distinct()
-    )
-    changed = 0
-    for u in users.iterator(chunk_size=batch_users):
-        with transaction.atomic():
-            lock_profile(u)
-            at = now or db_now()
-            records = records_to_domain(MemoryRecord.objects.filter(user=u), u.username)
-            for change in normalisation.plan_normalisation(records, at):
-                MemoryRecord.objects.filter(pk=change.id, user=u).exclude(
-                    status="forgotten"
-                ).update(status=change.status, status_since=change.status_since)
-                changed += 1
-    log.info("memory_normalise changed=%d", changed)
-    return changed
-
-
-def profile_set_time_zone(*, user, time_zone: str) -> MemoryProfile:
-    """The zone the pages show this user's times in: an IANA name, or "" for the product's
-    (`settings.TIME_ZONE`)."""
-    if not isinstance(time_zone, str) or (time_zone and time_zone not in known_time_zones()):
-        raise ValidationError("Choose a time zone from the list.", field="time_zone")
-    with transaction.atomic():
-        profile = lock_profile(user)
-        if profile.time_zone != time_zone:
-            profile.time_zone = time_zone
-            profile.save(update_fields=["time_zone"])
-    return profile
-
-
-def ensure_profile(user) -> MemoryProfile:
-    profile, _ = MemoryProfile.objects.get_or_create(user=user)
-    return profile
-
-
-def memory_settings_set(
-    *, user, changed_by: str, learn: bool | None = None, use: bool | None = None
-) -> MemorySettings:
-    """I8: switch learning and/or memory use on or off for `user` (`None` leaves a switch as
-    it is). A change records when (database clock) and through what (`user` on the pages,
-    `api`, `support`) for support to see; setting a switch to the value it has changes
-    nothing and records nothing. Neither switch deletes anything."""
-    if changed_by not in SETTINGS_CHANGED_BY:
-        raise ValidationError("Unknown origin of the change.", field="changed_by")
-    for name, value in (("learn", learn), ("use", use)):
-        if value is not None and not isinstance(value, bool):
-            raise ValidationError("Must be true or false.", field=name)
-    with transaction.atomic():
-        profile = lock_profile(user)
-        wanted = {"learn": learn, "use": use}
-        changed = [
-            name
-            for name, value in wanted.items()
-            if value is not None and getattr(profile, name) != value
-        ]
-        if changed:
-            for name in changed:
-                setattr(profile, name, wanted[name])
-            profile.settings_changed_at = db_now()
-            profile.settings_changed_by = changed_by
-            profile.save(update_fields=[*changed, "settings_changed_at", "settings_changed_by"])
-            changes.settings_changed(user, profile)  # V1
-            log.info(
-                "memory_settings_set user_id=%s learn=%s use=%s changed_by=%s",
-                user.pk,
-                profile.learn,
-                profile.use,
-                changed_by,
-            )
-    # Later reads in this request see the new switches.
-    user.memory_profile = profile
-    return settings_of_profile(profile)
