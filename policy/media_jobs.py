@@ -29,7 +29,7 @@ from .selectors import (
     as_uuid,
     capability_by_name,
 )
-from .services import IDEMPOTENCY_KEY_MAX, decide_and_log, policy_context, require_choice
+from .services.decisions import IDEMPOTENCY_KEY_MAX, decide_and_log, policy_context, require_choice
 
 # ---------------------------------------------------------------------------------------------
 # Media jobs (D9)
