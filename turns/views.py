@@ -2,7 +2,7 @@
 
 Transcripts are read-only: each message carries an anchor (`#m-<id>`, where the memories page
 links "from your message on 3 Aug") and the memories it produced, with what became of them.
-"Your data" downloads the §9 snapshot and, behind confirmation pages, forgets everything or
+"Your data" downloads the §9 export file and, behind confirmation pages, forgets everything or
 deletes the account."""
 
 from __future__ import annotations
@@ -276,9 +276,10 @@ def data_time_zone(request):
 
 @private_page
 def data_export(request):
-    """Everything of yours as the JSON snapshot of SPEC §9 (the same as `GET /users/{user}/export`)."""
-    snapshot = user_export(user=request.user)
-    body = json.dumps(snapshot, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
+    """Everything of yours as the JSON export file of SPEC §9 (the same as
+    `GET /users/{user}/export`)."""
+    exported = user_export(user=request.user)
+    body = json.dumps(exported, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     name = slugify(request.user.username) or "you"
     response["Content-Disposition"] = f'attachment; filename="companion-data-{name}.json"'
