@@ -262,7 +262,10 @@ THROTTLE_FLUSH_SECONDS = env.float("THROTTLE_FLUSH_SECONDS", default=1.0)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Companion Memory API",
-    "DESCRIPTION": "Memory resolution, boundary decisions, turns and prompt plans for a companion chat runtime.",
+    "DESCRIPTION": (
+        "Memory resolution, boundary decisions, turns and prompt plans for a companion chat "
+        "runtime."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

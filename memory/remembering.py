@@ -1,6 +1,6 @@
-"""Writing what a text teaches (SPEC §8, I8): the extractor's findings
-(`memory.learning`, pure) become one batch of asserts and corrections in the context's scope, with their
-source message; with the user's `learn` switch off nothing is written."""
+"""Writing what a text teaches (SPEC §8, I8): the extractor's findings (`memory.learning`,
+pure) become one batch of asserts and corrections in the context's scope, with their source
+message; with the user's `learn` switch off nothing is written."""
 
 from __future__ import annotations
 

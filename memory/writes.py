@@ -391,7 +391,8 @@ def _decide(fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, ne
         if target.authority_rank > rank:
             raise WriteRefused(
                 "authority",
-                f"The record to supersede has authority {target.authority}, higher than {fact.authority}.",
+                f"The record to supersede has authority {target.authority}, higher than "
+                f"{fact.authority}.",
             )
         supersedes_id = target.id
     elif not many and valid_until is None and not born_closed and winner is not None:

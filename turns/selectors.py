@@ -67,7 +67,8 @@ def history_candidates(conversation, before_seq: int):
         f"SELECT {reader.column(Message, 'id')}, {reader.column(Message, 'seq')}, "
         f"{reader.column(Message, 'role')}, COALESCE({size}, 0), "
         f"{held_sql} FROM {table} "
-        f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = %s "
+        f"WHERE {reader.name(Message, 'user')} = %s AND {reader.name(Message, 'conversation')} = "
+        "%s "
         f"AND {reader.name(Message, 'seq')} < %s ORDER BY {reader.order(Message)}"
     )
     with gc_paused():  # every row read is kept

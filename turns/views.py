@@ -295,7 +295,8 @@ def forget_everything(request):
         if tombstones:
             n = withheld_total(tombstones)
             seen = (
-                f" The companion no longer sees the {n} message{'' if n == 1 else 's'} that held it."
+                f" The companion no longer sees the {n} message{'' if n == 1 else 's'} that held "
+                "it."
                 if n
                 else ""
             )

@@ -90,8 +90,8 @@ def row_to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
 
 def records_to_domain(queryset, username: str) -> list[DomainRecord]:
     """Materialise a queryset of MemoryRecord rows as pure-core records, sources included:
-    one query (two on the ORM path). The raw reader reads the rows the queryset selects in the model's order; a
-    queryset with an order or a slice of its own is read by the ORM."""
+    one query (two on the ORM path). The raw reader reads the rows the queryset selects in the
+    model's order; a queryset with an order or a slice of its own is read by the ORM."""
     reader = raw_reader(queryset.db)
     if reader is None or queryset.query.order_by or queryset.query.is_sliced:
         return _records_to_domain_orm(queryset, username)
@@ -133,8 +133,8 @@ def context_scope_ids(ctx) -> list[str]:
 
 def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainRecord]:
     """The records a resolve for `ctx` considers (R1 pre-filtered by scope id), in the
-    model's order: one query (two on the ORM path). Read with SQL written out once per database rather than a
-    queryset compiled per request (the read of every resolve and plan)."""
+    model's order: one query (two on the ORM path). Read with SQL written out once per database
+    rather than a queryset compiled per request (the read of every resolve and plan)."""
     scope_ids = context_scope_ids(ctx)
     keys = list(keys) if keys else None
     reader = raw_reader(MemoryRecord.objects.db)

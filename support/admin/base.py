@@ -6,8 +6,8 @@ and the support actions' reason page (`support_action`).
 - **Private text shows only inside a reveal, for its user (SPEC §13 S1).** A model's
   `private_fields` (memory values, message content, conversation titles) are deferred in every
   admin queryset and read back only for the rows of the user of the staff member's open reveal
-  (`support.request_reveal.request_reveal`): a preview on changelists, the whole text on change pages.
-  Every other row — and every row without a reveal, whatever the staff member's permissions —
+  (`support.request_reveal.request_reveal`): a preview on changelists, the whole text on change
+  pages. Every other row — and every row without a reveal, whatever the staff member's permissions —
   shows the mask, with a link that opens a reveal of that row's user for staff who may. A key's
   free part (`private_key_fields`: the `priya` of `people.priya.works_at`) is masked the same
   way, in the database (`support.display.masked_key_sql`). Each page that showed private text

@@ -20,7 +20,8 @@ class KeyDefinitionForm(forms.ModelForm):
         key = self.cleaned_data["key"]
         if not valid_key(key):
             raise forms.ValidationError(
-                "1–120 characters of a-z, 0-9, '_', '-' and '.', with no leading, trailing or double dot."
+                "1–120 characters of a-z, 0-9, '_', '-' and '.', with no leading, trailing or "
+                "double dot."
             )
         return key
 
@@ -40,7 +41,8 @@ class KeyDefinitionForm(forms.ModelForm):
             self.add_error(
                 "cardinality",
                 forms.ValidationError(
-                    "Memories already use this key, so its cardinality cannot change from %(current)s.",
+                    "Memories already use this key, so its cardinality cannot change from "
+                    "%(current)s.",
                     params={"current": current},
                     code="cardinality_in_use",
                 ),

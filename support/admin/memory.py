@@ -384,11 +384,13 @@ class MemoryRecordAdmin(SupportAdmin):
             request,
             queryset,
             title="Forget on the user's behalf",
-            intro="Each selected memory's slot is forgotten through the forget service (SPEC F1–F3): "
+            intro="Each selected memory's slot is forgotten through the forget service (SPEC "
+            "F1–F3): "
             "a tombstone that never holds the value, every covered record purged to a skeleton "
             "with its value erased, and the same value blocked from coming back from older "
             "evidence. For a multi-valued key only that value is forgotten unless you tick "
-            "“every value of the key”. The user can undo the tombstone; erased values do not come back.",
+            "“every value of the key”. The user can undo the tombstone; erased values do not come "
+            "back.",
             columns=["record", "user", "key", "scope", "state", "authority", "value"],
             rows=rows,
             revealed=revealed,
@@ -412,7 +414,8 @@ class MemoryRecordAdmin(SupportAdmin):
             request,
             queryset,
             title="Retract",
-            intro="Each selected memory's slot is retracted through the retract service (SPEC W10): "
+            intro="Each selected memory's slot is retracted through the retract service (SPEC "
+            "W10): "
             "every record of the slot that has not ended is closed now; history keeps them, and "
             "older evidence cannot bring the value back (W4). Nothing is erased.",
             columns=["record", "user", "key", "scope", "state", "authority", "value"],

@@ -175,7 +175,8 @@ class _Import:
                 )
             elif existing.cardinality != k["cardinality"]:
                 raise ImportConflict(
-                    f"Key {k['key']!r} has cardinality {existing.cardinality} here, {k['cardinality']} in the snapshot."
+                    f"Key {k['key']!r} has cardinality {existing.cardinality} here, "
+                    f"{k['cardinality']} in the snapshot."
                 )
             else:
                 self.counts["skipped"] += 1
