@@ -122,7 +122,8 @@ HOW = (
     "statements run on a raw psycopg connection (Django's connection parameters; the turn's "
     "transactions as BEGIN … COMMIT; every row fetched) and its pure calls again: floor = that "
     "SQL + pure time, p50 over the floor turns, which alternate in rounds with the single-client "
-    "turn on the same conversation (its own gunicorn): the target compares the two. The PgBouncer phase: a second gunicorn with "
+    "turn on the same conversation (its own gunicorn): the target compares the two. The PgBouncer "
+    "phase: a second gunicorn with "
     "DATABASE_POOLER=pgbouncer through a PgBouncer on 127.0.0.1 (transaction pooling, 2 server "
     "connections)."
 )
@@ -297,9 +298,10 @@ def main(argv: list[str] | None = None) -> int:
         }
         q = results["relevance_quality"]
         log(
-            f"  {q['topics_meeting_target']}/{q['topics']} topics with >= {q['target']} of the admitted "
-            f"memories about the topic (relevance mean {q['relevance_mean']:.1f}, certainty mean "
-            f"{q['certainty_mean']:.1f}) in {time.perf_counter() - started_quality:.1f}s"
+            f"  {q['topics_meeting_target']}/{q['topics']} topics with >= {q['target']} of the "
+            f"admitted memories about the topic (relevance mean {q['relevance_mean']:.1f}, "
+            f"certainty mean {q['certainty_mean']:.1f}) in "
+            f"{time.perf_counter() - started_quality:.1f}s"
         )
 
     if {"endpoints", "turns", "relevance", "forget", "feed"} & sections:

@@ -12,8 +12,9 @@ def selectors_match_orm(info) -> dict:
 
     from conversations.models import Conversation
     from conversations.selectors import load_context
-    from memory import selectors
     from memory.models import MemoryRecord
+    from memory.selectors import records as selectors
+    from memory.selectors.resolution import ContextResolution
     from turns.planner import HistoryCandidate
     from turns.selectors import OctetLength, history_candidates
 
@@ -40,14 +41,14 @@ def selectors_match_orm(info) -> dict:
         ("candidate_records", None),
         ("candidate_records_keys", ["dog.name", "user.likes"]),
     ):
-        cqs = MemoryRecord.objects.filter(user=user, scope_id__in=selectors.context_scope_ids(ctx))
+        cqs = MemoryRecord.objects.filter(user=user, scope_id__in=ctx.domain.scope_ids())
         if keys:
             cqs = cqs.filter(key__in=keys)
         out[name] = same(
             selectors.candidate_records(ctx, keys),
             selectors._records_to_domain_orm(cqs, user.username),
         )
-    resolved = selectors.ContextResolution(ctx)
+    resolved = ContextResolution(ctx)
     out["tombstones"] = same(resolved.tombstones, selectors.tombstones_of(user))
     conversation = Conversation.objects.get(pk=info.conversation)
     rows = (

@@ -181,7 +181,8 @@ class Floor:
         with connection.cursor() as cursor:
             resolution, projection = self.resolve_and_project(cursor, case, context)
             cursor.execute(
-                f"SELECT {self.uuid_sql('m.id')}, m.seq, m.role, m.content FROM conversations_turn t "
+                f"SELECT {self.uuid_sql('m.id')}, m.seq, m.role, m.content "
+                "FROM conversations_turn t "
                 "JOIN conversations_message m ON m.id = t.user_message_id WHERE t.id = %s",
                 [case["turn_db"]],
             )
@@ -392,7 +393,8 @@ def run_cases(
                 row.update(measure_pair(endpoint, floor_fn, cfg))
                 row["seconds"] = time.perf_counter() - started
                 log(
-                    f"  {vendor:8} {name:7} records={n:<6} messages={m if name == 'plan' else '-':<6} "
+                    f"  {vendor:8} {name:7} records={n:<6} "
+                    f"messages={m if name == 'plan' else '-':<6} "
                     f"p50={row['p50_ms']:.1f}ms floor={row['floor_p50_ms']:.1f}ms "
                     f"ratio={row['ratio']:.2f} queries={row['queries']} calls={row['calls']}"
                 )

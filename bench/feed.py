@@ -48,9 +48,11 @@ def _populate(n_events: int) -> None:
         cursor.execute(
             f"INSERT INTO {table} (type, user_ref, occurred_at, data) "
             + (
-                "SELECT 'user.deleted', 'gone-' || i, now(), '{}'::jsonb FROM generate_series(1, 100) AS i"
+                "SELECT 'user.deleted', 'gone-' || i, now(), '{}'::jsonb "
+                "FROM generate_series(1, 100) AS i"
                 if connection.vendor == "postgresql"
-                else "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 100) "
+                else "WITH RECURSIVE s(i) AS "
+                "(SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 100) "
                 "SELECT 'user.deleted', 'gone-' || i, datetime('now'), '{}' FROM s"
             )
         )

@@ -147,7 +147,8 @@ def run(
         out["sizes"].append(row)
         g = row["gc_cpu"]
         log(
-            f"  pure resolve N={n:<7} best {row['best_ms']:8.2f} ms  {row['records_per_s']:>12,.0f} "
+            f"  pure resolve N={n:<7} best {row['best_ms']:8.2f} ms  "
+            f"{row['records_per_s']:>12,.0f} "
             f"records/s  (CPU {row['best_cpu_ms']:.2f} ms; CPU with the collector on "
             f"{g['enabled']:.2f} ms, input frozen {g['frozen']:.2f} ms; control loop "
             f"{g['control']:.2f} ms)"

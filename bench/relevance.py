@@ -304,8 +304,10 @@ def message_about(topic: Topic, rng: random.Random) -> str:
     shared = rng.choice(SHARED)
     return rng.choice(
         (
-            f"I keep thinking about my {topic.name} this {shared}. What do you remember about the {word}?",
-            f"Can we talk about the {topic.name} again? The {word} has been on my mind since the {shared}.",
+            f"I keep thinking about my {topic.name} this {shared}. What do you remember about the "
+            f"{word}?",
+            f"Can we talk about the {topic.name} again? The {word} has been on my mind since the "
+            f"{shared}.",
             f"Remind me what I told you about {topic.name} and the {word}.",
         )
     )
@@ -535,7 +537,8 @@ def endpoint_cost(token: str, loaded: dict, cfg, log) -> dict:
         log(
             f"  plan relevance vs certainty ({label}, {loaded['memories']:,} memories): "
             f"p50 {row['relevance_p50_ms']:.1f} vs {row['certainty_p50_ms']:.1f} ms "
-            f"(×{row['ratio']:.2f}; CPU ×{row['cpu_ratio']:.2f}), queries {row['relevance_queries']} vs "
+            f"(×{row['ratio']:.2f}; CPU ×{row['cpu_ratio']:.2f}), queries "
+            f"{row['relevance_queries']} vs "
             f"{row['certainty_queries']}, "
             f"about the topic {row['about_topic']['relevance']}/{row['admitted']['relevance']} vs "
             f"{row['about_topic']['certainty']}/{row['admitted']['certainty']}"

@@ -399,7 +399,8 @@ def render(results: dict, *, markdown: bool) -> str:
             out.append(
                 ("\n" if markdown else "")
                 + f"turns/s ÷ trivial req/s = {t['turns_per_ping'] * 100:.1f}%; "
-                f"÷ authenticated req/s = {t['turns']['per_second'] / t['ping_auth']['per_second'] * 100:.1f}% "
+                "÷ authenticated req/s = "
+                f"{t['turns']['per_second'] / t['ping_auth']['per_second'] * 100:.1f}% "
                 f"({t['turns']['units']} turns, {t['records_per_user']:,} records per user"
                 + (
                     f"; SQL queries per turn: create {t['queries']['create']}, plan "
@@ -424,7 +425,8 @@ def render(results: dict, *, markdown: bool) -> str:
                     *(
                         [
                             [
-                                f"create with plan, a correction ({q['create_plan_correction_facts']} "
+                                "create with plan, a correction "
+                                f"({q['create_plan_correction_facts']} "
                                 "fact extracted)",
                                 q["create_plan_correction"],
                             ]

@@ -57,7 +57,8 @@ def targets(results: dict) -> list[dict]:
         row = by_n[10_000]
         add(
             "pure resolver >= 1,000,000 records/s at N=10k",
-            f"{row['records_per_s']:,.0f} records/s ({row['records_per_cpu_s']:,.0f} per CPU-second)",
+            f"{row['records_per_s']:,.0f} records/s ({row['records_per_cpu_s']:,.0f} per "
+            "CPU-second)",
             row["records_per_s"] >= PURE_RPS_TARGET,
         )
     else:
@@ -135,7 +136,8 @@ def targets(results: dict) -> list[dict]:
         add(
             "whole turn: turns/s >= 25% of the trivial endpoint's requests/s",
             f"{t['turns']['per_second']:.1f} turns/s vs {t['ping_rps']:.0f} req/s = "
-            f"{t['turns_per_ping'] * 100:.1f}% ({_errors_text(t['turns'], t['ping_before'], t['ping_after'])})",
+            f"{t['turns_per_ping'] * 100:.1f}% "
+            f"({_errors_text(t['turns'], t['ping_before'], t['ping_after'])})",
             verdict(
                 t["turns_per_ping"] >= TURN_SHARE_TARGET,
                 t["turns"],
@@ -287,8 +289,8 @@ def _turn_rows(results: dict, cases: list[dict], t: dict | None, add) -> None:
         add(
             name,
             f"worst {worst['ratio']:.2f}x ({worst['db']} {worst['endpoint']} "
-            f"{worst['records']:,} records{_msgs(worst)}); {len(misses)} of {len(wanted)} cases over"
-            + ("" if complete else " (not every database and size was run)"),
+            f"{worst['records']:,} records{_msgs(worst)}); {len(misses)} of {len(wanted)} cases "
+            "over" + ("" if complete else " (not every database and size was run)"),
             (not misses) if complete else (False if misses else None),
         )
     _floor_rows(t, add)
@@ -370,13 +372,18 @@ def _populated_rows(results: dict, add) -> None:
 def _relevance_rows(results: dict, add) -> None:
     """I6: the quality check and the plan endpoint's cost under relevance (added with `add`)."""
     quality = results.get("relevance_quality")
-    name = "relevance quality: >= 8 of ~10 admitted memories about the message's topic (300 memories, 30 topics)"
+    name = (
+        "relevance quality: >= 8 of ~10 admitted memories about the message's topic (300 memories, "
+        "30 topics)"
+    )
     if quality:
         seeds = quality["over_seeds"]
         add(
             name,
-            f"{quality['topics_meeting_target']}/{quality['topics']} topics (min {quality['relevance_min']}, "
-            f"mean {quality['relevance_mean']:.1f} of {quality['admitted_mean']:.1f} admitted; certainty "
+            f"{quality['topics_meeting_target']}/{quality['topics']} topics (min "
+            f"{quality['relevance_min']}, "
+            f"mean {quality['relevance_mean']:.1f} of {quality['admitted_mean']:.1f} admitted; "
+            "certainty "
             f"mean {quality['certainty_mean']:.1f}); over {seeds['seeds']} generated users "
             f"{seeds['topics_meeting_target']}/{seeds['topics']} (min {seeds['relevance_min']})",
             quality["topics_meeting_target"] == quality["topics"],
@@ -424,7 +431,8 @@ def _memory_rows(results: dict) -> list[tuple[str, str, bool | None]]:
             allowed = high["candidates"] / max(1, low["candidates"])
             resolve_ok.append(growth <= allowed)
             resolve_parts.append(
-                f"{db['db']} {low['peak_kib']:,.0f} → {high['peak_kib']:,.0f} KiB (×{growth:.1f}) for "
+                f"{db['db']} {low['peak_kib']:,.0f} → {high['peak_kib']:,.0f} KiB (×{growth:.1f}) "
+                "for "
                 f"{low['candidates']:,} → {high['candidates']:,} candidates (×{allowed:.1f})"
             )
         for c in cases:
@@ -485,7 +493,10 @@ def _feed_rows(results: dict, add) -> None:
         if db["db"] != "postgres" or not feed:
             continue
         cases = ", ".join(f"{k} {v['p50_ms']:.1f}" for k, v in feed["cases"].items())
-        measured = f"slowest p50 {feed['p50_ms']:.1f} ms ({feed['worst']}) at {feed['events']:,} events; {cases} ms"
+        measured = (
+            f"slowest p50 {feed['p50_ms']:.1f} ms ({feed['worst']}) at {feed['events']:,} events; "
+            f"{cases} ms"
+        )
         add(
             name,
             measured,

@@ -536,7 +536,9 @@ def through_pgbouncer(
         "errors": one["errors"] + single["errors"],
         "error_samples": (one["error_samples"] + single["error_samples"])[:5],
         "single_client": single,
-        "server": f"gunicorn sync workers={workers} with DATABASE_POOLER=pgbouncer (CONN_MAX_AGE=60)",
+        "server": (
+            f"gunicorn sync workers={workers} with DATABASE_POOLER=pgbouncer (CONN_MAX_AGE=60)"
+        ),
         "pooler": f"PgBouncer, pool_mode=transaction, default_pool_size={PGBOUNCER_POOL}",
         "pool_size": PGBOUNCER_POOL,
         "served": served,

@@ -9,7 +9,8 @@ from django.template import loader
 FALLBACK_500 = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Something went wrong</title>'
     "</head><body><main><h1>Something went wrong on our side</h1><p>The page could not be shown. "
-    'Please try again in a moment, or go to <a href="/">the start page</a>.</p></main></body></html>'
+    'Please try again in a moment, or go to <a href="/">the start '
+    "page</a>.</p></main></body></html>"
 )
 
 

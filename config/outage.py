@@ -47,7 +47,8 @@ UNAVAILABLE_ERRORS = (OperationalError, InterfaceError, *_DRIVER_ERRORS)
 FALLBACK_503 = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Unavailable</title>'
     "</head><body><main><h1>This service is briefly unavailable</h1><p>Nothing was lost: "
-    'please try again in a moment, or go to <a href="/">the start page</a>.</p></main></body></html>'
+    'please try again in a moment, or go to <a href="/">the start '
+    "page</a>.</p></main></body></html>"
 )
 
 

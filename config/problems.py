@@ -112,9 +112,9 @@ PROBLEM_CODES: dict[str, ProblemCode] = {
     "import_conflict": ProblemCode(
         409,
         "Import conflict",
-        "A snapshot row has an id already present with other content, or a key whose "
+        "A row of the export file has an id already present with other content, or a key whose "
         "cardinality differs from the registry's (SPEC §9). Nothing was imported.",
-        "Import into a clean user, or remove the conflicting rows from the snapshot.",
+        "Import into a clean user, or remove the conflicting rows from the export file.",
     ),
     "cursor_expired": ProblemCode(
         410,
@@ -129,7 +129,7 @@ PROBLEM_CODES: dict[str, ProblemCode] = {
         413,
         "Payload too large",
         "The request body is larger than the operation accepts.",
-        "Send a smaller body (a snapshot may be larger than other requests).",
+        "Send a smaller body (an export file may be larger than other requests).",
     ),
     "unsupported_media_type": ProblemCode(
         415,

@@ -262,7 +262,10 @@ THROTTLE_FLUSH_SECONDS = env.float("THROTTLE_FLUSH_SECONDS", default=1.0)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Companion Memory API",
-    "DESCRIPTION": "Memory resolution, boundary decisions, turns and prompt plans for a companion chat runtime.",
+    "DESCRIPTION": (
+        "Memory resolution, boundary decisions, turns and prompt plans for a companion chat "
+        "runtime."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -311,7 +314,7 @@ COMPANION = {
 SUPPORT_REVEAL_SECONDS = env.int("SUPPORT_REVEAL_SECONDS", default=15 * 60)
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
-# A user's snapshot can be larger than any other request.
+# A user's export file can be larger than any other request.
 IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=64 * 1024 * 1024)
 
 # SPEC §14: the event feed and webhooks. Events are kept EVENTS_RETENTION_DAYS (V2); the

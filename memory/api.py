@@ -14,8 +14,12 @@ from config.serializers import EmptyQuery
 from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
-from . import asking, forgetting, page_selectors, remembering, selectors, services, state_selectors
+from . import asking, forgetting, remembering, services
 from .domain import RESOLVER_VERSION
+from .selectors.history import slot_history
+from .selectors.pages import tombstone_get, tombstone_list
+from .selectors.resolution import ContextResolution
+from .selectors.states import memory_list, memory_stated
 from .serializers import (
     ACTIVE,
     AskOutput,
@@ -101,7 +105,7 @@ class MemoryCollectionApi(APIView):
     def get(self, request):
         params = validated(MemoryListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
-        found = state_selectors.memory_list(
+        found = memory_list(
             user,
             key=params.get("key"),
             scope_id=params.get("scope"),
@@ -124,7 +128,7 @@ class MemoryDetailApi(APIView):
     )
     def get(self, request, memory_id):
         validated(EmptyQuery, query_params(request))
-        found = state_selectors.memory_stated(memory_id, now=db_now())
+        found = memory_stated(memory_id, now=db_now())
         return Response(memory_json(found.record, found.state))
 
 
@@ -218,7 +222,7 @@ class MemoryResolveApi(APIView):
         data = validated(ResolveInput, request.data)
         ctx = load_context(data["context"])
         keys = data.get("keys") or None
-        result = selectors.ContextResolution(ctx, keys)
+        result = ContextResolution(ctx, keys)
         log.info("resolve %s", result.log_line())
         resolution = result.resolution
         projection = prompt_projection(result.projection, memory_settings_of(ctx.user))
@@ -255,7 +259,7 @@ class MemoryHistoryApi(APIView):
         params = validated(HistoryQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         scope_id = params.get("scope") or f"user:{user.username}"
-        history = selectors.slot_history(user, key=params["key"], scope_id=scope_id, now=db_now())
+        history = slot_history(user, key=params["key"], scope_id=scope_id, now=db_now())
         to_time = MemoryOutput().fields["valid_from"].to_representation
         rows = []
         for r in history.records:
@@ -320,7 +324,7 @@ class TombstoneListApi(APIView):
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
-        qs = page_selectors.tombstone_list(user)
+        qs = tombstone_list(user)
         return paginated(self, request, qs, TombstoneOutput)
 
 
@@ -334,7 +338,7 @@ class TombstoneDetailApi(APIView):
     )
     def get(self, request, tombstone_id):
         validated(EmptyQuery, query_params(request))
-        return Response(TombstoneOutput(page_selectors.tombstone_get(tombstone_id)).data)
+        return Response(TombstoneOutput(tombstone_get(tombstone_id)).data)
 
     @extend_schema(
         operation_id="tombstone_delete",

@@ -9,7 +9,7 @@ from conversations.selectors import load_context
 
 from .domain import MemoryRecord
 from .extract import question_key
-from .selectors import ContextResolution
+from .selectors.resolution import ContextResolution
 
 
 @dataclass(frozen=True)

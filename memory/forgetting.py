@@ -31,13 +31,9 @@ from .models import (
     MemoryRecord,
     Tombstone,
 )
-from .selectors import (
-    memory_get,
-    parse_uuid,
-    registry,
-    remembered_now,
-)
-from .services import lock_profile
+from .selectors.records import memory_get, parse_uuid, registry
+from .selectors.resolution import remembered_now
+from .services.writing import lock_profile
 from .withholding import (
     Purged,
     plan_withholding,

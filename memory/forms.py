@@ -50,7 +50,8 @@ class ForgetForm(forms.Form):
     """F1/F2: how wide to forget. `whole_key` only matters for a key with several values."""
 
     everywhere = forms.BooleanField(
-        label="Forget this everywhere: with every character and in every conversation, now and later",
+        label="Forget this everywhere: with every character and in every conversation, now and "
+        "later",
         required=False,
     )
     whole_key = forms.BooleanField(label="Forget every value, not only this one", required=False)

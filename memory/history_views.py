@@ -25,7 +25,6 @@ from . import forgetting
 from .domain import MemoryRecord as DomainRecord
 from .forms import ForgetForm
 from .history import fold
-from .page_selectors import forgotten_entries, key_templates
 from .presentation import (
     SET_BY,
     Provenance,
@@ -36,7 +35,10 @@ from .presentation import (
     source_messages,
     standing,
 )
-from .selectors import memory_get, registry, remembered_now, slot_history
+from .selectors.history import slot_history
+from .selectors.pages import forgotten_entries, key_templates
+from .selectors.records import memory_get, registry
+from .selectors.resolution import remembered_now
 from .views import back_to, key_label
 
 # ---------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ class CorrectionBasis:
 
 
 def check(found: Iterable) -> None:
-    """W1 for what the extractor found, before anything is decided: `WriteRefused` for the
+    """W1 for what the extractor found, before anything is decided: `ValidationError` for the
     first finding a write would refuse (a value over the length limit, say)."""
     for item in found:
         check_fields(

@@ -25,7 +25,6 @@ from conversations.domain import SCOPE_NARROWNESS
 from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
 from .forms import MemoryFilterForm
-from .page_selectors import key_templates, memory_skeletons, no_longer_true
 from .presentation import (
     CERTAINTY,
     Provenance,
@@ -37,7 +36,8 @@ from .presentation import (
     provenance,
     source_messages,
 )
-from .selectors import Remembered, remembered_now
+from .selectors.pages import key_templates, memory_skeletons, no_longer_true
+from .selectors.resolution import Remembered, remembered_now
 from .switches import memory_settings_of
 
 PAGE_SIZE = 25

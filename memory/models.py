@@ -42,12 +42,14 @@ class KeyDefinition(models.Model):
         blank=True,
         default="",
         validators=[validate_template],
-        help_text="A sentence for the pages with {value} once, e.g. “Your basil plant is called {value}”. "
+        help_text="A sentence for the pages with {value} once, e.g. “Your basil plant is called "
+        "{value}”. "
         "Leave blank to show the label and the value apart.",
     )
     pinned = models.BooleanField(
         default=False,
-        help_text="I6: memories of a pinned key enter a plan ordered by relevance before any other.",
+        help_text="I6: memories of a pinned key enter a plan ordered by relevance before any "
+        "other.",
     )
 
     class Meta:

@@ -36,9 +36,9 @@ from .domain import (
     normalise_value,
 )
 from .domain import MemoryRecord as DomainRecord
-from .page_selectors import key_templates
 from .projection import certainty_of
-from .selectors import registry
+from .selectors.pages import key_templates
+from .selectors.records import registry
 
 # Who set a value, in words ("you, the companion's inference, a rule").
 SET_BY = {

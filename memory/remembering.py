@@ -1,6 +1,6 @@
-"""Writing what a text teaches (SPEC §8, I8): the extractor's findings
-(`memory.learning`, pure) become one batch of asserts and corrections in the context's scope, with their
-source message; with the user's `learn` switch off nothing is written."""
+"""Writing what a text teaches (SPEC §8, I8): the extractor's findings (`memory.learning`,
+pure) become one batch of asserts and corrections in the context's scope, with their source
+message; with the user's `learn` switch off nothing is written."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from django.db import transaction
 
 from config.clock import db_now
 from config.errors import (
-    AuthorityConflict,
     ValidationError,
 )
 from config.storage import RowWriter
@@ -23,18 +22,13 @@ from .domain import (
     REASON_PAUSED,
 )
 from .extract import extract
-from .selectors import (
-    context_scope_ids,
-    last_named_key,
-    registry,
-    write_state,
-)
-from .services import AssertResult, add_plan_rows, lock_profile, log_assert
+from .selectors.records import last_named_key, registry
+from .selectors.writes import write_state
+from .services.writing import AssertResult, add_plan_rows, lock_profile, log_assert
 from .switches import memory_settings_of
 from .writes import (
     Known,
     WriteBatch,
-    WriteRefused,
 )
 
 log = logging.getLogger("companion.memory")
@@ -66,16 +60,13 @@ def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[A
     user scope as `rule-extracted`, corrections of what is projected for the context, each
     seeing the writes before it — decided as one batch under the user's lock, with one read
     of the slots the findings touch in every scope of the context, and written at once."""
-    try:
-        learning.check(found)
-    except WriteRefused as refused:
-        raise ValidationError(refused.message, field=refused.field) from None
+    learning.check(found)
     if not found:
         return []
     user = ctx.user
     sources = (str(source_message.pk),) if source_message is not None else ()
     source_time = source_message.created_at if source_message is not None else None
-    scope_ids = context_scope_ids(ctx)
+    scope_ids = ctx.domain.scope_ids()
     keys = sorted({item.key for item in found})
     with transaction.atomic():
         profile = lock_profile(user)
@@ -102,19 +93,14 @@ def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[A
                 likely=cfg["CERTAINTY_LIKELY"],
                 uncertain=cfg["CERTAINTY_UNCERTAIN"],
             )
-            try:
-                outcomes = learning.learn(
-                    found,
-                    batch,
-                    context=ctx.domain,
-                    known=known,
-                    sources=sources,
-                    source_time=source_time,
-                )
-            except WriteRefused as refused:
-                if refused.kind == "authority":
-                    raise AuthorityConflict(refused.message) from None
-                raise ValidationError(refused.message, field=refused.field) from None
+            outcomes = learning.learn(
+                found,
+                batch,
+                context=ctx.domain,
+                known=known,
+                sources=sources,
+                source_time=source_time,
+            )
             writer = RowWriter()
             add_plan_rows(writer, user, batch.plan, context_scope_fields(ctx))
             writer.flush()

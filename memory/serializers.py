@@ -347,7 +347,8 @@ class AskOutput(serializers.Serializer):
     memory = MemoryOutput(
         required=False,
         allow_null=True,
-        help_text="The memory that answers (the newest, for a many-valued key); null without an answer.",
+        help_text="The memory that answers (the newest, for a many-valued key); null without an "
+        "answer.",
     )
 
 

@@ -34,8 +34,13 @@ from .current import EMPTY, ContextState, Resolved
 from .domain import MemoryRecord as DomainRecord
 from .domain import Projection, Resolution
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemoryVersion, SlotRetraction
-from .selectors import last_named_key_query, memory_version_of, records_to_domain, tombstones_of
-from .services import add_plan_rows
+from .selectors.records import (
+    last_named_key_query,
+    memory_version_of,
+    records_to_domain,
+    tombstones_of,
+)
+from .services.writing import add_plan_rows
 from .storage import MEMORY_CACHE, CachedMemory
 from .writes import WritePlan
 

@@ -37,14 +37,15 @@ from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
 from .forms import SEARCH_MAX, CorrectForm, MemorySwitchesForm
 from .list_page import PAGE_SIZE, SWITCHES_ANCHOR, memory_list_page
-from .page_selectors import key_templates, no_longer_true
 from .presentation import (
     ScopeNames,
     Sentence,
     Wording,
     plain_label,
 )
-from .selectors import memory_get, registry, remembered_now
+from .selectors.pages import key_templates, no_longer_true
+from .selectors.records import memory_get, registry
+from .selectors.resolution import remembered_now
 from .switches import memory_settings_of
 
 SEARCH_SESSION_KEY = "memory_search"

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from config.errors import AuthorityConflict, ValidationError
 from conversations.domain import Scope
 
 from . import resolver
@@ -45,7 +46,6 @@ __all__ = [
     "Retract",
     "WriteBatch",
     "WritePlan",
-    "WriteRefused",
     "plan_writes",
 ]
 
@@ -93,15 +93,6 @@ class Known:
     retractions: Mapping[tuple[str, str, str], datetime] = field(default_factory=dict)
 
 
-class WriteRefused(Exception):
-    """A fact the rules refuse: `kind` "validation" (W1, naming `field`) or "authority" (W6:
-    an explicit supersedes of a record with a higher authority)."""
-
-    def __init__(self, kind: str, message: str, field: str | None = None):
-        super().__init__(message)
-        self.kind, self.message, self.field = kind, message, field
-
-
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """The answer to one fact: `created`, `unchanged` (W5) or `blocked` (W3, reason
@@ -139,25 +130,24 @@ class WritePlan:
 
 
 def check_fields(*, key, value, authority, confidence, valid_from=None, valid_until=None) -> None:
-    """W1: the checks of a write that need no database. Raises `WriteRefused` ("validation",
-    naming the field)."""
+    """W1: the checks of a write that need no database. Raises `ValidationError` naming the
+    field."""
     if not isinstance(key, str) or not valid_key(key):
-        raise WriteRefused(
-            "validation",
+        raise ValidationError(
             "Keys are 1–120 characters of a-z, 0-9, '_', '-' and "
             "'.', with no leading, trailing or double dot.",
-            "key",
+            field="key",
         )
     if not isinstance(value, str) or not value.strip():
-        raise WriteRefused("validation", "A value must not be empty.", "value")
+        raise ValidationError("A value must not be empty.", field="value")
     if len(value) > VALUE_MAX:
-        raise WriteRefused("validation", f"At most {VALUE_MAX} characters.", "value")
+        raise ValidationError(f"At most {VALUE_MAX} characters.", field="value")
     if authority not in AUTHORITIES:
-        raise WriteRefused("validation", "Unknown authority.", "authority")
+        raise ValidationError("Unknown authority.", field="authority")
     if not (0.0 <= float(confidence) <= 1.0):
-        raise WriteRefused("validation", "Confidence must be between 0 and 1.", "confidence")
+        raise ValidationError("Confidence must be between 0 and 1.", field="confidence")
     if valid_from is not None and valid_until is not None and valid_until <= valid_from:
-        raise WriteRefused("validation", "valid_until must be after valid_from.", "valid_until")
+        raise ValidationError("valid_until must be after valid_from.", field="valid_until")
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -174,8 +164,9 @@ def plan_writes(
     secret: bytes,
     new_id: Callable[[], str],
 ) -> WritePlan:
-    """Decide W3–W10 for `writes` in order. Raises `WriteRefused` for a fact the rules refuse
-    (the caller then stores nothing of the batch)."""
+    """Decide W3–W10 for `writes` in order. Raises a `DomainError` for a fact the rules
+    refuse — `ValidationError` (W1, naming the field) or `AuthorityConflict` (W6) — and the
+    caller then stores nothing of the batch."""
     batch = WriteBatch(known, user=user, now=now, secret=secret, new_id=new_id)
     many_keys = set()
     for write in writes:
@@ -324,7 +315,7 @@ def _decide_fact(
     if valid_from is None:
         valid_from = evidence_time or now
         if valid_until is not None and valid_until <= valid_from:
-            raise WriteRefused("validation", "valid_until must be after valid_from.", "valid_until")
+            raise ValidationError("valid_until must be after valid_from.", field="valid_until")
     if evidence_time is None:
         evidence_time = min(valid_from, now)
     hashed = value_hash(secret, value)
@@ -387,13 +378,13 @@ def _decide_fact(
     if fact.supersedes is not None:
         target = next((r for r in slot if r.id == fact.supersedes), None)
         if target is None:
-            raise WriteRefused(
-                "validation", "supersedes must name a record of the same slot.", "supersedes"
+            raise ValidationError(
+                "supersedes must name a record of the same slot.", field="supersedes"
             )
         if target.authority_rank > rank:
-            raise WriteRefused(
-                "authority",
-                f"The record to supersede has authority {target.authority}, higher than {fact.authority}.",
+            raise AuthorityConflict(
+                f"The record to supersede has authority {target.authority}, higher than "
+                f"{fact.authority}."
             )
         supersedes_id = target.id
     elif not many and valid_until is None and not born_closed and winner is not None:

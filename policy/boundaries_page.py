@@ -37,7 +37,10 @@ def rule_words(rule: Rule, places: Places, *, lower: bool = False) -> str:
     effect = EFFECT_WORDS[rule.effect]
     words = f"{effect.lower() if lower else effect}, {places.scope_words(rule)}"
     if rule.requested_by:
-        words += f", only when the {'companion' if rule.requested_by == 'assistant' else rule.requested_by} asks"
+        words += (
+            ", only when the "
+            f"{'companion' if rule.requested_by == 'assistant' else rule.requested_by} asks"
+        )
     return words
 
 

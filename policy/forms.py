@@ -19,7 +19,8 @@ class BoundaryForm(forms.Form):
         self.fields["capability"].choices = list(capabilities)
         self.fields["where"].choices = list(places)
         self.fields["where"].error_messages["invalid_choice"] = (
-            "Choose everywhere, one of your characters, one of your conversations or a scene in one."
+            "Choose everywhere, one of your characters, one of your conversations or a scene in "
+            "one."
         )
 
     def scope(self) -> dict:

@@ -29,7 +29,7 @@ from .selectors import (
     as_uuid,
     capability_by_name,
 )
-from .services import IDEMPOTENCY_KEY_MAX, decide_and_log, policy_context, require_choice
+from .services.decisions import IDEMPOTENCY_KEY_MAX, decide_and_log, require_choice
 
 # ---------------------------------------------------------------------------------------------
 # Media jobs (D9)
@@ -89,7 +89,7 @@ def media_job_admit(
     with transaction.atomic():
         outcome = decide_and_log(
             user=user,
-            context=policy_context(context),
+            context=PolicyContext.of(context.domain),
             character_id=character_id,
             conversation_id=conversation_id,
             capabilities=[found],

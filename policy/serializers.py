@@ -157,7 +157,8 @@ class RuleCreateInput(StrictSerializer):
         required=False,
         default=False,
         help_text="SPEC D11: the user's choice replaces its place. True revokes, in the same "
-        "transaction, every live `explicit-user` rule of this user at the same capability and exact "
+        "transaction, every live `explicit-user` rule of this user at the same capability and "
+        "exact "
         "scope (kind and ids), whatever its `requested_by`, and creates this one; rules at other "
         "places, product defaults and `confirmed-inference` rules are untouched. False (the "
         "default) adds the rule beside them.",

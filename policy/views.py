@@ -21,7 +21,7 @@ from .boundaries_page import EFFECT_WORDS, CardAsked, boundaries_page, field_id
 from .forms import EFFECT_CHOICES, BoundaryForm
 from .presentation import capability_name
 from .selectors import boundary_places, capability_list, rule_list
-from .services import boundary_set, rule_revoke
+from .services.rules import boundary_set, rule_revoke
 
 
 def _page(request, *, error_form: BoundaryForm | None = None):

@@ -33,7 +33,8 @@ class ForgetForm(ReasonForm):
     everywhere = forms.BooleanField(
         required=False,
         label="Forget everywhere",
-        help_text="Forget the key in every scope of the user, present and future (tombstone scope *).",
+        help_text="Forget the key in every scope of the user, present and future (tombstone scope "
+        "*).",
     )
     whole_key = forms.BooleanField(
         required=False,
@@ -111,7 +112,8 @@ class RevealForm(forms.Form):
         required=False,
         label="Reason",
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "maxlength": reveals.REASON_MAX}),
-        help_text=f"Required, {reveals.REASON_MIN}–{reveals.REASON_MAX} characters: a ticket number "
+        help_text=f"Required, {reveals.REASON_MIN}–{reveals.REASON_MAX} characters: a ticket "
+        "number "
         "and what the user asked for. The user sees it, as you write it, on their “Your "
         "data” page (not your name). Do not paste the user's private text here.",
     )

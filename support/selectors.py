@@ -76,7 +76,7 @@ def reveals_of(user) -> list[RevealSeen]:
 
 
 def reveals_export(user) -> list[dict]:
-    """The snapshot's `reveals` (SPEC §9, S2): read-only — an import ignores it."""
+    """The export file's `reveals` (SPEC §9, S2): read-only — an import ignores it."""
     return [
         {
             "opened_at": iso_z(r.opened_at),

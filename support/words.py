@@ -131,9 +131,15 @@ def record_words(
     if step == "active":
         return "Used: the current value for this key here."
     if reason == "scope":
-        return f"Not for this context: it belongs {places.KIND_WORDS.get(record.scope.kind, 'elsewhere')} ({record.scope_id})."
+        return (
+            "Not for this context: it belongs "
+            f"{places.KIND_WORDS.get(record.scope.kind, 'elsewhere')} ({record.scope_id})."
+        )
     if reason == "forgotten" and step == "R2":
-        return f"Forgotten by {_who(record.id in actors.forgotten)} on {when(record.status_since)}; its value is erased."
+        return (
+            f"Forgotten by {_who(record.id in actors.forgotten)} on {when(record.status_since)}; "
+            "its value is erased."
+        )
     if reason == "forgotten":
         tombstone = _named_id(detail, "tombstone ")
         at, scope_id = tombstones.get(tombstone, (None, ""))
@@ -141,7 +147,8 @@ def record_words(
         by = _who(tombstone in actors.tombstones)
         return (
             (
-                f"Blocked by a forget: {by} forgot this key{where} on {when(at)}, so older messages cannot "
+                f"Blocked by a forget: {by} forgot this key{where} on {when(at)}, so older "
+                "messages cannot "
                 "bring it back."
             )
             if at
@@ -149,7 +156,10 @@ def record_words(
         )
     if reason == "not-yet-valid":
         at = f" ({when_against(now, record.valid_from)})" if now is not None else ""
-        return f"Not valid yet at this time{at}: it applies from {when_against(record.valid_from, now)}."
+        return (
+            f"Not valid yet at this time{at}: it applies from "
+            f"{when_against(record.valid_from, now)}."
+        )
     if reason == "expired":
         if (
             record.retracted_at is not None
@@ -157,7 +167,8 @@ def record_words(
             and record.retracted_at >= record.valid_until
         ):
             return (
-                f"Retracted by {_who(record.id in actors.retracted)} on {when(record.retracted_at)}: "
+                f"Retracted by {_who(record.id in actors.retracted)} on "
+                f"{when(record.retracted_at)}: "
                 "marked no longer true."
             )
         if record.valid_until is not None:
@@ -191,11 +202,20 @@ def rule_words(*, reason: str, rule, actors: Actors) -> str:
     if reason == "decided":
         return f"Decides: {EFFECT_WORDS.get(rule.effect, rule.effect)}."
     if reason == "outranked":
-        return "Applies here, but a rule of higher rank (a more authoritative source or a narrower place) decides."
+        return (
+            "Applies here, but a rule of higher rank (a more authoritative source or a narrower "
+            "place) decides."
+        )
     if reason == "tied":
-        return "Ties with another rule of the same rank that has a different effect, so the companion asks first."
+        return (
+            "Ties with another rule of the same rank that has a different effect, so the companion "
+            "asks first."
+        )
     if reason == "scope":
-        return f"Not for this context: it applies {places.KIND_WORDS.get(rule.scope.kind, 'elsewhere')} ({rule.scope.label()})."
+        return (
+            "Not for this context: it applies "
+            f"{places.KIND_WORDS.get(rule.scope.kind, 'elsewhere')} ({rule.scope.label()})."
+        )
     if reason == "requester":
         return f"Only for requests by the {rule.requested_by}."
     if reason == "wrong-capability":

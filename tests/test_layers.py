@@ -83,7 +83,7 @@ def test_it_finds_the_modules_it_checks():
         "turns.views",
         "support.views",
     } <= set(THIN)
-    assert "memory.resolver" in imports_of("memory.selectors")
+    assert "memory.resolver" in imports_of("memory.selectors.resolution")
 
 
 @pytest.mark.parametrize("name", THIN)

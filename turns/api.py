@@ -21,6 +21,7 @@ from conversations.selectors import (
 
 from . import conversation_writes, creation, plans, replies, selectors, users
 from .portability import user_export, user_import
+from .portability.shape import Snapshot, SnapshotInput
 from .serializers import (
     CharacterOutput,
     CharacterPageOutput,
@@ -48,7 +49,6 @@ from .serializers import (
     plan_params,
     turn_json,
 )
-from .snapshot import Snapshot, SnapshotInput
 
 
 class UserApi(APIView):

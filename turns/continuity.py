@@ -393,7 +393,8 @@ def _play(card: Scorecard, user, days_later: timedelta) -> None:
 
     # Phase 4 — scene change.
     t4, p_down = runtime.say(
-        "Let us leave the greenhouse and walk downstairs. Bring the letter, but leave Marlowe where it is.",
+        "Let us leave the greenhouse and walk downstairs. Bring the letter, but leave Marlowe "
+        "where it is.",
         scene="downstairs",
         reply="Down we go, letter in hand.",
     )

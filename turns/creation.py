@@ -12,14 +12,14 @@ from django.conf import settings
 from django.db import router, transaction
 
 from config import metrics
-from config.errors import AuthorityConflict, BudgetExceeded, Conflict, NotFound, ValidationError
+from config.errors import BudgetExceeded, Conflict, NotFound, ValidationError
 from config.storage import RowWriter, raw_reader
 from conversations.domain import Context, scope_ids_of
 from conversations.models import Conversation, Message, Turn
-from memory.selectors import Registry, catalog_registry, resolve_log_line
+from memory.selectors.records import Registry, catalog_registry
+from memory.selectors.resolution import resolve_log_line
 from memory.services import ensure_profile, log_memory_write
 from memory.state import ContextMemory, MemoryState
-from memory.writes import WriteRefused
 from policy.domain import PolicyContext, PolicyVersion
 from policy.models import DecisionLog
 from policy.selectors import capabilities_by_name, merged_rules, product_defaults
@@ -254,12 +254,7 @@ def _decide_turn(read: pipeline.TurnRead, conversation) -> pipeline.TurnDecided:
     def new_id() -> str:
         return str(uuid.uuid4())
 
-    try:
-        decided = pipeline.decide_turn(dataclasses.replace(read, params=None), new_id=new_id)
-    except WriteRefused as refused:
-        if refused.kind == "authority":
-            raise AuthorityConflict(refused.message) from None
-        raise ValidationError(refused.message, field=refused.field) from None
+    decided = pipeline.decide_turn(dataclasses.replace(read, params=None), new_id=new_id)
     if read.params is None:
         return decided
     texts = dict(read.texts)

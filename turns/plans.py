@@ -10,7 +10,7 @@ from config.clock import db_now
 from config.errors import BudgetExceeded, NotFound
 from conversations.models import Turn
 from conversations.selectors import LoadedContext
-from memory.selectors import ContextResolution
+from memory.selectors.resolution import ContextResolution
 from memory.switches import memory_settings_of
 from policy.services import DecisionOutcome, decisions_make
 

@@ -131,7 +131,8 @@ def _reply_portable(turn_id, message_id, content: str, user) -> Message | None:
             return None
         conversation_id, user_id = claimed
         cursor.execute(
-            f"UPDATE {t['conversation']} SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq",
+            f"UPDATE {t['conversation']} SET last_seq = last_seq + 1 WHERE id = %s RETURNING "
+            "last_seq",
             [conversation_id],
         )
         (seq,) = cursor.fetchone()

@@ -20,13 +20,14 @@ from config.errors import NotFound
 from config.storage import raw_reader
 from conversations.models import Conversation, Message, Turn
 from conversations.plan_snapshot import PlanSnapshot
-from memory.page_selectors import (
+from memory.selectors.pages import (
     forgotten_skeletons,
     memory_counts,
     memory_sources_of,
     records_named,
 )
-from memory.selectors import last_named_key, remembered_now
+from memory.selectors.records import last_named_key
+from memory.selectors.resolution import remembered_now
 from memory.state import ContextMemory
 from memory.withholding import withheld_by, withheld_exists, withheld_message_ids
 from policy.models import DecisionLog, PolicyRule
@@ -156,7 +157,7 @@ class Transcript:
     messages: list[tuple]  # (id, seq, role, content, created_at)
     produced: dict[str, list[str]]
     blocked: dict[str, int]
-    remembered: object  # memory.selectors.Remembered
+    remembered: object  # memory.selectors.resolution.Remembered
     forgotten: dict[str, tuple[str, datetime]]
     # F6: each withheld message's forgets, oldest first, as (key, forgotten_at, forgotten_by):
     # never a value.

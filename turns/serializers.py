@@ -19,8 +19,8 @@ from config.serializers import (
 )
 from conversations.models import Turn
 from memory.domain import RESOLVER_VERSION
+from memory.selectors.states import memory_stated_many
 from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
-from memory.state_selectors import memory_stated_many
 from policy.serializers import DecisionOutput
 
 from .planner import PlanParams, plan_body
@@ -398,7 +398,8 @@ PLAN_MEMORIES = (
 class PromptPlanOutput(serializers.Serializer):
     turn = serializers.UUIDField(help_text="The turn planned.")
     boundary_seq = serializers.IntegerField(
-        help_text="The `seq` of the turn's user message: history holds only messages before it (I1)."
+        help_text="The `seq` of the turn's user message: history holds only messages before it "
+        "(I1)."
     )
     current_message = PlanMessageOutput(help_text="The turn's user message, always in the prompt.")
     history = PlanHistoryOutput(many=True, help_text="Earlier messages that fit, oldest first.")
@@ -446,5 +447,6 @@ class ReplyMessageOutput(serializers.Serializer):
 class TurnReplyOutput(serializers.Serializer):
     message = ReplyMessageOutput(help_text="The turn's reply message (the first one committed).")
     replayed = serializers.BooleanField(
-        help_text="True when the turn already had its reply: this answer repeats it and stores nothing."
+        help_text="True when the turn already had its reply: this answer repeats it and stores "
+        "nothing."
     )

@@ -180,7 +180,8 @@ def read_turn(
                 vendor,
                 rule_columns,
                 f"FROM {reader.table(PolicyRule)} p WHERE p.{name(PolicyRule, 'user')} = %s "
-                f"AND p.{name(PolicyRule, 'capability')} IN ({', '.join(['%s'] * len(capabilities))}) "
+                f"AND p.{name(PolicyRule, 'capability')} IN "
+                f"({', '.join(['%s'] * len(capabilities))}) "
                 f"AND ({' OR '.join(scope)})",
             )
         )

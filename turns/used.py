@@ -117,12 +117,16 @@ def message_words(history: int, left_out: Mapping[str, int]) -> list[str]:
     else:
         first = "It was given no earlier messages"
         if budget:
-            first += f": {'the earlier one' if budget == 1 else f'the {budget} earlier ones'} did not fit"
+            first += (
+                f": {'the earlier one' if budget == 1 else f'the {budget} earlier ones'} did not "
+                "fit"
+            )
     out = [first + "."]
     if forgotten:
         out.append(
             f"{_n(forgotten, 'earlier message was', 'earlier messages were')} withheld because you "
-            f"asked the companion to forget something {'it mentions' if forgotten == 1 else 'they mention'}."
+            "asked the companion to forget something "
+            f"{'it mentions' if forgotten == 1 else 'they mention'}."
         )
     if other:
         out.append(

@@ -2,7 +2,7 @@
 
 Transcripts are read-only: each message carries an anchor (`#m-<id>`, where the memories page
 links "from your message on 3 Aug") and the memories it produced, with what became of them.
-"Your data" downloads the §9 snapshot and, behind confirmation pages, forgets everything or
+"Your data" downloads the §9 export file and, behind confirmation pages, forgets everything or
 deletes the account."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from config.pages import day, form_errors_from, private_page, when
 from conversations.selectors import conversation_for_page, conversations_of
 from memory import services as memory_services
 from memory.forgetting import memory_forget_all, withheld_total
-from memory.page_selectors import key_templates
 from memory.presentation import CERTAINTY, Sentence, Wording, by_scoped_key, standing
+from memory.selectors.pages import key_templates
 from policy.presentation import capability_name
 from support.selectors import reveals_of  # S2: "Support access" on Your data
 
@@ -276,9 +276,10 @@ def data_time_zone_view(request):
 
 @private_page
 def data_export_view(request):
-    """Everything of yours as the JSON snapshot of SPEC §9 (the same as `GET /users/{user}/export`)."""
-    snapshot = user_export(user=request.user)
-    body = json.dumps(snapshot, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
+    """Everything of yours as the JSON export file of SPEC §9 (the same as
+    `GET /users/{user}/export`)."""
+    exported = user_export(user=request.user)
+    body = json.dumps(exported, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     name = slugify(request.user.username) or "you"
     response["Content-Disposition"] = f'attachment; filename="companion-data-{name}.json"'
@@ -294,7 +295,8 @@ def forget_everything_view(request):
         if tombstones:
             n = withheld_total(tombstones)
             seen = (
-                f" The companion no longer sees the {n} message{'' if n == 1 else 's'} that held it."
+                f" The companion no longer sees the {n} message{'' if n == 1 else 's'} that held "
+                "it."
                 if n
                 else ""
             )

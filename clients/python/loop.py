@@ -84,7 +84,7 @@ class Loop:
     corrected: str = ""
     effect: str = ""
     answered: str = ""
-    snapshot_format: str = ""
+    export_format: str = ""
     plan_hash: str = ""
     last_messages: list[tuple[str, str, bool]] = field(default_factory=list)
     forgotten_scope: str = ""
@@ -181,7 +181,7 @@ def run(base_url: str, token: str, user: str, slug: str) -> Loop:
         seen.answered = answered.effect
 
         r_export = user_export.sync_detailed(user, client=c)
-        snapshot: Snapshot = ok(r_export, 200)
+        exported: Snapshot = ok(r_export, 200)
         seen.statuses["user_export"] = r_export.status_code
-        seen.snapshot_format = snapshot.format_
+        seen.export_format = exported.format_
     return seen

@@ -119,7 +119,7 @@ export async function loop(api: Api, user: string, slug: string): Promise<LoopRe
   };
   const answered = await api.call<Answer<"policy_answers_create", 200>>("POST", "/policy/answers", answerBody);
 
-  const snapshot = await api.call<Answer<"user_export", 200>>("GET", `/users/${encodeURIComponent(user)}/export`);
+  const exported = await api.call<Answer<"user_export", 200>>("GET", `/users/${encodeURIComponent(user)}/export`);
 
   return {
     lastMessages,
@@ -128,6 +128,6 @@ export async function loop(api: Api, user: string, slug: string): Promise<LoopRe
     corrected: correctedMemory.value,
     effect: decision.body.effect,
     answered: answered.body.effect,
-    format: snapshot.body.format,
+    format: exported.body.format,
   };
 }

@@ -1,12 +1,13 @@
-"""The support admin: the base class of every ModelAdmin in the project, the support actions' reason page, and the admin of the support logs, API tokens and users.
+"""The support admin's base: `SupportAdmin`, the base class of every ModelAdmin in the project,
+and the support actions' reason page (`support_action`).
 
-`SupportAdmin` is the base class of every ModelAdmin in the project:
+`SupportAdmin`:
 
 - **Private text shows only inside a reveal, for its user (SPEC §13 S1).** A model's
   `private_fields` (memory values, message content, conversation titles) are deferred in every
   admin queryset and read back only for the rows of the user of the staff member's open reveal
-  (`support.request_reveal.request_reveal`): a preview on changelists, the whole text on change pages.
-  Every other row — and every row without a reveal, whatever the staff member's permissions —
+  (`support.request_reveal.request_reveal`): a preview on changelists, the whole text on change
+  pages. Every other row — and every row without a reveal, whatever the staff member's permissions —
   shows the mask, with a link that opens a reveal of that row's user for staff who may. A key's
   free part (`private_key_fields`: the `priya` of `people.priya.works_at`) is masked the same
   way, in the database (`support.display.masked_key_sql`). Each page that showed private text
@@ -33,8 +34,6 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import IGNORED_PARAMS
-from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
 from django.db.models import (
     BooleanField,
     Case,
@@ -52,26 +51,15 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, Substr
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 
-from config import credentials
-from config.clock import db_now
-from config.models import ApiToken
 from memory.domain import loggable_key
 from support import services as support
-from support.display import admin_link, has_free_part, masked, masked_key_sql, reveal_url
+from support.display import has_free_part, masked, masked_key_sql, reveal_url
 from support.forms import ReasonForm
-from support.models import PrivateTextAccess, RevealGrant, SupportAction
 from support.request_reveal import request_may_reveal, request_reveal
 from support.reveals import reveal_page_log
-from support.views import (
-    explain_turn_view,
-    explain_view,
-    reveal_close_view,
-    reveal_extend_view,
-    reveal_view,
-)
 
 # Lookup parts that reach private text, from any model: refused outside a reveal.
 PRIVATE_LOOKUP_PARTS = frozenset({"value", "content", "title"})
@@ -421,272 +409,3 @@ def support_action(
     }
     request.current_app = modeladmin.admin_site.name
     return TemplateResponse(request, "admin/support/action_confirm.html", context)
-
-
-# ---------------------------------------------------------------------------------------------
-# The admin of API tokens, the support logs and users
-#
-# - API tokens: created with `manage.py create_api_token NAME`, revoked here.
-# - The access log (`PrivateTextAccess`) and the support-action log (`SupportAction`, with every
-#   action's reason) are read-only: only `support.services` writes them.
-# - Users: Django's user admin, except that deleting a user here is off: erasing a user goes
-#   through `DELETE /api/v1/users/{user}` (the `user_delete` service, SPEC §9), and the stock
-#   confirmation page would list the user's conversations by their private titles.
-# - `/admin/support/explain/`: the explain view (`support.views.explain_view`).
-
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(SupportAdmin):
-    """Runtime tokens: create them with `manage.py create_api_token NAME`; revoke them here."""
-
-    list_display = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
-    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
-    search_fields = ("name", "prefix")
-    readonly_fields = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
-    date_hierarchy = "created_at"
-    actions = ["revoke"]
-
-    def has_add_permission(self, request):
-        return False
-
-    @admin.action(description="Revoke selected tokens", permissions=["change"])
-    def revoke(self, request, queryset):
-        revoked = list(queryset.filter(revoked_at__isnull=True))
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=db_now())
-        credentials.forget(revoked)  # refused here at once; by other processes within seconds
-        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
-
-
-class LogAdmin(SupportAdmin):
-    read_only = True
-    list_select_related = ("content_type", "subject")
-
-    @admin.display(description="object", ordering="content_type")
-    def target(self, obj):
-        if obj.content_type_id is None:
-            return "-"
-        model = obj.content_type.model_class()
-        if model is None:
-            return f"{obj.content_type} {obj.object_id}"
-        if not obj.object_id:
-            return model._meta.verbose_name_plural
-        try:
-            return admin_link(model, obj.object_id, f"{model._meta.verbose_name} {obj.object_id}")
-        except NoReverseMatch:  # no admin page for that model
-            return f"{model._meta.verbose_name} {obj.object_id}"
-
-    @admin.display(description="staff", ordering="staff_username")
-    def staff_ref(self, obj):
-        return obj.staff_username
-
-    @admin.display(description="user", ordering="subject__username")
-    def subject_ref(self, obj):
-        if getattr(obj, "subject_pseudonym", ""):
-            return obj.subject_pseudonym  # the user was deleted (S2)
-        if obj.subject_id is None:
-            return "-"
-        return (
-            obj.subject.get_username()
-            if obj.subject is not None
-            else f"(deleted user {obj.subject_id})"
-        )
-
-
-@admin.register(PrivateTextAccess)
-class PrivateTextAccessAdmin(LogAdmin):
-    """The access log (S1, S2): every reveal opened, extended, closed or expired, and every page
-    that showed private text under one — who, for which user and reason, which kind of page,
-    when. Append-only; readable only with `view_privatetextaccess`, which the Support group
-    does not have."""
-
-    list_display = (
-        "accessed_at",
-        "staff_ref",
-        "event",
-        "subject_ref",
-        "view",
-        "target",
-        "shown",
-        "reason",
-    )
-    list_filter = ("event", "view", "content_type")
-    list_select_related = ("content_type", "subject", "grant")
-    search_fields = ("staff_username", "subject__username", "subject_pseudonym", "=object_id")
-    date_hierarchy = "accessed_at"
-    fields = (
-        "accessed_at",
-        "staff_ref",
-        "event",
-        "subject_ref",
-        "reason",
-        "grant_ref",
-        "view",
-        "target",
-        "shown",
-    )
-    readonly_fields = fields
-
-    @admin.display(description="reason")
-    def reason(self, obj):
-        return obj.grant.reason if obj.grant_id else "-"
-
-    @admin.display(description="reveal")
-    def grant_ref(self, obj):
-        return admin_link(RevealGrant, obj.grant_id, obj.grant_id) if obj.grant_id else "-"
-
-
-class RevealStateFilter(admin.SimpleListFilter):
-    title = "state"
-    parameter_name = "state"
-
-    def lookups(self, request, model_admin):
-        return [("open", "not closed yet"), ("ended", "ended")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "open":
-            return queryset.filter(closed_at__isnull=True)
-        if self.value() == "ended":
-            return queryset.filter(closed_at__isnull=False)
-        return queryset
-
-
-@admin.register(RevealGrant)
-class RevealGrantAdmin(LogAdmin):
-    """The reveals (S1): staff member, user, reason, opened, expires, closed and how. Read-only
-    (staff open, extend and close their own from the banner every admin page shows); readable
-    only with `view_revealgrant`, which the Support group does not have. A reveal that passed its
-    time without a page noticing still reads "not closed yet" here; its events say the rest."""
-
-    list_display = (
-        "opened_at",
-        "staff_ref",
-        "subject_ref",
-        "reason",
-        "expires_at",
-        "closed_at",
-        "ended",
-    )
-    list_filter = (RevealStateFilter, "ended")
-    list_select_related = ("subject",)
-    search_fields = ("staff_username", "subject__username", "subject_pseudonym", "reason")
-    date_hierarchy = "opened_at"
-    fields = (
-        "id",
-        "staff_ref",
-        "subject_ref",
-        "reason",
-        "opened_at",
-        "expires_at",
-        "closed_at",
-        "ended",
-        "events_ref",
-    )
-    readonly_fields = fields
-
-    @admin.display(description="access log")
-    def events_ref(self, obj):
-        url = reverse("admin:support_privatetextaccess_changelist") + f"?grant__id__exact={obj.pk}"
-        return format_html('<a href="{}">Every event and page of this reveal</a>', url)
-
-
-@admin.register(SupportAction)
-class SupportActionAdmin(LogAdmin):
-    """Every support action with its reason: the one place the reasons are kept. The detail's
-    key is shown without its free part (S1)."""
-
-    list_display = ("acted_at", "staff_ref", "action", "target", "subject_ref", "outcome", "reason")
-    list_filter = ("action", "outcome", "content_type")
-    search_fields = ("staff_username", "subject__username", "=object_id", "reason")
-    date_hierarchy = "acted_at"
-    fields = (
-        "acted_at",
-        "staff_ref",
-        "action",
-        "target",
-        "subject_ref",
-        "outcome",
-        "reason",
-        "detail_shown",
-    )
-    readonly_fields = fields
-
-    @admin.display(description="detail")
-    def detail_shown(self, obj):
-        detail = dict(obj.detail or {})
-        if isinstance(detail.get("key"), str):
-            detail["key"] = loggable_key(detail["key"])
-        return format_html("<code>{}</code>", detail)
-
-
-User = get_user_model()
-if admin.site.is_registered(User):
-    admin.site.unregister(User)
-
-
-@admin.register(User)
-class SupportUserAdmin(UserAdmin):
-    """Django's user admin, with the way into a reveal of the user's private text (S1) on the
-    user's page."""
-
-    change_form_template = "admin/support/user_change_form.html"
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        obj = self.get_object(request, unquote(object_id))
-        if obj is not None and request_may_reveal(request):
-            reveal = request_reveal(request)
-            extra_context = {
-                **(extra_context or {}),
-                "reveal_url": reveal_url(obj.get_username(), request.path),
-                "revealing_this_user": reveal is not None and reveal.subject_id == obj.pk,
-            }
-        return super().change_view(request, object_id, form_url, extra_context)
-
-
-def _with_support_urls(get_urls):
-    def get_urls_with_support():
-        return [
-            path("support/explain/", admin.site.admin_view(explain_view), name="support_explain"),
-            path(
-                "support/explain/turn/<uuid:turn_id>/",
-                admin.site.admin_view(explain_turn_view),
-                name="support_explain_turn",
-            ),
-            path("support/reveal/", admin.site.admin_view(reveal_view), name="support_reveal"),
-            path(
-                "support/reveal/<uuid:grant_id>/extend/",
-                admin.site.admin_view(reveal_extend_view),
-                name="support_reveal_extend",
-            ),
-            path(
-                "support/reveal/<uuid:grant_id>/close/",
-                admin.site.admin_view(reveal_close_view),
-                name="support_reveal_close",
-            ),
-        ] + get_urls()
-
-    get_urls_with_support.support_urls = True
-    return get_urls_with_support
-
-
-def _with_reveal_context(each_context):
-    """Every admin page knows the staff member's open reveal (the banner in
-    `admin/base_site.html`), looked up once per request."""
-
-    def each_context_with_reveal(request):
-        context = each_context(request)
-        context["support_reveal"] = request_reveal(request)
-        context["support_may_reveal"] = request_may_reveal(request)
-        return context
-
-    each_context_with_reveal.support_reveal = True
-    return each_context_with_reveal
-
-
-# The default site has no hook for extra views; wrapping its get_urls keeps config/urls.py as it is.
-if not getattr(admin.site.get_urls, "support_urls", False):
-    admin.site.get_urls = _with_support_urls(admin.site.get_urls)
-if not getattr(admin.site.each_context, "support_reveal", False):
-    admin.site.each_context = _with_reveal_context(admin.site.each_context)

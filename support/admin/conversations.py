@@ -139,7 +139,8 @@ class ConversationAdmin(SupportAdmin):
         memory_url = reverse("admin:memory_memoryrecord_changelist") + f"?conversation={obj.pk}"
         explain = explain_url(user=obj.user.get_username(), conversation=str(obj.pk))
         return format_html(
-            '<a href="{}">messages</a> · <a href="{}">turns</a> · <a href="{}">memories scoped here</a>'
+            '<a href="{}">messages</a> · <a href="{}">turns</a> · <a href="{}">memories scoped '
+            "here</a>"
             ' · <a href="{}">explain this context</a>',
             messages_url,
             turns_url,

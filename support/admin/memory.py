@@ -1,27 +1,24 @@
-"""Memory in the admin, for support staff.
+"""Memory in the admin, for support staff: the records with their E1 state, the user's memory
+settings, slot retractions and idempotency records.
 
-Records, tombstones, slot retractions and idempotency records are read-only: the services are
-their only writers (DESIGN habit 2). Support changes memory only through the actions below
-(forget on the user's behalf, retract, normalise statuses), each asking for a reason that
-`support.services` logs. Values and a key's free part are private text: they show only inside a
-reveal of their user (SPEC §13 S1), and each page that shows them is logged.
-The key registry is catalog data and stays editable, but a key's cardinality cannot change once
-records use it (SPEC §0). `MemoryProfile` is shown as the user's memory settings — the I8
-switches with who changed them and when, and the time zone — read-only, and never its secret
-(the key of the value hashes).
+Records, slot retractions and idempotency records are read-only: the services are their only
+writers (DESIGN habit 2). Support changes memory only through the actions below (forget on the
+user's behalf, retract, normalise statuses), each asking for a reason that `support.services`
+logs. Values and a key's free part are private text: they show only inside a reveal of their
+user (SPEC §13 S1), and each page that shows them is logged. `MemoryProfile` is shown as the
+user's memory settings — the I8 switches with who changed them and when, and the time zone —
+read-only, and never its secret (the key of the value hashes).
 """
 
-from django import forms
 from django.contrib import admin
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Q
 from django.utils.html import format_html, format_html_join
 
 from config.clock import db_now
 from conversations.models import Conversation, Message, Turn
-from memory.domain import STATES, valid_key
+from memory.domain import STATES
 from memory.models import (
     IdempotencyRecord,
-    KeyDefinition,
     MemoryProfile,
     MemoryRecord,
     MemorySource,
@@ -29,8 +26,7 @@ from memory.models import (
     Tombstone,
 )
 from memory.presentation import STATE_WORDS
-from memory.state_selectors import memory_states_of
-from memory.withholding import withheld_count_annotation
+from memory.selectors.states import memory_states_of
 from support import services as support
 from support.admin.base import SupportAdmin, count_of, support_action
 from support.display import admin_link, explain_turn_url, explain_url
@@ -388,11 +384,13 @@ class MemoryRecordAdmin(SupportAdmin):
             request,
             queryset,
             title="Forget on the user's behalf",
-            intro="Each selected memory's slot is forgotten through the forget service (SPEC F1–F3): "
+            intro="Each selected memory's slot is forgotten through the forget service (SPEC "
+            "F1–F3): "
             "a tombstone that never holds the value, every covered record purged to a skeleton "
             "with its value erased, and the same value blocked from coming back from older "
             "evidence. For a multi-valued key only that value is forgotten unless you tick "
-            "“every value of the key”. The user can undo the tombstone; erased values do not come back.",
+            "“every value of the key”. The user can undo the tombstone; erased values do not come "
+            "back.",
             columns=["record", "user", "key", "scope", "state", "authority", "value"],
             rows=rows,
             revealed=revealed,
@@ -416,7 +414,8 @@ class MemoryRecordAdmin(SupportAdmin):
             request,
             queryset,
             title="Retract",
-            intro="Each selected memory's slot is retracted through the retract service (SPEC W10): "
+            intro="Each selected memory's slot is retracted through the retract service (SPEC "
+            "W10): "
             "every record of the slot that has not ended is closed now; history keeps them, and "
             "older evidence cannot bring the value back (W4). Nothing is erased.",
             columns=["record", "user", "key", "scope", "state", "authority", "value"],
@@ -454,158 +453,6 @@ class MemoryRecordAdmin(SupportAdmin):
                 reason=data["reason"],
             ),
         )
-
-
-class KeyDefinitionForm(forms.ModelForm):
-    class Meta:
-        model = KeyDefinition
-        fields = ("key", "cardinality", "label", "template", "pinned")
-
-    def clean_key(self):
-        key = self.cleaned_data["key"]
-        if not valid_key(key):
-            raise forms.ValidationError(
-                "1–120 characters of a-z, 0-9, '_', '-' and '.', with no leading, trailing or double dot."
-            )
-        return key
-
-    def clean(self):
-        """SPEC §0: a key's cardinality cannot change once records use it. An unregistered key
-        is `one`, so registering a used key as `many` is a change too."""
-        data = super().clean()
-        key = data.get("key") or self.instance.key  # the key is read-only once registered
-        cardinality = data.get("cardinality")
-        if not key or not cardinality:
-            return data
-        current = (
-            KeyDefinition.objects.filter(pk=key).values_list("cardinality", flat=True).first()
-            or "one"
-        )
-        if cardinality != current and MemoryRecord.objects.filter(key=key).exists():
-            self.add_error(
-                "cardinality",
-                forms.ValidationError(
-                    "Memories already use this key, so its cardinality cannot change from %(current)s.",
-                    params={"current": current},
-                    code="cardinality_in_use",
-                ),
-            )
-        return data
-
-
-@admin.register(KeyDefinition)
-class KeyDefinitionAdmin(SupportAdmin):
-    form = KeyDefinitionForm
-    list_display = ("key", "label", "cardinality", "pinned", "in_use")
-    list_filter = ("cardinality",)
-    search_fields = ("key", "label")
-
-    def get_queryset(self, request):
-        used = MemoryRecord.objects.filter(key=OuterRef("key"))
-        return super().get_queryset(request).annotate(_in_use=Exists(used))
-
-    @admin.display(description="used by memories", boolean=True, ordering="_in_use")
-    def in_use(self, obj):
-        return obj._in_use
-
-    def get_readonly_fields(self, request, obj=None):
-        # The key is the primary key: editing it would register another key.
-        return ("key",) if obj is not None else ()
-
-    def has_delete_permission(self, request, obj=None):
-        # Deleting a used `many` key would make it `one`: a cardinality change (SPEC §0).
-        if obj is not None and MemoryRecord.objects.filter(key=obj.key).exists():
-            return False
-        return super().has_delete_permission(request, obj)
-
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)  # per key, from its page, where usage is checked
-        return actions
-
-
-class ValueLevelFilter(admin.SimpleListFilter):
-    title = "forget level"
-    parameter_name = "level"
-
-    def lookups(self, request, model_admin):
-        return [("value", "one value (many key)"), ("key", "whole key")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "value":
-            return queryset.filter(value_hash__isnull=False)
-        if self.value() == "key":
-            return queryset.filter(value_hash__isnull=True)
-        return queryset
-
-
-class EverywhereFilter(admin.SimpleListFilter):
-    title = "scope"
-    parameter_name = "everywhere"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "everywhere (*)"), ("no", "one scope")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "yes":
-            return queryset.filter(scope_id="*")
-        if self.value() == "no":
-            return queryset.exclude(scope_id="*")
-        return queryset
-
-
-@admin.register(Tombstone)
-class TombstoneAdmin(SupportAdmin):
-    """F1: a tombstone holds no value, and its value hash is not shown either (it is a keyed
-    hash, useless to read and not for copying around)."""
-
-    read_only = True
-    private_key_fields = ("key",)
-    list_display = (
-        "key_ref",
-        "user_ref",
-        "scope_id",
-        "value_level",
-        "forgotten_by",
-        "forgotten_at",
-        "withheld_messages",
-    )
-    list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
-    search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
-    uuid_search_fields = ("id",)
-    list_select_related = ("user",)
-    date_hierarchy = "forgotten_at"
-    fields = (
-        "id",
-        "user_ref",
-        "key_ref",
-        "scope_id",
-        "value_level",
-        "forgotten_by",
-        "forgotten_at",
-        "blocks_sources_before",
-        "withheld_messages",
-    )
-    readonly_fields = fields
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_withheld=withheld_count_annotation())
-
-    @admin.display(description="messages withheld", ordering="_withheld")
-    def withheld_messages(self, obj):
-        """F6: how many messages the forget withholds (a count: never which words)."""
-        return obj._withheld
-
-    def object_label(self, obj):
-        return f"forgotten {getattr(obj, '_shown_key', '')} ({obj.scope_id})"
-
-    @admin.display(description="key", ordering="_shown_key")
-    def key_ref(self, obj):
-        return self.private_key(obj)
-
-    @admin.display(description="one value only", boolean=True)
-    def value_level(self, obj):
-        return obj.value_hash is not None
 
 
 @admin.register(MemoryProfile)

@@ -163,7 +163,8 @@ class PolicyRuleAdmin(CapabilityColumn, SupportAdmin):
             request,
             queryset,
             title="Revoke rule",
-            intro="Each selected rule is revoked now through the revoke service (SPEC D5): it stops "
+            intro="Each selected rule is revoked now through the revoke service (SPEC D5): it "
+            "stops "
             "deciding from this moment, its owner's policy version goes up (D7) so queued media "
             "jobs are decided again, and the rule stays in history. Revoked rules are skipped.",
             warning=(

@@ -21,6 +21,7 @@ from conversations.domain import Scope
 from memory import forgetting, remembering, services
 from memory.extract import Extraction
 from memory.models import MemoryRecord, MemorySource
+from memory.services import profile, record_actions, statuses, writing
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +49,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
-    for module in (services, forgetting, remembering):
+    for module in (writing, record_actions, statuses, profile, forgetting, remembering):
         monkeypatch.setattr(module, "db_now", clock)
     return clock
 
@@ -111,7 +112,7 @@ def one_by_one(world: World, facts, *, message: int) -> list:
 def _correct_one_by_one(ctx, item, sources):
     """§8's correction through the public services: the record of the key projected for the
     context is corrected in its scope; with none, the value is asserted as `user-corrected`."""
-    from memory.selectors import ContextResolution
+    from memory.selectors.resolution import ContextResolution
 
     current = ContextResolution(ctx, [item.key])
     target = next((p.record for p in current.projection.prompt if p.key == item.key), None)
@@ -183,7 +184,7 @@ def outcomes(world: World, results) -> list[tuple]:
 def records_answered(world: World, results) -> list:
     """The answers' records equal what a read gives now (the turn's answer is built from
     them), apart from the owner's name and ids."""
-    from memory.selectors import memory_get_domain
+    from memory.selectors.records import memory_get_domain
 
     out = []
     for r in results:

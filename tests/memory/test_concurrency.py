@@ -6,7 +6,7 @@ from conversations.domain import Scope
 from conversations.selectors import load_context
 from memory import services
 from memory.models import IdempotencyRecord, MemoryRecord
-from memory.selectors import ContextResolution
+from memory.selectors.resolution import ContextResolution
 from tests.concurrency import run_concurrently
 from tests.factories import UserFactory, at
 from tests.helpers import postgres_only

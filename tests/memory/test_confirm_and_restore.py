@@ -8,7 +8,7 @@ import pytest
 from config.errors import Conflict, ValidationError
 from memory import forgetting, services
 from memory.models import MemoryProfile, MemoryRecord, SlotRetraction, Tombstone
-from memory.selectors import remembered_now
+from memory.selectors.resolution import remembered_now
 from tests.factories import MessageFactory
 
 from .conftest import USER

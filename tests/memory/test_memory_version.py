@@ -10,7 +10,7 @@ from django.db import connection
 from conversations.domain import Scope
 from memory.forgetting import forget_key, tombstone_delete
 from memory.models import MemoryRecord, MemorySource, SlotRetraction, Tombstone
-from memory.selectors import memory_version_of
+from memory.selectors.records import memory_version_of
 from memory.services import memory_assert, memory_retract
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 from tests.helpers import ON_POSTGRES

@@ -14,8 +14,9 @@ import pytest
 from config import storage
 from conversations.domain import Scope
 from conversations.selectors import load_context
-from memory import forgetting, selectors, services
+from memory import forgetting, services
 from memory.models import MemoryRecord
+from memory.selectors import records
 from tests.factories import MessageFactory, at
 from turns.selectors import history_candidates, history_with_contents, message_contents
 
@@ -122,9 +123,9 @@ def test_it_reads_records_exactly_as_the_orm_does(stored, orm):
         MemoryRecord.objects.filter(pk__in=[]),
         MemoryRecord.objects.filter(user=user, key="no.such.key"),
     ):
-        raw = selectors.records_to_domain(qs, user.username)
-        assert reprs(raw) == reprs(orm(selectors.records_to_domain, qs, user.username))
-    everything = selectors.records_to_domain(MemoryRecord.objects.filter(user=user), user.username)
+        raw = records.records_to_domain(qs, user.username)
+        assert reprs(raw) == reprs(orm(records.records_to_domain, qs, user.username))
+    everything = records.records_to_domain(MemoryRecord.objects.filter(user=user), user.username)
     assert len(everything) == MemoryRecord.objects.filter(user=user).count() >= 10
     assert any(r.sources for r in everything) and any(r.supersedes for r in everything)
     assert {r.scope.kind for r in everything} == {"user", "character", "conversation", "scene"}
@@ -141,10 +142,10 @@ def test_it_reads_a_contexts_candidates_and_tombstones_exactly_as_the_orm_does(
     ctx = load_context(
         {"user": user.username, "conversation": str(conversation.pk), "scene": scene}
     )
-    raw = selectors.candidate_records(ctx, keys)
-    assert reprs(raw) == reprs(orm(selectors.candidate_records, ctx, keys))
-    registry, tombstones, secret = selectors.registry_tombstones_secret(user, keys)
-    orm_registry, orm_tombstones, orm_secret = orm(selectors.registry_tombstones_secret, user, keys)
+    raw = records.candidate_records(ctx, keys)
+    assert reprs(raw) == reprs(orm(records.candidate_records, ctx, keys))
+    registry, tombstones, secret = records.registry_tombstones_secret(user, keys)
+    orm_registry, orm_tombstones, orm_secret = orm(records.registry_tombstones_secret, user, keys)
     assert reprs(tombstones) == reprs(orm_tombstones)
     assert (registry.cardinality, registry.labels, registry.pinned_keys) == (
         orm_registry.cardinality,
@@ -153,7 +154,7 @@ def test_it_reads_a_contexts_candidates_and_tombstones_exactly_as_the_orm_does(
     )
     assert secret == orm_secret
     if keys is None:
-        assert len(tombstones) == 2 and secret == selectors.user_secret(user) != b""
+        assert len(tombstones) == 2 and secret == records.user_secret(user) != b""
 
 
 def test_it_reads_history_candidates_and_contents_exactly_as_the_orm_does(stored, orm):

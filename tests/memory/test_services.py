@@ -10,7 +10,7 @@ from conversations.domain import Scope
 from conversations.selectors import load_context
 from memory import forgetting, services
 from memory.models import IdempotencyRecord, MemoryRecord, MemorySource, SlotRetraction, Tombstone
-from memory.selectors import ContextResolution
+from memory.selectors.resolution import ContextResolution
 from tests.factories import ConversationFactory, MessageFactory, UserFactory, at
 
 from .conftest import USER

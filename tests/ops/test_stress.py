@@ -48,7 +48,7 @@ def test_it_keeps_every_invariant_under_mixed_concurrent_load(live_server):
     from config.models import ApiToken
     from conversations.models import Message, Turn
     from memory.models import MemoryRecord, Tombstone
-    from memory.selectors import tombstones_of
+    from memory.selectors.records import tombstones_of
     from policy.models import UserPolicyVersion
 
     _, token = ApiToken.issue("stress")

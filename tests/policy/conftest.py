@@ -50,7 +50,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock(at("2026-08-05T12:00"))
-    monkeypatch.setattr("policy.services.db_now", clock)
+    monkeypatch.setattr("policy.services.rules.db_now", clock)
+    monkeypatch.setattr("policy.services.answers.db_now", clock)
     monkeypatch.setattr("policy.media_jobs.db_now", clock)
     monkeypatch.setattr("conversations.selectors.db_now", clock)
     return clock

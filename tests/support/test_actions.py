@@ -5,7 +5,7 @@ import pytest
 
 from conversations.selectors import load_context
 from memory.models import MemoryRecord, SlotRetraction, Tombstone
-from memory.selectors import ContextResolution
+from memory.selectors.resolution import ContextResolution
 from policy.models import PolicyRule, UserPolicyVersion
 from support.models import SupportAction
 from tests.factories import UserFactory

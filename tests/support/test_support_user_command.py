@@ -5,7 +5,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from support.services import PRIVATE_TEXT_PERMISSION, SUPPORT_GROUP
+from support.reveals import PRIVATE_TEXT_PERMISSION
+from support.services import SUPPORT_GROUP
 
 pytestmark = pytest.mark.django_db
 

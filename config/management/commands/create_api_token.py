@@ -4,7 +4,10 @@ from config.models import ApiToken
 
 
 class Command(BaseCommand):
-    help = "Create a chat-runtime API token. The token is printed once, alone on the last line; only its hash is stored."
+    help = (
+        "Create a chat-runtime API token. The token is printed once, alone on the last line; only "
+        "its hash is stored."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="What the token is for, e.g. 'chat-runtime-eu'.")

@@ -5,9 +5,10 @@ import itertools
 
 import pytest
 
+from config.errors import AuthorityConflict, ValidationError
 from conversations.domain import Scope
 from memory.domain import MemoryRecord, Tombstone, value_hash
-from memory.writes import Fact, Known, WriteRefused, plan_writes
+from memory.writes import Fact, Known, plan_writes
 
 T = dt.datetime(2026, 8, 5, 12, 0, tzinfo=dt.UTC)
 NOW = T + dt.timedelta(hours=1)
@@ -129,13 +130,19 @@ def test_it_supersedes_nothing_with_a_lower_authority_w7():
 
 
 def test_it_refuses_an_explicit_supersedes_outside_the_slot_or_above_its_authority_w6():
-    with pytest.raises(WriteRefused) as refused:
+    """The core raises the domain's own errors (errors once): the API answers them as they are."""
+    with pytest.raises(ValidationError) as refused:
         plan([fact("dog.name", "Rex", supersedes="elsewhere")])
-    assert (refused.value.kind, refused.value.field) == ("validation", "supersedes")
+    assert refused.value.errors == {
+        "supersedes": ["supersedes must name a record of the same slot."]
+    }
     high = stored("dog.name", "Max", 1, authority="user-corrected")
-    with pytest.raises(WriteRefused) as refused:
+    with pytest.raises(AuthorityConflict) as refused:
         plan([fact("dog.name", "Rex", supersedes=high.id)], {"dog.name": [high]})
-    assert refused.value.kind == "authority"
+    assert (refused.value.code, refused.value.status) == ("authority_conflict", 409)
+    assert refused.value.detail == (
+        "The record to supersede has authority user-corrected, higher than rule-extracted."
+    )
 
 
 def test_it_refuses_a_scoped_key_that_was_not_read():

@@ -1,5 +1,5 @@
 """DESIGN habit 2 and F5: the memories page and `POST /memory/resolve` answer "what is
-remembered now" through one selector (`memory.selectors.remembered_now`), so what the page
+remembered now" through one selector (`memory.selectors.resolution.remembered_now`), so what the page
 shows as current is exactly the union of what the runtime gets for every context the user
 has — corrections, retractions, forgets and narrower scopes included."""
 
@@ -7,7 +7,7 @@ import pytest
 
 from conversations.domain import Scope
 from memory.forgetting import memory_forget
-from memory.selectors import remembered_now
+from memory.selectors.resolution import remembered_now
 from memory.services import memory_assert, memory_correct, memory_retract
 from tests.factories import CharacterFactory, ConversationFactory
 

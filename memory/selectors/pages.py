@@ -11,19 +11,11 @@ from datetime import datetime
 
 from config.errors import NotFound
 
-from .domain import (
-    AUTHORITY_RANK,
-    normalise_value,
-)
-from .domain import MemoryRecord as DomainRecord
-from .models import (
-    KeyDefinition,
-    MemoryRecord,
-    MemorySource,
-    Tombstone,
-)
-from .selectors import Remembered
-from .withholding import withheld_count_annotation
+from ..domain import AUTHORITY_RANK, normalise_value
+from ..domain import MemoryRecord as DomainRecord
+from ..models import KeyDefinition, MemoryRecord, MemorySource, Tombstone
+from ..withholding import withheld_count_annotation
+from .resolution import Remembered
 
 # ---------------------------------------------------------------------------------------------
 # Reads of the pages (new functions only: the reads above stay as the API and resolver use them)

@@ -1,28 +1,20 @@
-"""Export and import of one user's data (SPEC §9).
+"""Import (SPEC §9): an export file validated whole, then written in one transaction.
 
-The snapshot is one JSON object holding everything that is the user's: conversations,
-messages, turns, memories (windows, versions, edges, sources, evidence time, recorded_at),
-tombstones, retractions, idempotency records, policy rules, the policy version, decisions,
-answers and media jobs, plus the catalog rows they use (characters and key registry entries)
-and the user's value-hash secret (F1), so a value-level forget keeps working after a move.
-
-Import validates the whole snapshot first, in one pass and before any row is written
-(`turns.snapshot.SnapshotInput`: the API's own fields and rules, references resolved
-inside the snapshot or to the catalog), then writes it in one transaction. It is idempotent:
-ids are kept; a row already present with the same content is skipped; an id present with other
+Import validates the whole file first, in one pass and before any row is written
+(`turns.portability.shape.SnapshotInput`: the API's own fields and rules, references resolved
+inside the file or to the catalog), then writes it in one transaction. It is idempotent: ids
+are kept; a row already present with the same content is skipped; an id present with other
 content, a row that collides with a stored one, or a key whose cardinality differs, is an
-`import_conflict` and nothing is imported. Existing tombstones apply to imported memories
-(F3). Export → `DELETE /users/{user}` → import → export gives the same snapshot (but
-`exported_at`, and `reveals`: support's reveals of the user's private text are exported
-read-only, S2 — an import ignores them and restores none, and deleting the user keeps them only
-under a pseudonym), and resolving any context before and after gives the same results and plan
-hashes.
+`import_conflict` and nothing is imported. Existing tombstones apply to imported memories (F3).
+Export → `DELETE /users/{user}` → import → export gives the same file (but `exported_at`, and
+`reveals`: support's reveals of the user's private text are exported read-only, S2 — an import
+ignores them and restores none, and deleting the user keeps them only under a pseudonym), and
+resolving any context before and after gives the same results and plan hashes.
 
-Each section of the snapshot is one exporter (`snapshot_rows.memory_row`, `turn_row` …) and one
+Each section of the file is one exporter (`rows.memory_row`, `turn_row` …) and one
 `SnapshotInput` field whose canonical form (`serializer.data`) is exactly what the exporter
 writes: that is how an imported row is compared with a stored one, and what the round-trip
-test holds to.
-"""
+test holds to."""
 
 from __future__ import annotations
 
@@ -30,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from config.api import flatten_errors
-from config.clock import db_now, iso_z
+from config.clock import db_now
 from config.errors import ImportConflict, ValidationError
 from conversations.models import Character, Conversation, Message, Turn
 from memory.forgetting import purge_covered
@@ -43,19 +35,15 @@ from memory.models import (
     SlotRetraction,
     Tombstone,
 )
-from memory.selectors import tombstones_of
-from memory.withholding import withheld_lists, withhold_links
+from memory.selectors.records import tombstones_of
+from memory.withholding import withhold_links
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
-from policy.selectors import policy_version_of
-from support.selectors import reveals_export
 
 from .import_events import import_events
-from .snapshot import SnapshotInput
-from .snapshot_references import FORMAT, memory_scope_id
-from .snapshot_rows import (
+from .references import memory_scope_id
+from .rows import (
     JOB_FIELDS,
     answer_row,
-    character_row,
     conversation_row,
     decision_row,
     idempotency_row,
@@ -69,95 +57,20 @@ from .snapshot_rows import (
     tombstone_row,
     turn_content,
     turn_row,
-    user_object,
     user_object_apply,
     user_profile_apply,
 )
+from .shape import SnapshotInput
 
 User = get_user_model()
-
-__all__ = ["FORMAT", "user_export", "user_import"]
-
-
-# ---------------------------------------------------------------------------------------------
-# Export
-
-
-def user_export(*, user) -> dict:
-    """The whole snapshot of one user, in a constant number of queries."""
-    conversations = list(Conversation.objects.filter(user=user).order_by("created_at", "id"))
-    memories = list(MemoryRecord.objects.filter(user=user).order_by("key", "scope_id", "version"))
-    rules = list(PolicyRule.objects.filter(user=user).order_by("created_at", "id"))
-    jobs = list(MediaJob.objects.filter(user=user).order_by("created_at", "id"))
-    character_ids = {c.character_id for c in conversations}
-    character_ids |= {r.character_id for r in memories if r.character_id}
-    character_ids |= {r.character_id for r in rules if r.character_id}
-    character_ids |= {j.character_id for j in jobs if j.character_id}
-    characters = list(Character.objects.filter(pk__in=character_ids).order_by("slug"))
-    slugs = {c.pk: c.slug for c in characters}
-    sources: dict = {}
-    for memory_id, message_id in MemorySource.objects.filter(memory__user=user).values_list(
-        "memory_id", "message_id"
-    ):
-        sources.setdefault(memory_id, []).append(str(message_id))
-    keys = sorted({r.key for r in memories})
-    version = (
-        UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first() or 0
-    )
-
-    versions = policy_version_of(user)
-    profile = MemoryProfile.objects.filter(user=user).first()
-    withheld = withheld_lists(user)  # F6
-    held = {m for messages, _ in withheld.values() for m in messages}
-    return {
-        "format": FORMAT,
-        "exported_at": iso_z(db_now()),
-        "user": user_object(user, profile),
-        "characters": [character_row(c) for c in characters],
-        "conversations": [conversation_row(c, slugs) for c in conversations],
-        "messages": [
-            message_row(m, held)
-            for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")
-        ],
-        "turns": [turn_row(t) for t in Turn.objects.filter(user=user).order_by("created_at", "id")],
-        "memories": [memory_row(r, slugs, sources) for r in memories],
-        "tombstones": [
-            tombstone_row(t, withheld)
-            for t in Tombstone.objects.filter(user=user).order_by("forgotten_at", "id")
-        ],
-        "retractions": [
-            retraction_row(r)
-            for r in SlotRetraction.objects.filter(user=user).order_by("retracted_at", "id")
-        ],
-        "idempotency": [
-            idempotency_row(i)
-            for i in IdempotencyRecord.objects.filter(user=user).order_by("created_at", "id")
-        ],
-        "policy_rules": [rule_row(r, slugs) for r in rules],
-        "policy_version": {"defaults": versions.defaults, "user": max(version, versions.user)},
-        "decisions": [
-            decision_row(d)
-            for d in DecisionLog.objects.filter(user=user).order_by("decided_at", "id")
-        ],
-        "answers": [
-            answer_row(a)
-            for a in PolicyAnswer.objects.filter(user=user).order_by("answered_at", "id")
-        ],
-        "media_jobs": [job_row(j, slugs) for j in jobs],
-        "keys": [
-            {"key": k.key, "cardinality": k.cardinality, "label": k.label}
-            for k in KeyDefinition.objects.filter(key__in=keys).order_by("key")
-        ],
-        "reveals": reveals_export(user),  # S2: read-only; an import ignores it
-    }
 
 
 # ---------------------------------------------------------------------------------------------
 # Import
 
 
-def parse_snapshot(data) -> tuple[dict, dict]:
-    """Validate a whole snapshot (SPEC §9) without writing anything. Returns the validated
+def parse_export(data) -> tuple[dict, dict]:
+    """Validate a whole export file (SPEC §9) without writing anything. Returns the validated
     rows (Python values) and their canonical JSON form; a 400 naming every bad field
     otherwise."""
     serializer = SnapshotInput(data=data)
@@ -169,8 +82,8 @@ def parse_snapshot(data) -> tuple[dict, dict]:
 
 
 def user_import(*, data) -> tuple[User, dict]:
-    """Import a snapshot (SPEC §9). Returns the user and counts of created and skipped rows."""
-    validated, canonical = parse_snapshot(data)
+    """Import an export file (SPEC §9). Returns the user and counts of created and skipped rows."""
+    validated, canonical = parse_export(data)
     with transaction.atomic():
         return _Import(validated, canonical).run()
 
@@ -262,7 +175,8 @@ class _Import:
                 )
             elif existing.cardinality != k["cardinality"]:
                 raise ImportConflict(
-                    f"Key {k['key']!r} has cardinality {existing.cardinality} here, {k['cardinality']} in the snapshot."
+                    f"Key {k['key']!r} has cardinality {existing.cardinality} here, "
+                    f"{k['cardinality']} in the snapshot."
                 )
             else:
                 self.counts["skipped"] += 1

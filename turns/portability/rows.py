@@ -1,7 +1,7 @@
 """The rows of the export file (SPEC §9): each section's exporter writes one stored row as the
-snapshot holds it, and the import compares an imported row with a stored one through the same
+file holds it, and the import compares an imported row with a stored one through the same
 function (`*_content` leaves out what an import may not change). The user object's fields have
-one home here too, with `turns.snapshot.SnapshotUserInput`, which validates them: a new
+one home here too, with `turns.portability.shape.SnapshotUserInput`, which validates them: a new
 per-user setting joins the file with a line in `user_object` and one in `user_object_apply`
 or `user_profile_apply`."""
 
@@ -10,13 +10,7 @@ from __future__ import annotations
 from config.clock import iso_z
 from conversations.domain import scope_dict
 from conversations.models import Character, Conversation, Message, Turn
-from memory.models import (
-    IdempotencyRecord,
-    MemoryProfile,
-    MemoryRecord,
-    SlotRetraction,
-    Tombstone,
-)
+from memory.models import IdempotencyRecord, MemoryProfile, MemoryRecord, SlotRetraction, Tombstone
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule
 
 
@@ -25,8 +19,8 @@ def text_or_none(value) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The user object: ONE place for its fields (with `snapshot.SnapshotUserInput`, which validates
-# them). A new per-user setting joins the snapshot with a line in each of these two functions
+# The user object: ONE place for its fields (with `shape.SnapshotUserInput`, which validates
+# them). A new per-user setting joins the export file with a line in each of these two functions
 # and a field there.
 
 
@@ -52,7 +46,7 @@ def user_object(user, profile: MemoryProfile | None) -> dict:
 
 def user_object_apply(user, data: dict, *, created: bool) -> None:
     """Import the user object's fields. An existing user keeps its own; a recreated one gets
-    the snapshot's. (The secret is handled by `_import_secret`: it must agree with stored
+    the file's. (The secret is handled by `_import_secret`: it must agree with stored
     hashes; the profile's fields by `user_profile_apply`.)"""
     if not created:
         return
@@ -65,9 +59,9 @@ def user_object_apply(user, data: dict, *, created: bool) -> None:
 
 def user_profile_apply(profile: MemoryProfile, data: dict) -> bool:
     """The profile's part of the user object. A choice the user made here wins over the
-    snapshot's: the time zone is set only where none is chosen, the memory switches only
+    file's: the time zone is set only where none is chosen, the memory switches only
     where they were never changed here. (Neither switch affects the import itself, I8.) True
-    when the snapshot's switches were taken."""
+    when the file's switches were taken."""
     changed = []
     if data.get("time_zone") and not profile.time_zone:
         profile.time_zone = data["time_zone"]
@@ -84,7 +78,7 @@ def user_profile_apply(profile: MemoryProfile, data: dict) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Rows as snapshot dicts (also used to compare an imported row with a stored one)
+# Rows as the export file's dicts (also used to compare an imported row with a stored one)
 
 
 def character_row(c: Character) -> dict:
@@ -182,7 +176,7 @@ def tombstone_row(t: Tombstone, withheld: dict | None = None) -> dict:
 
 
 def tombstone_content(t: dict) -> dict:
-    """A tombstone without its links (F6): an import adds the snapshot's to what is stored."""
+    """A tombstone without its links (F6): an import adds the file's to what is stored."""
     return {k: v for k, v in t.items() if k not in ("withheld_messages", "withheld_replies")}
 
 

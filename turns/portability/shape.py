@@ -1,15 +1,15 @@
-"""The snapshot's shape (SPEC §9), validated with the API's own fields and rules.
+"""The export file's shape (SPEC §9), validated with the API's own fields and rules.
 
-`SnapshotInput` checks a whole snapshot in one pass before anything is written: every field
+`SnapshotInput` checks a whole export file in one pass before anything is written: every field
 with the field the API's writes use for it (user refs, character slugs, keys, scopes, choices,
 times that are real UTC instants in years 1–9999, integers that fit their columns, no NUL and
 no lone surrogate in any string, no `null` inside a list), every row against the rules the
 database would enforce (scope shapes, windows, one reply per turn …), and every reference
-against the snapshot itself or the catalog (characters, capabilities). Errors name the path of
+against the file itself or the catalog (characters, capabilities). Errors name the path of
 the field (`memories.3.valid_from`).
 
-The validated rows' representation (`serializer.data`) is the snapshot's canonical form: the
-same dicts `turns.snapshot_rows` writes, which is how an imported row is compared with
+The validated rows' representation (`serializer.data`) is the file's canonical form: the
+same dicts `turns.portability.rows` writes, which is how an imported row is compared with
 a stored one.
 """
 
@@ -53,7 +53,7 @@ from policy.domain import (
 )
 from policy.serializers import RuleScopeInput
 
-from .snapshot_references import FORMATS, check_references, scope_id_error
+from .references import FORMATS, check_references, scope_id_error
 
 HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -143,9 +143,9 @@ class PolicyScopeInput(_NullsAbsent, RuleScopeInput):
 
 
 # ---------------------------------------------------------------------------------------------
-# The user object: ONE place for its fields. A new per-user setting joins the snapshot with a
-# field here, a line in `snapshot_rows.user_object` (export) and one in
-# `snapshot_rows.user_object_apply` (import).
+# The user object: ONE place for its fields. A new per-user setting joins the export file with
+# a field here, a line in `rows.user_object` (export) and one in `rows.user_object_apply`
+# (import).
 
 
 @extend_schema_field({"type": "string", "enum": sorted(known_time_zones())})

@@ -1,131 +1,41 @@
-"""Policy writes (DESIGN habit 2): the only code that creates or changes rules, policy versions,
-decision-log rows, answers and media jobs. Each service is one transaction, reads the database
-clock once (SPEC §0) and leaves the meaning to the pure engine.
+"""Rules (SPEC §6): create, revoke and change a rule, each with D7's version bump and V1's
+`policy.changed` event in its transaction, and the boundaries page's choice (D11: a choice
+replaces the user's live choices at its place).
 
 Lock order, everywhere: a policy-version row, then a rule row; a media-job row alone. Keeping
-one order means two concurrent changes wait for each other instead of deadlocking.
-"""
+one order means two concurrent changes wait for each other instead of deadlocking."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import Q
 
-from config import catalog, metrics
 from config.clock import db_now
 from config.errors import Conflict, NotFound, ValidationError
-from conversations.selectors import LoadedContext, character_by_slug, conversation_of_user
+from conversations.selectors import character_by_slug, conversation_of_user
 from events import outbox
 
-from . import engine
-from .domain import (
-    ANSWERS,
+from ..domain import (
     DEFAULT_SCOPE_KINDS,
     EFFECTS,
     EXPLICIT_USER,
-    JOB_CANCELLED,
-    JOB_NEEDS_CONFIRMATION,
-    JOB_QUEUED,
-    JOB_REASON_USER_DENIED,
-    JOB_REJECTED,
     PRODUCT_DEFAULT,
-    REMEMBER,
     REQUESTERS,
     SCOPE_KINDS,
     SOURCES,
-    Decision,
-    DecisionRequest,
-    Explanation,
-    PolicyContext,
-    PolicyVersion,
-    context_ids_from_scope_ids,
 )
-from .models import (
-    Capability,
-    DecisionLog,
-    DefaultsPolicyVersion,
-    MediaJob,
-    PolicyAnswer,
-    PolicyRule,
-    UserPolicyVersion,
-)
-from .selectors import (
-    as_uuid,
-    capabilities_by_name,
-    capability_by_name,
-    decision_by_id,
-    media_job_of_user,
-    policy_version_of,
-    product_defaults,
-    rule_list,
-    rules_for_decision,
-    rules_for_explain,
-    user_policy_version,
-)
+from ..models import Capability, DefaultsPolicyVersion, PolicyRule, UserPolicyVersion
+from ..selectors import as_uuid, capability_by_name, rule_list
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-log = logging.getLogger("companion.policy")
+from .decisions import require_choice
 
 KEEP: Any = object()  # rule_change: "leave this field as it was"
-
-IDEMPOTENCY_KEY_MAX = 255
-
-
-@dataclass(frozen=True)
-class DecisionOutcome:
-    """A logged decision (D10) as the API and the planner return it."""
-
-    decision_id: str
-    capability: str
-    decision: Decision
-    policy_version: PolicyVersion
-    question: str
-    explanation: Explanation | None = None
-
-
-@dataclass(frozen=True)
-class AnswerOutcome:
-    """D8: what an answer did. `effect` is the answer, which now applies to the decision."""
-
-    answer: PolicyAnswer
-    rule: PolicyRule | None
-    media_job: MediaJob | None
-    policy_version: PolicyVersion
-    replayed: bool
-
-    @property
-    def effect(self) -> str:
-        return self.answer.answer
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-
-
-def require_choice(value, choices, *, field: str, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if value not in choices:
-        raise ValidationError(f"Must be one of: {', '.join(choices)}.", field=field)
-
-
-def policy_context(context: LoadedContext) -> PolicyContext:
-    """The pure-core view of a loaded context: ids only, and its `now`."""
-    return PolicyContext(
-        user=context.user.username,
-        now=context.now,
-        character=context.character.slug if context.character else None,
-        conversation=str(context.conversation.pk) if context.conversation else None,
-        scene=context.scene,
-    )
 
 
 def _lock_policy_version(user) -> UserPolicyVersion | DefaultsPolicyVersion:
@@ -161,156 +71,6 @@ def _bump(row: UserPolicyVersion | DefaultsPolicyVersion, *, user, rules, at) ->
         ]
     )
     return row.version
-
-
-def decide_and_log(
-    *,
-    user,
-    context: PolicyContext,
-    character_id,
-    conversation_id,
-    capabilities: Sequence[Capability],
-    requested_by: str,
-    explain: bool = False,
-) -> list[DecisionOutcome]:
-    """D1–D7 and D10 for one or more capabilities in a constant number of queries: the policy
-    version, the rules, one insert into the decision log.
-
-    The version is read before the rules, so a change committed in between makes the returned
-    version older than the rules, never newer: a worker comparing versions (D9) then re-checks
-    instead of trusting a decision made on older rules."""
-    defaults = None
-    if catalog.active():
-        # In a request the product defaults and their version come from the process cache
-        # (config.catalog), read together, so the version still never runs ahead of the rules.
-        defaults = product_defaults()
-        version = PolicyVersion(defaults=defaults.version, user=user_policy_version(user))
-    else:
-        version = policy_version_of(user)
-    if explain:
-        rules = [
-            r
-            for c in capabilities
-            for r in rules_for_explain(user=user, capability=c.name, defaults=defaults)
-        ]
-    else:
-        rules = rules_for_decision(
-            user=user,
-            capabilities=[c.name for c in capabilities],
-            character_id=character_id,
-            conversation_id=conversation_id,
-            scene=context.scene,
-            now=context.now,
-            defaults=defaults,
-        )
-    outcomes: list[DecisionOutcome] = []
-    rows: list[DecisionLog] = []
-    for capability in capabilities:
-        request = DecisionRequest(capability=capability.name, requested_by=requested_by)
-        explanation = engine.explain(request, rules, context) if explain else None
-        decision = explanation.decision if explanation else engine.decide(request, rules, context)
-        row = DecisionLog(
-            user=user,
-            capability=capability.name,
-            requested_by=requested_by,
-            effect=decision.effect,
-            reason=decision.reason,
-            rule_ids=list(decision.rule_ids),
-            defaults_version=version.defaults,
-            user_version=version.user,
-            scope_ids=list(context.scope_ids),
-            decided_at=context.now,
-        )
-        rows.append(row)
-        outcomes.append(
-            DecisionOutcome(
-                decision_id=str(row.pk),
-                capability=capability.name,
-                decision=decision,
-                policy_version=version,
-                question=capability.question,
-                explanation=explanation,
-            )
-        )
-        log_decision(
-            decision_id=row.pk,
-            capability=capability.name,
-            requested_by=requested_by,
-            decision=decision,
-            rules_loaded=len(rules),
-            version=(version.defaults, version.user),
-        )
-    DecisionLog.objects.bulk_create(rows)
-    return outcomes
-
-
-def log_decision(
-    *,
-    decision_id,
-    capability: str,
-    requested_by: str,
-    decision,
-    rules_loaded: int,
-    version: tuple[int, int],
-) -> None:
-    """SPEC §12, D10: one line of ids, codes and versions per decision; never text."""
-    log.info(
-        "policy_decision decision=%s capability=%s requested_by=%s effect=%s reason=%s "
-        "rule_ids=%s rules_loaded=%d policy_version=%d/%d",
-        decision_id,
-        capability,
-        requested_by,
-        decision.effect,
-        decision.reason,
-        ",".join(decision.rule_ids) or "-",
-        rules_loaded,
-        version[0],
-        version[1],
-    )
-    metrics.decision_made(decision.effect, decision.reason)
-
-
-# ---------------------------------------------------------------------------------------------
-# Decisions
-
-
-def decision_make(
-    *, context: LoadedContext, capability: str, requested_by: str, explain: bool = False
-) -> DecisionOutcome:
-    """D1–D7, logged (D10). With `explain`, every rule of the user and every product default
-    for the capability is loaded and explained; the decision is the same."""
-    require_choice(requested_by, REQUESTERS, field="requested_by")
-    found = capability_by_name(capability)
-    with transaction.atomic():
-        return decide_and_log(
-            user=context.user,
-            context=policy_context(context),
-            character_id=context.character.pk if context.character else None,
-            conversation_id=context.conversation.pk if context.conversation else None,
-            capabilities=[found],
-            requested_by=requested_by,
-            explain=explain,
-        )[0]
-
-
-def decisions_make(
-    *, context: LoadedContext, capabilities: Sequence[str], requested_by: str = "assistant"
-) -> list[DecisionOutcome]:
-    """D1–D7 for several capabilities at once (the prompt plan's `policy`), in the same number
-    of queries as one: one version read, one rule query, one insert into the log."""
-    require_choice(requested_by, REQUESTERS, field="requested_by")
-    found = capabilities_by_name(capabilities)
-    if not found:
-        return []
-    with transaction.atomic():
-        return decide_and_log(
-            user=context.user,
-            context=policy_context(context),
-            character_id=context.character.pk if context.character else None,
-            conversation_id=context.conversation.pk if context.conversation else None,
-            capabilities=[found[name] for name in dict.fromkeys(capabilities)],
-            requested_by=requested_by,
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,7 +165,7 @@ def rule_create(
     `requested_by`, is revoked in the same transaction (`place_replace`). Without it a rule is
     added beside them."""
     with transaction.atomic():
-        return _rule_create_at(
+        return rule_create_at(
             now=None,
             user=user,
             capability=capability,
@@ -439,7 +199,7 @@ def _live_at_place(*, user, capability: str, scope_rows: dict, now: datetime):
     )
 
 
-def _rule_create_at(
+def rule_create_at(
     *,
     now: datetime | None,
     user,
@@ -583,128 +343,6 @@ def rule_change(
 
 
 # ---------------------------------------------------------------------------------------------
-# Answers (D8)
-
-
-def _answer_scope(remember: str, decision: DecisionLog) -> dict:
-    """The scope of the rule an answer creates: the decision's own context, as wide as
-    `remember` says. A scope the context does not have is bad input (D8: a scene answer
-    without a scene → 400)."""
-    ids = context_ids_from_scope_ids(decision.scope_ids)
-    if remember == "global":
-        return {"kind": "global"}
-    if remember == "character":
-        if not ids["character"]:
-            raise ValidationError("The decision's context has no character.", field="remember")
-        return {"kind": "character", "character": ids["character"]}
-    if not ids["conversation"]:
-        raise ValidationError("The decision's context has no conversation.", field="remember")
-    if remember == "conversation":
-        return {"kind": "conversation", "conversation": ids["conversation"]}
-    if ids["scene"] is None:
-        raise ValidationError("The decision's context has no scene.", field="remember")
-    return {"kind": "scene", "conversation": ids["conversation"], "scene": ids["scene"]}
-
-
-def _answer_job(job: MediaJob, answer: str, remember: str) -> bool:
-    """D8 on a media job the answer names: allow → queued (once: it then runs unless the
-    decision at start is deny); deny → rejected. An answer that the job's state already
-    reflects changes nothing; one that contradicts a job already past it is a conflict.
-    Returns whether the job changed."""
-    once = remember == "once"
-    if job.status == JOB_NEEDS_CONFIRMATION:
-        if answer == "allow":
-            job.status, job.reason, job.allowed_once = JOB_QUEUED, "", once
-        else:
-            job.status, job.reason = JOB_REJECTED, JOB_REASON_USER_DENIED
-        return True
-    if job.status == JOB_QUEUED and answer == "allow":
-        if once and not job.allowed_once:
-            job.allowed_once = True
-            return True
-        return False
-    if job.status == JOB_QUEUED and answer == "deny":
-        job.status, job.reason = JOB_CANCELLED, JOB_REASON_USER_DENIED
-        return True
-    if job.status in (JOB_REJECTED, JOB_CANCELLED) and answer == "deny":
-        return False
-    raise Conflict(f"The media job is already {job.status}.")
-
-
-def decision_answer(*, decision_id, answer: str, remember: str, media_job_id=None) -> AnswerOutcome:
-    """D8: the user's answer to an ASK. Anything but `once` creates an explicit-user rule for
-    the decision's capability and requester at that scope of the decision's context (and bumps
-    the user's version, D7); `once` applies to this decision only, and to the media job the
-    answer names. One answer per decision: the same answer again is a replay, another one a
-    conflict."""
-    require_choice(answer, ANSWERS, field="answer")
-    require_choice(remember, REMEMBER, field="remember")
-    with transaction.atomic():
-        decision = decision_by_id(decision_id)
-        # Serialises answers to one decision (two taps on "yes").
-        decision = DecisionLog.objects.select_for_update().get(pk=decision.pk)
-        if decision.effect != "ask":
-            raise ValidationError("Only an ask decision can be answered.", field="decision_id")
-        job = None
-        if media_job_id is not None:
-            job = media_job_of_user(decision.user_id, media_job_id)
-            if job.capability_id != decision.capability:
-                raise ValidationError("The media job is for another capability.", field="media_job")
-        previous = PolicyAnswer.objects.filter(decision=decision).first()
-        if previous is not None:
-            same = (previous.answer, previous.remember, previous.media_job_id) == (
-                answer,
-                remember,
-                job.pk if job else None,
-            )
-            if not same:
-                raise Conflict("This decision was already answered differently.")
-            return AnswerOutcome(
-                answer=previous,
-                rule=previous.rule,
-                media_job=previous.media_job,
-                policy_version=policy_version_of(decision.user_id),
-                replayed=True,
-            )
-        scope = _answer_scope(remember, decision) if remember != "once" else None
-        if job is not None:
-            job = MediaJob.objects.select_for_update().get(pk=job.pk)
-            if _answer_job(job, answer, remember):
-                job.save(update_fields=["status", "reason", "allowed_once"])
-        now = db_now()
-        rule = None
-        if scope is not None:
-            rule = _rule_create_at(
-                now=now,
-                user=decision.user,
-                capability=decision.capability,
-                effect=answer,
-                source=EXPLICIT_USER,
-                scope=scope,
-                requested_by=decision.requested_by,
-                valid_from=None,
-                valid_until=None,
-                replace=True,  # D11
-            )
-        saved = PolicyAnswer.objects.create(
-            user_id=decision.user_id,
-            decision=decision,
-            answer=answer,
-            remember=remember,
-            rule=rule,
-            media_job=job,
-            answered_at=now,
-        )
-        return AnswerOutcome(
-            answer=saved,
-            rule=rule,
-            media_job=job,
-            policy_version=policy_version_of(decision.user_id),
-            replayed=False,
-        )
-
-
-# ---------------------------------------------------------------------------------------------
 # The boundaries page's choice
 
 
@@ -728,7 +366,7 @@ def boundary_set(*, user, capability: str, effect: str, scope: dict) -> str:
         ]
         if len(same) == 1 and same[0].effect == effect and same[0].requested_by is None:
             return "unchanged"
-        _rule_create_at(
+        rule_create_at(
             now=now,
             user=user,
             capability=capability,

@@ -9,21 +9,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
-from .domain import MemoryRecord as DomainRecord
-from .domain import (
-    RecordState,
-)
-from .domain import Tombstone as DomainTombstone
-from .models import (
-    KeyDefinition,
-    MemoryProfile,
-    MemoryRecord,
-    MemorySource,
-    Tombstone,
-)
-from .resolver import record_states
-from .selectors import memory_get, records_to_domain, registry_tombstones_secret, row_to_domain
-from .storage import RECORD_FIELDS
+from ..domain import MemoryRecord as DomainRecord
+from ..domain import RecordState
+from ..domain import Tombstone as DomainTombstone
+from ..models import KeyDefinition, MemoryProfile, MemoryRecord, MemorySource, Tombstone
+from ..resolver import record_states
+from ..storage import RECORD_FIELDS
+from .records import memory_get, records_to_domain, registry_tombstones_secret, row_to_domain
 
 # ---------------------------------------------------------------------------------------------
 # Effective states (SPEC E1): the resolver's own pass, each record in its own scope

@@ -1,7 +1,7 @@
 """V1 for an import (SPEC §9): the events of what an import created, in its transaction —
 `memory.created` for each record it brought (one that an existing tombstone purged at once
 stays unknown to copies), `memory.forgotten` for each tombstone, `policy.changed` for its
-rules, `settings.changed` when the snapshot's switches were taken."""
+rules, `settings.changed` when the export file's switches were taken."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What spans a snapshot's rows (SPEC §9): unique ids and unique constraints within the
-snapshot, references that resolve inside it or to the catalog, and the F6 links between
+"""What spans an export file's rows (SPEC §9): unique ids and unique constraints within the
+file, references that resolve inside it or to the catalog, and the F6 links between
 tombstones and the messages they withhold. Errors name the path of the field."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def scope_id_error(scope_id: str, ref: str | None, *, allow_everywhere: bool) ->
 
 
 def memory_scope_id(ref: str, scope: dict) -> str:
-    """The scope id (SPEC §1) of a memory's scope object in the snapshot."""
+    """The scope id (SPEC §1) of a memory's scope object in the export file."""
     return Scope(
         kind=scope["kind"],
         character=scope.get("character"),
@@ -74,7 +74,7 @@ def _first_in_cycle(edges: dict) -> set:
 
 
 def check_references(s: dict) -> dict[str, list[str]]:
-    """Unique ids and unique constraints within the snapshot, and references that resolve
+    """Unique ids and unique constraints within the export file, and references that resolve
     inside it (or, for characters and capabilities, to the catalog). Paths name the field."""
     errors: dict[str, list[str]] = {}
     ref = s["user"]["ref"]
@@ -94,7 +94,7 @@ def check_references(s: dict) -> dict[str, list[str]]:
                 seen[k] = i
         return seen
 
-    # The catalog: characters (the snapshot's, or stored) and capabilities (stored).
+    # The catalog: characters (the file's, or stored) and capabilities (stored).
     unique("characters", "slug", lambda c: c["slug"])
     named = {c["character"] for c in s["conversations"]}
     named |= {m["scope"].get("character") for m in s["memories"]} | {
@@ -250,9 +250,9 @@ def check_references(s: dict) -> dict[str, list[str]]:
 
 
 def _check_withholding(s: dict, messages: dict, err) -> None:
-    """F6 in a snapshot (§9): each tombstone's `withheld_messages` are messages of the
-    snapshot and its `withheld_replies` turns of it still waiting for their reply; a message's
-    `withheld` says whether some tombstone lists it. A snapshot of the previous format carries
+    """F6 in an export file (§9): each tombstone's `withheld_messages` are messages of the
+    file and its `withheld_replies` turns of it still waiting for their reply; a message's
+    `withheld` says whether some tombstone lists it. A file of the previous format carries
     none of these."""
     turns = {str(t["id"]): t for t in s["turns"]}
     listed: set[str] = set()

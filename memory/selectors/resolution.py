@@ -1,0 +1,274 @@
+"""What is remembered now (SPEC §3, §5), for whoever needs the resolver's answer: the resolve
+endpoint and prompt plans (`ContextResolution`, one context), support's explain, and the
+memory and conversation pages (`remembered_now`, every scope of the user). F5: what the pages
+show is what the resolver keeps — nothing else."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from django.conf import settings
+
+from config import catalog, metrics
+from config.builders import gc_paused
+from config.clock import db_now
+from config.storage import raw_reader
+from conversations.domain import Context
+
+from .. import storage
+from ..current import Resolved, resolve_context
+from ..domain import RESOLVER_VERSION, RecordState, Resolution
+from ..domain import MemoryRecord as DomainRecord
+from ..domain import Tombstone as DomainTombstone
+from ..models import MemoryProfile, MemoryRecord
+from ..projection import project
+from ..resolver import record_states, resolve
+from ..storage import MEMORY_CACHE, CachedMemory
+from .records import (
+    Registry,
+    candidate_records,
+    catalog_registry,
+    records_to_domain,
+    registry_tombstones_secret,
+)
+
+
+class ContextResolution:
+    """Everything one resolve needs and produces, for one context (SPEC §3, §5)."""
+
+    def __init__(self, ctx, keys=None):
+        self.ctx = ctx
+        cfg = settings.COMPANION
+        # Every object built here is kept until the request ends (see gc_paused).
+        with gc_paused():
+            remembered = remembered_now(ctx.user, context=ctx, keys=keys)
+            self.records, self.registry = remembered.records, remembered.registry
+            self.tombstones = remembered.tombstones
+            self.resolution = remembered.resolutions[None]
+            self.projection = remembered.projection or project(
+                self.resolution.active,
+                labels=self.registry.labels,
+                many_keys=self.registry.many_keys,
+                likely=cfg["CERTAINTY_LIKELY"],
+                uncertain=cfg["CERTAINTY_UNCERTAIN"],
+            )
+        metrics.resolve_observed(len(self.records))  # SPEC §12 O3
+
+    def log_line(self) -> str:
+        return resolve_log_line(
+            self.ctx.user.pk, len(self.records), self.resolution, self.projection
+        )
+
+
+def resolve_log_line(user_id, n_candidates: int, resolution: Resolution, projection) -> str:
+    """SPEC §12: a resolve's ids, counts, reasons and versions — never a value."""
+    counts: dict[str, int] = {}
+    for e in resolution.excluded:
+        counts[e.reason] = counts.get(e.reason, 0) + 1
+    for e in projection.excluded:
+        counts["prompt_" + e.reason] = counts.get("prompt_" + e.reason, 0) + 1
+    parts = [
+        f"user_id={user_id}",
+        f"memory_candidates={n_candidates}",
+        f"memory_active={len(resolution.active)}",
+        f"memory_prompt={len(projection.prompt)}",
+    ]
+    parts += [f"excluded_{k.replace('-', '_')}={v}" for k, v in sorted(counts.items())]
+    parts.append(f"resolver_version={RESOLVER_VERSION}")
+    return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# What is remembered now (the pages and the API read it through here)
+
+
+@dataclasses.dataclass(frozen=True)
+class Remembered:
+    """What is remembered now for one user (SPEC §3): the records read, the key registry, the
+    tombstones, and the resolver's answer — for one context, or for every scope of the user
+    (one resolution per scope id)."""
+
+    records: list[DomainRecord]
+    registry: Registry
+    tombstones: list[DomainTombstone]
+    resolutions: dict[str | None, Resolution]  # by scope id; None: the one context asked for
+    now: datetime
+    projection: object = None  # for one context, when the read made it (P1–P4)
+    secret: bytes = b""  # the user's secret, for value-level tombstones (F1)
+
+    @functools.cached_property
+    def states(self) -> dict[str, RecordState]:
+        """E1: the state of every record read, at `now`, by id (the resolver's pass with each
+        record's own scope as the context; every record of a read scoped key is read)."""
+        return record_states(
+            self.records,
+            self.tombstones,
+            self.now,
+            many_keys=self.registry.many_keys,
+            secret=self.secret,
+        )
+
+    @property
+    def active(self) -> list[DomainRecord]:
+        """R7 order (key, then id) across every resolution."""
+        if len(self.resolutions) == 1:
+            return list(next(iter(self.resolutions.values())).active)
+        found = [r for resolution in self.resolutions.values() for r in resolution.active]
+        return sorted(found, key=lambda r: (r.key, r.id))
+
+    @property
+    def by_id(self) -> dict[str, DomainRecord]:
+        return {r.id: r for r in self.records}
+
+    def explain(self, record_id: str):
+        """R8 for a record that was read, else None."""
+        for resolution in self.resolutions.values():
+            found = resolution.explain(record_id)
+            if found is not None:
+                return found
+        return None
+
+
+def remembered_now(user, *, now: datetime | None = None, context=None, keys=None) -> Remembered:
+    """What the resolver keeps for `user` (SPEC §3): for one loaded `context` (the resolve
+    endpoint, prompt plans, support's explain), or — without one — in every scope the user has
+    (the memories and conversation pages). The records, their sources, the tombstones, the
+    registry and the secret are read in bulk, so the query count does not depend on the data.
+
+    Every scope at once is one pure resolve per scope: R1 keeps a scope's records for any
+    context that includes that scope, and supersession and precedence never cross scopes (a
+    slot lives in one scope), so each scope's answer is exactly the resolver's for every
+    context containing it. F5: what the pages show is what the resolver keeps — nothing else.
+    Forgotten skeletons are not read there: R2 excludes them and they supersede nothing (R5
+    counts only records past R1–R4).
+
+    Every object built here is kept until the request ends, so the cyclic garbage collector
+    is paused while they are built (`gc_paused`; it could free none of them)."""
+    with gc_paused():
+        return _remembered(user, now=now, context=context, keys=keys)
+
+
+def _remembered(user, *, now, context, keys) -> Remembered:
+    keys = list(keys) if keys else None
+    if context is not None:
+        domain = context.domain
+        if domain.now.tzinfo is not UTC and domain.now.utcoffset() is not None:
+            # The resolver compares `now` with every record's times: in the records' own tzinfo
+            # (UTC) each comparison is a plain one, in an equal but different tzinfo object (a
+            # parsed `now` carries ZoneInfo("UTC")) each costs two utcoffset() calls.
+            domain = dataclasses.replace(domain, now=domain.now.astimezone(UTC))
+        if not keys:
+            found = _context_remembered(user, context, domain)
+            if found is not None:
+                return found
+        records = candidate_records(context, keys)
+        contexts = {None: domain}
+        now = domain.now
+    else:
+        if now is None:
+            now = db_now()
+        qs = MemoryRecord.objects.filter(user=user).exclude(status="forgotten")
+        if keys:
+            qs = qs.filter(key__in=keys)
+        records = records_to_domain(qs, user.username)
+        contexts = {}
+        for record in records:
+            if record.scope_id not in contexts:
+                scope = record.scope
+                contexts[record.scope_id] = Context(
+                    user=user.username,
+                    character=scope.character,
+                    conversation=scope.conversation,
+                    scene=scope.scene,
+                    now=now,
+                )
+    keyed, tombstones, secret = registry_tombstones_secret(user, keys)
+    if context is not None:
+        resolutions = {
+            None: resolve(
+                records, tombstones, contexts[None], many_keys=keyed.many_keys, secret=secret
+            )
+        }
+    else:
+        by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
+        for record in records:
+            by_scope[record.scope_id].append(record)
+        resolutions = {
+            scope_id: resolve(
+                by_scope[scope_id],
+                tombstones,
+                contexts[scope_id],
+                many_keys=keyed.many_keys,
+                secret=secret,
+            )
+            for scope_id in sorted(by_scope)
+        }
+    return Remembered(records, keyed, tombstones, resolutions, now, secret=secret)
+
+
+def _context_remembered(user, context, domain) -> Remembered | None:
+    """A context's whole memory as the resolver keeps it, in one statement, reusing what this
+    process last read of it (`memory.storage.MEMORY_CACHE`): the state is read only when the
+    user's memory version (`memory.triggers`) is another than the one it was read at, and
+    the resolution is reused while `now` stays in its stable window (R3, R5) under the same
+    registry and secret. None where the raw reader does not serve the database."""
+    reader = raw_reader(MemoryRecord.objects.db)
+    if reader is None:
+        return None
+    scope_ids = context.domain.scope_ids()
+    cached = MEMORY_CACHE.get(user.pk, scope_ids)
+    parts, params = storage.context_state_parts(
+        reader, user, scope_ids, cached.version if cached else None
+    )
+    secret_sql = (
+        f"(SELECT {reader.name(MemoryProfile, 'secret')} "
+        f"FROM {reader.table(MemoryProfile)} "
+        f"WHERE {reader.name(MemoryProfile, 'user')} = %s)"
+    )
+    [row] = reader.fetch("SELECT " + ", ".join([*parts, secret_sql]), [*params, user.pk])
+    version, records, tombstones, retractions, secret_hex = row
+    secret_hex = secret_hex or ""
+    if records is None:
+        state = cached.state
+        MEMORY_CACHE.note_reuse()
+    else:
+        state = storage.parse_context_state(records, tombstones, retractions, user.username)
+    keyed = catalog_registry() if catalog.active() else Registry(storage.read_registry(reader))
+    secret = bytes.fromhex(secret_hex) if secret_hex else b""
+    now = domain.now
+    earlier = cached.resolved_for(state, keyed, secret_hex) if cached is not None else None
+    cfg = settings.COMPANION
+    resolution, projection = resolve_context(
+        state.records,
+        state.tombstones,
+        domain,
+        many_keys=keyed.many_keys,
+        labels=keyed.labels,
+        secret=secret,
+        likely=cfg["CERTAINTY_LIKELY"],
+        uncertain=cfg["CERTAINTY_UNCERTAIN"],
+        earlier=earlier,
+    )
+    if version is not None:
+        MEMORY_CACHE.put(
+            user.pk,
+            scope_ids,
+            CachedMemory(
+                version,
+                state,
+                secret_hex,
+                resolved=(keyed, Resolved.made(state.records, now, resolution, projection)),
+            ),
+        )
+    return Remembered(
+        state.records,
+        keyed,
+        state.tombstones,
+        {None: resolution},
+        now,
+        projection=projection,
+        secret=secret,
+    )

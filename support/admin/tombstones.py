@@ -1,0 +1,93 @@
+"""Tombstones in the admin (SPEC F1–F6): which key was forgotten — never a value —, where, at
+whose request and when, with how many messages each forget withholds (F6). Read-only; the key's
+free part is masked outside a reveal of its user (S1)."""
+
+from django.contrib import admin
+
+from memory.models import Tombstone
+from memory.withholding import withheld_count_annotation
+from support.admin.base import SupportAdmin
+
+
+class ValueLevelFilter(admin.SimpleListFilter):
+    title = "forget level"
+    parameter_name = "level"
+
+    def lookups(self, request, model_admin):
+        return [("value", "one value (many key)"), ("key", "whole key")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "value":
+            return queryset.filter(value_hash__isnull=False)
+        if self.value() == "key":
+            return queryset.filter(value_hash__isnull=True)
+        return queryset
+
+
+class EverywhereFilter(admin.SimpleListFilter):
+    title = "scope"
+    parameter_name = "everywhere"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "everywhere (*)"), ("no", "one scope")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(scope_id="*")
+        if self.value() == "no":
+            return queryset.exclude(scope_id="*")
+        return queryset
+
+
+@admin.register(Tombstone)
+class TombstoneAdmin(SupportAdmin):
+    """F1: a tombstone holds no value, and its value hash is not shown either (it is a keyed
+    hash, useless to read and not for copying around)."""
+
+    read_only = True
+    private_key_fields = ("key",)
+    list_display = (
+        "key_ref",
+        "user_ref",
+        "scope_id",
+        "value_level",
+        "forgotten_by",
+        "forgotten_at",
+        "withheld_messages",
+    )
+    list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
+    search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
+    uuid_search_fields = ("id",)
+    list_select_related = ("user",)
+    date_hierarchy = "forgotten_at"
+    fields = (
+        "id",
+        "user_ref",
+        "key_ref",
+        "scope_id",
+        "value_level",
+        "forgotten_by",
+        "forgotten_at",
+        "blocks_sources_before",
+        "withheld_messages",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_withheld=withheld_count_annotation())
+
+    @admin.display(description="messages withheld", ordering="_withheld")
+    def withheld_messages(self, obj):
+        """F6: how many messages the forget withholds (a count: never which words)."""
+        return obj._withheld
+
+    def object_label(self, obj):
+        return f"forgotten {getattr(obj, '_shown_key', '')} ({obj.scope_id})"
+
+    @admin.display(description="key", ordering="_shown_key")
+    def key_ref(self, obj):
+        return self.private_key(obj)
+
+    @admin.display(description="one value only", boolean=True)
+    def value_level(self, obj):
+        return obj.value_hash is not None
