@@ -1,13 +1,11 @@
-"""The memory endpoints that read and change one memory (SPEC §10): `GET /memories`,
-`GET /memories/{id}` after confirm, correct, retract and forget, the forget's tombstone, and
-404 for unknown ids."""
-
-import uuid
+"""Stories across the memory operations (SPEC §10): one memory listed, read, confirmed,
+corrected, retracted and another forgotten, its tombstone listed and deleted; and the `state`
+(E1) every path that learns or reads a memory answers with: remember, resolve, a turn, ask.
+Each operation's own rules live in tests/memory/api/test_<operation>.py."""
 
 import pytest
 
 from memory.models import Tombstone
-from tests.helpers import assert_problem
 from tests.memory.api.calls import assert_memory
 
 pytestmark = pytest.mark.django_db
@@ -61,10 +59,23 @@ def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
     assert Tombstone.objects.count() == 0
 
 
-def test_it_answers_404_for_unknown_ids(api, sam):
-    assert_problem(api.get(f"/api/v1/memories/{uuid.uuid4()}"), 404, "not_found")
-    assert_problem(api.get("/api/v1/memories/not-a-uuid"), 404, "not_found")
-    assert_problem(
-        api.post(f"/api/v1/memories/{uuid.uuid4()}/confirm", {}, format="json"), 404, "not_found"
+def test_it_gives_resolve_remember_and_a_turns_extracted_a_state_e1(api, ctx, conv):
+    extracted = api.post(
+        "/api/v1/memory/remember", {"context": ctx, "text": "My dog's name is Rex."}, format="json"
+    ).json()["extracted"]
+    assert [e["memory"]["state"] for e in extracted] == ["active"]
+    active = api.post("/api/v1/memory/resolve", {"context": ctx}, format="json").json()["active"]
+    assert active and all(
+        m["state"] == "active" and m["state_detail"]["rule"] is None for m in active
     )
-    assert_problem(api.delete(f"/api/v1/tombstones/{uuid.uuid4()}"), 404, "not_found")
+    turn_body = {"turn_key": "t1", "content": "My dog's name is Max."}
+    turn = api.post(f"/api/v1/conversations/{conv.pk}/turns", turn_body, format="json").json()
+    assert [e["memory"]["state"] for e in turn["extracted"]] == ["active"]
+    assert (
+        api.get(f"/api/v1/memories/{extracted[0]['memory']['id']}").json()["state"] == "superseded"
+    )
+    replay = api.post(f"/api/v1/conversations/{conv.pk}/turns", turn_body, format="json").json()
+    assert replay["extracted"] == turn["extracted"]
+    ask = api.get("/api/v1/memory/ask", {"user": "sam", "q": "What is my dog's name?"}).json()
+    if ask["memory"] is not None:
+        assert ask["memory"]["state"] == "active"
