@@ -1,7 +1,6 @@
 import pytest
 
 from conversations.domain import Scope
-from tests.memory.api import calls
 
 
 # The memory tests name the shared world by role: the user, the character, the conversation.
@@ -21,9 +20,3 @@ def conversation(conv):
 
 
 USER = Scope("user")
-
-
-@pytest.fixture
-def lagging(api, sam):
-    """Sam's records whose stored status lags their state (tests.memory.api.calls.lagging)."""
-    return calls.lagging(api)

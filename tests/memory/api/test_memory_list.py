@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from conversations.domain import Scope
 from memory import services
 from tests.factories import MessageFactory, at
 from tests.helpers import assert_problem
@@ -92,7 +93,7 @@ def test_it_makes_a_record_active_from_its_source_messages_time_e1(api, sam, con
         user=sam,
         key="pet.name",
         value="Rex",
-        scope=services.Scope("user"),
+        scope=Scope("user"),
         authority="rule-extracted",
         sources=[str(message.pk)],
     )
