@@ -5,7 +5,7 @@ import pytest
 
 from memory.models import MemoryRecord
 from tests.helpers import assert_problem
-from tests.memory.api.calls import assert_memory
+from tests.memory.api.calls import assert_memory, learn
 
 pytestmark = pytest.mark.django_db
 
@@ -130,3 +130,24 @@ def test_it_answers_an_authority_conflict_with_409(api, sam):
         api, user="sam", key="pet.name", value="Rex", supersedes=corrected["memory"]["id"]
     )
     assert_problem(r, 409, "authority_conflict")
+
+
+def test_it_answers_a_write_with_the_new_records_state_e1(api, sam):
+    future = learn(api, key="trip.city", value="Lisbon", valid_from="2099-01-01T00:00:00Z").json()
+    assert future["memory"]["state"] == "not-yet-valid"
+    assert future["memory"]["state_detail"]["rule"] == "R3"
+    mine = learn(api, key="pet.name", value="Rex", authority="user-corrected").json()["memory"]
+    weaker = learn(
+        api, key="pet.name", value="Max", authority="model-inferred", valid_from=None
+    ).json()["memory"]
+    assert weaker["state"] == "lower-precedence"  # W7
+    assert weaker["state_detail"]["by"] == mine["id"] and weaker["state_detail"]["rule"] == "R6"
+
+
+def test_it_answers_a_replayed_assert_with_the_state_now_e1(api, sam):
+    body = {"key": "pet.name", "value": "Rex", "valid_from": None, "idempotency_key": "k1"}
+    first = learn(api, **body).json()["memory"]
+    learn(api, key="pet.name", value="Max", valid_from=None)
+    replayed = learn(api, **body).json()
+    assert replayed["outcome"] == "replayed" and replayed["memory"]["id"] == first["id"]
+    assert replayed["memory"]["state"] == "superseded"

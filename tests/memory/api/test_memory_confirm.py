@@ -1,23 +1,25 @@
-"""SPEC §2 through the API (§10): a confirm of what the user already confirmed or corrected
-answers 200 `unchanged` with that record and stores nothing; a correct with the same
-normalised value is a confirm."""
+"""`POST /memories/{id}/confirm` (SPEC §2, §10): the user confirming a memory stores a
+`user-confirmed` version superseding it (201); a confirm of what the user already confirmed or
+corrected answers 200 `unchanged` with that record and stores nothing. A body is a 400, an
+unknown id a 404."""
+
+import uuid
 
 import pytest
 
 from memory.models import MemoryRecord
+from tests.helpers import assert_problem
+from tests.memory.api.calls import assert_memory
 
 pytestmark = pytest.mark.django_db
-
-
-def assert_memory(api, **body):
-    body.setdefault("scope", {"kind": "user"})
-    return api.post("/api/v1/memories", body, format="json").json()["memory"]
 
 
 @pytest.mark.parametrize("authority", ["user-confirmed", "user-corrected"])
 def test_it_answers_unchanged_for_a_confirm_of_the_users_own_word(api, sam, authority):
     """§2: 200, outcome `unchanged`, the record itself; nothing stored."""
-    record = assert_memory(api, user="sam", key="dog.name", value="Rex", authority=authority)
+    record = assert_memory(
+        api, user="sam", key="dog.name", value="Rex", authority=authority
+    ).json()["memory"]
     before = MemoryRecord.objects.count()
 
     r = api.post(f"/api/v1/memories/{record['id']}/confirm", {}, format="json")
@@ -27,13 +29,11 @@ def test_it_answers_unchanged_for_a_confirm_of_the_users_own_word(api, sam, auth
     assert MemoryRecord.objects.count() == before
 
 
-def test_it_answers_a_correct_with_the_same_normalised_value_like_a_confirm(api, sam):
-    """§2: `correct {value: " REX "}` of "Rex" is a confirm: 201 with a `user-confirmed`
-    record of the stored value, superseding it."""
-    record = assert_memory(api, user="sam", key="dog.name", value="Rex", authority="rule-extracted")
-
-    r = api.post(f"/api/v1/memories/{record['id']}/correct", {"value": " REX "}, format="json")
-
+def test_it_stores_a_user_confirmed_version_superseding_the_memory(api, sam):
+    record = assert_memory(api, key="dog.name", value="Rex", authority="rule-extracted").json()[
+        "memory"
+    ]
+    r = api.post(f"/api/v1/memories/{record['id']}/confirm", {}, format="json")
     assert r.status_code == 201
     memory = r.json()["memory"]
     assert (r.json()["outcome"], memory["authority"], memory["value"], memory["supersedes"]) == (
@@ -42,14 +42,17 @@ def test_it_answers_a_correct_with_the_same_normalised_value_like_a_confirm(api,
         "Rex",
         record["id"],
     )
+    assert api.get(f"/api/v1/memories/{record['id']}").json()["state"] == "superseded"
 
 
-def test_it_answers_unchanged_to_a_same_value_correct_of_a_confirmed_memory(api, sam):
-    record = assert_memory(api, user="sam", key="dog.name", value="Rex", authority="user-confirmed")
-    before = MemoryRecord.objects.count()
+def test_it_refuses_a_body_with_a_400_naming_the_field(api, sam):
+    record = assert_memory(api, key="dog.name", value="Rex").json()["memory"]
+    r = api.post(f"/api/v1/memories/{record['id']}/confirm", {"value": "Rex"}, format="json")
+    assert_problem(r, 400, "validation_error", "value")
+    assert MemoryRecord.objects.count() == 1
 
-    r = api.post(f"/api/v1/memories/{record['id']}/correct", {"value": "rex"}, format="json")
 
-    assert r.status_code == 200
-    assert r.json()["outcome"] == "unchanged" and r.json()["memory"] == record
-    assert MemoryRecord.objects.count() == before
+def test_it_answers_404_for_unknown_ids(api, sam):
+    assert_problem(
+        api.post(f"/api/v1/memories/{uuid.uuid4()}/confirm", {}, format="json"), 404, "not_found"
+    )

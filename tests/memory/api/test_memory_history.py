@@ -20,3 +20,13 @@ def test_it_shows_history_with_effective_ends(api, sam):
     assert [row["id"] for row in rows] == [a["id"], b["id"]]
     assert rows[0]["effective_until"] == "2026-08-03T00:00:00Z"
     assert rows[1]["effective_until"] is None
+
+
+def test_it_gives_each_history_row_its_state_e1(api, lagging):
+    rows = api.get("/api/v1/memory/history", {"user": "sam", "key": "basil_plant.name"}).json()[
+        "results"
+    ]
+    assert [(r["value"], r["state"], r["status"]) for r in rows] == [
+        ("Harbor", "superseded", "active"),
+        ("Marlowe", "active", "active"),
+    ]

@@ -3,6 +3,7 @@
 import pytest
 
 from memory.models import MemoryRecord
+from tests.memory.api.calls import lagging
 from tests.turns.api.snapshots import SNAPSHOT_KEYS
 
 pytestmark = pytest.mark.django_db
@@ -15,3 +16,16 @@ def test_it_exports_every_section(api, story):
     assert snapshot["user"]["ref"] == "wren" and snapshot["user"]["secret"]
     assert len(snapshot["memories"]) == MemoryRecord.objects.filter(user=story).count()
     assert {k["key"] for k in snapshot["keys"]} <= {m["key"] for m in snapshot["memories"]}
+
+
+def test_it_exports_no_state_and_refuses_one_on_import_e1(api, sam):
+    """E1: `state` and `state_detail` are derived: never exported, refused on import like any
+    unknown field."""
+    lagging(api)
+    snapshot = api.get("/api/v1/users/sam/export").json()
+    assert snapshot["memories"]
+    assert not any({"state", "state_detail"} & set(m) for m in snapshot["memories"])
+    api.delete("/api/v1/users/sam")
+    snapshot["memories"][0]["state"] = "active"
+    r = api.post("/api/v1/users/sam/import", snapshot, format="json")
+    assert r.status_code == 400 and "memories.0.state" in r.json()["errors"], r.json()

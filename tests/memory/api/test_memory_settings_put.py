@@ -1,61 +1,26 @@
-"""The user's memory switches (SPEC §7, I8) through the API: `learn` and `use`, both on by
-default, `GET`/`PUT /users/{user}/memory-settings`, and what each switch does to writes,
-extraction, plans and resolve — and that neither deletes anything."""
+"""`PUT /users/{user}/memory-settings` (SPEC §7, I8): switching `learn` and `use` through the
+API, and what each switch does to writes, extraction, plans and resolve — and that neither
+deletes anything."""
 
 import pytest
 
 from memory.models import MemoryProfile, MemoryRecord
 from tests.factories import MessageFactory
 from tests.helpers import assert_problem
+from tests.memory.api.calls import assert_memory, put_settings, settings_of
+from tests.turns.api.calls import plan, turn
 
 pytestmark = pytest.mark.django_db
 
-URL = "/api/v1/users/{}/memory-settings"
-
-
-def settings_of(api, ref="sam"):
-    return api.get(URL.format(ref))
-
-
-def put(api, body, ref="sam"):
-    return api.put(URL.format(ref), body, format="json")
-
-
-def assert_memory(api, **body):
-    body.setdefault("scope", {"kind": "user"})
-    body.setdefault("user", "sam")
-    return api.post("/api/v1/memories", body, format="json")
-
-
-def turn(api, conv, key, content):
-    return api.post(
-        f"/api/v1/conversations/{conv.pk}/turns",
-        {"turn_key": key, "content": content},
-        format="json",
-    )
-
-
-def plan(api, turn_id, **params):
-    params.setdefault("budget", 2000)
-    return api.get(f"/api/v1/turns/{turn_id}/prompt-plan", params)
-
-
 # ---------------------------------------------------------------------------------------------
 # The settings
-
-
-def test_it_has_both_switches_on_by_default(api, sam):
-    """I8: both settings are on by default; nothing has changed them yet."""
-    r = settings_of(api)
-    assert r.status_code == 200
-    assert r.json() == {"learn": True, "use": True, "changed_at": None, "changed_by": None}
 
 
 @pytest.mark.parametrize("switch", ["learn", "use"])
 def test_it_switches_each_setting_through_the_api_and_records_who_and_when(api, sam, switch):
     """I8/§10: PUT {learn?, use?} → {learn, use, changed_at, changed_by}; the change records
     when and that it came through the API; the other switch stays as it was."""
-    r = put(api, {switch: False})
+    r = put_settings(api, {switch: False})
     assert r.status_code == 200
     body = r.json()
     other = "use" if switch == "learn" else "learn"
@@ -65,26 +30,25 @@ def test_it_switches_each_setting_through_the_api_and_records_who_and_when(api, 
     profile = MemoryProfile.objects.get(user=sam)
     assert getattr(profile, switch) is False and profile.settings_changed_by == "api"
 
-    back = put(api, {switch: True}).json()
+    back = put_settings(api, {switch: True}).json()
     assert back[switch] is True and back["changed_at"] >= body["changed_at"]
 
 
 def test_it_records_nothing_when_nothing_changes(api, sam):
     """I8: a PUT that changes no switch records no change."""
-    assert put(api, {}).json() == {
+    assert put_settings(api, {}).json() == {
         "learn": True,
         "use": True,
         "changed_at": None,
         "changed_by": None,
     }
-    assert put(api, {"learn": True, "use": True}).json()["changed_at"] is None
-    changed = put(api, {"use": False}).json()
-    assert put(api, {"use": False}).json() == changed
+    assert put_settings(api, {"learn": True, "use": True}).json()["changed_at"] is None
+    changed = put_settings(api, {"use": False}).json()
+    assert put_settings(api, {"use": False}).json() == changed
 
 
 def test_it_answers_404_for_an_unknown_user(api, sam):
-    assert_problem(settings_of(api, "nobody"), 404, "not_found")
-    assert_problem(put(api, {"learn": False}, "nobody"), 404, "not_found")
+    assert_problem(put_settings(api, {"learn": False}, "nobody"), 404, "not_found")
 
 
 @pytest.mark.parametrize(
@@ -101,12 +65,12 @@ def test_it_answers_404_for_an_unknown_user(api, sam):
 )
 def test_it_refuses_anything_but_booleans(api, sam, body, field):
     """§10: bad types → 400 validation_error naming the field; nothing changes."""
-    assert field in assert_problem(put(api, body), 400, "validation_error")["errors"]
+    assert field in assert_problem(put_settings(api, body), 400, "validation_error")["errors"]
     assert settings_of(api).json()["changed_at"] is None
 
 
 def test_it_refuses_a_body_that_is_not_an_object(api, sam):
-    assert_problem(put(api, [True]), 400, "validation_error")
+    assert_problem(put_settings(api, [True]), 400, "validation_error")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,7 +81,7 @@ def test_it_refuses_a_body_that_is_not_an_object(api, sam):
 def test_it_pauses_model_and_rule_writes_while_learning_is_off(api, sam, authority):
     """I8: with `learn` off an assert with authority model-inferred or rule-extracted stores
     nothing: 200, outcome `blocked`, reason `paused` (as W3)."""
-    put(api, {"learn": False})
+    put_settings(api, {"learn": False})
     r = assert_memory(api, key="pet.name", value="Rex", authority=authority)
     assert r.status_code == 200
     assert r.json() == {"outcome": "blocked", "memory": None, "reason": "paused"}
@@ -127,16 +91,16 @@ def test_it_pauses_model_and_rule_writes_while_learning_is_off(api, sam, authori
 @pytest.mark.parametrize("authority", ["user-confirmed", "user-corrected"])
 def test_it_still_stores_the_users_own_word_while_learning_is_off(api, sam, authority):
     """I8: only what the companion learns by itself is paused."""
-    put(api, {"learn": False})
+    put_settings(api, {"learn": False})
     r = assert_memory(api, key="pet.name", value="Rex", authority=authority)
     assert r.status_code == 201 and r.json()["outcome"] == "created"
 
 
 def test_it_replays_a_paused_write_by_its_idempotency_key(api, sam):
     """W2 with I8: the paused outcome is the key's outcome, as a W3 block is."""
-    put(api, {"learn": False})
+    put_settings(api, {"learn": False})
     first = assert_memory(api, key="pet.name", value="Rex", idempotency_key="k1").json()
-    put(api, {"learn": True})
+    put_settings(api, {"learn": True})
     again = assert_memory(api, key="pet.name", value="Rex", idempotency_key="k1")
     assert first["reason"] == "paused"
     assert again.status_code == 200
@@ -150,12 +114,12 @@ def test_it_extracts_nothing_from_a_turn_while_learning_is_off(api, sam, conv):
     as it was created."""
     on = turn(api, conv, "t1", "My dog's name is Rex.").json()
     assert on["learning"] is True and len(on["extracted"]) == 1
-    put(api, {"learn": False})
+    put_settings(api, {"learn": False})
     off = turn(api, conv, "t2", "Call me Sam. I live in Boston.")
     assert off.status_code == 201
     assert off.json()["extracted"] == [] and off.json()["learning"] is False
     assert set(MemoryRecord.objects.values_list("key", flat=True)) == {"dog.name"}
-    put(api, {"learn": True})
+    put_settings(api, {"learn": True})
     replay = turn(api, conv, "t2", "Call me Sam. I live in Boston.")
     assert replay.status_code == 200 and replay.json() == off.json()
 
@@ -163,7 +127,7 @@ def test_it_extracts_nothing_from_a_turn_while_learning_is_off(api, sam, conv):
 def test_it_does_not_take_a_correction_from_a_message_while_learning_is_off(api, sam, conv):
     """I8: "extract nothing" includes corrections; the earlier name stays."""
     turn(api, conv, "t1", "The basil plant is named Harbor.")
-    put(api, {"learn": False})
+    put_settings(api, {"learn": False})
     t = turn(api, conv, "t2", "I renamed the basil plant. It is Marlowe now, not Harbor.").json()
     assert t["extracted"] == []
     assert [m["value"] for m in plan(api, t["id"]).json()["memories"]] == ["Harbor"]
@@ -172,7 +136,7 @@ def test_it_does_not_take_a_correction_from_a_message_while_learning_is_off(api,
 def test_it_remembers_nothing_while_learning_is_off(api, sam, conv, ctx):
     """I8: POST /memory/remember extracts nothing with `learn` off."""
     msg = MessageFactory(conversation=conv, content="I work at Acme.")
-    put(api, {"learn": False})
+    put_settings(api, {"learn": False})
     r = api.post(
         "/api/v1/memory/remember",
         {"context": ctx, "text": "I work at Acme.", "source": str(msg.pk)},
@@ -180,7 +144,7 @@ def test_it_remembers_nothing_while_learning_is_off(api, sam, conv, ctx):
     )
     assert r.status_code == 200 and r.json() == {"extracted": []}
     assert not MemoryRecord.objects.exists()
-    put(api, {"learn": True})
+    put_settings(api, {"learn": True})
     again = api.post(
         "/api/v1/memory/remember",
         {"context": ctx, "text": "I work at Acme.", "source": str(msg.pk)},
@@ -193,7 +157,7 @@ def test_it_still_confirms_and_corrects_while_learning_is_off(api, sam, conv):
     """I8: the user's own confirm and correct still work."""
     t = turn(api, conv, "t1", "My dog's name is Rex. I like jazz.").json()
     dog, jazz = sorted((e["memory"] for e in t["extracted"]), key=lambda m: m["key"])
-    put(api, {"learn": False})
+    put_settings(api, {"learn": False})
     confirmed = api.post(f"/api/v1/memories/{dog['id']}/confirm", {}, format="json")
     assert (
         confirmed.status_code == 201 and confirmed.json()["memory"]["authority"] == "user-confirmed"
@@ -226,7 +190,7 @@ def test_it_keeps_every_memory_out_of_the_plan_while_use_is_off(api, sam, conv, 
     t, supported, invented = _facts(api, conv)
     before = plan(api, t["id"], memory_order=order).json()
     assert len(before["memories"]) == 2
-    put(api, {"use": False})
+    put_settings(api, {"use": False})
     off = plan(api, t["id"], memory_order=order).json()
     assert off["memories"] == []
     memory_exclusions = {e["id"]: e["reason"] for e in off["excluded"] if e["kind"] == "memory"}
@@ -241,7 +205,7 @@ def test_it_resolves_with_an_empty_prompt_while_use_is_off(api, sam, conv, ctx):
     _, supported, invented = _facts(api, conv)
     body = {"context": ctx}
     on = api.post("/api/v1/memory/resolve", body, format="json").json()
-    put(api, {"use": False})
+    put_settings(api, {"use": False})
     off = api.post("/api/v1/memory/resolve", body, format="json").json()
     assert off["active"] == on["active"] and off["excluded"] == on["excluded"]
     assert len(on["prompt"]) == 2 and off["prompt"] == []
@@ -262,10 +226,10 @@ def test_it_deletes_nothing_and_gives_back_the_same_plan_when_switched_on_again(
     t, _, _ = _facts(api, conv)
     rows = list(MemoryRecord.objects.order_by("pk").values())
     first = plan(api, t["id"]).json()
-    put(api, {"learn": False, "use": False})
+    put_settings(api, {"learn": False, "use": False})
     assert plan(api, t["id"]).json()["memories"] == []
     assert list(MemoryRecord.objects.order_by("pk").values()) == rows
-    put(api, {"learn": True, "use": True})
+    put_settings(api, {"learn": True, "use": True})
     again = plan(api, t["id"]).json()
     assert again["memories"] == first["memories"] and again["plan_hash"] == first["plan_hash"]
     assert list(MemoryRecord.objects.order_by("pk").values()) == rows
@@ -276,7 +240,7 @@ def test_it_keeps_the_other_users_switches_apart(api, sam, conv):
     from tests.factories import UserFactory
 
     UserFactory(username="alex")
-    put(api, {"use": False}, ref="alex")
+    put_settings(api, {"use": False}, ref="alex")
     assert settings_of(api).json()["use"] is True
     t, supported, _ = _facts(api, conv)
     assert len(plan(api, t["id"]).json()["memories"]) == len(supported)
@@ -319,7 +283,7 @@ def test_it_resolves_in_the_same_number_of_queries_either_way(
 ):
     """I8/DESIGN: the switch comes with the user's row: resolve stays at 4 queries."""
     _bulk(sam, conv, n)
-    put(api, {"use": use})
+    put_settings(api, {"use": use})
     with django_assert_num_queries(4):
         r = api.post(
             "/api/v1/memory/resolve",
@@ -339,7 +303,7 @@ def test_it_creates_a_turn_without_reading_the_switch_separately(api, sam, conv)
 
     from tests.helpers import ON_POSTGRES
 
-    put(api, {"learn": False})
+    put_settings(api, {"learn": False})
     with CaptureQueriesContext(connection) as captured:
         r = turn(api, conv, "t1", "My dog's name is Rex.")
     assert r.status_code == 201 and r.json()["learning"] is False
