@@ -32,6 +32,33 @@ class ContextState:
 EMPTY = ContextState([], [], {})
 
 
+def caught_up(state: ContextState, changed: ContextState) -> ContextState:
+    """`state` with the rows changed after the version it was kept at (`changed`: the
+    records and tombstones inserted or updated since, the retractions added since): a row
+    of an id already held replaces it where it stood, a new one comes last, a slot's
+    retraction time is the latest of both. Unchanged rows stay the very objects they were,
+    so a resolution of them is reused (`resolve_context`). Rows removed since are not
+    changes this can make: the state is then read again whole (`memory.triggers`)."""
+    records = _replaced(state.records, changed.records)
+    tombstones = _replaced(state.tombstones, changed.tombstones)
+    retractions = state.retractions
+    if changed.retractions:
+        retractions = dict(retractions)
+        for slot, at in changed.retractions.items():
+            held = retractions.get(slot)
+            if held is None or at > held:
+                retractions[slot] = at
+    return ContextState(records, tombstones, retractions)
+
+
+def _replaced(held: list, changed: list) -> list:
+    if not changed:
+        return held
+    by_id = {row.id: row for row in changed}
+    kept = [by_id.pop(row.id, row) for row in held]
+    return kept + [row for row in changed if row.id in by_id]
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A resolution and projection of some records made at a time of `window`, the valid

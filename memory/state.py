@@ -30,7 +30,7 @@ from django.db import connections
 from config.storage import RawReader, RowWriter, json_rows, raw_reader
 
 from . import storage
-from .current import EMPTY, ContextState, Resolved
+from .current import EMPTY, ContextState, Resolved, caught_up
 from .domain import MemoryRecord as DomainRecord
 from .domain import Projection, Resolution
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemoryVersion, SlotRetraction
@@ -62,6 +62,7 @@ class ContextMemory:
         self._cached = cached
         self._read = False
         self._version: int | None = None
+        self._known: int | None = None
         self._found: ContextState | None = None
         self._state = MemoryState(None, EMPTY)
 
@@ -70,16 +71,23 @@ class ContextMemory:
         parameters; `read_from` takes their values."""
         cached = self._cached
         known = cached.version if cached is not None and cached.secret == self.secret else None
-        return storage.context_state_parts(reader, self.user, self.scope_ids, known)
+        self._known = known
+        return storage.context_state_parts(reader, self.user, self.scope_ids, known, catch_up=True)
 
     def read_from(self, values: list) -> None:
-        """Take the values of `read_parts` off the front of `values`."""
-        version, records, tombstones, retractions = (values.pop(0) for _ in range(4))
+        """Take the values of `read_parts` off the front of `values`: the state held caught up
+        with the rows changed after its version, unless a removal came after it (then what
+        was read is the whole state)."""
+        version, removed, records, tombstones, retractions = (values.pop(0) for _ in range(5))
         self._read, self._version = True, version
-        if records is not None:
-            self._found = storage.parse_context_state(
-                records, tombstones, retractions, self.user.username
-            )
+        if records is None:
+            return
+        found = storage.parse_context_state(records, tombstones, retractions, self.user.username)
+        known = self._known
+        if known is not None and removed is not None and removed <= known:
+            found = caught_up(self._cached.state, found)
+            MEMORY_CACHE.note_catch_up()
+        self._found = found
 
     def read_orm(self) -> None:
         """What `read_parts` reads, through the ORM: the reference the statement is tested

@@ -374,14 +374,37 @@ def read_registry(reader: RawReader) -> list[tuple]:
 
 
 def context_state_parts(
-    reader: RawReader, user, scope_ids: list[str], cached_version: int | None = None
+    reader: RawReader,
+    user,
+    scope_ids: list[str],
+    cached_version: int | None = None,
+    *,
+    catch_up: bool = False,
 ) -> tuple[list[str], list]:
     """SQL for the parts of a `ContextState` as scalar subqueries, and their parameters: the
     user's memory version, then the records, the tombstones and the retractions, each a JSON
-    array — or NULL when the version is `cached_version` (the caller holds that state)."""
+    array — or NULL when the version is `cached_version` (the caller holds that state).
+
+    With `catch_up`, the user's removal version (`MemoryVersion.removed_version`) comes second
+    and, when the caller holds the state at `cached_version` and no removal came after it,
+    the three arrays hold only the rows changed after it (`changed_version`): the caller
+    catches its state up (`memory.current.caught_up`); otherwise they hold every row."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
     scopes = ", ".join(["%s"] * len(scope_ids))
+    since, since_params = "", []
+    if catch_up and cached_version is not None:
+        # A removal after the held version: every row (no row is stamped below 0).
+        since = (
+            f"(CASE WHEN (SELECT {name(MemoryVersion, 'removed_version')} "
+            f"FROM {reader.table(MemoryVersion)} WHERE {name(MemoryVersion, 'user_id')} = %s) "
+            f"<= %s THEN %s ELSE -1 END)"
+        )
+        since_params = [user.pk, cached_version, cached_version]
+
+    def changed(model, alias: str) -> str:
+        return f" AND {name(model, 'changed_version', alias)} > {since}" if since else ""
+
     message = column(MemorySource, "message", "s.")
     linked = (
         f"FROM {reader.table(MemorySource)} s "
@@ -396,7 +419,7 @@ def context_state_parts(
         vendor,
         [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources],
         f"FROM {reader.table(MemoryRecord)} r WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
-        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})",
+        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})" + changed(MemoryRecord, "r."),
     )
     tombstones = json_rows(
         vendor,
@@ -411,7 +434,8 @@ def context_state_parts(
                 "blocks_sources_before",
             )
         ],
-        f"FROM {reader.table(Tombstone)} t WHERE {name(Tombstone, 'user', 't.')} = %s",
+        f"FROM {reader.table(Tombstone)} t WHERE {name(Tombstone, 'user', 't.')} = %s"
+        + changed(Tombstone, "t."),
     )
     retractions = json_rows(
         vendor,
@@ -420,17 +444,24 @@ def context_state_parts(
             for field in ("scope_id", "key", "value_hash", "retracted_at")
         ],
         f"FROM {reader.table(SlotRetraction)} x WHERE {name(SlotRetraction, 'user', 'x.')} = %s "
-        f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})",
+        f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})"
+        + changed(SlotRetraction, "x."),
     )
     version = (
         f"(SELECT {name(MemoryVersion, 'version')} FROM {reader.table(MemoryVersion)} "
         f"WHERE {name(MemoryVersion, 'user_id')} = %s)"
     )
     parts, params = [version], [user.pk]
+    if catch_up:
+        parts.append(
+            f"(SELECT {name(MemoryVersion, 'removed_version')} FROM {reader.table(MemoryVersion)} "
+            f"WHERE {name(MemoryVersion, 'user_id')} = %s)"
+        )
+        params.append(user.pk)
     for part, found in (
-        (records, [user.pk, *scope_ids]),
-        (tombstones, [user.pk]),
-        (retractions, [user.pk, *scope_ids]),
+        (records, [user.pk, *scope_ids, *since_params]),
+        (tombstones, [user.pk, *since_params]),
+        (retractions, [user.pk, *scope_ids, *since_params]),
     ):
         if cached_version is None:
             parts.append(part)
@@ -523,10 +554,15 @@ class MemoryCache:
         self._entries: OrderedDict[tuple, CachedMemory] = OrderedDict()
         self._lock = threading.Lock()
         self.reused = 0  # states reused instead of read (tests and the benchmark read it)
+        self.caught_up = 0  # states caught up with what changed instead of read whole
 
     def note_reuse(self) -> None:
         with self._lock:
             self.reused += 1
+
+    def note_catch_up(self) -> None:
+        with self._lock:
+            self.caught_up += 1
 
     def get(self, user_id, scope_ids) -> CachedMemory | None:
         key = (user_id, tuple(scope_ids))
