@@ -7,15 +7,16 @@ which answers an earlier resolution again while it still holds."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from conversations.domain import Context
 
-from .domain import MemoryRecord, Projection, Resolution, Tombstone
-from .projection import project
-from .resolver import at_time, resolve, stable_window
+from .domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
+from .projection import project, prompt_order
+from .resolver import RESOLVER_REASONS, at_time, resolve, stable_window
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ class Resolved:
     window: tuple[datetime | None, datetime | None]
     resolution: Resolution
     projection: Projection
+    # Made key by key (`resolve_keyed`): each key's share, and the secret and certainty
+    # thresholds they were made with; a key's share is reused while it holds.
+    parts: Mapping[str, KeyPart] = field(default_factory=dict)
+    settings: tuple = ()
 
     @classmethod
     def made(
@@ -110,3 +115,208 @@ def resolve_context(
         resolution.active, labels=labels, many_keys=many_keys, likely=likely, uncertain=uncertain
     )
     return resolution, projection
+
+
+# ---------------------------------------------------------------------------------------------
+# A context resolved key by key: what changed is resolved again, what did not is reused
+
+
+@dataclass(frozen=True)
+class KeyPart:
+    """One key's share of a context's resolution: its records and tombstones (the very
+    objects), what of the registry it was made with (`many`, label), the valid times over
+    which it answers as it did, its resolution and projection, and the records it names in
+    `supersedes` outside its own (R5 looks across keys only through these)."""
+
+    records: tuple[MemoryRecord, ...]
+    tombstones: tuple[Tombstone, ...]
+    made_with: tuple[bool, str | None]
+    window: tuple[datetime | None, datetime | None]
+    resolution: Resolution
+    projection: Projection
+    outside: frozenset[str]
+    prompt_order: tuple  # the planner's order (I3) of `projection.prompt`, item by item
+
+    def holds(self, records, tombstones, made_with, now: datetime) -> bool:
+        lo, hi = self.window
+        if (lo is not None and now < lo) or (hi is not None and now >= hi):
+            return False
+        return (
+            made_with == self.made_with
+            and _same(self.records, records)
+            and _same(self.tombstones, tombstones)
+        )
+
+
+def _same(held: tuple, given: list) -> bool:
+    """The same objects, in any order."""
+    if len(held) != len(given):
+        return False
+    if all(map(operator.is_, held, given)):
+        return True
+    return {id(row) for row in held} == {id(row) for row in given}
+
+
+def resolve_keyed(
+    records: Sequence[MemoryRecord],
+    tombstones: Sequence[Tombstone],
+    context: Context,
+    *,
+    many_keys: frozenset[str],
+    labels: Mapping[str, str],
+    secret: bytes,
+    likely: float,
+    uncertain: float,
+    earlier: Resolved | None = None,
+) -> Resolved:
+    """What `resolve_context` answers, made key by key: R1–R6 never look across keys but for
+    R5's `supersedes` (R4's tombstones, R6's slots and P3's shadowing are per key), so the
+    context's resolution is the union of its keys' — `active` in (key, id) order, `excluded`
+    in id order, the trace's counts summed — and its projection the union of theirs in the
+    planner's order (I3). A key of `earlier` whose records and tombstones are the very
+    objects they were, under the same registry entry, at a `now` inside its window (R3, R5),
+    is reused as it is; only the others are resolved again. Where a record names one of
+    another key in `supersedes`, the whole context is resolved at once. Ids are unique (they
+    are primary keys), as in every stored state."""
+    settings = (secret, likely, uncertain)
+    now = context.now
+    parts_before = earlier.parts if earlier is not None and earlier.settings == settings else {}
+    by_key: dict[str, list[MemoryRecord]] = {}
+    for record in records:
+        found = by_key.get(record.key)
+        if found is None:
+            by_key[record.key] = [record]
+        else:
+            found.append(record)
+    tombs_by_key: dict[str, list[Tombstone]] = {}
+    for tomb in tombstones:
+        tombs_by_key.setdefault(tomb.key, []).append(tomb)
+    parts: dict[str, KeyPart] = {}
+    changed = len(by_key) != len(parts_before)
+    for key in sorted(by_key):
+        keyed, tombs = by_key[key], tombs_by_key.get(key, ())
+        made_with = (key in many_keys, labels.get(key))
+        part = parts_before.get(key)
+        if part is None or not part.holds(keyed, tombs, made_with, now):
+            changed = True
+            made = _resolve_key(keyed, tombs, context, many_keys, labels, secret, likely, uncertain)
+            part = KeyPart(
+                tuple(keyed),
+                tuple(tombs),
+                made_with,
+                stable_window(keyed, now),
+                *made,
+            )
+        parts[key] = part
+    if not changed and earlier is not None and earlier.parts is parts_before:
+        reused = earlier.at(now)
+        if reused is not None:
+            return Resolved(earlier.window, *reused, parts=parts, settings=settings)
+    if any(part.outside for part in parts.values()):
+        ids = {record.id for record in records}
+        if any(target in ids for part in parts.values() for target in part.outside):
+            resolution, projection = resolve_context(
+                records,
+                tombstones,
+                context,
+                many_keys=many_keys,
+                labels=labels,
+                secret=secret,
+                likely=likely,
+                uncertain=uncertain,
+            )
+            return Resolved.made(records, now, resolution, projection)
+    return _assembled(parts, now, settings)
+
+
+def _resolve_key(keyed, tombs, context, many_keys, labels, secret, likely, uncertain):
+    resolution = resolve(keyed, tombs, context, many_keys=many_keys, secret=secret)
+    projection = project(
+        resolution.active, labels=labels, many_keys=many_keys, likely=likely, uncertain=uncertain
+    )
+    ids = {record.id for record in keyed}
+    outside = frozenset(
+        record.supersedes
+        for record in keyed
+        if record.supersedes is not None and record.supersedes not in ids
+    )
+    order = tuple(map(prompt_order, projection.prompt))
+    return resolution, projection, outside, order
+
+
+def _assembled(parts: dict[str, KeyPart], now: datetime, settings: tuple) -> Resolved:
+    """The context's resolution and projection from its keys' (in key order), as `resolve`
+    and `project` make them of all the records at once."""
+    resolutions = [part.resolution for part in parts.values()]
+    active = tuple(record for r in resolutions for record in r.active)
+    excluded = sorted((e for r in resolutions for e in r.excluded), key=_exclusion_id)
+    trace: dict = {
+        "candidates": sum(r.trace["candidates"] for r in resolutions),
+        "active": len(active),
+    }
+    for reason in RESOLVER_REASONS:
+        name = "excluded_" + reason.replace("-", "_")
+        trace[name] = sum(r.trace[name] for r in resolutions)
+    trace["resolver_version"] = RESOLVER_VERSION
+    trace["now"] = _iso(now)
+    resolution = Resolution(
+        active=active,
+        excluded=tuple(excluded),
+        trace=trace,
+        explanations=_Explanations([r.explanations for r in resolutions]),
+    )
+    ordered = sorted(
+        (order, item)
+        for part in parts.values()
+        for order, item in zip(part.prompt_order, part.projection.prompt, strict=True)
+    )
+    projection = Projection(
+        prompt=tuple(item for _, item in ordered),
+        excluded=tuple(
+            sorted(
+                (e for part in parts.values() for e in part.projection.excluded),
+                key=_exclusion_id,
+            )
+        ),
+    )
+    los = [part.window[0] for part in parts.values() if part.window[0] is not None]
+    his = [part.window[1] for part in parts.values() if part.window[1] is not None]
+    window = (max(los) if los else None, min(his) if his else None)
+    return Resolved(window, resolution, projection, parts=parts, settings=settings)
+
+
+_exclusion_id = operator.attrgetter("id")
+
+
+def _iso(moment: datetime) -> str:
+    """The trace's time as `resolve` writes it (SPEC §0)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class _Explanations(Mapping):
+    """R8 of a context resolved key by key: every key's explanations, read as one mapping of
+    record id → `Explanation` iterating in id order, as `resolve` answers them."""
+
+    def __init__(self, parts: list[Mapping]):
+        self._parts = parts
+        self._owner: dict[str, Mapping] | None = None
+
+    def _owners(self) -> dict[str, Mapping]:
+        if self._owner is None:
+            self._owner = {record_id: part for part in self._parts for record_id in part}
+        return self._owner
+
+    def __getitem__(self, record_id: str):
+        return self._owners()[record_id][record_id]
+
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self._owners()
+
+    def __iter__(self):
+        return iter(sorted(self._owners()))
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self._parts)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))

@@ -32,7 +32,6 @@ from config.storage import RawReader, RowWriter, json_rows, raw_reader
 from . import storage
 from .current import EMPTY, ContextState, Resolved, caught_up
 from .domain import MemoryRecord as DomainRecord
-from .domain import Projection, Resolution
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemoryVersion, SlotRetraction
 from .selectors import last_named_key_query, memory_version_of, records_to_domain, tombstones_of
 from .services import add_plan_rows
@@ -116,7 +115,7 @@ class ContextMemory:
             state = self._cached.state
             MEMORY_CACHE.note_reuse()
         cached = self._cached
-        resolved = cached.resolved_for(state, registry, self.secret) if cached else None
+        resolved = cached.resolved_by_key(self.secret) if cached else None
         self._state = MemoryState(self._version, state, resolved)
         return self._state
 
@@ -127,23 +126,18 @@ class ContextMemory:
         *,
         scope_fields: dict,
         records: list[DomainRecord],
-        resolution: Resolution,
-        projection: Projection,
-        now: datetime,
+        resolved: Resolved,
         registry,
     ) -> None:
         """A batch's rows (W3–W10, as `memory.services.add_plan_rows` lays them out) added to
         `writer`; once written, the context's state as they left it — `records` with their
-        resolution at `now` — is kept for the next request of this process, at the version
-        they left (read back: one statement) or, when they changed nothing, at the version
-        read. A transaction that writes again, or rolls back, leaves the copy unused."""
+        resolution (`memory.current.resolve_keyed`) — is kept for the next request of this
+        process, at the version they left (read back: one statement) or, when they changed
+        nothing, at the version read. A transaction that writes again, or rolls back, leaves
+        the copy unused."""
         add_plan_rows(writer, self.user, writes, scope_fields)
         if self._read:
-            writer.then(
-                lambda: self._keep(
-                    writes, records, Resolved.made(records, now, resolution, projection), registry
-                )
-            )
+            writer.then(lambda: self._keep(writes, records, resolved, registry))
 
     def _keep(self, writes: WritePlan, records, resolved: Resolved, registry) -> None:
         read = self._state

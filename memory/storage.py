@@ -542,6 +542,14 @@ class CachedMemory:
         made_with, resolved = self.resolved
         return resolved if made_with is registry else None
 
+    def resolved_by_key(self, secret: str) -> Resolved | None:
+        """The resolution this process made last for this context, whatever state and
+        registry it was made of: `memory.current.resolve_keyed` reuses each key of it that
+        still holds."""
+        if self.resolved is None or secret != self.secret:
+            return None
+        return self.resolved[1]
+
 
 class MemoryCache:
     """A bounded, thread-safe LRU of `CachedMemory` by (user id, scope ids). Entries are never

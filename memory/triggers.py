@@ -91,7 +91,7 @@ def _pg_statement_function(table: str, event: str) -> str:
         if event == "UPDATE" and table in _UPDATE_REMOVES:
             body += _pg_bump("SELECT DISTINCT o.user_id FROM old_rows o", removed=True)
         elif event == "UPDATE":
-            moved = "OR o.{0} IS DISTINCT FROM c.{0}".format(scope) if scope else ""
+            moved = f"OR o.{scope} IS DISTINCT FROM c.{scope}" if scope else ""
             body += _pg_bump(
                 "SELECT DISTINCT o.user_id FROM old_rows o JOIN changed_rows c ON c.id = o.id "
                 f"WHERE o.user_id IS DISTINCT FROM c.user_id {moved}",
