@@ -45,6 +45,20 @@ STAMPED = {
     "memory_slotretraction": "scope_id",
 }
 TABLES = (*STAMPED, SOURCES)
+# SQLite: the columns whose update is a change (every column but the stamp, which the
+# triggers' own updates set alone; tests/memory/core/test_catch_up_storage.py checks the lists
+# against the models).
+SQLITE_CHANGED_COLUMNS = {
+    "memory_memoryrecord": (
+        "id user_id key value scope_kind character_id conversation_id scene scope_id status "
+        "status_since authority confidence valid_from valid_until recorded_at evidence_time "
+        "supersedes_id retracted_at version"
+    ).split(),
+    "memory_tombstone": (
+        "id user_id scope_id key value_hash forgotten_at blocks_sources_before forgotten_by"
+    ).split(),
+    "memory_slotretraction": "id user_id scope_id key value_hash retracted_at".split(),
+}
 # A retraction is kept as the latest time per slot, which an update may lower: its updates are
 # removals.
 _UPDATE_REMOVES = frozenset({"memory_slotretraction"})
@@ -178,8 +192,8 @@ def _sqlite_bump(user: str, removed: bool) -> str:
 def _sqlite_body(table: str, event: str) -> str:
     counter = f"(SELECT value FROM {COUNTER_TABLE} WHERE id = 1)"
     if table == SOURCES:
-        if event == "INSERT":
-            return f"UPDATE {RECORDS} SET changed_version = 0 WHERE id = NEW.memory_id; "
+        if event == "INSERT":  # an update of a changed column, so the record is stamped
+            return f"UPDATE {RECORDS} SET user_id = user_id WHERE id = NEW.memory_id; "
         user = "(SELECT user_id FROM memory_memoryrecord WHERE id = {}.memory_id)"
         body = _sqlite_bump(user.format("OLD"), removed=True)
         if event == "UPDATE":
@@ -191,7 +205,7 @@ def _sqlite_body(table: str, event: str) -> str:
             return body
         return body + _sqlite_bump("NEW.user_id", removed=True)
     body = _sqlite_bump("NEW.user_id", removed=False)
-    # Recursive triggers are off: this update does not run the trigger that makes it.
+    # An update of the stamp alone runs no trigger (`SQLITE_CHANGED_COLUMNS`).
     body += f"UPDATE {table} SET changed_version = {counter} WHERE rowid = NEW.rowid; "
     if event == "UPDATE":
         scope = STAMPED[table]
@@ -215,8 +229,10 @@ def _sqlite_create() -> list[str]:
     ]
     for table in TABLES:
         for event in _EVENTS:
+            columns = SQLITE_CHANGED_COLUMNS.get(table) if event == "UPDATE" else None
+            of = f" OF {', '.join(columns)}" if columns else ""
             statements.append(
-                f"CREATE TRIGGER {table}_version_{event.lower()} AFTER {event} ON {table} "
+                f"CREATE TRIGGER {table}_version_{event.lower()} AFTER {event}{of} ON {table} "
                 f"FOR EACH ROW BEGIN {_sqlite_body(table, event)}END"
             )
     return statements
