@@ -8,9 +8,11 @@ which answers an earlier resolution again while it still holds."""
 from __future__ import annotations
 
 import operator
+import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import chain
 
 from conversations.domain import Context
 
@@ -68,9 +70,14 @@ class Resolved:
     window: tuple[datetime | None, datetime | None]
     resolution: Resolution
     projection: Projection
-    # Made key by key (`resolve_keyed`): each key's share, and the secret and certainty
-    # thresholds they were made with; a key's share is reused while it holds.
-    parts: Mapping[str, KeyPart] = field(default_factory=dict)
+    # Made by groups of keys (`resolve_keyed`): each group's share, what they were made of
+    # and with (the secret, the certainty thresholds, the number of groups); a group's share
+    # is reused while it holds.
+    parts: Mapping[int, KeyPart] = field(default_factory=dict)
+    records: tuple = ()
+    tombstones: Sequence = ()
+    many_keys: frozenset | None = None
+    labels: Mapping | None = None
     settings: tuple = ()
 
     @classmethod
@@ -118,19 +125,20 @@ def resolve_context(
 
 
 # ---------------------------------------------------------------------------------------------
-# A context resolved key by key: what changed is resolved again, what did not is reused
+# A context resolved by groups of keys: what changed is resolved again, what did not is reused
 
 
 @dataclass(frozen=True)
 class KeyPart:
-    """One key's share of a context's resolution: its records and tombstones (the very
-    objects), what of the registry it was made with (`many`, label), the valid times over
-    which it answers as it did, its resolution and projection, and the records it names in
-    `supersedes` outside its own (R5 looks across keys only through these)."""
+    """The share of a context's resolution of one group of keys (`group_of`): its records
+    and tombstones (the very objects), what of the registry it was made with (per key:
+    `many`, label), the valid times over which it answers as it did, its resolution and
+    projection, and the records it names in `supersedes` outside its own (R5 looks across
+    keys only through these)."""
 
     records: tuple[MemoryRecord, ...]
     tombstones: tuple[Tombstone, ...]
-    made_with: tuple[bool, str | None]
+    made_with: tuple
     window: tuple[datetime | None, datetime | None]
     resolution: Resolution
     projection: Projection
@@ -157,6 +165,21 @@ def _same(held: tuple, given: list) -> bool:
     return {id(row) for row in held} == {id(row) for row in given}
 
 
+def groups_for(n_records: int) -> int:
+    """How many groups of keys a context of `n_records` records is resolved in: about 128
+    records a group, at most 64 groups, a power of two (so the count changes, and every
+    group is resolved again, only when the records double or halve)."""
+    groups = 1
+    while groups < 64 and groups * 256 <= n_records:
+        groups *= 2
+    return groups
+
+
+def group_of(key: str, groups: int) -> int:
+    """A key's group: the same in every process and every turn (CRC-32 of the key)."""
+    return zlib.crc32(key.encode()) % groups if groups > 1 else 0
+
+
 def resolve_keyed(
     records: Sequence[MemoryRecord],
     tombstones: Sequence[Tombstone],
@@ -168,50 +191,78 @@ def resolve_keyed(
     likely: float,
     uncertain: float,
     earlier: Resolved | None = None,
+    groups: int | None = None,
 ) -> Resolved:
-    """What `resolve_context` answers, made key by key: R1–R6 never look across keys but for
-    R5's `supersedes` (R4's tombstones, R6's slots and P3's shadowing are per key), so the
-    context's resolution is the union of its keys' — `active` in (key, id) order, `excluded`
-    in id order, the trace's counts summed — and its projection the union of theirs in the
-    planner's order (I3). A key of `earlier` whose records and tombstones are the very
-    objects they were, under the same registry entry, at a `now` inside its window (R3, R5),
-    is reused as it is; only the others are resolved again. Where a record names one of
-    another key in `supersedes`, the whole context is resolved at once. Ids are unique (they
-    are primary keys), as in every stored state."""
+    """What `resolve_context` answers, made by groups of keys: R1–R6 never look across keys
+    but for R5's `supersedes` (R4's tombstones, R6's slots and P3's shadowing are per key),
+    so the context's resolution is the union of its groups' — `active` in (key, id) order,
+    `excluded` in id order, the trace's counts summed — and its projection the union of
+    theirs in the planner's order (I3). A group of `earlier` whose records and tombstones are
+    the very objects they were, under the same registry entries, at a `now` inside its window
+    (R3, R5), is reused as it is; only the others are resolved again. Where a record names
+    one of another group in `supersedes`, the whole context is resolved at once. Ids are
+    unique (they are primary keys), as in every stored state. `groups`: how many groups
+    (default `groups_for` the number of records)."""
     settings = (secret, likely, uncertain)
     now = context.now
-    parts_before = earlier.parts if earlier is not None and earlier.settings == settings else {}
-    by_key: dict[str, list[MemoryRecord]] = {}
-    for record in records:
-        found = by_key.get(record.key)
-        if found is None:
-            by_key[record.key] = [record]
-        else:
-            found.append(record)
-    tombs_by_key: dict[str, list[Tombstone]] = {}
-    for tomb in tombstones:
-        tombs_by_key.setdefault(tomb.key, []).append(tomb)
-    parts: dict[str, KeyPart] = {}
-    changed = len(by_key) != len(parts_before)
-    for key in sorted(by_key):
-        keyed, tombs = by_key[key], tombs_by_key.get(key, ())
-        made_with = (key in many_keys, labels.get(key))
-        part = parts_before.get(key)
-        if part is None or not part.holds(keyed, tombs, made_with, now):
-            changed = True
-            made = _resolve_key(keyed, tombs, context, many_keys, labels, secret, likely, uncertain)
-            part = KeyPart(
-                tuple(keyed),
-                tuple(tombs),
-                made_with,
-                stable_window(keyed, now),
-                *made,
-            )
-        parts[key] = part
-    if not changed and earlier is not None and earlier.parts is parts_before:
+    if groups is None:
+        groups = groups_for(len(records))
+    usable = earlier is not None and earlier.settings == (*settings, groups)
+    parts_before = earlier.parts if usable else {}
+    if (
+        usable
+        and earlier.many_keys is many_keys
+        and earlier.labels is labels
+        and earlier.tombstones is tombstones
+        and _same_order(earlier.records, records)
+    ):
         reused = earlier.at(now)
         if reused is not None:
-            return Resolved(earlier.window, *reused, parts=parts, settings=settings)
+            return replace(earlier, resolution=reused[0], records=tuple(records))
+    by_group: dict[int, list[MemoryRecord]] = {}
+    group = {}
+    for record in records:
+        key = record.key
+        index = group.get(key)
+        if index is None:
+            index = group[key] = group_of(key, groups)
+        found = by_group.get(index)
+        if found is None:
+            by_group[index] = [record]
+        else:
+            found.append(record)
+    tombs_by_group: dict[int, list[Tombstone]] = {}
+    for tomb in tombstones:
+        tombs_by_group.setdefault(group_of(tomb.key, groups), []).append(tomb)
+    keys_by_group: dict[int, list[str]] = {}
+    for key, index in group.items():
+        keys_by_group.setdefault(index, []).append(key)
+    parts: dict[int, KeyPart] = {}
+    changed = len(by_group) != len(parts_before)
+    for index in sorted(by_group):
+        grouped, tombs = by_group[index], tombs_by_group.get(index, ())
+        made_with = tuple((k, k in many_keys, labels.get(k)) for k in sorted(keys_by_group[index]))
+        part = parts_before.get(index)
+        if part is None or not part.holds(grouped, tombs, made_with, now):
+            changed = True
+            made = _resolve_group(
+                grouped, tombs, context, many_keys, labels, secret, likely, uncertain
+            )
+            part = KeyPart(
+                tuple(grouped), tuple(tombs), made_with, stable_window(grouped, now), *made
+            )
+        parts[index] = part
+    extra = dict(
+        records=tuple(records),
+        tombstones=tombstones,
+        many_keys=many_keys,
+        labels=labels,
+        settings=(*settings, groups),
+    )
+    if not changed and usable:
+        reused = earlier.at(now)
+        if reused is not None:
+            return Resolved(earlier.window, *reused, parts=parts, **extra)
     if any(part.outside for part in parts.values()):
         ids = {record.id for record in records}
         if any(target in ids for part in parts.values() for target in part.outside):
@@ -226,30 +277,34 @@ def resolve_keyed(
                 uncertain=uncertain,
             )
             return Resolved.made(records, now, resolution, projection)
-    return _assembled(parts, now, settings)
+    return _assembled(parts, now, extra)
 
 
-def _resolve_key(keyed, tombs, context, many_keys, labels, secret, likely, uncertain):
-    resolution = resolve(keyed, tombs, context, many_keys=many_keys, secret=secret)
+def _same_order(held: tuple, given: Sequence) -> bool:
+    return len(held) == len(given) and all(map(operator.is_, held, given))
+
+
+def _resolve_group(grouped, tombs, context, many_keys, labels, secret, likely, uncertain):
+    resolution = resolve(grouped, tombs, context, many_keys=many_keys, secret=secret)
     projection = project(
         resolution.active, labels=labels, many_keys=many_keys, likely=likely, uncertain=uncertain
     )
-    ids = {record.id for record in keyed}
+    ids = {record.id for record in grouped}
     outside = frozenset(
         record.supersedes
-        for record in keyed
+        for record in grouped
         if record.supersedes is not None and record.supersedes not in ids
     )
     order = tuple(map(prompt_order, projection.prompt))
     return resolution, projection, outside, order
 
 
-def _assembled(parts: dict[str, KeyPart], now: datetime, settings: tuple) -> Resolved:
-    """The context's resolution and projection from its keys' (in key order), as `resolve`
-    and `project` make them of all the records at once."""
+def _assembled(parts: dict[int, KeyPart], now: datetime, extra: dict) -> Resolved:
+    """The context's resolution and projection from its groups', as `resolve` and `project`
+    make them of all the records at once."""
     resolutions = [part.resolution for part in parts.values()]
-    active = tuple(record for r in resolutions for record in r.active)
-    excluded = sorted((e for r in resolutions for e in r.excluded), key=_exclusion_id)
+    active = sorted(chain.from_iterable(r.active for r in resolutions), key=_active_order)
+    excluded = sorted(chain.from_iterable(r.excluded for r in resolutions), key=_exclusion_id)
     trace: dict = {
         "candidates": sum(r.trace["candidates"] for r in resolutions),
         "active": len(active),
@@ -260,21 +315,21 @@ def _assembled(parts: dict[str, KeyPart], now: datetime, settings: tuple) -> Res
     trace["resolver_version"] = RESOLVER_VERSION
     trace["now"] = _iso(now)
     resolution = Resolution(
-        active=active,
+        active=tuple(active),
         excluded=tuple(excluded),
         trace=trace,
         explanations=_Explanations([r.explanations for r in resolutions]),
     )
     ordered = sorted(
-        (order, item)
-        for part in parts.values()
-        for order, item in zip(part.prompt_order, part.projection.prompt, strict=True)
+        chain.from_iterable(
+            zip(part.prompt_order, part.projection.prompt, strict=True) for part in parts.values()
+        )
     )
     projection = Projection(
-        prompt=tuple(item for _, item in ordered),
+        prompt=tuple(map(_second, ordered)),
         excluded=tuple(
             sorted(
-                (e for part in parts.values() for e in part.projection.excluded),
+                chain.from_iterable(part.projection.excluded for part in parts.values()),
                 key=_exclusion_id,
             )
         ),
@@ -282,9 +337,11 @@ def _assembled(parts: dict[str, KeyPart], now: datetime, settings: tuple) -> Res
     los = [part.window[0] for part in parts.values() if part.window[0] is not None]
     his = [part.window[1] for part in parts.values() if part.window[1] is not None]
     window = (max(los) if los else None, min(his) if his else None)
-    return Resolved(window, resolution, projection, parts=parts, settings=settings)
+    return Resolved(window, resolution, projection, parts=parts, **extra)
 
 
+_active_order = operator.attrgetter("key", "id")
+_second = operator.itemgetter(1)
 _exclusion_id = operator.attrgetter("id")
 
 

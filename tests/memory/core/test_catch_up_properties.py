@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conversations.domain import Scope
-from memory.current import ContextState, Resolved, caught_up, resolve_context, resolve_keyed
+from memory.current import (
+    ContextState,
+    Resolved,
+    caught_up,
+    group_of,
+    resolve_context,
+    resolve_keyed,
+)
 from memory.domain import MemoryRecord, Tombstone, value_hash
 from turns.pipeline import plan_prompt
 from turns.planner import PlanMessage, PlanParams
@@ -83,6 +90,7 @@ class Holder:
     version: int | None = None
     state: ContextState = field(default_factory=lambda: ContextState([], [], {}))
     resolved: Resolved | None = None
+    groups: int = 1  # how many groups of keys it resolves in (`memory.current.group_of`)
 
     def catch_up(self, store: Store) -> None:
         if self.version is None or store.removed > self.version:
@@ -199,7 +207,12 @@ def _resolve_and_compare(store: Store, holder: Holder, now: float) -> None:
     )
     holder.catch_up(store)
     resolved = resolve_keyed(
-        holder.state.records, holder.state.tombstones, context, earlier=holder.resolved, **kwargs
+        holder.state.records,
+        holder.state.tombstones,
+        context,
+        earlier=holder.resolved,
+        groups=holder.groups,
+        **kwargs,
     )
     holder.resolved = resolved
     fresh = store.read(None)
@@ -235,27 +248,46 @@ def _plan(resolution, projection, now: float):
 
 
 @PROPERTY
-@given(st.lists(operations(), min_size=5, max_size=60))
-def test_a_caught_up_state_resolves_as_a_fresh_read_of_the_store(ops):
+@given(st.lists(operations(), min_size=5, max_size=60), st.sampled_from((1, 2, 4)))
+def test_a_caught_up_state_resolves_as_a_fresh_read_of_the_store(ops, groups):
     """R1–R8, P1–P4, I3: whatever the interleaving, each holder's answer is a fresh one."""
-    store, holders, clock = Store(), [Holder(), Holder()], [24.0]
+    store, holders, clock = Store(), [Holder(groups=groups), Holder(groups=4)], [24.0]
     for n, op in enumerate(ops):
         _apply(store, holders, op, clock, n)
     for holder in holders:
         _resolve_and_compare(store, holder, clock[0])
 
 
-def test_a_key_that_did_not_change_is_not_resolved_again():
-    """The point of catching up: a write to one key leaves every other key's share reused."""
-    store, holder = Store(), Holder()
+def test_a_group_of_keys_that_did_not_change_is_not_resolved_again():
+    """The point of catching up: a write to one key leaves every other group's share reused
+    (the three keys fall in three of four groups)."""
+    assert len({group_of(key, 4) for key in KEYS}) == 3
+    store, holder = Store(), Holder(groups=4)
     for n, seed in enumerate((3, 4, 5, 6, 7, 8)):
-        record = _record(store, seed * 9, n)
-        store.records[record.id] = (record, store.bump())
+        record = _record(store, seed, n)
+        store.records[record.id] = (replace(record, supersedes=None), store.bump())
     _resolve_and_compare(store, holder, 30)
     before = dict(holder.resolved.parts)
     record = replace(_record(store, 27, 99), key="home.city", supersedes=None)
     store.records[record.id] = (record, store.bump())
     _resolve_and_compare(store, holder, 30)
-    after = holder.resolved.parts
-    assert after["home.city"] is not before.get("home.city")
-    assert all(after[key] is part for key, part in before.items() if key != "home.city")
+    after, changed = holder.resolved.parts, group_of("home.city", 4)
+    assert after[changed] is not before.get(changed)
+    assert len(before) > 1
+    assert all(after[index] is part for index, part in before.items() if index != changed)
+
+
+def test_a_registry_edit_reaches_the_keys_it_names():
+    """P4 and R6: a label edited, or a key made `many`, is seen at the next resolve of a
+    state that did not change."""
+    store, holder = Store(), Holder(groups=4)
+    for n, value in enumerate(("Rex", "Max")):
+        record = replace(_record(store, 6, n), key="pet.name", value=value, supersedes=None)
+        store.records[record.id] = (replace(record, authority="user-confirmed"), store.bump())
+    _resolve_and_compare(store, holder, 30)
+    store.labels = {"pet.name": "Your pet"}
+    _resolve_and_compare(store, holder, 30)
+    assert [m.label for m in holder.resolved.projection.prompt] == ["Your pet"]
+    store.many = store.many | {"pet.name"}
+    _resolve_and_compare(store, holder, 30)
+    assert len(holder.resolved.projection.prompt) == 2
