@@ -4,18 +4,21 @@ statements or per-process copies itself:
 
 1. **The state of a context at a version** (`ContextMemory`, `at_version`). The turn's one
    statement after the locks carries memory's parts (`read_parts`): the user's memory version
-   and — unless it is the version this process keeps the context's state at — the records,
-   tombstones and retractions of the context's scopes. `at_version` answers the state as of
-   the version read: the process's copy (`memory.storage.MEMORY_CACHE`) when the version is
-   the one it was kept at, else what the statement read; with the resolution this process
-   made of that very state, which the pure pass reuses while it holds
-   (`memory.current.resolve_context`).
+   and its removal version and — unless the version is the one this process keeps the
+   context's state at — the records, tombstones and retractions of the context's scopes:
+   only those changed after the kept version (`changed_version`, `memory.triggers`) when no
+   removal came after it, every one otherwise. `at_version` answers the state as of the
+   version read: the process's copy (`memory.storage.MEMORY_CACHE`) as it is, or caught up
+   with the rows changed since (`memory.current.caught_up`), or what was read whole; with the
+   resolution this process made last, which the pure pass reuses group of keys by group of
+   keys while it holds (`memory.current.resolve_keyed`).
 2. **Apply a batch of writes** (`apply_writes`): the rows of the pure pass's write plan join
    the turn's one write (`config.storage.RowWriter`), and once they are written the state
    they left is kept, at the version they left, for the process's next request.
 
-The process's copy is correct whatever else writes to the database: it is used only while the
-user's memory version (`memory.triggers`) is the one it was kept at. The turn's other reads of
+The process's copy is correct whatever else writes to the database: it is used as it is only
+while the user's memory version (`memory.triggers`) is the one it was kept at, and caught up
+only with rows the triggers stamped after that version; a removal after it has it read whole. The turn's other reads of
 memory — the extractor's "it" (SPEC §8) and the key registry — are parts of the same
 statement, built here once per process (`last_named_part`, `registry_part`)."""
 

@@ -554,8 +554,9 @@ class CachedMemory:
 class MemoryCache:
     """A bounded, thread-safe LRU of `CachedMemory` by (user id, scope ids). Entries are never
     changed once stored: a new state replaces the entry. Correct whatever else the database
-    sees: an entry is used only while the user's memory version (`memory.triggers`) is the
-    one it was stored with."""
+    sees: an entry is used as it is only while the user's memory version (`memory.triggers`)
+    is the one it was stored with, else caught up with the rows stamped after it
+    (`memory.state`)."""
 
     def __init__(self, size: int):
         self.size = size
