@@ -161,14 +161,8 @@ def _build_records(columns: list, found_sources: list, username: str) -> list[Do
 # Positions in a write-state row: the kind, then RECORD_FIELDS, then a source message id.
 # Tombstone, retraction and registry rows reuse columns of a matching type.
 _W_WIDTH = 1 + len(RECORD_FIELDS) + 1
-
-
 _T_FORGOTTEN = 1 + RECORD_FIELDS.index("status_since")
-
-
 _T_BLOCKS = 1 + RECORD_FIELDS.index("valid_from")
-
-
 _X_AT = 1 + RECORD_FIELDS.index("retracted_at")
 
 
@@ -385,10 +379,9 @@ def context_state_parts(
     user's memory version, then the records, the tombstones and the retractions, each a JSON
     array — or NULL when the version is `cached_version` (the caller holds that state).
 
-    With `catch_up`, the user's removal version (`MemoryVersion.removed_version`) comes second
-    and, when the caller holds the state at `cached_version` and no removal came after it,
-    the three arrays hold only the rows changed after it (`changed_version`): the caller
-    catches its state up (`memory.current.caught_up`); otherwise they hold every row."""
+    With `catch_up`, the user's removal version comes second and, when the caller holds the
+    state at `cached_version` and no removal came after it, the arrays hold only the rows
+    changed after it (`memory.current.caught_up`); otherwise every row."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
     scopes = ", ".join(["%s"] * len(scope_ids))
@@ -584,7 +577,10 @@ class MemoryCache:
     def put(self, user_id, scope_ids, entry: CachedMemory) -> None:
         key = (user_id, tuple(scope_ids))
         with self._lock:
-            self._entries[key] = entry
+            held = self._entries.get(key)
+            # The same state resolved whole keeps its resolution by groups (memory.current).
+            if not (held and held.state is entry.state and _grouped(held) > _grouped(entry)):
+                self._entries[key] = entry
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
@@ -592,6 +588,10 @@ class MemoryCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+
+def _grouped(entry: CachedMemory) -> bool:
+    return bool(entry.resolved and entry.resolved[1].parts)
 
 
 MEMORY_CACHE = MemoryCache(getattr(settings, "COMPANION", {}).get("MEMORY_CACHE_SIZE", 512))

@@ -228,3 +228,24 @@ def test_sqlite_counts_an_update_of_every_column_but_the_stamp_as_a_change():
     for model in (MemoryRecord, Tombstone, SlotRetraction):
         columns = {f.column for f in model._meta.concrete_fields} - {"changed_version"}
         assert set(SQLITE_CHANGED_COLUMNS[model._meta.db_table]) == columns
+
+
+def test_a_plan_read_between_two_turns_leaves_the_next_one_nothing_to_resolve(
+    api, conv, monkeypatch
+):
+    """The GET of a plan resolves the same state whole; the turn after it still reuses the
+    resolution by groups its process keeps (R3, R5: inside the window)."""
+    from memory import current
+
+    created = turn(api, conv, "a", "My dog's name is Rex.")
+    fresh = api.get(
+        f"/api/v1/turns/{created['id']}/prompt-plan",
+        {"budget": 2000, "capabilities": "tone.playful"},
+    )
+    assert fresh.status_code == 200
+    calls = []
+    real = current.resolve
+    monkeypatch.setattr(current, "resolve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    quiet = turn(api, conv, "b", "How was your day?")
+    assert calls == []
+    assert quiet["plan"] == fresh_plan(api, quiet["id"])
