@@ -166,9 +166,12 @@ def _same(held: tuple, given: list) -> bool:
 
 
 def groups_for(n_records: int) -> int:
-    """How many groups of keys a context of `n_records` records is resolved in: about 128
-    records a group, at most 64 groups, a power of two (so the count changes, and every
-    group is resolved again, only when the records double or halve)."""
+    """How many groups of keys a context of `n_records` records is resolved in: the largest
+    power of two up to 64 that leaves 256 records or more a group (one group below 512
+    records), so the count changes, and every group is resolved again, only when the
+    records double or halve. A resolve costs about as much per group as per record of a
+    few hundred: fewer, larger groups would resolve more again per change, more, smaller
+    ones would cost more when every group must be resolved."""
     groups = 1
     while groups < 64 and groups * 256 <= n_records:
         groups *= 2
