@@ -7,15 +7,18 @@ which answers an earlier resolution again while it still holds."""
 
 from __future__ import annotations
 
+import operator
+import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from itertools import chain
 
 from conversations.domain import Context
 
-from .domain import MemoryRecord, Projection, Resolution, Tombstone
-from .projection import project
-from .resolver import at_time, resolve, stable_window
+from .domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
+from .projection import project, prompt_order
+from .resolver import RESOLVER_REASONS, at_time, resolve, stable_window
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,33 @@ class ContextState:
 EMPTY = ContextState([], [], {})
 
 
+def caught_up(state: ContextState, changed: ContextState) -> ContextState:
+    """`state` with the rows changed after the version it was kept at (`changed`: the
+    records and tombstones inserted or updated since, the retractions added since): a row
+    of an id already held replaces it where it stood, a new one comes last, a slot's
+    retraction time is the latest of both. Unchanged rows stay the very objects they were,
+    so a resolution of them is reused (`resolve_context`). Rows removed since are not
+    changes this can make: the state is then read again whole (`memory.triggers`)."""
+    records = _replaced(state.records, changed.records)
+    tombstones = _replaced(state.tombstones, changed.tombstones)
+    retractions = state.retractions
+    if changed.retractions:
+        retractions = dict(retractions)
+        for slot, at in changed.retractions.items():
+            held = retractions.get(slot)
+            if held is None or at > held:
+                retractions[slot] = at
+    return ContextState(records, tombstones, retractions)
+
+
+def _replaced(held: list, changed: list) -> list:
+    if not changed:
+        return held
+    by_id = {row.id: row for row in changed}
+    kept = [by_id.pop(row.id, row) for row in held]
+    return kept + [row for row in changed if row.id in by_id]
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A resolution and projection of some records made at a time of `window`, the valid
@@ -40,6 +70,15 @@ class Resolved:
     window: tuple[datetime | None, datetime | None]
     resolution: Resolution
     projection: Projection
+    # Made by groups of keys (`resolve_keyed`): each group's share, what they were made of
+    # and with (the secret, the certainty thresholds, the number of groups); a group's share
+    # is reused while it holds.
+    parts: Mapping[int, KeyPart] = field(default_factory=dict)
+    records: tuple = ()
+    tombstones: Sequence = ()
+    many_keys: frozenset | None = None
+    labels: Mapping | None = None
+    settings: tuple = ()
 
     @classmethod
     def made(
@@ -83,3 +122,261 @@ def resolve_context(
         resolution.active, labels=labels, many_keys=many_keys, likely=likely, uncertain=uncertain
     )
     return resolution, projection
+
+
+# ---------------------------------------------------------------------------------------------
+# A context resolved by groups of keys: what changed is resolved again, what did not is reused
+
+
+@dataclass(frozen=True)
+class KeyPart:
+    """The share of a context's resolution of one group of keys (`group_of`): its records
+    and tombstones (the very objects), what of the registry it was made with (per key:
+    `many`, label), the valid times over which it answers as it did, its resolution and
+    projection, and the records it names in `supersedes` outside its own (R5 looks across
+    keys only through these)."""
+
+    records: tuple[MemoryRecord, ...]
+    tombstones: tuple[Tombstone, ...]
+    made_with: tuple
+    window: tuple[datetime | None, datetime | None]
+    resolution: Resolution
+    projection: Projection
+    outside: frozenset[str]
+    prompt_order: tuple  # the planner's order (I3) of `projection.prompt`, item by item
+
+    def holds(self, records, tombstones, made_with, now: datetime) -> bool:
+        lo, hi = self.window
+        if (lo is not None and now < lo) or (hi is not None and now >= hi):
+            return False
+        return (
+            made_with == self.made_with
+            and _same(self.records, records)
+            and _same(self.tombstones, tombstones)
+        )
+
+
+def _same(held: tuple, given: list) -> bool:
+    """The same objects, in any order."""
+    if len(held) != len(given):
+        return False
+    if all(map(operator.is_, held, given)):
+        return True
+    return {id(row) for row in held} == {id(row) for row in given}
+
+
+def groups_for(n_records: int) -> int:
+    """How many groups of keys a context of `n_records` records is resolved in: the largest
+    power of two up to 64 that leaves 256 records or more a group (one group below 512
+    records), so the count changes, and every group is resolved again, only when the
+    records double or halve. A resolve costs about as much per group as per record of a
+    few hundred: fewer, larger groups would resolve more again per change, more, smaller
+    ones would cost more when every group must be resolved."""
+    groups = 1
+    while groups < 64 and groups * 256 <= n_records:
+        groups *= 2
+    return groups
+
+
+def group_of(key: str, groups: int) -> int:
+    """A key's group: the same in every process and every turn (CRC-32 of the key)."""
+    return zlib.crc32(key.encode()) % groups if groups > 1 else 0
+
+
+def resolve_keyed(
+    records: Sequence[MemoryRecord],
+    tombstones: Sequence[Tombstone],
+    context: Context,
+    *,
+    many_keys: frozenset[str],
+    labels: Mapping[str, str],
+    secret: bytes,
+    likely: float,
+    uncertain: float,
+    earlier: Resolved | None = None,
+    groups: int | None = None,
+) -> Resolved:
+    """What `resolve_context` answers, made by groups of keys: R1–R6 never look across keys
+    but for R5's `supersedes` (R4's tombstones, R6's slots and P3's shadowing are per key),
+    so the context's resolution is the union of its groups' — `active` in (key, id) order,
+    `excluded` in id order, the trace's counts summed — and its projection the union of
+    theirs in the planner's order (I3). A group of `earlier` whose records and tombstones are
+    the very objects they were, under the same registry entries, at a `now` inside its window
+    (R3, R5), is reused as it is; only the others are resolved again. Where a record names
+    one of another group in `supersedes`, the whole context is resolved at once. Ids are
+    unique (they are primary keys), as in every stored state. `groups`: how many groups
+    (default `groups_for` the number of records)."""
+    settings = (secret, likely, uncertain)
+    now = context.now
+    if groups is None:
+        groups = groups_for(len(records))
+    usable = earlier is not None and earlier.settings == (*settings, groups)
+    parts_before = earlier.parts if usable else {}
+    if (
+        usable
+        and earlier.many_keys is many_keys
+        and earlier.labels is labels
+        and earlier.tombstones is tombstones
+        and _same_order(earlier.records, records)
+    ):
+        reused = earlier.at(now)
+        if reused is not None:
+            return replace(earlier, resolution=reused[0], records=tuple(records))
+    by_group: dict[int, list[MemoryRecord]] = {}
+    group = {}
+    for record in records:
+        key = record.key
+        index = group.get(key)
+        if index is None:
+            index = group[key] = group_of(key, groups)
+        found = by_group.get(index)
+        if found is None:
+            by_group[index] = [record]
+        else:
+            found.append(record)
+    tombs_by_group: dict[int, list[Tombstone]] = {}
+    for tomb in tombstones:
+        tombs_by_group.setdefault(group_of(tomb.key, groups), []).append(tomb)
+    keys_by_group: dict[int, list[str]] = {}
+    for key, index in group.items():
+        keys_by_group.setdefault(index, []).append(key)
+    parts: dict[int, KeyPart] = {}
+    changed = len(by_group) != len(parts_before)
+    for index in sorted(by_group):
+        grouped, tombs = by_group[index], tombs_by_group.get(index, ())
+        made_with = tuple((k, k in many_keys, labels.get(k)) for k in sorted(keys_by_group[index]))
+        part = parts_before.get(index)
+        if part is None or not part.holds(grouped, tombs, made_with, now):
+            changed = True
+            made = _resolve_group(
+                grouped, tombs, context, many_keys, labels, secret, likely, uncertain
+            )
+            part = KeyPart(
+                tuple(grouped), tuple(tombs), made_with, stable_window(grouped, now), *made
+            )
+        parts[index] = part
+    extra = dict(
+        records=tuple(records),
+        tombstones=tombstones,
+        many_keys=many_keys,
+        labels=labels,
+        settings=(*settings, groups),
+    )
+    if not changed and usable:
+        reused = earlier.at(now)
+        if reused is not None:
+            return Resolved(earlier.window, *reused, parts=parts, **extra)
+    if any(part.outside for part in parts.values()):
+        ids = {record.id for record in records}
+        if any(target in ids for part in parts.values() for target in part.outside):
+            resolution, projection = resolve_context(
+                records,
+                tombstones,
+                context,
+                many_keys=many_keys,
+                labels=labels,
+                secret=secret,
+                likely=likely,
+                uncertain=uncertain,
+            )
+            return Resolved.made(records, now, resolution, projection)
+    return _assembled(parts, now, extra)
+
+
+def _same_order(held: tuple, given: Sequence) -> bool:
+    return len(held) == len(given) and all(map(operator.is_, held, given))
+
+
+def _resolve_group(grouped, tombs, context, many_keys, labels, secret, likely, uncertain):
+    resolution = resolve(grouped, tombs, context, many_keys=many_keys, secret=secret)
+    projection = project(
+        resolution.active, labels=labels, many_keys=many_keys, likely=likely, uncertain=uncertain
+    )
+    ids = {record.id for record in grouped}
+    outside = frozenset(
+        record.supersedes
+        for record in grouped
+        if record.supersedes is not None and record.supersedes not in ids
+    )
+    order = tuple(map(prompt_order, projection.prompt))
+    return resolution, projection, outside, order
+
+
+def _assembled(parts: dict[int, KeyPart], now: datetime, extra: dict) -> Resolved:
+    """The context's resolution and projection from its groups', as `resolve` and `project`
+    make them of all the records at once."""
+    resolutions = [part.resolution for part in parts.values()]
+    active = sorted(chain.from_iterable(r.active for r in resolutions), key=_active_order)
+    excluded = sorted(chain.from_iterable(r.excluded for r in resolutions), key=_exclusion_id)
+    trace: dict = {
+        "candidates": sum(r.trace["candidates"] for r in resolutions),
+        "active": len(active),
+    }
+    for reason in RESOLVER_REASONS:
+        name = "excluded_" + reason.replace("-", "_")
+        trace[name] = sum(r.trace[name] for r in resolutions)
+    trace["resolver_version"] = RESOLVER_VERSION
+    trace["now"] = _iso(now)
+    resolution = Resolution(
+        active=tuple(active),
+        excluded=tuple(excluded),
+        trace=trace,
+        explanations=_Explanations([r.explanations for r in resolutions]),
+    )
+    ordered = sorted(
+        chain.from_iterable(
+            zip(part.prompt_order, part.projection.prompt, strict=True) for part in parts.values()
+        )
+    )
+    projection = Projection(
+        prompt=tuple(map(_second, ordered)),
+        excluded=tuple(
+            sorted(
+                chain.from_iterable(part.projection.excluded for part in parts.values()),
+                key=_exclusion_id,
+            )
+        ),
+    )
+    los = [part.window[0] for part in parts.values() if part.window[0] is not None]
+    his = [part.window[1] for part in parts.values() if part.window[1] is not None]
+    window = (max(los) if los else None, min(his) if his else None)
+    return Resolved(window, resolution, projection, parts=parts, **extra)
+
+
+_active_order = operator.attrgetter("key", "id")
+_second = operator.itemgetter(1)
+_exclusion_id = operator.attrgetter("id")
+
+
+def _iso(moment: datetime) -> str:
+    """The trace's time as `resolve` writes it (SPEC §0)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class _Explanations(Mapping):
+    """R8 of a context resolved key by key: every key's explanations, read as one mapping of
+    record id → `Explanation` iterating in id order, as `resolve` answers them."""
+
+    def __init__(self, parts: list[Mapping]):
+        self._parts = parts
+        self._owner: dict[str, Mapping] | None = None
+
+    def _owners(self) -> dict[str, Mapping]:
+        if self._owner is None:
+            self._owner = {record_id: part for part in self._parts for record_id in part}
+        return self._owner
+
+    def __getitem__(self, record_id: str):
+        return self._owners()[record_id][record_id]
+
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self._owners()
+
+    def __iter__(self):
+        return iter(sorted(self._owners()))
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self._parts)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))

@@ -164,6 +164,8 @@ class MemoryRecord(models.Model):
     )
     retracted_at = models.DateTimeField(null=True, blank=True)
     version = models.PositiveIntegerField()
+    # The user's memory version at which the row last changed (`memory.triggers` writes it).
+    changed_version = models.BigIntegerField(default=0, editable=False)
     sources = models.ManyToManyField(
         "conversations.Message", through="MemorySource", related_name="memories", blank=True
     )
@@ -201,6 +203,8 @@ class MemoryRecord(models.Model):
             # The resolver's candidate query: user first, then key (DESIGN: the sharding key).
             models.Index(fields=["user", "key", "scope_id"], name="memory_user_key_scope"),
             models.Index(fields=["user", "scope_id", "key"], name="memory_user_scope_key"),
+            # What changed after a version (a state caught up, `memory.state`).
+            models.Index(fields=["user", "changed_version"], name="memory_user_changed"),
         ]
 
     def __str__(self) -> str:
@@ -249,6 +253,8 @@ class Tombstone(models.Model):
     # Who asked: the user, or support staff on the user's behalf (never the staff's reason,
     # which stays in the support log).
     forgotten_by = models.CharField(max_length=8, choices=_choices(FORGOTTEN_BY), default="user")
+    # The user's memory version at which the row last changed (`memory.triggers` writes it).
+    changed_version = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-forgotten_at", "id"]
@@ -272,6 +278,8 @@ class SlotRetraction(models.Model):
     key = models.CharField(max_length=120)
     value_hash = models.CharField(max_length=64, blank=True, default="")
     retracted_at = models.DateTimeField()
+    # The user's memory version at which the row last changed (`memory.triggers` writes it).
+    changed_version = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         indexes = [
@@ -309,8 +317,10 @@ class MemoryVersion(models.Model):
     """A user's memory version: changed by database triggers (`memory.triggers`) in the same
     transaction as any insert, update or delete of the user's records, their source links,
     tombstones or retractions — by the services, the admin, an import, raw SQL or a psql
-    session alike. It is compared only for equality: equal versions mean no such change was
-    committed in between, so a process may reuse what it read (`memory.storage`'s cache).
+    session alike. Versions only grow: equal versions mean no such change was committed in
+    between, so a process may reuse what it read (`memory.storage`'s cache), and a state kept
+    at an older version is caught up with the rows changed after it (`changed_version`) unless
+    `removed_version` is newer than it (`memory.state`).
 
     `user_id` is the owner without a foreign key: a trigger may write it while the user is
     being deleted in the same transaction, and a version outliving its user is harmless (user
@@ -318,6 +328,10 @@ class MemoryVersion(models.Model):
 
     user_id = models.BigIntegerField(primary_key=True)
     version = models.BigIntegerField()
+    # The version of the user's last change a row's `changed_version` cannot say (a deleted
+    # row, a row moved away, a dropped source link, a version row started afresh): a state
+    # kept at an older version is read again whole.
+    removed_version = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"memory version of user {self.user_id}"

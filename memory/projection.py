@@ -59,7 +59,7 @@ def _outranks(a: MemoryRecord, b: MemoryRecord) -> bool:
     return r6_beats(a, b)
 
 
-def _prompt_order(item: ProjectedMemory) -> tuple:
+def prompt_order(item: ProjectedMemory) -> tuple:
     """I3: confirmed → likely → uncertain, narrower scope first, newer valid_from first,
     then id. Valid time as integer microseconds so the order is exact."""
     record = item.record
@@ -149,7 +149,7 @@ def project(
         len(records),
     )
 
-    prompt.sort(key=_prompt_order)
+    prompt.sort(key=prompt_order)
     excluded_ids = sorted(excluded)
     return Projection(
         prompt=tuple(prompt),

@@ -4,18 +4,21 @@ statements or per-process copies itself:
 
 1. **The state of a context at a version** (`ContextMemory`, `at_version`). The turn's one
    statement after the locks carries memory's parts (`read_parts`): the user's memory version
-   and — unless it is the version this process keeps the context's state at — the records,
-   tombstones and retractions of the context's scopes. `at_version` answers the state as of
-   the version read: the process's copy (`memory.storage.MEMORY_CACHE`) when the version is
-   the one it was kept at, else what the statement read; with the resolution this process
-   made of that very state, which the pure pass reuses while it holds
-   (`memory.current.resolve_context`).
+   and its removal version and — unless the version is the one this process keeps the
+   context's state at — the records, tombstones and retractions of the context's scopes:
+   only those changed after the kept version (`changed_version`, `memory.triggers`) when no
+   removal came after it, every one otherwise. `at_version` answers the state as of the
+   version read: the process's copy (`memory.storage.MEMORY_CACHE`) as it is, or caught up
+   with the rows changed since (`memory.current.caught_up`), or what was read whole; with the
+   resolution this process made last, which the pure pass reuses group of keys by group of
+   keys while it holds (`memory.current.resolve_keyed`).
 2. **Apply a batch of writes** (`apply_writes`): the rows of the pure pass's write plan join
    the turn's one write (`config.storage.RowWriter`), and once they are written the state
    they left is kept, at the version they left, for the process's next request.
 
-The process's copy is correct whatever else writes to the database: it is used only while the
-user's memory version (`memory.triggers`) is the one it was kept at. The turn's other reads of
+The process's copy is correct whatever else writes to the database: it is used as it is only
+while the user's memory version (`memory.triggers`) is the one it was kept at, and caught up
+only with rows the triggers stamped after that version; a removal after it has it read whole. The turn's other reads of
 memory — the extractor's "it" (SPEC §8) and the key registry — are parts of the same
 statement, built here once per process (`last_named_part`, `registry_part`)."""
 
@@ -30,9 +33,8 @@ from django.db import connections
 from config.storage import RawReader, RowWriter, json_rows, raw_reader
 
 from . import storage
-from .current import EMPTY, ContextState, Resolved
+from .current import EMPTY, ContextState, Resolved, caught_up
 from .domain import MemoryRecord as DomainRecord
-from .domain import Projection, Resolution
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemoryVersion, SlotRetraction
 from .selectors.records import (
     last_named_key_query,
@@ -67,6 +69,7 @@ class ContextMemory:
         self._cached = cached
         self._read = False
         self._version: int | None = None
+        self._known: int | None = None
         self._found: ContextState | None = None
         self._state = MemoryState(None, EMPTY)
 
@@ -75,16 +78,23 @@ class ContextMemory:
         parameters; `read_from` takes their values."""
         cached = self._cached
         known = cached.version if cached is not None and cached.secret == self.secret else None
-        return storage.context_state_parts(reader, self.user, self.scope_ids, known)
+        self._known = known
+        return storage.context_state_parts(reader, self.user, self.scope_ids, known, catch_up=True)
 
     def read_from(self, values: list) -> None:
-        """Take the values of `read_parts` off the front of `values`."""
-        version, records, tombstones, retractions = (values.pop(0) for _ in range(4))
+        """Take the values of `read_parts` off the front of `values`: the state held caught up
+        with the rows changed after its version, unless a removal came after it (then what
+        was read is the whole state)."""
+        version, removed, records, tombstones, retractions = (values.pop(0) for _ in range(5))
         self._read, self._version = True, version
-        if records is not None:
-            self._found = storage.parse_context_state(
-                records, tombstones, retractions, self.user.username
-            )
+        if records is None:
+            return
+        found = storage.parse_context_state(records, tombstones, retractions, self.user.username)
+        known = self._known
+        if known is not None and removed is not None and removed <= known:
+            found = caught_up(self._cached.state, found)
+            MEMORY_CACHE.note_catch_up()
+        self._found = found
 
     def read_orm(self) -> None:
         """What `read_parts` reads, through the ORM: the reference the statement is tested
@@ -113,7 +123,7 @@ class ContextMemory:
             state = self._cached.state
             MEMORY_CACHE.note_reuse()
         cached = self._cached
-        resolved = cached.resolved_for(state, registry, self.secret) if cached else None
+        resolved = cached.resolved_by_key(self.secret) if cached else None
         self._state = MemoryState(self._version, state, resolved)
         return self._state
 
@@ -124,23 +134,18 @@ class ContextMemory:
         *,
         scope_fields: dict,
         records: list[DomainRecord],
-        resolution: Resolution,
-        projection: Projection,
-        now: datetime,
+        resolved: Resolved,
         registry,
     ) -> None:
         """A batch's rows (W3–W10, as `memory.services.add_plan_rows` lays them out) added to
         `writer`; once written, the context's state as they left it — `records` with their
-        resolution at `now` — is kept for the next request of this process, at the version
-        they left (read back: one statement) or, when they changed nothing, at the version
-        read. A transaction that writes again, or rolls back, leaves the copy unused."""
+        resolution (`memory.current.resolve_keyed`) — is kept for the next request of this
+        process, at the version they left (read back: one statement) or, when they changed
+        nothing, at the version read. A transaction that writes again, or rolls back, leaves
+        the copy unused."""
         add_plan_rows(writer, self.user, writes, scope_fields)
         if self._read:
-            writer.then(
-                lambda: self._keep(
-                    writes, records, Resolved.made(records, now, resolution, projection), registry
-                )
-            )
+            writer.then(lambda: self._keep(writes, records, resolved, registry))
 
     def _keep(self, writes: WritePlan, records, resolved: Resolved, registry) -> None:
         read = self._state

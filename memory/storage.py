@@ -161,14 +161,8 @@ def _build_records(columns: list, found_sources: list, username: str) -> list[Do
 # Positions in a write-state row: the kind, then RECORD_FIELDS, then a source message id.
 # Tombstone, retraction and registry rows reuse columns of a matching type.
 _W_WIDTH = 1 + len(RECORD_FIELDS) + 1
-
-
 _T_FORGOTTEN = 1 + RECORD_FIELDS.index("status_since")
-
-
 _T_BLOCKS = 1 + RECORD_FIELDS.index("valid_from")
-
-
 _X_AT = 1 + RECORD_FIELDS.index("retracted_at")
 
 
@@ -374,14 +368,36 @@ def read_registry(reader: RawReader) -> list[tuple]:
 
 
 def context_state_parts(
-    reader: RawReader, user, scope_ids: list[str], cached_version: int | None = None
+    reader: RawReader,
+    user,
+    scope_ids: list[str],
+    cached_version: int | None = None,
+    *,
+    catch_up: bool = False,
 ) -> tuple[list[str], list]:
     """SQL for the parts of a `ContextState` as scalar subqueries, and their parameters: the
     user's memory version, then the records, the tombstones and the retractions, each a JSON
-    array — or NULL when the version is `cached_version` (the caller holds that state)."""
+    array — or NULL when the version is `cached_version` (the caller holds that state).
+
+    With `catch_up`, the user's removal version comes second and, when the caller holds the
+    state at `cached_version` and no removal came after it, the arrays hold only the rows
+    changed after it (`memory.current.caught_up`); otherwise every row."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
     scopes = ", ".join(["%s"] * len(scope_ids))
+    since, since_params = "", []
+    if catch_up and cached_version is not None:
+        # A removal after the held version: every row (no row is stamped below 0).
+        since = (
+            f"(CASE WHEN (SELECT {name(MemoryVersion, 'removed_version')} "
+            f"FROM {reader.table(MemoryVersion)} WHERE {name(MemoryVersion, 'user_id')} = %s) "
+            f"<= %s THEN %s ELSE -1 END)"
+        )
+        since_params = [user.pk, cached_version, cached_version]
+
+    def changed(model, alias: str) -> str:
+        return f" AND {name(model, 'changed_version', alias)} > {since}" if since else ""
+
     message = column(MemorySource, "message", "s.")
     linked = (
         f"FROM {reader.table(MemorySource)} s "
@@ -396,7 +412,7 @@ def context_state_parts(
         vendor,
         [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources],
         f"FROM {reader.table(MemoryRecord)} r WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
-        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})",
+        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})" + changed(MemoryRecord, "r."),
     )
     tombstones = json_rows(
         vendor,
@@ -411,7 +427,8 @@ def context_state_parts(
                 "blocks_sources_before",
             )
         ],
-        f"FROM {reader.table(Tombstone)} t WHERE {name(Tombstone, 'user', 't.')} = %s",
+        f"FROM {reader.table(Tombstone)} t WHERE {name(Tombstone, 'user', 't.')} = %s"
+        + changed(Tombstone, "t."),
     )
     retractions = json_rows(
         vendor,
@@ -420,17 +437,24 @@ def context_state_parts(
             for field in ("scope_id", "key", "value_hash", "retracted_at")
         ],
         f"FROM {reader.table(SlotRetraction)} x WHERE {name(SlotRetraction, 'user', 'x.')} = %s "
-        f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})",
+        f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})"
+        + changed(SlotRetraction, "x."),
     )
     version = (
         f"(SELECT {name(MemoryVersion, 'version')} FROM {reader.table(MemoryVersion)} "
         f"WHERE {name(MemoryVersion, 'user_id')} = %s)"
     )
     parts, params = [version], [user.pk]
+    if catch_up:
+        parts.append(
+            f"(SELECT {name(MemoryVersion, 'removed_version')} FROM {reader.table(MemoryVersion)} "
+            f"WHERE {name(MemoryVersion, 'user_id')} = %s)"
+        )
+        params.append(user.pk)
     for part, found in (
-        (records, [user.pk, *scope_ids]),
-        (tombstones, [user.pk]),
-        (retractions, [user.pk, *scope_ids]),
+        (records, [user.pk, *scope_ids, *since_params]),
+        (tombstones, [user.pk, *since_params]),
+        (retractions, [user.pk, *scope_ids, *since_params]),
     ):
         if cached_version is None:
             parts.append(part)
@@ -511,22 +535,36 @@ class CachedMemory:
         made_with, resolved = self.resolved
         return resolved if made_with is registry else None
 
+    def resolved_by_key(self, secret: str) -> Resolved | None:
+        """The resolution this process made last for this context, whatever state and
+        registry it was made of: `memory.current.resolve_keyed` reuses each key of it that
+        still holds."""
+        if self.resolved is None or secret != self.secret:
+            return None
+        return self.resolved[1]
+
 
 class MemoryCache:
     """A bounded, thread-safe LRU of `CachedMemory` by (user id, scope ids). Entries are never
     changed once stored: a new state replaces the entry. Correct whatever else the database
-    sees: an entry is used only while the user's memory version (`memory.triggers`) is the
-    one it was stored with."""
+    sees: an entry is used as it is only while the user's memory version (`memory.triggers`)
+    is the one it was stored with, else caught up with the rows stamped after it
+    (`memory.state`)."""
 
     def __init__(self, size: int):
         self.size = size
         self._entries: OrderedDict[tuple, CachedMemory] = OrderedDict()
         self._lock = threading.Lock()
         self.reused = 0  # states reused instead of read (tests and the benchmark read it)
+        self.caught_up = 0  # states caught up with what changed instead of read whole
 
     def note_reuse(self) -> None:
         with self._lock:
             self.reused += 1
+
+    def note_catch_up(self) -> None:
+        with self._lock:
+            self.caught_up += 1
 
     def get(self, user_id, scope_ids) -> CachedMemory | None:
         key = (user_id, tuple(scope_ids))
@@ -539,7 +577,10 @@ class MemoryCache:
     def put(self, user_id, scope_ids, entry: CachedMemory) -> None:
         key = (user_id, tuple(scope_ids))
         with self._lock:
-            self._entries[key] = entry
+            held = self._entries.get(key)
+            # The same state resolved whole keeps its resolution by groups (memory.current).
+            if not (held and held.state is entry.state and _grouped(held) > _grouped(entry)):
+                self._entries[key] = entry
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
@@ -547,6 +588,10 @@ class MemoryCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+
+def _grouped(entry: CachedMemory) -> bool:
+    return bool(entry.resolved and entry.resolved[1].parts)
 
 
 MEMORY_CACHE = MemoryCache(getattr(settings, "COMPANION", {}).get("MEMORY_CACHE_SIZE", 512))

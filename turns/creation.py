@@ -319,9 +319,7 @@ def _write(
         decided.writes,
         scope_fields=_scope_fields(conversation, read.context.scene),
         records=decided.records,
-        resolution=decided.resolution,
-        projection=decided.projection,
-        now=now,
+        resolved=decided.resolved,
         registry=registry,
     )
     turn = Turn(

@@ -30,7 +30,7 @@ from config.errors import BudgetExceeded
 from conversations.domain import Context
 from conversations.plan_snapshot import PlanSnapshot
 from memory import learning
-from memory.current import Resolved, resolve_context
+from memory.current import Resolved, resolve_keyed
 from memory.domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
 from memory.extract import extract
 from memory.writes import Known, Outcome, WriteBatch, WritePlan
@@ -84,8 +84,9 @@ class TurnRead:
     capabilities: Sequence[Capability] = ()
     rules: Sequence[Rule] = ()
     policy_version: tuple[int, int] = (0, 0)
-    # A resolution of these very records made earlier, with the valid times over which it
-    # holds: reused when the turn writes no memory (`memory.current.resolve_context`).
+    # A resolution made earlier of a state these records were caught up from: each key whose
+    # records are the very objects it was made of is reused while its valid times hold
+    # (`memory.current.resolve_keyed`).
     resolved: Resolved | None = None
 
 
@@ -106,6 +107,8 @@ class TurnDecided:
     decisions: list[tuple[str, Capability, Decision]] = field(default_factory=list)
     # E1: the state of each extracted record at the turn's time, by id
     states: dict = field(default_factory=dict)
+    # `resolution` and `projection` as made key by key, for the next turn to reuse
+    resolved: Resolved | None = None
 
 
 class NeedTexts(Exception):  # noqa: N818 - a request for more input, not an error
@@ -155,7 +158,7 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
             source_time=context.now,
         )
     records = batch.records()
-    resolution, projection = resolve_context(
+    resolved = resolve_keyed(
         records,
         read.tombstones,
         context,
@@ -164,9 +167,12 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
         secret=read.secret,
         likely=read.likely,
         uncertain=read.uncertain,
-        earlier=None if batch.plan.changes_memory else read.resolved,
+        earlier=read.resolved,
     )
-    decided = TurnDecided(found, outcomes, batch.plan, records, resolution, projection)
+    decided = TurnDecided(
+        found, outcomes, batch.plan, records, resolved.resolution, resolved.projection
+    )
+    decided.resolved = resolved
     decided.states = batch.states(
         [o.record.id for o in outcomes if o.record], many_keys=read.many_keys
     )

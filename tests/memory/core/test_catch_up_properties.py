@@ -1,0 +1,293 @@
+"""Catch up, never start over (docs/DESIGN.md, "Memory owns the turn's state"; SPEC §3 R1–R8,
+§5 P1–P4, §7 I3): two state holders standing for two workers follow one store through random
+interleavings of writes, corrections, forgets, undos, registry edits and a clock that crosses
+window edges (R3, R5). Each catches its state up with the rows changed after the version it
+holds — or reads it whole after a removal — and resolves it key by key, reusing what still
+holds; what it answers is what a fresh resolve of the store answers: the same resolution,
+projection, plan and `plan_hash`. No database: the store stamps rows as `memory.triggers`
+does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conversations.domain import Scope
+from memory.current import (
+    ContextState,
+    Resolved,
+    caught_up,
+    group_of,
+    resolve_context,
+    resolve_keyed,
+)
+from memory.domain import MemoryRecord, Tombstone, value_hash
+from turns.pipeline import plan_prompt
+from turns.planner import PlanMessage, PlanParams
+
+from ..records import CHAR, CONV, OTHER_CONV, SECRET, USER, at, ctx
+
+SCOPES = (
+    Scope("user"),
+    Scope("character", character=CHAR),
+    Scope("conversation", conversation=CONV),
+    Scope("scene", conversation=CONV, scene="greenhouse"),
+    Scope("conversation", conversation=OTHER_CONV),  # outside the context: never read
+)
+SEEN = {scope.scope_id(USER) for scope in SCOPES[:4]}
+KEYS = ("pet.name", "user.likes", "home.city")
+VALUES = ("Rex", "tea", "Lisbon", "rex ")
+AUTHORITIES = ("model-inferred", "rule-extracted", "user-confirmed", "user-corrected")
+PROPERTY = settings(max_examples=150, deadline=None, derandomize=True)
+
+
+@dataclass
+class Store:
+    """The memory tables of one user as the triggers keep them: every row with the version
+    at which it last changed, the user's version and the version of the last removal."""
+
+    records: dict[str, tuple[MemoryRecord, int]] = field(default_factory=dict)
+    tombstones: dict[str, tuple[Tombstone, int]] = field(default_factory=dict)
+    retractions: list[tuple[tuple[str, str, str], object, int]] = field(default_factory=list)
+    version: int = 0
+    removed: int = 0
+    many: frozenset[str] = frozenset({"user.likes"})
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def bump(self, removal: bool = False) -> int:
+        self.version += 1
+        if removal:
+            self.removed = self.version
+        return self.version
+
+    def read(self, since: int | None) -> ContextState:
+        """What the turn's statement reads: the rows of the context's scopes changed after
+        `since` (every row for None)."""
+        floor = -1 if since is None else since
+        return ContextState(
+            [r for r, v in self.records.values() if v > floor and r.scope_id in SEEN],
+            [t for t, v in self.tombstones.values() if v > floor],
+            _latest(
+                (slot, when) for slot, when, v in self.retractions if v > floor and slot[0] in SEEN
+            ),
+        )
+
+
+def _latest(rows) -> dict:
+    latest: dict = {}
+    for slot, when in rows:
+        if slot not in latest or when > latest[slot]:
+            latest[slot] = when
+    return latest
+
+
+@dataclass
+class Holder:
+    """A worker's copy: the state at a version and the resolution it made last."""
+
+    version: int | None = None
+    state: ContextState = field(default_factory=lambda: ContextState([], [], {}))
+    resolved: Resolved | None = None
+    groups: int = 1  # how many groups of keys it resolves in (`memory.current.group_of`)
+
+    def catch_up(self, store: Store) -> None:
+        if self.version is None or store.removed > self.version:
+            self.state = store.read(None)
+        else:
+            self.state = caught_up(self.state, store.read(self.version))
+        self.version = store.version
+
+
+@st.composite
+def operations(draw):
+    kind = draw(
+        st.sampled_from(
+            (
+                "write",
+                "write",
+                "correct",
+                "forget",
+                "undo",
+                "delete",
+                "retract",
+                "label",
+                "many",
+                "tick",
+                "tick",
+                "sync",
+                "sync",
+                "resolve",
+                "resolve",
+            )
+        )
+    )
+    return kind, draw(st.integers(0, 1)), draw(st.integers(0, 10_000))
+
+
+def _record(store: Store, seed: int, n: int) -> MemoryRecord:
+    key = KEYS[seed % len(KEYS)]
+    vf = (seed // 3) % 48
+    vu = vf + (seed // 7) % 30 if seed % 4 == 0 else None
+    ids = sorted(store.records)
+    supersedes = ids[seed % len(ids)] if ids and seed % 5 == 0 else None
+    return MemoryRecord(
+        id=f"r{n:04d}",
+        user=USER,
+        key=key,
+        value=VALUES[(seed // 11) % len(VALUES)],
+        scope=SCOPES[(seed // 13) % len(SCOPES)],
+        authority=AUTHORITIES[(seed // 17) % len(AUTHORITIES)],
+        valid_from=at(vf),
+        recorded_at=at(vf),
+        evidence_time=at((seed // 19) % 48),
+        version=n,
+        status="expired" if seed % 23 == 0 else "active",
+        status_since=at((seed // 29) % 60) if seed % 23 == 0 else None,
+        confidence=((seed // 31) % 10) / 9,
+        valid_until=None if vu is None else at(vu),
+        supersedes=supersedes,
+        sources=("m1",) if seed % 6 else (),
+    )
+
+
+def _apply(store: Store, holders: list[Holder], op, clock: list[float], n: int) -> None:
+    kind, who, seed = op
+    if kind == "write":
+        record = _record(store, seed, n)
+        store.records[record.id] = (record, store.bump())
+    elif kind == "correct" and store.records:
+        old, _ = store.records[sorted(store.records)[seed % len(store.records)]]
+        closed = replace(
+            old,
+            valid_until=at(clock[0] + (seed % 5)),
+            status="superseded",
+            status_since=at(clock[0] + (seed % 7)),
+        )
+        if closed.valid_until < closed.valid_from:
+            closed = replace(closed, valid_until=closed.valid_from)
+        store.records[old.id] = (closed, store.bump())
+    elif kind == "forget":
+        key = KEYS[seed % len(KEYS)]
+        scope_id = "*" if seed % 2 else SCOPES[(seed // 2) % 4].scope_id(USER)
+        hashed = value_hash(SECRET, VALUES[seed % len(VALUES)]) if seed % 3 == 0 else None
+        tomb = Tombstone(f"t{n:04d}", USER, scope_id, key, at(clock[0]), at(clock[0]), hashed)
+        store.tombstones[tomb.id] = (tomb, store.bump())
+    elif kind == "undo" and store.tombstones:
+        del store.tombstones[sorted(store.tombstones)[seed % len(store.tombstones)]]
+        store.bump(removal=True)
+    elif kind == "delete" and store.records:
+        del store.records[sorted(store.records)[seed % len(store.records)]]
+        store.bump(removal=True)
+    elif kind == "retract":
+        slot = (SCOPES[seed % 4].scope_id(USER), KEYS[seed % len(KEYS)], "")
+        store.retractions.append((slot, at(clock[0]), store.bump()))
+    elif kind == "label":
+        key = KEYS[seed % len(KEYS)]
+        store.labels = {**store.labels, key: f"label {seed % 3}"}
+    elif kind == "many":
+        store.many = store.many ^ {KEYS[seed % len(KEYS)]}
+    elif kind == "tick":
+        clock[0] += seed % 13 - 2  # forward mostly, back at times: windows are crossed
+    elif kind == "sync":
+        holders[who].catch_up(store)
+    else:
+        _resolve_and_compare(store, holders[who], clock[0])
+
+
+def _resolve_and_compare(store: Store, holder: Holder, now: float) -> None:
+    context = ctx(now, scene="greenhouse")
+    kwargs = dict(
+        many_keys=store.many,
+        labels=store.labels,
+        secret=SECRET,
+        likely=0.85,
+        uncertain=0.5,
+    )
+    holder.catch_up(store)
+    resolved = resolve_keyed(
+        holder.state.records,
+        holder.state.tombstones,
+        context,
+        earlier=holder.resolved,
+        groups=holder.groups,
+        **kwargs,
+    )
+    holder.resolved = resolved
+    fresh = store.read(None)
+    assert sorted(r.id for r in holder.state.records) == sorted(r.id for r in fresh.records)
+    assert holder.state.retractions == fresh.retractions
+    resolution, projection = resolve_context(fresh.records, fresh.tombstones, context, **kwargs)
+    got = resolved.resolution
+    assert got.active == resolution.active
+    assert got.excluded == resolution.excluded
+    assert got.trace == resolution.trace
+    assert dict(got.explanations.items()) == dict(resolution.explanations.items())
+    assert resolved.projection == projection
+    ours, theirs = _plan(got, resolved.projection, now), _plan(resolution, projection, now)
+    assert ours.plan == theirs.plan
+    assert ours.snapshot.plan_hash == theirs.snapshot.plan_hash
+    assert ours.snapshot.stored() == theirs.snapshot.stored()
+
+
+def _plan(resolution, projection, now: float):
+    return plan_prompt(
+        current=PlanMessage("m-now", 5, "user", "what is my pet called"),
+        history=(),
+        fetch_content=lambda ids: {},
+        resolution=resolution,
+        projection=projection,
+        params=PlanParams(budget=400, memory_share=0.5),
+        pinned=frozenset(),
+        use=True,
+        now=at(now),
+        decide=list,
+        described=lambda d: d,
+    )
+
+
+@PROPERTY
+@given(st.lists(operations(), min_size=5, max_size=60), st.sampled_from((1, 2, 4)))
+def test_a_caught_up_state_resolves_as_a_fresh_read_of_the_store(ops, groups):
+    """R1–R8, P1–P4, I3: whatever the interleaving, each holder's answer is a fresh one."""
+    store, holders, clock = Store(), [Holder(groups=groups), Holder(groups=4)], [24.0]
+    for n, op in enumerate(ops):
+        _apply(store, holders, op, clock, n)
+    for holder in holders:
+        _resolve_and_compare(store, holder, clock[0])
+
+
+def test_a_group_of_keys_that_did_not_change_is_not_resolved_again():
+    """The point of catching up: a write to one key leaves every other group's share reused
+    (the three keys fall in three of four groups)."""
+    assert len({group_of(key, 4) for key in KEYS}) == 3
+    store, holder = Store(), Holder(groups=4)
+    for n, seed in enumerate((3, 4, 5, 6, 7, 8)):
+        record = _record(store, seed, n)
+        store.records[record.id] = (replace(record, supersedes=None), store.bump())
+    _resolve_and_compare(store, holder, 30)
+    before = dict(holder.resolved.parts)
+    record = replace(_record(store, 27, 99), key="home.city", supersedes=None)
+    store.records[record.id] = (record, store.bump())
+    _resolve_and_compare(store, holder, 30)
+    after, changed = holder.resolved.parts, group_of("home.city", 4)
+    assert after[changed] is not before.get(changed)
+    assert len(before) > 1
+    assert all(after[index] is part for index, part in before.items() if index != changed)
+
+
+def test_a_registry_edit_reaches_the_keys_it_names():
+    """P4 and R6: a label edited, or a key made `many`, is seen at the next resolve of a
+    state that did not change."""
+    store, holder = Store(), Holder(groups=4)
+    for n, value in enumerate(("Rex", "Max")):
+        record = replace(_record(store, 6, n), key="pet.name", value=value, supersedes=None)
+        store.records[record.id] = (replace(record, authority="user-confirmed"), store.bump())
+    _resolve_and_compare(store, holder, 30)
+    store.labels = {"pet.name": "Your pet"}
+    _resolve_and_compare(store, holder, 30)
+    assert [m.label for m in holder.resolved.projection.prompt] == ["Your pet"]
+    store.many = store.many | {"pet.name"}
+    _resolve_and_compare(store, holder, 30)
+    assert len(holder.resolved.projection.prompt) == 2
