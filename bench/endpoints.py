@@ -59,7 +59,7 @@ class Floor:
     """The same candidate rows the selectors read, through a raw DB-API cursor (same WHERE,
     no ORDER BY, no ORM), turned into pure-core records the cheapest way known: the database
     formats UUIDs and datetimes as text, parsed by `datetime.fromisoformat` in bulk,
-    and records are built column by column (`memory.storage._build_records`, the same
+    and records are built column by column (`memory.storage.build_records`, the same
     builder the hot-path selector uses)."""
 
     def __init__(self, vendor: str):
@@ -113,7 +113,7 @@ class Floor:
         return list(map(parse, column))
 
     def memory(self, cursor, user_pk: int, username: str, scope_ids: list[str]):
-        from memory.storage import _DATETIME_COLUMNS, _build_records
+        from memory.storage import DATETIME_COLUMNS, build_records
 
         marks = ",".join(["%s"] * len(scope_ids))
         cursor.execute(self.record_sql.format(marks=marks), [user_pk, *scope_ids])
@@ -145,9 +145,9 @@ class Floor:
         records = []
         if rows:
             columns = list(zip(*rows, strict=True))
-            for index in _DATETIME_COLUMNS:
+            for index in DATETIME_COLUMNS:
                 columns[index] = p(columns[index])
-            records = _build_records(columns, list(map(sources.get, columns[0])), username)
+            records = build_records(columns, list(map(sources.get, columns[0])), username)
         many = frozenset(k for k, c, _ in registry if c == "many")
         labels = {k: label for k, _, label in registry}
         return records, tombstones, many, labels, secret

@@ -18,9 +18,10 @@ statements or per-process copies itself:
 
 The process's copy is correct whatever else writes to the database: it is used as it is only
 while the user's memory version (`memory.triggers`) is the one it was kept at, and caught up
-only with rows the triggers stamped after that version; a removal after it has it read whole. The turn's other reads of
-memory — the extractor's "it" (SPEC §8) and the key registry — are parts of the same
-statement, built here once per process (`last_named_part`, `registry_part`)."""
+only with rows the triggers stamped after that version; a removal after it has it read
+whole. The turn's other reads of memory — the extractor's "it" (SPEC §8) and the key
+registry — are parts of the same statement, built here once per process (`last_named_part`,
+`registry_part`)."""
 
 from __future__ import annotations
 

@@ -86,7 +86,10 @@ def _pg_bump(users: str, removed: bool) -> str:
 def _pg_statement_function(table: str, event: str) -> str:
     name = f"{table}_memory_{event.lower()}"
     if table == SOURCES:
-        users = "SELECT DISTINCT r.user_id FROM {rows} c JOIN memory_memoryrecord r ON r.id = c.memory_id"
+        users = (
+            "SELECT DISTINCT r.user_id FROM {rows} c "
+            "JOIN memory_memoryrecord r ON r.id = c.memory_id"
+        )
         if event == "INSERT":  # the records gain a source: they are stamped (and versioned)
             body = (
                 f"UPDATE {RECORDS} SET changed_version = 0 "

@@ -120,8 +120,9 @@ class NeedTexts(Exception):  # noqa: N818 - a request for more input, not an err
 
 
 def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
-    """Steps 1–4 of the module docstring. Raises a `DomainError` (`ValidationError`, `AuthorityConflict`) for a finding a
-    write refuses (nothing is then written) and `NeedTexts` (see `plan_turn`)."""
+    """Steps 1–4 of the module docstring. Raises a `DomainError` (`ValidationError`,
+    `AuthorityConflict`) for a finding a write refuses (nothing is then written) and
+    `NeedTexts` (see `plan_turn`)."""
     context = read.context
     by_slot: dict[tuple[str, str], list[MemoryRecord]] = {}
     for record in read.records:

@@ -18,7 +18,7 @@ from config import catalog
 from config.errors import NotFound
 from config.storage import raw_reader
 
-from .. import storage
+from .. import write_storage
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
 from ..domain import default_label
@@ -264,7 +264,9 @@ def registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombsto
         tombstones = tombstones_of(user, keys)
         secret = user_secret(user) if any(t.value_hash for t in tombstones) else b""
         return keyed, tombstones, secret
-    tombstones, secret = storage.read_tombstones_and_secret(reader, user, keys)
+    tombstones, secret = write_storage.read_tombstones_and_secret(reader, user, keys)
     # In a request the registry comes from the process cache (config.catalog).
-    keyed = catalog_registry() if catalog.active() else Registry(storage.read_registry(reader))
+    keyed = (
+        catalog_registry() if catalog.active() else Registry(write_storage.read_registry(reader))
+    )
     return keyed, tombstones, secret

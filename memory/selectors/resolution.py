@@ -18,7 +18,7 @@ from config.clock import db_now
 from config.storage import raw_reader
 from conversations.domain import Context
 
-from .. import storage
+from .. import storage, write_storage
 from ..current import Resolved, resolve_context
 from ..domain import RESOLVER_VERSION, RecordState, Resolution
 from ..domain import MemoryRecord as DomainRecord
@@ -236,7 +236,9 @@ def _context_remembered(user, context, domain) -> Remembered | None:
         MEMORY_CACHE.note_reuse()
     else:
         state = storage.parse_context_state(records, tombstones, retractions, user.username)
-    keyed = catalog_registry() if catalog.active() else Registry(storage.read_registry(reader))
+    keyed = (
+        catalog_registry() if catalog.active() else Registry(write_storage.read_registry(reader))
+    )
     secret = bytes.fromhex(secret_hex) if secret_hex else b""
     now = domain.now
     earlier = cached.resolved_for(state, keyed, secret_hex) if cached is not None else None

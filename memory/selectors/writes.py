@@ -10,7 +10,7 @@ from datetime import datetime
 
 from config.storage import raw_reader
 
-from .. import storage
+from .. import write_storage
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
 from ..models import MemoryRecord, SlotRetraction
@@ -46,7 +46,9 @@ def write_state(user, slots: Iterable[tuple[str, str]]) -> WriteState:
     reader = raw_reader(MemoryRecord.objects.db)
     if reader is None:
         return _write_state_orm(user, slots, keys, scope_ids, records)
-    tombstones, retractions, many = storage.read_write_state(reader, user, records, keys, scope_ids)
+    tombstones, retractions, many = write_storage.read_write_state(
+        reader, user, records, keys, scope_ids
+    )
     return WriteState(records, tombstones, retractions, many)
 
 

@@ -24,10 +24,9 @@ from memory.current import (
     resolve_keyed,
 )
 from memory.domain import MemoryRecord, Tombstone, value_hash
+from tests.memory.core.records import CHAR, CONV, OTHER_CONV, SECRET, USER, at, ctx
 from turns.pipeline import plan_prompt
 from turns.planner import PlanMessage, PlanParams
-
-from ..records import CHAR, CONV, OTHER_CONV, SECRET, USER, at, ctx
 
 SCOPES = (
     Scope("user"),

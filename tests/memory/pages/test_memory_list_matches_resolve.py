@@ -1,7 +1,7 @@
 """DESIGN habit 2 and F5: the memories page and `POST /memory/resolve` answer "what is
-remembered now" through one selector (`memory.selectors.resolution.remembered_now`), so what the page
-shows as current is exactly the union of what the runtime gets for every context the user
-has — corrections, retractions, forgets and narrower scopes included."""
+remembered now" through one selector (`memory.selectors.resolution.remembered_now`), so what
+the page shows as current is exactly the union of what the runtime gets for every context the
+user has — corrections, retractions, forgets and narrower scopes included."""
 
 import pytest
 
