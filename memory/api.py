@@ -14,7 +14,7 @@ from config.serializers import EmptyQuery
 from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
-from . import asking, forgetting, remembering, services
+from . import asking, forgetting, services
 from .domain import RESOLVER_VERSION
 from .selectors.history import slot_history
 from .selectors.pages import tombstone_get, tombstone_list
@@ -283,7 +283,7 @@ class MemoryRememberApi(APIView):
     def post(self, request):
         data = validated(RememberInput, request.data)
         ctx = load_context(data["context"])
-        results = remembering.memory_remember(ctx=ctx, text=data["text"], source=data.get("source"))
+        results = services.memory_remember(ctx=ctx, text=data["text"], source=data.get("source"))
         return Response({"extracted": [assert_json(r) for r in results]})
 
 

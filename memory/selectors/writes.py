@@ -1,4 +1,4 @@
-"""What the write path reads (`memory.services`, `memory.remembering`): the stored state a
+"""What the write path reads (`memory.services`, `memory.services.learning`): the stored state a
 batch of asserts and retractions is decided against (W3–W10, `memory.writes.Known`), read
 under the caller's lock in one statement."""
 

@@ -2,12 +2,14 @@
 in one transaction, reads the database clock once, holds the user's memory lock while it
 decides, calls the pure core, and saves.
 
-One module per job: `writing` (assert, W1–W9, and the write plan's rows), `record_actions`
+One module per job: `writing` (assert, W1–W9, and the write plan's rows), `learning` (what a
+text teaches, §8: the turn's and `POST /memory/remember`'s writes), `record_actions`
 (the user's confirm, correct, retract and restore, SPEC §2 and W10), `statuses` (W12) and
 `profile` (the time zone and the I8 switches). The services below are memory's write API,
 named here for the other apps and the tests; memory's own modules import the module that
 holds a name."""
 
+from .learning import memory_learn, memory_remember
 from .profile import ensure_profile, memory_settings_set, profile_set_time_zone
 from .record_actions import (
     RetractResult,
@@ -27,7 +29,9 @@ __all__ = [
     "memory_assert",
     "memory_confirm",
     "memory_correct",
+    "memory_learn",
     "memory_normalise",
+    "memory_remember",
     "memory_restore",
     "memory_retract",
     "memory_settings_set",

@@ -1,6 +1,6 @@
 """The write path (SPEC §1, W1–W9): `memory_assert`, and the decided write plan written as rows,
-which every writer of memory records goes through (`memory.remembering` for what a text teaches,
-the user's actions on a record, `memory.state` for a turn's writes).
+which every writer of memory records goes through (`memory.services.learning` for what a
+text teaches, the user's actions on a record, `memory.state` for a turn's writes).
 
 Serialisation: writes of one user take a row lock on that user's MemoryProfile (`lock_profile`).
 That makes the check-then-write steps of W2, W5 and W8 race-free (concurrent writers never

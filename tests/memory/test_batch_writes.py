@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conversations.domain import Scope
-from memory import forgetting, remembering, services
+from memory import forgetting, services
 from memory.extract import Extraction
 from memory.models import MemoryRecord, MemorySource
-from memory.services import profile, record_actions, statuses, writing
+from memory.services import learning, profile, record_actions, statuses, writing
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +49,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
-    for module in (writing, record_actions, statuses, profile, forgetting, remembering):
+    for module in (writing, record_actions, statuses, profile, forgetting, learning):
         monkeypatch.setattr(module, "db_now", clock)
     return clock
 
@@ -142,7 +142,7 @@ def batched(world: World, facts, *, message: int) -> list:
     """What turn creation and `/memory/remember` do: every finding in one batch under one lock
     and one clock read."""
     msg = world.message(message)
-    return remembering.memory_learn(ctx=world.ctx(msg.created_at), found=facts, source_message=msg)
+    return learning.memory_learn(ctx=world.ctx(msg.created_at), found=facts, source_message=msg)
 
 
 def stored(world: World) -> list[tuple]:

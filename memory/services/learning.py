@@ -17,19 +17,19 @@ from config.errors import (
 from config.storage import RowWriter
 from conversations.models import Message
 
-from . import learning
-from .domain import (
+from .. import learning
+from ..domain import (
     REASON_PAUSED,
 )
-from .extract import extract
-from .selectors.records import last_named_key, registry
-from .selectors.writes import write_state
-from .services.writing import AssertResult, add_plan_rows, lock_profile, log_assert
-from .switches import memory_settings_of
-from .writes import (
+from ..extract import extract
+from ..selectors.records import last_named_key, registry
+from ..selectors.writes import write_state
+from ..switches import memory_settings_of
+from ..writes import (
     Known,
     WriteBatch,
 )
+from .writing import AssertResult, add_plan_rows, lock_profile, log_assert
 
 log = logging.getLogger("companion.memory")
 
