@@ -13,9 +13,9 @@ RELEVANCE_MEMORIES = 1_000
 # The turn path's targets.
 TURN_SHARE_AUTH_TARGET = 0.15  # 8-client one-round-trip turns/s ÷ the authenticated ping's req/s
 AUTH_PING_SHARE_TARGET = 0.50  # authenticated ping req/s ÷ the trivial ping's
-TURN_SQL_TARGET = 12  # queries per whole turn (create with plan + reply), warm process
+TURN_SQL_TARGET = 8  # queries per whole turn (create with plan + reply), warm process
 # Single-client one round trip + reply p50 (ms) by memories per user, gunicorn + PostgreSQL.
-SINGLE_P50_TARGETS_MS = {1_000: 15.0, 10_000: 40.0}
+SINGLE_P50_TARGETS_MS = {1_000: 15.0, 10_000: 20.0}
 ENDPOINT_SIZES = (100, 1_000)  # resolve and plan <= 2x floor at these record counts
 FLOOR_RATIO_AT_1K = 1.5  # resolve and plan <= 1.5x floor at 1,000 records
 POPULATED_TOLERANCE = 1.20  # the turn in the populated database within 20% of the empty one's
