@@ -193,3 +193,18 @@ def test_it_finds_no_module_outside_migrations_past_600_lines():
         if lines > MAX_LINES:
             too_long[name] = lines
     assert too_long == {}
+
+
+def test_it_finds_every_test_named_as_a_test_it_sentence():
+    """docs/DESIGN.md, habit 6: a test is named as a sentence about its file's subject,
+    `test_it_…`, so a failing test reads as what the code no longer does."""
+    found, stray = 0, []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.name.startswith("test_"):
+                    found += 1
+                    if not node.name.startswith("test_it_"):
+                        stray.append(f"{path.relative_to(ROOT)}::{node.name}")
+    assert found > 1000  # the walk found the suite
+    assert stray == []

@@ -44,7 +44,7 @@ def assert_rex(user, message):
     ).record
 
 
-def test_a_change_is_stamped_above_what_was_held_and_within_the_new_version(world):
+def test_it_stamps_a_change_above_what_was_held_and_within_the_new_version(world):
     user, _, message = world
     record = assert_rex(user, message)
     first, removed = versions(user)
@@ -62,7 +62,7 @@ def test_a_change_is_stamped_above_what_was_held_and_within_the_new_version(worl
     assert removed_after == removed  # none of these removed anything
 
 
-def test_a_source_added_to_a_record_stamps_the_record(world):
+def test_it_stamps_a_record_a_source_was_added_to(world):
     user, conversation, message = world
     record = assert_rex(user, message)
     held, removed = versions(user)
@@ -78,7 +78,7 @@ def test_a_source_added_to_a_record_stamps_the_record(world):
     "removal",
     ["source dropped", "tombstone undone", "record deleted", "record moved", "retraction edited"],
 )
-def test_what_a_stamp_cannot_say_marks_a_removal(world, removal):
+def test_it_marks_a_removal_for_what_a_stamp_cannot_say(world, removal):
     user, conversation, message = world
     record = assert_rex(user, message)
     memory_retract(record_id=record.id)
@@ -128,7 +128,9 @@ def fresh_plan(api, turn_id):
     return body
 
 
-def test_two_workers_catch_up_with_each_other_and_answer_a_fresh_read(api, conv, monkeypatch):
+def test_it_lets_two_workers_catch_up_with_each_other_and_answer_a_fresh_read(
+    api, conv, monkeypatch
+):
     """I7, R1–R8: each worker keeps its own copy; a fact the other learnt is caught up (not
     read whole), a forget's undo is read whole; every plan is the fresh one, hash and all."""
     workers = [storage.MemoryCache(8), storage.MemoryCache(8)]
@@ -161,7 +163,7 @@ def test_two_workers_catch_up_with_each_other_and_answer_a_fresh_read(api, conv,
 
 @pytest.mark.skipif(not ON_POSTGRES, reason="needs PostgreSQL: concurrent transactions")
 @pytest.mark.django_db(transaction=True)
-def test_a_writer_stamps_only_after_the_users_earlier_writer_committed():
+def test_it_stamps_a_writer_only_after_the_users_earlier_writer_committed():
     """Sequence values are drawn before commit: a writer first holds the user's version row,
     so one user's stamps follow commit order and a state read at a version holds every change
     stamped at or below it."""
@@ -221,7 +223,7 @@ def test_a_writer_stamps_only_after_the_users_earlier_writer_committed():
     assert committed_first < later <= versions(user)[0]
 
 
-def test_sqlite_counts_an_update_of_every_column_but_the_stamp_as_a_change():
+def test_it_counts_an_update_of_every_column_but_the_stamp_as_a_change_on_sqlite():
     """The SQLite triggers name the columns whose update stamps a row: all of them."""
     from memory.triggers import SQLITE_CHANGED_COLUMNS
 
@@ -230,7 +232,7 @@ def test_sqlite_counts_an_update_of_every_column_but_the_stamp_as_a_change():
         assert set(SQLITE_CHANGED_COLUMNS[model._meta.db_table]) == columns
 
 
-def test_a_plan_read_between_two_turns_leaves_the_next_one_nothing_to_resolve(
+def test_it_leaves_the_next_turn_nothing_to_resolve_after_a_plan_read_between_two(
     api, conv, monkeypatch
 ):
     """The GET of a plan resolves the same state whole; the turn after it still reuses the

@@ -248,7 +248,7 @@ def _plan(resolution, projection, now: float):
 
 @PROPERTY
 @given(st.lists(operations(), min_size=5, max_size=60), st.sampled_from((1, 2, 4)))
-def test_a_caught_up_state_resolves_as_a_fresh_read_of_the_store(ops, groups):
+def test_it_resolves_a_caught_up_state_as_a_fresh_read_of_the_store(ops, groups):
     """R1–R8, P1–P4, I3: whatever the interleaving, each holder's answer is a fresh one."""
     store, holders, clock = Store(), [Holder(groups=groups), Holder(groups=4)], [24.0]
     for n, op in enumerate(ops):
@@ -257,7 +257,7 @@ def test_a_caught_up_state_resolves_as_a_fresh_read_of_the_store(ops, groups):
         _resolve_and_compare(store, holder, clock[0])
 
 
-def test_a_group_of_keys_that_did_not_change_is_not_resolved_again():
+def test_it_does_not_resolve_again_a_group_of_keys_that_did_not_change():
     """The point of catching up: a write to one key leaves every other group's share reused
     (the three keys fall in three of four groups)."""
     assert len({group_of(key, 4) for key in KEYS}) == 3
@@ -276,7 +276,7 @@ def test_a_group_of_keys_that_did_not_change_is_not_resolved_again():
     assert all(after[index] is part for index, part in before.items() if index != changed)
 
 
-def test_a_registry_edit_reaches_the_keys_it_names():
+def test_it_reaches_the_keys_a_registry_edit_names():
     """P4 and R6: a label edited, or a key made `many`, is seen at the next resolve of a
     state that did not change."""
     store, holder = Store(), Holder(groups=4)
