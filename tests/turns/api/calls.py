@@ -12,3 +12,47 @@ def turn(api, conv, key, content, **extra):
 def plan(api, turn_id, **params):
     params.setdefault("budget", 2000)
     return api.get(f"/api/v1/turns/{turn_id}/prompt-plan", params)
+
+
+def seed_history_and_memories(sam, conv, n, *, message_text, memory_value):
+    """`n` user messages and `n` user-scope memories, each memory sourced from the first
+    message, written in bulk: what the constant-query plan tests grow their world with."""
+    from config.clock import db_now
+    from conversations.models import Message
+    from memory.models import MemoryRecord, MemorySource
+
+    Message.objects.bulk_create(
+        [
+            Message(
+                user=sam,
+                conversation=conv,
+                seq=i + 1,
+                role="user",
+                content=message_text(i),
+                created_at=db_now(),
+            )
+            for i in range(n)
+        ]
+    )
+    conv.last_seq = n
+    conv.save()
+    now = db_now()
+    rows = MemoryRecord.objects.bulk_create(
+        [
+            MemoryRecord(
+                user=sam,
+                key=f"fact.k{i}",
+                value=memory_value(i),
+                scope_kind="user",
+                scope_id="user:sam",
+                valid_from=now,
+                recorded_at=now,
+                evidence_time=now,
+                version=1,
+                authority="rule-extracted",
+            )
+            for i in range(n)
+        ]
+    )
+    first = Message.objects.filter(conversation=conv).first()
+    MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])

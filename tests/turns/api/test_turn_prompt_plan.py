@@ -5,10 +5,9 @@ import datetime as dt
 
 import pytest
 
-from conversations.models import Message, Turn
-from memory.models import MemoryRecord
+from conversations.models import Turn
 from tests.factories import MessageFactory
-from tests.turns.api.calls import plan, turn
+from tests.turns.api.calls import plan, seed_history_and_memories, turn
 
 pytestmark = pytest.mark.django_db
 
@@ -203,44 +202,9 @@ def test_it_answers_404_for_unknown_turns(api, conv):
 @pytest.mark.parametrize("n", [10, 1000])
 def test_it_plans_in_a_constant_number_of_queries(api, conv, sam, n, django_assert_num_queries):
     """DESIGN: the prompt plan's query count does not grow with messages or memories."""
-    from config.clock import db_now
-    from memory.models import MemorySource
-
-    Message.objects.bulk_create(
-        [
-            Message(
-                user=sam,
-                conversation=conv,
-                seq=i + 1,
-                role="user",
-                content=f"m{i}",
-                created_at=db_now(),
-            )
-            for i in range(n)
-        ]
+    seed_history_and_memories(
+        sam, conv, n, message_text=lambda i: f"m{i}", memory_value=lambda i: f"v{i}"
     )
-    conv.last_seq = n
-    conv.save()
-    now = db_now()
-    rows = MemoryRecord.objects.bulk_create(
-        [
-            MemoryRecord(
-                user=sam,
-                key=f"fact.k{i}",
-                value=f"v{i}",
-                scope_kind="user",
-                scope_id="user:sam",
-                valid_from=now,
-                recorded_at=now,
-                evidence_time=now,
-                version=1,
-                authority="rule-extracted",
-            )
-            for i in range(n)
-        ]
-    )
-    first = Message.objects.filter(conversation=conv).first()
-    MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
     t = turn(api, conv, "t1", "hi").json()
     # The first plan of a process loads the catalog data it reads and does not hold yet
     # (config.catalog: the capabilities, the product defaults and their version: three

@@ -4,21 +4,9 @@ import pytest
 
 from memory.models import KeyDefinition, MemoryRecord
 from tests.factories import MessageFactory
+from tests.turns.api.calls import plan, seed_history_and_memories, turn
 
 pytestmark = pytest.mark.django_db
-
-
-def turn(api, conv, key, content):
-    return api.post(
-        f"/api/v1/conversations/{conv.pk}/turns",
-        {"turn_key": key, "content": content},
-        format="json",
-    )
-
-
-def plan(api, turn_id, **params):
-    params.setdefault("budget", 2000)
-    return api.get(f"/api/v1/turns/{turn_id}/prompt-plan", params)
 
 
 @pytest.fixture
@@ -174,45 +162,13 @@ def test_it_plans_in_a_constant_number_of_queries_in_either_order(
     """DESIGN: the plan's query count does not grow with memories or messages, and relevance
     costs no query of its own: the two messages before the turn come with the history's read
     and the registry's pinned keys with the registry."""
-    from config.clock import db_now
-    from conversations.models import Message
-    from memory.models import MemorySource
-
-    Message.objects.bulk_create(
-        [
-            Message(
-                user=sam,
-                conversation=conv,
-                seq=i + 1,
-                role="user",
-                content=f"m{i} letter",
-                created_at=db_now(),
-            )
-            for i in range(n)
-        ]
+    seed_history_and_memories(
+        sam,
+        conv,
+        n,
+        message_text=lambda i: f"m{i} letter",
+        memory_value=lambda i: f"letter {i}" if i % 7 else f"v{i}",
     )
-    conv.last_seq = n
-    conv.save()
-    now = db_now()
-    rows = MemoryRecord.objects.bulk_create(
-        [
-            MemoryRecord(
-                user=sam,
-                key=f"fact.k{i}",
-                value=f"letter {i}" if i % 7 else f"v{i}",
-                scope_kind="user",
-                scope_id="user:sam",
-                valid_from=now,
-                recorded_at=now,
-                evidence_time=now,
-                version=1,
-                authority="rule-extracted",
-            )
-            for i in range(n)
-        ]
-    )
-    first = Message.objects.filter(conversation=conv).first()
-    MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
     t = turn(api, conv, "t1", "the letter?").json()
     plan(
         api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful"
