@@ -238,7 +238,7 @@ def _turn_rows(results: dict, cases: list[dict], t: dict | None, add) -> None:
     else:
         add(name, "not run", None)
     name = (
-        "SQL per whole turn <= 12 (create with plan + reply; one fact, one logged "
+        f"SQL per whole turn <= {TURN_SQL_TARGET} (create with plan + reply; one fact, one logged "
         "decision, warm process)"
     )
     q = (t or {}).get("queries")
