@@ -12,6 +12,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from itertools import chain
 
 from conversations.domain import Context
@@ -31,8 +32,39 @@ class ContextState:
     tombstones: list[Tombstone]
     retractions: dict[tuple[str, str, str], datetime]
 
+    @cached_property
+    def by_slot(self) -> Mapping[tuple[str, str], Sequence[MemoryRecord]]:
+        """The records by scoped key `(scope_id, key)`, each slot's in version order (W8):
+        what a batch of writes decides against (`memory.writes.Known`). Made once per state
+        and held with it (`with_slots`, `caught_up`), so a turn that changed nothing does not
+        sort the stored records again. A slot may map to an empty sequence."""
+        return slots_of(self.records)
+
+    @classmethod
+    def with_slots(cls, records, tombstones, retractions, by_slot) -> ContextState:
+        """A state whose `by_slot` is already known (a write batch's slots as it left them):
+        `by_slot` must hold, slot by slot, what `slots_of(records)` gives, and may hold
+        empty slots besides."""
+        state = cls(records, tombstones, retractions)
+        state.__dict__["by_slot"] = by_slot
+        return state
+
 
 EMPTY = ContextState([], [], {})
+
+
+def slots_of(records: Sequence[MemoryRecord]) -> dict[tuple[str, str], list[MemoryRecord]]:
+    """`records` by scoped key, each slot's in version order (ties keep the given order)."""
+    by_slot: dict[tuple[str, str], list[MemoryRecord]] = {}
+    for record in records:
+        by_slot.setdefault((record.scope_id, record.key), []).append(record)
+    for found in by_slot.values():
+        if len(found) > 1:
+            found.sort(key=_version)
+    return by_slot
+
+
+_version = operator.attrgetter("version")
 
 
 def caught_up(state: ContextState, changed: ContextState) -> ContextState:
@@ -40,10 +72,11 @@ def caught_up(state: ContextState, changed: ContextState) -> ContextState:
     records and tombstones inserted or updated since, the retractions added since): a row
     of an id already held replaces it where it stood, a new one comes last, a slot's
     retraction time is the latest of both. Unchanged rows stay the very objects they were,
-    so a resolution of them is reused (`resolve_context`). Rows removed since are not
+    so a resolution of them is reused (`resolve_context`), and the slots they fill stay the
+    very sequences they were (`by_slot`, when it was made). Rows removed since are not
     changes this can make: the state is then read again whole (`memory.triggers`)."""
-    records = _replaced(state.records, changed.records)
-    tombstones = _replaced(state.tombstones, changed.tombstones)
+    records, replaced = _replaced(state.records, changed.records)
+    tombstones, _ = _replaced(state.tombstones, changed.tombstones)
     retractions = state.retractions
     if changed.retractions:
         retractions = dict(retractions)
@@ -51,15 +84,42 @@ def caught_up(state: ContextState, changed: ContextState) -> ContextState:
             held = retractions.get(slot)
             if held is None or at > held:
                 retractions[slot] = at
-    return ContextState(records, tombstones, retractions)
+    slots = state.__dict__.get("by_slot")
+    if slots is not None and changed.records:
+        slots = _slots_caught_up(slots, changed.records, replaced)
+    if slots is None:
+        return ContextState(records, tombstones, retractions)
+    return ContextState.with_slots(records, tombstones, retractions, slots)
 
 
-def _replaced(held: list, changed: list) -> list:
+def _replaced(held: list, changed: list) -> tuple[list, frozenset]:
+    """`held` with the rows of `changed` in place (new ones last), and the ids replaced."""
     if not changed:
-        return held
+        return held, frozenset()
     by_id = {row.id: row for row in changed}
     kept = [by_id.pop(row.id, row) for row in held]
-    return kept + [row for row in changed if row.id in by_id]
+    return kept + [row for row in changed if row.id in by_id], frozenset(
+        row.id for row in changed if row.id not in by_id
+    )
+
+
+def _slots_caught_up(slots: Mapping, changed: list, replaced: frozenset) -> dict | None:
+    """`slots` with the changed records in place: a slot no changed record falls in is the
+    very sequence it was; a touched slot is its rows with the changed ones put in (a
+    replaced row where it stood, a new one added) in version order. None when a replaced row
+    is not in the slot it now names (it moved): the caller makes the slots afresh."""
+    touched: dict[tuple[str, str], dict[str, MemoryRecord]] = {}
+    for record in changed:
+        touched.setdefault((record.scope_id, record.key), {})[record.id] = record
+    out = dict(slots)
+    for slot, rows in touched.items():
+        found = [rows.pop(record.id, record) for record in out.get(slot, ())]
+        if any(record_id in replaced for record_id in rows):
+            return None
+        found += rows.values()
+        found.sort(key=_version)
+        out[slot] = found
+    return out
 
 
 @dataclass(frozen=True)

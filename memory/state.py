@@ -137,25 +137,31 @@ class ContextMemory:
         records: list[DomainRecord],
         resolved: Resolved,
         registry,
+        by_slot=None,
     ) -> None:
         """A batch's rows (W3–W10, as `memory.services.add_plan_rows` lays them out) added to
         `writer`; once written, the context's state as they left it — `records` with their
         resolution (`memory.current.resolve_keyed`) — is kept for the next request of this
         process, at the version they left (read back: one statement) or, when they changed
-        nothing, at the version read. A transaction that writes again, or rolls back, leaves
-        the copy unused."""
+        nothing, at the version read. `by_slot`: `records` by scoped key as the writes left
+        them (`memory.writes.WriteBatch.slots`), kept with the state. A transaction that
+        writes again, or rolls back, leaves the copy unused."""
         add_plan_rows(writer, self.user, writes, scope_fields)
         if self._read:
-            writer.then(lambda: self._keep(writes, records, resolved, registry))
+            writer.then(lambda: self._keep(writes, records, resolved, registry, by_slot))
 
-    def _keep(self, writes: WritePlan, records, resolved: Resolved, registry) -> None:
+    def _keep(self, writes: WritePlan, records, resolved: Resolved, registry, by_slot) -> None:
         read = self._state
         if writes.changes_memory:
             version = _version_of(self.user.pk)
             retractions = dict(read.state.retractions)
             for scope_id, key, hashed, at in writes.retractions:
                 retractions[(scope_id, key, hashed)] = at
-            state = ContextState(records, read.state.tombstones, retractions)
+            tombstones = read.state.tombstones
+            if by_slot is None:
+                state = ContextState(records, tombstones, retractions)
+            else:
+                state = ContextState.with_slots(records, tombstones, retractions, by_slot)
         else:
             version, state = read.version, read.state
         if version is None:

@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain
 
 from config.errors import AuthorityConflict, ValidationError
 from conversations.domain import Scope
@@ -223,9 +224,13 @@ class WriteBatch:
         wanted = set(ids)
         if not wanted:
             return {}
-        slots = [
-            found for found in self.state.scoped.values() if any(r.id in wanted for r in found)
-        ]
+        # A record an outcome names lies in a slot the batch took up; the others are searched
+        # only if one is missing there.
+        scoped = self.state.scoped
+        slots = [scoped[slot] for slot in sorted(self.state.own)]
+        if not wanted <= {r.id for found in slots for r in found}:
+            slots = list(scoped.values())
+        slots = [found for found in slots if any(r.id in wanted for r in found)]
         records = [r for found in slots for r in found]
         states = resolver.record_states(
             records, self.state.tombstones, self.now, many_keys=many_keys, secret=self.secret
@@ -234,12 +239,21 @@ class WriteBatch:
 
     def records(self, key: str | None = None) -> list[MemoryRecord]:
         """Every record known (of `key`), as the writes so far left it, and every new one."""
-        return [
-            r
-            for (_, k), found in self.state.scoped.items()
-            if key is None or k == key
-            for r in found
-        ]
+        if key is None:
+            return list(chain.from_iterable(self.state.scoped.values()))
+        return [r for (_, k), found in self.state.scoped.items() if k == key for r in found]
+
+    @property
+    def changed(self) -> bool:
+        """Whether a write may have changed a slot (False: `records()` holds what `known`
+        held, slot by slot)."""
+        return bool(self.state.own)
+
+    def slots(self) -> dict[tuple[str, str], Sequence[MemoryRecord]]:
+        """The records by scoped key as the writes so far left them, each slot's in version
+        order (`memory.current.slots_of`); a slot may be empty. Slots the batch did not take
+        up are the very sequences `known` gave."""
+        return self.state.scoped
 
 
 def _retract(
@@ -274,31 +288,35 @@ def _retract(
 
 
 class _State:
-    """The scoped keys as the batch has changed them so far."""
+    """The scoped keys as the batch has changed them so far. A slot is copied when the batch
+    first takes it up (`records`), so `known`'s sequences are never changed and a batch costs
+    the slots it touches, not every slot known."""
 
     def __init__(self, known: Known, complete_scopes: frozenset[str] = frozenset()):
         self.complete_scopes = complete_scopes
-        self.scoped = {slot: list(records) for slot, records in known.records.items()}
-        self.top = {
-            slot: max((r.version for r in records), default=0)
-            for slot, records in self.scoped.items()
-        }
+        self.scoped: dict[tuple[str, str], Sequence[MemoryRecord]] = dict(known.records)
+        self.own: set[tuple[str, str]] = set()  # slots taken up: this batch's own lists
+        self.top: dict[tuple[str, str], int] = {}  # W8: the highest version of a slot taken up
         self.tombstones = list(known.tombstones)
         self.retractions = dict(known.retractions)
         self.pending: dict[str, int] = {}  # id of a row this batch inserts -> index in plan.inserts
 
     def records(self, scope_id: str, key: str) -> list[MemoryRecord]:
-        try:
-            return self.scoped[(scope_id, key)]
-        except KeyError:
+        """The slot's records, the batch's own list to change."""
+        slot = (scope_id, key)
+        found = self.scoped.get(slot)
+        if found is None:
             if scope_id not in self.complete_scopes:
-                raise ValueError(f"scoped key {key!r} in {scope_id!r} was not read") from None
-        self.top[(scope_id, key)] = 0
-        found = self.scoped[(scope_id, key)] = []
+                raise ValueError(f"scoped key {key!r} in {scope_id!r} was not read")
+            found = ()
+        if slot not in self.own:
+            found = self.scoped[slot] = list(found)
+            self.own.add(slot)
+            self.top[slot] = max((r.version for r in found), default=0)
         return found
 
     def replace(self, scope_id: str, key: str, record: MemoryRecord) -> None:
-        records = self.scoped[(scope_id, key)]
+        records = self.records(scope_id, key)
         records[next(i for i, r in enumerate(records) if r.id == record.id)] = record
 
 

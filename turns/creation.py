@@ -244,6 +244,7 @@ def _turn_read(
         rules=rules,
         policy_version=(defaults.version if defaults else 0, rows.user_policy_version),
         resolved=memory.resolved,
+        by_slot=memory.state.by_slot,
     )
 
 
@@ -321,6 +322,7 @@ def _write(
         records=decided.records,
         resolved=decided.resolved,
         registry=registry,
+        by_slot=decided.by_slot,
     )
     turn = Turn(
         id=turn_id,

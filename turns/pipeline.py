@@ -30,7 +30,7 @@ from config.errors import BudgetExceeded
 from conversations.domain import Context
 from conversations.plan_snapshot import PlanSnapshot
 from memory import learning
-from memory.current import Resolved, resolve_keyed
+from memory.current import Resolved, resolve_keyed, slots_of
 from memory.domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
 from memory.extract import extract
 from memory.writes import Known, Outcome, WriteBatch, WritePlan
@@ -88,6 +88,9 @@ class TurnRead:
     # records are the very objects it was made of is reused while its valid times hold
     # (`memory.current.resolve_keyed`).
     resolved: Resolved | None = None
+    # `records` by scoped key as the state holds them (`memory.current.ContextState.by_slot`);
+    # None: made here.
+    by_slot: Mapping[tuple[str, str], Sequence[MemoryRecord]] | None = None
 
 
 @dataclass
@@ -109,6 +112,8 @@ class TurnDecided:
     states: dict = field(default_factory=dict)
     # `resolution` and `projection` as made key by key, for the next turn to reuse
     resolved: Resolved | None = None
+    # `records` by scoped key as the writes left them, for the state the turn keeps
+    by_slot: Mapping[tuple[str, str], Sequence[MemoryRecord]] | None = None
 
 
 class NeedTexts(Exception):  # noqa: N818 - a request for more input, not an error
@@ -124,11 +129,7 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
     `AuthorityConflict`) for a finding a write refuses (nothing is then written) and
     `NeedTexts` (see `plan_turn`)."""
     context = read.context
-    by_slot: dict[tuple[str, str], list[MemoryRecord]] = {}
-    for record in read.records:
-        by_slot.setdefault((record.scope_id, record.key), []).append(record)
-    for records in by_slot.values():
-        records.sort(key=lambda r: r.version)
+    by_slot = read.by_slot if read.by_slot is not None else slots_of(read.records)
     batch = WriteBatch(
         Known(by_slot, read.tombstones, read.retractions),
         user=context.user,
@@ -158,7 +159,8 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
             sources=(read.message.id,),
             source_time=context.now,
         )
-    records = batch.records()
+    # Nothing written: the records as read, the very sequence an earlier resolution was made of.
+    records = batch.records() if batch.changed else read.records
     resolved = resolve_keyed(
         records,
         read.tombstones,
@@ -174,6 +176,7 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
         found, outcomes, batch.plan, records, resolved.resolution, resolved.projection
     )
     decided.resolved = resolved
+    decided.by_slot = batch.slots() if batch.changed else by_slot
     decided.states = batch.states(
         [o.record.id for o in outcomes if o.record], many_keys=read.many_keys
     )

@@ -22,6 +22,7 @@ from memory.current import (
     group_of,
     resolve_context,
     resolve_keyed,
+    slots_of,
 )
 from memory.domain import MemoryRecord, Tombstone, value_hash
 from tests.memory.core.records import CHAR, CONV, OTHER_CONV, SECRET, USER, at, ctx
@@ -90,6 +91,7 @@ class Holder:
     state: ContextState = field(default_factory=lambda: ContextState([], [], {}))
     resolved: Resolved | None = None
     groups: int = 1  # how many groups of keys it resolves in (`memory.current.group_of`)
+    slots: bool = False  # makes its state's slots each time, so catching up patches them
 
     def catch_up(self, store: Store) -> None:
         if self.version is None or store.removed > self.version:
@@ -97,6 +99,8 @@ class Holder:
         else:
             self.state = caught_up(self.state, store.read(self.version))
         self.version = store.version
+        if self.slots:
+            assert self.state.by_slot is not None
 
 
 @st.composite
@@ -228,6 +232,13 @@ def _resolve_and_compare(store: Store, holder: Holder, now: float) -> None:
     assert ours.plan == theirs.plan
     assert ours.snapshot.plan_hash == theirs.snapshot.plan_hash
     assert ours.snapshot.stored() == theirs.snapshot.stored()
+    # The slots held with the state (patched while catching up) are the store's slots.
+    assert _slot_ids(holder.state.by_slot) == _slot_ids(slots_of(fresh.records))
+
+
+def _slot_ids(by_slot) -> dict:
+    """Each non-empty slot's record ids in the order held (version order, W8)."""
+    return {slot: [r.id for r in found] for slot, found in by_slot.items() if found}
 
 
 def _plan(resolution, projection, now: float):
@@ -250,7 +261,8 @@ def _plan(resolution, projection, now: float):
 @given(st.lists(operations(), min_size=5, max_size=60), st.sampled_from((1, 2, 4)))
 def test_it_resolves_a_caught_up_state_as_a_fresh_read_of_the_store(ops, groups):
     """R1–R8, P1–P4, I3: whatever the interleaving, each holder's answer is a fresh one."""
-    store, holders, clock = Store(), [Holder(groups=groups), Holder(groups=4)], [24.0]
+    store, clock = Store(), [24.0]
+    holders = [Holder(groups=groups, slots=True), Holder(groups=4)]
     for n, op in enumerate(ops):
         _apply(store, holders, op, clock, n)
     for holder in holders:
@@ -290,3 +302,86 @@ def test_it_reaches_the_keys_a_registry_edit_names():
     store.many = store.many | {"pet.name"}
     _resolve_and_compare(store, holder, 30)
     assert len(holder.resolved.projection.prompt) == 2
+
+
+def test_it_makes_the_slots_afresh_when_a_changed_record_left_its_slot():
+    """A row that moved to another scope is a removal the triggers announce; should one come
+    as a change, the slots are made again from the records, never patched wrongly."""
+    first = _record(Store(), 0, 1)
+    state = ContextState([first], [], {})
+    assert _slot_ids(state.by_slot) == {(first.scope_id, first.key): [first.id]}
+    moved = replace(first, scope=SCOPES[2] if first.scope != SCOPES[2] else SCOPES[1])
+    later = caught_up(state, ContextState([moved], [], {}))
+    assert "by_slot" not in later.__dict__
+    assert _slot_ids(later.by_slot) == {(moved.scope_id, moved.key): [moved.id]}
+
+
+@st.composite
+def facts(draw):
+    from memory.writes import Fact, Retract
+
+    seed = draw(st.integers(0, 10_000))
+    key = KEYS[seed % len(KEYS)]
+    scope = SCOPES[(seed // 3) % 4]
+    if seed % 7 == 0:
+        return Retract(scope.scope_id(USER), key, key == "user.likes", VALUES[seed % 4])
+    return Fact(
+        key=key,
+        value=VALUES[(seed // 5) % len(VALUES)],
+        scope=scope,
+        authority=AUTHORITIES[(seed // 11) % len(AUTHORITIES)],
+        many=key == "user.likes",
+        confidence=((seed // 13) % 10) / 9,
+        valid_from=at((seed // 17) % 48) if seed % 2 else None,
+        sources=("m1",) if seed % 3 else (),
+        source_time=at(20) if seed % 3 else None,
+    )
+
+
+@PROPERTY
+@given(
+    st.lists(st.integers(0, 10_000), max_size=25),
+    st.lists(facts(), max_size=8),
+)
+def test_it_decides_a_batch_against_held_slots_without_changing_them(seeds, writes):
+    """W3–W10 against the slots a state holds: the batch copies a slot only when it takes it
+    up, so the held slots are what they were after it; what it leaves — its records and its
+    slots — is what a batch of freshly made slots leaves, and its slots are its records'."""
+    from memory.writes import AuthorityConflict, Known, ValidationError, WriteBatch
+
+    store = Store()
+    for n, seed in enumerate(seeds):
+        record = _record(store, seed, n)
+        if record.scope_id in SEEN:
+            store.records[record.id] = (record, store.bump())
+    state = store.read(None)
+    held = state.by_slot
+    before = {slot: list(found) for slot, found in held.items()}
+
+    def batch(slots):
+        made = WriteBatch(
+            Known(slots, state.tombstones, state.retractions),
+            user=USER,
+            now=at(30),
+            secret=SECRET,
+            new_id=iter(f"n{i:03d}" for i in range(100)).__next__,
+            complete_scopes=SEEN,
+        )
+        for write in writes:
+            try:
+                made.add(write)
+            except (ValidationError, AuthorityConflict):
+                break
+        return made
+
+    ours, theirs = batch(held), batch(slots_of(state.records))
+    assert {slot: list(found) for slot, found in held.items()} == before
+    assert [r.id for r in ours.records()] == [r.id for r in theirs.records()]
+    assert ours.records() == theirs.records()
+    assert _slot_ids(ours.slots()) == _slot_ids(slots_of(ours.records()))
+    if not ours.changed:  # the turn then resolves the records as read: the same ones
+        assert sorted(ours.records(), key=_id) == sorted(state.records, key=_id)
+
+
+def _id(record) -> str:
+    return record.id
