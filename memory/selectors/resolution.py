@@ -19,7 +19,7 @@ from config.storage import raw_reader
 from conversations.domain import Context
 
 from .. import storage, write_storage
-from ..current import Resolved, resolve_context
+from ..current import caught_up, resolve_keyed
 from ..domain import RESOLVER_VERSION, RecordState, Resolution
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
@@ -210,18 +210,20 @@ def _remembered(user, *, now, context, keys) -> Remembered:
 
 
 def _context_remembered(user, context, domain) -> Remembered | None:
-    """A context's whole memory as the resolver keeps it, in one statement, reusing what this
-    process last read of it (`memory.storage.MEMORY_CACHE`): the state is read only when the
-    user's memory version (`memory.triggers`) is another than the one it was read at, and
-    the resolution is reused while `now` stays in its stable window (R3, R5) under the same
-    registry and secret. None where the raw reader does not serve the database."""
+    """A context's whole memory as the resolver keeps it, in one statement, from what this
+    process holds of it (`memory.storage.MEMORY_CACHE`) as a turn takes it (`memory.state`):
+    the held state as it is while the user's memory version (`memory.triggers`) is the one
+    it was kept at, caught up with the rows changed after it when no removal came since,
+    else read whole; resolved group of keys by group of keys, each group's share reused
+    while it holds (`memory.current.resolve_keyed`). None where the raw reader does not
+    serve the database."""
     reader = raw_reader(MemoryRecord.objects.db)
     if reader is None:
         return None
     scope_ids = context.domain.scope_ids()
     cached = MEMORY_CACHE.get(user.pk, scope_ids)
     parts, params = storage.context_state_parts(
-        reader, user, scope_ids, cached.version if cached else None
+        reader, user, scope_ids, cached.version if cached else None, catch_up=True
     )
     secret_sql = (
         f"(SELECT {reader.name(MemoryProfile, 'secret')} "
@@ -229,21 +231,22 @@ def _context_remembered(user, context, domain) -> Remembered | None:
         f"WHERE {reader.name(MemoryProfile, 'user')} = %s)"
     )
     [row] = reader.fetch("SELECT " + ", ".join([*parts, secret_sql]), [*params, user.pk])
-    version, records, tombstones, retractions, secret_hex = row
+    version, removed, records, tombstones, retractions, secret_hex = row
     secret_hex = secret_hex or ""
     if records is None:
         state = cached.state
         MEMORY_CACHE.note_reuse()
     else:
         state = storage.parse_context_state(records, tombstones, retractions, user.username)
+        if cached is not None and removed is not None and removed <= cached.version:
+            state = caught_up(cached.state, state)
+            MEMORY_CACHE.note_catch_up()
     keyed = (
         catalog_registry() if catalog.active() else Registry(write_storage.read_registry(reader))
     )
     secret = bytes.fromhex(secret_hex) if secret_hex else b""
-    now = domain.now
-    earlier = cached.resolved_for(state, keyed, secret_hex) if cached is not None else None
     cfg = settings.COMPANION
-    resolution, projection = resolve_context(
+    resolved = resolve_keyed(
         state.records,
         state.tombstones,
         domain,
@@ -252,25 +255,19 @@ def _context_remembered(user, context, domain) -> Remembered | None:
         secret=secret,
         likely=cfg["CERTAINTY_LIKELY"],
         uncertain=cfg["CERTAINTY_UNCERTAIN"],
-        earlier=earlier,
+        earlier=cached.resolved_by_key(secret_hex) if cached is not None else None,
     )
+    resolution, projection = resolved.resolution, resolved.projection
     if version is not None:
         MEMORY_CACHE.put(
-            user.pk,
-            scope_ids,
-            CachedMemory(
-                version,
-                state,
-                secret_hex,
-                resolved=(keyed, Resolved.made(state.records, now, resolution, projection)),
-            ),
+            user.pk, scope_ids, CachedMemory(version, state, secret_hex, resolved=(keyed, resolved))
         )
     return Remembered(
         state.records,
         keyed,
         state.tombstones,
         {None: resolution},
-        now,
+        domain.now,
         projection=projection,
         secret=secret,
     )
