@@ -40,6 +40,9 @@ def _cprofiler(top: int, cpu: bool = False):
         def stop(self):
             self.profile.disable()
 
+        def dump(self, path) -> None:
+            self.profile.dump_stats(path)
+
         def output_text(self, **_):
             out = io.StringIO()
             stats = pstats.Stats(self.profile, stream=out)
@@ -70,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         "--pyinstrument", action="store_true", help="pyinstrument's call tree instead of cProfile"
     )
     parser.add_argument("--top", type=int, default=40, help="cProfile: rows per listing")
+    parser.add_argument(
+        "--stats",
+        action="store_true",
+        help="cProfile: also save the raw statistics (.pstats) beside the text",
+    )
     parser.add_argument(
         "--cpu",
         action="store_true",
@@ -236,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             profiler.stop()
             path = PROFILES / (f"{args.db}-{name}-{args.records}r-{args.messages}m{suffix}.txt")
             path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+            if args.stats and hasattr(profiler, "dump"):
+                profiler.dump(path.with_suffix(".pstats"))
             print(path)
     finally:
         from django.db import connections
