@@ -251,3 +251,31 @@ def test_it_leaves_the_next_turn_nothing_to_resolve_after_a_plan_read_between_tw
     quiet = turn(api, conv, "b", "How was your day?")
     assert calls == []
     assert quiet["plan"] == fresh_plan(api, quiet["id"])
+
+
+def test_it_catches_a_plan_read_up_with_a_fact_learnt_elsewhere(api, conv):
+    """GET /turns/{id}/prompt-plan after another writer's fact reads only the rows changed
+    since the state this process holds (caught up, not read whole) and answers what a fresh
+    read answers (I7: the same plan and `plan_hash`); the fact is in it (R1–R8)."""
+    storage.MEMORY_CACHE.clear()
+    created = turn(api, conv, "a", "My dog's name is Rex.")
+    message = MessageFactory(conversation=conv, seq=50)
+    memory_assert(
+        user=conv.user,
+        key="user.likes",
+        value="green tea",
+        scope=Scope("user"),
+        sources=[str(message.pk)],
+    )
+    before = storage.MEMORY_CACHE.caught_up
+    r = api.get(
+        f"/api/v1/turns/{created['id']}/prompt-plan",
+        {"budget": 2000, "capabilities": "tone.playful"},
+    )
+    assert r.status_code == 200, r.json()
+    assert storage.MEMORY_CACHE.caught_up == before + 1
+    caught = r.json()
+    for decision in caught["policy"]:
+        decision.pop("decision_id")
+    assert "green tea" in [memory["value"] for memory in caught["memories"]]
+    assert caught == fresh_plan(api, created["id"])
