@@ -490,7 +490,8 @@ def _recent_contents(
 
 
 def plan_snapshot(plan: Plan) -> dict:
-    """What a turn stores: ids, counts and the hash, never text (SPEC §7)."""
+    """The planner's part of what a turn stores (`conversations.plan_snapshot.PlanSnapshot`
+    makes the stored JSON of it): ids, counts and the hash, never text (SPEC §7)."""
     return {
         "boundary_seq": plan.boundary_seq,
         "current": plan.current.id,
@@ -498,7 +499,7 @@ def plan_snapshot(plan: Plan) -> dict:
         "memories": [pm.record.id for pm in plan.memories],
         # SPEC E2: the certainty each memory was given with, beside its id (no text).
         "certainty": [pm.certainty for pm in plan.memories],
-        "excluded": list(map(list, plan.excluded)),
+        "excluded": plan.excluded,  # (kind, id, reason) triples, stored as JSON arrays
         "estimated_tokens": plan.estimated_tokens,
         "plan_hash": plan.plan_hash,
     }

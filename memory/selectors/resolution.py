@@ -25,7 +25,7 @@ from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
 from ..models import MemoryProfile, MemoryRecord
 from ..projection import project
-from ..resolver import record_states, resolve
+from ..resolver import RESOLVER_REASONS, record_states, resolve
 from ..storage import MEMORY_CACHE, CachedMemory
 from .records import (
     Registry,
@@ -64,10 +64,16 @@ class ContextResolution:
 
 
 def resolve_log_line(user_id, n_candidates: int, resolution: Resolution, projection) -> str:
-    """SPEC §12: a resolve's ids, counts, reasons and versions — never a value."""
+    """SPEC §12: a resolve's ids, counts, reasons and versions — never a value. The resolver's
+    exclusions are counted by reason in its trace already (R8)."""
     counts: dict[str, int] = {}
-    for e in resolution.excluded:
-        counts[e.reason] = counts.get(e.reason, 0) + 1
+    trace = resolution.trace
+    for reason in RESOLVER_REASONS:
+        found = trace.get("excluded_" + reason.replace("-", "_"))
+        if found is None:  # a resolution without its trace: counted here
+            found = sum(1 for e in resolution.excluded if e.reason == reason)
+        if found:
+            counts[reason] = found
     for e in projection.excluded:
         counts["prompt_" + e.reason] = counts.get("prompt_" + e.reason, 0) + 1
     parts = [

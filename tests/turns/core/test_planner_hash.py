@@ -99,7 +99,7 @@ def test_it_snapshots_ids_without_text():
         "history": ["m2", "m3"],
         "memories": ["r1", "r2"],
         "certainty": [p.memories[0].certainty, p.memories[1].certainty],
-        "excluded": [["memory", "r9", "unsupported"], ["message", "m1", "budget"]],
+        "excluded": (("memory", "r9", "unsupported"), ("message", "m1", "budget")),
         "estimated_tokens": p.estimated_tokens,
         "plan_hash": p.plan_hash,
     }
