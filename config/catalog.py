@@ -50,11 +50,29 @@ def version_subquery() -> models.Subquery:
     return models.Subquery(CatalogVersion.objects.filter(pk=1).values("version")[:1])
 
 
+_version_sql: dict[str, str] = {}  # the version's SELECT by database alias, built once
+
+
 def _read_version():
+    """The version row's value (`_UNCACHED` without one), by a statement built once per
+    process: it runs on every request whose token the process remembers."""
+    from django.db import connections, router
+
     from config.models import CatalogVersion
 
-    version = CatalogVersion.objects.filter(pk=1).values_list("version", flat=True).first()
-    return _UNCACHED if version is None else version
+    alias = router.db_for_read(CatalogVersion)
+    connection = connections[alias]
+    sql = _version_sql.get(alias)
+    if sql is None:
+        quote, meta = connection.ops.quote_name, CatalogVersion._meta
+        sql = _version_sql[alias] = (
+            f"SELECT {quote(meta.get_field('version').column)} FROM {quote(meta.db_table)} "
+            f"WHERE {quote(meta.pk.column)} = 1"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        row = cursor.fetchone()
+    return _UNCACHED if row is None else row[0]
 
 
 def note_version(version) -> None:
