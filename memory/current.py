@@ -40,14 +40,79 @@ class ContextState:
         sort the stored records again. A slot may map to an empty sequence."""
         return slots_of(self.records)
 
+    @cached_property
+    def by_group(self) -> KeyGroups:
+        """The records by group of keys (`group_of`, `groups_for` their number): what
+        `resolve_keyed` resolves group by group. Held with the state and patched like
+        `by_slot`, so a group no change touched is the very list it was and its share of the
+        resolution is reused without looking at its records."""
+        return KeyGroups.of(self.records)
+
     @classmethod
-    def with_slots(cls, records, tombstones, retractions, by_slot) -> ContextState:
-        """A state whose `by_slot` is already known (a write batch's slots as it left them):
-        `by_slot` must hold, slot by slot, what `slots_of(records)` gives, and may hold
-        empty slots besides."""
+    def with_slots(
+        cls, records, tombstones, retractions, by_slot, by_group: KeyGroups | None = None
+    ) -> ContextState:
+        """A state whose `by_slot` (and `by_group`) are already known (a write batch's as it
+        left them): `by_slot` must hold, slot by slot, what `slots_of(records)` gives, and
+        may hold empty slots besides; `by_group`, group by group, the records `KeyGroups.of`
+        gives, in any order."""
         state = cls(records, tombstones, retractions)
         state.__dict__["by_slot"] = by_slot
+        if by_group is not None:
+            state.__dict__["by_group"] = by_group
         return state
+
+
+@dataclass(frozen=True)
+class KeyGroups:
+    """Records by group of keys: `count` groups (`groups_for` the number of records), each
+    group's records in a list never changed once made (`resolve_keyed` knows an unchanged
+    group by the identity of its list)."""
+
+    count: int
+    groups: Mapping[int, list[MemoryRecord]]
+
+    @classmethod
+    def of(cls, records: Sequence[MemoryRecord]) -> KeyGroups:
+        count = groups_for(len(records))
+        return cls(count, cls.of_count(records, count))
+
+    @staticmethod
+    def of_count(records: Sequence[MemoryRecord], count: int) -> dict[int, list[MemoryRecord]]:
+        """`records` in `count` groups by key, each group's in the order given."""
+        groups: dict[int, list[MemoryRecord]] = {}
+        index_of: dict[str, int] = {}
+        for record in records:
+            key = record.key
+            index = index_of.get(key)
+            if index is None:
+                index = index_of[key] = group_of(key, count)
+            found = groups.get(index)
+            if found is None:
+                groups[index] = [record]
+            else:
+                found.append(record)
+        return groups
+
+    def patched(self, n_records: int, changed: Sequence[MemoryRecord]) -> KeyGroups | None:
+        """These groups, for a state of `n_records` records, with `changed` put in: a record
+        of an id held in its group replaces it, a new one is added; a group nothing touched
+        is the very list it was. None when the number of groups changes with `n_records` or
+        the groups would not hold `n_records` records (a changed record was held outside the
+        group its key names): the caller groups afresh."""
+        if groups_for(n_records) != self.count:
+            return None
+        touched: dict[int, dict[str, MemoryRecord]] = {}
+        for record in changed:
+            touched.setdefault(group_of(record.key, self.count), {})[record.id] = record
+        groups = dict(self.groups)
+        for index, rows in touched.items():
+            found = [rows.pop(record.id, record) for record in groups.get(index, ())]
+            found += rows.values()
+            groups[index] = found
+        if sum(map(len, groups.values())) != n_records:
+            return None
+        return KeyGroups(self.count, groups)
 
 
 EMPTY = ContextState([], [], {})
@@ -72,8 +137,9 @@ def caught_up(state: ContextState, changed: ContextState) -> ContextState:
     records and tombstones inserted or updated since, the retractions added since): a row
     of an id already held replaces it where it stood, a new one comes last, a slot's
     retraction time is the latest of both. Unchanged rows stay the very objects they were,
-    so a resolution of them is reused (`resolve_context`), and the slots they fill stay the
-    very sequences they were (`by_slot`, when it was made). Rows removed since are not
+    so a resolution of them is reused (`resolve_context`), and the slots and groups of keys
+    they fill stay the very sequences they were (`by_slot`, `by_group`, when they were
+    made). Rows removed since are not
     changes this can make: the state is then read again whole (`memory.triggers`)."""
     records, replaced = _replaced(state.records, changed.records)
     tombstones, _ = _replaced(state.tombstones, changed.tombstones)
@@ -84,12 +150,20 @@ def caught_up(state: ContextState, changed: ContextState) -> ContextState:
             held = retractions.get(slot)
             if held is None or at > held:
                 retractions[slot] = at
+    made = ContextState(records, tombstones, retractions)
     slots = state.__dict__.get("by_slot")
-    if slots is not None and changed.records:
-        slots = _slots_caught_up(slots, changed.records, replaced)
-    if slots is None:
-        return ContextState(records, tombstones, retractions)
-    return ContextState.with_slots(records, tombstones, retractions, slots)
+    if slots is not None:
+        if changed.records:
+            slots = _slots_caught_up(slots, changed.records, replaced)
+        if slots is not None:
+            made.__dict__["by_slot"] = slots
+    groups = state.__dict__.get("by_group")
+    if groups is not None:
+        if changed.records:
+            groups = groups.patched(len(records), changed.records)
+        if groups is not None:
+            made.__dict__["by_group"] = groups
+    return made
 
 
 def _replaced(held: list, changed: list) -> tuple[list, frozenset]:
@@ -204,10 +278,15 @@ class KeyPart:
     projection: Projection
     outside: frozenset[str]
     prompt_order: tuple  # the planner's order (I3) of `projection.prompt`, item by item
+    # The group's list it was last found to hold (`KeyGroups`), compared by identity.
+    source: object = field(default=None, compare=False)
+
+    def within(self, now: datetime) -> bool:
+        lo, hi = self.window
+        return (lo is None or now >= lo) and (hi is None or now < hi)
 
     def holds(self, records, tombstones, made_with, now: datetime) -> bool:
-        lo, hi = self.window
-        if (lo is not None and now < lo) or (hi is not None and now >= hi):
+        if not self.within(now):
             return False
         return (
             made_with == self.made_with
@@ -255,6 +334,7 @@ def resolve_keyed(
     uncertain: float,
     earlier: Resolved | None = None,
     groups: int | None = None,
+    by_group: KeyGroups | None = None,
 ) -> Resolved:
     """What `resolve_context` answers, made by groups of keys: R1–R6 never look across keys
     but for R5's `supersedes` (R4's tombstones, R6's slots and P3's shadowing are per key),
@@ -265,9 +345,16 @@ def resolve_keyed(
     (R3, R5), is reused as it is; only the others are resolved again. Where a record names
     one of another group in `supersedes`, the whole context is resolved at once. Ids are
     unique (they are primary keys), as in every stored state. `groups`: how many groups
-    (default `groups_for` the number of records)."""
+    (default `groups_for` the number of records). `by_group`: `records` by group as a state
+    holds them (`ContextState.by_group`); a group whose list is the very one `earlier` was
+    made of, under the very registry and tombstones, is reused without a look at its
+    records while `now` stays in its window."""
     settings = (secret, likely, uncertain)
     now = context.now
+    if by_group is not None and (groups is None or groups == by_group.count):
+        groups = by_group.count
+    else:
+        by_group = None
     if groups is None:
         groups = groups_for(len(records))
     usable = earlier is not None and earlier.settings == (*settings, groups)
@@ -282,30 +369,33 @@ def resolve_keyed(
         reused = earlier.at(now)
         if reused is not None:
             return replace(earlier, resolution=reused[0], records=tuple(records))
-    by_group: dict[int, list[MemoryRecord]] = {}
-    group = {}
-    for record in records:
-        key = record.key
-        index = group.get(key)
-        if index is None:
-            index = group[key] = group_of(key, groups)
-        found = by_group.get(index)
-        if found is None:
-            by_group[index] = [record]
-        else:
-            found.append(record)
-    tombs_by_group: dict[int, list[Tombstone]] = {}
-    for tomb in tombstones:
-        tombs_by_group.setdefault(group_of(tomb.key, groups), []).append(tomb)
-    keys_by_group: dict[int, list[str]] = {}
-    for key, index in group.items():
-        keys_by_group.setdefault(index, []).append(key)
+    grouping = by_group.groups if by_group is not None else KeyGroups.of_count(records, groups)
+    # A group's list that is the very one its earlier share was made of, under the same
+    # registry and tombstones, holds what it held: only its window is left to look at.
+    same_inputs = (
+        by_group is not None
+        and usable
+        and earlier.many_keys is many_keys
+        and earlier.labels is labels
+        and earlier.tombstones is tombstones
+    )
+    tombs_by_group: dict[int, list[Tombstone]] | None = None
     parts: dict[int, KeyPart] = {}
-    changed = len(by_group) != len(parts_before)
-    for index in sorted(by_group):
-        grouped, tombs = by_group[index], tombs_by_group.get(index, ())
-        made_with = tuple((k, k in many_keys, labels.get(k)) for k in sorted(keys_by_group[index]))
+    changed = len(grouping) != len(parts_before)
+    for index in sorted(grouping):
+        grouped = grouping[index]
         part = parts_before.get(index)
+        if same_inputs and part is not None and part.source is grouped and part.within(now):
+            parts[index] = part
+            continue
+        if tombs_by_group is None:
+            tombs_by_group = {}
+            for tomb in tombstones:
+                tombs_by_group.setdefault(group_of(tomb.key, groups), []).append(tomb)
+        tombs = tombs_by_group.get(index, ())
+        made_with = tuple(
+            (k, k in many_keys, labels.get(k)) for k in sorted({r.key for r in grouped})
+        )
         if part is None or not part.holds(grouped, tombs, made_with, now):
             changed = True
             made = _resolve_group(
@@ -314,6 +404,8 @@ def resolve_keyed(
             part = KeyPart(
                 tuple(grouped), tuple(tombs), made_with, stable_window(grouped, now), *made
             )
+        if by_group is not None and part.source is not grouped:
+            part = replace(part, source=grouped)
         parts[index] = part
     extra = dict(
         records=tuple(records),

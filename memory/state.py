@@ -138,19 +138,23 @@ class ContextMemory:
         resolved: Resolved,
         registry,
         by_slot=None,
+        by_group=None,
     ) -> None:
         """A batch's rows (W3–W10, as `memory.services.add_plan_rows` lays them out) added to
         `writer`; once written, the context's state as they left it — `records` with their
         resolution (`memory.current.resolve_keyed`) — is kept for the next request of this
         process, at the version they left (read back: one statement) or, when they changed
         nothing, at the version read. `by_slot`: `records` by scoped key as the writes left
-        them (`memory.writes.WriteBatch.slots`), kept with the state. A transaction that
+        them (`memory.writes.WriteBatch.slots`) and `by_group` by group of keys
+        (`memory.current.KeyGroups`), kept with the state. A transaction that
         writes again, or rolls back, leaves the copy unused."""
         add_plan_rows(writer, self.user, writes, scope_fields)
         if self._read:
-            writer.then(lambda: self._keep(writes, records, resolved, registry, by_slot))
+            writer.then(
+                lambda: self._keep(writes, records, resolved, registry, (by_slot, by_group))
+            )
 
-    def _keep(self, writes: WritePlan, records, resolved: Resolved, registry, by_slot) -> None:
+    def _keep(self, writes: WritePlan, records, resolved: Resolved, registry, held) -> None:
         read = self._state
         if writes.changes_memory:
             version = _version_of(self.user.pk)
@@ -158,10 +162,11 @@ class ContextMemory:
             for scope_id, key, hashed, at in writes.retractions:
                 retractions[(scope_id, key, hashed)] = at
             tombstones = read.state.tombstones
+            by_slot, by_group = held
             if by_slot is None:
                 state = ContextState(records, tombstones, retractions)
             else:
-                state = ContextState.with_slots(records, tombstones, retractions, by_slot)
+                state = ContextState.with_slots(records, tombstones, retractions, by_slot, by_group)
         else:
             version, state = read.version, read.state
         if version is None:

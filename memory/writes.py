@@ -249,6 +249,12 @@ class WriteBatch:
         held, slot by slot)."""
         return bool(self.state.own)
 
+    def taken_up(self) -> list[MemoryRecord]:
+        """The records of the slots the batch took up (`changed`), as it left them: every
+        record it may have changed or added is among them."""
+        scoped = self.state.scoped
+        return [r for slot in self.state.own for r in scoped[slot]]
+
     def slots(self) -> dict[tuple[str, str], Sequence[MemoryRecord]]:
         """The records by scoped key as the writes so far left them, each slot's in version
         order (`memory.current.slots_of`); a slot may be empty. Slots the batch did not take

@@ -245,6 +245,7 @@ def _turn_read(
         policy_version=(defaults.version if defaults else 0, rows.user_policy_version),
         resolved=memory.resolved,
         by_slot=memory.state.by_slot,
+        by_group=memory.state.by_group,
     )
 
 
@@ -323,6 +324,7 @@ def _write(
         resolved=decided.resolved,
         registry=registry,
         by_slot=decided.by_slot,
+        by_group=decided.by_group,
     )
     turn = Turn(
         id=turn_id,

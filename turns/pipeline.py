@@ -30,7 +30,7 @@ from config.errors import BudgetExceeded
 from conversations.domain import Context
 from conversations.plan_snapshot import PlanSnapshot
 from memory import learning
-from memory.current import Resolved, resolve_keyed, slots_of
+from memory.current import KeyGroups, Resolved, resolve_keyed, slots_of
 from memory.domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
 from memory.extract import extract
 from memory.writes import Known, Outcome, WriteBatch, WritePlan
@@ -88,9 +88,10 @@ class TurnRead:
     # records are the very objects it was made of is reused while its valid times hold
     # (`memory.current.resolve_keyed`).
     resolved: Resolved | None = None
-    # `records` by scoped key as the state holds them (`memory.current.ContextState.by_slot`);
-    # None: made here.
+    # `records` by scoped key and by group of keys as the state holds them
+    # (`memory.current.ContextState.by_slot`, `.by_group`); None: made here.
     by_slot: Mapping[tuple[str, str], Sequence[MemoryRecord]] | None = None
+    by_group: KeyGroups | None = None
 
 
 @dataclass
@@ -112,8 +113,10 @@ class TurnDecided:
     states: dict = field(default_factory=dict)
     # `resolution` and `projection` as made key by key, for the next turn to reuse
     resolved: Resolved | None = None
-    # `records` by scoped key as the writes left them, for the state the turn keeps
+    # `records` by scoped key and by group of keys as the writes left them, for the state
+    # the turn keeps
     by_slot: Mapping[tuple[str, str], Sequence[MemoryRecord]] | None = None
+    by_group: KeyGroups | None = None
 
 
 class NeedTexts(Exception):  # noqa: N818 - a request for more input, not an error
@@ -159,8 +162,15 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
             sources=(read.message.id,),
             source_time=context.now,
         )
-    # Nothing written: the records as read, the very sequence an earlier resolution was made of.
-    records = batch.records() if batch.changed else read.records
+    # Nothing written: the records as read, the very sequence an earlier resolution was made
+    # of, in the groups the state holds; else the groups the writes touched are made again.
+    records, by_group = read.records, read.by_group
+    if batch.changed:
+        records = batch.records()
+        if by_group is not None:
+            by_group = by_group.patched(len(records), batch.taken_up())
+    if by_group is None:
+        by_group = KeyGroups.of(records)
     resolved = resolve_keyed(
         records,
         read.tombstones,
@@ -171,12 +181,14 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
         likely=read.likely,
         uncertain=read.uncertain,
         earlier=read.resolved,
+        by_group=by_group,
     )
     decided = TurnDecided(
         found, outcomes, batch.plan, records, resolved.resolution, resolved.projection
     )
     decided.resolved = resolved
     decided.by_slot = batch.slots() if batch.changed else by_slot
+    decided.by_group = by_group
     decided.states = batch.states(
         [o.record.id for o in outcomes if o.record], many_keys=read.many_keys
     )

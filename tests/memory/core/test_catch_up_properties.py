@@ -10,13 +10,17 @@ does."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conversations.domain import Scope
+from memory import current
 from memory.current import (
     ContextState,
+    KeyGroups,
     Resolved,
     caught_up,
     group_of,
@@ -91,7 +95,9 @@ class Holder:
     state: ContextState = field(default_factory=lambda: ContextState([], [], {}))
     resolved: Resolved | None = None
     groups: int = 1  # how many groups of keys it resolves in (`memory.current.group_of`)
-    slots: bool = False  # makes its state's slots each time, so catching up patches them
+    # Makes its state's slots and groups each time, so catching up patches them, and resolves
+    # by the groups (`groups_for` their number, not `groups`).
+    slots: bool = False
 
     def catch_up(self, store: Store) -> None:
         if self.version is None or store.removed > self.version:
@@ -100,7 +106,7 @@ class Holder:
             self.state = caught_up(self.state, store.read(self.version))
         self.version = store.version
         if self.slots:
-            assert self.state.by_slot is not None
+            assert self.state.by_slot is not None and self.state.by_group is not None
 
 
 @st.composite
@@ -214,7 +220,9 @@ def _resolve_and_compare(store: Store, holder: Holder, now: float) -> None:
         holder.state.tombstones,
         context,
         earlier=holder.resolved,
-        groups=holder.groups,
+        # The holder that keeps its slots resolves by the groups its state holds, patched.
+        groups=None if holder.slots else holder.groups,
+        by_group=holder.state.by_group if holder.slots else None,
         **kwargs,
     )
     holder.resolved = resolved
@@ -232,8 +240,14 @@ def _resolve_and_compare(store: Store, holder: Holder, now: float) -> None:
     assert ours.plan == theirs.plan
     assert ours.snapshot.plan_hash == theirs.snapshot.plan_hash
     assert ours.snapshot.stored() == theirs.snapshot.stored()
-    # The slots held with the state (patched while catching up) are the store's slots.
-    assert _slot_ids(holder.state.by_slot) == _slot_ids(slots_of(fresh.records))
+    # The slots and groups held with the state (patched while catching up) are the store's.
+    if holder.slots:
+        assert _slot_ids(holder.state.by_slot) == _slot_ids(slots_of(fresh.records))
+        assert _group_ids(holder.state.by_group) == _group_ids(KeyGroups.of(fresh.records))
+
+
+def _group_ids(by_group) -> tuple:
+    return by_group.count, {i: sorted(r.id for r in found) for i, found in by_group.groups.items()}
 
 
 def _slot_ids(by_slot) -> dict:
@@ -260,13 +274,21 @@ def _plan(resolution, projection, now: float):
 @PROPERTY
 @given(st.lists(operations(), min_size=5, max_size=60), st.sampled_from((1, 2, 4)))
 def test_it_resolves_a_caught_up_state_as_a_fresh_read_of_the_store(ops, groups):
-    """R1–R8, P1–P4, I3: whatever the interleaving, each holder's answer is a fresh one."""
+    """R1–R8, P1–P4, I3: whatever the interleaving, each holder's answer is a fresh one. The
+    number of groups a state's records fall in grows with them as `groups_for` makes it
+    grow at scale (doubling), here at a few records, so the held groups are patched, and
+    made afresh when their number changes."""
     store, clock = Store(), [24.0]
-    holders = [Holder(groups=groups, slots=True), Holder(groups=4)]
-    for n, op in enumerate(ops):
-        _apply(store, holders, op, clock, n)
-    for holder in holders:
-        _resolve_and_compare(store, holder, clock[0])
+    holders = [Holder(groups=groups), Holder(slots=True)]
+    with mock.patch.object(current, "groups_for", _small_groups):
+        for n, op in enumerate(ops):
+            _apply(store, holders, op, clock, n)
+        for holder in holders:
+            _resolve_and_compare(store, holder, clock[0])
+
+
+def _small_groups(n_records: int) -> int:
+    return 1 if n_records < 4 else 2 if n_records < 8 else 4
 
 
 def test_it_does_not_resolve_again_a_group_of_keys_that_did_not_change():
@@ -385,3 +407,61 @@ def test_it_decides_a_batch_against_held_slots_without_changing_them(seeds, writ
 
 def _id(record) -> str:
     return record.id
+
+
+def _grouped_world():
+    """Three keys in three of four groups, one record each, `pet.name`'s ending at hour 40."""
+    store, holder = Store(), Holder(slots=True)
+    for n, key in enumerate(KEYS):
+        record = replace(_record(store, 4, n), key=key, supersedes=None, status="active")
+        if key == "pet.name":
+            record = replace(record, valid_from=at(0), valid_until=at(40))
+        store.records[record.id] = (record, store.bump())
+    return store, holder
+
+
+@pytest.mark.parametrize("change", ["window", "tombstone"])
+def test_it_resolves_again_an_unchanged_group_whose_window_or_tombstones_moved(change):
+    """R3, R4: a group whose records are the very list they were is still resolved again when
+    `now` left its window or a tombstone came for its keys, while a write elsewhere changed
+    another group; the answer is the fresh one."""
+    with mock.patch.object(current, "groups_for", lambda n: 4):
+        store, holder = _grouped_world()
+        _resolve_and_compare(store, holder, 30)
+        pet = group_of("pet.name", 4)
+        before = holder.resolved.parts[pet]
+        record = replace(_record(store, 4, 50), key="home.city", supersedes=None)
+        store.records[record.id] = (record, store.bump())
+        now = 30
+        if change == "window":
+            now = 45  # pet.name's record ended at 40
+        else:
+            tomb = Tombstone("t1", USER, "*", "pet.name", at(30), at(30), None)
+            store.tombstones[tomb.id] = (tomb, store.bump())
+        _resolve_and_compare(store, holder, now)
+        assert holder.resolved.parts[pet].resolution is not before.resolution
+
+
+def test_it_reuses_an_untouched_group_by_its_list_alone():
+    """The point of holding the groups: after a write to one key, a group no change touched
+    is the very list it was and its share is reused as it was (no look at its records)."""
+    with mock.patch.object(current, "groups_for", lambda n: 4):
+        store, holder = _grouped_world()
+        _resolve_and_compare(store, holder, 30)
+        before = dict(holder.resolved.parts)
+        lists = dict(holder.state.by_group.groups)
+        record = replace(_record(store, 4, 50), key="home.city", supersedes=None)
+        store.records[record.id] = (record, store.bump())
+        looked = []
+        real = current.KeyPart.holds
+        with mock.patch.object(
+            current.KeyPart, "holds", lambda part, *a: looked.append(part) or real(part, *a)
+        ):
+            _resolve_and_compare(store, holder, 30)
+        city = group_of("home.city", 4)
+        assert looked == [before[city]]  # only the touched group's records were looked at
+        for index, part in before.items():
+            if index != city:
+                assert holder.state.by_group.groups[index] is lists[index]
+                assert holder.resolved.parts[index].resolution is part.resolution
+        assert holder.resolved.parts[city].resolution is not before[city].resolution
