@@ -182,24 +182,87 @@ class RowWriter:
     @staticmethod
     def _sql(step, connection) -> tuple[str, list]:
         if step[0] == "update":
-            _, model, pk, values = step
-            query = UpdateQuery(model)
-            query.add_update_values(values)
-            query.add_filter("pk", pk)
-            sql, params = query.get_compiler(connection=connection).as_sql()
-            return sql, list(params)
-        _, rows, ignore = step
-        model = type(rows[0])
-        opts = model._meta
-        fields = [
-            f
-            for f in opts.local_concrete_fields
-            if not (f is opts.pk and f.get_internal_type() in ("AutoField", "BigAutoField"))
+            return _update_sql(step, connection)
+        return _insert_sql(step, connection)
+
+
+# The text of each statement the writer has sent, by its shape: the text depends only on the
+# shape (the model, the fields or columns, the number of rows, ON CONFLICT), never on the values,
+# so Django compiles it once per process and shape and each write prepares only its values, as
+# Django's compiler does (`prepare_value`, `pre_save_val`; tests/config/test_row_writer.py holds
+# the two equal).
+_statements: dict[tuple, tuple[str, bool]] = {}
+
+
+def _insert_fields(model) -> list:
+    opts = model._meta
+    return [
+        f
+        for f in opts.local_concrete_fields
+        if not (f is opts.pk and f.get_internal_type() in ("AutoField", "BigAutoField"))
+    ]
+
+
+def _insert_sql(step, connection) -> tuple[str, list]:
+    """An INSERT of `rows` as Django's compiler writes it (one VALUES row each, or PostgreSQL's
+    UNNEST of one array per column), its text built once per shape."""
+    _, rows, ignore = step
+    model = type(rows[0])
+    fields = _insert_fields(model)
+    query = InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore else None)
+    query.insert_values(fields, rows)
+    compiler = query.get_compiler(connection=connection)
+    key = (connection.alias, model, ignore, len(rows))
+    built = _statements.get(key)
+    if built is not None:
+        values = [
+            [compiler.prepare_value(field, compiler.pre_save_val(field, row)) for field in fields]
+            for row in rows
         ]
-        query = InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore else None)
-        query.insert_values(fields, rows)
-        [(sql, params)] = query.get_compiler(connection=connection).as_sql()
-        return sql, list(params)
+        # A value that compiles to SQL of its own (an expression) has its own placeholder.
+        if not any(hasattr(value, "as_sql") for found in values for value in found):
+            sql, unnest = built
+            if unnest:
+                return sql, [list(column) for column in zip(*values, strict=True)]
+            return sql, [value for found in values for value in found]
+    [(sql, params)] = compiler.as_sql()
+    if not any(hasattr(field, "get_placeholder") for field in fields):
+        _statements.setdefault(key, (sql, "UNNEST(" in sql))
+    return sql, list(params)
+
+
+def _update_sql(step, connection) -> tuple[str, list]:
+    """An UPDATE of one row by its primary key, as Django's compiler writes it, its text built
+    once per model and columns."""
+    _, model, pk, values = step
+    key = (connection.alias, model, "update", tuple(values))
+    built = _statements.get(key)
+    if built is not None:
+        prepared = []
+        for name, value in values.items():
+            if _own_sql(value):
+                break
+            field = model._meta.get_field(name)
+            prepared.append(field.get_db_prep_save(value, connection=connection))
+        else:
+            pk_field = model._meta.pk
+            pk = pk_field.get_db_prep_value(pk_field.get_prep_value(pk), connection, prepared=True)
+            return built[0], [*prepared, pk]
+    query = UpdateQuery(model)
+    query.add_update_values(values)
+    query.add_filter("pk", pk)
+    sql, params = query.get_compiler(connection=connection).as_sql()
+    fields = [model._meta.get_field(name) for name in values]
+    if not any(map(_own_sql, values.values())) and not any(
+        hasattr(field, "get_placeholder") for field in fields
+    ):
+        _statements.setdefault(key, (sql, False))
+    return sql, list(params)
+
+
+def _own_sql(value) -> bool:
+    """A value Django writes as SQL of its own (an expression) or through a model instance."""
+    return hasattr(value, "resolve_expression") or hasattr(value, "prepare_database_save")
 
 
 def json_rows(vendor: str, columns: list[str], rest: str) -> str:
