@@ -10,8 +10,8 @@ cut away through the proxy (every connection closed, every new one refused); the
 cluster itself is never touched. A prober asks `/healthz` all along.
 
 Then: every operation was acknowledged; every error the clients saw was a problem+json 503 —
-no 500, no 429 on the default throttles; `/healthz` answered every probe outside the worker
-kills (and, with FAULT_SUITE_TIMING=1, its p99 within 50 ms while Redis was frozen and while
+no 500, no 429 on the default throttles; `/healthz` answered every probe not in flight during
+the worker kills (and, with FAULT_SUITE_TIMING=1, its p99 within 50 ms while Redis was frozen and while
 the database was cut); `/readyz` said `cache: degraded` (200) and `database: down`
 (503) at those times; the outages were logged once per episode, not per request; and the
 database holds one turn per key, one reply per turn, no orphan message, unique gap-free `seq`,
@@ -297,7 +297,10 @@ def test_it_degrades_under_faults_and_never_breaks_an_invariant(rig):
     for at, status, ms in health:
         label = phase_of(phases, at)
         if status != 200:
-            unanswered.append((label, round(at - phases[0][0], 2), status, ms))
+            # A probe is dropped by a kill it was in flight for: it started or ended among the
+            # kills (one sent just before the first kill ends inside them).
+            ended = phase_of(phases, at + ms / 1000)
+            unanswered.append(((label, ended), round(at - phases[0][0], 2), status, ms))
         by_phase.setdefault(label, []).append(ms)
     print(
         {label: (len(v), round(p99(v), 1), round(max(v), 1)) for label, v in by_phase.items()},
@@ -312,7 +315,7 @@ def test_it_degrades_under_faults_and_never_breaks_an_invariant(rig):
     )
     # A SIGKILLed worker drops the connections it held (a client retries them); anywhere
     # else /healthz always answers.
-    assert all(label == "worker kills" for label, *_ in unanswered), unanswered
+    assert all("worker kills" in span for span, *_ in unanswered), unanswered
     for label in ("redis frozen", "database cut"):
         assert by_phase.get(label), by_phase.keys()
         if TIMING:  # speed is the benchmark's to judge: a shared CI machine opts out
