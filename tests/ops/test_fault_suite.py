@@ -11,8 +11,8 @@ cluster itself is never touched. A prober asks `/healthz` all along.
 
 Then: every operation was acknowledged; every error the clients saw was a problem+json 503 —
 no 500, no 429 on the default throttles; `/healthz` answered every probe not in flight during
-the worker kills (and, with FAULT_SUITE_TIMING=1, its p99 within 50 ms while Redis was frozen and while
-the database was cut); `/readyz` said `cache: degraded` (200) and `database: down`
+the worker kills (and, with FAULT_SUITE_TIMING=1, its p99 within 50 ms while Redis was frozen
+and while the database was cut); `/readyz` said `cache: degraded` (200) and `database: down`
 (503) at those times; the outages were logged once per episode, not per request; and the
 database holds one turn per key, one reply per turn, no orphan message, unique gap-free `seq`,
 unique gap-free memory versions and one idempotency row per acknowledged key.
