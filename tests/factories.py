@@ -65,3 +65,29 @@ class MessageFactory(factory.django.DjangoModelFactory):
 def at(text: str) -> dt.datetime:
     """`at("2026-08-05T12:00")` → an aware UTC datetime, for readable tests."""
     return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+
+
+def user_facts(user, n: int, *, value=lambda i: f"v{i}", now=None) -> list:
+    """`n` rule-extracted user-scope memories `fact.k0` … of `user`, written in bulk (the
+    worlds the constant-query tests grow), each valid from `now` (the database clock)."""
+    from config.clock import db_now
+    from memory.models import MemoryRecord
+
+    now = now or db_now()
+    return MemoryRecord.objects.bulk_create(
+        [
+            MemoryRecord(
+                user=user,
+                key=f"fact.k{i}",
+                value=value(i),
+                scope_kind="user",
+                scope_id=f"user:{user.username}",
+                valid_from=now,
+                recorded_at=now,
+                evidence_time=now,
+                version=1,
+                authority="rule-extracted",
+            )
+            for i in range(n)
+        ]
+    )

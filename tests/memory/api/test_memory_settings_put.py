@@ -5,7 +5,7 @@ deletes anything."""
 import pytest
 
 from memory.models import MemoryProfile, MemoryRecord
-from tests.factories import MessageFactory
+from tests.factories import MessageFactory, user_facts
 from tests.helpers import assert_problem
 from tests.memory.api.calls import assert_memory, put_settings, settings_of
 from tests.turns.api.calls import plan, turn
@@ -256,23 +256,7 @@ def _bulk(sam, conv, n):
 
     now = db_now()
     msg = MessageFactory(conversation=conv)
-    rows = MemoryRecord.objects.bulk_create(
-        [
-            MemoryRecord(
-                user=sam,
-                key=f"fact.k{i}",
-                value=f"v{i}",
-                scope_kind="user",
-                scope_id="user:sam",
-                valid_from=now,
-                recorded_at=now,
-                evidence_time=now,
-                version=1,
-                authority="rule-extracted",
-            )
-            for i in range(n)
-        ]
-    )
+    rows = user_facts(sam, n, now=now)
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=msg) for r in rows])
 
 

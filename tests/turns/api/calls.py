@@ -19,7 +19,8 @@ def seed_history_and_memories(sam, conv, n, *, message_text, memory_value):
     message, written in bulk: what the constant-query plan tests grow their world with."""
     from config.clock import db_now
     from conversations.models import Message
-    from memory.models import MemoryRecord, MemorySource
+    from memory.models import MemorySource
+    from tests.factories import user_facts
 
     Message.objects.bulk_create(
         [
@@ -37,22 +38,6 @@ def seed_history_and_memories(sam, conv, n, *, message_text, memory_value):
     conv.last_seq = n
     conv.save()
     now = db_now()
-    rows = MemoryRecord.objects.bulk_create(
-        [
-            MemoryRecord(
-                user=sam,
-                key=f"fact.k{i}",
-                value=memory_value(i),
-                scope_kind="user",
-                scope_id="user:sam",
-                valid_from=now,
-                recorded_at=now,
-                evidence_time=now,
-                version=1,
-                authority="rule-extracted",
-            )
-            for i in range(n)
-        ]
-    )
+    rows = user_facts(sam, n, value=lambda i: memory_value(i), now=now)
     first = Message.objects.filter(conversation=conv).first()
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])

@@ -18,7 +18,13 @@ from django.test.utils import CaptureQueriesContext
 from config.clock import db_now
 from memory.models import MemoryRecord, MemorySource
 from memory.services import ensure_profile
-from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
+from tests.factories import (
+    CharacterFactory,
+    ConversationFactory,
+    MessageFactory,
+    UserFactory,
+    user_facts,
+)
 from tests.helpers import ON_POSTGRES, postgres_only
 from turns.creation import turn_create
 
@@ -44,24 +50,10 @@ def _world(n: int):
     conv = ConversationFactory(user=user, character=CharacterFactory(slug="rowan"))
     first = MessageFactory(conversation=conv)
     now = db_now()
-    rows = MemoryRecord.objects.bulk_create(
+    rows = user_facts(user, n, now=now) + MemoryRecord.objects.bulk_create(
         [
-            MemoryRecord(
-                user=user,
-                key=f"fact.k{i}",
-                value=f"v{i}",
-                scope_kind="user",
-                scope_id="user:counted",
-                valid_from=now,
-                recorded_at=now,
-                evidence_time=now,
-                version=1,
-                authority="rule-extracted",
-            )
-            for i in range(n)
-        ]
-        # Many stored values of the many key the message writes to: its whole scoped key is read.
-        + [
+            # Many stored values of the many key the message writes to: its whole scoped key is
+            # read.
             MemoryRecord(
                 user=user,
                 key="user.likes",

@@ -11,7 +11,8 @@ import pytest
 
 from config.clock import db_now
 from conversations.models import Message
-from memory.models import MemoryRecord, MemorySource
+from memory.models import MemorySource
+from tests.factories import user_facts
 
 pytestmark = pytest.mark.django_db
 
@@ -49,23 +50,7 @@ def fill(sam, conv, n):
     )
     conv.last_seq = n
     conv.save()
-    rows = MemoryRecord.objects.bulk_create(
-        [
-            MemoryRecord(
-                user=sam,
-                key=f"fact.k{i}",
-                value=f"letter {i}",
-                scope_kind="user",
-                scope_id="user:sam",
-                valid_from=now,
-                recorded_at=now,
-                evidence_time=now,
-                version=1,
-                authority="rule-extracted",
-            )
-            for i in range(n)
-        ]
-    )
+    rows = user_facts(sam, n, value=lambda i: f"letter {i}", now=now)
     first = Message.objects.filter(conversation=conv).first()
     MemorySource.objects.bulk_create([MemorySource(memory=r, message=first) for r in rows])
 
