@@ -317,14 +317,6 @@ class CachedMemory:
         secret the same), else None: the state must be read."""
         return self.state if version == self.version and secret == self.secret else None
 
-    def resolved_for(self, state: ContextState, registry, secret: str) -> Resolved | None:
-        """The resolution this process made of `state` — this entry's very object — under
-        `registry` (the catalog cache's object) and `secret`, else None."""
-        if self.resolved is None or state is not self.state or secret != self.secret:
-            return None
-        made_with, resolved = self.resolved
-        return resolved if made_with is registry else None
-
     def resolved_by_key(self, secret: str) -> Resolved | None:
         """The resolution this process made last for this context, whatever state and
         registry it was made of: `memory.current.resolve_keyed` reuses each key of it that
