@@ -21,6 +21,7 @@ PURE = [
     "turns.pipeline",
     "turns.tokens",
     "turns.stopwords",
+    "turns.held_history",
     "turns.used",
     "bench.relevance",
     "memory.learning",

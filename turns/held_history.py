@@ -1,0 +1,133 @@
+"""The history a process holds per conversation, caught up turn by turn (docs/DESIGN.md, "The
+turn's state"). Standard library only.
+
+A conversation's messages are written in `seq` order under the conversation's lock (I4) and
+never change: a turn's read after the lock sees every message before its boundary, so a
+process that read them once needs only the ones after the newest it holds. What can change
+about a held message is whether a forget withholds it (F6) — read afresh with every turn as the
+conversation's set of withheld ids — and whether it is still there (a conversation deleted and
+its rows made again by an import): the read checks the number of messages up to the newest
+held and that message's row version, and reads the history whole when either differs.
+
+The candidates are held without their withheld flags, which `candidates` sets from the set read
+now; texts are held for what a plan with the last read's room could admit (the rule of
+`turns.storage.history_sql`), never for a withheld message. A text a plan needs and the process
+does not hold is read by the turn's `NeedTexts` step, as under `skip`."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .planner import HistoryCandidate
+from .tokens import estimate_from_bytes
+
+
+@dataclass(frozen=True)
+class HeldHistory:
+    """A conversation's history as a process holds it: every message up to `seq`, `count` of
+    them, oldest first and unflagged, the version of the newest one's row as the database
+    gave it (`stamp`), and the texts a plan could admit."""
+
+    seq: int
+    count: int
+    stamp: str | None
+    candidates: tuple[HistoryCandidate, ...]
+    texts: Mapping[str, str]
+
+    def holds(self, count: int, stamp: str | None) -> bool:
+        """True when the database still has the messages this entry holds (the read's check)."""
+        return count == self.count and stamp == self.stamp
+
+
+def candidates(
+    held: Sequence[HistoryCandidate], new: Iterable[HistoryCandidate], withheld: Collection[str]
+) -> list[HistoryCandidate]:
+    """The history as a fresh read gives it: the held candidates then the new ones (both
+    oldest first), each flagged withheld when a forget withholds it now (F6)."""
+    found = [*held, *sorted(new, key=lambda c: c.seq)]
+    if not withheld:
+        return found
+    return [c if c.withheld or c.id not in withheld else replace(c, withheld=True) for c in found]
+
+
+def wanted_texts(history: Sequence[HistoryCandidate], room: int, n_recent: int) -> list[str]:
+    """The ids whose text a turn reads (`turns.storage.history_sql`'s rule): newest first over
+    the messages no forget withholds, those whose I3 estimates add up to at most `room` and
+    the `n_recent` newest."""
+    wanted: list[str] = []
+    running = 0
+    newest = 0
+    for c in reversed(history):
+        if c.withheld:
+            continue
+        running += estimate_from_bytes(c.n_bytes)
+        newest += 1
+        if running > room and newest > n_recent:
+            break
+        wanted.append(c.id)
+    return wanted
+
+
+def keep_history(
+    history: Sequence[HistoryCandidate],
+    texts: Mapping[str, str],
+    *,
+    stamp: str | None,
+    room: int,
+    n_recent: int,
+) -> HeldHistory:
+    """What a process keeps of the history a turn read (`history`, flagged, oldest first): its
+    candidates unflagged and the texts of what the same room could admit."""
+    keep = [t for t in wanted_texts(history, room, n_recent) if t in texts]
+    newest = history[-1] if history else None
+    return HeldHistory(
+        seq=newest.seq if newest else 0,
+        count=len(history),
+        stamp=stamp,
+        candidates=tuple(replace(c, withheld=False) if c.withheld else c for c in history),
+        texts={i: texts[i] for i in keep},
+    )
+
+
+class HeldHistories:
+    """A bounded, thread-safe LRU of `HeldHistory` by conversation id. Entries are never
+    changed once stored: a turn's read replaces its conversation's."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._entries: OrderedDict[object, HeldHistory] = OrderedDict()
+        self._lock = threading.Lock()
+        self.caught_up = 0  # reads that took only the messages after the held ones
+        self.reread = 0  # held histories the database no longer had: read whole
+
+    def get(self, conversation) -> HeldHistory | None:
+        with self._lock:
+            found = self._entries.get(conversation)
+            if found is not None:
+                self._entries.move_to_end(conversation)
+            return found
+
+    def put(self, conversation, entry: HeldHistory) -> None:
+        with self._lock:
+            self._entries[conversation] = entry
+            self._entries.move_to_end(conversation)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def drop(self, conversation) -> None:
+        with self._lock:
+            self._entries.pop(conversation, None)
+
+    def note(self, *, caught_up: bool) -> None:
+        with self._lock:
+            if caught_up:
+                self.caught_up += 1
+            else:
+                self.reread += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
