@@ -323,3 +323,26 @@ def withheld_sql(reader: RawReader, message_id: str) -> str:
         f"{reader.name(Turn, 'id')} = w.{reader.name(Withholding, 'turn')} WHERE t."
         f"{reader.name(Turn, 'reply_message')} = {message_id}) THEN 1 ELSE 0 END"
     )
+
+
+def withheld_ids_sql(reader: RawReader) -> str:
+    """F6: the ids (as text) of a conversation's messages some tombstone withholds — the ones
+    `withheld_sql` answers 1 for — found from the user's tombstones, so the read is as long
+    as the user's holds, not as the conversation (parameters: user id, conversation id, user
+    id, conversation id)."""
+    held, tomb = reader.table(Withholding), reader.table(Tombstone)
+    message, turn = reader.table(Message), reader.table(Turn)
+    name = reader.name
+    by_tombstone = (
+        f"FROM {held} w JOIN {tomb} b ON b.{name(Tombstone, 'id')} = "
+        f"w.{name(Withholding, 'tombstone')} "
+    )
+    return (
+        f"SELECT {reader.column(Message, 'id', 'm.')} {by_tombstone}"
+        f"JOIN {message} m ON m.{name(Message, 'id')} = w.{name(Withholding, 'message')} "
+        f"WHERE b.{name(Tombstone, 'user')} = %s AND m.{name(Message, 'conversation')} = %s "
+        f"UNION SELECT {reader.column(Turn, 'reply_message', 't.')} {by_tombstone}"
+        f"JOIN {turn} t ON t.{name(Turn, 'id')} = w.{name(Withholding, 'turn')} "
+        f"WHERE b.{name(Tombstone, 'user')} = %s AND t.{name(Turn, 'conversation')} = %s "
+        f"AND t.{name(Turn, 'reply_message')} IS NOT NULL"
+    )

@@ -25,11 +25,15 @@ from django.utils import timezone
 from config.storage import RawReader, json_rows, parse_datetimes
 from conversations.models import Conversation, Message, Turn
 from memory.state import ContextMemory, last_named_part, registry_part
-from memory.withholding import withheld_sql
+from memory.withholding import withheld_ids_sql, withheld_sql
 from policy.domain import PolicyScope, Rule
 from policy.models import PolicyRule, UserPolicyVersion
 
+from .held_history import HeldHistories, HeldHistory, candidates, keep_history
 from .planner import HistoryCandidate
+
+# The history each conversation's last turn in this process read (`turns.held_history`).
+HELD_HISTORIES = HeldHistories(512)
 
 
 class OctetLength(Func):
@@ -44,9 +48,10 @@ class OctetLength(Func):
         )
 
 
-def history_sql(reader: RawReader, size: str) -> str:
+def history_sql(reader: RawReader, size: str, *, since: bool = False) -> str:
     """Every message of a conversation before a boundary (parameters: room tokens, n newest,
-    user id, conversation id, boundary seq) as (id, seq, role, bytes, text or NULL, withheld):
+    user id, conversation id, boundary seq; with `since`, then a seq the messages come after)
+    as (id, seq, role, bytes, text or NULL, withheld):
     the text of the newest messages whose I3 estimates (ceil(bytes / 4) + 4 each) add up to at
     most the room, and of the `n` newest. A withheld message (F6) is listed without its text,
     and neither the room nor the `n` newest count it: both history policies and I6's query go
@@ -69,7 +74,8 @@ def history_sql(reader: RawReader, size: str) -> str:
         f"FROM (SELECT {pk}, {conversation}, {seq}, {role}, COALESCE({size}, 0) AS n_bytes, "
         f"{withheld_sql(reader, f'{table}.{pk}')} AS held FROM {table} "
         f"WHERE {reader.name(Message, 'user')} = %s "
-        f"AND {conversation} = %s AND {seq} < %s) sized) history"
+        f"AND {conversation} = %s AND {seq} < %s{f' AND {seq} > %s' if since else ''}) sized) "
+        "history"
     )
 
 
@@ -148,22 +154,26 @@ def read_turn(
         memory_parts, found = memory.read_parts(reader)
         parts += memory_parts
         params += found
+    boundary = conversation.last_seq + 1
+    held = _held(vendor, conversation.pk, boundary) if planned else None
     if planned:
-        history = reader.sql("history", lambda r: history_sql(r, message_size_sql(r.alias)))
-        parts.append(
-            json_rows(
-                vendor,
-                ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
-                f"FROM ({history}) h",
-            )
-        )
-        params += [
+        history_params = [
             room,
             n_recent,
             user.pk,
             reader.param(Message, "conversation", conversation.pk),
-            conversation.last_seq + 1,
+            boundary,
         ]
+        if vendor == "postgresql":
+            parts.append(_stamp_part(reader, "<", newest=True))
+            params += [user.pk, history_params[3], boundary]
+        if held is None:
+            parts.append(_history_part(reader, vendor))
+            params += history_params
+        else:
+            held_parts, found = _held_parts(reader, held, user.pk, history_params[3])
+            parts += held_parts
+            params += [*found, *history_params, held.seq]
     if capabilities:
         rule_columns = [column(PolicyRule, field, "p.") for field in _RULE_FIELDS]
         scope = [f"p.{name(PolicyRule, 'scope_kind')} = 'global'"]
@@ -206,7 +216,11 @@ def read_turn(
     last_named = row.pop(0) if learning else None
     if remembers:
         memory.read_from(row)
-    history, texts = _parse_history(json.loads(row.pop(0))) if planned else ([], {})
+    history, texts = [], {}
+    if planned:
+        history, texts = _history_read(
+            reader, row, held, conversation.pk, history_params, room=room, n_recent=n_recent
+        )
     rules: list[tuple[tuple, Rule]] = []
     policy_version = 0
     if capabilities:
@@ -225,10 +239,92 @@ def read_turn(
     )
 
 
+def _history_part(reader: RawReader, vendor: str, *, since: bool = False) -> str:
+    history = reader.sql(
+        "history-since" if since else "history",
+        lambda r: history_sql(r, message_size_sql(r.alias), since=since),
+    )
+    return json_rows(
+        vendor,
+        ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
+        f"FROM ({history}) h",
+    )
+
+
+def _held(vendor: str, conversation_id, boundary: int) -> HeldHistory | None:
+    """The history this process holds for the conversation, where it may be caught up: on
+    PostgreSQL (a row's version is its `xmin`) and wholly before the turn's boundary."""
+    if vendor != "postgresql":
+        return None
+    held = HELD_HISTORIES.get(conversation_id)
+    return held if held is not None and held.seq < boundary else None
+
+
+def _stamp_part(reader: RawReader, comparison: str, newest: bool = False) -> str:
+    """A message of the conversation's row version, `id:xmin(ctid)` — a row written again has
+    another, in its own transaction or in the writer's (parameters: user id, conversation id,
+    a seq the `comparison` takes): the one at a seq, or the newest before one."""
+    message, seq = reader.table(Message), reader.name(Message, "seq")
+    user, conversation = reader.name(Message, "user"), reader.name(Message, "conversation")
+    order = f" ORDER BY {seq} DESC LIMIT 1" if newest else ""
+    return (
+        f"(SELECT {reader.name(Message, 'id')}::text || ':' || xmin::text || ctid::text "
+        f"FROM {message} "
+        f"WHERE {user} = %s AND {conversation} = %s AND {seq} {comparison} %s{order})"
+    )
+
+
+def _held_parts(reader: RawReader, held: HeldHistory, user_id, conversation_param):
+    """The parts that catch a held history up, before the history part's own parameters and
+    the held seq: the number of messages up to the held seq, the version of the newest held,
+    the conversation's withheld ids (F6) and, last, the messages after the held seq."""
+    message, seq = reader.table(Message), reader.name(Message, "seq")
+    user, conversation = reader.name(Message, "user"), reader.name(Message, "conversation")
+    withheld = reader.sql("withheld-ids", withheld_ids_sql)
+    parts = [
+        f"(SELECT COUNT(*) FROM {message} WHERE {user} = %s AND {conversation} = %s "
+        f"AND {seq} <= %s)",
+        _stamp_part(reader, "="),
+        f"(SELECT COALESCE(json_agg(x.id), '[]')::text FROM ({withheld}) x(id))",
+        _history_part(reader, "postgresql", since=True),
+    ]
+    found = [user_id, conversation_param, held.seq, user_id, conversation_param, held.seq]
+    found += [user_id, conversation_param, user_id, conversation_param]
+    return parts, found
+
+
+def _history_read(reader, row: list, held, conversation_id, history_params, *, room, n_recent):
+    """The history the statement read — on PostgreSQL caught up from what this process holds
+    where it holds some (a held history the database no longer has is dropped and the history
+    read whole, one statement more) — and what the process keeps of it for the next turn."""
+    if reader is None or connections[reader.alias].vendor != "postgresql":
+        return _parse_history(json.loads(row.pop(0)))
+    stamp = row.pop(0)  # the newest message before the boundary, as it is now
+    if held is None:
+        history, texts = _parse_history(json.loads(row.pop(0)))
+    else:
+        count, held_stamp, withheld, new = (row.pop(0) for _ in range(4))
+        if held.holds(count, held_stamp):
+            new_history, new_texts = _parse_history(json.loads(new))
+            withheld = set(json.loads(withheld))
+            history = candidates(held.candidates, new_history, withheld)
+            texts = {i: t for i, t in held.texts.items() if i not in withheld} | new_texts
+        else:
+            [[whole]] = reader.fetch(
+                "SELECT " + _history_part(reader, "postgresql"), history_params
+            )
+            history, texts = _parse_history(json.loads(whole))
+        HELD_HISTORIES.note(caught_up=held.holds(count, held_stamp))
+    HELD_HISTORIES.put(
+        conversation_id, keep_history(history, texts, stamp=stamp, room=room, n_recent=n_recent)
+    )
+    return history, texts
+
+
 def _parse_history(rows: list) -> tuple[list[HistoryCandidate], dict[str, str]]:
     rows.sort(key=lambda r: r[1])
-    candidates = [HistoryCandidate(r[0], r[1], r[2], r[3], bool(r[5])) for r in rows]
-    return candidates, {r[0]: r[4] for r in rows if r[4] is not None}
+    found = [HistoryCandidate(r[0], r[1], r[2], r[3], bool(r[5])) for r in rows]
+    return found, {r[0]: r[4] for r in rows if r[4] is not None}
 
 
 def _parse_rules(rows: list, username: str, character: str) -> list[tuple[tuple, Rule]]:

@@ -4,10 +4,10 @@ succeed, and the keys of a §10 list."""
 LIST_KEYS = {"count", "next", "previous", "results"}
 
 
-def turn(api, conv, key, content):
+def turn(api, conv, key, content, **extra):
     response = api.post(
         f"/api/v1/conversations/{conv.pk}/turns",
-        {"turn_key": key, "content": content},
+        {"turn_key": key, "content": content, **extra},
         format="json",
     )
     assert response.status_code == 201, response.content
