@@ -144,18 +144,20 @@ def _per_test_cache(settings):
 @pytest.fixture(autouse=True)
 def _cold_catalog_cache():
     """Each test starts with this process's catalog cache, memory cache and held histories
-    empty (config.catalog, memory.storage.MEMORY_CACHE, turns.storage.HELD_HISTORIES), so a query
-    count never depends on which test ran before: the first request of a test loads the
+    empty (config.catalog, memory.storage.MEMORY_CACHE, turns.storage.HELD_HISTORIES), so a
+    query count never depends on which test ran before: the first request of a test loads the
     catalog data it reads; later requests of the test find it warm unless the catalog changed."""
     from config import catalog
     from memory.storage import MEMORY_CACHE
     from turns.storage import HELD_HISTORIES
 
     catalog.clear_all()
-    MEMORY_CACHE.clear(), HELD_HISTORIES.clear()
+    MEMORY_CACHE.clear()
+    HELD_HISTORIES.clear()
     yield
     catalog.clear_all()
-    MEMORY_CACHE.clear(), HELD_HISTORIES.clear()
+    MEMORY_CACHE.clear()
+    HELD_HISTORIES.clear()
 
 
 @pytest.fixture(autouse=True)

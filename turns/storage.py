@@ -154,26 +154,14 @@ def read_turn(
         memory_parts, found = memory.read_parts(reader)
         parts += memory_parts
         params += found
-    boundary = conversation.last_seq + 1
-    held = _held(vendor, conversation.pk, boundary) if planned else None
+    held = None
     if planned:
-        history_params = [
-            room,
-            n_recent,
-            user.pk,
-            reader.param(Message, "conversation", conversation.pk),
-            boundary,
-        ]
-        if vendor == "postgresql":
-            parts.append(_stamp_part(reader, "<", newest=True))
-            params += [user.pk, history_params[3], boundary]
-        if held is None:
-            parts.append(_history_part(reader, vendor))
-            params += history_params
-        else:
-            held_parts, found = _held_parts(reader, held, user.pk, history_params[3])
-            parts += held_parts
-            params += [*found, *history_params, held.seq]
+        held = _held(vendor, conversation.pk, conversation.last_seq + 1)
+        history_parts, history_params = _history_parts(
+            reader, vendor, held, conversation, room=room, n_recent=n_recent
+        )
+        parts += history_parts
+        params += history_params
     if capabilities:
         rule_columns = [column(PolicyRule, field, "p.") for field in _RULE_FIELDS]
         scope = [f"p.{name(PolicyRule, 'scope_kind')} = 'global'"]
@@ -219,7 +207,7 @@ def read_turn(
     history, texts = [], {}
     if planned:
         history, texts = _history_read(
-            reader, row, held, conversation.pk, history_params, room=room, n_recent=n_recent
+            reader, vendor, row, held, conversation, room=room, n_recent=n_recent
         )
     rules: list[tuple[tuple, Rule]] = []
     policy_version = 0
@@ -240,83 +228,103 @@ def read_turn(
 
 
 def _history_part(reader: RawReader, vendor: str, *, since: bool = False) -> str:
-    history = reader.sql(
-        "history-since" if since else "history",
-        lambda r: history_sql(r, message_size_sql(r.alias), since=since),
-    )
-    return json_rows(
-        vendor,
-        ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
-        f"FROM ({history}) h",
-    )
+    """`history_sql` as one JSON column of the turn's read, built once per database."""
+
+    def build(r: RawReader) -> str:
+        history = history_sql(r, message_size_sql(r.alias), since=since)
+        return json_rows(
+            vendor,
+            ["h.hid", "h.hseq", "h.hrole", "h.hbytes", "h.htext", "h.hheld"],
+            f"FROM ({history}) h",
+        )
+
+    return reader.sql("history-since-part" if since else "history-part", build)
+
+
+def _history_params(user_id, conversation_param, boundary: int, *, room, n_recent) -> list:
+    return [room, n_recent, user_id, conversation_param, boundary]
 
 
 def _held(vendor: str, conversation_id, boundary: int) -> HeldHistory | None:
     """The history this process holds for the conversation, where it may be caught up: on
-    PostgreSQL (a row's version is its `xmin`) and wholly before the turn's boundary."""
+    PostgreSQL (a row's version is its `xmin` and `ctid`) and wholly before the boundary."""
     if vendor != "postgresql":
         return None
     held = HELD_HISTORIES.get(conversation_id)
     return held if held is not None and held.seq < boundary else None
 
 
-def _stamp_part(reader: RawReader, comparison: str, newest: bool = False) -> str:
-    """A message of the conversation's row version, `id:xmin(ctid)` — a row written again has
-    another, in its own transaction or in the writer's (parameters: user id, conversation id,
-    a seq the `comparison` takes): the one at a seq, or the newest before one."""
-    message, seq = reader.table(Message), reader.name(Message, "seq")
-    user, conversation = reader.name(Message, "user"), reader.name(Message, "conversation")
-    order = f" ORDER BY {seq} DESC LIMIT 1" if newest else ""
-    return (
-        f"(SELECT {reader.name(Message, 'id')}::text || ':' || xmin::text || ctid::text "
-        f"FROM {message} "
-        f"WHERE {user} = %s AND {conversation} = %s AND {seq} {comparison} %s{order})"
-    )
+def _history_parts(reader: RawReader, vendor: str, held, conversation, *, room, n_recent):
+    """The turn's read's history parts and their parameters. On PostgreSQL, first the row
+    version of the newest message before the boundary (what the process keeps it at); then
+    the whole history, or, where the process holds some, the parts that catch it up: the
+    number of messages up to the held seq, the version of the newest held, the
+    conversation's withheld ids (F6) and the messages after the held seq."""
+    user_id = conversation.user.pk
+    conversation_param = reader.param(Message, "conversation", conversation.pk)
+    boundary = conversation.last_seq + 1
+    whole = _history_params(user_id, conversation_param, boundary, room=room, n_recent=n_recent)
+    if vendor != "postgresql":
+        return [_history_part(reader, vendor)], whole
+    newest, check = reader.sql("held-history-check", _held_check_sql)
+    parts, params = [newest], [user_id, conversation_param, boundary]
+    if held is None:
+        return [*parts, _history_part(reader, vendor)], [*params, *whole]
+    by_conversation = [user_id, conversation_param]
+    params += [*by_conversation, held.seq, *by_conversation, held.seq]
+    params += [*by_conversation, *by_conversation, *whole, held.seq]
+    return [*parts, *check, _history_part(reader, vendor, since=True)], params
 
 
-def _held_parts(reader: RawReader, held: HeldHistory, user_id, conversation_param):
-    """The parts that catch a held history up, before the history part's own parameters and
-    the held seq: the number of messages up to the held seq, the version of the newest held,
-    the conversation's withheld ids (F6) and, last, the messages after the held seq."""
+def _held_check_sql(reader: RawReader) -> tuple[str, list[str]]:
+    """The parts of `_history_parts` that check and flag a held history, built once: a
+    message's row version, `id:xmin(ctid)` — a row written again has another, in its own
+    transaction or in the writer's — of the newest before a seq; then the count up to a seq,
+    the version at a seq and the withheld ids (parameters: user id, conversation id, a seq
+    each; user id, conversation id twice for the ids)."""
     message, seq = reader.table(Message), reader.name(Message, "seq")
     user, conversation = reader.name(Message, "user"), reader.name(Message, "conversation")
-    withheld = reader.sql("withheld-ids", withheld_ids_sql)
-    parts = [
-        f"(SELECT COUNT(*) FROM {message} WHERE {user} = %s AND {conversation} = %s "
-        f"AND {seq} <= %s)",
-        _stamp_part(reader, "="),
+    where = f"FROM {message} WHERE {user} = %s AND {conversation} = %s AND {seq}"
+    stamp = f"{reader.name(Message, 'id')}::text || ':' || xmin::text || ctid::text"
+    newest = f"(SELECT {stamp} {where} < %s ORDER BY {seq} DESC LIMIT 1)"
+    withheld = withheld_ids_sql(reader)
+    return newest, [
+        f"(SELECT COUNT(*) {where} <= %s)",
+        f"(SELECT {stamp} {where} = %s)",
         f"(SELECT COALESCE(json_agg(x.id), '[]')::text FROM ({withheld}) x(id))",
-        _history_part(reader, "postgresql", since=True),
     ]
-    found = [user_id, conversation_param, held.seq, user_id, conversation_param, held.seq]
-    found += [user_id, conversation_param, user_id, conversation_param]
-    return parts, found
 
 
-def _history_read(reader, row: list, held, conversation_id, history_params, *, room, n_recent):
+def _history_read(reader, vendor: str, row: list, held, conversation, *, room, n_recent):
     """The history the statement read — on PostgreSQL caught up from what this process holds
-    where it holds some (a held history the database no longer has is dropped and the history
-    read whole, one statement more) — and what the process keeps of it for the next turn."""
-    if reader is None or connections[reader.alias].vendor != "postgresql":
+    where it holds some (a held history the database no longer has is read whole, one
+    statement more) — and what the process keeps of it for the next turn."""
+    if vendor != "postgresql":
         return _parse_history(json.loads(row.pop(0)))
     stamp = row.pop(0)  # the newest message before the boundary, as it is now
     if held is None:
         history, texts = _parse_history(json.loads(row.pop(0)))
     else:
         count, held_stamp, withheld, new = (row.pop(0) for _ in range(4))
-        if held.holds(count, held_stamp):
+        caught_up = held.holds(count, held_stamp)
+        if caught_up:
             new_history, new_texts = _parse_history(json.loads(new))
             withheld = set(json.loads(withheld))
             history = candidates(held.candidates, new_history, withheld)
             texts = {i: t for i, t in held.texts.items() if i not in withheld} | new_texts
         else:
-            [[whole]] = reader.fetch(
-                "SELECT " + _history_part(reader, "postgresql"), history_params
+            whole = _history_params(
+                conversation.user.pk,
+                reader.param(Message, "conversation", conversation.pk),
+                conversation.last_seq + 1,
+                room=room,
+                n_recent=n_recent,
             )
-            history, texts = _parse_history(json.loads(whole))
-        HELD_HISTORIES.note(caught_up=held.holds(count, held_stamp))
+            [[found]] = reader.fetch("SELECT " + _history_part(reader, vendor), whole)
+            history, texts = _parse_history(json.loads(found))
+        HELD_HISTORIES.note(caught_up=caught_up)
     HELD_HISTORIES.put(
-        conversation_id, keep_history(history, texts, stamp=stamp, room=room, n_recent=n_recent)
+        conversation.pk, keep_history(history, texts, stamp=stamp, room=room, n_recent=n_recent)
     )
     return history, texts
 
