@@ -16,6 +16,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from memory.extract.text import key_slug
+
 MIN_LENGTH = 2
 
 # The blocks of the scripts written without spaces between words (F6).
@@ -105,5 +107,20 @@ def matcher(values: Iterable[str]):
             return False
         norm = normalise(text)
         return any(mentions_normalised(norm, n) for n in needles)
+
+    return match
+
+
+def record_matcher(values: Iterable[str]):
+    """F7.2: a function of a memory's `(key, label, value)` that says whether it holds one of
+    `values` as whole words — in its value or its label, by the same rule as messages, or in
+    its key, compared with the value's slug as person and thing keys are made
+    (`memory.extract.text.key_slug`: "Zoë" also finds `people.zoe.works_at`)."""
+    values = list(values)
+    in_text = matcher(values)
+    in_key = matcher(s for s in (key_slug(v) for v in values) if s)
+
+    def match(key: str, label: str | None, value: str | None) -> bool:
+        return bool(value and in_text(value)) or bool(label and in_text(label)) or in_key(key)
 
     return match

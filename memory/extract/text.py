@@ -104,7 +104,10 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 # Slugs and value cleaning
 
 
-def _slug(words: str) -> str:
+def key_slug(words: str) -> str:
+    """The slug a key is made of for `words` ("Zoë" → "zoe", "Sir Biscuit" → "sir_biscuit"), or
+    "" when nothing of it is left or it is too long: person and thing keys are made by it, and
+    a forget compares keys with a purged value's slug by it (SPEC F7.2)."""
     folded = unicodedata.normalize("NFKD", words).encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^a-z0-9-]+", "_", folded.lower().replace("'", "")).strip("_-")
     return slug if 0 < len(slug) <= _MAX_SLUG else ""
@@ -116,7 +119,7 @@ def _thing_slug(np: str) -> str:
         words = words[1:]
     if not 1 <= len(words) <= 4 or any(w.lower() in _STOP_SUBJECTS - _THING_OK for w in words):
         return ""
-    slug = _slug(" ".join(words))
+    slug = key_slug(" ".join(words))
     return "" if slug in _RESERVED_THINGS else slug
 
 
@@ -127,7 +130,7 @@ _THING_OK = frozenset("plant dog cat pet baby boss kid kids family".split())
 def _person_slug(name: str) -> str:
     if name.lower() in _STOP_SUBJECTS:
         return ""
-    return _slug(name)
+    return key_slug(name)
 
 
 _CONTRAST = _c(
