@@ -8,7 +8,10 @@ STAMP   = $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 DB     ?=
-RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB)))
+# `make run` is development on this machine, so a webhook receiver here (http, loopback) may be
+# registered (SPEC V3); production leaves both settings off.
+RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB))) \
+	WEBHOOK_ALLOW_HTTP=true WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true
 # `make test` runs the suite in TEST_WORKERS processes (pytest-xdist), a test file per process
 # at a time: files that start servers or hold fixed ports never meet. TEST_WORKERS=0 runs it in
 # this process.

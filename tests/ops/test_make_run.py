@@ -1,0 +1,60 @@
+"""`make run` as a newcomer meets it: what its processes are started with. The commands are read
+from `make -n run` (a dry run: nothing is built, migrated or served)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dry_run(*args: str) -> list[str]:
+    """The shell lines `make run` would run, continuation lines joined."""
+    result = subprocess.run(
+        ["make", "-n", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"]},
+        check=True,
+    )
+    return result.stdout.replace("\\\n", " ").splitlines()
+
+
+def line_of(lines: list[str], command: str) -> str:
+    [line] = [line for line in lines if f"manage.py {command}" in line]
+    return line
+
+
+def test_it_lets_make_runs_server_and_worker_take_a_webhook_receiver_on_this_machine():
+    """V3: `make run` sets the two settings that allow an http receiver on loopback for its
+    server (registration) and its events worker (delivery, checked again)."""
+    lines = dry_run()
+    for command in ("runserver", "events_worker"):
+        line = line_of(lines, command)
+        assert "WEBHOOK_ALLOW_HTTP=true WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true" in line, line
+
+
+def test_it_keeps_https_and_public_addresses_only_in_production():
+    """V3: production, where nothing sets them, takes https to public addresses only."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_ENV": "production",
+        "SECRET_KEY": "a-production-secret-" + "x" * 40,
+    }
+    script = (
+        "from config import settings; "
+        "print(settings.WEBHOOK_ALLOW_HTTP, settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    assert result.stdout.split() == ["False", "False"]
