@@ -30,6 +30,8 @@ $(STAMP): $(BIN)/python requirements.lock pyproject.toml
 install: $(STAMP)
 
 run: install
+	@# Before anything is printed: another server answering on HOST:PORT stops the run.
+	@$(BIN)/python manage.py check_port --host $(HOST) --port $(PORT)
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 	$(RUN_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(RUN_ENV) $(BIN)/python manage.py load_demo --address http://$(HOST):$(PORT)

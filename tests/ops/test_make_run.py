@@ -58,3 +58,11 @@ def test_it_keeps_https_and_public_addresses_only_in_production():
         check=True,
     )
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_it_checks_the_port_before_anything_else_make_run_does():
+    """The port check is `make run`'s first command, with its HOST and PORT: a taken port stops
+    the run before the demo's "Sign in at …" line (issue 42)."""
+    lines = [line for line in dry_run("HOST=127.0.0.2", "PORT=8123") if "manage.py" in line]
+    assert lines[0].endswith("manage.py check_port --host 127.0.0.2 --port 8123")
+    assert "runserver 127.0.0.2:8123" in lines[-1]
