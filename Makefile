@@ -5,9 +5,14 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 # `make run` serves on HOST:PORT; DB=path/to/file.sqlite3 runs it on another SQLite file
 # (default: DATABASE_URL from the environment or .env, else db.sqlite3 next to manage.py).
+# The demo user is kept across runs with what they changed; DEMO=reset loads the demo anew.
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 DB     ?=
+DEMO   ?=
+ifneq ($(filter-out reset,$(DEMO)),)
+$(error DEMO=$(DEMO) is not known: DEMO=reset deletes the demo user and loads the demo anew)
+endif
 # `make run` is development on this machine, so a webhook receiver here (http, loopback) may be
 # registered (SPEC V3); production leaves both settings off.
 RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB))) \
@@ -34,7 +39,7 @@ run: install
 	@$(BIN)/python manage.py check_port --host $(HOST) --port $(PORT)
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 	$(RUN_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	$(RUN_ENV) $(BIN)/python manage.py load_demo --address http://$(HOST):$(PORT)
+	$(RUN_ENV) $(BIN)/python manage.py load_demo --address http://$(HOST):$(PORT) $(if $(DEMO),--reset)
 	@# The events worker (SPEC V3) runs beside the server and stops with it (Ctrl-C, or a kill).
 	$(RUN_ENV) $(BIN)/python manage.py events_worker & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \

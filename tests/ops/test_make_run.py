@@ -66,3 +66,20 @@ def test_it_checks_the_port_before_anything_else_make_run_does():
     lines = [line for line in dry_run("HOST=127.0.0.2", "PORT=8123") if "manage.py" in line]
     assert lines[0].endswith("manage.py check_port --host 127.0.0.2 --port 8123")
     assert "runserver 127.0.0.2:8123" in lines[-1]
+
+
+def test_it_keeps_the_demo_unless_demo_reset_is_asked_for():
+    """`make run` loads the demo keeping its user; `make run DEMO=reset` loads it anew; any
+    other DEMO stops make before it runs anything."""
+    assert line_of(dry_run(), "load_demo").rstrip().endswith("--address http://127.0.0.1:8000")
+    assert line_of(dry_run("DEMO=reset"), "load_demo").endswith(" --reset")
+    refused = subprocess.run(
+        ["make", "-n", "run", "DEMO=keep"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"]},
+    )
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert "DEMO=keep is not known: DEMO=reset deletes the demo user" in refused.stderr
