@@ -110,14 +110,14 @@ class PageOutput(serializers.Serializer):
 
 _DRF_CODES = {
     drf_exceptions.NotAuthenticated: ("unauthenticated", "Authentication required"),
-    drf_exceptions.AuthenticationFailed: ("unauthenticated", "Authentication failed"),
+    drf_exceptions.AuthenticationFailed: ("unauthenticated", "Authentication required"),
     drf_exceptions.PermissionDenied: ("permission_denied", "Permission denied"),
     drf_exceptions.NotFound: ("not_found", "Not found"),
     drf_exceptions.MethodNotAllowed: ("method_not_allowed", "Method not allowed"),
     drf_exceptions.NotAcceptable: ("not_acceptable", "Not acceptable"),
     drf_exceptions.UnsupportedMediaType: ("unsupported_media_type", "Unsupported media type"),
     drf_exceptions.Throttled: ("throttled", "Too many requests"),
-    drf_exceptions.ParseError: ("validation_error", "Malformed request body"),
+    drf_exceptions.ParseError: ("validation_error", "Invalid input"),
     drf_exceptions.ValidationError: ("validation_error", "Invalid input"),
 }
 

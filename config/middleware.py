@@ -15,17 +15,12 @@ class ApiBodyLimitMiddleware:
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
-                return json_problem_response(
-                    400, "validation_error", "Bad request", "Invalid Content-Length."
-                )
+                return json_problem_response(400, "validation_error", "Invalid Content-Length.")
             limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
             if request.path.endswith("/import"):
                 limit = settings.IMPORT_MAX_BYTES
             if length > limit:
                 return json_problem_response(
-                    413,
-                    "payload_too_large",
-                    "Payload too large",
-                    f"The body is larger than {limit} bytes.",
+                    413, "payload_too_large", f"The body is larger than {limit} bytes."
                 )
         return self.get_response(request)

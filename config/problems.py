@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.http import JsonResponse
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
@@ -30,12 +31,14 @@ def problem(
     return body
 
 
-def json_problem_response(status: int, code: str, title: str, detail: str, **extra) -> JsonResponse:
-    return JsonResponse(
-        problem(status, code, title, detail, **extra),
-        status=status,
-        content_type=PROBLEM_CONTENT_TYPE,
-    )
+def json_problem_response(status: int, code: str, detail: str, **extra) -> HttpResponse:
+    """A problem answered outside the API's views — an unknown path or a malformed id, a body
+    refused before a view reads it, a failure, an outage — in the one shape of every problem
+    (SPEC §10): the title the registry gives its code, and the bytes of the API's own renderer,
+    as a problem a view raises is rendered."""
+    body = problem(status, code, PROBLEM_CODES[code].title, detail, **extra)
+    renderer = api_settings.DEFAULT_RENDERER_CLASSES[0]()
+    return HttpResponse(renderer.render(body), status=status, content_type=PROBLEM_CONTENT_TYPE)
 
 
 @dataclass(frozen=True)
