@@ -235,3 +235,10 @@ def profile_table() -> str:
     """The memory profile's table: a reply's statement takes the memory write lock's row
     (W8) in share mode."""
     return MemoryProfile._meta.db_table
+
+
+def version_table() -> str:
+    """The users' memory versions' table (`memory.triggers`): a reply's statement reads its
+    user's row as its snapshot saw it and as it is once the memory write lock is taken, to
+    know whether a forget committed in between (F7.1)."""
+    return MemoryVersion._meta.db_table
