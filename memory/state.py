@@ -231,6 +231,12 @@ def _vendor(reader: RawReader) -> str:
     return connections[reader.alias].vendor
 
 
+def on_forget(hook) -> None:
+    """`hook(user_id)` is called when this process learns of a forget or an undo of the user
+    (F7.6): a turn's holders of the user's text let it go (`memory.storage.MemoryCache`)."""
+    MEMORY_CACHE.on_forget(hook)
+
+
 def profile_table() -> str:
     """The memory profile's table: a reply's statement takes the memory write lock's row
     (W8) in share mode."""
