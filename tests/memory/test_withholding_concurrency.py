@@ -78,7 +78,7 @@ def test_it_lets_no_interleaving_of_a_forget_a_plan_and_a_reply_send_the_word():
             conversation_id=conv.pk, turn_key="t2", content="Miso chased a moth today."
         ).turn
         # Released together; by turns the forget, the readers or no one gets a head start.
-        forget_head, reader_head = [(0.05, 0.0), (0.0, 0.05), (0.0, 0.0)][round_ % 3]
+        forget_head, reader_head = [(0.3, 0.0), (0.0, 0.3), (0.0, 0.0)][round_ % 3]
         marks = {}
 
         def act(i, turn_id=asked.pk, user=user, marks=marks, heads=(forget_head, reader_head)):
