@@ -73,6 +73,26 @@ def turn_json(turn: Turn) -> dict:
     }
 
 
+def reply_json(result) -> dict:
+    """The answer to a reply (`turns.replies.ReplyResult`): the message in the reply shape,
+    without its text when a forget withholds it (F7.1, F7.5), and whether it was replayed."""
+    message = result.message
+    return {
+        "message": represented(
+            ReplyMessageOutput,
+            {
+                "id": message.id,
+                "seq": message.seq,
+                "role": message.role,
+                "content": None if result.withheld else message.content,
+                "created_at": message.created_at,
+                "withheld": result.withheld,
+            },
+        ),
+        "replayed": result.replayed,
+    }
+
+
 def plan_json(result) -> dict:
     """The §10 plan body of a `turns.plans.PromptPlanResult` (the GET's answer and I7's `plan`)."""
     body = {"turn": str(result.turn.pk), **plan_body(result.plan)}
@@ -189,7 +209,12 @@ class MessageOutput(serializers.Serializer):
         choices=["user", "assistant", "system"],
         help_text="Who wrote it: the user, or the companion (`assistant`).",
     )
-    content = serializers.CharField(help_text="The message's text, as it was sent.")
+    content = serializers.CharField(
+        allow_null=True,
+        help_text="The message's text, as it was sent; null when a forget withholds the "
+        "message (`withheld`): a runtime rebuilding its context from this read skips it, so it "
+        "never sends the model a forgotten word (F7.5).",
+    )
     created_at = serializers.DateTimeField(help_text="When the message was stored.")
     turn = serializers.UUIDField(
         allow_null=True,
@@ -197,8 +222,9 @@ class MessageOutput(serializers.Serializer):
         "message) or the turn it replied to (the companion's reply); null for neither.",
     )
     withheld = serializers.BooleanField(
-        help_text="True when a forget withholds the message: the user still sees it, but no "
-        "prompt plan includes it any more (F6)."
+        help_text="True when a forget withholds the message: the user still sees it on their "
+        "pages, but no prompt plan includes it any more and this answer leaves out its text "
+        "(`content` is null) (F6, F7.5)."
     )
 
 
@@ -440,8 +466,17 @@ class ReplyMessageOutput(serializers.Serializer):
     id = serializers.UUIDField(help_text="The reply message's id.")
     seq = serializers.IntegerField(help_text="The reply's number in its conversation.")
     role = serializers.CharField(help_text="Always `assistant`: the companion wrote it.")
-    content = serializers.CharField(help_text="The reply's text, as first committed.")
+    content = serializers.CharField(
+        allow_null=True,
+        help_text="The reply's text, as first committed; null when a forget withholds the "
+        "reply (`withheld`) (F7.5).",
+    )
     created_at = serializers.DateTimeField(help_text="When the reply was committed.")
+    withheld = serializers.BooleanField(
+        help_text="True when a forget withholds the reply — it answers a turn planned with "
+        "what a forget purged, or a turn whose own message a forget withholds — so no prompt "
+        "plan includes it and `content` is null (F6, F7.1, F7.5)."
+    )
 
 
 class TurnReplyOutput(serializers.Serializer):
