@@ -124,8 +124,9 @@ class UserImportApi(APIView):
         data = request.data
         if not isinstance(data, dict):
             raise ValidationError("Must be a JSON object.", field="body")
-        ref = data.get("user", {}).get("ref") if isinstance(data.get("user"), dict) else None
-        if ref != user_ref:
+        # A `user` that is not an object is the snapshot's own error, named by its check.
+        user_object = data.get("user")
+        if isinstance(user_object, dict) and user_object.get("ref") != user_ref:
             raise ValidationError(
                 "The snapshot's user.ref must be the user in the path.", field="user.ref"
             )
