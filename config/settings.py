@@ -63,6 +63,7 @@ MIDDLEWARE = [
     # Static files (the pages' stylesheet, the admin's) before anything else reads the request.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.ApiBodyLimitMiddleware",
+    "config.middleware.ApiPathParameterMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
