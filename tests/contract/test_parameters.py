@@ -7,7 +7,6 @@ SQLite and on PostgreSQL (DATABASE_URL), where a NUL in a query is a DataError."
 
 from __future__ import annotations
 
-import re
 from urllib.parse import quote
 
 import pytest
@@ -127,7 +126,9 @@ def test_it_answers_a_nul_or_an_over_long_query_parameter_with_400_naming_it(api
     wrong = []
     for operation_id, method, path, name in QUERY_PARAMETERS:
         parameters, _body = working[operation_id]
-        url = re.sub(r"\{(\w+)\}", lambda m: quote(parameters[m.group(1)]), path)
+        url = path
+        for other, value in parameters.items():
+            url = url.replace("{" + other + "}", quote(value))
         for label, bad in BAD_QUERY_VALUES.items():
             r = getattr(api, method)(f"{url}?{name}={bad}")
             problem = r.json() if r["Content-Type"] == "application/problem+json" else {}
