@@ -8,6 +8,7 @@ import re
 from django.conf import settings
 
 from config.problems import json_problem_response
+from config.schema import PATH_PARAMETERS
 
 
 class ApiBodyLimitMiddleware:
@@ -39,8 +40,6 @@ def path_parameter_error(name: str, value) -> str | None:
     """Why the path parameter `name` cannot hold `value` by its schema (`config.schema.
     PATH_PARAMETERS`, the table the OpenAPI document shows), or None. Parameters the table
     does not hold are typed by their route's converter (`<uuid:…>`)."""
-    from config.schema import PATH_PARAMETERS
-
     schema = PATH_PARAMETERS.get(name)
     if schema is None:
         return None
