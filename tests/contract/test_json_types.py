@@ -291,8 +291,8 @@ def test_it_reaches_every_field_of_every_request_body_with_the_one_check():
 
 
 def test_it_finds_a_lenient_object_or_field_in_a_request_serializer():
-    """The check above can fail: a plain Serializer, or a field class outside the JSON types,
-    is found."""
+    """C7: the check above can fail — a plain Serializer, or a field class outside the JSON
+    types, is found."""
 
     class Opaque(serializers.Field):
         def to_internal_value(self, data):

@@ -47,6 +47,7 @@ PATH_PARAMETERS = path_parameters()
 
 
 def test_it_walks_every_path_parameter_of_the_schema():
+    """C7: the walk below reaches the refs, slugs and ids of every operation's path."""
     names = {name for *_rest, name in PATH_PARAMETERS}
     assert {"user_ref", "slug", "conversation_id", "turn_id", "memory_id"} <= names
     assert len(PATH_PARAMETERS) >= 25
