@@ -26,7 +26,6 @@ from .serializers import (
     CharacterOutput,
     CharacterPageOutput,
     CharacterPutInput,
-    CharacterSlug,
     ConversationCreateInput,
     ConversationListQuery,
     ConversationOutput,
@@ -44,7 +43,6 @@ from .serializers import (
     UserImportOutput,
     UserOutput,
     UserPutInput,
-    UserRef,
     plan_json,
     plan_params,
     turn_json,
@@ -74,7 +72,6 @@ class UserApi(APIView):
     )
     def put(self, request, user_ref):
         data = validated(UserPutInput, request.data)
-        validated(UserRef, {"user": user_ref})
         user, created = users.user_put(ref=user_ref, email=data.get("email", ""))
         return Response(represented(UserOutput, user), status=201 if created else 200)
 
@@ -169,7 +166,6 @@ class CharacterApi(APIView):
         "scopes and boundary rules name the character by its slug.",
     )
     def put(self, request, slug):
-        validated(CharacterSlug, {"slug": slug})
         data = validated(CharacterPutInput, request.data)
         character, created = conversation_services.character_put(slug=slug, name=data["name"])
         return Response(represented(CharacterOutput, character), status=201 if created else 200)
