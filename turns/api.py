@@ -111,11 +111,12 @@ class UserImportApi(APIView):
         operation_id="user_import",
         summary="Import a user's snapshot",
         request=SnapshotInput,
-        responses={200: UserImportOutput, **problems(400, 409, 413)},
+        responses={200: UserImportOutput, **problems(400, 404, 409, 413)},
         description="Import a snapshot made by `GET /users/{ref}/export`, atomically: every "
         "row or none. Ids are kept, so importing the same snapshot again creates nothing "
         "(`skipped` counts the rows already there); a row whose id exists with other content "
-        "is a 409 `import_conflict` (§9).",
+        "is a 409 `import_conflict` (§9). A ref no user can have (see `user_ref`) answers 404 "
+        "`not_found` (C7).",
     )
     def post(self, request, user_ref):
         data = request.data
