@@ -20,6 +20,7 @@ from config import credentials
 from config import problems as problem_codes
 from config.errors import DomainError
 from config.problems import PROBLEM_CONTENT_TYPE, problem
+from config.serializers import QueryText
 from config.throttle import RuntimeThrottle  # noqa: F401  (its old home: tests patch it here)
 
 from .models import ApiToken
@@ -234,9 +235,10 @@ def validated(serializer_class, data, **kwargs):
     return serializer.validated_data
 
 
-def query_params(request) -> dict:
-    """Query parameters as a plain dict of single values (repeated parameters keep the last)."""
-    return {k: v for k, v in request.query_params.items()}
+def query_params(request) -> QueryText:
+    """Query parameters as a dict of single values (repeated parameters keep the last), marked
+    as text: their fields read the documented spellings (`limit=20`), not JSON types (C7)."""
+    return QueryText(request.query_params.items())
 
 
 import json  # noqa: E402

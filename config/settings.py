@@ -73,6 +73,8 @@ MIDDLEWARE = [
     # An oversized API body is refused before a view reads it, and its 413 passes back through
     # every middleware above, so it carries the headers of every other problem.
     "config.middleware.ApiBodyLimitMiddleware",
+    # A path parameter that its schema refuses (C7) answers before any view queries with it.
+    "config.middleware.ApiPathParameterMiddleware",
     # Last, as django-axes asks: locks out repeated failed sign-ins.
     "axes.middleware.AxesMiddleware",
 ]

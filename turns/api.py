@@ -26,7 +26,6 @@ from .serializers import (
     CharacterOutput,
     CharacterPageOutput,
     CharacterPutInput,
-    CharacterSlug,
     ConversationCreateInput,
     ConversationListQuery,
     ConversationOutput,
@@ -43,7 +42,6 @@ from .serializers import (
     UserImportOutput,
     UserOutput,
     UserPutInput,
-    UserRef,
     plan_json,
     plan_params,
     reply_json,
@@ -74,7 +72,6 @@ class UserApi(APIView):
     )
     def put(self, request, user_ref):
         data = validated(UserPutInput, request.data)
-        validated(UserRef, {"user": user_ref})
         user, created = users.user_put(ref=user_ref, email=data.get("email", ""))
         return Response(represented(UserOutput, user), status=201 if created else 200)
 
@@ -114,18 +111,20 @@ class UserImportApi(APIView):
         operation_id="user_import",
         summary="Import a user's snapshot",
         request=SnapshotInput,
-        responses={200: UserImportOutput, **problems(400, 409, 413)},
+        responses={200: UserImportOutput, **problems(400, 404, 409, 413)},
         description="Import a snapshot made by `GET /users/{ref}/export`, atomically: every "
         "row or none. Ids are kept, so importing the same snapshot again creates nothing "
         "(`skipped` counts the rows already there); a row whose id exists with other content "
-        "is a 409 `import_conflict` (§9).",
+        "is a 409 `import_conflict` (§9). A ref no user can have (see `user_ref`) answers 404 "
+        "`not_found` (C7).",
     )
     def post(self, request, user_ref):
         data = request.data
         if not isinstance(data, dict):
             raise ValidationError("Must be a JSON object.", field="body")
-        ref = data.get("user", {}).get("ref") if isinstance(data.get("user"), dict) else None
-        if ref != user_ref:
+        # A `user` that is not an object is the snapshot's own error, named by its check.
+        user_object = data.get("user")
+        if isinstance(user_object, dict) and user_object.get("ref") != user_ref:
             raise ValidationError(
                 "The snapshot's user.ref must be the user in the path.", field="user.ref"
             )
@@ -168,7 +167,6 @@ class CharacterApi(APIView):
         "scopes and boundary rules name the character by its slug.",
     )
     def put(self, request, slug):
-        validated(CharacterSlug, {"slug": slug})
         data = validated(CharacterPutInput, request.data)
         character, created = conversation_services.character_put(slug=slug, name=data["name"])
         return Response(represented(CharacterOutput, character), status=201 if created else 200)

@@ -126,14 +126,6 @@ class UserOutput(serializers.Serializer):
     )
 
 
-class UserRef(serializers.Serializer):
-    user = UserRefField()
-
-
-class CharacterSlug(serializers.Serializer):
-    slug = CharacterSlugField()
-
-
 class CharacterPutInput(StrictSerializer):
     name = CleanCharField(max_length=200, help_text="The character's display name.")
 
