@@ -55,7 +55,7 @@ class NotListed:
 
     @property
     def what(self) -> str:
-        """"37 more messages", "1 more memory"."""
+        """What is not listed, in words: "37 more messages", "1 more memory"."""
         one, many = KIND_NOUNS.get(self.kind, (self.kind, self.kind))
         return f"{self.count} more {one if self.count == 1 else many}"
 
