@@ -296,7 +296,8 @@ class TurnPromptPlanApi(APIView):
         description="Answer what to send the model for this turn under a token budget: the "
         "user's message, the memories that apply (in the order asked for), as much earlier "
         "history as fits, and the boundary decisions for the capabilities named — with what "
-        "was left out and why. The same inputs always give the same plan (`plan_hash`). A "
+        "was left out and why (at most 20 listed for each kind and reason, every one counted "
+        "in `excluded_counts`). The same inputs always give the same plan (`plan_hash`). A "
         "message that alone does not fit answers 422 `budget_exceeded`. With the user's `use` "
         "switch off the memory section is empty and each memory is excluded as `memory-off` "
         "(I1–I8).",
