@@ -173,7 +173,7 @@ def log_plan(turn_id, resolve_line: str, plan: Plan, params: PlanParams, *, use:
         resolve_line,
         len(plan.history),
         len(plan.memories),
-        len(plan.excluded),
+        sum(n for _, _, n in plan.excluded_counts),
         plan.estimated_tokens,
         params.budget,
         params.memory_order,

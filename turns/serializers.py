@@ -396,6 +396,35 @@ class PlanExclusionOutput(serializers.Serializer):
     )
 
 
+class PlanExclusionCountOutput(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=["memory", "message"], help_text="What was left out: memories or history messages."
+    )
+    reason = serializers.CharField(
+        help_text="Why they were left out (such as `budget`, `memory-off`, `forgotten`)."
+    )
+    count = serializers.IntegerField(
+        min_value=0,
+        help_text="How many of this kind were left out for this reason, listed in `excluded` "
+        "or not.",
+    )
+
+
+PLAN_EXCLUDED = (
+    "What was left out of the prompt and why, by id: for each kind and reason at most 20 "
+    "entries, so the plan's size follows what it holds and not what is stored (I9). Messages "
+    "come newest first; memories left out for `budget` in the order the memory section was "
+    "filled, and for any other reason by id. The entries are grouped by kind, then by reason, "
+    "in the order of `excluded_counts`, which counts every one."
+)
+PLAN_EXCLUDED_COUNTS = (
+    "How many memories and messages were left out, one entry per kind and reason, sorted by "
+    "kind then reason. Each count is the whole total: where it is larger than the entries "
+    "`excluded` lists for that kind and reason, the rest were left out for the same reason "
+    "but not listed."
+)
+
+
 class PlanMemoryOutput(ProjectedOutput):
     relevance = serializers.FloatField(
         allow_null=True,
@@ -408,7 +437,8 @@ PLAN_MEMORIES = (
     "The memories to put in the prompt, in order. Each carries only what the model should see "
     "— key, label, value, certainty and scope — and no id, so that nothing about the store "
     "leaks into the prompt (P4). The ids are elsewhere: `excluded` names what was left out by "
-    "id, the turn's stored plan keeps the ids of what was used (shown under each reply on the "
+    "id (at most 20 for each kind and reason, `excluded_counts` counting all), the turn's "
+    "stored plan keeps the ids of what was used (shown under each reply on the "
     "user's transcript), and `POST /memory/resolve` answers the full records with their ids."
 )
 
@@ -427,9 +457,8 @@ class PromptPlanOutput(serializers.Serializer):
         help_text="One boundary decision per capability asked "
         "for, in the shape `POST /policy/decide` answers.",
     )
-    excluded = PlanExclusionOutput(
-        many=True, help_text="What was left out of the prompt and why, by id."
-    )
+    excluded = PlanExclusionOutput(many=True, help_text=PLAN_EXCLUDED)
+    excluded_counts = PlanExclusionCountOutput(many=True, help_text=PLAN_EXCLUDED_COUNTS)
     estimated_tokens = serializers.IntegerField(help_text="What the whole plan costs in tokens.")
     budget = serializers.IntegerField(help_text="The budget the plan was made under.")
     memory_order = serializers.ChoiceField(
