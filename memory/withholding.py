@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count, Exists, Func, OuterRef, Q, TextField
+from django.db.models import Case, Count, Exists, Func, OuterRef, Q, TextField, Value, When
 from django.db.models.functions import Lower
 
 from config.storage import RawReader
 from conversations.models import Message, Turn
 from conversations.plan_snapshot import PlanSnapshot
 
-from .mentions import matcher, needle
+from .mentions import IGNORABLE, matcher, needle
 from .models import MemorySource, Tombstone, Withholding
 
 PAGE = 1000  # messages read per keyset page while matching words
@@ -80,7 +80,7 @@ def _mentioning(user, scope_id: str, at: datetime, values: Iterable[str]) -> set
     match = matcher(values)
     messages = conversations_of_scope(user, scope_id).filter(created_at__lte=at)
     if connection.vendor == "postgresql":
-        messages = messages.annotate(folded=Lower(_NFKC("content"))).filter(_prefilter(needles))
+        messages = messages.annotate(folded=folded_sql("content")).filter(_prefilter(needles))
     last = None
     while True:
         page = messages
@@ -106,12 +106,39 @@ class _NFKC(Func):
     output_field = TextField()
 
 
+class _DropIgnorable(Func):
+    """The text without Unicode's default-ignorable code points (`memory.mentions.IGNORABLE`),
+    as the matcher drops them."""
+
+    function = "regexp_replace"
+    output_field = TextField()
+
+    def __init__(self, expression):
+        ranges = "".join(chr(lo) if lo == hi else f"{chr(lo)}-{chr(hi)}" for lo, hi in IGNORABLE)
+        super().__init__(expression, Value(f"[{ranges}]"), Value(""), Value("g"))
+
+
+def folded_sql(field: str):
+    """`lower(normalize(<field> without its ignorables, NFKC))`, the database's side of the
+    matcher's normal form for `_prefilter`. A text of ASCII alone is its own NFKC form and
+    holds no ignorable, so it is only lowered: normalising every text would cost most of a
+    forget (F6's cost target)."""
+    return Case(
+        When(**{f"{field}__regex": r"[^\x01-\x7f]"}, then=Lower(_NFKC(_DropIgnorable(field)))),
+        default=Lower(field),
+        output_field=TextField(),
+    )
+
+
 def _prefilter(needles: list[str]) -> Q:
     """A condition every message that `memory.mentions` would match passes (a superset), for
-    the database to apply first. For a needle of ASCII alone, its longest run without spaces
-    must occur in `lower(normalize(content, NFKC))` — or the text holds a sharp s, the one
-    character outside ASCII that case folding turns into ASCII letters (ß, ẞ → ss). A needle
-    with other characters (accents, scripts without spaces) is matched in Python alone."""
+    the database to apply first, on `folded` (`folded_sql`). A needle's words (its runs of
+    letters, digits and marks, F7.4) each occur whole in the text's normal form, so for a
+    needle of ASCII alone, its longest word must occur in `folded`: the ignorables are dropped
+    there first as the matcher drops them, and `lower` agrees with case folding on ASCII.
+    The one character outside ASCII that case folding turns into ASCII letters is the sharp
+    s (ß, ẞ → ss), so a text holding one is always a candidate. A needle with other
+    characters (accents, marks, scripts without spaces) is matched in Python alone."""
     if not all(n.isascii() for n in needles):
         return Q()  # no safe filter: every message of the scope is a candidate
     condition = Q(content__contains="ß") | Q(content__contains="ẞ")
