@@ -198,29 +198,34 @@ class ForgetPreview:
     withheld_memories: list = dataclasses.field(default_factory=list)
 
 
+def _prospective(user, row, scope_id: str, *, secret: bytes, at, whole_key: bool = False):
+    """What forgetting `row` (a stored or a domain record: its key and value) in `scope_id` at
+    `at` would purge and withhold, as `memory_forget` does. Reads only."""
+    many = registry([row.key]).is_many(row.key)
+    prospective = DomainTombstone(
+        id="",
+        user=user.username,
+        scope_id=scope_id,
+        key=row.key,
+        value_hash=value_hash(secret, row.value) if many and not whole_key else None,
+        forgotten_at=at,
+        blocks_sources_before=at,
+    )
+    purged = [p for p, _ in covered_records(user, [prospective], secret)]
+    return purged, plan_withholding(user, scope_id=scope_id, at=at, purged=purged)
+
+
 def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview:
     """F6: the forget confirmation page's counts, for both reaches of the forget. Reads only."""
     row = memory_get(record_id, user=user)
-    many = registry([row.key]).is_many(row.key)
     secret = lock_free_secret(user)
     now = db_now()
-    hashed = value_hash(secret, row.value) if many and not whole_key else None
     counts = []
     purged_here: list[Purged] = []
     memories_here: frozenset[str] = frozenset()
     covered_ids: set[str] = set()
     for scope_id in (row.scope_id, "*"):
-        prospective = DomainTombstone(
-            id="",
-            user=user.username,
-            scope_id=scope_id,
-            key=row.key,
-            value_hash=hashed,
-            forgotten_at=now,
-            blocks_sources_before=now,
-        )
-        purged = [p for p, _ in covered_records(user, [prospective], secret)]
-        plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
+        purged, plan = _prospective(user, row, scope_id, secret=secret, at=now, whole_key=whole_key)
         counts.append(len(plan.messages))
         covered_ids |= {p.id for p in purged}
         if scope_id == row.scope_id:
@@ -236,6 +241,36 @@ def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview
         records_mentioning(active, values, excluding=covered_ids),
         withheld_memories,
     )
+
+
+@dataclass(frozen=True)
+class SelectedPreview:
+    """What forgetting several memories at once would do (F7.3), said before it is done: how
+    many distinct messages the companion would stop seeing, and the user's other remembered
+    records (not among those forgotten) it would stop using (F7.2), by key then id."""
+
+    withheld: int
+    withheld_memories: list
+
+
+def forget_selected_preview(*, records, active, user) -> SelectedPreview:
+    """F7.3: the bulk confirmation page's count and list, for `records` (domain records among
+    `active`, the user's remembered ones) each forgotten in its own scope, as
+    `memory_forget_selected` does. Reads only."""
+    secret = lock_free_secret(user)
+    now = db_now()
+    messages: set[str] = set()
+    memories: set[str] = set()
+    covered: set[str] = set()
+    for record in records:
+        purged, plan = _prospective(user, record, record.scope_id, secret=secret, at=now)
+        messages |= plan.messages
+        memories |= plan.memories
+        covered |= {p.id for p in purged}
+    withheld = sorted(
+        (r for r in active if r.id in memories - covered), key=lambda r: (r.key, r.id)
+    )
+    return SelectedPreview(len(messages), withheld)
 
 
 def withheld_total(tombstones) -> int:
