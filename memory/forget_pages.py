@@ -147,6 +147,7 @@ def forget_page(user, row, label: str) -> dict:
         "withheld": preview.withheld,
         "withheld_everywhere": preview.withheld_everywhere,
         "withheld_memories": other_memories(preview.withheld_memories, labels),
+        "withheld_memories_everywhere": preview.withheld_memories_everywhere,
         "mentioned": other_memories(others, labels),
         "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
         "user_scope": row.scope_kind == "user",

@@ -196,6 +196,7 @@ class ForgetPreview:
     withheld_everywhere: int
     mentioned_in: list
     withheld_memories: list = dataclasses.field(default_factory=list)
+    withheld_memories_everywhere: int = 0  # F7.3: how many a forget everywhere would withhold
 
 
 def _prospective(user, row, scope_id: str, *, secret: bytes, at, whole_key: bool = False):
@@ -224,9 +225,11 @@ def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview
     purged_here: list[Purged] = []
     memories_here: frozenset[str] = frozenset()
     covered_ids: set[str] = set()
+    memory_counts = []
     for scope_id in (row.scope_id, "*"):
         purged, plan = _prospective(user, row, scope_id, secret=secret, at=now, whole_key=whole_key)
         counts.append(len(plan.messages))
+        memory_counts.append(len(plan.memories))
         covered_ids |= {p.id for p in purged}
         if scope_id == row.scope_id:
             purged_here, memories_here = purged, plan.memories
@@ -240,6 +243,7 @@ def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview
         counts[1],
         records_mentioning(active, values, excluding=covered_ids),
         withheld_memories,
+        memory_counts[1],
     )
 
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from config.pages import day
 from memory.models import MemoryRecord
+from tests.factories import CharacterFactory
 from tests.helpers import live, text
 
 pytestmark = pytest.mark.django_db
@@ -172,3 +173,29 @@ def test_it_names_each_forget_that_withholds_a_memory_oldest_first(page, api, sa
         f"forget on {today()}. It stays here for you; forget it too if it should go. "
         "Forget it as well (Your note)"
     )
+
+
+def test_it_tells_a_narrow_forget_from_one_everywhere(page, api, sam, rowan):
+    """F7.3 with F6's scope mapping: forgetting what Rowan alone was told lists the memories
+    it withholds in Rowan's contexts (the user's and Rowan's own), counts what a forget
+    everywhere would withhold, and keeps another character's memory under "mention it",
+    which this forget does not change."""
+    CharacterFactory(slug="mira", name="Mira")
+    rowan_only = {"kind": "character", "character": rowan.slug}
+    pet = remember(api, sam, "cat.name", "Biscuit", **rowan_only)
+    shared = remember(api, sam, "user.note", "Biscuit sleeps a lot")
+    rowans = remember(api, sam, "user.favorite_drink", "Biscuit tea", **rowan_only)
+    miras = remember(api, sam, "user.hometown", "Biscuit Bay", kind="character", character="mira")
+    r = page.get(f"/memories/{pet.pk}/forget")
+    # By key: user.favorite_drink, then user.note.
+    assert [o.id for o in r.context["withheld_memories"]] == [str(rowans.pk), str(shared.pk)]
+    assert element(r, "withheld-memories-intro").startswith(
+        "2 other memories hold the words of “Cat's name”. The companion will stop using them "
+        "too, with Captain Rowan."
+    )
+    assert element(r, "withheld-memories-everywhere") == (
+        "If you forget it everywhere, the companion will stop using 3 other memories that hold "
+        "its words, wherever they apply."
+    )
+    assert [o.id for o in r.context["mentioned"]] == [str(miras.pk)]
+    assert "Biscuit Bay" in element(r, "mentioned")
