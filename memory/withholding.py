@@ -29,8 +29,19 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Case, Count, Exists, Func, OuterRef, Q, TextField, Value, When
-from django.db.models.functions import Lower
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    Func,
+    OuterRef,
+    Q,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce, Lower
 
 from config.storage import RawReader
 from conversations.models import Conversation, Message, Turn
@@ -419,6 +430,19 @@ def memories_withheld_by(*, user, memory_ids: Iterable[str]) -> dict[str, list[T
     for row in rows:
         found.setdefault(str(row.memory_id), []).append(row.tombstone)
     return found
+
+
+def withheld_memory_count_annotation() -> Coalesce:
+    """Annotates tombstones with how many memory records each withholds now (F7.2), as a
+    subquery (so it does not multiply the rows another count joins)."""
+    counted = (
+        MemoryWithholding.objects.filter(tombstone=OuterRef("pk"))
+        .order_by()
+        .values("tombstone")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(counted), 0)
 
 
 def withheld_memory_counts(tombstone_ids: Iterable) -> dict[str, int]:
