@@ -105,17 +105,26 @@ def _unspaced(char: str) -> bool:
     return any(lo <= point <= hi for lo, hi in _UNSPACED)
 
 
+def _folded(text: str) -> str:
+    """``casefold(NFKC(text))`` of `text` without its default-ignorable code points. The
+    ignorables go first, so that one between a letter and its accent does not keep them
+    apart. A text of ASCII alone is its own NFKC form and holds no ignorable: it is lowered."""
+    if text.isascii():
+        return text.lower()
+    folded = unicodedata.normalize("NFKC", text.translate(_DROP)).casefold()
+    return folded.translate(_DROP)
+
+
 def normalise(text: str) -> str:
     """``casefold(NFKC(text))`` of `text` without its default-ignorable code points, each run
-    of whitespace as one space, stripped. The ignorables go first, so that one between a
-    letter and its accent does not keep them apart."""
-    folded = unicodedata.normalize("NFKC", text.translate(_DROP)).casefold()
-    return " ".join(folded.translate(_DROP).split())
+    of whitespace as one space, stripped."""
+    return " ".join(_folded(text).split())
 
 
 def words(norm: str) -> str:
-    """The word form of a normalised text: its runs of word characters joined by one space
-    (every run of other characters is one space; none before the first or after the last)."""
+    """The word form of a normalised (or folded) text: its runs of word characters joined by
+    one space (every run of other characters is one space; none before the first or after the
+    last)."""
     return " ".join(norm.translate(_WORDS).split())
 
 
@@ -165,13 +174,14 @@ class _Compiled:
     def __call__(self, text: str) -> bool:
         if self.whole is None and self.anywhere is None and not self.literals:
             return False
-        norm = normalise(text)
-        form = words(norm)
-        return bool(
-            (self.whole is not None and self.whole.search(form))
-            or (self.anywhere is not None and self.anywhere.search(form))
-            or any(_literal_at(norm, literal) for literal in self.literals)
-        )
+        folded = _folded(text)
+        form = words(folded)
+        if (self.whole is not None and self.whole.search(form)) or (
+            self.anywhere is not None and self.anywhere.search(form)
+        ):
+            return True
+        norm = " ".join(folded.split()) if self.literals else ""
+        return any(_literal_at(norm, literal) for literal in self.literals)
 
 
 def mentions(text: str, value: str) -> bool:
