@@ -239,7 +239,6 @@ def test_it_reads_the_tombstones_withholding_each_record_exactly_as_the_orm_does
     held = ContextMemory(user, scope_ids)
     held.read_orm()
     by_id = {r.id: r for r in held.at_version(None).state.records}
-    assert reprs(sorted(state.records, key=lambda r: r.id)) == reprs(
-        by_id[i] for i in sorted(by_id)
-    )
+    # Equal (the state's JSON gives PostgreSQL's 1.0 as 1, as it always has).
+    assert sorted(state.records, key=lambda r: r.id) == [by_id[i] for i in sorted(by_id)]
     assert {r.id for r in state.records if r.withheld_by} == set(withheld)
