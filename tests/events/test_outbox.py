@@ -122,6 +122,7 @@ def test_it_names_a_forgets_tombstone_purged_records_and_withheld_messages(conv)
             "scope_kind": "user",
             "memories": [first.id],
             "withheld_messages": [],
+            "withheld_memories": [],
             "forgotten_by": "user",
         },
     )
@@ -129,7 +130,7 @@ def test_it_names_a_forgets_tombstone_purged_records_and_withheld_messages(conv)
     assert events()[-1] == (
         "tombstone.deleted",
         "sam",
-        {"tombstone": str(tombstone.pk), "released_messages": []},
+        {"tombstone": str(tombstone.pk), "released_messages": [], "released_memories": []},
     )
     assert_no_private_text()
 
@@ -149,7 +150,7 @@ def test_it_lists_the_messages_a_forget_withholds_and_an_undo_releases(conv):
     assert events()[-1] == (
         "tombstone.deleted",
         "sam",
-        {"tombstone": str(tombstone.pk), "released_messages": held},
+        {"tombstone": str(tombstone.pk), "released_messages": held, "released_memories": []},
     )
     assert_no_private_text()
 
