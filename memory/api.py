@@ -26,6 +26,7 @@ from .serializers import (
     AskQuery,
     AssertOutput,
     EmptyInput,
+    ForgetOutput,
     HistoryPageOutput,
     HistoryQuery,
     MemoryAssertInput,
@@ -192,10 +193,11 @@ class MemoryForgetApi(APIView):
         operation_id="memory_forget",
         summary="Forget a memory",
         request=MemoryForgetInput,
-        responses={200: TombstoneOutput, **problems(400, 404, 409)},
+        responses={200: ForgetOutput, **problems(400, 404, 409)},
         description="Forget this memory: its values are erased and the companion will not "
         "learn it again from the messages it already has. Answers the tombstone that records "
-        "the forget (never the value). `everywhere` forgets the key in every scope, "
+        "the forget (never the value), with how many messages and other memories it withholds "
+        "(F6, F7.2). `everywhere` forgets the key in every scope, "
         "`whole_key` every value of a many-valued key (F1–F3).",
     )
     def post(self, request, memory_id):
@@ -203,7 +205,7 @@ class MemoryForgetApi(APIView):
         tombstone = forgetting.memory_forget(
             record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"]
         )
-        return Response(represented(TombstoneOutput, tombstone))
+        return Response(represented(ForgetOutput, tombstone))
 
 
 class MemoryResolveApi(APIView):

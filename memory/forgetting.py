@@ -4,6 +4,7 @@ lets it (F4)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +30,7 @@ from .models import (
     FORGOTTEN_BY,
     MemoryProfile,
     MemoryRecord,
+    MemoryWithholding,
     Tombstone,
 )
 from .selectors.records import memory_get, parse_uuid, registry
@@ -93,8 +95,9 @@ def forget_key(
 ) -> Tombstone:
     """Create a tombstone and purge every record it covers in the same transaction (F1, F2),
     and withhold the messages that hold what it purged (F6). The tombstone keeps only a keyed
-    hash of `value` (value-level forget), never the value. The tombstone answered carries
-    `withheld_messages`: how many messages it withholds."""
+    hash of `value` (value-level forget), never the value, and withholds the user's other
+    memories that hold what it purged (F7.2). The tombstone answered carries
+    `withheld_messages` and `withheld_memories`: how many of each it withholds."""
     with transaction.atomic():
         profile = lock_profile(user)
         secret = profile.secret_bytes()
@@ -109,9 +112,12 @@ def forget_key(
             forgotten_by=by,
         )
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
+        # A purged record is no longer withheld by an earlier forget: it holds no value.
+        MemoryWithholding.objects.filter(memory_id__in=[p.id for p in purged]).delete()
         plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
         withheld = withhold(tombstone, plan)
         tombstone.withheld_messages = withheld
+        tombstone.withheld_memories = len(plan.memories)
         # V1: ids only — the purged records and the messages withheld now (F6).
         changes.forgotten(
             user, tombstone, [p.id for p in purged], withheld_message_ids=sorted(plan.messages)
@@ -182,12 +188,14 @@ def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> lis
 @dataclass(frozen=True)
 class ForgetPreview:
     """What a forget would do, said before it is done (F6): how many messages the companion
-    would stop seeing — forgetting in the record's own scope, and everywhere — and the user's
-    other remembered records whose values mention a value it would erase."""
+    would stop seeing — forgetting in the record's own scope, and everywhere — the user's
+    other remembered records whose values mention a value it would erase, and (F7.2) the
+    remembered records a forget in the record's own scope would withhold."""
 
     withheld: int
     withheld_everywhere: int
     mentioned_in: list
+    withheld_memories: list = dataclasses.field(default_factory=list)
 
 
 def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview:
@@ -199,6 +207,7 @@ def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview
     hashed = value_hash(secret, row.value) if many and not whole_key else None
     counts = []
     purged_here: list[Purged] = []
+    memories_here: frozenset[str] = frozenset()
     covered_ids: set[str] = set()
     for scope_id in (row.scope_id, "*"):
         prospective = DomainTombstone(
@@ -215,11 +224,17 @@ def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview
         counts.append(len(plan.messages))
         covered_ids |= {p.id for p in purged}
         if scope_id == row.scope_id:
-            purged_here = purged
+            purged_here, memories_here = purged, plan.memories
     values = [p.value for p in purged_here] or [row.value]
     active = remembered_now(user).active
+    withheld_memories = sorted(
+        (r for r in active if r.id in memories_here), key=lambda r: (r.key, r.id)
+    )
     return ForgetPreview(
-        counts[0], counts[1], records_mentioning(active, values, excluding=covered_ids)
+        counts[0],
+        counts[1],
+        records_mentioning(active, values, excluding=covered_ids),
+        withheld_memories,
     )
 
 

@@ -13,8 +13,14 @@ A forget withholds
    `Withholding` row naming the turn), so whichever of the reply and the forget commits
    first, the reply ends withheld.
 
-A message is withheld while any tombstone withholds it: deleting a tombstone (F4) releases
-only what no other one holds. Nothing here keeps or logs a value."""
+A forget also withholds the user's other memory records (F7.2) whose value, label or key holds
+a purged value as whole words (`memory.mentions.record_matcher`), with evidence at or before
+`forgotten_at`, living in a context the tombstone's scope covers: a `MemoryWithholding` link,
+applied in the contexts the scope covers (`memory.domain.scope_covers`), released by the
+user's new evidence for the record after the forget.
+
+A message or a memory is withheld while any tombstone withholds it: deleting a tombstone (F4)
+releases only what no other one holds. Nothing here keeps or logs a value."""
 
 from __future__ import annotations
 
@@ -27,11 +33,12 @@ from django.db.models import Count, Exists, Func, OuterRef, Q, TextField
 from django.db.models.functions import Lower
 
 from config.storage import RawReader
-from conversations.models import Message, Turn
+from conversations.models import Conversation, Message, Turn
 from conversations.plan_snapshot import PlanSnapshot
 
-from .mentions import matcher, needle
-from .models import MemorySource, Tombstone, Withholding
+from .mentions import matcher, needle, record_matcher
+from .models import MemoryRecord, MemorySource, MemoryWithholding, Tombstone, Withholding
+from .selectors.records import registry
 
 PAGE = 1000  # messages read per keyset page while matching words
 
@@ -47,11 +54,12 @@ class Purged:
 
 @dataclass(frozen=True)
 class WithheldPlan:
-    """What a forget withholds: message ids (parts 1 to 3) and turns whose reply is still to
-    come (part 3)."""
+    """What a forget withholds: message ids (parts 1 to 3), turns whose reply is still to
+    come (part 3) and the ids of the user's other memory records (F7.2)."""
 
     messages: frozenset[str]
     replies_of: frozenset[str]
+    memories: frozenset[str] = frozenset()
 
 
 def conversations_of_scope(user, scope_id: str):
@@ -150,17 +158,82 @@ def plan_withholding(user, *, scope_id: str, at: datetime, purged: list[Purged])
                 replies_of.add(str(turn_id))
             else:
                 messages.add(str(reply_id))
-    return WithheldPlan(frozenset(messages), frozenset(replies_of))
+    memories = _memories_mentioning(user, scope_id, at, purged)
+    return WithheldPlan(frozenset(messages), frozenset(replies_of), frozenset(memories))
+
+
+def records_of_scope(scope_id: str) -> Q:
+    """A filter on memory records keeping those that live in a context `scope_id` covers (F6's
+    mapping): every record for `user` or `*`; for a character, the user's records, that
+    character's and those of conversations with it; for a conversation or a scene, the user's
+    records, those of the conversation's character and of the conversation (any scene)."""
+    kind = "*" if scope_id == "*" else scope_id.split(":", 1)[0]
+    if kind in ("*", "user"):
+        return Q()
+    if kind == "character":
+        slug = scope_id.rsplit(":", 1)[1]
+        return (
+            Q(scope_kind="user") | Q(character__slug=slug) | Q(conversation__character__slug=slug)
+        )
+    conversation = scope_id.split(":")[1]
+    return (
+        Q(scope_kind="user")
+        | Q(conversation_id=conversation)
+        | Q(character__in=Conversation.objects.filter(pk=conversation).values("character"))
+    )
+
+
+def _memories_mentioning(user, scope_id: str, at: datetime, purged: list[Purged]) -> set[str]:
+    """F7.2: the ids of the user's other records (not forgotten, not among `purged`) whose
+    value, display label or key holds a purged value as whole words, with evidence at or
+    before `at`, living in a context `scope_id` covers."""
+    values = [p.value for p in purged if p.value]
+    if not values:
+        return set()
+    match = record_matcher(values)
+    rows = list(
+        MemoryRecord.objects.filter(user=user, evidence_time__lte=at)
+        .exclude(status="forgotten")
+        .exclude(pk__in=[p.id for p in purged])
+        .filter(records_of_scope(scope_id))
+        .values_list("id", "key", "value")
+    )
+    if not rows:
+        return set()
+    keyed = registry({key for _, key, _ in rows})
+    return {str(rid) for rid, key, value in rows if match(key, keyed.label(key), value)}
 
 
 def withhold(tombstone: Tombstone, plan: WithheldPlan) -> int:
     """Write the links of `plan` for `tombstone` (in the caller's transaction) and answer how
-    many messages it withholds now."""
+    many messages it withholds now. The memory links stamp their records (their triggers)."""
     rows = [Withholding(tombstone=tombstone, message_id=m) for m in sorted(plan.messages)]
     rows += [Withholding(tombstone=tombstone, turn_id=t) for t in sorted(plan.replies_of)]
     if rows:
         Withholding.objects.bulk_create(rows, ignore_conflicts=True)
+    withhold_memory_links(tombstone, plan.memories)
     return len(plan.messages)
+
+
+def withhold_memory_links(tombstone: Tombstone, memory_ids: Iterable[str]) -> None:
+    """Link `tombstone` to the memory records `memory_ids` (F7.2): what a forget writes, and
+    what an import restores."""
+    rows = [MemoryWithholding(tombstone=tombstone, memory_id=m) for m in sorted(memory_ids)]
+    if rows:
+        MemoryWithholding.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def release_memories(*, user, memory_ids: Iterable[str], evidence_time: datetime) -> int:
+    """F7.2: the user's new evidence for records after a forget (their confirm or correct, or
+    a message that teaches one again) releases each from the tombstones forgotten before that
+    evidence. Answers how many links were deleted (each stamps its record)."""
+    ids = [str(m) for m in memory_ids]
+    if not ids:
+        return 0
+    deleted, _ = MemoryWithholding.objects.filter(
+        tombstone__user=user, memory_id__in=ids, tombstone__forgotten_at__lt=evidence_time
+    ).delete()
+    return deleted
 
 
 def withhold_links(
@@ -301,6 +374,64 @@ def withheld_lists(user) -> dict[str, tuple[list[str], list[str]]]:
         messages.sort()
         turns.sort()
     return found
+
+
+def memories_withheld_by(*, user, memory_ids: Iterable[str]) -> dict[str, list[Tombstone]]:
+    """F7.2: for each withheld record among `memory_ids` (of `user`), the tombstones withholding
+    it now, oldest forget first (the pages' notice names the forget by the forgotten memory's
+    label, never its value)."""
+    ids = [str(m) for m in memory_ids]
+    found: dict[str, list[Tombstone]] = {}
+    if not ids:
+        return found
+    rows = (
+        MemoryWithholding.objects.filter(tombstone__user=user, memory_id__in=ids)
+        .select_related("tombstone")
+        .order_by("tombstone__forgotten_at", "tombstone_id")
+    )
+    for row in rows:
+        found.setdefault(str(row.memory_id), []).append(row.tombstone)
+    return found
+
+
+def withheld_memory_counts(tombstone_ids: Iterable) -> dict[str, int]:
+    """F7.2: how many memory records each tombstone withholds now."""
+    ids = list(tombstone_ids)
+    counts = {str(t): 0 for t in ids}
+    if not ids:
+        return counts
+    for tid, n in (
+        MemoryWithholding.objects.filter(tombstone_id__in=ids)
+        .values_list("tombstone_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        counts[str(tid)] = n
+    return counts
+
+
+def withheld_memory_lists(user) -> dict[str, list[str]]:
+    """F7.2: per tombstone of `user` that withholds any, the sorted ids of the memory records
+    it withholds — what an export carries (§9)."""
+    found: dict[str, list[str]] = {}
+    rows = MemoryWithholding.objects.filter(tombstone__user=user).values_list(
+        "tombstone_id", "memory_id"
+    )
+    for tid, memory in rows:
+        found.setdefault(str(tid), []).append(str(memory))
+    for memories in found.values():
+        memories.sort()
+    return found
+
+
+def memories_released_by(tombstone: Tombstone) -> list[str]:
+    """F4 + F7.2: the memory records that deleting `tombstone` gives back (those no other
+    tombstone withholds), sorted."""
+    mine = MemoryWithholding.objects.filter(tombstone=tombstone)
+    others = MemoryWithholding.objects.filter(
+        memory_id=OuterRef("memory_id"), tombstone__user_id=tombstone.user_id
+    ).exclude(tombstone=tombstone)
+    return sorted(str(m) for m in mine.filter(~Exists(others)).values_list("memory_id", flat=True))
 
 
 def records_mentioning(records: Iterable, values: Iterable[str], *, excluding: Iterable[str] = ()):

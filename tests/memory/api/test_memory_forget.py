@@ -24,6 +24,7 @@ TOMBSTONE_KEYS = {
     "forgotten_at",
     "blocks_sources_before",
     "withheld_messages",
+    "withheld_memories",
 }
 
 
