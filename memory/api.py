@@ -26,7 +26,6 @@ from .serializers import (
     AskQuery,
     AssertOutput,
     EmptyInput,
-    ForgetOutput,
     HistoryPageOutput,
     HistoryQuery,
     MemoryAssertInput,
@@ -193,7 +192,7 @@ class MemoryForgetApi(APIView):
         operation_id="memory_forget",
         summary="Forget a memory",
         request=MemoryForgetInput,
-        responses={200: ForgetOutput, **problems(400, 404, 409)},
+        responses={200: TombstoneOutput, **problems(400, 404, 409)},
         description="Forget this memory: its values are erased and the companion will not "
         "learn it again from the messages it already has. Answers the tombstone that records "
         "the forget (never the value), with how many messages and other memories it withholds "
@@ -205,7 +204,7 @@ class MemoryForgetApi(APIView):
         tombstone = forgetting.memory_forget(
             record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"]
         )
-        return Response(represented(ForgetOutput, tombstone))
+        return Response(represented(TombstoneOutput, tombstone))
 
 
 class MemoryResolveApi(APIView):
@@ -321,7 +320,8 @@ class TombstoneListApi(APIView):
         parameters=[TombstoneListQuery],
         responses={200: TombstonePageOutput, **problems(400)},
         description="Answer the user's tombstones — one per forget, with its key and scope, "
-        "never the value — newest first, as a paginated list (F1).",
+        "never the value, and how many messages and other memories it withholds (F6, F7.2) — "
+        "newest first, as a paginated list (F1).",
     )
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
@@ -336,7 +336,8 @@ class TombstoneDetailApi(APIView):
         summary="Read a forget",
         responses={200: TombstoneOutput, **problems(400, 404)},
         description="Answer one tombstone: the key and scope forgotten and when, never the "
-        "value. An unknown id answers 404 `not_found` (C4).",
+        "value, and how many messages and other memories it withholds (F6, F7.2). An unknown "
+        "id answers 404 `not_found` (C4).",
     )
     def get(self, request, tombstone_id):
         validated(EmptyQuery, query_params(request))

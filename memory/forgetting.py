@@ -38,6 +38,7 @@ from .selectors.resolution import remembered_now
 from .services.writing import lock_profile
 from .withholding import (
     Purged,
+    memories_released_by,
     plan_withholding,
     records_mentioning,
     released_by,
@@ -118,9 +119,14 @@ def forget_key(
         withheld = withhold(tombstone, plan)
         tombstone.withheld_messages = withheld
         tombstone.withheld_memories = len(plan.memories)
-        # V1: ids only — the purged records and the messages withheld now (F6).
+        # V1: ids only — the purged records, the messages (F6) and the other memories (F7.2)
+        # withheld now.
         changes.forgotten(
-            user, tombstone, [p.id for p in purged], withheld_message_ids=sorted(plan.messages)
+            user,
+            tombstone,
+            [p.id for p in purged],
+            withheld_message_ids=plan.messages,
+            withheld_memory_ids=plan.memories,
         )
         log.info(
             "memory_forget key=%s scope=%s value_level=%s purged=%d withheld=%d",
@@ -260,11 +266,14 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
         raise NotFound("No such tombstone.")
     with transaction.atomic():
         lock_profile(tombstone.user)
-        # V1: the messages this undo gives back to the companion (F4 + F6: those no other
-        # forget still withholds).
-        released = released_by(tombstone)
+        # V1: the messages (F6) and the memories (F7.2) this undo gives back to the companion
+        # (F4: those no other forget still withholds).
         changes.tombstone_deleted(
-            tombstone.user, tombstone.pk, db_now(), released_message_ids=released
+            tombstone.user,
+            tombstone.pk,
+            db_now(),
+            released_message_ids=released_by(tombstone),
+            released_memory_ids=memories_released_by(tombstone),
         )
         tombstone.delete()
     log.info("tombstone_delete key=%s", loggable_key(tombstone.key))

@@ -231,9 +231,19 @@ class TombstoneOutput(serializers.Serializer):
         "as whole words, counting messages another forget also withholds."
     )
 
+    withheld_memories = serializers.SerializerMethodField(
+        help_text="How many of the user's other memories this forget withholds (F7.2): those "
+        "whose value, label or key holds a forgotten value as whole words, learnt at or before "
+        "the forget. They stay the user's, but no prompt in the forget's scope uses them."
+    )
+
     def get_withheld_messages(self, obj) -> int:
         found = getattr(obj, "withheld_messages", None)
         return found if found is not None else withheld_counts([obj.pk])[str(obj.pk)]
+
+    def get_withheld_memories(self, obj) -> int:
+        found = getattr(obj, "withheld_memories", None)
+        return found if found is not None else withheld_memory_counts([obj.pk])[str(obj.pk)]
 
     @extend_schema_field(TombstoneScopeOutput)
     def get_scope(self, obj) -> dict:
@@ -241,20 +251,6 @@ class TombstoneOutput(serializers.Serializer):
 
     def get_has_value_hash(self, obj) -> bool:
         return obj.value_hash is not None
-
-
-class ForgetOutput(TombstoneOutput):
-    """A forget's answer: the tombstone, with the memories it withholds (F7.2)."""
-
-    withheld_memories = serializers.SerializerMethodField(
-        help_text="How many of the user's other memories this forget withholds (F7.2): those "
-        "whose value, label or key holds a forgotten value as whole words, learnt at or before "
-        "the forget. They stay the user's, but no prompt in the forget's scope uses them."
-    )
-
-    def get_withheld_memories(self, obj) -> int:
-        found = getattr(obj, "withheld_memories", None)
-        return found if found is not None else withheld_memory_counts([obj.pk])[str(obj.pk)]
 
 
 class RetractOutput(serializers.Serializer):

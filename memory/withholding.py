@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count, Exists, Func, OuterRef, Q, TextField
-from django.db.models.functions import Lower
+from django.db.models import Count, Exists, Func, IntegerField, OuterRef, Q, Subquery, TextField
+from django.db.models.functions import Coalesce, Lower
 
 from config.storage import RawReader
 from conversations.models import Conversation, Message, Turn
@@ -408,6 +408,20 @@ def withheld_memory_counts(tombstone_ids: Iterable) -> dict[str, int]:
     ):
         counts[str(tid)] = n
     return counts
+
+
+def withheld_memory_count_annotation() -> Coalesce:
+    """F7.2: annotates tombstones with how many memory records each withholds now — a
+    correlated count in the list's one query (a second join beside the message links' would
+    multiply both counts)."""
+    rows = (
+        MemoryWithholding.objects.filter(tombstone=OuterRef("pk"))
+        .order_by()
+        .values("tombstone")
+        .annotate(n=Count("*"))
+        .values("n")
+    )
+    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
 
 
 def withheld_memory_lists(user) -> dict[str, list[str]]:
