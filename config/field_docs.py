@@ -159,7 +159,7 @@ BY_SHAPE: dict[str, str] = {
     "`paused` (learning is switched off).",
     "ExclusionOutput.reason": "Why the memory does not apply or is left out, as a stable code "
     "(such as `scope`, `expired`, `superseded`, `forgotten`, "
-    "`low-confidence`, `budget`, `memory-off`).",
+    "`low-confidence`, `budget`, `memory-off`, `withheld`).",
     "ExplainOutput.reason": "The stable code of why the memory was or was not chosen.",
     "ExplainOutput.detail": "The same in words, with the ids and times involved.",
     "DecisionOutput.reason": "Why this effect: `explicit-rule` (a rule decided), "

@@ -15,7 +15,7 @@ from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
 from . import asking, forgetting, services
-from .domain import RESOLVER_VERSION
+from .domain import REASON_WITHHELD, RESOLVER_VERSION
 from .selectors.history import slot_history
 from .selectors.pages import tombstone_get, tombstone_list
 from .selectors.resolution import ContextResolution
@@ -46,6 +46,7 @@ from .serializers import (
     TombstonePageOutput,
     assert_json,
     memory_json,
+    withheld_memory_json,
 )
 from .switches import memory_settings_of, prompt_projection
 
@@ -100,7 +101,9 @@ class MemoryCollectionApi(APIView):
         description="Answer the user's stored memories as a paginated list, ordered by key, "
         "scope and version, optionally only those of a key, a scope id, a stored status or a "
         "state. Each memory carries its `state` now (active, superseded, forgotten…); the "
-        "filters apply before pagination, so `count` agrees with them (E1).",
+        "filters apply before pagination, so `count` agrees with them (E1). A memory a forget "
+        "withholds (it holds a forgotten value) is listed only with `include_withheld=true`, "
+        "and then with `value` null and its key's free part masked (F7.2).",
     )
     def get(self, request):
         params = validated(MemoryListQuery, query_params(request))
@@ -111,11 +114,17 @@ class MemoryCollectionApi(APIView):
             scope_id=params.get("scope"),
             status=params.get("status"),
             state=params.get("state"),
+            include_withheld=params["include_withheld"],
             now=db_now(),
         )
-        return paginated(
-            self, request, found, lambda page: [memory_json(m.record, m.state) for m in page]
-        )
+        return paginated(self, request, found, lambda page: [_listed(m) for m in page])
+
+
+def _listed(found) -> dict:
+    """A listed memory: masked when a forget withholds it (F7.2)."""
+    if found.record.withheld_by:
+        return withheld_memory_json(found.record, found.state)
+    return memory_json(found.record, found.state)
 
 
 class MemoryDetailApi(APIView):
@@ -217,7 +226,9 @@ class MemoryResolveApi(APIView):
         "conversation or a scene, at a time — and why the others do not, and what a prompt "
         "would get. The body's `context` object is required (a 400 names `context` when it is "
         "missing). With the user's `use` switch off `prompt` is empty and what it would have "
-        "held is in `prompt_excluded` with reason `memory-off` (R1–R8, P1–P4, I8).",
+        "held is in `prompt_excluded` with reason `memory-off` (R1–R8, P1–P4, I8). A memory a "
+        "forget withholds in this context stays in `active` with `value` null and its key's "
+        "free part masked, and is in `prompt_excluded` with reason `withheld` (F7.2).",
     )
     def post(self, request):
         data = validated(ResolveInput, request.data)
@@ -227,9 +238,14 @@ class MemoryResolveApi(APIView):
         log.info("resolve %s", result.log_line())
         resolution = result.resolution
         projection = prompt_projection(result.projection, memory_settings_of(ctx.user))
+        withheld = {e.id for e in projection.excluded if e.reason == REASON_WITHHELD}
         body = {
-            # E1: what is active in a context is active in its own scope (slots never cross scopes)
-            "active": [memory_json(r, ACTIVE) for r in resolution.active],
+            # E1: what is active in a context is active in its own scope (slots never cross
+            # scopes); F7.2: what a forget withholds here, masked.
+            "active": [
+                withheld_memory_json(r, ACTIVE) if r.id in withheld else memory_json(r, ACTIVE)
+                for r in resolution.active
+            ],
             "excluded": [{"id": e.id, "reason": e.reason} for e in resolution.excluded],
             "prompt": [p.as_prompt() for p in projection.prompt],
             "prompt_excluded": [{"id": e.id, "reason": e.reason} for e in projection.excluded],

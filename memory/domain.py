@@ -106,7 +106,8 @@ class MemoryRecord:
     """A stored memory record, as the pure core sees it (SPEC §1).
 
     `sources` are the ids of the source messages that still exist; `evidence_time` was fixed
-    at write and does not change when a source is deleted."""
+    at write and does not change when a source is deleted. `withheld_by`: the ids of the
+    tombstones withholding the record (F7.2), each in the contexts its scope covers."""
 
     id: str
     user: str
@@ -125,6 +126,7 @@ class MemoryRecord:
     supersedes: str | None = None
     retracted_at: datetime | None = None
     sources: tuple[str, ...] = ()
+    withheld_by: tuple[str, ...] = ()
 
     @property
     def scope_id(self) -> str:

@@ -1,8 +1,10 @@
 """Prompt projection (SPEC §5): what the model is given out of the resolver's `active` records.
 
-Pure and standard library only (DESIGN habit 1). P1–P3 run in order on the records the
-resolver kept; a record excluded at one step is not seen by later ones, so an unsupported or
-low-confidence record in a narrow scope does not shadow a usable one in a wider scope.
+Pure and standard library only (DESIGN habit 1). F7.2's withholding, then P1–P3, run in order
+on the records the resolver kept; a record excluded at one step is not seen by later ones, so
+an unsupported or low-confidence record in a narrow scope does not shadow a usable one in a
+wider scope. A withheld record still won its slot in the resolver (R1–R8 unchanged), so a
+lower record of its slot never shows through.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from memory.domain import (
     REASON_LOW_CONFIDENCE,
     REASON_SHADOWED,
     REASON_UNSUPPORTED,
+    REASON_WITHHELD,
     USER_AUTHORITIES,
     Exclusion,
     MemoryRecord,
@@ -26,9 +29,10 @@ from memory.domain import (
     default_label,
     normalise_value,
     r6_beats,
+    scope_covers,
 )
 
-__all__ = ["CERTAINTIES", "certainty_of", "project"]
+__all__ = ["CERTAINTIES", "certainty_of", "project", "withholding_in"]
 
 # P2, in the order the planner fills the memory section (I3).
 CERTAINTIES = ("confirmed", "likely", "uncertain")
@@ -72,6 +76,23 @@ def prompt_order(item: ProjectedMemory) -> tuple:
     )
 
 
+def withholding_in(tombstones: Iterable, context) -> frozenset[str]:
+    """F7.2: the ids of the tombstones whose scope covers `context` (F6's mapping,
+    `memory.domain.scope_covers`): a record one of them withholds is withheld there."""
+    character, conversation = context.character, context.conversation
+    return frozenset(
+        t.id
+        for t in tombstones
+        if scope_covers(t.scope_id, character=character, conversation=conversation)
+    )
+
+
+def withheld_here(record: MemoryRecord, withholding: frozenset[str]) -> bool:
+    """F7.2: whether a tombstone among `withholding` (`withholding_in` the context) withholds
+    `record`."""
+    return bool(record.withheld_by) and not withholding.isdisjoint(record.withheld_by)
+
+
 def project(
     active: Iterable[MemoryRecord],
     *,
@@ -79,9 +100,12 @@ def project(
     many_keys: frozenset[str] | set[str] = frozenset(),
     likely: float = 0.85,
     uncertain: float = 0.5,
+    withholding: frozenset[str] = frozenset(),
 ) -> Projection:
-    """P1–P4 on the resolver's `active` records (one context).
+    """F7.2 and P1–P4 on the resolver's `active` records (one context).
 
+    - F7.2 withholding: a record that a tombstone of `withholding` (the ids of the
+      tombstones whose scope covers the context, `withholding_in`) withholds → `withheld`.
     - P1 provenance: `user-confirmed`/`user-corrected` always pass; any other record needs at
       least one entry in `sources` (which lists only messages that still exist), else
       `unsupported`.
@@ -99,6 +123,10 @@ def project(
     for record in active:
         record_id = record.id
         if record_id in passed or record_id in excluded:
+            continue
+        # F7.2
+        if withholding and record.withheld_by and not withholding.isdisjoint(record.withheld_by):
+            excluded[record_id] = REASON_WITHHELD
             continue
         # P1
         if record.authority not in USER_AUTHORITIES and not record.sources:

@@ -25,6 +25,7 @@ from .domain import (
     STATUSES,
     VALUE_MAX,
     RecordState,
+    loggable_key,
 )
 from .withholding import withheld_counts, withheld_memory_counts
 
@@ -61,8 +62,16 @@ class MemoryOutput(serializers.Serializer):
 
     id = serializers.UUIDField()
     user = serializers.CharField()
-    key = serializers.CharField()
-    value = serializers.CharField(allow_blank=True)
+    key = serializers.CharField(
+        help_text="The memory key (such as `pet.name`); for a memory a forget withholds "
+        "(F7.2), with its free part masked (`people.*.works_at`)."
+    )
+    value = serializers.CharField(
+        allow_blank=True,
+        allow_null=True,
+        help_text="The remembered value: empty once forgotten (F2), null for a memory a "
+        "forget withholds (F7.2).",
+    )
     scope = ScopeOutput()
     state = serializers.ChoiceField(
         choices=STATES, help_text="SPEC E1: the record's resolution now in its own scope (R2–R6)."
@@ -120,6 +129,14 @@ def memory_json(record, state: RecordState) -> dict:
     }
 
 
+def withheld_memory_json(record, state: RecordState) -> dict:
+    """F7.2: a memory a forget withholds, as runtime reads show it: `memory_json` with no
+    value and the free part of its key masked as the logs mask it (`loggable_key`)."""
+    found = memory_json(record, state)
+    found["key"], found["value"] = loggable_key(record.key), None
+    return found
+
+
 class HistoryRowOutput(MemoryOutput):
     effective_until = serializers.DateTimeField(allow_null=True)
 
@@ -165,6 +182,13 @@ class MemoryListQuery(PageQuery):
     )
     state = serializers.ChoiceField(
         choices=STATES, required=False, help_text="Only memories in this state now (E1)."
+    )
+    include_withheld = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also list the memories a forget withholds (F7.2: they hold a forgotten "
+        "value), each with `value` null and the free part of its key masked "
+        "(`people.*.works_at`). Left out by default.",
     )
 
 

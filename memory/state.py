@@ -156,6 +156,10 @@ class ContextMemory:
 
     def _keep(self, writes: WritePlan, records, resolved: Resolved, registry, held) -> None:
         read = self._state
+        if writes.releases:
+            # F7.2: the database decided which links the new evidence released; the next
+            # request catches the records up (their links' triggers stamped them).
+            return
         if writes.changes_memory:
             version = _version_of(self.user.pk)
             retractions = dict(read.state.retractions)

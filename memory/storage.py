@@ -28,6 +28,7 @@ from .models import (
     MemoryRecord,
     MemorySource,
     MemoryVersion,
+    MemoryWithholding,
     SlotRetraction,
     Tombstone,
 )
@@ -72,19 +73,34 @@ def record_sql(reader: RawReader) -> dict[str, str]:
     SQLite; ids hold no comma): the records and their sources in one statement."""
     table = reader.table(MemoryRecord)
     select = ", ".join(reader.column(MemoryRecord, name) for name in RECORD_FIELDS)
-    message = reader.column(MemorySource, "message", "s.")
-    linked = (
-        f"FROM {reader.table(MemorySource)} s WHERE {reader.name(MemorySource, 'memory', 's.')} "
-        f"= {reader.name(MemoryRecord, 'id', table + '.')}"
-    )
-    if connections[reader.alias].vendor == "postgresql":
-        sources = f"ARRAY(SELECT {message} {linked})"
-    else:
-        sources = f"(SELECT group_concat({message}, ',') {linked})"
+    record_id = reader.name(MemoryRecord, "id", table + ".")
+    vendor = connections[reader.alias].vendor
+    sources = linked_ids(reader, vendor, MemorySource, "message", record_id)
+    withheld = linked_ids(reader, vendor, MemoryWithholding, "tombstone", record_id)
     return {
-        "records": f"SELECT {select}, {sources} FROM {table} WHERE {{where}} "
+        "records": f"SELECT {select}, {sources}, {withheld} FROM {table} WHERE {{where}} "
         f"ORDER BY {reader.order(MemoryRecord)}",
     }
+
+
+def linked_ids(reader: RawReader, vendor: str, model, field: str, record_id: str) -> str:
+    """A scalar subquery: the ids `field` of the `model` rows naming the record `record_id`
+    (its source messages, or the tombstones withholding it, F7.2) — an array on PostgreSQL,
+    comma-joined text on SQLite (ids hold no comma), NULL or empty when there is none."""
+    found = reader.column(model, field, "l.")
+    linked = (
+        f"FROM {reader.table(model)} l WHERE {reader.name(model, 'memory', 'l.')} = {record_id}"
+    )
+    if vendor == "postgresql":
+        return f"ARRAY(SELECT {found} {linked})"
+    return f"(SELECT group_concat({found}, ',') {linked})"
+
+
+def split_linked(linked) -> list:
+    """A column of `linked_ids`, each row a list of ids or None."""
+    if linked and any(isinstance(found, str) for found in linked):
+        return [found.split(",") if found else None for found in linked]
+    return list(linked)
 
 
 def read_records(reader: RawReader, where: str, params: list, username: str) -> list[DomainRecord]:
@@ -95,12 +111,10 @@ def read_records(reader: RawReader, where: str, params: list, username: str) -> 
     if not rows:
         return []
     columns = list(zip(*rows, strict=True))
-    linked = columns.pop()
+    withheld, linked = split_linked(columns.pop()), split_linked(columns.pop())
     for index in DATETIME_COLUMNS:
         columns[index] = parse_datetimes(columns[index])
-    if linked and isinstance(next((x for x in linked if x), None), str):
-        linked = [text.split(",") if text else None for text in linked]
-    return build_records(columns, linked, username)
+    return build_records(columns, linked, username, withheld)
 
 
 DATETIME_COLUMNS = tuple(
@@ -135,10 +149,13 @@ _COLUMN_FIELDS = {
 }
 
 
-def build_records(columns: list, found_sources: list, username: str) -> list[DomainRecord]:
+def build_records(
+    columns: list, found_sources: list, username: str, found_withheld=None
+) -> list[DomainRecord]:
     """Domain records from columns in RECORD_FIELDS order (values already converted) and,
-    per row, the list of its source message ids or None. Records of one scope share one
-    `Scope` object."""
+    per row, the list of its source message ids or None, and the list of the ids of the
+    tombstones withholding it or None (F7.2; None for every row: none). Records of one scope
+    share one `Scope` object."""
     n = len(columns[0])
     index = RECORD_FIELDS.index
     kinds, scope_ids, scenes = (
@@ -154,6 +171,11 @@ def build_records(columns: list, found_sources: list, username: str) -> list[Dom
     values["user"] = repeat(username, n)
     values["scope"] = list(map(scopes.__getitem__, zip(kinds, scope_ids, scenes, strict=True)))
     values["sources"] = [tuple(sorted(found)) if found else empty for found in found_sources]
+    values["withheld_by"] = (
+        repeat(empty, n)
+        if found_withheld is None
+        else [tuple(sorted(found)) if found else empty for found in found_withheld]
+    )
     return build_slotted(DomainRecord, values, n)
 
 
@@ -188,19 +210,12 @@ def context_state_parts(
     def changed(model, alias: str) -> str:
         return f" AND {name(model, 'changed_version', alias)} > {since}" if since else ""
 
-    message = column(MemorySource, "message", "s.")
-    linked = (
-        f"FROM {reader.table(MemorySource)} s "
-        f"WHERE {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')}"
-    )
-    sources = (
-        f"ARRAY(SELECT {message} {linked})"
-        if vendor == "postgresql"
-        else f"(SELECT group_concat({message}, ',') {linked})"
-    )
+    record_id = name(MemoryRecord, "id", "r.")
+    sources = linked_ids(reader, vendor, MemorySource, "message", record_id)
+    withheld = linked_ids(reader, vendor, MemoryWithholding, "tombstone", record_id)
     records = json_rows(
         vendor,
-        [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources],
+        [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources, withheld],
         f"FROM {reader.table(MemoryRecord)} r WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
         f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})" + changed(MemoryRecord, "r."),
     )
@@ -264,12 +279,10 @@ def parse_context_state(
     built: list[DomainRecord] = []
     if rows:
         columns = list(zip(*rows, strict=True))
-        linked = columns.pop()
+        withheld, linked = split_linked(columns.pop()), split_linked(columns.pop())
         for index in DATETIME_COLUMNS:
             columns[index] = parse_datetimes(columns[index])
-        if any(isinstance(found, str) for found in linked):
-            linked = tuple(found.split(",") if found else None for found in linked)
-        built = build_records(columns, linked, username)
+        built = build_records(columns, linked, username, withheld)
     found = json.loads(tombstones)
     tombs = [
         DomainTombstone(

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count, Exists, Func, IntegerField, OuterRef, Q, Subquery, TextField
+from django.db.models import Count, Exists, Func, OuterRef, Q, Subquery, TextField
 from django.db.models.functions import Coalesce, Lower
 
 from config.storage import RawReader
@@ -394,6 +394,19 @@ def memories_withheld_by(*, user, memory_ids: Iterable[str]) -> dict[str, list[T
     return found
 
 
+def withheld_memory_count_annotation() -> Coalesce:
+    """Annotates tombstones with how many memory records each withholds now (F7.2), as a
+    subquery (so it does not multiply the rows another count joins)."""
+    counted = (
+        MemoryWithholding.objects.filter(tombstone=OuterRef("pk"))
+        .order_by()
+        .values("tombstone")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(counted), 0)
+
+
 def withheld_memory_counts(tombstone_ids: Iterable) -> dict[str, int]:
     """F7.2: how many memory records each tombstone withholds now."""
     ids = list(tombstone_ids)
@@ -408,20 +421,6 @@ def withheld_memory_counts(tombstone_ids: Iterable) -> dict[str, int]:
     ):
         counts[str(tid)] = n
     return counts
-
-
-def withheld_memory_count_annotation() -> Coalesce:
-    """F7.2: annotates tombstones with how many memory records each withholds now — a
-    correlated count in the list's one query (a second join beside the message links' would
-    multiply both counts)."""
-    rows = (
-        MemoryWithholding.objects.filter(tombstone=OuterRef("pk"))
-        .order_by()
-        .values("tombstone")
-        .annotate(n=Count("*"))
-        .values("n")
-    )
-    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
 
 
 def withheld_memory_lists(user) -> dict[str, list[str]]:

@@ -121,12 +121,20 @@ class WritePlan:
     retractions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
     # E1: the state at the batch's time of every record an outcome names, as the writes left it
     states: dict[str, RecordState] = field(default_factory=dict)
+    # F7.2: stored records a forget withholds that W5 gave new evidence, with its time: the
+    # links to the tombstones forgotten before it are released.
+    releases: list[tuple[str, datetime]] = field(default_factory=list)
 
     @property
     def changes_memory(self) -> bool:
         """Whether writing the plan changes any stored row (a batch may decide nothing)."""
         return bool(
-            self.inserts or self.links or self.confidence or self.closes or self.retractions
+            self.inserts
+            or self.links
+            or self.confidence
+            or self.closes
+            or self.retractions
+            or self.releases
         )
 
 
@@ -326,6 +334,18 @@ class _State:
         records[next(i for i, r in enumerate(records) if r.id == record.id)] = record
 
 
+def _released(record: MemoryRecord, tombstones, evidence_time: datetime) -> tuple[str, ...]:
+    """F7.2: what still withholds `record` once a message after a forget teaches it again:
+    the tombstones not forgotten before `evidence_time` (and any this state does not hold,
+    which the database decides)."""
+    if not record.withheld_by:
+        return record.withheld_by
+    forgotten = {t.id: t.forgotten_at for t in tombstones if t.id in record.withheld_by}
+    return tuple(
+        t for t in record.withheld_by if t not in forgotten or forgotten[t] >= evidence_time
+    )
+
+
 def _decide_fact(
     fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, new_id
 ) -> Outcome:
@@ -387,10 +407,15 @@ def _decide_fact(
             winner,
             sources=tuple(sorted({*winner.sources, *added})),
             confidence=max(winner.confidence, fact.confidence),
+            withheld_by=(
+                _released(winner, state.tombstones, evidence_time) if added else winner.withheld_by
+            ),
         )
         if winner.id in state.pending:
             plan.inserts[state.pending[winner.id]] = merged
         else:
+            if added and winner.withheld_by:
+                plan.releases.append((winner.id, evidence_time))
             plan.links += [(winner.id, m) for m in added]
             if fact.confidence > winner.confidence:
                 plan.confidence[winner.id] = fact.confidence

@@ -374,7 +374,8 @@ class PlanExclusionOutput(serializers.Serializer):
     )
     id = serializers.UUIDField(help_text="The id of the memory or message left out.")
     reason = serializers.CharField(
-        help_text="Why it was left out (such as `budget`, `memory-off`, `forgotten`)."
+        help_text="Why it was left out (such as `budget`, `memory-off`, `forgotten`, "
+        "`withheld`: a memory holding a forgotten value, F7.2)."
     )
 
 

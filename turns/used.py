@@ -34,6 +34,7 @@ LEFT_OUT_WORDS = {
     "shadowed": "a value for this conversation or scene was used instead",
     "budget": "it did not fit in the prompt",
     "memory-off": "you had turned memory use off",
+    "withheld": "it holds something you asked the companion to forget",
 }
 # A reason this page has no words for still gets a sentence: never a label without its reason.
 LEFT_OUT_UNKNOWN = "it was left out of the prompt"
