@@ -134,6 +134,10 @@ def test_it_restores_the_memory_links_so_plans_stay_the_same_f7_2(api, priya):
     tombstone = forget(api, priya["sister"])
     assert tombstone["withheld_memories"] == 2
     before = plan(api, priya["turn"]).json()
+    withheld = {
+        e["id"] for e in before["excluded"] if (e["kind"], e["reason"]) == ("memory", "withheld")
+    }
+    assert withheld == {priya["works"], priya["visits"]}
     links = memory_links()
     assert links == {(tombstone["id"], priya["works"]), (tombstone["id"], priya["visits"])}
     snapshot = exported(api)
