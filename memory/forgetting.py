@@ -113,8 +113,6 @@ def forget_key(
             forgotten_by=by,
         )
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
-        # A purged record is no longer withheld by an earlier forget: it holds no value.
-        MemoryWithholding.objects.filter(memory_id__in=[p.id for p in purged]).delete()
         plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
         withheld = withhold(tombstone, plan)
         tombstone.withheld_messages = withheld
@@ -188,6 +186,10 @@ def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> lis
         MemoryRecord.objects.filter(pk=purged.id).update(
             status="forgotten", status_since=at, value=""
         )
+    # A purged record is no longer withheld by an earlier forget (F7.2): it holds no value.
+    # (One home for the rule: a forget and an import both purge through here.)
+    if covered:
+        MemoryWithholding.objects.filter(memory_id__in=[p.id for p, _ in covered]).delete()
     return [purged for purged, _ in covered]
 
 

@@ -285,8 +285,9 @@ def _check_withholding(s: dict, messages: dict, err) -> None:
 
 def _check_memory_links(s: dict, err) -> None:
     """F7.2 in an export file (§9): each tombstone's `withheld_memories` are memories of the
-    file, each at most once. A file of an earlier format carries none."""
-    memories = {str(m["id"]) for m in s["memories"]}
+    file that are not forgotten, each at most once. A file of an earlier format carries
+    none."""
+    memories = {str(m["id"]): m for m in s["memories"]}
     old = s["format"] not in MEMORY_LINKS
     for i, t in enumerate(s["tombstones"]):
         listed = [str(m) for m in t.get("withheld_memories", ())]
@@ -296,5 +297,11 @@ def _check_memory_links(s: dict, err) -> None:
         if len(set(listed)) != len(listed):
             err(f"tombstones.{i}.withheld_memories", "Each memory at most once.")
         for j, memory in enumerate(listed):
-            if memory not in memories:
+            found = memories.get(memory)
+            if found is None:
                 err(f"tombstones.{i}.withheld_memories.{j}", "Not a memory of this snapshot.")
+            elif found["status"] == "forgotten":
+                err(
+                    f"tombstones.{i}.withheld_memories.{j}",
+                    "A forgotten memory holds no value: no forget withholds it.",
+                )

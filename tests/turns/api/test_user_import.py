@@ -169,6 +169,11 @@ def test_it_restores_the_memory_links_so_plans_stay_the_same_f7_2(api, priya):
             "Each memory at most once.",
         ),
         (
+            lambda t, ids: t.update(withheld_memories=[ids["sister"]]),
+            "tombstones.0.withheld_memories.0",
+            "A forgotten memory holds no value: no forget withholds it.",
+        ),
+        (
             lambda t, ids: t.update(withheld_memories=["not-an-id"]),
             "tombstones.0.withheld_memories.0",
             "Must be a valid UUID.",
@@ -178,8 +183,9 @@ def test_it_restores_the_memory_links_so_plans_stay_the_same_f7_2(api, priya):
 def test_it_refuses_memory_links_that_name_no_memory_of_the_file_f7_2(
     api, priya, mutate, field, message
 ):
-    """F7.2 (§9): an import checks that `withheld_memories` names memories of the file, each
-    once; otherwise a 400 names the field and nothing is imported."""
+    """F7.2 (§9): an import checks that `withheld_memories` names memories of the file that a
+    forget could withhold (not forgotten), each once; otherwise a 400 names the field and
+    nothing is imported."""
     forget(api, priya["sister"])
     snapshot = exported(api)
     assert api.delete("/api/v1/users/sam").status_code == 204
@@ -217,3 +223,24 @@ def test_it_refuses_memory_links_in_a_file_of_format_2_f7_2(api, priya):
     assert r.status_code == 400 and r.json()["errors"] == {
         "tombstones.0.withheld_memories": ["Not part of the format companion-memory/2."]
     }
+
+
+def test_it_drops_the_link_of_a_memory_an_existing_tombstone_purges_on_import_f7_2(api, priya):
+    """F3 + F7.2 (§9): a forget stored where the file lands purges the imported memory it
+    covers, and a purged memory is withheld by no forget (it holds no value): its link goes,
+    the others stay, and the export says so."""
+    from django.contrib.auth import get_user_model
+
+    from memory.forgetting import forget_key
+
+    tombstone = forget(api, priya["sister"])
+    snapshot = exported(api)
+    assert api.delete("/api/v1/users/sam").status_code == 204
+    api.put("/api/v1/users/sam", {}, format="json")
+    forget_key(user=get_user_model().objects.get(username="sam"), key="user.routine", scope_id="*")
+    snapshot["user"]["secret"] = None  # the new user keeps its own secret
+    assert api.post("/api/v1/users/sam/import", snapshot, format="json").status_code == 200
+    assert MemoryRecord.objects.get(pk=priya["visits"]).status == "forgotten"
+    assert memory_links() == {(tombstone["id"], priya["works"])}
+    rows = {t["id"]: t["withheld_memories"] for t in exported(api)["tombstones"]}
+    assert rows[tombstone["id"]] == [priya["works"]]
