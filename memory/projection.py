@@ -119,25 +119,7 @@ def project(
     Duplicated ids count once.
     """
     excluded: dict[str, str] = {}
-    passed: dict[str, tuple[MemoryRecord, str]] = {}
-    for record in active:
-        record_id = record.id
-        if record_id in passed or record_id in excluded:
-            continue
-        # F7.2
-        if withholding and record.withheld_by and not withholding.isdisjoint(record.withheld_by):
-            excluded[record_id] = REASON_WITHHELD
-            continue
-        # P1
-        if record.authority not in USER_AUTHORITIES and not record.sources:
-            excluded[record_id] = REASON_UNSUPPORTED
-            continue
-        # P2
-        certainty = certainty_of(record, likely=likely, uncertain=uncertain)
-        if certainty == REASON_LOW_CONFIDENCE:
-            excluded[record_id] = REASON_LOW_CONFIDENCE
-            continue
-        passed[record_id] = (record, certainty)
+    passed = _admitted(active, excluded, withholding, likely, uncertain)
 
     # P3: one record per key (`one`) or per (key, normalised value) (`many`); a `one` key's
     # slot is the key itself, a `many` key's a (key, value) pair, so the two never meet.
@@ -189,6 +171,38 @@ def project(
             )
         ),
     )
+
+
+def _admitted(
+    active: Iterable[MemoryRecord],
+    excluded: dict[str, str],
+    withholding: frozenset[str],
+    likely: float,
+    uncertain: float,
+) -> dict[str, tuple[MemoryRecord, str]]:
+    """F7.2's withholding, P1 and P2 in order: the records that pass, each with its
+    certainty, by id; each other one's reason is put in `excluded`. Duplicated ids count
+    once."""
+    passed: dict[str, tuple[MemoryRecord, str]] = {}
+    for record in active:
+        record_id = record.id
+        if record_id in passed or record_id in excluded:
+            continue
+        # F7.2
+        if withholding and record.withheld_by and not withholding.isdisjoint(record.withheld_by):
+            excluded[record_id] = REASON_WITHHELD
+            continue
+        # P1
+        if record.authority not in USER_AUTHORITIES and not record.sources:
+            excluded[record_id] = REASON_UNSUPPORTED
+            continue
+        # P2
+        certainty = certainty_of(record, likely=likely, uncertain=uncertain)
+        if certainty == REASON_LOW_CONFIDENCE:
+            excluded[record_id] = REASON_LOW_CONFIDENCE
+            continue
+        passed[record_id] = (record, certainty)
+    return passed
 
 
 _record_key = attrgetter("key")

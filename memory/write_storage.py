@@ -144,8 +144,8 @@ def read_write_state(
     username = user.username
     record_rows: dict[str, tuple] = {}
     sources: dict[str, list[str]] = {}
-    withheld: dict[str, list[str]] = {}
-    tombstone_rows, retraction_rows, many = [], [], set()
+    tombstone_rows, retraction_rows, withheld_rows, keyed = [], [], [], []
+    others = {"t": tombstone_rows, "x": retraction_rows, "w": withheld_rows, "k": keyed}
     for row in rows:
         kind = row[0]
         if kind == "r":
@@ -155,14 +155,12 @@ def read_write_state(
                 sources[rid] = []
             if row[-1] is not None:
                 sources[rid].append(row[-1])
-        elif kind == "w":
-            withheld.setdefault(row[1], []).append(row[-1])
-        elif kind == "t":
-            tombstone_rows.append(row)
-        elif kind == "x":
-            retraction_rows.append(row)
-        elif row[3] == "many":
-            many.add(row[2])
+        else:
+            others[kind].append(row)
+    many = {row[2] for row in keyed if row[3] == "many"}
+    withheld: dict[str, list[str]] = {}
+    for row in withheld_rows:
+        withheld.setdefault(row[1], []).append(row[-1])
     if record_rows:
         columns = list(zip(*record_rows.values(), strict=True))
         for index in DATETIME_COLUMNS:

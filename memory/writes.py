@@ -334,11 +334,19 @@ class _State:
         records[next(i for i, r in enumerate(records) if r.id == record.id)] = record
 
 
-def _released(record: MemoryRecord, tombstones, evidence_time: datetime) -> tuple[str, ...]:
-    """F7.2: what still withholds `record` once a message after a forget teaches it again:
-    the tombstones not forgotten before `evidence_time` (and any this state does not hold,
-    which the database decides)."""
-    if not record.withheld_by:
+def _release_of(record: MemoryRecord, added: list, evidence_time: datetime) -> list:
+    """F7.2: the release a stored record's new source messages (`added`) ask for, if a forget
+    withholds it: (its id, the evidence's time)."""
+    return [(record.id, evidence_time)] if added and record.withheld_by else []
+
+
+def _released(
+    record: MemoryRecord, added: list, tombstones, evidence_time: datetime
+) -> tuple[str, ...]:
+    """F7.2: what still withholds `record` once messages (`added`) after a forget teach it
+    again: the tombstones not forgotten before `evidence_time` (and any this state does not
+    hold, which the database decides); all of them when no message is new."""
+    if not record.withheld_by or not added:
         return record.withheld_by
     forgotten = {t.id: t.forgotten_at for t in tombstones if t.id in record.withheld_by}
     return tuple(
@@ -407,15 +415,12 @@ def _decide_fact(
             winner,
             sources=tuple(sorted({*winner.sources, *added})),
             confidence=max(winner.confidence, fact.confidence),
-            withheld_by=(
-                _released(winner, state.tombstones, evidence_time) if added else winner.withheld_by
-            ),
+            withheld_by=_released(winner, added, state.tombstones, evidence_time),
         )
         if winner.id in state.pending:
             plan.inserts[state.pending[winner.id]] = merged
         else:
-            if added and winner.withheld_by:
-                plan.releases.append((winner.id, evidence_time))
+            plan.releases += _release_of(winner, added, evidence_time)
             plan.links += [(winner.id, m) for m in added]
             if fact.confidence > winner.confidence:
                 plan.confidence[winner.id] = fact.confidence

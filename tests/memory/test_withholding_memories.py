@@ -222,3 +222,11 @@ def test_it_stamps_the_linked_records_so_a_held_state_rereads_them_f7_2(api, sam
     assert MemoryRecord.objects.get(pk=priya["tea"]).changed_version == before
     MemoryWithholding.objects.filter(tombstone_id=tombstone["id"]).delete()
     assert MemoryRecord.objects.get(pk=priya["works"]).changed_version > works
+
+
+def test_it_previews_the_memories_a_forget_would_withhold_f7_2(api, sam, priya):
+    """F7.3's page reads it: before the forget, the remembered records a forget in the
+    record's own scope would withhold; nothing is written."""
+    preview = forgetting.forget_preview(record_id=priya["sister"], user=sam)
+    assert [r.id for r in preview.withheld_memories] == [priya["works"], priya["visits"]]
+    assert not MemoryWithholding.objects.exists() and not Tombstone.objects.exists()
