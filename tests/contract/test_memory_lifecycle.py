@@ -47,6 +47,7 @@ def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
         "forgotten_at",
         "blocks_sources_before",
         "withheld_messages",
+        "withheld_memories",
     }
     # C5: the scope in a memory scope's shape, `everywhere` for `*`, and its id beside it.
     assert forgot.json()["scope"] == {"kind": "everywhere"} and forgot.json()["scope_id"] == "*"
