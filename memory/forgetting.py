@@ -36,6 +36,7 @@ from .models import (
 from .selectors.records import memory_get, parse_uuid, registry
 from .selectors.resolution import remembered_now
 from .services.writing import lock_profile
+from .storage import MEMORY_CACHE
 from .withholding import (
     Purged,
     plan_withholding,
@@ -111,6 +112,8 @@ def forget_key(
             blocks_sources_before=now,
             forgotten_by=by,
         )
+        # F7.6: once it commits, this process keeps nothing of what it erased or withholds.
+        transaction.on_commit(lambda: MEMORY_CACHE.forgotten(user.pk))
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
         # A purged record is no longer withheld by an earlier forget: it holds no value.
         MemoryWithholding.objects.filter(memory_id__in=[p.id for p in purged]).delete()
@@ -260,6 +263,7 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
         raise NotFound("No such tombstone.")
     with transaction.atomic():
         lock_profile(tombstone.user)
+        transaction.on_commit(lambda: MEMORY_CACHE.forgotten(tombstone.user_id))  # F7.6
         # V1: the messages this undo gives back to the companion (F4 + F6: those no other
         # forget still withholds).
         released = released_by(tombstone)

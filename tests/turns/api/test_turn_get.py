@@ -98,3 +98,20 @@ def test_it_masks_an_extracted_memory_a_forget_withholds_f7_2(api, sam, conv):
     [shown] = body["extracted"]
     assert shown["memory"]["id"] == works["memory"]["id"]
     assert (shown["memory"]["key"], shown["memory"]["value"]) == ("people.*.works_at", None)
+
+
+def test_it_reads_a_withheld_reply_back_with_content_null_f7_5(api, sam, conv):
+    """F7.5: a turn's reply that a forget withholds (it mentions the forgotten value) is read
+    back with `withheld: true` and `content: null`; its id, seq and role stay."""
+    from memory.forgetting import forget_key
+
+    created = turn(api, conv, "t1", "My cat's name is Miso.")
+    answer = reply(api, created["id"], "Miso is a lovely name.")
+    forget_key(user=sam, key="cat.name", scope_id="*")
+    got = api.get(f"/api/v1/turns/{created['id']}").json()["reply"]
+    assert got == {
+        **answer,
+        "content": None,
+        "withheld": True,
+        "turn": created["id"],
+    }
