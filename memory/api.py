@@ -133,12 +133,14 @@ class MemoryDetailApi(APIView):
         summary="Read a memory",
         responses={200: MemoryOutput, **problems(400, 404)},
         description="Answer one memory with its `state` now (active, superseded, forgotten…) "
-        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2).",
+        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2); a "
+        "memory a forget withholds is answered with `value` null and its key's free part "
+        "masked (F7.2).",
     )
     def get(self, request, memory_id):
         validated(EmptyQuery, query_params(request))
         found = memory_stated(memory_id, now=db_now())
-        return Response(memory_json(found.record, found.state))
+        return Response(_listed(found))
 
 
 class MemoryConfirmApi(APIView):

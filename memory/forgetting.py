@@ -36,6 +36,7 @@ from .models import (
 from .selectors.records import memory_get, parse_uuid, registry
 from .selectors.resolution import remembered_now
 from .services.writing import lock_profile
+from .storage import MEMORY_CACHE
 from .withholding import (
     Purged,
     memories_released_by,
@@ -112,6 +113,8 @@ def forget_key(
             blocks_sources_before=now,
             forgotten_by=by,
         )
+        # F7.6: once it commits, this process keeps nothing of what it erased or withholds.
+        transaction.on_commit(lambda: MEMORY_CACHE.forgotten(user.pk))
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
         plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
         withheld = withhold(tombstone, plan)
@@ -268,6 +271,7 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
         raise NotFound("No such tombstone.")
     with transaction.atomic():
         lock_profile(tombstone.user)
+        transaction.on_commit(lambda: MEMORY_CACHE.forgotten(tombstone.user_id))  # F7.6
         # V1: the messages (F6) and the memories (F7.2) this undo gives back to the companion
         # (F4: those no other forget still withholds).
         changes.tombstone_deleted(

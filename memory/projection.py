@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from operator import attrgetter
 
 from config.builders import build_slotted
@@ -143,7 +142,7 @@ def project(
         kept.append(item)
         key = item[0].key
         if key not in label_of:
-            label_of[key] = labels.get(key) or _default_label(key)
+            label_of[key] = labels.get(key) or default_label(key)
     records = [record for record, _ in kept]
     keys = list(map(_record_key, records))
     prompt = build_slotted(
@@ -207,6 +206,4 @@ def _admitted(
 
 _record_key = attrgetter("key")
 _record_value = attrgetter("value")
-# `default_label` is a pure function of the key, and a user's keys recur from turn to turn.
-_default_label = lru_cache(maxsize=16_384)(default_label)
 _record_scope = attrgetter("scope")

@@ -7,9 +7,11 @@ per-process cache of those states (`MEMORY_CACHE`). The write path's reads are i
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
@@ -325,6 +327,12 @@ class CachedMemory:
     secret: str
     resolved: tuple | None = None  # (registry, memory.current.Resolved)
 
+    @functools.cached_property
+    def forgets(self) -> frozenset[str]:
+        """The ids of the user's tombstones this state holds: another set in a newer state
+        of the same user says a forget or an undo came between them (F7.6)."""
+        return frozenset(t.id for t in self.state.tombstones)
+
     def state_at(self, version: int | None, secret: str) -> ContextState | None:
         """This entry's state when the user's memory version is still `version` (and the
         secret the same), else None: the state must be read."""
@@ -344,12 +352,21 @@ class MemoryCache:
     changed once stored: a new state replaces the entry. Correct whatever else the database
     sees: an entry is used as it is only while the user's memory version (`memory.triggers`)
     is the one it was stored with, else caught up with the rows stamped after it
-    (`memory.state`)."""
+    (`memory.state`).
+
+    F7.6, no process keeps a purged value: a state stored with another set of the user's
+    tombstones than an entry already held (a forget or an undo came between them — every one
+    changes the user's memory version, so the request that stores it has read it) drops the
+    user's other entries, whose records may still hold what the forget erased, and tells the
+    process's other holders of the user's text (`on_forget`); a forget or an undo made in this
+    process does both once it commits (`forgotten`)."""
 
     def __init__(self, size: int):
         self.size = size
         self._entries: OrderedDict[tuple, CachedMemory] = OrderedDict()
+        self._users: dict[object, set[tuple]] = {}  # the keys of each user's entries
         self._lock = threading.Lock()
+        self._hooks: list[Callable[[object], None]] = []
         self.reused = 0  # states reused instead of read (tests and the benchmark read it)
         self.caught_up = 0  # states caught up with what changed instead of read whole
 
@@ -372,17 +389,59 @@ class MemoryCache:
     def put(self, user_id, scope_ids, entry: CachedMemory) -> None:
         key = (user_id, tuple(scope_ids))
         with self._lock:
+            stale = [
+                held
+                for held in self._users.get(user_id, ())
+                if self._entries[held].forgets != entry.forgets
+            ]
+            for held in stale:
+                self._remove(held)
             held = self._entries.get(key)
             # The same state resolved whole keeps its resolution by groups (memory.current).
             if not (held and held.state is entry.state and _grouped(held) > _grouped(entry)):
                 self._entries[key] = entry
+                self._users.setdefault(user_id, set()).add(key)
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+                self._remove(next(iter(self._entries)))
+        if stale:
+            self._tell(user_id)
+
+    def on_forget(self, hook: Callable[[object], None]) -> None:
+        """`hook(user_id)` is called when this process learns of a forget or an undo of the
+        user: the holders of the user's text drop it (F7.6)."""
+        self._hooks.append(hook)
+
+    def forgotten(self, user_id) -> None:
+        """A forget or an undo of `user_id` committed in this process: every entry of the user
+        is dropped and the other holders are told (F7.6)."""
+        with self._lock:
+            for held in list(self._users.get(user_id, ())):
+                self._remove(held)
+        self._tell(user_id)
+
+    def _tell(self, user_id) -> None:
+        for hook in self._hooks:
+            hook(user_id)
+
+    def _remove(self, key: tuple) -> None:
+        """Drop an entry (the lock held)."""
+        self._entries.pop(key, None)
+        keys = self._users.get(key[0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._users[key[0]]
+
+    def entries(self) -> list[CachedMemory]:
+        """The entries held now (what a test walks for a value a forget erased)."""
+        with self._lock:
+            return list(self._entries.values())
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._users.clear()
 
 
 def _grouped(entry: CachedMemory) -> bool:

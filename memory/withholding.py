@@ -8,7 +8,8 @@ A forget withholds
    the tombstone's scope covers, that mentions a purged value as whole words
    (`memory.mentions`); read in keyset pages per conversation, never a query per message;
 3. the reply to a turn created before the forget whose stored plan held a purged record or a
-   message it withholds, when that reply is committed after the forget: a reply already
+   message it withholds, or whose own message it withholds (F7.1: an answer to a forgotten
+   question), when that reply is committed after the forget: a reply already
    committed then is linked at once, a reply still to come is held through its turn (a
    `Withholding` row naming the turn), so whichever of the reply and the forget commits
    first, the reply ends withheld.
@@ -145,14 +146,12 @@ def plan_withholding(user, *, scope_id: str, at: datetime, purged: list[Purged])
     if ids or messages:
         purged_ids = set(ids)
         turns = (
-            Turn.objects.filter(user=user, created_at__lte=at, plan_snapshot__isnull=False)
+            Turn.objects.filter(user=user, created_at__lte=at)
             .filter(Q(reply_message__isnull=True) | Q(reply_message__created_at__gt=at))
-            .values_list("id", "reply_message_id", "plan_snapshot")
+            .values_list("id", "reply_message_id", "user_message_id", "plan_snapshot")
         )
-        for turn_id, reply_id, stored in turns:
-            snapshot = PlanSnapshot.of(stored) or PlanSnapshot()
-            held = set(snapshot.memories) & purged_ids or set(snapshot.history) & messages
-            if not held:
+        for turn_id, reply_id, asked, stored in turns:
+            if not (str(asked) in messages or _plan_held(stored, purged_ids, messages)):
                 continue
             if reply_id is None:
                 replies_of.add(str(turn_id))
@@ -202,6 +201,14 @@ def _memories_mentioning(user, scope_id: str, at: datetime, purged: list[Purged]
         return set()
     keyed = registry({key for _, key, _ in rows})
     return {str(rid) for rid, key, value in rows if match(key, keyed.label(key), value)}
+
+
+def _plan_held(stored, purged_ids: set[str], messages: set[str]) -> bool:
+    """Whether a turn's stored plan held a purged record or a withheld message (part 3)."""
+    snapshot = PlanSnapshot.of(stored)
+    if snapshot is None:
+        return False
+    return bool(set(snapshot.memories) & purged_ids or set(snapshot.history) & messages)
 
 
 def withhold(tombstone: Tombstone, plan: WithheldPlan) -> int:
@@ -466,6 +473,16 @@ def withheld_sql(reader: RawReader, message_id: str) -> str:
         f" = {message_id}) OR EXISTS (SELECT 1 FROM {held} w JOIN {turn} t ON t."
         f"{reader.name(Turn, 'id')} = w.{reader.name(Withholding, 'turn')} WHERE t."
         f"{reader.name(Turn, 'reply_message')} = {message_id}) THEN 1 ELSE 0 END"
+    )
+
+
+def turn_held_sql(turn: str) -> str:
+    """F6 part 3, F7.1: true when some tombstone holds the reply of the turn whose id is
+    `turn` (an SQL expression): the reply that turn commits is withheld."""
+    q = connection.ops.quote_name
+    return (
+        f"EXISTS (SELECT 1 FROM {q(Withholding._meta.db_table)} w WHERE w."
+        f"{q(Withholding._meta.get_field('turn').column)} = {turn})"
     )
 
 

@@ -52,13 +52,14 @@ def _state_now(request):
 class StateFilter(admin.SimpleListFilter):
     """SPEC E1: the records in a state now — each record's resolution in its own scope, the
     same as `GET /memories?state=` answers (never the stored status, which W12 may leave
-    behind). Its counts, with facets on, are computed from one resolution of the list."""
+    behind). Each choice is labelled once, with the state as the list's state column and the
+    API name it. Its counts, with facets on, are computed from one resolution of the list."""
 
     title = "state"
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return [(state, f"{state} ({STATE_WORDS[state]})") for state in STATES]
+        return [(state, state) for state in STATES]
 
     def _states(self, queryset) -> dict:
         return memory_states_of(queryset, now=_state_now(self.request))

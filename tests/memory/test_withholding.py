@@ -277,14 +277,15 @@ def test_it_imports_a_snapshot_of_the_previous_format_with_no_links(api, sam, co
 
 def test_it_marks_what_a_forget_withholds_in_message_reads(api, sam, conv, miso):
     """F6 + C4: `GET /conversations/{id}/messages` marks every message `withheld: true|false`,
-    a turn's reply too; the words stay readable to the runtime that wrote them."""
+    a turn's reply too; a withheld one comes back without its words (F7.5)."""
     t3 = turn(api, conv, "t3", "The rain kept me inside.")
     forget(api, active_id(sam, "cat.name"))
     rows = api.get(f"/api/v1/conversations/{conv.pk}/messages").json()["results"]
     assert {m["id"] for m in rows if m["withheld"]} == {*miso["said"], miso["other_reply"]}
+    assert {m["content"] for m in rows if m["withheld"]} == {None}
     assert [m["withheld"] for m in rows if m["id"] == t3["user_message"]["id"]] == [False]
     read = api.get(f"/api/v1/turns/{miso['t2']['id']}").json()
-    assert read["reply"]["withheld"] is True
+    assert (read["reply"]["withheld"], read["reply"]["content"]) == (True, None)
     assert (
         api.get(f"/api/v1/tombstones/{Tombstone.objects.get(user=sam).pk}").json()[
             "withheld_messages"

@@ -126,7 +126,9 @@ class ScopeIdField(CleanCharField):
 
 class _NullsAbsent:
     """The API's scope shapes leave out the references a kind does not have; older snapshots
-    wrote them as null. Both are accepted."""
+    wrote them as null. Both are accepted, and the schema says so (`NULLS_ABSENT`)."""
+
+    NULLS_ABSENT = True
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

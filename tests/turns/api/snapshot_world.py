@@ -413,6 +413,10 @@ def fingerprint(api, ref: str, capabilities=CAPABILITIES) -> dict:
             f"/api/v1/turns/{turn_id}/prompt-plan",
             {"budget": 1200, "now": NOW, "capabilities": ",".join(CAPABILITIES)},
         )
+        if r.status_code == 409:  # F7.1: a turn whose own message a forget withholds
+            assert r.json()["code"] == "message_withheld", r.content[:300]
+            out[("plan", str(turn_id))] = "message_withheld"
+            continue
         assert r.status_code == 200, r.content[:300]
         plan = r.json()
         out[("plan", str(turn_id))] = (
