@@ -197,8 +197,11 @@ def test_it_refuses_memory_links_that_name_no_memory_of_the_file_f7_2(
 
 def test_it_imports_a_file_of_format_2_with_no_memory_links_f7_2(api, priya):
     """F7.2 (§9): a `companion-memory/2` file (no `withheld_memories`) imports with its message
-    links (F6) and no memory links."""
+    links (F6: the message that says the name, the reply still to come of the turn planned
+    with her) and no memory links."""
     tombstone = forget(api, priya["sister"])
+    f6_links = set(Withholding.objects.values_list("tombstone", "message", "turn"))
+    assert (uuid.UUID(tombstone["id"]), uuid.UUID(priya["said"]), None) in f6_links
     snapshot = exported(api)
     snapshot["format"] = "companion-memory/2"
     for row in snapshot["tombstones"]:
@@ -206,9 +209,7 @@ def test_it_imports_a_file_of_format_2_with_no_memory_links_f7_2(api, priya):
     assert api.delete("/api/v1/users/sam").status_code == 204
     assert api.post("/api/v1/users/sam/import", snapshot, format="json").status_code == 200
     assert not MemoryWithholding.objects.exists()
-    assert set(Withholding.objects.values_list("tombstone", "message")) == {
-        (uuid.UUID(tombstone["id"]), uuid.UUID(priya["said"]))
-    }
+    assert set(Withholding.objects.values_list("tombstone", "message", "turn")) == f6_links
     [row] = exported(api)["tombstones"]
     assert (row["withheld_messages"], row["withheld_memories"]) == ([priya["said"]], [])
 
