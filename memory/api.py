@@ -133,12 +133,14 @@ class MemoryDetailApi(APIView):
         summary="Read a memory",
         responses={200: MemoryOutput, **problems(400, 404)},
         description="Answer one memory with its `state` now (active, superseded, forgotten…) "
-        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2).",
+        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2); a "
+        "memory a forget withholds is answered with `value` null and its key's free part "
+        "masked (F7.2).",
     )
     def get(self, request, memory_id):
         validated(EmptyQuery, query_params(request))
         found = memory_stated(memory_id, now=db_now())
-        return Response(memory_json(found.record, found.state))
+        return Response(_listed(found))
 
 
 class MemoryConfirmApi(APIView):
@@ -336,7 +338,8 @@ class TombstoneListApi(APIView):
         parameters=[TombstoneListQuery],
         responses={200: TombstonePageOutput, **problems(400)},
         description="Answer the user's tombstones — one per forget, with its key and scope, "
-        "never the value — newest first, as a paginated list (F1).",
+        "never the value, and how many messages and other memories it withholds (F6, F7.2) — "
+        "newest first, as a paginated list (F1).",
     )
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
@@ -351,7 +354,8 @@ class TombstoneDetailApi(APIView):
         summary="Read a forget",
         responses={200: TombstoneOutput, **problems(400, 404)},
         description="Answer one tombstone: the key and scope forgotten and when, never the "
-        "value. An unknown id answers 404 `not_found` (C4).",
+        "value, and how many messages and other memories it withholds (F6, F7.2). An unknown "
+        "id answers 404 `not_found` (C4).",
     )
     def get(self, request, tombstone_id):
         validated(EmptyQuery, query_params(request))

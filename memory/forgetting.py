@@ -39,6 +39,7 @@ from .services.writing import lock_profile
 from .storage import MEMORY_CACHE
 from .withholding import (
     Purged,
+    memories_released_by,
     plan_withholding,
     records_mentioning,
     released_by,
@@ -115,15 +116,18 @@ def forget_key(
         # F7.6: once it commits, this process keeps nothing of what it erased or withholds.
         transaction.on_commit(lambda: MEMORY_CACHE.forgotten(user.pk))
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
-        # A purged record is no longer withheld by an earlier forget: it holds no value.
-        MemoryWithholding.objects.filter(memory_id__in=[p.id for p in purged]).delete()
         plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
         withheld = withhold(tombstone, plan)
         tombstone.withheld_messages = withheld
         tombstone.withheld_memories = len(plan.memories)
-        # V1: ids only — the purged records and the messages withheld now (F6).
+        # V1: ids only — the purged records, the messages (F6) and the other memories (F7.2)
+        # withheld now.
         changes.forgotten(
-            user, tombstone, [p.id for p in purged], withheld_message_ids=sorted(plan.messages)
+            user,
+            tombstone,
+            [p.id for p in purged],
+            withheld_message_ids=plan.messages,
+            withheld_memory_ids=plan.memories,
         )
         log.info(
             "memory_forget key=%s scope=%s value_level=%s purged=%d withheld=%d",
@@ -185,6 +189,10 @@ def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> lis
         MemoryRecord.objects.filter(pk=purged.id).update(
             status="forgotten", status_since=at, value=""
         )
+    # A purged record is no longer withheld by an earlier forget (F7.2): it holds no value.
+    # (One home for the rule: a forget and an import both purge through here.)
+    if covered:
+        MemoryWithholding.objects.filter(memory_id__in=[p.id for p, _ in covered]).delete()
     return [purged for purged, _ in covered]
 
 
@@ -303,11 +311,14 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
     with transaction.atomic():
         lock_profile(tombstone.user)
         transaction.on_commit(lambda: MEMORY_CACHE.forgotten(tombstone.user_id))  # F7.6
-        # V1: the messages this undo gives back to the companion (F4 + F6: those no other
-        # forget still withholds).
-        released = released_by(tombstone)
+        # V1: the messages (F6) and the memories (F7.2) this undo gives back to the companion
+        # (F4: those no other forget still withholds).
         changes.tombstone_deleted(
-            tombstone.user, tombstone.pk, db_now(), released_message_ids=released
+            tombstone.user,
+            tombstone.pk,
+            db_now(),
+            released_message_ids=released_by(tombstone),
+            released_memory_ids=memories_released_by(tombstone),
         )
         tombstone.delete()
     log.info("tombstone_delete key=%s", loggable_key(tombstone.key))

@@ -95,7 +95,7 @@ class UserExportApi(APIView):
         summary="Export a user's data",
         responses={200: Snapshot, **problems(400, 404)},
         description="Answer everything stored about the user as one snapshot (format "
-        "`companion-memory/1`): the conversations with their messages and turns, memories, "
+        "`companion-memory/3`): the conversations with their messages and turns, memories, "
         "forgets, boundary rules, decisions and media jobs. Importing the snapshot into an "
         "empty deployment gives the same answers (§9).",
     )
@@ -116,7 +116,9 @@ class UserImportApi(APIView):
         "row or none. Ids are kept, so importing the same snapshot again creates nothing "
         "(`skipped` counts the rows already there); a row whose id exists with other content "
         "is a 409 `import_conflict` (§9). A ref no user can have (see `user_ref`) answers 404 "
-        "`not_found` (C7).",
+        "`not_found` (C7). A snapshot of an earlier format imports too: `companion-memory/2` "
+        "with no memory links (F7.2), `companion-memory/1` with no withholding links at all "
+        "(F6).",
     )
     def post(self, request, user_ref):
         data = request.data

@@ -20,7 +20,12 @@ from config.serializers import (
 from conversations.models import Turn
 from memory.domain import RESOLVER_VERSION
 from memory.selectors.states import memory_stated_many
-from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
+from memory.serializers import (
+    ExtractedOutput,
+    ProjectedOutput,
+    memory_json,
+    withheld_memory_json,
+)
 from policy.serializers import DecisionOutput
 
 from .planner import PlanParams, plan_body
@@ -40,6 +45,11 @@ def plan_params(params: dict | None) -> PlanParams | None:
     )
 
 
+def _memory_json(record, state) -> dict:
+    """A memory as a turn shows it: masked while a forget withholds it (F7.2)."""
+    return (withheld_memory_json if record.withheld_by else memory_json)(record, state)
+
+
 def turn_json(turn: Turn) -> dict:
     """The turn with its extraction outcomes; memories are shown as they are now (a forget
     since then shows the erased skeleton). A turn just created carries the records its writes
@@ -56,7 +66,7 @@ def turn_json(turn: Turn) -> dict:
         found = e.get("memory") in records
         item = {
             "outcome": e["outcome"],
-            "memory": memory_json(records[e["memory"]], states[e["memory"]]) if found else None,
+            "memory": _memory_json(records[e["memory"]], states[e["memory"]]) if found else None,
         }
         if e.get("reason"):
             item["reason"] = e["reason"]

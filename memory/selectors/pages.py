@@ -112,7 +112,7 @@ class ForgottenEntry:
 
 def tombstone_list(user):
     """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate), each
-    with how many messages it withholds (F6)."""
+    with how many messages (F6) and other memories (F7.2) it withholds."""
     return (
         Tombstone.objects.filter(user=user)
         .select_related("user")

@@ -229,8 +229,9 @@ def test_it_exports_and_imports_the_links_so_plans_stay_the_same(api, sam, conv,
     t3 = turn(api, conv, "t3", "How was your day?")
     before = plan(api, t3["id"])
     snapshot = api.get(f"/api/v1/users/{sam.username}/export").json()
-    assert snapshot["format"] == "companion-memory/2"
+    assert snapshot["format"] == "companion-memory/3"
     [tomb] = snapshot["tombstones"]
+    assert tomb["withheld_memories"] == []  # F7.2: no other memory names Miso
     assert sorted(tomb["withheld_messages"]) == sorted([*miso["said"], miso["other_reply"]])
     assert {m["id"] for m in snapshot["messages"] if m["withheld"]} == set(
         tomb["withheld_messages"]
@@ -266,7 +267,7 @@ def test_it_imports_a_snapshot_of_the_previous_format_with_no_links(api, sam, co
     for m in snapshot["messages"]:
         del m["withheld"]
     for t in snapshot["tombstones"]:
-        del t["withheld_messages"], t["withheld_replies"]
+        del t["withheld_messages"], t["withheld_replies"], t["withheld_memories"]
     assert api.delete(f"/api/v1/users/{sam.username}").status_code == 204
     assert (
         api.post(f"/api/v1/users/{sam.username}/import", snapshot, format="json").status_code == 200

@@ -48,7 +48,9 @@ def runtime_reads(api, conv, turns) -> list:
     return [r.json() for r in reads]
 
 
-def test_it_leaves_a_forgotten_name_in_no_key_label_value_or_message(page, api, say, sam, conv, ctx):
+def test_it_leaves_a_forgotten_name_in_no_key_label_value_or_message(
+    page, api, say, sam, conv, ctx
+):
     """F7.1, F7.2, F7.5 on the SPEC's example: forgetting the sister's name "Priya" withholds
     `people.priya.works_at` (label "Priya: works at", by its key and label) and "visiting Priya
     on Sundays" (by its value), not "green tea"; the waiting turn that mentions her answers 409

@@ -27,6 +27,7 @@ KEYS = (
     ("pet.name", ("Rex", "Max")),
     ("story.lantern.status", ("lit", "unlit")),
     ("user.likes", ("jazz", "rock", "tea")),
+    ("family.sister.name", ("Priya", "Zoë")),
 )
 CAPABILITIES = ("tone.playful", "topic.work", "media.voice", "media.image")
 _counter = itertools.count()
@@ -333,6 +334,8 @@ def build_every_kind(api, ref: str | None = None) -> World:
     w.forget(scene_pet, everywhere=True)
     w.forget(story)  # its scope only
     w.support_forget(likes[2])  # by support, on the user's behalf
+    w.assert_(3, 0, "user")
+    w.forget(len(w.memories) - 1)  # "Priya": withholds where Priya works (F7.2)
     w.time_zone(0)
     w.switch(learn=False, use=True)
     w.turn(0, 5)  # a turn made while learning was off
