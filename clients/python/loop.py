@@ -87,7 +87,7 @@ class Loop:
     answered: str = ""
     export_format: str = ""
     plan_hash: str = ""
-    last_messages: list[tuple[str, str, bool]] = field(default_factory=list)
+    last_messages: list[tuple[str, str | None, bool]] = field(default_factory=list)
     forgotten_scope: str = ""
 
 
