@@ -412,7 +412,8 @@ class PlanExclusionCountOutput(serializers.Serializer):
         choices=["memory", "message"], help_text="What was left out: memories or history messages."
     )
     reason = serializers.CharField(
-        help_text="Why they were left out (such as `budget`, `memory-off`, `forgotten`)."
+        help_text="Why they were left out (such as `budget`, `memory-off`, `forgotten`, "
+        "`withheld`)."
     )
     count = serializers.IntegerField(
         min_value=0,

@@ -206,7 +206,9 @@ def test_it_plans_with_withheld_memories_in_the_same_number_of_queries_f7_2(
         r = create(api, conv, "t1", "how are you today", plan={"budget": 500})
     assert r.status_code == 201
     withheld = [e for e in r.json()["plan"]["excluded"] if e["reason"] == "withheld"]
-    assert len(withheld) == n and not r.json()["plan"]["memories"]
+    counts = {(c["kind"], c["reason"]): c["count"] for c in r.json()["plan"]["excluded_counts"]}
+    assert counts[("memory", "withheld")] == n and len(withheld) == min(n, 20)  # I9
+    assert not r.json()["plan"]["memories"]
     with django_assert_num_queries(AUTH + TURN + PLAN_STEP):
         got = api.get(f"/api/v1/turns/{r.json()['id']}/prompt-plan", {"budget": 500, "now": NOW})
     assert [e for e in got.json()["excluded"] if e["reason"] == "withheld"] == withheld
