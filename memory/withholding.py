@@ -356,13 +356,21 @@ def withheld_count_annotation() -> Count:
 def withheld_counts(tombstone_ids: Iterable) -> dict[str, int]:
     """How many messages each tombstone withholds now: its message links and the committed
     replies its holds name (F6: counting messages another tombstone also withholds)."""
+    return _counted_by_tombstone(
+        Withholding.objects.filter(Q(message__isnull=False) | Q(turn__reply_message__isnull=False)),
+        tombstone_ids,
+    )
+
+
+def _counted_by_tombstone(links, tombstone_ids: Iterable) -> dict[str, int]:
+    """How many of `links` (a queryset of link rows) each of the tombstones has, 0 for none,
+    in one query."""
     ids = list(tombstone_ids)
     counts = {str(t): 0 for t in ids}
     if not ids:
         return counts
     for tid, n in (
-        Withholding.objects.filter(tombstone_id__in=ids)
-        .filter(Q(message__isnull=False) | Q(turn__reply_message__isnull=False))
+        links.filter(tombstone_id__in=ids)
         .values_list("tombstone_id")
         .annotate(n=Count("id"))
         .order_by()
@@ -454,18 +462,7 @@ def withheld_memory_count_annotation() -> Coalesce:
 
 def withheld_memory_counts(tombstone_ids: Iterable) -> dict[str, int]:
     """F7.2: how many memory records each tombstone withholds now."""
-    ids = list(tombstone_ids)
-    counts = {str(t): 0 for t in ids}
-    if not ids:
-        return counts
-    for tid, n in (
-        MemoryWithholding.objects.filter(tombstone_id__in=ids)
-        .values_list("tombstone_id")
-        .annotate(n=Count("id"))
-        .order_by()
-    ):
-        counts[str(tid)] = n
-    return counts
+    return _counted_by_tombstone(MemoryWithholding.objects.all(), tombstone_ids)
 
 
 def withheld_memory_lists(user) -> dict[str, list[str]]:
