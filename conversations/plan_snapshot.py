@@ -50,7 +50,7 @@ class PlanSnapshot:
         params: Mapping,
         policy: Sequence[tuple[str, str, str]],
     ) -> PlanSnapshot:
-        """A new plan's snapshot: `plan` is the planner's part (`turns.planner.plan_snapshot`:
+        """A new plan's snapshot: `plan` is the planner's part (`turns.plan_shapes.plan_snapshot`:
         the ids, counts and hash), `policy` each decision as (id, capability, effect)."""
         return cls(
             plan["boundary_seq"],

@@ -17,6 +17,7 @@ PURE = [
     "policy.domain",
     "policy.engine",
     "turns.planner",
+    "turns.plan_shapes",
     "turns.relevance",
     "turns.pipeline",
     "turns.tokens",

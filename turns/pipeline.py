@@ -37,13 +37,13 @@ from memory.writes import Known, Outcome, WriteBatch, WritePlan
 from policy import engine
 from policy.domain import Decision, DecisionRequest, PolicyContext, Rule
 
+from .plan_shapes import plan_snapshot
 from .planner import (
     HistoryCandidate,
     Plan,
     PlanMessage,
     PlanParams,
     build_plan,
-    plan_snapshot,
     recent_ids,
 )
 

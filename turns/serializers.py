@@ -28,7 +28,8 @@ from memory.serializers import (
 )
 from policy.serializers import DecisionOutput
 
-from .planner import PlanParams, plan_body
+from .plan_shapes import plan_body
+from .planner import PlanParams
 
 
 def plan_params(params: dict | None) -> PlanParams | None:

@@ -14,12 +14,8 @@ from tests.turns.core.planner_builders import (
     msg,
     plan,
 )
-from turns.planner import (
-    PlanParams,
-    compute_plan_hash,
-    plan_body,
-    plan_snapshot,
-)
+from turns.plan_shapes import plan_body, plan_snapshot
+from turns.planner import PlanParams, compute_plan_hash
 from turns.tokens import estimate_message
 
 BASE = {

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from memory.domain import RESOLVER_VERSION, Exclusion
 from tests.turns.core.planner_builders import mem
-from turns.planner import HistoryCandidate, PlanMessage, PlanParams, build_plan, plan_body
+from turns.plan_shapes import plan_body
+from turns.planner import HistoryCandidate, PlanMessage, PlanParams, build_plan
 from turns.relevance import QUERY_HISTORY, query_terms, relevance_order
 
 LISTED = 20
