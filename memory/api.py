@@ -272,7 +272,8 @@ class MemoryHistoryApi(APIView):
         responses={200: HistoryPageOutput, **problems(400)},
         description="Answer every version of one key in one scope, in the order they became "
         "valid, each with when it effectively ended, as a paginated list. `scope` is a scope "
-        "id; the user's own scope by default (W11).",
+        "id; the user's own scope by default (W11). A version a forget withholds (F7.2) comes "
+        "back with `value` null and the free part of its key masked.",
     )
     def get(self, request):
         params = validated(HistoryQuery, query_params(request))
@@ -282,7 +283,9 @@ class MemoryHistoryApi(APIView):
         to_time = MemoryOutput().fields["valid_from"].to_representation
         rows = []
         for r in history.records:
-            row = memory_json(r, history.states[r.id])
+            # F7.2: a version a forget withholds is read back masked, as every runtime read.
+            as_json = withheld_memory_json if r.withheld_by else memory_json
+            row = as_json(r, history.states[r.id])
             end = history.ends.get(r.id)
             row["effective_until"] = to_time(end) if end else None
             rows.append(row)

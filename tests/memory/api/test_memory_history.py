@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.memory.api.calls import assert_memory
+from tests.memory.api.calls import assert_memory, forget, priya
 
 pytestmark = pytest.mark.django_db
 
@@ -30,3 +30,19 @@ def test_it_gives_each_history_row_its_state_e1(api, lagging):
         ("Harbor", "superseded", "active"),
         ("Marlowe", "active", "active"),
     ]
+
+
+def test_it_reads_back_a_version_a_forget_withholds_masked_f7_2(api, sam):
+    """F7.2: runtime reads never carry a withheld memory's words: after forgetting the sister's
+    name "Priya", the history of `people.priya.works_at` answers its version with `value`
+    null and the key's free part masked, and nowhere the name or the employer."""
+    ids = priya(api)
+    forget(api, ids["sister"])
+    r = api.get("/api/v1/memory/history", {"user": "sam", "key": "people.priya.works_at"})
+    assert r.status_code == 200
+    rows = r.json()["results"]
+    assert [(row["id"], row["key"], row["value"]) for row in rows] == [
+        (ids["works"], "people.*.works_at", None)
+    ]
+    assert "priya" not in r.content.decode().casefold()
+    assert "globex" not in r.content.decode().casefold()
