@@ -77,6 +77,8 @@ def test_it_runs_the_loop_as_written(live_server, api_token):
     assert tombstone["scope"] == {"kind": "user"} and tombstone["key"] == "cat.name"
     [extracted] = turn["extracted"]
     assert extracted["memory"]["state"] == "forgotten" and extracted["memory"]["value"] == ""
-    assert turn["reply"]["content"] == "Miso is a lovely name."
+    # F7.5: the reply said the forgotten name, so it reads back withheld, without its words.
+    assert turn["reply"]["withheld"] is True and turn["reply"]["content"] is None
+    assert "Miso" not in json.dumps(turn)
     # The plan printed in step 3 held the memory the turn taught.
     assert '"value": "Miso"' in result.stdout and '"budget": 800' in result.stdout
