@@ -56,7 +56,9 @@ class Fact:
     """One assert, already validated for shape (W1's field checks are the caller's).
 
     `sources` are the ids of the source messages (checked to be the user's by the caller),
-    `source_time` the newest `created_at` among them (None without sources)."""
+    `source_time` the newest `created_at` among them (None without sources). `agent` marks a
+    connection's write (SPEC §15 M3): a live tombstone blocks it whatever its evidence time,
+    since only the user brings a forgotten value back."""
 
     key: str
     value: str
@@ -69,6 +71,7 @@ class Fact:
     sources: tuple[str, ...] = ()
     source_time: datetime | None = None
     supersedes: str | None = None
+    agent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +351,13 @@ def _decide_fact(
     # W3: a tombstone blocks the write; nothing is stored, not even the value.
     for tombstone in tombstones:
         if tombstone.blocks(
-            user=user, key=key, scope_id=scope_id, evidence_time=evidence_time, hashed_value=hashed
+            user=user,
+            key=key,
+            scope_id=scope_id,
+            evidence_time=(
+                min(evidence_time, tombstone.blocks_sources_before) if fact.agent else evidence_time
+            ),
+            hashed_value=hashed,
         ):
             return Outcome("blocked", None, "forgotten")
 

@@ -128,6 +128,7 @@ def memory_assert(
     sources: list[str] | tuple[str, ...] = (),
     supersedes: str | None = None,
     idempotency_key: str | None = None,
+    agent: bool = False,
 ) -> AssertResult:
     """Write a memory: W1 validate, W2 idempotency, I8 the `learn` switch, W3 tombstones, W4
     retractions, W5 unchanged values, W6 store (with W7 authority, W8 versions, W9
@@ -135,7 +136,9 @@ def memory_assert(
 
     I8: while the user's `learn` switch is off, a `model-inferred` or `rule-extracted` write
     stores nothing (outcome `blocked`, reason `paused`, like W3); the user's own authorities
-    still write. The switch is read from the profile row the write lock takes anyway."""
+    still write. The switch is read from the profile row the write lock takes anyway.
+    `agent`: a connection's write (SPEC §15 M3), which any live tombstone of its key and scope
+    blocks, whatever its evidence time."""
     # W1: everything that can be checked without the lock, so bad input stores nothing.
     _validate_assert(
         key=key,
@@ -161,6 +164,7 @@ def memory_assert(
             source_ids=source_ids,
             supersedes=str(supersedes) if supersedes else None,
             idempotency_key=idempotency_key,
+            agent=agent,
         )
 
 
@@ -222,6 +226,7 @@ def _memory_assert_locked(
     source_ids,
     supersedes,
     idempotency_key,
+    agent=False,
 ) -> AssertResult:
     scope_fields = _scope_row_fields(user, scope)
     messages = list(Message.objects.filter(user=user, pk__in=source_ids)) if source_ids else []
@@ -277,6 +282,7 @@ def _memory_assert_locked(
             supersedes=supersedes,
             secret=secret,
             now=now,
+            agent=agent,
         )
     if idempotency_key is not None:
         IdempotencyRecord.objects.create(
@@ -307,6 +313,7 @@ def _assert_core(
     supersedes,
     secret,
     now,
+    agent=False,
 ) -> AssertResult:
     """W3–W9 for one assert: a batch of one (`memory.writes`), read and written like any."""
     scope_id = scope.scope_id(user.username)
@@ -323,6 +330,7 @@ def _assert_core(
         sources=tuple(str(m.pk) for m in messages),
         source_time=max(m.created_at for m in messages) if messages else None,
         supersedes=supersedes,
+        agent=agent,
     )
     [result] = write_facts(
         user, state, [fact], secret=secret, now=now, scope_fields={scope_id: scope_fields}
