@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "conversations",
     "support",
     "turns",
+    "agents",
 ]
 
 MIDDLEWARE = [
