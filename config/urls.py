@@ -6,8 +6,8 @@ from django.contrib.auth.views import LoginView
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from config import ops, views
 from agents import urls as agents_urls
+from config import ops, views
 from config.pages import SignInForm, SignOutView
 from events import urls as events_urls
 from memory import urls as memory_urls

@@ -329,6 +329,23 @@ class _State:
         records[next(i for i, r in enumerate(records) if r.id == record.id)] = record
 
 
+def _blocked(fact: Fact, tombstones, *, user, scope_id, evidence_time, hashed) -> bool:
+    """W3 (F3): a tombstone of the key covers the write. A connection's write (`agent`) is
+    covered whatever its evidence time: only the user brings a forgotten value back (§15 M3)."""
+    return any(
+        t.blocks(
+            user=user,
+            key=fact.key,
+            scope_id=scope_id,
+            evidence_time=min(evidence_time, t.blocks_sources_before)
+            if fact.agent
+            else evidence_time,
+            hashed_value=hashed,
+        )
+        for t in tombstones
+    )
+
+
 def _decide_fact(
     fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, new_id
 ) -> Outcome:
@@ -349,17 +366,10 @@ def _decide_fact(
     tombstones = [t for t in state.tombstones if t.key == key]
 
     # W3: a tombstone blocks the write; nothing is stored, not even the value.
-    for tombstone in tombstones:
-        if tombstone.blocks(
-            user=user,
-            key=key,
-            scope_id=scope_id,
-            evidence_time=(
-                min(evidence_time, tombstone.blocks_sources_before) if fact.agent else evidence_time
-            ),
-            hashed_value=hashed,
-        ):
-            return Outcome("blocked", None, "forgotten")
+    if _blocked(
+        fact, tombstones, user=user, scope_id=scope_id, evidence_time=evidence_time, hashed=hashed
+    ):
+        return Outcome("blocked", None, "forgotten")
 
     # W4: a retracted slot stays retracted for evidence no newer than the retraction.
     retracted = state.retractions.get((scope_id, key, hashed if many else ""))
