@@ -265,7 +265,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Companion Memory API",
     "DESCRIPTION": (
         "Memory resolution, boundary decisions, turns and prompt plans for a companion chat "
-        "runtime."
+        "runtime.\n\nThis API is for the chat runtime's token, which acts for every user. An "
+        "assistant acting for one person connects over the Model Context Protocol at `/mcp` "
+        "with that person's connection token instead (this API refuses those tokens): see "
+        "“Connect an assistant” in the README (`README.md#connect-an-assistant`)."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
