@@ -17,6 +17,7 @@ from config.problems import PROBLEM_CONTENT_TYPE, json_problem_response
 
 from . import credentials
 from .server import CURRENT, build_server
+from .throttle import wait_for
 
 # Django's ALLOWED_HOSTS already checks the Host header; browsers cannot send the bearer token.
 _SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -101,6 +102,13 @@ def mcp_view(request):
     connection = credentials.authenticate(raw) if raw else None
     if connection is None:
         return _unauthenticated()
+    wait = wait_for(connection)
+    if wait is not None:
+        response = json_problem_response(
+            429, "throttled", "Too many requests", "This connection is making too many calls."
+        )
+        response["Retry-After"] = str(max(1, int(wait)))
+        return response
     status, headers, body = async_to_sync(_serve)(connection, _scope(request), request.body)
     response = HttpResponse(body, status=status)
     for name, value in headers:

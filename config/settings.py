@@ -255,6 +255,9 @@ REST_FRAMEWORK = {
         "runtime": env.str("THROTTLE_RUNTIME", default="60000/min"),
         "import": env.str("THROTTLE_IMPORT", default="60/hour"),
         "token": env.str("THROTTLE_TOKEN", default="1000000/min"),
+        # SPEC §15 M2: each MCP connection's own bucket, beside its user's `runtime` one and
+        # far below it, so a runaway assistant is throttled before the user's companion is.
+        "connection": env.str("THROTTLE_CONNECTION", default="600/min"),
     },
 }
 
