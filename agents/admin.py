@@ -50,7 +50,10 @@ class ConnectionAdmin(SupportAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.action(description="Revoke selected connections", permissions=["change"])
+    def has_revoke_permission(self, request) -> bool:
+        return request.user.has_perm("agents.revoke_connection")
+
+    @admin.action(description="Revoke selected connections", permissions=["revoke"])
     def revoke(self, request, queryset):
         count = connections_revoke(queryset)
         self.message_user(request, f"Revoked {count} connection(s).", messages.SUCCESS)

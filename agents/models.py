@@ -37,6 +37,8 @@ class Connection(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "-created_at"], name="connection_user_idx")]
+        # Support revokes a connection on a person's behalf; it never changes one otherwise.
+        permissions = [("revoke_connection", "Can revoke a person's connection")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

@@ -49,9 +49,10 @@ INSTALLED_APPS = [
     "memory",
     "policy",
     "conversations",
+    # Before support: its post_migrate gives the Support group permissions of this app too.
+    "agents",
     "support",
     "turns",
-    "agents",
 ]
 
 MIDDLEWARE = [

@@ -6,6 +6,7 @@ from django.test import Client
 
 from agents import credentials
 from agents.services import connection_create
+from support.services import support_group_ensure
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -13,12 +14,16 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def admin_client(db):
+    """A member of the Support group, with its permissions and nothing more."""
+    member = UserFactory(username="support-alex", is_staff=True)
+    member.groups.add(support_group_ensure())
     client = Client()
-    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    client.force_login(member)
     return client
 
 
 def test_it_lists_connections_without_their_token(admin_client, sam):
+    """M1: support sees connections in the admin, never a token, and cannot make one."""
     created = connection_create(user=sam, name="Desk assistant", access="write")
     connection = created.connection
 
@@ -32,6 +37,7 @@ def test_it_lists_connections_without_their_token(admin_client, sam):
 
 
 def test_it_revokes_connections_for_support(admin_client, sam):
+    """M1: support revokes connections in the admin (the Support group may)."""
     created = connection_create(user=sam, name="Desk")
 
     r = admin_client.post(
