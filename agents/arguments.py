@@ -60,7 +60,12 @@ def checked(schema: Mapping, arguments) -> dict:
     properties = schema.get("properties", {})
     for name in sorted(arguments, key=str):
         if name not in properties:
-            raise ArgumentError(str(name), "is not an argument of this tool.")
+            # An unknown name is echoed only when it is plain words (never a NUL, a lone
+            # surrogate or a whole paragraph in the answer).
+            plain = isinstance(name, str) and 0 < len(name) <= 64 and name.isprintable()
+            if plain and _valid_text(name):
+                raise ArgumentError(name, "is not an argument of this tool.")
+            raise ArgumentError("arguments", "holds an argument this tool does not take.")
     for name in schema.get("required", ()):
         if name not in arguments:
             raise ArgumentError(name, "is required.")

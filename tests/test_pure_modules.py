@@ -35,6 +35,7 @@ PURE = [
     "memory.current",
     "conversations.plan_snapshot",
     "conversations.places",
+    "agents.arguments",
 ]
 
 

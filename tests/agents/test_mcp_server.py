@@ -420,6 +420,8 @@ def test_it_serves_the_same_tools_over_stdio(world):
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall",'
         b'"arguments":{"query":"\\ud800"}}}',
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall",'
+        b'"arguments":{"\\ud800\\u0000":1}}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall",'
         b'"arguments":"query"}}',
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"no-such"}}',
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call"',
