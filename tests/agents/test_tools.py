@@ -7,9 +7,11 @@ import dataclasses
 
 import pytest
 
-from agents import tools
+from agents import credentials, tools
+from agents.services import connection_create, connection_revoke
 from memory.forgetting import memory_forget
 from memory.services import memory_correct, memory_settings_set
+from tests.agents.conftest import tool_caller
 from tests.factories import CharacterFactory
 from tests.helpers import live
 
@@ -222,3 +224,17 @@ def test_it_answers_a_failure_with_the_request_id_and_no_exception_text(connect,
     body = _refused(connect(sam)("ask", {"question": "Where do I work?"}), "server_error")
     assert "Miso" not in body["detail"] and "RuntimeError" not in body["detail"]
     assert "request id" in body["detail"]
+
+
+def test_it_checks_the_connection_again_inside_a_writes_transaction(sam):
+    """M2: a write checks its connection again in its own transaction, so a revocation that
+    committed after the request was authenticated wins: nothing is stored."""
+    created = connection_create(user=sam, name="Desk", access="forget")
+    authenticated = credentials.authenticate(created.token)
+    connection_revoke(connection_id=created.connection.pk, user=sam)
+
+    call = tool_caller(authenticated)
+    _refused(call("save", {"key": "pet.name", "value": "Pixel"}), "unauthenticated")
+    assert live("pet.name", sam) is None
+    recalled, is_error = call("recall", {})  # a read holds no transaction of its own
+    assert not is_error
