@@ -3,6 +3,8 @@ act for."""
 
 from __future__ import annotations
 
+from conversations.selectors import conversation_list
+
 from .models import Connection
 
 
@@ -16,3 +18,8 @@ def character_slugs(connection: Connection) -> frozenset[str] | None:
     if connection.all_characters:
         return None
     return frozenset(connection.characters.values_list("slug", flat=True))
+
+
+def reachable_conversations(user, slugs: frozenset[str]) -> frozenset[str]:
+    """The ids of the user's conversations with the characters `slugs` (one query)."""
+    return frozenset(str(c.pk) for c in conversation_list(user) if c.character.slug in slugs)

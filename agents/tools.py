@@ -25,7 +25,7 @@ from turns.relevance import query_terms, relevance_order
 
 from . import schemas as s
 from .models import Connection
-from .selectors import character_slugs
+from .selectors import character_slugs, reachable_conversations
 
 RECALL_DEFAULT = 20
 RECALL_MAX = 100
@@ -44,6 +44,7 @@ class MemoryOff(DomainError):
 class Call:
     connection: Connection
     slugs: frozenset[str] | None  # None: every character
+    _conversations: frozenset[str] | None = None
 
     @property
     def user(self):
@@ -52,6 +53,12 @@ class Call:
     @classmethod
     def of(cls, connection: Connection) -> Call:
         return cls(connection, character_slugs(connection))
+
+    def conversations(self) -> frozenset[str]:
+        """The ids of the conversations a connection for some characters reaches (read once)."""
+        if self._conversations is None:
+            self._conversations = reachable_conversations(self.user, self.slugs or frozenset())
+        return self._conversations
 
 
 @dataclass(frozen=True)
@@ -98,11 +105,7 @@ def _reaches(call: Call, scope: Scope) -> bool:
         return True
     if scope.kind == "character":
         return scope.character in call.slugs
-    try:
-        _conversation(call, scope.conversation)
-    except NotFound:
-        return False
-    return True
+    return str(scope.conversation) in call.conversations()
 
 
 def _memory(call: Call, memory_id: str):

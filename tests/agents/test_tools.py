@@ -9,10 +9,11 @@ import pytest
 
 from agents import credentials, tools
 from agents.services import connection_create, connection_revoke
+from conversations.domain import Scope
 from memory.forgetting import memory_forget
-from memory.services import memory_correct, memory_settings_set
+from memory.services import memory_assert, memory_correct, memory_settings_set
 from tests.agents.conftest import tool_caller
-from tests.factories import CharacterFactory
+from tests.factories import CharacterFactory, ConversationFactory
 from tests.helpers import live
 
 pytestmark = pytest.mark.django_db
@@ -208,10 +209,19 @@ def test_it_keeps_a_connection_to_its_characters(connect, sam, rowan, conv):
     _refused(call("recall", {"character": wren.slug}), "not_found")
     _refused(call("save", {"key": "x.y", "value": "z", "character": wren.slug}), "not_found")
     _refused(call("forget", {"memory": theirs["memory"]["id"]}), "not_found")
+    wren_conv = ConversationFactory(user=sam, character=wren)
+    for conversation, value in ((wren_conv, "Wren's"), (conv, "Rowan's")):
+        memory_assert(
+            user=sam,
+            key="plan.next",
+            value=value,
+            scope=Scope("conversation", conversation=str(conversation.pk)),
+        )
+    _refused(call("recall", {"conversation": str(wren_conv.pk)}), "not_found")
     listed, _ = call("list_memories", {})
-    assert listed["count"] == 0
+    assert [m["value"] for m in listed["memories"]] == ["Rowan's"]
     own, is_error = call("recall", {"character": rowan.slug, "conversation": str(conv.pk)})
-    assert not is_error and own == {"memories": []}
+    assert not is_error and "Wren's" not in str(own) and "Pixel" not in str(own)
 
 
 def test_it_answers_a_failure_with_the_request_id_and_no_exception_text(connect, sam, monkeypatch):
