@@ -124,3 +124,13 @@ def test_it_leaves_connections_out_of_the_export(page, sam):
     created = connection_create(user=sam, name="Desk assistant")
     exported = page.get("/data/export.json").content.decode()
     assert "Desk assistant" not in exported and created.connection.prefix not in exported
+
+
+def test_it_names_each_group_of_choices_with_a_legend(page, rowan):
+    """M1: access, characters and expiry in words; every control labelled (no empty `for`)."""
+    html = page.get("/assistants/").content.decode()
+    for legend in ("What it may do", "Which characters", "Characters"):
+        assert f"<legend>{legend}</legend>" in html
+    assert 'for=""' not in html
+    seen = text(page.get("/assistants/"))
+    assert "Read, write and forget" in seen and "365 days" in seen and "Captain Rowan" in seen
