@@ -5,10 +5,18 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 # `make run` serves on HOST:PORT; DB=path/to/file.sqlite3 runs it on another SQLite file
 # (default: DATABASE_URL from the environment or .env, else db.sqlite3 next to manage.py).
+# The demo user is kept across runs with what they changed; DEMO=reset loads the demo anew.
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 DB     ?=
-RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB)))
+DEMO   ?=
+ifneq ($(filter-out reset,$(DEMO)),)
+$(error DEMO=$(DEMO) is not known: DEMO=reset deletes the demo user and loads the demo anew)
+endif
+# `make run` is development on this machine, so a webhook receiver here (http, loopback) may be
+# registered (SPEC V3); production leaves both settings off.
+RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB))) \
+	WEBHOOK_ALLOW_HTTP=true WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true
 # `make test` runs the suite in TEST_WORKERS processes (pytest-xdist), a test file per process
 # at a time: files that start servers or hold fixed ports never meet. TEST_WORKERS=0 runs it in
 # this process.
@@ -27,9 +35,11 @@ $(STAMP): $(BIN)/python requirements.lock pyproject.toml
 install: $(STAMP)
 
 run: install
+	@# Before anything is printed: another server answering on HOST:PORT stops the run.
+	@$(BIN)/python manage.py check_port --host $(HOST) --port $(PORT)
 	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
 	$(RUN_ENV) $(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	$(RUN_ENV) $(BIN)/python manage.py load_demo --address http://$(HOST):$(PORT)
+	$(RUN_ENV) $(BIN)/python manage.py load_demo --address http://$(HOST):$(PORT) $(if $(DEMO),--reset)
 	@# The events worker (SPEC V3) runs beside the server and stops with it (Ctrl-C, or a kill).
 	$(RUN_ENV) $(BIN)/python manage.py events_worker & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \

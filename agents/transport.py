@@ -36,7 +36,6 @@ def _unauthenticated() -> HttpResponse:
     response = json_problem_response(
         401,
         "unauthenticated",
-        "Authentication failed",
         "A live connection token is required: create one on the Connected assistants page.",
     )
     response["WWW-Authenticate"] = CHALLENGE
@@ -105,7 +104,7 @@ def mcp_view(request):
     wait = wait_for(connection)
     if wait is not None:
         response = json_problem_response(
-            429, "throttled", "Too many requests", "This connection is making too many calls."
+            429, "throttled", "This connection is making too many calls."
         )
         response["Retry-After"] = str(max(1, int(wait)))
         return response

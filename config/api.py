@@ -20,6 +20,7 @@ from config import credentials
 from config import problems as problem_codes
 from config.errors import DomainError
 from config.problems import PROBLEM_CONTENT_TYPE, problem
+from config.serializers import QueryText
 from config.throttle import RuntimeThrottle  # noqa: F401  (its old home: tests patch it here)
 
 from .models import ApiToken
@@ -110,14 +111,14 @@ class PageOutput(serializers.Serializer):
 
 _DRF_CODES = {
     drf_exceptions.NotAuthenticated: ("unauthenticated", "Authentication required"),
-    drf_exceptions.AuthenticationFailed: ("unauthenticated", "Authentication failed"),
+    drf_exceptions.AuthenticationFailed: ("unauthenticated", "Authentication required"),
     drf_exceptions.PermissionDenied: ("permission_denied", "Permission denied"),
     drf_exceptions.NotFound: ("not_found", "Not found"),
     drf_exceptions.MethodNotAllowed: ("method_not_allowed", "Method not allowed"),
     drf_exceptions.NotAcceptable: ("not_acceptable", "Not acceptable"),
     drf_exceptions.UnsupportedMediaType: ("unsupported_media_type", "Unsupported media type"),
     drf_exceptions.Throttled: ("throttled", "Too many requests"),
-    drf_exceptions.ParseError: ("validation_error", "Malformed request body"),
+    drf_exceptions.ParseError: ("validation_error", "Invalid input"),
     drf_exceptions.ValidationError: ("validation_error", "Invalid input"),
 }
 
@@ -234,9 +235,10 @@ def validated(serializer_class, data, **kwargs):
     return serializer.validated_data
 
 
-def query_params(request) -> dict:
-    """Query parameters as a plain dict of single values (repeated parameters keep the last)."""
-    return {k: v for k, v in request.query_params.items()}
+def query_params(request) -> QueryText:
+    """Query parameters as a dict of single values (repeated parameters keep the last), marked
+    as text: their fields read the documented spellings (`limit=20`), not JSON types (C7)."""
+    return QueryText(request.query_params.items())
 
 
 import json  # noqa: E402

@@ -67,6 +67,15 @@ class ImportConflict(Conflict):
     title = "Import conflict"
 
 
+class MessageWithheld(Conflict):
+    """F7.1: the turn's own message is withheld by a forget, so no plan may hold it. Names the
+    turn (`turn`), never the text."""
+
+    code = "message_withheld"
+    title = "Message withheld"
+    message_id: str | None = None
+
+
 class PayloadTooLarge(DomainError):
     code = "payload_too_large"
     status = 413

@@ -74,7 +74,7 @@ REQUEST_EXAMPLES: dict[str, tuple[str, dict]] = {
     "media_jobs_complete": ("No fields", {}),
     "user_import": (
         "The smallest snapshot",
-        {"format": "companion-memory/1", "user": {"ref": "sam"}},
+        {"format": "companion-memory/3", "user": {"ref": "sam"}},
     ),
 }
 

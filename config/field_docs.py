@@ -159,7 +159,7 @@ BY_SHAPE: dict[str, str] = {
     "`paused` (learning is switched off).",
     "ExclusionOutput.reason": "Why the memory does not apply or is left out, as a stable code "
     "(such as `scope`, `expired`, `superseded`, `forgotten`, "
-    "`low-confidence`, `budget`, `memory-off`).",
+    "`low-confidence`, `budget`, `memory-off`, `withheld`).",
     "ExplainOutput.reason": "The stable code of why the memory was or was not chosen.",
     "ExplainOutput.detail": "The same in words, with the ids and times involved.",
     "DecisionOutput.reason": "Why this effect: `explicit-rule` (a rule decided), "
@@ -241,8 +241,10 @@ BY_SHAPE: dict[str, str] = {
     "(on by default).",
     "MemorySettingsOutput.use": "Whether memories may enter prompts (on by default).",
     # The snapshot (§9): what the export writes and the import reads.
-    "Snapshot.format": "The snapshot's format and version: `companion-memory/1`.",
-    "SnapshotInput.format": "The snapshot's format and version: `companion-memory/1`.",
+    "Snapshot.format": "The snapshot's format and version: `companion-memory/3`.",
+    "SnapshotInput.format": "The snapshot's format and version: `companion-memory/3`, or an "
+    "earlier one: a `companion-memory/2` file imports with no memory links (F7.2), a "
+    "`companion-memory/1` file with no links at all (F6).",
     "Snapshot.exported_at": "When the snapshot was made.",
     "Snapshot.user": "The user: ref, name, email and memory switches.",
     "SnapshotInput.user": "The user: ref (it must be the user in the path), name, email and "

@@ -129,7 +129,6 @@ def server_error_response(request) -> HttpResponse:
         response = json_problem_response(
             500,
             "server_error",
-            "Server error",
             "An unexpected error occurred. Quote the request id when reporting it.",
             request_id=request_id,
         )

@@ -81,9 +81,7 @@ def metrics_view(request):
     except AuthenticationFailed:
         authenticated = None
     if authenticated is None:
-        response = json_problem_response(
-            401, "unauthenticated", "Authentication required", "A Bearer API token is required."
-        )
+        response = json_problem_response(401, "unauthenticated", "A Bearer API token is required.")
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     body, content_type = metrics.exposition()

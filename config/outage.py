@@ -25,10 +25,11 @@ import threading
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from django.template import loader
 
 from config import metrics
+from config.problems import json_problem_response
 
 try:  # PostgreSQL's driver, when installed
     import psycopg
@@ -112,17 +113,14 @@ def unavailable_response(request, exc: BaseException) -> HttpResponse:
     EPISODES.refused_one(exc)
     seconds = retry_after()
     if request.path.startswith("/api/"):
-        body = {
-            "type": "/problems/unavailable",
-            "title": "Service unavailable",
-            "status": 503,
-            "detail": "The database cannot be reached right now. Nothing was half-stored: retry "
-            "with the same keys after the time in Retry-After.",
-            "code": "unavailable",
-            "retry_after": seconds,
-            "request_id": getattr(request, "request_id", "-"),
-        }
-        response = JsonResponse(body, status=503, content_type="application/problem+json")
+        response = json_problem_response(
+            503,
+            "unavailable",
+            "The database cannot be reached right now. Nothing was half-stored: retry with the "
+            "same keys after the time in Retry-After.",
+            retry_after=seconds,
+            request_id=getattr(request, "request_id", "-"),
+        )
     else:
         try:
             body = loader.get_template("503.html").render({"retry_after": seconds})

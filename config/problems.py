@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.http import JsonResponse
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
@@ -30,12 +31,14 @@ def problem(
     return body
 
 
-def json_problem_response(status: int, code: str, title: str, detail: str, **extra) -> JsonResponse:
-    return JsonResponse(
-        problem(status, code, title, detail, **extra),
-        status=status,
-        content_type=PROBLEM_CONTENT_TYPE,
-    )
+def json_problem_response(status: int, code: str, detail: str, **extra) -> HttpResponse:
+    """A problem answered outside the API's views — an unknown path or a malformed id, a body
+    refused before a view reads it, a failure, an outage — in the one shape of every problem
+    (SPEC §10): the title the registry gives its code, and the bytes of the API's own renderer,
+    as a problem a view raises is rendered."""
+    body = problem(status, code, PROBLEM_CODES[code].title, detail, **extra)
+    renderer = api_settings.DEFAULT_RENDERER_CLASSES[0]()
+    return HttpResponse(renderer.render(body), status=status, content_type=PROBLEM_CONTENT_TYPE)
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,15 @@ PROBLEM_CODES: dict[str, ProblemCode] = {
         "A row of the export file has an id already present with other content, or a key whose "
         "cardinality differs from the registry's (SPEC §9). Nothing was imported.",
         "Import into a clean user, or remove the conflicting rows from the export file.",
+    ),
+    "message_withheld": ProblemCode(
+        409,
+        "Message withheld",
+        "The turn's own message is withheld: a forget made after the turn was created "
+        "withholds it (SPEC F6, F7.1), so no prompt plan may hold it. `turn` is the turn's id; "
+        "the problem never repeats the message. A reply committed to that turn is stored "
+        "withheld and answered with `withheld: true` and `content: null`.",
+        "Do not prompt the model with this turn: start a new turn with the user's next message.",
     ),
     "cursor_expired": ProblemCode(
         410,
@@ -200,7 +212,9 @@ class Problem(serializers.Serializer):
         required=False, min_value=0, help_text="`throttled`, `unavailable`: seconds to wait."
     )
     turn = serializers.UUIDField(
-        required=False, help_text="`budget_exceeded` on a turn creation: the turn, created."
+        required=False,
+        help_text="`budget_exceeded` on a turn creation: the turn, created; "
+        "`message_withheld`: the turn whose message a forget withholds.",
     )
     needed_tokens = serializers.IntegerField(
         required=False, help_text="`budget_exceeded`: what the current message needs."
@@ -225,6 +239,10 @@ _EXAMPLE_EXTRA = {
         "turn": "6f1d2c3b-4a5e-4f60-8172-93a4b5c6d7e8",
         "needed_tokens": 40,
         "available_tokens": 12,
+    },
+    "message_withheld": {
+        "detail": "The turn's message is withheld by a forget: no prompt plan holds it.",
+        "turn": "6f1d2c3b-4a5e-4f60-8172-93a4b5c6d7e8",
     },
     "throttled": {
         "detail": "Request was throttled. Expected available in 12 seconds.",

@@ -50,13 +50,17 @@ class StrictSerializerSchema(OpenApiSerializerExtension):
 
 
 def _variant(auto_schema, serializer, direction, present: dict[str, bool], const=None) -> dict:
-    """One `oneOf` member: the fields `present` names (True: required), no others."""
+    """One `oneOf` member: the fields `present` names (True: required), no others. A reference
+    is nullable only in a scope that reads `null` as absent (`NULLS_ABSENT`, C7)."""
     properties, required = {}, []
+    nulls_absent = getattr(serializer, "NULLS_ABSENT", False)
     for name, needed in present.items():
         field = serializer.fields[name]
         schema = auto_schema._map_serializer_field(field, direction)
         auto_schema._insert_field_validators(field, schema)
         schema.pop("nullable", None)
+        if nulls_absent and name != "kind":
+            schema["nullable"] = True
         schema.pop("readOnly", None)
         if const is not None and name == "kind":
             schema = {"type": "string", "enum": [const]}

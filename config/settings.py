@@ -64,7 +64,6 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (the pages' stylesheet, the admin's) before anything else reads the request.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "config.middleware.ApiBodyLimitMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -73,6 +72,11 @@ MIDDLEWARE = [
     "memory.middleware.UserTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # An oversized API body is refused before a view reads it, and its 413 passes back through
+    # every middleware above, so it carries the headers of every other problem.
+    "config.middleware.ApiBodyLimitMiddleware",
+    # A path parameter that its schema refuses (C7) answers before any view queries with it.
+    "config.middleware.ApiPathParameterMiddleware",
     # Last, as django-axes asks: locks out repeated failed sign-ins.
     "axes.middleware.AxesMiddleware",
 ]

@@ -26,15 +26,13 @@ def home(request):
 
 def not_found(request, exception=None):
     if _is_api(request):
-        return json_problem_response(404, "not_found", "Not found", "No such resource.")
+        return json_problem_response(404, "not_found", "No such resource.")
     return defaults.page_not_found(request, exception)
 
 
 def bad_request(request, exception=None):
     if _is_api(request):
-        return json_problem_response(
-            400, "validation_error", "Bad request", "The request could not be read."
-        )
+        return json_problem_response(400, "validation_error", "The request could not be read.")
     return defaults.bad_request(request, exception)
 
 
@@ -42,9 +40,7 @@ def forbidden(request, exception=None):
     """A staff member refused an admin page gets the admin's own page, with the reason the
     view gave (which permission is missing); everyone else gets the site's `403.html`."""
     if _is_api(request):
-        return json_problem_response(
-            403, "permission_denied", "Permission denied", "Permission denied."
-        )
+        return json_problem_response(403, "permission_denied", "Permission denied.")
     user = getattr(request, "user", None)
     if request.path.startswith("/admin/") and user is not None and user.is_active and user.is_staff:
         from django.contrib import admin
@@ -70,7 +66,7 @@ def server_error(request):
 def api_not_found(request, rest=""):
     """Any path under /api/ that no route matches — an unknown operation or a malformed id —
     is a problem+json 404, also with DJANGO_DEBUG on (where Django would show its HTML page)."""
-    return json_problem_response(404, "not_found", "Not found", "No such resource.")
+    return json_problem_response(404, "not_found", "No such resource.")
 
 
 def problem_index(request):

@@ -9,7 +9,12 @@ Stored snapshots come from every version of the service and from imports (§9), 
 one (`PlanSnapshot.of`) keeps what has the expected shape and skips the rest: an id that is
 not a string, an exclusion or a decision that is not three strings (an exclusion may also be
 in the plan's own shape, `{"kind", "id", "reason"}`), a certainty list that does not match
-the memories."""
+the memories, a count that is not `(kind, reason, count)` with a count of at least 0.
+
+What was left out (I9) comes in two generations. A snapshot made since I9 lists at most 20
+entries per `(kind, reason)` and keeps every total in `excluded_counts`; an older one listed
+every entry and kept no counts, so its totals are what it lists. Either way
+`left_out_counts` gives every total and `not_listed` what each reader says as "and N more"."""
 
 from __future__ import annotations
 
@@ -26,13 +31,15 @@ class PlanSnapshot:
     memories: tuple[str, ...] = ()  # the memory records given, in fill order
     # E2: each given memory's certainty, aligned with `memories` ("" where the plan predates it)
     certainty: tuple[str, ...] = ()
-    excluded: tuple[tuple[str, str, str], ...] = ()  # (kind, id, reason)
+    excluded: tuple[tuple[str, str, str], ...] = ()  # (kind, id, reason), as listed
     estimated_tokens: int | None = None
     plan_hash: str = ""
     now: str | None = None  # ISO 8601: the time the plan was made for
     params: Mapping = field(default_factory=dict)
     decisions: tuple[str, ...] = ()  # decision ids
     policy: tuple[tuple[str, str, str], ...] = ()  # E2: (decision id, capability, effect)
+    # I9: (kind, reason, count) of every entry left out; () in a snapshot stored before I9
+    excluded_counts: tuple[tuple[str, str, int], ...] = ()
 
     @classmethod
     def made(
@@ -58,6 +65,7 @@ class PlanSnapshot:
             dict(params),
             tuple(decision for decision, _, _ in policy),
             tuple(tuple(item) for item in policy),
+            tuple(map(tuple, plan["excluded_counts"])),
         )
 
     def stored(self) -> dict:
@@ -75,6 +83,7 @@ class PlanSnapshot:
             "params": dict(self.params),
             "decisions": list(self.decisions),
             "policy": [list(item) for item in self.policy],
+            "excluded_counts": list(map(list, self.excluded_counts)),
         }
 
     @classmethod
@@ -110,6 +119,7 @@ class PlanSnapshot:
             policy=tuple(
                 tuple(item) for item in stored.get("policy") or [] if _three_strings(item)
             ),
+            excluded_counts=tuple(_counts(stored.get("excluded_counts"))),
         )
 
     @property
@@ -117,6 +127,32 @@ class PlanSnapshot:
         """The capabilities the plan asked about (its parameters)."""
         found = self.params.get("capabilities") or []
         return [c for c in found if isinstance(c, str)] if isinstance(found, list) else []
+
+    def left_out_counts(self) -> dict[tuple[str, str], int]:
+        """Every total left out by `(kind, reason)`, sorted: the stored counts (never fewer
+        than the entries listed), or for a snapshot stored before them, the entries it lists
+        (it listed every one)."""
+        listed = self._listed()
+        counts = dict(listed)
+        for kind, reason, n in self.excluded_counts:
+            counts[kind, reason] = max(n, listed.get((kind, reason), 0))
+        return {key: counts[key] for key in sorted(counts) if counts[key]}
+
+    def not_listed(self) -> list[tuple[str, str, int]]:
+        """`(kind, reason, n)` for each `(kind, reason)` with `n` entries counted but not
+        listed ("and n more"), sorted by kind then reason."""
+        listed = self._listed()
+        return [
+            (kind, reason, n - listed.get((kind, reason), 0))
+            for (kind, reason), n in self.left_out_counts().items()
+            if n > listed.get((kind, reason), 0)
+        ]
+
+    def _listed(self) -> dict[tuple[str, str], int]:
+        listed: dict[tuple[str, str], int] = {}
+        for kind, _, reason in self.excluded:
+            listed[kind, reason] = listed.get((kind, reason), 0) + 1
+        return listed
 
     def memory_ids(self) -> list[str]:
         """Every memory id the plan names (given or left out), once each, in order."""
@@ -140,6 +176,24 @@ def _three_strings(item) -> bool:
         and len(item) == 3
         and all(isinstance(part, str) for part in item)
     )
+
+
+def _counts(found) -> list[tuple[str, str, int]]:
+    out = []
+    for item in found if isinstance(found, list) else []:
+        if isinstance(item, Mapping):
+            item = (item.get("kind"), item.get("reason"), item.get("count"))
+        if (
+            isinstance(item, list | tuple)
+            and len(item) == 3
+            and isinstance(item[0], str)
+            and isinstance(item[1], str)
+            and isinstance(item[2], int)
+            and not isinstance(item[2], bool)
+            and item[2] >= 0
+        ):
+            out.append(tuple(item))
+    return out
 
 
 def _excluded(found) -> list[tuple[str, str, str]]:

@@ -36,8 +36,26 @@ EVENT_TYPES = (
 )
 
 
+# V5: an id list in an event holds at most this many ids; a consumer reads the tombstone for
+# the rest.
+ID_LIST_MAX = 1000
+
+
 def _event(type_: str, user_ref: str | None, at: datetime, data: dict) -> Event:
     return Event(type=type_, user_ref=user_ref or "", occurred_at=at, data=data)
+
+
+def id_list(name: str, ids: Iterable) -> dict:
+    """V5: the id list `name` of an event, sorted and bounded: at most `ID_LIST_MAX` ids (the
+    first in sorted order); beyond, `<name>_count` (how many there are) and
+    `<name>_truncated: true` beside it. Within the bound the list stands alone, so the events
+    of everyday changes keep their shape."""
+    ordered = sorted(str(i) for i in ids)
+    found = {name: ordered[:ID_LIST_MAX]}
+    if len(ordered) > ID_LIST_MAX:
+        found[f"{name}_count"] = len(ordered)
+        found[f"{name}_truncated"] = True
+    return found
 
 
 def memory_created(
@@ -88,10 +106,12 @@ def memory_forgotten(
     scope_kind: str,
     memories: Sequence[str],
     withheld_message_ids: Sequence[str],
+    withheld_memory_ids: Sequence[str] = (),
     forgotten_by: str,
     at: datetime,
 ) -> Event:
-    """F1/F2: the tombstone, the records it purged and the messages it withholds (F6)."""
+    """F1/F2: the tombstone, the records it purged, the messages it withholds (F6) and the
+    user's other memories it withholds (F7.2) — each id list bounded (V5)."""
     return _event(
         MEMORY_FORGOTTEN,
         user_ref,
@@ -99,22 +119,33 @@ def memory_forgotten(
         {
             "tombstone": tombstone,
             "scope_kind": scope_kind,
-            "memories": sorted(memories),
-            "withheld_messages": sorted(withheld_message_ids),
+            **id_list("memories", memories),
+            **id_list("withheld_messages", withheld_message_ids),
+            **id_list("withheld_memories", withheld_memory_ids),
             "forgotten_by": forgotten_by,
         },
     )
 
 
 def tombstone_deleted(
-    user_ref: str, *, tombstone: str, released_message_ids: Sequence[str], at: datetime
+    user_ref: str,
+    *,
+    tombstone: str,
+    released_message_ids: Sequence[str],
+    released_memory_ids: Sequence[str] = (),
+    at: datetime,
 ) -> Event:
-    """F4: the tombstone is gone; the messages it withheld are released (F6)."""
+    """F4: the tombstone is gone; the messages (F6) and memories (F7.2) it withheld that no
+    other tombstone withholds are released — each id list bounded (V5)."""
     return _event(
         TOMBSTONE_DELETED,
         user_ref,
         at,
-        {"tombstone": tombstone, "released_messages": sorted(released_message_ids)},
+        {
+            "tombstone": tombstone,
+            **id_list("released_messages", released_message_ids),
+            **id_list("released_memories", released_memory_ids),
+        },
     )
 
 

@@ -48,7 +48,9 @@ class EventOutput(serializers.Serializer):
     occurred_at = serializers.DateTimeField(help_text="When the change was made (database clock).")
     data = serializers.DictField(
         help_text="Ids, states, versions and times of the change (SPEC V1): never a value, "
-        "message content or key."
+        "message content or key. An id list holds at most 1,000 ids, sorted; a longer one is "
+        "cut there and carries `<list>_count` and `<list>_truncated: true` beside it (V5): read "
+        "the tombstone for the rest."
     )
 
 

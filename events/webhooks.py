@@ -22,6 +22,13 @@ from .models import WebhookEndpoint
 from .outbox import EVENT_TYPES
 
 SECRET_PREFIX = "whsec_"
+# Each refusal a setting can lift names that setting, so whoever registers a receiver on their
+# own machine learns how (`make run` sets both for its processes; production leaves them off).
+HTTPS_REFUSAL = "The URL must use https (WEBHOOK_ALLOW_HTTP=true allows http, for development)."
+PRIVATE_REFUSAL = (
+    "The host resolves to a loopback, private, link-local or reserved address "
+    "(WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true allows these, for development)."
+)
 
 
 def _address_refused(address: str) -> bool:
@@ -44,7 +51,7 @@ def url_refusal(url: str, *, resolve=socket.getaddrinfo) -> str | None:
         return "Not a valid URL."
     allowed = ("https", "http") if settings.WEBHOOK_ALLOW_HTTP else ("https",)
     if parts.scheme not in allowed:
-        return "The URL must use https."
+        return HTTPS_REFUSAL
     if not parts.hostname:
         return "The URL has no host."
     if parts.username or parts.password:
@@ -57,7 +64,7 @@ def url_refusal(url: str, *, resolve=socket.getaddrinfo) -> str | None:
         return "The host does not resolve."
     if not settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES:
         if any(_address_refused(info[4][0]) for info in infos):
-            return "The host resolves to a loopback, private, link-local or reserved address."
+            return PRIVATE_REFUSAL
     return None
 
 

@@ -15,7 +15,7 @@ from conversations.domain import Scope
 from conversations.selectors import load_context, user_by_ref
 
 from . import asking, forgetting, services
-from .domain import RESOLVER_VERSION
+from .domain import REASON_WITHHELD, RESOLVER_VERSION
 from .selectors.history import slot_history
 from .selectors.pages import tombstone_get, tombstone_list
 from .selectors.resolution import ContextResolution
@@ -46,6 +46,7 @@ from .serializers import (
     TombstonePageOutput,
     assert_json,
     memory_json,
+    withheld_memory_json,
 )
 from .switches import memory_settings_of, prompt_projection
 
@@ -100,7 +101,9 @@ class MemoryCollectionApi(APIView):
         description="Answer the user's stored memories as a paginated list, ordered by key, "
         "scope and version, optionally only those of a key, a scope id, a stored status or a "
         "state. Each memory carries its `state` now (active, superseded, forgotten…); the "
-        "filters apply before pagination, so `count` agrees with them (E1).",
+        "filters apply before pagination, so `count` agrees with them (E1). A memory a forget "
+        "withholds (it holds a forgotten value) is listed only with `include_withheld=true`, "
+        "and then with `value` null and its key's free part masked (F7.2).",
     )
     def get(self, request):
         params = validated(MemoryListQuery, query_params(request))
@@ -111,11 +114,17 @@ class MemoryCollectionApi(APIView):
             scope_id=params.get("scope"),
             status=params.get("status"),
             state=params.get("state"),
+            include_withheld=params["include_withheld"],
             now=db_now(),
         )
-        return paginated(
-            self, request, found, lambda page: [memory_json(m.record, m.state) for m in page]
-        )
+        return paginated(self, request, found, lambda page: [_listed(m) for m in page])
+
+
+def _listed(found) -> dict:
+    """A listed memory: masked when a forget withholds it (F7.2)."""
+    if found.record.withheld_by:
+        return withheld_memory_json(found.record, found.state)
+    return memory_json(found.record, found.state)
 
 
 class MemoryDetailApi(APIView):
@@ -124,12 +133,14 @@ class MemoryDetailApi(APIView):
         summary="Read a memory",
         responses={200: MemoryOutput, **problems(400, 404)},
         description="Answer one memory with its `state` now (active, superseded, forgotten…) "
-        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2).",
+        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2); a "
+        "memory a forget withholds is answered with `value` null and its key's free part "
+        "masked (F7.2).",
     )
     def get(self, request, memory_id):
         validated(EmptyQuery, query_params(request))
         found = memory_stated(memory_id, now=db_now())
-        return Response(memory_json(found.record, found.state))
+        return Response(_listed(found))
 
 
 class MemoryConfirmApi(APIView):
@@ -195,7 +206,8 @@ class MemoryForgetApi(APIView):
         responses={200: TombstoneOutput, **problems(400, 404, 409)},
         description="Forget this memory: its values are erased and the companion will not "
         "learn it again from the messages it already has. Answers the tombstone that records "
-        "the forget (never the value). `everywhere` forgets the key in every scope, "
+        "the forget (never the value), with how many messages and other memories it withholds "
+        "(F6, F7.2). `everywhere` forgets the key in every scope, "
         "`whole_key` every value of a many-valued key (F1–F3).",
     )
     def post(self, request, memory_id):
@@ -216,7 +228,9 @@ class MemoryResolveApi(APIView):
         "conversation or a scene, at a time — and why the others do not, and what a prompt "
         "would get. The body's `context` object is required (a 400 names `context` when it is "
         "missing). With the user's `use` switch off `prompt` is empty and what it would have "
-        "held is in `prompt_excluded` with reason `memory-off` (R1–R8, P1–P4, I8).",
+        "held is in `prompt_excluded` with reason `memory-off` (R1–R8, P1–P4, I8). A memory a "
+        "forget withholds in this context stays in `active` with `value` null and its key's "
+        "free part masked, and is in `prompt_excluded` with reason `withheld` (F7.2).",
     )
     def post(self, request):
         data = validated(ResolveInput, request.data)
@@ -226,9 +240,14 @@ class MemoryResolveApi(APIView):
         log.info("resolve %s", result.log_line())
         resolution = result.resolution
         projection = prompt_projection(result.projection, memory_settings_of(ctx.user))
+        withheld = {e.id for e in projection.excluded if e.reason == REASON_WITHHELD}
         body = {
-            # E1: what is active in a context is active in its own scope (slots never cross scopes)
-            "active": [memory_json(r, ACTIVE) for r in resolution.active],
+            # E1: what is active in a context is active in its own scope (slots never cross
+            # scopes); F7.2: what a forget withholds here, masked.
+            "active": [
+                withheld_memory_json(r, ACTIVE) if r.id in withheld else memory_json(r, ACTIVE)
+                for r in resolution.active
+            ],
             "excluded": [{"id": e.id, "reason": e.reason} for e in resolution.excluded],
             "prompt": [p.as_prompt() for p in projection.prompt],
             "prompt_excluded": [{"id": e.id, "reason": e.reason} for e in projection.excluded],
@@ -319,7 +338,8 @@ class TombstoneListApi(APIView):
         parameters=[TombstoneListQuery],
         responses={200: TombstonePageOutput, **problems(400)},
         description="Answer the user's tombstones — one per forget, with its key and scope, "
-        "never the value — newest first, as a paginated list (F1).",
+        "never the value, and how many messages and other memories it withholds (F6, F7.2) — "
+        "newest first, as a paginated list (F1).",
     )
     def get(self, request):
         params = validated(TombstoneListQuery, query_params(request))
@@ -334,7 +354,8 @@ class TombstoneDetailApi(APIView):
         summary="Read a forget",
         responses={200: TombstoneOutput, **problems(400, 404)},
         description="Answer one tombstone: the key and scope forgotten and when, never the "
-        "value. An unknown id answers 404 `not_found` (C4).",
+        "value, and how many messages and other memories it withholds (F6, F7.2). An unknown "
+        "id answers 404 `not_found` (C4).",
     )
     def get(self, request, tombstone_id):
         validated(EmptyQuery, query_params(request))

@@ -1,5 +1,5 @@
 """`GET /memory/ask` (SPEC §10, C5): a simple question in words answered from the user's
-own-scope memories active now."""
+own-scope memories active now, never one a forget withholds (F7.2)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from conversations.selectors import load_context
 
-from .domain import MemoryRecord
+from .domain import REASON_WITHHELD, MemoryRecord
 from .extract import question_key
 from .selectors.resolution import ContextResolution
 
@@ -28,8 +28,10 @@ def ask(user, question: str) -> Answer:
     if key is None:
         return Answer(understood=False)
     result = ContextResolution(load_context({"user": user.username}), [key])
+    # F7.2: a memory a forget withholds in the user's own context is not answered.
+    withheld = {e.id for e in result.projection.excluded if e.reason == REASON_WITHHELD}
     active = sorted(
-        (r for r in result.resolution.active if r.key == key),
+        (r for r in result.resolution.active if r.key == key and r.id not in withheld),
         key=lambda r: (-r.valid_from.timestamp(), r.id),
     )
     if not active:

@@ -46,10 +46,16 @@ def plan_events(user_ref: str, plan: WritePlan) -> list:
 
 
 def forgotten(
-    user, tombstone, purged: Sequence[str], *, withheld_message_ids: Sequence[str] = ()
+    user,
+    tombstone,
+    purged: Sequence[str],
+    *,
+    withheld_message_ids: Sequence[str] = (),
+    withheld_memory_ids: Sequence[str] = (),
 ) -> None:
     """`memory.forgotten` in the forget's transaction. `withheld_message_ids`: the messages
-    the forget withholds from prompts (F6), as the forget computed them."""
+    the forget withholds from prompts (F6); `withheld_memory_ids`: the user's other memories
+    it withholds (F7.2) — both as the forget computed them."""
     outbox.record(
         [
             outbox.memory_forgotten(
@@ -58,6 +64,7 @@ def forgotten(
                 scope_kind=scope_kind_of(tombstone.scope_id),
                 memories=purged,
                 withheld_message_ids=withheld_message_ids,
+                withheld_memory_ids=withheld_memory_ids,
                 forgotten_by=tombstone.forgotten_by,
                 at=tombstone.forgotten_at,
             )
@@ -65,14 +72,23 @@ def forgotten(
     )
 
 
-def tombstone_deleted(user, tombstone_id, at, *, released_message_ids: Sequence[str] = ()) -> None:
-    """`tombstone.deleted` in the deletion's transaction, with the messages it released (F6)."""
+def tombstone_deleted(
+    user,
+    tombstone_id,
+    at,
+    *,
+    released_message_ids: Sequence[str] = (),
+    released_memory_ids: Sequence[str] = (),
+) -> None:
+    """`tombstone.deleted` in the deletion's transaction, with the messages (F6) and the
+    memories (F7.2) it released."""
     outbox.record(
         [
             outbox.tombstone_deleted(
                 user.username,
                 tombstone=str(tombstone_id),
                 released_message_ids=released_message_ids,
+                released_memory_ids=released_memory_ids,
                 at=at,
             )
         ]

@@ -18,7 +18,7 @@ from itertools import chain
 from conversations.domain import Context
 
 from .domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
-from .projection import project, prompt_order
+from .projection import project, prompt_order, withholding_in
 from .resolver import RESOLVER_REASONS, at_time, resolve, stable_window
 
 
@@ -253,7 +253,12 @@ def resolve_context(
             return reused
     resolution = resolve(records, tombstones, context, many_keys=many_keys, secret=secret)
     projection = project(
-        resolution.active, labels=labels, many_keys=many_keys, likely=likely, uncertain=uncertain
+        resolution.active,
+        labels=labels,
+        many_keys=many_keys,
+        likely=likely,
+        uncertain=uncertain,
+        withholding=withholding_in(tombstones, context),
     )
     return resolution, projection
 
@@ -380,6 +385,7 @@ def resolve_keyed(
         and earlier.tombstones is tombstones
     )
     tombs_by_group: dict[int, list[Tombstone]] | None = None
+    withholding: frozenset[str] | None = None
     parts: dict[int, KeyPart] = {}
     changed = len(grouping) != len(parts_before)
     for index in sorted(grouping):
@@ -392,14 +398,18 @@ def resolve_keyed(
             tombs_by_group = {}
             for tomb in tombstones:
                 tombs_by_group.setdefault(group_of(tomb.key, groups), []).append(tomb)
+            withholding = withholding_in(tombstones, context)
         tombs = tombs_by_group.get(index, ())
-        made_with = tuple(
-            (k, k in many_keys, labels.get(k)) for k in sorted({r.key for r in grouped})
+        # F7.2: a group is withheld by tombstones of any key; what it holds of them is part
+        # of what it was made with.
+        made_with = (
+            tuple((k, k in many_keys, labels.get(k)) for k in sorted({r.key for r in grouped})),
+            _withheld_in_group(grouped, withholding),
         )
         if part is None or not part.holds(grouped, tombs, made_with, now):
             changed = True
             made = _resolve_group(
-                grouped, tombs, context, many_keys, labels, secret, likely, uncertain
+                grouped, tombs, context, many_keys, labels, secret, likely, uncertain, withholding
             )
             part = KeyPart(
                 tuple(grouped), tuple(tombs), made_with, stable_window(grouped, now), *made
@@ -439,10 +449,24 @@ def _same_order(held: tuple, given: Sequence) -> bool:
     return len(held) == len(given) and all(map(operator.is_, held, given))
 
 
-def _resolve_group(grouped, tombs, context, many_keys, labels, secret, likely, uncertain):
+def _withheld_in_group(grouped, withholding: frozenset[str]) -> frozenset[str]:
+    """The tombstones of `withholding` that withhold records of the group (F7.2)."""
+    if not withholding:
+        return frozenset()
+    return withholding.intersection(chain.from_iterable(r.withheld_by for r in grouped))
+
+
+def _resolve_group(
+    grouped, tombs, context, many_keys, labels, secret, likely, uncertain, withholding
+):
     resolution = resolve(grouped, tombs, context, many_keys=many_keys, secret=secret)
     projection = project(
-        resolution.active, labels=labels, many_keys=many_keys, likely=likely, uncertain=uncertain
+        resolution.active,
+        labels=labels,
+        many_keys=many_keys,
+        likely=likely,
+        uncertain=uncertain,
+        withholding=withholding,
     )
     ids = {record.id for record in grouped}
     outside = frozenset(

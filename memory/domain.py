@@ -37,6 +37,8 @@ REASON_LOW_CONFIDENCE = "low-confidence"
 REASON_SHADOWED = "shadowed"
 REASON_BUDGET = "budget"
 REASON_MEMORY_OFF = "memory-off"  # I8: the user switched `use` off
+# F7.2: a record a forget withholds in this context (it holds a purged value; not purged).
+REASON_WITHHELD = "withheld"
 # I8: a write blocked because the user switched `learn` off (an outcome reason, not a resolver one).
 REASON_PAUSED = "paused"
 
@@ -51,6 +53,18 @@ VALUE_MAX = 2000
 def valid_key(key: str) -> bool:
     """SPEC §1: 1–120 chars of [a-z0-9_.-], no leading, trailing or double dot."""
     return 0 < len(key) <= KEY_MAX and KEY_RE.match(key) is not None
+
+
+def scope_covers(scope_id: str, *, character: str | None, conversation: str | None) -> bool:
+    """F6's scope mapping, for a context: a tombstone of `user` or `*` scope covers every
+    context; of a `character` scope, the contexts with that character; of a `conversation` or
+    `scene` scope, the contexts in that conversation (whatever their scene)."""
+    kind = "*" if scope_id == "*" else scope_id.split(":", 1)[0]
+    if kind in ("*", "user"):
+        return True
+    if kind == "character":
+        return character is not None and scope_id.rsplit(":", 1)[1] == character
+    return conversation is not None and scope_id.split(":")[1] == conversation
 
 
 # Key families whose keys carry a free part taken from what the user said (SPEC §12), by the
@@ -92,7 +106,8 @@ class MemoryRecord:
     """A stored memory record, as the pure core sees it (SPEC §1).
 
     `sources` are the ids of the source messages that still exist; `evidence_time` was fixed
-    at write and does not change when a source is deleted."""
+    at write and does not change when a source is deleted. `withheld_by`: the ids of the
+    tombstones withholding the record (F7.2), each in the contexts its scope covers."""
 
     id: str
     user: str
@@ -111,6 +126,7 @@ class MemoryRecord:
     supersedes: str | None = None
     retracted_at: datetime | None = None
     sources: tuple[str, ...] = ()
+    withheld_by: tuple[str, ...] = ()
 
     @property
     def scope_id(self) -> str:

@@ -4,6 +4,7 @@ lets it (F4)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,13 +30,16 @@ from .models import (
     FORGOTTEN_BY,
     MemoryProfile,
     MemoryRecord,
+    MemoryWithholding,
     Tombstone,
 )
 from .selectors.records import memory_get, parse_uuid, registry
 from .selectors.resolution import remembered_now
 from .services.writing import lock_profile
+from .storage import MEMORY_CACHE
 from .withholding import (
     Purged,
+    memories_released_by,
     plan_withholding,
     records_mentioning,
     released_by,
@@ -93,8 +97,9 @@ def forget_key(
 ) -> Tombstone:
     """Create a tombstone and purge every record it covers in the same transaction (F1, F2),
     and withhold the messages that hold what it purged (F6). The tombstone keeps only a keyed
-    hash of `value` (value-level forget), never the value. The tombstone answered carries
-    `withheld_messages`: how many messages it withholds."""
+    hash of `value` (value-level forget), never the value, and withholds the user's other
+    memories that hold what it purged (F7.2). The tombstone answered carries
+    `withheld_messages` and `withheld_memories`: how many of each it withholds."""
     with transaction.atomic():
         profile = lock_profile(user)
         secret = profile.secret_bytes()
@@ -108,13 +113,21 @@ def forget_key(
             blocks_sources_before=now,
             forgotten_by=by,
         )
+        # F7.6: once it commits, this process keeps nothing of what it erased or withholds.
+        transaction.on_commit(lambda: MEMORY_CACHE.forgotten(user.pk))
         purged = purge_covered(user, [_tombstone_domain(tombstone, user)], secret)
         plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
         withheld = withhold(tombstone, plan)
         tombstone.withheld_messages = withheld
-        # V1: ids only — the purged records and the messages withheld now (F6).
+        tombstone.withheld_memories = len(plan.memories)
+        # V1: ids only — the purged records, the messages (F6) and the other memories (F7.2)
+        # withheld now.
         changes.forgotten(
-            user, tombstone, [p.id for p in purged], withheld_message_ids=sorted(plan.messages)
+            user,
+            tombstone,
+            [p.id for p in purged],
+            withheld_message_ids=plan.messages,
+            withheld_memory_ids=plan.memories,
         )
         log.info(
             "memory_forget key=%s scope=%s value_level=%s purged=%d withheld=%d",
@@ -176,51 +189,103 @@ def purge_covered(user, tombstones: list[DomainTombstone], secret: bytes) -> lis
         MemoryRecord.objects.filter(pk=purged.id).update(
             status="forgotten", status_since=at, value=""
         )
+    # A purged record is no longer withheld by an earlier forget (F7.2): it holds no value.
+    # (One home for the rule: a forget and an import both purge through here.)
+    if covered:
+        MemoryWithholding.objects.filter(memory_id__in=[p.id for p, _ in covered]).delete()
     return [purged for purged, _ in covered]
 
 
 @dataclass(frozen=True)
 class ForgetPreview:
     """What a forget would do, said before it is done (F6): how many messages the companion
-    would stop seeing — forgetting in the record's own scope, and everywhere — and the user's
-    other remembered records whose values mention a value it would erase."""
+    would stop seeing — forgetting in the record's own scope, and everywhere — the user's
+    other remembered records whose values mention a value it would erase, and (F7.2) the
+    remembered records a forget in the record's own scope would withhold."""
 
     withheld: int
     withheld_everywhere: int
     mentioned_in: list
+    withheld_memories: list = dataclasses.field(default_factory=list)
+    withheld_memories_everywhere: int = 0  # F7.3: how many a forget everywhere would withhold
+
+
+def _prospective(user, row, scope_id: str, *, secret: bytes, at, whole_key: bool = False):
+    """What forgetting `row` (a stored or a domain record: its key and value) in `scope_id` at
+    `at` would purge and withhold, as `memory_forget` does. Reads only."""
+    many = registry([row.key]).is_many(row.key)
+    prospective = DomainTombstone(
+        id="",
+        user=user.username,
+        scope_id=scope_id,
+        key=row.key,
+        value_hash=value_hash(secret, row.value) if many and not whole_key else None,
+        forgotten_at=at,
+        blocks_sources_before=at,
+    )
+    purged = [p for p, _ in covered_records(user, [prospective], secret)]
+    return purged, plan_withholding(user, scope_id=scope_id, at=at, purged=purged)
 
 
 def forget_preview(*, record_id, user, whole_key: bool = False) -> ForgetPreview:
     """F6: the forget confirmation page's counts, for both reaches of the forget. Reads only."""
     row = memory_get(record_id, user=user)
-    many = registry([row.key]).is_many(row.key)
     secret = lock_free_secret(user)
     now = db_now()
-    hashed = value_hash(secret, row.value) if many and not whole_key else None
     counts = []
     purged_here: list[Purged] = []
+    memories_here: frozenset[str] = frozenset()
     covered_ids: set[str] = set()
+    memory_counts = []
     for scope_id in (row.scope_id, "*"):
-        prospective = DomainTombstone(
-            id="",
-            user=user.username,
-            scope_id=scope_id,
-            key=row.key,
-            value_hash=hashed,
-            forgotten_at=now,
-            blocks_sources_before=now,
-        )
-        purged = [p for p, _ in covered_records(user, [prospective], secret)]
-        plan = plan_withholding(user, scope_id=scope_id, at=now, purged=purged)
+        purged, plan = _prospective(user, row, scope_id, secret=secret, at=now, whole_key=whole_key)
         counts.append(len(plan.messages))
+        memory_counts.append(len(plan.memories))
         covered_ids |= {p.id for p in purged}
         if scope_id == row.scope_id:
-            purged_here = purged
+            purged_here, memories_here = purged, plan.memories
     values = [p.value for p in purged_here] or [row.value]
     active = remembered_now(user).active
-    return ForgetPreview(
-        counts[0], counts[1], records_mentioning(active, values, excluding=covered_ids)
+    withheld_memories = sorted(
+        (r for r in active if r.id in memories_here), key=lambda r: (r.key, r.id)
     )
+    return ForgetPreview(
+        counts[0],
+        counts[1],
+        records_mentioning(active, values, excluding=covered_ids),
+        withheld_memories,
+        memory_counts[1],
+    )
+
+
+@dataclass(frozen=True)
+class SelectedPreview:
+    """What forgetting several memories at once would do (F7.3), said before it is done: how
+    many distinct messages the companion would stop seeing, and the user's other remembered
+    records (not among those forgotten) it would stop using (F7.2), by key then id."""
+
+    withheld: int
+    withheld_memories: list
+
+
+def forget_selected_preview(*, records, active, user) -> SelectedPreview:
+    """F7.3: the bulk confirmation page's count and list, for `records` (domain records among
+    `active`, the user's remembered ones) each forgotten in its own scope, as
+    `memory_forget_selected` does. Reads only."""
+    secret = lock_free_secret(user)
+    now = db_now()
+    messages: set[str] = set()
+    memories: set[str] = set()
+    covered: set[str] = set()
+    for record in records:
+        purged, plan = _prospective(user, record, record.scope_id, secret=secret, at=now)
+        messages |= plan.messages
+        memories |= plan.memories
+        covered |= {p.id for p in purged}
+    withheld = sorted(
+        (r for r in active if r.id in memories - covered), key=lambda r: (r.key, r.id)
+    )
+    return SelectedPreview(len(messages), withheld)
 
 
 def withheld_total(tombstones) -> int:
@@ -245,11 +310,15 @@ def tombstone_delete(*, tombstone_id, user=None) -> Tombstone:
         raise NotFound("No such tombstone.")
     with transaction.atomic():
         lock_profile(tombstone.user)
-        # V1: the messages this undo gives back to the companion (F4 + F6: those no other
-        # forget still withholds).
-        released = released_by(tombstone)
+        transaction.on_commit(lambda: MEMORY_CACHE.forgotten(tombstone.user_id))  # F7.6
+        # V1: the messages (F6) and the memories (F7.2) this undo gives back to the companion
+        # (F4: those no other forget still withholds).
         changes.tombstone_deleted(
-            tombstone.user, tombstone.pk, db_now(), released_message_ids=released
+            tombstone.user,
+            tombstone.pk,
+            db_now(),
+            released_message_ids=released_by(tombstone),
+            released_memory_ids=memories_released_by(tombstone),
         )
         tombstone.delete()
     log.info("tombstone_delete key=%s", loggable_key(tombstone.key))

@@ -21,7 +21,7 @@ from config.pages import (
     when,
 )
 
-from . import forgetting
+from . import forget_pages, forgetting
 from .domain import MemoryRecord as DomainRecord
 from .forms import ForgetForm
 from .history import fold
@@ -29,14 +29,13 @@ from .presentation import (
     SET_BY,
     Provenance,
     ScopeNames,
-    Wording,
     from_message,
     plain_label,
     source_messages,
     standing,
 )
 from .selectors.history import slot_history
-from .selectors.pages import forgotten_entries, key_templates
+from .selectors.pages import forgotten_entries
 from .selectors.records import memory_get, registry
 from .selectors.resolution import remembered_now
 from .views import back_to, key_label
@@ -83,27 +82,15 @@ def memory_forget_view(request, memory_id):
             return back_to(request, f"m-{row.pk}")
     else:
         form = ForgetForm(many=many)
-    words = Wording({row.key: label}, key_templates([row.key]))
-    preview = forgetting.forget_preview(record_id=row.pk, user=user)
-    others = registry({r.key for r in preview.mentioned_in})
-    mentioned = [
-        {"id": r.id, "label": others.labels.get(r.key) or plain_label(r.key), "value": r.value}
-        for r in preview.mentioned_in
-    ]
     return render(
         request,
         "memory/forget.html",
         {
+            **forget_pages.forget_page(user, row, label),
             "record": row,
             "label": label,
-            "sentence": words.sentence(row.key, row.value),
             "many": many,
             "form": form,
-            "withheld": preview.withheld,
-            "withheld_everywhere": preview.withheld_everywhere,
-            "mentioned": mentioned,
-            "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
-            "user_scope": row.scope_kind == "user",
             "next": next_url(request),
         },
     )
@@ -142,25 +129,11 @@ def memory_forget_selected_view(request):
             "and old messages will not bring them back.",
         )
         return back_to(request)
-    names = ScopeNames(user, {r.scope_id for r in chosen})
-    words = Wording(remembered.registry.labels, key_templates({r.key for r in chosen}))
-    items = sorted(
-        (
-            {
-                "record": r,
-                "label": words.label(r.key),
-                "sentence": words.sentence(r.key, r.value),
-                "scope_words": names.words(r.scope_id),
-            }
-            for r in chosen
-        ),
-        key=lambda item: (item["label"].casefold(), item["record"].id),
-    )
     return render(
         request,
         "memory/forget_selected.html",
         {
-            "items": items,
+            "page": forget_pages.forget_selected_page(user, remembered, chosen),
             "skipped": skipped,
             "next": next_url(request),
         },
@@ -254,7 +227,10 @@ def memory_history_view(request, memory_id):
         )
     live = [r for r in rows if r.current]
     names = ScopeNames(user, [row.scope_id])
-    label = history.remembered.registry.labels.get(row.key) or plain_label(row.key)
+    labels = history.remembered.registry.labels
+    label = labels.get(row.key) or plain_label(row.key)
+    # F7.2: a current value a forget withholds says so, naming the forget.
+    withheld = forget_pages.withheld_notices(user, [r.record.id for r in live], labels, names)
     return render(
         request,
         "memory/history.html",
@@ -265,6 +241,11 @@ def memory_history_view(request, memory_id):
             "rows": rows,
             "scope_words": names.words(row.scope_id),
             "current": live,
+            "withheld": [
+                {"id": r.record.id, "value": r.value, "text": withheld[r.record.id].text}
+                for r in live
+                if r.record.id in withheld
+            ],
         },
     )
 

@@ -24,6 +24,7 @@ from conversations.domain import SCOPE_NARROWNESS
 
 from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
+from .forget_pages import WithheldNotice, withheld_notices
 from .forms import MemoryFilterForm
 from .presentation import (
     CERTAINTY,
@@ -71,6 +72,7 @@ class MemoryRow:
     restorable: bool = False
     base: str = ""  # this memory's page URL prefix, `/memories/<id>/`
     notices: list = field(default_factory=list)
+    withheld: WithheldNotice | None = None  # F7.2: a forget stops the companion using it
 
     @property
     def anchor(self) -> str:
@@ -297,8 +299,10 @@ def _fill(
     use: bool,
     restorable: set[str],
 ) -> None:
-    """What the cards of one page show: sentences, scopes, certainty, provenance, actions and
-    their messages (two queries for the page's source messages, whatever its size)."""
+    """What the cards of one page show: sentences, scopes, certainty, provenance, actions,
+    their messages (two queries for the page's source messages, whatever its size) and the
+    notice of a memory a forget withholds (F7.2; one query, none for a user who never forgot
+    anything)."""
     by_id = remembered.by_id
     originals = {
         r.id: original_of(r.record, by_id)
@@ -310,9 +314,20 @@ def _fill(
         [s for r in rows if r.record is not None for s in r.record.sources]
         + [s for o in originals.values() if o for s in o.sources],
     )
+    withheld = (
+        withheld_notices(
+            user,
+            [r.id for r in rows if r.kind == "memory"],
+            remembered.registry.labels,
+            names,
+        )
+        if remembered.tombstones
+        else {}
+    )
     root = reverse("memory:list")
     for row in rows:
         row.base = f"{root}{row.id}/"
+        row.withheld = withheld.get(row.id)
         row.notices = placed.get(row.anchor, [])
         if row.record is not None:
             row.sentence = words.sentence(row.key, row.record.value)

@@ -388,3 +388,26 @@ class Withholding(models.Model):
 
     def __str__(self) -> str:
         return f"withheld by {self.tombstone_id}"
+
+
+class MemoryWithholding(models.Model):
+    """F7.2: a forget withholds another memory of the user — one whose value, label or key
+    holds a value it purged as whole words, with evidence at or before the forget — in the
+    contexts the tombstone's scope covers. Holds no value; deleting the tombstone (F4) or the
+    user's new evidence for the record after the forget releases it. Writing or deleting a
+    link stamps the record (`memory.triggers`), so a held state re-reads it."""
+
+    tombstone = models.ForeignKey(
+        Tombstone, on_delete=models.CASCADE, related_name="memory_withholdings"
+    )
+    memory = models.ForeignKey(MemoryRecord, on_delete=models.CASCADE, related_name="withholdings")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tombstone", "memory"], name="memory_withholding_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"memory withheld by {self.tombstone_id}"

@@ -1,15 +1,16 @@
 """Prompt projection (SPEC §5): what the model is given out of the resolver's `active` records.
 
-Pure and standard library only (DESIGN habit 1). P1–P3 run in order on the records the
-resolver kept; a record excluded at one step is not seen by later ones, so an unsupported or
-low-confidence record in a narrow scope does not shadow a usable one in a wider scope.
+Pure and standard library only (DESIGN habit 1). F7.2's withholding, then P1–P3, run in order
+on the records the resolver kept; a record excluded at one step is not seen by later ones, so
+an unsupported or low-confidence record in a narrow scope does not shadow a usable one in a
+wider scope. A withheld record still won its slot in the resolver (R1–R8 unchanged), so a
+lower record of its slot never shows through.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from operator import attrgetter
 
 from config.builders import build_slotted
@@ -18,6 +19,7 @@ from memory.domain import (
     REASON_LOW_CONFIDENCE,
     REASON_SHADOWED,
     REASON_UNSUPPORTED,
+    REASON_WITHHELD,
     USER_AUTHORITIES,
     Exclusion,
     MemoryRecord,
@@ -26,9 +28,10 @@ from memory.domain import (
     default_label,
     normalise_value,
     r6_beats,
+    scope_covers,
 )
 
-__all__ = ["CERTAINTIES", "certainty_of", "project"]
+__all__ = ["CERTAINTIES", "certainty_of", "project", "withholding_in"]
 
 # P2, in the order the planner fills the memory section (I3).
 CERTAINTIES = ("confirmed", "likely", "uncertain")
@@ -72,6 +75,23 @@ def prompt_order(item: ProjectedMemory) -> tuple:
     )
 
 
+def withholding_in(tombstones: Iterable, context) -> frozenset[str]:
+    """F7.2: the ids of the tombstones whose scope covers `context` (F6's mapping,
+    `memory.domain.scope_covers`): a record one of them withholds is withheld there."""
+    character, conversation = context.character, context.conversation
+    return frozenset(
+        t.id
+        for t in tombstones
+        if scope_covers(t.scope_id, character=character, conversation=conversation)
+    )
+
+
+def withheld_here(record: MemoryRecord, withholding: frozenset[str]) -> bool:
+    """F7.2: whether a tombstone among `withholding` (`withholding_in` the context) withholds
+    `record`."""
+    return bool(record.withheld_by) and not withholding.isdisjoint(record.withheld_by)
+
+
 def project(
     active: Iterable[MemoryRecord],
     *,
@@ -79,9 +99,12 @@ def project(
     many_keys: frozenset[str] | set[str] = frozenset(),
     likely: float = 0.85,
     uncertain: float = 0.5,
+    withholding: frozenset[str] = frozenset(),
 ) -> Projection:
-    """P1–P4 on the resolver's `active` records (one context).
+    """F7.2 and P1–P4 on the resolver's `active` records (one context).
 
+    - F7.2 withholding: a record that a tombstone of `withholding` (the ids of the
+      tombstones whose scope covers the context, `withholding_in`) withholds → `withheld`.
     - P1 provenance: `user-confirmed`/`user-corrected` always pass; any other record needs at
       least one entry in `sources` (which lists only messages that still exist), else
       `unsupported`.
@@ -95,21 +118,7 @@ def project(
     Duplicated ids count once.
     """
     excluded: dict[str, str] = {}
-    passed: dict[str, tuple[MemoryRecord, str]] = {}
-    for record in active:
-        record_id = record.id
-        if record_id in passed or record_id in excluded:
-            continue
-        # P1
-        if record.authority not in USER_AUTHORITIES and not record.sources:
-            excluded[record_id] = REASON_UNSUPPORTED
-            continue
-        # P2
-        certainty = certainty_of(record, likely=likely, uncertain=uncertain)
-        if certainty == REASON_LOW_CONFIDENCE:
-            excluded[record_id] = REASON_LOW_CONFIDENCE
-            continue
-        passed[record_id] = (record, certainty)
+    passed = _admitted(active, excluded, withholding, likely, uncertain)
 
     # P3: one record per key (`one`) or per (key, normalised value) (`many`); a `one` key's
     # slot is the key itself, a `many` key's a (key, value) pair, so the two never meet.
@@ -133,7 +142,7 @@ def project(
         kept.append(item)
         key = item[0].key
         if key not in label_of:
-            label_of[key] = labels.get(key) or _default_label(key)
+            label_of[key] = labels.get(key) or default_label(key)
     records = [record for record, _ in kept]
     keys = list(map(_record_key, records))
     prompt = build_slotted(
@@ -163,8 +172,38 @@ def project(
     )
 
 
+def _admitted(
+    active: Iterable[MemoryRecord],
+    excluded: dict[str, str],
+    withholding: frozenset[str],
+    likely: float,
+    uncertain: float,
+) -> dict[str, tuple[MemoryRecord, str]]:
+    """F7.2's withholding, P1 and P2 in order: the records that pass, each with its
+    certainty, by id; each other one's reason is put in `excluded`. Duplicated ids count
+    once."""
+    passed: dict[str, tuple[MemoryRecord, str]] = {}
+    for record in active:
+        record_id = record.id
+        if record_id in passed or record_id in excluded:
+            continue
+        # F7.2
+        if withholding and record.withheld_by and not withholding.isdisjoint(record.withheld_by):
+            excluded[record_id] = REASON_WITHHELD
+            continue
+        # P1
+        if record.authority not in USER_AUTHORITIES and not record.sources:
+            excluded[record_id] = REASON_UNSUPPORTED
+            continue
+        # P2
+        certainty = certainty_of(record, likely=likely, uncertain=uncertain)
+        if certainty == REASON_LOW_CONFIDENCE:
+            excluded[record_id] = REASON_LOW_CONFIDENCE
+            continue
+        passed[record_id] = (record, certainty)
+    return passed
+
+
 _record_key = attrgetter("key")
 _record_value = attrgetter("value")
-# `default_label` is a pure function of the key, and a user's keys recur from turn to turn.
-_default_label = lru_cache(maxsize=16_384)(default_label)
 _record_scope = attrgetter("scope")

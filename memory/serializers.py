@@ -25,8 +25,9 @@ from .domain import (
     STATUSES,
     VALUE_MAX,
     RecordState,
+    loggable_key,
 )
-from .withholding import withheld_counts
+from .withholding import withheld_counts, withheld_memory_counts
 
 STATE_RULES = ("R2", "R3", "R4", "R5", "R6")
 
@@ -61,8 +62,16 @@ class MemoryOutput(serializers.Serializer):
 
     id = serializers.UUIDField()
     user = serializers.CharField()
-    key = serializers.CharField()
-    value = serializers.CharField(allow_blank=True)
+    key = serializers.CharField(
+        help_text="The memory key (such as `pet.name`); for a memory a forget withholds "
+        "(F7.2), with its free part masked (`people.*.works_at`)."
+    )
+    value = serializers.CharField(
+        allow_blank=True,
+        allow_null=True,
+        help_text="The remembered value: empty once forgotten (F2), null for a memory a "
+        "forget withholds (F7.2).",
+    )
     scope = ScopeOutput()
     state = serializers.ChoiceField(
         choices=STATES, help_text="SPEC E1: the record's resolution now in its own scope (R2–R6)."
@@ -120,6 +129,14 @@ def memory_json(record, state: RecordState) -> dict:
     }
 
 
+def withheld_memory_json(record, state: RecordState) -> dict:
+    """F7.2: a memory a forget withholds, as runtime reads show it: `memory_json` with no
+    value and the free part of its key masked as the logs mask it (`loggable_key`)."""
+    found = memory_json(record, state)
+    found["key"], found["value"] = loggable_key(record.key), None
+    return found
+
+
 class HistoryRowOutput(MemoryOutput):
     effective_until = serializers.DateTimeField(allow_null=True)
 
@@ -165,6 +182,13 @@ class MemoryListQuery(PageQuery):
     )
     state = serializers.ChoiceField(
         choices=STATES, required=False, help_text="Only memories in this state now (E1)."
+    )
+    include_withheld = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also list the memories a forget withholds (F7.2: they hold a forgotten "
+        "value), each with `value` null and the free part of its key masked "
+        "(`people.*.works_at`). Left out by default.",
     )
 
 
@@ -231,9 +255,19 @@ class TombstoneOutput(serializers.Serializer):
         "as whole words, counting messages another forget also withholds."
     )
 
+    withheld_memories = serializers.SerializerMethodField(
+        help_text="How many of the user's other memories this forget withholds (F7.2): those "
+        "whose value, label or key holds a forgotten value as whole words, learnt at or before "
+        "the forget. They stay the user's, but no prompt in the forget's scope uses them."
+    )
+
     def get_withheld_messages(self, obj) -> int:
         found = getattr(obj, "withheld_messages", None)
         return found if found is not None else withheld_counts([obj.pk])[str(obj.pk)]
+
+    def get_withheld_memories(self, obj) -> int:
+        found = getattr(obj, "withheld_memories", None)
+        return found if found is not None else withheld_memory_counts([obj.pk])[str(obj.pk)]
 
     @extend_schema_field(TombstoneScopeOutput)
     def get_scope(self, obj) -> dict:

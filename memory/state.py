@@ -156,6 +156,10 @@ class ContextMemory:
 
     def _keep(self, writes: WritePlan, records, resolved: Resolved, registry, held) -> None:
         read = self._state
+        if writes.releases:
+            # F7.2: the database decided which links the new evidence released; the next
+            # request catches the records up (their links' triggers stamped them).
+            return
         if writes.changes_memory:
             version = _version_of(self.user.pk)
             retractions = dict(read.state.retractions)
@@ -231,7 +235,20 @@ def _vendor(reader: RawReader) -> str:
     return connections[reader.alias].vendor
 
 
+def on_forget(hook) -> None:
+    """`hook(user_id)` is called when this process learns of a forget or an undo of the user
+    (F7.6): a turn's holders of the user's text let it go (`memory.storage.MemoryCache`)."""
+    MEMORY_CACHE.on_forget(hook)
+
+
 def profile_table() -> str:
     """The memory profile's table: a reply's statement takes the memory write lock's row
     (W8) in share mode."""
     return MemoryProfile._meta.db_table
+
+
+def version_table() -> str:
+    """The users' memory versions' table (`memory.triggers`): a reply's statement reads its
+    user's row as its snapshot saw it and as it is once the memory write lock is taken, to
+    know whether a forget committed in between (F7.1)."""
+    return MemoryVersion._meta.db_table

@@ -7,9 +7,11 @@ per-process cache of those states (`MEMORY_CACHE`). The write path's reads are i
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
@@ -28,6 +30,7 @@ from .models import (
     MemoryRecord,
     MemorySource,
     MemoryVersion,
+    MemoryWithholding,
     SlotRetraction,
     Tombstone,
 )
@@ -72,19 +75,34 @@ def record_sql(reader: RawReader) -> dict[str, str]:
     SQLite; ids hold no comma): the records and their sources in one statement."""
     table = reader.table(MemoryRecord)
     select = ", ".join(reader.column(MemoryRecord, name) for name in RECORD_FIELDS)
-    message = reader.column(MemorySource, "message", "s.")
-    linked = (
-        f"FROM {reader.table(MemorySource)} s WHERE {reader.name(MemorySource, 'memory', 's.')} "
-        f"= {reader.name(MemoryRecord, 'id', table + '.')}"
-    )
-    if connections[reader.alias].vendor == "postgresql":
-        sources = f"ARRAY(SELECT {message} {linked})"
-    else:
-        sources = f"(SELECT group_concat({message}, ',') {linked})"
+    record_id = reader.name(MemoryRecord, "id", table + ".")
+    vendor = connections[reader.alias].vendor
+    sources = linked_ids(reader, vendor, MemorySource, "message", record_id)
+    withheld = linked_ids(reader, vendor, MemoryWithholding, "tombstone", record_id)
     return {
-        "records": f"SELECT {select}, {sources} FROM {table} WHERE {{where}} "
+        "records": f"SELECT {select}, {sources}, {withheld} FROM {table} WHERE {{where}} "
         f"ORDER BY {reader.order(MemoryRecord)}",
     }
+
+
+def linked_ids(reader: RawReader, vendor: str, model, field: str, record_id: str) -> str:
+    """A scalar subquery: the ids `field` of the `model` rows naming the record `record_id`
+    (its source messages, or the tombstones withholding it, F7.2) — an array on PostgreSQL,
+    comma-joined text on SQLite (ids hold no comma), NULL or empty when there is none."""
+    found = reader.column(model, field, "l.")
+    linked = (
+        f"FROM {reader.table(model)} l WHERE {reader.name(model, 'memory', 'l.')} = {record_id}"
+    )
+    if vendor == "postgresql":
+        return f"ARRAY(SELECT {found} {linked})"
+    return f"(SELECT group_concat({found}, ',') {linked})"
+
+
+def split_linked(linked) -> list:
+    """A column of `linked_ids`, each row a list of ids or None."""
+    if linked and any(isinstance(found, str) for found in linked):
+        return [found.split(",") if found else None for found in linked]
+    return list(linked)
 
 
 def read_records(reader: RawReader, where: str, params: list, username: str) -> list[DomainRecord]:
@@ -95,12 +113,10 @@ def read_records(reader: RawReader, where: str, params: list, username: str) -> 
     if not rows:
         return []
     columns = list(zip(*rows, strict=True))
-    linked = columns.pop()
+    withheld, linked = split_linked(columns.pop()), split_linked(columns.pop())
     for index in DATETIME_COLUMNS:
         columns[index] = parse_datetimes(columns[index])
-    if linked and isinstance(next((x for x in linked if x), None), str):
-        linked = [text.split(",") if text else None for text in linked]
-    return build_records(columns, linked, username)
+    return build_records(columns, linked, username, withheld)
 
 
 DATETIME_COLUMNS = tuple(
@@ -135,10 +151,13 @@ _COLUMN_FIELDS = {
 }
 
 
-def build_records(columns: list, found_sources: list, username: str) -> list[DomainRecord]:
+def build_records(
+    columns: list, found_sources: list, username: str, found_withheld=None
+) -> list[DomainRecord]:
     """Domain records from columns in RECORD_FIELDS order (values already converted) and,
-    per row, the list of its source message ids or None. Records of one scope share one
-    `Scope` object."""
+    per row, the list of its source message ids or None, and the list of the ids of the
+    tombstones withholding it or None (F7.2; None for every row: none). Records of one scope
+    share one `Scope` object."""
     n = len(columns[0])
     index = RECORD_FIELDS.index
     kinds, scope_ids, scenes = (
@@ -154,6 +173,11 @@ def build_records(columns: list, found_sources: list, username: str) -> list[Dom
     values["user"] = repeat(username, n)
     values["scope"] = list(map(scopes.__getitem__, zip(kinds, scope_ids, scenes, strict=True)))
     values["sources"] = [tuple(sorted(found)) if found else empty for found in found_sources]
+    values["withheld_by"] = (
+        repeat(empty, n)
+        if found_withheld is None
+        else [tuple(sorted(found)) if found else empty for found in found_withheld]
+    )
     return build_slotted(DomainRecord, values, n)
 
 
@@ -188,19 +212,12 @@ def context_state_parts(
     def changed(model, alias: str) -> str:
         return f" AND {name(model, 'changed_version', alias)} > {since}" if since else ""
 
-    message = column(MemorySource, "message", "s.")
-    linked = (
-        f"FROM {reader.table(MemorySource)} s "
-        f"WHERE {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')}"
-    )
-    sources = (
-        f"ARRAY(SELECT {message} {linked})"
-        if vendor == "postgresql"
-        else f"(SELECT group_concat({message}, ',') {linked})"
-    )
+    record_id = name(MemoryRecord, "id", "r.")
+    sources = linked_ids(reader, vendor, MemorySource, "message", record_id)
+    withheld = linked_ids(reader, vendor, MemoryWithholding, "tombstone", record_id)
     records = json_rows(
         vendor,
-        [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources],
+        [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources, withheld],
         f"FROM {reader.table(MemoryRecord)} r WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
         f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})" + changed(MemoryRecord, "r."),
     )
@@ -264,12 +281,10 @@ def parse_context_state(
     built: list[DomainRecord] = []
     if rows:
         columns = list(zip(*rows, strict=True))
-        linked = columns.pop()
+        withheld, linked = split_linked(columns.pop()), split_linked(columns.pop())
         for index in DATETIME_COLUMNS:
             columns[index] = parse_datetimes(columns[index])
-        if any(isinstance(found, str) for found in linked):
-            linked = tuple(found.split(",") if found else None for found in linked)
-        built = build_records(columns, linked, username)
+        built = build_records(columns, linked, username, withheld)
     found = json.loads(tombstones)
     tombs = [
         DomainTombstone(
@@ -312,6 +327,12 @@ class CachedMemory:
     secret: str
     resolved: tuple | None = None  # (registry, memory.current.Resolved)
 
+    @functools.cached_property
+    def forgets(self) -> frozenset[str]:
+        """The ids of the user's tombstones this state holds: another set in a newer state
+        of the same user says a forget or an undo came between them (F7.6)."""
+        return frozenset(t.id for t in self.state.tombstones)
+
     def state_at(self, version: int | None, secret: str) -> ContextState | None:
         """This entry's state when the user's memory version is still `version` (and the
         secret the same), else None: the state must be read."""
@@ -331,12 +352,21 @@ class MemoryCache:
     changed once stored: a new state replaces the entry. Correct whatever else the database
     sees: an entry is used as it is only while the user's memory version (`memory.triggers`)
     is the one it was stored with, else caught up with the rows stamped after it
-    (`memory.state`)."""
+    (`memory.state`).
+
+    F7.6, no process keeps a purged value: a state stored with another set of the user's
+    tombstones than an entry already held (a forget or an undo came between them — every one
+    changes the user's memory version, so the request that stores it has read it) drops the
+    user's other entries, whose records may still hold what the forget erased, and tells the
+    process's other holders of the user's text (`on_forget`); a forget or an undo made in this
+    process does both once it commits (`forgotten`)."""
 
     def __init__(self, size: int):
         self.size = size
         self._entries: OrderedDict[tuple, CachedMemory] = OrderedDict()
+        self._users: dict[object, set[tuple]] = {}  # the keys of each user's entries
         self._lock = threading.Lock()
+        self._hooks: list[Callable[[object], None]] = []
         self.reused = 0  # states reused instead of read (tests and the benchmark read it)
         self.caught_up = 0  # states caught up with what changed instead of read whole
 
@@ -359,17 +389,59 @@ class MemoryCache:
     def put(self, user_id, scope_ids, entry: CachedMemory) -> None:
         key = (user_id, tuple(scope_ids))
         with self._lock:
+            stale = [
+                held
+                for held in self._users.get(user_id, ())
+                if self._entries[held].forgets != entry.forgets
+            ]
+            for held in stale:
+                self._remove(held)
             held = self._entries.get(key)
             # The same state resolved whole keeps its resolution by groups (memory.current).
             if not (held and held.state is entry.state and _grouped(held) > _grouped(entry)):
                 self._entries[key] = entry
+                self._users.setdefault(user_id, set()).add(key)
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+                self._remove(next(iter(self._entries)))
+        if stale:
+            self._tell(user_id)
+
+    def on_forget(self, hook: Callable[[object], None]) -> None:
+        """`hook(user_id)` is called when this process learns of a forget or an undo of the
+        user: the holders of the user's text drop it (F7.6)."""
+        self._hooks.append(hook)
+
+    def forgotten(self, user_id) -> None:
+        """A forget or an undo of `user_id` committed in this process: every entry of the user
+        is dropped and the other holders are told (F7.6)."""
+        with self._lock:
+            for held in list(self._users.get(user_id, ())):
+                self._remove(held)
+        self._tell(user_id)
+
+    def _tell(self, user_id) -> None:
+        for hook in self._hooks:
+            hook(user_id)
+
+    def _remove(self, key: tuple) -> None:
+        """Drop an entry (the lock held)."""
+        self._entries.pop(key, None)
+        keys = self._users.get(key[0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._users[key[0]]
+
+    def entries(self) -> list[CachedMemory]:
+        """The entries held now (what a test walks for a value a forget erased)."""
+        with self._lock:
+            return list(self._entries.values())
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._users.clear()
 
 
 def _grouped(entry: CachedMemory) -> bool:

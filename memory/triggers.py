@@ -293,6 +293,72 @@ class MemoryVersionTriggers(SQLOperation):
         return "memory_version_triggers"
 
 
+# ---------------------------------------------------------------------------------------------
+# Memory links (F7.2)
+
+LINKS = "memory_memorywithholding"
+# Each event with the rows whose records it stamps.
+_LINK_EVENTS = (("INSERT", ("NEW",)), ("DELETE", ("OLD",)), ("UPDATE", ("NEW", "OLD")))
+
+
+def link_create_sql(vendor: str) -> list[str]:
+    """A memory link (F7.2) written, changed or deleted stamps the records it names, so a state
+    held at an older version re-reads them with their links: on PostgreSQL an update of the
+    records that the stamp trigger stamps, on SQLite an update of a changed column."""
+    if vendor == "postgresql":
+        statements = []
+        for upper, rows in _LINK_EVENTS:
+            event = upper.lower()
+            tables = " ".join(f"{r} TABLE AS {r.lower()}_rows" for r in rows)
+            touched = " UNION ".join(f"SELECT memory_id FROM {r.lower()}_rows" for r in rows)
+            statements += [
+                f"""
+CREATE OR REPLACE FUNCTION {LINKS}_{event}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE {RECORDS} SET changed_version = 0 WHERE id IN ({touched});
+    RETURN NULL;
+END
+$$""",
+                f"CREATE TRIGGER {LINKS}_stamp_{event} AFTER {event.upper()} ON {LINKS} "
+                f"REFERENCING {tables} FOR EACH STATEMENT EXECUTE FUNCTION {LINKS}_{event}()",
+            ]
+        return statements
+    if vendor == "sqlite":
+        touch = f"UPDATE {RECORDS} SET user_id = user_id WHERE id = {{}}.memory_id; "
+        return [
+            f"CREATE TRIGGER {LINKS}_stamp_{event.lower()} AFTER {event} ON {LINKS} "
+            f"FOR EACH ROW BEGIN {''.join(touch.format(r) for r in rows)}END"
+            for event, rows in _LINK_EVENTS
+        ]
+    raise NotImplementedError(f"Memory link triggers for {vendor} are not written yet.")
+
+
+def link_drop_sql(vendor: str) -> list[str]:
+    events = ("insert", "delete", "update")
+    if vendor == "postgresql":
+        return [f"DROP TRIGGER IF EXISTS {LINKS}_stamp_{e} ON {LINKS}" for e in events] + [
+            f"DROP FUNCTION IF EXISTS {LINKS}_{e}()" for e in events
+        ]
+    return [f"DROP TRIGGER IF EXISTS {LINKS}_stamp_{e}" for e in events]
+
+
+class MemoryLinkTriggers(SQLOperation):
+    """The triggers that stamp a record when a memory link naming it changes (F7.2)."""
+
+    def create_sql(self, vendor: str) -> list[str]:
+        return link_create_sql(vendor)
+
+    def drop_sql(self, vendor: str) -> list[str]:
+        return link_drop_sql(vendor)
+
+    def describe(self):
+        return "Memory link triggers stamping the records they name"
+
+    @property
+    def migration_name_fragment(self):
+        return "memory_link_triggers"
+
+
 class DropMemoryVersionTriggers(SQLOperation):
     """The memory version's triggers dropped (before a change of the tables they are on)."""
 

@@ -8,13 +8,20 @@ A forget withholds
    the tombstone's scope covers, that mentions a purged value as whole words
    (`memory.mentions`); read in keyset pages per conversation, never a query per message;
 3. the reply to a turn created before the forget whose stored plan held a purged record or a
-   message it withholds, when that reply is committed after the forget: a reply already
+   message it withholds, or whose own message it withholds (F7.1: an answer to a forgotten
+   question), when that reply is committed after the forget: a reply already
    committed then is linked at once, a reply still to come is held through its turn (a
    `Withholding` row naming the turn), so whichever of the reply and the forget commits
    first, the reply ends withheld.
 
-A message is withheld while any tombstone withholds it: deleting a tombstone (F4) releases
-only what no other one holds. Nothing here keeps or logs a value."""
+A forget also withholds the user's other memory records (F7.2) whose value, label or key holds
+a purged value as whole words (`memory.mentions.record_matcher`), with evidence at or before
+`forgotten_at`, living in a context the tombstone's scope covers: a `MemoryWithholding` link,
+applied in the contexts the scope covers (`memory.domain.scope_covers`), released by the
+user's new evidence for the record after the forget.
+
+A message or a memory is withheld while any tombstone withholds it: deleting a tombstone (F4)
+releases only what no other one holds. Nothing here keeps or logs a value."""
 
 from __future__ import annotations
 
@@ -23,15 +30,27 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count, Exists, Func, OuterRef, Q, TextField
-from django.db.models.functions import Lower
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    Func,
+    OuterRef,
+    Q,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce, Lower
 
 from config.storage import RawReader
-from conversations.models import Message, Turn
+from conversations.models import Conversation, Message, Turn
 from conversations.plan_snapshot import PlanSnapshot
 
-from .mentions import matcher, needle
-from .models import MemorySource, Tombstone, Withholding
+from .mentions import IGNORABLE, matcher, needle, record_matcher
+from .models import MemoryRecord, MemorySource, MemoryWithholding, Tombstone, Withholding
+from .selectors.records import registry
 
 PAGE = 1000  # messages read per keyset page while matching words
 
@@ -47,11 +66,12 @@ class Purged:
 
 @dataclass(frozen=True)
 class WithheldPlan:
-    """What a forget withholds: message ids (parts 1 to 3) and turns whose reply is still to
-    come (part 3)."""
+    """What a forget withholds: message ids (parts 1 to 3), turns whose reply is still to
+    come (part 3) and the ids of the user's other memory records (F7.2)."""
 
     messages: frozenset[str]
     replies_of: frozenset[str]
+    memories: frozenset[str] = frozenset()
 
 
 def conversations_of_scope(user, scope_id: str):
@@ -80,7 +100,7 @@ def _mentioning(user, scope_id: str, at: datetime, values: Iterable[str]) -> set
     match = matcher(values)
     messages = conversations_of_scope(user, scope_id).filter(created_at__lte=at)
     if connection.vendor == "postgresql":
-        messages = messages.annotate(folded=Lower(_NFKC("content"))).filter(_prefilter(needles))
+        messages = messages.annotate(folded=folded_sql("content")).filter(_prefilter(needles))
     last = None
     while True:
         page = messages
@@ -106,12 +126,39 @@ class _NFKC(Func):
     output_field = TextField()
 
 
+class _DropIgnorable(Func):
+    """The text without Unicode's default-ignorable code points (`memory.mentions.IGNORABLE`),
+    as the matcher drops them."""
+
+    function = "regexp_replace"
+    output_field = TextField()
+
+    def __init__(self, expression):
+        ranges = "".join(chr(lo) if lo == hi else f"{chr(lo)}-{chr(hi)}" for lo, hi in IGNORABLE)
+        super().__init__(expression, Value(f"[{ranges}]"), Value(""), Value("g"))
+
+
+def folded_sql(field: str):
+    """`lower(normalize(<field> without its ignorables, NFKC))`, the database's side of the
+    matcher's normal form for `_prefilter`. A text of ASCII alone is its own NFKC form and
+    holds no ignorable, so it is only lowered: normalising every text would cost most of a
+    forget (F6's cost target)."""
+    return Case(
+        When(**{f"{field}__regex": r"[^\x01-\x7f]"}, then=Lower(_NFKC(_DropIgnorable(field)))),
+        default=Lower(field),
+        output_field=TextField(),
+    )
+
+
 def _prefilter(needles: list[str]) -> Q:
     """A condition every message that `memory.mentions` would match passes (a superset), for
-    the database to apply first. For a needle of ASCII alone, its longest run without spaces
-    must occur in `lower(normalize(content, NFKC))` — or the text holds a sharp s, the one
-    character outside ASCII that case folding turns into ASCII letters (ß, ẞ → ss). A needle
-    with other characters (accents, scripts without spaces) is matched in Python alone."""
+    the database to apply first, on `folded` (`folded_sql`). A needle's words (its runs of
+    letters, digits and marks, F7.4) each occur whole in the text's normal form, so for a
+    needle of ASCII alone, its longest word must occur in `folded`: the ignorables are dropped
+    there first as the matcher drops them, and `lower` agrees with case folding on ASCII.
+    The one character outside ASCII that case folding turns into ASCII letters is the sharp
+    s (ß, ẞ → ss), so a text holding one is always a candidate. A needle with other
+    characters (accents, marks, scripts without spaces) is matched in Python alone."""
     if not all(n.isascii() for n in needles):
         return Q()  # no safe filter: every message of the scope is a candidate
     condition = Q(content__contains="ß") | Q(content__contains="ẞ")
@@ -137,30 +184,101 @@ def plan_withholding(user, *, scope_id: str, at: datetime, purged: list[Purged])
     if ids or messages:
         purged_ids = set(ids)
         turns = (
-            Turn.objects.filter(user=user, created_at__lte=at, plan_snapshot__isnull=False)
+            Turn.objects.filter(user=user, created_at__lte=at)
             .filter(Q(reply_message__isnull=True) | Q(reply_message__created_at__gt=at))
-            .values_list("id", "reply_message_id", "plan_snapshot")
+            .values_list("id", "reply_message_id", "user_message_id", "plan_snapshot")
         )
-        for turn_id, reply_id, stored in turns:
-            snapshot = PlanSnapshot.of(stored) or PlanSnapshot()
-            held = set(snapshot.memories) & purged_ids or set(snapshot.history) & messages
-            if not held:
+        for turn_id, reply_id, asked, stored in turns:
+            if not (str(asked) in messages or _plan_held(stored, purged_ids, messages)):
                 continue
             if reply_id is None:
                 replies_of.add(str(turn_id))
             else:
                 messages.add(str(reply_id))
-    return WithheldPlan(frozenset(messages), frozenset(replies_of))
+    memories = _memories_mentioning(user, scope_id, at, purged)
+    return WithheldPlan(frozenset(messages), frozenset(replies_of), frozenset(memories))
+
+
+def records_of_scope(scope_id: str) -> Q:
+    """A filter on memory records keeping those that live in a context `scope_id` covers (F6's
+    mapping): every record for `user` or `*`; for a character, the user's records, that
+    character's and those of conversations with it; for a conversation or a scene, the user's
+    records, those of the conversation's character and of the conversation (any scene)."""
+    kind = "*" if scope_id == "*" else scope_id.split(":", 1)[0]
+    if kind in ("*", "user"):
+        return Q()
+    if kind == "character":
+        slug = scope_id.rsplit(":", 1)[1]
+        return (
+            Q(scope_kind="user") | Q(character__slug=slug) | Q(conversation__character__slug=slug)
+        )
+    conversation = scope_id.split(":")[1]
+    return (
+        Q(scope_kind="user")
+        | Q(conversation_id=conversation)
+        | Q(character__in=Conversation.objects.filter(pk=conversation).values("character"))
+    )
+
+
+def _memories_mentioning(user, scope_id: str, at: datetime, purged: list[Purged]) -> set[str]:
+    """F7.2: the ids of the user's other records (not forgotten, not among `purged`) whose
+    value, display label or key holds a purged value as whole words, with evidence at or
+    before `at`, living in a context `scope_id` covers."""
+    values = [p.value for p in purged if p.value]
+    if not values:
+        return set()
+    match = record_matcher(values)
+    rows = list(
+        MemoryRecord.objects.filter(user=user, evidence_time__lte=at)
+        .exclude(status="forgotten")
+        .exclude(pk__in=[p.id for p in purged])
+        .filter(records_of_scope(scope_id))
+        .values_list("id", "key", "value")
+    )
+    if not rows:
+        return set()
+    keyed = registry({key for _, key, _ in rows})
+    return {str(rid) for rid, key, value in rows if match(key, keyed.label(key), value)}
+
+
+def _plan_held(stored, purged_ids: set[str], messages: set[str]) -> bool:
+    """Whether a turn's stored plan held a purged record or a withheld message (part 3)."""
+    snapshot = PlanSnapshot.of(stored)
+    if snapshot is None:
+        return False
+    return bool(set(snapshot.memories) & purged_ids or set(snapshot.history) & messages)
 
 
 def withhold(tombstone: Tombstone, plan: WithheldPlan) -> int:
     """Write the links of `plan` for `tombstone` (in the caller's transaction) and answer how
-    many messages it withholds now."""
+    many messages it withholds now. The memory links stamp their records (their triggers)."""
     rows = [Withholding(tombstone=tombstone, message_id=m) for m in sorted(plan.messages)]
     rows += [Withholding(tombstone=tombstone, turn_id=t) for t in sorted(plan.replies_of)]
     if rows:
         Withholding.objects.bulk_create(rows, ignore_conflicts=True)
+    withhold_memory_links(tombstone, plan.memories)
     return len(plan.messages)
+
+
+def withhold_memory_links(tombstone: Tombstone, memory_ids: Iterable[str]) -> None:
+    """Link `tombstone` to the memory records `memory_ids` (F7.2): what a forget writes, and
+    what an import restores."""
+    rows = [MemoryWithholding(tombstone=tombstone, memory_id=m) for m in sorted(memory_ids)]
+    if rows:
+        MemoryWithholding.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def release_memories(*, user, memory_ids: Iterable[str], evidence_time: datetime) -> int:
+    """F7.2: the user's new evidence for records after a forget (their confirm or correct, or
+    a message that teaches one again) releases each from the tombstones forgotten before that
+    evidence. Answers how many links were deleted (each stamps its record)."""
+    ids = [str(m) for m in memory_ids]
+    if not ids:
+        return 0
+    deleted, _ = MemoryWithholding.objects.filter(
+        tombstone__user=user, memory_id__in=ids, tombstone__forgotten_at__lt=evidence_time
+    ).delete()
+    return deleted
 
 
 def withhold_links(
@@ -303,6 +421,77 @@ def withheld_lists(user) -> dict[str, tuple[list[str], list[str]]]:
     return found
 
 
+def memories_withheld_by(*, user, memory_ids: Iterable[str]) -> dict[str, list[Tombstone]]:
+    """F7.2: for each withheld record among `memory_ids` (of `user`), the tombstones withholding
+    it now, oldest forget first (the pages' notice names the forget by the forgotten memory's
+    label, never its value)."""
+    ids = [str(m) for m in memory_ids]
+    found: dict[str, list[Tombstone]] = {}
+    if not ids:
+        return found
+    rows = (
+        MemoryWithholding.objects.filter(tombstone__user=user, memory_id__in=ids)
+        .select_related("tombstone")
+        .order_by("tombstone__forgotten_at", "tombstone_id")
+    )
+    for row in rows:
+        found.setdefault(str(row.memory_id), []).append(row.tombstone)
+    return found
+
+
+def withheld_memory_count_annotation() -> Coalesce:
+    """Annotates tombstones with how many memory records each withholds now (F7.2), as a
+    subquery (so it does not multiply the rows another count joins)."""
+    counted = (
+        MemoryWithholding.objects.filter(tombstone=OuterRef("pk"))
+        .order_by()
+        .values("tombstone")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(counted), 0)
+
+
+def withheld_memory_counts(tombstone_ids: Iterable) -> dict[str, int]:
+    """F7.2: how many memory records each tombstone withholds now."""
+    ids = list(tombstone_ids)
+    counts = {str(t): 0 for t in ids}
+    if not ids:
+        return counts
+    for tid, n in (
+        MemoryWithholding.objects.filter(tombstone_id__in=ids)
+        .values_list("tombstone_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        counts[str(tid)] = n
+    return counts
+
+
+def withheld_memory_lists(user) -> dict[str, list[str]]:
+    """F7.2: per tombstone of `user` that withholds any, the sorted ids of the memory records
+    it withholds — what an export carries (§9)."""
+    found: dict[str, list[str]] = {}
+    rows = MemoryWithholding.objects.filter(tombstone__user=user).values_list(
+        "tombstone_id", "memory_id"
+    )
+    for tid, memory in rows:
+        found.setdefault(str(tid), []).append(str(memory))
+    for memories in found.values():
+        memories.sort()
+    return found
+
+
+def memories_released_by(tombstone: Tombstone) -> list[str]:
+    """F4 + F7.2: the memory records that deleting `tombstone` gives back (those no other
+    tombstone withholds), sorted."""
+    mine = MemoryWithholding.objects.filter(tombstone=tombstone)
+    others = MemoryWithholding.objects.filter(
+        memory_id=OuterRef("memory_id"), tombstone__user_id=tombstone.user_id
+    ).exclude(tombstone=tombstone)
+    return sorted(str(m) for m in mine.filter(~Exists(others)).values_list("memory_id", flat=True))
+
+
 def records_mentioning(records: Iterable, values: Iterable[str], *, excluding: Iterable[str] = ()):
     """Among `records` (the user's remembered ones), those whose values mention one of
     `values` as whole words, other than `excluding`: the forget page offers to forget them too
@@ -322,6 +511,16 @@ def withheld_sql(reader: RawReader, message_id: str) -> str:
         f" = {message_id}) OR EXISTS (SELECT 1 FROM {held} w JOIN {turn} t ON t."
         f"{reader.name(Turn, 'id')} = w.{reader.name(Withholding, 'turn')} WHERE t."
         f"{reader.name(Turn, 'reply_message')} = {message_id}) THEN 1 ELSE 0 END"
+    )
+
+
+def turn_held_sql(turn: str) -> str:
+    """F6 part 3, F7.1: true when some tombstone holds the reply of the turn whose id is
+    `turn` (an SQL expression): the reply that turn commits is withheld."""
+    q = connection.ops.quote_name
+    return (
+        f"EXISTS (SELECT 1 FROM {q(Withholding._meta.db_table)} w WHERE w."
+        f"{q(Withholding._meta.get_field('turn').column)} = {turn})"
     )
 
 

@@ -16,12 +16,14 @@ from .models import (
     MemoryProfile,
     MemoryRecord,
     MemorySource,
+    MemoryWithholding,
     SlotRetraction,
     Tombstone,
 )
 from .storage import DATETIME_COLUMNS, RECORD_FIELDS, build_records
 
-# Positions in a write-state row: the kind, then RECORD_FIELDS, then a source message id.
+# Positions in a write-state row: the kind, then RECORD_FIELDS, then a source message id (or,
+# in a row of kind "w", the id of a tombstone withholding the record, F7.2).
 # Tombstone, retraction and registry rows reuse columns of a matching type.
 _W_WIDTH = 1 + len(RECORD_FIELDS) + 1
 _T_FORGOTTEN = 1 + RECORD_FIELDS.index("status_since")
@@ -64,6 +66,13 @@ def _write_state_sql(reader: RawReader) -> str:
             _X_AT: column(SlotRetraction, "retracted_at", "x."),
         },
     )
+    withheld = row(
+        "w",
+        {
+            at("id"): column(MemoryWithholding, "memory", "w."),
+            _W_WIDTH - 1: column(MemoryWithholding, "tombstone", "w."),
+        },
+    )
     registry_row = row(
         "k",
         {
@@ -75,6 +84,12 @@ def _write_state_sql(reader: RawReader) -> str:
         f"SELECT 'r', {records}, {column(MemorySource, 'message', 's.')} "
         f"FROM {reader.table(MemoryRecord)} r LEFT JOIN {reader.table(MemorySource)} s "
         f"ON {name(MemorySource, 'memory', 's.')} = {name(MemoryRecord, 'id', 'r.')} "
+        f"WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
+        f"AND {name(MemoryRecord, 'key', 'r.')} IN ({{keys}}) "
+        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({{scopes}}) "
+        f"UNION ALL SELECT {withheld} FROM {reader.table(MemoryWithholding)} w "
+        f"JOIN {reader.table(MemoryRecord)} r "
+        f"ON {name(MemoryRecord, 'id', 'r.')} = {name(MemoryWithholding, 'memory', 'w.')} "
         f"WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
         f"AND {name(MemoryRecord, 'key', 'r.')} IN ({{keys}}) "
         f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({{scopes}}) "
@@ -124,12 +139,13 @@ def read_write_state(
     key_list = ", ".join(["%s"] * len(keys))
     scope_list = ", ".join(["%s"] * len(scope_ids))
     statement = sql.format(keys=key_list, scopes=scope_list)
-    params = [user.pk, *keys, *scope_ids, user.pk, *keys, user.pk, *keys, *keys]
+    params = [user.pk, *keys, *scope_ids] * 2 + [user.pk, *keys, user.pk, *keys, *keys]
     rows = reader.fetch(statement, params)
     username = user.username
     record_rows: dict[str, tuple] = {}
     sources: dict[str, list[str]] = {}
-    tombstone_rows, retraction_rows, many = [], [], set()
+    tombstone_rows, retraction_rows, withheld_rows, keyed = [], [], [], []
+    others = {"t": tombstone_rows, "x": retraction_rows, "w": withheld_rows, "k": keyed}
     for row in rows:
         kind = row[0]
         if kind == "r":
@@ -139,17 +155,22 @@ def read_write_state(
                 sources[rid] = []
             if row[-1] is not None:
                 sources[rid].append(row[-1])
-        elif kind == "t":
-            tombstone_rows.append(row)
-        elif kind == "x":
-            retraction_rows.append(row)
-        elif row[3] == "many":
-            many.add(row[2])
+        else:
+            others[kind].append(row)
+    many = {row[2] for row in keyed if row[3] == "many"}
+    withheld: dict[str, list[str]] = {}
+    for row in withheld_rows:
+        withheld.setdefault(row[1], []).append(row[-1])
     if record_rows:
         columns = list(zip(*record_rows.values(), strict=True))
         for index in DATETIME_COLUMNS:
             columns[index] = parse_datetimes(columns[index])
-        built = build_records(columns, [sources[rid] for rid in record_rows], username)
+        built = build_records(
+            columns,
+            [sources[rid] for rid in record_rows],
+            username,
+            [withheld.get(rid) for rid in record_rows],
+        )
         for record in built:
             found = records.get((record.scope_id, record.key))
             if found is not None:

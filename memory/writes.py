@@ -124,12 +124,20 @@ class WritePlan:
     retractions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
     # E1: the state at the batch's time of every record an outcome names, as the writes left it
     states: dict[str, RecordState] = field(default_factory=dict)
+    # F7.2: stored records a forget withholds that W5 gave new evidence, with its time: the
+    # links to the tombstones forgotten before it are released.
+    releases: list[tuple[str, datetime]] = field(default_factory=list)
 
     @property
     def changes_memory(self) -> bool:
         """Whether writing the plan changes any stored row (a batch may decide nothing)."""
         return bool(
-            self.inserts or self.links or self.confidence or self.closes or self.retractions
+            self.inserts
+            or self.links
+            or self.confidence
+            or self.closes
+            or self.retractions
+            or self.releases
         )
 
 
@@ -346,6 +354,26 @@ def _blocked(fact: Fact, tombstones, *, user, scope_id, evidence_time, hashed) -
     )
 
 
+def _release_of(record: MemoryRecord, added: list, evidence_time: datetime) -> list:
+    """F7.2: the release a stored record's new source messages (`added`) ask for, if a forget
+    withholds it: (its id, the evidence's time)."""
+    return [(record.id, evidence_time)] if added and record.withheld_by else []
+
+
+def _released(
+    record: MemoryRecord, added: list, tombstones, evidence_time: datetime
+) -> tuple[str, ...]:
+    """F7.2: what still withholds `record` once messages (`added`) after a forget teach it
+    again: the tombstones not forgotten before `evidence_time` (and any this state does not
+    hold, which the database decides); all of them when no message is new."""
+    if not record.withheld_by or not added:
+        return record.withheld_by
+    forgotten = {t.id: t.forgotten_at for t in tombstones if t.id in record.withheld_by}
+    return tuple(
+        t for t in record.withheld_by if t not in forgotten or forgotten[t] >= evidence_time
+    )
+
+
 def _decide_fact(
     fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, new_id
 ) -> Outcome:
@@ -406,10 +434,12 @@ def _decide_fact(
             winner,
             sources=tuple(sorted({*winner.sources, *added})),
             confidence=max(winner.confidence, fact.confidence),
+            withheld_by=_released(winner, added, state.tombstones, evidence_time),
         )
         if winner.id in state.pending:
             plan.inserts[state.pending[winner.id]] = merged
         else:
+            plan.releases += _release_of(winner, added, evidence_time)
             plan.links += [(winner.id, m) for m in added]
             if fact.confidence > winner.confidence:
                 plan.confidence[winner.id] = fact.confidence

@@ -54,6 +54,7 @@ PROMPT_WORDS = {
     "low-confidence": "not given to the companion: too unsure",
     "shadowed": "not given to the companion: a value for a narrower place is used instead",
     "budget": "not given to the companion: it did not fit the budget",
+    "withheld": "not given to the companion: it holds a value the user forgot",
 }
 DECISION_WORDS = {
     "explicit-rule": "one rule decides",
@@ -243,6 +244,7 @@ PLAN_REASON_WORDS = {
     "low-confidence": "too unsure",
     "shadowed": "a value for a narrower place was used instead",
     "budget": "did not fit the budget",
+    "withheld": "holds a value the user forgot",
 }
 
 

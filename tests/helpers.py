@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from config.api import SafeJSONRenderer
+from config.problems import PROBLEM_CODES
+
 ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
 
 # DESIGN: concurrency claims are proven with real threads on PostgreSQL; SQLite serialises
@@ -83,12 +86,16 @@ PROBLEM = "application/problem+json"
 
 def assert_problem(response, status: int, code: str, field: str | None = None) -> dict:
     """SPEC §10: the answer is RFC 9457 problem details of `status` with the stable `code`,
-    its type the code's page, naming `field` among its errors when given. Returns the body."""
+    its type the code's page, naming `field` among its errors when given. Returns the body.
+    Every problem has the one shape, wherever it is answered from: the registry's title for
+    its code, and the bytes the API's renderer makes of it."""
     assert response.status_code == status, response.content
     assert response["Content-Type"] == PROBLEM
     body = json.loads(response.content)
     assert (body["code"], body["status"], body["type"]) == (code, status, f"/problems/{code}"), body
-    assert body["title"] and body["detail"]
+    assert list(body)[:5] == ["type", "title", "status", "detail", "code"], body
+    assert body["title"] == PROBLEM_CODES[code].title and body["detail"], body
+    assert response.content == SafeJSONRenderer().render(body)
     if field is not None:
         assert field in body["errors"], body
     return body

@@ -22,6 +22,7 @@ PURE = [
     "turns.tokens",
     "turns.stopwords",
     "turns.held_history",
+    "turns.left_out",
     "turns.used",
     "bench.relevance",
     "memory.learning",

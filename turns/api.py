@@ -26,7 +26,6 @@ from .serializers import (
     CharacterOutput,
     CharacterPageOutput,
     CharacterPutInput,
-    CharacterSlug,
     ConversationCreateInput,
     ConversationListQuery,
     ConversationOutput,
@@ -35,7 +34,6 @@ from .serializers import (
     MessagePageOutput,
     PromptPlanOutput,
     PromptPlanQuery,
-    ReplyMessageOutput,
     TurnCreateInput,
     TurnCreateOutput,
     TurnReadOutput,
@@ -44,9 +42,9 @@ from .serializers import (
     UserImportOutput,
     UserOutput,
     UserPutInput,
-    UserRef,
     plan_json,
     plan_params,
+    reply_json,
     turn_json,
 )
 
@@ -74,7 +72,6 @@ class UserApi(APIView):
     )
     def put(self, request, user_ref):
         data = validated(UserPutInput, request.data)
-        validated(UserRef, {"user": user_ref})
         user, created = users.user_put(ref=user_ref, email=data.get("email", ""))
         return Response(represented(UserOutput, user), status=201 if created else 200)
 
@@ -98,7 +95,7 @@ class UserExportApi(APIView):
         summary="Export a user's data",
         responses={200: Snapshot, **problems(400, 404)},
         description="Answer everything stored about the user as one snapshot (format "
-        "`companion-memory/1`): the conversations with their messages and turns, memories, "
+        "`companion-memory/3`): the conversations with their messages and turns, memories, "
         "forgets, boundary rules, decisions and media jobs. Importing the snapshot into an "
         "empty deployment gives the same answers (§9).",
     )
@@ -114,18 +111,22 @@ class UserImportApi(APIView):
         operation_id="user_import",
         summary="Import a user's snapshot",
         request=SnapshotInput,
-        responses={200: UserImportOutput, **problems(400, 409, 413)},
+        responses={200: UserImportOutput, **problems(400, 404, 409, 413)},
         description="Import a snapshot made by `GET /users/{ref}/export`, atomically: every "
         "row or none. Ids are kept, so importing the same snapshot again creates nothing "
         "(`skipped` counts the rows already there); a row whose id exists with other content "
-        "is a 409 `import_conflict` (§9).",
+        "is a 409 `import_conflict` (§9). A ref no user can have (see `user_ref`) answers 404 "
+        "`not_found` (C7). A snapshot of an earlier format imports too: `companion-memory/2` "
+        "with no memory links (F7.2), `companion-memory/1` with no withholding links at all "
+        "(F6).",
     )
     def post(self, request, user_ref):
         data = request.data
         if not isinstance(data, dict):
             raise ValidationError("Must be a JSON object.", field="body")
-        ref = data.get("user", {}).get("ref") if isinstance(data.get("user"), dict) else None
-        if ref != user_ref:
+        # A `user` that is not an object is the snapshot's own error, named by its check.
+        user_object = data.get("user")
+        if isinstance(user_object, dict) and user_object.get("ref") != user_ref:
             raise ValidationError(
                 "The snapshot's user.ref must be the user in the path.", field="user.ref"
             )
@@ -168,7 +169,6 @@ class CharacterApi(APIView):
         "scopes and boundary rules name the character by its slug.",
     )
     def put(self, request, slug):
-        validated(CharacterSlug, {"slug": slug})
         data = validated(CharacterPutInput, request.data)
         character, created = conversation_services.character_put(slug=slug, name=data["name"])
         return Response(represented(CharacterOutput, character), status=201 if created else 200)
@@ -247,8 +247,9 @@ class ConversationMessagesApi(APIView):
         description="Answer the conversation's messages oldest first (by `seq`), as a "
         "paginated list, optionally only those after `after_seq` and before `before_seq`. "
         "Each message says which turn it belongs to and whether a forget withholds it from "
-        "prompts (`withheld`, F6). To show the last 20 messages, read the conversation's "
-        "`last_seq` and pass `after_seq=last_seq-20` (C4).",
+        "prompts (`withheld`, F6); a withheld message comes with `content` null, so a runtime "
+        "that rebuilds its context from this read skips it (F7.5). To show the last 20 "
+        "messages, read the conversation's `last_seq` and pass `after_seq=last_seq-20` (C4).",
     )
     def get(self, request, conversation_id):
         params = validated(MessageListQuery, query_params(request))
@@ -272,7 +273,8 @@ class TurnApi(APIView):
         responses={200: TurnReadOutput, **problems(400, 404)},
         description="Answer the turn: its ids, key, scene and status, the user's message, what "
         "it learned — each memory as it is now, so a memory forgotten since shows state "
-        "`forgotten` and no value — and the companion's reply once committed. A prompt plan "
+        "`forgotten` and no value — and the companion's reply once committed (with `content` "
+        "null when a forget withholds it, F7.5). A prompt plan "
         "is never stored with its text, so it is not part of the answer; "
         "`GET /turns/{id}/prompt-plan` plans again. An unknown id answers 404 `not_found` (C4).",
     )
@@ -292,14 +294,16 @@ class TurnPromptPlanApi(APIView):
         operation_id="turn_prompt_plan",
         summary="Plan a turn's prompt",
         parameters=[PromptPlanQuery],
-        responses={200: PromptPlanOutput, **problems(400, 404, 422)},
+        responses={200: PromptPlanOutput, **problems(400, 404, 409, 422)},
         description="Answer what to send the model for this turn under a token budget: the "
         "user's message, the memories that apply (in the order asked for), as much earlier "
         "history as fits, and the boundary decisions for the capabilities named — with what "
-        "was left out and why. The same inputs always give the same plan (`plan_hash`). A "
-        "message that alone does not fit answers 422 `budget_exceeded`. With the user's `use` "
-        "switch off the memory section is empty and each memory is excluded as `memory-off` "
-        "(I1–I8).",
+        "was left out and why (at most 20 listed for each kind and reason, every one counted "
+        "in `excluded_counts`). The same inputs always give the same plan (`plan_hash`). A "
+        "message that alone does not fit answers 422 `budget_exceeded`. A turn whose own "
+        "message a forget made since withholds has no plan: 409 `message_withheld` (F7.1). "
+        "With the user's `use` switch off the memory section is empty and each memory is "
+        "excluded as `memory-off` (I1–I8).",
     )
     def get(self, request, turn_id):
         params = validated(PromptPlanQuery, query_params(request))
@@ -325,7 +329,9 @@ class TurnCreateApi(APIView):
         description="Store the user's message, open a turn for it and learn what the message "
         "says (§8). A retry with the same `turn_key` and content answers 200 with the same "
         "turn; the same key with other content is a 409. With `plan` the answer also holds "
-        "the turn's prompt plan, computed now — also for a retry (I7). A plan refused for its "
+        "the turn's prompt plan, computed now — also for a retry (I7), unless a forget made "
+        "since withholds the turn's message: then the retry answers 409 `message_withheld` "
+        "(F7.1). A plan refused for its "
         "parameters (a 400 naming `plan.capabilities`, `plan.budget`…) stores nothing, so the "
         "retry with the same `turn_key` creates the turn (C2). Only 422 `budget_exceeded` "
         "leaves the turn created; its problem carries `turn`, and a retry replays it (I1, I4).",
@@ -358,13 +364,12 @@ class TurnReplyApi(APIView):
         responses={201: TurnReplyOutput, 200: TurnReplyOutput, **problems(400, 404)},
         description="Store the companion's reply to the turn, exactly once: 201 the first "
         "time; any later call answers 200 with `replayed: true` and the first reply, whatever "
-        "its content, so a retry after a lost answer is safe (I4).",
+        "its content, so a retry after a lost answer is safe (I4). A reply to a turn that a "
+        "forget made since touches — its plan held what the forget purged, or its own message "
+        "is withheld — is stored withheld: the answer says `withheld: true` with `content` "
+        "null, and no later plan holds it (F6, F7.1, F7.5).",
     )
     def post(self, request, turn_id):
         data = validated(TurnReplyInput, request.data)
         result = replies.turn_commit_reply(turn_id=turn_id, content=data["content"])
-        body = {
-            "message": represented(ReplyMessageOutput, result.message),
-            "replayed": result.replayed,
-        }
-        return Response(body, status=200 if result.replayed else 201)
+        return Response(reply_json(result), status=200 if result.replayed else 201)

@@ -20,6 +20,7 @@ from memory.selectors.records import Registry, catalog_registry
 from memory.selectors.resolution import resolve_log_line
 from memory.services import ensure_profile, log_memory_write
 from memory.state import ContextMemory, MemoryState
+from memory.withholding import withheld_exists
 from policy.domain import PolicyContext, PolicyVersion
 from policy.models import DecisionLog
 from policy.selectors import capabilities_by_name, merged_rules, product_defaults
@@ -426,8 +427,13 @@ def _log(turn: Turn, conversation, read: pipeline.TurnRead, decided: pipeline.Tu
 
 def _replayed(turn_id, conversation: Conversation, content: str, scene) -> TurnResult:
     """I4: the same key and content answer the turn stored under it (200); other content or
-    another scene is a conflict."""
-    existing = Turn.objects.select_related("user_message").get(pk=turn_id)
+    another scene is a conflict. The turn is read with whether a forget withholds its message,
+    which refuses a replay's plan (F7.1)."""
+    existing = (
+        Turn.objects.select_related("user_message")
+        .annotate(message_withheld=withheld_exists("user_message_id"))
+        .get(pk=turn_id)
+    )
     existing.conversation = conversation  # the row locked above, with its user
     if existing.user_message.content != content or (existing.scene or None) != scene:
         raise Conflict("This turn_key was used with other content.")

@@ -104,7 +104,25 @@ def spread(user) -> None:
         User.objects.filter(pk=user.pk).update(date_joined=first[0] - timedelta(minutes=5))
 
 
+def load(*, username: str, password: str, reset: bool = False) -> list[str]:
+    """The demo for `make run`: built when its user is not there; otherwise the user is kept
+    with everything they did since (confirmations, forgets, boundaries, switches) and only
+    their password is set, so a restart neither deletes the user (no `user.deleted` event, no
+    support reveal closed) nor undoes their work. `reset` deletes the user and builds the
+    demo again. Returns what it did, in lines for the person who started it."""
+    existing = User.objects.filter(username=username).first()
+    if existing is None or reset:
+        return build(username=username, password=password)
+    existing.set_password(password)
+    existing.save(update_fields=["password"])
+    return [
+        f"kept {username!r} as they left it, with a new password "
+        "(make run DEMO=reset starts the demo over)"
+    ]
+
+
 def build(*, username: str, password: str) -> list[str]:
+    """The demo anew: a user of that name is deleted first, with all of their data."""
     existing = User.objects.filter(username=username).first()
     if existing is not None:
         user_delete(user=existing)

@@ -93,12 +93,15 @@ def keep_history(
 
 
 class HeldHistories:
-    """A bounded, thread-safe LRU of `HeldHistory` by conversation id. Entries are never
-    changed once stored: a turn's read replaces its conversation's."""
+    """A bounded, thread-safe LRU of `HeldHistory` by conversation id, each noted with its
+    user. Entries are never changed once stored: a turn's read replaces its conversation's.
+    `forget_texts` lets a user's texts go when the process learns of their forget or undo
+    (F7.6: a held text may be of a message the forget withholds since)."""
 
     def __init__(self, size: int):
         self.size = size
         self._entries: OrderedDict[object, HeldHistory] = OrderedDict()
+        self._owners: dict[object, object] = {}  # conversation -> user
         self._lock = threading.Lock()
         self.caught_up = 0  # reads that took only the messages after the held ones
         self.reread = 0  # held histories the database no longer had: read whole
@@ -110,16 +113,34 @@ class HeldHistories:
                 self._entries.move_to_end(conversation)
             return found
 
-    def put(self, conversation, entry: HeldHistory) -> None:
+    def put(self, conversation, entry: HeldHistory, *, user=None) -> None:
         with self._lock:
             self._entries[conversation] = entry
+            self._owners[conversation] = user
             self._entries.move_to_end(conversation)
             while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+                oldest, _ = self._entries.popitem(last=False)
+                self._owners.pop(oldest, None)
 
     def drop(self, conversation) -> None:
         with self._lock:
             self._entries.pop(conversation, None)
+            self._owners.pop(conversation, None)
+
+    def forget_texts(self, user) -> None:
+        """Let the texts held for `user`'s conversations go, keeping the candidates (ids,
+        sizes, the check): the next turn still catches up, and reads the texts its plan
+        admits (`NeedTexts`), never one a forget withholds."""
+        with self._lock:
+            for conversation, owner in self._owners.items():
+                entry = self._entries.get(conversation)
+                if owner == user and entry is not None and entry.texts:
+                    self._entries[conversation] = replace(entry, texts={})
+
+    def held_texts(self) -> list[str]:
+        """Every text held now (what a test walks after a forget)."""
+        with self._lock:
+            return [text for entry in self._entries.values() for text in entry.texts.values()]
 
     def note(self, *, caught_up: bool) -> None:
         with self._lock:
@@ -131,3 +152,4 @@ class HeldHistories:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._owners.clear()

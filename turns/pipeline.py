@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from config.errors import BudgetExceeded
+from config.errors import BudgetExceeded, MessageWithheld
 from conversations.domain import Context
 from conversations.plan_snapshot import PlanSnapshot
 from memory import learning
@@ -252,6 +252,17 @@ def plan_turn(
     )
 
 
+def refuse_withheld(current: PlanMessage, withheld: bool) -> None:
+    """F7.1: the plan step's refusal of a current message a forget withholds — a
+    `MessageWithheld` that keeps the message's id (`message_id`) and never its text."""
+    if withheld:
+        refused = MessageWithheld(
+            "The turn's message is withheld by a forget: no prompt plan holds it."
+        )
+        refused.message_id = current.id
+        raise refused
+
+
 @dataclass(frozen=True)
 class PlannedPrompt:
     """A turn's prompt plan, the snapshot the turn keeps of it, and the decisions as `decide`
@@ -275,6 +286,7 @@ def plan_prompt(
     now: datetime,
     decide: Callable[[], list],
     described: Callable[[object], tuple[str, str, str]],
+    current_withheld: bool = False,
 ) -> PlannedPrompt:
     """The one way a turn's prompt plan is made (SPEC §7), for turn creation (I7) and for
     `GET /turns/{id}/prompt-plan` alike. The plan (`turns.planner.build_plan`: I1, I3, I6 and
@@ -283,7 +295,12 @@ def plan_prompt(
     (I6) are fetched first. The budget is the planner's to check: `BudgetExceeded` when the
     message does not fit beside the memory section (I3), and nothing is decided then. Then
     the capabilities' decisions (`decide`, D1–D7) and the snapshot the turn keeps, each
-    decision `described` as (id, capability, effect) (E2)."""
+    decision `described` as (id, capability, effect) (E2).
+
+    F7.1: a current message a forget withholds (`current_withheld`: its turn was created
+    before the forget) is in no plan: `refuse_withheld`, before anything is read or
+    decided."""
+    refuse_withheld(current, current_withheld)
     relevance = params.memory_order == "relevance"
     recent = None
     if relevance:

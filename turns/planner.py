@@ -35,6 +35,13 @@ Order of work in :func:`build_plan`:
 
 ``estimated_tokens = memory_tokens + current_tokens + Σ history tokens <= budget`` always.
 
+**What is left out (I9)** is counted whole and listed bounded (:mod:`turns.left_out`):
+``Plan.excluded_counts`` holds ``(kind, reason, count)`` for every ``(kind, reason)``, sorted;
+``Plan.excluded`` at most 20 ``(kind, id, reason)`` per ``(kind, reason)``, the groups in the
+same order, each in its rule's order — messages newest first, memories in the fill order for
+``budget`` and by id for every other reason (whatever reasons the inputs carry). A plan's
+size follows what it holds, never what is stored.
+
 ``plan_hash`` is the SHA-256 hex of a canonical JSON (sorted keys, ``(",", ":")``
 separators, ``ensure_ascii=False``) of the current message (id, seq, role, content), the
 history (id, seq, role, content, oldest-first), the included memories in fill order
@@ -67,7 +74,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from itertools import repeat
+from itertools import compress, count
 from operator import attrgetter
 
 from config.errors import BudgetExceeded, ValidationError
@@ -78,6 +85,7 @@ from memory.domain import (
     Exclusion,
     ProjectedMemory,
 )
+from turns.left_out import UNRANKED, LeftOut
 from turns.relevance import QUERY_HISTORY, query_terms, relevance_order
 from turns.stopwords import STOPWORDS_VERSION
 from turns.tokens import estimate_from_bytes, estimate_memory, estimate_message
@@ -128,13 +136,17 @@ class Plan:
     history: tuple[tuple[PlanMessage, int], ...]  # oldest-first, with token estimates
     memories: tuple[ProjectedMemory, ...]  # in fill order
     memory_tokens: int
-    excluded: tuple[tuple[str, str, str], ...]  # (kind, id, reason), sorted by (kind, id)
+    # I9: (kind, id, reason), at most 20 per (kind, reason), the groups sorted by kind then
+    # reason, each in its rule's order (`turns.left_out`)
+    excluded: tuple[tuple[str, str, str], ...]
     estimated_tokens: int
     plan_hash: str
     # I6: the rounded BM25 score of each included memory (aligned with `memories`), or None
     # for every memory under `certainty`.
     relevance: tuple[float | None, ...] = ()
     memory_order: str = "certainty"
+    # I9: (kind, reason, count) of every entry left out, sorted by kind then reason
+    excluded_counts: tuple[tuple[str, str, int], ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,25 +207,36 @@ def select_history(
     filled newest-first by ``seq`` (ties by id). ``contiguous`` stops at the first message
     that does not fit; ``skip`` skips it and continues. Returns ``(chosen_ids,
     excluded_ids)``, both oldest-first. The caller applies the turn boundary (I1) first."""
+    chosen, dropped = _select_history(current_tokens_and_memory, candidates, budget, policy)
+    return tuple(c.id for c in chosen), tuple(c.id for c in reversed(dropped))
+
+
+def _select_history(
+    current_tokens_and_memory: int,
+    candidates: Sequence[HistoryCandidate],
+    budget: int,
+    policy: str,
+) -> tuple[list[HistoryCandidate], list[HistoryCandidate]]:
+    """:func:`select_history` on the candidates themselves: the chosen oldest-first, the
+    dropped newest-first (the order they were tried in)."""
     if policy not in HISTORY_POLICIES:
         raise ValidationError("history must be 'contiguous' or 'skip'.", field="history")
     available = budget - current_tokens_and_memory
     used = 0
     stopped = False
-    chosen: list[str] = []
-    excluded: list[str] = []
+    chosen: list[HistoryCandidate] = []
+    dropped: list[HistoryCandidate] = []
     for c in reversed(_unique_candidates(candidates)):
         cost = estimate_from_bytes(c.n_bytes)
         if not stopped and used + cost <= available:
-            chosen.append(c.id)
+            chosen.append(c)
             used += cost
         else:
-            excluded.append(c.id)
+            dropped.append(c)
             if policy == "contiguous":
                 stopped = True
     chosen.reverse()
-    excluded.reverse()
-    return tuple(chosen), tuple(excluded)
+    return chosen, dropped
 
 
 def _eligible_history(current: PlanMessage, history: Iterable[PlanMessage]) -> list[PlanMessage]:
@@ -242,6 +265,20 @@ def _exclusion_pair(item: tuple[str, str] | Exclusion) -> tuple[str, str]:
         return item.id, item.reason
     record_id, reason = item
     return record_id, reason
+
+
+def _left_out_memories(left: LeftOut, memory_excluded: Sequence[tuple[str, str] | Exclusion]):
+    """The resolver's and the projection's exclusions (a few thousand at 10,000 records), by
+    reason — any reason: each listed by id, after the fill order under ``budget`` (I9)."""
+    try:
+        ids = list(map(_exclusion_id, memory_excluded))
+        reasons = list(map(_exclusion_reason, memory_excluded))
+    except AttributeError:  # (id, reason) pairs among them
+        pairs = [_exclusion_pair(item) for item in memory_excluded]
+        ids, reasons = [p[0] for p in pairs], [p[1] for p in pairs]
+    for reason in set(reasons):
+        rank = UNRANKED if reason == REASON_BUDGET else 0
+        left.by_id(KIND_MEMORY, reason, compress(ids, map(reason.__eq__, reasons)), rank)
 
 
 def compute_plan_hash(
@@ -321,21 +358,19 @@ def build_plan(
     else:
         history, held = _split_withheld_messages(current, history, withheld)
     budget = params.budget
-    excluded: set[tuple[str, str, str]] = set()
+    left = LeftOut()  # I9: counts every entry left out, lists at most 20 per (kind, reason)
     relevance_on = params.memory_order == "relevance"
 
-    unique: list[ProjectedMemory] = []
-    seen: set[str] = set()
+    first: dict[str, ProjectedMemory] = {}
     for pm in memories:
-        if pm.record.id not in seen:
-            seen.add(pm.record.id)
-            unique.append(pm)
+        first.setdefault(pm.record.id, pm)  # one item per id, the first given
+    unique = list(first.values())
 
     # I8: with memory use off, every projected memory is excluded and the section is empty.
     scores: list[float | None] = [None] * len(unique)
     order = list(range(len(unique)))
     if not use_memories:
-        excluded.update((KIND_MEMORY, pm.record.id, REASON_MEMORY_OFF) for pm in unique)
+        left.by_id(KIND_MEMORY, REASON_MEMORY_OFF, (pm.record.id for pm in unique))
         order = []
     elif relevance_on and unique:
         if recent is None:
@@ -345,30 +380,14 @@ def build_plan(
         )
         scores = list(rounded)
 
-    # Memory section: skip what does not fit and keep trying later items.
-    cap = memory_cap(params)
-    chosen_memories: list[ProjectedMemory] = []
-    chosen_scores: list[float | None] = []
-    memory_tokens = 0
-    for index in order:
-        pm = unique[index]
-        cost = estimate_memory(pm.label, pm.value)
-        if memory_tokens + cost <= cap:
-            chosen_memories.append(pm)
-            chosen_scores.append(scores[index])
-            memory_tokens += cost
-        else:
-            excluded.add((KIND_MEMORY, pm.record.id, REASON_BUDGET))
-    try:  # the resolver's and the projection's `Exclusion`s, a few thousand at 10,000 records
-        excluded.update(
-            zip(
-                repeat(KIND_MEMORY),
-                map(_exclusion_id, memory_excluded),
-                map(_exclusion_reason, memory_excluded),
-            )
-        )
-    except AttributeError:  # (id, reason) pairs among them
-        excluded.update((KIND_MEMORY, *_exclusion_pair(item)) for item in memory_excluded)
+    # The memory section in its fill order, then what earlier steps left out (I9).
+    chosen_memories, chosen_scores, memory_tokens = _fill_memories(
+        [unique[index] for index in order],
+        [scores[index] for index in order],
+        memory_cap(params),
+        left,
+    )
+    _left_out_memories(left, memory_excluded)
 
     # The current message must fit beside the memory section.
     current_tokens = estimate_message(current.content)
@@ -381,27 +400,15 @@ def build_plan(
             available_tokens=available,
         )
 
-    # History: the boundary first (I1), then the budget by size alone.
-    if history_candidates is None:
-        eligible = _eligible_history(current, history)
-        by_id = {m.id: m for m in eligible}
-        candidates = [
-            HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode("utf-8"))) for m in eligible
-        ]
-    else:
-        candidates = [c for c in history_candidates if c.id != current.id and c.seq < current.seq]
-    chosen_ids, dropped_ids = select_history(
-        memory_tokens + current_tokens, candidates, budget, params.history
+    chosen_history = _history_section(
+        current,
+        history,
+        history_candidates,
+        fetch_content,
+        room=(memory_tokens + current_tokens, budget, params.history),
+        left=left,
     )
-    if history_candidates is not None:
-        if fetch_content is None:
-            raise TypeError("history_candidates needs fetch_content")
-        contents = fetch_content(list(chosen_ids))
-        meta = {c.id: c for c in candidates}
-        by_id = {i: PlanMessage(i, meta[i].seq, meta[i].role, contents[i]) for i in chosen_ids}
-    chosen_history = tuple((by_id[i], estimate_message(by_id[i].content)) for i in chosen_ids)
-    excluded.update((KIND_MESSAGE, i, REASON_BUDGET) for i in dropped_ids)
-    excluded.update((KIND_MESSAGE, i, REASON_FORGOTTEN) for i in held)
+    left.ranked(KIND_MESSAGE, REASON_FORGOTTEN, held.items())
 
     estimated = memory_tokens + current_tokens + sum(t for _, t in chosen_history)
     assert estimated <= budget, "planner overran its budget"
@@ -413,7 +420,7 @@ def build_plan(
         history=chosen_history,
         memories=tuple(chosen_memories),
         memory_tokens=memory_tokens,
-        excluded=tuple(sorted(excluded)),
+        excluded=left.listed(),
         estimated_tokens=estimated,
         plan_hash=compute_plan_hash(
             current=current,
@@ -424,20 +431,77 @@ def build_plan(
         ),
         relevance=tuple(chosen_scores),
         memory_order=params.memory_order,
+        excluded_counts=left.counts(),
     )
+
+
+def _fill_memories(
+    in_order: Sequence[ProjectedMemory],
+    scores: Sequence[float | None],
+    cap: int,
+    left: LeftOut,
+) -> tuple[list[ProjectedMemory], list[float | None], int]:
+    """The memory section (I3, I6): the items in their fill order, each that does not fit in
+    ``cap`` skipped and the filling going on with later ones; the skipped ones are left out
+    for ``budget`` in that order (I9). Answers the chosen items, their scores and tokens."""
+    chosen: list[ProjectedMemory] = []
+    chosen_scores: list[float | None] = []
+    over: list[str] = []
+    tokens = 0
+    for pm, score in zip(in_order, scores, strict=True):
+        cost = estimate_memory(pm.label, pm.value)
+        if tokens + cost <= cap:
+            chosen.append(pm)
+            chosen_scores.append(score)
+            tokens += cost
+        else:
+            over.append(pm.record.id)
+    left.ranked(KIND_MEMORY, REASON_BUDGET, zip(over, count()))
+    return chosen, chosen_scores, tokens
+
+
+def _history_section(
+    current: PlanMessage,
+    history: Sequence[PlanMessage],
+    history_candidates: Sequence[HistoryCandidate] | None,
+    fetch_content: Callable[[list[str]], Mapping[str, str]] | None,
+    *,
+    room: tuple[int, int, str],
+    left: LeftOut,
+) -> tuple[tuple[PlanMessage, int], ...]:
+    """History (I1, I3): the boundary first, then the budget by size alone; ``room`` is the
+    tokens already taken, the budget and the policy. The messages dropped for the budget are
+    left out with their ``seq`` (I9). Answers the history oldest-first with its estimates."""
+    if history_candidates is None:
+        eligible = _eligible_history(current, history)
+        by_id = {m.id: m for m in eligible}
+        candidates = [
+            HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode("utf-8"))) for m in eligible
+        ]
+    else:
+        candidates = [c for c in history_candidates if c.id != current.id and c.seq < current.seq]
+    taken, budget, policy = room
+    chosen, dropped = _select_history(taken, candidates, budget, policy)
+    if history_candidates is not None:
+        if fetch_content is None:
+            raise TypeError("history_candidates needs fetch_content")
+        contents = fetch_content([c.id for c in chosen])
+        by_id = {c.id: PlanMessage(c.id, c.seq, c.role, contents[c.id]) for c in chosen}
+    left.ranked(KIND_MESSAGE, REASON_BUDGET, ((c.id, c.seq) for c in dropped))
+    return tuple((by_id[c.id], estimate_message(by_id[c.id].content)) for c in chosen)
 
 
 def _split_withheld(
     current: PlanMessage, candidates: Sequence[HistoryCandidate], withheld: Collection[str]
-) -> tuple[list[HistoryCandidate], set[str]]:
-    """F6: the candidates a plan may admit, and the ids of the withheld ones (before the turn
-    boundary only: anything else is outside the plan, not excluded)."""
+) -> tuple[list[HistoryCandidate], dict[str, int]]:
+    """F6: the candidates a plan may admit, and the withheld ones' ids with their ``seq``
+    (before the turn boundary only: anything else is outside the plan, not excluded)."""
     kept: list[HistoryCandidate] = []
-    held: set[str] = set()
+    held: dict[str, int] = {}
     for c in candidates:
         if c.withheld or c.id in withheld:
             if c.id != current.id and c.seq < current.seq:
-                held.add(c.id)
+                held[c.id] = min(c.seq, held.get(c.id, c.seq))
         else:
             kept.append(c)
     return kept, held
@@ -445,13 +509,14 @@ def _split_withheld(
 
 def _split_withheld_messages(
     current: PlanMessage, history: Sequence[PlanMessage], withheld: Collection[str]
-) -> tuple[list[PlanMessage], set[str]]:
+) -> tuple[list[PlanMessage], dict[str, int]]:
     if not withheld:
-        return list(history), set()
+        return list(history), {}
     kept = [m for m in history if m.id not in withheld]
-    held = {
-        m.id for m in history if m.id in withheld and m.id != current.id and m.seq < current.seq
-    }
+    held: dict[str, int] = {}
+    for m in history:
+        if m.id in withheld and m.id != current.id and m.seq < current.seq:
+            held[m.id] = min(m.seq, held.get(m.id, m.seq))
     return kept, held
 
 
@@ -499,7 +564,10 @@ def plan_snapshot(plan: Plan) -> dict:
         "memories": [pm.record.id for pm in plan.memories],
         # SPEC E2: the certainty each memory was given with, beside its id (no text).
         "certainty": [pm.certainty for pm in plan.memories],
-        "excluded": plan.excluded,  # (kind, id, reason) triples, stored as JSON arrays
+        # I9: (kind, id, reason) triples, at most 20 per (kind, reason), and every total as
+        # (kind, reason, count); both stored as JSON arrays
+        "excluded": plan.excluded,
+        "excluded_counts": plan.excluded_counts,
         "estimated_tokens": plan.estimated_tokens,
         "plan_hash": plan.plan_hash,
     }
@@ -533,6 +601,9 @@ def plan_body(plan: Plan) -> dict:
         "excluded": [
             {"kind": kind, "id": item_id, "reason": reason}
             for kind, item_id, reason in plan.excluded
+        ],
+        "excluded_counts": [
+            {"kind": kind, "reason": reason, "count": n} for kind, reason, n in plan.excluded_counts
         ],
         "estimated_tokens": plan.estimated_tokens,
         "memory_order": plan.memory_order,

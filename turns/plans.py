@@ -7,14 +7,15 @@ import logging
 from dataclasses import dataclass
 
 from config.clock import db_now
-from config.errors import BudgetExceeded, NotFound
+from config.errors import BudgetExceeded, MessageWithheld, NotFound
 from conversations.models import Turn
 from conversations.selectors import LoadedContext
 from memory.selectors.resolution import ContextResolution
 from memory.switches import memory_settings_of
+from memory.withholding import withheld_exists, withheld_message_ids
 from policy.services import DecisionOutcome, decisions_make
 
-from .pipeline import plan_prompt
+from .pipeline import plan_prompt, refuse_withheld
 from .planner import QUERY_HISTORY, Plan, PlanMessage, PlanParams
 from .selectors import history_with_contents
 from .tokens import estimate_message
@@ -42,11 +43,16 @@ def turn_prompt_plan(
     memory_order: str = "certainty",
 ) -> PromptPlanResult:
     """SPEC §7: the prompt plan of a turn (`GET /turns/{id}/prompt-plan`): the turn is read
-    with its conversation, user (and memory profile), character and user message in one
-    query, then planned by `plan_for_turn`."""
-    qs = Turn.objects.select_related(
-        "conversation__character", "conversation__user__memory_profile", "user_message"
-    ).filter(pk=turn_id)
+    with its conversation, user (and memory profile), character and user message — and
+    whether a forget withholds that message (F7.1) — in one query, then planned by
+    `plan_for_turn`."""
+    qs = (
+        Turn.objects.select_related(
+            "conversation__character", "conversation__user__memory_profile", "user_message"
+        )
+        .annotate(message_withheld=withheld_exists("user_message_id"))
+        .filter(pk=turn_id)
+    )
     if user is not None:
         qs = qs.filter(user=user)
     turn = qs.first()
@@ -90,7 +96,11 @@ def plan_for_turn(
     costs one more query for its text.
 
     `now` defaults to the database clock; `now_given` says whether the caller chose it (the
-    GET's `now`), as `LoadedContext.now_given`."""
+    GET's `now`), as `LoadedContext.now_given`.
+
+    F7.1: a turn whose message a forget withholds has no plan: `MessageWithheld` naming the
+    turn, from the plan step, before the history is read. Whether it is withheld comes with
+    the turn where its read annotated it (`message_withheld`), else one query more."""
     params = PlanParams(
         budget=budget,
         memory_share=memory_share,
@@ -99,6 +109,18 @@ def plan_for_turn(
         memory_order=memory_order,
     )
     conversation = turn.conversation
+    current = turn.user_message
+    withheld = getattr(turn, "message_withheld", None)
+    if withheld is None:
+        withheld = str(current.pk) in withheld_message_ids(
+            user=conversation.user, message_ids=[current.pk]
+        )
+    message = PlanMessage(str(current.pk), current.seq, current.role, current.content)
+    try:
+        refuse_withheld(message, withheld)
+    except MessageWithheld as refused:
+        refused.extra["turn"] = str(turn.pk)
+        raise
     ctx = LoadedContext(
         user=conversation.user,
         character=conversation.character,
@@ -109,7 +131,6 @@ def plan_for_turn(
     )
     switches = memory_settings_of(conversation.user)
     resolved = ContextResolution(ctx)
-    current = turn.user_message
     # The history's text is read with its sizes for the newest messages that could fit
     # beside the current message (what the planner admits is among them under `contiguous`).
     room = budget - estimate_message(current.content)
@@ -123,7 +144,7 @@ def plan_for_turn(
         return decisions_make(context=ctx, capabilities=list(params.capabilities))
 
     planned = plan_prompt(
-        current=PlanMessage(str(current.pk), current.seq, current.role, current.content),
+        current=message,
         history=candidates,
         fetch_content=fetch_content,
         resolution=resolved.resolution,
@@ -152,7 +173,7 @@ def log_plan(turn_id, resolve_line: str, plan: Plan, params: PlanParams, *, use:
         resolve_line,
         len(plan.history),
         len(plan.memories),
-        len(plan.excluded),
+        sum(n for _, _, n in plan.excluded_counts),
         plan.estimated_tokens,
         params.budget,
         params.memory_order,
@@ -163,7 +184,8 @@ def log_plan(turn_id, resolve_line: str, plan: Plan, params: PlanParams, *, use:
 
 def turn_plan_replayed(result, plan: PlanParams):
     """I7: a replayed creation answers a plan computed now, from the rows creation loaded. A
-    plan refused for its budget says which turn stays created."""
+    plan refused for its budget says which turn stays created; a turn whose message a forget
+    withholds since has none (F7.1: `MessageWithheld`)."""
     turn = result.turn
     try:
         return plan_for_turn(

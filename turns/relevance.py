@@ -9,7 +9,6 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from functools import lru_cache
 from itertools import accumulate
 
 from memory.domain import ProjectedMemory
@@ -76,22 +75,45 @@ def _counted_terms(text: str) -> tuple[int, list[str]]:
     return len(found), found
 
 
-# Labels and keys recur from memory to memory and plan to plan; values are not cached.
-@lru_cache(maxsize=16_384)
-def _cached_terms(text: str) -> tuple[str, ...]:
-    return tuple(terms(text))
+# The terms of each memory's label and key, by record id (F7.6: a process's cache is keyed by
+# ids, never by a text): labels and keys recur from plan to plan, and a held entry is used
+# only for the label and key it was made of. `forget_cached` empties it when the process
+# learns of a forget; values are not cached.
+_LABEL_AND_KEY_TERMS: dict[str, tuple[str, str, tuple[int, frozenset[str], tuple[str, ...]]]] = {}
+LABEL_AND_KEY_TERMS_MAX = 16_384
 
 
-@lru_cache(maxsize=16_384)
-def _label_and_key_terms(label: str, key: str) -> tuple[int, frozenset[str], tuple[str, ...]]:
-    found = (*_cached_terms(label), *_cached_terms(key))
-    return len(found), frozenset(found), found
+def _label_and_key_terms(pm: ProjectedMemory) -> tuple[int, frozenset[str], tuple[str, ...]]:
+    record_id = pm.record.id
+    held = _LABEL_AND_KEY_TERMS.get(record_id)
+    if held is not None and held[0] == pm.label and held[1] == pm.key:
+        return held[2]
+    found = (*terms(pm.label), *terms(pm.key))
+    made = (len(found), frozenset(found), found)
+    if len(_LABEL_AND_KEY_TERMS) >= LABEL_AND_KEY_TERMS_MAX:
+        _LABEL_AND_KEY_TERMS.clear()
+    _LABEL_AND_KEY_TERMS[record_id] = (pm.label, pm.key, made)
+    return made
+
+
+def forget_cached() -> None:
+    """Empty the process's label and key terms (a forget may have erased what they hold)."""
+    _LABEL_AND_KEY_TERMS.clear()
+
+
+def held_texts() -> list[str]:
+    """Every text the process's relevance cache holds (what a test walks after a forget)."""
+    return [
+        text
+        for label, key, (_, _, found) in list(_LABEL_AND_KEY_TERMS.values())
+        for text in (label, key, *found)
+    ]
 
 
 def document_terms(pm: ProjectedMemory) -> list[str]:
     """I6: a memory's document is the terms of its label, value and key
     (``basil_plant.name`` → basil, plant, name)."""
-    return [*_cached_terms(pm.label), *terms(pm.value), *_cached_terms(pm.key)]
+    return [*terms(pm.label), *terms(pm.value), *terms(pm.key)]
 
 
 def query_terms(current: str, recent: Iterable[str] = ()) -> list[str]:
@@ -186,9 +208,7 @@ def _memory_scores(memories: Sequence[ProjectedMemory], distinct: list[str]) -> 
     cache lookup remains. (A test holds the result equal to `bm25_scores`.)"""
     query_set = frozenset(distinct)
     wanted, disjoint = query_set.__contains__, query_set.isdisjoint
-    fixed = list(
-        map(_label_and_key_terms, [pm.label for pm in memories], [pm.key for pm in memories])
-    )
+    fixed = list(map(_label_and_key_terms, memories))
     total = sum(f[0] for f in fixed)
     matched_terms: dict[int, list[str]] = {
         index: list(filter(wanted, fixed[index][2]))

@@ -14,7 +14,8 @@ from config import metrics
 from config.clock import db_now
 from config.errors import NotFound
 from conversations.models import Conversation, Message, Turn
-from memory.state import profile_table
+from memory.state import profile_table, version_table
+from memory.withholding import turn_held_sql, withheld_exists
 
 from .creation import check_content
 
@@ -23,6 +24,7 @@ from .creation import check_content
 class ReplyResult:
     message: Message
     replayed: bool
+    withheld: bool = False  # F6, F7.1: a forget withholds the reply (its answer shows no text)
 
 
 def turn_commit_reply(*, turn_id, content: str, user=None) -> ReplyResult:
@@ -44,7 +46,15 @@ def turn_commit_reply(*, turn_id, content: str, user=None) -> ReplyResult:
     stamps the reply's time, so a forget (which holds that row for update) and a reply are
     ordered: a reply that waited commits after the forget and is withheld through the hold the
     forget wrote on its turn; a forget that waited sees the reply committed before its
-    `forgotten_at`. SQLite runs one writer at a time."""
+    `forgotten_at`. SQLite runs one writer at a time.
+
+    F7.1: the answer says whether the reply is withheld — a forget made since the turn was
+    created holds its reply (F6 part 3: its plan held what the forget purged or withheld, or
+    its own message is withheld). The statement reads the holds with its snapshot, and the
+    user's memory version both as that snapshot saw it and as it is once the memory write
+    lock is taken (every forget changes it, `memory.triggers`): when they differ a forget may
+    have committed after the snapshot, and the holds are read again (one query more, only
+    then)."""
     check_content(content)
     try:
         turn_id = uuid.UUID(str(turn_id))
@@ -52,14 +62,17 @@ def turn_commit_reply(*, turn_id, content: str, user=None) -> ReplyResult:
         raise NotFound("No such turn.") from None
     message_id = uuid.uuid4()
     if connection.vendor == "postgresql":
-        message = _reply_postgres(turn_id, message_id, content, user)
+        committed = _reply_postgres(turn_id, message_id, content, user)
     else:
         with transaction.atomic():
-            message = _reply_portable(turn_id, message_id, content, user)
-    if message is None:
+            committed = _reply_portable(turn_id, message_id, content, user)
+    if committed is None:
         return _replayed_reply(turn_id, user)
+    message, withheld = committed
+    if withheld is None:  # a forget committed after the statement's snapshot: read again
+        withheld = Turn.objects.filter(pk=turn_id, reply_withholdings__isnull=False).exists()
     metrics.reply_committed(False)
-    return ReplyResult(message, False)
+    return ReplyResult(message, False, withheld)
 
 
 def _reply_tables() -> dict[str, str]:
@@ -69,10 +82,11 @@ def _reply_tables() -> dict[str, str]:
         "conversation": q(Conversation._meta.db_table),
         "message": q(Message._meta.db_table),
         "profile": q(profile_table()),
+        "version": q(version_table()),
     }
 
 
-def _reply_postgres(turn_id, message_id, content: str, user) -> Message | None:
+def _reply_postgres(turn_id, message_id, content: str, user) -> tuple[Message, bool | None] | None:
     t = _reply_tables()
     owner = " AND user_id = %(user)s" if user is not None else ""
     sql = f"""
@@ -87,12 +101,19 @@ def _reply_postgres(turn_id, message_id, content: str, user) -> Message | None:
         ), ordered AS (
             SELECT p.user_id FROM {t["profile"]} p JOIN claimed ON p.user_id = claimed.user_id
             FOR SHARE OF p
+        ), versions AS (
+            SELECT v.version AS locked, (
+                SELECT s.version FROM {t["version"]} s WHERE s.user_id = v.user_id
+            ) AS seen
+            FROM {t["version"]} v JOIN ordered ON v.user_id = ordered.user_id
+            FOR SHARE OF v
         )
         INSERT INTO {t["message"]} (id, user_id, conversation_id, seq, role, content, created_at)
         SELECT %(message)s, claimed.user_id, allocated.id, allocated.last_seq, 'assistant',
                %(content)s, clock_timestamp()
         FROM claimed CROSS JOIN allocated LEFT JOIN ordered ON true
-        RETURNING user_id, conversation_id, seq, created_at
+        RETURNING user_id, conversation_id, seq, created_at, {turn_held_sql("%(turn)s")},
+            COALESCE((SELECT locked <> seen FROM versions), false)
     """
     params = {
         "message": message_id,
@@ -105,8 +126,10 @@ def _reply_postgres(turn_id, message_id, content: str, user) -> Message | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    user_id, conversation_id, seq, created_at = row
-    return Message(
+    # `versions`: the user's version row locked after the memory write lock (its newest
+    # version) and as the snapshot saw it; a user without one has never had a memory to forget.
+    user_id, conversation_id, seq, created_at, held, moved = row
+    message = Message(
         id=message_id,
         user_id=user_id,
         conversation_id=conversation_id,
@@ -115,9 +138,10 @@ def _reply_postgres(turn_id, message_id, content: str, user) -> Message | None:
         content=content,
         created_at=created_at.astimezone(UTC),
     )
+    return message, None if moved else bool(held)
 
 
-def _reply_portable(turn_id, message_id, content: str, user) -> Message | None:
+def _reply_portable(turn_id, message_id, content: str, user) -> tuple[Message, bool] | None:
     t = _reply_tables()
     owner = " AND user_id = %s" if user is not None else ""
     with connection.cursor() as cursor:
@@ -130,13 +154,14 @@ def _reply_portable(turn_id, message_id, content: str, user) -> Message | None:
         if claimed is None:
             return None
         conversation_id, user_id = claimed
+        # One writer at a time: the holds read here are every forget's committed before.
         cursor.execute(
             f"UPDATE {t['conversation']} SET last_seq = last_seq + 1 WHERE id = %s RETURNING "
-            "last_seq",
-            [conversation_id],
+            f"last_seq, {turn_held_sql('%s')}",
+            [conversation_id, turn_id.hex],
         )
-        (seq,) = cursor.fetchone()
-    return Message.objects.create(
+        seq, held = cursor.fetchone()
+    message = Message.objects.create(
         id=message_id,
         user_id=user_id,
         conversation_id=uuid.UUID(str(conversation_id)),
@@ -145,15 +170,21 @@ def _reply_portable(turn_id, message_id, content: str, user) -> Message | None:
         content=content,
         created_at=db_now(),
     )
+    return message, bool(held)
 
 
 def _replayed_reply(turn_id, user) -> ReplyResult:
-    """The turn's first reply (one query), or 404 when there is no such turn (of `user`)."""
-    qs = Turn.objects.select_related("reply_message").filter(pk=turn_id)
+    """The turn's first reply (one query) and whether a forget withholds it, or 404 when there
+    is no such turn (of `user`)."""
+    qs = (
+        Turn.objects.select_related("reply_message")
+        .annotate(reply_withheld=withheld_exists("reply_message_id"))
+        .filter(pk=turn_id)
+    )
     if user is not None:
         qs = qs.filter(user=user)
     turn = qs.first()
     if turn is None or turn.reply_message is None:
         raise NotFound("No such turn.")
     metrics.reply_committed(True)
-    return ReplyResult(turn.reply_message, True)
+    return ReplyResult(turn.reply_message, True, turn.reply_withheld)

@@ -360,7 +360,9 @@ def conversation_messages(
 def messages_shown(user, rows) -> list[dict]:
     """A page of message rows in the C4 message shape, each marked `withheld` (F6): read with
     the rows (`conversation_messages`), else by one call of
-    `memory.withholding.withheld_message_ids` for the whole page."""
+    `memory.withholding.withheld_message_ids` for the whole page. A withheld message's
+    `content` is None (F7.5): the API's read-backs never carry a forgotten word (the user's
+    own pages read the transcript, which keeps them)."""
     rows = list(rows)
     if rows and "withheld" in rows[0]:
         withheld = {str(r["id"]) for r in rows if r["withheld"]}
@@ -369,13 +371,11 @@ def messages_shown(user, rows) -> list[dict]:
     out = []
     for r in rows:
         turn = r["opened"] or r["replied"]
-        out.append(
-            {
-                **{name: r[name] for name in MESSAGE_FIELDS},
-                "turn": turn,
-                "withheld": str(r["id"]) in withheld,
-            }
-        )
+        held = str(r["id"]) in withheld
+        shown = {name: r[name] for name in MESSAGE_FIELDS}
+        if held:
+            shown["content"] = None  # F7.5: a read-back never carries withheld words
+        out.append({**shown, "turn": turn, "withheld": held})
     return out
 
 

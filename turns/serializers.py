@@ -20,7 +20,12 @@ from config.serializers import (
 from conversations.models import Turn
 from memory.domain import RESOLVER_VERSION
 from memory.selectors.states import memory_stated_many
-from memory.serializers import ExtractedOutput, ProjectedOutput, memory_json
+from memory.serializers import (
+    ExtractedOutput,
+    ProjectedOutput,
+    memory_json,
+    withheld_memory_json,
+)
 from policy.serializers import DecisionOutput
 
 from .planner import PlanParams, plan_body
@@ -40,6 +45,11 @@ def plan_params(params: dict | None) -> PlanParams | None:
     )
 
 
+def _memory_json(record, state) -> dict:
+    """A memory as a turn shows it: masked while a forget withholds it (F7.2)."""
+    return (withheld_memory_json if record.withheld_by else memory_json)(record, state)
+
+
 def turn_json(turn: Turn) -> dict:
     """The turn with its extraction outcomes; memories are shown as they are now (a forget
     since then shows the erased skeleton). A turn just created carries the records its writes
@@ -56,7 +66,7 @@ def turn_json(turn: Turn) -> dict:
         found = e.get("memory") in records
         item = {
             "outcome": e["outcome"],
-            "memory": memory_json(records[e["memory"]], states[e["memory"]]) if found else None,
+            "memory": _memory_json(records[e["memory"]], states[e["memory"]]) if found else None,
         }
         if e.get("reason"):
             item["reason"] = e["reason"]
@@ -70,6 +80,26 @@ def turn_json(turn: Turn) -> dict:
         "user_message": {"id": str(turn.user_message_id), "seq": turn.user_message.seq},
         "extracted": extracted,
         "learning": turn.learning,
+    }
+
+
+def reply_json(result) -> dict:
+    """The answer to a reply (`turns.replies.ReplyResult`): the message in the reply shape,
+    without its text when a forget withholds it (F7.1, F7.5), and whether it was replayed."""
+    message = result.message
+    return {
+        "message": represented(
+            ReplyMessageOutput,
+            {
+                "id": message.id,
+                "seq": message.seq,
+                "role": message.role,
+                "content": None if result.withheld else message.content,
+                "created_at": message.created_at,
+                "withheld": result.withheld,
+            },
+        ),
+        "replayed": result.replayed,
     }
 
 
@@ -104,14 +134,6 @@ class UserOutput(serializers.Serializer):
     created_at = serializers.DateTimeField(
         source="date_joined", help_text="When the user was first created here."
     )
-
-
-class UserRef(serializers.Serializer):
-    user = UserRefField()
-
-
-class CharacterSlug(serializers.Serializer):
-    slug = CharacterSlugField()
 
 
 class CharacterPutInput(StrictSerializer):
@@ -189,7 +211,12 @@ class MessageOutput(serializers.Serializer):
         choices=["user", "assistant", "system"],
         help_text="Who wrote it: the user, or the companion (`assistant`).",
     )
-    content = serializers.CharField(help_text="The message's text, as it was sent.")
+    content = serializers.CharField(
+        allow_null=True,
+        help_text="The message's text, as it was sent; null when a forget withholds the "
+        "message (`withheld`): a runtime rebuilding its context from this read skips it, so it "
+        "never sends the model a forgotten word (F7.5).",
+    )
     created_at = serializers.DateTimeField(help_text="When the message was stored.")
     turn = serializers.UUIDField(
         allow_null=True,
@@ -197,8 +224,9 @@ class MessageOutput(serializers.Serializer):
         "message) or the turn it replied to (the companion's reply); null for neither.",
     )
     withheld = serializers.BooleanField(
-        help_text="True when a forget withholds the message: the user still sees it, but no "
-        "prompt plan includes it any more (F6)."
+        help_text="True when a forget withholds the message: the user still sees it on their "
+        "pages, but no prompt plan includes it any more and this answer leaves out its text "
+        "(`content` is null) (F6, F7.5)."
     )
 
 
@@ -374,8 +402,39 @@ class PlanExclusionOutput(serializers.Serializer):
     )
     id = serializers.UUIDField(help_text="The id of the memory or message left out.")
     reason = serializers.CharField(
-        help_text="Why it was left out (such as `budget`, `memory-off`, `forgotten`)."
+        help_text="Why it was left out (such as `budget`, `memory-off`, `forgotten`, "
+        "`withheld`: a memory holding a forgotten value, F7.2)."
     )
+
+
+class PlanExclusionCountOutput(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=["memory", "message"], help_text="What was left out: memories or history messages."
+    )
+    reason = serializers.CharField(
+        help_text="Why they were left out (such as `budget`, `memory-off`, `forgotten`, "
+        "`withheld`)."
+    )
+    count = serializers.IntegerField(
+        min_value=0,
+        help_text="How many of this kind were left out for this reason, listed in `excluded` "
+        "or not.",
+    )
+
+
+PLAN_EXCLUDED = (
+    "What was left out of the prompt and why, by id: for each kind and reason at most 20 "
+    "entries, so the plan's size follows what it holds and not what is stored (I9). Messages "
+    "come newest first; memories left out for `budget` in the order the memory section was "
+    "filled, and for any other reason by id. The entries are grouped by kind, then by reason, "
+    "in the order of `excluded_counts`, which counts every one."
+)
+PLAN_EXCLUDED_COUNTS = (
+    "How many memories and messages were left out, one entry per kind and reason, sorted by "
+    "kind then reason. Each count is the whole total: where it is larger than the entries "
+    "`excluded` lists for that kind and reason, the rest were left out for the same reason "
+    "but not listed."
+)
 
 
 class PlanMemoryOutput(ProjectedOutput):
@@ -390,7 +449,8 @@ PLAN_MEMORIES = (
     "The memories to put in the prompt, in order. Each carries only what the model should see "
     "— key, label, value, certainty and scope — and no id, so that nothing about the store "
     "leaks into the prompt (P4). The ids are elsewhere: `excluded` names what was left out by "
-    "id, the turn's stored plan keeps the ids of what was used (shown under each reply on the "
+    "id (at most 20 for each kind and reason, `excluded_counts` counting all), the turn's "
+    "stored plan keeps the ids of what was used (shown under each reply on the "
     "user's transcript), and `POST /memory/resolve` answers the full records with their ids."
 )
 
@@ -409,9 +469,8 @@ class PromptPlanOutput(serializers.Serializer):
         help_text="One boundary decision per capability asked "
         "for, in the shape `POST /policy/decide` answers.",
     )
-    excluded = PlanExclusionOutput(
-        many=True, help_text="What was left out of the prompt and why, by id."
-    )
+    excluded = PlanExclusionOutput(many=True, help_text=PLAN_EXCLUDED)
+    excluded_counts = PlanExclusionCountOutput(many=True, help_text=PLAN_EXCLUDED_COUNTS)
     estimated_tokens = serializers.IntegerField(help_text="What the whole plan costs in tokens.")
     budget = serializers.IntegerField(help_text="The budget the plan was made under.")
     memory_order = serializers.ChoiceField(
@@ -440,8 +499,17 @@ class ReplyMessageOutput(serializers.Serializer):
     id = serializers.UUIDField(help_text="The reply message's id.")
     seq = serializers.IntegerField(help_text="The reply's number in its conversation.")
     role = serializers.CharField(help_text="Always `assistant`: the companion wrote it.")
-    content = serializers.CharField(help_text="The reply's text, as first committed.")
+    content = serializers.CharField(
+        allow_null=True,
+        help_text="The reply's text, as first committed; null when a forget withholds the "
+        "reply (`withheld`) (F7.5).",
+    )
     created_at = serializers.DateTimeField(help_text="When the reply was committed.")
+    withheld = serializers.BooleanField(
+        help_text="True when a forget withholds the reply — it answers a turn planned with "
+        "what a forget purged, or a turn whose own message a forget withholds — so no prompt "
+        "plan includes it and `content` is null (F6, F7.1, F7.5)."
+    )
 
 
 class TurnReplyOutput(serializers.Serializer):

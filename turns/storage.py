@@ -24,16 +24,27 @@ from django.utils import timezone
 
 from config.storage import RawReader, json_rows, parse_datetimes
 from conversations.models import Conversation, Message, Turn
-from memory.state import ContextMemory, last_named_part, registry_part
+from memory.state import ContextMemory, last_named_part, on_forget, registry_part
 from memory.withholding import withheld_ids_sql, withheld_sql
 from policy.domain import PolicyScope, Rule
 from policy.models import PolicyRule, UserPolicyVersion
 
+from . import relevance
 from .held_history import HeldHistories, HeldHistory, candidates, keep_history
 from .planner import HistoryCandidate
 
 # The history each conversation's last turn in this process read (`turns.held_history`).
 HELD_HISTORIES = HeldHistories(512)
+
+
+def _forgotten(user_id) -> None:
+    """F7.6: the process learnt of a forget or an undo of the user: the texts it holds of
+    their conversations' histories and the relevance terms of labels and keys let go."""
+    HELD_HISTORIES.forget_texts(user_id)
+    relevance.forget_cached()
+
+
+on_forget(_forgotten)
 
 
 class OctetLength(Func):
@@ -324,7 +335,9 @@ def _history_read(reader, vendor: str, row: list, held, conversation, *, room, n
             history, texts = _parse_history(json.loads(found))
         HELD_HISTORIES.note(caught_up=caught_up)
     HELD_HISTORIES.put(
-        conversation.pk, keep_history(history, texts, stamp=stamp, room=room, n_recent=n_recent)
+        conversation.pk,
+        keep_history(history, texts, stamp=stamp, room=room, n_recent=n_recent),
+        user=conversation.user.pk,
     )
     return history, texts
 

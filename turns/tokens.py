@@ -22,8 +22,6 @@ is involved.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 BYTES_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4
 MEMORY_SEPARATOR = ": "
@@ -55,9 +53,8 @@ def memory_item_text(label: str, value: str) -> str:
     return label + MEMORY_SEPARATOR + value
 
 
-@lru_cache(maxsize=1 << 16)
 def estimate_memory(label: str, value: str) -> int:
-    """A memory item: the estimate of ``label: value`` plus ``MESSAGE_OVERHEAD``. Remembered
-    per process for the most recent items (a turn estimates every memory its projection
-    gives, the same ones turn after turn)."""
+    """A memory item: the estimate of ``label: value`` plus ``MESSAGE_OVERHEAD``. Not
+    remembered: a cache keyed by the value would keep a forgotten one (F7.6), and the
+    estimate costs about a microsecond."""
     return estimate_text(memory_item_text(label, value)) + MESSAGE_OVERHEAD

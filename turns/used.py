@@ -9,12 +9,17 @@ one value's chain of versions) — never one per stored version: the versions a 
 replaced or confirmed fold into its line, and a memory left out is named once, with the
 reason of its newest version. Every line left out says why in words.
 
+A plan lists at most 20 memories left out per reason and counts them all (I9): where it
+counted more than it listed, the section says "…and N more" with the reason, once per reason.
+A plan stored before the counts listed every one. The earlier messages are counted from the
+plan's totals, whichever kind of plan it is.
+
 Standard library only: the selector reads the rows, the caller passes the words in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from conversations.plan_snapshot import PlanSnapshot
@@ -34,6 +39,7 @@ LEFT_OUT_WORDS = {
     "shadowed": "a value for this conversation or scene was used instead",
     "budget": "it did not fit in the prompt",
     "memory-off": "you had turned memory use off",
+    "withheld": "it holds something you asked the companion to forget",
 }
 # A reason this page has no words for still gets a sentence: never a label without its reason.
 LEFT_OUT_UNKNOWN = "it was left out of the prompt"
@@ -71,6 +77,18 @@ class UsedMemory:
 
 
 @dataclass(frozen=True)
+class MoreLeftOut:
+    """I9: memories a plan left out for one reason and counted without listing them."""
+
+    count: int
+    reason: str  # why, in words
+
+    @property
+    def words(self) -> str:
+        return f"…and {self.count} more: {self.reason}"
+
+
+@dataclass(frozen=True)
 class UsedDecision:
     capability: str
     effect: str  # allow | ask | deny
@@ -84,6 +102,7 @@ class Used:
     planned: bool
     memories: list[UsedMemory] = field(default_factory=list)
     left_out: list[UsedMemory] = field(default_factory=list)
+    more_left_out: list[MoreLeftOut] = field(default_factory=list)  # I9: "…and N more"
     decisions: list[UsedDecision] = field(default_factory=list)
     messages_left_out: int = 0  # earlier messages not given, whatever the reason
     history: int = 0  # how many earlier messages the prompt held
@@ -91,7 +110,7 @@ class Used:
 
     @property
     def empty(self) -> bool:
-        return not (self.memories or self.left_out or self.decisions)
+        return not (self.memories or self.left_out or self.more_left_out or self.decisions)
 
     @property
     def message_words(self) -> list[str]:
@@ -238,23 +257,10 @@ def used(
             note=note,
         )
 
-    left: list[tuple[str, str]] = []
-    for kind, item_id, reason in snapshot.excluded:
-        if kind == "memory":
-            left.append((item_id, reason))
-        else:
-            out.messages_left_out += 1
-            out.messages_by_reason[reason] = out.messages_by_reason.get(reason, 0) + 1
+    left = [(item_id, reason) for kind, item_id, reason in snapshot.excluded if kind == "memory"]
+    _count_left_out(out, snapshot, words)
 
-    # One line per memory: the versions the plan names, grouped.
-    groups: dict[
-        tuple, list[tuple[str, str | None]]
-    ] = {}  # memory → [(record id, reason or None: given)]
-    for record_id in ids:
-        groups.setdefault(_memory_of(record_id, held), []).append((record_id, None))
-    for record_id, reason in left:
-        groups.setdefault(_memory_of(record_id, held), []).append((record_id, reason))
-
+    groups = _grouped(ids, left, held)
     done: set[tuple] = set()
     for record_id, level in zip(ids, levels, strict=True):
         group = _memory_of(record_id, held)
@@ -273,14 +279,49 @@ def used(
         done.add(group)
         newest, reason = _newest(groups[group], held)
         out.left_out.append(memory(newest, reason=reason))
+    out.decisions = _decisions(snapshot, logged, capability_name)
+    return out
+
+
+def _grouped(
+    ids: Sequence[str], left: Sequence[tuple[str, str]], held: Mapping[str, Held]
+) -> dict[tuple, list[tuple[str, str | None]]]:
+    """One line per memory: the versions the plan names, grouped — memory → [(record id,
+    reason, or None: given)]."""
+    groups: dict[tuple, list[tuple[str, str | None]]] = {}
+    for record_id in ids:
+        groups.setdefault(_memory_of(record_id, held), []).append((record_id, None))
+    for record_id, reason in left:
+        groups.setdefault(_memory_of(record_id, held), []).append((record_id, reason))
+    return groups
+
+
+def _count_left_out(out: Used, snapshot: PlanSnapshot, words: Callable[[str], str]) -> None:
+    """The earlier messages left out, by reason, from the plan's totals; the memories it
+    counted without listing them, per reason (I9)."""
+    for (kind, reason), n in snapshot.left_out_counts().items():
+        if kind != "memory":
+            out.messages_left_out += n
+            out.messages_by_reason[reason] = n
+    out.more_left_out = [
+        MoreLeftOut(n, words(reason))
+        for kind, reason, n in snapshot.not_listed()
+        if kind == "memory"
+    ]
+
+
+def _decisions(
+    snapshot: PlanSnapshot,
+    logged: Mapping[str, tuple[str, str]] | None,
+    capability_name: Callable[[str], str],
+) -> list[UsedDecision]:
     described = list(snapshot.policy)
     if not described and logged:
         described = [(i, *logged[i]) for i in snapshot.decisions if i in logged]
-    out.decisions = [
+    return [
         UsedDecision(capability_name(capability), effect, EFFECT_WORDS.get(effect, effect))
         for _, capability, effect in described
     ]
-    return out
 
 
 def _newest(versions: list[tuple[str, str | None]], held: Mapping[str, Held]) -> tuple[str, str]:

@@ -80,13 +80,14 @@ class Loop:
     """What one pass of the loop saw, step by step."""
 
     statuses: dict[str, int] = field(default_factory=dict)
-    remembered: str = ""
-    corrected: str = ""
+    # A memory's value is null while a forget withholds it (F7.2).
+    remembered: str | None = ""
+    corrected: str | None = ""
     effect: str = ""
     answered: str = ""
     export_format: str = ""
     plan_hash: str = ""
-    last_messages: list[tuple[str, str, bool]] = field(default_factory=list)
+    last_messages: list[tuple[str, str | None, bool]] = field(default_factory=list)
     forgotten_scope: str = ""
 
 

@@ -58,8 +58,9 @@ export class Api {
 export interface LoopResult {
   lastMessages: Array<Pick<Schemas["MessageOutput"], "role" | "content" | "withheld">>;
   forgottenScope: Schemas["TombstoneScopeKindEnum"];
-  remembered: string;
-  corrected: string;
+  // A memory's value is null while a forget withholds it (F7.2).
+  remembered: Schemas["MemoryOutput"]["value"];
+  corrected: Schemas["MemoryOutput"]["value"];
   effect: Schemas["EffectEnum"];
   answered: Schemas["EffectEnum"];
   format: string;

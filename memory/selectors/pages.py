@@ -14,7 +14,7 @@ from config.errors import NotFound
 from ..domain import AUTHORITY_RANK, normalise_value
 from ..domain import MemoryRecord as DomainRecord
 from ..models import KeyDefinition, MemoryRecord, MemorySource, Tombstone
-from ..withholding import withheld_count_annotation
+from ..withholding import withheld_count_annotation, withheld_memory_count_annotation
 from .resolution import Remembered
 
 # ---------------------------------------------------------------------------------------------
@@ -112,11 +112,14 @@ class ForgottenEntry:
 
 def tombstone_list(user):
     """`GET /tombstones`: the user's tombstones, newest first (a queryset to paginate), each
-    with how many messages it withholds (F6)."""
+    with how many messages (F6) and other memories (F7.2) it withholds."""
     return (
         Tombstone.objects.filter(user=user)
         .select_related("user")
-        .annotate(withheld_messages=withheld_count_annotation())
+        .annotate(
+            withheld_messages=withheld_count_annotation(),
+            withheld_memories=withheld_memory_count_annotation(),
+        )
         .order_by("-forgotten_at", "id")
     )
 
@@ -125,7 +128,10 @@ def tombstone_get(tombstone_id) -> Tombstone:
     """`GET /tombstones/{id}`: the tombstone with its user (one query), or a 404 (C4)."""
     tombstone = (
         Tombstone.objects.select_related("user")
-        .annotate(withheld_messages=withheld_count_annotation())
+        .annotate(
+            withheld_messages=withheld_count_annotation(),
+            withheld_memories=withheld_memory_count_annotation(),
+        )
         .filter(pk=tombstone_id)
         .first()
     )

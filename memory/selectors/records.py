@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from django.core.exceptions import EmptyResultSet
+from django.db.models import CharField, Value
 
 from config import catalog
 from config.errors import NotFound
@@ -28,12 +29,15 @@ from ..models import (
     MemoryRecord,
     MemorySource,
     MemoryVersion,
+    MemoryWithholding,
     Tombstone,
 )
 from ..storage import RECORD_FIELDS, read_records, scope_from_id
 
 
-def row_to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
+def row_to_domain(
+    row: tuple, username: str, sources: dict, withheld: dict | None = None
+) -> DomainRecord:
     (
         id_,
         key,
@@ -72,6 +76,7 @@ def row_to_domain(row: tuple, username: str, sources: dict) -> DomainRecord:
         supersedes=str(supersedes) if supersedes else None,
         retracted_at=retracted_at,
         sources=tuple(sorted(sources.get(rid, ()))),
+        withheld_by=tuple(sorted(withheld.get(rid, ()))) if withheld else (),
     )
 
 
@@ -109,13 +114,31 @@ def _records_to_domain_orm(queryset, username: str) -> list[DomainRecord]:
     rows = list(queryset.values_list(*RECORD_FIELDS))
     if not rows:
         return []
+    sources, withheld = links_of(queryset.values("id"))
+    return [row_to_domain(row, username, sources, withheld) for row in rows]
+
+
+def links_of(ids) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per record of `ids` (a query of record ids): the ids of its source messages, and the
+    ids of the tombstones withholding it (F7.2), in one query."""
     sources: dict[str, list[str]] = defaultdict(list)
-    links = MemorySource.objects.filter(memory_id__in=queryset.values("id")).values_list(
-        "memory_id", "message_id"
+    withheld: dict[str, list[str]] = defaultdict(list)
+    found = {"s": sources, "w": withheld}
+    linked = (
+        MemorySource.objects.filter(memory_id__in=ids)
+        .annotate(kind=Value("s", output_field=CharField()))
+        .values_list("memory_id", "message_id", "kind")
+        .order_by()
     )
-    for memory_id, message_id in links:
-        sources[str(memory_id)].append(str(message_id))
-    return [row_to_domain(row, username, sources) for row in rows]
+    held = (
+        MemoryWithholding.objects.filter(memory_id__in=ids)
+        .annotate(kind=Value("w", output_field=CharField()))
+        .values_list("memory_id", "tombstone_id", "kind")
+        .order_by()
+    )
+    for memory_id, other, kind in linked.union(held, all=True):
+        found[kind][str(memory_id)].append(str(other))
+    return sources, withheld
 
 
 def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainRecord]:

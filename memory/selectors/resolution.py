@@ -9,6 +9,7 @@ import dataclasses
 import functools
 from collections import defaultdict
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from django.conf import settings
 
@@ -23,8 +24,8 @@ from ..current import caught_up, resolve_keyed
 from ..domain import RESOLVER_VERSION, RecordState, Resolution
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
-from ..models import MemoryProfile, MemoryRecord
-from ..projection import project
+from ..models import MemoryProfile, MemoryRecord, Tombstone
+from ..projection import project, withholding_in
 from ..resolver import RESOLVER_REASONS, record_states, resolve
 from ..storage import MEMORY_CACHE, CachedMemory
 from .records import (
@@ -54,6 +55,7 @@ class ContextResolution:
                 many_keys=self.registry.many_keys,
                 likely=cfg["CERTAINTY_LIKELY"],
                 uncertain=cfg["CERTAINTY_UNCERTAIN"],
+                withholding=withholding_of(self.resolution.active, self.tombstones, ctx.domain),
             )
         metrics.resolve_observed(len(self.records))  # SPEC §12 O3
 
@@ -61,6 +63,30 @@ class ContextResolution:
         return resolve_log_line(
             self.ctx.user.pk, len(self.records), self.resolution, self.projection
         )
+
+
+def withholding_of(records, tombstones, context) -> frozenset[str]:
+    """F7.2: the ids of the tombstones withholding some of `records` whose scope covers
+    `context` (`memory.projection.withholding_in`). `tombstones` may be those of some keys
+    only: the scopes of the others named by the records are read (one query, only then)."""
+    wanted = {t for record in records for t in record.withheld_by}
+    if not wanted:
+        return frozenset()
+    found = [t for t in tombstones if t.id in wanted]
+    missing = wanted - {t.id for t in found}
+    if missing:
+        found += [
+            _Scoped(str(tid), scope_id)
+            for tid, scope_id in Tombstone.objects.filter(pk__in=sorted(missing)).values_list(
+                "id", "scope_id"
+            )
+        ]
+    return withholding_in(found, context)
+
+
+class _Scoped(NamedTuple):
+    id: str
+    scope_id: str
 
 
 def resolve_log_line(user_id, n_candidates: int, resolution: Resolution, projection) -> str:

@@ -12,10 +12,16 @@ from datetime import datetime
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import RecordState
 from ..domain import Tombstone as DomainTombstone
-from ..models import KeyDefinition, MemoryProfile, MemoryRecord, MemorySource, Tombstone
+from ..models import KeyDefinition, MemoryProfile, MemoryRecord, Tombstone
 from ..resolver import record_states
 from ..storage import RECORD_FIELDS
-from .records import memory_get, records_to_domain, registry_tombstones_secret, row_to_domain
+from .records import (
+    links_of,
+    memory_get,
+    records_to_domain,
+    registry_tombstones_secret,
+    row_to_domain,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Effective states (SPEC E1): the resolver's own pass, each record in its own scope
@@ -90,14 +96,16 @@ def memory_list(
     scope_id: str | None = None,
     status: str | None = None,
     state: str | None = None,
+    include_withheld: bool = False,
     now: datetime,
 ) -> list[StatedMemory]:
     """`GET /memories`: the user's stored records (of a key, of a scope id), each with its E1
     state at `now`, filtered by stored status and by state, ordered by key, scope id and
     version — so a page cut from it and its count agree with the filter. A key and a scope
     id select whole scoped keys, so each state is decided with every record of its scoped key;
-    the status and state filters apply after. Two queries (three where the registry is not
-    cached), whatever the number of records."""
+    the status and state filters apply after. A record a forget withholds (F7.2) is left out
+    unless `include_withheld` (the caller masks it). Two queries (three where the registry is
+    not cached), whatever the number of records."""
     qs = MemoryRecord.objects.filter(user=user)
     if key:
         qs = qs.filter(key=key)
@@ -109,7 +117,9 @@ def memory_list(
     found = [
         StatedMemory(r, states[r.id])
         for r in records
-        if (not status or r.status == status) and (not state or states[r.id].state == state)
+        if (not status or r.status == status)
+        and (not state or states[r.id].state == state)
+        and (include_withheld or not r.withheld_by)
     ]
     found.sort(key=lambda m: (m.record.key, m.record.scope_id, m.record.version, m.record.id))
     return found
@@ -132,14 +142,10 @@ def memory_states_of(queryset, *, now: datetime) -> dict[str, RecordState]:
         user_id__in=sorted(users), key__in=keys, scope_id__in=scope_ids
     )
     rows = list(stored.values_list("user_id", *RECORD_FIELDS))
-    sources: dict[str, list[str]] = defaultdict(list)
-    for memory_id, message_id in MemorySource.objects.filter(
-        memory_id__in=stored.values("id")
-    ).values_list("memory_id", "message_id"):
-        sources[str(memory_id)].append(str(message_id))
+    sources, withheld = links_of(stored.values("id"))
     by_user: dict[int, list[DomainRecord]] = defaultdict(list)
     for user_id, *row in rows:
-        by_user[user_id].append(row_to_domain(tuple(row), users[user_id], sources))
+        by_user[user_id].append(row_to_domain(tuple(row), users[user_id], sources, withheld))
     tombs: dict[int, list[DomainTombstone]] = defaultdict(list)
     for t in Tombstone.objects.filter(user_id__in=sorted(users), key__in=keys).values_list(
         "user_id", "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"

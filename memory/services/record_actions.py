@@ -19,6 +19,7 @@ from ..domain import MemoryRecord as DomainRecord
 from ..models import MemoryProfile, MemoryRecord
 from ..selectors.records import memory_get, records_to_domain, registry, tombstones_of
 from ..selectors.writes import write_state
+from ..withholding import release_memories
 from ..writes import Fact, Retract
 from .writing import (
     AssertResult,
@@ -97,6 +98,14 @@ def _require_active_now(locked: _Locked) -> None:
         raise Conflict("Only a memory that is current can be confirmed or corrected.")
 
 
+def _release(locked: _Locked) -> None:
+    """F7.2: the user's confirm or correct after a forget is new evidence for the record: its
+    links to the tombstones forgotten before now are released."""
+    record = locked.record
+    if record.withheld_by:
+        release_memories(user=locked.row.user, memory_ids=[record.id], evidence_time=locked.now)
+
+
 def _user_fact(locked: _Locked, *, value: str, authority: str, supersedes: str | None) -> Fact:
     """A write of the user's own (confirm, correct): valid from now, no sources."""
     record = locked.record
@@ -123,6 +132,8 @@ def memory_confirm(*, record_id, user=None) -> AssertResult:
 
 def _confirm_locked(locked: _Locked) -> AssertResult:
     record = locked.record
+    # F7.2: the user's confirm after a forget is new evidence: it releases the record.
+    _release(locked)
     if record.authority_rank >= AUTHORITY_RANK["user-confirmed"]:
         return AssertResult("unchanged", record, state=RecordState("active"))  # checked active
     fact = _user_fact(locked, value=record.value, authority="user-confirmed", supersedes=record.id)
@@ -152,6 +163,8 @@ def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
         record = locked.record
         if normalise_value(value) == normalise_value(record.value):
             return _confirm_locked(locked)
+        # F7.2: the user's correction after a forget is new evidence: it releases the record.
+        _release(locked)
         writes: list[Fact | Retract] = []
         if locked.many:
             writes.append(Retract(record.scope_id, record.key, many=True, value=record.value))

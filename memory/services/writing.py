@@ -33,6 +33,7 @@ from ..models import IdempotencyRecord, MemoryProfile, MemoryRecord, MemorySourc
 from ..selectors.records import records_to_domain
 from ..selectors.states import memory_states
 from ..selectors.writes import write_state
+from ..withholding import release_memories
 from ..writes import Fact, Known, Retract, WritePlan, check_fields, plan_writes
 
 # I8: the authorities of what the companion learns by itself; `learn` off blocks them.
@@ -442,6 +443,13 @@ def add_plan_rows(writer: RowWriter, user, plan: WritePlan, scope_fields: dict) 
         ]
     )
     writer.insert(plan_events(user.username, plan))  # V1: in the write's own statement
+    if plan.releases:  # F7.2: once the rows are written, in the same transaction
+        writer.then(lambda: _release(user, plan.releases))
+
+
+def _release(user, releases: list) -> None:
+    for record_id, evidence_time in releases:
+        release_memories(user=user, memory_ids=[record_id], evidence_time=evidence_time)
 
 
 def row_scope_fields(row: MemoryRecord) -> dict:

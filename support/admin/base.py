@@ -352,6 +352,22 @@ class SupportAdmin(admin.ModelAdmin):
 # Support actions: an intermediate page asking for the reason
 
 
+def withheld_words(outcomes) -> str:
+    """What the forgets among `outcomes` withhold, in counts only — never which words (S1):
+    the messages the companion no longer sees (F6) and the other memories it no longer uses
+    (F7.2)."""
+    done = [o.detail for o in outcomes if "withheld_messages" in o.detail]
+    if not done:
+        return ""
+    messages_ = sum(d["withheld_messages"] for d in done)
+    memories = sum(d["withheld_memories"] for d in done)
+    return (
+        f". The companion no longer sees {messages_} message{'' if messages_ == 1 else 's'} "
+        f"and no longer uses {memories} other memor{'y' if memories == 1 else 'ies'} "
+        "that held the forgotten values"
+    )
+
+
 def support_action(
     modeladmin,
     request,
@@ -378,15 +394,7 @@ def support_action(
         text = f"{title}: {done} done"
         if skipped:
             text += "; skipped: " + ", ".join(f"{n} {code}" for code, n in sorted(skipped.items()))
-        withheld = [
-            o.detail["withheld_messages"] for o in outcomes if "withheld_messages" in o.detail
-        ]
-        if withheld:  # F6: the count only, never which words (S1)
-            n = sum(withheld)
-            text += (
-                f". The companion no longer sees {n} message{'' if n == 1 else 's'} "
-                "that held the forgotten values"
-            )
+        text += withheld_words(outcomes)
         text += ". The reason is logged under Support actions."
         modeladmin.message_user(request, text, messages.WARNING if skipped else messages.SUCCESS)
         return None

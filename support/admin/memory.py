@@ -11,17 +11,19 @@ read-only, and never its secret (the key of the value hashes).
 """
 
 from django.contrib import admin
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils.html import format_html, format_html_join
 
 from config.clock import db_now
 from conversations.models import Conversation, Message, Turn
 from memory.domain import STATES
+from memory.forgetting import forget_preview
 from memory.models import (
     IdempotencyRecord,
     MemoryProfile,
     MemoryRecord,
     MemorySource,
+    MemoryWithholding,
     SlotRetraction,
     Tombstone,
 )
@@ -32,6 +34,11 @@ from support.admin.base import SupportAdmin, count_of, support_action
 from support.display import admin_link, explain_turn_url, explain_url
 from support.forms import ForgetForm
 from support.words import when
+
+WITHHELD = (
+    "A forget withholds this memory (F7.2): it holds a forgotten value, so the companion no "
+    "longer uses it in the forget's scope. It stays the user's."
+)
 
 
 def _state_now(request):
@@ -45,13 +52,14 @@ def _state_now(request):
 class StateFilter(admin.SimpleListFilter):
     """SPEC E1: the records in a state now — each record's resolution in its own scope, the
     same as `GET /memories?state=` answers (never the stored status, which W12 may leave
-    behind). Its counts, with facets on, are computed from one resolution of the list."""
+    behind). Each choice is labelled once, with the state as the list's state column and the
+    API name it. Its counts, with facets on, are computed from one resolution of the list."""
 
     title = "state"
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return [(state, f"{state} ({STATE_WORDS[state]})") for state in STATES]
+        return [(state, state) for state in STATES]
 
     def _states(self, queryset) -> dict:
         return memory_states_of(queryset, now=_state_now(self.request))
@@ -99,6 +107,7 @@ class MemoryRecordAdmin(SupportAdmin):
         "value_preview",
         "scope_id",
         "state_ref",
+        "withheld_ref",
         "authority",
         "version",
         "valid_from",
@@ -124,6 +133,7 @@ class MemoryRecordAdmin(SupportAdmin):
                     "scope_ref",
                     "state_ref",
                     "state_detail_ref",
+                    "withheld_by_refs",
                     "authority",
                     "confidence",
                 )
@@ -163,6 +173,7 @@ class MemoryRecordAdmin(SupportAdmin):
         "scope_ref",
         "state_ref",
         "state_detail_ref",
+        "withheld_by_refs",
         "authority",
         "confidence",
         "valid_from",
@@ -179,7 +190,14 @@ class MemoryRecordAdmin(SupportAdmin):
     )
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_sources=count_of(MemorySource, "memory"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _sources=count_of(MemorySource, "memory"),
+                _withheld=Exists(MemoryWithholding.objects.filter(memory=OuterRef("pk"))),
+            )
+        )
 
     def get_ordering(self, request):
         return ("user__username", "_shown_key", "scope_id", "version")  # never by a hidden name
@@ -249,6 +267,36 @@ class MemoryRecordAdmin(SupportAdmin):
         if state.since:
             parts.append(f"since {when(state.since)}")
         return format_html_join(" · ", "{}", ((part,) for part in parts))
+
+    # --- F7.2: withheld by a forget ---------------------------------------------------------
+
+    @admin.display(description="withheld", ordering="_withheld")
+    def withheld_ref(self, obj):
+        """F7.2: "withheld" when a forget withholds the record — it stays the user's, masked
+        like every value outside a reveal (S1), but the companion no longer uses it."""
+        if not getattr(obj, "_withheld", False):
+            return "-"
+        return format_html('<span class="memory-withheld" title="{}">withheld</span>', WITHHELD)
+
+    @admin.display(description="withheld")
+    def withheld_by_refs(self, obj):
+        """F7.2: "withheld" with the forgets that withhold the record, by tombstone — never a
+        value."""
+        rows = (
+            MemoryWithholding.objects.filter(memory=obj)
+            .order_by("tombstone__forgotten_at", "tombstone_id")
+            .values_list("tombstone_id", "tombstone__forgotten_at")
+        )
+        forgets = format_html_join(
+            ", ",
+            "{} (forgotten {})",
+            ((admin_link(Tombstone, pk), when(at)) for pk, at in rows),
+        )
+        if not forgets:
+            return "-"
+        return format_html(
+            '<span class="memory-withheld" title="{}">withheld</span> by {}', WITHHELD, forgets
+        )
 
     @admin.display(description="value", ordering="_preview_value")
     def value_preview(self, obj):
@@ -376,9 +424,23 @@ class MemoryRecordAdmin(SupportAdmin):
         ]
         return records, rows, records
 
+    @staticmethod
+    def _forget_counts(record) -> list:
+        """F7.3 (S1): what forgetting `record` would stop the companion using, in counts only:
+        the messages (in its scope · everywhere, F6) and the other memories (in its scope,
+        F7.2). A forgotten record has nothing left to forget."""
+        if record.status == "forgotten":
+            return ["-", "-"]
+        preview = forget_preview(record_id=record.pk, user=record.user)
+        return [
+            f"{preview.withheld} · {preview.withheld_everywhere}",
+            len(preview.withheld_memories),
+        ]
+
     @admin.action(description="Forget on the user's behalf…", permissions=["forget_memory"])
     def forget_on_behalf(self, request, queryset):
         records, rows, revealed = self._rows(request, queryset)
+        rows = [row + self._forget_counts(r) for r, row in zip(records, rows, strict=True)]
         return support_action(
             self,
             request,
@@ -390,8 +452,20 @@ class MemoryRecordAdmin(SupportAdmin):
             "with its value erased, and the same value blocked from coming back from older "
             "evidence. For a multi-valued key only that value is forgotten unless you tick "
             "“every value of the key”. The user can undo the tombstone; erased values do not come "
-            "back.",
-            columns=["record", "user", "key", "scope", "state", "authority", "value"],
+            "back. The last two columns say what the companion would stop using: the messages "
+            "that hold the value (forgetting in the memory's scope · everywhere, F6) and the "
+            "user's other memories that hold it (in its scope, F7.2) — counts only.",
+            columns=[
+                "record",
+                "user",
+                "key",
+                "scope",
+                "state",
+                "authority",
+                "value",
+                "messages withheld (scope · everywhere)",
+                "other memories withheld",
+            ],
             rows=rows,
             revealed=revealed,
             form_class=ForgetForm,

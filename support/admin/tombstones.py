@@ -1,11 +1,11 @@
-"""Tombstones in the admin (SPEC F1–F6): which key was forgotten — never a value —, where, at
-whose request and when, with how many messages each forget withholds (F6). Read-only; the key's
-free part is masked outside a reveal of its user (S1)."""
+"""Tombstones in the admin (SPEC F1–F7): which key was forgotten — never a value —, where, at
+whose request and when, with how many messages (F6) and other memories (F7.2) each forget
+withholds. Read-only; the key's free part is masked outside a reveal of its user (S1)."""
 
 from django.contrib import admin
 
 from memory.models import Tombstone
-from memory.withholding import withheld_count_annotation
+from memory.withholding import withheld_count_annotation, withheld_memory_count_annotation
 from support.admin.base import SupportAdmin
 
 
@@ -54,6 +54,7 @@ class TombstoneAdmin(SupportAdmin):
         "forgotten_by",
         "forgotten_at",
         "withheld_messages",
+        "withheld_memories",
     )
     list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
     search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
@@ -70,16 +71,30 @@ class TombstoneAdmin(SupportAdmin):
         "forgotten_at",
         "blocks_sources_before",
         "withheld_messages",
+        "withheld_memories",
     )
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_withheld=withheld_count_annotation())
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _withheld=withheld_count_annotation(),
+                _withheld_memories=withheld_memory_count_annotation(),
+            )
+        )
 
     @admin.display(description="messages withheld", ordering="_withheld")
     def withheld_messages(self, obj):
         """F6: how many messages the forget withholds (a count: never which words)."""
         return obj._withheld
+
+    @admin.display(description="memories withheld", ordering="_withheld_memories")
+    def withheld_memories(self, obj):
+        """F7.2: how many of the user's other memories the forget withholds (a count: never
+        which values)."""
+        return obj._withheld_memories
 
     def object_label(self, obj):
         return f"forgotten {getattr(obj, '_shown_key', '')} ({obj.scope_id})"

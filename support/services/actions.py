@@ -146,8 +146,10 @@ def support_forget(
                 "value_level": tombstone.value_hash is not None,
                 "forgotten_at": tombstone.forgotten_at.isoformat(),
                 "records": sorted(str(pk) for pk in purged),
-                # F6: how many messages the forget withholds (a count only, S1).
+                # F6, F7.2: how many messages and other memories the forget withholds (counts
+                # only, S1).
                 "withheld_messages": tombstone.withheld_messages,
+                "withheld_memories": tombstone.withheld_memories,
             },
         )
 

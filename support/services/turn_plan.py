@@ -1,10 +1,12 @@
 """A turn's stored plan (SPEC §7, `conversations.plan_snapshot`) read back into rows for the
 admin's turn page: what was remembered, left out and decided, with private text only inside a
-reveal (S1)."""
+reveal (S1). What was left out is listed as the plan listed it (at most 20 per kind and reason
+since I9, every entry before) with each total counted, so a row says "and N more" where the
+plan counted more than it listed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from conversations.models import Message
@@ -41,6 +43,26 @@ class PlanItem:
     words: str = ""  # left out: the reason in words
 
 
+@dataclass(frozen=True)
+class NotListed:
+    """I9: entries of one kind left out for one reason that the plan counted but did not
+    list."""
+
+    kind: str  # "memory" or "message"
+    reason: str  # the planner's reason code
+    count: int
+    words: str  # the reason in words
+
+    @property
+    def what(self) -> str:
+        """What is not listed, in words: "37 more messages", "1 more memory"."""
+        one, many = KIND_NOUNS.get(self.kind, (self.kind, self.kind))
+        return f"{self.count} more {one if self.count == 1 else many}"
+
+
+KIND_NOUNS = {"memory": ("memory", "memories"), "message": ("message", "messages")}
+
+
 @dataclass
 class TurnPlan:
     """A turn's last prompt plan (its snapshot, SPEC §7), read back for support: the memories
@@ -58,6 +80,8 @@ class TurnPlan:
     decisions: list[dict]  # {"id", "capability", "effect", "reason", "words"}
     revealed: list[str]  # ids of the memories whose value is shown
     reveal: bool = False  # inside a reveal of the turn's user: values and whole keys show
+    not_listed: list[NotListed] = field(default_factory=list)  # I9: "and N more"
+    left_out_total: int = 0  # every entry left out, listed or not
 
     @property
     def shown(self) -> int:
@@ -193,4 +217,9 @@ def turn_plan(turn, *, reveal: bool) -> TurnPlan:
         decisions=decisions,
         revealed=revealed,
         reveal=reveal,
+        not_listed=[
+            NotListed(kind, reason, n, words.plan_reason_words(reason))
+            for kind, reason, n in snapshot.not_listed()
+        ],
+        left_out_total=sum(snapshot.left_out_counts().values()),
     )

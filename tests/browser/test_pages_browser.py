@@ -127,7 +127,7 @@ def test_it_forgets_a_memory_so_that_nothing_holds_it_any_more(
     with page.expect_download() as download:
         page.get_by_role("link", name="Download my data (JSON)").click()
     snapshot = json.loads(Path(download.value.path()).read_text())
-    assert snapshot["format"] == "companion-memory/2" and snapshot["user"]["ref"] == person.username
+    assert snapshot["format"] == "companion-memory/3" and snapshot["user"]["ref"] == person.username
     assert "Rex" not in json.dumps({k: v for k, v in snapshot.items() if k != "messages"})
     # A re-extraction from the old message.
     again = readme_server.api(

@@ -97,7 +97,7 @@ def test_it_generates_a_python_client_that_passes_mypy_strict_and_runs_the_loop(
     assert seen.remembered == "Miso" and seen.corrected == "Mochi"
     assert seen.plan_hash
     assert seen.effect == "ask" and seen.answered == "allow"
-    assert seen.export_format == "companion-memory/2"
+    assert seen.export_format == "companion-memory/3"
 
 
 def test_it_generates_a_python_client_that_reads_a_problem(python_client, live_server, token):

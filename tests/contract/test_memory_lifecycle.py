@@ -47,6 +47,7 @@ def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
         "forgotten_at",
         "blocks_sources_before",
         "withheld_messages",
+        "withheld_memories",
     }
     # C5: the scope in a memory scope's shape, `everywhere` for `*`, and its id beside it.
     assert forgot.json()["scope"] == {"kind": "everywhere"} and forgot.json()["scope_id"] == "*"
@@ -54,7 +55,7 @@ def test_it_lists_gets_confirms_corrects_retracts_and_forgets(api, sam):
     assert api.get(f"/api/v1/memories/{other['id']}").json()["value"] == ""
 
     tombstones = api.get("/api/v1/tombstones?user=sam").json()
-    assert tombstones["count"] == 1
+    assert tombstones["count"] == 1 and tombstones["results"] == [forgot.json()]  # one shape
     assert api.delete(f"/api/v1/tombstones/{forgot.json()['id']}").status_code == 204
     assert Tombstone.objects.count() == 0
 

@@ -83,6 +83,29 @@ def test_it_links_every_problem_page_from_the_list(client):
         assert f'href="/problems/{code}"' in html
 
 
+def readme_codes() -> dict[str, int]:
+    """The README's list of problem codes (its API section), each with the status it gives:
+    a run of codes shares the status in the parentheses after it."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("Every error is an RFC 9457 problem")
+    paragraph = text[start : text.index("\n\n", start)]
+    listed = paragraph[paragraph.index("`code`:") : paragraph.index("; the")]
+    found = {}
+    for run, status in re.findall(r"((?:`\w+`,?\s*)+)\((\d{3})", listed):
+        for code in re.findall(r"`(\w+)`", run):
+            found[code] = int(status)
+    return found
+
+
+def test_it_lists_in_the_readme_every_code_the_problem_pages_serve_and_no_other(client):
+    """C3: the README's list of codes is the registry's — the codes `/problems/` links, each
+    with its status — so a code added to one and not the other fails here."""
+    html = client.get("/problems/").content.decode()
+    served = set(re.findall(r'href="/problems/(\w+)"', html))
+    assert served == set(problems.PROBLEM_CODES)
+    assert readme_codes() == {code: p.status for code, p in problems.PROBLEM_CODES.items()}
+
+
 def test_it_answers_the_404_page_for_an_unknown_problem_code(client):
     response = client.get("/problems/no_such_code")
     assert response.status_code == 404

@@ -122,6 +122,7 @@ def test_it_names_a_forgets_tombstone_purged_records_and_withheld_messages(conv)
             "scope_kind": "user",
             "memories": [first.id],
             "withheld_messages": [],
+            "withheld_memories": [],
             "forgotten_by": "user",
         },
     )
@@ -129,7 +130,7 @@ def test_it_names_a_forgets_tombstone_purged_records_and_withheld_messages(conv)
     assert events()[-1] == (
         "tombstone.deleted",
         "sam",
-        {"tombstone": str(tombstone.pk), "released_messages": []},
+        {"tombstone": str(tombstone.pk), "released_messages": [], "released_memories": []},
     )
     assert_no_private_text()
 
@@ -149,7 +150,7 @@ def test_it_lists_the_messages_a_forget_withholds_and_an_undo_releases(conv):
     assert events()[-1] == (
         "tombstone.deleted",
         "sam",
-        {"tombstone": str(tombstone.pk), "released_messages": held},
+        {"tombstone": str(tombstone.pk), "released_messages": held, "released_memories": []},
     )
     assert_no_private_text()
 
@@ -284,3 +285,76 @@ def test_it_keeps_the_user_ref_of_user_deleted_after_the_user_is_gone(conv):
     assert not get_user_model().objects.filter(username="sam").exists()
     assert Event.objects.get().user_ref == "sam"
     assert MemoryRecord.objects.count() == 0
+
+
+@pytest.fixture
+def priya(conv):
+    """F7.2's example: the sister's name, where Priya works (by key), the routine that names
+    her (by value), and a taste that does not."""
+
+    def remember(key, value):
+        return memory_services.memory_assert(
+            user=conv.user, key=key, value=value, scope=Scope("user")
+        ).record.id
+
+    return {
+        "sister": remember("family.sister.name", "Priya"),
+        "works": remember("people.priya.works_at", "Globex"),
+        "visits": remember("user.routine", "visiting Priya on Sundays"),
+        "tea": remember("user.likes", "green tea"),
+    }
+
+
+def test_it_lists_the_memories_a_forget_withholds_and_an_undo_releases_f7_2(conv, priya):
+    """V1 + F7.2: `memory.forgotten` lists the ids of the other memories the forget withholds,
+    `tombstone.deleted` those its undo gives back — ids only, never a value or key."""
+    tombstone = forgetting.memory_forget(record_id=priya["sister"])
+    held = sorted([priya["works"], priya["visits"]])
+    assert events()[-1] == (
+        "memory.forgotten",
+        "sam",
+        {
+            "tombstone": str(tombstone.pk),
+            "scope_kind": "user",
+            "memories": [priya["sister"]],
+            "withheld_messages": [],
+            "withheld_memories": held,
+            "forgotten_by": "user",
+        },
+    )
+    forgetting.tombstone_delete(tombstone_id=tombstone.pk)
+    assert events()[-1] == (
+        "tombstone.deleted",
+        "sam",
+        {"tombstone": str(tombstone.pk), "released_messages": [], "released_memories": held},
+    )
+    assert "priya" not in json.dumps([d for _, _, d in events()]).lower()
+
+
+def test_it_releases_on_undo_only_the_memories_no_other_forget_withholds_f7_2(conv, priya):
+    """V1 + F4 + F7.2: undoing one of two forgets that both withhold a memory lists only what
+    no other forget still withholds."""
+    first = forgetting.memory_forget(record_id=priya["sister"])
+    memory_services.memory_assert(
+        user=conv.user, key="user.best_friend", value="Priya", scope=Scope("user")
+    )
+    friend = MemoryRecord.objects.get(key="user.best_friend").pk
+    second = forgetting.memory_forget(record_id=friend)
+    assert events()[-1][2]["withheld_memories"] == sorted([priya["works"], priya["visits"]])
+    forgetting.tombstone_delete(tombstone_id=first.pk)
+    assert events()[-1][2]["released_memories"] == []
+    forgetting.tombstone_delete(tombstone_id=second.pk)
+    assert events()[-1][2]["released_memories"] == sorted([priya["works"], priya["visits"]])
+
+
+def test_it_announces_the_memory_links_an_import_restored_f7_2(conv, priya):
+    """V1 + F7.2 on import: the imported tombstone's `memory.forgotten` lists the memories it
+    withholds, as the file's links restored them."""
+    tombstone = forgetting.memory_forget(record_id=priya["sister"])
+    snapshot = portability.user_export(user=conv.user)
+    user_delete(user=conv.user)
+    Event.objects.all().delete()
+    portability.user_import(data=snapshot)
+    [forgot] = [d for t, _, d in events() if t == "memory.forgotten"]
+    assert forgot["tombstone"] == str(tombstone.pk)
+    assert forgot["withheld_memories"] == sorted([priya["works"], priya["visits"]])

@@ -17,6 +17,13 @@ from events.webhooks import endpoint_create, signed_request, url_refusal
 
 pytestmark = pytest.mark.django_db
 
+# V3: each refusal a setting lifts names the setting.
+HTTPS = "The URL must use https (WEBHOOK_ALLOW_HTTP=true allows http, for development)."
+PRIVATE = (
+    "The host resolves to a loopback, private, link-local or reserved address "
+    "(WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true allows these, for development)."
+)
+
 
 def resolving_to(*addresses):
     def resolve(host, port, type=0):
@@ -46,9 +53,8 @@ def resolving_to(*addresses):
     ],
 )
 def test_it_refuses_loopback_private_link_local_and_reserved_addresses(address):
-    assert url_refusal("https://hooks.example.com/in", resolve=resolving_to(address)) == (
-        "The host resolves to a loopback, private, link-local or reserved address."
-    )
+    refusal = url_refusal("https://hooks.example.com/in", resolve=resolving_to(address))
+    assert refusal == PRIVATE
 
 
 def test_it_refuses_a_url_with_one_refused_address_among_public_ones():
@@ -66,8 +72,8 @@ def test_it_takes_https_to_a_public_address():
 @pytest.mark.parametrize(
     "url, reason",
     [
-        ("http://hooks.example.com/in", "The URL must use https."),
-        ("ftp://hooks.example.com/in", "The URL must use https."),
+        ("http://hooks.example.com/in", HTTPS),
+        ("ftp://hooks.example.com/in", HTTPS),
         ("https://user:pw@hooks.example.com/in", "The URL must not carry credentials."),
         ("https:///in", "The URL has no host."),
     ],
@@ -85,9 +91,7 @@ def test_it_allows_http_and_private_addresses_by_setting_for_development(setting
 def test_it_refuses_to_register_a_refused_url_or_unknown_types():
     with pytest.raises(ValidationError) as refused:
         endpoint_create(url="https://127.0.0.1/in")
-    assert refused.value.errors == {
-        "url": ["The host resolves to a loopback, private, link-local or reserved address."]
-    }
+    assert refused.value.errors == {"url": [PRIVATE]}
     with pytest.raises(ValidationError):
         endpoint_create(url="https://93.184.216.34/in", event_types=["memory.exploded"])
     assert not WebhookEndpoint.objects.exists()
@@ -221,6 +225,26 @@ def test_it_registers_an_endpoint_in_the_admin_and_shows_its_secret_once(staff_c
     page = staff_client.get(f"/admin/events/webhookendpoint/{endpoint.pk}/change/").content.decode()
     listing = staff_client.get("/admin/events/webhookendpoint/").content.decode()
     assert endpoint.secret not in page and endpoint.secret not in listing
+
+
+def test_it_names_the_setting_that_allows_a_loopback_receiver_when_the_admin_refuses_it(
+    staff_client, settings
+):
+    """V3: with the production rules (both settings off) a receiver on this machine is refused
+    with the setting that would allow it named, first http, then the loopback address; with
+    both on, as `make run` sets them, it is registered."""
+    fields = {"url": "http://127.0.0.1:8001/hook", "user_ref": "", "description": ""}
+    settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    refused = staff_client.post("/admin/events/webhookendpoint/add/", fields)
+    assert refused.context["adminform"].form.errors["url"] == [HTTPS]
+    settings.WEBHOOK_ALLOW_HTTP = True
+    refused = staff_client.post("/admin/events/webhookendpoint/add/", fields)
+    assert refused.context["adminform"].form.errors["url"] == [PRIVATE]
+    assert not WebhookEndpoint.objects.exists()
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    added = staff_client.post("/admin/events/webhookendpoint/add/", fields)
+    assert added.status_code == 302
+    assert WebhookEndpoint.objects.get().url == "http://127.0.0.1:8001/hook"
 
 
 def test_it_shows_attempts_in_the_admin_and_sends_a_delivery_again(staff_client, settings):

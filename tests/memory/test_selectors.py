@@ -194,3 +194,51 @@ def test_it_reads_the_plans_history_with_its_text_exactly_as_the_orm_does(
         with django_assert_num_queries(0):
             newest = fetch([c.id for c in candidates[-2:]])
         assert list(newest.values()) == ["second", "third ünïcödé ☃"]
+
+
+def test_it_reads_the_tombstones_withholding_each_record_exactly_as_the_orm_does_f7_2(stored, orm):
+    """F7.2: every read of records — a queryset's, the write path's and the turn's state —
+    carries the ids of the tombstones withholding each record, the same through the raw
+    reader and the ORM (here a routine two forgets withhold, a note one does)."""
+    from memory import storage as memory_storage
+    from memory.selectors.writes import write_state
+    from memory.state import ContextMemory
+
+    user, conversation, _ = stored
+    here = Scope("conversation", conversation=str(conversation.pk))
+    sister = services.memory_assert(user=user, key="family.sister.name", value="Priya", scope=USER)
+    routine = services.memory_assert(
+        user=user, key="user.routine", value="visiting Priya", scope=USER
+    )
+    note = services.memory_assert(user=user, key="user.note", value="Priya called", scope=here)
+    friend = services.memory_assert(
+        user=user, key="family.friend.name", value="visiting", scope=USER
+    )
+    first = forgetting.memory_forget(record_id=sister.record.id, user=user)
+    second = forgetting.memory_forget(record_id=friend.record.id, user=user)
+    everything = MemoryRecord.objects.filter(user=user)
+    raw = records.records_to_domain(everything, user.username)
+    assert reprs(raw) == reprs(orm(records.records_to_domain, everything, user.username))
+    withheld = {r.id: r.withheld_by for r in raw if r.withheld_by}
+    assert withheld == {
+        routine.record.id: tuple(sorted([str(first.pk), str(second.pk)])),
+        note.record.id: (str(first.pk),),
+    }
+    slots = sorted({(r.scope_id, r.key) for r in raw})
+    by_raw, by_orm = write_state(user, slots), orm(write_state, user, slots)
+    assert {s: reprs(found) for s, found in by_raw.records.items()} == {
+        s: reprs(found) for s, found in by_orm.records.items()
+    }
+    scope_ids = load_context(
+        {"user": user.username, "conversation": str(conversation.pk)}
+    ).domain.scope_ids()
+    reader = storage.raw_reader("default")
+    parts, params = memory_storage.context_state_parts(reader, user, scope_ids)
+    [row] = reader.fetch("SELECT " + ", ".join(parts), params)
+    state = memory_storage.parse_context_state(*row[1:4], user.username)
+    held = ContextMemory(user, scope_ids)
+    held.read_orm()
+    by_id = {r.id: r for r in held.at_version(None).state.records}
+    # Equal (the state's JSON gives PostgreSQL's 1.0 as 1, as it always has).
+    assert sorted(state.records, key=lambda r: r.id) == [by_id[i] for i in sorted(by_id)]
+    assert {r.id for r in state.records if r.withheld_by} == set(withheld)

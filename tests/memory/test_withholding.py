@@ -229,8 +229,9 @@ def test_it_exports_and_imports_the_links_so_plans_stay_the_same(api, sam, conv,
     t3 = turn(api, conv, "t3", "How was your day?")
     before = plan(api, t3["id"])
     snapshot = api.get(f"/api/v1/users/{sam.username}/export").json()
-    assert snapshot["format"] == "companion-memory/2"
+    assert snapshot["format"] == "companion-memory/3"
     [tomb] = snapshot["tombstones"]
+    assert tomb["withheld_memories"] == []  # F7.2: no other memory names Miso
     assert sorted(tomb["withheld_messages"]) == sorted([*miso["said"], miso["other_reply"]])
     assert {m["id"] for m in snapshot["messages"] if m["withheld"]} == set(
         tomb["withheld_messages"]
@@ -266,7 +267,7 @@ def test_it_imports_a_snapshot_of_the_previous_format_with_no_links(api, sam, co
     for m in snapshot["messages"]:
         del m["withheld"]
     for t in snapshot["tombstones"]:
-        del t["withheld_messages"], t["withheld_replies"]
+        del t["withheld_messages"], t["withheld_replies"], t["withheld_memories"]
     assert api.delete(f"/api/v1/users/{sam.username}").status_code == 204
     assert (
         api.post(f"/api/v1/users/{sam.username}/import", snapshot, format="json").status_code == 200
@@ -276,14 +277,15 @@ def test_it_imports_a_snapshot_of_the_previous_format_with_no_links(api, sam, co
 
 def test_it_marks_what_a_forget_withholds_in_message_reads(api, sam, conv, miso):
     """F6 + C4: `GET /conversations/{id}/messages` marks every message `withheld: true|false`,
-    a turn's reply too; the words stay readable to the runtime that wrote them."""
+    a turn's reply too; a withheld one comes back without its words (F7.5)."""
     t3 = turn(api, conv, "t3", "The rain kept me inside.")
     forget(api, active_id(sam, "cat.name"))
     rows = api.get(f"/api/v1/conversations/{conv.pk}/messages").json()["results"]
     assert {m["id"] for m in rows if m["withheld"]} == {*miso["said"], miso["other_reply"]}
+    assert {m["content"] for m in rows if m["withheld"]} == {None}
     assert [m["withheld"] for m in rows if m["id"] == t3["user_message"]["id"]] == [False]
     read = api.get(f"/api/v1/turns/{miso['t2']['id']}").json()
-    assert read["reply"]["withheld"] is True
+    assert (read["reply"]["withheld"], read["reply"]["content"]) == (True, None)
     assert (
         api.get(f"/api/v1/tombstones/{Tombstone.objects.get(user=sam).pk}").json()[
             "withheld_messages"

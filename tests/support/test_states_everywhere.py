@@ -115,8 +115,8 @@ def test_it_shows_the_same_state_for_a_lagging_record_on_every_surface_e1(api, l
     assert [str(r.pk) for r in filtered.context["cl"].result_list] == [v1]
     assert filtered.context["cl"].result_count == superseded["count"] == 1
     faceted = _text(admin.get("/admin/memory/memoryrecord/", {"_facets": "True"}))
-    assert "superseded (replaced) (1)" in faceted and "expired (ended) (1)" in faceted
-    assert "active (remembered now) (1)" in faceted
+    assert "superseded (1)" in faceted and "expired (1)" in faceted
+    assert "active (1)" in faceted
     change = _text(admin.get(f"/admin/memory/memoryrecord/{v1}/change/"))
     assert "superseded" in change and "R5" in change
     assert "stored status" not in change.lower()
@@ -164,3 +164,21 @@ def test_it_shows_an_undone_no_longer_true_as_remembered_again_e1(lagging):
     transcript = page.get(f"/conversations/{lagging['conversation'].pk}/")
     [label] = [p for m in transcript.context["messages_"] for p in m.produced if p.id == home.id]
     assert (label.status, label.current) == ("remembered now: you confirmed it", True)
+
+
+def test_it_labels_each_state_filter_choice_once_with_the_state_the_column_shows_e1(superuser):
+    """E1 in the admin: the state filter offers each state under one plain label, the state as
+    the list's column and `GET /memories?state=` name it ("forgotten", not "forgotten
+    (forgotten)")."""
+    listed = staff_client(superuser).get("/admin/memory/memoryrecord/")
+    [state_filter] = [f for f in listed.context["cl"].filter_specs if f.title == "state"]
+    assert state_filter.lookup_choices == [
+        ("active", "active"),
+        ("not-yet-valid", "not-yet-valid"),
+        ("expired", "expired"),
+        ("forgotten", "forgotten"),
+        ("superseded", "superseded"),
+        ("lower-precedence", "lower-precedence"),
+    ]
+    html = _text(listed)
+    assert "forgotten (forgotten)" not in html and "superseded (replaced)" not in html

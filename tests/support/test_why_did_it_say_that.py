@@ -16,11 +16,14 @@ from django.test.utils import CaptureQueriesContext
 
 from conversations.domain import Scope
 from conversations.models import Turn
-from memory.models import MemoryRecord
+from conversations.services import conversation_create
+from memory.models import MemoryRecord, MemorySource
 from memory.services import memory_assert, memory_retract
 from policy.services import rule_create, rule_revoke
 from support.models import PrivateTextAccess
 from support.services import support_forget, support_retract
+from support.services.turn_plan import NotListed
+from tests.factories import MessageFactory, user_facts
 from tests.support.conftest import VALUE, assert_no_private_text, open_reveal, staff_client
 from turns.creation import turn_create
 from turns.plans import turn_prompt_plan
@@ -168,6 +171,82 @@ def test_it_says_what_the_plan_left_out_in_words(world, support):
     left_out = {item.id: item for item in plan.left_out}
     forgotten = left_out[str(world.forgotten.pk)]
     assert (forgotten.reason, forgotten.words) == ("forgotten", "forgotten by then")
+
+
+def long_plan(world):
+    """sam's turn in a new conversation after 30 messages that do not fit its budget, with 30
+    more memories than fit: the plan lists 20 of each and counts them all (I9). Answers the
+    turn, the messages left out (oldest first) and the memories made."""
+    conversation = conversation_create(user=world.sam, character=world.rowan, title="Long")
+    earlier = [MessageFactory(conversation=conversation, content="x" * 2000) for _ in range(30)]
+    facts = user_facts(world.sam, 30, value=lambda i: f"fact number {i}")
+    MemorySource.objects.bulk_create([MemorySource(memory=r, message=earlier[0]) for r in facts])
+    turn = turn_create(conversation_id=conversation.pk, turn_key="long", content="hi").turn
+    turn_prompt_plan(turn_id=turn.pk, budget=400, memory_share=0.1)
+    turn.refresh_from_db()
+    return turn, earlier, facts
+
+
+def test_it_lists_what_a_bounded_plan_left_out_and_says_and_n_more_with_the_reason(world, support):
+    """I9: the turn page lists the 20 memories and the 20 messages the plan listed (the
+    messages newest first) and says "and N more" for the rest, with the reason in words; the
+    heading counts everything left out."""
+    turn, earlier, _ = long_plan(world)
+    counts = {(kind, reason): n for kind, reason, n in turn.plan_snapshot["excluded_counts"]}
+    memories_left_out = counts["memory", "budget"]
+    assert memories_left_out > 20 and counts["message", "budget"] == 30
+    response = support.get(f"/admin/conversations/turn/{turn.pk}/change/")
+    plan = response.context["plan"]
+    messages = [item for item in plan.left_out if item.kind == "message"]
+    assert [item.id for item in messages] == [str(m.pk) for m in earlier[::-1][:20]]
+    assert [item.seq for item in messages] == list(range(30, 10, -1))
+    assert len([i for i in plan.left_out if (i.kind, i.reason) == ("memory", "budget")]) == 20
+    assert plan.not_listed == [
+        NotListed("memory", "budget", memories_left_out - 20, "did not fit the budget"),
+        NotListed("message", "budget", 10, "did not fit the budget"),
+    ]
+    assert plan.left_out_total == sum(counts.values())
+    html = response.content.decode()
+    assert f"Left out ({sum(counts.values())})" in html
+    assert "… and 10 more messages, not listed" in html
+    assert f"… and {memories_left_out - 20} more memories, not listed" in html
+    assert html.count('class="not-listed"') == 2
+
+
+def test_it_lists_every_entry_of_a_plan_stored_before_the_counts(world, support):
+    """I9: a plan stored before I9 listed every entry left out and kept no counts: the turn
+    page lists each one with its reason and says nothing is unlisted."""
+    turn, earlier, facts = long_plan(world)
+    snapshot = dict(turn.plan_snapshot)
+    del snapshot["excluded_counts"]
+    given = set(snapshot["memories"])
+    snapshot["excluded"] = sorted(
+        [["message", str(m.pk), "budget"] for m in earlier]
+        + [["memory", str(r.pk), "budget"] for r in facts if str(r.pk) not in given]
+    )  # the world's other memories left out are not named: a list as stored is all there is
+    Turn.objects.filter(pk=turn.pk).update(plan_snapshot=snapshot)
+    response = support.get(f"/admin/conversations/turn/{turn.pk}/change/")
+    plan = response.context["plan"]
+    assert len(plan.left_out) == len(snapshot["excluded"]) > 40
+    assert all(item.words == "did not fit the budget" for item in plan.left_out)
+    assert plan.not_listed == [] and plan.left_out_total == len(snapshot["excluded"])
+    html = response.content.decode()
+    assert f"Left out ({len(snapshot['excluded'])})" in html and "not-listed" not in html
+
+
+def test_it_shows_the_bound_on_the_explain_page_for_a_turn(world, support):
+    """I9: the explain page, asked about a turn, shows its stored plan the same way: 20 of
+    each listed and "and N more" with the reason."""
+    turn, _, _ = long_plan(world)
+    response = support.get(
+        "/admin/support/explain/",
+        {"user": "sam", "conversation": str(turn.conversation_id), "turn": str(turn.pk)},
+    )
+    assert response.status_code == 200
+    plan = response.context["plan"]
+    assert len([i for i in plan.left_out if i.reason == "budget"]) == 40
+    assert [m.kind for m in plan.not_listed] == ["memory", "message"]
+    assert "… and 10 more messages, not listed" in response.content.decode()
 
 
 def test_it_costs_the_turn_page_the_same_for_a_small_or_a_large_plan(

@@ -1,5 +1,5 @@
 """Export and import of one user's data (SPEC §9): the export file, one JSON object of format
-`companion-memory/2` that holds everything that is the user's. ("Snapshot" elsewhere means a
+`companion-memory/3` that holds everything that is the user's. ("Snapshot" elsewhere means a
 turn's stored plan, `conversations.plan_snapshot`; the export file's schema components keep
 the names `Snapshot`, `SnapshotInput` and `SnapshotUserInput`, which the API's contract and the
 generated clients spell.)
@@ -7,7 +7,7 @@ generated clients spell.)
 - `export`: the file written, one exporter per section.
 - `imports`: the file validated whole, then written in one transaction, idempotently.
 - `shape`: the file's shape, validated with the API's own fields and rules.
-- `references`: what spans the file's rows (unique ids, references, the F6 links).
+- `references`: what spans the file's rows (unique ids, references, the F6 and F7.2 links).
 - `rows`: each section's rows as the file holds them, shared by export and import.
 - `import_events`: the events (V1) of what an import created."""
 

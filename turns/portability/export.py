@@ -1,5 +1,5 @@
 """Export (SPEC §9): everything that is one user's, as one JSON object — the export file,
-format `companion-memory/2` (`references.FORMAT`).
+format `companion-memory/3` (`references.FORMAT`).
 
 It holds conversations, messages, turns, memories (windows, versions, edges, sources, evidence
 time, recorded_at), tombstones, retractions, idempotency records, policy rules, the policy
@@ -22,7 +22,7 @@ from memory.models import (
     SlotRetraction,
     Tombstone,
 )
-from memory.withholding import withheld_lists
+from memory.withholding import withheld_lists, withheld_memory_lists
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 from policy.selectors import policy_version_of
 from support.selectors import reveals_export
@@ -74,6 +74,7 @@ def user_export(*, user) -> dict:
     profile = MemoryProfile.objects.filter(user=user).first()
     withheld = withheld_lists(user)  # F6
     held = {m for messages, _ in withheld.values() for m in messages}
+    withheld_memories = withheld_memory_lists(user)  # F7.2
     return {
         "format": FORMAT,
         "exported_at": iso_z(db_now()),
@@ -87,7 +88,7 @@ def user_export(*, user) -> dict:
         "turns": [turn_row(t) for t in Turn.objects.filter(user=user).order_by("created_at", "id")],
         "memories": [memory_row(r, slugs, sources) for r in memories],
         "tombstones": [
-            tombstone_row(t, withheld)
+            tombstone_row(t, withheld, withheld_memories)
             for t in Tombstone.objects.filter(user=user).order_by("forgotten_at", "id")
         ],
         "retractions": [

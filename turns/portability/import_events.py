@@ -8,7 +8,7 @@ from __future__ import annotations
 from config.clock import db_now
 from events import outbox
 from memory.changes import scope_kind_of
-from memory.withholding import withheld_lists
+from memory.withholding import withheld_lists, withheld_memory_lists
 from policy.selectors import user_policy_version
 
 
@@ -32,7 +32,9 @@ def import_events(user, *, memories, tombstones, rules, profile) -> None:
         for r in memories
         if r.status != "forgotten"
     ]
-    withheld = withheld_lists(user) if tombstones else {}  # F6: the links the import restored
+    # F6 and F7.2: the links the import restored.
+    withheld = withheld_lists(user) if tombstones else {}
+    withheld_memories = withheld_memory_lists(user) if tombstones else {}
     events += [
         outbox.memory_forgotten(
             ref,
@@ -40,6 +42,7 @@ def import_events(user, *, memories, tombstones, rules, profile) -> None:
             scope_kind=scope_kind_of(t.scope_id),
             memories=[],
             withheld_message_ids=withheld.get(str(t.pk), ([], []))[0],
+            withheld_memory_ids=withheld_memories.get(str(t.pk), []),
             forgotten_by=t.forgotten_by,
             at=at,
         )

@@ -36,7 +36,7 @@ from memory.models import (
     Tombstone,
 )
 from memory.selectors.records import tombstones_of
-from memory.withholding import withhold_links
+from memory.withholding import withhold_links, withhold_memory_links
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 
 from .import_events import import_events
@@ -391,10 +391,12 @@ class _Import:
                 forgotten_by=v["forgotten_by"],
             ),
         )
-        # F6: the links each tombstone carries, restored beside what is stored.
+        # F6 and F7.2: the links each tombstone carries, restored beside what is stored.
         stored = {str(t.pk): t for t in Tombstone.objects.filter(user=user)}
         for v, c in self.rows("tombstones"):
-            withhold_links(stored[str(v["id"])], c["withheld_messages"], c["withheld_replies"])
+            tombstone = stored[str(v["id"])]
+            withhold_links(tombstone, c["withheld_messages"], c["withheld_replies"])
+            withhold_memory_links(tombstone, c["withheld_memories"])
         have = {tuple(retraction_row(r).values()) for r in SlotRetraction.objects.filter(user=user)}
         new = []
         for v, c in self.rows("retractions"):

@@ -11,9 +11,12 @@ from conversations.domain import Scope
 from conversations.models import Character
 from policy.models import Capability
 
-FORMAT = "companion-memory/2"
-# F6: the previous format carries no withholding links; it imports with none.
-FORMATS = ("companion-memory/1", FORMAT)
+FORMAT = "companion-memory/3"
+# The formats an import reads. `/1` carries no withholding links (F6) and imports with none;
+# `/2` carries the message links but no memory links (F7.2) and imports with none of those.
+FORMATS = ("companion-memory/1", "companion-memory/2", FORMAT)
+MESSAGE_LINKS = ("companion-memory/2", FORMAT)  # the formats that carry F6's links
+MEMORY_LINKS = (FORMAT,)  # the formats that carry F7.2's links
 
 
 def scope_id_error(scope_id: str, ref: str | None, *, allow_everywhere: bool) -> str | None:
@@ -190,6 +193,7 @@ def check_references(s: dict) -> dict[str, list[str]]:
             if problem:
                 err(f"{section}.{i}.scope", problem)
     _check_withholding(s, messages, err)
+    _check_memory_links(s, err)
     unique("idempotency", "key", lambda r: r["key"])
     for i, r in enumerate(s["idempotency"]):
         if r.get("record") is not None and r["record"] not in memories:
@@ -256,7 +260,7 @@ def _check_withholding(s: dict, messages: dict, err) -> None:
     none of these."""
     turns = {str(t["id"]): t for t in s["turns"]}
     listed: set[str] = set()
-    old = s["format"] != FORMAT
+    old = s["format"] not in MESSAGE_LINKS
     for i, t in enumerate(s["tombstones"]):
         if old and (t["withheld_messages"] or t["withheld_replies"]):
             err(f"tombstones.{i}.withheld_messages", f"Not part of the format {s['format']}.")
@@ -277,3 +281,27 @@ def _check_withholding(s: dict, messages: dict, err) -> None:
                 f"messages.{i}.withheld",
                 "Must say whether a tombstone of the snapshot withholds it.",
             )
+
+
+def _check_memory_links(s: dict, err) -> None:
+    """F7.2 in an export file (§9): each tombstone's `withheld_memories` are memories of the
+    file that are not forgotten, each at most once. A file of an earlier format carries
+    none."""
+    memories = {str(m["id"]): m for m in s["memories"]}
+    old = s["format"] not in MEMORY_LINKS
+    for i, t in enumerate(s["tombstones"]):
+        listed = [str(m) for m in t.get("withheld_memories", ())]
+        if old and listed:
+            err(f"tombstones.{i}.withheld_memories", f"Not part of the format {s['format']}.")
+            continue
+        if len(set(listed)) != len(listed):
+            err(f"tombstones.{i}.withheld_memories", "Each memory at most once.")
+        for j, memory in enumerate(listed):
+            found = memories.get(memory)
+            if found is None:
+                err(f"tombstones.{i}.withheld_memories.{j}", "Not a memory of this snapshot.")
+            elif found["status"] == "forgotten":
+                err(
+                    f"tombstones.{i}.withheld_memories.{j}",
+                    "A forgotten memory holds no value: no forget withholds it.",
+                )

@@ -160,7 +160,9 @@ def memory_row(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
     }
 
 
-def tombstone_row(t: Tombstone, withheld: dict | None = None) -> dict:
+def tombstone_row(
+    t: Tombstone, withheld: dict | None = None, withheld_memories: dict | None = None
+) -> dict:
     messages, replies = (withheld or {}).get(str(t.pk), ([], []))
     return {
         "id": str(t.pk),
@@ -172,12 +174,18 @@ def tombstone_row(t: Tombstone, withheld: dict | None = None) -> dict:
         "forgotten_by": t.forgotten_by,
         "withheld_messages": messages,
         "withheld_replies": replies,
+        # F7.2: the user's other memories it withholds, sorted.
+        "withheld_memories": (withheld_memories or {}).get(str(t.pk), []),
     }
 
 
+TOMBSTONE_LINKS = ("withheld_messages", "withheld_replies", "withheld_memories")
+
+
 def tombstone_content(t: dict) -> dict:
-    """A tombstone without its links (F6): an import adds the file's to what is stored."""
-    return {k: v for k, v in t.items() if k not in ("withheld_messages", "withheld_replies")}
+    """A tombstone without its links (F6, F7.2): an import adds the file's to what is
+    stored."""
+    return {k: v for k, v in t.items() if k not in TOMBSTONE_LINKS}
 
 
 def retraction_row(r: SlotRetraction) -> dict:

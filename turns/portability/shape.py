@@ -126,7 +126,9 @@ class ScopeIdField(CleanCharField):
 
 class _NullsAbsent:
     """The API's scope shapes leave out the references a kind does not have; older snapshots
-    wrote them as null. Both are accepted."""
+    wrote them as null. Both are accepted, and the schema says so (`NULLS_ABSENT`)."""
+
+    NULLS_ABSENT = True
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -343,6 +345,17 @@ class TombstoneRow(StrictSerializer):
         help_text="The ids of turns planned with what this forget erased whose reply has not come "
         "yet: the reply is withheld once it does (F6).",
     )
+    # F7.2: the user's other memories this forget withholds (format `companion-memory/3`).
+    withheld_memories = UuidList(
+        required=False,
+        max_length=1_000_000,
+        help_text="The ids of the user's other memories this forget withholds from the companion "
+        "(F7.2), sorted: memories of the snapshot. Empty in a file of `companion-memory/2` or "
+        "earlier, which imports with no memory links.",
+    )
+
+    def validate_withheld_memories(self, value):
+        return sorted(value, key=str)
 
 
 class RetractionRow(StrictSerializer):

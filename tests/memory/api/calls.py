@@ -43,3 +43,30 @@ def settings_of(api, ref="sam"):
 
 def put_settings(api, body, ref="sam"):
     return api.put(SETTINGS.format(ref), body, format="json")
+
+
+def priya(api, scope=None) -> dict:
+    """SPEC F7.2's example, each memory in the user's own words (so every one would enter a
+    prompt): the sister's name "Priya", where Priya works (`people.priya.works_at`), a routine
+    that names her and a taste that does not; `scope` for all of them (the user's own scope
+    by default). Answers the ids by name."""
+    scope = scope or USER_SCOPE
+    found = {}
+    for name, key, value in (
+        ("sister", "family.sister.name", "Priya"),
+        ("works", "people.priya.works_at", "Globex"),
+        ("visits", "user.routine", "visiting Priya on Sundays"),
+        ("tea", "user.likes", "green tea"),
+    ):
+        r = assert_memory(
+            api, key=key, value=value, authority="user-confirmed", valid_from=PAST, scope=scope
+        )
+        assert r.status_code == 201, r.content
+        found[name] = r.json()["memory"]["id"]
+    return found
+
+
+def forget(api, memory_id, **body) -> dict:
+    r = api.post(f"/api/v1/memories/{memory_id}/forget", body, format="json")
+    assert r.status_code == 200, r.content
+    return r.json()

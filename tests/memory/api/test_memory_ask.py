@@ -3,6 +3,8 @@ answered, and what is not a question it understands answers `understood: false`.
 
 import pytest
 
+from tests.memory.api.calls import forget, priya
+
 pytestmark = pytest.mark.django_db
 
 
@@ -32,3 +34,15 @@ def test_it_answers_understood_false_to_an_ask_it_does_not_understand_c5(api, sa
     response = api.get("/api/v1/memory/ask", {"user": "sam", "q": q})
     assert response.status_code == 200
     assert response.json() == {"answer": None, "understood": False, "memory": None}
+
+
+def test_it_does_not_answer_from_a_withheld_memory_f7_2(api, sam):
+    """F7.2: after forgetting the sister's name "Priya", "Where does Priya work?" is
+    understood but answers nothing: `people.priya.works_at` is withheld."""
+    ids = priya(api)
+    asked = {"user": "sam", "q": "Where does Priya work?"}
+    assert api.get("/api/v1/memory/ask", asked).json()["answer"] == "Globex"
+    forget(api, ids["sister"])
+    r = api.get("/api/v1/memory/ask", asked)
+    assert r.json() == {"answer": None, "understood": True, "memory": None}
+    assert "Globex" not in r.content.decode()

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, MemoryWithholding
 from tests.helpers import assert_problem
-from tests.memory.api.calls import assert_memory
+from tests.memory.api.calls import assert_memory, forget, priya
 
 pytestmark = pytest.mark.django_db
 
@@ -56,3 +56,19 @@ def test_it_answers_404_for_unknown_ids(api, sam):
     assert_problem(
         api.post(f"/api/v1/memories/{uuid.uuid4()}/confirm", {}, format="json"), 404, "not_found"
     )
+
+
+def test_it_releases_a_withheld_memory_the_user_confirms_after_the_forget_f7_2(api, sam, ctx):
+    """F7.2: the user's confirm after a forget is new evidence: it releases the record from
+    every tombstone forgotten before it, and the record is in the next prompt again."""
+    ids = priya(api)
+    forget(api, ids["sister"])
+    cousin = assert_memory(api, key="family.cousin.name", value="Globex").json()["memory"]["id"]
+    forget(api, cousin)
+    assert MemoryWithholding.objects.filter(memory_id=ids["works"]).count() == 2
+    r = api.post(f"/api/v1/memories/{ids['works']}/confirm", {}, format="json")
+    assert r.status_code == 200, r.content
+    assert not MemoryWithholding.objects.filter(memory_id=ids["works"]).exists()
+    assert MemoryWithholding.objects.filter(memory_id=ids["visits"]).exists()
+    body = api.post("/api/v1/memory/resolve", {"context": ctx}, format="json").json()
+    assert sorted(p["value"] for p in body["prompt"]) == ["Globex", "green tea"]

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, MemoryWithholding
 from tests.helpers import assert_problem
-from tests.memory.api.calls import assert_memory
+from tests.memory.api.calls import assert_memory, forget, priya
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +80,16 @@ def test_it_answers_404_for_an_unknown_memory(api, sam):
     assert_problem(correct(api, uuid.uuid4(), {"value": "Max"}), 404, "not_found")
     assert_problem(correct(api, "not-a-uuid", {"value": "Max"}), 404, "not_found")
     assert not MemoryRecord.objects.exists()
+
+
+def test_it_releases_a_withheld_memory_the_user_corrects_after_the_forget_f7_2(api, sam, ctx):
+    """F7.2: the user's correction after a forget is new evidence: the record is released and
+    the corrected value is in the next prompt."""
+    ids = priya(api)
+    forget(api, ids["sister"])
+    r = api.post(f"/api/v1/memories/{ids['works']}/correct", {"value": "Initech"}, format="json")
+    assert r.status_code in (200, 201), r.content
+    assert not MemoryWithholding.objects.filter(memory_id=ids["works"]).exists()
+    body = api.post("/api/v1/memory/resolve", {"context": ctx}, format="json").json()
+    assert sorted(p["value"] for p in body["prompt"]) == ["Initech", "green tea"]
+    assert {"id": ids["visits"], "reason": "withheld"} in body["prompt_excluded"]

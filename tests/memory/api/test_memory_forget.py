@@ -24,6 +24,7 @@ TOMBSTONE_KEYS = {
     "forgotten_at",
     "blocks_sources_before",
     "withheld_messages",
+    "withheld_memories",
 }
 
 
@@ -107,3 +108,15 @@ def test_it_says_a_forgotten_record_is_forgotten_e1(api, sam):
     api.post(f"/api/v1/memories/{first['id']}/forget", {}, format="json")
     body = api.get(f"/api/v1/memories/{first['id']}").json()
     assert (body["state"], body["state_detail"]["rule"], body["value"]) == ("forgotten", "R2", "")
+
+
+def test_it_documents_withheld_memories_in_the_schema_f7_2():
+    """F7.2: the forget's answer (and a tombstone read back) carries `withheld_memories`, an
+    integer, beside `withheld_messages`; `withheld` is among the documented reasons."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schemas = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+    tombstone = schemas["TombstoneOutput"]
+    assert tombstone["properties"]["withheld_memories"]["type"] == "integer"
+    assert {"withheld_messages", "withheld_memories"} <= set(tombstone["required"])
+    assert "`withheld`" in schemas["ExclusionOutput"]["properties"]["reason"]["description"]

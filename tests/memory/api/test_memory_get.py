@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from tests.helpers import assert_problem
-from tests.memory.api.calls import learn
+from tests.memory.api.calls import forget, learn, priya
 
 pytestmark = pytest.mark.django_db
 
@@ -50,3 +50,13 @@ def test_it_gets_a_memorys_state_in_a_constant_number_of_queries_e1(
 def test_it_answers_404_for_unknown_ids(api, sam):
     assert_problem(api.get(f"/api/v1/memories/{uuid.uuid4()}"), 404, "not_found")
     assert_problem(api.get("/api/v1/memories/not-a-uuid"), 404, "not_found")
+
+
+def test_it_masks_a_memory_a_forget_withholds_f7_2(api, sam):
+    """F7.2: a runtime read of a withheld memory by its id answers it as the list does with
+    `include_withheld`: value null, the key's free part masked."""
+    ids = priya(api)
+    forget(api, ids["sister"])
+    body = api.get(f"/api/v1/memories/{ids['works']}").json()
+    assert (body["id"], body["key"], body["value"]) == (ids["works"], "people.*.works_at", None)
+    assert api.get(f"/api/v1/memories/{ids['tea']}").json()["value"] == "green tea"

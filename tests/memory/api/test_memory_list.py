@@ -10,7 +10,7 @@ from conversations.domain import Scope
 from memory import services
 from tests.factories import MessageFactory, at
 from tests.helpers import assert_problem
-from tests.memory.api.calls import learn
+from tests.memory.api.calls import forget, learn, priya
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +99,30 @@ def test_it_makes_a_record_active_from_its_source_messages_time_e1(api, sam, con
     )
     [row] = api.get("/api/v1/memories", {"user": "sam", "key": "pet.name"}).json()["results"]
     assert row["state"] == "active"
+
+
+def test_it_leaves_withheld_memories_out_unless_asked_and_then_masks_them_f7_2(api, sam):
+    """F7.2: `GET /memories` leaves out what a forget withholds; with `include_withheld=true`
+    it lists them with value null and the key's free part masked (`people.*.works_at`)."""
+    ids = priya(api)
+    forget(api, ids["sister"])
+    listed = api.get("/api/v1/memories", {"user": "sam", "state": "active"}).json()
+    assert [m["id"] for m in listed["results"]] == [ids["tea"]] and listed["count"] == 1
+    r = api.get("/api/v1/memories", {"user": "sam", "state": "active", "include_withheld": "true"})
+    rows = {m["id"]: m for m in r.json()["results"]}
+    assert set(rows) == {ids["works"], ids["visits"], ids["tea"]}
+    assert (rows[ids["works"]]["key"], rows[ids["works"]]["value"]) == ("people.*.works_at", None)
+    assert (rows[ids["visits"]]["key"], rows[ids["visits"]]["value"]) == ("user.routine", None)
+    assert rows[ids["tea"]]["value"] == "green tea"
+    assert "Priya" not in r.content.decode() and "Globex" not in r.content.decode()
+
+
+def test_it_documents_include_withheld_in_the_schema_f7_2():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    params = {p["name"]: p for p in schema["paths"]["/api/v1/memories"]["get"]["parameters"]}
+    assert params["include_withheld"]["schema"]["type"] == "boolean"
+    assert "F7.2" in params["include_withheld"]["description"]
+    value = schema["components"]["schemas"]["MemoryOutput"]["properties"]["value"]
+    assert value.get("nullable") is True

@@ -2,11 +2,13 @@
 refused when it names another user's conversation or leaves out its wrapper, in a constant
 number of queries."""
 
+import json
+
 import pytest
 
-from tests.factories import ConversationFactory, MessageFactory, UserFactory
+from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 from tests.helpers import assert_problem
-from tests.memory.api.calls import assert_memory
+from tests.memory.api.calls import assert_memory, forget, priya
 
 pytestmark = pytest.mark.django_db
 
@@ -130,3 +132,100 @@ def test_it_reads_the_context_in_one_query_and_still_names_what_is_unknown(api, 
     the answer still names the field that is wrong."""
     r = api.post("/api/v1/memory/resolve", {"context": {**ctx, **change}}, format="json")
     assert r.status_code == 400 and list(r.json()["errors"]) == [field], r.json()
+
+
+def _resolve(api, context) -> dict:
+    r = api.post("/api/v1/memory/resolve", {"context": context}, format="json")
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def test_it_masks_a_withheld_memory_in_active_and_leaves_it_out_of_the_prompt_f7_2(api, sam, ctx):
+    """F7.2: after forgetting "Priya", `people.priya.works_at` and the routine naming her stay
+    in `active` with value null and the key's free part masked, and are in `prompt_excluded`
+    with reason `withheld`; "green tea" is in the prompt, and no answer carries the words."""
+    ids = priya(api)
+    forget(api, ids["sister"])
+    body = _resolve(api, ctx)
+    active = {m["id"]: m for m in body["active"]}
+    assert (active[ids["works"]]["key"], active[ids["works"]]["value"]) == (
+        "people.*.works_at",
+        None,
+    )
+    assert (active[ids["visits"]]["key"], active[ids["visits"]]["value"]) == ("user.routine", None)
+    assert active[ids["tea"]]["value"] == "green tea"
+    assert [p["value"] for p in body["prompt"]] == ["green tea"]
+    assert {"id": ids["works"], "reason": "withheld"} in body["prompt_excluded"]
+    assert {"id": ids["visits"], "reason": "withheld"} in body["prompt_excluded"]
+    text = json.dumps(body)
+    assert "Priya" not in text and "priya" not in text and "Globex" not in text
+
+
+def test_it_withholds_only_where_the_forgets_scope_reaches_f7_2(api, sam, ctx, rowan):
+    """F7.2 with F6's mapping: a forget in Rowan's scope withholds the user's routine in a
+    conversation with Rowan, not in a conversation with another character."""
+    other = ConversationFactory(user=sam, character=CharacterFactory(slug="other"))
+    ids = priya(api)
+    rowans = assert_memory(
+        api,
+        key="family.sister.name",
+        value="Priya",
+        authority="user-confirmed",
+        scope={"kind": "character", "character": rowan.slug},
+    ).json()["memory"]["id"]
+    tombstone = forget(api, rowans)
+    assert tombstone["scope_id"] == f"character:sam:{rowan.slug}"
+    here = _resolve(api, ctx)
+    assert {"id": ids["visits"], "reason": "withheld"} in here["prompt_excluded"]
+    there = _resolve(api, {"user": "sam", "character": "other", "conversation": str(other.pk)})
+    assert "visiting Priya on Sundays" in [p["value"] for p in there["prompt"]]
+    assert ids["visits"] not in [e["id"] for e in there["prompt_excluded"]]
+
+
+def test_it_gives_withheld_precedence_over_memory_off_f7_2_i8(api, sam, ctx):
+    """F7.2: the reason `withheld` wins over `memory-off` (the user's `use` switch off)."""
+    ids = priya(api)
+    forget(api, ids["sister"])
+    r = api.put("/api/v1/users/sam/memory-settings", {"use": False}, format="json")
+    assert r.status_code == 200, r.content
+    reasons = {e["id"]: e["reason"] for e in _resolve(api, ctx)["prompt_excluded"]}
+    assert reasons[ids["works"]] == reasons[ids["visits"]] == "withheld"
+    assert reasons[ids["tea"]] == "memory-off"
+
+
+def test_it_keeps_the_withheld_record_winning_its_slot_f7_2(api, sam, ctx):
+    """F7.2: withholding comes after the resolver (R1–R8 unchanged): the withheld routine
+    still wins its slot, so the lower one of the slot never shows through."""
+    ids = priya(api)
+    lower = assert_memory(
+        api, key="user.routine", value="visiting Mum on Sundays", valid_from="2026-02-01T00:00:00Z"
+    ).json()["memory"]["id"]
+    forget(api, ids["sister"])
+    body = _resolve(api, ctx)
+    assert {"id": lower, "reason": "lower-precedence"} in body["excluded"]
+    assert {"id": ids["visits"], "reason": "withheld"} in body["prompt_excluded"]
+    assert [p["key"] for p in body["prompt"]] == ["user.likes"]
+
+
+# The token, the context, and: the context's memory state in one statement; for some keys,
+# their records and their tombstones with the secret (the registry is cached).
+RESOLVE_QUERIES = {None: 3, "people.priya.works_at": 4}
+
+
+@pytest.mark.parametrize("key", [None, "people.priya.works_at"])
+def test_it_resolves_withheld_memories_in_a_constant_number_of_queries_f7_2(
+    api, sam, ctx, key, django_assert_num_queries
+):
+    """F7.2 costs the resolve of a context no query: each record read carries the tombstones
+    withholding it. For some keys only, the scopes of the withholding tombstones of other
+    keys are read once — only when a record read is withheld."""
+    ids = priya(api)
+    body = {"context": {**ctx, "now": "2030-01-01T00:00:00Z"}} | ({"keys": [key]} if key else {})
+    api.post("/api/v1/memory/resolve", body, format="json")  # warm the catalog
+    with django_assert_num_queries(RESOLVE_QUERIES[key]):
+        api.post("/api/v1/memory/resolve", body, format="json")
+    forget(api, ids["sister"])
+    api.post("/api/v1/memory/resolve", body, format="json")
+    with django_assert_num_queries(RESOLVE_QUERIES[key] + (1 if key else 0)):
+        r = api.post("/api/v1/memory/resolve", body, format="json")
+    assert {"id": ids["works"], "reason": "withheld"} in r.json()["prompt_excluded"]

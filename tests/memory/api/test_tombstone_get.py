@@ -1,6 +1,6 @@
 """`GET /tombstones/{id}` (SPEC §10 C4, C5): a tombstone reads back with its scope as an object
 (a forget everywhere has the `everywhere` scope, every other kind the memory scope's shape),
-in two queries."""
+with how many messages and other memories it withholds (F6, F7.2), in two queries."""
 
 import uuid
 
@@ -66,3 +66,38 @@ def test_it_reads_a_tombstone_in_two_queries_c4(api, sam, django_assert_num_quer
     )
     with django_assert_num_queries(2):  # token, tombstone with its user
         assert api.get(f"/api/v1/tombstones/{tombstone.pk}").status_code == 200
+
+
+def test_it_counts_the_memories_a_forget_withholds_beside_its_messages_f7_2(
+    api, sam, conv, django_assert_num_queries
+):
+    """F7.2: `GET /tombstones/{id}` carries `withheld_memories` beside `withheld_messages` —
+    as the forget answered it — still in two queries, and the schema declares it an integer."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    turn(api, conv, "t1", "Priya phoned me tonight.")
+    ids = {}
+    for key, value in (
+        ("family.sister.name", "Priya"),
+        ("people.priya.works_at", "Globex"),
+        ("user.routine", "visiting Priya on Sundays"),
+        ("user.likes", "green tea"),
+    ):
+        made = api.post(
+            "/api/v1/memories",
+            {"user": "sam", "key": key, "value": value, "scope": {"kind": "user"}},
+            format="json",
+        )
+        ids[key] = made.json()["memory"]["id"]
+    forgot = api.post(
+        f"/api/v1/memories/{ids['family.sister.name']}/forget", {}, format="json"
+    ).json()
+    assert (forgot["withheld_messages"], forgot["withheld_memories"]) == (1, 2)
+    with django_assert_num_queries(2):  # token, tombstone with its user and both counts
+        got = api.get(f"/api/v1/tombstones/{forgot['id']}").json()
+    assert got == forgot
+    shape = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"][
+        "TombstoneOutput"
+    ]
+    assert shape["properties"]["withheld_memories"]["type"] == "integer"
+    assert {"withheld_messages", "withheld_memories"} <= set(shape["required"])

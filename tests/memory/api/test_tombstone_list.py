@@ -1,6 +1,7 @@
 """`GET /tombstones?user=` (SPEC §4 F1, §10): the user's forgets, newest first, as a paginated
-list, never a value; another user's forgets are not among them. A missing or unknown user is a
-400 naming `user`."""
+list, never a value, each with how many messages and other memories it withholds (F6, F7.2),
+in a constant number of queries; another user's forgets are not among them. A missing or
+unknown user is a 400 naming `user`."""
 
 import pytest
 
@@ -45,3 +46,27 @@ def test_it_refuses_a_missing_or_unknown_user_with_a_400_naming_it(api, sam):
     assert_problem(
         api.get("/api/v1/tombstones", {"user": "nobody"}), 400, "validation_error", "user"
     )
+
+
+def test_it_counts_each_forgets_withheld_memories_in_the_same_queries_f7_2(
+    api, sam, django_assert_num_queries
+):
+    """F7.2: each listed forget carries `withheld_memories` (how many of the user's other
+    memories it withholds, counting one another forget also withholds) beside
+    `withheld_messages`; the list's queries stay four however many forgets it lists."""
+    for key, value in (
+        ("people.priya.works_at", "Globex"),
+        ("user.routine", "visiting Priya and Zoë on Sundays"),
+    ):
+        assert_memory(api, user="sam", key=key, value=value)
+    sister = forgotten(api, "sam", "family.sister.name", value="Priya")
+    friend = forgotten(api, "sam", "user.best_friend", value="Zoë")
+    tea = forgotten(api, "sam", "user.likes", value="green tea")
+    assert [t["withheld_memories"] for t in (sister, friend, tea)] == [2, 1, 0]
+    with django_assert_num_queries(4):  # token, user, count, page (both counts in the page)
+        body = api.get("/api/v1/tombstones", {"user": "sam"}).json()
+    assert [(t["id"], t["withheld_memories"], t["withheld_messages"]) for t in body["results"]] == [
+        (tea["id"], 0, 0),
+        (friend["id"], 1, 0),
+        (sister["id"], 2, 0),
+    ]

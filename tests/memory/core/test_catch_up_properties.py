@@ -1,11 +1,11 @@
 """Catch up, never start over (docs/DESIGN.md, "Memory owns the turn's state"; SPEC §3 R1–R8,
-§5 P1–P4, §7 I3): two state holders standing for two workers follow one store through random
-interleavings of writes, corrections, forgets, undos, registry edits and a clock that crosses
-window edges (R3, R5). Each catches its state up with the rows changed after the version it
-holds — or reads it whole after a removal — and resolves it key by key, reusing what still
-holds; what it answers is what a fresh resolve of the store answers: the same resolution,
-projection, plan and `plan_hash`. No database: the store stamps rows as `memory.triggers`
-does."""
+§5 P1–P4, §7 I3, F7.2): two state holders standing for two workers follow one store through
+random interleavings of writes, corrections, forgets (with the records they withhold),
+releases, undos, registry edits and a clock that crosses window edges (R3, R5). Each catches
+its state up with the rows changed after the version it holds — or reads it whole after a
+removal — and resolves it key by key, reusing what still holds; what it answers is what a
+fresh resolve of the store answers: the same resolution, projection, plan and `plan_hash`. No
+database: the store stamps rows as `memory.triggers` does."""
 
 from __future__ import annotations
 
@@ -118,6 +118,7 @@ def operations(draw):
                 "write",
                 "correct",
                 "forget",
+                "release",
                 "undo",
                 "delete",
                 "retract",
@@ -179,12 +180,27 @@ def _apply(store: Store, holders: list[Holder], op, clock: list[float], n: int) 
         store.records[old.id] = (closed, store.bump())
     elif kind == "forget":
         key = KEYS[seed % len(KEYS)]
-        scope_id = "*" if seed % 2 else SCOPES[(seed // 2) % 4].scope_id(USER)
+        scope_id = "*" if seed % 2 else SCOPES[(seed // 2) % 5].scope_id(USER)
         hashed = value_hash(SECRET, VALUES[seed % len(VALUES)]) if seed % 3 == 0 else None
         tomb = Tombstone(f"t{n:04d}", USER, scope_id, key, at(clock[0]), at(clock[0]), hashed)
-        store.tombstones[tomb.id] = (tomb, store.bump())
+        version = store.bump()
+        store.tombstones[tomb.id] = (tomb, version)
+        # F7.2: in the same transaction, links to the records of other keys holding the
+        # value (here: some picked by the seed), each record stamped.
+        for record, _ in list(store.records.values()):
+            if record.key != key and (int(record.id[1:]) + seed) % 3:
+                linked = replace(record, withheld_by=tuple(sorted({*record.withheld_by, tomb.id})))
+                store.records[record.id] = (linked, version)
+    elif kind == "release" and store.records:
+        record, _ = store.records[sorted(store.records)[seed % len(store.records)]]
+        store.records[record.id] = (replace(record, withheld_by=()), store.bump())
     elif kind == "undo" and store.tombstones:
-        del store.tombstones[sorted(store.tombstones)[seed % len(store.tombstones)]]
+        gone = sorted(store.tombstones)[seed % len(store.tombstones)]
+        del store.tombstones[gone]
+        for record, version in list(store.records.values()):
+            if gone in record.withheld_by:
+                kept = tuple(t for t in record.withheld_by if t != gone)
+                store.records[record.id] = (replace(record, withheld_by=kept), version)
         store.bump(removal=True)
     elif kind == "delete" and store.records:
         del store.records[sorted(store.records)[seed % len(store.records)]]

@@ -1,13 +1,17 @@
-"""Prompt projection (SPEC §5 P1–P4) on the resolver's active records. No database."""
+"""Prompt projection (SPEC §5 P1–P4, and F7.2's withholding before them) on the resolver's
+active records. No database."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conversations.domain import Scope
-from memory.domain import MemoryRecord
+from memory.domain import MemoryRecord, scope_covers
 from memory.projection import certainty_of, project
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
@@ -236,3 +240,99 @@ def test_it_orders_the_prompt_as_the_planner_fills_it():
     ]
     assert [e.id for e in projection.excluded] == ["aa", "zz"]
     assert projection == run(list(reversed(active)))
+
+
+# ---------------------------------------------------------------------------------------------
+# F7.2: withheld memories, after the resolver and before P1
+
+
+def held(record: MemoryRecord, *tombstones: str) -> MemoryRecord:
+    return replace(record, withheld_by=tuple(sorted(tombstones)))
+
+
+def test_it_withholds_before_p1_with_its_own_reason_f7_2():
+    """F7.2: a record a covering tombstone withholds is excluded as `withheld` whatever P1–P3
+    would say of it (here it has no source: P1 would say `unsupported`)."""
+    bare = held(rec("a", key="people.priya.works_at", sources=()), "t1")
+    kept = rec("b", key="user.likes", value="green tea")
+    found = run([bare, kept], withholding=frozenset({"t1"}))
+    assert outcome(found) == {"a": "withheld", "b": "likely"}
+
+
+def test_it_does_not_withhold_where_no_covering_tombstone_holds_the_record_f7_2():
+    """F7.2: only the tombstones whose scope covers the context withhold there."""
+    record = held(rec("a"), "t-elsewhere")
+    assert outcome(run([record], withholding=frozenset({"t-here"}))) == {"a": "likely"}
+    assert outcome(run([record])) == {"a": "likely"}
+
+
+def test_it_lets_a_wider_record_through_when_the_narrow_one_is_withheld_f7_2():
+    """F7.2 before P3: a withheld record shadows nothing (like P1 and P2's exclusions), while
+    the resolver's slot winners stay as they are (R1–R8 unchanged)."""
+    narrow = held(rec("n", scope="conversation", value="Marlowe"), "t1")
+    wide = rec("w", scope="user", value="Harbor")
+    found = run([narrow, wide], withholding=frozenset({"t1"}))
+    assert outcome(found) == {"n": "withheld", "w": "likely"}
+
+
+@pytest.mark.parametrize(
+    ("scope_id", "character", "conversation", "covers"),
+    [
+        ("*", None, None, True),
+        ("user:ana", "other", "c2", True),
+        ("character:ana:captain-rowan", "captain-rowan", "c1", True),
+        ("character:ana:captain-rowan", "captain-rowan", None, True),
+        ("character:ana:captain-rowan", "other", "c2", False),
+        ("character:ana:captain-rowan", None, None, False),
+        (f"conversation:{CONV}", "captain-rowan", CONV, True),
+        (f"conversation:{CONV}", "captain-rowan", "c2", False),
+        (f"scene:{CONV}:greenhouse", "captain-rowan", CONV, True),
+        (f"scene:{CONV}:greenhouse", "captain-rowan", None, False),
+    ],
+)
+def test_it_maps_a_tombstones_scope_to_the_contexts_it_covers_f6_f7_2(
+    scope_id, character, conversation, covers
+):
+    """F6's mapping, used by F7.2: user or * → every context; character → the contexts with
+    that character; conversation or scene → the contexts in that conversation."""
+    assert scope_covers(scope_id, character=character, conversation=conversation) is covers
+
+
+_ids = st.sampled_from(("t1", "t2", "t3"))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("basil_plant.name", "user.likes", "pet.name")),
+            st.sampled_from(("user", "character", "conversation", "scene")),
+            st.sampled_from(("Harbor", "tea", "Rex")),
+            st.sets(_ids, max_size=2),
+            st.booleans(),
+        ),
+        max_size=8,
+    ),
+    st.sets(_ids),
+    st.randoms(use_true_random=False),
+)
+@settings(max_examples=200, deadline=None, derandomize=True)
+def test_it_projects_as_if_the_withheld_records_were_not_there_f7_2(rows, withholding, rnd):
+    """F7.2, a property against a slow reference: the projection with `withholding` is the
+    projection of the records it does not withhold, plus each withheld record as `withheld`;
+    and it does not depend on the order of the records."""
+    records = [
+        held(
+            rec(f"r{i}", key=key, scope=scope, value=value, sources=("m1",) if sourced else ()),
+            *tombstones,
+        )
+        for i, (key, scope, value, tombstones, sourced) in enumerate(rows)
+    ]
+    withholding = frozenset(withholding)
+    found = run(records, withholding=withholding)
+    out = [r for r in records if set(r.withheld_by) & withholding]
+    reference = run([r for r in records if r not in out])
+    assert found.prompt == reference.prompt
+    assert outcome(found) == {**outcome(reference), **{r.id: "withheld" for r in out}}
+    shuffled = list(records)
+    rnd.shuffle(shuffled)
+    assert run(shuffled, withholding=withholding) == found

@@ -88,9 +88,10 @@ def test_it_forgets_for_real(page, api, say, sam, conv, ctx, everywhere):
 
 
 def test_it_says_beforehand_what_the_companion_will_stop_seeing(page, api, say, sam, conv):
-    """F6: the confirmation page counts the messages the companion will stop seeing (here and
-    everywhere), lists the other memories whose values mention the value with a way to forget
-    each, and the success message repeats the count."""
+    """F6 and F7.3: the confirmation page counts the messages the companion will stop seeing
+    (here and everywhere), lists the other memory that holds the value — which the forget
+    withholds (F7.2) — with a way to forget it too, and the success message repeats the
+    count."""
     say("My dog's name is Rex.")
     say("Rex and I walked to the harbour.")
     api.post(
@@ -108,13 +109,14 @@ def test_it_says_beforehand_what_the_companion_will_stop_seeing(page, api, say, 
     form = page.get(f"/memories/{live('dog.name', sam).pk}/forget")
     seen = text(form)
     assert "It will also stop seeing 2 messages that mention it or that it was learnt from." in seen
-    assert form.context["mentioned"] == [
-        {"id": str(friend.pk), "label": "Your best friend", "value": "Rex the terrier"}
+    assert [(o.id, o.label, o.value) for o in form.context["withheld_memories"]] == [
+        (str(friend.pk), "Your best friend", "Rex the terrier")
     ]
+    assert form.context["mentioned"] == []  # withheld, so listed once, where it belongs
     assert f'href="/memories/{friend.pk}/forget?next=' in form.content.decode()
     r = page.post(
         f"/memories/{live('dog.name', sam).pk}/forget", {"next": "/memories/"}, follow=True
     )
     assert "the companion no longer sees the 2 messages that held it" in text(r)
-    # The other memory is not forgotten by this forget (F6: only messages are withheld).
+    # The other memory is not forgotten by this forget: it stays the user's, withheld (F7.2).
     assert live("user.best_friend", sam).value == "Rex the terrier"

@@ -7,8 +7,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from conversations.domain import Scope
 from memory.models import MemoryRecord
-from memory.services import memory_retract, profile_set_time_zone
+from memory.services import memory_assert, memory_retract, profile_set_time_zone
 from tests.page_costs import LARGE, SMALL, memories, person
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +94,48 @@ def test_it_costs_the_list_and_its_actions_the_same_for_5_or_200_memories(pair):
         counts.append(seen)
     small, large = counts
     assert small == large
+
+
+@pytest.fixture
+def withheld_pair(rowan):
+    """Two people whose forget of their pet's name withholds 2 and 60 of their memories."""
+    people = []
+    for name, n in (("few", 2), ("many", 60)):
+        user, conv, client = person(name, rowan)
+        pet = memory_assert(user=user, key="cat.name", value="Biscuit", scope=Scope("user"))
+        for i in range(n):
+            memory_assert(
+                user=user, key=f"fact.b{i}", value=f"Biscuit's toy {i}", scope=Scope("user")
+            )
+        memories(user, conv, rowan, SMALL)  # newest: the first page shows their sources
+        drink = memory_assert(
+            user=user, key="user.favorite_drink", value="Biscuit tea", scope=Scope("user")
+        )
+        people.append((user, client, str(pet.record.id), str(drink.record.id)))
+    return people
+
+
+def test_it_costs_the_forget_pages_and_withheld_cards_the_same_for_2_or_60_withheld(
+    withheld_pair,
+):
+    """F7.3 and F7.2: the forget confirmation (one memory, and several at once) lists every
+    memory the forget would withhold, and after it the memories page and a withheld memory's
+    own page show each one's notice, in as many queries for 60 withheld memories as for 2."""
+    counts = []
+    for _user, client, pet, drink in withheld_pair:
+        page = client.get(f"/memories/{pet}/forget")  # warms the per-process caches
+        assert len(page.context["withheld_memories"]) in (2 + 1, 60 + 1)
+        client.post("/memories/forget-selected", {"selected": [pet]})
+        seen = [
+            queries(client, "get", f"/memories/{pet}/forget"),
+            queries(client, "post", "/memories/forget-selected", {"selected": [pet]}),
+        ]
+        client.post(f"/memories/{pet}/forget", {"next": "/memories/"})
+        assert 'class="withheld-notice"' in client.get("/memories/").content.decode()
+        seen.append(queries(client, "get", "/memories/"))
+        history = client.get(f"/memories/{drink}/history")
+        assert "The companion no longer uses this" in history.content.decode()
+        seen.append(queries(client, "get", f"/memories/{drink}/history"))
+        counts.append(seen)
+    few, many = counts
+    assert few == many

@@ -1,4 +1,4 @@
-"""The turn API's calls, shared by its tests: create a turn, read its prompt plan."""
+"""The turn API's calls, shared by its tests: create a turn, read its prompt plan, forget."""
 
 
 def turn(api, conv, key, content, **extra):
@@ -12,6 +12,13 @@ def turn(api, conv, key, content, **extra):
 def plan(api, turn_id, **params):
     params.setdefault("budget", 2000)
     return api.get(f"/api/v1/turns/{turn_id}/prompt-plan", params)
+
+
+def forget(api, memory_id, **body) -> dict:
+    """A forget that must succeed (its tombstone)."""
+    r = api.post(f"/api/v1/memories/{memory_id}/forget", body, format="json")
+    assert r.status_code == 200, r.content
+    return r.json()
 
 
 def seed_history_and_memories(sam, conv, n, *, message_text, memory_value):

@@ -27,6 +27,7 @@ KEYS = (
     ("pet.name", ("Rex", "Max")),
     ("story.lantern.status", ("lit", "unlit")),
     ("user.likes", ("jazz", "rock", "tea")),
+    ("family.sister.name", ("Priya", "Zoë")),
 )
 CAPABILITIES = ("tone.playful", "topic.work", "media.voice", "media.image")
 _counter = itertools.count()
@@ -333,6 +334,8 @@ def build_every_kind(api, ref: str | None = None) -> World:
     w.forget(scene_pet, everywhere=True)
     w.forget(story)  # its scope only
     w.support_forget(likes[2])  # by support, on the user's behalf
+    w.assert_(3, 0, "user")
+    w.forget(len(w.memories) - 1)  # "Priya": withholds where Priya works (F7.2)
     w.time_zone(0)
     w.switch(learn=False, use=True)
     w.turn(0, 5)  # a turn made while learning was off
@@ -410,6 +413,10 @@ def fingerprint(api, ref: str, capabilities=CAPABILITIES) -> dict:
             f"/api/v1/turns/{turn_id}/prompt-plan",
             {"budget": 1200, "now": NOW, "capabilities": ",".join(CAPABILITIES)},
         )
+        if r.status_code == 409:  # F7.1: a turn whose own message a forget withholds
+            assert r.json()["code"] == "message_withheld", r.content[:300]
+            out[("plan", str(turn_id))] = "message_withheld"
+            continue
         assert r.status_code == 200, r.content[:300]
         plan = r.json()
         out[("plan", str(turn_id))] = (

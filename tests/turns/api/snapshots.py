@@ -46,5 +46,8 @@ def fingerprint(api, user):
             f"/api/v1/turns/{turn_id}/prompt-plan",
             {"budget": 1200, "now": "2030-01-01T00:00:00Z", "capabilities": "tone.playful"},
         ).json()
+        if plan.get("code") == "message_withheld":  # F7.1: its own message is withheld
+            out[str(turn_id)] = plan["code"]
+            continue
         out[str(turn_id)] = (plan["plan_hash"], [d["effect"] for d in plan["policy"]])
     return out

@@ -94,3 +94,31 @@ def test_it_lists_messages_in_a_flat_number_of_queries_c4(api, conv, django_asse
         reply(api, made["id"], f"Answer {i}.")
     with django_assert_num_queries(4):
         assert api.get(url).json()["count"] == 21
+
+
+def test_it_answers_a_withheld_message_with_content_null_f7_5(api, sam, conv, client):
+    """F7.5: after a forget, each withheld message comes back with `content: null` and
+    `withheld: true`, so a runtime rebuilding its context from this read cannot resend the
+    word; the others keep their text. The user's own transcript page and export keep every
+    word (F6)."""
+    from memory.forgetting import forget_key
+
+    first = turn(api, conv, "t1", "My cat's name is Miso.")
+    reply(api, first["id"], "Miso is a lovely name.")
+    turn(api, conv, "t2", "I live in Oslo.")
+    forget_key(user=sam, key="cat.name", scope_id="*")
+    rows = api.get(f"/api/v1/conversations/{conv.pk}/messages").json()["results"]
+    assert [(m["seq"], m["content"], m["withheld"]) for m in rows] == [
+        (1, None, True),
+        (2, None, True),
+        (3, "I live in Oslo.", False),
+    ]
+    exported = api.get(f"/api/v1/users/{sam.username}/export").json()["messages"]
+    assert sorted((m["content"], m["withheld"]) for m in exported) == [
+        ("I live in Oslo.", False),
+        ("Miso is a lovely name.", True),
+        ("My cat's name is Miso.", True),
+    ]
+    client.force_login(sam)
+    page = client.get(f"/conversations/{conv.pk}/").content.decode()
+    assert "My cat&#x27;s name is Miso." in page and "Miso is a lovely name." in page

@@ -5,7 +5,9 @@ answers at that moment (same body, same plan_hash)."""
 import pytest
 
 from conversations.models import Message, Turn
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, MemoryWithholding
+from memory.storage import MEMORY_CACHE
+from tests.memory.api.calls import forget, priya
 
 pytestmark = pytest.mark.django_db
 
@@ -229,3 +231,63 @@ def test_it_excludes_memories_switched_off_from_the_created_turns_plan(api, conv
     assert without_decision_ids(body["plan"]) == without_decision_ids(
         get_plan(api, body["id"], budget=2000).json()
     )
+
+
+def _memories(body) -> list[str]:
+    return sorted(m["value"] for m in body["plan"]["memories"])
+
+
+def _withheld(body) -> set[str]:
+    return {
+        e["id"]
+        for e in body["plan"]["excluded"]
+        if e["kind"] == "memory" and e["reason"] == "withheld"
+    }
+
+
+def test_it_withholds_in_the_next_turn_of_the_same_process_and_gives_back_on_undo_f7_2(
+    api, sam, conv
+):
+    """F7.2 with the held state (docs/DESIGN.md, "Memory owns the turn's state"): a turn
+    before the forget plans with `people.priya.works_at`; the next turn of this process,
+    caught up with what the forget changed, lists it and the routine naming Priya as
+    `{kind: memory, reason: withheld}`; the GET and a replay plan the same; an undo (F4)
+    gives them back (the forgotten name itself stays erased, F4)."""
+    ids = priya(api)
+    before = create(api, conv, "t1", "How are you?", plan={"budget": 2000}).json()
+    assert _memories(before) == ["Globex", "Priya", "green tea", "visiting Priya on Sundays"]
+    tombstone = forget(api, ids["sister"])
+    caught_up = MEMORY_CACHE.caught_up
+    after = create(api, conv, "t2", "What should we do today?", plan={"budget": 2000}).json()
+    assert MEMORY_CACHE.caught_up == caught_up + 1  # the held state, caught up
+    assert _memories(after) == ["green tea"]
+    assert _withheld(after) == {ids["works"], ids["visits"]}
+    got = get_plan(api, after["id"], budget=2000).json()
+    assert got["plan_hash"] == after["plan"]["plan_hash"] and _withheld({"plan": got}) == {
+        ids["works"],
+        ids["visits"],
+    }
+    replayed = create(api, conv, "t2", "What should we do today?", plan={"budget": 2000}).json()
+    assert _withheld(replayed) == {ids["works"], ids["visits"]}
+    assert api.delete(f"/api/v1/tombstones/{tombstone['id']}").status_code == 204
+    undone = create(api, conv, "t3", "And now?", plan={"budget": 2000}).json()
+    assert _memories(undone) == ["Globex", "green tea", "visiting Priya on Sundays"]
+    assert not _withheld(undone)
+
+
+def test_it_releases_a_memory_a_later_message_teaches_again_f7_2(api, sam, conv):
+    """F7.2: a message after the forget that teaches the record again (a learnt write whose
+    evidence is after `forgotten_at`) releases it — in the plan of that turn and of the next
+    — while the routine it does not teach stays withheld."""
+    ids = priya(api)
+    create(api, conv, "t1", "How are you?", plan={"budget": 2000})
+    forget(api, ids["sister"])
+    taught = create(api, conv, "t2", "My friend Priya works at Globex.", plan={"budget": 2000})
+    body = taught.json()
+    assert [(e["outcome"], e["memory"]["id"]) for e in body["extracted"]] == [
+        ("unchanged", ids["works"])
+    ]
+    assert _memories(body) == ["Globex", "green tea"] and _withheld(body) == {ids["visits"]}
+    later = create(api, conv, "t3", "Good.", plan={"budget": 2000}).json()
+    assert _memories(later) == ["Globex", "green tea"] and _withheld(later) == {ids["visits"]}
+    assert not MemoryWithholding.objects.filter(memory_id=ids["works"]).exists()

@@ -82,3 +82,36 @@ def test_it_reads_a_turn_in_a_flat_number_of_queries_c4(api, conv, django_assert
         turn(api, conv, f"t{i}", f"My dog number {i} is called Rex{i}. I live in Oslo{i}.")
     with django_assert_num_queries(4 + clock):
         assert len(api.get(f"/api/v1/turns/{made['id']}").json()["extracted"]) == 2
+
+
+def test_it_masks_an_extracted_memory_a_forget_withholds_f7_2(api, sam, conv):
+    """F7.2: a turn read back shows the memory it taught masked while a forget withholds it
+    (value null, the key's free part masked), so a runtime rebuilding its context from reads
+    meets neither the name nor the employer."""
+    from tests.memory.api.calls import forget
+
+    named = turn(api, conv, "t1", "My sister is called Priya.")
+    taught = turn(api, conv, "t2", "My friend Priya works at Globex.")
+    [works] = taught["extracted"]
+    forget(api, named["extracted"][0]["memory"]["id"])
+    body = api.get(f"/api/v1/turns/{taught['id']}").json()
+    [shown] = body["extracted"]
+    assert shown["memory"]["id"] == works["memory"]["id"]
+    assert (shown["memory"]["key"], shown["memory"]["value"]) == ("people.*.works_at", None)
+
+
+def test_it_reads_a_withheld_reply_back_with_content_null_f7_5(api, sam, conv):
+    """F7.5: a turn's reply that a forget withholds (it mentions the forgotten value) is read
+    back with `withheld: true` and `content: null`; its id, seq and role stay."""
+    from memory.forgetting import forget_key
+
+    created = turn(api, conv, "t1", "My cat's name is Miso.")
+    answer = reply(api, created["id"], "Miso is a lovely name.")
+    forget_key(user=sam, key="cat.name", scope_id="*")
+    got = api.get(f"/api/v1/turns/{created['id']}").json()["reply"]
+    assert got == {
+        **answer,
+        "content": None,
+        "withheld": True,
+        "turn": created["id"],
+    }

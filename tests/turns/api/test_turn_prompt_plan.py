@@ -214,3 +214,30 @@ def test_it_plans_in_a_constant_number_of_queries(api, conv, sam, n, django_asse
     with django_assert_num_queries(10):
         r = plan(api, t["id"], budget=500, now="2030-01-01T00:00:00Z", capabilities="tone.playful")
     assert r.status_code == 200
+
+
+def test_it_withholds_a_memory_only_in_the_conversations_the_forget_reaches_f7_2(
+    api, sam, conv, rowan
+):
+    """F7.2 with F6's mapping: a forget in Rowan's scope withholds the user's routine naming
+    Priya in a plan of the conversation with Rowan, not in one with another character."""
+    from tests.factories import CharacterFactory, ConversationFactory
+    from tests.memory.api.calls import assert_memory, forget, priya
+
+    other = ConversationFactory(user=sam, character=CharacterFactory(slug="other"))
+    ids = priya(api)
+    sister = assert_memory(
+        api,
+        key="family.sister.name",
+        value="Priya",
+        authority="user-confirmed",
+        scope={"kind": "character", "character": rowan.slug},
+    ).json()["memory"]["id"]
+    forget(api, sister)
+    here = plan(api, turn(api, conv, "t1", "Hello").json()["id"]).json()
+    there = plan(api, turn(api, other, "t1", "Hello").json()["id"]).json()
+    reasons = {e["id"]: e["reason"] for e in here["excluded"] if e["kind"] == "memory"}
+    assert reasons[ids["visits"]] == "withheld"
+    assert "visiting Priya on Sundays" not in [m["value"] for m in here["memories"]]
+    assert "visiting Priya on Sundays" in [m["value"] for m in there["memories"]]
+    assert ids["visits"] not in [e["id"] for e in there["excluded"]]

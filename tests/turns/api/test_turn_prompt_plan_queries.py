@@ -13,6 +13,7 @@ from config.clock import db_now
 from conversations.models import Message
 from memory.models import MemorySource
 from tests.factories import user_facts
+from tests.memory.api.calls import assert_memory, forget
 
 pytestmark = pytest.mark.django_db
 
@@ -185,3 +186,29 @@ def test_it_replays_a_create_with_a_plan_in_a_constant_number_of_queries(
     with django_assert_num_queries(AUTH + 7 + clock + PLAN_STEP):
         r = create(api, conv, "t1", "My cat's name is Miso.", plan={"budget": 500})
     assert r.status_code == 200 and r.json()["plan"]["memories"]
+
+
+@pytest.mark.parametrize("n", [10, 1000])
+def test_it_plans_with_withheld_memories_in_the_same_number_of_queries_f7_2(
+    api, conv, sam, n, django_assert_num_queries
+):
+    """F7.2 adds no statement to a turn: after a forget that withholds all n memories (each
+    holds the forgotten word), a turn created with a plan and the GET of its plan run the
+    counts above, in a process holding the state from before the forget."""
+    fill(sam, conv, n)
+    word = assert_memory(
+        api, key="thing.word", value="letter", authority="user-confirmed", scope={"kind": "user"}
+    ).json()["memory"]["id"]
+    warm(api, conv)
+    tombstone = forget(api, word)
+    assert tombstone["withheld_memories"] == n
+    with django_assert_num_queries(creation(0)):
+        r = create(api, conv, "t1", "how are you today", plan={"budget": 500})
+    assert r.status_code == 201
+    withheld = [e for e in r.json()["plan"]["excluded"] if e["reason"] == "withheld"]
+    counts = {(c["kind"], c["reason"]): c["count"] for c in r.json()["plan"]["excluded_counts"]}
+    assert counts[("memory", "withheld")] == n and len(withheld) == min(n, 20)  # I9
+    assert not r.json()["plan"]["memories"]
+    with django_assert_num_queries(AUTH + TURN + PLAN_STEP):
+        got = api.get(f"/api/v1/turns/{r.json()['id']}/prompt-plan", {"budget": 500, "now": NOW})
+    assert [e for e in got.json()["excluded"] if e["reason"] == "withheld"] == withheld

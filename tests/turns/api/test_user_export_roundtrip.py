@@ -41,7 +41,8 @@ def round_trip(api, ref: str) -> tuple[dict, dict]:
 
 
 def test_it_round_trips_a_user_with_every_kind_of_row(api):
-    """§9, and the media job answered once (`allowed_once`) that the import used to refuse."""
+    """§9, and the media job answered once (`allowed_once`) that the import used to refuse,
+    and a forget that withholds another memory (F7.2)."""
     w = build_every_kind(api, "every-kind")
     statuses = set(MediaJob.objects.filter(user__username=w.ref).values_list("status", flat=True))
     assert statuses == set(JOB_STATUSES)
@@ -82,6 +83,8 @@ def test_it_round_trips_a_user_with_every_kind_of_row(api):
     )
     assert snapshot["user"]["memory_settings"]["changed_by"] == "api"
     assert {t["forgotten_by"] for t in snapshot["tombstones"]} == {"user", "support"}
+    # F7.2: the forget of "Priya" withholds where Priya works, and the link comes back.
+    assert any(t["withheld_memories"] for t in snapshot["tombstones"])
     assert {t["learning"] for t in snapshot["turns"]} == {True, False}
     again = api.post(f"/api/v1/users/{w.ref}/import", snapshot, format="json")
     assert again.status_code == 200 and again.json()["created"] == 0, again.json()

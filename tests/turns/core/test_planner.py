@@ -81,7 +81,7 @@ HUGE = "x" * 4000  # 1004 tokens
             "contiguous",
             [msg(1), msg(2), msg(3, HUGE)],
             [],
-            ["m1", "m2", "m3"],
+            ["m3", "m2", "m1"],
             id="contiguous-huge-newest",
         ),
         pytest.param(
@@ -91,7 +91,7 @@ HUGE = "x" * 4000  # 1004 tokens
             "contiguous",
             [msg(1), msg(2, HUGE), msg(3), msg(4)],
             ["m3", "m4"],
-            ["m1", "m2"],
+            ["m2", "m1"],
             id="contiguous-huge-in-the-middle",
         ),
         pytest.param(
@@ -105,7 +105,8 @@ HUGE = "x" * 4000  # 1004 tokens
 )
 def test_it_handles_one_huge_recent_message(policy, history, expected_history, expected_excluded):
     """I3: one message larger than the whole budget: `contiguous` stops at it (it and every
-    older message → budget), `skip` skips it and continues; the plan stays within budget."""
+    older message → budget), `skip` skips it and continues; the plan stays within budget. I9:
+    the messages left out are listed newest first."""
     p = plan(history=history, budget=500, policy=policy)
     assert history_ids(p) == expected_history
     assert excluded_messages(p) == expected_excluded
@@ -115,12 +116,14 @@ def test_it_handles_one_huge_recent_message(policy, history, expected_history, e
 
 @pytest.mark.parametrize("policy", ["contiguous", "skip"])
 def test_it_keeps_the_newest_of_many_tiny_messages(policy):
-    """I3: history fills newest-first and comes back oldest-first."""
+    """I3: history fills newest-first and comes back oldest-first. I9: of the 300 messages
+    left out, the plan counts 300 and lists the newest 20, newest first."""
     history = [msg(seq, "ok") for seq in range(1, 500)]  # 5 tokens each
     current = cur(seq=1000, content="abcd")  # 5 tokens
     p = plan(current=current, history=history, budget=1000, share=0, policy=policy)
     assert history_ids(p) == [f"m{seq}" for seq in range(301, 500)]  # 199 × 5 = 995
-    assert len(excluded_messages(p)) == 300
+    assert excluded_messages(p) == [f"m{seq}" for seq in range(300, 280, -1)]
+    assert p.excluded_counts == (("message", "budget", 300),)
     assert p.estimated_tokens == 1000
 
 
@@ -217,7 +220,8 @@ def test_it_floors_the_decimal_share(share, budget, cap):
 
 def test_it_reports_resolver_and_projection_exclusions():
     """I5: records the projection kept out (unsupported, low-confidence, …) are reported with
-    their reason and never enter the plan; uncertain ones stay marked `uncertain`."""
+    their reason and never enter the plan; uncertain ones stay marked `uncertain`. I9: the
+    list goes by kind, then reason, and each total is counted."""
     p = plan(
         memories=[mem("r5", "Harbor?", certainty="uncertain")],
         memory_excluded=[
@@ -229,10 +233,16 @@ def test_it_reports_resolver_and_projection_exclusions():
         budget=500,
     )
     assert p.excluded == (
-        ("memory", "r7", "superseded"),
         ("memory", "r8", "low-confidence"),
+        ("memory", "r7", "superseded"),
         ("memory", "r9", "unsupported"),
         ("message", "m1", "budget"),
+    )
+    assert p.excluded_counts == (
+        ("memory", "low-confidence", 1),
+        ("memory", "superseded", 1),
+        ("memory", "unsupported", 1),
+        ("message", "budget", 1),
     )
     assert [pm.as_prompt()["certainty"] for pm in p.memories] == ["uncertain"]
 

@@ -87,7 +87,8 @@ def test_it_changes_the_hash_when_state_or_params_change(change):
 
 
 def test_it_snapshots_ids_without_text():
-    """§7: the turn keeps the plan's ids and hash, never message or memory text."""
+    """§7: the turn keeps the plan's ids and hash, never message or memory text; I9: with
+    what was left out, bounded, and every total."""
     p = plan(
         **{**BASE, "history": [msg(1, "secret " * 400), *BASE["history"][1:]], "budget": 300},
         memory_excluded=[("r9", "unsupported")],
@@ -100,6 +101,7 @@ def test_it_snapshots_ids_without_text():
         "memories": ["r1", "r2"],
         "certainty": [p.memories[0].certainty, p.memories[1].certainty],
         "excluded": (("memory", "r9", "unsupported"), ("message", "m1", "budget")),
+        "excluded_counts": (("memory", "unsupported", 1), ("message", "budget", 1)),
         "estimated_tokens": p.estimated_tokens,
         "plan_hash": p.plan_hash,
     }

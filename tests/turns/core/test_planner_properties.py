@@ -79,7 +79,9 @@ def test_it_holds_the_invariants_for_random_conversations(
 ):
     """I1 + I3: for any history and budget the plan stays within budget, its history is
     oldest-first with strictly increasing seq below the current message, the current message
-    is there exactly once, and the plan is deterministic and independent of input order."""
+    is there exactly once, and the plan is deterministic and independent of input order. I9:
+    every eligible message is either in the history or counted as left out for the budget,
+    and at most 20 of those are listed."""
     history = [PlanMessage(f"m{seq}", seq, role, text) for seq, text, role in raw_history]
     current = PlanMessage("cur", current_seq, "user", current_content)
     if include_current:
@@ -120,7 +122,12 @@ def test_it_holds_the_invariants_for_random_conversations(
     assert [p.current.id, *history_ids(p)].count("cur") == 1
 
     eligible = sorted(m.id for m in history if m.seq < current_seq and m.id != "cur")
-    assert sorted(history_ids(p) + excluded_messages(p)) == eligible
+    listed = excluded_messages(p)
+    left_out = dict(((kind, reason), n) for kind, reason, n in p.excluded_counts)
+    assert len(history_ids(p)) + left_out.get(("message", "budget"), 0) == len(eligible)
+    assert len(listed) == min(20, left_out.get(("message", "budget"), 0))
+    assert sorted(set(history_ids(p)) | set(listed)) == sorted(history_ids(p) + listed)
+    assert set(listed) <= set(eligible)
     remaining = budget - p.estimated_tokens
     by_id = {m.id: m for m in history}
     dropped = [by_id[i] for i in excluded_messages(p)]

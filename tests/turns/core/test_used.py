@@ -8,6 +8,7 @@ from turns.used import (
     LEFT_OUT_UNKNOWN,
     LEFT_OUT_WORDS,
     Held,
+    MoreLeftOut,
     decision_ids,
     memory_ids,
     message_words,
@@ -263,3 +264,63 @@ def test_it_counts_withheld_messages_of_a_stored_plan_apart_from_the_budget():
         "mention.",
     ]
     assert memory_ids(snapshot) == ["r1", "r2", "r3", "r4"]
+
+
+# I9: a plan lists at most 20 entries per kind and reason and counts them all; a plan stored
+# before that listed every one. The same plan in both generations:
+BUDGET_IDS = [f"r{i}" for i in range(100, 580)]  # in the fill order
+MESSAGE_IDS = [f"m{seq}" for seq in range(57, 0, -1)]  # newest first
+BOUNDED = {
+    **SNAPSHOT,
+    "excluded": [
+        *(["memory", i, "budget"] for i in BUDGET_IDS[:20]),
+        ["memory", "r4", "unsupported"],
+        *(["message", i, "budget"] for i in MESSAGE_IDS[:20]),
+        *(["message", f"f{n}", "forgotten"] for n in range(3)),
+    ],
+    "excluded_counts": [
+        ["memory", "budget", 480],
+        ["memory", "unsupported", 1],
+        ["message", "budget", 57],
+        ["message", "forgotten", 3],
+    ],
+}
+UNBOUNDED = {
+    **SNAPSHOT,
+    "excluded": [
+        *(["memory", i, "budget"] for i in sorted(BUDGET_IDS)),
+        ["memory", "r4", "unsupported"],
+        *(["message", i, "budget"] for i in sorted(MESSAGE_IDS)),
+        *(["message", f"f{n}", "forgotten"] for n in range(3)),
+    ],
+}
+MANY_HELD = {**HELD, **{i: Held(f"fact.k{i}", f"value {i}") for i in BUDGET_IDS}}
+
+
+def test_it_says_and_n_more_with_the_reason_where_a_plan_listed_fewer_than_it_counted():
+    """I9, E2: a bounded plan's 20 memories left out for the budget each get their line, the
+    other 460 one "…and 460 more" line with the reason in words; the earlier messages are
+    counted from the plan's totals (57 did not fit, 3 withheld), not from what it lists."""
+    out = read(snapshot=BOUNDED, held=MANY_HELD)
+    assert [m.id for m in out.left_out] == [*BUDGET_IDS[:20], "r4"]
+    assert all(m.reason for m in out.left_out)
+    assert out.more_left_out == [MoreLeftOut(460, LEFT_OUT_WORDS["budget"])]
+    assert [m.words for m in out.more_left_out] == ["…and 460 more: it did not fit in the prompt"]
+    assert out.messages_left_out == 60
+    assert out.messages_by_reason == {"budget": 57, "forgotten": 3}
+    assert out.message_words == [
+        "It was also given 2 earlier messages; 57 older ones did not fit.",
+        "3 earlier messages were withheld because you asked the companion to forget something they "
+        "mention.",
+    ]
+
+
+def test_it_reads_a_plan_stored_before_the_counts_as_listing_every_entry():
+    """I9, E2: a snapshot stored before I9 lists every entry and keeps no counts: each memory
+    left out has its line, nothing is said to be unlisted, and the messages are counted from
+    its list — the same words as the bounded plan's."""
+    out = read(snapshot=UNBOUNDED, held=MANY_HELD)
+    assert len(out.left_out) == 481 and all(m.reason for m in out.left_out)
+    assert out.more_left_out == []
+    assert out.messages_by_reason == {"budget": 57, "forgotten": 3}
+    assert out.message_words == read(snapshot=BOUNDED, held=MANY_HELD).message_words

@@ -15,8 +15,9 @@ from django.test.utils import CaptureQueriesContext
 
 from conversations.domain import Scope
 from memory.forgetting import memory_forget
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, MemorySource
 from memory.services import memory_assert, memory_confirm
+from tests.factories import MessageFactory, user_facts
 from tests.helpers import text
 from turns.creation import turn_create
 from turns.planner import PlanParams
@@ -184,3 +185,52 @@ def test_it_counts_withheld_messages_in_plain_words(page, sam, conv):
     assert "did not fit" not in words
     assert "It was given no earlier messages." in words_of(used_section(html, reply_of(first)))
     assert "0 earlier messages" not in html
+
+
+def many_left_out_for_the_budget(sam, conv, n=30):
+    """`n` supported user-scope memories and a turn whose plan has room for a few of them:
+    the rest are left out for the budget. Answers the turn and how many were left out."""
+    source = MessageFactory(conversation=conv, content="Some facts about me.")
+    rows = user_facts(sam, n, value=lambda i: f"fact number {i}")
+    MemorySource.objects.bulk_create([MemorySource(memory=r, message=source) for r in rows])
+    turn = turn_create(
+        conversation_id=conv.pk,
+        turn_key="t1",
+        content="Hello.",
+        plan=PlanParams(budget=300, memory_share=0.1),
+    ).turn
+    turn_commit_reply(turn_id=turn.pk, content="Hello to you.")
+    turn.refresh_from_db()
+    given = turn.plan_snapshot["memories"]
+    left_out = sorted(str(r.pk) for r in rows if str(r.pk) not in given)
+    assert 20 < len(left_out) < n
+    return turn, left_out
+
+
+def test_it_says_and_n_more_where_the_plan_listed_20_of_the_memories_left_out(page, sam, conv):
+    """I9, E2: a plan lists 20 memories left out for the budget and counts them all; under
+    the reply each of the 20 has its line and the rest one line, "…and N more", with the
+    reason in words."""
+    turn, left_out = many_left_out_for_the_budget(sam, conv)
+    assert turn.plan_snapshot["excluded_counts"] == [["memory", "budget", len(left_out)]]
+    assert len(turn.plan_snapshot["excluded"]) == 20
+    words = words_of(
+        used_section(page.get(f"/conversations/{conv.pk}/").content.decode(), reply_of(turn))
+    )
+    assert words.count(f": {LEFT_OUT_WORDS['budget']}") == 21
+    assert f"…and {len(left_out) - 20} more: {LEFT_OUT_WORDS['budget']}" in words
+
+
+def test_it_reads_a_plan_stored_before_the_counts_with_every_memory_left_out(page, sam, conv):
+    """I9, E2: a plan stored before I9 listed every memory left out and kept no counts: each
+    has its line with its reason, and nothing is said to be unlisted."""
+    turn, left_out = many_left_out_for_the_budget(sam, conv)
+    snapshot = dict(turn.plan_snapshot)
+    del snapshot["excluded_counts"]
+    snapshot["excluded"] = [["memory", i, "budget"] for i in left_out]
+    type(turn).objects.filter(pk=turn.pk).update(plan_snapshot=snapshot)
+    words = words_of(
+        used_section(page.get(f"/conversations/{conv.pk}/").content.decode(), reply_of(turn))
+    )
+    assert words.count(f": {LEFT_OUT_WORDS['budget']}") == len(left_out)
+    assert "more:" not in words

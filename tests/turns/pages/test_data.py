@@ -39,7 +39,7 @@ def test_it_downloads_the_snapshot_of_the_user(page, say, alex, alex_conv):
     assert r["Content-Disposition"] == 'attachment; filename="companion-data-sam.json"'
     assert "no-store" in r["Cache-Control"]
     snapshot = json.loads(r.content)
-    assert snapshot["format"] == "companion-memory/2"
+    assert snapshot["format"] == "companion-memory/3"
     assert snapshot["user"]["ref"] == "sam"
     assert [m["value"] for m in snapshot["memories"]] == ["Rex"]
     assert "Alex's chat" not in r.content.decode()

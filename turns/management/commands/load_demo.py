@@ -1,5 +1,6 @@
 """Demo data for `make run`: a user who can sign in, a character, a conversation, and memories
-that show a correction and a forgotten key. Safe to run again: the demo user is rebuilt."""
+that show a correction and a forgotten key. Safe to run again: a demo user already there is
+kept with everything they changed and gets a new password; `--reset` builds the demo anew."""
 
 import secrets
 
@@ -20,12 +21,17 @@ class Command(BaseCommand):
             default="http://127.0.0.1:8000",
             help="Where the server answers, for the sign-in line it prints.",
         )
+        parser.add_argument(
+            "--reset",
+            action="store_true",
+            help="Delete the demo user, if there, with everything they did, and load it anew.",
+        )
 
-    def handle(self, *args, username, password, address, **options):
+    def handle(self, *args, username, password, address, reset, **options):
         password = password or secrets.token_urlsafe(9)
         with transaction.atomic():
-            summary = demo.build(username=username, password=password)
-        self.stdout.write(self.style.SUCCESS("Demo data loaded."))
+            summary = demo.load(username=username, password=password, reset=reset)
+        self.stdout.write(self.style.SUCCESS("Demo data ready."))
         for line in summary:
             self.stdout.write(f"  {line}")
         self.stdout.write("")

@@ -1,0 +1,154 @@
+"""What the pages show of the memories a forget stops using (SPEC F7.2, F7.3): the forget
+confirmation pages — one memory, or several chosen at once — say beforehand how many messages
+the companion will stop seeing and which other memories it will stop using, each with a way to
+forget it too; the memories page and a memory's own page show a withheld memory, value and
+all, with a notice that the companion no longer uses it and which forget did it (that forget's
+label, never its value).
+
+Presenters are plain functions from what the services and selectors answer to what a template
+shows; the reads are bulk (one query for a page's notices, whatever its size)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from django.urls import reverse
+
+from config.pages import day
+
+from . import forgetting
+from .presentation import ScopeNames, Wording, plain_label
+from .selectors.pages import key_templates
+from .selectors.records import registry
+from .withholding import memories_withheld_by
+
+
+@dataclass(frozen=True)
+class OtherMemory:
+    """Another memory a forget page names: its label and value (the page is the user's own),
+    and the address of its own forget page."""
+
+    id: str
+    label: str
+    value: str
+    forget_url: str
+
+
+def other_memories(records: Iterable, labels: Mapping[str, str]) -> list[OtherMemory]:
+    """`records` (domain records) as a forget page lists them, in their order."""
+    return [
+        OtherMemory(
+            id=r.id,
+            label=labels.get(r.key) or plain_label(r.key),
+            value=r.value,
+            forget_url=reverse("memory:forget", args=[r.id]),
+        )
+        for r in records
+    ]
+
+
+@dataclass(frozen=True)
+class ForgetSelectedPage:
+    """The bulk confirmation page (F7.3): the chosen memories as cards, and what forgetting
+    them would also do."""
+
+    items: list[dict]
+    withheld: int
+    withheld_memories: list[OtherMemory]
+
+
+def forget_selected_page(user, remembered, chosen: list) -> ForgetSelectedPage:
+    """The bulk "Forget selected…" confirmation page for `chosen` (domain records among
+    `remembered.active`): each card, then the distinct messages the companion would stop
+    seeing and the other memories it would stop using (`forgetting.forget_selected_preview`)."""
+    names = ScopeNames(user, {r.scope_id for r in chosen})
+    words = Wording(remembered.registry.labels, key_templates({r.key for r in chosen}))
+    items = sorted(
+        (
+            {
+                "record": r,
+                "label": words.label(r.key),
+                "sentence": words.sentence(r.key, r.value),
+                "scope_words": names.words(r.scope_id),
+            }
+            for r in chosen
+        ),
+        key=lambda item: (item["label"].casefold(), item["record"].id),
+    )
+    preview = forgetting.forget_selected_preview(
+        records=chosen, active=remembered.active, user=user
+    )
+    return ForgetSelectedPage(
+        items=items,
+        withheld=preview.withheld,
+        withheld_memories=other_memories(preview.withheld_memories, remembered.registry.labels),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The notice on a withheld memory
+
+
+@dataclass(frozen=True)
+class WithheldNotice:
+    """F7.2 on a memory's card or page: the companion no longer uses it, because of which
+    forgets (their labels and days, never a value)."""
+
+    text: str
+    forgets: tuple[str, ...]  # the forgotten memories' labels, oldest forget first
+
+
+def withheld_notice(
+    tombstones: list, labels: Mapping[str, str], names: ScopeNames
+) -> WithheldNotice:
+    """The notice for a memory withheld by `tombstones` (oldest forget first): each forget by
+    its label, who asked, where (when narrower than everywhere) and when."""
+    said = []
+    for tombstone in tombstones:
+        label = labels.get(tombstone.key) or plain_label(tombstone.key)
+        kind = tombstone.scope_id.partition(":")[0]
+        where = "" if kind in ("*", "user") else f" {names.words(tombstone.scope_id)}"
+        who = (
+            "support forgot on your behalf"
+            if tombstone.forgotten_by == "support"
+            else ("you asked it to forget")
+        )
+        said.append(f"“{label}”, which {who}{where} on {day(tombstone.forgotten_at)}")
+    return WithheldNotice(
+        text=f"The companion no longer uses this: it holds words of {', and of '.join(said)}. "
+        "It stays here for you; forget it too if it should go.",
+        forgets=tuple(labels.get(t.key) or plain_label(t.key) for t in tombstones),
+    )
+
+
+def withheld_notices(
+    user, record_ids: Iterable[str], labels: Mapping[str, str], names: ScopeNames
+) -> dict[str, WithheldNotice]:
+    """The notice of each withheld memory among `record_ids` (one query)."""
+    return {
+        rid: withheld_notice(tombstones, labels, names)
+        for rid, tombstones in memories_withheld_by(user=user, memory_ids=record_ids).items()
+    }
+
+
+def forget_page(user, row, label: str) -> dict:
+    """What the confirmation page for forgetting `row` (a stored record) shows besides its
+    form (F6, F7.3): the memory as a sentence and where it is remembered, how many messages
+    the companion will stop seeing (here and everywhere), the other memories it will stop
+    using, and those that mention the value but stay in use (another scope's)."""
+    words = Wording({row.key: label}, key_templates([row.key]))
+    preview = forgetting.forget_preview(record_id=row.pk, user=user)
+    withheld_ids = {r.id for r in preview.withheld_memories}
+    others = [r for r in preview.mentioned_in if r.id not in withheld_ids]
+    labels = registry({r.key for r in [*preview.withheld_memories, *others]}).labels
+    return {
+        "sentence": words.sentence(row.key, row.value),
+        "withheld": preview.withheld,
+        "withheld_everywhere": preview.withheld_everywhere,
+        "withheld_memories": other_memories(preview.withheld_memories, labels),
+        "withheld_memories_everywhere": preview.withheld_memories_everywhere,
+        "mentioned": other_memories(others, labels),
+        "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
+        "user_scope": row.scope_kind == "user",
+    }
