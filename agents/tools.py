@@ -17,7 +17,13 @@ from conversations.selectors import character_by_slug, conversation_of_user, loa
 from memory import asking, forgetting, services
 from memory.selectors.resolution import ContextResolution
 from memory.selectors.states import memory_list, memory_stated
-from memory.serializers import ACTIVE, TombstoneOutput, assert_json, memory_json
+from memory.serializers import (
+    ACTIVE,
+    TombstoneOutput,
+    assert_json,
+    listed_memory_json,
+    memory_json,
+)
 from memory.switches import memory_settings_of, prompt_projection
 from policy.serializers import DecisionOutput
 from policy.services import decision_make
@@ -166,14 +172,17 @@ def recall(call: Call, args: dict) -> dict:
 
 def list_memories(call: Call, args: dict) -> dict:
     _use_on(call)
-    found = [
-        m
-        for m in memory_list(call.user, key=args.get("key"), state=args.get("state"), now=db_now())
-        if _reaches(call, m.record.scope)
-    ]
+    listed = memory_list(
+        call.user,
+        key=args.get("key"),
+        state=args.get("state"),
+        include_withheld=args.get("include_withheld", False),
+        now=db_now(),
+    )
+    found = [m for m in listed if _reaches(call, m.record.scope)]
     return {
         "count": len(found),
-        "memories": [memory_json(m.record, m.state) for m in found[:LIST_MAX]],
+        "memories": [listed_memory_json(m) for m in found[:LIST_MAX]],
     }
 
 
@@ -279,11 +288,14 @@ TOOLS = (
         "list_memories",
         "read",
         "List the user's memories as their memories page does, each with its state "
-        "(active, superseded, forgotten…), optionally only one key or one state.",
+        "(active, superseded, forgotten…), optionally only one key or one state. A memory "
+        "the companion stopped using because the user forgot a word it holds is left out, "
+        "unless `include_withheld` is true: then it has no value and its key is masked.",
         s.obj(
             {
                 "state": {"type": "string", "enum": s.STATES},
                 "key": s.described(s.SLUG, "A memory key, such as pet.name."),
+                "include_withheld": {"type": "boolean"},
             }
         ),
         s.obj(
