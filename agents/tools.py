@@ -203,7 +203,12 @@ def decide(call: Call, args: dict) -> dict:
         conversation=args.get("conversation"),
         scene=args.get("scene"),
     )
-    outcome = decision_make(context=ctx, capability=args["capability"], requested_by="assistant")
+    outcome = decision_make(
+        context=ctx,
+        capability=args["capability"],
+        requested_by="assistant",
+        requester=f"connection:{call.connection.pk}",
+    )
     return dict(represented(DecisionOutput, outcome))
 
 

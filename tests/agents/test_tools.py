@@ -12,9 +12,11 @@ from agents.services import connection_create, connection_revoke
 from conversations.domain import Scope
 from memory.forgetting import memory_forget
 from memory.services import memory_assert, memory_correct, memory_settings_set
+from policy.models import DecisionLog
 from tests.agents.conftest import tool_caller
 from tests.factories import CharacterFactory, ConversationFactory
 from tests.helpers import live
+from tests.policy.api.calls import decide
 
 pytestmark = pytest.mark.django_db
 
@@ -72,6 +74,23 @@ def test_it_answers_a_question_and_a_decision(connect, sam, rowan, facts):
         call("decide", {"capability": "no.such", "character": rowan.slug}), "validation_error"
     )
     assert "capability" in unknown["detail"].lower()
+
+
+def test_it_logs_a_decision_with_the_connection_as_its_requester(api, sam, rowan):
+    """M3 decide: the decision log names the connection (`connection:<id>`) as who asked,
+    as an assistant's request (D10: an id, not the connection's name); a decision the runtime
+    asks for names no connection."""
+    created = connection_create(user=sam, name="Desk", access="read")
+    body, is_error = tool_caller(created.connection)(
+        "decide", {"capability": "tone.playful", "character": rowan.slug}
+    )
+    assert not is_error
+    row = DecisionLog.objects.get(pk=body["decision_id"])
+    assert (row.requester, row.requested_by) == (f"connection:{created.connection.pk}", "assistant")
+    by_runtime = decide(
+        api, {"user": "sam", "character": rowan.slug}, "tone.playful", requested_by="assistant"
+    )
+    assert DecisionLog.objects.get(pk=by_runtime.json()["decision_id"]).requester == ""
 
 
 def test_it_answers_memory_off_to_reads_with_use_off(connect, sam, facts):
