@@ -60,6 +60,11 @@ class Call:
     def of(cls, connection: Connection) -> Call:
         return cls(connection, character_slugs(connection))
 
+    @property
+    def provenance(self) -> tuple[str, str]:
+        """What the connection's writes store as who told them (SPEC §15 M3): id and name."""
+        return (str(self.connection.pk), self.connection.name)
+
     def conversations(self) -> frozenset[str]:
         """The ids of the conversations a connection for some characters reaches (read once)."""
         if self._conversations is None:
@@ -220,7 +225,7 @@ def remember(call: Call, args: dict) -> dict:
     ctx = _context(call, character=args.get("character"))
     if not memory_settings_of(call.user).learn:
         return {"extracted": [], "learning": False}
-    results = services.memory_remember(ctx=ctx, text=args["text"], agent=True)
+    results = services.memory_remember(ctx=ctx, text=args["text"], agent=call.provenance)
     return {"extracted": [assert_json(r) for r in results], "learning": True}
 
 
@@ -233,7 +238,7 @@ def save(call: Call, args: dict) -> dict:
         value=args["value"],
         scope=scope,
         authority="model-inferred",
-        agent=True,
+        agent=call.provenance,
     )
     return assert_json(result)
 
@@ -247,7 +252,7 @@ def correct(call: Call, args: dict) -> dict:
         scope=record.scope,
         authority="model-inferred",
         supersedes=record.id,
-        agent=True,
+        agent=call.provenance,
     )
     return assert_json(result)
 

@@ -14,7 +14,7 @@
 Both the turn pipeline and `POST /memory/remember` decide through `learn`, so the rules of §8
 have one implementation.
 
-A connection's text (SPEC §15 M3, `agent=True`) teaches the same facts with authority
+A connection's text (SPEC §15 M3, `agent`: the connection) teaches the same facts with authority
 `model-inferred` only, whatever the text says: a correction that would replace, retract or
 supersede a value held with a higher authority is an `AuthorityConflict`, the same value again
 is `unchanged` (never a confirm), and any live tombstone of the key blocks it."""
@@ -73,15 +73,16 @@ def learn(
     known: CorrectionBasis,
     sources: tuple[str, ...],
     source_time: datetime | None,
-    agent: bool = False,
+    agent: tuple[str, ...] = (),
 ) -> list[Outcome]:
     """The writes of `found` (the extractor's findings, in order) added to `batch`, and the
     answer of each. `sources` are the message ids the facts come from (none for a text
-    without a source message), `source_time` their newest time; `agent` a connection's text."""
+    without a source message), `source_time` their newest time; `agent` the connection whose
+    text it is, (id, name), or empty."""
     outcomes = []
     for item in found:
         if agent:
-            outcomes.append(_agent_write(item, batch, context=context, known=known))
+            outcomes.append(_agent_write(item, batch, context=context, known=known, agent=agent))
         elif item.correction:
             outcomes.append(
                 _correct(
@@ -110,7 +111,9 @@ def learn(
     return outcomes
 
 
-def _agent_write(item, batch: WriteBatch, *, context: Context, known: CorrectionBasis) -> Outcome:
+def _agent_write(
+    item, batch: WriteBatch, *, context: Context, known: CorrectionBasis, agent: tuple[str, ...]
+) -> Outcome:
     """A connection's finding: `model-inferred`, superseding the projected record of its key
     only where that record's authority is not higher (W6); a correction of a higher value is
     refused, and the same value is `unchanged`."""
@@ -135,7 +138,7 @@ def _agent_write(item, batch: WriteBatch, *, context: Context, known: Correction
             authority=INFERRED,
             many=many,
             supersedes=target.id if target is not None and not many else None,
-            agent=True,
+            agent=agent,
         )
     )
 

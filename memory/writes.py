@@ -56,9 +56,10 @@ class Fact:
     """One assert, already validated for shape (W1's field checks are the caller's).
 
     `sources` are the ids of the source messages (checked to be the user's by the caller),
-    `source_time` the newest `created_at` among them (None without sources). `agent` marks a
-    connection's write (SPEC §15 M3): a live tombstone blocks it whatever its evidence time,
-    since only the user brings a forgotten value back."""
+    `source_time` the newest `created_at` among them (None without sources). `agent` is the
+    connection writing, (id, name), empty for any other write (SPEC §15 M3): a live tombstone
+    blocks its write whatever its evidence time, since only the user brings a forgotten value
+    back, and the record it stores carries it as `told_by`."""
 
     key: str
     value: str
@@ -71,7 +72,7 @@ class Fact:
     sources: tuple[str, ...] = ()
     source_time: datetime | None = None
     supersedes: str | None = None
-    agent: bool = False
+    agent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,6 +484,7 @@ def _decide_fact(
         valid_until=valid_until,
         supersedes=supersedes_id,
         sources=tuple(sorted(set(fact.sources))),
+        told_by=fact.agent,
     )
     state.pending[record.id] = len(plan.inserts)
     plan.inserts.append(record)

@@ -39,7 +39,12 @@ log = logging.getLogger("companion.memory")
 
 
 def memory_remember(
-    *, ctx, text: str, source=None, source_message: Message | None = None, agent: bool = False
+    *,
+    ctx,
+    text: str,
+    source=None,
+    source_message: Message | None = None,
+    agent: tuple[str, ...] = (),
 ) -> list[AssertResult]:
     """SPEC §8 for a text (`POST /memory/remember`): run the rule-based extractor and learn
     what it finds (`memory_learn`), with the message as source when one is named. `agent`: a
@@ -57,7 +62,7 @@ def memory_remember(
 
 
 def memory_learn(
-    *, ctx, found, source_message: Message | None = None, agent: bool = False
+    *, ctx, found, source_message: Message | None = None, agent: tuple[str, ...] = ()
 ) -> list[AssertResult]:
     """SPEC §8 for the extractor's findings, in order (`memory.learning`): plain facts in the
     user scope as `rule-extracted`, corrections of what is projected for the context, each
