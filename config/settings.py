@@ -49,6 +49,8 @@ INSTALLED_APPS = [
     "memory",
     "policy",
     "conversations",
+    # Before support: its post_migrate gives the Support group permissions of this app too.
+    "agents",
     "support",
     "turns",
 ]
@@ -258,6 +260,9 @@ REST_FRAMEWORK = {
         "runtime": env.str("THROTTLE_RUNTIME", default="60000/min"),
         "import": env.str("THROTTLE_IMPORT", default="60/hour"),
         "token": env.str("THROTTLE_TOKEN", default="1000000/min"),
+        # SPEC §15 M2: each MCP connection's own bucket, beside its user's `runtime` one and
+        # far below it, so a runaway assistant is throttled before the user's companion is.
+        "connection": env.str("THROTTLE_CONNECTION", default="600/min"),
     },
 }
 
@@ -268,7 +273,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Companion Memory API",
     "DESCRIPTION": (
         "Memory resolution, boundary decisions, turns and prompt plans for a companion chat "
-        "runtime."
+        "runtime.\n\nThis API is for the chat runtime's token, which acts for every user. An "
+        "assistant acting for one person connects over the Model Context Protocol at `/mcp` "
+        "with that person's connection token instead (this API refuses those tokens): see "
+        "“Connect an assistant” in the README (`README.md#connect-an-assistant`)."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,

@@ -6,6 +6,7 @@ from django.contrib.auth.views import LoginView
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from agents import urls as agents_urls
 from config import ops, views
 from config.pages import SignInForm, SignOutView
 from events import urls as events_urls
@@ -38,6 +39,8 @@ urlpatterns = [
     path("boundaries/", include((policy_urls.pages, "policy"))),
     path("conversations/", include((turns_urls.pages, "conversations"))),
     path("data/", include((turns_urls.data_pages, "data"))),
+    path("assistants/", include((agents_urls.pages, "agents"))),
+    path("mcp", agents_urls.mcp_view, name="mcp"),
     path("login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("logout/", SignOutView.as_view(), name="logout"),
     path("", include("django.contrib.auth.urls")),

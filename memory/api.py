@@ -45,6 +45,7 @@ from .serializers import (
     TombstoneOutput,
     TombstonePageOutput,
     assert_json,
+    listed_memory_json,
     memory_json,
     withheld_memory_json,
 )
@@ -117,14 +118,7 @@ class MemoryCollectionApi(APIView):
             include_withheld=params["include_withheld"],
             now=db_now(),
         )
-        return paginated(self, request, found, lambda page: [_listed(m) for m in page])
-
-
-def _listed(found) -> dict:
-    """A listed memory: masked when a forget withholds it (F7.2)."""
-    if found.record.withheld_by:
-        return withheld_memory_json(found.record, found.state)
-    return memory_json(found.record, found.state)
+        return paginated(self, request, found, lambda page: [listed_memory_json(m) for m in page])
 
 
 class MemoryDetailApi(APIView):
@@ -140,7 +134,7 @@ class MemoryDetailApi(APIView):
     def get(self, request, memory_id):
         validated(EmptyQuery, query_params(request))
         found = memory_stated(memory_id, now=db_now())
-        return Response(_listed(found))
+        return Response(listed_memory_json(found))
 
 
 class MemoryConfirmApi(APIView):

@@ -107,7 +107,8 @@ class MemoryRecord:
 
     `sources` are the ids of the source messages that still exist; `evidence_time` was fixed
     at write and does not change when a source is deleted. `withheld_by`: the ids of the
-    tombstones withholding the record (F7.2), each in the contexts its scope covers."""
+    tombstones withholding the record (F7.2), each in the contexts its scope covers.
+    `told_by`: the connection that stored it, (id, name), or empty (SPEC §15 M3)."""
 
     id: str
     user: str
@@ -127,6 +128,7 @@ class MemoryRecord:
     retracted_at: datetime | None = None
     sources: tuple[str, ...] = ()
     withheld_by: tuple[str, ...] = ()
+    told_by: tuple[str, ...] = ()
 
     @property
     def scope_id(self) -> str:

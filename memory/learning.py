@@ -12,7 +12,12 @@
   value again is a confirm.
 
 Both the turn pipeline and `POST /memory/remember` decide through `learn`, so the rules of §8
-have one implementation."""
+have one implementation.
+
+A connection's text (SPEC §15 M3, `agent`: the connection) teaches the same facts with authority
+`model-inferred` only, whatever the text says: a correction that would replace, retract or
+supersede a value held with a higher authority is an `AuthorityConflict`, the same value again
+is `unchanged` (never a confirm), and any live tombstone of the key blocks it."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from config.errors import AuthorityConflict
 from conversations.domain import Context, Scope
 
 from .domain import AUTHORITY_RANK, Tombstone, normalise_value
@@ -30,6 +36,7 @@ from .writes import Fact, Outcome, Retract, WriteBatch, check_fields
 EXTRACTED = "rule-extracted"
 CORRECTED = "user-corrected"
 CONFIRMED = "user-confirmed"
+INFERRED = "model-inferred"
 
 
 @dataclass(frozen=True)
@@ -66,13 +73,17 @@ def learn(
     known: CorrectionBasis,
     sources: tuple[str, ...],
     source_time: datetime | None,
+    agent: tuple[str, ...] = (),
 ) -> list[Outcome]:
     """The writes of `found` (the extractor's findings, in order) added to `batch`, and the
     answer of each. `sources` are the message ids the facts come from (none for a text
-    without a source message), `source_time` their newest time."""
+    without a source message), `source_time` their newest time; `agent` the connection whose
+    text it is, (id, name), or empty."""
     outcomes = []
     for item in found:
-        if item.correction:
+        if agent:
+            outcomes.append(_agent_write(item, batch, context=context, known=known, agent=agent))
+        elif item.correction:
             outcomes.append(
                 _correct(
                     item,
@@ -98,6 +109,38 @@ def learn(
                 )
             )
     return outcomes
+
+
+def _agent_write(
+    item, batch: WriteBatch, *, context: Context, known: CorrectionBasis, agent: tuple[str, ...]
+) -> Outcome:
+    """A connection's finding: `model-inferred`, superseding the projected record of its key
+    only where that record's authority is not higher (W6); a correction of a higher value is
+    refused, and the same value is `unchanged`."""
+    key, value = item.key, item.value
+    many = key in known.many_keys
+    target = target_of(key, batch, context=context, known=known) if item.correction else None
+    if target is not None:
+        if target.authority_rank > AUTHORITY_RANK[INFERRED]:
+            raise AuthorityConflict(
+                "A value the user gave or confirmed cannot be replaced by an assistant."
+            )
+        if normalise_value(value) == normalise_value(target.value):
+            return Outcome("unchanged", target)
+        if many:
+            batch.add(Retract(target.scope_id, key, many=True, value=target.value))
+    scope = target.scope if target is not None else Scope("user")
+    return batch.add(
+        Fact(
+            key=key,
+            value=value,
+            scope=scope,
+            authority=INFERRED,
+            many=many,
+            supersedes=target.id if target is not None and not many else None,
+            agent=agent,
+        )
+    )
 
 
 def target_of(key: str, batch: WriteBatch, *, context: Context, known: CorrectionBasis):

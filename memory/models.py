@@ -164,6 +164,10 @@ class MemoryRecord(models.Model):
     )
     retracted_at = models.DateTimeField(null=True, blank=True)
     version = models.PositiveIntegerField()
+    # Provenance beside the source messages (SPEC §15 M3): the connection that stored the row,
+    # by id and by the name it had then, so the row needs no connection row (empty: none).
+    told_by_connection = models.CharField(max_length=36, blank=True, default="")
+    told_by_name = models.CharField(max_length=100, blank=True, default="")
     # The user's memory version at which the row last changed (`memory.triggers` writes it).
     changed_version = models.BigIntegerField(default=0, editable=False)
     sources = models.ManyToManyField(

@@ -147,8 +147,9 @@ def standing(record: DomainRecord, states: dict, records: Iterable[DomainRecord]
 def certainty(record: DomainRecord) -> str:
     """P1 then P2 for a page, exactly as the prompt projection decides them: a record that is
     not the user's own word needs a source message that still exists (else `unsupported`),
-    then confidence against the thresholds in settings (below them: `low-confidence`)."""
-    if record.authority not in USER_AUTHORITIES and not record.sources:
+    then confidence against the thresholds in settings (below them: `low-confidence`). The
+    connection that told it counts as a source (SPEC §15 M3)."""
+    if record.authority not in USER_AUTHORITIES and not record.sources and not record.told_by:
         return REASON_UNSUPPORTED
     cfg = settings.COMPANION
     return certainty_of(
@@ -365,6 +366,8 @@ def provenance(
     direct = from_message(record, found)
     if direct is not None:
         return direct
+    if record.told_by:  # SPEC §15 M3: the connection that stored it, by the name it had
+        return Provenance(f"told by {record.told_by[1]} on {day(record.recorded_at)}")
     if record.authority == "user-corrected":
         return Provenance(f"you corrected it on {day(record.recorded_at)}")
     if record.authority == "user-confirmed":

@@ -43,10 +43,11 @@ _MICROSECOND = timedelta(microseconds=1)
 def certainty_of(record: MemoryRecord, *, likely: float = 0.85, uncertain: float = 0.5) -> str:
     """P2: `confirmed` for the user's own word, else by confidence against the thresholds
     (bounds included: `confidence >= likely` is likely, `>= uncertain` uncertain); below
-    `uncertain` the answer is the exclusion reason `low-confidence`."""
+    `uncertain` the answer is the exclusion reason `low-confidence`. A record a connection told
+    with no source message is at most `uncertain` (SPEC §15 M3)."""
     if record.authority in USER_AUTHORITIES:
         return "confirmed"
-    if record.confidence >= likely:
+    if record.confidence >= likely and (record.sources or not record.told_by):
         return "likely"
     if record.confidence >= uncertain:
         return "uncertain"
@@ -106,8 +107,8 @@ def project(
     - F7.2 withholding: a record that a tombstone of `withholding` (the ids of the
       tombstones whose scope covers the context, `withholding_in`) withholds → `withheld`.
     - P1 provenance: `user-confirmed`/`user-corrected` always pass; any other record needs at
-      least one entry in `sources` (which lists only messages that still exist), else
-      `unsupported`.
+      least one entry in `sources` (which lists only messages that still exist) or the
+      connection that told it (`told_by`, SPEC §15 M3), else `unsupported`.
     - P2 certainty (`certainty_of`): below `uncertain` → `low-confidence`.
     - P3 shadowing: a `one` key keeps only its narrowest scope's record (scene >
       conversation > character > user); a `many` key keeps each normalised value once, from
@@ -191,8 +192,8 @@ def _admitted(
         if withholding and record.withheld_by and not withholding.isdisjoint(record.withheld_by):
             excluded[record_id] = REASON_WITHHELD
             continue
-        # P1
-        if record.authority not in USER_AUTHORITIES and not record.sources:
+        # P1 (a connection that told it counts as its source, §15 M3)
+        if record.authority not in USER_AUTHORITIES and not record.sources and not record.told_by:
             excluded[record_id] = REASON_UNSUPPORTED
             continue
         # P2

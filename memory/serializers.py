@@ -137,6 +137,14 @@ def withheld_memory_json(record, state: RecordState) -> dict:
     return found
 
 
+def listed_memory_json(found) -> dict:
+    """A listed memory (`GET /memories`, the MCP tool `list_memories`): masked when a forget
+    withholds it (F7.2)."""
+    if found.record.withheld_by:
+        return withheld_memory_json(found.record, found.state)
+    return memory_json(found.record, found.state)
+
+
 class HistoryRowOutput(MemoryOutput):
     effective_until = serializers.DateTimeField(allow_null=True)
 

@@ -53,6 +53,8 @@ RECORD_FIELDS = (
     "supersedes_id",
     "retracted_at",
     "version",
+    "told_by_connection",
+    "told_by_name",
 )
 
 
@@ -173,6 +175,8 @@ def build_records(
     values["user"] = repeat(username, n)
     values["scope"] = list(map(scopes.__getitem__, zip(kinds, scope_ids, scenes, strict=True)))
     values["sources"] = [tuple(sorted(found)) if found else empty for found in found_sources]
+    told = zip(columns[index("told_by_connection")], columns[index("told_by_name")], strict=True)
+    values["told_by"] = [(found, name) if found else empty for found, name in told]
     values["withheld_by"] = (
         repeat(empty, n)
         if found_withheld is None

@@ -52,7 +52,7 @@ SQLITE_CHANGED_COLUMNS = {
     "memory_memoryrecord": (
         "id user_id key value scope_kind character_id conversation_id scene scope_id status "
         "status_since authority confidence valid_from valid_until recorded_at evidence_time "
-        "supersedes_id retracted_at version"
+        "supersedes_id retracted_at version told_by_connection told_by_name"
     ).split(),
     "memory_tombstone": (
         "id user_id scope_id key value_hash forgotten_at blocks_sources_before forgotten_by"
@@ -374,3 +374,20 @@ class DropMemoryVersionTriggers(SQLOperation):
     @property
     def migration_name_fragment(self):
         return "drop_memory_version_triggers"
+
+
+class DropMemoryLinkTriggers(SQLOperation):
+    """The memory links' triggers dropped (before a change of the record table they stamp)."""
+
+    def create_sql(self, vendor: str) -> list[str]:
+        return link_drop_sql(vendor)
+
+    def drop_sql(self, vendor: str) -> list[str]:
+        return link_create_sql(vendor)
+
+    def describe(self):
+        return "Drop the memory link triggers"
+
+    @property
+    def migration_name_fragment(self):
+        return "drop_memory_link_triggers"

@@ -56,7 +56,10 @@ class Fact:
     """One assert, already validated for shape (W1's field checks are the caller's).
 
     `sources` are the ids of the source messages (checked to be the user's by the caller),
-    `source_time` the newest `created_at` among them (None without sources)."""
+    `source_time` the newest `created_at` among them (None without sources). `agent` is the
+    connection writing, (id, name), empty for any other write (SPEC §15 M3): a live tombstone
+    blocks its write whatever its evidence time, since only the user brings a forgotten value
+    back, and the record it stores carries it as `told_by`."""
 
     key: str
     value: str
@@ -69,6 +72,7 @@ class Fact:
     sources: tuple[str, ...] = ()
     source_time: datetime | None = None
     supersedes: str | None = None
+    agent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +338,23 @@ class _State:
         records[next(i for i, r in enumerate(records) if r.id == record.id)] = record
 
 
+def _blocked(fact: Fact, tombstones, *, user, scope_id, evidence_time, hashed) -> bool:
+    """W3 (F3): a tombstone of the key covers the write. A connection's write (`agent`) is
+    covered whatever its evidence time: only the user brings a forgotten value back (§15 M3)."""
+    return any(
+        t.blocks(
+            user=user,
+            key=fact.key,
+            scope_id=scope_id,
+            evidence_time=min(evidence_time, t.blocks_sources_before)
+            if fact.agent
+            else evidence_time,
+            hashed_value=hashed,
+        )
+        for t in tombstones
+    )
+
+
 def _release_of(record: MemoryRecord, added: list, evidence_time: datetime) -> list:
     """F7.2: the release a stored record's new source messages (`added`) ask for, if a forget
     withholds it: (its id, the evidence's time)."""
@@ -374,11 +395,10 @@ def _decide_fact(
     tombstones = [t for t in state.tombstones if t.key == key]
 
     # W3: a tombstone blocks the write; nothing is stored, not even the value.
-    for tombstone in tombstones:
-        if tombstone.blocks(
-            user=user, key=key, scope_id=scope_id, evidence_time=evidence_time, hashed_value=hashed
-        ):
-            return Outcome("blocked", None, "forgotten")
+    if _blocked(
+        fact, tombstones, user=user, scope_id=scope_id, evidence_time=evidence_time, hashed=hashed
+    ):
+        return Outcome("blocked", None, "forgotten")
 
     # W4: a retracted slot stays retracted for evidence no newer than the retraction.
     retracted = state.retractions.get((scope_id, key, hashed if many else ""))
@@ -464,6 +484,7 @@ def _decide_fact(
         valid_until=valid_until,
         supersedes=supersedes_id,
         sources=tuple(sorted(set(fact.sources))),
+        told_by=fact.agent,
     )
     state.pending[record.id] = len(plan.inserts)
     plan.inserts.append(record)

@@ -221,6 +221,7 @@ class DecisionLog(models.Model):
         "user_version",
         "scope_ids",
         "decided_at",
+        "requester",
     )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -234,6 +235,9 @@ class DecisionLog(models.Model):
     user_version = models.PositiveBigIntegerField()
     scope_ids = models.JSONField(default=list)
     decided_at = models.DateTimeField()
+    # Who asked, beyond `requested_by`'s role: `connection:<id>` for an assistant's MCP
+    # connection (SPEC §15 M3), empty for the chat runtime. An id, never a name.
+    requester = models.CharField(max_length=60, blank=True, default="")
 
     class Meta:
         ordering = ["-decided_at", "id"]

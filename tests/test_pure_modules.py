@@ -37,6 +37,7 @@ PURE = [
     "memory.current",
     "conversations.plan_snapshot",
     "conversations.places",
+    "agents.arguments",
 ]
 
 

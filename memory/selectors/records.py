@@ -56,6 +56,8 @@ def row_to_domain(
         supersedes,
         retracted_at,
         version,
+        told_by_connection,
+        told_by_name,
     ) = row
     rid = str(id_)
     return DomainRecord(
@@ -77,6 +79,7 @@ def row_to_domain(
         retracted_at=retracted_at,
         sources=tuple(sorted(sources.get(rid, ()))),
         withheld_by=tuple(sorted(withheld.get(rid, ()))) if withheld else (),
+        told_by=(told_by_connection, told_by_name) if told_by_connection else (),
     )
 
 

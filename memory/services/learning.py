@@ -39,10 +39,16 @@ log = logging.getLogger("companion.memory")
 
 
 def memory_remember(
-    *, ctx, text: str, source=None, source_message: Message | None = None
+    *,
+    ctx,
+    text: str,
+    source=None,
+    source_message: Message | None = None,
+    agent: tuple[str, ...] = (),
 ) -> list[AssertResult]:
     """SPEC §8 for a text (`POST /memory/remember`): run the rule-based extractor and learn
-    what it finds (`memory_learn`), with the message as source when one is named."""
+    what it finds (`memory_learn`), with the message as source when one is named. `agent`: a
+    connection's text (SPEC §15 M3), learnt as `model-inferred` only."""
     user = ctx.user
     if source_message is None and source is not None:
         source_message = Message.objects.filter(user=user, pk=source).first()
@@ -52,10 +58,12 @@ def memory_remember(
     if not memory_settings_of(user).learn:
         return []
     found = extract(text, last_named_key=last_named_key(user))
-    return memory_learn(ctx=ctx, found=found, source_message=source_message)
+    return memory_learn(ctx=ctx, found=found, source_message=source_message, agent=agent)
 
 
-def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[AssertResult]:
+def memory_learn(
+    *, ctx, found, source_message: Message | None = None, agent: tuple[str, ...] = ()
+) -> list[AssertResult]:
     """SPEC §8 for the extractor's findings, in order (`memory.learning`): plain facts in the
     user scope as `rule-extracted`, corrections of what is projected for the context, each
     seeing the writes before it — decided as one batch under the user's lock, with one read
@@ -100,6 +108,7 @@ def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[A
                 known=known,
                 sources=sources,
                 source_time=source_time,
+                agent=agent,
             )
             writer = RowWriter()
             add_plan_rows(writer, user, batch.plan, context_scope_fields(ctx))
@@ -124,7 +133,11 @@ def memory_learn(*, ctx, found, source_message: Message | None = None) -> list[A
             scope_kind=record.scope.kind if record else "user",
             authority=record.authority
             if record
-            else ("user-corrected" if item.correction else "rule-extracted"),
+            else (
+                "model-inferred"
+                if agent
+                else ("user-corrected" if item.correction else "rule-extracted")
+            ),
             sources=len(sources),
         )
     return results

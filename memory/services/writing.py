@@ -129,6 +129,7 @@ def memory_assert(
     sources: list[str] | tuple[str, ...] = (),
     supersedes: str | None = None,
     idempotency_key: str | None = None,
+    agent: tuple[str, ...] = (),
 ) -> AssertResult:
     """Write a memory: W1 validate, W2 idempotency, I8 the `learn` switch, W3 tombstones, W4
     retractions, W5 unchanged values, W6 store (with W7 authority, W8 versions, W9
@@ -136,7 +137,9 @@ def memory_assert(
 
     I8: while the user's `learn` switch is off, a `model-inferred` or `rule-extracted` write
     stores nothing (outcome `blocked`, reason `paused`, like W3); the user's own authorities
-    still write. The switch is read from the profile row the write lock takes anyway."""
+    still write. The switch is read from the profile row the write lock takes anyway.
+    `agent`: the connection writing, (id, name) (SPEC §15 M3): any live tombstone of its key
+    and scope blocks its write, whatever its evidence time, and what it stores is told by it."""
     # W1: everything that can be checked without the lock, so bad input stores nothing.
     _validate_assert(
         key=key,
@@ -162,6 +165,7 @@ def memory_assert(
             source_ids=source_ids,
             supersedes=str(supersedes) if supersedes else None,
             idempotency_key=idempotency_key,
+            agent=agent,
         )
 
 
@@ -223,6 +227,7 @@ def _memory_assert_locked(
     source_ids,
     supersedes,
     idempotency_key,
+    agent=(),
 ) -> AssertResult:
     scope_fields = _scope_row_fields(user, scope)
     messages = list(Message.objects.filter(user=user, pk__in=source_ids)) if source_ids else []
@@ -278,6 +283,7 @@ def _memory_assert_locked(
             supersedes=supersedes,
             secret=secret,
             now=now,
+            agent=agent,
         )
     if idempotency_key is not None:
         IdempotencyRecord.objects.create(
@@ -308,6 +314,7 @@ def _assert_core(
     supersedes,
     secret,
     now,
+    agent=(),
 ) -> AssertResult:
     """W3–W9 for one assert: a batch of one (`memory.writes`), read and written like any."""
     scope_id = scope.scope_id(user.username)
@@ -324,6 +331,7 @@ def _assert_core(
         sources=tuple(str(m.pk) for m in messages),
         source_time=max(m.created_at for m in messages) if messages else None,
         supersedes=supersedes,
+        agent=agent,
     )
     [result] = write_facts(
         user, state, [fact], secret=secret, now=now, scope_fields={scope_id: scope_fields}
@@ -415,6 +423,8 @@ def add_plan_rows(writer: RowWriter, user, plan: WritePlan, scope_fields: dict) 
                 supersedes_id=r.supersedes,
                 version=r.version,
                 retracted_at=r.retracted_at,
+                told_by_connection=r.told_by[0] if r.told_by else "",
+                told_by_name=r.told_by[1] if r.told_by else "",
             )
             for r in plan.inserts
         ]

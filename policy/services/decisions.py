@@ -72,6 +72,7 @@ def decide_and_log(
     capabilities: Sequence[Capability],
     requested_by: str,
     explain: bool = False,
+    requester: str = "",
 ) -> list[DecisionOutcome]:
     """D1–D7 and D10 for one or more capabilities in a constant number of queries: the policy
     version, the rules, one insert into the decision log.
@@ -120,6 +121,7 @@ def decide_and_log(
             user_version=version.user,
             scope_ids=list(context.scope_ids),
             decided_at=context.now,
+            requester=requester,
         )
         rows.append(row)
         outcomes.append(
@@ -175,10 +177,16 @@ def log_decision(
 
 
 def decision_make(
-    *, context: LoadedContext, capability: str, requested_by: str, explain: bool = False
+    *,
+    context: LoadedContext,
+    capability: str,
+    requested_by: str,
+    explain: bool = False,
+    requester: str = "",
 ) -> DecisionOutcome:
     """D1–D7, logged (D10). With `explain`, every rule of the user and every product default
-    for the capability is loaded and explained; the decision is the same."""
+    for the capability is loaded and explained; the decision is the same. `requester` names
+    who asked in the log (`connection:<id>` for an MCP connection, §15 M3)."""
     require_choice(requested_by, REQUESTERS, field="requested_by")
     found = capability_by_name(capability)
     with transaction.atomic():
@@ -190,6 +198,7 @@ def decision_make(
             capabilities=[found],
             requested_by=requested_by,
             explain=explain,
+            requester=requester,
         )[0]
 
 

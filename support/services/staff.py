@@ -40,6 +40,8 @@ SUPPORT_GROUP_PERMISSIONS = (
     ("support", "retract_memory"),
     ("support", "normalise_memory"),
     ("support", "revoke_rule"),
+    ("agents", "view_connection"),  # a person's connected assistants (SPEC §15 M1)
+    ("agents", "revoke_connection"),
 )
 
 

@@ -87,6 +87,10 @@ def stored(user, conversation):
     ).record
     services.memory_retract(record_id=lives.id, user=user)
     services.memory_normalise(user=user, now=at("2026-09-01T00:00"))
+    # §15 M3: a record a connection told (its provenance read by both paths).
+    services.memory_assert(
+        user=user, key="cat.name", value="Miso", scope=USER, agent=("7", "Desk assistant")
+    )
     assert MemoryRecord.objects.filter(user=user).exclude(status="active").count() >= 3
     return user, conversation, messages
 
@@ -128,6 +132,7 @@ def test_it_reads_records_exactly_as_the_orm_does(stored, orm):
     everything = records.records_to_domain(MemoryRecord.objects.filter(user=user), user.username)
     assert len(everything) == MemoryRecord.objects.filter(user=user).count() >= 10
     assert any(r.sources for r in everything) and any(r.supersedes for r in everything)
+    assert [r.told_by for r in everything if r.told_by] == [("7", "Desk assistant")]
     assert {r.scope.kind for r in everything} == {"user", "character", "conversation", "scene"}
 
 

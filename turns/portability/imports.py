@@ -323,6 +323,7 @@ class _Import:
             sources_of.setdefault(memory_id, []).append(str(message_id))
 
         def same(row, mine, theirs):
+            theirs.setdefault("told_by", [])  # files written before §15 name no teller
             if row.status == "forgotten":
                 # A tombstone purged it here (F3): the skeleton is the same row.
                 for field in ("value", "status", "status_since", "sources"):
@@ -333,6 +334,7 @@ class _Import:
         def build(v, c):
             scope = v["scope"]
             kind = scope["kind"]
+            teller = (v.get("told_by") or [{"id": "", "name": ""}])[0]
             return MemoryRecord(
                 id=v["id"],
                 user=user,
@@ -354,6 +356,8 @@ class _Import:
                 retracted_at=v.get("retracted_at"),
                 version=v["version"],
                 supersedes_id=v.get("supersedes"),
+                told_by_connection=str(teller["id"]),
+                told_by_name=teller["name"],
             )
 
         created = self.merge(

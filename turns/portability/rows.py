@@ -157,7 +157,16 @@ def memory_row(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
         "sources": sorted(sources.get(r.pk, [])),
         "supersedes": text_or_none(r.supersedes_id),
         "version": r.version,
+        "told_by": told_by_row(r),
     }
+
+
+def told_by_row(r: MemoryRecord) -> list[dict]:
+    """SPEC §15 M3: who told the memory besides its sources, self-contained (an export holds
+    no connection): the connection by id and the name it had, or nothing."""
+    if not r.told_by_connection:
+        return []
+    return [{"kind": "connection", "id": r.told_by_connection, "name": r.told_by_name}]
 
 
 def tombstone_row(

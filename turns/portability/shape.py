@@ -286,6 +286,14 @@ class TurnRow(StrictSerializer):
         return attrs
 
 
+class TellerRow(StrictSerializer):
+    """SPEC §15 M3: a connection that told a memory, as the export names it."""
+
+    kind = serializers.ChoiceField(choices=["connection"])
+    id = CleanCharField(max_length=36)
+    name = CleanCharField(max_length=100)
+
+
 class MemoryRow(StrictSerializer):
     id = Uuid()
     key = MemoryKeyField()
@@ -303,6 +311,8 @@ class MemoryRow(StrictSerializer):
     sources = UuidList(max_length=100_000)
     supersedes = Uuid(required=False, allow_null=True)
     version = BoundedIntegerField(bits=32, min_value=1)
+    # Files written before §15 have none.
+    told_by = TellerRow(many=True, required=False, max_length=1)
 
     def validate(self, attrs):
         errors = {}

@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import URLResolver, reverse
 
+from agents.services import connection_create
 from config import urls
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
@@ -34,10 +35,11 @@ def objects(say, sam, conv):
         "tombstone_id": tombstone.pk,
         "rule_id": rule.pk,
         "conversation_id": conv.pk,
+        "connection_id": connection_create(user=sam, name="Laptop").connection.pk,
     }
 
 
-PAGE_NAMESPACES = {"memory", "policy", "conversations", "data"}
+PAGE_NAMESPACES = {"memory", "policy", "conversations", "data", "agents"}
 
 
 def page_routes():
@@ -64,6 +66,7 @@ GET_PAGES = [
     "data:export",
     "data:forget-everything",
     "data:delete-account",
+    "agents:connections",
 ]
 POST_ONLY = [
     "memory:confirm",
@@ -76,6 +79,7 @@ POST_ONLY = [
     "memory:switches",
     "policy:set",
     "policy:revoke",
+    "agents:revoke",
 ]
 
 
@@ -120,6 +124,7 @@ def test_it_keeps_every_page_private_and_not_stored(page, objects, name):
         "data:delete-account",
         "data:forget-everything",
         "policy:boundaries",
+        "agents:connections",
     ],
 )
 def test_it_gives_every_form_a_csrf_token(page, objects, name):

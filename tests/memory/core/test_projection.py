@@ -336,3 +336,79 @@ def test_it_projects_as_if_the_withheld_records_were_not_there_f7_2(rows, withho
     shuffled = list(records)
     rnd.shuffle(shuffled)
     assert run(shuffled, withholding=withholding) == found
+
+
+# ---------------------------------------------------------------------------------------------
+# A connection as the only source (SPEC §15 M3)
+
+TELLER = ("5b0b6f47-9a47-4a3e-8f3e-1d2c3b4a5f60", "Desk")
+
+
+@pytest.mark.parametrize(
+    ("sources", "told_by", "confidence", "expected"),
+    [
+        ((), TELLER, 1.0, "uncertain"),  # a connection alone: admitted, at most uncertain
+        ((), TELLER, 0.6, "uncertain"),
+        ((), TELLER, 0.1, "low-confidence"),
+        (("m1",), TELLER, 1.0, "likely"),  # a message backs it too: P2 as before
+        ((), (), 1.0, "unsupported"),
+    ],
+)
+def test_it_admits_what_a_connection_told_at_most_as_uncertain(
+    sources, told_by, confidence, expected
+):
+    """§15 M3, P1: a record a connection told counts as supported, at most `uncertain` while
+    the connection is its only source (no source message)."""
+    record = replace(
+        rec("a", authority="model-inferred", sources=sources, confidence=confidence),
+        told_by=told_by,
+    )
+    assert outcome(run([record])) == {"a": expected}
+    assert certainty_of(record) == (expected if expected != "unsupported" else "likely")
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("basil_plant.name", "user.likes", "pet.name")),
+            st.sampled_from(("user", "character", "scene")),
+            st.sampled_from(("model-inferred", "rule-extracted", "user-confirmed")),
+            st.sampled_from((0.1, 0.5, 0.7, 0.9, 1.0)),
+            st.booleans(),
+            st.booleans(),
+        ),
+        max_size=8,
+    ),
+    st.randoms(use_true_random=False),
+)
+@settings(max_examples=200, deadline=None, derandomize=True)
+def test_it_projects_a_told_record_as_a_sourced_one_capped_at_uncertain(rows, rnd):
+    """§15 M3, a property against a slow reference: a record a connection told with no source
+    message projects as the same record with a source would, except that a `confirmed` or
+    `likely` certainty of a record not in the user's words becomes `uncertain`; and the
+    answer does not depend on the records' order."""
+    told, reference = [], []
+    for i, (key, scope, authority, confidence, sourced, by_connection) in enumerate(rows):
+        base = rec(
+            f"r{i}",
+            key=key,
+            scope=scope,
+            authority=authority,
+            confidence=confidence,
+            sources=("m1",) if sourced else (),
+        )
+        told.append(replace(base, told_by=TELLER) if by_connection else base)
+        reference.append(replace(base, sources=("m1",)) if by_connection else base)
+    capped = {
+        r.id
+        for r in told
+        if r.told_by and not r.sources and r.authority not in ("user-confirmed", "user-corrected")
+    }
+    found, expected = outcome(run(told)), outcome(run(reference))
+    assert found == {
+        i: "uncertain" if i in capped and e in ("confirmed", "likely") else e
+        for i, e in expected.items()
+    }
+    shuffled = list(told)
+    rnd.shuffle(shuffled)
+    assert run(shuffled) == run(told)

@@ -171,6 +171,7 @@ def test_it_logs_decisions_with_exactly_the_allow_listed_fields_and_no_text_d10(
         "user_version",  # the policy version
         "scope_ids",  # the context's scope ids (SPEC §1)
         "decided_at",  # time
+        "requester",  # who asked: `connection:<id>` for an MCP connection (§15 M3), an id
     }
     fields = {field.name: field for field in DecisionLog._meta.get_fields() if field.concrete}
     assert set(fields) == allowed == set(DecisionLog.ALLOWED_FIELDS)
