@@ -94,7 +94,8 @@ class Floor:
             f"SELECT {u('id')}, key, value, scope_kind, scope_id, scene, status, "
             f"{d('status_since')}, authority, confidence, {d('valid_from')}, {d('valid_until')}, "
             f"{d('recorded_at')}, {d('evidence_time')}, {u('supersedes_id')}, {d('retracted_at')}, "
-            "version FROM memory_memoryrecord WHERE user_id = %s AND scope_id IN ({marks})"
+            "version, told_by_connection, told_by_name "
+            "FROM memory_memoryrecord WHERE user_id = %s AND scope_id IN ({marks})"
         )
         self.sources_sql = (
             f"SELECT {u('s.memory_id')}, {u('s.message_id')} FROM memory_memorysource s "
