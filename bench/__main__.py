@@ -22,7 +22,10 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
 4. the relevance order (I6): the quality check of `bench.relevance` (300 memories over 30
    topics, a memory share that fits about 10 items: how many admitted memories are about
    the message's topic, under `relevance` and under `certainty`), and on each database the
-   plan endpoint's p50 under `relevance` against `certainty` for a user with 1,000 memories.
+   plan endpoint's p50 under `relevance` against `certainty` for a user with 1,000 memories;
+5. on PostgreSQL, `recall` through `/mcp` (`bench.mcp`): a user with 1,000 memories and a read
+   connection, recall alternating with `POST /memory/resolve` from one client on the same
+   gunicorn (p50 of each and their ratio), then recall from 8 client threads (calls/s, errors).
 
 Each database runs in its own worker process (`bench.worker`) on its own database: a
 temporary SQLite file, or `companion_bench` on PostgreSQL (created and dropped; set
@@ -74,6 +77,8 @@ FULL = {
     "feed_calls": 50,
     # The turn's floor: rounds of floor turns, each followed by the single-client turn.
     "floor": {"rounds": 6, "turns_per_round": 10, "seconds_per_round": 4.0},
+    "mcp_records": 1_000,
+    "mcp_seconds": 10.0,
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -91,6 +96,8 @@ SMOKE = {
     "feed_events": 2_000,
     "feed_calls": 5,
     "floor": {"rounds": 2, "turns_per_round": 3, "seconds_per_round": 0.5},
+    "mcp_records": 100,
+    "mcp_seconds": 1.0,
 }
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
@@ -125,7 +132,11 @@ HOW = (
     "turn on the same conversation (its own gunicorn): the target compares the two. The PgBouncer "
     "phase: a second gunicorn with "
     "DATABASE_POOLER=pgbouncer through a PgBouncer on 127.0.0.1 (transaction pooling, 2 server "
-    "connections)."
+    "connections). The MCP phase: a gunicorn of its own (THROTTLE_CONNECTION raised like the "
+    "runtime's), one stateless JSON-RPC `tools/call` of `recall` per request (no `initialize`), "
+    "alternating with `POST /memory/resolve` on one client connection; then recall from 8 "
+    "client threads; a non-2xx answer, a JSON-RPC error or a tool result with `isError` is an "
+    "error."
 )
 
 
@@ -145,8 +156,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        default="pure,endpoints,turns,relevance,forget,feed",
-        help="comma-separated sections: pure, endpoints, turns, relevance, forget, feed",
+        default="pure,endpoints,turns,relevance,forget,feed,mcp",
+        help="comma-separated sections: pure, endpoints, turns, relevance, forget, feed, mcp",
     )
     parser.add_argument(
         "--turn-seconds",
@@ -234,6 +245,13 @@ def run_worker(vendor: str, config: dict, timeout: float) -> dict:
             pass
 
 
+def lift_mcp(results: dict, outcome: dict) -> None:
+    """The MCP phase runs on PostgreSQL only: its figures go to the top of the JSON
+    (`mcp.recall.p50_ms`, `mcp.eight_clients.errors`, ...), where the targets read them."""
+    if "mcp" in outcome:
+        results["mcp"] = {"db": outcome["db"], **outcome.pop("mcp")}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, str(BASE_DIR))
@@ -258,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f" --db {args.db}" if args.db != "both" else "")
         + (
             f" --only {args.only}"
-            if sections != {"pure", "endpoints", "turns", "relevance", "forget", "feed"}
+            if sections != {"pure", "endpoints", "turns", "relevance", "forget", "feed", "mcp"}
             else ""
         )
         + (" --populated" if args.populated else "")
@@ -304,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{time.perf_counter() - started_quality:.1f}s"
         )
 
-    if {"endpoints", "turns", "relevance", "forget", "feed"} & sections:
+    if {"endpoints", "turns", "relevance", "forget", "feed", "mcp"} & sections:
         from .db import postgres_reachable
 
         vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
@@ -345,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                 "floor_turns_per_round": sizes["floor"]["turns_per_round"],
                 "floor_seconds_per_round": sizes["floor"]["seconds_per_round"],
                 "pgbouncer": True,
+                "mcp_records": sizes["mcp_records"] if "mcp" in sections else 0,
+                "mcp_seconds": sizes["mcp_seconds"],
             }
             log(
                 f"{vendor}: endpoints"
@@ -354,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             outcome = run_worker(vendor, config, timeout=timeout)
             failed |= "error" in outcome
             results["databases"].append(outcome)
+            lift_mcp(results, outcome)
 
     from . import report, targets
 

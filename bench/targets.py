@@ -20,6 +20,8 @@ ENDPOINT_SIZES = (100, 1_000)  # resolve and plan <= 2x floor at these record co
 FLOOR_RATIO_AT_1K = 1.5  # resolve and plan <= 1.5x floor at 1,000 records
 POPULATED_TOLERANCE = 1.20  # the turn in the populated database within 20% of the empty one's
 TURN_FLOOR_RATIO = 1.5  # single-client turn p50 <= 1.5x its floor (bench.floor), same run
+MCP_RECALL_RATIO = 2.0  # recall through /mcp p50 <= 2x POST /memory/resolve's, same server
+MCP_RECALL_MEMORIES = 1_000
 
 
 def errors_of(*phases: dict | None) -> int:
@@ -151,6 +153,7 @@ def targets(results: dict) -> list[dict]:
     _turn_rows(results, cases, turns_all[0] if turns_all else None, add)
     _forget_rows(results, add)
     _feed_rows(results, add)
+    _mcp_rows(results, add)
     failed = [db["db"] for db in results.get("databases", []) if db.get("error")]
     add(
         "harness: every database's phases ran to the end (no exception)",
@@ -504,3 +507,34 @@ def _feed_rows(results: dict, add) -> None:
         )
         return
     add(name, "not run", None)
+
+
+def _mcp_rows(results: dict, add) -> None:
+    """§15 M2–M3: `recall` through `/mcp` at 1,000 memories within 2x the resolve endpoint's
+    p50 (single client, same gunicorn, same run), and 8 clients calling it with zero errors."""
+    ratio_name = (
+        f"MCP recall p50 <= {MCP_RECALL_RATIO:.0f}x POST /memory/resolve's at "
+        f"{MCP_RECALL_MEMORIES:,} memories (single client, same gunicorn)"
+    )
+    eight_name = "MCP recall from 8 clients: zero errors"
+    mcp = results.get("mcp")
+    if not mcp:
+        add(ratio_name, "not run", None)
+        add(eight_name, "not run", None)
+        return
+    recall, resolve, eight = mcp["recall"], mcp["resolve"], mcp["eight_clients"]
+    add(
+        ratio_name,
+        f"{recall['p50_ms']:.1f} vs {resolve['p50_ms']:.1f} ms = {recall['ratio']:.2f}x at "
+        f"{mcp['records']:,} memories ({recall['calls']:,} calls each, "
+        f"{_errors_text(recall, resolve)})",
+        verdict(recall["ratio"] <= MCP_RECALL_RATIO, recall, resolve)
+        if mcp["records"] >= MCP_RECALL_MEMORIES
+        else None,
+    )
+    add(
+        eight_name,
+        f"{_errors_text(eight)} in {eight['units']:,} calls; {eight['per_second']:.1f} calls/s, "
+        f"p50 {eight['p50_ms']:.0f} ms ({eight['clients']} clients, {eight['seconds']:.0f} s)",
+        verdict(eight["units"] > 0, eight),
+    )

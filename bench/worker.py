@@ -36,7 +36,7 @@ def main(vendor: str, config: dict, out_path: str) -> int:
 
         from config.models import ApiToken
 
-        from . import data, endpoints, load, turns
+        from . import data, endpoints, load
 
         result["migrate_s"] = migrate()
         result["server_version"] = _server_version(connection)
@@ -75,103 +75,9 @@ def main(vendor: str, config: dict, out_path: str) -> int:
             )
             result["message_text_kib"] = endpoints.message_text_kib(loaded)
 
-        if config.get("relevance_memories"):
-            from . import relevance
-
-            started = time.perf_counter()
-            user = relevance.load_user(config["relevance_memories"])
-            if vendor == "postgres":
-                load.analyze()
-            log(
-                f"  {vendor}: loaded the relevance user ({user['memories']:,} memories) in "
-                f"{time.perf_counter() - started:.1f}s"
-            )
-            result["relevance"] = relevance.endpoint_cost(
-                token, user, endpoints.CaseConfig(**config["case"]), log
-            )
-
-        if config.get("forget_messages"):
-            from . import forget
-
-            result["forget"] = forget.run(config["forget_messages"], config["forget_rounds"], log)
-
-        if config.get("feed_events"):
-            from . import feed
-
-            result["feed"] = feed.run(config["feed_events"], config["feed_calls"], token, log)
-
+        _side_phases(vendor, db, token, config, result)
         if vendor == "postgres" and config.get("turn_seconds", 0) > 0:
-            started = time.perf_counter()
-            groups: dict[int, list] = {}
-            for n in config["turn_sizes"]:
-                groups[n] = []
-                for i in range(config["turn_clients"]):
-                    world = data.build_world(
-                        n,
-                        seed=seed + 1 + i,
-                        user=f"bench-turn-{n}-{i}",
-                        n_messages=100,
-                        id_seed=seed * 7 + n * 1_009 + i,
-                    )
-                    groups[n].append(load.load_world(world, with_turn=False))
-            load.analyze()
-            log(
-                f"  {vendor}: loaded {sum(map(len, groups.values()))} turn users "
-                f"({', '.join(f'{len(g)} × {n:,}' for n, g in groups.items())} memories) in "
-                f"{time.perf_counter() - started:.1f}s"
-            )
-            main = config["turn_main"]
-            queries = turns.inprocess_queries(groups[main][-1].conversation, token)
-            log(f"  {vendor}: queries per turn {queries}")
-            connection.close()
-            floor_result = None
-            if config.get("floor_rounds"):
-                from . import floor
-
-                floor_result = floor.run(
-                    groups[main][-1].conversation,
-                    token,
-                    rounds=config["floor_rounds"],
-                    turns_per_round=config["floor_turns_per_round"],
-                    seconds_per_round=config["floor_seconds_per_round"],
-                    database_url=db.url,
-                    workers=config["turn_workers"],
-                    texts=turns.TURN_TEXTS,
-                    plan=turns.PLAN,
-                    reply=turns.REPLY,
-                    log=log,
-                )
-                floor_result["records"] = main
-                connection.close()
-            conversations = {n: [u.conversation for u in g] for n, g in groups.items()}
-            result["turns"] = turns.run(
-                db.url,
-                conversations,
-                token,
-                clients=config["turn_clients"],
-                workers=config["turn_workers"],
-                seconds=config["turn_seconds"],
-                log=log,
-                main_size=main,
-            )
-            result["turns"]["records_per_user"] = main
-            result["turns"]["queries"] = queries
-            if floor_result is not None:
-                result["turns"]["floor"] = floor_result
-            if config.get("pgbouncer"):
-                result["turns"]["pgbouncer"] = turns.through_pgbouncer(
-                    db.url,
-                    conversations[main],
-                    token,
-                    clients=config["turn_clients"],
-                    workers=config["turn_workers"],
-                    seconds=config["turn_seconds"],
-                    log=log,
-                )
-            if config.get("populated"):
-                from . import populated
-
-                result["populated"] = populated.run(db.url, token, config, log)
+            _turn_phases(db, token, config, result)
     except Exception:  # noqa: BLE001 - reported in the results, the run goes on
         result["error"] = traceback.format_exc()
         log(result["error"])
@@ -186,6 +92,162 @@ def main(vendor: str, config: dict, out_path: str) -> int:
     with open(out_path, "w") as fh:
         json.dump(result, fh, default=str)
     return 0 if "error" not in result else 1
+
+
+def _side_phases(vendor: str, db, token: str, config: dict, result: dict) -> None:
+    """The phases each on a user of its own: relevance, forget, feed and, on PostgreSQL, MCP."""
+    from . import endpoints, load
+
+    if config.get("relevance_memories"):
+        from . import relevance
+
+        started = time.perf_counter()
+        user = relevance.load_user(config["relevance_memories"])
+        if vendor == "postgres":
+            load.analyze()
+        log(
+            f"  {vendor}: loaded the relevance user ({user['memories']:,} memories) in "
+            f"{time.perf_counter() - started:.1f}s"
+        )
+        result["relevance"] = relevance.endpoint_cost(
+            token, user, endpoints.CaseConfig(**config["case"]), log
+        )
+
+    if config.get("forget_messages"):
+        from . import forget
+
+        result["forget"] = forget.run(config["forget_messages"], config["forget_rounds"], log)
+
+    if config.get("feed_events"):
+        from . import feed
+
+        result["feed"] = feed.run(config["feed_events"], config["feed_calls"], token, log)
+
+    if vendor == "postgres" and config.get("mcp_records"):
+        result["mcp"] = _mcp(db.url, token, config, log)
+
+
+def _turn_phases(db, token: str, config: dict, result: dict) -> None:
+    """On PostgreSQL: the whole turn against gunicorn, its floor, PgBouncer, the populated
+    database."""
+    from django.db import connection
+
+    from . import data, load, turns
+
+    vendor = "postgres"
+    seed = config["seed"]
+    started = time.perf_counter()
+    groups: dict[int, list] = {}
+    for n in config["turn_sizes"]:
+        groups[n] = []
+        for i in range(config["turn_clients"]):
+            world = data.build_world(
+                n,
+                seed=seed + 1 + i,
+                user=f"bench-turn-{n}-{i}",
+                n_messages=100,
+                id_seed=seed * 7 + n * 1_009 + i,
+            )
+            groups[n].append(load.load_world(world, with_turn=False))
+    load.analyze()
+    log(
+        f"  {vendor}: loaded {sum(map(len, groups.values()))} turn users "
+        f"({', '.join(f'{len(g)} × {n:,}' for n, g in groups.items())} memories) in "
+        f"{time.perf_counter() - started:.1f}s"
+    )
+    main = config["turn_main"]
+    queries = turns.inprocess_queries(groups[main][-1].conversation, token)
+    log(f"  {vendor}: queries per turn {queries}")
+    connection.close()
+    floor_result = None
+    if config.get("floor_rounds"):
+        from . import floor
+
+        floor_result = floor.run(
+            groups[main][-1].conversation,
+            token,
+            rounds=config["floor_rounds"],
+            turns_per_round=config["floor_turns_per_round"],
+            seconds_per_round=config["floor_seconds_per_round"],
+            database_url=db.url,
+            workers=config["turn_workers"],
+            texts=turns.TURN_TEXTS,
+            plan=turns.PLAN,
+            reply=turns.REPLY,
+            log=log,
+        )
+        floor_result["records"] = main
+        connection.close()
+    conversations = {n: [u.conversation for u in g] for n, g in groups.items()}
+    result["turns"] = turns.run(
+        db.url,
+        conversations,
+        token,
+        clients=config["turn_clients"],
+        workers=config["turn_workers"],
+        seconds=config["turn_seconds"],
+        log=log,
+        main_size=main,
+    )
+    result["turns"]["records_per_user"] = main
+    result["turns"]["queries"] = queries
+    if floor_result is not None:
+        result["turns"]["floor"] = floor_result
+    if config.get("pgbouncer"):
+        result["turns"]["pgbouncer"] = turns.through_pgbouncer(
+            db.url,
+            conversations[main],
+            token,
+            clients=config["turn_clients"],
+            workers=config["turn_workers"],
+            seconds=config["turn_seconds"],
+            log=log,
+        )
+    if config.get("populated"):
+        from . import populated
+
+        result["populated"] = populated.run(db.url, token, config, log)
+
+
+def _mcp(database_url: str, token: str, config: dict, log) -> dict:
+    """`recall` through `/mcp` beside the resolve endpoint (bench.mcp), for a user of its own
+    with a read connection made the way the page and `create_connection` make one."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from agents.services import connection_create
+
+    from . import data, load, mcp
+
+    n = config["mcp_records"]
+    seed = config["seed"]
+    world = data.build_world(
+        n, seed=seed + 97, user=f"bench-mcp-{n}", n_messages=100, id_seed=seed * 13 + n
+    )
+    loaded = load.load_world(world, with_turn=False)
+    load.analyze()
+    user = get_user_model().objects.get(pk=loaded.user_pk)
+    made = connection_create(user=user, name="Bench assistant", access="read")
+    connection.close()
+    target = {
+        "user": loaded.user,
+        "character": loaded.character,
+        "conversation": loaded.conversation,
+        "records": loaded.records,
+        "token": made.token,
+    }
+    return mcp.run(
+        database_url,
+        target,
+        token,
+        config={
+            "workers": config["turn_workers"],
+            "clients": config["turn_clients"],
+            "seconds": config["mcp_seconds"],
+            "case": config["case"],
+        },
+        log=log,
+    )
 
 
 def _server_version(connection) -> str:
