@@ -88,6 +88,7 @@ def test_it_does_not_judge_the_ratio_of_a_smoke_run_below_1000_memories():
 
 
 def test_it_reports_both_targets_as_not_run_without_the_phase():
+    """A run without the mcp phase (`--only` without it, or no PostgreSQL) judges neither."""
     rows = _rows(None)
     assert [(r["measured"], r["result"]) for r in rows.values()] == [("not run", "skipped")] * 2
 
