@@ -22,6 +22,8 @@ _ID_OF = {
     "MessageRow": "the message",
     "RuleOutput": "the rule",
     "RuleRow": "the rule",
+    "TellerRow": "the connection that told the memory (kept as text: an export needs no "
+    "connection row)",
     "TombstoneRow": "the tombstone",
     "TurnRow": "the turn",
     "ExclusionOutput": "the memory left out",
@@ -320,6 +322,8 @@ BY_SHAPE: dict[str, str] = {
     "RevealRow.expires_at": "When the reveal ends.",
     "RevealRow.status": "Whether the reveal is open, expired or closed.",
     "MemorySettingsRow.changed_at": "When a switch last changed; null if never.",
+    "MemoryRow.told_by": "Who told the memory other than in a message (§15 M3): the "
+    "connected assistant that stored it, at most one, as `{kind, id, name}`; empty otherwise.",
 }
 
 _SNAPSHOT_LISTS = {

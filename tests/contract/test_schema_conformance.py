@@ -23,7 +23,12 @@ def calls(w, state):
 
     ref = w.ref
     conv = w.conversations[0]
-    turn = str(Turn.objects.filter(user__username=ref, status="open").first().pk)
+    # The newest open turn: made after every forget of the world, so no forget withholds its
+    # message and its plan answers 200 (F7.1). (The first by id was any open turn, some of which
+    # a forget of the world withholds.)
+    turn = str(
+        Turn.objects.filter(user__username=ref, status="open").order_by("-created_at").first().pk
+    )
     pet = (
         MemoryRecord.objects.filter(user__username=ref, key="pet.name").order_by("-version").first()
     )
