@@ -128,6 +128,15 @@ PROBLEM_CODES: dict[str, ProblemCode] = {
         "withheld and answered with `withheld: true` and `content: null`.",
         "Do not prompt the model with this turn: start a new turn with the user's next message.",
     ),
+    "memory_off": ProblemCode(
+        409,
+        "Memory is switched off",
+        "The user switched memory use off (SPEC I8): an assistant connected over MCP asked what "
+        "is remembered (`recall`, `list_memories`, `ask`), and nothing remembered may be "
+        "used. Only an assistant's tools answer it (§15 M3); the runtime's API answers with an "
+        "empty memory section instead.",
+        "Go on without memories; the user can switch memory use back on in their settings.",
+    ),
     "cursor_expired": ProblemCode(
         410,
         "Cursor expired",

@@ -107,7 +107,6 @@ class MemoryRecordAdmin(SupportAdmin):
         "value_preview",
         "scope_id",
         "state_ref",
-        "withheld_ref",
         "authority",
         "version",
         "valid_from",
@@ -249,12 +248,15 @@ class MemoryRecordAdmin(SupportAdmin):
         state = self._state_of(obj)
         if state is None:
             return "-"
-        return format_html(
+        shown = format_html(
             '<span class="memory-state" data-state="{}" title="{}">{}</span>',
             state.state,
             STATE_WORDS[state.state],
             state.state,
         )
+        # F7.2: a withheld record says so beside its state (one column: the list fits 1280px).
+        withheld = self.withheld_ref(obj)
+        return shown if withheld == "-" else format_html("{} {}", shown, withheld)
 
     @admin.display(description="why (R8)")
     def state_detail_ref(self, obj):

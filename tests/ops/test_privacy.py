@@ -86,13 +86,15 @@ def _text_fields(model) -> list[str]:
 
 
 def test_it_keeps_free_text_out_of_the_decision_log():
-    """D10: only the allow-listed fields; the JSON fields hold ids."""
+    """D10: only the allow-listed fields; the JSON fields hold ids, and `requester` the id of
+    the connection that asked (`connection:<id>`, §15 M3), never its name."""
     names = {f.name for f in DecisionLog._meta.get_fields() if f.concrete}
     assert names == {
         "id",
         "user",
         "capability",
         "requested_by",
+        "requester",
         "effect",
         "reason",
         "rule_ids",
