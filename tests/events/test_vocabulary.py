@@ -9,7 +9,6 @@ import json
 
 import jsonschema
 import pytest
-
 from drf_spectacular.validation import validate_schema
 
 from conversations.domain import Scope
