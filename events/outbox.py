@@ -119,9 +119,7 @@ def memory_created(
 
 def memory_changed(user_ref: str, *, memory: str, by: str, at: datetime) -> Event:
     """A write superseded a stored record (W5): its E1 state is `superseded`, by `by`."""
-    return _event(
-        MEMORY_CHANGED, user_ref, at, {"memory": memory, "state": "superseded", "by": by}
-    )
+    return _event(MEMORY_CHANGED, user_ref, at, {"memory": memory, "state": "superseded", "by": by})
 
 
 def memory_retracted(

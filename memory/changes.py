@@ -108,4 +108,3 @@ def settings_changed(user, profile) -> None:
             )
         ]
     )
-
