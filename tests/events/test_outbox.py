@@ -249,6 +249,9 @@ def test_it_announces_what_an_import_created(conv):
     assert types() == ["memory.created", "settings.changed"]
     assert events()[0][2]["memory"] == snapshot["memories"][0]["id"]
     assert events()[1][2] == {"learn": True, "use": False, "changed_by": "api"}
+    # V5: a record's event carries the record's own time, not the import's.
+    created = Event.objects.get(type="memory.created")
+    assert created.occurred_at == MemoryRecord.objects.get(pk=created.data["memory"]).recorded_at
     assert_no_private_text()
 
 
