@@ -64,10 +64,10 @@ class EventScope(serializers.Serializer):
 
 class MemoryCreatedData(serializers.Serializer):
     memory = serializers.UUIDField(help_text="The new record.")
-    scope = EventScope()
-    version = serializers.IntegerField()
-    authority = serializers.ChoiceField(choices=AUTHORITIES)
-    valid_from = serializers.DateTimeField()
+    scope = EventScope(help_text="Where it applies.")
+    version = serializers.IntegerField(help_text="Its version in its scoped key (W8).")
+    authority = serializers.ChoiceField(choices=AUTHORITIES, help_text="Who said it (§2).")
+    valid_from = serializers.DateTimeField(help_text="When it starts to hold.")
     valid_until = serializers.DateTimeField(
         allow_null=True, help_text="When it ends (a copy expires it by itself); null: open."
     )
@@ -115,18 +115,18 @@ TombstoneDeletedData = type(
 
 
 class SettingsChangedData(serializers.Serializer):
-    learn = serializers.BooleanField()
-    use = serializers.BooleanField()
-    changed_by = serializers.CharField()
+    learn = serializers.BooleanField(help_text="Whether the companion learns new memories (I8).")
+    use = serializers.BooleanField(help_text="Whether the companion uses memories (I8).")
+    changed_by = serializers.CharField(help_text="Who changed them: `user`, `api`, …")
 
 
 class PolicyChangedData(serializers.Serializer):
-    policy_version = serializers.IntegerField()
+    policy_version = serializers.IntegerField(help_text="The new policy version (D7).")
     rules = serializers.ListField(child=serializers.CharField(), help_text="The rules touched.")
 
 
 class ConversationDeletedData(serializers.Serializer):
-    conversation = serializers.UUIDField()
+    conversation = serializers.UUIDField(help_text="The conversation deleted.")
 
 
 @extend_schema_field(
@@ -162,14 +162,16 @@ def _event_class(type_: str, data: type[serializers.Serializer]) -> type:
             "id": serializers.CharField(
                 help_text="`evt_<n>`: unique, the `webhook-id` of its deliveries."
             ),
-            "type": serializers.ChoiceField(choices=(type_,)),
+            "type": serializers.ChoiceField(
+                choices=(type_,), help_text="What changed; names the schema of `data`."
+            ),
             "user": serializers.CharField(
                 allow_null=True, help_text="The user ref; null for the product defaults."
             ),
             "occurred_at": serializers.DateTimeField(
                 help_text="When the change was made: the record's own time."
             ),
-            "data": data(),
+            "data": data(help_text=f"The ids, states, versions and times of a `{type_}`."),
             "__doc__": f"A `{type_}` event (SPEC V1, V5).",
         },
     )
