@@ -286,10 +286,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # SPEC V5: the webhooks a runtime receives, with their signature headers (events.schemas);
+    # published as `x-webhooks` while the document is OpenAPI 3.0 (events.schemas.postprocess).
+    "WEBHOOKS": ["events.schemas.EVENT_WEBHOOK"],
     # SPEC C1, C3: path parameter patterns and every operation's problems (config.schema).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.schema.postprocess",
+        "events.schemas.postprocess",  # SPEC V5: the webhooks' signature headers
     ],
     "ENUM_NAME_OVERRIDES": {
         "MemoryStatusEnum": "memory.domain.STATUSES",

@@ -7,7 +7,7 @@ so an event can never be written after the change committed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from django.db import transaction
@@ -45,6 +45,32 @@ def _event(type_: str, user_ref: str | None, at: datetime, data: dict) -> Event:
     return Event(type=type_, user_ref=user_ref or "", occurred_at=at, data=data)
 
 
+def event_scope(kind: str, character: str | None = None, conversation: str | None = None) -> dict:
+    """V5: a scope in the API's shape with only the references its kind has — never a null
+    member, and never a scene's id (scene ids are the user's words): a scene is named by its
+    conversation."""
+    out: dict = {"kind": kind}
+    if kind == "character":
+        out["character"] = character
+    if kind in ("conversation", "scene"):
+        out["conversation"] = conversation
+    return out
+
+
+def event_scope_of_id(scope_id: str) -> dict:
+    """V5: the event scope of a stored scope id (`user:<ref>`, `character:<ref>:<slug>`,
+    `conversation:<id>`, `scene:<id>:<scene>`), and `{"kind": "everywhere"}` for a forget's
+    `*` (every scope)."""
+    if scope_id == "*":
+        return {"kind": "everywhere"}
+    kind, _, rest = scope_id.partition(":")
+    if kind == "character":
+        return event_scope(kind, character=rest.partition(":")[2])
+    if kind in ("conversation", "scene"):
+        return event_scope(kind, conversation=rest.partition(":")[0])
+    return event_scope("user")
+
+
 def id_list(name: str, ids: Iterable) -> dict:
     """V5: the id list `name` of an event, sorted and bounded: at most `ID_LIST_MAX` ids (the
     first in sorted order); beyond, `<name>_count` (how many there are) and
@@ -72,8 +98,8 @@ def memory_created(
     supersedes: str | None,
     at: datetime,
 ) -> Event:
-    """A new record. The scope by kind and ids (a scene's name is the user's words: left
-    out); `valid_until` so a copy expires the record by itself (a window ending makes no
+    """A new record. The scope as the API shapes it, without a scene's id (V5: the user's
+    words); `valid_until` so a copy expires the record by itself (a window ending makes no
     event)."""
     return _event(
         MEMORY_CREATED,
@@ -81,7 +107,7 @@ def memory_created(
         at,
         {
             "memory": memory,
-            "scope": {"kind": scope_kind, "character": character, "conversation": conversation},
+            "scope": event_scope(scope_kind, character, conversation),
             "version": version,
             "authority": authority,
             "valid_from": iso_z(valid_from),
@@ -91,26 +117,45 @@ def memory_created(
     )
 
 
-def memory_changed(
-    user_ref: str, *, memory: str, state: str, at: datetime, by: str | None = None
+def memory_changed(user_ref: str, *, memory: str, by: str, at: datetime) -> Event:
+    """A write superseded a stored record (W5): its E1 state is `superseded`, by `by`."""
+    return _event(MEMORY_CHANGED, user_ref, at, {"memory": memory, "state": "superseded", "by": by})
+
+
+def memory_retracted(
+    user_ref: str, *, memory: str, valid_until: datetime, retracted_at: datetime
 ) -> Event:
-    """A write changed a stored record's state: `superseded` (by the record `by`) or
-    `retracted` (W10)."""
-    return _event(MEMORY_CHANGED, user_ref, at, {"memory": memory, "state": state, "by": by})
+    """W10 closed a stored record at `retracted_at` (V5: "retracted" is not a state). Its E1
+    state then, in its own scope: `expired` once its window closed, `not-yet-valid` for a
+    record that had not started (its window is left empty at its start)."""
+    state = "not-yet-valid" if valid_until > retracted_at else "expired"
+    return _event(
+        MEMORY_CHANGED,
+        user_ref,
+        retracted_at,
+        {
+            "memory": memory,
+            "state": state,
+            "by": None,
+            "valid_until": iso_z(valid_until),
+            "retracted_at": iso_z(retracted_at),
+        },
+    )
 
 
 def memory_forgotten(
     user_ref: str,
     *,
     tombstone: str,
-    scope_kind: str,
+    scope_id: str,
     memories: Sequence[str],
     withheld_message_ids: Sequence[str],
     withheld_memory_ids: Sequence[str] = (),
     forgotten_by: str,
     at: datetime,
 ) -> Event:
-    """F1/F2: the tombstone, the records it purged, the messages it withholds (F6) and the
+    """F1/F2: the tombstone, its scope (V5: as the API shapes it, `{"kind": "everywhere"}`
+    for a forget of every scope), the records it purged, the messages it withholds (F6) and the
     user's other memories it withholds (F7.2) — each id list bounded (V5)."""
     return _event(
         MEMORY_FORGOTTEN,
@@ -118,7 +163,7 @@ def memory_forgotten(
         at,
         {
             "tombstone": tombstone,
-            "scope_kind": scope_kind,
+            "scope": event_scope_of_id(scope_id),
             **id_list("memories", memories),
             **id_list("withheld_messages", withheld_message_ids),
             **id_list("withheld_memories", withheld_memory_ids),
@@ -190,3 +235,23 @@ def user_deleted(user_ref: str, *, at: datetime) -> None:
         raise RuntimeError("Events are written in the transaction of their change (V1).")
     Event.objects.filter(user_ref=user_ref).delete()
     Event.objects.create(type=USER_DELETED, user_ref=user_ref, occurred_at=at, data={})
+
+
+# The times an event's `data` carries (V5: the record's own), as `iso_z` strings.
+DATA_TIMES = ("valid_from", "valid_until", "retracted_at")
+
+
+def move_times(user_ref: str, moved: Callable[[datetime], datetime]) -> None:
+    """V5: when a user's records are moved in time (the demo's schedule), their events move
+    with them — `occurred_at` and every time in `data` — so the events keep carrying the
+    records' own times."""
+    rows = list(Event.objects.filter(user_ref=user_ref))
+    for row in rows:
+        row.occurred_at = moved(row.occurred_at)
+        row.data = {
+            name: iso_z(moved(datetime.fromisoformat(value)))
+            if name in DATA_TIMES and value is not None
+            else value
+            for name, value in row.data.items()
+        }
+    Event.objects.bulk_update(rows, ["occurred_at", "data"], batch_size=500)

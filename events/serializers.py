@@ -1,10 +1,12 @@
 """The feed's query and answer shapes (SPEC V2)."""
 
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from config.serializers import CleanCharField, StrictSerializer
 
 from .outbox import EVENT_TYPES
+from .schemas import EVENT_CLASSES
 
 FEED_LIMIT_MAX = 500
 FEED_LIMIT_DEFAULT = 100
@@ -35,27 +37,21 @@ class EventFeedQuery(StrictSerializer):
     )
 
 
-class EventOutput(serializers.Serializer):
-    id = serializers.CharField(help_text="`evt_<n>`: unique, the `webhook-id` of its deliveries.")
-    type = serializers.ChoiceField(
-        choices=EVENT_TYPES,
-        help_text="What changed: a memory created, changed or forgotten, a "
-        "forget undone, the memory switches, the user's policy, a conversation or a user deleted.",
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="Event",
+        serializers=EVENT_CLASSES,
+        resource_type_field_name="type",
+        many=True,
     )
-    user = serializers.CharField(
-        allow_null=True, help_text="The user ref; null for a change of the product defaults."
-    )
-    occurred_at = serializers.DateTimeField(help_text="When the change was made (database clock).")
-    data = serializers.DictField(
-        help_text="Ids, states, versions and times of the change (SPEC V1): never a value, "
-        "message content or key. An id list holds at most 1,000 ids, sorted; a longer one is "
-        "cut there and carries `<list>_count` and `<list>_truncated: true` beside it (V5): read "
-        "the tombstone for the rest."
-    )
+)
+class EventList(serializers.ListField):
+    """The events of a page: each one `{id, type, user, occurred_at, data}`, its `data` in the
+    schema of its `type` (V5). Ids, states, versions and times only (V1)."""
 
 
 class EventPageOutput(serializers.Serializer):
-    results = EventOutput(many=True)
+    results = EventList()
     next = serializers.CharField(
         help_text="The cursor to pass as `after` next: after the last event answered, or the "
         "position passed in when none was. Always present."

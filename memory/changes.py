@@ -14,7 +14,8 @@ from .writes import WritePlan
 
 def plan_events(user_ref: str, plan: WritePlan) -> list:
     """`memory.created` for each new record (with `memory.changed` `superseded` for the record
-    it supersedes) and `memory.changed` `retracted` for each record W10 closed."""
+    it supersedes) and `memory.changed` for each record W10 closed, with its E1 state and
+    `retracted_at` (V5)."""
     events = []
     for r in plan.inserts:
         events.append(
@@ -34,13 +35,13 @@ def plan_events(user_ref: str, plan: WritePlan) -> list:
         )
         if r.supersedes:
             events.append(
-                outbox.memory_changed(
-                    user_ref, memory=r.supersedes, state="superseded", by=r.id, at=r.recorded_at
-                )
+                outbox.memory_changed(user_ref, memory=r.supersedes, by=r.id, at=r.recorded_at)
             )
-    for rid, (_valid_until, retracted_at) in plan.closes.items():
+    for rid, (valid_until, retracted_at) in plan.closes.items():
         events.append(
-            outbox.memory_changed(user_ref, memory=rid, state="retracted", at=retracted_at)
+            outbox.memory_retracted(
+                user_ref, memory=rid, valid_until=valid_until, retracted_at=retracted_at
+            )
         )
     return events
 
@@ -61,7 +62,7 @@ def forgotten(
             outbox.memory_forgotten(
                 user.username,
                 tombstone=str(tombstone.pk),
-                scope_kind=scope_kind_of(tombstone.scope_id),
+                scope_id=tombstone.scope_id,
                 memories=purged,
                 withheld_message_ids=withheld_message_ids,
                 withheld_memory_ids=withheld_memory_ids,
@@ -107,8 +108,3 @@ def settings_changed(user, profile) -> None:
             )
         ]
     )
-
-
-def scope_kind_of(scope_id: str) -> str:
-    """A tombstone's scope by kind only (`*`: every scope); its ids may name a scene."""
-    return "all" if scope_id == "*" else scope_id.split(":", 1)[0]

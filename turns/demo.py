@@ -5,7 +5,8 @@ change and a boundary decision.
 The scenario is played in a moment; a person reads it as evenings over more than a week. So
 every time the demo user's rows carry is moved, turn by turn, onto a schedule: the first
 evening nine days ago, the correction and the scene change four days later, the return
-yesterday. Each row moves with the turn it was written in, so the order of everything (and
+yesterday. Each row (and each event the user's changes left) moves with the turn it was
+written in, so the order of everything (and
 every window, source and forget time relative to the messages) stays exactly as played."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.db import models
 
 from config.clock import db_now
 from conversations.models import Conversation, Turn
+from events.outbox import move_times
 
 from .continuity import play
 from .users import user_delete
@@ -95,6 +97,7 @@ def spread(user) -> None:
         fields = [*names, "plan_snapshot"] if model is Turn else names
         if rows:
             model.objects.bulk_update(rows, fields, batch_size=500)
+    move_times(user.username, moved)  # V5: the events carry the records' own times
     first = (
         Conversation.objects.filter(user=user)
         .order_by("created_at")

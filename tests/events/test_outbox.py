@@ -64,7 +64,7 @@ def test_it_writes_memory_created_for_an_asserted_memory(conv):
     assert (type_, user) == ("memory.created", "sam")
     assert data == {
         "memory": result.record.id,
-        "scope": {"kind": "user", "character": None, "conversation": None},
+        "scope": {"kind": "user"},
         "version": 1,
         "authority": "user-confirmed",
         "valid_from": result.record.valid_from.isoformat().replace("+00:00", "Z"),
@@ -97,16 +97,21 @@ def test_it_records_a_correction_creating_a_record_and_changing_the_one_it_super
     assert_no_private_text()
 
 
-def test_it_records_a_retraction_changing_the_record_to_retracted(conv):
+def test_it_records_a_retraction_with_the_records_e1_state_and_retracted_at(conv):
+    """V5: a retracted record's `memory.changed` carries its E1 state (`expired`: W10 closed
+    its window at that moment) with `retracted_at` — "retracted" is not a state."""
     first = memory_services.memory_assert(
         user=conv.user, key="pet.secretname", value="Rexalot", scope=Scope("user")
     ).record
     memory_services.memory_retract(record_id=first.id)
+    row = MemoryRecord.objects.get(pk=first.id)
+    at = row.retracted_at.isoformat().replace("+00:00", "Z")
     assert events()[-1] == (
         "memory.changed",
         "sam",
-        {"memory": first.id, "state": "retracted", "by": None},
+        {"memory": first.id, "state": "expired", "by": None, "valid_until": at, "retracted_at": at},
     )
+    assert Event.objects.order_by("-id").first().occurred_at == row.retracted_at
 
 
 def test_it_names_a_forgets_tombstone_purged_records_and_withheld_messages(conv):
@@ -119,7 +124,7 @@ def test_it_names_a_forgets_tombstone_purged_records_and_withheld_messages(conv)
         "sam",
         {
             "tombstone": str(tombstone.pk),
-            "scope_kind": "user",
+            "scope": {"kind": "user"},
             "memories": [first.id],
             "withheld_messages": [],
             "withheld_memories": [],
@@ -244,6 +249,9 @@ def test_it_announces_what_an_import_created(conv):
     assert types() == ["memory.created", "settings.changed"]
     assert events()[0][2]["memory"] == snapshot["memories"][0]["id"]
     assert events()[1][2] == {"learn": True, "use": False, "changed_by": "api"}
+    # V5: a record's event carries the record's own time, not the import's.
+    created = Event.objects.get(type="memory.created")
+    assert created.occurred_at == MemoryRecord.objects.get(pk=created.data["memory"]).recorded_at
     assert_no_private_text()
 
 
@@ -315,7 +323,7 @@ def test_it_lists_the_memories_a_forget_withholds_and_an_undo_releases_f7_2(conv
         "sam",
         {
             "tombstone": str(tombstone.pk),
-            "scope_kind": "user",
+            "scope": {"kind": "user"},
             "memories": [priya["sister"]],
             "withheld_messages": [],
             "withheld_memories": held,

@@ -103,3 +103,29 @@ def test_it_starts_the_demo_over_with_reset():
         NAME
     ]
     assert again.check_password(password_of(output))
+
+
+def test_it_gives_the_demos_events_the_records_own_times():
+    """V5: the demo's events carry the times of the demo's records (moved onto its evenings),
+    not the time it was loaded: a record's `memory.created` its `recorded_at` and
+    `valid_from`, a forget's `memory.forgotten` its `forgotten_at`, a retraction its
+    `retracted_at`."""
+    load()
+    user = demo_user()
+    z = lambda moment: moment.isoformat().replace("+00:00", "Z")  # noqa: E731
+    records = {str(r.pk): r for r in MemoryRecord.objects.filter(user=user)}
+    tombstones = {str(t.pk): t for t in Tombstone.objects.filter(user=user)}
+    seen = set()
+    for event in Event.objects.filter(user_ref=NAME):
+        if event.type == "memory.created":
+            record = records[event.data["memory"]]
+            assert event.occurred_at == record.recorded_at
+            assert event.data["valid_from"] == z(record.valid_from)
+        elif event.type == "memory.forgotten":
+            assert event.occurred_at == tombstones[event.data["tombstone"]].forgotten_at
+        elif event.type == "memory.changed" and "retracted_at" in event.data:
+            assert event.data["retracted_at"] == z(records[event.data["memory"]].retracted_at)
+        else:
+            continue
+        seen.add(event.type)
+    assert seen >= {"memory.created", "memory.forgotten"}

@@ -1,13 +1,13 @@
 """V1 for an import (SPEC §9): the events of what an import created, in its transaction —
 `memory.created` for each record it brought (one that an existing tombstone purged at once
 stays unknown to copies), `memory.forgotten` for each tombstone, `policy.changed` for its
-rules, `settings.changed` when the export file's switches were taken."""
+rules, `settings.changed` when the export file's switches were taken. A record's and a
+tombstone's events carry their own times (V5); the rules and switches, the import's."""
 
 from __future__ import annotations
 
 from config.clock import db_now
 from events import outbox
-from memory.changes import scope_kind_of
 from memory.withholding import withheld_lists, withheld_memory_lists
 from policy.selectors import user_policy_version
 
@@ -27,7 +27,7 @@ def import_events(user, *, memories, tombstones, rules, profile) -> None:
             valid_from=r.valid_from,
             valid_until=r.valid_until,
             supersedes=str(r.supersedes_id) if r.supersedes_id else None,
-            at=at,
+            at=r.recorded_at,
         )
         for r in memories
         if r.status != "forgotten"
@@ -39,12 +39,12 @@ def import_events(user, *, memories, tombstones, rules, profile) -> None:
         outbox.memory_forgotten(
             ref,
             tombstone=str(t.pk),
-            scope_kind=scope_kind_of(t.scope_id),
+            scope_id=t.scope_id,
             memories=[],
             withheld_message_ids=withheld.get(str(t.pk), ([], []))[0],
             withheld_memory_ids=withheld_memories.get(str(t.pk), []),
             forgotten_by=t.forgotten_by,
-            at=at,
+            at=t.forgotten_at,
         )
         for t in tombstones
     ]
