@@ -9,9 +9,8 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.core.cache import caches
 
-from config.throttle import COUNTERS, RuntimeThrottle, store_for, user_key
+from config.throttle import RuntimeThrottle, longest_wait, user_key
 
 from .models import Connection
 
@@ -31,10 +30,4 @@ def wait_for(connection: Connection) -> float | None:
     counters = [(key, *reversed(parse(rate))) for key, rate in named if rate]
     if not counters:
         return None
-    results = COUNTERS.hit_all(store_for(caches["default"]), counters, time.time())
-    waits = [
-        left
-        for (total, left), (_, _, limit) in zip(results, counters, strict=True)
-        if total > limit
-    ]
-    return max(waits) if waits else None
+    return longest_wait(counters, time.time())

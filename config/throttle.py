@@ -272,14 +272,8 @@ class RuntimeThrottle(SimpleRateThrottle):
             counters.append((key, duration, limit))
         if not counters:
             return True
-        results = COUNTERS.hit_all(store_for(caches["default"]), counters, self.timer())
-        waits = [
-            left
-            for (total, left), (_, _, limit) in zip(results, counters, strict=True)
-            if total > limit
-        ]
-        self._wait = max(waits) if waits else None
-        return not waits
+        self._wait = longest_wait(counters, self.timer())
+        return self._wait is None
 
     def wait(self):
         return self._wait
@@ -288,3 +282,16 @@ class RuntimeThrottle(SimpleRateThrottle):
 def reset() -> None:
     """Forget this process's counters (tests start each case with none)."""
     COUNTERS.clear()
+
+
+def longest_wait(counters: list[tuple[str, int, int]], now: float) -> float | None:
+    """Count one request on each `(key, duration, limit)` counter at once and answer how long
+    the caller must wait before the most exceeded one lets it through, or None when none is
+    over its limit (the runtime's buckets and a connection's, O-rules, §15 M2)."""
+    results = COUNTERS.hit_all(store_for(caches["default"]), counters, now)
+    waits = [
+        left
+        for (total, left), (_, _, limit) in zip(results, counters, strict=True)
+        if total > limit
+    ]
+    return max(waits) if waits else None
