@@ -352,7 +352,7 @@ class TurnCreateApi(APIView):
             raise result.refused
         body = turn_json(result.turn)
         if plan is not None:
-            body["plan"] = plan_json(result.plan or plans.turn_plan_replayed(result, plan))
+            body["plan"] = plan_json(result.plan)
         return Response(body, status=201 if result.created else 200)
 
 

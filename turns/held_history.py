@@ -11,8 +11,9 @@ held and that message's row version, and reads the history whole when either dif
 
 The candidates are held without their withheld flags, which `candidates` sets from the set read
 now; texts are held for what a plan with the last read's room could admit (the rule of
-`turns.storage.history_sql`), never for a withheld message. A text a plan needs and the process
-does not hold is read by the turn's `NeedTexts` step, as under `skip`."""
+`turns.storage.history_sql`), never for a withheld message; a forget or an undo lets the
+user's held histories go (F7.6). A text a plan needs and the process does not hold (a larger
+room than the last read's) is read after the pure pass (`needs_texts`), as under `skip`."""
 
 from __future__ import annotations
 
@@ -128,14 +129,13 @@ class HeldHistories:
             self._owners.pop(conversation, None)
 
     def forget_texts(self, user) -> None:
-        """Let the texts held for `user`'s conversations go, keeping the candidates (ids,
-        sizes, the check): the next turn still catches up, and reads the texts its plan
-        admits (`NeedTexts`), never one a forget withholds."""
+        """Let the histories held for `user`'s conversations go, texts and all: the next turn
+        of each reads its history whole, with the texts its plan can admit, in its one
+        statement — never a text a forget withholds, and no read after the pure pass."""
         with self._lock:
-            for conversation, owner in self._owners.items():
-                entry = self._entries.get(conversation)
-                if owner == user and entry is not None and entry.texts:
-                    self._entries[conversation] = replace(entry, texts={})
+            for conversation in [c for c, owner in self._owners.items() if owner == user]:
+                self._entries.pop(conversation, None)
+                self._owners.pop(conversation, None)
 
     def held_texts(self) -> list[str]:
         """Every text held now (what a test walks after a forget)."""

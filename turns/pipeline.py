@@ -13,8 +13,9 @@ decides everything, and the shell writes once:
 `BudgetExceeded` that refused it: the turn is still created, I7) and the decisions. Nothing
 here reads the database or a clock: the ids come from `new_id`, the time is the context's
 `now`, and the history's text comes with the read — under `skip` a message admitted past one
-that did not fit may lie outside what was read, and then `NeedTexts` names the ids whose text
-the shell reads before it plans again (`plan_turn`).
+that did not fit may lie outside what was read (which messages depends on the memory section
+this pass decides), and then `TurnDecided.needs_texts` names the ids whose text the shell
+reads before it plans again (`plan_turn`).
 
 Ids are drawn in the order the step-by-step path drew them (the message, the turn, each new
 record in order, each logged decision), so the same state and ids give the same answer.
@@ -117,6 +118,9 @@ class TurnDecided:
     # the turn keeps
     by_slot: Mapping[tuple[str, str], Sequence[MemoryRecord]] | None = None
     by_group: KeyGroups | None = None
+    # The history ids the plan admits whose text the read did not hold (`plan_turn`): the
+    # plan is not made until they are given.
+    needs_texts: list[str] = field(default_factory=list)
 
 
 class NeedTexts(Exception):  # noqa: N818 - a request for more input, not an error
@@ -129,8 +133,7 @@ class NeedTexts(Exception):  # noqa: N818 - a request for more input, not an err
 
 def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
     """Steps 1–4 of the module docstring. Raises a `DomainError` (`ValidationError`,
-    `AuthorityConflict`) for a finding a write refuses (nothing is then written) and
-    `NeedTexts` (see `plan_turn`)."""
+    `AuthorityConflict`) for a finding a write refuses (nothing is then written)."""
     context = read.context
     by_slot = read.by_slot if read.by_slot is not None else slots_of(read.records)
     batch = WriteBatch(
@@ -202,8 +205,8 @@ def plan_turn(
 ) -> None:
     """Steps 3 and 4 on what `decide_turn` resolved, through `plan_prompt`: the plan and its
     snapshot (or the refusal that keeps the turn without one, I7) and, with a plan, the
-    decisions. Raises `NeedTexts` when the plan admits history whose text is not in `texts`;
-    call it again with them."""
+    decisions. When the plan admits history whose text is not in `texts`, nothing is planned
+    and `decided.needs_texts` names those ids: call it again with them."""
 
     def fetch_content(ids: list[str]) -> dict[str, str]:
         missing = [i for i in ids if i not in texts]
@@ -228,6 +231,7 @@ def plan_turn(
             for capability in read.capabilities
         ]
 
+    decided.needs_texts = []
     try:
         planned = plan_prompt(
             current=read.message,
@@ -244,6 +248,9 @@ def plan_turn(
         )
     except BudgetExceeded as refused:
         decided.refused = refused
+        return
+    except NeedTexts as needed:
+        decided.needs_texts = needed.ids
         return
     decided.plan, decided.snapshot, decided.decisions = (
         planned.plan,

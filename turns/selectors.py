@@ -215,26 +215,29 @@ def data_counts(user) -> dict[str, int]:
 def read_turn_orm(
     *,
     conversation,
-    turn_key: str,
+    turn_key: str | None,
     character: str,
     memory: ContextMemory,
     room: int,
     n_recent: int,
     learning: bool,
     capabilities: list[str],
+    boundary: int,
 ) -> TurnRows:
     """What `turns.storage.read_turn` reads, through the ORM: the reference the raw statement
     is tested against, and the read wherever the raw reader does not serve the database."""
     user = conversation.user
-    existing = (
-        Turn.objects.filter(conversation=conversation, turn_key=turn_key)
-        .values_list("pk", flat=True)
-        .first()
-    )
+    existing = None
+    if turn_key is not None:
+        existing = (
+            Turn.objects.filter(conversation=conversation, turn_key=turn_key)
+            .values_list("pk", flat=True)
+            .first()
+        )
     memory.read_orm()
     history, texts = [], {}
     if room >= 0 or n_recent > 0:
-        history = history_candidates(conversation, conversation.last_seq + 1)
+        history = history_candidates(conversation, boundary)
         running, wanted = 0, []
         admissible = [c for c in history if not c.withheld]  # F6
         for newest, candidate in enumerate(reversed(admissible), start=1):

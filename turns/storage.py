@@ -125,21 +125,24 @@ def read_turn(
     reader: RawReader,
     *,
     conversation: Conversation,
-    turn_key: str,
+    turn_key: str | None,
     character: str,
     memory: ContextMemory,
     room: int,
     n_recent: int,
     learning: bool,
     capabilities: list[str],
+    boundary: int,
     registry: bool = False,
 ) -> TurnRows:
     """One statement, run after the conversation's and the memory profile's locks so it sees
-    every committed write (see the module docstring). `room` < 0 and no `n_recent` read no
-    history; `registry` reads the key registry too (outside a request, where the catalog
-    cache does not serve it). Memory's parts are `memory`'s to write and to read back
-    (`memory.state.ContextMemory`): the context's state is read only when the user's memory
-    version is not the one this process keeps it at."""
+    every committed write (see the module docstring). `turn_key` None looks up no turn (a
+    stored turn's plan); the history is the messages before `boundary` (the current
+    message's seq, I1). `room` < 0 and no `n_recent` read no history; `registry` reads the
+    key registry too (outside a request, where the catalog cache does not serve it).
+    Memory's parts are `memory`'s to write and to read back (`memory.state.ContextMemory`):
+    the context's state is read only when the user's memory version is not the one this
+    process keeps it at."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
     user = conversation.user
@@ -149,11 +152,12 @@ def read_turn(
         parts.append(
             "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'"
         )
-    parts.append(
-        f"(SELECT {column(Turn, 'id')} FROM {reader.table(Turn)} "
-        f"WHERE {name(Turn, 'conversation')} = %s AND {name(Turn, 'turn_key')} = %s)"
-    )
-    params += [reader.param(Turn, "conversation", conversation.pk), turn_key]
+    if turn_key is not None:
+        parts.append(
+            f"(SELECT {column(Turn, 'id')} FROM {reader.table(Turn)} "
+            f"WHERE {name(Turn, 'conversation')} = %s AND {name(Turn, 'turn_key')} = %s)"
+        )
+        params += [reader.param(Turn, "conversation", conversation.pk), turn_key]
     if learning:
         named, found = last_named_part(reader, user.pk)
         parts.append(named)
@@ -167,9 +171,9 @@ def read_turn(
         params += found
     held = None
     if planned:
-        held = _held(vendor, conversation.pk, conversation.last_seq + 1)
+        held = _held(vendor, conversation.pk, boundary)
         history_parts, history_params = _history_parts(
-            reader, vendor, held, conversation, room=room, n_recent=n_recent
+            reader, vendor, held, conversation, boundary, room=room, n_recent=n_recent
         )
         parts += history_parts
         params += history_params
@@ -204,21 +208,22 @@ def read_turn(
         params.append(user.pk)
     if registry and remembers:
         parts.append(registry_part(reader))
-    [row] = reader.fetch("SELECT " + ", ".join(parts), params)
-    row = list(row)
+    # Nothing to read (SQLite, a stored turn whose message alone overflows the budget): the
+    # plan step refuses it (I3) from the message alone.
+    row = list(reader.fetch("SELECT " + ", ".join(parts), params)[0]) if parts else []
     now = (
         datetime.fromisoformat(row.pop(0))
         if vendor == "postgresql"
         else timezone.now().astimezone(UTC)
     )
-    existing = row.pop(0)
+    existing = row.pop(0) if turn_key is not None else None
     last_named = row.pop(0) if learning else None
     if remembers:
         memory.read_from(row)
     history, texts = [], {}
     if planned:
         history, texts = _history_read(
-            reader, vendor, row, held, conversation, room=room, n_recent=n_recent
+            reader, vendor, row, held, conversation, boundary, room=room, n_recent=n_recent
         )
     rules: list[tuple[tuple, Rule]] = []
     policy_version = 0
@@ -265,7 +270,9 @@ def _held(vendor: str, conversation_id, boundary: int) -> HeldHistory | None:
     return held if held is not None and held.seq < boundary else None
 
 
-def _history_parts(reader: RawReader, vendor: str, held, conversation, *, room, n_recent):
+def _history_parts(
+    reader: RawReader, vendor: str, held, conversation, boundary: int, *, room, n_recent
+):
     """The turn's read's history parts and their parameters. On PostgreSQL, first the row
     version of the newest message before the boundary (what the process keeps it at); then
     the whole history, or, where the process holds some, the parts that catch it up: the
@@ -273,7 +280,6 @@ def _history_parts(reader: RawReader, vendor: str, held, conversation, *, room, 
     conversation's withheld ids (F6) and the messages after the held seq."""
     user_id = conversation.user.pk
     conversation_param = reader.param(Message, "conversation", conversation.pk)
-    boundary = conversation.last_seq + 1
     whole = _history_params(user_id, conversation_param, boundary, room=room, n_recent=n_recent)
     if vendor != "postgresql":
         return [_history_part(reader, vendor)], whole
@@ -306,10 +312,13 @@ def _held_check_sql(reader: RawReader) -> tuple[str, list[str]]:
     ]
 
 
-def _history_read(reader, vendor: str, row: list, held, conversation, *, room, n_recent):
+def _history_read(
+    reader, vendor: str, row: list, held, conversation, boundary: int, *, room, n_recent
+):
     """The history the statement read — on PostgreSQL caught up from what this process holds
     where it holds some (a held history the database no longer has is read whole, one
-    statement more) — and what the process keeps of it for the next turn."""
+    statement more) — and, read up to the conversation's end, what the process keeps of it
+    for the next turn."""
     if vendor != "postgresql":
         return _parse_history(json.loads(row.pop(0)))
     stamp = row.pop(0)  # the newest message before the boundary, as it is now
@@ -327,13 +336,15 @@ def _history_read(reader, vendor: str, row: list, held, conversation, *, room, n
             whole = _history_params(
                 conversation.user.pk,
                 reader.param(Message, "conversation", conversation.pk),
-                conversation.last_seq + 1,
+                boundary,
                 room=room,
                 n_recent=n_recent,
             )
             [[found]] = reader.fetch("SELECT " + _history_part(reader, vendor), whole)
             history, texts = _parse_history(json.loads(found))
         HELD_HISTORIES.note(caught_up=caught_up)
+    if boundary <= conversation.last_seq:
+        return history, texts  # a stored turn's history: the next turn's is read after it
     HELD_HISTORIES.put(
         conversation.pk,
         keep_history(history, texts, stamp=stamp, room=room, n_recent=n_recent),

@@ -13,22 +13,24 @@ from config.clock import db_now
 from conversations.models import Message
 from memory.models import MemorySource
 from tests.factories import user_facts
+from tests.helpers import ON_POSTGRES
 from tests.memory.api.calls import assert_memory, forget
 
 pytestmark = pytest.mark.django_db
 
 NOW = "2030-01-01T00:00:00Z"
 
-# The plan's own queries (SQLite and PostgreSQL alike when `now` is given): the context's
-# memory state (the user's memory version, the records with their sources, the tombstones, the
-# retractions — or none of them when this process holds that version — and the user's secret)
-# in one statement; the history (ids, sizes and the text the budget could admit); the turn's
-# snapshot. The key registry (with its pinned keys) comes from the process's catalog.
-PLAN_STEP = 3
-# Policy decisions for requested capabilities (the capabilities and the product defaults come
-# from the catalog): SAVEPOINT, the user's policy version, the user's rules, the decision
-# log's insert, RELEASE.
-DECISIONS = 5
+# The plan's own statements on the one turn path (turns.turn_path), SQLite and PostgreSQL
+# alike: the read — the clock, the context's memory state (the user's memory version, the
+# records with their sources, the tombstones, the retractions — or none of them when this
+# process holds that version), the history (ids, sizes and the text the budget could admit)
+# and, for capabilities, the user's rules with their version — in one statement; the write of
+# the turn's snapshot. The key registry (with its pinned keys), the capabilities and the
+# product defaults come from the process's catalog.
+PLAN_STEP = 2
+# Policy decisions for requested capabilities: their log joins the snapshot's write, one
+# statement on PostgreSQL; on SQLite (one statement per table there) the log's INSERT.
+DECISIONS = 0 if ON_POSTGRES else 1
 AUTH = 1  # the runtime token
 TURN = 1  # the GET reads the turn with its conversation, user, profile, character and message
 
@@ -145,8 +147,6 @@ def test_it_creates_a_turn_with_a_plan_in_a_constant_number_of_queries(
     round trip runs creation's statements and no more — the plan's memories, history and
     policy inputs come with creation's read, its snapshot and decision log with creation's
     write (on SQLite the decision log is one more INSERT: one statement per table there)."""
-    from tests.helpers import ON_POSTGRES
-
     fill(sam, conv, n)
     warm(api, conv)
     with django_assert_num_queries(creation(facts) + (0 if ON_POSTGRES else 1)):
@@ -175,14 +175,14 @@ def test_it_replays_a_create_with_a_plan_in_a_constant_number_of_queries(
 ):
     """I7 replay: SAVEPOINT, the lock, the read that finds the turn by its key, the turn, its
     extracted memories for the answer with every record of their scoped keys, the tombstones
-    of those keys (their E1 state now), RELEASE, then the plan — plus, on PostgreSQL, the
-    clock read of the state's time and of a plan computed now."""
+    of those keys (their E1 state now), RELEASE, then the plan (its clock comes with its
+    read) — plus, on PostgreSQL, the clock read of the state's time."""
     from django.db import connection
 
     fill(sam, conv, n)
     create(api, conv, "t1", "My cat's name is Miso.")
     warm(api, conv)
-    clock = 2 if connection.vendor == "postgresql" else 0
+    clock = 1 if connection.vendor == "postgresql" else 0
     with django_assert_num_queries(AUTH + 7 + clock + PLAN_STEP):
         r = create(api, conv, "t1", "My cat's name is Miso.", plan={"budget": 500})
     assert r.status_code == 200 and r.json()["plan"]["memories"]
