@@ -32,11 +32,23 @@ class LeftOut:
     def __init__(self, limit: int = LISTED) -> None:
         self.limit = limit
         self._groups: dict[tuple[str, str], dict[str, float]] = {}
+        self._unlisted: dict[tuple[str, str], int] = {}  # counted, never handed over
 
     def ranked(self, kind: str, reason: str, entries: Iterable[tuple[str, float]]) -> None:
         """Add ``(id, rank)`` pairs: a message's rank is its ``seq``; a memory's its place in
         the fill order. An id already in the group keeps its first rank."""
         self._merge((kind, reason), dict(entries))
+
+    def ranked_counted(
+        self, kind: str, reason: str, entries: Iterable[tuple[str, float]], total: int
+    ) -> None:
+        """`ranked` for a group of which only the first entries in the rule's order are handed
+        over — at least ``limit`` of them, or all — and ``total`` counts every one (a history
+        walked from the newest message only as far as a plan needs; no id repeats in it)."""
+        given = dict(entries)
+        key = (kind, reason)
+        self._merge(key, given)
+        self._unlisted[key] = self._unlisted.get(key, 0) + total - len(given)
 
     def by_id(self, kind: str, reason: str, ids: Iterable[str], rank: float = 0) -> None:
         """Add ids that are listed in id order: all of ``rank`` 0, or ``UNRANKED`` (after the
@@ -53,7 +65,10 @@ class LeftOut:
 
     def counts(self) -> tuple[tuple[str, str, int], ...]:
         """``(kind, reason, count)`` for every group, sorted by kind then reason."""
-        return tuple((kind, reason, len(ids)) for (kind, reason), ids in self._sorted())
+        return tuple(
+            (kind, reason, len(ids) + self._unlisted.get((kind, reason), 0))
+            for (kind, reason), ids in self._sorted()
+        )
 
     def listed(self) -> tuple[tuple[str, str, str], ...]:
         """``(kind, id, reason)``: the groups sorted by kind then reason, each its first

@@ -85,6 +85,8 @@ from memory.domain import (
     Exclusion,
     ProjectedMemory,
 )
+from turns import history_order
+from turns.history_order import InOrder
 from turns.left_out import UNRANKED, LeftOut
 from turns.relevance import QUERY_HISTORY, query_terms, relevance_order
 from turns.stopwords import STOPWORDS_VERSION
@@ -472,22 +474,31 @@ def _history_section(
     """History (I1, I3): the boundary first, then the budget by size alone; ``room`` is the
     tokens already taken, the budget and the policy. The messages dropped for the budget are
     left out with their ``seq`` (I9). Answers the history oldest-first with its estimates."""
-    if history_candidates is None:
-        eligible = _eligible_history(current, history)
-        by_id = {m.id: m for m in eligible}
-        candidates = [
-            HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode("utf-8"))) for m in eligible
-        ]
-    else:
-        candidates = [c for c in history_candidates if c.id != current.id and c.seq < current.seq]
     taken, budget, policy = room
-    chosen, dropped = _select_history(taken, candidates, budget, policy)
+    if isinstance(history_candidates, InOrder):
+        chosen, dropped, n_dropped = history_order.walk(
+            history_candidates.before(current.seq), budget - taken, policy, left.limit
+        )
+    else:
+        if history_candidates is None:
+            eligible = _eligible_history(current, history)
+            by_id = {m.id: m for m in eligible}
+            candidates = [
+                HistoryCandidate(m.id, m.seq, m.role, len(m.content.encode("utf-8")))
+                for m in eligible
+            ]
+        else:
+            candidates = [
+                c for c in history_candidates if c.id != current.id and c.seq < current.seq
+            ]
+        chosen, dropped = _select_history(taken, candidates, budget, policy)
+        n_dropped = len(dropped)
     if history_candidates is not None:
         if fetch_content is None:
             raise TypeError("history_candidates needs fetch_content")
         contents = fetch_content([c.id for c in chosen])
         by_id = {c.id: PlanMessage(c.id, c.seq, c.role, contents[c.id]) for c in chosen}
-    left.ranked(KIND_MESSAGE, REASON_BUDGET, ((c.id, c.seq) for c in dropped))
+    left.ranked_counted(KIND_MESSAGE, REASON_BUDGET, ((c.id, c.seq) for c in dropped), n_dropped)
     return tuple((by_id[c.id], estimate_message(by_id[c.id].content)) for c in chosen)
 
 
@@ -496,6 +507,10 @@ def _split_withheld(
 ) -> tuple[list[HistoryCandidate], dict[str, int]]:
     """F6: the candidates a plan may admit, and the withheld ones' ids with their ``seq``
     (before the turn boundary only: anything else is outside the plan, not excluded)."""
+    if isinstance(candidates, InOrder) and not withheld:
+        # In order, the withheld stay among the candidates: the walk passes over them.
+        found = history_order.withheld(candidates)
+        return candidates, {c.id: c.seq for c in found if c.seq < current.seq}
     kept: list[HistoryCandidate] = []
     held: dict[str, int] = {}
     for c in candidates:
@@ -523,6 +538,8 @@ def _split_withheld_messages(
 def recent_ids(current_seq: int, candidates: Sequence[HistoryCandidate]) -> list[str]:
     """I6's query messages: the ids of the last ``QUERY_HISTORY`` history candidates before the
     current message that are not withheld (F6), newest first."""
+    if isinstance(candidates, InOrder):
+        return history_order.recent(candidates, current_seq, QUERY_HISTORY)
     kept = [c for c in candidates if not c.withheld and c.seq < current_seq]
     return [c.id for c in reversed(kept[-QUERY_HISTORY:])]
 
@@ -538,10 +555,13 @@ def _recent_contents(
     if history_candidates is None:
         eligible = _eligible_history(current, history)
         return [m.content for m in reversed(eligible[-QUERY_HISTORY:])]
-    candidates = _unique_candidates(
-        c for c in history_candidates if c.id != current.id and c.seq < current.seq
-    )
-    ids = [c.id for c in reversed(candidates[-QUERY_HISTORY:])]
+    if isinstance(history_candidates, InOrder):
+        ids = history_order.recent(history_candidates, current.seq, QUERY_HISTORY)
+    else:
+        candidates = _unique_candidates(
+            c for c in history_candidates if c.id != current.id and c.seq < current.seq
+        )
+        ids = [c.id for c in reversed(candidates[-QUERY_HISTORY:])]
     if not ids:
         return []
     if fetch_content is None:

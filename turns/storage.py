@@ -31,6 +31,7 @@ from policy.models import PolicyRule, UserPolicyVersion
 
 from . import relevance
 from .held_history import HeldHistories, HeldHistory, candidates, keep_history
+from .history_order import InOrder
 from .planner import HistoryCandidate
 
 # The history each conversation's last turn in this process read (`turns.held_history`).
@@ -330,7 +331,7 @@ def _history_read(
         if caught_up:
             new_history, new_texts = _parse_history(json.loads(new))
             withheld = set(json.loads(withheld))
-            history = candidates(held.candidates, new_history, withheld)
+            history = InOrder(candidates(held.candidates, new_history, withheld))
             texts = {i: t for i, t in held.texts.items() if i not in withheld} | new_texts
         else:
             whole = _history_params(
@@ -353,9 +354,11 @@ def _history_read(
     return history, texts
 
 
-def _parse_history(rows: list) -> tuple[list[HistoryCandidate], dict[str, str]]:
+def _parse_history(rows: list) -> tuple[InOrder, dict[str, str]]:
+    """The history rows as the planner takes them: one per message id, oldest first by the
+    conversation's unique `seq` (`turns.history_order.InOrder`)."""
     rows.sort(key=lambda r: r[1])
-    found = [HistoryCandidate(r[0], r[1], r[2], r[3], bool(r[5])) for r in rows]
+    found = InOrder(HistoryCandidate(r[0], r[1], r[2], r[3], bool(r[5])) for r in rows)
     return found, {r[0]: r[4] for r in rows if r[4] is not None}
 
 
