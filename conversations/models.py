@@ -21,7 +21,9 @@ class Character(models.Model):
 
 class Conversation(models.Model):
     """One user talking with one character (SPEC §0). `last_seq` is the row that message
-    sequence numbers are allocated under (a row lock, §7)."""
+    sequence numbers are allocated under (a row lock, §7). `messages_removed` is counted up by
+    a trigger (`conversations.triggers`) by every statement that deletes some of its messages:
+    what a process holding its history checks (`turns.held_history`)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(
@@ -31,6 +33,7 @@ class Conversation(models.Model):
     title = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField()
     last_seq = models.BigIntegerField(default=0, editable=False)
+    messages_removed = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-created_at", "id"]

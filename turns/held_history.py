@@ -5,9 +5,11 @@ A conversation's messages are written in `seq` order under the conversation's lo
 never change: a turn's read after the lock sees every message before its boundary, so a
 process that read them once needs only the ones after the newest it holds. What can change
 about a held message is whether a forget withholds it (F6) — read afresh with every turn as the
-conversation's set of withheld ids — and whether it is still there (a conversation deleted and
-its rows made again by an import): the read checks the number of messages up to the newest
-held and that message's row version, and reads the history whole when either differs.
+conversation's set of withheld ids — and whether it is still there (some deleted, or a
+conversation deleted and its rows made again by an import): the conversation's row, read by
+the turn anyway, counts the messages it lost (`Conversation.messages_removed`, a trigger's), and
+the read checks the newest held message's row version; when either differs, the history is
+read whole.
 
 The candidates are held without their withheld flags, which `candidates` sets from the set read
 now; texts are held for what a plan with the last read's room could admit (the rule of
@@ -28,19 +30,21 @@ from .tokens import estimate_from_bytes
 
 @dataclass(frozen=True)
 class HeldHistory:
-    """A conversation's history as a process holds it: every message up to `seq`, `count` of
-    them, oldest first and unflagged, the version of the newest one's row as the database
-    gave it (`stamp`), and the texts a plan could admit."""
+    """A conversation's history as a process holds it: every message up to `seq`, oldest first
+    and unflagged, the conversation's count of removed messages when it was read (`removed`),
+    the version of the newest one's row as the database gave it (`stamp`), and the texts a
+    plan could admit."""
 
     seq: int
-    count: int
+    removed: int
     stamp: str | None
     candidates: tuple[HistoryCandidate, ...]
     texts: Mapping[str, str]
 
-    def holds(self, count: int, stamp: str | None) -> bool:
-        """True when the database still has the messages this entry holds (the read's check)."""
-        return count == self.count and stamp == self.stamp
+    def holds(self, stamp: str | None) -> bool:
+        """True when the newest held message's row is as it was (the read's check; the count
+        of removed messages is checked before the read, with the conversation's row)."""
+        return stamp == self.stamp
 
 
 def candidates(
@@ -79,6 +83,7 @@ def keep_history(
     stamp: str | None,
     room: int,
     n_recent: int,
+    removed: int = 0,
 ) -> HeldHistory:
     """What a process keeps of the history a turn read (`history`, flagged, oldest first): its
     candidates unflagged and the texts of what the same room could admit."""
@@ -86,7 +91,7 @@ def keep_history(
     newest = history[-1] if history else None
     return HeldHistory(
         seq=newest.seq if newest else 0,
-        count=len(history),
+        removed=removed,
         stamp=stamp,
         candidates=tuple(replace(c, withheld=False) if c.withheld else c for c in history),
         texts={i: texts[i] for i in keep},

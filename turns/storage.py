@@ -172,7 +172,7 @@ def read_turn(
         params += found
     held = None
     if planned:
-        held = _held(vendor, conversation.pk, boundary)
+        held = _held(vendor, conversation, boundary)
         history_parts, history_params = _history_parts(
             reader, vendor, held, conversation, boundary, room=room, n_recent=n_recent
         )
@@ -262,13 +262,17 @@ def _history_params(user_id, conversation_param, boundary: int, *, room, n_recen
     return [room, n_recent, user_id, conversation_param, boundary]
 
 
-def _held(vendor: str, conversation_id, boundary: int) -> HeldHistory | None:
+def _held(vendor: str, conversation, boundary: int) -> HeldHistory | None:
     """The history this process holds for the conversation, where it may be caught up: on
-    PostgreSQL (a row's version is its `xmin` and `ctid`) and wholly before the boundary."""
+    PostgreSQL (a row's version is its `xmin` and `ctid`), wholly before the boundary, and
+    read when the conversation had lost as many messages as it has now (no message of it has
+    been deleted since: `Conversation.messages_removed`)."""
     if vendor != "postgresql":
         return None
-    held = HELD_HISTORIES.get(conversation_id)
-    return held if held is not None and held.seq < boundary else None
+    held = HELD_HISTORIES.get(conversation.pk)
+    if held is None or held.seq >= boundary or held.removed != conversation.messages_removed:
+        return None
+    return held
 
 
 def _history_parts(
@@ -277,8 +281,8 @@ def _history_parts(
     """The turn's read's history parts and their parameters. On PostgreSQL, first the row
     version of the newest message before the boundary (what the process keeps it at); then
     the whole history, or, where the process holds some, the parts that catch it up: the
-    number of messages up to the held seq, the version of the newest held, the
-    conversation's withheld ids (F6) and the messages after the held seq."""
+    version of the newest held, the conversation's withheld ids (F6) and the messages after
+    the held seq."""
     user_id = conversation.user.pk
     conversation_param = reader.param(Message, "conversation", conversation.pk)
     whole = _history_params(user_id, conversation_param, boundary, room=room, n_recent=n_recent)
@@ -289,7 +293,7 @@ def _history_parts(
     if held is None:
         return [*parts, _history_part(reader, vendor)], [*params, *whole]
     by_conversation = [user_id, conversation_param]
-    params += [*by_conversation, held.seq, *by_conversation, held.seq]
+    params += [*by_conversation, held.seq]
     params += [*by_conversation, *by_conversation, *whole, held.seq]
     return [*parts, *check, _history_part(reader, vendor, since=True)], params
 
@@ -297,9 +301,10 @@ def _history_parts(
 def _held_check_sql(reader: RawReader) -> tuple[str, list[str]]:
     """The parts of `_history_parts` that check and flag a held history, built once: a
     message's row version, `id:xmin(ctid)` — a row written again has another, in its own
-    transaction or in the writer's — of the newest before a seq; then the count up to a seq,
-    the version at a seq and the withheld ids (parameters: user id, conversation id, a seq
-    each; user id, conversation id twice for the ids)."""
+    transaction or in the writer's — of the newest before a seq; then the version at a seq
+    and the withheld ids (parameters: user id, conversation id, a seq each; user id,
+    conversation id twice for the ids). Nothing here counts the messages: the conversation's
+    row says whether some were deleted (`_held`)."""
     message, seq = reader.table(Message), reader.name(Message, "seq")
     user, conversation = reader.name(Message, "user"), reader.name(Message, "conversation")
     where = f"FROM {message} WHERE {user} = %s AND {conversation} = %s AND {seq}"
@@ -307,7 +312,6 @@ def _held_check_sql(reader: RawReader) -> tuple[str, list[str]]:
     newest = f"(SELECT {stamp} {where} < %s ORDER BY {seq} DESC LIMIT 1)"
     withheld = withheld_ids_sql(reader)
     return newest, [
-        f"(SELECT COUNT(*) {where} <= %s)",
         f"(SELECT {stamp} {where} = %s)",
         f"(SELECT COALESCE(json_agg(x.id), '[]')::text FROM ({withheld}) x(id))",
     ]
@@ -326,8 +330,8 @@ def _history_read(
     if held is None:
         history, texts = _parse_history(json.loads(row.pop(0)))
     else:
-        count, held_stamp, withheld, new = (row.pop(0) for _ in range(4))
-        caught_up = held.holds(count, held_stamp)
+        held_stamp, withheld, new = (row.pop(0) for _ in range(3))
+        caught_up = held.holds(held_stamp)
         if caught_up:
             new_history, new_texts = _parse_history(json.loads(new))
             withheld = set(json.loads(withheld))
@@ -348,7 +352,14 @@ def _history_read(
         return history, texts  # a stored turn's history: the next turn's is read after it
     HELD_HISTORIES.put(
         conversation.pk,
-        keep_history(history, texts, stamp=stamp, room=room, n_recent=n_recent),
+        keep_history(
+            history,
+            texts,
+            stamp=stamp,
+            room=room,
+            n_recent=n_recent,
+            removed=conversation.messages_removed,
+        ),
         user=conversation.user.pk,
     )
     return history, texts

@@ -142,19 +142,26 @@ def counted_create(api, conv, key, content) -> tuple[dict, int]:
 def test_it_reads_the_history_whole_when_the_database_no_longer_has_a_held_message(
     api, conv, miso, change
 ):
-    """A held message deleted (the count up to the newest held differs) or its row written
-    again (the newest held's version differs): one statement more reads the history whole,
-    and the plan is the fresh one."""
+    """A held message deleted (the conversation's trigger-kept count of removed messages
+    differs: the history is read whole in the turn's one statement, no check made) or the
+    newest held's row written again (its version differs: one statement more reads the
+    history whole); either way the plan is the fresh one."""
     _, caught_up = counted_create(api, conv, "t3", "First.")
     if change == "deleted":
         Message.objects.filter(pk=miso["kept"][0]).delete()
+        conv.refresh_from_db()
+        assert conv.messages_removed == 1
     else:
         held = HELD_HISTORIES.get(conv.pk)
         Message.objects.filter(conversation=conv, seq=held.seq).update(role="user")
-    rereads = HELD_HISTORIES.reread
-    t4, reread = counted_create(api, conv, "t4", "Second.")
-    assert HELD_HISTORIES.reread == rereads + 1
-    assert reread == caught_up + 1
+    rereads, caught = HELD_HISTORIES.reread, HELD_HISTORIES.caught_up
+    t4, statements = counted_create(api, conv, "t4", "Second.")
+    if change == "deleted":
+        assert (HELD_HISTORIES.reread, HELD_HISTORIES.caught_up) == (rereads, caught)
+        assert statements == caught_up
+    else:
+        assert HELD_HISTORIES.reread == rereads + 1
+        assert statements == caught_up + 1
     assert same_plan(t4["plan"], fresh_plan(api, t4))
     if change == "deleted":
         assert miso["kept"][0] not in [m["id"] for m in t4["plan"]["history"]]
