@@ -79,6 +79,13 @@ FULL = {
     "floor": {"rounds": 6, "turns_per_round": 10, "seconds_per_round": 4.0},
     "mcp_records": 1_000,
     "mcp_seconds": 10.0,
+    # The single-client turn: turns per conversation, in alternating rounds (bench.single).
+    "single_turns": 100,
+    "single_rounds": 4,
+    "long_messages": 5_000,
+    # The turn's EXPLAIN and profile (bench.explain): memory sizes, turns profiled.
+    "explain_records": [1_000, 10_000],
+    "profile_turns": 30,
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -98,7 +105,25 @@ SMOKE = {
     "floor": {"rounds": 2, "turns_per_round": 3, "seconds_per_round": 0.5},
     "mcp_records": 100,
     "mcp_seconds": 1.0,
+    "single_turns": 4,
+    "single_rounds": 2,
+    "long_messages": 300,
+    "explain_records": [100],
+    "profile_turns": 2,
 }
+SECTIONS = (
+    "pure",
+    "endpoints",
+    "turns",
+    "relevance",
+    "forget",
+    "feed",
+    "mcp",
+    "explain",
+    "profile",
+)
+# A smoke run's EXPLAIN and profile files stay out of the tracked bench/profiles/.
+PROFILES = {"full": BENCH_DIR / "profiles", "smoke": BENCH_DIR / "results" / "profiles"}
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
 TURN_RECORDS = 1_000
@@ -156,8 +181,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        default="pure,endpoints,turns,relevance,forget,feed,mcp",
-        help="comma-separated sections: pure, endpoints, turns, relevance, forget, feed, mcp",
+        default=",".join(SECTIONS),
+        help="comma-separated sections: " + ", ".join(SECTIONS),
     )
     parser.add_argument(
         "--turn-seconds",
@@ -188,7 +213,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--turn-sizes",
         default=None,
-        help="comma-separated memory counts for the whole-turn measurement",
+        help="comma-separated memory counts for the whole-turn measurement and for the turn's "
+        "EXPLAIN and profile",
     )
     parser.add_argument(
         "--pure-sizes", default=None, help="comma-separated N for the pure resolver"
@@ -248,8 +274,19 @@ def run_worker(vendor: str, config: dict, timeout: float) -> dict:
 def lift_mcp(results: dict, outcome: dict) -> None:
     """The MCP phase runs on PostgreSQL only: its figures go to the top of the JSON
     (`mcp.recall.p50_ms`, `mcp.eight_clients.errors`, ...), where the targets read them."""
-    if "mcp" in outcome:
-        results["mcp"] = {"db": outcome["db"], **outcome.pop("mcp")}
+    lift(results, outcome, "mcp")
+
+
+def lift(results: dict, outcome: dict, section: str) -> None:
+    """A PostgreSQL-only section's figures go to the top of the JSON (`turns.sizes[1000]
+    .single_client.p50_ms`, `explain.explain[0].everything`, ...), named as the README's table
+    names them; the targets and the report read them there."""
+    if section in outcome:
+        results[section] = {
+            "db": outcome["db"],
+            "server_version": outcome.get("server_version"),
+            **outcome.pop(section),
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,17 +305,15 @@ def main(argv: list[str] | None = None) -> int:
         if value:
             sizes[key] = [int(x) for x in value.split(",") if x.strip()]
             custom = True
+    if args.turn_sizes:
+        sizes["explain_records"] = sizes["turn_sizes"]
     sections = {s.strip() for s in args.only.split(",") if s.strip()}
     turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
     command = (
         "python -m bench"
         + (" --smoke" if args.smoke else "")
         + (f" --db {args.db}" if args.db != "both" else "")
-        + (
-            f" --only {args.only}"
-            if sections != {"pure", "endpoints", "turns", "relevance", "forget", "feed", "mcp"}
-            else ""
-        )
+        + (f" --only {args.only}" if sections != set(SECTIONS) else "")
         + (" --populated" if args.populated else "")
         + (" (custom sizes)" if custom else "")
     )
@@ -322,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{time.perf_counter() - started_quality:.1f}s"
         )
 
-    if {"endpoints", "turns", "relevance", "forget", "feed", "mcp"} & sections:
+    if set(SECTIONS[1:]) & sections:
         from .db import postgres_reachable
 
         vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
@@ -365,6 +400,13 @@ def main(argv: list[str] | None = None) -> int:
                 "pgbouncer": True,
                 "mcp_records": sizes["mcp_records"] if "mcp" in sections else 0,
                 "mcp_seconds": sizes["mcp_seconds"],
+                "single_turns": sizes["single_turns"],
+                "single_rounds": sizes["single_rounds"],
+                "long_messages": sizes["long_messages"],
+                "explain": "explain" in sections,
+                "explain_records": sizes["explain_records"],
+                "profile_turns": sizes["profile_turns"] if "profile" in sections else 0,
+                "profiles_dir": str(PROFILES["smoke" if args.smoke else "full"]),
             }
             log(
                 f"{vendor}: endpoints"
@@ -375,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
             failed |= "error" in outcome
             results["databases"].append(outcome)
             lift_mcp(results, outcome)
+            lift(results, outcome, "turns")
+            lift(results, outcome, "explain")
 
     from . import report, targets
 
