@@ -13,8 +13,11 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
 3. on PostgreSQL, the whole turn against gunicorn beside the same server's trivial JSON
    endpoint as the ceiling and the authenticated one: the three-request turn (create → plan
    → reply) from 8 client threads at 1,000 memories, and the one round trip (create with plan
-   → reply) from 8 threads and from one at 100, 1,000 and 10,000 memories per user; SQL
-   statements per step counted in a warm process;
+   → reply) from 8 threads at 100, 1,000 and 10,000 memories per user and from one on a
+   fresh 100-message conversation no other phase grows (`bench.single`; at 1,000 memories in
+   alternating rounds with the same turn on a 5,000-message conversation); each size's plan
+   answer in bytes; every 8-client phase's server CPU per request, the gunicorn workers' and
+   the database backends' (`bench.cpu`); SQL statements per step counted in a warm process;
    beside them, the turn's floor (`bench.floor`: the statements one turn issues, captured
    through Django and replayed on a raw psycopg connection, plus its `turns.pipeline` calls
    on the same inputs), and the one round trip through PgBouncer in transaction pooling
@@ -25,10 +28,15 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
    plan endpoint's p50 under `relevance` against `certainty` for a user with 1,000 memories;
 5. on PostgreSQL, `recall` through `/mcp` (`bench.mcp`): a user with 1,000 memories and a read
    connection, recall alternating with `POST /memory/resolve` from one client on the same
-   gunicorn (p50 of each and their ratio), then recall from 8 client threads (calls/s, errors).
+   gunicorn (p50 of each and their ratio), then recall from 8 client threads (calls/s, errors);
+6. on PostgreSQL, the turn's statements under EXPLAIN (ANALYZE, BUFFERS) and the turn under
+   cProfile at 1,000 and 10,000 memories × 100 and 5,000 messages (`bench.explain`; sections
+   `explain` and `profile`): text files in bench/profiles/ (a smoke run: bench/results/
+   profiles/), and the check that no node of a held turn reads every message or record (I9).
 
 Each database runs in its own worker process (`bench.worker`) on its own database: a
-temporary SQLite file, or `companion_bench` on PostgreSQL (created and dropped; set
+temporary SQLite file, or `companion_bench` on PostgreSQL (created and dropped; in a linked git
+worktree its name carries the worktree's, `bench.db.checkout_suffix`; set
 BENCH_POSTGRES=postgres://user@host:port to point elsewhere). The table is printed; JSON
 goes to bench/results/latest.json (smoke: bench/results/smoke.json) and a full run also
 rewrites bench/RESULTS.md up to its hand-written sections (`report.KEPT_FROM` and everything
@@ -161,7 +169,16 @@ HOW = (
     "runtime's), one stateless JSON-RPC `tools/call` of `recall` per request (no `initialize`), "
     "alternating with `POST /memory/resolve` on one client connection; then recall from 8 "
     "client threads; a non-2xx answer, a JSON-RPC error or a tool result with `isError` is an "
-    "error."
+    "error. "
+    "The single-client turn at each size runs on a conversation of its own, fresh (100 "
+    "messages) and touched by no other phase, for a fixed number of turns after one warm-up "
+    "turn from each of 8 threads (the conversation grows two messages a turn: the table says "
+    "from how many to how many); at 1,000 memories its rounds alternate with the same turn on a "
+    "5,000-message conversation of a user with the same memories. Plan bytes: the median JSON "
+    "body of those create-with-plan answers. Server CPU per request: utime + stime from "
+    "/proc/<pid>/stat of the gunicorn master's children and of the PostgreSQL backends of the "
+    "benchmark database (pids from pg_stat_activity), sampled every 0.5 s over the phase, "
+    "divided by the requests it completed (a turn of the one round trip is two requests)."
 )
 
 

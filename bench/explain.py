@@ -253,6 +253,7 @@ def profile_case(case: Case, token: str, turns: int) -> tuple[str, dict]:
     from .turns import TURN_TEXTS
 
     driver = _Turns(token, case.conversation)
+    driver.turn("profile-warm", TURN_TEXTS[1])  # not profiled: the process's state held
     profiler = _cprofiler(40, cpu=True)()
     started = time.process_time()
     profiler.start()

@@ -546,7 +546,8 @@ def through_pgbouncer(
     """The one round trip + reply through PgBouncer in transaction pooling (Debian's
     `pgbouncer`, started here on loopback in front of the benchmark database): a gunicorn
     with `DATABASE_POOLER=pgbouncer` whose connections reach PostgreSQL through it, from
-    `clients` threads and from one. `errors` counts both."""
+    `clients` threads and from one. `errors` counts both; the server CPU per request of the
+    `clients` threads leaves PgBouncer's own out."""
     from .cpu import metered
     from .db import PG_DATABASE
     from .pgbouncer import PgBouncer, binary
