@@ -64,6 +64,10 @@ def test_it_finds_a_node_reading_every_message_or_every_record_and_nothing_below
         "conversations_message 5,200",
         "memory_memoryrecord 400",
     ]
+    assert explain._most(explain.reads_everything(PLAN, limits, INDEXES)) == (
+        "conversations_message up to 5,200 rows in 2 nodes, memory_memoryrecord up to 400 rows "
+        "in 1 node"
+    )
     limits = {explain.MESSAGES: 5_201, explain.RECORDS: 401}
     assert explain.reads_everything(PLAN, limits, INDEXES) == []
     assert explain.most_read(PLAN, INDEXES) == {
