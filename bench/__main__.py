@@ -13,8 +13,11 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
 3. on PostgreSQL, the whole turn against gunicorn beside the same server's trivial JSON
    endpoint as the ceiling and the authenticated one: the three-request turn (create → plan
    → reply) from 8 client threads at 1,000 memories, and the one round trip (create with plan
-   → reply) from 8 threads and from one at 100, 1,000 and 10,000 memories per user; SQL
-   statements per step counted in a warm process;
+   → reply) from 8 threads at 100, 1,000 and 10,000 memories per user and from one on a
+   fresh 100-message conversation no other phase grows (`bench.single`; at 1,000 memories in
+   alternating rounds with the same turn on a 5,000-message conversation); each size's plan
+   answer in bytes; every 8-client phase's server CPU per request, the gunicorn workers' and
+   the database backends' (`bench.cpu`); SQL statements per step counted in a warm process;
    beside them, the turn's floor (`bench.floor`: the statements one turn issues, captured
    through Django and replayed on a raw psycopg connection, plus its `turns.pipeline` calls
    on the same inputs), and the one round trip through PgBouncer in transaction pooling
@@ -25,10 +28,15 @@ Runs, in one process tree and one run so the numbers are comparable as ratios:
    plan endpoint's p50 under `relevance` against `certainty` for a user with 1,000 memories;
 5. on PostgreSQL, `recall` through `/mcp` (`bench.mcp`): a user with 1,000 memories and a read
    connection, recall alternating with `POST /memory/resolve` from one client on the same
-   gunicorn (p50 of each and their ratio), then recall from 8 client threads (calls/s, errors).
+   gunicorn (p50 of each and their ratio), then recall from 8 client threads (calls/s, errors);
+6. on PostgreSQL, the turn's statements under EXPLAIN (ANALYZE, BUFFERS) and the turn under
+   cProfile at 1,000 and 10,000 memories × 100 and 5,000 messages (`bench.explain`; sections
+   `explain` and `profile`): text files in bench/profiles/ (a smoke run: bench/results/
+   profiles/), and the check that no node of a held turn reads every message or record (I9).
 
 Each database runs in its own worker process (`bench.worker`) on its own database: a
-temporary SQLite file, or `companion_bench` on PostgreSQL (created and dropped; set
+temporary SQLite file, or `companion_bench` on PostgreSQL (created and dropped; in a linked git
+worktree its name carries the worktree's, `bench.db.checkout_suffix`; set
 BENCH_POSTGRES=postgres://user@host:port to point elsewhere). The table is printed; JSON
 goes to bench/results/latest.json (smoke: bench/results/smoke.json) and a full run also
 rewrites bench/RESULTS.md up to its hand-written sections (`report.KEPT_FROM` and everything
@@ -79,6 +87,13 @@ FULL = {
     "floor": {"rounds": 6, "turns_per_round": 10, "seconds_per_round": 4.0},
     "mcp_records": 1_000,
     "mcp_seconds": 10.0,
+    # The single-client turn: turns per conversation, in alternating rounds (bench.single).
+    "single_turns": 100,
+    "single_rounds": 4,
+    "long_messages": 5_000,
+    # The turn's EXPLAIN and profile (bench.explain): memory sizes, turns profiled.
+    "explain_records": [1_000, 10_000],
+    "profile_turns": 30,
 }
 SMOKE = {
     "pure_sizes": [1_000],
@@ -98,7 +113,25 @@ SMOKE = {
     "floor": {"rounds": 2, "turns_per_round": 3, "seconds_per_round": 0.5},
     "mcp_records": 100,
     "mcp_seconds": 1.0,
+    "single_turns": 4,
+    "single_rounds": 2,
+    "long_messages": 300,
+    "explain_records": [100],
+    "profile_turns": 2,
 }
+SECTIONS = (
+    "pure",
+    "endpoints",
+    "turns",
+    "relevance",
+    "forget",
+    "feed",
+    "mcp",
+    "explain",
+    "profile",
+)
+# A smoke run's EXPLAIN and profile files stay out of the tracked bench/profiles/.
+PROFILES = {"full": BENCH_DIR / "profiles", "smoke": BENCH_DIR / "results" / "profiles"}
 TURN_CLIENTS = 8
 TURN_WORKERS = 4
 TURN_RECORDS = 1_000
@@ -136,7 +169,16 @@ HOW = (
     "runtime's), one stateless JSON-RPC `tools/call` of `recall` per request (no `initialize`), "
     "alternating with `POST /memory/resolve` on one client connection; then recall from 8 "
     "client threads; a non-2xx answer, a JSON-RPC error or a tool result with `isError` is an "
-    "error."
+    "error. "
+    "The single-client turn at each size runs on a conversation of its own, fresh (100 "
+    "messages) and touched by no other phase, for a fixed number of turns after one warm-up "
+    "turn from each of 8 threads (the conversation grows two messages a turn: the table says "
+    "from how many to how many); at 1,000 memories its rounds alternate with the same turn on a "
+    "5,000-message conversation of a user with the same memories. Plan bytes: the median JSON "
+    "body of those create-with-plan answers. Server CPU per request: utime + stime from "
+    "/proc/<pid>/stat of the gunicorn master's children and of the PostgreSQL backends of the "
+    "benchmark database (pids from pg_stat_activity), sampled every 0.5 s over the phase, "
+    "divided by the requests it completed (a turn of the one round trip is two requests)."
 )
 
 
@@ -156,8 +198,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        default="pure,endpoints,turns,relevance,forget,feed,mcp",
-        help="comma-separated sections: pure, endpoints, turns, relevance, forget, feed, mcp",
+        default=",".join(SECTIONS),
+        help="comma-separated sections: " + ", ".join(SECTIONS),
     )
     parser.add_argument(
         "--turn-seconds",
@@ -188,7 +230,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--turn-sizes",
         default=None,
-        help="comma-separated memory counts for the whole-turn measurement",
+        help="comma-separated memory counts for the whole-turn measurement and for the turn's "
+        "EXPLAIN and profile",
     )
     parser.add_argument(
         "--pure-sizes", default=None, help="comma-separated N for the pure resolver"
@@ -248,8 +291,19 @@ def run_worker(vendor: str, config: dict, timeout: float) -> dict:
 def lift_mcp(results: dict, outcome: dict) -> None:
     """The MCP phase runs on PostgreSQL only: its figures go to the top of the JSON
     (`mcp.recall.p50_ms`, `mcp.eight_clients.errors`, ...), where the targets read them."""
-    if "mcp" in outcome:
-        results["mcp"] = {"db": outcome["db"], **outcome.pop("mcp")}
+    lift(results, outcome, "mcp")
+
+
+def lift(results: dict, outcome: dict, section: str) -> None:
+    """A PostgreSQL-only section's figures go to the top of the JSON (`turns.sizes[1000]
+    .single_client.p50_ms`, `explain.explain[0].everything`, ...), named as the README's table
+    names them; the targets and the report read them there."""
+    if section in outcome:
+        results[section] = {
+            "db": outcome["db"],
+            "server_version": outcome.get("server_version"),
+            **outcome.pop(section),
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,17 +322,15 @@ def main(argv: list[str] | None = None) -> int:
         if value:
             sizes[key] = [int(x) for x in value.split(",") if x.strip()]
             custom = True
+    if args.turn_sizes:
+        sizes["explain_records"] = sizes["turn_sizes"]
     sections = {s.strip() for s in args.only.split(",") if s.strip()}
     turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
     command = (
         "python -m bench"
         + (" --smoke" if args.smoke else "")
         + (f" --db {args.db}" if args.db != "both" else "")
-        + (
-            f" --only {args.only}"
-            if sections != {"pure", "endpoints", "turns", "relevance", "forget", "feed", "mcp"}
-            else ""
-        )
+        + (f" --only {args.only}" if sections != set(SECTIONS) else "")
         + (" --populated" if args.populated else "")
         + (" (custom sizes)" if custom else "")
     )
@@ -322,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{time.perf_counter() - started_quality:.1f}s"
         )
 
-    if {"endpoints", "turns", "relevance", "forget", "feed", "mcp"} & sections:
+    if set(SECTIONS[1:]) & sections:
         from .db import postgres_reachable
 
         vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
@@ -365,6 +417,13 @@ def main(argv: list[str] | None = None) -> int:
                 "pgbouncer": True,
                 "mcp_records": sizes["mcp_records"] if "mcp" in sections else 0,
                 "mcp_seconds": sizes["mcp_seconds"],
+                "single_turns": sizes["single_turns"],
+                "single_rounds": sizes["single_rounds"],
+                "long_messages": sizes["long_messages"],
+                "explain": "explain" in sections,
+                "explain_records": sizes["explain_records"],
+                "profile_turns": sizes["profile_turns"] if "profile" in sections else 0,
+                "profiles_dir": str(PROFILES["smoke" if args.smoke else "full"]),
             }
             log(
                 f"{vendor}: endpoints"
@@ -375,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             failed |= "error" in outcome
             results["databases"].append(outcome)
             lift_mcp(results, outcome)
+            lift(results, outcome, "turns")
+            lift(results, outcome, "explain")
 
     from . import report, targets
 

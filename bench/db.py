@@ -1,5 +1,6 @@
 """The benchmark's own database: a temporary SQLite file, or the dedicated PostgreSQL
-database `companion_bench` (created and dropped here; no other database is ever touched).
+database `companion_bench` (created and dropped here; no other database is ever touched; in a
+linked git worktree its name carries the worktree's, `checkout_suffix`).
 
 `configure()` must run before `django.setup()`: it points DATABASE_URL at the benchmark
 database and selects `bench.settings`."""
@@ -7,15 +8,31 @@ database and selects `bench.settings`."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
 import zlib
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def checkout_suffix(checkout: Path = CHECKOUT) -> str:
+    """What the benchmark's database names carry after `companion_bench`: nothing in a main
+    checkout (`.git` a directory, or no git at all), `_<directory>_<crc of its path>` in a
+    linked git worktree (`.git` a file), so checkouts of one repository benchmarking at the
+    same time on one server never share a database."""
+    if not (checkout / ".git").is_file():
+        return ""
+    name = re.sub(r"[^a-z0-9]+", "_", checkout.name.lower()).strip("_")[:24]
+    return f"_{name}_{zlib.crc32(str(checkout).encode()) & 0xFFFFFF:06x}"
+
 
 # BENCH_PG_DATABASE names another database of one's own on a shared server (it is created and
 # dropped like companion_bench).
-PG_DATABASE = os.environ.get("BENCH_PG_DATABASE", "companion_bench")
+PG_DATABASE = os.environ.get("BENCH_PG_DATABASE") or "companion_bench" + checkout_suffix()
 # Server part only; the database name is always PG_DATABASE.
 PG_SERVER = os.environ.get("BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 

@@ -38,10 +38,10 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from .db import _pg_admin_connect, pg_url
+from .db import _pg_admin_connect, checkout_suffix, pg_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-POP_DATABASE = os.environ.get("BENCH_POP_DATABASE", "companion_bench_pop")
+POP_DATABASE = os.environ.get("BENCH_POP_DATABASE") or "companion_bench_pop" + checkout_suffix()
 # Bumped when the build changes shape: a marker with another format rebuilds the database.
 FORMAT = 3
 TEMPLATE_SEED = 4242

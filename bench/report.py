@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .targets import load_phases, turns_by_size
+from .report_turns import render_explain, render_turns
 
 
 def _fmt(value, digits: int = 1) -> str:
@@ -135,58 +135,6 @@ def _render_populated(pop: dict, h, markdown: bool) -> list[str]:
     return out
 
 
-def _floor_table_rows(t: dict) -> list[list]:
-    rows = []
-    floor = t.get("floor")
-    if floor and "turn_p50_ms" in floor:
-        rows.append(
-            [
-                f"floor: the turn's statements on raw psycopg + its turns.pipeline calls, "
-                f"{int(floor['records']):,} memories (SQL p50 {floor['sql_p50_ms']:.1f} ms, "
-                f"pure p50 {floor['pure_p50_ms']:.1f} ms)",
-                floor["turns"],
-                "turns",
-                floor["p50_ms"],
-                floor["p95_ms"],
-                None,
-                0,
-            ]
-        )
-        rows.append(
-            [
-                f"the single-client turn in the same {floor['rounds']} rounds (median of "
-                f"the rounds' p50s, {floor['turn_p50_min_ms']:.1f}–"
-                f"{floor['turn_p50_max_ms']:.1f})",
-                floor["turn_units"],
-                "turns",
-                floor["turn_p50_ms"],
-                None,
-                None,
-                floor["errors"],
-            ]
-        )
-    pooled = t.get("pgbouncer") or {}
-    if "errors" in pooled:
-        one, single = dict(pooled), pooled["single_client"]
-        one["errors"] -= single["errors"]
-        for label, d in (
-            (f"one round trip through PgBouncer ({pooled['pooler']}), {t['clients']} clients", one),
-            ("one round trip through PgBouncer, single client thread", single),
-        ):
-            rows.append(
-                [
-                    label,
-                    d["per_second"],
-                    "turns/s",
-                    d["p50_ms"],
-                    d["p95_ms"],
-                    d["p99_ms"],
-                    d["errors"],
-                ]
-            )
-    return rows
-
-
 def render(results: dict, *, markdown: bool) -> str:
     h = (lambda s: f"\n## {s}\n") if markdown else (lambda s: f"\n== {s} ==")
     meta = results["meta"]
@@ -264,6 +212,7 @@ def render(results: dict, *, markdown: bool) -> str:
             )
         out.append(("\n" if markdown else "") + "; ".join(extra))
 
+    turns = results.get("turns")
     for db in results.get("databases", []):
         if db.get("skipped"):
             out.append(h(f"Endpoints on {db['db']}"))
@@ -319,161 +268,14 @@ def render(results: dict, *, markdown: bool) -> str:
                     markdown,
                 )
             )
-        t = db.get("turns")
+        t = db.get("turns") or (turns if (turns or {}).get("db") == db["db"] else None)
         if t:
-            out.append(
-                h(
-                    f"Whole turn on {db.get('server_version')}: {t['server']}, "
-                    f"{t['clients']} client threads"
-                )
-            )
-            rows = [
-                [
-                    "trivial JSON (/bench/ping), before",
-                    t["ping_before"]["per_second"],
-                    "req/s",
-                    t["ping_before"]["p50_ms"],
-                    t["ping_before"]["p95_ms"],
-                    t["ping_before"].get("p99_ms"),
-                    t["ping_before"]["errors"],
-                ],
-                [
-                    "authenticated DRF JSON (/bench/ping-auth)",
-                    t["ping_auth"]["per_second"],
-                    "req/s",
-                    t["ping_auth"]["p50_ms"],
-                    t["ping_auth"]["p95_ms"],
-                    t["ping_auth"].get("p99_ms"),
-                    t["ping_auth"]["errors"],
-                ],
-                [
-                    "whole turn, three requests (create → plan → reply)",
-                    t["turns"]["per_second"],
-                    "turns/s",
-                    t["turns"]["p50_ms"],
-                    t["turns"]["p95_ms"],
-                    t["turns"].get("p99_ms"),
-                    t["turns"]["errors"],
-                ],
-                *[
-                    row
-                    for n, size in sorted(turns_by_size(t).items())
-                    for row in (
-                        [
-                            f"one round trip (create with plan → reply), {t['clients']} clients, "
-                            f"{n:,} memories",
-                            size["one_trip"]["per_second"],
-                            "turns/s",
-                            size["one_trip"]["p50_ms"],
-                            size["one_trip"]["p95_ms"],
-                            size["one_trip"]["p99_ms"],
-                            size["one_trip"]["errors"],
-                        ],
-                        [
-                            f"one round trip, single client thread, {n:,} memories",
-                            size["single_client"]["per_second"],
-                            "turns/s",
-                            size["single_client"]["p50_ms"],
-                            size["single_client"]["p95_ms"],
-                            size["single_client"]["p99_ms"],
-                            size["single_client"]["errors"],
-                        ],
-                    )
-                ],
-                *_floor_table_rows(t),
-                [
-                    "trivial JSON (/bench/ping), after",
-                    t["ping_after"]["per_second"],
-                    "req/s",
-                    t["ping_after"]["p50_ms"],
-                    t["ping_after"]["p95_ms"],
-                    t["ping_after"].get("p99_ms"),
-                    t["ping_after"]["errors"],
-                ],
-            ]
-            out.append(
-                _table(
-                    ["what", "rate", "unit", "p50 ms", "p95 ms", "p99 ms", "errors"], rows, markdown
-                )
-            )
-            out.append(
-                ("\n" if markdown else "")
-                + f"turns/s ÷ trivial req/s = {t['turns_per_ping'] * 100:.1f}%; "
-                "÷ authenticated req/s = "
-                f"{t['turns']['per_second'] / t['ping_auth']['per_second'] * 100:.1f}% "
-                f"({t['turns']['units']} turns, {t['records_per_user']:,} records per user"
-                + (
-                    f"; SQL queries per turn: create {t['queries']['create']}, plan "
-                    f"{t['queries']['plan']}, reply {t['queries']['reply']} (an authenticated "
-                    f"request alone: {t['queries']['ping_auth']})"
-                    if t.get("queries")
-                    else ""
-                )
-                + ")"
-            )
-            q = t.get("queries") or {}
-            if "one_total" in q:
-                rows = [
-                    ["create", q["create"]],
-                    ["plan (GET)", q["plan"]],
-                    ["reply", q["reply"]],
-                    ["whole turn, three requests", q["total"]],
-                    [
-                        f"create with plan ({q['create_plan_facts']} fact extracted)",
-                        q["create_plan"],
-                    ],
-                    *(
-                        [
-                            [
-                                "create with plan, a correction "
-                                f"({q['create_plan_correction_facts']} "
-                                "fact extracted)",
-                                q["create_plan_correction"],
-                            ]
-                        ]
-                        if "create_plan_correction" in q
-                        else []
-                    ),
-                    [
-                        f"create with plan ({q['create_plan_no_fact_facts']} facts extracted)",
-                        q["create_plan_no_fact"],
-                    ],
-                    ["reply after a create with plan", q["reply_one"]],
-                    ["whole turn, one round trip", q["one_total"]],
-                    ["authenticated ping", q["ping_auth"]],
-                ]
-                out.append(
-                    ("\n" if markdown else "") + "SQL queries per step (CaptureQueriesContext, "
-                    "in-process, autocommit"
-                    + (
-                        ", warm process: one turn with a plan and its reply ran first"
-                        if q.get("warm")
-                        else ""
-                    )
-                    + "; each plan asks "
-                    "about one capability, so it logs one decision):"
-                )
-                out.append(_table(["step", "queries"], rows, markdown))
-            steps = (t.get("floor") or {}).get("steps")
-            if steps:
-                out.append(
-                    ("\n" if markdown else "") + "The floor's statements, p50 ms each (in "
-                    f"how many of its {t['floor']['turns']} turns): "
-                    + "; ".join(
-                        f"{'`' if markdown else ''}{name[:48]}{'`' if markdown else ''} "
-                        f"{v['p50_ms']:.1f} ({v['runs']})"
-                        for name, v in steps.items()
-                    )
-                )
-            samples = [
-                f"{name}: {x}"
-                for name, phase in load_phases(t).items()
-                for x in phase.get("error_samples", [])[:2]
-            ]
-            if samples:
-                out.append(("\n" if markdown else "") + "error samples: " + " | ".join(samples))
+            out.extend(render_turns(t, db.get("server_version"), h, markdown))
         if db.get("populated"):
             out.extend(_render_populated(db["populated"], h, markdown))
+
+    if results.get("explain"):
+        out.extend(render_explain(results["explain"], h, markdown))
 
     quality = results.get("relevance_quality")
     costs = [

@@ -3,6 +3,9 @@ measured and pass / MISS / skipped; `bench.report` renders them."""
 
 from __future__ import annotations
 
+from . import turn_targets
+from .turn_targets import turn_results
+
 PURE_RPS_TARGET = 1_000_000
 SCALING_TARGET = 12.0
 HOT_TOLERANCE = 1.10  # "no slower": within 10% measurement noise
@@ -125,9 +128,8 @@ def targets(results: dict) -> list[dict]:
         )
         for row in _memory_rows(results):
             add(*row)
-    turns_all = [db["turns"] for db in results.get("databases", []) if db.get("turns")]
-    if turns_all:
-        t = turns_all[0]
+    t = turn_results(results)
+    if t:
         phases = load_phases(t)
         add(
             "whole turn: zero errors in every load phase (non-2xx, 429, exceptions)",
@@ -150,7 +152,8 @@ def targets(results: dict) -> list[dict]:
     else:
         add("whole turn (gunicorn + PostgreSQL)", "not run", None)
     _relevance_rows(results, add)
-    _turn_rows(results, cases, turns_all[0] if turns_all else None, add)
+    _turn_rows(results, cases, t, add)
+    turn_targets.rows(results, add, verdict, _errors_text)
     _forget_rows(results, add)
     _feed_rows(results, add)
     _mcp_rows(results, add)
@@ -177,6 +180,10 @@ def load_phases(t: dict) -> dict[str, dict]:
     if not t.get("sizes") and t.get("one_trip"):
         phases["one round trip, 8 clients"] = t["one_trip"]
         phases["one round trip, 1 client"] = t["single_client"]
+    if (t.get("long_conversation") or {}).get("single_client"):
+        phases["one round trip, 1 client, long conversation"] = t["long_conversation"][
+            "single_client"
+        ]
     if "errors" in (t.get("floor") or {}):  # the single-client turn in the floor's rounds
         phases["the turn beside its floor"] = t["floor"]
     pooled = t.get("pgbouncer") or {}

@@ -152,9 +152,18 @@ def request(conn, method: str, path: str, body: dict | None = None, token: str |
     return response.status, data
 
 
-def _drive(server: Server, clients: int, seconds: float, work) -> dict:
-    """Run `work(index, conn, n)` in `clients` threads until `seconds` have passed; each call
-    returns (units done, errors). Latency is per call."""
+def _drive(
+    server: Server,
+    clients: int,
+    seconds: float,
+    work,
+    *,
+    limit: int | None = None,
+    keep: bool = False,
+) -> dict:
+    """Run `work(index, conn, n)` in `clients` threads until `seconds` have passed (or each
+    thread made `limit` calls); each call returns (units done, errors). Latency is per call;
+    with `keep`, `latencies_s` holds every one (so several drives can be merged, `summary`)."""
     stop_at = [0.0]
     lock = threading.Lock()
     latencies: list[float] = []
@@ -168,7 +177,7 @@ def _drive(server: Server, clients: int, seconds: float, work) -> dict:
         samples: list[str] = []
         barrier.wait()
         n = 0
-        while time.perf_counter() < stop_at[0]:
+        while time.perf_counter() < stop_at[0] and (limit is None or n < limit):
             started = time.perf_counter()
             try:
                 done, failed = work(index, conn, n)
@@ -201,15 +210,22 @@ def _drive(server: Server, clients: int, seconds: float, work) -> dict:
         t.join(timeout=seconds + 120)
     elapsed = time.perf_counter() - started
     return {
+        **summary(clients, elapsed, latencies, counts["units"], counts["errors"]),
+        "error_samples": counts["error_samples"][:5],
+        **({"latencies_s": latencies} if keep else {}),
+    }
+
+
+def summary(clients: int, seconds: float, latencies: list[float], units: int, errors: int) -> dict:
+    return {
         "clients": clients,
-        "seconds": elapsed,
-        "units": counts["units"],
-        "per_second": counts["units"] / elapsed if elapsed else 0.0,
+        "seconds": seconds,
+        "units": units,
+        "per_second": units / seconds if seconds else 0.0,
         "p50_ms": statistics.median(latencies) * 1000 if latencies else float("nan"),
         "p95_ms": percentile(latencies, 0.95) * 1000 if latencies else float("nan"),
         "p99_ms": percentile(latencies, 0.99) * 1000 if latencies else float("nan"),
-        "errors": counts["errors"],
-        "error_samples": counts["error_samples"][:5],
+        "errors": errors,
     }
 
 
@@ -262,8 +278,11 @@ def turn_work_factory(conversations: list[str], token: str, tag: str):
 PLAN = {"budget": 8000, "capabilities": ["tone.playful"]}
 
 
-def turn_one_work_factory(conversations: list[str], token: str, tag: str):
-    """I7: the turn in one round trip before generating (create with `plan`), then the reply."""
+def turn_one_work_factory(
+    conversations: list[str], token: str, tag: str, answers: list[int] | None = None
+):
+    """I7: the turn in one round trip before generating (create with `plan`), then the reply;
+    `answers`, when given, collects each create answer's JSON body size in bytes."""
 
     def work(index, conn, n):
         conversation = conversations[index % len(conversations)]
@@ -277,6 +296,8 @@ def turn_one_work_factory(conversations: list[str], token: str, tag: str):
         )
         if status != 201:
             return 0, f"turn+plan {status} {data[:120]!r}"
+        if answers is not None:
+            answers.append(len(data))
         turn = json.loads(data)["id"]
         status, data = request(
             conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token
@@ -369,59 +390,81 @@ def run(
     seconds: float,
     log,
     main_size: int,
+    singles: dict[int, str],
+    long: str | None = None,
+    single_turns: int = 100,
+    single_rounds: int = 4,
 ) -> dict:
     """`groups`: for each memory count, one conversation per client thread (its user has that
     many memories). The pings and the three-request turn run at `main_size`; the one round
-    trip runs at every size, from `clients` threads and from one."""
+    trip runs at every size from `clients` threads, and from one on `singles[size]`, a fresh
+    conversation no other phase touches (`bench.single`) — at `main_size` in alternating
+    rounds with the same turn on `long`, a long conversation of a user with as many memories.
+    Every `clients`-thread phase reports the server's CPU per request (`bench.cpu`)."""
+    from . import single
+    from .cpu import cpu_ratio, metered
+    from .db import PG_DATABASE
+    from .single import rate_text as _rate
+    from .single import single_text as _single_text
+
     server = Server(database_url, workers)
     server.start()
     main = groups[main_size]
+
+    def phase(per_unit: int, work, duration: float = seconds) -> dict:
+        return metered(
+            server, PG_DATABASE, per_unit, lambda: _drive(server, clients, duration, work)
+        )
+
     try:
         warm = min(2.0, seconds / 4)
         _warm(server, clients, warm, main, token, "warm")
-        ping_before = _drive(server, clients, seconds / 2, ping_work)
-        log(
-            f"  gunicorn ping      {ping_before['per_second']:.0f} req/s "
-            f"errors={ping_before['errors']}"
-        )
-        ping_auth = _drive(server, clients, seconds / 2, ping_auth_factory(token))
-        log(
-            f"  gunicorn ping-auth {ping_auth['per_second']:.0f} req/s errors={ping_auth['errors']}"
-        )
-        turns = _drive(server, clients, seconds, turn_work_factory(main, token, "bench"))
-        log(
-            f"  gunicorn turns     {turns['per_second']:.1f} turns/s p95={turns['p95_ms']:.0f}ms "
-            f"errors={turns['errors']}"
-        )
-        sizes = {}
+        ping_before = phase(1, ping_work, seconds / 2)
+        log(f"  gunicorn ping      {_rate(ping_before, 'req/s')}")
+        ping_auth = phase(1, ping_auth_factory(token), seconds / 2)
+        log(f"  gunicorn ping-auth {_rate(ping_auth, 'req/s')}")
+        turns = phase(3, turn_work_factory(main, token, "bench"))
+        log(f"  gunicorn turns     {_rate(turns, 'turns/s')} p95={turns['p95_ms']:.0f}ms")
+        sizes, long_conversation = {}, None
         for n, conversations in sorted(groups.items()):
             if n != main_size:
                 _warm(server, clients, warm / 2, conversations, token, f"warm-{n}")
-            one = _drive(
-                server, clients, seconds, turn_one_work_factory(conversations, token, f"one-{n}")
+            one = phase(2, turn_one_work_factory(conversations, token, f"one-{n}"))
+            log(f"  gunicorn one-trip  {n:>6} memories: {_rate(one, 'turns/s')}")
+            measured = {"single": singles[n]}
+            if n == main_size and long:
+                measured["long"] = long
+            measured = single.run(
+                server,
+                measured,
+                token,
+                turns=single_turns,
+                rounds=single_rounds,
+                seconds=seconds / 2,
+                workers=workers,
+                tag=f"single-{n}",
             )
-            log(
-                f"  gunicorn one-trip  {n:>6} memories: {one['per_second']:.1f} turns/s "
-                f"p50={one['p50_ms']:.0f}ms p95={one['p95_ms']:.0f}ms errors={one['errors']}"
-            )
-            single = _drive(
-                server, 1, seconds / 2, turn_one_work_factory(conversations, token, f"single-{n}")
-            )
-            log(
-                f"  gunicorn 1 client  {n:>6} memories: {single['per_second']:.1f} turns/s "
-                f"p50={single['p50_ms']:.1f}ms p99={single['p99_ms']:.1f}ms "
-                f"errors={single['errors']}"
-            )
-            sizes[str(n)] = {"one_trip": one, "single_client": single}
-        ping_after = _drive(server, clients, seconds / 2, ping_work)
-        log(
-            f"  gunicorn ping      {ping_after['per_second']:.0f} req/s (after) "
-            f"errors={ping_after['errors']}"
-        )
+            for name, label in (("single", f"{n:>6} memories"), ("long", "long conversation")):
+                if name in measured:
+                    log(f"  gunicorn 1 client  {label}: {_single_text(measured[name])}")
+            plan_bytes = measured["single"].pop("plan_bytes")
+            sizes[str(n)] = {
+                "one_trip": one,
+                "single_client": measured["single"],
+                "plan_bytes": plan_bytes,
+            }
+            if "long" in measured:
+                long_conversation = {
+                    "records": n,
+                    "plan_bytes": measured["long"].pop("plan_bytes"),
+                    "single_client": measured["long"],
+                }
+        ping_after = phase(1, ping_work, seconds / 2)
+        log(f"  gunicorn ping      {_rate(ping_after, 'req/s')} (after)")
     finally:
         server.stop()
     ceiling = (ping_before["per_second"] + ping_after["per_second"]) / 2
-    one, single = sizes[str(main_size)]["one_trip"], sizes[str(main_size)]["single_client"]
+    one, single_client = sizes[str(main_size)]["one_trip"], sizes[str(main_size)]["single_client"]
     return {
         "server": f"gunicorn sync workers={workers} on 127.0.0.1 (CONN_MAX_AGE=60)",
         "clients": clients,
@@ -432,12 +475,14 @@ def run(
         "turns": turns,
         "turns_per_ping": turns["per_second"] / ceiling if ceiling else float("nan"),
         "one_trip": one,
-        "single_client": single,
+        "single_client": single_client,
         "sizes": sizes,
+        "long_conversation": long_conversation,
         "main_size": main_size,
         "one_trip_per_ping_auth": (
             one["per_second"] / ping_auth["per_second"] if ping_auth["per_second"] else float("nan")
         ),
+        "cpu_per_turn_over_ping_auth": cpu_ratio(one, ping_auth),
     }
 
 
@@ -501,7 +546,10 @@ def through_pgbouncer(
     """The one round trip + reply through PgBouncer in transaction pooling (Debian's
     `pgbouncer`, started here on loopback in front of the benchmark database): a gunicorn
     with `DATABASE_POOLER=pgbouncer` whose connections reach PostgreSQL through it, from
-    `clients` threads and from one. `errors` counts both."""
+    `clients` threads and from one. `errors` counts both; the server CPU per request of the
+    `clients` threads leaves PgBouncer's own out."""
+    from .cpu import metered
+    from .db import PG_DATABASE
     from .pgbouncer import PgBouncer, binary
 
     if binary() is None:
@@ -518,7 +566,8 @@ def through_pgbouncer(
         server.start()
         warm = min(2.0, seconds / 4)
         _drive(server, clients, warm, turn_one_work_factory(conversations, token, "pgb-warm"))
-        one = _drive(server, clients, seconds, turn_one_work_factory(conversations, token, "pgb"))
+        work = turn_one_work_factory(conversations, token, "pgb")
+        one = metered(server, PG_DATABASE, 2, lambda: _drive(server, clients, seconds, work))
         single = _drive(
             server, 1, seconds / 2, turn_one_work_factory(conversations, token, "pgb-single")
         )

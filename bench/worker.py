@@ -78,6 +78,8 @@ def main(vendor: str, config: dict, out_path: str) -> int:
         _side_phases(vendor, db, token, config, result)
         if vendor == "postgres" and config.get("turn_seconds", 0) > 0:
             _turn_phases(db, token, config, result)
+        if vendor == "postgres" and (config.get("explain") or config.get("profile_turns")):
+            _explain_phases(token, config, result)
     except Exception:  # noqa: BLE001 - reported in the results, the run goes on
         result["error"] = traceback.format_exc()
         log(result["error"])
@@ -137,25 +139,34 @@ def _turn_phases(db, token: str, config: dict, result: dict) -> None:
     vendor = "postgres"
     seed = config["seed"]
     started = time.perf_counter()
-    groups: dict[int, list] = {}
-    for n in config["turn_sizes"]:
-        groups[n] = []
-        for i in range(config["turn_clients"]):
-            world = data.build_world(
-                n,
-                seed=seed + 1 + i,
-                user=f"bench-turn-{n}-{i}",
-                n_messages=100,
-                id_seed=seed * 7 + n * 1_009 + i,
-            )
-            groups[n].append(load.load_world(world, with_turn=False))
+    main = config["turn_main"]
+
+    def user(n: int, name: str, world: int, ids: int, messages: int = 100):
+        """A user with `n` memories: the generated world number `world`, ids of its own."""
+        generated = data.build_world(
+            n,
+            seed=seed + 1 + world,
+            user=f"bench-{name}-{n}",
+            n_messages=messages,
+            id_seed=seed * 7 + n * 1_009 + ids,
+        )
+        return load.load_world(generated, with_turn=False)
+
+    groups = {
+        n: [user(n, f"turn-{i}", i, i) for i in range(config["turn_clients"])]
+        for n in config["turn_sizes"]
+    }
+    # Conversations no other phase touches (bench.single), of users with the first 8-client
+    # user's memories: a fresh one of 100 messages per size, and a long one at the main size.
+    singles = {n: user(n, "single", 0, 500).conversation for n in config["turn_sizes"]}
+    long = user(main, "long", 0, 900, config["long_messages"]).conversation
     load.analyze()
     log(
         f"  {vendor}: loaded {sum(map(len, groups.values()))} turn users "
-        f"({', '.join(f'{len(g)} × {n:,}' for n, g in groups.items())} memories) in "
-        f"{time.perf_counter() - started:.1f}s"
+        f"({', '.join(f'{len(g)} × {n:,}' for n, g in groups.items())} memories), one more per "
+        f"size for the single client and one with a {config['long_messages']:,}-message "
+        f"conversation in {time.perf_counter() - started:.1f}s"
     )
-    main = config["turn_main"]
     queries = turns.inprocess_queries(groups[main][-1].conversation, token)
     log(f"  {vendor}: queries per turn {queries}")
     connection.close()
@@ -188,8 +199,13 @@ def _turn_phases(db, token: str, config: dict, result: dict) -> None:
         seconds=config["turn_seconds"],
         log=log,
         main_size=main,
+        singles=singles,
+        long=long,
+        single_turns=config["single_turns"],
+        single_rounds=config["single_rounds"],
     )
     result["turns"]["records_per_user"] = main
+    result["turns"]["long_messages"] = config["long_messages"]
     result["turns"]["queries"] = queries
     if floor_result is not None:
         result["turns"]["floor"] = floor_result
@@ -207,6 +223,28 @@ def _turn_phases(db, token: str, config: dict, result: dict) -> None:
         from . import populated
 
         result["populated"] = populated.run(db.url, token, config, log)
+
+
+def _explain_phases(token: str, config: dict, result: dict) -> None:
+    """On PostgreSQL: the turn's statements under EXPLAIN and the turn under cProfile, at each
+    memory size × conversation length (bench.explain)."""
+    from pathlib import Path
+
+    from . import explain
+
+    started = time.perf_counter()
+    cases = explain.load_cases(
+        config["explain_records"], [100, config["long_messages"]], config["seed"]
+    )
+    log(f"  postgres: loaded {len(cases)} users to explain in {time.perf_counter() - started:.1f}s")
+    result["explain"] = explain.run(
+        token,
+        cases,
+        explain=config.get("explain", False),
+        profile_turns=config.get("profile_turns", 0),
+        out_dir=Path(config["profiles_dir"]),
+        log=log,
+    )
 
 
 def _mcp(database_url: str, token: str, config: dict, log) -> dict:
