@@ -260,8 +260,11 @@ class ProjectedMemory:
 
 @dataclass(frozen=True)
 class Projection:
+    """SPEC §5's answer: `excluded` as `Resolution.excluded` is (the projection's is made
+    when read)."""
+
     prompt: tuple[ProjectedMemory, ...]
-    excluded: tuple[Exclusion, ...]
+    excluded: Sequence[Exclusion]
 
 
 def default_label(key: str) -> str:

@@ -7,6 +7,7 @@ excluded each record, and two readers make the rest when asked:
 
 - `Decisions`: R8, a read-only mapping of id → `Explanation`, each formatted when it is
   looked up;
+- `Explanations`: the same for several passes over disjoint ids, as one;
 - `Exclusions`: R7's `excluded` — every excluded record by id as an `Exclusion`, sorted and
   built at the first read that needs them — with `counts()` and `first(limit)`, which read the
   reasons alone.
@@ -34,7 +35,7 @@ from memory.domain import (
     MemoryRecord,
 )
 
-__all__ = ["ACTIVE", "Decisions", "Exclusions", "rfc3339", "slot_of"]
+__all__ = ["ACTIVE", "Decisions", "Exclusions", "Explanations", "rfc3339", "slot_of"]
 
 # The reason recorded for a slot's winner.
 ACTIVE = "active"
@@ -131,6 +132,36 @@ class Decisions(Mapping):
 
     def __len__(self) -> int:
         return len(self.reasons)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
+class Explanations(Mapping):
+    """R8 of several passes over disjoint ids (a context resolved key by key, one pass per
+    group of keys), read as one mapping of record id → `Explanation` iterating in id order,
+    as one pass answers it. An id is looked up in each pass's in turn (a few dozen), never
+    in a map of them all."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: list[Mapping[str, Explanation]]):
+        self._parts = parts
+
+    def __getitem__(self, record_id: str) -> Explanation:
+        for part in self._parts:
+            if record_id in part:
+                return part[record_id]
+        raise KeyError(record_id)
+
+    def __contains__(self, record_id: object) -> bool:
+        return any(record_id in part for part in self._parts)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(chain.from_iterable(self._parts)))
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self._parts)
 
     def __repr__(self) -> str:
         return repr(dict(self.items()))
