@@ -242,6 +242,25 @@ def render(results: dict, *, markdown: bool) -> str:
                 markdown,
             )
         )
+        plain = [r for r in pure["sizes"] if r.get("plain")]
+        if plain:
+            out.append(
+                ("\n" if markdown else "")
+                + "Beside the plain resolver (bench.pure.plain_resolve: the same rules, same "
+                "answer checked), collector paused as in a request, median of alternating calls:"
+            )
+            out.append(
+                _table(
+                    ["N records", "resolver ms", "plain resolver ms", "ratio"],
+                    [
+                        [r["n"]]
+                        + [f"{r['plain'][k]:.2f}" for k in ("resolver_ms", "plain_ms")]
+                        + [f"{r['plain']['ratio']:.2f}x"]
+                        for r in plain
+                    ],
+                    markdown,
+                )
+            )
         extra = []
         if "scaling_100k_10k" in pure:
             extra.append(
