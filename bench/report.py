@@ -251,11 +251,11 @@ def render(results: dict, *, markdown: bool) -> str:
             )
             out.append(
                 _table(
-                    ["N records", "resolver ms", "plain resolver ms", "ratio"],
+                    ["N records", "resolver ms", "plain resolver ms", "ratio", "ratio in CPU"],
                     [
                         [r["n"]]
                         + [f"{r['plain'][k]:.2f}" for k in ("resolver_ms", "plain_ms")]
-                        + [f"{r['plain']['ratio']:.2f}x"]
+                        + [f"{r['plain'][k]:.2f}x" for k in ("ratio", "ratio_cpu")]
                         for r in plain
                     ],
                     markdown,
