@@ -248,6 +248,7 @@ def render(results: dict, *, markdown: bool) -> str:
                 ("\n" if markdown else "")
                 + "Beside the plain resolver (bench.pure.plain_resolve: the same rules, same "
                 "answer checked), collector paused as in a request, median of alternating calls:"
+                + ("\n" if markdown else "")
             )
             out.append(
                 _table(
