@@ -190,6 +190,26 @@ def render(results: dict, *, markdown: bool) -> str:
                 markdown,
             )
         )
+        plain = [r for r in pure["sizes"] if r.get("plain")]
+        if plain:
+            out.append(
+                ("\n" if markdown else "")
+                + "Beside the plain resolver (bench.pure.plain_resolve: the same rules, same "
+                "answer checked), collector paused as in a request, median of alternating calls:"
+                + ("\n" if markdown else "")
+            )
+            out.append(
+                _table(
+                    ["N records", "resolver ms", "plain resolver ms", "ratio", "ratio in CPU"],
+                    [
+                        [r["n"]]
+                        + [f"{r['plain'][k]:.2f}" for k in ("resolver_ms", "plain_ms")]
+                        + [f"{r['plain'][k]:.2f}x" for k in ("ratio", "ratio_cpu")]
+                        for r in plain
+                    ],
+                    markdown,
+                )
+            )
         extra = []
         if "scaling_100k_10k" in pure:
             extra.append(

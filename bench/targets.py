@@ -9,6 +9,7 @@ from .turn_targets import turn_results
 PURE_RPS_TARGET = 1_000_000
 SCALING_TARGET = 12.0
 HOT_TOLERANCE = 1.10  # "no slower": within 10% measurement noise
+PLAIN_RATIO_TARGET = 1.5  # the pure resolver's median over the plain resolver's (bench.pure)
 OVERHEAD_TARGET = 2.0
 TURN_SHARE_TARGET = 0.25
 RELEVANCE_COST_TOLERANCE = 1.10  # relevance p50 within 10% of certainty's
@@ -89,6 +90,16 @@ def targets(results: dict) -> list[dict]:
             "not run at N=100k",
             None,
         )
+    for n, row in sorted(by_n.items()):
+        plain = row.get("plain")
+        if plain:
+            add(
+                f"pure resolver <= {PLAIN_RATIO_TARGET}x the plain resolver at N={n:,}",
+                f"{plain['resolver_ms']:.2f} vs {plain['plain_ms']:.2f} ms = "
+                f"{plain['ratio']:.2f}x (CPU {plain['ratio_cpu']:.2f}x; median of "
+                f"{plain['calls']} alternating calls, collector {plain['regime']})",
+                plain["ratio"] <= PLAIN_RATIO_TARGET,
+            )
     slots = pure.get("slots")
     if slots:
         add(

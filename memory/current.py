@@ -11,7 +11,7 @@ import operator
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from itertools import chain
 
@@ -19,6 +19,7 @@ from conversations.domain import Context
 
 from .domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
 from .projection import project, prompt_order, withholding_in
+from .reasons import Exclusions, Explanations, rfc3339
 from .resolver import RESOLVER_REASONS, at_time, resolve, stable_window
 
 
@@ -224,6 +225,12 @@ class Resolved:
     ) -> Resolved:
         return cls(stable_window(records, now), resolution, projection)
 
+    def made_with(self, many_keys, labels, tombstones) -> bool:
+        """Whether this was made under these very registry entries and tombstones."""
+        return (
+            self.many_keys is many_keys and self.labels is labels and self.tombstones is tombstones
+        )
+
     def at(self, now: datetime) -> tuple[Resolution, Projection] | None:
         """The same answer at `now` when `now` lies in the window (R3 and R5 are the only
         steps that look at `now`), else None."""
@@ -285,6 +292,10 @@ class KeyPart:
     prompt_order: tuple  # the planner's order (I3) of `projection.prompt`, item by item
     # The group's list it was last found to hold (`KeyGroups`), compared by identity.
     source: object = field(default=None, compare=False)
+
+    def from_list(self, grouped: list[MemoryRecord]) -> KeyPart:
+        """This share, noted as the one of the group's list `grouped` (`KeyGroups`)."""
+        return self if self.source is grouped else replace(self, source=grouped)
 
     def within(self, now: datetime) -> bool:
         lo, hi = self.window
@@ -356,67 +367,23 @@ def resolve_keyed(
     records while `now` stays in its window."""
     settings = (secret, likely, uncertain)
     now = context.now
-    if by_group is not None and (groups is None or groups == by_group.count):
-        groups = by_group.count
-    else:
-        by_group = None
-    if groups is None:
-        groups = groups_for(len(records))
-    usable = earlier is not None and earlier.settings == (*settings, groups)
-    parts_before = earlier.parts if usable else {}
-    if (
-        usable
-        and earlier.many_keys is many_keys
-        and earlier.labels is labels
-        and earlier.tombstones is tombstones
-        and _same_order(earlier.records, records)
-    ):
+    groups, by_group = _grouping(len(records), groups, by_group)
+    if earlier is not None and earlier.settings != (*settings, groups):
+        earlier = None
+    same_inputs = earlier is not None and earlier.made_with(many_keys, labels, tombstones)
+    if same_inputs and _same_order(earlier.records, records):
         reused = earlier.at(now)
         if reused is not None:
             return replace(earlier, resolution=reused[0], records=tuple(records))
-    grouping = by_group.groups if by_group is not None else KeyGroups.of_count(records, groups)
-    # A group's list that is the very one its earlier share was made of, under the same
-    # registry and tombstones, holds what it held: only its window is left to look at.
-    same_inputs = (
-        by_group is not None
-        and usable
-        and earlier.many_keys is many_keys
-        and earlier.labels is labels
-        and earlier.tombstones is tombstones
+    making = _GroupMaking(context, tombstones, many_keys, labels, settings, groups)
+    parts, changed = making.parts(
+        by_group.groups if by_group is not None else KeyGroups.of_count(records, groups),
+        earlier.parts if earlier is not None else {},
+        held=by_group is not None,
+        # A group's list that is the very one its earlier share was made of, under the same
+        # registry and tombstones, holds what it held: only its window is left to look at.
+        by_list=same_inputs and by_group is not None,
     )
-    tombs_by_group: dict[int, list[Tombstone]] | None = None
-    withholding: frozenset[str] | None = None
-    parts: dict[int, KeyPart] = {}
-    changed = len(grouping) != len(parts_before)
-    for index in sorted(grouping):
-        grouped = grouping[index]
-        part = parts_before.get(index)
-        if same_inputs and part is not None and part.source is grouped and part.within(now):
-            parts[index] = part
-            continue
-        if tombs_by_group is None:
-            tombs_by_group = {}
-            for tomb in tombstones:
-                tombs_by_group.setdefault(group_of(tomb.key, groups), []).append(tomb)
-            withholding = withholding_in(tombstones, context)
-        tombs = tombs_by_group.get(index, ())
-        # F7.2: a group is withheld by tombstones of any key; what it holds of them is part
-        # of what it was made with.
-        made_with = (
-            tuple((k, k in many_keys, labels.get(k)) for k in sorted({r.key for r in grouped})),
-            _withheld_in_group(grouped, withholding),
-        )
-        if part is None or not part.holds(grouped, tombs, made_with, now):
-            changed = True
-            made = _resolve_group(
-                grouped, tombs, context, many_keys, labels, secret, likely, uncertain, withholding
-            )
-            part = KeyPart(
-                tuple(grouped), tuple(tombs), made_with, stable_window(grouped, now), *made
-            )
-        if by_group is not None and part.source is not grouped:
-            part = replace(part, source=grouped)
-        parts[index] = part
     extra = dict(
         records=tuple(records),
         tombstones=tombstones,
@@ -424,25 +391,123 @@ def resolve_keyed(
         labels=labels,
         settings=(*settings, groups),
     )
-    if not changed and usable:
+    if not changed and earlier is not None:
         reused = earlier.at(now)
         if reused is not None:
             return Resolved(earlier.window, *reused, parts=parts, **extra)
-    if any(part.outside for part in parts.values()):
-        ids = {record.id for record in records}
-        if any(target in ids for part in parts.values() for target in part.outside):
-            resolution, projection = resolve_context(
-                records,
-                tombstones,
-                context,
-                many_keys=many_keys,
-                labels=labels,
-                secret=secret,
-                likely=likely,
-                uncertain=uncertain,
-            )
-            return Resolved.made(records, now, resolution, projection)
+    if _names_across_groups(records, parts):
+        resolution, projection = resolve_context(
+            records,
+            tombstones,
+            context,
+            many_keys=many_keys,
+            labels=labels,
+            secret=secret,
+            likely=likely,
+            uncertain=uncertain,
+        )
+        return Resolved.made(records, now, resolution, projection)
     return _assembled(parts, now, extra)
+
+
+def _grouping(
+    n_records: int, groups: int | None, by_group: KeyGroups | None
+) -> tuple[int, KeyGroups | None]:
+    """How many groups `resolve_keyed` resolves in, and the held groups it takes (None
+    when their number is not the one asked for)."""
+    if by_group is not None and (groups is None or groups == by_group.count):
+        return by_group.count, by_group
+    return (groups_for(n_records) if groups is None else groups), None
+
+
+def _names_across_groups(records: Sequence[MemoryRecord], parts: Mapping[int, KeyPart]) -> bool:
+    """R5 across groups: whether a record names, in `supersedes`, a record of another group
+    that is among `records`."""
+    outside = [part.outside for part in parts.values() if part.outside]
+    if not outside:
+        return False
+    ids = {record.id for record in records}
+    return any(target in ids for named in outside for target in named)
+
+
+class _GroupMaking:
+    """What each group's share of a context is made with (`resolve_keyed`): the context, the
+    tombstones (by group, and those that withhold here, F7.2, found once when a group is
+    made), the registry and the settings."""
+
+    def __init__(self, context, tombstones, many_keys, labels, settings, groups):
+        self.context, self.tombstones = context, tombstones
+        self.many_keys, self.labels = many_keys, labels
+        self.settings, self.groups = settings, groups
+        self._by_group: dict[int, list[Tombstone]] | None = None
+        self._withholding: frozenset[str] | None = None
+
+    def parts(
+        self,
+        grouping: Mapping[int, list[MemoryRecord]],
+        before: Mapping[int, KeyPart],
+        *,
+        held: bool,
+        by_list: bool,
+    ) -> tuple[dict[int, KeyPart], bool]:
+        """Each group's share, in group order, and whether any was made again (or the
+        groups are not those of `before`). `held`: `grouping` is the groups a state holds
+        (`KeyGroups`), and each share notes the list it stands for; `by_list`: a group whose
+        list is the one its share in `before` came from is reused while `now` stays in its
+        window."""
+        now = self.context.now
+        parts: dict[int, KeyPart] = {}
+        changed = len(grouping) != len(before)
+        for index in sorted(grouping):
+            grouped, part = grouping[index], before.get(index)
+            if by_list and part is not None and part.source is grouped and part.within(now):
+                parts[index] = part
+                continue
+            made = self.part(index, grouped, part)
+            changed = changed or made is not part
+            parts[index] = made.from_list(grouped) if held else made
+        return parts, changed
+
+    def part(self, index: int, grouped: list[MemoryRecord], before: KeyPart | None) -> KeyPart:
+        """The group's share: `before` when it holds for these records, tombstones and
+        registry entries at `now`, else made again."""
+        tombs, withholding = self.tombstones_of(index), self.withholding()
+        # F7.2: a group is withheld by tombstones of any key; what it holds of them is part
+        # of what it was made with.
+        made_with = (
+            tuple(
+                (k, k in self.many_keys, self.labels.get(k))
+                for k in sorted({r.key for r in grouped})
+            ),
+            _withheld_in_group(grouped, withholding),
+        )
+        now = self.context.now
+        if before is not None and before.holds(grouped, tombs, made_with, now):
+            return before
+        made = _resolve_group(
+            grouped,
+            tombs,
+            self.context,
+            self.many_keys,
+            self.labels,
+            *self.settings,
+            withholding,
+        )
+        return KeyPart(tuple(grouped), tuple(tombs), made_with, stable_window(grouped, now), *made)
+
+    def tombstones_of(self, index: int) -> list[Tombstone] | tuple:
+        """The tombstones of the group's keys (R4)."""
+        if self._by_group is None:
+            self._by_group = {}
+            for tomb in self.tombstones:
+                self._by_group.setdefault(group_of(tomb.key, self.groups), []).append(tomb)
+        return self._by_group.get(index, ())
+
+    def withholding(self) -> frozenset[str]:
+        """The tombstones, of any key, whose scope covers the context (F7.2)."""
+        if self._withholding is None:
+            self._withholding = withholding_in(self.tombstones, self.context)
+        return self._withholding
 
 
 def _same_order(held: tuple, given: Sequence) -> bool:
@@ -483,7 +548,6 @@ def _assembled(parts: dict[int, KeyPart], now: datetime, extra: dict) -> Resolve
     make them of all the records at once."""
     resolutions = [part.resolution for part in parts.values()]
     active = sorted(chain.from_iterable(r.active for r in resolutions), key=_active_order)
-    excluded = sorted(chain.from_iterable(r.excluded for r in resolutions), key=_exclusion_id)
     trace: dict = {
         "candidates": sum(r.trace["candidates"] for r in resolutions),
         "active": len(active),
@@ -492,12 +556,12 @@ def _assembled(parts: dict[int, KeyPart], now: datetime, extra: dict) -> Resolve
         name = "excluded_" + reason.replace("-", "_")
         trace[name] = sum(r.trace[name] for r in resolutions)
     trace["resolver_version"] = RESOLVER_VERSION
-    trace["now"] = _iso(now)
+    trace["now"] = rfc3339(now)
     resolution = Resolution(
         active=tuple(active),
-        excluded=tuple(excluded),
+        excluded=Exclusions.joined(r.excluded for r in resolutions),
         trace=trace,
-        explanations=_Explanations([r.explanations for r in resolutions]),
+        explanations=Explanations([r.explanations for r in resolutions]),
     )
     ordered = sorted(
         chain.from_iterable(
@@ -506,12 +570,7 @@ def _assembled(parts: dict[int, KeyPart], now: datetime, extra: dict) -> Resolve
     )
     projection = Projection(
         prompt=tuple(map(_second, ordered)),
-        excluded=tuple(
-            sorted(
-                chain.from_iterable(part.projection.excluded for part in parts.values()),
-                key=_exclusion_id,
-            )
-        ),
+        excluded=Exclusions.joined(part.projection.excluded for part in parts.values()),
     )
     los = [part.window[0] for part in parts.values() if part.window[0] is not None]
     his = [part.window[1] for part in parts.values() if part.window[1] is not None]
@@ -521,38 +580,3 @@ def _assembled(parts: dict[int, KeyPart], now: datetime, extra: dict) -> Resolve
 
 _active_order = operator.attrgetter("key", "id")
 _second = operator.itemgetter(1)
-_exclusion_id = operator.attrgetter("id")
-
-
-def _iso(moment: datetime) -> str:
-    """The trace's time as `resolve` writes it (SPEC §0)."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-class _Explanations(Mapping):
-    """R8 of a context resolved key by key: every key's explanations, read as one mapping of
-    record id → `Explanation` iterating in id order, as `resolve` answers them."""
-
-    def __init__(self, parts: list[Mapping]):
-        self._parts = parts
-        self._owner: dict[str, Mapping] | None = None
-
-    def _owners(self) -> dict[str, Mapping]:
-        if self._owner is None:
-            self._owner = {record_id: part for part in self._parts for record_id in part}
-        return self._owner
-
-    def __getitem__(self, record_id: str):
-        return self._owners()[record_id][record_id]
-
-    def __contains__(self, record_id: object) -> bool:
-        return record_id in self._owners()
-
-    def __iter__(self):
-        return iter(sorted(self._owners()))
-
-    def __len__(self) -> int:
-        return sum(len(part) for part in self._parts)
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))

@@ -9,6 +9,7 @@ import hmac
 import re
 import unicodedata
 import zoneinfo
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -197,10 +198,15 @@ class Explanation:
 
 @dataclass(frozen=True)
 class Resolution:
+    """SPEC §3's answer. `excluded` is a sequence of `Exclusion`s by id (the resolver's is a
+    `memory.reasons.Exclusions`, made when read, equal to the tuple it stands for);
+    `explanations` a mapping of id → `Explanation` (the resolver's formats each one when it
+    is looked up)."""
+
     active: tuple[MemoryRecord, ...]
-    excluded: tuple[Exclusion, ...]
+    excluded: Sequence[Exclusion]
     trace: dict
-    explanations: dict[str, Explanation] = field(default_factory=dict)
+    explanations: Mapping[str, Explanation] = field(default_factory=dict)
 
     def explain(self, record_id: str) -> Explanation | None:
         return self.explanations.get(record_id)
@@ -254,8 +260,11 @@ class ProjectedMemory:
 
 @dataclass(frozen=True)
 class Projection:
+    """SPEC §5's answer: `excluded` as `Resolution.excluded` is (the projection's is made
+    when read)."""
+
     prompt: tuple[ProjectedMemory, ...]
-    excluded: tuple[Exclusion, ...]
+    excluded: Sequence[Exclusion]
 
 
 def default_label(key: str) -> str:

@@ -21,7 +21,6 @@ from memory.domain import (
     REASON_UNSUPPORTED,
     REASON_WITHHELD,
     USER_AUTHORITIES,
-    Exclusion,
     MemoryRecord,
     ProjectedMemory,
     Projection,
@@ -30,6 +29,7 @@ from memory.domain import (
     r6_beats,
     scope_covers,
 )
+from memory.reasons import Exclusions
 
 __all__ = ["CERTAINTIES", "certainty_of", "project", "withholding_in"]
 
@@ -115,8 +115,8 @@ def project(
       the narrowest scope; the others → `shadowed`.
     - P4 shape: `ProjectedMemory` with `labels.get(key)` or `default_label(key)`.
 
-    `prompt` is in the order the planner fills it (I3); `excluded` is ordered by id.
-    Duplicated ids count once.
+    `prompt` is in the order the planner fills it (I3); `excluded` is ordered by id, made
+    when it is read (`memory.reasons.Exclusions`). Duplicated ids count once.
     """
     excluded: dict[str, str] = {}
     passed = _admitted(active, excluded, withholding, likely, uncertain)
@@ -160,17 +160,7 @@ def project(
     )
 
     prompt.sort(key=prompt_order)
-    excluded_ids = sorted(excluded)
-    return Projection(
-        prompt=tuple(prompt),
-        excluded=tuple(
-            build_slotted(
-                Exclusion,
-                {"id": excluded_ids, "reason": list(map(excluded.__getitem__, excluded_ids))},
-                len(excluded_ids),
-            )
-        ),
-    )
+    return Projection(prompt=tuple(prompt), excluded=Exclusions((excluded,)))
 
 
 def _admitted(

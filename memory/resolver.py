@@ -4,9 +4,12 @@ are in `memory.history`, status normalisation (W12) in `memory.normalisation`.
 Pure and standard library only (DESIGN habit 1): records, tombstones, the clock and the
 per-user secret come in as arguments, so the same inputs always give the same answer (R7).
 
-`resolve` and `resolve_slot` share one decision pass (`_decide_records`, R1–R6); R8 explanations are
-formatted from what that pass recorded. Every function does O(n) work over dicts built once,
-plus at most one sort (per slot, or of the output), so a slot of 20k versions stays linear.
+`resolve`, `resolve_slot` and `record_states` share one decision pass (`_decide_records`,
+R1–R6), a step at a time, each step handing on what it kept. The pass records one reason per
+id and what excluded a record; R8 explanations and R7's `excluded` are read from that when
+asked (`memory.reasons`): a resolve builds no object per excluded record. Every function does
+O(n) work over dicts built once, plus at most one sort (per slot, or of the output), so a slot
+of 20k versions stays linear.
 
 Stored statuses without a `status_since` (the schema requires one for every status but
 `active`) are treated as applying at every `now`: a row marked by hand without a time is
@@ -16,14 +19,12 @@ trusted rather than ignored.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from operator import attrgetter
 
-from config.builders import build_slotted
 from conversations.domain import Context
 from memory.domain import (
-    AUTHORITY_RANK,
     REASON_EXPIRED,
     REASON_FORGOTTEN,
     REASON_LOWER_PRECEDENCE,
@@ -32,8 +33,6 @@ from memory.domain import (
     REASON_SUPERSEDED,
     RESOLVER_VERSION,
     STATE_ACTIVE,
-    Exclusion,
-    Explanation,
     MemoryRecord,
     RecordState,
     Resolution,
@@ -42,6 +41,7 @@ from memory.domain import (
     r6_beats,
     value_hash,
 )
+from memory.reasons import ACTIVE, Decisions, Exclusions, Slot, rfc3339, slot_of
 
 __all__ = [
     "RESOLVER_REASONS",
@@ -63,18 +63,6 @@ RESOLVER_REASONS = (
     REASON_LOWER_PRECEDENCE,
 )
 _TRACE_KEYS = {reason: "excluded_" + reason.replace("-", "_") for reason in RESOLVER_REASONS}
-_MAX_RANK = max(AUTHORITY_RANK.values())
-_ACTIVE = "active"
-
-# A slot: (scope id, key, normalised value for a `many` key, else "").
-_Slot = tuple[str, str, str]
-
-
-def _iso(moment: datetime | None) -> str:
-    """§0 time format (RFC 3339 UTC with a Z) for details and the trace."""
-    if moment is None:
-        return "unknown"
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _applies(since: datetime | None, now: datetime) -> bool:
@@ -96,22 +84,6 @@ def unique_records(records: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
         elif seen is not record and seen != record and repr(record) < repr(seen):
             by_id[record.id] = record
     return by_id
-
-
-def _slot_of(record: MemoryRecord, scope_id: str, many_keys: frozenset[str] | set[str]) -> _Slot:
-    key = record.key
-    return (scope_id, key, normalise_value(record.value) if key in many_keys else "")
-
-
-def _why_beats(winner: MemoryRecord, loser: MemoryRecord) -> str:
-    """R8: which R6 criterion decided between two records (never their values)."""
-    if winner.authority != loser.authority:
-        return f"higher authority {winner.authority}"
-    if winner.valid_from != loser.valid_from:
-        return f"later valid_from {_iso(winner.valid_from)}"
-    if winner.version != loser.version:
-        return f"higher version {winner.version}"
-    return "equal rank, smaller id"
 
 
 def _index_tombstones(tombstones: Iterable[Tombstone]) -> dict[str, list[Tombstone]]:
@@ -148,69 +120,7 @@ def _blocking_tombstone(
 
 
 # ---------------------------------------------------------------------------------------------
-# The decision pass (R1–R6) and its explanations (R8)
-
-
-class _Decisions(Mapping):
-    """What one decision pass recorded, read as R8: a read-only mapping of record id →
-    `Explanation` for every record the pass saw, iterating in id order.
-
-    The pass records, per id, its reason (or "active") and, in `refs`, what excluded it when
-    that was not the record's own stored status: the blocking tombstone's id (R4), the
-    superseding record's id (R5) or the `valid_until` boundary (R3); per slot, the winner
-    and how many records reached R6 there. An explanation is formatted from these only
-    when it is looked up: a resolve decides every record and explains at most a few."""
-
-    __slots__ = ("reasons", "refs", "slots", "_records", "_many_keys", "_by_id")
-
-    def __init__(self, records, reasons, refs, slots, many_keys):
-        self.reasons: dict[str, str] = reasons
-        self.refs: dict[str, str | datetime] = refs
-        self.slots: dict[_Slot, list] = slots  # slot → [winner, records that reached R6]
-        self._records = records
-        self._many_keys = many_keys
-        self._by_id: dict[str, MemoryRecord] | None = None
-
-    def __getitem__(self, record_id: str) -> Explanation:
-        reason = self.reasons[record_id]
-        if self._by_id is None:
-            self._by_id = {record.id: record for record in self._records}
-        step, detail = self._format(self._by_id[record_id], reason, self.refs.get(record_id))
-        return Explanation(record_id, step, reason, detail)
-
-    def _format(self, record: MemoryRecord, reason: str, ref) -> tuple[str, str]:
-        """R8: the step and the detail of a recorded decision; ids, scope ids and
-        boundaries only, never a value."""
-        stored = f"stored status {record.status} since {_iso(record.status_since)}"
-        scope_id = record.scope.scope_id(record.user)
-        if reason == REASON_SCOPE:
-            return "R1", f"scope {scope_id} does not match the context"
-        if reason == REASON_FORGOTTEN:
-            return ("R2", stored) if ref is None else ("R4", f"blocked by tombstone {ref}")
-        if reason == REASON_NOT_YET_VALID:
-            return "R3", f"valid_from {_iso(record.valid_from)} > now"
-        if reason == REASON_EXPIRED:
-            return "R3", stored if ref is None else f"valid_until {_iso(ref)} <= now"
-        if reason == REASON_SUPERSEDED:
-            return "R5", stored if ref is None else f"superseded by {ref}"
-        slot = _slot_of(record, scope_id, self._many_keys)
-        winner, size = self.slots[slot]
-        if reason == REASON_LOWER_PRECEDENCE:
-            return "R6", f"lost to {winner.id} ({_why_beats(winner, record)})"
-        what = "value slot" if slot[2] else "scoped key"
-        return "active", f"wins {what} {slot[0]} {slot[1]} over {size - 1} other record(s)"
-
-    def __contains__(self, record_id: object) -> bool:
-        return record_id in self.reasons
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self.reasons))
-
-    def __len__(self) -> int:
-        return len(self.reasons)
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))
+# The decision pass (R1–R6); its explanations (R8) and `excluded` are `memory.reasons`'
 
 
 def _decide_records(
@@ -220,94 +130,143 @@ def _decide_records(
     tombstones: Mapping[str, list[Tombstone]],
     many_keys: frozenset[str] | set[str],
     secret: bytes,
-) -> _Decisions:
+) -> Decisions:
     """R1–R6 for distinct records, in order, a record excluded at one step unseen by later
-    ones: R1 scope (`Context.matches`; skipped without a context), R2 stored `forgotten`,
-    R3 time (`valid_from > now` → not-yet-valid; `valid_until <= now` or stored `expired`
-    since <= now → expired), R4 tombstones (F3), R5 supersession (named by any record that
-    passed R1–R4, or stored `superseded` since <= now), R6 one winner per scoped key / value
-    slot (`many_keys`) by authority, valid_from, version, smaller id.
-
-    The scope test and scope id are computed once per Scope object (the records of one read
-    share them), with the record's user checked against the cached one."""
-    # One reason per id, in input order; duplicate ids are dropped here (`unique_records`), and a
-    # record that reaches R6 keeps the default unless it wins.
+    ones: R1 scope (`_in_scope`; skipped without a context), R2 and R3 (`_in_time`), R4
+    (`_not_blocked`), R5 and R6 (`_slot_winners`). Each step records the reason of what it
+    excludes and hands on the others, each with its scope id."""
+    # One reason per id, in input order; duplicate ids are dropped here (`unique_records`),
+    # and a record that reaches R6 keeps the default unless it wins.
     reasons = dict.fromkeys(map(_record_id, records), REASON_LOWER_PRECEDENCE)
     if len(reasons) != len(records):
         records = list(unique_records(records).values())
     refs: dict[str, str | datetime] = {}
-    scopes: dict[int, tuple[str, str, bool]] = {}
-    passed: list[MemoryRecord] = []
-    passed_scope: list[str] = []  # their scope ids
-    named_by: dict[str, str] = {}
+    kept, scope_ids = _in_scope(records, context, reasons)
+    kept, scope_ids = _in_time(kept, scope_ids, now, reasons, refs)
+    kept, scope_ids, named_by = _not_blocked(kept, scope_ids, tombstones, secret, reasons, refs)
+    slots = _slot_winners(kept, scope_ids, named_by, now, many_keys, reasons, refs)
+    for winner, _ in slots.values():
+        reasons[winner.id] = ACTIVE
+    return Decisions(records, reasons, refs, slots, many_keys)
+
+
+def _in_scope(
+    records: Sequence[MemoryRecord], context: Context | None, reasons: dict[str, str]
+) -> tuple[list[MemoryRecord], list[str]]:
+    """R1 (`Context.matches`; every record passes without a context): the records that
+    pass and their scope ids. The test and the scope id are made once per Scope object (the
+    records of one read share them), the record's user checked against the cached one."""
+    if context is None:
+        return list(records), [record.scope.scope_id(record.user) for record in records]
+    scopes: dict[int, tuple[str, str | None]] = {}  # id(scope) → (user, scope id if it matches)
+    kept: list[MemoryRecord] = []
+    scope_ids: list[str] = []
     for record in records:
-        record_id, user, scope = record.id, record.user, record.scope
+        user, scope = record.user, record.scope
         hit = scopes.get(id(scope))
         if hit is None or hit[0] != user:
-            matches = context is None or context.matches(scope, user)
-            hit = scopes[id(scope)] = (user, scope.scope_id(user), matches)
-        if not hit[2]:
-            reasons[record_id] = REASON_SCOPE
-            continue
+            matches = context.matches(scope, user)
+            hit = scopes[id(scope)] = (user, scope.scope_id(user) if matches else None)
+        if hit[1] is None:
+            reasons[record.id] = REASON_SCOPE
+        else:
+            kept.append(record)
+            scope_ids.append(hit[1])
+    return kept, scope_ids
+
+
+def _in_time(
+    records: list[MemoryRecord],
+    scope_ids: list[str],
+    now: datetime,
+    reasons: dict[str, str],
+    refs: dict[str, str | datetime],
+) -> tuple[list[MemoryRecord], list[str]]:
+    """R2 stored `forgotten`; R3 `valid_from > now` → not-yet-valid, `valid_until <= now`
+    (the boundary kept for R8) or stored `expired` since <= now → expired."""
+    kept: list[MemoryRecord] = []
+    kept_scope_ids: list[str] = []
+    for record, scope_id in zip(records, scope_ids, strict=True):
         status = record.status
         if status == "forgotten":
-            reasons[record_id] = REASON_FORGOTTEN
-            continue
-        if record.valid_from > now:
-            reasons[record_id] = REASON_NOT_YET_VALID
-            continue
-        until = record.valid_until
-        if until is not None and until <= now:
-            reasons[record_id] = REASON_EXPIRED
-            refs[record_id] = until
-            continue
-        if status == "expired" and _applies(record.status_since, now):
-            reasons[record_id] = REASON_EXPIRED
-            continue
-        group = tombstones.get(record.key)
-        if group:
-            tomb = _blocking_tombstone(record, hit[1], group, secret)
-            if tomb is not None:
-                reasons[record_id] = REASON_FORGOTTEN
-                refs[record_id] = tomb.id
-                continue
-        passed.append(record)
-        passed_scope.append(hit[1])
-        # R5: every record that passed R1–R4 hides what it names, superseded or not (chains
-        # hold); the smallest corrector id is named (R7).
-        target = record.supersedes
-        if target is not None:
-            current = named_by.get(target)
-            if current is None or record_id < current:
-                named_by[target] = record_id
+            reasons[record.id] = REASON_FORGOTTEN
+        elif record.valid_from > now:
+            reasons[record.id] = REASON_NOT_YET_VALID
+        elif (until := record.valid_until) is not None and until <= now:
+            reasons[record.id] = REASON_EXPIRED
+            refs[record.id] = until
+        elif status == "expired" and _applies(record.status_since, now):
+            reasons[record.id] = REASON_EXPIRED
+        else:
+            kept.append(record)
+            kept_scope_ids.append(scope_id)
+    return kept, kept_scope_ids
 
-    # R5, then R6 by a total order, so no winner depends on the order of the survivors.
-    slots: dict[_Slot, list] = {}
-    for record, scope_id in zip(passed, passed_scope, strict=True):
-        record_id = record.id
-        by = named_by.get(record_id)
+
+def _not_blocked(
+    records: list[MemoryRecord],
+    scope_ids: list[str],
+    tombstones: Mapping[str, list[Tombstone]],
+    secret: bytes,
+    reasons: dict[str, str],
+    refs: dict[str, str | datetime],
+) -> tuple[list[MemoryRecord], list[str], dict[str, str]]:
+    """R4 (F3, the blocking tombstone's id kept for R8), and what the records that pass
+    name: every record that passed R1–R4 hides what it names in `supersedes` (R5), superseded
+    or not (chains hold); the smallest naming id is kept (R7)."""
+    kept: list[MemoryRecord] = []
+    kept_scope_ids: list[str] = []
+    named_by: dict[str, str] = {}
+    for record, scope_id in zip(records, scope_ids, strict=True):
+        group = tombstones.get(record.key)
+        if group and (tomb := _blocking_tombstone(record, scope_id, group, secret)) is not None:
+            reasons[record.id] = REASON_FORGOTTEN
+            refs[record.id] = tomb.id
+            continue
+        kept.append(record)
+        kept_scope_ids.append(scope_id)
+        target = record.supersedes
+        if target is not None and (target not in named_by or record.id < named_by[target]):
+            named_by[target] = record.id
+    return kept, kept_scope_ids, named_by
+
+
+def _slot_winners(
+    records: list[MemoryRecord],
+    scope_ids: list[str],
+    named_by: Mapping[str, str],
+    now: datetime,
+    many_keys: frozenset[str] | set[str],
+    reasons: dict[str, str],
+    refs: dict[str, str | datetime],
+) -> dict[Slot, list]:
+    """R5 (named by a record that passed R4, its id kept for R8, or stored `superseded`
+    since <= now), then R6: one winner per scoped key / value slot (`many_keys`) by
+    authority, valid_from, version, smaller id — a total order, so no winner depends on
+    the order of the records. Slot → [winner, how many records reached R6 there]."""
+    slots: dict[Slot, list] = {}
+    for record, scope_id in zip(records, scope_ids, strict=True):
+        by = named_by.get(record.id)
         if by is not None:
-            reasons[record_id] = REASON_SUPERSEDED
-            refs[record_id] = by
+            reasons[record.id] = REASON_SUPERSEDED
+            refs[record.id] = by
             continue
         if record.status == "superseded" and _applies(record.status_since, now):
-            reasons[record_id] = REASON_SUPERSEDED
+            reasons[record.id] = REASON_SUPERSEDED
             continue
-        slot = _slot_of(record, scope_id, many_keys)
+        key = record.key
+        slot = (scope_id, key, normalise_value(record.value) if key in many_keys else "")
         entry = slots.get(slot)
         if entry is None:
             slots[slot] = [record, 1]
-        else:
-            entry[1] += 1
-            if r6_beats(record, entry[0]):
-                entry[0] = record
-    for winner, _ in slots.values():
-        reasons[winner.id] = _ACTIVE
-    return _Decisions(records, reasons, refs, slots, many_keys)
+            continue
+        entry[1] += 1
+        if r6_beats(record, entry[0]):
+            entry[0] = record
+    return slots
 
 
-def _active_order(record: MemoryRecord) -> tuple[str, str]:
-    return (record.key, record.id)
+_active_order = attrgetter("key", "id")
 
 
 def resolve(
@@ -324,7 +283,8 @@ def resolve(
     R7: duplicates (same id) count once and input order does not matter; `active` is ordered
     by (key, id), `excluded` by id. R8: `explanations` holds an `Explanation` for every input
     id (step "R1".."R6" or "active"); details name ids, scope ids and boundaries, never a
-    value. `trace` holds counts only, plus `resolver_version` and `now`.
+    value. `trace` holds counts only, plus `resolver_version` and `now`. `excluded` and
+    `explanations` are read from the pass's reasons when asked (`memory.reasons`, I9).
     """
     now = context.now
     if not isinstance(records, list | tuple):
@@ -332,25 +292,26 @@ def resolve(
     decisions = _decide_records(
         records, now, context, _index_tombstones(tombstones), many_keys, secret
     )
-    reasons = decisions.reasons
-    active = sorted([entry[0] for entry in decisions.slots.values()], key=_active_order)
-    excluded_ids = [i for i, reason in reasons.items() if reason != _ACTIVE]
-    excluded_ids.sort()  # already in id order when the input was: O(n)
-    excluded = build_slotted(
-        Exclusion,
-        {"id": excluded_ids, "reason": list(map(reasons.__getitem__, excluded_ids))},
-        len(excluded_ids),
+    active = [entry[0] for entry in decisions.slots.values()]
+    active.sort(key=_active_order)
+    return Resolution(
+        active=tuple(active),
+        excluded=Exclusions((decisions.reasons,)),
+        trace=_trace(decisions.reasons, len(active), now),
+        explanations=decisions,
     )
 
+
+def _trace(reasons: Mapping[str, str], n_active: int, now: datetime) -> dict:
+    """Counts only: the candidates, the active records and the excluded by reason (step
+    order), with `resolver_version` and `now`."""
     counts = Counter(reasons.values())
-    trace: dict = {"candidates": len(reasons), "active": len(active)}
+    trace: dict = {"candidates": len(reasons), "active": n_active}
     for reason in RESOLVER_REASONS:
         trace[_TRACE_KEYS[reason]] = counts.get(reason, 0)
     trace["resolver_version"] = RESOLVER_VERSION
-    trace["now"] = _iso(now)
-    return Resolution(
-        active=tuple(active), excluded=tuple(excluded), trace=trace, explanations=decisions
-    )
+    trace["now"] = rfc3339(now)
+    return trace
 
 
 _ACTIVE_STATE = RecordState(STATE_ACTIVE)
@@ -375,57 +336,77 @@ def record_states(
     may be mixed.
 
     `state` is the reason the pass recorded (or "active"); the detail is read from what the
-    pass recorded, never decided again:
+    pass recorded, never decided again (`_States`)."""
+    if not isinstance(records, list | tuple):
+        records = list(records)
+    index = _index_tombstones(tombstones)
+    states = _States(_decide_records(records, now, None, index, many_keys, secret), index)
+    return {
+        record_id: _ACTIVE_STATE if reason == ACTIVE else states.of(record_id, reason)
+        for record_id, reason in states.decisions.reasons.items()
+    }
+
+
+class _States:
+    """E1's detail of the records a pass excluded, from what it recorded:
     - R2 stored forgotten: since its `status_since`; R4 a tombstone: since its `forgotten_at`;
     - R3 not-yet-valid (no since; it starts at its `valid_from`); expired since its
       `valid_until`, or its stored `status_since`;
     - R5 superseded by the record naming it, since the later of both `valid_from`s (for a
       stored mark: since its `status_since`, by the record naming it if one is given);
     - R6 lower-precedence: by the slot's winner, since the later of both `valid_from`s."""
-    if not isinstance(records, list | tuple):
-        records = list(records)
-    index = _index_tombstones(tombstones)
-    decisions = _decide_records(records, now, None, index, many_keys, secret)
-    by_id = {record.id: record for record in decisions._records}
-    forgotten_at = {t.id: t.forgotten_at for group in index.values() for t in group}
-    namer: dict[str, str] = {}
-    refs = decisions.refs
-    states: dict[str, RecordState] = {}
-    for record_id, reason in decisions.reasons.items():
-        if reason == _ACTIVE:
-            states[record_id] = _ACTIVE_STATE
-            continue
-        record = by_id[record_id]
-        ref = refs.get(record_id)
+
+    def __init__(self, decisions: Decisions, tombstones: Mapping[str, list[Tombstone]]):
+        self.decisions = decisions
+        self._tombstones = tombstones
+        self._forgotten_at: dict[str, datetime] | None = None
+        self._namer: dict[str, str] | None = None
+
+    def of(self, record_id: str, reason: str) -> RecordState:
+        record = self.decisions.record(record_id)
+        ref = self.decisions.refs.get(record_id)
         if reason == REASON_FORGOTTEN:
-            state = (
-                RecordState(reason, "R2", None, record.status_since)
-                if ref is None
-                else RecordState(reason, "R4", None, forgotten_at.get(ref))
-            )
-        elif reason == REASON_NOT_YET_VALID:
-            state = RecordState(reason, "R3")
-        elif reason == REASON_EXPIRED:
-            state = RecordState(reason, "R3", None, ref if ref is not None else record.status_since)
-        elif reason == REASON_SUPERSEDED:
-            if ref is not None:
-                state = RecordState(
-                    reason, "R5", ref, _later(by_id[ref].valid_from, record.valid_from)
-                )
-            else:
-                if not namer:
-                    for other in by_id.values():
-                        target = other.supersedes
-                        if target is not None and (target not in namer or other.id < namer[target]):
-                            namer[target] = other.id
-                state = RecordState(reason, "R5", namer.get(record_id), record.status_since)
-        else:  # R6
-            winner = decisions.slots[_slot_of(record, record.scope_id, many_keys)][0]
-            state = RecordState(
-                reason, "R6", winner.id, _later(winner.valid_from, record.valid_from)
-            )
-        states[record_id] = state
-    return states
+            if ref is None:
+                return RecordState(reason, "R2", None, record.status_since)
+            return RecordState(reason, "R4", None, self.forgotten_at(ref))
+        if reason == REASON_NOT_YET_VALID:
+            return RecordState(reason, "R3")
+        if reason == REASON_EXPIRED:
+            return RecordState(reason, "R3", None, ref if ref is not None else record.status_since)
+        if reason == REASON_SUPERSEDED:
+            return self._superseded(record, ref)
+        winner = self.decisions.slots[slot_of(record, record.scope_id, self.decisions.many_keys)]
+        return RecordState(
+            reason, "R6", winner[0].id, _later(winner[0].valid_from, record.valid_from)
+        )
+
+    def _superseded(self, record: MemoryRecord, by: str | None) -> RecordState:
+        if by is not None:
+            since = _later(self.decisions.record(by).valid_from, record.valid_from)
+            return RecordState(REASON_SUPERSEDED, "R5", by, since)
+        return RecordState(
+            REASON_SUPERSEDED, "R5", self.namer().get(record.id), record.status_since
+        )
+
+    def forgotten_at(self, tombstone_id: str) -> datetime | None:
+        if self._forgotten_at is None:
+            self._forgotten_at = {
+                t.id: t.forgotten_at for group in self._tombstones.values() for t in group
+            }
+        return self._forgotten_at.get(tombstone_id)
+
+    def namer(self) -> dict[str, str]:
+        """For a stored `superseded` mark: the smallest id of the records naming each
+        target, whatever step decided them."""
+        if self._namer is None:
+            self._namer = {}
+            for other in self.decisions.records:
+                target = other.supersedes
+                if target is not None and (
+                    target not in self._namer or other.id < self._namer[target]
+                ):
+                    self._namer[target] = other.id
+        return self._namer
 
 
 def stable_window(
@@ -454,7 +435,7 @@ def at_time(resolution: Resolution, now: datetime) -> Resolution:
     return Resolution(
         active=resolution.active,
         excluded=resolution.excluded,
-        trace={**resolution.trace, "now": _iso(now)},
+        trace={**resolution.trace, "now": rfc3339(now)},
         explanations=resolution.explanations,
     )
 
