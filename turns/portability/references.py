@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from config.serializers import SCENE_MAX
-from conversations.domain import Scope
 from conversations.models import Character
+from memory.portability import memory_scope_id
 from policy.models import Capability
 
 FORMAT = "companion-memory/3"
@@ -45,16 +45,6 @@ def scope_id_error(scope_id: str, ref: str | None, *, allow_everywhere: bool) ->
 
 # ---------------------------------------------------------------------------------------------
 # What spans rows
-
-
-def memory_scope_id(ref: str, scope: dict) -> str:
-    """The scope id (SPEC §1) of a memory's scope object in the export file."""
-    return Scope(
-        kind=scope["kind"],
-        character=scope.get("character"),
-        conversation=scope.get("conversation"),
-        scene=scope.get("scene"),
-    ).scope_id(ref)
 
 
 def _first_in_cycle(edges: dict) -> set:
