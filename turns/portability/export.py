@@ -6,23 +6,15 @@ time, recorded_at), tombstones, retractions, idempotency records, policy rules, 
 version, decisions, answers and media jobs, plus the catalog rows they use (characters and key
 registry entries) and the user's value-hash secret (F1), so a value-level forget keeps working
 after a move. Support's reveals of the user's private text are exported read-only (S2). Each
-section is written by one exporter of `turns.portability.rows`, in a constant number of
+section is written by one exporter of `turns.portability.rows`, or of memory's
+(`memory.portability`, which reads the user's memory rows itself), in a constant number of
 queries."""
 
 from __future__ import annotations
 
 from config.clock import db_now, iso_z
 from conversations.models import Character, Conversation, Message, Turn
-from memory.models import (
-    IdempotencyRecord,
-    KeyDefinition,
-    MemoryProfile,
-    MemoryRecord,
-    MemorySource,
-    SlotRetraction,
-    Tombstone,
-)
-from memory.withholding import withheld_lists, withheld_memory_lists
+from memory.portability import memory_export
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 from policy.selectors import policy_version_of
 from support.selectors import reveals_export
@@ -33,13 +25,9 @@ from .rows import (
     character_row,
     conversation_row,
     decision_row,
-    idempotency_row,
     job_row,
-    memory_row,
     message_row,
-    retraction_row,
     rule_row,
-    tombstone_row,
     turn_row,
     user_object,
 )
@@ -51,34 +39,24 @@ from .rows import (
 def user_export(*, user) -> dict:
     """The export file of one user, in a constant number of queries."""
     conversations = list(Conversation.objects.filter(user=user).order_by("created_at", "id"))
-    memories = list(MemoryRecord.objects.filter(user=user).order_by("key", "scope_id", "version"))
+    memory = memory_export(user)  # memory's rows, F6 and F7.2's links among them
     rules = list(PolicyRule.objects.filter(user=user).order_by("created_at", "id"))
     jobs = list(MediaJob.objects.filter(user=user).order_by("created_at", "id"))
-    character_ids = {c.character_id for c in conversations}
-    character_ids |= {r.character_id for r in memories if r.character_id}
+    character_ids = {c.character_id for c in conversations} | memory.character_ids
     character_ids |= {r.character_id for r in rules if r.character_id}
     character_ids |= {j.character_id for j in jobs if j.character_id}
     characters = list(Character.objects.filter(pk__in=character_ids).order_by("slug"))
     slugs = {c.pk: c.slug for c in characters}
-    sources: dict = {}
-    for memory_id, message_id in MemorySource.objects.filter(memory__user=user).values_list(
-        "memory_id", "message_id"
-    ):
-        sources.setdefault(memory_id, []).append(str(message_id))
-    keys = sorted({r.key for r in memories})
     version = (
         UserPolicyVersion.objects.filter(user=user).values_list("version", flat=True).first() or 0
     )
 
     versions = policy_version_of(user)
-    profile = MemoryProfile.objects.filter(user=user).first()
-    withheld = withheld_lists(user)  # F6
-    held = {m for messages, _ in withheld.values() for m in messages}
-    withheld_memories = withheld_memory_lists(user)  # F7.2
+    held = memory.withheld_messages  # F6
     return {
         "format": FORMAT,
         "exported_at": iso_z(db_now()),
-        "user": user_object(user, profile),
+        "user": user_object(user, memory.user_fields()),
         "characters": [character_row(c) for c in characters],
         "conversations": [conversation_row(c, slugs) for c in conversations],
         "messages": [
@@ -86,19 +64,7 @@ def user_export(*, user) -> dict:
             for m in Message.objects.filter(user=user).order_by("conversation_id", "seq")
         ],
         "turns": [turn_row(t) for t in Turn.objects.filter(user=user).order_by("created_at", "id")],
-        "memories": [memory_row(r, slugs, sources) for r in memories],
-        "tombstones": [
-            tombstone_row(t, withheld, withheld_memories)
-            for t in Tombstone.objects.filter(user=user).order_by("forgotten_at", "id")
-        ],
-        "retractions": [
-            retraction_row(r)
-            for r in SlotRetraction.objects.filter(user=user).order_by("retracted_at", "id")
-        ],
-        "idempotency": [
-            idempotency_row(i)
-            for i in IdempotencyRecord.objects.filter(user=user).order_by("created_at", "id")
-        ],
+        **memory.sections(slugs),  # memories, tombstones, retractions, idempotency
         "policy_rules": [rule_row(r, slugs) for r in rules],
         "policy_version": {"defaults": versions.defaults, "user": max(version, versions.user)},
         "decisions": [
@@ -110,9 +76,6 @@ def user_export(*, user) -> dict:
             for a in PolicyAnswer.objects.filter(user=user).order_by("answered_at", "id")
         ],
         "media_jobs": [job_row(j, slugs) for j in jobs],
-        "keys": [
-            {"key": k.key, "cardinality": k.cardinality, "label": k.label}
-            for k in KeyDefinition.objects.filter(key__in=keys).order_by("key")
-        ],
+        "keys": memory.key_rows(),
         "reveals": reveals_export(user),  # S2: read-only; an import ignores it
     }

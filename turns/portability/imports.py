@@ -11,7 +11,7 @@ Export → `DELETE /users/{user}` → import → export gives the same file (but
 ignores them and restores none, and deleting the user keeps them only under a pseudonym), and
 resolving any context before and after gives the same results and plan hashes.
 
-Each section of the file is one exporter (`rows.memory_row`, `turn_row` …) and one
+Each section of the file is one exporter (`rows.turn_row`, memory's `memory_row` …) and one
 `SnapshotInput` field whose canonical form (`serializer.data`) is exactly what the exporter
 writes: that is how an imported row is compared with a stored one, and what the round-trip
 test holds to."""
@@ -19,46 +19,35 @@ test holds to."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from config.api import flatten_errors
 from config.clock import db_now
-from config.errors import ImportConflict, ValidationError
+from config.errors import ValidationError
+from config.portability import RowImport
 from conversations.models import Character, Conversation, Message, Turn
-from memory.forgetting import purge_covered
-from memory.models import (
-    IdempotencyRecord,
-    KeyDefinition,
-    MemoryProfile,
-    MemoryRecord,
-    MemorySource,
-    SlotRetraction,
-    Tombstone,
+from memory.portability import (
+    bookkeeping_import,
+    keys_import,
+    memories_import,
+    profile_import,
+    tombstones_apply,
 )
-from memory.selectors.records import tombstones_of
-from memory.withholding import withhold_links, withhold_memory_links
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
 
 from .import_events import import_events
-from .references import memory_scope_id
 from .rows import (
     JOB_FIELDS,
     answer_row,
     conversation_row,
     decision_row,
-    idempotency_row,
     job_row,
-    memory_row,
     message_content,
     message_row,
-    retraction_row,
     rule_row,
-    tombstone_content,
-    tombstone_row,
     turn_content,
     turn_row,
     user_object_apply,
-    user_profile_apply,
 )
 from .shape import SnapshotInput
 
@@ -88,99 +77,30 @@ def user_import(*, data) -> tuple[User, dict]:
         return _Import(validated, canonical).run()
 
 
-def _conflict(what: str, ident) -> ImportConflict:
-    return ImportConflict(f"{what} {ident} exists with other content; nothing was imported.")
-
-
-class _Import:
-    """The write half of an import: every row already passed `SnapshotInput`."""
-
-    def __init__(self, validated: dict, canonical: dict):
-        self.v, self.c = validated, canonical
-        self.counts = {"created": 0, "skipped": 0}
-        self.purged: list[str] = []
-
-    def rows(self, section: str):
-        return list(zip(self.v[section], self.c[section], strict=True))
-
-    def create(self, model, objects: list, what: str) -> None:
-        """New rows in bulk; a unique constraint that a stored row already holds is a conflict."""
-        if not objects:
-            return
-        try:
-            with transaction.atomic():
-                model.objects.bulk_create(objects, batch_size=500)
-        except IntegrityError:
-            raise ImportConflict(
-                f"A {what} of the snapshot collides with a stored one; nothing was imported."
-            ) from None
-        self.counts["created"] += len(objects)
-
-    def merge(self, model, section: str, what: str, *, as_dict, build, same=None) -> list:
-        """Rows by id: a stored row of this user with the same content is skipped; one with
-        other content, or another user's, is a conflict; the rest are created."""
-        rows = self.rows(section)
-        stored = model.objects.in_bulk([v["id"] for v, _ in rows])
-        new = []
-        for v, c in rows:
-            row = stored.get(v["id"])
-            if row is None:
-                new.append(build(v, c))
-                continue
-            mine, theirs = as_dict(row), dict(c)
-            if same is not None:
-                mine, theirs = same(row, mine, theirs)
-            if getattr(row, "user_id", None) != self.user.pk or mine != theirs:
-                raise _conflict(what, v["id"])
-            self.counts["skipped"] += 1
-        self.create(model, new, what)
-        return new
+class _Import(RowImport):
+    """The write half of an import: every row already passed `SnapshotInput`. The
+    conversation's and the policy's sections are written here, memory's by memory
+    (`memory.portability`), in the order their references need."""
 
     # -- the sections, in the order their references need -------------------------------------
 
     def run(self):
-        self.import_keys()
+        keys_import(self)
         self.import_user()
         self.import_characters()
         self.import_conversations()
-        self.import_memories()
-        self.import_memory_bookkeeping()
+        memories = memories_import(self, characters=self.characters, slugs=self.slugs)
+        tombstones = bookkeeping_import(self)
         self.import_policy()
-        self.apply_tombstones()
-        purged = set(self.purged)
+        purged = set(tombstones_apply(self.user, imported=memories))  # F3
         import_events(
             self.user,
-            memories=[r for r in self.created_memories if str(r.pk) not in purged],
-            tombstones=self.created_tombstones,
+            memories=[r for r in memories if str(r.pk) not in purged],
+            tombstones=tombstones,
             rules=self.created_rules,
             profile=self.profile if self.settings_imported else None,
         )
         return self.user, self.counts
-
-    def import_keys(self) -> None:
-        """Registry entries (catalog): created when missing; a cardinality that differs from the
-        stored one — or `many` for a key other records already use as `one` — is a conflict."""
-        rows = self.v["keys"]
-        stored = KeyDefinition.objects.in_bulk([k["key"] for k in rows])
-        new = []
-        for k in rows:
-            existing = stored.get(k["key"])
-            if existing is None:
-                if k["cardinality"] != "one" and MemoryRecord.objects.filter(key=k["key"]).exists():
-                    raise ImportConflict(
-                        f"Key {k['key']!r} is used as single-valued here, many in the snapshot."
-                    )
-                new.append(
-                    KeyDefinition(key=k["key"], cardinality=k["cardinality"], label=k["label"])
-                )
-            elif existing.cardinality != k["cardinality"]:
-                raise ImportConflict(
-                    f"Key {k['key']!r} has cardinality {existing.cardinality} here, "
-                    f"{k['cardinality']} in the snapshot."
-                )
-            else:
-                self.counts["skipped"] += 1
-        self.create(KeyDefinition, new, "key")
 
     def import_user(self) -> None:
         data = self.v["user"]
@@ -193,31 +113,7 @@ class _Import:
             user.save()
             self.counts["created"] += 1
         self.user = user
-        self.profile = self._import_secret(data.get("secret"))
-        self.settings_imported = user_profile_apply(self.profile, data)
-
-    def _import_secret(self, secret: str | None) -> MemoryProfile:
-        """F1: the secret keying value hashes must carry over, unless hashes made with another
-        one are already stored here. Returns the user's profile."""
-        user = self.user
-        profile = MemoryProfile.objects.select_for_update().filter(user=user).first()
-        if not secret:
-            if profile is None:
-                profile = MemoryProfile.objects.create(user=user)
-            return profile
-        if profile is None:
-            profile = MemoryProfile.objects.create(user=user, secret=secret)
-        elif profile.secret != secret:
-            hashed = (
-                Tombstone.objects.filter(user=user, value_hash__isnull=False).exists()
-                or SlotRetraction.objects.filter(user=user).exclude(value_hash="").exists()
-                or IdempotencyRecord.objects.filter(user=user).exists()
-            )
-            if hashed:
-                raise ImportConflict("The user's value-hash secret differs from the snapshot's.")
-            profile.secret = secret
-            profile.save(update_fields=["secret"])
-        return profile
+        self.profile, self.settings_imported = profile_import(user, data)
 
     def import_characters(self) -> None:
         """Characters are catalog rows: created when missing, never overwritten."""
@@ -312,139 +208,6 @@ class _Import:
                 plan_hash=v["plan_hash"],
             ),
         )
-
-    def import_memories(self) -> None:
-        user, chars = self.user, self.characters
-        sources_of: dict = {}
-        ids = [v["id"] for v in self.v["memories"]]
-        for memory_id, message_id in MemorySource.objects.filter(memory_id__in=ids).values_list(
-            "memory_id", "message_id"
-        ):
-            sources_of.setdefault(memory_id, []).append(str(message_id))
-
-        def same(row, mine, theirs):
-            theirs.setdefault("told_by", [])  # files written before §15 name no teller
-            if row.status == "forgotten":
-                # A tombstone purged it here (F3): the skeleton is the same row.
-                for field in ("value", "status", "status_since", "sources"):
-                    mine.pop(field)
-                    theirs.pop(field)
-            return mine, theirs
-
-        def build(v, c):
-            scope = v["scope"]
-            kind = scope["kind"]
-            teller = (v.get("told_by") or [{"id": "", "name": ""}])[0]
-            return MemoryRecord(
-                id=v["id"],
-                user=user,
-                key=v["key"],
-                value=v["value"],
-                scope_kind=kind,
-                scope_id=memory_scope_id(user.username, scope),
-                character=chars[scope["character"]] if kind == "character" else None,
-                conversation_id=scope.get("conversation"),
-                scene=scope.get("scene"),
-                status=v["status"],
-                status_since=v.get("status_since"),
-                authority=v["authority"],
-                confidence=v["confidence"],
-                valid_from=v["valid_from"],
-                valid_until=v.get("valid_until"),
-                recorded_at=v["recorded_at"],
-                evidence_time=v["evidence_time"],
-                retracted_at=v.get("retracted_at"),
-                version=v["version"],
-                supersedes_id=v.get("supersedes"),
-                told_by_connection=str(teller["id"]),
-                told_by_name=teller["name"],
-            )
-
-        created = self.merge(
-            MemoryRecord,
-            "memories",
-            "memory",
-            as_dict=lambda e: memory_row(e, self.slugs, sources_of),
-            same=same,
-            build=build,
-        )
-        self.imported_memories = bool(created)
-        self.created_memories = created
-        sources = {v["id"]: v["sources"] for v in self.v["memories"]}
-        links = [MemorySource(memory_id=r.id, message_id=m) for r in created for m in sources[r.id]]
-        if links:
-            MemorySource.objects.bulk_create(links, batch_size=500)
-
-    def import_memory_bookkeeping(self) -> None:
-        """Tombstones, retractions and idempotency records."""
-        user = self.user
-        self.created_tombstones = self.merge(
-            Tombstone,
-            "tombstones",
-            "tombstone",
-            as_dict=tombstone_row,
-            same=lambda row, mine, theirs: (tombstone_content(mine), tombstone_content(theirs)),
-            build=lambda v, c: Tombstone(
-                id=v["id"],
-                user=user,
-                scope_id=v["scope"],
-                key=v["key"],
-                value_hash=v["value_hash"],
-                forgotten_at=v["forgotten_at"],
-                blocks_sources_before=v["blocks_sources_before"],
-                forgotten_by=v["forgotten_by"],
-            ),
-        )
-        # F6 and F7.2: the links each tombstone carries, restored beside what is stored.
-        stored = {str(t.pk): t for t in Tombstone.objects.filter(user=user)}
-        for v, c in self.rows("tombstones"):
-            tombstone = stored[str(v["id"])]
-            withhold_links(tombstone, c["withheld_messages"], c["withheld_replies"])
-            withhold_memory_links(tombstone, c["withheld_memories"])
-        have = {tuple(retraction_row(r).values()) for r in SlotRetraction.objects.filter(user=user)}
-        new = []
-        for v, c in self.rows("retractions"):
-            ident = tuple(c.values())
-            if ident in have:
-                self.counts["skipped"] += 1
-                continue
-            have.add(ident)
-            new.append(
-                SlotRetraction(
-                    user=user,
-                    scope_id=v["scope"],
-                    key=v["key"],
-                    value_hash=v["value_hash"],
-                    retracted_at=v["retracted_at"],
-                )
-            )
-        self.create(SlotRetraction, new, "retraction")
-        stored = {
-            i.key: i
-            for i in IdempotencyRecord.objects.filter(
-                user=user, key__in=[v["key"] for v in self.v["idempotency"]]
-            )
-        }
-        new = []
-        for v, c in self.rows("idempotency"):
-            existing = stored.get(v["key"])
-            if existing is not None:
-                if idempotency_row(existing) != dict(c):
-                    raise _conflict("idempotency key", v["key"])
-                self.counts["skipped"] += 1
-                continue
-            new.append(
-                IdempotencyRecord(
-                    user=user,
-                    key=v["key"],
-                    payload_hmac=v["payload_hmac"],
-                    outcome=v["outcome"],
-                    reason=v["reason"],
-                    record_id=v.get("record"),
-                    created_at=v["created_at"],
-                )
-            )
-        self.create(IdempotencyRecord, new, "idempotency record")
 
     def import_policy(self) -> None:
         user, chars = self.user, self.characters
@@ -545,17 +308,3 @@ class _Import:
                 answered_at=v["answered_at"],
             ),
         )
-
-    def apply_tombstones(self) -> None:
-        """F3: existing tombstones apply to what was imported."""
-        if not self.imported_memories:
-            return
-
-        tombstones = tombstones_of(self.user)
-        if tombstones:
-            self.purged = [
-                p.id
-                for p in purge_covered(
-                    self.user, tombstones, MemoryProfile.objects.get(user=self.user).secret_bytes()
-                )
-            ]

@@ -1,53 +1,39 @@
-"""The rows of the export file (SPEC §9): each section's exporter writes one stored row as the
-file holds it, and the import compares an imported row with a stored one through the same
-function (`*_content` leaves out what an import may not change). The user object's fields have
-one home here too, with `turns.portability.shape.SnapshotUserInput`, which validates them: a new
-per-user setting joins the file with a line in `user_object` and one in `user_object_apply`
-or `user_profile_apply`."""
+"""The rows of the export file (SPEC §9) that are the conversation's and the policy's: each
+section's exporter writes one stored row as the file holds it, and the import compares an
+imported row with a stored one through the same function (`*_content` leaves out what an import
+may not change). Memory's rows are memory's (`memory.portability.rows`). The user object's
+fields have one home here too, with `turns.portability.shape.SnapshotUserInput`, which
+validates them: a new account field joins the file with a line in `user_object` and one in
+`user_object_apply`; a memory setting joins it in `memory.portability.rows`."""
 
 from __future__ import annotations
 
 from config.clock import iso_z
+from config.portability import text_or_none
 from conversations.domain import scope_dict
 from conversations.models import Character, Conversation, Message, Turn
-from memory.models import IdempotencyRecord, MemoryProfile, MemoryRecord, SlotRetraction, Tombstone
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule
 
-
-def text_or_none(value) -> str | None:
-    return None if value is None else str(value)
-
-
 # ---------------------------------------------------------------------------------------------
-# The user object: ONE place for its fields (with `shape.SnapshotUserInput`, which validates
-# them). A new per-user setting joins the export file with a line in each of these two functions
-# and a field there.
+# The user object: ONE place for its account fields (with `shape.SnapshotUserInput`, which
+# validates them); the profile's fields follow them (`memory.portability.rows.profile_fields`).
 
 
-def user_object(user, profile: MemoryProfile | None) -> dict:
+def user_object(user, profile_fields: dict) -> dict:
     return {
         "ref": user.username,
         "email": user.email,
         "first_name": user.first_name,
         "last_name": user.last_name,
         "date_joined": iso_z(user.date_joined),
-        "secret": profile.secret if profile else None,
-        # The zone the pages show times in (null: the service's).
-        "time_zone": (profile.time_zone or None) if profile else None,
-        # I8: the memory switches, with who changed them last and when.
-        "memory_settings": {
-            "learn": profile.learn if profile else True,
-            "use": profile.use if profile else True,
-            "changed_at": iso_z(profile.settings_changed_at) if profile else None,
-            "changed_by": (profile.settings_changed_by or None) if profile else None,
-        },
+        **profile_fields,
     }
 
 
 def user_object_apply(user, data: dict, *, created: bool) -> None:
     """Import the user object's fields. An existing user keeps its own; a recreated one gets
-    the file's. (The secret is handled by `_import_secret`: it must agree with stored
-    hashes; the profile's fields by `user_profile_apply`.)"""
+    the file's. (The profile's fields — the secret, which must agree with stored hashes, the
+    time zone and the switches — are memory's: `memory.portability.profile_import`.)"""
     if not created:
         return
     user.email = data.get("email", "")
@@ -55,26 +41,6 @@ def user_object_apply(user, data: dict, *, created: bool) -> None:
     user.last_name = data.get("last_name", "")
     if data.get("date_joined"):
         user.date_joined = data["date_joined"]
-
-
-def user_profile_apply(profile: MemoryProfile, data: dict) -> bool:
-    """The profile's part of the user object. A choice the user made here wins over the
-    file's: the time zone is set only where none is chosen, the memory switches only
-    where they were never changed here. (Neither switch affects the import itself, I8.) True
-    when the file's switches were taken."""
-    changed = []
-    if data.get("time_zone") and not profile.time_zone:
-        profile.time_zone = data["time_zone"]
-        changed.append("time_zone")
-    settings = data.get("memory_settings")
-    if settings and profile.settings_changed_at is None:
-        profile.learn, profile.use = settings["learn"], settings["use"]
-        profile.settings_changed_at = settings.get("changed_at")
-        profile.settings_changed_by = settings.get("changed_by") or ""
-        changed += ["learn", "use", "settings_changed_at", "settings_changed_by"]
-    if changed:
-        profile.save(update_fields=changed)
-    return "learn" in changed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,84 +103,6 @@ def turn_content(t: dict) -> dict:
 
 def _scope(kind: str, character_id, conversation_id, scene, slugs: dict) -> dict:
     return scope_dict(kind, slugs.get(character_id), text_or_none(conversation_id), scene)
-
-
-def memory_row(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
-    return {
-        "id": str(r.pk),
-        "key": r.key,
-        "value": r.value,
-        "scope": _scope(r.scope_kind, r.character_id, r.conversation_id, r.scene, slugs),
-        "status": r.status,
-        "status_since": iso_z(r.status_since),
-        "authority": r.authority,
-        "confidence": r.confidence,
-        "valid_from": iso_z(r.valid_from),
-        "valid_until": iso_z(r.valid_until),
-        "retracted_at": iso_z(r.retracted_at),
-        "recorded_at": iso_z(r.recorded_at),
-        "evidence_time": iso_z(r.evidence_time),
-        "sources": sorted(sources.get(r.pk, [])),
-        "supersedes": text_or_none(r.supersedes_id),
-        "version": r.version,
-        "told_by": told_by_row(r),
-    }
-
-
-def told_by_row(r: MemoryRecord) -> list[dict]:
-    """SPEC §15 M3: who told the memory besides its sources, self-contained (an export holds
-    no connection): the connection by id and the name it had, or nothing."""
-    if not r.told_by_connection:
-        return []
-    return [{"kind": "connection", "id": r.told_by_connection, "name": r.told_by_name}]
-
-
-def tombstone_row(
-    t: Tombstone, withheld: dict | None = None, withheld_memories: dict | None = None
-) -> dict:
-    messages, replies = (withheld or {}).get(str(t.pk), ([], []))
-    return {
-        "id": str(t.pk),
-        "scope": t.scope_id,
-        "key": t.key,
-        "value_hash": t.value_hash,
-        "forgotten_at": iso_z(t.forgotten_at),
-        "blocks_sources_before": iso_z(t.blocks_sources_before),
-        "forgotten_by": t.forgotten_by,
-        "withheld_messages": messages,
-        "withheld_replies": replies,
-        # F7.2: the user's other memories it withholds, sorted.
-        "withheld_memories": (withheld_memories or {}).get(str(t.pk), []),
-    }
-
-
-TOMBSTONE_LINKS = ("withheld_messages", "withheld_replies", "withheld_memories")
-
-
-def tombstone_content(t: dict) -> dict:
-    """A tombstone without its links (F6, F7.2): an import adds the file's to what is
-    stored."""
-    return {k: v for k, v in t.items() if k not in TOMBSTONE_LINKS}
-
-
-def retraction_row(r: SlotRetraction) -> dict:
-    return {
-        "scope": r.scope_id,
-        "key": r.key,
-        "value_hash": r.value_hash,
-        "retracted_at": iso_z(r.retracted_at),
-    }
-
-
-def idempotency_row(i: IdempotencyRecord) -> dict:
-    return {
-        "key": i.key,
-        "payload_hmac": i.payload_hmac,
-        "outcome": i.outcome,
-        "reason": i.reason,
-        "record": text_or_none(i.record_id),
-        "created_at": iso_z(i.created_at),
-    }
 
 
 def rule_row(r: PolicyRule, slugs: dict) -> dict:

@@ -1,13 +1,15 @@
 """`GET /users/{user}/export` (SPEC §9): the snapshot has every section; each tombstone carries
-the links of what it withholds (F6, F7.2)."""
+the links of what it withholds (F6, F7.2); it is read in a constant number of queries."""
 
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory.models import MemoryRecord
 from tests.memory.api.calls import lagging
-from tests.turns.api.calls import forget
+from tests.turns.api.calls import forget, turn
 from tests.turns.api.snapshots import SNAPSHOT_KEYS
 
 pytestmark = pytest.mark.django_db
@@ -56,3 +58,24 @@ def test_it_exports_an_empty_list_for_a_forget_that_withholds_no_memory_f7_2(api
     assert api.delete(f"/api/v1/tombstones/{sister['id']}").status_code == 204
     [row] = api.get("/api/v1/users/sam/export").json()["tombstones"]
     assert (row["id"], row["withheld_memories"]) == (tea["id"], [])
+
+
+def test_it_exports_in_the_same_number_of_queries_however_much_the_user_holds(
+    api, sam, conv, django_assert_num_queries
+):
+    """§9: the file is read in a constant number of queries, memory's rows (read by
+    `memory.portability`) as the conversation's: one turn and one memory cost what many turns,
+    memories, versions, sources and forgets with their links cost."""
+    turn(api, conv, "t1", "My dog's name is Rex.")
+    with CaptureQueriesContext(connection) as few:
+        assert api.get("/api/v1/users/sam/export").status_code == 200
+    expected = len(few.captured_queries)  # counted now: the next request clears the log
+    for i, said in enumerate(("I like jazz.", "I live in Boston.", "Priya works at Acme.")):
+        turn(api, conv, f"t{i + 2}", said)
+    turn(api, conv, "t5", "Actually, I live in Paris.")
+    lagging(api)
+    forget(api, MemoryRecord.objects.get(user=sam, key="user.likes").pk)
+    with django_assert_num_queries(expected):
+        snapshot = api.get("/api/v1/users/sam/export").json()
+    assert len(snapshot["memories"]) == MemoryRecord.objects.filter(user=sam).count() > 5
+    assert len(snapshot["messages"]) == 5 and len(snapshot["tombstones"]) == 1

@@ -1,0 +1,270 @@
+"""Memory's part of an import (SPEC §9), inside the import's one transaction: every row already
+passed the file's validation, and `config.portability.RowImport` carries the file, the counts
+and the user. The turn's orchestration (`turns.portability.imports`) calls these steps in the
+order their references need: the registry entries before the user, the profile with the user,
+the records once the conversations' messages are there, the bookkeeping after them, and the
+existing tombstones last (F3)."""
+
+from __future__ import annotations
+
+from config.errors import ImportConflict
+from config.portability import RowImport, conflict
+
+from ..forgetting import purge_covered
+from ..models import (
+    IdempotencyRecord,
+    KeyDefinition,
+    MemoryProfile,
+    MemoryRecord,
+    MemorySource,
+    SlotRetraction,
+    Tombstone,
+)
+from ..selectors.records import tombstones_of
+from ..withholding import withhold_links, withhold_memory_links
+from .rows import (
+    idempotency_row,
+    memory_row,
+    memory_scope_id,
+    profile_apply,
+    retraction_row,
+    tombstone_content,
+    tombstone_row,
+)
+
+# ---------------------------------------------------------------------------------------------
+# The registry and the profile
+
+
+def keys_import(rows: RowImport) -> None:
+    """Registry entries (catalog): created when missing; a cardinality that differs from the
+    stored one — or `many` for a key other records already use as `one` — is a conflict."""
+    wanted = rows.v["keys"]
+    stored = KeyDefinition.objects.in_bulk([k["key"] for k in wanted])
+    new = []
+    for k in wanted:
+        existing = stored.get(k["key"])
+        if existing is None:
+            if k["cardinality"] != "one" and MemoryRecord.objects.filter(key=k["key"]).exists():
+                raise ImportConflict(
+                    f"Key {k['key']!r} is used as single-valued here, many in the snapshot."
+                )
+            new.append(KeyDefinition(key=k["key"], cardinality=k["cardinality"], label=k["label"]))
+        elif existing.cardinality != k["cardinality"]:
+            raise ImportConflict(
+                f"Key {k['key']!r} has cardinality {existing.cardinality} here, "
+                f"{k['cardinality']} in the snapshot."
+            )
+        else:
+            rows.counts["skipped"] += 1
+    rows.create(KeyDefinition, new, "key")
+
+
+def profile_import(user, data: dict) -> tuple[MemoryProfile, bool]:
+    """The user object's profile fields: the secret (`_secret_import`), then the time zone and
+    the switches (`rows.profile_apply`). Answers the profile and whether the file's switches
+    were taken."""
+    profile = _secret_import(user, data.get("secret"))
+    return profile, profile_apply(profile, data)
+
+
+def _secret_import(user, secret: str | None) -> MemoryProfile:
+    """F1: the secret keying value hashes must carry over, unless hashes made with another
+    one are already stored here. Returns the user's profile."""
+    profile = MemoryProfile.objects.select_for_update().filter(user=user).first()
+    if not secret:
+        if profile is None:
+            profile = MemoryProfile.objects.create(user=user)
+        return profile
+    if profile is None:
+        profile = MemoryProfile.objects.create(user=user, secret=secret)
+    elif profile.secret != secret:
+        hashed = (
+            Tombstone.objects.filter(user=user, value_hash__isnull=False).exists()
+            or SlotRetraction.objects.filter(user=user).exclude(value_hash="").exists()
+            or IdempotencyRecord.objects.filter(user=user).exists()
+        )
+        if hashed:
+            raise ImportConflict("The user's value-hash secret differs from the snapshot's.")
+        profile.secret = secret
+        profile.save(update_fields=["secret"])
+    return profile
+
+
+# ---------------------------------------------------------------------------------------------
+# The records
+
+
+def memories_import(rows: RowImport, *, characters: dict, slugs: dict) -> list[MemoryRecord]:
+    """The memory records and their source links. `characters` maps the file's slugs to the
+    stored characters, `slugs` their ids back to slugs. Answers the records created."""
+    sources_of: dict = {}
+    ids = [v["id"] for v in rows.v["memories"]]
+    for memory_id, message_id in MemorySource.objects.filter(memory_id__in=ids).values_list(
+        "memory_id", "message_id"
+    ):
+        sources_of.setdefault(memory_id, []).append(str(message_id))
+    created = rows.merge(
+        MemoryRecord,
+        "memories",
+        "memory",
+        as_dict=lambda e: memory_row(e, slugs, sources_of),
+        same=_same_record,
+        build=lambda v, c: _record(rows.user, characters, v),
+    )
+    sources = {v["id"]: v["sources"] for v in rows.v["memories"]}
+    links = [MemorySource(memory_id=r.id, message_id=m) for r in created for m in sources[r.id]]
+    if links:
+        MemorySource.objects.bulk_create(links, batch_size=500)
+    return created
+
+
+def _same_record(row: MemoryRecord, mine: dict, theirs: dict) -> tuple[dict, dict]:
+    theirs.setdefault("told_by", [])  # files written before §15 name no teller
+    if row.status == "forgotten":
+        # A tombstone purged it here (F3): the skeleton is the same row.
+        for field in ("value", "status", "status_since", "sources"):
+            mine.pop(field)
+            theirs.pop(field)
+    return mine, theirs
+
+
+def _record(user, characters: dict, v: dict) -> MemoryRecord:
+    scope = v["scope"]
+    kind = scope["kind"]
+    teller = (v.get("told_by") or [{"id": "", "name": ""}])[0]
+    return MemoryRecord(
+        id=v["id"],
+        user=user,
+        key=v["key"],
+        value=v["value"],
+        scope_kind=kind,
+        scope_id=memory_scope_id(user.username, scope),
+        character=characters[scope["character"]] if kind == "character" else None,
+        conversation_id=scope.get("conversation"),
+        scene=scope.get("scene"),
+        status=v["status"],
+        status_since=v.get("status_since"),
+        authority=v["authority"],
+        confidence=v["confidence"],
+        valid_from=v["valid_from"],
+        valid_until=v.get("valid_until"),
+        recorded_at=v["recorded_at"],
+        evidence_time=v["evidence_time"],
+        retracted_at=v.get("retracted_at"),
+        version=v["version"],
+        supersedes_id=v.get("supersedes"),
+        told_by_connection=str(teller["id"]),
+        told_by_name=teller["name"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Tombstones, retractions and idempotency records
+
+
+def bookkeeping_import(rows: RowImport) -> list[Tombstone]:
+    """Tombstones with the links each carries, retractions and idempotency records. Answers
+    the tombstones created."""
+    created = _tombstones_import(rows)
+    _retractions_import(rows)
+    _idempotency_import(rows)
+    return created
+
+
+def _tombstones_import(rows: RowImport) -> list[Tombstone]:
+    user = rows.user
+    created = rows.merge(
+        Tombstone,
+        "tombstones",
+        "tombstone",
+        as_dict=tombstone_row,
+        same=lambda row, mine, theirs: (tombstone_content(mine), tombstone_content(theirs)),
+        build=lambda v, c: Tombstone(
+            id=v["id"],
+            user=user,
+            scope_id=v["scope"],
+            key=v["key"],
+            value_hash=v["value_hash"],
+            forgotten_at=v["forgotten_at"],
+            blocks_sources_before=v["blocks_sources_before"],
+            forgotten_by=v["forgotten_by"],
+        ),
+    )
+    # F6 and F7.2: the links each tombstone carries, restored beside what is stored.
+    stored = {str(t.pk): t for t in Tombstone.objects.filter(user=user)}
+    for v, c in rows.rows("tombstones"):
+        tombstone = stored[str(v["id"])]
+        withhold_links(tombstone, c["withheld_messages"], c["withheld_replies"])
+        withhold_memory_links(tombstone, c["withheld_memories"])
+    return created
+
+
+def _retractions_import(rows: RowImport) -> None:
+    """Retractions have no id: one with the same content as a stored one is skipped."""
+    user = rows.user
+    have = {tuple(retraction_row(r).values()) for r in SlotRetraction.objects.filter(user=user)}
+    new = []
+    for v, c in rows.rows("retractions"):
+        ident = tuple(c.values())
+        if ident in have:
+            rows.counts["skipped"] += 1
+            continue
+        have.add(ident)
+        new.append(
+            SlotRetraction(
+                user=user,
+                scope_id=v["scope"],
+                key=v["key"],
+                value_hash=v["value_hash"],
+                retracted_at=v["retracted_at"],
+            )
+        )
+    rows.create(SlotRetraction, new, "retraction")
+
+
+def _idempotency_import(rows: RowImport) -> None:
+    """Idempotency records by key: a stored one with other content is a conflict."""
+    user = rows.user
+    stored = {
+        i.key: i
+        for i in IdempotencyRecord.objects.filter(
+            user=user, key__in=[v["key"] for v in rows.v["idempotency"]]
+        )
+    }
+    new = []
+    for v, c in rows.rows("idempotency"):
+        existing = stored.get(v["key"])
+        if existing is not None:
+            if idempotency_row(existing) != dict(c):
+                raise conflict("idempotency key", v["key"])
+            rows.counts["skipped"] += 1
+            continue
+        new.append(
+            IdempotencyRecord(
+                user=user,
+                key=v["key"],
+                payload_hmac=v["payload_hmac"],
+                outcome=v["outcome"],
+                reason=v["reason"],
+                record_id=v.get("record"),
+                created_at=v["created_at"],
+            )
+        )
+    rows.create(IdempotencyRecord, new, "idempotency record")
+
+
+# ---------------------------------------------------------------------------------------------
+# Existing tombstones
+
+
+def tombstones_apply(user, *, imported: list[MemoryRecord]) -> list[str]:
+    """F3: the user's tombstones, those stored and those imported, apply to the records the
+    import created. Answers the ids of the records they purged."""
+    if not imported:
+        return []
+    tombstones = tombstones_of(user)
+    if not tombstones:
+        return []
+    secret = MemoryProfile.objects.get(user=user).secret_bytes()
+    return [p.id for p in purge_covered(user, tombstones, secret)]
