@@ -404,18 +404,10 @@ TOOLS = (
         "forget",
         "forget",
         "Make the companion forget a memory: its value is erased and not learnt again. "
-        "`everywhere` forgets the key for every character. Only the user can undo it.",
+        "`everywhere` forgets the key for every character. Only the user can undo it. "
+        "Answers the forget with how many messages and other memories it withholds.",
         s.obj({"memory": _MEMORY_ID, "everywhere": {"type": "boolean"}}, ["memory"]),
-        {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "key": {"type": "string"},
-                "forgotten_at": {"type": "string"},
-                "withheld_messages": {"type": "integer"},
-            },
-            "required": ["id", "key", "forgotten_at"],
-        },
+        s.TOMBSTONE,
         forget,
     ),
 )

@@ -1,9 +1,8 @@
 """SPEC §10 C6: plain words. The served schema is walked whole: every operation (and every
-webhook, V5) has a `summary`
-(a short phrase) and a `description` that opens with a full sentence (rule numbers may only
-follow, never stand in for it); every parameter and every field of every shape — request and
-response, each member of a `oneOf` — has a description; every operation sits in exactly one
-of the groups the browsable docs show, in their order."""
+webhook, V5) has a `summary` (a short phrase) and a `description` that opens with a full
+sentence (rule numbers may only follow, never stand in for it); every parameter and every
+field of every shape — request and response, each member of a `oneOf` — has a description;
+every operation sits in exactly one of the groups the browsable docs show, in their order."""
 
 import re
 
