@@ -31,7 +31,7 @@ from turns.relevance import query_terms, relevance_order
 
 from . import schemas as s
 from .models import Connection
-from .selectors import character_slugs, reachable_conversations
+from .selectors import character_slugs, reachable_conversations, requester_of
 
 RECALL_DEFAULT = 20
 RECALL_MAX = 100
@@ -212,7 +212,7 @@ def decide(call: Call, args: dict) -> dict:
         context=ctx,
         capability=args["capability"],
         requested_by="assistant",
-        requester=f"connection:{call.connection.pk}",
+        requester=requester_of(call.connection),
     )
     return dict(represented(DecisionOutput, outcome))
 

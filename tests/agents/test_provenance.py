@@ -9,6 +9,7 @@ import pytest
 from agents.models import Connection
 from agents.services import connection_create
 from memory.models import MemoryRecord
+from policy.models import DecisionLog
 from tests.agents.conftest import tool_caller
 
 pytestmark = pytest.mark.django_db
@@ -90,3 +91,40 @@ def test_it_stores_what_remember_extracts_as_told_by_the_connection(sam):
         str(connection.pk),
         "Desk",
     )
+
+
+def test_it_exports_the_connection_that_asked_for_a_decision_and_imports_it(api, sam, rowan):
+    """§15 M3, §9: each exported decision carries its `requester` — the asking connection's id
+    (`connection:<id>`), empty for the chat runtime — and the import restores it; a file
+    written before names no requester, and its decisions are imported with none."""
+    connection = connection_create(user=sam, name="Desk", access="read").connection
+    body, is_error = tool_caller(connection)(
+        "decide", {"capability": "tone.playful", "character": rowan.slug}
+    )
+    assert not is_error
+    by_runtime = api.post(
+        "/api/v1/policy/decide",
+        {"context": {"user": "sam", "character": rowan.slug}, "capability": "tone.playful"}
+        | {"requested_by": "user"},
+        format="json",
+    ).json()
+    snapshot = json.loads(json.dumps(api.get("/api/v1/users/sam/export").json()))
+    requesters = {d["id"]: d["requester"] for d in snapshot["decisions"]}
+    assert requesters == {
+        body["decision_id"]: f"connection:{connection.pk}",
+        by_runtime["decision_id"]: "",
+    }
+    assert api.delete("/api/v1/users/sam").status_code == 204
+    r = api.post("/api/v1/users/sam/import", snapshot, format="json")
+    assert r.status_code == 200, r.content[:2000]
+    assert (
+        DecisionLog.objects.get(pk=body["decision_id"]).requester == f"connection:{connection.pk}"
+    )
+    assert api.get("/api/v1/users/sam/export").json()["decisions"] == snapshot["decisions"]
+
+    for decision in snapshot["decisions"]:
+        del decision["requester"]
+    assert api.delete("/api/v1/users/sam").status_code == 204
+    r = api.post("/api/v1/users/sam/import", snapshot, format="json")
+    assert r.status_code == 200, r.content[:2000]
+    assert set(DecisionLog.objects.values_list("requester", flat=True)) == {""}

@@ -507,6 +507,7 @@ class _Import:
                 user_version=v["user_version"],
                 scope_ids=list(v["scope_ids"]),
                 decided_at=v["decided_at"],
+                requester=v["requester"],
             ),
         )
         self.merge(
