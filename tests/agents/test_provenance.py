@@ -1,6 +1,8 @@
 """What a connection stores carries the connection as its provenance (SPEC §15 M3): P1
-admits it, at most `uncertain` while the connection is its only source; the pages say "told by
-<name>"; the export names it in a self-contained `told_by` list that the import restores."""
+admits it, at most `uncertain` while the connection is its only source; every page that shows
+such a value — the memories page, its history, the forget pages, what was marked no longer
+true — says "told by <name>"; the export names it in a self-contained `told_by` list that the
+import restores, and names the connection that asked for each decision."""
 
 import json
 
@@ -8,6 +10,7 @@ import pytest
 
 from agents.models import Connection
 from agents.services import connection_create
+from config.pages import day
 from memory.models import MemoryRecord
 from policy.models import DecisionLog
 from tests.agents.conftest import tool_caller
@@ -41,11 +44,53 @@ def test_it_stores_the_connection_as_provenance_and_recalls_it_as_uncertain(sam,
     assert [(m["value"], m["certainty"]) for m in recalled["memories"]] == [("Miso", "uncertain")]
 
 
+def _told_on(body) -> str:
+    return day(MemoryRecord.objects.get(pk=body["memory"]["id"]).recorded_at)
+
+
 def test_it_shows_told_by_the_connections_name_on_the_memories_page(page, told):
     """§15 M3: the memories page says who told it: "Told by Desk"."""
+    _, body = told
     r = page.get("/memories/")
     assert r.status_code == 200
-    assert "Told by Desk on " in r.content.decode()
+    assert f"Told by Desk on {_told_on(body)}</span>" in r.content.decode()
+
+
+def test_it_shows_told_by_the_connections_name_on_the_history_page(page, told):
+    """§15 M3: the memory's history says who set the assistant's value: "Told by Desk" in its
+    "Set by" column, not "the companion's inference"."""
+    _, body = told
+    r = page.get(f"/memories/{body['memory']['id']}/history")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert '<td data-label="Set by">Told by Desk</td>' in html
+    assert "inference" not in html
+
+
+def test_it_shows_told_by_the_connections_name_on_the_forget_pages(page, told):
+    """§15 M3: the forget page and the "Forget selected" confirmation show the memory's card
+    with who told it."""
+    _, body = told
+    said = f"Told by Desk on {_told_on(body)}."
+    one = page.get(f"/memories/{body['memory']['id']}/forget")
+    assert one.status_code == 200
+    assert said in one.content.decode()
+    several = page.post("/memories/forget-selected", {"selected": [body["memory"]["id"]]})
+    assert several.status_code == 200
+    assert said in several.content.decode()
+
+
+def test_it_shows_told_by_the_connections_name_on_the_no_longer_true_page(page, sam, told):
+    """§15 M3: a value the assistant told that the user marked no longer true still says who
+    told it."""
+    _, body = told
+    r = page.post(f"/memories/{body['memory']['id']}/retract")
+    assert r.status_code == 302
+    listed = page.get("/memories/no-longer-true/")
+    assert listed.status_code == 200
+    assert f"· told by Desk on {_told_on(body)} · marked no longer true on" in (
+        listed.content.decode()
+    )
 
 
 def test_it_exports_a_self_contained_told_by_that_the_import_restores(api, sam, told):
