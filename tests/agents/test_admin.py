@@ -7,8 +7,11 @@ from django.test import Client
 
 from agents import credentials
 from agents.services import connection_create
+from policy.models import DecisionLog
 from support.services import support_group_ensure
+from tests.agents.conftest import tool_caller
 from tests.factories import UserFactory
+from tests.policy.api.calls import decide
 
 pytestmark = pytest.mark.django_db
 
@@ -56,10 +59,6 @@ def test_it_names_the_connection_that_asked_for_a_decision_in_the_decision_log(
     """M3, D10: the decision log's list and detail show which personal connection asked — its
     name and its requester id — and `-` for a decision the chat runtime asked for; support
     finds a connection's decisions by that id."""
-    from policy.models import DecisionLog
-    from tests.agents.conftest import tool_caller
-    from tests.policy.api.calls import decide
-
     connection = connection_create(user=sam, name="Desk assistant", access="read").connection
     body, is_error = tool_caller(connection)(
         "decide", {"capability": "tone.playful", "character": rowan.slug}
