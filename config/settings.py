@@ -276,7 +276,8 @@ SPECTACULAR_SETTINGS = {
         "runtime.\n\nThis API is for the chat runtime's token, which acts for every user. An "
         "assistant acting for one person connects over the Model Context Protocol at `/mcp` "
         "with that person's connection token instead (this API refuses those tokens): see "
-        "“Connect an assistant” in the README (`README.md#connect-an-assistant`)."
+        "[Connect an assistant](/docs/connect-an-assistant), the README's section of that "
+        "name."
     ),
     "VERSION": "1.0.0",
     "OAS_VERSION": "3.1.0",

@@ -39,3 +39,19 @@ def test_it_shows_every_webhook_with_its_headers_payload_and_verification(deskto
     expect(example).to_contain_text('"type": "memory.forgotten"')
     expect(example).to_contain_text('"withheld_memories"')
     expect(example).to_contain_text('"forgotten_by"')
+
+
+def test_it_links_the_api_docs_to_the_guide_to_connect_an_assistant(page, readme_server, look):
+    """M2, M3: the API's documentation links to the README's "Connect an assistant", served as
+    a page of its own that needs no account and fits every width."""
+    page.goto(readme_server.url + "/api/docs/")
+    link = page.locator(".info a", has_text="Connect an assistant")
+    expect(link).to_have_attribute("href", "/docs/connect-an-assistant", timeout=30_000)
+    with page.context.expect_page() as opened:  # Swagger UI opens description links apart
+        link.click()
+    guide = opened.value
+    guide.wait_for_load_state("load")
+    assert guide.url == readme_server.url + "/docs/connect-an-assistant"
+    expect(guide.get_by_role("heading", level=1)).to_have_text("Connect an assistant")
+    expect(guide.locator("pre").filter(has_text='"mcpServers"').first).to_contain_text("/mcp")
+    look(guide, "guide-connect-an-assistant")
