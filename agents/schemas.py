@@ -57,6 +57,43 @@ WRITE_RESULT = {
     },
     "required": ["outcome", "memory"],
 }
+# The forget's answer: the tombstone as `POST /memories/{id}/forget` and `GET /tombstones/{id}`
+# answer it (F7.2), never the value.
+TOMBSTONE = obj(
+    {
+        "id": described({"type": "string"}, "The forget's id (the user can undo it)."),
+        "user": described({"type": "string"}, "The ref of the user who forgot."),
+        "scope": described({"type": "object"}, "Where the forget applies, a memory scope."),
+        "scope_id": described({"type": "string"}, "The same scope as its stable id string."),
+        "key": described({"type": "string"}, "The memory key forgotten."),
+        "has_value_hash": described(
+            {"type": "boolean"}, "True when only one value of a many-valued key was forgotten."
+        ),
+        "forgotten_at": described({"type": "string"}, "When the forget was made."),
+        "blocks_sources_before": described(
+            {"type": "string"}, "Facts learned from messages older than this are never relearnt."
+        ),
+        "withheld_messages": described(
+            {"type": "integer", "minimum": 0}, "How many messages the forget withholds (F6)."
+        ),
+        "withheld_memories": described(
+            {"type": "integer", "minimum": 0},
+            "How many of the user's other memories the forget withholds (F7.2).",
+        ),
+    },
+    [
+        "id",
+        "user",
+        "scope",
+        "scope_id",
+        "key",
+        "has_value_hash",
+        "forgotten_at",
+        "blocks_sources_before",
+        "withheld_messages",
+        "withheld_memories",
+    ],
+)
 PROBLEM = {
     "type": "object",
     "description": "A refusal: the problem's stable `code` and its `detail` in words.",

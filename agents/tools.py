@@ -31,7 +31,7 @@ from turns.relevance import query_terms, relevance_order
 
 from . import schemas as s
 from .models import Connection
-from .selectors import character_slugs, reachable_conversations
+from .selectors import character_slugs, reachable_conversations, requester_of
 
 RECALL_DEFAULT = 20
 RECALL_MAX = 100
@@ -212,7 +212,7 @@ def decide(call: Call, args: dict) -> dict:
         context=ctx,
         capability=args["capability"],
         requested_by="assistant",
-        requester=f"connection:{call.connection.pk}",
+        requester=requester_of(call.connection),
     )
     return dict(represented(DecisionOutput, outcome))
 
@@ -404,18 +404,10 @@ TOOLS = (
         "forget",
         "forget",
         "Make the companion forget a memory: its value is erased and not learnt again. "
-        "`everywhere` forgets the key for every character. Only the user can undo it.",
+        "`everywhere` forgets the key for every character. Only the user can undo it. "
+        "Answers the forget with how many messages and other memories it withholds.",
         s.obj({"memory": _MEMORY_ID, "everywhere": {"type": "boolean"}}, ["memory"]),
-        {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "key": {"type": "string"},
-                "forgotten_at": {"type": "string"},
-                "withheld_messages": {"type": "integer"},
-            },
-            "required": ["id", "key", "forgotten_at"],
-        },
+        s.TOMBSTONE,
         forget,
     ),
 )

@@ -3,7 +3,12 @@ refuses unknown fields (`additionalProperties: false`), scopes and contexts are 
 kind, and text fields state what the server checks (no NUL, not blank once trimmed). The
 extensions here register when the module is imported (`config.apps`); `postprocess` is the
 drf-spectacular postprocessing hook that adds the path parameters' patterns and the problems
-of every operation (C3, `config.problems`)."""
+of every operation (C3, `config.problems`).
+
+The document is OpenAPI 3.1, whose schemas are JSON Schema: a nullable field is
+`"type": [..., "null"]`, or a `oneOf` with `{"type": "null"}` beside a reference — never 3.0's
+`nullable: true`. `nullable` and `without_null` are the only places here that write or strip
+that mark."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from drf_spectacular.extensions import (
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
+from drf_spectacular.plumbing import append_meta, safe_ref
 from rest_framework import serializers
 
 from config import examples, field_docs, problems
@@ -30,6 +36,29 @@ from config.serializers import (
 NO_NUL = r"^[^\u0000]*$"
 NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 USER_REF = r"^[\w.@+-]+$"
+
+
+def nullable(schema: dict) -> dict:
+    """`schema` that also admits null, marked as the document's OpenAPI version marks it."""
+    return append_meta(without_null(schema), {"nullable": True})
+
+
+def without_null(schema: dict) -> dict:
+    """`schema` that no longer admits null: 3.0's `nullable`, a `"null"` in a type list, or a
+    `{"type": "null"}` member of a `oneOf` taken out."""
+    schema = dict(schema)
+    schema.pop("nullable", None)
+    if isinstance(schema.get("type"), list):
+        kinds = [kind for kind in schema["type"] if kind != "null"]
+        schema["type"] = kinds[0] if len(kinds) == 1 else kinds
+    members = schema.get("oneOf")
+    if members and {"type": "null"} in members:
+        members = [member for member in members if member != {"type": "null"}]
+        del schema["oneOf"]
+        if len(members) == 1:
+            return safe_ref({**members[0], **schema})
+        schema["oneOf"] = members
+    return schema
 
 
 def _closed(schema: dict) -> dict:
@@ -58,9 +87,9 @@ def _variant(auto_schema, serializer, direction, present: dict[str, bool], const
         field = serializer.fields[name]
         schema = auto_schema._map_serializer_field(field, direction)
         auto_schema._insert_field_validators(field, schema)
-        schema.pop("nullable", None)
+        schema = without_null(schema)
         if nulls_absent and name != "kind":
-            schema["nullable"] = True
+            schema = nullable(schema)
         schema.pop("readOnly", None)
         if const is not None and name == "kind":
             schema = {"type": "string", "enum": [const]}
@@ -137,6 +166,12 @@ def _doc(serializer) -> str:
     return doc.split("\n\n")[0].replace("\n", " ")
 
 
+def _field_schema(auto_schema, field, direction) -> dict:
+    """A field's own schema under a field extension, without its null: drf-spectacular marks
+    the extension's answer nullable again, and a 3.1 type list must not name `"null"` twice."""
+    return without_null(auto_schema._map_serializer_field(field, direction, bypass_extensions=True))
+
+
 class CleanCharSchema(OpenApiSerializerFieldExtension):
     """A text field never holds NUL; one that is trimmed and may not be blank needs a
     character that is not whitespace."""
@@ -145,7 +180,7 @@ class CleanCharSchema(OpenApiSerializerFieldExtension):
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema, direction):
-        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        schema = _field_schema(auto_schema, self.target, direction)
         field = self.target
         if has_override(field, "field"):
             return schema  # the field says its own schema (`extend_schema_field`)
@@ -170,7 +205,7 @@ class TimeSchema(OpenApiSerializerFieldExtension):
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema, direction):
-        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        schema = _field_schema(auto_schema, self.target, direction)
         if direction == "request" and not has_override(self.target, "field"):
             schema["description"] = " ".join(
                 filter(
@@ -279,6 +314,30 @@ def _describe_properties(component: str, schema: dict) -> None:
             schema["properties"][name] = {"allOf": [prop], "description": text}
         else:
             prop["description"] = text
+
+
+def nullable_enums(result, generator, request, public):
+    """drf-spectacular postprocessing hook, run before its enum hook: a nullable enum (a
+    `"null"` in its type list) lists null among its values, as JSON Schema needs to admit it;
+    the enum hook then makes it a `oneOf` of the named enum and `NullEnum` instead of dropping
+    the null (as it would for an enum given by `extend_schema_field`, like a time zone)."""
+    _admit_null_in_enums(result)
+    return result
+
+
+def _admit_null_in_enums(node) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _admit_null_in_enums(item)
+        return
+    if not isinstance(node, dict):
+        return
+    kinds = node.get("type")
+    enum = node.get("enum")
+    if isinstance(kinds, list) and "null" in kinds and enum is not None and None not in enum:
+        node["enum"] = [*enum, None]
+    for value in node.values():
+        _admit_null_in_enums(value)
 
 
 def postprocess(result, generator, request, public):

@@ -276,9 +276,11 @@ SPECTACULAR_SETTINGS = {
         "runtime.\n\nThis API is for the chat runtime's token, which acts for every user. An "
         "assistant acting for one person connects over the Model Context Protocol at `/mcp` "
         "with that person's connection token instead (this API refuses those tokens): see "
-        "“Connect an assistant” in the README (`README.md#connect-an-assistant`)."
+        "[Connect an assistant](/docs/connect-an-assistant), the README's section of that "
+        "name."
     ),
     "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -286,11 +288,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    # SPEC V5: the webhooks a runtime receives, with their signature headers (events.schemas);
-    # published as `x-webhooks` while the document is OpenAPI 3.0 (events.schemas.postprocess).
-    "WEBHOOKS": ["events.schemas.EVENT_WEBHOOK"],
+    # SPEC V5: the webhooks a runtime receives, one per event type, in the document's
+    # `webhooks` section (OpenAPI 3.1), with their signature headers (events.schemas).
+    "WEBHOOKS": "events.schemas.WEBHOOKS",
     # SPEC C1, C3: path parameter patterns and every operation's problems (config.schema).
     "POSTPROCESSING_HOOKS": [
+        "config.schema.nullable_enums",  # OpenAPI 3.1: a nullable enum keeps its null
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.schema.postprocess",
         "events.schemas.postprocess",  # SPEC V5: the webhooks' signature headers

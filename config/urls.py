@@ -34,6 +34,7 @@ urlpatterns = [
     re_path(r"^api/(?!(?:schema|docs)/?$)(?P<rest>.*)$", views.api_not_found, name="api-not-found"),
     path("problems/", views.problem_index, name="problems"),
     path("problems/<str:code>", views.problem_page, name="problem"),
+    path("docs/connect-an-assistant", views.connect_an_assistant, name="connect-an-assistant"),
     path("admin/", admin.site.urls),
     path("memories/", include((memory_urls.pages, "memory"))),
     path("boundaries/", include((policy_urls.pages, "policy"))),

@@ -6,10 +6,11 @@ import json
 
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
-from config import problems
+from config import guides, problems
 from config.observability import handle_uncaught
 from config.problems import json_problem_response
 
@@ -88,3 +89,12 @@ def problem_page(request, code):
     return render(
         request, "problems/problem.html", {"code": code, "problem": problem, "example": example}
     )
+
+
+def connect_an_assistant(request):
+    """SPEC §15 M2, M3: the README's "Connect an assistant", which the API's documentation
+    links to. No sign-in."""
+    title = guides.CONNECT_AN_ASSISTANT
+    # The README's own Markdown, rendered with raw HTML turned off: text, never markup.
+    body = mark_safe(guides.readme_section(title))
+    return render(request, "guides/guide.html", {"title": title, "body": body})

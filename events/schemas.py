@@ -1,10 +1,12 @@
 """V5: what the OpenAPI document says of an event — each type's `data` its own schema, the
 event a `oneOf` with `type` as discriminator — and of the webhooks that carry them (the
-document's `webhooks` section, with the Standard Webhooks signature headers)."""
+document's `webhooks` section, OpenAPI 3.1: one webhook per event type, its body that type's
+event, with the Standard Webhooks signature headers and how to verify them)."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import (
+    OpenApiResponse,
     OpenApiWebhook,
     PolymorphicProxySerializer,
     extend_schema,
@@ -185,27 +187,44 @@ EVENT_SCHEMA = PolymorphicProxySerializer(
     resource_type_field_name="type",
 )
 
-VERIFY = """Every delivery is signed per Standard Webhooks with the endpoint's secret
-(`whsec_…`, shown once when staff register it):
+# V5: how a receiver checks a delivery, with the standard library only; the webhooks'
+# descriptions carry it word for word, and a test runs it on a real delivery.
+VERIFY_PYTHON = """import base64
+import hashlib
+import hmac
+import time
 
-- `webhook-id`: the event's id; a repeated delivery carries the same one, so drop repeats by it.
-- `webhook-timestamp`: Unix seconds of this attempt; refuse one far from your clock.
-- `webhook-signature`: `v1,<base64 HMAC-SHA256>` of `{webhook-id}.{webhook-timestamp}.{body}`
-  keyed with the secret's base64 part (space-separated when there are several).
 
-Verify the raw body before parsing it, for example in Python with the `standardwebhooks`
-package:
+def verify(secret: str, headers: dict, body: bytes) -> bool:
+    \"\"\"True when `body` is what the service sent (`headers` by lower-case name).\"\"\"
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    digest = hmac.new(key, signed, hashlib.sha256).digest()
+    expected = "v1," + base64.b64encode(digest).decode()
+    fresh = abs(time.time() - int(headers["webhook-timestamp"])) <= 300
+    return fresh and any(
+        hmac.compare_digest(expected, given)
+        for given in headers["webhook-signature"].split()
+    )"""
+
+VERIFY = f"""Each delivery is a POST of the event as JSON, signed per Standard Webhooks with the
+endpoint's secret (`whsec_…`, shown once when staff register the endpoint in the admin):
+
+- `webhook-id`: the event's id (`evt_<n>`); a repeated delivery carries the same one, so drop
+  repeats by it.
+- `webhook-timestamp`: when this attempt was signed, in Unix seconds; refuse one far from your
+  clock (five minutes here).
+- `webhook-signature`: `v1,<base64 HMAC-SHA256>` of `{{webhook-id}}.{{webhook-timestamp}}.{{body}}`,
+  keyed with the bytes of the secret's base64 part (after `whsec_`); several signatures are
+  space-separated, and one that matches is enough.
+
+Verify the raw body before parsing it, for example in Python with the standard library only:
 
 ```python
-from standardwebhooks.webhooks import Webhook
-
-event = Webhook(secret).verify(raw_body, {
-    "webhook-id": headers["webhook-id"],
-    "webhook-timestamp": headers["webhook-timestamp"],
-    "webhook-signature": headers["webhook-signature"],
-})
+{VERIFY_PYTHON}
 ```
 
+The `standardwebhooks` package checks the same: `Webhook(secret).verify(body, headers)`.
 Answer 2xx within 5 s. Anything else is retried with backoff for 24 h, then the endpoint is
 disabled; a 410 disables it at once (V3). Deliveries come at least once, in order per user."""
 
@@ -217,29 +236,80 @@ WEBHOOK_HEADERS = {
     "the secret's base64 part; several are space-separated.",
 }
 
-EVENT_WEBHOOK = OpenApiWebhook(
-    name="event",
-    decorator=extend_schema(
-        summary="Every event, POSTed to each matching endpoint",
-        description=VERIFY,
-        request=EVENT_SCHEMA,
-        responses={200: None, 410: None},
+# Each event type's webhook: its summary (Swagger UI shows it beside the type) and the first
+# words of its description (C6).
+WHEN = {
+    outbox.MEMORY_CREATED: (
+        "A new memory record",
+        "A new memory record was stored: a write, a correction or confirmation (which also "
+        "sends `memory.changed` for the record it supersedes), something learned from a turn, "
+        "or an import.",
     ),
-)
+    outbox.MEMORY_CHANGED: (
+        "A record's state changed",
+        "A write changed a memory record's state: a newer record superseded it, or it was "
+        "retracted (its E1 state then, with `retracted_at`).",
+    ),
+    outbox.MEMORY_FORGOTTEN: (
+        "A memory was forgotten",
+        "A memory was forgotten: the tombstone, the records it purged, and the messages and "
+        "memories it withholds from now on; delete your copies of them.",
+    ),
+    outbox.TOMBSTONE_DELETED: (
+        "A forget was undone",
+        "A forget was undone: the messages and memories that no other forget withholds now.",
+    ),
+    outbox.SETTINGS_CHANGED: (
+        "The learn or use switch changed",
+        "The user's learn or use switch changed (I8): whether the companion learns new "
+        "memories and whether it uses them.",
+    ),
+    outbox.POLICY_CHANGED: (
+        "The user's boundaries changed",
+        "The user's boundary rules changed: the new policy version and the rules touched.",
+    ),
+    outbox.CONVERSATION_DELETED: (
+        "A conversation was deleted",
+        "A conversation was deleted with its messages; delete your copies of them.",
+    ),
+    outbox.USER_DELETED: (
+        "A user was deleted",
+        "A user was deleted: erase everything you hold for the ref in the event's `user` "
+        "(the only thing the event carries).",
+    ),
+}
+
+
+def _webhook(type_: str) -> OpenApiWebhook:
+    summary, when = WHEN[type_]
+    return OpenApiWebhook(
+        name=type_,
+        decorator=extend_schema(
+            summary=summary,
+            description=f"{when}\n\n{VERIFY}",
+            request=EVENT_CLASSES[type_],
+            responses={
+                200: OpenApiResponse(description="Received: any 2xx answer within 5 s."),
+                410: OpenApiResponse(description="Gone: the endpoint is disabled at once."),
+            },
+            tags=["events"],
+        ),
+    )
+
+
+# V5: one webhook per event type, in the order of `outbox.EVENT_TYPES`
+# (`SPECTACULAR_SETTINGS["WEBHOOKS"]`).
+WEBHOOKS = [_webhook(type_) for type_ in outbox.EVENT_TYPES]
 
 
 def postprocess(result, generator, request, public):
     """drf-spectacular postprocessing hook (V5): each webhook names the Standard Webhooks
-    headers it is signed with. OpenAPI 3.0 has no `webhooks` member, so a 3.0 document carries
-    the same object as `x-webhooks` (which ReDoc shows); a 3.1 document keeps `webhooks`."""
-    webhooks = result.get("webhooks", {})
-    for path_item in webhooks.values():
+    headers it is signed with (drf-spectacular carries no parameters into a webhook)."""
+    for path_item in result.get("webhooks", {}).values():
         for operation in path_item.values():
             operation["parameters"] = [
                 {"name": name, "in": "header", "required": True, "description": text}
                 | {"schema": {"type": "string"}}
                 for name, text in WEBHOOK_HEADERS.items()
             ]
-    if webhooks and result.get("openapi", "").startswith("3.0"):
-        result["x-webhooks"] = result.pop("webhooks")
     return result

@@ -18,7 +18,7 @@ from django.urls import reverse
 from config.pages import day
 
 from . import forgetting
-from .presentation import ScopeNames, Wording, plain_label
+from .presentation import ScopeNames, Wording, plain_label, told_by
 from .selectors.pages import key_templates
 from .selectors.records import registry
 from .withholding import memories_withheld_by
@@ -71,6 +71,7 @@ def forget_selected_page(user, remembered, chosen: list) -> ForgetSelectedPage:
                 "label": words.label(r.key),
                 "sentence": words.sentence(r.key, r.value),
                 "scope_words": names.words(r.scope_id),
+                "told_by": told_by(r),
             }
             for r in chosen
         ),

@@ -33,6 +33,8 @@ from .presentation import (
     plain_label,
     source_messages,
     standing,
+    told_by,
+    told_by_words,
 )
 from .selectors.history import slot_history
 from .selectors.pages import forgotten_entries
@@ -88,6 +90,9 @@ def memory_forget_view(request, memory_id):
         {
             **forget_pages.forget_page(user, row, label),
             "record": row,
+            "told_by": told_by_words(row.told_by_name, row.recorded_at)
+            if row.told_by_connection
+            else "",
             "label": label,
             "many": many,
             "form": form,
@@ -216,7 +221,8 @@ def memory_history_view(request, memory_id):
                 forgotten_on=day(record.status_since) if forgotten else "",
                 starts=when(record.valid_from),
                 ends=when(end) if end is not None else "still open",
-                set_by=SET_BY[record.authority],
+                # M3: a value an assistant stored was told by it, not inferred.
+                set_by=told_by(record, with_day=False) or SET_BY[record.authority],
                 status=now.words,
                 current=now.current,
                 provenance=None if forgotten else from_message(record, found),

@@ -346,6 +346,19 @@ def from_message(record: DomainRecord, found: dict[str, SourceMessage]) -> Prove
     return Provenance(f"from {who} on {day(newest.created_at)}", newest.url, more)
 
 
+def told_by_words(name: str, at: datetime | None = None) -> str:
+    """SPEC §15 M3: how every page says that a personal connection stored a value — "told by
+    <name>", the name it had then, and the day when the page has no column for it."""
+    return f"told by {name} on {day(at)}" if at is not None else f"told by {name}"
+
+
+def told_by(record: DomainRecord, *, with_day: bool = True) -> str:
+    """ "told by <name> on <day>" for a value a personal connection stored, else ""."""
+    if not record.told_by:
+        return ""
+    return told_by_words(record.told_by[1], record.recorded_at if with_day else None)
+
+
 def original_of(record: DomainRecord, by_id: dict[str, DomainRecord]) -> DomainRecord | None:
     """For a confirmation (same value, no sources of its own): the record it confirmed that
     still has a source message, following the supersedes chain in memory."""
@@ -367,7 +380,7 @@ def provenance(
     if direct is not None:
         return direct
     if record.told_by:  # SPEC §15 M3: the connection that stored it, by the name it had
-        return Provenance(f"told by {record.told_by[1]} on {day(record.recorded_at)}")
+        return Provenance(told_by(record))
     if record.authority == "user-corrected":
         return Provenance(f"you corrected it on {day(record.recorded_at)}")
     if record.authority == "user-confirmed":

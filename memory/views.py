@@ -42,6 +42,7 @@ from .presentation import (
     Sentence,
     Wording,
     plain_label,
+    told_by,
 )
 from .selectors.pages import key_templates, no_longer_true
 from .selectors.records import memory_get, registry
@@ -380,6 +381,7 @@ class RetractedRow:
     scope_words: str
     retracted_on: str
     base: str
+    told_by: str = ""  # M3: "told by <name> on <day>" for a value an assistant stored
 
     @property
     def id(self) -> str:
@@ -410,6 +412,7 @@ def no_longer_true_list_view(request):
             names.words(r.scope_id),
             when(r.retracted_at),
             f"{root}{r.id}/",
+            told_by(r),
         )
         for r in page.object_list
     ]

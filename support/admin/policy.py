@@ -21,6 +21,7 @@ from policy.models import (
     PolicyRule,
     UserPolicyVersion,
 )
+from support import requesters
 from support import services as support
 from support.admin.base import SupportAdmin, count_of, support_action
 from support.display import admin_link
@@ -222,6 +223,7 @@ class DecisionLogAdmin(SupportAdmin):
         "user_ref",
         "capability",
         "requested_by",
+        "requester_ref",
         "effect",
         "reason",
         "n_rules",
@@ -230,8 +232,8 @@ class DecisionLogAdmin(SupportAdmin):
         "decided_at",
     )
     list_filter = ("effect", "reason", "capability", "requested_by")
-    search_fields = ("user__username", "capability")
-    search_help_text = "A username or capability, or a decision id."
+    search_fields = ("user__username", "capability", "=requester")
+    search_help_text = "A username or capability, a requester (connection:<id>), or a decision id."
     uuid_search_fields = ("id",)
     list_select_related = ("user", "answer")
     date_hierarchy = "decided_at"
@@ -240,6 +242,7 @@ class DecisionLogAdmin(SupportAdmin):
         "user_ref",
         "capability",
         "requested_by",
+        "requester_ref",
         "effect",
         "reason",
         "rule_refs",
@@ -249,6 +252,21 @@ class DecisionLogAdmin(SupportAdmin):
         "answer_ref",
     )
     readonly_fields = fields
+
+    def get_changelist_instance(self, request):
+        """The page's decisions, each with its requester's name (one query for the page)."""
+        changelist = super().get_changelist_instance(request)
+        named = requesters.names(d.requester for d in changelist.result_list)
+        for decision in changelist.result_list:
+            decision.requester_name = named.get(decision.requester)
+        return changelist
+
+    @admin.display(description="requester", ordering="requester")
+    def requester_ref(self, obj):
+        """Which personal connection asked (M3): its name and id; `-` for the chat runtime."""
+        if not hasattr(obj, "requester_name"):
+            obj.requester_name = requesters.names([obj.requester]).get(obj.requester)
+        return requesters.label(obj.requester, obj.requester_name)
 
     @admin.display(description="rules")
     def n_rules(self, obj):

@@ -1,13 +1,17 @@
-"""Support's view of connections (SPEC §15 M1): listed and revocable in the admin, with no token
-or token hash shown and no way to create one there."""
+"""Support's view of connections (SPEC §15 M1, M3): listed and revocable in the admin, with no
+token or token hash shown and no way to create one there; the decision log names the connection
+that asked for a decision."""
 
 import pytest
 from django.test import Client
 
 from agents import credentials
 from agents.services import connection_create
+from policy.models import DecisionLog
 from support.services import support_group_ensure
+from tests.agents.conftest import tool_caller
 from tests.factories import UserFactory
+from tests.policy.api.calls import decide
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +51,31 @@ def test_it_revokes_connections_for_support(admin_client, sam):
 
     assert r.status_code == 302
     assert credentials.authenticate(created.token) is None
+
+
+def test_it_names_the_connection_that_asked_for_a_decision_in_the_decision_log(
+    admin_client, api, sam, rowan
+):
+    """M3, D10: the decision log's list and detail show which personal connection asked — its
+    name and its requester id — and `-` for a decision the chat runtime asked for; support
+    finds a connection's decisions by that id."""
+    connection = connection_create(user=sam, name="Desk assistant", access="read").connection
+    body, is_error = tool_caller(connection)(
+        "decide", {"capability": "tone.playful", "character": rowan.slug}
+    )
+    assert not is_error
+    by_runtime = decide(api, {"user": "sam", "character": rowan.slug}, "tone.playful").json()
+    requester = f"connection:{connection.pk}"
+    shown = f"Desk assistant ({requester})"
+
+    listing = admin_client.get("/admin/policy/decisionlog/").content.decode()
+    cells = listing.split('<td class="field-requester_ref">')[1:]
+    assert sorted(cell.split("</td>")[0] for cell in cells) == sorted([shown, "-"])
+    detail = admin_client.get(f"/admin/policy/decisionlog/{body['decision_id']}/change/")
+    assert shown in detail.content.decode()
+    runtime = admin_client.get(f"/admin/policy/decisionlog/{by_runtime['decision_id']}/change/")
+    assert requester not in runtime.content.decode()
+
+    found = admin_client.get("/admin/policy/decisionlog/", {"q": requester})
+    assert [str(d.pk) for d in found.context["cl"].result_list] == [body["decision_id"]]
+    assert DecisionLog.objects.count() == 2

@@ -443,3 +443,34 @@ def test_it_answers_malformed_requests_without_a_500_or_a_traceback(world, body)
         timeout=30,
     )
     assert r.status_code < 500 and "Traceback" not in r.text, r.text
+
+
+def test_it_answers_a_forget_with_the_memories_it_withholds_as_its_schema_declares(world):
+    """M3, F7.2: the forget tool declares the tombstone it answers — `withheld_memories` beside
+    `withheld_messages` — and answers what `GET /tombstones/{id}` answers; the SDK's client
+    checks the answer against that declared, closed schema."""
+    made = {}
+    for key, value in (("family.sister.name", "Priya"), ("people.priya.works_at", "Globex")):
+        r = world.rest.post(
+            "/api/v1/memories",
+            json={"user": "alex", "key": key, "value": value, "authority": "user-confirmed"}
+            | {"scope": {"kind": "user"}},
+        )
+        assert r.status_code == 201, r.text
+        made[key] = r.json()["memory"]["id"]
+
+    async def run():
+        async with _client(world, world.tokens["alex"]) as client:
+            declared = {t.name: t for t in (await client.list_tools()).tools}["forget"]
+            answer = await client.call_tool("forget", {"memory": made["family.sister.name"]})
+            return declared.output_schema, answer
+
+    declared, forgotten = asyncio.run(run())
+    assert declared["additionalProperties"] is False
+    assert declared["properties"]["withheld_memories"]["type"] == "integer"
+    assert {"withheld_messages", "withheld_memories"} <= set(declared["required"])
+    assert not forgotten.is_error
+    body = forgotten.structured_content
+    assert (body["withheld_memories"], body["withheld_messages"]) == (1, 0)
+    assert body == world.rest.get(f"/api/v1/tombstones/{body['id']}").json()
+    assert "Priya" not in json.dumps(body) and "Globex" not in json.dumps(body)

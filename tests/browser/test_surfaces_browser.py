@@ -8,7 +8,9 @@ text off screen, axe-core with no violation, a screenshot)."""
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 
 import pytest
 from playwright.sync_api import expect
@@ -268,10 +270,41 @@ def test_it_words_forgetting_everything_as_what_happened(
 # --- The admin at 1280 px ------------------------------------------------------------------------
 
 
+def _decide_through_a_connection(server, person, name: str) -> None:
+    """A decision asked for by `person`'s assistant over MCP (SPEC §15 M3), so the decision log
+    has a requester to name: a connection made with the README's command, one `tools/call`."""
+    token = server.manage("create_connection", person.username, "--name", name)
+    request = urllib.request.Request(
+        f"{server.url}/mcp",
+        method="POST",
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {
+                    "name": "decide",
+                    "arguments": {"capability": "tone.playful", "character": "night-caretaker"},
+                },
+            }
+        ).encode(),
+        headers={
+            "Authorization": f"Bearer {token.strip().splitlines()[-1]}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+        assert '"decision_id"' in response.read().decode()
+
+
 def test_it_fits_the_admin_lists_at_1280(desktop, readme_server, person):  # noqa: F811
     """At 1280 px every column of a changelist is in view: none behind the filter panel, and
-    the list does not scroll sideways."""
+    the list does not scroll sideways — the decision log too, with a connection's name in its
+    requester column."""
     page, server = desktop, readme_server
+    _decide_through_a_connection(server, person, "Laptop assistant for the evenings")
     admin_sign_in(page, server, support_staff(server, "support-surfaces", private_text=False))
     for path in (
         "/admin/memory/memoryrecord/",
@@ -299,6 +332,11 @@ def test_it_fits_the_admin_lists_at_1280(desktop, readme_server, person):  # noq
             )
             assert not overlaps, f"{path}: column {i} is behind the filter panel"
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        if path == "/admin/policy/decisionlog/":
+            named = page.locator("#result_list td.field-requester_ref").filter(
+                has_text=re.compile(r"^Laptop assistant for the evenings \(connection:\d+\)$")
+            )
+            expect(named).to_have_count(1)
 
 
 def test_it_writes_dates_in_the_admin_as_the_pages_do(desktop, readme_server, person):  # noqa: F811

@@ -3,8 +3,14 @@ problem shapes and an example of each operation: every operation that takes a bo
 example request that its own schema allows (the positive-mode test sends each to the server),
 and every problem answer carries an example per code."""
 
+from pathlib import Path
+
 import jsonschema
 import pytest
+
+from config.guides import section_lines
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 pytestmark = pytest.mark.django_db
 
@@ -15,7 +21,7 @@ def schema(client):
 
 
 def _validator(schema: dict, part: dict):
-    return jsonschema.Draft7Validator({**part, "components": schema["components"]})
+    return jsonschema.Draft202012Validator({**part, "components": schema["components"]})
 
 
 def test_it_gives_every_request_body_an_example_its_schema_allows(schema):
@@ -56,3 +62,18 @@ def test_it_refuses_an_unknown_field_as_the_schema_says(api, schema):
 def test_it_loads_the_schema_on_the_docs_page(client):
     html = client.get("/api/docs/").content.decode()
     assert "swagger" in html.lower()
+
+
+def test_it_links_the_api_docs_to_the_readmes_guide_to_connect_an_assistant(schema, client):
+    """M2, M3: the API's description links to "Connect an assistant", which serves the
+    README's section of that name to anyone (no sign-in), and that section only."""
+    assert "[Connect an assistant](/docs/connect-an-assistant)" in schema["info"]["description"]
+    section = section_lines(README.read_text(), "Connect an assistant")
+    assert section[1].startswith("A person can let an assistant they use elsewhere")
+    r = client.get("/docs/connect-an-assistant")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "<h1>Connect an assistant</h1>" in html
+    assert "<strong>Streamable HTTP.</strong>" in html
+    assert "&quot;mcpServers&quot;" in html and "COMPANION_MEMORY_TOKEN" in html
+    assert "The pages (end users)" not in html

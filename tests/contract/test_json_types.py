@@ -41,16 +41,23 @@ def _deref(schema: dict) -> dict:
 
 
 def _is_null(schema: dict) -> bool:
-    return _deref(schema).get("enum") == [None]
+    return _deref(schema).get("type") == "null"
+
+
+def _without_null_type(schema: dict) -> tuple[dict, bool]:
+    """OpenAPI 3.1 (JSON Schema): `"type": ["string", "null"]` is a nullable string."""
+    kinds = schema.get("type")
+    if not isinstance(kinds, list) or "null" not in kinds:
+        return schema, False
+    rest = [kind for kind in kinds if kind != "null"]
+    return {**schema, "type": rest[0] if len(rest) == 1 else rest}, True
 
 
 def shape(schema: dict) -> tuple[dict, bool]:
     """The schema a property's value must have (references, `allOf` wrappers and the members
     of a `oneOf` merged: a scope's or a context's variants name their fields alike), and
-    whether it is nullable."""
-    nullable = bool(schema.get("nullable"))
-    schema = _deref(schema)
-    nullable = nullable or bool(schema.get("nullable"))
+    whether it is nullable (a `"null"` in its type list, or a null member of its `oneOf`)."""
+    schema, nullable = _without_null_type(_deref(schema))
     if "allOf" in schema and len(schema["allOf"]) == 1:
         inner, inner_null = shape(schema["allOf"][0])
         return inner, nullable or inner_null

@@ -1,8 +1,8 @@
-"""SPEC §10 C6: plain words. The served schema is walked whole: every operation has a `summary`
-(a short phrase) and a `description` that opens with a full sentence (rule numbers may only
-follow, never stand in for it); every parameter and every field of every shape — request and
-response, each member of a `oneOf` — has a description; every operation sits in exactly one
-of the groups the browsable docs show, in their order."""
+"""SPEC §10 C6: plain words. The served schema is walked whole: every operation (and every
+webhook, V5) has a `summary` (a short phrase) and a `description` that opens with a full
+sentence (rule numbers may only follow, never stand in for it); every parameter and every
+field of every shape — request and response, each member of a `oneOf` — has a description;
+every operation sits in exactly one of the groups the browsable docs show, in their order."""
 
 import re
 
@@ -34,10 +34,14 @@ def schema(django_db_blocker):
 
 
 def operations(schema):
+    """Every operation of the API, and every webhook it sends (V5) as the receiver's one."""
     for path, item in schema["paths"].items():
         for method, operation in item.items():
             if method in METHODS:
                 yield f"{method.upper()} {path}", operation
+    for name, item in schema["webhooks"].items():
+        for method, operation in item.items():
+            yield f"webhook {method.upper()} {name}", operation
 
 
 def properties(name, shape, where=""):

@@ -1,18 +1,24 @@
 """SPEC V5: events speak the API's words — E1 states (a retraction carries `retracted_at`,
 "retracted" is not a state), scopes in the API's shape with no null member and no scene id,
 `{"kind": "everywhere"}` for a forget everywhere, the records' own times — and every event
-type's `data` has its own schema in the OpenAPI document, whose webhooks name the signature
-headers."""
+type's `data` has its own schema in the OpenAPI 3.1 document, whose `webhooks` section
+describes one webhook per event type with the signature headers and a verification example
+that verifies a real delivery."""
 
 import copy
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jsonschema
 import pytest
 from drf_spectacular.validation import validate_schema
 
 from conversations.domain import Scope
-from events.models import Event
+from events import delivery
+from events.models import Delivery, Event, Lane
+from events.schemas import VERIFY_PYTHON, WHEN
+from events.webhooks import endpoint_create
 from memory import forgetting
 from memory import services as memory_services
 from memory.models import MemoryRecord, Tombstone
@@ -44,26 +50,24 @@ def schema(client):
     return client.get("/api/schema/?format=json").json()
 
 
-def _json_schema(node):
-    """The OpenAPI 3.0 schema as JSON Schema: `nullable` admits null, and every object is
-    closed, so a member the schema does not name fails (no undocumented field)."""
+def _closed(node):
+    """The OpenAPI 3.1 schema (JSON Schema 2020-12) with every object closed, so a member the
+    schema does not name fails (no undocumented field)."""
     if isinstance(node, list):
-        return [_json_schema(n) for n in node]
+        return [_closed(n) for n in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _json_schema(v) for k, v in node.items() if k not in ("nullable", "discriminator")}
-    if out.get("type") == "object" and "properties" in out:
+    out = {k: _closed(v) for k, v in node.items()}
+    if "properties" in out:
         out.setdefault("additionalProperties", False)
-    if node.get("nullable"):
-        return {"anyOf": [out, {"type": "null"}]}
     return out
 
 
 def validator(schema: dict, name: str, part: dict | None = None):
     """A validator of the component `name` (or of `part`, a schema inside it)."""
-    components = _json_schema(copy.deepcopy(schema["components"]))
-    root = _json_schema(part) if part is not None else {"$ref": f"#/components/schemas/{name}"}
-    return jsonschema.Draft7Validator({**root, "components": components})
+    components = _closed(copy.deepcopy(schema["components"]))
+    root = _closed(part) if part is not None else {"$ref": f"#/components/schemas/{name}"}
+    return jsonschema.Draft202012Validator({**root, "components": components})
 
 
 @pytest.fixture
@@ -208,26 +212,111 @@ def test_it_carries_the_forgets_own_time(api, session):
     assert forgotten["occurred_at"] == z(tombstone.forgotten_at)
 
 
-def test_it_describes_the_webhooks_with_their_signature_headers(schema):
-    """V5: the document describes the webhooks (the event as their body, the Standard Webhooks
-    headers, how to verify them)."""
-    webhooks = schema.get("webhooks", schema.get("x-webhooks"))
-    post = webhooks["event"]["post"]
-    assert post["requestBody"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/Event"
-    }
-    headers = {p["name"]: p for p in post["parameters"]}
-    assert set(headers) == {"webhook-id", "webhook-timestamp", "webhook-signature"}
-    assert all(p["in"] == "header" and p["required"] for p in headers.values())
-    assert "Webhook(secret).verify(" in post["description"]
+def _name(type_: str) -> str:
+    return "".join(part.title() for part in type_.split("."))
 
 
-def test_it_documents_the_webhooks_in_a_valid_openapi_document(schema):
-    """V5: the document with its webhooks stays valid OpenAPI (3.0 carries them as
-    `x-webhooks`; `webhooks` is a 3.1 member)."""
+def test_it_describes_each_event_type_as_its_own_webhook(schema):
+    """V5: the document's `webhooks` has one webhook per event type, whose body is that type's
+    event (the envelope and that type's own `data`), with the Standard Webhooks headers and
+    the verification example."""
+    webhooks = schema["webhooks"]
+    assert list(webhooks) == [
+        "memory.created",
+        "memory.changed",
+        "memory.forgotten",
+        "tombstone.deleted",
+        "settings.changed",
+        "policy.changed",
+        "conversation.deleted",
+        "user.deleted",
+    ]
+    shapes = schema["components"]["schemas"]
+    for type_, path_item in webhooks.items():
+        assert list(path_item) == ["post"]
+        post = path_item["post"]
+        assert post["summary"] == WHEN[type_][0]
+        assert post["description"].startswith(f"{WHEN[type_][1]}\n\n")
+        body = post["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": f"#/components/schemas/{_name(type_)}Event"}
+        event = shapes[f"{_name(type_)}Event"]
+        kind = event["properties"]["type"]["allOf"][0]["$ref"].rsplit("/", 1)[1]
+        assert shapes[kind]["enum"] == [type_]
+        data = event["properties"]["data"]
+        if type_ == "user.deleted":  # nothing: the event's `user` is the ref to erase (V1)
+            assert (data["properties"], data["additionalProperties"]) == ({}, False)
+        else:
+            assert data["allOf"] == [{"$ref": f"#/components/schemas/{_name(type_)}Data"}]
+        headers = {p["name"]: p for p in post["parameters"]}
+        assert list(headers) == ["webhook-id", "webhook-timestamp", "webhook-signature"]
+        assert all(p["in"] == "header" and p["required"] for p in headers.values())
+        assert f"```python\n{VERIFY_PYTHON}\n```" in post["description"]
+        assert sorted(post["responses"]) == ["200", "410"]
+
+
+def test_it_documents_the_webhooks_in_a_valid_openapi_3_1_document(schema):
+    """V5: the document is OpenAPI 3.1 and stays valid with its webhooks in `webhooks`, the
+    member 3.1 defines for them (no `x-webhooks` extension)."""
     validate_schema(schema)
-    member = "webhooks" if schema["openapi"].startswith("3.1") else "x-webhooks"
-    assert member in schema
+    assert schema["openapi"] == "3.1.0"
+    assert "webhooks" in schema and "x-webhooks" not in schema
+
+
+class _Capture(BaseHTTPRequestHandler):
+    """A loopback receiver that keeps each request's raw body and headers as they arrived."""
+
+    received: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["content-length"]))
+        self.received.append((body, {k.lower(): v for k, v in self.headers.items()}))
+        self.send_response(204)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+
+@pytest.fixture
+def capture():
+    _Capture.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Capture)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server, _Capture.received
+    server.shutdown()
+    server.server_close()
+
+
+def test_it_verifies_a_real_delivery_with_the_documented_python(schema, capture, settings):
+    """V5: the verification example every webhook's description carries, run as written,
+    accepts a delivery the worker's code really sent and refuses it changed or under another
+    secret."""
+    settings.WEBHOOK_ALLOW_HTTP = settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    server, received = capture
+    endpoint, secret = endpoint_create(url=f"http://127.0.0.1:{server.server_address[1]}/in")
+    sam = UserFactory(username="sam")
+    memory_services.memory_assert(user=sam, key="pet.name", value="Rexalot", scope=Scope("user"))
+    event = Event.objects.get(type="memory.created")
+    lane = Lane.objects.create(endpoint=endpoint, user_ref="sam")
+    pending = Delivery.objects.create(lane=lane, event=event)
+    lane = Lane.objects.select_related("endpoint").get(pk=lane.pk)
+    assert delivery.attempt(lane, pending, lambda *a: None) is True
+
+    description = schema["webhooks"]["memory.created"]["post"]["description"]
+    code = description.split("```python\n", 1)[1].split("\n```", 1)[0]
+    namespace: dict = {}
+    exec(code, namespace)  # the documented example, word for word
+    verify = namespace["verify"]
+    [(body, headers)] = received
+    assert json.loads(body)["id"] == headers["webhook-id"] == f"evt_{event.pk}"
+    assert verify(secret, headers, body) is True
+    assert verify(secret, headers, body.replace(b"memory.created", b"memory.changed")) is False
+    other, _ = endpoint_create(url=endpoint.url)
+    assert verify(other.secret, headers, body) is False
+    stale = {**headers, "webhook-timestamp": str(int(headers["webhook-timestamp"]) - 301)}
+    assert verify(secret, stale, body) is False
 
 
 def test_it_leaves_events_stored_with_no_null_scope_member(session):

@@ -270,6 +270,7 @@ class _Import(RowImport):
                 user_version=v["user_version"],
                 scope_ids=list(v["scope_ids"]),
                 decided_at=v["decided_at"],
+                requester=v["requester"],
             ),
         )
         self.merge(

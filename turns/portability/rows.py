@@ -134,6 +134,7 @@ def decision_row(d: DecisionLog) -> dict:
         "user_version": d.user_version,
         "scope_ids": d.scope_ids,
         "decided_at": iso_z(d.decided_at),
+        "requester": d.requester,
     }
 
 

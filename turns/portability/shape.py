@@ -439,6 +439,14 @@ class DecisionRow(StrictSerializer):
     user_version = BoundedIntegerField()
     scope_ids = serializers.ListField(child=ScopeIdField(), max_length=4)
     decided_at = Time()
+    requester = Text(
+        60,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Which personal connection asked for it (`connection:<id>`, SPEC §15 M3); "
+        "empty for the chat runtime, and in files written before.",
+    )
 
 
 class AnswerRow(StrictSerializer):
