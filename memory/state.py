@@ -2,16 +2,18 @@
 §3 R1–R8, §4 W3–W10, E1). A turn asks memory for two things and reaches none of its tables,
 statements or per-process copies itself:
 
-1. **The state of a context at a version** (`ContextMemory`, `at_version`). The turn's one
-   statement after the locks carries memory's parts (`read_parts`): the user's memory version
-   and its removal version and — unless the version is the one this process keeps the
-   context's state at — the records, tombstones and retractions of the context's scopes:
-   only those changed after the kept version (`changed_version`, `memory.triggers`) when no
-   removal came after it, every one otherwise. `at_version` answers the state as of the
-   version read: the process's copy (`memory.storage.MEMORY_CACHE`) as it is, or caught up
-   with the rows changed since (`memory.current.caught_up`), or what was read whole; with the
-   resolution this process made last, which the pure pass reuses group of keys by group of
-   keys while it holds (`memory.current.resolve_keyed`).
+1. **The state of a context at a version** (`ContextMemory`, `at_version`) — for the turn and
+   for the resolve endpoint alike (`memory.selectors.resolution`, which ends its read with
+   `keep`). The turn's one statement after the locks carries memory's parts (`read_parts`):
+   the user's memory version and its removal version and — unless the version is the one
+   this process keeps the context's state at — the records, tombstones and retractions of
+   the context's scopes: only those changed after the kept version (`changed_version`,
+   `memory.triggers`) when no removal came after it, every one otherwise. `at_version`
+   answers the state as of the version read: the process's copy
+   (`memory.storage.MEMORY_CACHE`) as it is, or caught up with the rows changed since
+   (`memory.current.caught_up`), or what was read whole; with the resolution this process
+   made last, which the pure pass reuses group of keys by group of keys while it holds
+   (`memory.current.resolve_keyed`).
 2. **Apply a batch of writes** (`apply_writes`): the rows of the pure pass's write plan join
    the turn's one write (`config.storage.RowWriter`), and once they are written the state
    they left is kept, at the version they left, for the process's next request.
@@ -65,7 +67,10 @@ class ContextMemory:
     def __init__(self, user, scope_ids: Sequence[str]):
         self.user = user
         self.scope_ids = list(scope_ids)
-        self.secret = user.memory_profile.secret
+        try:
+            self.secret = user.memory_profile.secret
+        except MemoryProfile.DoesNotExist:  # a user made outside `user_put`: no secret yet
+            self.secret = ""
         cached = MEMORY_CACHE.get(user.pk, self.scope_ids)
         self._cached = cached
         self._read = False
@@ -153,6 +158,19 @@ class ContextMemory:
             writer.then(
                 lambda: self._keep(writes, records, resolved, registry, (by_slot, by_group))
             )
+
+    def keep(self, resolved: Resolved, registry) -> None:
+        """A read's end (the resolve endpoint, `memory.selectors.resolution`): the state read,
+        with the resolution made of it, kept at the version read for the process's next
+        request."""
+        read = self._state
+        if read.version is None:
+            return
+        MEMORY_CACHE.put(
+            self.user.pk,
+            self.scope_ids,
+            CachedMemory(read.version, read.state, self.secret, resolved=(registry, resolved)),
+        )
 
     def _keep(self, writes: WritePlan, records, resolved: Resolved, registry, held) -> None:
         read = self._state

@@ -6,9 +6,15 @@ them, for tests that need a second user)."""
 import pytest
 from django.test import Client
 from django.test.utils import override_settings
+from hypothesis import settings as hypothesis_settings
 
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
 from turns.creation import turn_create
+
+# Property tests assert rules, never speed (speed is the benchmark's): no example fails for
+# the time it took on a busy machine.
+hypothesis_settings.register_profile("suite", deadline=None)
+hypothesis_settings.load_profile("suite")
 
 
 def user_fixture(username: str):

@@ -271,7 +271,15 @@ def _exclusion_pair(item: tuple[str, str] | Exclusion) -> tuple[str, str]:
 
 def _left_out_memories(left: LeftOut, memory_excluded: Sequence[tuple[str, str] | Exclusion]):
     """The resolver's and the projection's exclusions (a few thousand at 10,000 records), by
-    reason — any reason: each listed by id, after the fill order under ``budget`` (I9)."""
+    reason — any reason: each listed by id, after the fill order under ``budget`` (I9). A
+    resolution's own `excluded` (`memory.reasons.Exclusions`) is read for its counts and its
+    first ids per reason, never built whole."""
+    if hasattr(memory_excluded, "first") and hasattr(memory_excluded, "counts"):
+        counts = memory_excluded.counts()
+        for reason, ids in memory_excluded.first(left.limit).items():
+            rank = UNRANKED if reason == REASON_BUDGET else 0
+            left.ranked_counted(KIND_MEMORY, reason, ((i, rank) for i in ids), counts[reason])
+        return
     try:
         ids = list(map(_exclusion_id, memory_excluded))
         reasons = list(map(_exclusion_reason, memory_excluded))
@@ -329,6 +337,7 @@ def build_plan(
     memories: Sequence[ProjectedMemory],
     memory_excluded: Sequence[tuple[str, str] | Exclusion],
     params: PlanParams,
+    memory_excluded_parts: Sequence[Sequence[tuple[str, str] | Exclusion]] = (),
     resolver_version: str,
     history_candidates: Sequence[HistoryCandidate] | None = None,
     fetch_content: Callable[[list[str]], Mapping[str, str]] | None = None,
@@ -338,7 +347,9 @@ def build_plan(
     withheld: Collection[str] = frozenset(),
 ) -> Plan:
     """Build the prompt plan for one turn (I1, I3, I6). See the module docstring for the
-    rules. ``memories`` are the projection's items in the I3 order; ``memory_excluded`` takes
+    rules. ``memories`` are the projection's items in the I3 order; ``memory_excluded_parts``,
+    when given, stands for ``memory_excluded`` as the parts it joins (the resolver's and the
+    projection's, each read as it is); ``memory_excluded`` takes
     ``(id, reason)`` pairs or ``Exclusion`` objects from the resolver and projection.
 
     A long conversation need not be loaded whole: pass ``history_candidates`` (ids, seqs and
@@ -389,7 +400,8 @@ def build_plan(
         memory_cap(params),
         left,
     )
-    _left_out_memories(left, memory_excluded)
+    for part in memory_excluded_parts or (memory_excluded,):
+        _left_out_memories(left, part)
 
     # The current message must fit beside the memory section.
     current_tokens = estimate_message(current.content)

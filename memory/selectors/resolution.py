@@ -19,15 +19,14 @@ from config.clock import db_now
 from config.storage import raw_reader
 from conversations.domain import Context
 
-from .. import storage, write_storage
-from ..current import caught_up, resolve_keyed
+from .. import write_storage
+from ..current import resolve_keyed
 from ..domain import RESOLVER_VERSION, RecordState, Resolution
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
-from ..models import MemoryProfile, MemoryRecord, Tombstone
+from ..models import MemoryRecord, Tombstone
 from ..projection import project, withholding_in
 from ..resolver import RESOLVER_REASONS, record_states, resolve
-from ..storage import MEMORY_CACHE, CachedMemory
 from .records import (
     Registry,
     candidate_records,
@@ -242,41 +241,28 @@ def _remembered(user, *, now, context, keys) -> Remembered:
 
 
 def _context_remembered(user, context, domain) -> Remembered | None:
-    """A context's whole memory as the resolver keeps it, in one statement, from what this
-    process holds of it (`memory.storage.MEMORY_CACHE`) as a turn takes it (`memory.state`):
-    the held state as it is while the user's memory version (`memory.triggers`) is the one
-    it was kept at, caught up with the rows changed after it when no removal came since,
-    else read whole; resolved group of keys by group of keys, each group's share reused
-    while it holds (`memory.current.resolve_keyed`). None where the raw reader does not
-    serve the database."""
+    """A context's whole memory as the resolver keeps it, in one statement, through the door a
+    turn takes (`memory.state.ContextMemory`): the state this process holds as it is while the
+    user's memory version (`memory.triggers`) is the one it was kept at, caught up with the
+    rows changed after it when no removal came since, else read whole; resolved group of keys
+    by group of keys, each group's share reused while it holds
+    (`memory.current.resolve_keyed`), and kept for the next request. None where the raw reader
+    does not serve the database."""
+    from ..state import ContextMemory  # memory.state reads through this module's neighbours
+
     reader = raw_reader(MemoryRecord.objects.db)
     if reader is None:
         return None
-    scope_ids = context.domain.scope_ids()
-    cached = MEMORY_CACHE.get(user.pk, scope_ids)
-    parts, params = storage.context_state_parts(
-        reader, user, scope_ids, cached.version if cached else None, catch_up=True
-    )
-    secret_sql = (
-        f"(SELECT {reader.name(MemoryProfile, 'secret')} "
-        f"FROM {reader.table(MemoryProfile)} "
-        f"WHERE {reader.name(MemoryProfile, 'user')} = %s)"
-    )
-    [row] = reader.fetch("SELECT " + ", ".join([*parts, secret_sql]), [*params, user.pk])
-    version, removed, records, tombstones, retractions, secret_hex = row
-    secret_hex = secret_hex or ""
-    if records is None:
-        state = cached.state
-        MEMORY_CACHE.note_reuse()
-    else:
-        state = storage.parse_context_state(records, tombstones, retractions, user.username)
-        if cached is not None and removed is not None and removed <= cached.version:
-            state = caught_up(cached.state, state)
-            MEMORY_CACHE.note_catch_up()
+    memory = ContextMemory(user, context.domain.scope_ids())
+    parts, params = memory.read_parts(reader)
+    [row] = reader.fetch("SELECT " + ", ".join(parts), params)
+    memory.read_from(list(row))
     keyed = (
         catalog_registry() if catalog.active() else Registry(write_storage.read_registry(reader))
     )
-    secret = bytes.fromhex(secret_hex) if secret_hex else b""
+    held = memory.at_version(keyed)
+    state = held.state
+    secret = bytes.fromhex(memory.secret) if memory.secret else b""
     cfg = settings.COMPANION
     resolved = resolve_keyed(
         state.records,
@@ -287,13 +273,10 @@ def _context_remembered(user, context, domain) -> Remembered | None:
         secret=secret,
         likely=cfg["CERTAINTY_LIKELY"],
         uncertain=cfg["CERTAINTY_UNCERTAIN"],
-        earlier=cached.resolved_by_key(secret_hex) if cached is not None else None,
+        earlier=held.resolved,
     )
     resolution, projection = resolved.resolution, resolved.projection
-    if version is not None:
-        MEMORY_CACHE.put(
-            user.pk, scope_ids, CachedMemory(version, state, secret_hex, resolved=(keyed, resolved))
-        )
+    memory.keep(resolved, keyed)
     return Remembered(
         state.records,
         keyed,

@@ -47,7 +47,7 @@ counter = itertools.count()
 def _plan(conv, n):
     """A new turn and its plan, with room for the whole conversation."""
     made = creation.turn_create(conversation_id=conv.pk, turn_key=f"probe-{n}", content="And now?")
-    plan = plans.plan_for_turn(made.turn, budget=100_000).plan
+    plan = plans.turn_prompt_plan(turn_id=made.turn.pk, budget=100_000).plan
     history = [m.id for m, _ in plan.history]
     held = sorted(
         i for kind, i, reason in plan.excluded if kind == "message" and reason == "forgotten"
@@ -104,7 +104,7 @@ def test_it_lets_no_plan_read_a_forgotten_value_and_undo_restores_the_plan(steps
             if kind == "forget-undo":
                 tombstone_delete(tombstone_id=tombstone.pk)
                 del live[str(tombstone.pk)]
-                plan = plans.plan_for_turn(probe, budget=100_000).plan
+                plan = plans.turn_prompt_plan(turn_id=probe.pk, budget=100_000).plan
                 assert [m.id for m, _ in plan.history] == before
                 assert (
                     sorted(i for k, i, r in plan.excluded if k == "message" and r == "forgotten")
