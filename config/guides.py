@@ -4,8 +4,6 @@ different things: the README's "Connect an assistant" (SPEC §15 M2, M3) at
 
 from __future__ import annotations
 
-from functools import cache
-
 from django.conf import settings
 from markdown_it import MarkdownIt
 
@@ -26,9 +24,10 @@ def section_lines(text: str, title: str) -> list[str]:
     return lines[start:]
 
 
-@cache
 def readme_section(title: str) -> str:
-    """The section as HTML (CommonMark; any raw HTML in it is shown as text, not markup)."""
+    """The section as HTML (CommonMark; any raw HTML in it is shown as text, not markup), read
+    afresh for each request: a rarely visited page, and no function cache in the project
+    (F7.6)."""
     text = (settings.BASE_DIR / "README.md").read_text(encoding="utf-8")
     markdown = MarkdownIt("commonmark", {"html": False})
     return markdown.render("\n".join(section_lines(text, title)))

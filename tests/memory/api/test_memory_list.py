@@ -125,4 +125,4 @@ def test_it_documents_include_withheld_in_the_schema_f7_2():
     assert params["include_withheld"]["schema"]["type"] == "boolean"
     assert "F7.2" in params["include_withheld"]["description"]
     value = schema["components"]["schemas"]["MemoryOutput"]["properties"]["value"]
-    assert value["type"] == ["string", "null"]  # OpenAPI 3.1 (JSON Schema): a nullable string
+    assert value["type"] == ["string", "null"]  # OpenAPI 3.1: nullable
