@@ -25,6 +25,7 @@ import json
 import os
 import re
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -98,21 +99,44 @@ class ReadmeServer:
     log: Path
     demo_password: str
     _token: str = field(default="", repr=False)
+    _runner: subprocess.Popen | None = field(default=None, repr=False)
 
     def manage(self, *args: str) -> str:
-        """Run `manage.py ARGS` against this server's database; its standard output."""
-        result = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
+        """Run `manage.py ARGS` against this server's database; its standard output. The
+        commands run in one process started for them (tests/browser/manage_runner.py), so
+        Django starts once for all of them rather than once per command."""
+        if self._runner is None:
+            with self.log.with_name("manage.log").open("a") as log:
+                self._runner = subprocess.Popen(
+                    [sys.executable, "-m", "tests.browser.manage_runner"],
+                    cwd=ROOT,
+                    env=self.env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    text=True,
+                )
+        self._runner.stdin.write(json.dumps(args) + "\n")
+        self._runner.stdin.flush()
+        ready, _, _ = select.select([self._runner.stdout], [], [], 120)
+        line = self._runner.stdout.readline() if ready else ""
+        assert line, f"manage.py {' '.join(args)} did not answer within 120 s (or ended)"
+        result = json.loads(line)
+        assert result["code"] == 0, (
+            f"manage.py {' '.join(args)} failed:\n{result['stderr'][-3000:]}"
         )
-        assert result.returncode == 0, (
-            f"manage.py {' '.join(args)} failed:\n{result.stderr[-3000:]}"
-        )
-        return result.stdout
+        return result["stdout"]
+
+    def close(self) -> None:
+        """Stop the management commands' process."""
+        if self._runner is not None:
+            self._runner.stdin.close()
+            try:
+                self._runner.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self._runner.kill()
+            self._runner.stdout.close()
+            self._runner = None
 
     def api(self, method: str, path: str, body=None):
         """The chat runtime's call: JSON over HTTP with a Bearer token (made once)."""
@@ -186,7 +210,11 @@ def readme_server(tmp_path_factory):
         )
         assert found, "make run did not print the demo user's password"
         assert found.group(1) == url, f"make run printed {found.group(1)}, but serves {url}"
-        yield ReadmeServer(url=url, env=env, log=log, demo_password=found.group(2))
+        server = ReadmeServer(url=url, env=env, log=log, demo_password=found.group(2))
+        try:
+            yield server
+        finally:
+            server.close()
     finally:
         try:
             os.killpg(process.pid, signal.SIGTERM)

@@ -20,7 +20,7 @@ def turn(api, conv, key, content, **extra):
         {"turn_key": key, "content": content, **extra},
         format="json",
     )
-    assert r.status_code in (200, 201), r.content
+    assert r.status_code == 201, r.content
     return r.json()
 
 

@@ -26,7 +26,7 @@ PAST = "2026-01-01T00:00:00Z"
 def remember(api, key, value, **body):
     body.setdefault("valid_from", PAST)
     r = assert_memory(api, key=key, value=value, **body)
-    assert r.status_code in (200, 201), r.content
+    assert r.status_code == 201, r.content
     return r.json()["memory"]["id"]
 
 

@@ -46,3 +46,32 @@ def test_it_reads_back_a_version_a_forget_withholds_masked_f7_2(api, sam):
     ]
     assert "priya" not in r.content.decode().casefold()
     assert "globex" not in r.content.decode().casefold()
+
+
+def test_it_answers_2_or_20_versions_in_the_same_queries_w11(api, sam, django_assert_num_queries):
+    """SPEC §10 (DESIGN habit 6): a slot's history costs as many queries for 20 versions as
+    for 2."""
+
+    def versions(start, stop):
+        for day in range(start, stop):
+            r = assert_memory(
+                api,
+                key="pet.name",
+                value=f"Rex {day}",
+                valid_from=f"2026-03-{day + 1:02}T00:00:00Z",
+            )
+            assert r.status_code == 201, r.content
+
+    def history():
+        return api.get("/api/v1/memory/history", {"user": "sam", "key": "pet.name"}).json()
+
+    versions(0, 2)
+    history()  # the process's catalog cache (the key registry) is warm from here on
+    # token, user, the slot's records, its tombstones with the user's secret
+    with django_assert_num_queries(4):
+        few = history()
+    versions(2, 20)
+    with django_assert_num_queries(4):
+        many = history()
+    assert (few["count"], many["count"]) == (2, 20)
+    assert [row["value"] for row in many["results"]] == [f"Rex {day}" for day in range(20)]

@@ -70,3 +70,17 @@ def test_it_counts_each_forgets_withheld_memories_in_the_same_queries_f7_2(
         (friend["id"], 1, 0),
         (sister["id"], 2, 0),
     ]
+
+
+def test_it_lists_2_or_20_forgets_in_the_same_four_queries(api, sam, django_assert_num_queries):
+    """SPEC §10 (DESIGN habit 6): the list costs as many queries for 20 forgets as for 2."""
+    for i in range(2):
+        forgotten(api, "sam", f"thing{i}.name", value=f"v{i}")
+    with django_assert_num_queries(4):  # token, user, count, page (its counts in the page)
+        few = api.get("/api/v1/tombstones", {"user": "sam"}).json()
+    for i in range(2, 20):
+        forgotten(api, "sam", f"thing{i}.name", value=f"v{i}")
+    with django_assert_num_queries(4):
+        many = api.get("/api/v1/tombstones", {"user": "sam"}).json()
+    assert (few["count"], len(few["results"])) == (2, 2)
+    assert (many["count"], len(many["results"])) == (20, 20)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 def queries(client, method, url, data=None) -> int:
     with CaptureQueriesContext(connection) as captured:
         response = getattr(client, method)(url, data or {})
-        assert response.status_code in (200, 302)
+        assert response.status_code == 200  # every page and confirmation counted is shown
     return len(captured.captured_queries)
 
 
@@ -111,7 +111,7 @@ def withheld_pair(rowan):
         drink = memory_assert(
             user=user, key="user.favorite_drink", value="Biscuit tea", scope=Scope("user")
         )
-        people.append((user, client, str(pet.record.id), str(drink.record.id)))
+        people.append((n, client, str(pet.record.id), str(drink.record.id)))
     return people
 
 
@@ -122,9 +122,9 @@ def test_it_costs_the_forget_pages_and_withheld_cards_the_same_for_2_or_60_withh
     memory the forget would withhold, and after it the memories page and a withheld memory's
     own page show each one's notice, in as many queries for 60 withheld memories as for 2."""
     counts = []
-    for _user, client, pet, drink in withheld_pair:
+    for n, client, pet, drink in withheld_pair:
         page = client.get(f"/memories/{pet}/forget")  # warms the per-process caches
-        assert len(page.context["withheld_memories"]) in (2 + 1, 60 + 1)
+        assert len(page.context["withheld_memories"]) == n + 1  # the toys and the drink
         client.post("/memories/forget-selected", {"selected": [pet]})
         seen = [
             queries(client, "get", f"/memories/{pet}/forget"),

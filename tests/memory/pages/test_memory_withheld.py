@@ -38,7 +38,7 @@ def remember(api, sam, key, value, **scope):
         },
         format="json",
     )
-    assert r.status_code in (200, 201), r.content
+    assert r.status_code == 201, r.content
     return live(key, sam)
 
 

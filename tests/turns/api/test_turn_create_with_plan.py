@@ -68,7 +68,9 @@ def test_it_answers_the_plan_the_get_gives_for_the_same_parameters(api, conv, pa
     assert got.status_code == 200
     assert body["plan"]["plan_hash"] == got.json()["plan_hash"]
     assert without_decision_ids(body["plan"]) == without_decision_ids(got.json())
-    assert body["plan"]["history"] and body["plan"]["memories"] or params["budget"] == 60
+    # The three earlier messages (at 60 tokens the two newest, which fit) and both memories.
+    fits = (2, 2) if params["budget"] == 60 else (3, 2)
+    assert (len(body["plan"]["history"]), len(body["plan"]["memories"])) == fits
     # The turn keeps the snapshot of the plan it answered (§7).
     assert Turn.objects.get(pk=body["id"]).plan_hash == body["plan"]["plan_hash"]
 
