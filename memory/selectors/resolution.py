@@ -27,6 +27,7 @@ from ..domain import Tombstone as DomainTombstone
 from ..models import MemoryRecord, Tombstone
 from ..projection import project, withholding_in
 from ..resolver import RESOLVER_REASONS, record_states, resolve
+from ..state import ContextMemory
 from .records import (
     Registry,
     candidate_records,
@@ -248,8 +249,6 @@ def _context_remembered(user, context, domain) -> Remembered | None:
     by group of keys, each group's share reused while it holds
     (`memory.current.resolve_keyed`), and kept for the next request. None where the raw reader
     does not serve the database."""
-    from ..state import ContextMemory  # memory.state reads through this module's neighbours
-
     reader = raw_reader(MemoryRecord.objects.db)
     if reader is None:
         return None
