@@ -140,8 +140,17 @@ def caught_up(state: ContextState, changed: ContextState) -> ContextState:
     retraction time is the latest of both. Unchanged rows stay the very objects they were,
     so a resolution of them is reused (`resolve_context`), and the slots and groups of keys
     they fill stay the very sequences they were (`by_slot`, `by_group`, when they were
-    made). Rows removed since are not
-    changes this can make: the state is then read again whole (`memory.triggers`)."""
+    made). A changed record equal to the one of its id held is no change: a process keeps
+    what its own writes left (`memory.state`) and reads those rows back as they are. Rows
+    removed since are not changes this can make: the state is then read again whole
+    (`memory.triggers`)."""
+    same = _held_as_they_are(state, changed.records)
+    if same:
+        changed = ContextState(
+            [record for record in changed.records if record.id not in same],
+            changed.tombstones,
+            changed.retractions,
+        )
     records, replaced = _replaced(state.records, changed.records)
     tombstones, _ = _replaced(state.tombstones, changed.tombstones)
     retractions = state.retractions
@@ -165,6 +174,24 @@ def caught_up(state: ContextState, changed: ContextState) -> ContextState:
         if groups is not None:
             made.__dict__["by_group"] = groups
     return made
+
+
+def _held_as_they_are(state: ContextState, changed: list) -> frozenset[str]:
+    """The ids of the `changed` records `state` holds equal: looked up in their slots where
+    the state has them, else in one pass over its records."""
+    if not changed:
+        return frozenset()
+    slots = state.__dict__.get("by_slot")
+    if slots is not None:
+        return frozenset(
+            record.id
+            for record in changed
+            if record in slots.get((record.scope_id, record.key), ())
+        )
+    wanted = {record.id: record for record in changed}
+    return frozenset(
+        record.id for record in state.records if record.id in wanted and wanted[record.id] == record
+    )
 
 
 def _replaced(held: list, changed: list) -> tuple[list, frozenset]:

@@ -15,8 +15,10 @@ statements or per-process copies itself:
    made last, which the pure pass reuses group of keys by group of keys while it holds
    (`memory.current.resolve_keyed`).
 2. **Apply a batch of writes** (`apply_writes`): the rows of the pure pass's write plan join
-   the turn's one write (`config.storage.RowWriter`), and once they are written the state
-   they left is kept, at the version they left, for the process's next request.
+   the turn's one write (`config.storage.RowWriter`), and once they commit the state they
+   left is kept, at the version read, for the process's next request: no version is read
+   back, since the next read catches that state up with every row stamped after the version
+   read, the writes' own rows included.
 
 The process's copy is correct whatever else writes to the database: it is used as it is only
 while the user's memory version (`memory.triggers`) is the one it was kept at, and caught up
@@ -31,9 +33,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connections
+from django.db import connections, transaction
 
-from config.storage import RawReader, RowWriter, json_rows, raw_reader
+from config.storage import RawReader, RowWriter, json_rows
 
 from . import storage
 from .current import EMPTY, ContextState, Resolved, caught_up
@@ -148,11 +150,10 @@ class ContextMemory:
         """A batch's rows (W3–W10, as `memory.services.add_plan_rows` lays them out) added to
         `writer`; once written, the context's state as they left it — `records` with their
         resolution (`memory.current.resolve_keyed`) — is kept for the next request of this
-        process, at the version they left (read back: one statement) or, when they changed
-        nothing, at the version read. `by_slot`: `records` by scoped key as the writes left
-        them (`memory.writes.WriteBatch.slots`) and `by_group` by group of keys
-        (`memory.current.KeyGroups`), kept with the state. A transaction that
-        writes again, or rolls back, leaves the copy unused."""
+        process, at the version read, once the transaction commits (`_keep`). `by_slot`:
+        `records` by scoped key as the writes left them (`memory.writes.WriteBatch.slots`) and
+        `by_group` by group of keys (`memory.current.KeyGroups`), kept with the state. A
+        transaction that rolls back keeps nothing."""
         add_plan_rows(writer, self.user, writes, scope_fields)
         if self._read:
             writer.then(
@@ -164,56 +165,45 @@ class ContextMemory:
         with the resolution made of it, kept at the version read for the process's next
         request."""
         read = self._state
-        if read.version is None:
-            return
-        MEMORY_CACHE.put(
-            self.user.pk,
-            self.scope_ids,
-            CachedMemory(read.version, read.state, self.secret, resolved=(registry, resolved)),
-        )
+        if read.version is not None:
+            self._put(read.version, read.state, resolved, registry)
 
     def _keep(self, writes: WritePlan, records, resolved: Resolved, registry, held) -> None:
         read = self._state
-        if writes.releases:
+        if writes.releases or read.version is None:
             # F7.2: the database decided which links the new evidence released; the next
-            # request catches the records up (their links' triggers stamped them).
+            # request catches the records up (their links' triggers stamped them). A first
+            # write has no version read to keep a state at.
             return
-        if writes.changes_memory:
-            version = _version_of(self.user.pk)
-            retractions = dict(read.state.retractions)
-            for scope_id, key, hashed, at in writes.retractions:
-                retractions[(scope_id, key, hashed)] = at
-            tombstones = read.state.tombstones
-            by_slot, by_group = held
-            if by_slot is None:
-                state = ContextState(records, tombstones, retractions)
-            else:
-                state = ContextState.with_slots(records, tombstones, retractions, by_slot, by_group)
+        if not writes.changes_memory:
+            self._put(read.version, read.state, resolved, registry)
+            return
+        retractions = dict(read.state.retractions)
+        for scope_id, key, hashed, at in writes.retractions:
+            retractions[(scope_id, key, hashed)] = at
+        tombstones = read.state.tombstones
+        by_slot, by_group = held
+        if by_slot is None:
+            state = ContextState(records, tombstones, retractions)
         else:
-            version, state = read.version, read.state
-        if version is None:
-            return
+            state = ContextState.with_slots(records, tombstones, retractions, by_slot, by_group)
+        # What the writes left is kept at the version read, and only once they commit: the
+        # user's version has moved past it by then, so the next read catches this state up
+        # with every row stamped after it — these writes' own rows too, which replace
+        # themselves (`memory.current.caught_up`) — and no version is read back. A
+        # transaction that rolls back keeps nothing, so no process holds a row that never
+        # was.
+        transaction.on_commit(
+            lambda: self._put(read.version, state, resolved, registry),
+            using=MemoryRecord.objects.db,
+        )
+
+    def _put(self, version: int, state: ContextState, resolved: Resolved, registry) -> None:
         MEMORY_CACHE.put(
             self.user.pk,
             self.scope_ids,
             CachedMemory(version, state, self.secret, resolved=(registry, resolved)),
         )
-
-
-def _version_of(user_id) -> int | None:
-    """`memory.selectors.memory_version_of` as a statement built once per process."""
-    reader = raw_reader(MemoryVersion.objects.db)
-    if reader is None:
-        return memory_version_of(user_id)
-    sql = reader.sql(
-        "memory-version",
-        lambda r: (
-            f"SELECT {r.name(MemoryVersion, 'version')} FROM {r.table(MemoryVersion)} "
-            f"WHERE {r.name(MemoryVersion, 'user_id')} = %s"
-        ),
-    )
-    found = reader.fetch(sql, [user_id])
-    return found[0][0] if found else None
 
 
 def last_named_part(reader: RawReader, user_id) -> tuple[str, list]:

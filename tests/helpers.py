@@ -127,3 +127,13 @@ def live(key, user):
         .order_by("-version")
         .first()
     )
+
+
+def committed():
+    """Around a request inside a test's transaction: what the request's transaction does once
+    it commits (`transaction.on_commit`, e.g. `memory.state` keeping the state its writes
+    left) runs when the block ends, as in production, where every request commits; the
+    test's own transaction never does."""
+    from django.test import TestCase
+
+    return TestCase.captureOnCommitCallbacks(execute=True)

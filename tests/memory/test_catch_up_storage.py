@@ -21,7 +21,7 @@ from tests.factories import (
     MessageFactory,
     UserFactory,
 )
-from tests.helpers import ON_POSTGRES
+from tests.helpers import ON_POSTGRES, committed
 
 PLAN = {"budget": 2000, "capabilities": ["tone.playful"]}
 
@@ -107,7 +107,8 @@ def conv(db):
 
 def turn(api, conv, key, content):
     body = {"turn_key": key, "content": content, "plan": PLAN}
-    r = api.post(f"/api/v1/conversations/{conv.pk}/turns", body, format="json")
+    with committed():
+        r = api.post(f"/api/v1/conversations/{conv.pk}/turns", body, format="json")
     assert r.status_code == 201, r.json()
     created = r.json()
     for decision in created["plan"]["policy"]:
@@ -258,6 +259,8 @@ def test_it_catches_a_plan_read_up_with_a_fact_learnt_elsewhere(api, conv):
     since the state this process holds (caught up, not read whole) and answers what a fresh
     read answers (I7: the same plan and `plan_hash`); the fact is in it (R1–R8)."""
     storage.MEMORY_CACHE.clear()
+    # A user's first write starts their version row, which every process reads whole after.
+    turn(api, conv, "first", "I like jazz.")
     created = turn(api, conv, "a", "My dog's name is Rex.")
     message = MessageFactory(conversation=conv, seq=50)
     memory_assert(

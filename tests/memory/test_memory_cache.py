@@ -1,7 +1,8 @@
 """Reuse what did not change (docs/DESIGN.md; SPEC §3 R3, R5, R7): a process keeps the memory
 state it read or wrote for a context at the user's memory version (memory.triggers), and the
-resolution it made with the valid times it holds for. A plan right after its create, or a turn
-whose message teaches nothing, reads no records and resolves nothing again — and answers what
+resolution it made with the valid times it holds for. A plan right after its create reads
+back only the rows the create wrote, a turn whose message teaches nothing reads no records
+once those are read back, and neither resolves anything again — and answers what
 an uncached read answers; a write from anywhere else, or a `now` past the window, is seen."""
 
 import pytest
@@ -10,6 +11,7 @@ from django.db import connection
 from memory import current, storage
 from memory.models import MemoryRecord
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from tests.helpers import committed
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +40,8 @@ class Calls:
 
 def turn(api, conv, key, content, plan=None):
     body = {"turn_key": key, "content": content, **({"plan": plan} if plan else {})}
-    r = api.post(f"/api/v1/conversations/{conv.pk}/turns", body, format="json")
+    with committed():
+        r = api.post(f"/api/v1/conversations/{conv.pk}/turns", body, format="json")
     assert r.status_code == 201, r.json()
     return r.json()
 
@@ -67,19 +70,28 @@ def test_it_reads_and_resolves_nothing_again_for_a_plan_right_after_its_create(
     created = turn(api, conv, "b", "We watered the basil. The basil plant is named Harbor.")
     parsed = Calls(monkeypatch, storage, "parse_context_state")
     resolved = Calls(monkeypatch, current, "resolve")
+    caught_up = storage.MEMORY_CACHE.caught_up
     cached = plan_of(api, created["id"])
-    assert (parsed.n, resolved.n) == (0, 0)
+    # The create kept what it wrote at the version it read, so the plan reads back only the
+    # rows it wrote (caught up, not read whole), finds them as they are kept and resolves
+    # nothing again.
+    assert (parsed.n, resolved.n, storage.MEMORY_CACHE.caught_up) == (1, 0, caught_up + 1)
     assert {m["value"] for m in cached["memories"]} >= {"Rex", "Harbor", "green tea"}
     assert cached == uncached(api, created["id"])
-    assert (parsed.n, resolved.n) == (1, 1)  # the uncached read did both
+    assert (parsed.n, resolved.n) == (2, 1)  # the uncached read did both
 
 
 def test_it_resolves_nothing_again_for_a_turn_that_teaches_nothing(api, conv, monkeypatch):
+    # A user's first write starts their version row, which every process reads whole after.
+    turn(api, conv, "first", "I like green tea.")
     turn(api, conv, "a", "My dog's name is Rex.", PLAN)
     parsed = Calls(monkeypatch, storage, "parse_context_state")
     resolved = Calls(monkeypatch, current, "resolve")
-    quiet = turn(api, conv, "b", "How was your day?", PLAN)
-    assert (parsed.n, resolved.n) == (0, 0)
+    turn(api, conv, "b", "How was your day?", PLAN)
+    # The turn after a write reads back the rows it wrote, as they are kept: no resolve.
+    assert (parsed.n, resolved.n) == (1, 0)
+    quiet = turn(api, conv, "c", "And how was yours?", PLAN)
+    assert (parsed.n, resolved.n) == (1, 0)
     body = {
         **quiet["plan"],
         "policy": [

@@ -6,10 +6,10 @@ The service runs: the conversation with its user, character and memory profile (
 conversation and the profile), one read after the locks (clock, turn key, the extractor's
 "it", the context's memory state, and here the key registry: no request's catalog cache),
 and then every write — seq, message, records, source links, their events (V1), turn — as one
-statement on PostgreSQL (one per table on SQLite), and when memory was written the user's
-memory version it left (so the process may reuse what it wrote). Its transaction adds BEGIN
-and COMMIT (a savepoint and its release inside a test's transaction): three statements (four
-with memory written) and those two on PostgreSQL."""
+statement on PostgreSQL (one per table on SQLite); no memory version is read back after
+it (the process keeps what it wrote at the version it read). Its transaction adds BEGIN and
+COMMIT (a savepoint and its release inside a test's transaction): three statements and those
+two on PostgreSQL."""
 
 import pytest
 from django.db import connection
@@ -36,10 +36,10 @@ MESSAGES = {
 # Statements of the service itself, outside any enclosing transaction.
 EXPECTED = {
     0: 3 if ON_POSTGRES else 5,  # lock, the read, the writes (seq, message, turn)
-    # records, sources and their events (V1) join the writes; then the memory version they
-    # left is read back, so this process can reuse the state it wrote (MEMORY_CACHE)
-    1: 4 if ON_POSTGRES else 9,
-    3: 4 if ON_POSTGRES else 9,  # the same: one batch
+    # records, sources and their events (V1) join the writes, and no version is read back:
+    # the state they left is kept at the version read once they commit (memory.state)
+    1: 3 if ON_POSTGRES else 8,
+    3: 3 if ON_POSTGRES else 8,  # the same: one batch
 }
 SAVEPOINTS = 2
 
