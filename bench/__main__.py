@@ -312,30 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, str(BASE_DIR))
     os.chdir(BASE_DIR)
-    sizes = dict(SMOKE if args.smoke else FULL)
-    custom = False
-    for name, key in (
-        ("records", "records"),
-        ("messages", "messages"),
-        ("pure_sizes", "pure_sizes"),
-        ("turn_sizes", "turn_sizes"),
-    ):
-        value = getattr(args, name)
-        if value:
-            sizes[key] = [int(x) for x in value.split(",") if x.strip()]
-            custom = True
-    if args.turn_sizes:
-        sizes["explain_records"] = sizes["turn_sizes"]
+    sizes, custom = _sizes(args)
     sections = {s.strip() for s in args.only.split(",") if s.strip()}
-    turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
-    command = (
-        "python -m bench"
-        + (" --smoke" if args.smoke else "")
-        + (f" --db {args.db}" if args.db != "both" else "")
-        + (f" --only {args.only}" if sections != set(SECTIONS) else "")
-        + (" --populated" if args.populated else "")
-        + (" (custom sizes)" if custom else "")
-    )
+    command = _command(args, sections, custom)
     started = time.perf_counter()
     results: dict = {
         "meta": {
@@ -353,91 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
 
     if "pure" in sections:
-        from . import pure
-
-        log("pure resolver")
-        results["pure"] = pure.run(sizes["pure_sizes"], sizes["slot_n"], log)
-        results["meta"]["calibration_mops"] = results["pure"]["calibration_mops"]
-
+        _run_pure(results, sizes)
     if "relevance" in sections:
-        from . import relevance
-
-        log("relevance quality (pure planner)")
-        started_quality = time.perf_counter()
-        results["relevance_quality"] = {
-            **relevance.quality(),
-            "over_seeds": relevance.quality_over_seeds(sizes["relevance_seeds"]),
-        }
-        q = results["relevance_quality"]
-        log(
-            f"  {q['topics_meeting_target']}/{q['topics']} topics with >= {q['target']} of the "
-            f"admitted memories about the topic (relevance mean {q['relevance_mean']:.1f}, "
-            f"certainty mean {q['certainty_mean']:.1f}) in "
-            f"{time.perf_counter() - started_quality:.1f}s"
-        )
-
+        _run_relevance_quality(results, sizes)
     if set(SECTIONS[1:]) & sections:
-        from .db import postgres_reachable
-
-        vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-        pg_ok, pg_note = postgres_reachable()
-        results["meta"]["postgres"] = pg_note
-        for vendor in vendors:
-            if vendor == "postgres" and not pg_ok:
-                log(f"postgres: skipped ({pg_note})")
-                results["databases"].append(
-                    {"db": "postgres", "skipped": f"not reachable: {pg_note}"}
-                )
-                continue
-            if not {"endpoints", "relevance", "forget", "feed"} & sections and vendor != "postgres":
-                continue
-            config = {
-                "seed": SEED,
-                "records": sizes["records"] if "endpoints" in sections else [],
-                "messages": sizes["messages"],
-                "case": sizes["case"],
-                "turn_seconds": turn_seconds if "turns" in sections else 0,
-                "turn_clients": TURN_CLIENTS,
-                "turn_workers": TURN_WORKERS,
-                "turn_sizes": sizes["turn_sizes"],
-                "turn_main": TURN_RECORDS
-                if TURN_RECORDS in sizes["turn_sizes"]
-                else sizes["turn_sizes"][0],
-                "populated": args.populated,
-                "populated_spec": POPULATED if not args.smoke else POPULATED_SMOKE,
-                "populated_round_s": 0.5 if args.smoke else 3.0,
-                "populated_rounds": 2 if args.smoke else 8,
-                "lock_wait": sizes["lock_wait"],
-                "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
-                "forget_messages": sizes["forget_messages"] if "forget" in sections else 0,
-                "forget_rounds": sizes["forget_rounds"],
-                "feed_events": sizes["feed_events"] if "feed" in sections else 0,
-                "feed_calls": sizes["feed_calls"],
-                "floor_rounds": sizes["floor"]["rounds"] if "turns" in sections else 0,
-                "floor_turns_per_round": sizes["floor"]["turns_per_round"],
-                "floor_seconds_per_round": sizes["floor"]["seconds_per_round"],
-                "pgbouncer": True,
-                "mcp_records": sizes["mcp_records"] if "mcp" in sections else 0,
-                "mcp_seconds": sizes["mcp_seconds"],
-                "single_turns": sizes["single_turns"],
-                "single_rounds": sizes["single_rounds"],
-                "long_messages": sizes["long_messages"],
-                "explain": "explain" in sections,
-                "explain_records": sizes["explain_records"],
-                "profile_turns": sizes["profile_turns"] if "profile" in sections else 0,
-                "profiles_dir": str(PROFILES["smoke" if args.smoke else "full"]),
-            }
-            log(
-                f"{vendor}: endpoints"
-                + (" and whole turn" if vendor == "postgres" and config["turn_seconds"] else "")
-            )
-            timeout = 300 if args.smoke else (3000 if args.populated else 1800)
-            outcome = run_worker(vendor, config, timeout=timeout)
-            failed |= "error" in outcome
-            results["databases"].append(outcome)
-            lift_mcp(results, outcome)
-            lift(results, outcome, "turns")
-            lift(results, outcome, "explain")
+        failed = _run_databases(args, sections, sizes, results)
 
     from . import report, targets
 
@@ -445,6 +344,140 @@ def main(argv: list[str] | None = None) -> int:
     results["meta"]["seconds"] = time.perf_counter() - started
     results["targets"] = targets.targets(results)
     log(report.render(results, markdown=False))
+    _write(args, results, custom)
+    return 1 if failed else 0
+
+
+def _sizes(args) -> tuple[dict, bool]:
+    """The run's sizes: the smoke's or the full run's, with any given on the command line
+    (then the sizes are custom)."""
+    sizes = dict(SMOKE if args.smoke else FULL)
+    custom = False
+    for name in ("records", "messages", "pure_sizes", "turn_sizes"):
+        value = getattr(args, name)
+        if value:
+            sizes[name] = [int(x) for x in value.split(",") if x.strip()]
+            custom = True
+    if args.turn_sizes:
+        sizes["explain_records"] = sizes["turn_sizes"]
+    return sizes, custom
+
+
+def _command(args, sections: set[str], custom: bool) -> str:
+    """The command line as the results name it."""
+    return (
+        "python -m bench"
+        + (" --smoke" if args.smoke else "")
+        + (f" --db {args.db}" if args.db != "both" else "")
+        + (f" --only {args.only}" if sections != set(SECTIONS) else "")
+        + (" --populated" if args.populated else "")
+        + (" (custom sizes)" if custom else "")
+    )
+
+
+def _run_pure(results: dict, sizes: dict) -> None:
+    from . import pure
+
+    log("pure resolver")
+    results["pure"] = pure.run(sizes["pure_sizes"], sizes["slot_n"], log)
+    results["meta"]["calibration_mops"] = results["pure"]["calibration_mops"]
+
+
+def _run_relevance_quality(results: dict, sizes: dict) -> None:
+    from . import relevance
+
+    log("relevance quality (pure planner)")
+    started_quality = time.perf_counter()
+    results["relevance_quality"] = {
+        **relevance.quality(),
+        "over_seeds": relevance.quality_over_seeds(sizes["relevance_seeds"]),
+    }
+    q = results["relevance_quality"]
+    log(
+        f"  {q['topics_meeting_target']}/{q['topics']} topics with >= {q['target']} of the "
+        f"admitted memories about the topic (relevance mean {q['relevance_mean']:.1f}, "
+        f"certainty mean {q['certainty_mean']:.1f}) in "
+        f"{time.perf_counter() - started_quality:.1f}s"
+    )
+
+
+def _run_databases(args, sections: set[str], sizes: dict, results: dict) -> bool:
+    """The database sections, in one worker per database (PostgreSQL skipped, and said so,
+    when it cannot be reached; SQLite only for the sections it serves). True when a worker
+    failed."""
+    from .db import postgres_reachable
+
+    turn_seconds = sizes["turn_seconds"] if args.turn_seconds is None else args.turn_seconds
+    vendors = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    pg_ok, pg_note = postgres_reachable()
+    results["meta"]["postgres"] = pg_note
+    failed = False
+    for vendor in vendors:
+        if vendor == "postgres" and not pg_ok:
+            log(f"postgres: skipped ({pg_note})")
+            results["databases"].append({"db": "postgres", "skipped": f"not reachable: {pg_note}"})
+            continue
+        if not {"endpoints", "relevance", "forget", "feed"} & sections and vendor != "postgres":
+            continue
+        config = _worker_config(args, sections, sizes, turn_seconds)
+        log(
+            f"{vendor}: endpoints"
+            + (" and whole turn" if vendor == "postgres" and config["turn_seconds"] else "")
+        )
+        timeout = 300 if args.smoke else (3000 if args.populated else 1800)
+        outcome = run_worker(vendor, config, timeout=timeout)
+        failed |= "error" in outcome
+        results["databases"].append(outcome)
+        lift_mcp(results, outcome)
+        lift(results, outcome, "turns")
+        lift(results, outcome, "explain")
+    return failed
+
+
+def _worker_config(args, sections: set[str], sizes: dict, turn_seconds: float) -> dict:
+    """What a database worker measures, and at which sizes: a section left out runs at size
+    0 (or not at all)."""
+    return {
+        "seed": SEED,
+        "records": sizes["records"] if "endpoints" in sections else [],
+        "messages": sizes["messages"],
+        "case": sizes["case"],
+        "turn_seconds": turn_seconds if "turns" in sections else 0,
+        "turn_clients": TURN_CLIENTS,
+        "turn_workers": TURN_WORKERS,
+        "turn_sizes": sizes["turn_sizes"],
+        "turn_main": TURN_RECORDS
+        if TURN_RECORDS in sizes["turn_sizes"]
+        else sizes["turn_sizes"][0],
+        "populated": args.populated,
+        "populated_spec": POPULATED if not args.smoke else POPULATED_SMOKE,
+        "populated_round_s": 0.5 if args.smoke else 3.0,
+        "populated_rounds": 2 if args.smoke else 8,
+        "lock_wait": sizes["lock_wait"],
+        "relevance_memories": sizes["relevance_memories"] if "relevance" in sections else 0,
+        "forget_messages": sizes["forget_messages"] if "forget" in sections else 0,
+        "forget_rounds": sizes["forget_rounds"],
+        "feed_events": sizes["feed_events"] if "feed" in sections else 0,
+        "feed_calls": sizes["feed_calls"],
+        "floor_rounds": sizes["floor"]["rounds"] if "turns" in sections else 0,
+        "floor_turns_per_round": sizes["floor"]["turns_per_round"],
+        "floor_seconds_per_round": sizes["floor"]["seconds_per_round"],
+        "pgbouncer": True,
+        "mcp_records": sizes["mcp_records"] if "mcp" in sections else 0,
+        "mcp_seconds": sizes["mcp_seconds"],
+        "single_turns": sizes["single_turns"],
+        "single_rounds": sizes["single_rounds"],
+        "long_messages": sizes["long_messages"],
+        "explain": "explain" in sections,
+        "explain_records": sizes["explain_records"],
+        "profile_turns": sizes["profile_turns"] if "profile" in sections else 0,
+        "profiles_dir": str(PROFILES["smoke" if args.smoke else "full"]),
+    }
+
+
+def _write(args, results: dict, custom: bool) -> None:
+    """The results as JSON, and for a full run at the default sizes, bench/RESULTS.md too."""
+    from . import report
 
     out = (
         Path(args.out)
@@ -461,7 +494,6 @@ def main(argv: list[str] | None = None) -> int:
             + report.kept_sections(path.read_text() if path.exists() else "")
         )
         log(f"Markdown: {BENCH_DIR / 'RESULTS.md'}")
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -167,7 +167,57 @@ def build_world(
     rng = random.Random(seed * 1_000_003 + n_records)
     ids = Ids(id_seed if id_seed is not None else seed)
     user = user or f"bench-{seed}-{n_records}"
+    conversations = _conversations(ids, n_messages)
+    # Source messages: the early part of each conversation, with their times.
+    pool = [
+        (conv.message_ids[j], conv.message_times[j])
+        for conv in conversations
+        for j in range(min(SOURCE_MESSAGES_PER_CONVERSATION, conv.n_messages))
+    ]
+    synthetic = [_synthetic_key(i) for i in range(max(40, n_records // 6))]
+    registry_keys = list(REGISTRY_KEYS)
 
+    records: list[MemoryRecord] = []
+    tombstones: list[Tombstone] = []
+    versions: dict[tuple[str, str], int] = {}
+    used_slots: set[tuple[str, str, str]] = set()
+    while len(records) < n_records:
+        scope = _pick_scope(rng, conversations)
+        key = rng.choice(registry_keys) if rng.random() < 0.08 else rng.choice(synthetic)
+        many = key in MANY_KEYS
+        scope_id = scope.scope_id(user)
+        base_value = rng.choice(WORDS) + (" " + rng.choice(WORDS) if rng.random() < 0.5 else "")
+        slot = (scope_id, key, normalise_value(base_value) if many else "")
+        if slot in used_slots:
+            continue
+        used_slots.add(slot)
+        length = min(_chain_length(rng), n_records - len(records))
+        base = NOW - timedelta(days=rng.uniform(2, 360), seconds=rng.randrange(86_400))
+        forgotten = rng.random() < 0.03
+        forgotten_at = NOW - timedelta(days=rng.uniform(0.5, 2))  # drawn for every slot
+        plan = _Slot(
+            user=user,
+            scope=scope,
+            scope_id=scope_id,
+            key=key,
+            many=many,
+            base_value=base_value,
+            base=base,
+            forgotten_at=forgotten_at if forgotten else None,
+        )
+        chain: list[MemoryRecord] = []
+        for i in range(length):
+            chain.append(_link(rng, ids, pool, versions, plan, i, length, chain))
+        records.extend(_forget(rng, ids, plan, _stored_statuses(rng, chain), tombstones))
+
+    return World(
+        user=user, seed=seed, conversations=conversations, records=records, tombstones=tombstones
+    )
+
+
+def _conversations(ids: Ids, n_messages: int) -> list[Conversation]:
+    """The world's conversations, a month apart, each message 7 minutes after the one before;
+    the first has `n_messages` messages."""
     conversations = []
     for i in range(N_CONVERSATIONS):
         conv = Conversation(
@@ -180,163 +230,185 @@ def build_world(
             conv.message_ids.append(ids())
             conv.message_times.append(start + timedelta(minutes=7 * seq))
         conversations.append(conv)
+    return conversations
 
-    # Source messages: the early part of each conversation, with their times.
-    pool = [
-        (conv.message_ids[j], conv.message_times[j])
-        for conv in conversations
-        for j in range(min(SOURCE_MESSAGES_PER_CONVERSATION, conv.n_messages))
-    ]
 
-    n_keys = max(40, n_records // 6)
-    synthetic = []
-    for i in range(n_keys):
-        family = i % 4
-        if family == 0:
-            synthetic.append(
-                f"people.{NAMES[i % len(NAMES)]}{i // len(NAMES)}.{ATTRS[i % len(ATTRS)]}"
-            )
-        elif family == 1:
-            synthetic.append(f"story.thread{i}.status")
-        elif family == 2:
-            synthetic.append(f"pref.topic{i}.opinion")
-        else:
-            synthetic.append(f"place.spot{i}.name")
-    registry_keys = list(REGISTRY_KEYS)
+# The synthetic keys' four families, in turn.
+_KEY_FAMILIES = (
+    lambda i: f"people.{NAMES[i % len(NAMES)]}{i // len(NAMES)}.{ATTRS[i % len(ATTRS)]}",
+    lambda i: f"story.thread{i}.status",
+    lambda i: f"pref.topic{i}.opinion",
+    lambda i: f"place.spot{i}.name",
+)
 
-    def pick_scope() -> Scope:
-        kind = _weighted(rng, SCOPE_WEIGHTS)
-        if kind == "user":
-            return Scope("user")
-        if kind == "character":
-            return Scope("character", character=rng.choice(CHARACTERS)[0])
-        conv = rng.choice(conversations)
-        if kind == "conversation":
-            return Scope("conversation", conversation=conv.id)
-        return Scope("scene", conversation=conv.id, scene=rng.choice(SCENES))
 
-    def chain_length() -> int:
-        roll = rng.random()
-        if roll < 0.50:
-            return 1
-        if roll < 0.75:
-            return 2
-        if roll < 0.90:
-            return rng.randint(3, 5)
-        return rng.randint(6, 20)
+def _synthetic_key(i: int) -> str:
+    return _KEY_FAMILIES[i % len(_KEY_FAMILIES)](i)
 
-    records: list[MemoryRecord] = []
-    tombstones: list[Tombstone] = []
-    versions: dict[tuple[str, str], int] = {}
-    used_slots: set[tuple[str, str, str]] = set()
 
-    while len(records) < n_records:
-        scope = pick_scope()
-        key = rng.choice(registry_keys) if rng.random() < 0.08 else rng.choice(synthetic)
-        many = key in MANY_KEYS
-        scope_id = scope.scope_id(user)
-        base_value = rng.choice(WORDS) + (" " + rng.choice(WORDS) if rng.random() < 0.5 else "")
-        slot = (scope_id, key, normalise_value(base_value) if many else "")
-        if slot in used_slots:
-            continue
-        used_slots.add(slot)
-        length = min(chain_length(), n_records - len(records))
-        base = NOW - timedelta(days=rng.uniform(2, 360), seconds=rng.randrange(86_400))
-        forgotten = rng.random() < 0.03
-        forgotten_at = NOW - timedelta(days=rng.uniform(0.5, 2))
-        chain: list[MemoryRecord] = []
-        for i in range(length):
-            valid_from = base + timedelta(hours=i * rng.uniform(2, 96))
-            if i and rng.random() < 0.08:  # a late arrival with an older valid time (W9)
-                valid_from -= timedelta(days=rng.uniform(1, 40))
-            if forgotten and valid_from > forgotten_at:
-                valid_from = forgotten_at - timedelta(hours=length - i)
-            if not forgotten and rng.random() < 0.02:  # not yet valid
-                valid_from = NOW + timedelta(days=rng.uniform(1, 30))
-            valid_until = None
-            if rng.random() < 0.08:  # a window of its own (temporary override or expired)
-                valid_until = valid_from + timedelta(days=rng.uniform(0.5, 90))
-            authority = _weighted(rng, AUTHORITY_WEIGHTS)
-            prev = chain[-1] if chain else None
-            supersedes = None
-            if (
-                prev is not None
-                and rng.random() < 0.7
-                and AUTHORITY_RANK[authority] >= AUTHORITY_RANK[prev.authority]
-            ):
-                supersedes = prev.id
-            recorded_at = min(valid_from, NOW) + timedelta(minutes=rng.randint(0, 90))
-            if recorded_at > NOW:
-                recorded_at = NOW - timedelta(minutes=1)
-            sources: tuple[str, ...] = ()
-            user_word = authority in ("user-confirmed", "user-corrected")
-            if rng.random() < (0.5 if user_word else 0.85):
-                picked = rng.sample(pool, rng.choice((1, 1, 2)))
-                sources = tuple(sorted(m for m, _ in picked))
-                evidence_time = max(t for _, t in picked)
-            else:
-                evidence_time = min(valid_from, recorded_at)
-            value = base_value if many else f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i}"
-            if many and rng.random() < 0.3:
-                value = value.title()  # the same value slot after normalisation
-            key_version = versions.get((scope_id, key), 0) + 1
-            versions[(scope_id, key)] = key_version
-            chain.append(
-                MemoryRecord(
-                    id=ids(),
-                    user=user,
-                    key=key,
-                    value=value,
-                    scope=scope,
-                    authority=authority,
-                    valid_from=valid_from,
-                    recorded_at=recorded_at,
-                    evidence_time=evidence_time,
-                    version=key_version,
-                    confidence=rng.choice(CONFIDENCES),
-                    valid_until=valid_until,
-                    supersedes=supersedes,
-                    sources=sources,
-                )
-            )
+def _pick_scope(rng: random.Random, conversations: list[Conversation]) -> Scope:
+    kind = _weighted(rng, SCOPE_WEIGHTS)
+    if kind == "user":
+        return Scope("user")
+    if kind == "character":
+        return Scope("character", character=rng.choice(CHARACTERS)[0])
+    conv = rng.choice(conversations)
+    if kind == "conversation":
+        return Scope("conversation", conversation=conv.id)
+    return Scope("scene", conversation=conv.id, scene=rng.choice(SCENES))
 
-        chain = _stored_statuses(rng, chain)
-        if forgotten:
-            # F1/F2: the slot was forgotten; rows stay as skeletons, a tombstone remains.
-            tomb_scope = "*" if rng.random() < 0.3 and not many else scope_id
-            tombstones.append(
-                Tombstone(
-                    id=ids(),
-                    user=user,
-                    scope_id=tomb_scope,
-                    key=key,
-                    forgotten_at=forgotten_at,
-                    blocks_sources_before=forgotten_at,
-                    value_hash=value_hash(SECRET, base_value) if many else None,
-                )
-            )
-            chain = [
-                _replace(r, status="forgotten", status_since=forgotten_at, value="", sources=())
-                for r in chain
-            ]
-        elif rng.random() < 0.01:
-            # A tombstone that still blocks rows written from old evidence (R4 at read time).
-            tombstones.append(
-                Tombstone(
-                    id=ids(),
-                    user=user,
-                    scope_id=scope_id,
-                    key=key,
-                    forgotten_at=NOW - timedelta(days=1),
-                    blocks_sources_before=NOW - timedelta(days=1),
-                    value_hash=value_hash(SECRET, base_value) if many else None,
-                )
-            )
-        records.extend(chain)
 
-    return World(
-        user=user, seed=seed, conversations=conversations, records=records, tombstones=tombstones
+def _chain_length(rng: random.Random) -> int:
+    """Half the slots hold one record, a quarter two, the rest 3–5 or (one in ten) 6–20."""
+    roll = rng.random()
+    if roll < 0.50:
+        return 1
+    if roll < 0.75:
+        return 2
+    if roll < 0.90:
+        return rng.randint(3, 5)
+    return rng.randint(6, 20)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One slot of a world as drawn: whose, where, which key, its value (for a `many` key the
+    value slot's), when its chain starts, and when it was forgotten (None: it was not)."""
+
+    user: str
+    scope: Scope
+    scope_id: str
+    key: str
+    many: bool
+    base_value: str
+    base: datetime
+    forgotten_at: datetime | None
+
+
+def _valid_window(
+    rng: random.Random, plan: _Slot, i: int, length: int
+) -> tuple[datetime, datetime | None]:
+    """The `i`th record's (valid_from, valid_until): hours after the one before, sometimes a
+    late arrival with an older valid time (W9), before the forget in a forgotten slot,
+    sometimes not valid yet, sometimes with a window of its own."""
+    valid_from = plan.base + timedelta(hours=i * rng.uniform(2, 96))
+    if i and rng.random() < 0.08:  # a late arrival with an older valid time (W9)
+        valid_from -= timedelta(days=rng.uniform(1, 40))
+    forgotten_at = plan.forgotten_at
+    if forgotten_at is not None and valid_from > forgotten_at:
+        valid_from = forgotten_at - timedelta(hours=length - i)
+    if forgotten_at is None and rng.random() < 0.02:  # not yet valid
+        valid_from = NOW + timedelta(days=rng.uniform(1, 30))
+    valid_until = None
+    if rng.random() < 0.08:  # a window of its own (temporary override or expired)
+        valid_until = valid_from + timedelta(days=rng.uniform(0.5, 90))
+    return valid_from, valid_until
+
+
+def _evidence(
+    rng: random.Random, pool: list, authority: str, valid_from: datetime, recorded_at: datetime
+) -> tuple[tuple[str, ...], datetime]:
+    """(sources, evidence_time): most records have source messages (fewer of the user's own
+    word), their evidence time the newest source's; the rest were known from the start."""
+    user_word = authority in ("user-confirmed", "user-corrected")
+    if rng.random() < (0.5 if user_word else 0.85):
+        picked = rng.sample(pool, rng.choice((1, 1, 2)))
+        return tuple(sorted(m for m, _ in picked)), max(t for _, t in picked)
+    return (), min(valid_from, recorded_at)
+
+
+def _link(
+    rng: random.Random,
+    ids: Ids,
+    pool: list,
+    versions: dict[tuple[str, str], int],
+    plan: _Slot,
+    i: int,
+    length: int,
+    chain: list[MemoryRecord],
+) -> MemoryRecord:
+    """The `i`th record of the slot's correction chain: it mostly supersedes the one before
+    when its authority is no lower (W6/W7), and takes the scoped key's next version (W8)."""
+    valid_from, valid_until = _valid_window(rng, plan, i, length)
+    authority = _weighted(rng, AUTHORITY_WEIGHTS)
+    prev = chain[-1] if chain else None
+    supersedes = None
+    if (
+        prev is not None
+        and rng.random() < 0.7
+        and AUTHORITY_RANK[authority] >= AUTHORITY_RANK[prev.authority]
+    ):
+        supersedes = prev.id
+    recorded_at = min(valid_from, NOW) + timedelta(minutes=rng.randint(0, 90))
+    if recorded_at > NOW:
+        recorded_at = NOW - timedelta(minutes=1)
+    sources, evidence_time = _evidence(rng, pool, authority, valid_from, recorded_at)
+    many = plan.many
+    value = plan.base_value if many else f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i}"
+    if many and rng.random() < 0.3:
+        value = value.title()  # the same value slot after normalisation
+    slot = (plan.scope_id, plan.key)
+    key_version = versions.get(slot, 0) + 1
+    versions[slot] = key_version
+    return MemoryRecord(
+        id=ids(),
+        user=plan.user,
+        key=plan.key,
+        value=value,
+        scope=plan.scope,
+        authority=authority,
+        valid_from=valid_from,
+        recorded_at=recorded_at,
+        evidence_time=evidence_time,
+        version=key_version,
+        confidence=rng.choice(CONFIDENCES),
+        valid_until=valid_until,
+        supersedes=supersedes,
+        sources=sources,
     )
+
+
+def _forget(
+    rng: random.Random,
+    ids: Ids,
+    plan: _Slot,
+    chain: list[MemoryRecord],
+    tombstones: list[Tombstone],
+) -> list[MemoryRecord]:
+    """A forgotten slot's chain as skeletons, with its tombstone (F1/F2); a few slots not
+    forgotten keep a tombstone that still blocks rows from old evidence (R4 at read time)."""
+    hashed = value_hash(SECRET, plan.base_value) if plan.many else None
+    forgotten_at = plan.forgotten_at
+    if forgotten_at is not None:
+        tomb_scope = "*" if rng.random() < 0.3 and not plan.many else plan.scope_id
+        tombstones.append(
+            Tombstone(
+                id=ids(),
+                user=plan.user,
+                scope_id=tomb_scope,
+                key=plan.key,
+                forgotten_at=forgotten_at,
+                blocks_sources_before=forgotten_at,
+                value_hash=hashed,
+            )
+        )
+        return [
+            _replace(r, status="forgotten", status_since=forgotten_at, value="", sources=())
+            for r in chain
+        ]
+    if rng.random() < 0.01:
+        tombstones.append(
+            Tombstone(
+                id=ids(),
+                user=plan.user,
+                scope_id=plan.scope_id,
+                key=plan.key,
+                forgotten_at=NOW - timedelta(days=1),
+                blocks_sources_before=NOW - timedelta(days=1),
+                value_hash=hashed,
+            )
+        )
+    return chain
 
 
 def _replace(record: MemoryRecord, **changes) -> MemoryRecord:

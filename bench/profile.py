@@ -57,6 +57,20 @@ def _cprofiler(top: int, cpu: bool = False):
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    Profiler = _profiler(args)
+    if Profiler is None:
+        return 2
+    PROFILES.mkdir(exist_ok=True)
+    suffix = f"-{args.tag}" if args.tag else ""
+    if args.pure:
+        _profile_pure(args, Profiler, suffix)
+    else:
+        _profile_endpoints(args, Profiler, suffix)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.profile")
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--records", type=int, default=10_000)
@@ -83,43 +97,48 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="cProfile timed by CPU time (leaves out waits for the database)",
     )
-    args = parser.parse_args(argv)
-    if args.pyinstrument:
-        try:
-            from pyinstrument import Profiler
-        except ImportError:
-            print(
-                "pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr
-            )
-            return 2
-    else:
-        Profiler = _cprofiler(args.top, cpu=args.cpu)
-    PROFILES.mkdir(exist_ok=True)
-    suffix = f"-{args.tag}" if args.tag else ""
+    return parser
 
-    if args.pure:
-        from memory.resolver import resolve
 
-        from . import data
+def _profiler(args):
+    """pyinstrument's `Profiler` (None, and said so, when it is not installed), or the
+    cProfile stand-in."""
+    if not args.pyinstrument:
+        return _cprofiler(args.top, cpu=args.cpu)
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        print("pyinstrument is not installed: .venv/bin/pip install pyinstrument", file=sys.stderr)
+        return None
+    return Profiler
 
-        world = data.build_world(args.records)
-        context = world.context()
-        profiler = Profiler(interval=0.0005)
-        profiler.start()
-        for _ in range(args.calls):
-            resolve(
-                world.records,
-                world.tombstones,
-                context,
-                many_keys=world.many_keys,
-                secret=world.secret,
-            )
-        profiler.stop()
-        path = PROFILES / f"pure-resolve-{args.records}{suffix}.txt"
-        path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
-        print(path)
-        return 0
 
+def _profile_pure(args, Profiler, suffix: str) -> None:
+    """The pure resolver alone, `args.calls` calls over one world."""
+    from memory.resolver import resolve
+
+    from . import data
+
+    world = data.build_world(args.records)
+    context = world.context()
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    for _ in range(args.calls):
+        resolve(
+            world.records,
+            world.tombstones,
+            context,
+            many_keys=world.many_keys,
+            secret=world.secret,
+        )
+    profiler.stop()
+    path = PROFILES / f"pure-resolve-{args.records}{suffix}.txt"
+    path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+    print(path)
+
+
+def _profile_endpoints(args, Profiler, suffix: str) -> None:
+    """The endpoints (and their floor) over the benchmark's own database, dropped at the end."""
     from .db import BenchDatabase, migrate
 
     db = BenchDatabase(args.db)
@@ -232,27 +251,32 @@ def main(argv: list[str] | None = None) -> int:
             "floor-resolve": lambda: floor.resolve_call(case, context),
             "floor-plan": lambda: floor.plan_call(case, context),
         }
-        only = {x for x in args.only.split(",") if x}
-        for name, fn in calls.items():
-            if only and name not in only:
-                continue
-            fn()  # warm
-            profiler = Profiler(interval=0.0005)
-            profiler.start()
-            for _ in range(args.calls):
-                fn()
-            profiler.stop()
-            path = PROFILES / (f"{args.db}-{name}-{args.records}r-{args.messages}m{suffix}.txt")
-            path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
-            if args.stats and hasattr(profiler, "dump"):
-                profiler.dump(path.with_suffix(".pstats"))
-            print(path)
+        _profile_calls(calls, args, Profiler, suffix)
     finally:
         from django.db import connections
 
         connections.close_all()
         db.drop()
-    return 0
+
+
+def _profile_calls(calls: dict, args, Profiler, suffix: str) -> None:
+    """Each call asked for (`--only`; all by default): warmed once, then profiled over
+    `args.calls` calls, its summary saved."""
+    only = {x for x in args.only.split(",") if x}
+    for name, fn in calls.items():
+        if only and name not in only:
+            continue
+        fn()  # warm
+        profiler = Profiler(interval=0.0005)
+        profiler.start()
+        for _ in range(args.calls):
+            fn()
+        profiler.stop()
+        path = PROFILES / (f"{args.db}-{name}-{args.records}r-{args.messages}m{suffix}.txt")
+        path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+        if args.stats and hasattr(profiler, "dump"):
+            profiler.dump(path.with_suffix(".pstats"))
+        print(path)
 
 
 if __name__ == "__main__":

@@ -86,11 +86,26 @@ def plain_resolve(records, tombstones, context, *, many_keys=frozenset(), secret
     Returns (the active records by key then id, the reason of every excluded record by id,
     the count by reason): what `memory.resolver.resolve` answers in `active`, `excluded` and
     its trace."""
-    now = context.now
     tombstones_of = {}
     for tomb in tombstones:
         tombstones_of.setdefault(tomb.key, []).append(tomb)
     reasons = {}
+    survivors, named = _plain_r1_to_r4(records, tombstones_of, context, secret, reasons)
+    winners = _plain_r5_r6(survivors, named, context.now, many_keys, reasons)
+    active = sorted(winners.values(), key=lambda r: (r.key, r.id))
+    for record in active:
+        del reasons[record.id]
+    counts = {}
+    for reason in reasons.values():
+        counts[reason] = counts.get(reason, 0) + 1
+    return active, reasons, counts
+
+
+def _plain_r1_to_r4(records, tombstones_of, context, secret, reasons):
+    """The first pass: R1 scope, R2 forgotten, R3 not yet valid or expired, R4 blocked by a
+    tombstone; notes each record's reason (None while it survives) in `reasons`. Returns the
+    survivors with their scope ids, and the ids they name in `supersedes`."""
+    now = context.now
     survivors = []
     named = set()
     for record in records:
@@ -106,34 +121,42 @@ def plain_resolve(records, tombstones, context, *, many_keys=frozenset(), secret
         if record.valid_from > now:
             reasons[record.id] = "not-yet-valid"
             continue
-        if record.valid_until is not None and record.valid_until <= now:
-            reasons[record.id] = "expired"
-            continue
-        if record.status == "expired" and (
-            record.status_since is None or record.status_since <= now
+        if (record.valid_until is not None and record.valid_until <= now) or (
+            record.status == "expired"
+            and (record.status_since is None or record.status_since <= now)
         ):
             reasons[record.id] = "expired"
             continue
         scope_id = record.scope.scope_id(record.user)
-        blocked = False
-        for tomb in tombstones_of.get(record.key, []):
-            hashed = value_hash(secret, record.value) if tomb.value_hash is not None else None
-            if tomb.blocks(
-                user=record.user,
-                key=record.key,
-                scope_id=scope_id,
-                evidence_time=record.evidence_time,
-                hashed_value=hashed,
-            ):
-                blocked = True
-                break
-        if blocked:
+        tombs = tombstones_of.get(record.key)
+        if tombs and _plain_blocked(record, scope_id, tombs, secret):
             reasons[record.id] = "forgotten"
             continue
         survivors.append((record, scope_id))
         if record.supersedes is not None:
             named.add(record.supersedes)
+    return survivors, named
 
+
+def _plain_blocked(record, scope_id, tombs, secret) -> bool:
+    """R4: one of the key's tombstones blocks the record."""
+    for tomb in tombs:
+        hashed = value_hash(secret, record.value) if tomb.value_hash is not None else None
+        if tomb.blocks(
+            user=record.user,
+            key=record.key,
+            scope_id=scope_id,
+            evidence_time=record.evidence_time,
+            hashed_value=hashed,
+        ):
+            return True
+    return False
+
+
+def _plain_r5_r6(survivors, named, now, many_keys, reasons):
+    """The second pass, over the survivors: R5 superseded (named by a survivor, or stored
+    `superseded` by now), then R6 one winner per slot by `r6_beats`; the losers' reasons go
+    in `reasons`. Returns the winner of each slot."""
     winners = {}
     for record, scope_id in survivors:
         if record.id in named or (
@@ -152,14 +175,7 @@ def plain_resolve(records, tombstones, context, *, many_keys=frozenset(), secret
             winners[slot] = record
         else:
             reasons[record.id] = "lower-precedence"
-
-    active = sorted(winners.values(), key=lambda r: (r.key, r.id))
-    for record in active:
-        del reasons[record.id]
-    counts = {}
-    for reason in reasons.values():
-        counts[reason] = counts.get(reason, 0) + 1
-    return active, reasons, counts
+    return winners
 
 
 def check_same_answer(resolution, plain) -> None:
@@ -235,96 +251,120 @@ def run(
     paired: dict[int, tuple[list, list]] = {n: ([], []) for n in sizes}  # (wall, CPU) ms
     for _ in range(passes):
         for n in sizes:
-            started = time.perf_counter()
-            world = data.build_world(n)
-            built = time.perf_counter() - started
-            context = world.context()
-
-            def call(world=world, context=context):
-                return resolve(
-                    world.records,
-                    world.tombstones,
-                    context,
-                    many_keys=world.many_keys,
-                    secret=world.secret,
-                )
-
-            def plain(world=world, context=context):
-                return plain_resolve(
-                    world.records,
-                    world.tombstones,
-                    context,
-                    many_keys=world.many_keys,
-                    secret=world.secret,
-                )
-
-            resolution = call()
-            check_same_answer(resolution, plain())
-            trace = resolution.trace
-            del resolution
-            row = rows.get(n)
-            if row is None:
-                row = rows[n] = {
-                    "n": n,
-                    "best_ms": float("inf"),
-                    "best_cpu_ms": float("inf"),
-                    "active": trace["active"],
-                    "excluded": n - trace["active"],
-                    "build_s": built,
-                    "world": world.stats(),
-                    "gc": {name: float("inf") for name in (*REGIMES, "control")},
-                    "gc_cpu": {name: float("inf") for name in (*REGIMES, "control")},
-                }
-            for _ in range(runs.get(n, 30 if n <= 1000 else 15 if n <= 10_000 else 5)):
-                for regime in REGIMES:  # alternated, so load hits each regime alike
-                    wall, cpu = _time_regime(call, regime)
-                    row["gc"][regime] = min(row["gc"][regime], wall * 1000)
-                    row["gc_cpu"][regime] = min(row["gc_cpu"][regime], cpu * 1000)
-                    if regime == "paused":
-                        row["best_ms"] = min(row["best_ms"], wall * 1000)
-                        row["best_cpu_ms"] = min(row["best_cpu_ms"], cpu * 1000)
-                        paired[n][0].append((wall * 1000, cpu * 1000))
-                        paired[n][1].append(tuple(t * 1000 for t in _time_regime(plain, "paused")))
-                wall, cpu = best_of(
-                    lambda world=world, now=context.now: control(world.records, now), 1
-                )
-                row["gc"]["control"] = min(row["gc"]["control"], wall * 1000)
-                row["gc_cpu"]["control"] = min(row["gc_cpu"]["control"], cpu * 1000)
-            del world, call, plain
+            _measure_size(n, rows, paired[n], runs)
     for n in sizes:
         row = rows[n]
         row["records_per_s"] = n / (row["best_ms"] / 1000)
         row["records_per_cpu_s"] = n / (row["best_cpu_ms"] / 1000)
         row["plain"] = _paired(*paired[n])
         out["sizes"].append(row)
-        g, p = row["gc_cpu"], row["plain"]
-        log(
-            f"  pure resolve N={n:<7} best {row['best_ms']:8.2f} ms  "
-            f"{row['records_per_s']:>12,.0f} "
-            f"records/s  (CPU {row['best_cpu_ms']:.2f} ms; CPU with the collector on "
-            f"{g['enabled']:.2f} ms, input frozen {g['frozen']:.2f} ms; control loop "
-            f"{g['control']:.2f} ms)"
-        )
-        log(
-            f"  {'':20} median {p['resolver_ms']:8.2f} ms vs the plain resolver "
-            f"{p['plain_ms']:.2f} ms = {p['ratio']:.2f}x (CPU {p['ratio_cpu']:.2f}x; collector "
-            f"paused as in a request, {p['calls']} alternating calls each, same answer checked)"
+        _log_size(row, log)
+    _scaling(out, log)
+    out["slots"] = _slots(slot_n, log)
+    return out
+
+
+def _measure_size(n: int, rows: dict[int, dict], paired: tuple[list, list], runs: dict) -> None:
+    """One pass at size `n`: its world built, the two resolvers' answers checked equal, then
+    timed (each regime's best into `rows[n]`, the paired calls into `paired`). The world is
+    dropped when this returns, so each size is alone in memory."""
+    started = time.perf_counter()
+    world = data.build_world(n)
+    built = time.perf_counter() - started
+    context = world.context()
+
+    def call():
+        return resolve(
+            world.records,
+            world.tombstones,
+            context,
+            many_keys=world.many_keys,
+            secret=world.secret,
         )
 
-    by_n = {row["n"]: row for row in out["sizes"]}
-    if 10_000 in by_n and 100_000 in by_n:
-        low, high = by_n[10_000], by_n[100_000]
-        out["scaling_100k_10k"] = high["best_ms"] / low["best_ms"]
-        out["scaling_100k_10k_cpu"] = high["best_cpu_ms"] / low["best_cpu_ms"]
-        # CPU time: it counts the collector's work and leaves out waiting for a core.
-        out["scaling_by_regime"] = {
-            name: high["gc_cpu"][name] / low["gc_cpu"][name] for name in (*REGIMES, "control")
+    def plain():
+        return plain_resolve(
+            world.records,
+            world.tombstones,
+            context,
+            many_keys=world.many_keys,
+            secret=world.secret,
+        )
+
+    resolution = call()
+    check_same_answer(resolution, plain())
+    trace = resolution.trace
+    del resolution
+    row = rows.get(n)
+    if row is None:
+        row = rows[n] = {
+            "n": n,
+            "best_ms": float("inf"),
+            "best_cpu_ms": float("inf"),
+            "active": trace["active"],
+            "excluded": n - trace["active"],
+            "build_s": built,
+            "world": world.stats(),
+            "gc": {name: float("inf") for name in (*REGIMES, "control")},
+            "gc_cpu": {name: float("inf") for name in (*REGIMES, "control")},
         }
-        log(
-            "  CPU t(100k)/t(10k): "
-            + ", ".join(f"{name} {value:.1f}" for name, value in out["scaling_by_regime"].items())
-        )
+    for _ in range(runs.get(n, 30 if n <= 1000 else 15 if n <= 10_000 else 5)):
+        _time_round(row, paired, call, plain)
+        wall, cpu = best_of(lambda: control(world.records, context.now), 1)
+        row["gc"]["control"] = min(row["gc"]["control"], wall * 1000)
+        row["gc_cpu"]["control"] = min(row["gc_cpu"]["control"], cpu * 1000)
 
+
+def _time_round(row: dict, paired: tuple[list, list], call, plain) -> None:
+    """One call of the resolver in each collector regime, alternated so load hits each regime
+    alike; after the `paused` one, one call of the plain resolver, paused too."""
+    for regime in REGIMES:
+        wall, cpu = _time_regime(call, regime)
+        row["gc"][regime] = min(row["gc"][regime], wall * 1000)
+        row["gc_cpu"][regime] = min(row["gc_cpu"][regime], cpu * 1000)
+        if regime == "paused":
+            row["best_ms"] = min(row["best_ms"], wall * 1000)
+            row["best_cpu_ms"] = min(row["best_cpu_ms"], cpu * 1000)
+            paired[0].append((wall * 1000, cpu * 1000))
+            paired[1].append(tuple(t * 1000 for t in _time_regime(plain, "paused")))
+
+
+def _log_size(row: dict, log) -> None:
+    g, p = row["gc_cpu"], row["plain"]
+    log(
+        f"  pure resolve N={row['n']:<7} best {row['best_ms']:8.2f} ms  "
+        f"{row['records_per_s']:>12,.0f} "
+        f"records/s  (CPU {row['best_cpu_ms']:.2f} ms; CPU with the collector on "
+        f"{g['enabled']:.2f} ms, input frozen {g['frozen']:.2f} ms; control loop "
+        f"{g['control']:.2f} ms)"
+    )
+    log(
+        f"  {'':20} median {p['resolver_ms']:8.2f} ms vs the plain resolver "
+        f"{p['plain_ms']:.2f} ms = {p['ratio']:.2f}x (CPU {p['ratio_cpu']:.2f}x; collector "
+        f"paused as in a request, {p['calls']} alternating calls each, same answer checked)"
+    )
+
+
+def _scaling(out: dict, log) -> None:
+    """t(100k)/t(10k) when both sizes ran, overall and by collector regime."""
+    by_n = {row["n"]: row for row in out["sizes"]}
+    if 10_000 not in by_n or 100_000 not in by_n:
+        return
+    low, high = by_n[10_000], by_n[100_000]
+    out["scaling_100k_10k"] = high["best_ms"] / low["best_ms"]
+    out["scaling_100k_10k_cpu"] = high["best_cpu_ms"] / low["best_cpu_ms"]
+    # CPU time: it counts the collector's work and leaves out waiting for a core.
+    out["scaling_by_regime"] = {
+        name: high["gc_cpu"][name] / low["gc_cpu"][name] for name in (*REGIMES, "control")
+    }
+    log(
+        "  CPU t(100k)/t(10k): "
+        + ", ".join(f"{name} {value:.1f}" for name, value in out["scaling_by_regime"].items())
+    )
+
+
+def _slots(slot_n: int, log) -> dict:
+    """One hot slot against the same number of records spread over many slots."""
     context = data.slots_context()
     inputs = {"hot": data.hot_slot(slot_n), "spread": data.spread_slots(slot_n)}
     best = {name: [float("inf"), float("inf")] for name in inputs}
@@ -345,5 +385,4 @@ def run(
             f"  (cpu {cpu * 1000:.2f} ms)"
         )
     slots["hot_over_spread"] = slots["hot"]["best_ms"] / slots["spread"]["best_ms"]
-    out["slots"] = slots
-    return out
+    return slots

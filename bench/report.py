@@ -135,9 +135,8 @@ def _render_populated(pop: dict, h, markdown: bool) -> list[str]:
     return out
 
 
-def render(results: dict, *, markdown: bool) -> str:
-    h = (lambda s: f"\n## {s}\n") if markdown else (lambda s: f"\n== {s} ==")
-    meta = results["meta"]
+def _render_meta(meta: dict, markdown: bool) -> list[str]:
+    """The run's command, time, machine and load (and in Markdown how it measures)."""
     out = []
     if markdown:
         out.append("# Benchmark results\n")
@@ -155,148 +154,252 @@ def render(results: dict, *, markdown: bool) -> str:
             f"load average start/end {meta['load_start']} / {meta['load_end']}; "
             f"yardstick {_fmt(meta.get('calibration_mops'))} M loop it/s"
         )
+    return out
 
-    pure = results.get("pure")
-    if pure:
-        out.append(h("Pure resolver (memory.resolver.resolve, no Django)"))
-        rows = [
-            [
-                r["n"],
-                r["best_ms"],
-                r["records_per_s"],
-                r["best_cpu_ms"],
-                r.get("gc_cpu", {}).get("enabled"),
-                r.get("gc_cpu", {}).get("frozen"),
-                r.get("gc_cpu", {}).get("control"),
-                r["active"],
-                r["excluded"],
-            ]
-            for r in pure["sizes"]
+
+def _render_pure(pure: dict, h, markdown: bool) -> list[str]:
+    """The pure resolver by size, beside the plain resolver, and its scaling and slots."""
+    out = []
+    out.append(h("Pure resolver (memory.resolver.resolve, no Django)"))
+    rows = [
+        [
+            r["n"],
+            r["best_ms"],
+            r["records_per_s"],
+            r["best_cpu_ms"],
+            r.get("gc_cpu", {}).get("enabled"),
+            r.get("gc_cpu", {}).get("frozen"),
+            r.get("gc_cpu", {}).get("control"),
+            r["active"],
+            r["excluded"],
         ]
+        for r in pure["sizes"]
+    ]
+    out.append(
+        _table(
+            [
+                "N records",
+                "best ms (collector paused)",
+                "records/s",
+                "best CPU ms",
+                "CPU ms, collector on",
+                "CPU ms, input frozen",
+                "CPU ms, control loop",
+                "active",
+                "excluded",
+            ],
+            rows,
+            markdown,
+        )
+    )
+    plain = [r for r in pure["sizes"] if r.get("plain")]
+    if plain:
+        out.append(
+            ("\n" if markdown else "")
+            + "Beside the plain resolver (bench.pure.plain_resolve: the same rules, same "
+            "answer checked), collector paused as in a request, median of alternating calls:"
+            + ("\n" if markdown else "")
+        )
+        out.append(
+            _table(
+                ["N records", "resolver ms", "plain resolver ms", "ratio", "ratio in CPU"],
+                [
+                    [r["n"]]
+                    + [f"{r['plain'][k]:.2f}" for k in ("resolver_ms", "plain_ms")]
+                    + [f"{r['plain'][k]:.2f}x" for k in ("ratio", "ratio_cpu")]
+                    for r in plain
+                ],
+                markdown,
+            )
+        )
+    extra = []
+    if "scaling_100k_10k" in pure:
+        extra.append(
+            f"t(100k)/t(10k) = {pure['scaling_100k_10k']:.1f} with the collector "
+            f"paused (CPU {pure['scaling_100k_10k_cpu']:.1f})"
+        )
+        by = pure.get("scaling_by_regime")
+        if by:
+            extra.append(
+                f"in CPU time with the collector on {by['enabled']:.1f}, input "
+                f"frozen {by['frozen']:.1f}; the linear control loop "
+                f"{by['control']:.1f} (the caches)"
+            )
+    slots = pure.get("slots")
+    if slots:
+        extra.append(
+            f"hot slot {slots['hot']['n']:,} versions {slots['hot']['best_ms']:.1f} ms vs "
+            f"{slots['spread']['n']:,} records over {slots['spread']['n'] // 10:,} slots "
+            f"{slots['spread']['best_ms']:.1f} ms (hot/spread {slots['hot_over_spread']:.2f})"
+        )
+    out.append(("\n" if markdown else "") + "; ".join(extra))
+    return out
+
+
+def _render_database(db: dict, turns: dict | None, h, markdown: bool) -> list[str]:
+    """One database's endpoints beside their floor, its turns and its populated run (or why
+    it was skipped, or its error)."""
+    out = []
+    if db.get("skipped"):
+        out.append(h(f"Endpoints on {db['db']}"))
+        out.append(f"skipped: {db['skipped']}")
+        return out
+    if db.get("error"):
+        out.append(h(f"Errors on {db['db']}"))
+        out.append("ERROR: " + db["error"].strip().splitlines()[-1])
+    if db.get("cases"):
+        out.append(
+            h(
+                f"Endpoints on {db.get('server_version', db['db'])} "
+                "(in-process django.test.Client, Bearer token; floor = raw cursor + pure core)"
+            )
+        )
+    rows = [
+        [
+            c["endpoint"],
+            c["records"],
+            c["messages"],
+            c["calls"],
+            c["p50_ms"],
+            c["p95_ms"],
+            c["floor_p50_ms"],
+            c["ratio"],
+            c["queries"],
+            c["floor_queries"],
+            c["peak_kib"],
+            c["floor_peak_kib"],
+            c["match"],
+        ]
+        for c in db.get("cases", [])
+    ]
+    if rows:
         out.append(
             _table(
                 [
-                    "N records",
-                    "best ms (collector paused)",
-                    "records/s",
-                    "best CPU ms",
-                    "CPU ms, collector on",
-                    "CPU ms, input frozen",
-                    "CPU ms, control loop",
-                    "active",
-                    "excluded",
+                    "endpoint",
+                    "records",
+                    "messages",
+                    "calls",
+                    "p50 ms",
+                    "p95 ms",
+                    "floor p50 ms",
+                    "ratio",
+                    "queries",
+                    "floor q",
+                    "peak KiB",
+                    "floor peak KiB",
+                    "same answer",
                 ],
                 rows,
                 markdown,
             )
         )
-        plain = [r for r in pure["sizes"] if r.get("plain")]
-        if plain:
-            out.append(
-                ("\n" if markdown else "")
-                + "Beside the plain resolver (bench.pure.plain_resolve: the same rules, same "
-                "answer checked), collector paused as in a request, median of alternating calls:"
-                + ("\n" if markdown else "")
-            )
-            out.append(
-                _table(
-                    ["N records", "resolver ms", "plain resolver ms", "ratio", "ratio in CPU"],
-                    [
-                        [r["n"]]
-                        + [f"{r['plain'][k]:.2f}" for k in ("resolver_ms", "plain_ms")]
-                        + [f"{r['plain'][k]:.2f}x" for k in ("ratio", "ratio_cpu")]
-                        for r in plain
-                    ],
-                    markdown,
-                )
-            )
-        extra = []
-        if "scaling_100k_10k" in pure:
-            extra.append(
-                f"t(100k)/t(10k) = {pure['scaling_100k_10k']:.1f} with the collector "
-                f"paused (CPU {pure['scaling_100k_10k_cpu']:.1f})"
-            )
-            by = pure.get("scaling_by_regime")
-            if by:
-                extra.append(
-                    f"in CPU time with the collector on {by['enabled']:.1f}, input "
-                    f"frozen {by['frozen']:.1f}; the linear control loop "
-                    f"{by['control']:.1f} (the caches)"
-                )
-        slots = pure.get("slots")
-        if slots:
-            extra.append(
-                f"hot slot {slots['hot']['n']:,} versions {slots['hot']['best_ms']:.1f} ms vs "
-                f"{slots['spread']['n']:,} records over {slots['spread']['n'] // 10:,} slots "
-                f"{slots['spread']['best_ms']:.1f} ms (hot/spread {slots['hot_over_spread']:.2f})"
-            )
-        out.append(("\n" if markdown else "") + "; ".join(extra))
+    t = db.get("turns") or (turns if (turns or {}).get("db") == db["db"] else None)
+    if t:
+        out.extend(render_turns(t, db.get("server_version"), h, markdown))
+    if db.get("populated"):
+        out.extend(_render_populated(db["populated"], h, markdown))
+    return out
 
+
+def _render_quality(quality: dict, markdown: bool) -> list[str]:
+    """I6: memories about the message's topic admitted under relevance and under certainty."""
+    out = []
+    out.append(
+        ("\n" if markdown else "")
+        + f"Quality ({quality['memories']} memories over {quality['topics']} topics, budget "
+        f"{quality['budget']} × memory share {quality['memory_share']}: about "
+        f"{quality['admitted_mean']:.1f} memories admitted): memories about the message's "
+        f"topic, per topic, under relevance / certainty:"
+    )
+    rows = [
+        [
+            r["topic"],
+            r["relevance"],
+            r["relevance_admitted"],
+            r["certainty"],
+            r["certainty_admitted"],
+        ]
+        for r in quality["rows"]
+    ]
+    out.append(
+        _table(
+            ["topic", "relevance: about it", "admitted", "certainty: about it", "admitted"],
+            rows,
+            markdown,
+        )
+    )
+    return out
+
+
+def _render_costs(costs: list[tuple[str, dict]], markdown: bool) -> list[str]:
+    """I6: the plan endpoint's cost under each order, by database and budget."""
+    out = []
+    rows = []
+    for vendor, cost in costs:
+        for label in ("wide", "tight"):
+            r = cost[label]
+            rows.append(
+                [
+                    vendor,
+                    cost["memories"],
+                    label,
+                    r["budget"],
+                    r["calls"],
+                    r["relevance_p50_ms"],
+                    r["certainty_p50_ms"],
+                    r["ratio"],
+                    r.get("relevance_cpu_p50_ms"),
+                    r.get("certainty_cpu_p50_ms"),
+                    r.get("cpu_ratio"),
+                    r["relevance_queries"],
+                    r["certainty_queries"],
+                    f"{r['about_topic']['relevance']}/{r['admitted']['relevance']}",
+                    f"{r['about_topic']['certainty']}/{r['admitted']['certainty']}",
+                ]
+            )
+    out.append(
+        ("\n" if markdown else "")
+        + "Plan endpoint, calls alternating between the two orders (wide: every memory fits; "
+        "tight: the quality check's budget):"
+    )
+    out.append(
+        _table(
+            [
+                "db",
+                "memories",
+                "budget",
+                "tokens",
+                "calls",
+                "relevance p50 ms",
+                "certainty p50 ms",
+                "ratio",
+                "rel. CPU p50 ms",
+                "cert. CPU p50 ms",
+                "CPU ratio",
+                "queries rel.",
+                "queries cert.",
+                "about topic rel.",
+                "about topic cert.",
+            ],
+            rows,
+            markdown,
+        )
+    )
+    return out
+
+
+def render(results: dict, *, markdown: bool) -> str:
+    h = (lambda s: f"\n## {s}\n") if markdown else (lambda s: f"\n== {s} ==")
+    out = _render_meta(results["meta"], markdown)
+    pure = results.get("pure")
+    if pure:
+        out.extend(_render_pure(pure, h, markdown))
     turns = results.get("turns")
     for db in results.get("databases", []):
-        if db.get("skipped"):
-            out.append(h(f"Endpoints on {db['db']}"))
-            out.append(f"skipped: {db['skipped']}")
-            continue
-        if db.get("error"):
-            out.append(h(f"Errors on {db['db']}"))
-            out.append("ERROR: " + db["error"].strip().splitlines()[-1])
-        if db.get("cases"):
-            out.append(
-                h(
-                    f"Endpoints on {db.get('server_version', db['db'])} "
-                    "(in-process django.test.Client, Bearer token; floor = raw cursor + pure core)"
-                )
-            )
-        rows = [
-            [
-                c["endpoint"],
-                c["records"],
-                c["messages"],
-                c["calls"],
-                c["p50_ms"],
-                c["p95_ms"],
-                c["floor_p50_ms"],
-                c["ratio"],
-                c["queries"],
-                c["floor_queries"],
-                c["peak_kib"],
-                c["floor_peak_kib"],
-                c["match"],
-            ]
-            for c in db.get("cases", [])
-        ]
-        if rows:
-            out.append(
-                _table(
-                    [
-                        "endpoint",
-                        "records",
-                        "messages",
-                        "calls",
-                        "p50 ms",
-                        "p95 ms",
-                        "floor p50 ms",
-                        "ratio",
-                        "queries",
-                        "floor q",
-                        "peak KiB",
-                        "floor peak KiB",
-                        "same answer",
-                    ],
-                    rows,
-                    markdown,
-                )
-            )
-        t = db.get("turns") or (turns if (turns or {}).get("db") == db["db"] else None)
-        if t:
-            out.extend(render_turns(t, db.get("server_version"), h, markdown))
-        if db.get("populated"):
-            out.extend(_render_populated(db["populated"], h, markdown))
-
+        out.extend(_render_database(db, turns, h, markdown))
     if results.get("explain"):
         out.extend(render_explain(results["explain"], h, markdown))
-
     quality = results.get("relevance_quality")
     costs = [
         (db["db"], db["relevance"]) for db in results.get("databases", []) if db.get("relevance")
@@ -304,83 +407,9 @@ def render(results: dict, *, markdown: bool) -> str:
     if quality or costs:
         out.append(h("Relevance order (I6)"))
     if quality:
-        out.append(
-            ("\n" if markdown else "")
-            + f"Quality ({quality['memories']} memories over {quality['topics']} topics, budget "
-            f"{quality['budget']} × memory share {quality['memory_share']}: about "
-            f"{quality['admitted_mean']:.1f} memories admitted): memories about the message's "
-            f"topic, per topic, under relevance / certainty:"
-        )
-        rows = [
-            [
-                r["topic"],
-                r["relevance"],
-                r["relevance_admitted"],
-                r["certainty"],
-                r["certainty_admitted"],
-            ]
-            for r in quality["rows"]
-        ]
-        out.append(
-            _table(
-                ["topic", "relevance: about it", "admitted", "certainty: about it", "admitted"],
-                rows,
-                markdown,
-            )
-        )
+        out.extend(_render_quality(quality, markdown))
     if costs:
-        rows = []
-        for vendor, cost in costs:
-            for label in ("wide", "tight"):
-                r = cost[label]
-                rows.append(
-                    [
-                        vendor,
-                        cost["memories"],
-                        label,
-                        r["budget"],
-                        r["calls"],
-                        r["relevance_p50_ms"],
-                        r["certainty_p50_ms"],
-                        r["ratio"],
-                        r.get("relevance_cpu_p50_ms"),
-                        r.get("certainty_cpu_p50_ms"),
-                        r.get("cpu_ratio"),
-                        r["relevance_queries"],
-                        r["certainty_queries"],
-                        f"{r['about_topic']['relevance']}/{r['admitted']['relevance']}",
-                        f"{r['about_topic']['certainty']}/{r['admitted']['certainty']}",
-                    ]
-                )
-        out.append(
-            ("\n" if markdown else "")
-            + "Plan endpoint, calls alternating between the two orders (wide: every memory fits; "
-            "tight: the quality check's budget):"
-        )
-        out.append(
-            _table(
-                [
-                    "db",
-                    "memories",
-                    "budget",
-                    "tokens",
-                    "calls",
-                    "relevance p50 ms",
-                    "certainty p50 ms",
-                    "ratio",
-                    "rel. CPU p50 ms",
-                    "cert. CPU p50 ms",
-                    "CPU ratio",
-                    "queries rel.",
-                    "queries cert.",
-                    "about topic rel.",
-                    "about topic cert.",
-                ],
-                rows,
-                markdown,
-            )
-        )
-
+        out.extend(_render_costs(costs, markdown))
     out.append(h("Targets (compared, never asserted)"))
     rows = [[r["target"], r["measured"], r["result"]] for r in results["targets"]]
     out.append(_table(["target", "measured", "result"], rows, markdown))

@@ -57,6 +57,29 @@ def targets(results: dict) -> list[dict]:
             }
         )
 
+    _pure_rows(results, add)
+    cases = [c for db in results.get("databases", []) for c in db.get("cases", [])]
+    _endpoint_rows(results, cases, add)
+    t = turn_results(results)
+    _whole_turn_rows(t, add)
+    _relevance_rows(results, add)
+    _turn_rows(results, cases, t, add)
+    turn_targets.rows(results, add, verdict, _errors_text)
+    _forget_rows(results, add)
+    _feed_rows(results, add)
+    _mcp_rows(results, add)
+    failed = [db["db"] for db in results.get("databases", []) if db.get("error")]
+    add(
+        "harness: every database's phases ran to the end (no exception)",
+        "exception on " + ", ".join(failed) if failed else "yes",
+        not failed,
+    )
+    return rows
+
+
+def _pure_rows(results: dict, add) -> None:
+    """The pure resolver's targets: records per second at 10k, t(100k)/t(10k), the ratio over
+    the plain resolver at each size, and one hot slot against spread slots."""
     pure = results.get("pure") or {}
     by_n = {row["n"]: row for row in pure.get("sizes", [])}
     if 10_000 in by_n:
@@ -109,7 +132,10 @@ def targets(results: dict) -> list[dict]:
             "pass within 10% noise",
         )
 
-    cases = [c for db in results.get("databases", []) for c in db.get("cases", [])]
+
+def _endpoint_rows(results: dict, cases: list[dict], add) -> None:
+    """The resolve and plan endpoints against their floor at 1k and 10k records, and their
+    query counts constant in N."""
     big = [c for c in cases if c["records"] >= 1000]
     if big:
         worst = max(big, key=lambda c: c["ratio"])
@@ -139,7 +165,11 @@ def targets(results: dict) -> list[dict]:
         )
         for row in _memory_rows(results):
             add(*row)
-    t = turn_results(results)
+
+
+def _whole_turn_rows(t: dict | None, add) -> None:
+    """The whole turn (gunicorn + PostgreSQL): no errors in any load phase, and turns per
+    second against the trivial endpoint's requests."""
     if t:
         phases = load_phases(t)
         add(
@@ -162,19 +192,6 @@ def targets(results: dict) -> list[dict]:
         )
     else:
         add("whole turn (gunicorn + PostgreSQL)", "not run", None)
-    _relevance_rows(results, add)
-    _turn_rows(results, cases, t, add)
-    turn_targets.rows(results, add, verdict, _errors_text)
-    _forget_rows(results, add)
-    _feed_rows(results, add)
-    _mcp_rows(results, add)
-    failed = [db["db"] for db in results.get("databases", []) if db.get("error")]
-    add(
-        "harness: every database's phases ran to the end (no exception)",
-        "exception on " + ", ".join(failed) if failed else "yes",
-        not failed,
-    )
-    return rows
 
 
 def load_phases(t: dict) -> dict[str, dict]:

@@ -72,54 +72,92 @@ def effective_ends(
     the earliest later open-ended `valid_from` per authority rank.
     """
     by_id = unique_records(records)
+    first_correction = _first_corrections(by_id.values())
+    ends: dict[str, datetime | None] = {}
+    for group in _slots(by_id.values(), many).values():
+        _end_slot(group, first_correction, ends)
+    return ends
 
+
+def _first_corrections(records: Iterable[MemoryRecord]) -> dict[str, datetime]:
+    """W11: for each superseded record, the earliest `valid_from` of an open-ended record
+    superseding it. A forget (F2) is not a correction and a record with a window of its own
+    cuts nothing, so neither counts."""
     first_correction: dict[str, datetime] = {}
-    for record in by_id.values():
+    for record in records:
         target = record.supersedes
         if target is None or record.valid_until is not None or record.status == "forgotten":
             continue
         current = first_correction.get(target)
         if current is None or record.valid_from < current:
             first_correction[target] = record.valid_from
+    return first_correction
 
+
+def _slots(
+    records: Iterable[MemoryRecord], many: bool
+) -> dict[tuple[str, str, str], list[MemoryRecord]]:
+    """W11: the records of each slot (scope, key, and value slot for a `many` key)."""
     slots: dict[tuple[str, str, str], list[MemoryRecord]] = {}
-    for record in by_id.values():
+    for record in records:
         slot = (record.scope.scope_id(record.user), record.key, record.value_slot(many))
         slots.setdefault(slot, []).append(record)
+    return slots
 
-    ends: dict[str, datetime | None] = {}
-    for group in slots.values():
-        group.sort(key=_history_key)
-        # earliest[rank]: the two earliest (valid_from, id) of later open-ended records of
-        # exactly that authority rank (those behind the cursor of the backward pass). Two,
-        # because the record a correction supersedes is skipped as its cutter.
-        earliest: list[tuple[tuple[datetime, str], ...]] = [()] * (_MAX_RANK + 1)
-        for record in reversed(group):
-            own = record.valid_until
-            if record.status == "forgotten":
-                ends[record.id] = (
-                    record.valid_from if own is not None and own < record.valid_from else own
-                )
-                continue
-            end = own
-            corrected = first_correction.get(record.id)
-            if corrected is not None and (end is None or corrected < end):
-                end = corrected
-            rank = AUTHORITY_RANK[record.authority]
-            target = record.supersedes
-            for entries in earliest[rank:]:
-                for later, later_id in entries:
-                    if later_id != target:
-                        if end is None or later < end:
-                            end = later
-                        break
-            if end is not None and end < record.valid_from:
-                end = record.valid_from
-            ends[record.id] = end
-            if own is None:
-                # Going backwards, this is the earliest open-ended record seen so far.
-                earliest[rank] = ((record.valid_from, record.id), *earliest[rank][:1])
-    return ends
+
+def _earlier(a: datetime | None, b: datetime | None) -> datetime | None:
+    """The earlier of two ends, None being open (later than any time)."""
+    if a is None:
+        return b
+    if b is None or a < b:
+        return a
+    return b
+
+
+def _later_cut(
+    earliest: list[tuple[tuple[datetime, str], ...]], rank: int, target: str | None
+) -> datetime | None:
+    """W11: the earliest `valid_from` of a later open-ended record of the slot with at least
+    authority `rank`, skipping the record a correction supersedes (`target`): R5 hides that
+    one while the correction is valid, so it never cuts the correction."""
+    cut: datetime | None = None
+    for entries in earliest[rank:]:
+        for later, later_id in entries:
+            if later_id != target:
+                cut = _earlier(cut, later)
+                break
+    return cut
+
+
+def _end_slot(
+    group: list[MemoryRecord],
+    first_correction: Mapping[str, datetime],
+    ends: dict[str, datetime | None],
+) -> None:
+    """W11: the derived end of each record of one slot, in one backward pass over the slot
+    in history order; written into `ends`."""
+    group.sort(key=_history_key)
+    # earliest[rank]: the two earliest (valid_from, id) of later open-ended records of
+    # exactly that authority rank (those behind the cursor of the backward pass). Two,
+    # because the record a correction supersedes is skipped as its cutter.
+    earliest: list[tuple[tuple[datetime, str], ...]] = [()] * (_MAX_RANK + 1)
+    for record in reversed(group):
+        own = record.valid_until
+        if record.status == "forgotten":
+            # F2: a skeleton keeps the window it had, and cuts nothing.
+            ends[record.id] = (
+                record.valid_from if own is not None and own < record.valid_from else own
+            )
+            continue
+        rank = AUTHORITY_RANK[record.authority]
+        end = _earlier(own, first_correction.get(record.id))
+        end = _earlier(end, _later_cut(earliest, rank, record.supersedes))
+        if end is not None and end < record.valid_from:
+            end = record.valid_from
+        ends[record.id] = end
+        if own is None:
+            # Going backwards, this is the earliest open-ended record seen so far.
+            earliest[rank] = ((record.valid_from, record.id), *earliest[rank][:1])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -141,11 +141,23 @@ def read_write_state(
     statement = sql.format(keys=key_list, scopes=scope_list)
     params = [user.pk, *keys, *scope_ids] * 2 + [user.pk, *keys, user.pk, *keys, *keys]
     rows = reader.fetch(statement, params)
-    username = user.username
+    record_rows, sources, others = _rows_by_kind(rows)
+    _fill_records(records, record_rows, sources, others["w"], user.username)
+    many = {row[2] for row in others["k"] if row[3] == "many"}
+    return (
+        _tombstones(others["t"], user.username),
+        _latest_retractions(others["x"]),
+        frozenset(many),
+    )
+
+
+def _rows_by_kind(rows) -> tuple[dict[str, tuple], dict[str, list[str]], dict[str, list]]:
+    """A write-state answer by kind: each record's row (once; a record has one row per source
+    message) and its source message ids, then the tombstone ("t"), retraction ("x"),
+    withholding ("w") and registry ("k") rows."""
     record_rows: dict[str, tuple] = {}
     sources: dict[str, list[str]] = {}
-    tombstone_rows, retraction_rows, withheld_rows, keyed = [], [], [], []
-    others = {"t": tombstone_rows, "x": retraction_rows, "w": withheld_rows, "k": keyed}
+    others: dict[str, list] = {"t": [], "x": [], "w": [], "k": []}
     for row in rows:
         kind = row[0]
         if kind == "r":
@@ -157,7 +169,18 @@ def read_write_state(
                 sources[rid].append(row[-1])
         else:
             others[kind].append(row)
-    many = {row[2] for row in keyed if row[3] == "many"}
+    return record_rows, sources, others
+
+
+def _fill_records(
+    records: dict,
+    record_rows: dict[str, tuple],
+    sources: dict[str, list[str]],
+    withheld_rows: list,
+    username: str,
+) -> None:
+    """Build the records (with the forgets withholding them, F7.2) into the slots of
+    `records` that asked for them, each slot in version order."""
     withheld: dict[str, list[str]] = {}
     for row in withheld_rows:
         withheld.setdefault(row[1], []).append(row[-1])
@@ -175,7 +198,13 @@ def read_write_state(
             found = records.get((record.scope_id, record.key))
             if found is not None:
                 found.append(record)
-    tombstones = [
+    for found in records.values():
+        found.sort(key=lambda r: r.version)
+
+
+def _tombstones(tombstone_rows: list, username: str) -> list[DomainTombstone]:
+    """The tombstones of the keys (F3), from the columns their rows reuse."""
+    return [
         DomainTombstone(
             id=row[1],
             user=username,
@@ -192,6 +221,10 @@ def read_write_state(
             strict=True,
         )
     ]
+
+
+def _latest_retractions(retraction_rows: list) -> dict[tuple[str, str, str], datetime]:
+    """W4: the latest retraction per slot (scope, key, value hash or "")."""
     retractions: dict[tuple[str, str, str], datetime] = {}
     for row, at in zip(
         retraction_rows, parse_datetimes([row[_X_AT] for row in retraction_rows]), strict=True
@@ -199,9 +232,7 @@ def read_write_state(
         slot = (row[5], row[2], row[3] or "")
         if slot not in retractions or at > retractions[slot]:
             retractions[slot] = at
-    for found in records.values():
-        found.sort(key=lambda r: r.version)
-    return tombstones, retractions, frozenset(many)
+    return retractions
 
 
 def read_tombstones_and_secret(

@@ -375,14 +375,10 @@ def _released(
     )
 
 
-def _decide_fact(
-    fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, new_id
-) -> Outcome:
-    key, value, many = fact.key, fact.value, fact.many
-    scope_id = fact.scope.scope_id(user)
-    scoped = state.records(scope_id, key)
+def _window(fact: Fact, now: datetime) -> tuple[datetime, datetime | None, datetime]:
+    """SPEC §1: the write's (valid_from, valid_until, evidence_time). Evidence time is fixed
+    at write; valid_from defaults to it when there are sources, else to now."""
     valid_until = _utc(fact.valid_until)
-    # SPEC §1: evidence time is fixed at write; valid_from defaults to it when there are sources.
     evidence_time = _utc(fact.source_time)
     valid_from = _utc(fact.valid_from)
     if valid_from is None:
@@ -391,6 +387,124 @@ def _decide_fact(
             raise ValidationError("valid_until must be after valid_from.", field="valid_until")
     if evidence_time is None:
         evidence_time = min(valid_from, now)
+    return valid_from, valid_until, evidence_time
+
+
+def _retraction_close(
+    retracted: datetime | None,
+    *,
+    valid_from: datetime,
+    valid_until: datetime | None,
+    evidence_time: datetime,
+) -> datetime | None:
+    """W4: a retracted slot stays retracted for evidence no newer than the retraction: such a
+    write is born closed, at the retraction at the latest (never before its own start).
+    Returns its `valid_until`, or None when the retraction does not close it."""
+    if retracted is None or evidence_time > retracted:
+        return None
+    closed_at = max(valid_from, retracted)
+    closed = closed_at if valid_until is None else min(valid_until, closed_at)
+    return max(closed, valid_from)
+
+
+def _slot_records(scoped: list[MemoryRecord], value: str, many: bool) -> list[MemoryRecord]:
+    """The records the write competes with: the whole scoped key, or for a `many` key the
+    value slot (its live records of the same normalised value)."""
+    if not many:
+        return scoped
+    wanted = normalise_value(value)
+    return [r for r in scoped if r.status != "forgotten" and normalise_value(r.value) == wanted]
+
+
+def _unchanged(
+    winner: MemoryRecord | None,
+    fact: Fact,
+    *,
+    valid_from: datetime,
+    valid_until: datetime | None,
+    rank: int,
+) -> bool:
+    """W5: the write tells the winner again: same value, within its window, with no higher
+    authority, superseding nothing else."""
+    return (
+        winner is not None
+        and normalise_value(winner.value) == normalise_value(fact.value)
+        and winner.valid_from <= valid_from
+        and (
+            winner.valid_until is None
+            or (valid_until is not None and valid_until <= winner.valid_until)
+        )
+        and rank <= winner.authority_rank
+        and fact.supersedes in (None, winner.id)
+    )
+
+
+def _merge(
+    winner: MemoryRecord,
+    fact: Fact,
+    state: _State,
+    plan: WritePlan,
+    *,
+    scope_id: str,
+    evidence_time: datetime,
+) -> MemoryRecord:
+    """W5: an unchanged value only merges provenance (and keeps the higher confidence); new
+    sources may release it from a forget that withheld it (F7.2)."""
+    added = [m for m in sorted(set(fact.sources)) if m not in winner.sources]
+    merged = dataclasses.replace(
+        winner,
+        sources=tuple(sorted({*winner.sources, *added})),
+        confidence=max(winner.confidence, fact.confidence),
+        withheld_by=_released(winner, added, state.tombstones, evidence_time),
+    )
+    if winner.id in state.pending:
+        plan.inserts[state.pending[winner.id]] = merged
+    else:
+        plan.releases += _release_of(winner, added, evidence_time)
+        plan.links += [(winner.id, m) for m in added]
+        if fact.confidence > winner.confidence:
+            plan.confidence[winner.id] = fact.confidence
+    state.replace(scope_id, fact.key, merged)
+    return merged
+
+
+def _explicit_supersedes(fact: Fact, slot: list[MemoryRecord], rank: int) -> str:
+    """W6: an explicit supersedes must stay within the slot and not overrule authority."""
+    target = next((r for r in slot if r.id == fact.supersedes), None)
+    if target is None:
+        raise ValidationError("supersedes must name a record of the same slot.", field="supersedes")
+    if target.authority_rank > rank:
+        raise AuthorityConflict(
+            f"The record to supersede has authority {target.authority}, higher than "
+            f"{fact.authority}."
+        )
+    return target.id
+
+
+def _supersedes(
+    fact: Fact,
+    slot: list[MemoryRecord],
+    winner: MemoryRecord | None,
+    *,
+    rank: int,
+    open_ended: bool,
+) -> str | None:
+    """W6/W7: the record the write supersedes: the one it names, else (for a single-valued
+    key, an open-ended write) the winner whose authority is not higher."""
+    if fact.supersedes is not None:
+        return _explicit_supersedes(fact, slot, rank)
+    if not fact.many and open_ended and winner is not None and winner.authority_rank <= rank:
+        return winner.id
+    return None
+
+
+def _decide_fact(
+    fact: Fact, state: _State, plan: WritePlan, *, user, now, secret, new_id
+) -> Outcome:
+    key, value, many = fact.key, fact.value, fact.many
+    scope_id = fact.scope.scope_id(user)
+    scoped = state.records(scope_id, key)
+    valid_from, valid_until, evidence_time = _window(fact, now)
     hashed = value_hash(secret, value)
     tombstones = [t for t in state.tombstones if t.key == key]
 
@@ -401,70 +515,31 @@ def _decide_fact(
         return Outcome("blocked", None, "forgotten")
 
     # W4: a retracted slot stays retracted for evidence no newer than the retraction.
-    retracted = state.retractions.get((scope_id, key, hashed if many else ""))
-    born_closed = retracted is not None and evidence_time <= retracted
+    closed = _retraction_close(
+        state.retractions.get((scope_id, key, hashed if many else "")),
+        valid_from=valid_from,
+        valid_until=valid_until,
+        evidence_time=evidence_time,
+    )
+    born_closed = closed is not None
     if born_closed:
-        closed_at = max(valid_from, retracted)
-        valid_until = closed_at if valid_until is None else min(valid_until, closed_at)
-        valid_until = max(valid_until, valid_from)
+        valid_until = closed
 
-    if many:
-        wanted = normalise_value(value)
-        slot = [r for r in scoped if r.status != "forgotten" and normalise_value(r.value) == wanted]
-    else:
-        slot = scoped
+    slot = _slot_records(scoped, value, many)
     winner = resolver.resolve_slot(
         slot, valid_from, tombstones=tombstones, many=many, secret=secret
     )
 
     # W5: an unchanged value only merges provenance (and keeps the higher confidence).
     rank = AUTHORITY_RANK[fact.authority]
-    if (
-        winner is not None
-        and normalise_value(winner.value) == normalise_value(value)
-        and winner.valid_from <= valid_from
-        and (
-            winner.valid_until is None
-            or (valid_until is not None and valid_until <= winner.valid_until)
-        )
-        and rank <= winner.authority_rank
-        and fact.supersedes in (None, winner.id)
-    ):
-        added = [m for m in sorted(set(fact.sources)) if m not in winner.sources]
-        merged = dataclasses.replace(
-            winner,
-            sources=tuple(sorted({*winner.sources, *added})),
-            confidence=max(winner.confidence, fact.confidence),
-            withheld_by=_released(winner, added, state.tombstones, evidence_time),
-        )
-        if winner.id in state.pending:
-            plan.inserts[state.pending[winner.id]] = merged
-        else:
-            plan.releases += _release_of(winner, added, evidence_time)
-            plan.links += [(winner.id, m) for m in added]
-            if fact.confidence > winner.confidence:
-                plan.confidence[winner.id] = fact.confidence
-        state.replace(scope_id, key, merged)
+    if _unchanged(winner, fact, valid_from=valid_from, valid_until=valid_until, rank=rank):
+        merged = _merge(winner, fact, state, plan, scope_id=scope_id, evidence_time=evidence_time)
         return Outcome("unchanged", merged)
 
     # W6: store. An explicit supersedes must stay within the slot and not overrule authority.
-    supersedes_id = None
-    if fact.supersedes is not None:
-        target = next((r for r in slot if r.id == fact.supersedes), None)
-        if target is None:
-            raise ValidationError(
-                "supersedes must name a record of the same slot.", field="supersedes"
-            )
-        if target.authority_rank > rank:
-            raise AuthorityConflict(
-                f"The record to supersede has authority {target.authority}, higher than "
-                f"{fact.authority}."
-            )
-        supersedes_id = target.id
-    elif not many and valid_until is None and not born_closed and winner is not None:
-        # W6/W7: implicit supersession only of a winner whose authority is not higher.
-        if winner.authority_rank <= rank:
-            supersedes_id = winner.id
+    supersedes_id = _supersedes(
+        fact, slot, winner, rank=rank, open_ended=valid_until is None and not born_closed
+    )
 
     # W8: the next version of the scoped key (the shell holds the user's lock).
     version = state.top[(scope_id, key)] + 1

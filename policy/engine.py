@@ -109,42 +109,54 @@ def _when(moment: datetime | None) -> str:
     return moment.isoformat() if moment is not None else "-"
 
 
+def _scope_detail(request: DecisionRequest, rule: Rule, context: PolicyContext) -> str:
+    if rule.user is not None and rule.user != context.user:
+        return "rule belongs to another user"
+    return f"{rule.scope.label()} does not cover this context"
+
+
+# D1/D5: what each reason a rule is not a candidate tells about that rule (revoked and expired
+# told apart).
+_EXCLUDED = {
+    WHY_WRONG_CAPABILITY: lambda request, rule, context: (
+        f"rule is about {rule.capability}, not {request.capability}"
+    ),
+    WHY_SCOPE: _scope_detail,
+    WHY_REQUESTER: lambda request, rule, context: (
+        f"rule applies only to requests by {rule.requested_by}"
+    ),
+    WHY_REVOKED: lambda request, rule, context: f"revoked at {_when(rule.revoked_at)}",
+    WHY_EXPIRED: lambda request, rule, context: f"valid until {_when(rule.valid_until)}, not after",
+    WHY_NOT_YET_VALID: lambda request, rule, context: f"valid from {_when(rule.valid_from)}",
+}
+
+
+def _ranked(rule: Rule, decision: Decision, top: Rule) -> tuple[str, str]:
+    """D3/D4: where a candidate ranked: below the top tier, tied in a conflicting top tier, or
+    in the top tier that decided."""
+    if rule.id not in decision.rule_ids:
+        return WHY_OUTRANKED, f"outranked by {top.id} ({_tier_label(top)} over {_tier_label(rule)})"
+    if decision.reason == REASON_CONFLICTING_RULES:
+        others = ", ".join(i for i in decision.rule_ids if i != rule.id)
+        return WHY_TIED, f"tied at {_tier_label(rule)} with {others}; their effects differ"
+    return WHY_DECIDED, f"top tier ({_tier_label(rule)}): {rule.effect}"
+
+
 def explain(request: DecisionRequest, rules: Iterable[Rule], context: PolicyContext) -> Explanation:
     """The decision and, for every rule (once, in id order), why it was or was not a candidate
     (D1, D5: revoked and expired are told apart) or how it ranked (D3, D4)."""
     unique = sorted(unique_rules(rules), key=lambda rule: rule.id)
     ranked = sorted((r for r in unique if exclusion(request, r, context) is None), key=rank_key)
     decision = _decision(ranked)
-    tier_ids = set(decision.rule_ids)
     top = ranked[0] if ranked else None
     items = []
     for rule in unique:
         why = exclusion(request, rule, context)
-        if why == WHY_WRONG_CAPABILITY:
-            detail = f"rule is about {rule.capability}, not {request.capability}"
-        elif why == WHY_SCOPE:
-            if rule.user is not None and rule.user != context.user:
-                detail = "rule belongs to another user"
-            else:
-                detail = f"{rule.scope.label()} does not cover this context"
-        elif why == WHY_REQUESTER:
-            detail = f"rule applies only to requests by {rule.requested_by}"
-        elif why == WHY_REVOKED:
-            detail = f"revoked at {_when(rule.revoked_at)}"
-        elif why == WHY_EXPIRED:
-            detail = f"valid until {_when(rule.valid_until)}, not after"
-        elif why == WHY_NOT_YET_VALID:
-            detail = f"valid from {_when(rule.valid_from)}"
-        elif rule.id not in tier_ids:
-            why = WHY_OUTRANKED
-            detail = f"outranked by {top.id} ({_tier_label(top)} over {_tier_label(rule)})"
-        elif decision.reason == REASON_CONFLICTING_RULES:
-            why = WHY_TIED
-            others = ", ".join(i for i in decision.rule_ids if i != rule.id)
-            detail = f"tied at {_tier_label(rule)} with {others}; their effects differ"
+        describe = _EXCLUDED.get(why)
+        if describe is not None:
+            detail = describe(request, rule, context)
         else:
-            why = WHY_DECIDED
-            detail = f"top tier ({_tier_label(rule)}): {rule.effect}"
+            why, detail = _ranked(rule, decision, top)
         items.append(RuleExplanation(rule.id, why, detail))
     return Explanation(decision=decision, rules=tuple(items))
 
@@ -257,6 +269,44 @@ def _outranked_everywhere(
     return None
 
 
+def _lapsed(rule: Rule, now: datetime) -> DeadRule | None:
+    """D5: a rule that can never be a candidate again from `now` on: revoked, expired, or not
+    yet valid but revoked or expiring before it starts. None while it can still decide."""
+    lapse = rule.lapse(now)
+    if lapse == WHY_REVOKED:
+        return DeadRule(rule.id, DEAD_REVOKED)
+    if lapse == WHY_EXPIRED:
+        return DeadRule(rule.id, DEAD_EXPIRED)
+    if _region(rule, now).empty:
+        ends_by_revocation = rule.revoked_at is not None and rule.revoked_at == rule.ends_at
+        return DeadRule(rule.id, DEAD_REVOKED if ends_by_revocation else DEAD_EXPIRED)
+    return None
+
+
+def _conflicts(
+    reachable: list[Rule], live: list[Rule], now: datetime, conv_chars: Mapping
+) -> list[RuleConflict]:
+    """D4: pairs of reachable rules of one tier with different effects that are both
+    candidates somewhere from `now` on where no single higher rule covers them."""
+    conflicts: list[RuleConflict] = []
+    for index, a in enumerate(reachable):
+        for b in reachable[index + 1 :]:
+            if a.tier != b.tier or a.effect == b.effect:
+                continue
+            region = _overlap(a, b, now)
+            if region is None or _outranked_everywhere(region, a.tier, live, conv_chars):
+                continue
+            pair = sorted([a, b], key=lambda rule: rule.id)
+            conflicts.append(
+                RuleConflict(
+                    capability=a.capability,
+                    rule_ids=tuple(rule.id for rule in pair),
+                    effects=tuple(rule.effect for rule in pair),
+                )
+            )
+    return conflicts
+
+
 def check_rules(
     rules: Iterable[Rule],
     *,
@@ -277,19 +327,12 @@ def check_rules(
     considered: a region covered only by several higher rules together is still reported,
     which errs towards telling about a conflict that cannot happen."""
     conv_chars = dict(conversation_characters or {})
-    ordered = sorted(unique_rules(rules), key=rank_key)
     dead: list[DeadRule] = []
     live: list[Rule] = []
-    for rule in ordered:
-        lapse = rule.lapse(now)
-        if lapse == WHY_REVOKED:
-            dead.append(DeadRule(rule.id, DEAD_REVOKED))
-        elif lapse == WHY_EXPIRED:
-            dead.append(DeadRule(rule.id, DEAD_EXPIRED))
-        elif _region(rule, now).empty:
-            # Not yet valid, but revoked or expiring before it starts.
-            ends_by_revocation = rule.revoked_at is not None and rule.revoked_at == rule.ends_at
-            dead.append(DeadRule(rule.id, DEAD_REVOKED if ends_by_revocation else DEAD_EXPIRED))
+    for rule in sorted(unique_rules(rules), key=rank_key):
+        lapsed = _lapsed(rule, now)
+        if lapsed is not None:
+            dead.append(lapsed)
         else:
             live.append(rule)
     reachable: list[Rule] = []
@@ -299,22 +342,7 @@ def check_rules(
             dead.append(DeadRule(rule.id, DEAD_SHADOWED, by=shadow.id))
         else:
             reachable.append(rule)
-    conflicts: list[RuleConflict] = []
-    for index, a in enumerate(reachable):
-        for b in reachable[index + 1 :]:
-            if a.tier != b.tier or a.effect == b.effect:
-                continue
-            region = _overlap(a, b, now)
-            if region is None or _outranked_everywhere(region, a.tier, live, conv_chars):
-                continue
-            pair = sorted([a, b], key=lambda rule: rule.id)
-            conflicts.append(
-                RuleConflict(
-                    capability=a.capability,
-                    rule_ids=tuple(rule.id for rule in pair),
-                    effects=tuple(rule.effect for rule in pair),
-                )
-            )
+    conflicts = _conflicts(reachable, live, now, conv_chars)
     return RuleCheck(
         conflicts=tuple(sorted(conflicts, key=lambda c: (c.capability, c.rule_ids))),
         dead=tuple(sorted(dead, key=lambda d: d.rule_id)),

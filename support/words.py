@@ -114,6 +114,104 @@ def _outranked_because(winner, loser) -> str:
     return "they rank the same; the order is fixed by id"
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What a reason is told against: the resolver's detail, the context's candidates by id,
+    the tombstones by id, who acted, and the time the resolver decided at."""
+
+    detail: str
+    records: Mapping[str, object]
+    tombstones: Mapping[str, tuple[datetime, str]]
+    actors: Actors
+    now: datetime | None
+
+
+def _out_of_scope(record, seen: _Context) -> str:
+    """R1: the record belongs to another place."""
+    return (
+        "Not for this context: it belongs "
+        f"{places.KIND_WORDS.get(record.scope.kind, 'elsewhere')} ({record.scope_id})."
+    )
+
+
+def _erased(record, seen: _Context) -> str:
+    """R2: the record was forgotten; only its skeleton is left."""
+    return (
+        f"Forgotten by {_who(record.id in seen.actors.forgotten)} on "
+        f"{when(record.status_since)}; its value is erased."
+    )
+
+
+def _blocked(record, seen: _Context) -> str:
+    """R4 (F3): a tombstone of the key blocks the record."""
+    tombstone = _named_id(seen.detail, "tombstone ")
+    at, scope_id = seen.tombstones.get(tombstone, (None, ""))
+    if not at:
+        return "Blocked by a forget of this key."
+    where = " everywhere" if scope_id == "*" else ""
+    by = _who(tombstone in seen.actors.tombstones)
+    return (
+        f"Blocked by a forget: {by} forgot this key{where} on {when(at)}, so older "
+        "messages cannot bring it back."
+    )
+
+
+def _not_yet_valid(record, seen: _Context) -> str:
+    """R3: the record starts after the time the resolver decided at."""
+    now = seen.now
+    at = f" ({when_against(now, record.valid_from)})" if now is not None else ""
+    return (
+        f"Not valid yet at this time{at}: it applies from {when_against(record.valid_from, now)}."
+    )
+
+
+def _expired(record, seen: _Context) -> str:
+    """R3: the record ended: retracted (closed at or before its end), or its window ran out."""
+    if (
+        record.retracted_at is not None
+        and record.valid_until is not None
+        and record.retracted_at >= record.valid_until
+    ):
+        return (
+            f"Retracted by {_who(record.id in seen.actors.retracted)} on "
+            f"{when(record.retracted_at)}: marked no longer true."
+        )
+    if record.valid_until is not None:
+        return f"Expired: it applied until {when_against(record.valid_until, seen.now)}."
+    return f"Expired on {when(record.status_since)}."
+
+
+def _superseded(record, seen: _Context) -> str:
+    """R5: a later record replaced it."""
+    successor = seen.records.get(_named_id(seen.detail, "superseded by "))
+    if successor is not None:
+        return (
+            f"Replaced on {when(successor.recorded_at)} by "
+            f"{AUTHORITY_WORDS.get(successor.authority, successor.authority)}."
+        )
+    return f"Replaced by a later value on {when(record.status_since)}."
+
+
+def _outranked(record, seen: _Context) -> str:
+    """R6: another record of the key ranked higher."""
+    winner = seen.records.get(_named_id(seen.detail, "lost to "))
+    if winner is not None:
+        return f"Another value for this key is used instead: {_outranked_because(winner, record)}."
+    return "Another value for this key is used instead."
+
+
+# The resolver's reasons (R1, R3–R6) in words; a forgotten record left out at R2 is told
+# as erased, one left out later as blocked by a forget.
+_REASON_WORDS = {
+    "scope": _out_of_scope,
+    "forgotten": _blocked,
+    "not-yet-valid": _not_yet_valid,
+    "expired": _expired,
+    "superseded": _superseded,
+    "lower-precedence": _outranked,
+}
+
+
 def record_words(
     *,
     step: str,
@@ -131,66 +229,10 @@ def record_words(
     compared with is said precisely enough to be told from it (`when_against`)."""
     if step == "active":
         return "Used: the current value for this key here."
-    if reason == "scope":
-        return (
-            "Not for this context: it belongs "
-            f"{places.KIND_WORDS.get(record.scope.kind, 'elsewhere')} ({record.scope_id})."
-        )
-    if reason == "forgotten" and step == "R2":
-        return (
-            f"Forgotten by {_who(record.id in actors.forgotten)} on {when(record.status_since)}; "
-            "its value is erased."
-        )
-    if reason == "forgotten":
-        tombstone = _named_id(detail, "tombstone ")
-        at, scope_id = tombstones.get(tombstone, (None, ""))
-        where = " everywhere" if scope_id == "*" else ""
-        by = _who(tombstone in actors.tombstones)
-        return (
-            (
-                f"Blocked by a forget: {by} forgot this key{where} on {when(at)}, so older "
-                "messages cannot "
-                "bring it back."
-            )
-            if at
-            else "Blocked by a forget of this key."
-        )
-    if reason == "not-yet-valid":
-        at = f" ({when_against(now, record.valid_from)})" if now is not None else ""
-        return (
-            f"Not valid yet at this time{at}: it applies from "
-            f"{when_against(record.valid_from, now)}."
-        )
-    if reason == "expired":
-        if (
-            record.retracted_at is not None
-            and record.valid_until is not None
-            and record.retracted_at >= record.valid_until
-        ):
-            return (
-                f"Retracted by {_who(record.id in actors.retracted)} on "
-                f"{when(record.retracted_at)}: "
-                "marked no longer true."
-            )
-        if record.valid_until is not None:
-            return f"Expired: it applied until {when_against(record.valid_until, now)}."
-        return f"Expired on {when(record.status_since)}."
-    if reason == "superseded":
-        successor = records.get(_named_id(detail, "superseded by "))
-        if successor is not None:
-            return (
-                f"Replaced on {when(successor.recorded_at)} by "
-                f"{AUTHORITY_WORDS.get(successor.authority, successor.authority)}."
-            )
-        return f"Replaced by a later value on {when(record.status_since)}."
-    if reason == "lower-precedence":
-        winner = records.get(_named_id(detail, "lost to "))
-        if winner is not None:
-            return (
-                f"Another value for this key is used instead: {_outranked_because(winner, record)}."
-            )
-        return "Another value for this key is used instead."
-    return reason
+    words = _erased if reason == "forgotten" and step == "R2" else _REASON_WORDS.get(reason)
+    if words is None:
+        return reason
+    return words(record, _Context(detail, records, tombstones, actors, now))
 
 
 def prompt_words(prompt: str) -> str:

@@ -178,45 +178,15 @@ def read_turn(
         )
         parts += history_parts
         params += history_params
-    if capabilities:
-        rule_columns = [column(PolicyRule, field, "p.") for field in _RULE_FIELDS]
-        scope = [f"p.{name(PolicyRule, 'scope_kind')} = 'global'"]
-        scope.append(
-            f"(p.{name(PolicyRule, 'scope_kind')} = 'character' "
-            f"AND p.{name(PolicyRule, 'character')} = %s)"
-        )
-        scope.append(
-            f"(p.{name(PolicyRule, 'scope_kind')} IN ('conversation', 'scene') "
-            f"AND p.{name(PolicyRule, 'conversation')} = %s)"
-        )
-        parts.append(
-            json_rows(
-                vendor,
-                rule_columns,
-                f"FROM {reader.table(PolicyRule)} p WHERE p.{name(PolicyRule, 'user')} = %s "
-                f"AND p.{name(PolicyRule, 'capability')} IN "
-                f"({', '.join(['%s'] * len(capabilities))}) "
-                f"AND ({' OR '.join(scope)})",
-            )
-        )
-        params += [user.pk, *capabilities, conversation.character_id]
-        params.append(reader.param(PolicyRule, "conversation", conversation.pk))
-        parts.append(
-            f"(SELECT {name(UserPolicyVersion, 'version')} "
-            f"FROM {reader.table(UserPolicyVersion)} "
-            f"WHERE {name(UserPolicyVersion, 'user')} = %s)"
-        )
-        params.append(user.pk)
+    rule_parts, rule_params = _rule_parts(reader, vendor, conversation, capabilities)
+    parts += rule_parts
+    params += rule_params
     if registry and remembers:
         parts.append(registry_part(reader))
     # Nothing to read (SQLite, a stored turn whose message alone overflows the budget): the
     # plan step refuses it (I3) from the message alone.
     row = list(reader.fetch("SELECT " + ", ".join(parts), params)[0]) if parts else []
-    now = (
-        datetime.fromisoformat(row.pop(0))
-        if vendor == "postgresql"
-        else timezone.now().astimezone(UTC)
-    )
+    now = _turn_now(vendor, row)
     existing = row.pop(0) if turn_key is not None else None
     last_named = row.pop(0) if learning else None
     if remembers:
@@ -226,11 +196,7 @@ def read_turn(
         history, texts = _history_read(
             reader, vendor, row, held, conversation, boundary, room=room, n_recent=n_recent
         )
-    rules: list[tuple[tuple, Rule]] = []
-    policy_version = 0
-    if capabilities:
-        rules = _parse_rules(json.loads(row.pop(0)), user.username, character)
-        policy_version = row.pop(0) or 0
+    rules, policy_version = _read_rules(row, capabilities, user.username, character)
     keys = [tuple(found) for found in json.loads(row.pop(0))] if registry and remembers else None
     return TurnRows(
         now=now,
@@ -242,6 +208,64 @@ def read_turn(
         user_policy_version=policy_version,
         registry_rows=keys,
     )
+
+
+def _turn_now(vendor: str, row: list) -> datetime:
+    """The turn's time: PostgreSQL's clock as the statement read it (the row's first column),
+    else this process's."""
+    if vendor == "postgresql":
+        return datetime.fromisoformat(row.pop(0))
+    return timezone.now().astimezone(UTC)
+
+
+def _rule_parts(
+    reader: RawReader, vendor: str, conversation: Conversation, capabilities: list[str]
+) -> tuple[list[str], list]:
+    """The turn's read's policy parts (SPEC §6) and their parameters: the user's rules of the
+    asked capabilities whose scope can cover the conversation (D1 decides the rest), as one
+    JSON column, and the user's policy version. Nothing when no capability is asked."""
+    if not capabilities:
+        return [], []
+    column, name = reader.column, reader.name
+    user = conversation.user
+    rule_columns = [column(PolicyRule, field, "p.") for field in _RULE_FIELDS]
+    scope = [f"p.{name(PolicyRule, 'scope_kind')} = 'global'"]
+    scope.append(
+        f"(p.{name(PolicyRule, 'scope_kind')} = 'character' "
+        f"AND p.{name(PolicyRule, 'character')} = %s)"
+    )
+    scope.append(
+        f"(p.{name(PolicyRule, 'scope_kind')} IN ('conversation', 'scene') "
+        f"AND p.{name(PolicyRule, 'conversation')} = %s)"
+    )
+    parts = [
+        json_rows(
+            vendor,
+            rule_columns,
+            f"FROM {reader.table(PolicyRule)} p WHERE p.{name(PolicyRule, 'user')} = %s "
+            f"AND p.{name(PolicyRule, 'capability')} IN "
+            f"({', '.join(['%s'] * len(capabilities))}) "
+            f"AND ({' OR '.join(scope)})",
+        ),
+        f"(SELECT {name(UserPolicyVersion, 'version')} "
+        f"FROM {reader.table(UserPolicyVersion)} "
+        f"WHERE {name(UserPolicyVersion, 'user')} = %s)",
+    ]
+    params = [user.pk, *capabilities, conversation.character_id]
+    params.append(reader.param(PolicyRule, "conversation", conversation.pk))
+    params.append(user.pk)
+    return parts, params
+
+
+def _read_rules(
+    row: list, capabilities: list[str], username: str, character: str
+) -> tuple[list[tuple[tuple, Rule]], int]:
+    """The policy parts read back: the rules (each with its place in the model's order) and
+    the user's policy version (0 before any change); nothing when no capability was asked."""
+    if not capabilities:
+        return [], 0
+    rules = _parse_rules(json.loads(row.pop(0)), username, character)
+    return rules, row.pop(0) or 0
 
 
 def _history_part(reader: RawReader, vendor: str, *, since: bool = False) -> str:

@@ -188,23 +188,23 @@ def _strip_edges(v: str) -> str:
     return v[i:j]
 
 
-def _clean(raw: str, kind: str) -> tuple[str | None, bool]:
-    """Clean a captured value. Returns (value or None, whether a contrast tail was cut)."""
-    v = " ".join(raw.split())
-    contrast = False
+def _cut_contrast(v: str) -> tuple[str, bool]:
+    """Cut a contrast tail ("X, not Y", "X rather than Y"): the value is what comes before it.
+    A "not" right after an auxiliary ("it is not", "I'm not") is the statement itself, not a
+    contrast, and one at the very start is no tail. Returns (value, whether a tail was cut)."""
     for m in _CONTRAST.finditer(v):
         if m.start() == 0:
             continue
         before = v[max(0, m.start() - 20) : m.start()].split()
         if before and before[-1].lower() in _AUX_BEFORE_NOT:
             continue
-        v, contrast = v[: m.start()], True
-        break
-    cut = _CUTS[kind].search(v)
-    if cut and cut.start() > 0:
-        v = v[: cut.start()]
-    if len(v) > VALUE_MAX + 100:  # fillers and punctuation cannot bring it under the limit
-        return None, contrast
+        return v[: m.start()], True
+    return v, False
+
+
+def _strip_tails(v: str, kind: str) -> str:
+    """Strip edge punctuation and filler tails ("now", "lol"), and for a place a time tail
+    ("last year"), until nothing changes (at most 20 rounds)."""
     previous = None
     for _ in range(20):
         if previous == v:
@@ -214,24 +214,45 @@ def _clean(raw: str, kind: str) -> tuple[str | None, bool]:
         v = _FILLER_TAIL.sub("", v)
         if kind == "place":
             v = _TIME_TAIL.sub("", v)
-    v = unicodedata.normalize("NFC", v).strip()
+    return v
+
+
+def _bad_name(v: str, words: list[str], first: str) -> bool:
+    return len(words) > 5 or first in _NAME_BAD_FIRST
+
+
+def _bad_place(v: str, words: list[str], first: str) -> bool:
+    return first in _PLACE_BAD_FIRST or v.lower() in _PRONOUNS
+
+
+def _bad_pref(v: str, words: list[str], first: str) -> bool:
+    return first in _PREF_BAD_FIRST or v.lower() in _PRONOUNS
+
+
+def _bad_role(v: str, words: list[str], first: str) -> bool:
+    """A role is judged by its head noun ("teacher" of "teacher at the school")."""
+    head = re.split(r"\s+(?:of|at|for|in|with|from|on)\s+", v, maxsplit=1, flags=re.I)[0]
+    return len(words) > 8 or head.split()[-1].lower() in _NON_ROLE or first in _PRONOUNS
+
+
+# What each kind of value rejects after cleaning (its first word, its length, a pronoun).
+_REJECTS = {"name": _bad_name, "place": _bad_place, "pref": _bad_pref, "role": _bad_role}
+
+
+def _clean(raw: str, kind: str) -> tuple[str | None, bool]:
+    """Clean a captured value. Returns (value or None, whether a contrast tail was cut)."""
+    v, contrast = _cut_contrast(" ".join(raw.split()))
+    cut = _CUTS[kind].search(v)
+    if cut and cut.start() > 0:
+        v = v[: cut.start()]
+    if len(v) > VALUE_MAX + 100:  # fillers and punctuation cannot bring it under the limit
+        return None, contrast
+    v = unicodedata.normalize("NFC", _strip_tails(v, kind)).strip()
     if not v or len(v) > VALUE_MAX:
         return None, contrast
     words = v.split()
-    first = words[0].lower()
-    if kind == "name":
-        if len(words) > 5 or first in _NAME_BAD_FIRST:
-            return None, contrast
-    elif kind == "place":
-        if first in _PLACE_BAD_FIRST or v.lower() in _PRONOUNS:
-            return None, contrast
-    elif kind == "pref":
-        if first in _PREF_BAD_FIRST or v.lower() in _PRONOUNS:
-            return None, contrast
-    elif kind == "role":
-        head = re.split(r"\s+(?:of|at|for|in|with|from|on)\s+", v, maxsplit=1, flags=re.I)[0]
-        if len(words) > 8 or head.split()[-1].lower() in _NON_ROLE or first in _PRONOUNS:
-            return None, contrast
+    if _REJECTS[kind](v, words, words[0].lower()):
+        return None, contrast
     return v, contrast
 
 

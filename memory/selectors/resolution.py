@@ -186,58 +186,77 @@ def remembered_now(user, *, now: datetime | None = None, context=None, keys=None
 def _remembered(user, *, now, context, keys) -> Remembered:
     keys = list(keys) if keys else None
     if context is not None:
-        domain = context.domain
-        if domain.now.tzinfo is not UTC and domain.now.utcoffset() is not None:
-            # The resolver compares `now` with every record's times: in the records' own tzinfo
-            # (UTC) each comparison is a plain one, in an equal but different tzinfo object (a
-            # parsed `now` carries ZoneInfo("UTC")) each costs two utcoffset() calls.
-            domain = dataclasses.replace(domain, now=domain.now.astimezone(UTC))
-        if not keys:
-            found = _context_remembered(user, context, domain)
-            if found is not None:
-                return found
-        records = candidate_records(context, keys)
-        contexts = {None: domain}
-        now = domain.now
-    else:
-        if now is None:
-            now = db_now()
-        qs = MemoryRecord.objects.filter(user=user).exclude(status="forgotten")
-        if keys:
-            qs = qs.filter(key__in=keys)
-        records = records_to_domain(qs, user.username)
-        contexts = {}
-        for record in records:
-            if record.scope_id not in contexts:
-                scope = record.scope
-                contexts[record.scope_id] = Context(
-                    user=user.username,
-                    character=scope.character,
-                    conversation=scope.conversation,
-                    scene=scope.scene,
-                    now=now,
-                )
+        return _remembered_in_context(user, context, keys)
+    return _remembered_in_every_scope(user, now, keys)
+
+
+def _utc_domain(domain):
+    """The context with `now` in UTC's own tzinfo. The resolver compares `now` with every
+    record's times: in the records' own tzinfo (UTC) each comparison is a plain one, in an
+    equal but different tzinfo object (a parsed `now` carries ZoneInfo("UTC")) each costs two
+    utcoffset() calls."""
+    if domain.now.tzinfo is not UTC and domain.now.utcoffset() is not None:
+        return dataclasses.replace(domain, now=domain.now.astimezone(UTC))
+    return domain
+
+
+def _remembered_in_context(user, context, keys) -> Remembered:
+    """One loaded context: its whole memory through the door a turn takes when no keys narrow
+    it, else its candidate records, resolved once (SPEC §3)."""
+    domain = _utc_domain(context.domain)
+    if not keys:
+        found = _context_remembered(user, context, domain)
+        if found is not None:
+            return found
+    records = candidate_records(context, keys)
     keyed, tombstones, secret = registry_tombstones_secret(user, keys)
-    if context is not None:
-        resolutions = {
-            None: resolve(
-                records, tombstones, contexts[None], many_keys=keyed.many_keys, secret=secret
+    resolutions = {
+        None: resolve(records, tombstones, domain, many_keys=keyed.many_keys, secret=secret)
+    }
+    return Remembered(records, keyed, tombstones, resolutions, domain.now, secret=secret)
+
+
+def _scope_contexts(user, records, now) -> dict[str, Context]:
+    """The context of each scope the records live in (R1: a scope's own records are kept for
+    any context that includes it)."""
+    contexts: dict[str, Context] = {}
+    for record in records:
+        if record.scope_id not in contexts:
+            scope = record.scope
+            contexts[record.scope_id] = Context(
+                user=user.username,
+                character=scope.character,
+                conversation=scope.conversation,
+                scene=scope.scene,
+                now=now,
             )
-        }
-    else:
-        by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
-        for record in records:
-            by_scope[record.scope_id].append(record)
-        resolutions = {
-            scope_id: resolve(
-                by_scope[scope_id],
-                tombstones,
-                contexts[scope_id],
-                many_keys=keyed.many_keys,
-                secret=secret,
-            )
-            for scope_id in sorted(by_scope)
-        }
+    return contexts
+
+
+def _remembered_in_every_scope(user, now, keys) -> Remembered:
+    """Every scope the user has: one pure resolve per scope, forgotten skeletons unread (R2,
+    R5; see `remembered_now`)."""
+    if now is None:
+        now = db_now()
+    qs = MemoryRecord.objects.filter(user=user).exclude(status="forgotten")
+    if keys:
+        qs = qs.filter(key__in=keys)
+    records = records_to_domain(qs, user.username)
+    contexts = _scope_contexts(user, records, now)
+    keyed, tombstones, secret = registry_tombstones_secret(user, keys)
+    by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
+    for record in records:
+        by_scope[record.scope_id].append(record)
+    resolutions = {
+        scope_id: resolve(
+            by_scope[scope_id],
+            tombstones,
+            contexts[scope_id],
+            many_keys=keyed.many_keys,
+            secret=secret,
+        )
+        for scope_id in sorted(by_scope)
+    }
     return Remembered(records, keyed, tombstones, resolutions, now, secret=secret)
 
 
