@@ -78,6 +78,7 @@ HEALTH_P99_MS = 50.0
 # cut) is asserted with FAULT_SUITE_TIMING=1, on a machine that runs nothing else; otherwise
 # the figures are printed (`-s`) and only "it always answered" is asserted.
 TIMING = os.environ.get("FAULT_SUITE_TIMING") == "1"
+PROBE_TIMEOUT = 10.0
 
 pytestmark = [
     pytest.mark.skipif(
@@ -217,7 +218,9 @@ def test_it_degrades_under_faults_and_never_breaks_an_invariant(rig):
     def prober() -> None:
         while not stop.is_set():
             at = time.monotonic()
-            status, _, ms = get(server.port, "/healthz", timeout=2)
+            # "It answers", not "it answers fast" (that is the timing target above): a probe
+            # waits up to 10 s, so a machine busy with other work does not read as no answer.
+            status, _, ms = get(server.port, "/healthz", timeout=PROBE_TIMEOUT)
             health.append((at, status, ms))
             time.sleep(0.02)
 
