@@ -1,9 +1,15 @@
 """The reads of connections: a user's list for the page, the characters a connection may act
-for, and the names of the connections that asked for decisions (support's admin)."""
+for, what a call through one may reach and recall, and the names of the connections that
+asked for decisions (support's admin)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from conversations.selectors import conversation_list
+from memory.selectors.resolution import ContextResolution
+from memory.switches import memory_settings_of, prompt_projection
+from turns.relevance import query_terms, relevance_order
 
 from .models import Connection
 
@@ -23,6 +29,41 @@ def character_slugs(connection: Connection) -> frozenset[str] | None:
 def reachable_conversations(user, slugs: frozenset[str]) -> frozenset[str]:
     """The ids of the user's conversations with the characters `slugs` (one query)."""
     return frozenset(str(c.pk) for c in conversation_list(user) if c.character.slug in slugs)
+
+
+@dataclass
+class Call:
+    connection: Connection
+    slugs: frozenset[str] | None  # None: every character
+    _conversations: frozenset[str] | None = None
+
+    @property
+    def user(self):
+        return self.connection.user
+
+    @classmethod
+    def of(cls, connection: Connection) -> Call:
+        return cls(connection, character_slugs(connection))
+
+    @property
+    def provenance(self) -> tuple[str, str]:
+        """What the connection's writes store as who told them (SPEC §15 M3): id and name."""
+        return (str(self.connection.pk), self.connection.name)
+
+    def conversations(self) -> frozenset[str]:
+        """The ids of the conversations a connection for some characters reaches (read once)."""
+        if self._conversations is None:
+            self._conversations = reachable_conversations(self.user, self.slugs or frozenset())
+        return self._conversations
+
+
+def recalled(ctx, query: str, limit: int) -> list:
+    """M3 `recall`: what a prompt for the context would hold (R1–R8 and the user's switches,
+    I8), most relevant to `query` first (I6), at most `limit`."""
+    result = ContextResolution(ctx)
+    prompt = prompt_projection(result.projection, memory_settings_of(ctx.user)).prompt
+    order, _ = relevance_order(prompt, query_terms(query), ())
+    return [prompt[i] for i in order[:limit]]
 
 
 REQUESTER = "connection:"  # DecisionLog.requester of a connection's decisions (SPEC §15 M3)

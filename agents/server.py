@@ -32,7 +32,8 @@ from config.observability import current_request_id
 from . import credentials
 from .arguments import ArgumentError, checked
 from .models import Connection
-from .tools import BY_NAME, TOOLS, Call
+from .selectors import Call
+from .tools import BY_NAME, TOOLS
 
 log = logging.getLogger("companion.agents")
 

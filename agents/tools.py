@@ -15,7 +15,6 @@ from config.errors import DomainError, NotFound, ValidationError
 from conversations.domain import Scope
 from conversations.selectors import character_by_slug, conversation_of_user, load_context
 from memory import asking, forgetting, services
-from memory.selectors.resolution import ContextResolution
 from memory.selectors.states import memory_list, memory_stated
 from memory.serializers import (
     ACTIVE,
@@ -24,14 +23,12 @@ from memory.serializers import (
     listed_memory_json,
     memory_json,
 )
-from memory.switches import memory_settings_of, prompt_projection
+from memory.switches import memory_settings_of
 from policy.serializers import DecisionOutput
 from policy.services import decision_make
-from turns.relevance import query_terms, relevance_order
 
 from . import schemas as s
-from .models import Connection
-from .selectors import character_slugs, reachable_conversations, requester_of
+from .selectors import Call, recalled, requester_of
 
 RECALL_DEFAULT = 20
 RECALL_MAX = 100
@@ -44,32 +41,6 @@ class MemoryOff(DomainError):
     code = "memory_off"
     status = 409
     title = "Memory is switched off"
-
-
-@dataclass
-class Call:
-    connection: Connection
-    slugs: frozenset[str] | None  # None: every character
-    _conversations: frozenset[str] | None = None
-
-    @property
-    def user(self):
-        return self.connection.user
-
-    @classmethod
-    def of(cls, connection: Connection) -> Call:
-        return cls(connection, character_slugs(connection))
-
-    @property
-    def provenance(self) -> tuple[str, str]:
-        """What the connection's writes store as who told them (SPEC §15 M3): id and name."""
-        return (str(self.connection.pk), self.connection.name)
-
-    def conversations(self) -> frozenset[str]:
-        """The ids of the conversations a connection for some characters reaches (read once)."""
-        if self._conversations is None:
-            self._conversations = reachable_conversations(self.user, self.slugs or frozenset())
-        return self._conversations
 
 
 @dataclass(frozen=True)
@@ -157,20 +128,17 @@ def _use_on(call: Call) -> None:
 def recall(call: Call, args: dict) -> dict:
     _use_on(call)
     ctx = _context(call, character=args.get("character"), conversation=args.get("conversation"))
-    result = ContextResolution(ctx)
-    prompt = prompt_projection(result.projection, memory_settings_of(ctx.user)).prompt
-    order, _ = relevance_order(prompt, query_terms(args.get("query") or ""), ())
-    limit = args.get("limit", RECALL_DEFAULT)
+    found = recalled(ctx, args.get("query") or "", args.get("limit", RECALL_DEFAULT))
     return {
         "memories": [
             {
-                "id": prompt[i].record.id,
-                "key": prompt[i].key,
-                "label": prompt[i].label,
-                "value": prompt[i].value,
-                "certainty": prompt[i].certainty,
+                "id": memory.record.id,
+                "key": memory.key,
+                "label": memory.label,
+                "value": memory.value,
+                "certainty": memory.certainty,
             }
-            for i in order[:limit]
+            for memory in found
         ]
     }
 

@@ -11,7 +11,7 @@ statements or per-process copies itself:
    `memory.triggers`) when no removal came after it, every one otherwise. `at_version`
    answers the state as of the version read: the process's copy
    (`memory.storage.MEMORY_CACHE`) as it is, or caught up with the rows changed since
-   (`memory.current.caught_up`), or what was read whole; with the resolution this process
+   (`memory.catch_up.caught_up`), or what was read whole; with the resolution this process
    made last, which the pure pass reuses group of keys by group of keys while it holds
    (`memory.current.resolve_keyed`).
 2. **Apply a batch of writes** (`apply_writes`): the rows of the pure pass's write plan join
@@ -38,7 +38,8 @@ from django.db import connections, transaction
 from config.storage import RawReader, RowWriter, json_rows
 
 from . import storage
-from .current import EMPTY, ContextState, Resolved, caught_up
+from .catch_up import caught_up
+from .current import EMPTY, ContextState, Resolved
 from .domain import MemoryRecord as DomainRecord
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemoryVersion, SlotRetraction
 from .selectors.records import (
@@ -190,7 +191,7 @@ class ContextMemory:
         # What the writes left is kept at the version read, and only once they commit: the
         # user's version has moved past it by then, so the next read catches this state up
         # with every row stamped after it — these writes' own rows too, which replace
-        # themselves (`memory.current.caught_up`) — and no version is read back. A
+        # themselves (`memory.catch_up.caught_up`) — and no version is read back. A
         # transaction that rolls back keeps nothing, so no process holds a row that never
         # was.
         transaction.on_commit(

@@ -199,7 +199,7 @@ def context_state_parts(
 
     With `catch_up`, the user's removal version comes second and, when the caller holds the
     state at `cached_version` and no removal came after it, the arrays hold only the rows
-    changed after it (`memory.current.caught_up`); otherwise every row."""
+    changed after it (`memory.catch_up.caught_up`); otherwise every row."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
     scopes = ", ".join(["%s"] * len(scope_ids))

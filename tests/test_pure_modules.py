@@ -35,6 +35,7 @@ PURE = [
     "memory.normalisation",
     "memory.mentions",
     "memory.current",
+    "memory.catch_up",
     "memory.reasons",
     "conversations.plan_snapshot",
     "conversations.places",

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from conversations.domain import Scope
 from memory import current
+from memory.catch_up import caught_up
 from memory.current import (
     ContextState,
     KeyGroups,
     Resolved,
-    caught_up,
     group_of,
     resolve_context,
     resolve_keyed,
