@@ -25,6 +25,7 @@ from django.views.decorators.http import require_POST
 from config.errors import ValidationError
 from config.pages import day, form_errors_from, private_page, when
 from conversations.selectors import conversation_for_page, conversations_of
+from conversations.services import conversation_delete, user_delete
 from memory import services as memory_services
 from memory.forgetting import memory_forget_all, withheld_total
 from memory.presentation import CERTAINTY, Sentence, Wording, by_scoped_key, standing
@@ -32,12 +33,10 @@ from memory.selectors.pages import key_templates
 from policy.presentation import capability_name
 from support.selectors import reveals_of  # S2: "Support access" on Your data
 
-from .conversation_writes import conversation_delete
 from .forms import DeleteAccountForm, TimeZoneForm, zone_words
 from .portability import user_export
 from .selectors import data_counts, replies_used, transcript
 from .used import Held, Used, used
-from .users import user_delete
 
 
 @private_page

@@ -107,7 +107,7 @@ def test_it_needs_a_runtime_token(client):
 
 
 def test_it_holds_only_user_deleted_in_a_deleted_users_feed(api, world):
-    from turns.users import user_delete
+    from conversations.services import user_delete
 
     user_delete(user=world[0])
     body = api.get("/api/v1/events", {"user": "sam"}).json()
