@@ -11,7 +11,7 @@ from config.api import paginated, problems, query_params, represented, validated
 from config.clock import db_now
 from config.errors import ValidationError
 from config.serializers import EmptyQuery
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import load_context, user_by_ref
 
 from . import asking, forgetting, services

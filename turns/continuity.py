@@ -28,7 +28,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from config.clock import db_now
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import LoadedContext
 from conversations.services import character_put, conversation_create, user_delete, user_put
 from memory.forgetting import forget_key

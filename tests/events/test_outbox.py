@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import OperationalError, connection
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.services import conversation_delete, user_delete
 from events import outbox
 from events.models import Event

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from drf_spectacular.validation import validate_schema
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.services import conversation_delete, user_delete
 from events import delivery
 from events.models import Delivery, Event, Lane

@@ -7,7 +7,7 @@ invalidation's guarantees."""
 import pytest
 from django.db import connection
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.services import conversation_delete
 from memory.forgetting import forget_key, tombstone_delete
 from memory.models import MemoryRecord, MemorySource, SlotRetraction, Tombstone

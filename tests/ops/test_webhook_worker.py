@@ -57,7 +57,7 @@ def loopback(settings):
 def session():
     """A scripted session of two users: turns that learn, a correction, a forget, a switch, a
     boundary, a deleted conversation."""
-    from conversations.domain import Scope
+    from conversations.scopes import Scope
     from conversations.services import conversation_delete
     from memory import forgetting
     from memory import services as memory_services

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from events.feed import Position, encode_cursor
 from events.models import Event
 from memory import forgetting
