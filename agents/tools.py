@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from config.api import represented
 from config.clock import db_now
 from config.errors import DomainError, NotFound, ValidationError
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import character_by_slug, conversation_of_user, load_context
 from memory import asking, forgetting, services
 from memory.selectors.states import memory_list, memory_stated

@@ -22,7 +22,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from conversations.domain import Context, Scope
+from conversations.domain import Context
+from conversations.scopes import Scope
 from memory.domain import AUTHORITY_RANK, MemoryRecord, Tombstone, normalise_value, value_hash
 
 # The instant every world is built around (the benchmarks resolve "now" = NOW).

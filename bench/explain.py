@@ -113,7 +113,7 @@ class Case:
 
 def load_cases(records: list[int], messages: list[int], seed: int) -> list[Case]:
     """One user per (records, messages), each with a main conversation of `messages`."""
-    from conversations.domain import scope_ids_of
+    from conversations.scopes import scope_ids_of
 
     from . import data, load
 

@@ -29,8 +29,8 @@ def run(n_messages: int, rounds: int, log) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from conversations.domain import Scope
     from conversations.models import Character, Conversation, Message
+    from conversations.scopes import Scope
     from memory.forgetting import forget_key, tombstone_delete
     from memory.models import Tombstone
     from memory.services import memory_assert

@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import RESOLVER_VERSION, MemoryRecord, ProjectedMemory
 from memory.projection import project
 from turns.planner import PlanMessage, PlanParams, build_plan

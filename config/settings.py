@@ -303,7 +303,7 @@ SPECTACULAR_SETTINGS = {
         "MemoryStateEnum": "memory.domain.STATES",  # SPEC E1
         "MemoryStateRuleEnum": [(r, r) for r in ("R2", "R3", "R4", "R5", "R6")],
         "TurnStatusEnum": [("open", "open"), ("replied", "replied")],
-        "MemoryScopeKindEnum": "conversations.domain.SCOPE_KINDS",
+        "MemoryScopeKindEnum": "conversations.scopes.SCOPE_KINDS",
         # C5: a tombstone's scope kinds, a memory scope's and `everywhere`.
         "TombstoneScopeKindEnum": "memory.serializers.TOMBSTONE_SCOPE_KINDS",
         "PlanExclusionKindEnum": [("memory", "memory"), ("message", "message")],

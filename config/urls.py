@@ -9,12 +9,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from agents import urls as agents_urls
 from config import ops, views
 from config.pages import SignInForm, SignOutView
+from conversations import urls as conversations_urls
 from events import urls as events_urls
 from memory import urls as memory_urls
 from policy import urls as policy_urls
 from turns import urls as turns_urls
 
 api_v1 = [
+    path("", include((conversations_urls.api, "conversations_api"))),
     path("", include((turns_urls.api, "turns_api"))),
     path("", include((memory_urls.api, "memory_api"))),
     path("", include((policy_urls.api, "policy_api"))),

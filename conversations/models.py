@@ -1,8 +1,31 @@
 import uuid
+from functools import reduce
+from operator import or_
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from .scopes import SCOPE_REFERENCES
+
+
+def scope_shapes(widest: str) -> Q:
+    """The check of a stored scope (SPEC §1 for memory, §6 for policy, with `widest` its widest
+    kind, `user` or `global`): each kind with exactly the references `SCOPE_REFERENCES` gives
+    it set and the others null."""
+    return reduce(
+        or_,
+        (
+            Q(
+                scope_kind=kind,
+                **{
+                    f"{reference}__isnull": reference not in SCOPE_REFERENCES[kind]
+                    for reference in ("character", "conversation", "scene")
+                },
+            )
+            for kind in (widest, "character", "conversation", "scene")
+        ),
+    )
 
 
 class Character(models.Model):

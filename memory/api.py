@@ -11,7 +11,7 @@ from config.api import paginated, problems, query_params, represented, validated
 from config.clock import db_now
 from config.errors import ValidationError
 from config.serializers import EmptyQuery
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import load_context, user_by_ref
 
 from . import asking, forgetting, services
@@ -145,7 +145,8 @@ class MemoryConfirmApi(APIView):
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
         description="Record that the user confirmed this memory: a new version with the same "
         "value and authority `user-confirmed`, which outranks what was inferred. A memory that "
-        "is no longer current is a 409.",
+        "is no longer current is a 409, unless what holds it now is the user's own word for "
+        "the same value (this confirm made again): 200 `unchanged` with that memory (§2).",
     )
     def post(self, request, memory_id):
         validated(EmptyInput, request.data)
@@ -161,7 +162,8 @@ class MemoryCorrectApi(APIView):
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
         description="Replace this memory's value with the one the user gave: a new version with "
         "authority `user-corrected` that supersedes it. A memory that is no longer current is "
-        "a 409.",
+        "a 409, unless what holds it now is the user's own word for this value (this "
+        "correction made again): 200 `unchanged` with that memory (§2).",
     )
     def post(self, request, memory_id):
         data = validated(MemoryCorrectInput, request.data)

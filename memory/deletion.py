@@ -1,5 +1,6 @@
-"""What deleting a conversation or a user does to memory (SPEC §7, §9): the turn's app deletes
-the transcript's rows, memory lets go of what pointed into them first."""
+"""What deleting a conversation or a user does to memory (SPEC §7, §9): the conversations app
+deletes the transcript's rows, memory lets go of what pointed into them first (registered in
+`memory.apps` with `conversations.dependents`)."""
 
 from __future__ import annotations
 

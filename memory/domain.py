@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary

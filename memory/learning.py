@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from config.errors import AuthorityConflict
-from conversations.domain import Context, Scope
+from conversations.domain import Context
+from conversations.scopes import Scope
 
 from .domain import AUTHORITY_RANK, Tombstone, normalise_value
 from .projection import project

@@ -20,7 +20,7 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from conversations.domain import SCOPE_NARROWNESS
+from conversations.scopes import SCOPE_NARROWNESS
 
 from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord

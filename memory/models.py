@@ -6,7 +6,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from conversations.domain import Scope
+from conversations.models import scope_shapes
+from conversations.scopes import Scope
 
 from .domain import AUTHORITIES, CARDINALITIES, STATUSES
 
@@ -105,25 +106,6 @@ class MemoryProfile(models.Model):
         return bytes.fromhex(self.secret)
 
 
-# R1 scope shapes: exactly the references each kind needs (SPEC §1).
-SCOPE_SHAPES = (
-    Q(scope_kind="user", character__isnull=True, conversation__isnull=True, scene__isnull=True)
-    | Q(
-        scope_kind="character",
-        character__isnull=False,
-        conversation__isnull=True,
-        scene__isnull=True,
-    )
-    | Q(
-        scope_kind="conversation",
-        character__isnull=True,
-        conversation__isnull=False,
-        scene__isnull=True,
-    )
-    | Q(scope_kind="scene", character__isnull=True, conversation__isnull=False, scene__isnull=False)
-)
-
-
 class MemoryRecord(models.Model):
     """One version of a remembered fact (SPEC §1). Rows are never deleted by the services:
     superseded and expired rows stay, forgotten ones become skeletons (F2)."""
@@ -180,7 +162,7 @@ class MemoryRecord(models.Model):
             models.UniqueConstraint(
                 fields=["user", "scope_id", "key", "version"], name="memory_version_unique"
             ),
-            models.CheckConstraint(condition=SCOPE_SHAPES, name="memory_scope_shape"),
+            models.CheckConstraint(condition=scope_shapes("user"), name="memory_scope_shape"),
             models.CheckConstraint(
                 condition=Q(status="active") | Q(status_since__isnull=False),
                 name="memory_status_since",

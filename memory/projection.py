@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 
 from config.builders import build_slotted
-from conversations.domain import SCOPE_NARROWNESS
+from conversations.scopes import SCOPE_NARROWNESS
 from memory.domain import (
     REASON_LOW_CONFIDENCE,
     REASON_SHADOWED,

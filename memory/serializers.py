@@ -14,7 +14,7 @@ from config.serializers import (
     ScopeOutput,
     StrictSerializer,
 )
-from conversations.domain import scope_from_id
+from conversations.scopes import scope_dict_of_id
 
 from .domain import (
     AUTHORITIES,
@@ -279,7 +279,7 @@ class TombstoneOutput(serializers.Serializer):
 
     @extend_schema_field(TombstoneScopeOutput)
     def get_scope(self, obj) -> dict:
-        return scope_from_id(obj.scope_id)
+        return scope_dict_of_id(obj.scope_id)
 
     def get_has_value_hash(self, obj) -> bool:
         return obj.value_hash is not None

@@ -21,7 +21,7 @@ from django.db import connections
 
 from config.builders import build_slotted
 from config.storage import RawReader, json_rows, parse_datetimes
-from conversations.domain import Scope
+from conversations.scopes import scope_of_id
 
 from .current import ContextState, Resolved
 from .domain import MemoryRecord as DomainRecord
@@ -56,19 +56,6 @@ RECORD_FIELDS = (
     "told_by_connection",
     "told_by_name",
 )
-
-
-def scope_from_id(kind: str, scope_id: str, scene: str | None = None) -> Scope:
-    """Rebuild a Scope from its stable id (SPEC §1) without joining characters or
-    conversations: user refs, slugs and UUIDs never contain a colon."""
-    if kind == "user":
-        return Scope("user")
-    if kind == "character":
-        return Scope("character", character=scope_id.rsplit(":", 1)[1])
-    if kind == "conversation":
-        return Scope("conversation", conversation=scope_id.split(":", 1)[1])
-    _, conversation, scene_id = scope_id.split(":", 2)
-    return Scope("scene", conversation=conversation, scene=scene if scene is not None else scene_id)
 
 
 def record_sql(reader: RawReader) -> dict[str, str]:
@@ -162,18 +149,12 @@ def build_records(
     share one `Scope` object."""
     n = len(columns[0])
     index = RECORD_FIELDS.index
-    kinds, scope_ids, scenes = (
-        columns[index("scope_kind")],
-        columns[index("scope_id")],
-        columns[index("scene")],
-    )
-    scopes: dict[tuple, Scope] = {}
-    for key in set(zip(kinds, scope_ids, scenes, strict=True)):
-        scopes[key] = scope_from_id(*key)
+    scope_ids = columns[index("scope_id")]
+    scopes = {scope_id: scope_of_id(scope_id) for scope_id in set(scope_ids)}
     empty: tuple = ()
     values = {field: columns[index(column)] for column, field in _COLUMN_FIELDS.items()}
     values["user"] = repeat(username, n)
-    values["scope"] = list(map(scopes.__getitem__, zip(kinds, scope_ids, scenes, strict=True)))
+    values["scope"] = list(map(scopes.__getitem__, scope_ids))
     values["sources"] = [tuple(sorted(found)) if found else empty for found in found_sources]
     told = zip(columns[index("told_by_connection")], columns[index("told_by_name")], strict=True)
     values["told_by"] = [(found, name) if found else empty for found, name in told]

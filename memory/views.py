@@ -33,7 +33,6 @@ from config.pages import (
 )
 
 from . import services
-from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
 from .forms import SEARCH_MAX, CorrectForm, MemorySwitchesForm
 from .list_page import PAGE_SIZE, SWITCHES_ANCHOR, memory_list_page
@@ -171,44 +170,15 @@ def memory_filter_view(request):
 # Confirm, correct, no longer true and its undo
 
 
-def _already_yours(user, row) -> DomainRecord | None:
-    """The record that holds `row`'s slot now when it is the user's own word for the same
-    value: `row` was confirmed (or corrected to the same value) since the page that posted
-    this was shown — another tab, the back button, a second click. SPEC §2: confirming what
-    the user already confirmed changes nothing, and the page says so at that card."""
-    if row.status == "forgotten":
-        return None
-    wanted = normalise_value(row.value)
-    for record in remembered_now(user, keys=[row.key]).active:
-        if (
-            record.scope_id == row.scope_id
-            and record.key == row.key
-            and record.authority in USER_AUTHORITIES
-            and normalise_value(record.value) == wanted
-        ):
-            return record
-    return None
-
-
 @private_page
 @require_POST
 def memory_confirm_view(request, memory_id):
     """SPEC §2 Confirm: the same value again, as your own word; nothing changes when it
-    already is — also when the card posted was confirmed since it was shown."""
+    already is — also when the card posted was confirmed since it was shown (the service
+    answers `unchanged` with the record that holds it, as the API does)."""
     try:
         result = services.memory_confirm(record_id=memory_id, user=request.user)
     except Conflict:
-        row = memory_get(memory_id, user=request.user)
-        yours = _already_yours(request.user, row)
-        if yours is not None:
-            anchor = f"m-{yours.id}"
-            notify(
-                request,
-                messages.INFO,
-                f"Nothing changed: “{key_label(row.key)}” was already confirmed by you.",
-                anchor,
-            )
-            return back_to(request, anchor)
         notify(
             request,
             messages.ERROR,
@@ -251,18 +221,6 @@ def memory_correct_view(request, memory_id):
             except ValidationError as exc:
                 form_errors_from(form, exc)
             except Conflict:
-                yours = _already_yours(request.user, row)
-                if yours is not None and normalise_value(
-                    form.cleaned_data["value"]
-                ) == normalise_value(row.value):
-                    anchor = f"m-{yours.id}"
-                    notify(
-                        request,
-                        messages.INFO,
-                        f"Nothing changed: “{label}” already holds that value, as you said it.",
-                        anchor,
-                    )
-                    return back_to(request, anchor)
                 notify(
                     request,
                     messages.ERROR,

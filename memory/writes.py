@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from itertools import chain
 
 from config.errors import AuthorityConflict, ValidationError
-from conversations.domain import Scope
+from conversations.scopes import Scope
 
 from . import resolver
 from .domain import (

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from conversations.domain import Context, scope_dict, scope_ids_of
+from conversations.domain import Context
+from conversations.scopes import Scope, scope_applies, scope_ids_of
 
 # ---------------------------------------------------------------------------------------------
 # Vocabulary
@@ -105,20 +106,13 @@ def job_reason(decision: Decision) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class PolicyScope:
-    """A rule's scope (SPEC §6): global · character · conversation · scene."""
-
-    kind: str
-    character: str | None = None  # character slug
-    conversation: str | None = None  # conversation UUID as a string
-    scene: str | None = None
+class PolicyScope(Scope):
+    """A rule's scope (SPEC §6): global · character · conversation · scene — a scope as memory's
+    are (`conversations.scopes`), its widest kind named `global`, ranked for D3."""
 
     @property
     def rank(self) -> int:
         return SCOPE_RANK[self.kind]
-
-    def as_dict(self) -> dict:
-        return scope_dict(self.kind, self.character, self.conversation, self.scene)
 
     def label(self) -> str:
         """A short, text-free description for explanations (ids only)."""
@@ -207,45 +201,12 @@ class PolicyContext:
         default; the narrower kinds need the same character, conversation or scene."""
         if rule.user is not None and rule.user != self.user:
             return False
-        scope = rule.scope
-        if scope.kind == "global":
-            return True
-        if scope.kind == "character":
-            return self.character is not None and scope.character == self.character
-        if scope.kind == "conversation":
-            return self.conversation is not None and scope.conversation == self.conversation
-        if scope.kind == "scene":
-            return (
-                self.scene is not None
-                and self.conversation is not None
-                and scope.conversation == self.conversation
-                and scope.scene == self.scene
-            )
-        return False
+        return scope_applies(rule.scope, self.character, self.conversation, self.scene)
 
     @property
     def scope_ids(self) -> tuple[str, ...]:
         """The scope ids (SPEC §1) this context covers, widest first: what D10 logs."""
         return tuple(scope_ids_of(self.user, self.character, self.conversation, self.scene))
-
-
-def context_ids_from_scope_ids(scope_ids) -> dict:
-    """The inverse of `PolicyContext.scope_ids`: the character slug, conversation id and scene
-    a logged decision was made for (D8 answers find their context this way; D10 keeps ids
-    only). A conversation id is a UUID and a slug has no colon, so the split is unambiguous
-    even when a scene id contains colons."""
-    out: dict = {"character": None, "conversation": None, "scene": None}
-    for scope_id in scope_ids:
-        kind, _, rest = scope_id.partition(":")
-        if kind == "character":
-            out["character"] = rest.rsplit(":", 1)[-1]
-        elif kind == "conversation":
-            out["conversation"] = rest
-        elif kind == "scene":
-            conversation, _, scene = rest.partition(":")
-            out["conversation"] = conversation
-            out["scene"] = scene
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

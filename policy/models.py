@@ -4,6 +4,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from conversations.models import scope_shapes
+
 from .domain import (
     DEFAULT_SCOPE_KINDS,
     EFFECTS,
@@ -37,25 +39,6 @@ class Capability(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-
-# A rule's scope shape: exactly the references each kind needs (SPEC §6).
-RULE_SCOPE_SHAPES = (
-    Q(scope_kind="global", character__isnull=True, conversation__isnull=True, scene__isnull=True)
-    | Q(
-        scope_kind="character",
-        character__isnull=False,
-        conversation__isnull=True,
-        scene__isnull=True,
-    )
-    | Q(
-        scope_kind="conversation",
-        character__isnull=True,
-        conversation__isnull=False,
-        scene__isnull=True,
-    )
-    | Q(scope_kind="scene", character__isnull=True, conversation__isnull=False, scene__isnull=False)
-)
 
 
 class PolicyRule(models.Model):
@@ -104,7 +87,9 @@ class PolicyRule(models.Model):
     class Meta:
         ordering = ["capability", "created_at", "id"]
         constraints = [
-            models.CheckConstraint(condition=RULE_SCOPE_SHAPES, name="policy_rule_scope_shape"),
+            models.CheckConstraint(
+                condition=scope_shapes("global"), name="policy_rule_scope_shape"
+            ),
             # A product default has no user and a global or character scope; only it has the
             # product-default source.
             models.CheckConstraint(

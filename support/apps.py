@@ -21,3 +21,9 @@ class SupportConfig(AppConfig):
 
     def ready(self):
         post_migrate.connect(_sync_support_group, sender=self, dispatch_uid="support-group")
+        # SPEC §9, S2: erasing a user (a service of conversations, below) erases support's part.
+        from conversations import dependents
+
+        from .services import support_user_erase
+
+        dependents.register("user_delete", support_user_erase)

@@ -9,6 +9,7 @@ from django.test.utils import override_settings
 from hypothesis import settings as hypothesis_settings
 
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
+from turns.continuity import play
 from turns.creation import turn_create
 
 # Property tests assert rules, never speed (speed is the benchmark's): no example fails for
@@ -97,6 +98,14 @@ def say(conv):
         ).turn
 
     return _say
+
+
+@pytest.fixture
+def story(db):
+    """wren, after the continuity script's conversations (turns.continuity): a user with rows
+    of every section of a snapshot — what a user's export and a user's erasure are tried on."""
+    _, user = play(username="wren", keep=True)
+    return user
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -5,7 +5,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.forgetting import memory_forget
 from memory.services import memory_assert, memory_confirm
 from tests.factories import ConversationFactory, MessageFactory, UserFactory

@@ -75,6 +75,7 @@ THIN = sorted(
 
 def test_it_finds_the_modules_it_checks():
     assert {
+        "conversations.api",
         "memory.api",
         "memory.views",
         "policy.api",

@@ -28,6 +28,7 @@ PURE = [
     "bench.relevance",
     "memory.learning",
     "conversations.domain",
+    "conversations.scopes",
     "config.errors",
     "support.words",
     "policy.presentation",

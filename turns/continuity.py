@@ -28,9 +28,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from config.clock import db_now
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import LoadedContext
-from conversations.services import character_put, conversation_create
+from conversations.services import character_put, conversation_create, user_delete, user_put
 from memory.forgetting import forget_key
 from memory.services import memory_assert
 from policy.services import decision_answer, decision_make
@@ -38,7 +38,6 @@ from policy.services import decision_answer, decision_make
 from .creation import turn_create
 from .plans import turn_prompt_plan
 from .replies import turn_commit_reply
-from .users import user_delete, user_put
 
 User = get_user_model()
 

@@ -21,10 +21,10 @@ from django.db import models
 
 from config.clock import db_now
 from conversations.models import Conversation, Turn
+from conversations.services import user_delete
 from events.outbox import move_times
 
 from .continuity import play
-from .users import user_delete
 
 User = get_user_model()
 APPS = ("conversations", "memory", "policy")  # where a user's own data lives

@@ -27,6 +27,7 @@ from config import metrics
 from config.storage import RowWriter, raw_reader
 from conversations.domain import Context, scope_ids_of
 from conversations.models import Conversation, Message, Turn
+from conversations.scopes import scope_columns
 from memory.selectors.records import Registry, catalog_registry
 from memory.selectors.resolution import resolve_log_line
 from memory.services import log_memory_write
@@ -298,29 +299,12 @@ def _decision_rows(user, read, decided) -> list[DecisionLog]:
 
 def _scope_fields(conversation: Conversation, scene: str | None) -> dict:
     """The scope columns of new records, by scope id, for the scopes the turn sees."""
-    user = conversation.user.username
-    fields = {
-        f"character:{user}:{conversation.character.slug}": {
-            "scope_kind": "character",
-            "character_id": conversation.character_id,
-            "conversation_id": None,
-            "scene": None,
-        },
-        f"conversation:{conversation.pk}": {
-            "scope_kind": "conversation",
-            "character_id": None,
-            "conversation_id": conversation.pk,
-            "scene": None,
-        },
-    }
-    if scene is not None:
-        fields[f"scene:{conversation.pk}:{scene}"] = {
-            "scope_kind": "scene",
-            "character_id": None,
-            "conversation_id": conversation.pk,
-            "scene": scene,
-        }
-    return fields
+    return scope_columns(
+        conversation.user.username,
+        (conversation.character.slug, conversation.character_id),
+        conversation.pk,
+        scene,
+    )
 
 
 def outcomes(read: pipeline.TurnRead, decided: pipeline.TurnDecided) -> list[DecisionOutcome]:

@@ -2,17 +2,11 @@ from django.urls import path
 
 from . import api, views
 
-# The runtime's API (SPEC §10), under /api/v1/ (namespace `turns_api`).
+# The runtime's API of exports, imports, messages and turns (SPEC §10), under /api/v1/
+# (namespace `turns_api`); users, characters and conversations are `conversations.urls`.
 api = [
-    path("users/<str:user_ref>", api.UserApi.as_view(), name="user"),
     path("users/<str:user_ref>/export", api.UserExportApi.as_view(), name="user-export"),
     path("users/<str:user_ref>/import", api.UserImportApi.as_view(), name="user-import"),
-    path("characters", api.CharacterListApi.as_view(), name="characters"),
-    path("characters/<str:slug>", api.CharacterApi.as_view(), name="character"),
-    path("conversations", api.ConversationCollectionApi.as_view(), name="conversations"),
-    path(
-        "conversations/<uuid:conversation_id>", api.ConversationApi.as_view(), name="conversation"
-    ),
     path(
         "conversations/<uuid:conversation_id>/messages",
         api.ConversationMessagesApi.as_view(),

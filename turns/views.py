@@ -23,16 +23,15 @@ from django.views.decorators.http import require_POST
 from config.errors import ValidationError
 from config.pages import form_errors_from, private_page
 from conversations.selectors import conversation_for_page, conversations_of
+from conversations.services import conversation_delete, user_delete
 from memory import services as memory_services
 from memory.forgetting import memory_forget_all, withheld_total
 from support.selectors import reveals_of  # S2: "Support access" on Your data
 
-from .conversation_writes import conversation_delete
 from .forms import DeleteAccountForm, TimeZoneForm, zone_words
 from .portability import user_export
 from .selectors import data_counts
 from .transcript_page import transcript_page
-from .users import user_delete
 
 
 @private_page

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from config.clock import iso_z
 from config.portability import text_or_none
-from conversations.domain import Scope, scope_dict
+from conversations.scopes import Scope, scope_dict
 
 from ..models import (
     IdempotencyRecord,

@@ -18,6 +18,7 @@ from django.db.models import CharField, Value
 from config import catalog
 from config.errors import NotFound
 from config.storage import raw_reader
+from conversations.scopes import scope_of_id
 
 from .. import write_storage
 from ..domain import MemoryRecord as DomainRecord
@@ -32,7 +33,7 @@ from ..models import (
     MemoryWithholding,
     Tombstone,
 )
-from ..storage import RECORD_FIELDS, read_records, scope_from_id
+from ..storage import RECORD_FIELDS, read_records
 
 
 def row_to_domain(
@@ -42,9 +43,9 @@ def row_to_domain(
         id_,
         key,
         value,
-        kind,
+        _kind,
         scope_id,
-        scene,
+        _scene,
         status,
         status_since,
         authority,
@@ -65,7 +66,7 @@ def row_to_domain(
         user=username,
         key=key,
         value=value,
-        scope=scope_from_id(kind, scope_id, scene),
+        scope=scope_of_id(scope_id),
         authority=authority,
         valid_from=valid_from,
         recorded_at=recorded_at,

@@ -16,6 +16,7 @@ from config.errors import (
 )
 from config.storage import RowWriter
 from conversations.models import Message
+from conversations.scopes import scope_columns
 
 from .. import learning
 from ..domain import (
@@ -145,28 +146,7 @@ def memory_learn(
 
 def context_scope_fields(ctx) -> dict:
     """The scope columns of new records, by scope id, for the scopes a loaded context sees
-    (the user scope has its own, `USER_SCOPE_FIELDS`)."""
-    fields = {}
-    user = ctx.user.username
-    if ctx.character is not None:
-        fields[f"character:{user}:{ctx.character.slug}"] = {
-            "scope_kind": "character",
-            "character_id": ctx.character.pk,
-            "conversation_id": None,
-            "scene": None,
-        }
-    if ctx.conversation is not None:
-        fields[f"conversation:{ctx.conversation.pk}"] = {
-            "scope_kind": "conversation",
-            "character_id": None,
-            "conversation_id": ctx.conversation.pk,
-            "scene": None,
-        }
-        if ctx.scene:
-            fields[f"scene:{ctx.conversation.pk}:{ctx.scene}"] = {
-                "scope_kind": "scene",
-                "character_id": None,
-                "conversation_id": ctx.conversation.pk,
-                "scene": ctx.scene,
-            }
-    return fields
+    (`conversations.scopes.scope_columns`)."""
+    character = (ctx.character.slug, ctx.character.pk) if ctx.character is not None else None
+    conversation = ctx.conversation.pk if ctx.conversation is not None else None
+    return scope_columns(ctx.user.username, character, conversation, ctx.scene)

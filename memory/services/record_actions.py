@@ -83,19 +83,43 @@ def _lock_record(record_id, user) -> _Locked:
     return _Locked(row, state, record, db_now(), profile.secret_bytes())
 
 
-def _require_active_now(locked: _Locked) -> None:
-    """Confirm and correct act on what is current: the record must win its slot now."""
+def _slot_winner(locked: _Locked, value: str) -> DomainRecord | None:
+    """What wins the record's slot now: its scoped key's, or for a `many` key the slot of
+    `value` (R2–R6)."""
     record, many = locked.record, locked.many
     slot = locked.state.records[(record.scope_id, record.key)]
     if many:
-        wanted = normalise_value(record.value)
+        wanted = normalise_value(value)
         slot = [r for r in slot if r.status != "forgotten" and normalise_value(r.value) == wanted]
     tombstones = [t for t in locked.state.tombstones if t.key == record.key]
-    winner = resolver.resolve_slot(
+    return resolver.resolve_slot(
         slot, locked.now, tombstones=tombstones, many=many, secret=locked.secret
     )
-    if winner is None or winner.id != record.id:
-        raise Conflict("Only a memory that is current can be confirmed or corrected.")
+
+
+def _current_or_already_yours(locked: _Locked, value: str) -> DomainRecord | None:
+    """Confirm and correct act on what is current: the record must win its slot now (None
+    then). When it no longer does but what does is the user's own word for `value` — the
+    same confirm or correct was made since the page showed the record or the client sent it
+    (another tab, the back button, a retry after a lost answer) — that record is answered:
+    doing it again stores nothing (SPEC §2, `unchanged`). Anything else is a 409."""
+    record = locked.record
+    winner = _slot_winner(locked, record.value)
+    if winner is not None and winner.id == record.id:
+        return None
+    if record.status != "forgotten":
+        holder = _slot_winner(locked, value) if locked.many else winner
+        if (
+            holder is not None
+            and holder.authority_rank >= AUTHORITY_RANK["user-confirmed"]
+            and normalise_value(holder.value) == normalise_value(value)
+        ):
+            return holder
+    raise Conflict("Only a memory that is current can be confirmed or corrected.")
+
+
+def _already_yours(record: DomainRecord) -> AssertResult:
+    return AssertResult("unchanged", record, state=RecordState("active"))
 
 
 def _release(locked: _Locked) -> None:
@@ -123,10 +147,13 @@ def _user_fact(locked: _Locked, *, value: str, authority: str, supersedes: str |
 
 def memory_confirm(*, record_id, user=None) -> AssertResult:
     """SPEC §2 Confirm: the same value again, `user-confirmed`, valid from now, superseding it.
-    A record that already has the user's authority stays as it is (`unchanged`)."""
+    A record that already has the user's authority stays as it is (`unchanged`), and so does
+    one whose slot the user's own word for its value holds now (answered with that record)."""
     with transaction.atomic():
         locked = _lock_record(record_id, user)
-        _require_active_now(locked)
+        yours = _current_or_already_yours(locked, locked.record.value)
+        if yours is not None:
+            return _already_yours(yours)
         return _confirm_locked(locked)
 
 
@@ -152,14 +179,17 @@ def _confirm_locked(locked: _Locked) -> AssertResult:
 def memory_correct(*, record_id, value: str, user=None) -> AssertResult:
     """SPEC §2 Correct: the new value, `user-corrected`, valid from now, in the record's scope,
     superseding it; for a `many` key the old value slot is retracted (W10) and the new value
-    asserted. The same value (normalised as in §1) is a confirm."""
+    asserted. The same value (normalised as in §1) is a confirm. A record whose slot the
+    user's own word for `value` holds now is answered `unchanged` with that record."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError("A value must not be empty.", field="value")
     if len(value) > VALUE_MAX:
         raise ValidationError(f"At most {VALUE_MAX} characters.", field="value")
     with transaction.atomic():
         locked = _lock_record(record_id, user)
-        _require_active_now(locked)
+        yours = _current_or_already_yours(locked, value)
+        if yours is not None:
+            return _already_yours(yours)
         record = locked.record
         if normalise_value(value) == normalise_value(record.value):
             return _confirm_locked(locked)

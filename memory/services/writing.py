@@ -23,8 +23,8 @@ from config import metrics
 from config.clock import db_now
 from config.errors import IdempotencyKeyReused, ValidationError
 from config.storage import RowWriter
-from conversations.domain import SCOPE_KINDS, Scope
 from conversations.models import Character, Conversation, Message
+from conversations.scopes import SCOPE_KINDS, USER_SCOPE_COLUMNS, Scope
 
 from ..changes import plan_events
 from ..domain import REASON_PAUSED, RecordState, loggable_key
@@ -394,14 +394,6 @@ def write_plan(
     return plan
 
 
-USER_SCOPE_FIELDS = {
-    "scope_kind": "user",
-    "character_id": None,
-    "conversation_id": None,
-    "scene": None,
-}
-
-
 def add_plan_rows(writer: RowWriter, user, plan: WritePlan, scope_fields: dict) -> None:
     """The rows of a decided write plan, added to `writer` in the order the database takes
     them (records, then their source links, then updates of stored records)."""
@@ -413,7 +405,7 @@ def add_plan_rows(writer: RowWriter, user, plan: WritePlan, scope_fields: dict) 
                 key=r.key,
                 value=r.value,
                 scope_id=r.scope_id,
-                **(USER_SCOPE_FIELDS if r.scope.kind == "user" else scope_fields[r.scope_id]),
+                **(USER_SCOPE_COLUMNS if r.scope.kind == "user" else scope_fields[r.scope_id]),
                 authority=r.authority,
                 confidence=r.confidence,
                 valid_from=r.valid_from,
@@ -456,9 +448,4 @@ def _release(user, releases: list) -> None:
 
 def row_scope_fields(row: MemoryRecord) -> dict:
     """A stored record's scope columns, for new rows of its scoped key."""
-    return {
-        "scope_kind": row.scope_kind,
-        "character_id": row.character_id,
-        "conversation_id": row.conversation_id,
-        "scene": row.scene,
-    }
+    return {column: getattr(row, column) for column in USER_SCOPE_COLUMNS}

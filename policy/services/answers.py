@@ -9,6 +9,7 @@ from django.db import transaction
 
 from config.clock import db_now
 from config.errors import Conflict, ValidationError
+from conversations.scopes import place_of_scope_ids
 
 from ..domain import (
     ANSWERS,
@@ -20,7 +21,6 @@ from ..domain import (
     JOB_REJECTED,
     REMEMBER,
     PolicyVersion,
-    context_ids_from_scope_ids,
 )
 from ..models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule
 from ..selectors import decision_by_id, media_job_of_user, policy_version_of
@@ -51,7 +51,7 @@ def _answer_scope(remember: str, decision: DecisionLog) -> dict:
     """The scope of the rule an answer creates: the decision's own context, as wide as
     `remember` says. A scope the context does not have is bad input (D8: a scene answer
     without a scene → 400)."""
-    ids = context_ids_from_scope_ids(decision.scope_ids)
+    ids = place_of_scope_ids(decision.scope_ids)
     if remember == "global":
         return {"kind": "global"}
     if remember == "character":

@@ -20,6 +20,7 @@ from .actions import (
     support_normalise,
     support_retract,
     support_rule_revoke,
+    support_user_erase,
 )
 from .explain import EXPLAIN_PERMISSION, ExplainResult, support_explain
 from .staff import SUPPORT_GROUP, SUPPORT_GROUP_PERMISSIONS, support_group_ensure, support_staff_put
@@ -42,6 +43,7 @@ __all__ = [
     "support_retract",
     "support_rule_revoke",
     "support_staff_put",
+    "support_user_erase",
     "turn_plan",
     "turn_plan_time",
 ]

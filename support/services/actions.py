@@ -23,6 +23,7 @@ from policy.models import PolicyRule
 from policy.services import rule_revoke
 
 from ..models import SupportAction
+from ..reveals import reveals_forget_user
 
 ACTION_PERMISSIONS = {
     "forget": "support.forget_memory",
@@ -247,3 +248,12 @@ def support_rule_revoke(*, staff, rule_ids: Sequence, reason: str) -> list[Actio
         targets=[(pk, rows[pk][0]) for pk in rule_ids if pk in rows],
         run=run,
     )
+
+
+def support_user_erase(user) -> None:
+    """SPEC §9, S2, as `conversations.services.user_delete` erases `user` (in its transaction,
+    registered from `support.apps`): support's notes about them go, since a staff-written
+    reason may quote them; their reveals and access log stay, the user replaced by a
+    pseudonym."""
+    SupportAction.objects.filter(subject_id=user.pk).delete()
+    reveals_forget_user(user=user)

@@ -9,7 +9,7 @@ import pytest
 
 from agents import credentials, tools
 from agents.services import connection_create, connection_revoke
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.forgetting import memory_forget
 from memory.services import memory_assert, memory_correct, memory_settings_set
 from policy.models import DecisionLog

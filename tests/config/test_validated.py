@@ -49,8 +49,8 @@ def test_it_gives_each_thread_its_own_instance():
 def test_it_represents_an_answer_exactly_as_a_new_serializer_would(sam, rowan, conv):
     """`config.api.represented`: the thread's instance gives `Serializer(instance).data`."""
     from config.api import represented
+    from conversations.serializers import ConversationOutput
     from tests.factories import ConversationFactory
-    from turns.serializers import ConversationOutput
 
     assert represented(ConversationOutput, conv) == ConversationOutput(conv).data
     other = ConversationFactory(user=sam, character=rowan, title="Second chat")

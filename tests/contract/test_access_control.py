@@ -52,9 +52,9 @@ def test_it_knows_every_api_route():
 @pytest.fixture
 def victim(db):
     """A user with data, so a leak would have something to show."""
-    from conversations.domain import Scope
+    from conversations.scopes import Scope
+    from conversations.services import user_put
     from memory.services import memory_assert
-    from turns.users import user_put
 
     user, _ = user_put(ref="victim")
     memory_assert(user=user, key="basil_plant.name", value="Marlowe", scope=Scope("user"))

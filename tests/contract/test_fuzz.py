@@ -29,8 +29,7 @@ CHECKS = [
 def runtime(db, in_process_wsgi):
     """A token and a little data, so generated requests also reach past the 404s."""
     from config.models import ApiToken
-    from conversations.services import character_put, conversation_create
-    from turns.users import user_put
+    from conversations.services import character_put, conversation_create, user_put
 
     user, _ = user_put(ref="fuzz")
     character, _ = character_put(slug="fuzz", name="Fuzz")

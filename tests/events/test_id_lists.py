@@ -10,8 +10,8 @@ from django.utils import timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conversations.domain import Scope
 from conversations.models import Conversation, Message
+from conversations.scopes import Scope
 from events import outbox
 from events.models import Event
 from memory import forgetting

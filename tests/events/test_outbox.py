@@ -7,7 +7,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import OperationalError, connection
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
+from conversations.services import conversation_delete, user_delete
 from events import outbox
 from events.models import Event
 from memory import forgetting
@@ -17,9 +18,7 @@ from policy import services as policy_services
 from support import services as support_services
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 from turns import portability
-from turns.conversation_writes import conversation_delete
 from turns.creation import turn_create
-from turns.users import user_delete
 
 pytestmark = pytest.mark.django_db
 

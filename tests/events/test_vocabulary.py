@@ -14,7 +14,8 @@ import jsonschema
 import pytest
 from drf_spectacular.validation import validate_schema
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
+from conversations.services import conversation_delete, user_delete
 from events import delivery
 from events.models import Delivery, Event, Lane
 from events.schemas import VERIFY_PYTHON, WHEN
@@ -24,8 +25,6 @@ from memory import services as memory_services
 from memory.models import MemoryRecord, Tombstone
 from policy import services as policy_services
 from tests.factories import CharacterFactory, ConversationFactory, UserFactory
-from turns.conversation_writes import conversation_delete
-from turns.users import user_delete
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 
 
 # The memory tests name the shared world by role: the user, the character, the conversation.

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory import forgetting, services
 from memory.extract import Extraction
 from memory.models import MemoryRecord, MemorySource

@@ -10,7 +10,7 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory import state, storage
 from memory.forgetting import forget_key, tombstone_delete
 from memory.models import MemoryRecord, MemorySource, MemoryVersion, SlotRetraction, Tombstone

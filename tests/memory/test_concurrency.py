@@ -2,7 +2,7 @@
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import load_context
 from memory import services
 from memory.models import IdempotencyRecord, MemoryRecord

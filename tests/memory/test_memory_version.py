@@ -7,14 +7,14 @@ invalidation's guarantees."""
 import pytest
 from django.db import connection
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
+from conversations.services import conversation_delete
 from memory.forgetting import forget_key, tombstone_delete
 from memory.models import MemoryRecord, MemorySource, SlotRetraction, Tombstone
 from memory.selectors.records import memory_version_of
 from memory.services import memory_assert, memory_retract
 from tests.factories import ConversationFactory, MessageFactory, UserFactory
 from tests.helpers import ON_POSTGRES
-from turns.conversation_writes import conversation_delete
 
 pytestmark = pytest.mark.django_db
 

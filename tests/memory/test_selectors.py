@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from config import storage
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import load_context
 from memory import forgetting, services
 from memory.models import MemoryRecord

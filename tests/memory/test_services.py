@@ -6,7 +6,7 @@ import pytest
 from django.db.models import Q
 
 from config.errors import AuthorityConflict, Conflict, IdempotencyKeyReused, ValidationError
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import load_context
 from memory import forgetting, services
 from memory.models import IdempotencyRecord, MemoryRecord, MemorySource, SlotRetraction, Tombstone

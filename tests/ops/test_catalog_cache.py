@@ -173,7 +173,7 @@ def test_it_shows_a_page_a_change_made_after_its_process_cached_the_catalog(clie
 
     user = UserFactory(username="wren")
     KeyDefinition.objects.update_or_create(key="pet.name", defaults={"label": "Pet's name"})
-    from conversations.domain import Scope
+    from conversations.scopes import Scope
 
     memory_assert(
         user=user,

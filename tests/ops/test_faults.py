@@ -6,8 +6,8 @@ import pytest
 from django.db import OperationalError
 
 from config import storage
-from conversations.domain import Scope
 from conversations.models import Message, Turn
+from conversations.scopes import Scope
 from memory import forgetting
 from memory import services as memory_services
 from memory.models import MemoryRecord, MemorySource, Tombstone

@@ -57,12 +57,12 @@ def loopback(settings):
 def session():
     """A scripted session of two users: turns that learn, a correction, a forget, a switch, a
     boundary, a deleted conversation."""
-    from conversations.domain import Scope
+    from conversations.scopes import Scope
+    from conversations.services import conversation_delete
     from memory import forgetting
     from memory import services as memory_services
     from policy import services as policy_services
     from tests.factories import CharacterFactory, ConversationFactory, UserFactory
-    from turns.conversation_writes import conversation_delete
     from turns.creation import turn_create
 
     rowan = CharacterFactory(slug="rowan")

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import load_context
 from conversations.services import conversation_create
 from memory.forgetting import memory_forget

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from config.models import ApiToken
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from conversations.selectors import load_context
 from conversations.services import character_put, conversation_create
 from memory.forgetting import forget_key

@@ -3,7 +3,7 @@ cannot change once records use it (the admin form refuses it)."""
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.models import KeyDefinition
 from memory.services import memory_assert
 from tests.factories import UserFactory

@@ -350,7 +350,7 @@ def test_it_costs_one_insert_per_page_whatever_the_page_shows(world, privileged,
 def test_it_keeps_the_log_under_a_pseudonym_and_no_username_when_the_user_is_deleted(
     world, privileged, privileged_user, superuser
 ):
-    from turns.users import user_delete
+    from conversations.services import user_delete
 
     grant = open_reveal(privileged_user, reason="Ticket 88: sam asked us to check sam's plant")
     privileged.get(MEMORIES)

@@ -13,7 +13,7 @@ import re
 import pytest
 from django.test import Client
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory import services
 from memory.models import MemoryRecord
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory, at

@@ -14,8 +14,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.domain import Scope
 from conversations.models import Turn
+from conversations.scopes import Scope
 from conversations.services import conversation_create
 from memory.models import MemoryRecord, MemorySource
 from memory.services import memory_assert, memory_retract

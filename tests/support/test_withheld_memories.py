@@ -5,7 +5,7 @@ marked "withheld" on the memory pages, its value masked outside a reveal like ev
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
 from memory.services import memory_assert

@@ -27,7 +27,7 @@ def test_it_fails_loudly_when_a_check_fails(monkeypatch):
     """The scorecard can fail: a broken correction path must make the command exit non-zero."""
     from django.core.management.base import CommandError
 
-    from conversations.domain import Scope
+    from conversations.scopes import Scope
     from memory import learning
     from memory.writes import Fact
 

@@ -146,7 +146,7 @@ SCRIPT = [
 def play(api) -> list[dict]:
     """The script against a prepared user: earlier memories in several scopes, a forgotten
     key, rules for tone.playful (a conflict at one place, D4)."""
-    from conversations.domain import Scope
+    from conversations.scopes import Scope
     from conversations.services import character_put, conversation_create
     from memory.forgetting import forget_key
     from memory.services import memory_assert

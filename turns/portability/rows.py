@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from config.clock import iso_z
 from config.portability import text_or_none
-from conversations.domain import scope_dict
 from conversations.models import Character, Conversation, Message, Turn
+from conversations.scopes import scope_dict
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule
 
 # ---------------------------------------------------------------------------------------------

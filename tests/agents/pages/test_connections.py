@@ -11,9 +11,9 @@ from agents import credentials
 from agents.models import Connection
 from agents.services import connection_create
 from config.models import hash_token
+from conversations.services import user_delete
 from tests.factories import CharacterFactory
 from tests.helpers import text
-from turns.users import user_delete
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()

@@ -7,7 +7,7 @@ import gc
 from dataclasses import dataclass, field
 
 from config.builders import build_slotted, gc_paused
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import Exclusion, MemoryRecord
 from tests.memory.core.records import rec
 

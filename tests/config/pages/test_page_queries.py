@@ -3,7 +3,7 @@ items equals the count for a user with 200 (DESIGN habit 6)."""
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.forgetting import forget_key, memory_forget
 from memory.services import memory_assert
 from policy.services import rule_create

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from events.feed import Position, encode_cursor
 from events.models import Event
 from memory import forgetting
@@ -107,7 +107,7 @@ def test_it_needs_a_runtime_token(client):
 
 
 def test_it_holds_only_user_deleted_in_a_deleted_users_feed(api, world):
-    from turns.users import user_delete
+    from conversations.services import user_delete
 
     user_delete(user=world[0])
     body = api.get("/api/v1/events", {"user": "sam"}).json()

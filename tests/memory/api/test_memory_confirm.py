@@ -1,7 +1,8 @@
 """`POST /memories/{id}/confirm` (SPEC §2, §10): the user confirming a memory stores a
 `user-confirmed` version superseding it (201); a confirm of what the user already confirmed or
-corrected answers 200 `unchanged` with that record and stores nothing. A body is a 400, an
-unknown id a 404."""
+corrected — also the same confirm made again once its memory is superseded — answers 200
+`unchanged` with that record and stores nothing; another memory no longer current is a 409. A
+body is a 400, an unknown id a 404."""
 
 import uuid
 
@@ -26,6 +27,43 @@ def test_it_answers_unchanged_for_a_confirm_of_the_users_own_word(api, sam, auth
 
     assert r.status_code == 200
     assert r.json()["outcome"] == "unchanged" and r.json()["memory"] == record
+    assert MemoryRecord.objects.count() == before
+
+
+def test_it_answers_unchanged_to_the_same_confirm_made_again_of_the_memory_it_superseded(api, sam):
+    """§2: a confirm made again — a retry after a lost answer — finds the memory no longer
+    current, but what holds its slot is the user's own word for its value: 200 `unchanged`
+    with that memory and nothing stored, as the memories page says "nothing changed"."""
+    record = assert_memory(api, key="dog.name", value="Rex", authority="rule-extracted").json()[
+        "memory"
+    ]
+    first = api.post(f"/api/v1/memories/{record['id']}/confirm", {}, format="json")
+    assert first.status_code == 201
+    before = MemoryRecord.objects.count()
+
+    again = api.post(f"/api/v1/memories/{record['id']}/confirm", {}, format="json")
+
+    assert again.status_code == 200, again.content
+    assert again.json()["outcome"] == "unchanged"
+    assert again.json()["memory"] == first.json()["memory"]
+    assert MemoryRecord.objects.count() == before
+
+
+def test_it_refuses_with_a_409_a_memory_that_another_value_replaced(api, sam):
+    """§2: only a memory active now is confirmed; the user's own word for another value is
+    not this confirm made again."""
+    record = assert_memory(api, key="dog.name", value="Rex", authority="rule-extracted").json()[
+        "memory"
+    ]
+    corrected = api.post(
+        f"/api/v1/memories/{record['id']}/correct", {"value": "Max"}, format="json"
+    )
+    assert corrected.status_code == 201
+    before = MemoryRecord.objects.count()
+
+    r = api.post(f"/api/v1/memories/{record['id']}/confirm", {}, format="json")
+
+    assert_problem(r, 409, "conflict")
     assert MemoryRecord.objects.count() == before
 
 

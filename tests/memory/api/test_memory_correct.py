@@ -67,6 +67,37 @@ def test_it_answers_unchanged_to_a_same_value_correct_of_a_confirmed_memory(api,
     assert MemoryRecord.objects.count() == before
 
 
+@pytest.mark.parametrize(("key", "old"), [("dog.name", "Rex"), ("user.likes", "green tea")])
+def test_it_answers_unchanged_to_the_same_correction_made_again(api, sam, key, old):
+    """§2: the correction sent again (another tab, a retry) finds its memory replaced by the
+    user's own word for that value: 200 `unchanged` with it and nothing stored, for a `one`
+    key and for a `many` key's value slot alike."""
+    record = assert_memory(api, key=key, value=old, authority="rule-extracted").json()["memory"]
+    first = api.post(
+        f"/api/v1/memories/{record['id']}/correct", {"value": "Biscuit"}, format="json"
+    )
+    assert first.status_code == 201
+    before = MemoryRecord.objects.count()
+
+    again = api.post(
+        f"/api/v1/memories/{record['id']}/correct", {"value": "biscuit"}, format="json"
+    )
+
+    assert again.status_code == 200, again.content
+    assert again.json()["outcome"] == "unchanged"
+    assert again.json()["memory"] == first.json()["memory"]
+    assert MemoryRecord.objects.count() == before
+
+
+def test_it_refuses_with_a_409_a_correction_of_a_memory_replaced_by_another_value(api, sam):
+    record = assert_memory(api, key="dog.name", value="Rex", authority="rule-extracted").json()[
+        "memory"
+    ]
+    api.post(f"/api/v1/memories/{record['id']}/correct", {"value": "Max"}, format="json")
+    r = api.post(f"/api/v1/memories/{record['id']}/correct", {"value": "Bo"}, format="json")
+    assert_problem(r, 409, "conflict")
+
+
 def test_it_refuses_a_correction_without_a_value_and_stores_nothing(api, sam):
     old = assert_memory(api, key="pet.name", value="Rex").json()["memory"]
     assert_problem(correct(api, old["id"], {}), 400, "validation_error", "value")

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory import services
 from tests.factories import MessageFactory, at
 from tests.helpers import assert_problem

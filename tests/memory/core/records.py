@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from conversations.domain import Context, Scope
+from conversations.domain import Context
+from conversations.scopes import Scope
 from memory.domain import MemoryRecord, Tombstone
 from memory.resolver import resolve
 

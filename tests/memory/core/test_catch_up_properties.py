@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory import current
 from memory.catch_up import caught_up
 from memory.current import (

@@ -4,7 +4,7 @@ and the values a person is shown."""
 
 from datetime import UTC, datetime
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import MemoryRecord
 from memory.history import confirmations, effective_ends, fold, history_order
 

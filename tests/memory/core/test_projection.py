@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import MemoryRecord, scope_covers
 from memory.projection import certainty_of, project
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 
-from conversations.domain import Context, Scope
+from conversations.domain import Context
+from conversations.scopes import Scope
 from memory.domain import STATES, MemoryRecord, RecordState, Tombstone, value_hash
 from memory.normalisation import apply_changes, plan_normalisation
 from memory.resolver import record_states, resolve

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory import resolver as resolver_module
 from memory.domain import RESOLVER_VERSION, value_hash
 from memory.history import effective_ends

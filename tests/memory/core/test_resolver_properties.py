@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conversations.domain import Context, Scope
+from conversations.domain import Context
+from conversations.scopes import Scope
 from memory.domain import AUTHORITIES, MemoryRecord, Tombstone, normalise_value, value_hash
 from memory.history import effective_ends
 from memory.normalisation import apply_changes, plan_normalisation

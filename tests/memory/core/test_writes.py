@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from config.errors import AuthorityConflict, ValidationError
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import MemoryRecord, Tombstone, value_hash
 from memory.writes import Fact, Known, plan_writes
 

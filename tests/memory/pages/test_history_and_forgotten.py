@@ -180,7 +180,7 @@ def test_it_says_so_when_an_undo_is_no_longer_possible(page, say, sam):
 
 
 def test_it_does_not_restore_another_users_memory(page, alex):
-    from conversations.domain import Scope
+    from conversations.scopes import Scope
     from memory.services import memory_assert
 
     theirs = memory_assert(user=alex, key="dog.name", value="Bolt", scope=Scope("user")).record

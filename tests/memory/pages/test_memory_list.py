@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.models import KeyDefinition, MemoryRecord, Tombstone
 from memory.services import memory_assert, memory_confirm
 from memory.views import PAGE_SIZE

@@ -5,7 +5,7 @@ user has — corrections, retractions, forgets and narrower scopes included."""
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.forgetting import memory_forget
 from memory.selectors.resolution import remembered_now
 from memory.services import memory_assert, memory_correct, memory_retract

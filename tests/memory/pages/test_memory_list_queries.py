@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.models import MemoryRecord
 from memory.services import memory_assert, memory_retract, profile_set_time_zone
 from tests.page_costs import LARGE, SMALL, memories, person

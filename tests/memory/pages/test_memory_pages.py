@@ -3,7 +3,7 @@ forget behind a confirmation page, the history of a slot, and what was forgotten
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, Tombstone
 from memory.services import memory_assert, memory_correct

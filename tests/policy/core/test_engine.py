@@ -4,11 +4,8 @@ import datetime as dt
 
 import pytest
 
-from policy.domain import (
-    PolicyScope,
-    context_ids_from_scope_ids,
-    job_reason,
-)
+from conversations.scopes import place_of_scope_ids
+from policy.domain import PolicyScope, job_reason
 from policy.engine import check_rules, decide, explain
 
 from .rules import (
@@ -343,7 +340,7 @@ def test_it_builds_scope_ids_as_spec_section_1_says_and_round_trips_them():
         f"conversation:{CONV}",
         f"scene:{CONV}:roof:top",
     )
-    assert context_ids_from_scope_ids(ctx.scope_ids) == {
+    assert place_of_scope_ids(ctx.scope_ids) == {
         "character": "rowan",
         "conversation": CONV,
         "scene": "roof:top",

@@ -3,7 +3,7 @@ authorities and times only — never a value."""
 
 from datetime import UTC, datetime, timedelta
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import MemoryRecord
 from policy.domain import PolicyScope, Rule
 from support import words

@@ -4,7 +4,7 @@ forget (in its tombstone) come back equal after export → erase → import."""
 import pytest
 from django.contrib.auth import get_user_model
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.forgetting import memory_forget
 from memory.models import MemoryProfile, Tombstone
 from memory.services import memory_assert, profile_set_time_zone

@@ -3,7 +3,7 @@ message, projected memories, a plan built from them and what it kept or left out
 
 from datetime import UTC, datetime
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import RESOLVER_VERSION, MemoryRecord, ProjectedMemory
 from turns.planner import (
     Plan,

@@ -5,7 +5,7 @@ import hashlib
 import json
 from datetime import UTC, datetime
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import RESOLVER_VERSION, MemoryRecord, ProjectedMemory
 from turns.planner import PlanMessage, PlanParams, build_plan
 

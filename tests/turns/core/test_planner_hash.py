@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import RESOLVER_VERSION
 from tests.turns.core.planner_builders import (
     cur,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import turns.relevance as relevance_module
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.domain import RESOLVER_VERSION, MemoryRecord
 from memory.projection import project
 from tests.turns.core.relevance_builders import T0, cur, ids, legacy_hash

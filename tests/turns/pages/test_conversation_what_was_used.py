@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.forgetting import memory_forget
 from memory.models import MemoryRecord, MemorySource
 from memory.services import memory_assert, memory_confirm

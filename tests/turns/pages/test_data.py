@@ -62,7 +62,7 @@ def test_it_asks_before_forgetting_everything(page, say):
 
 def test_it_forgets_everything(page, say, sam, alex):
     say("My dog's name is Rex. I live in Boston. I like jazz.")
-    from conversations.domain import Scope
+    from conversations.scopes import Scope
     from memory.services import memory_assert
 
     memory_assert(user=alex, key="dog.name", value="Bolt", scope=Scope("user"))

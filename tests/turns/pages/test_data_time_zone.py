@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from conversations.domain import Scope
+from conversations.scopes import Scope
 from memory.models import MemoryProfile
 from memory.services import memory_assert, profile_set_time_zone
 from tests.factories import MessageFactory

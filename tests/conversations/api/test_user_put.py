@@ -25,6 +25,15 @@ def test_it_answers_200_with_the_same_user_when_the_ref_exists(api):
     assert get_user_model().objects.filter(username="sam").count() == 1
 
 
+def test_it_gives_a_new_user_the_memory_profile_memory_registered_for(api):
+    """conversations.dependents: the writer below memory runs memory's hook, so the user's
+    memory settings (I8) exist from the first `PUT`."""
+    from memory.models import MemoryProfile
+
+    api.put("/api/v1/users/sam", {}, format="json")
+    assert MemoryProfile.objects.filter(user__username="sam").count() == 1
+
+
 def test_it_creates_a_user_without_a_body(api):
     assert api.put("/api/v1/users/sam", {}, format="json").status_code == 201
     assert api.put("/api/v1/users/sam", {}, format="json").status_code == 200
