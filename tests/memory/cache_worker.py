@@ -2,8 +2,8 @@
 line on standard input ({"method", "path", "body"?, "compare"?}), answers it through Django's
 whole request path (the catalog and memory caches of this process included) and prints
 {"status", "body"} — with "compare", also the same request answered with this process's
-memory cache out of the way ("uncached"); and how many states the cache has given so far
-("reused")."""
+memory cache out of the way ("uncached"); and how many states the cache has given so far,
+as they were kept or caught up with what changed since ("from_cache")."""
 
 import json
 import os
@@ -42,7 +42,7 @@ def main(token: str) -> None:
                 mock.patch.object(storage.MEMORY_CACHE, "put"),
             ):
                 out["uncached"] = call(command["method"], command["path"], command.get("body"))
-        out["reused"] = storage.MEMORY_CACHE.reused
+        out["from_cache"] = storage.MEMORY_CACHE.reused + storage.MEMORY_CACHE.caught_up
         print(json.dumps(out), flush=True)
 
 
