@@ -7,7 +7,7 @@ Each size is timed under three garbage-collector regimes, alternating call by ca
   every tracked object alive, the input world included, and the resolver's allocations
   trigger them in proportion to N, so this regime grows as N² for large N;
 - `paused`: `gc.disable()` for the call, as a request runs the resolver (the selectors'
-  `memory.builders.gc_paused`): the regime the endpoints and the turn see;
+  `config.storage.gc_paused`): the regime the endpoints and the turn see;
 - `frozen`: the input moved to the permanent generation (`gc.freeze()`) with the collector
   on: collections still run but no longer walk the input.
 

@@ -1,20 +1,18 @@
-"""Bulk builders for the request boundary: building many frozen objects at once, and pausing
-CPython's cyclic garbage collector while a request builds objects it keeps.
+"""Bulk builders for the request boundary: building many frozen objects at once.
 
-Standard library only, so the pure modules may use `build_slotted` too; neither changes what
-is built, only how fast.
+Standard library only, so the pure modules may use `build_slotted` too; it changes how fast
+objects are built, never what is built. Pausing the collector while a request builds objects
+it keeps is the shell's (`config.storage.gc_paused`).
 """
 
 from __future__ import annotations
 
-import gc
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import fields as dataclass_fields
 from itertools import repeat
 
-__all__ = ["build_slotted", "gc_paused"]
+__all__ = ["build_slotted"]
 
 _new_object = object.__new__
 _SLOTTED: dict[type, dict | None] = {}
@@ -59,19 +57,3 @@ def build_slotted(cls, columns: Mapping[str, Iterable], n: int) -> list:
     for name, column in columns.items():
         deque(map(setters[name], objects, column), maxlen=0)
     return objects
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause CPython's cyclic garbage collector while a block builds many objects that all
-    stay alive until it ends (so a collection could free none of them, yet each one walks
-    them all). Resumed only if this block paused it, so nesting is harmless; objects are
-    still freed by reference counting meanwhile."""
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()

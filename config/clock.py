@@ -6,18 +6,19 @@ transaction and would give every write of a long transaction, or of a test, the 
 SQLite is embedded: its clock *is* this process's clock, read with microsecond precision.
 """
 
+import zoneinfo
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from django.db import connection
 from django.utils import timezone
 
+from config.storage import clock_timestamp
+
 
 def db_now() -> datetime:
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT clock_timestamp()")
-            value = cursor.fetchone()[0]
-        return value.astimezone(UTC)
+        return clock_timestamp().astimezone(UTC)
     return timezone.now()
 
 
@@ -27,3 +28,11 @@ def iso_z(value: datetime | None) -> str | None:
         return None
     text = value.isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+@lru_cache(maxsize=1)
+def known_time_zones() -> frozenset[str]:
+    """The IANA zone names this machine knows (the `tzdata` package ships them everywhere),
+    read once per process: the pages show times in the user's zone, and a profile's zone is
+    one of these."""
+    return frozenset(zoneinfo.available_timezones())

@@ -16,6 +16,7 @@ from config import metrics
 from config.api import BearerTokenAuthentication
 from config.cache import cache_state
 from config.problems import json_problem_response
+from config.storage import database_answers
 
 log = logging.getLogger("companion.ops")
 
@@ -32,9 +33,7 @@ def healthz(request):
 def _database_answers(connection) -> bool:
     try:
         connection.ensure_connection()
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        database_answers(connection)
     except Exception:  # any failure to reach the database means "not ready"
         return False
     return True

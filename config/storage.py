@@ -10,13 +10,22 @@ aware) and each row through a dataclass constructor, which cost several times mo
 resolving the rows. The raw reader has the database print UUIDs and datetimes as text, and
 the rows are built column by column, giving exactly the values the ORM path gives
 (tests/memory/test_selectors.py compares them). Only the two text templates differ between
-databases; another vendor, or settings where the text could differ, takes the ORM path."""
+databases; another vendor, or settings where the text could differ, takes the ORM path.
+
+Config's own statements live here too: the database clock (`clock_timestamp`), the readiness
+probe (`database_answers`) and the throttle counters' upsert (`throttle_hits_add`); and the
+pause of the cyclic garbage collector a request builds its kept objects under (`gc_paused`),
+a speed device of the shell, never of the pure core."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.db import connection as default_connection
 from django.db import connections, router
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery, UpdateQuery
@@ -273,3 +282,56 @@ def json_rows(vendor: str, columns: list[str], rest: str) -> str:
             f"{rest})"
         )
     return f"(SELECT COALESCE(json_group_array(json_array({', '.join(columns)})), '[]') {rest})"
+
+
+def clock_timestamp() -> datetime:
+    """PostgreSQL's `clock_timestamp()` on the default database (`config.clock.db_now`)."""
+    with default_connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        value = cursor.fetchone()[0]
+    return value
+
+
+def database_answers(connection) -> None:
+    """Run the readiness probe's statement on `connection`: raises when it cannot."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+
+
+def throttle_hits_add(model, rows: list[tuple[str, tuple[int, int]]]) -> dict:
+    """Add each `(key, (window, hits))` of `rows` to the throttle counters' table of `model`
+    in one upsert: a counter of an earlier window starts again from the hits added. Answers
+    `{(key, window): hits}` as stored."""
+    connection = connections[router.db_for_write(model)]
+    q = connection.ops.quote_name
+    table = q(model._meta.db_table)
+    values = ", ".join(["(%s, %s, %s)"] * len(rows))
+    params = [p for key, (window, hits) in rows for p in (key, window, hits)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({q('key')}, window_start, hits) VALUES {values} "
+            f"ON CONFLICT ({q('key')}) DO UPDATE SET "
+            f"hits = CASE WHEN {table}.window_start = excluded.window_start "
+            f"THEN {table}.hits + excluded.hits ELSE excluded.hits END, "
+            f"window_start = excluded.window_start "
+            f"RETURNING {q('key')}, window_start, hits",
+            params,
+        )
+        return {(key, window): hits for key, window, hits in cursor.fetchall()}
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause CPython's cyclic garbage collector while a block builds many objects that all
+    stay alive until it ends (so a collection could free none of them, yet each one walks
+    them all). Resumed only if this block paused it, so nesting is harmless; objects are
+    still freed by reference counting meanwhile."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()

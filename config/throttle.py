@@ -38,11 +38,11 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.db import DatabaseCache
-from django.db import connections, router
 from rest_framework.throttling import SimpleRateThrottle
 
 from config import metrics
 from config.cache import CacheUnavailable, ResilientRedisCache, strict
+from config.storage import throttle_hits_add
 
 from .models import ApiToken, ThrottleWindow
 
@@ -63,23 +63,8 @@ class DatabaseStore:
         for (key, window), hits in batch.items():
             if key not in latest or window > latest[key][0]:
                 latest[key] = (window, hits)
-        connection = connections[router.db_for_write(ThrottleWindow)]
-        q = connection.ops.quote_name
-        table = q(ThrottleWindow._meta.db_table)
         rows = sorted(latest.items())  # one order for every process: no deadlock between them
-        values = ", ".join(["(%s, %s, %s)"] * len(rows))
-        params = [p for key, (window, hits) in rows for p in (key, window, hits)]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {table} ({q('key')}, window_start, hits) VALUES {values} "
-                f"ON CONFLICT ({q('key')}) DO UPDATE SET "
-                f"hits = CASE WHEN {table}.window_start = excluded.window_start "
-                f"THEN {table}.hits + excluded.hits ELSE excluded.hits END, "
-                f"window_start = excluded.window_start "
-                f"RETURNING {q('key')}, window_start, hits",
-                params,
-            )
-            return {(key, window): hits for key, window, hits in cursor.fetchall()}
+        return throttle_hits_add(ThrottleWindow, rows)
 
 
 class RedisStore:

@@ -72,6 +72,15 @@ def new_secret() -> str:
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
+def _check(url: str, event_types) -> None:
+    refusal = url_refusal(url)
+    if refusal:
+        raise ValidationError(refusal, field="url")
+    unknown = sorted(set(event_types) - set(EVENT_TYPES))
+    if unknown:
+        raise ValidationError(f"Unknown event types: {', '.join(unknown)}.", field="event_types")
+
+
 def endpoint_create(
     *,
     url: str,
@@ -81,12 +90,7 @@ def endpoint_create(
     now: datetime | None = None,
 ) -> tuple[WebhookEndpoint, str]:
     """Register an endpoint (V3); returns it and its signing secret, to be shown once."""
-    refusal = url_refusal(url)
-    if refusal:
-        raise ValidationError(refusal, field="url")
-    unknown = sorted(set(event_types) - set(EVENT_TYPES))
-    if unknown:
-        raise ValidationError(f"Unknown event types: {', '.join(unknown)}.", field="event_types")
+    _check(url, event_types)
     secret = new_secret()
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.create(
@@ -98,6 +102,24 @@ def endpoint_create(
             created_at=now or timezone.now(),
         )
     return endpoint, secret
+
+
+def endpoint_change(
+    *,
+    endpoint: WebhookEndpoint,
+    url: str,
+    event_types=(),
+    user_ref: str = "",
+    description: str = "",
+) -> WebhookEndpoint:
+    """Change a registered endpoint's address, event types, user and description (V3),
+    checked as at registration; its secret, state and deliveries stay."""
+    _check(url, event_types)
+    endpoint.url, endpoint.event_types = url, sorted(set(event_types))
+    endpoint.user_ref, endpoint.description = user_ref, description
+    with transaction.atomic():
+        endpoint.save(update_fields=["url", "event_types", "user_ref", "description"])
+    return endpoint
 
 
 def signed_request(endpoint: WebhookEndpoint, event: dict, at: datetime) -> tuple[bytes, dict]:

@@ -8,11 +8,9 @@ import hashlib
 import hmac
 import re
 import unicodedata
-import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
 from conversations.scopes import Scope
 
@@ -279,16 +277,6 @@ def default_label(key: str) -> str:
     else:
         head = head.capitalize()
     return f"{head}: {parts[-1].replace('_', ' ')}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Time zones (the pages show times in the user's zone)
-
-
-@lru_cache(maxsize=1)
-def known_time_zones() -> frozenset[str]:
-    """The IANA zone names this machine knows (the `tzdata` package ships them everywhere)."""
-    return frozenset(zoneinfo.available_timezones())
 
 
 def r6_beats(a: MemoryRecord, b: MemoryRecord) -> bool:

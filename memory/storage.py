@@ -434,3 +434,10 @@ def _grouped(entry: CachedMemory) -> bool:
 
 
 MEMORY_CACHE = MemoryCache(getattr(settings, "COMPANION", {}).get("MEMORY_CACHE_SIZE", 512))
+
+
+def read_parts(reader: RawReader, parts: list[str], params: list) -> list:
+    """The one row of a statement whose columns are `parts`, scalar subqueries such as a
+    context's memory state (`memory.state.ContextMemory.read_parts`)."""
+    [row] = reader.fetch("SELECT " + ", ".join(parts), params)
+    return list(row)

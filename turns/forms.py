@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django import forms
 
-from memory.domain import known_time_zones
+from config.clock import known_time_zones
 
 
 class DeleteAccountForm(forms.Form):

@@ -14,10 +14,10 @@ from django.db.models import F
 
 # ---------------------------------------------------------------------------------------------
 # History for the planner: sizes first, content only for what the budget admits.
-from config.builders import build_slotted, gc_paused
+from config.builders import build_slotted
 from config.clock import db_now
 from config.errors import NotFound
-from config.storage import raw_reader
+from config.storage import gc_paused, raw_reader
 from conversations.models import Conversation, Message, Turn
 from conversations.plan_snapshot import PlanSnapshot
 from memory.selectors.pages import (
@@ -35,7 +35,13 @@ from policy.selectors import user_policy_version, user_rules_for_context
 
 from . import used as used_words
 from .planner import HistoryCandidate
-from .storage import OctetLength, TurnRows, history_sql, message_size_sql
+from .storage import (
+    OctetLength,
+    TurnRows,
+    history_sql,
+    message_size_sql,
+    read_message_contents,
+)
 from .tokens import estimate_from_bytes
 
 
@@ -130,20 +136,7 @@ def message_contents(conversation, ids: list[str]) -> dict[str, str]:
     if reader is None:
         return {str(i): content for i, content in rows.values_list("id", "content")}
     # The same query through the raw reader (ids as text from the database), in the same order.
-    unique = list(dict.fromkeys(ids))
-    sql = (
-        f"SELECT {reader.column(Message, 'id')}, {reader.column(Message, 'content')} "
-        f"FROM {reader.table(Message)} WHERE {reader.name(Message, 'user')} = %s "
-        f"AND {reader.name(Message, 'conversation')} = %s "
-        f"AND {reader.name(Message, 'id')} IN ({', '.join(['%s'] * len(unique))}) "
-        f"ORDER BY {reader.order(Message)}"
-    )
-    params = [
-        conversation.user_id,
-        reader.param(Message, "conversation", conversation.pk),
-        *(reader.param(Message, "id", i) for i in unique),
-    ]
-    return dict(reader.fetch(sql, params))
+    return read_message_contents(reader, conversation, list(dict.fromkeys(ids)))
 
 
 @dataclass(frozen=True)

@@ -447,6 +447,24 @@ def _time(value: str | None) -> datetime | None:
     return None if value is None else parse_datetimes([value])[0]
 
 
+def read_message_contents(reader: RawReader, conversation, ids: list[str]) -> dict[str, str]:
+    """The text of the conversation's messages `ids` (distinct), by id as text, in the ORM's
+    order of messages (`turns.selectors.message_contents`)."""
+    sql = (
+        f"SELECT {reader.column(Message, 'id')}, {reader.column(Message, 'content')} "
+        f"FROM {reader.table(Message)} WHERE {reader.name(Message, 'user')} = %s "
+        f"AND {reader.name(Message, 'conversation')} = %s "
+        f"AND {reader.name(Message, 'id')} IN ({', '.join(['%s'] * len(ids))}) "
+        f"ORDER BY {reader.order(Message)}"
+    )
+    params = [
+        conversation.user_id,
+        reader.param(Message, "conversation", conversation.pk),
+        *(reader.param(Message, "id", i) for i in ids),
+    ]
+    return dict(reader.fetch(sql, params))
+
+
 def message_size_sql(alias: str) -> str:
     """The UTF-8 byte length of a message's content as the ORM writes it for the database."""
     rows = Message.objects.using(alias).annotate(n_bytes=OctetLength("content"))

@@ -65,7 +65,10 @@ def profile_import(user, data: dict) -> tuple[MemoryProfile, bool]:
     the switches (`rows.profile_apply`). Answers the profile and whether the file's switches
     were taken."""
     profile = _secret_import(user, data.get("secret"))
-    return profile, profile_apply(profile, data)
+    changed = profile_apply(profile, data)
+    if changed:
+        profile.save(update_fields=changed)
+    return profile, "learn" in changed
 
 
 def _secret_import(user, secret: str | None) -> MemoryProfile:

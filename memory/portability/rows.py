@@ -40,11 +40,11 @@ def profile_fields(profile: MemoryProfile | None) -> dict:
     }
 
 
-def profile_apply(profile: MemoryProfile, data: dict) -> bool:
-    """The profile's part of the user object. A choice the user made here wins over the
-    file's: the time zone is set only where none is chosen, the memory switches only
-    where they were never changed here. (Neither switch affects the import itself, I8.) True
-    when the file's switches were taken."""
+def profile_apply(profile: MemoryProfile, data: dict) -> list[str]:
+    """The profile's part of the user object, set on `profile` (its import saves it). A
+    choice the user made here wins over the file's: the time zone is set only where none is
+    chosen, the memory switches only where they were never changed here. (Neither switch
+    affects the import itself, I8.) Answers the fields set."""
     changed = []
     if data.get("time_zone") and not profile.time_zone:
         profile.time_zone = data["time_zone"]
@@ -55,9 +55,7 @@ def profile_apply(profile: MemoryProfile, data: dict) -> bool:
         profile.settings_changed_at = settings.get("changed_at")
         profile.settings_changed_by = settings.get("changed_by") or ""
         changed += ["learn", "use", "settings_changed_at", "settings_changed_by"]
-    if changed:
-        profile.save(update_fields=changed)
-    return "learn" in changed
+    return changed
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,12 +14,11 @@ from typing import NamedTuple
 from django.conf import settings
 
 from config import catalog, metrics
-from config.builders import gc_paused
 from config.clock import db_now
-from config.storage import raw_reader
+from config.storage import gc_paused, raw_reader
 from conversations.domain import Context
 
-from .. import write_storage
+from .. import storage, write_storage
 from ..current import resolve_keyed
 from ..domain import RESOLVER_VERSION, RecordState, Resolution
 from ..domain import MemoryRecord as DomainRecord
@@ -273,8 +272,7 @@ def _context_remembered(user, context, domain) -> Remembered | None:
         return None
     memory = ContextMemory(user, context.domain.scope_ids())
     parts, params = memory.read_parts(reader)
-    [row] = reader.fetch("SELECT " + ", ".join(parts), params)
-    memory.read_from(list(row))
+    memory.read_from(storage.read_parts(reader, parts, params))
     keyed = (
         catalog_registry() if catalog.active() else Registry(write_storage.read_registry(reader))
     )

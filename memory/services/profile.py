@@ -7,11 +7,10 @@ import logging
 
 from django.db import transaction
 
-from config.clock import db_now
+from config.clock import db_now, known_time_zones
 from config.errors import ValidationError
 
 from .. import changes
-from ..domain import known_time_zones
 from ..models import SETTINGS_CHANGED_BY, MemoryProfile
 from ..switches import MemorySettings, settings_of_profile
 from .writing import lock_profile

@@ -11,12 +11,11 @@ from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
-from config import credentials
-from config.clock import db_now
 from config.models import ApiToken
 from support.admin.base import SupportAdmin
 from support.display import reveal_url
 from support.request_reveal import request_may_reveal, request_reveal
+from support.services.tokens import api_tokens_revoke
 
 
 @admin.register(ApiToken)
@@ -35,9 +34,7 @@ class ApiTokenAdmin(SupportAdmin):
 
     @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke(self, request, queryset):
-        revoked = list(queryset.filter(revoked_at__isnull=True))
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=db_now())
-        credentials.forget(revoked)  # refused here at once; by other processes within seconds
+        count = api_tokens_revoke(tokens=queryset)
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 
 

@@ -12,7 +12,7 @@ from django.utils.html import format_html
 from events import delivery as deliveries
 from events.models import Delivery, DeliveryAttempt, Event, WebhookEndpoint
 from events.outbox import EVENT_TYPES
-from events.webhooks import endpoint_create, url_refusal
+from events.webhooks import endpoint_change, endpoint_create, url_refusal
 from support.admin.base import SupportAdmin
 
 
@@ -57,7 +57,13 @@ class WebhookEndpointAdmin(SupportAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            obj.save()
+            endpoint_change(
+                endpoint=obj,
+                url=obj.url,
+                event_types=form.cleaned_data["event_types"],
+                user_ref=obj.user_ref,
+                description=obj.description,
+            )
             return
         endpoint, secret = endpoint_create(
             url=obj.url,

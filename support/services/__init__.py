@@ -8,8 +8,9 @@ there.
 
 One module per job: `actions` (forget, retract, normalise, revoke a rule, each with its
 reason), `explain` (the resolver's and the policy engine's reasons in words), `turn_plan` (a
-turn's stored plan, SPEC §7, as rows) and `staff` (the Support group and staff accounts). The
-names below are what the admin, the pages, the commands and the tests call."""
+turn's stored plan, SPEC §7, as rows), `staff` (the Support group and staff accounts) and
+`tokens` (runtime tokens revoked). The names below are what the admin, the pages, the commands
+and the tests call."""
 
 from .actions import (
     ACTION_PERMISSIONS,
@@ -24,6 +25,7 @@ from .actions import (
 )
 from .explain import EXPLAIN_PERMISSION, ExplainResult, support_explain
 from .staff import SUPPORT_GROUP, SUPPORT_GROUP_PERMISSIONS, support_group_ensure, support_staff_put
+from .tokens import api_tokens_revoke
 from .turn_plan import TurnPlan, turn_plan, turn_plan_time
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "ActionOutcome",
     "ExplainResult",
     "TurnPlan",
+    "api_tokens_revoke",
     "clean_reason",
     "support_explain",
     "support_forget",

@@ -227,6 +227,32 @@ def test_it_registers_an_endpoint_in_the_admin_and_shows_its_secret_once(staff_c
     assert endpoint.secret not in page and endpoint.secret not in listing
 
 
+def test_it_changes_an_endpoint_in_the_admin_through_the_service_keeping_its_secret(
+    staff_client, settings
+):
+    """V3: an endpoint changed in the admin is checked as at registration
+    (`events.webhooks.endpoint_change`); its secret stays."""
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    endpoint, secret = endpoint_create(url="https://127.0.0.1/in", event_types=["memory.forgotten"])
+    changed = staff_client.post(
+        f"/admin/events/webhookendpoint/{endpoint.pk}/change/",
+        {
+            "url": "https://127.0.0.1/other",
+            "event_types": ["memory.forgotten", "memory.changed"],
+            "user_ref": "sam",
+            "description": "the index",
+        },
+    )
+    assert changed.status_code == 302
+    endpoint.refresh_from_db()
+    assert (endpoint.url, endpoint.event_types, endpoint.user_ref, endpoint.secret) == (
+        "https://127.0.0.1/other",
+        ["memory.changed", "memory.forgotten"],
+        "sam",
+        secret,
+    )
+
+
 def test_it_names_the_setting_that_allows_a_loopback_receiver_when_the_admin_refuses_it(
     staff_client, settings
 ):

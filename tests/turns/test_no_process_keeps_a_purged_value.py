@@ -122,4 +122,4 @@ def test_it_keeps_no_function_cache_a_text_could_key():
         for obj in vars(module).values():
             if callable(obj) and hasattr(obj, "cache_info"):
                 cached.add(f"{obj.__module__}.{obj.__qualname__}")
-    assert cached == {"memory.domain.known_time_zones"}
+    assert cached == {"config.clock.known_time_zones"}

@@ -21,6 +21,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.clock import known_time_zones
 from config.serializers import (
     SCENE_MAX,
     BoundedIntegerField,
@@ -37,7 +38,6 @@ from memory.domain import (
     KEY_RE,
     STATUSES,
     VALUE_MAX,
-    known_time_zones,
     valid_key,
 )
 from memory.serializers import StrictBooleanField

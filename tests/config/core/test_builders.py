@@ -3,10 +3,9 @@ built, never what is built. No database."""
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, field
 
-from config.builders import build_slotted, gc_paused
+from config.builders import build_slotted
 from conversations.scopes import Scope
 from memory.domain import Exclusion, MemoryRecord
 from tests.memory.core.records import rec
@@ -51,21 +50,3 @@ def test_it_builds_any_other_class_through_its_constructor():
     normally, so the result is still what the constructor gives."""
     assert build_slotted(_Plain, {"a": [1, 2], "b": [[0], []]}, 2) == [_Plain(1, [0]), _Plain(2)]
     assert build_slotted(_Plain, {"a": [1, 2], "b": [[0], []]}, 2)[0].b == [0, 1]
-
-
-def test_it_pauses_the_collector_only_inside_the_block_and_nests():
-    """The pause is undone when the block ends (also on error), and an inner block never
-    resumes collection inside an outer one."""
-    assert gc.isenabled()
-    with gc_paused():
-        assert not gc.isenabled()
-        with gc_paused():
-            assert not gc.isenabled()
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    try:
-        with gc_paused():
-            raise KeyError("x")
-    except KeyError:
-        pass
-    assert gc.isenabled()
