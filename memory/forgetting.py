@@ -36,7 +36,7 @@ from .models import (
 from .selectors.records import memory_get, parse_uuid, registry
 from .selectors.resolution import remembered_now
 from .services.writing import lock_profile
-from .storage import MEMORY_CACHE
+from .storage import MEMORY_CACHE, TOMBSTONE_COLUMNS, tombstone_from_row
 from .withholding import (
     Purged,
     memories_released_by,
@@ -141,15 +141,7 @@ def forget_key(
 
 
 def _tombstone_domain(t: Tombstone, user) -> DomainTombstone:
-    return DomainTombstone(
-        id=str(t.id),
-        user=user.username,
-        scope_id=t.scope_id,
-        key=t.key,
-        value_hash=t.value_hash,
-        forgotten_at=t.forgotten_at,
-        blocks_sources_before=t.blocks_sources_before,
-    )
+    return tombstone_from_row([getattr(t, column) for column in TOMBSTONE_COLUMNS], user.username)
 
 
 def covered_records(

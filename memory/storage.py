@@ -58,6 +58,38 @@ RECORD_FIELDS = (
 )
 
 
+# The columns of a tombstone row, in the order every reader reads them.
+TOMBSTONE_COLUMNS = ("id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before")
+
+
+def tombstone_from_row(row, username: str) -> DomainTombstone:
+    """A tombstone row (`TOMBSTONE_COLUMNS`, times as datetimes) as the domain's: the one
+    mapping every reader of tombstones uses (F3)."""
+    id_, scope_id, key, value_hash, forgotten_at, blocks_before = row
+    return DomainTombstone(
+        id=str(id_),
+        user=username,
+        scope_id=scope_id,
+        key=key,
+        value_hash=value_hash,
+        forgotten_at=forgotten_at,
+        blocks_sources_before=blocks_before,
+    )
+
+
+def tombstones_from_rows(rows, username: str, *, parsed: bool = True) -> list[DomainTombstone]:
+    """Tombstone rows (`TOMBSTONE_COLUMNS`) as the domain's; `parsed=False`: their times are a
+    raw statement's text, parsed in bulk."""
+    rows = list(rows)
+    forgotten, blocks = [r[4] for r in rows], [r[5] for r in rows]
+    if not parsed:
+        forgotten, blocks = parse_datetimes(forgotten), parse_datetimes(blocks)
+    return [
+        tombstone_from_row((*row[:4], at, before), username)
+        for row, at, before in zip(rows, forgotten, blocks, strict=True)
+    ]
+
+
 def record_sql(reader: RawReader) -> dict[str, str]:
     """RECORD_FIELDS of the records matching `{where}` in the model's order, each with its
     source message ids in one more column (an array on PostgreSQL, comma-joined text on
@@ -270,24 +302,7 @@ def parse_context_state(
         for index in DATETIME_COLUMNS:
             columns[index] = parse_datetimes(columns[index])
         built = build_records(columns, linked, username, withheld)
-    found = json.loads(tombstones)
-    tombs = [
-        DomainTombstone(
-            id=t[0],
-            user=username,
-            scope_id=t[1],
-            key=t[2],
-            value_hash=t[3],
-            forgotten_at=forgotten_at,
-            blocks_sources_before=blocks_before,
-        )
-        for t, forgotten_at, blocks_before in zip(
-            found,
-            parse_datetimes([t[4] for t in found]),
-            parse_datetimes([t[5] for t in found]),
-            strict=True,
-        )
-    ]
+    tombs = tombstones_from_rows(json.loads(tombstones), username, parsed=False)
     found = json.loads(retractions)
     latest: dict[tuple[str, str, str], datetime] = {}
     for row, at in zip(found, parse_datetimes([row[3] for row in found]), strict=True):

@@ -20,7 +20,7 @@ from .models import (
     SlotRetraction,
     Tombstone,
 )
-from .storage import DATETIME_COLUMNS, RECORD_FIELDS, build_records
+from .storage import DATETIME_COLUMNS, RECORD_FIELDS, build_records, tombstones_from_rows
 
 # Positions in a write-state row: the kind, then RECORD_FIELDS, then a source message id (or,
 # in a row of kind "w", the id of a tombstone withholding the record, F7.2).
@@ -204,23 +204,11 @@ def _fill_records(
 
 def _tombstones(tombstone_rows: list, username: str) -> list[DomainTombstone]:
     """The tombstones of the keys (F3), from the columns their rows reuse."""
-    return [
-        DomainTombstone(
-            id=row[1],
-            user=username,
-            scope_id=row[5],
-            key=row[2],
-            value_hash=row[3],
-            forgotten_at=forgotten_at,
-            blocks_sources_before=blocks_before,
-        )
-        for row, forgotten_at, blocks_before in zip(
-            tombstone_rows,
-            parse_datetimes([row[_T_FORGOTTEN] for row in tombstone_rows]),
-            parse_datetimes([row[_T_BLOCKS] for row in tombstone_rows]),
-            strict=True,
-        )
-    ]
+    return tombstones_from_rows(
+        ((r[1], r[5], r[2], r[3], r[_T_FORGOTTEN], r[_T_BLOCKS]) for r in tombstone_rows),
+        username,
+        parsed=False,
+    )
 
 
 def _latest_retractions(retraction_rows: list) -> dict[tuple[str, str, str], datetime]:
@@ -253,23 +241,7 @@ def read_tombstones_and_secret(
     sql = reader.sql("registry-tombstones", _registry_tombstone_sql)
     rows = reader.fetch(sql["tombstones"].format(where=where), params)
     username = user.username
-    tombstones = [
-        DomainTombstone(
-            id=t[0],
-            user=username,
-            scope_id=t[1],
-            key=t[2],
-            value_hash=t[3],
-            forgotten_at=forgotten_at,
-            blocks_sources_before=blocks_before,
-        )
-        for t, forgotten_at, blocks_before in zip(
-            rows,
-            parse_datetimes([t[4] for t in rows]),
-            parse_datetimes([t[5] for t in rows]),
-            strict=True,
-        )
-    ]
+    tombstones = tombstones_from_rows(rows, username, parsed=False)
     secret = b""
     if any(t.value_hash for t in tombstones):
         hexed = rows[0][6]

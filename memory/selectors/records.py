@@ -33,7 +33,7 @@ from ..models import (
     MemoryWithholding,
     Tombstone,
 )
-from ..storage import RECORD_FIELDS, read_records
+from ..storage import RECORD_FIELDS, TOMBSTONE_COLUMNS, read_records, tombstones_from_rows
 
 
 def row_to_domain(
@@ -172,20 +172,7 @@ def tombstones_of(user, keys: Iterable[str] | None = None) -> list[DomainTombsto
     qs = Tombstone.objects.filter(user=user)
     if keys is not None:
         qs = qs.filter(key__in=list(keys))
-    return [
-        DomainTombstone(
-            id=str(t[0]),
-            user=user.username,
-            scope_id=t[1],
-            key=t[2],
-            value_hash=t[3],
-            forgotten_at=t[4],
-            blocks_sources_before=t[5],
-        )
-        for t in qs.values_list(
-            "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"
-        )
-    ]
+    return tombstones_from_rows(qs.values_list(*TOMBSTONE_COLUMNS), user.username)
 
 
 class Registry:

@@ -14,7 +14,7 @@ from ..domain import RecordState
 from ..domain import Tombstone as DomainTombstone
 from ..models import KeyDefinition, MemoryProfile, MemoryRecord, Tombstone
 from ..resolver import record_states
-from ..storage import RECORD_FIELDS
+from ..storage import RECORD_FIELDS, TOMBSTONE_COLUMNS, tombstone_from_row
 from .records import (
     links_of,
     memory_get,
@@ -148,19 +148,9 @@ def memory_states_of(queryset, *, now: datetime) -> dict[str, RecordState]:
         by_user[user_id].append(row_to_domain(tuple(row), users[user_id], sources, withheld))
     tombs: dict[int, list[DomainTombstone]] = defaultdict(list)
     for t in Tombstone.objects.filter(user_id__in=sorted(users), key__in=keys).values_list(
-        "user_id", "id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before"
+        "user_id", *TOMBSTONE_COLUMNS
     ):
-        tombs[t[0]].append(
-            DomainTombstone(
-                id=str(t[1]),
-                user=users[t[0]],
-                scope_id=t[2],
-                key=t[3],
-                value_hash=t[4],
-                forgotten_at=t[5],
-                blocks_sources_before=t[6],
-            )
-        )
+        tombs[t[0]].append(tombstone_from_row(t[1:], users[t[0]]))
     # Every user's secret, whether or not a value-level tombstone needs it: the query count
     # does not depend on what was forgotten.
     secrets = dict(
