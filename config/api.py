@@ -20,7 +20,7 @@ from config import credentials
 from config import problems as problem_codes
 from config.errors import DomainError
 from config.problems import PROBLEM_CONTENT_TYPE, problem
-from config.serializers import QueryText
+from config.serializers import EmptyQuery, QueryText
 from config.throttle import RuntimeThrottle  # noqa: F401  (its old home: tests patch it here)
 
 from .models import ApiToken
@@ -233,6 +233,17 @@ def validated(serializer_class, data, **kwargs):
     )
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+def no_query(request) -> None:
+    """An operation that reads no query parameter refuses any, naming it (a 400, C7)."""
+    validated(EmptyQuery, query_params(request))
+
+
+def put_answer(output, instance, created: bool) -> Response:
+    """A create-or-update's answer: `instance` in its output shape, 201 when it was created and
+    200 when it already existed."""
+    return Response(represented(output, instance), status=201 if created else 200)
 
 
 def query_params(request) -> QueryText:

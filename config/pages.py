@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from functools import wraps
 
@@ -51,6 +52,19 @@ MESSAGES_ANCHOR = "messages"
 
 def notify(request, level: int, text: str, anchor: str = MESSAGES_ANCHOR) -> None:
     flash.add_message(request, level, text, extra_tags=f"{ANCHOR_TAG}{anchor}")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What an action tells the user: a flash message's level and words, and the anchor of the
+    element it belongs beside (where the action lands)."""
+
+    level: int
+    text: str
+    anchor: str = MESSAGES_ANCHOR
+
+    def add_to(self, request) -> None:
+        notify(request, self.level, self.text, self.anchor)
 
 
 def anchor_of(message) -> str | None:

@@ -8,8 +8,16 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import paginated, problems, query_params, represented, validated
-from config.serializers import EmptyQuery, PageQuery
+from config.api import (
+    no_query,
+    paginated,
+    problems,
+    put_answer,
+    query_params,
+    represented,
+    validated,
+)
+from config.serializers import PageQuery
 
 from . import services
 from .selectors import (
@@ -42,7 +50,7 @@ class UserApi(APIView):
         "when the user was created. An unknown ref answers 404 `not_found` (C4).",
     )
     def get(self, request, user_ref):
-        validated(EmptyQuery, query_params(request))
+        no_query(request)
         return Response(UserOutput(user_by_ref(user_ref, field=None)).data)
 
     @extend_schema(
@@ -57,7 +65,7 @@ class UserApi(APIView):
     def put(self, request, user_ref):
         data = validated(UserPutInput, request.data)
         user, created = services.user_put(ref=user_ref, email=data.get("email", ""))
-        return Response(represented(UserOutput, user), status=201 if created else 200)
+        return put_answer(UserOutput, user, created)
 
     @extend_schema(
         operation_id="user_delete",
@@ -95,7 +103,7 @@ class CharacterApi(APIView):
         "answers 404 `not_found` (C4).",
     )
     def get(self, request, slug):
-        validated(EmptyQuery, query_params(request))
+        no_query(request)
         return Response(CharacterOutput(character_get(slug)).data)
 
     @extend_schema(
@@ -110,7 +118,7 @@ class CharacterApi(APIView):
     def put(self, request, slug):
         data = validated(CharacterPutInput, request.data)
         character, created = services.character_put(slug=slug, name=data["name"])
-        return Response(represented(CharacterOutput, character), status=201 if created else 200)
+        return put_answer(CharacterOutput, character, created)
 
 
 class ConversationCollectionApi(APIView):
@@ -160,7 +168,7 @@ class ConversationApi(APIView):
         "(C4).",
     )
     def get(self, request, conversation_id):
-        validated(EmptyQuery, query_params(request))
+        no_query(request)
         return Response(ConversationOutput(conversation_get(conversation_id)).data)
 
     @extend_schema(

@@ -28,6 +28,31 @@ def scope_shapes(widest: str) -> Q:
     )
 
 
+def scope_character():
+    """A stored scope's character (SPEC §1, §6): set for a character, conversation or scene
+    scope, null for the widest. A character that scopes name is not deleted."""
+    return models.ForeignKey(
+        "conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+
+def scope_conversation():
+    """A stored scope's conversation: set for a conversation or scene scope. Deleting the
+    conversation deletes what is scoped to it (§7)."""
+    return models.ForeignKey(
+        "conversations.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+
+
+def scope_scene():
+    """A stored scope's scene: set for a scene scope only."""
+    return models.CharField(max_length=100, null=True, blank=True)
+
+
 class Character(models.Model):
     """A companion persona (catalog data, SPEC §0), identified by its slug."""
 

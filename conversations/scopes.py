@@ -87,6 +87,17 @@ class Scope:
     def as_dict(self) -> dict:
         return scope_dict(self.kind, self.character, self.conversation, self.scene)
 
+    @classmethod
+    def of_columns(cls, row):
+        """The scope a stored row's columns hold (a memory record, a rule, a media job): its
+        kind, its character's slug, its conversation's id and its scene."""
+        return cls(
+            kind=row.scope_kind,
+            character=row.character.slug if row.character_id else None,
+            conversation=str(row.conversation_id) if row.conversation_id else None,
+            scene=row.scene,
+        )
+
 
 def scope_of_id(scope_id: str) -> Scope:
     """The scope a stored id names (SPEC §1), without joining characters or conversations; an

@@ -7,10 +7,16 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import paginated, problems, query_params, represented, validated
+from config.api import (
+    no_query,
+    paginated,
+    problems,
+    query_params,
+    represented,
+    validated,
+)
 from config.clock import db_now
 from config.errors import ValidationError
-from config.serializers import EmptyQuery
 from conversations.scopes import Scope
 from conversations.selectors import load_context, user_by_ref
 
@@ -132,7 +138,7 @@ class MemoryDetailApi(APIView):
         "masked (F7.2).",
     )
     def get(self, request, memory_id):
-        validated(EmptyQuery, query_params(request))
+        no_query(request)
         found = memory_stated(memory_id, now=db_now())
         return Response(listed_memory_json(found))
 
@@ -357,7 +363,7 @@ class TombstoneDetailApi(APIView):
         "id answers 404 `not_found` (C4).",
     )
     def get(self, request, tombstone_id):
-        validated(EmptyQuery, query_params(request))
+        no_query(request)
         return Response(TombstoneOutput(tombstone_get(tombstone_id)).data)
 
     @extend_schema(
@@ -384,7 +390,7 @@ class MemorySettingsApi(APIView):
         "default (I8).",
     )
     def get(self, request, user_ref):
-        validated(EmptyQuery, query_params(request))
+        no_query(request)
         user = user_by_ref(user_ref, field=None)
         return Response(_settings_json(memory_settings_of(user)))
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
-from config.pages import day
+from config.pages import Notice, day, when
 
-from . import forgetting
-from .presentation import ScopeNames, Wording, plain_label, told_by
-from .selectors.pages import key_templates
+from . import forgetting, notices
+from .presentation import ScopeNames, Wording, plain_label, told_by, told_by_words
+from .selectors.pages import forgotten_entries, key_templates
 from .selectors.records import registry
 from .withholding import memories_withheld_by
 
@@ -153,3 +153,72 @@ def forget_page(user, row, label: str) -> dict:
         "scope_words": ScopeNames(user, [row.scope_id]).words(row.scope_id),
         "user_scope": row.scope_kind == "user",
     }
+
+
+def forget_confirm_page(user, row, label: str, many: bool, form, next_url: str) -> dict:
+    """The context of the confirmation page for forgetting `row`: what `forget_page` says, the
+    memory and who told it, and the form."""
+    return {
+        **forget_page(user, row, label),
+        "record": row,
+        "told_by": told_by_words(row.told_by_name, row.recorded_at)
+        if row.told_by_connection
+        else "",
+        "label": label,
+        "many": many,
+        "form": form,
+        "next": next_url,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Forget several at once
+
+
+def chosen_of(remembered, posted: list) -> tuple[list, int]:
+    """The memories `posted` (the ticked cards' ids) names among those remembered now, in the
+    order posted and each once, and how many distinct posted values were left out (an old
+    card, another user's id, not an id at all)."""
+    by_id = {r.id: r for r in remembered.active}
+    posted = [value for value in posted if isinstance(value, str)]
+    chosen = [by_id[value] for value in dict.fromkeys(posted) if value in by_id]
+    return chosen, len(set(posted)) - len(chosen)
+
+
+def forgotten_selected(remembered, chosen: list, tombstones) -> Notice:
+    """The message after forgetting `chosen`: their distinct labels A–Z and the messages the
+    forgets withhold, each counted once."""
+    labels = sorted(
+        {remembered.registry.labels.get(r.key) or plain_label(r.key) for r in chosen},
+        key=str.casefold,
+    )
+    return notices.forgotten_selected(len(chosen), labels, forgetting.withheld_total(tombstones))
+
+
+# ---------------------------------------------------------------------------------------------
+# What was forgotten
+
+
+def forgotten_page(user) -> dict:
+    """F1/F4: the forgotten page's rows — the slot and scope, never the value — who asked, and
+    the address of each "learn it again"."""
+    entries = forgotten_entries(user)
+    keys = registry()
+    names = ScopeNames(user, {t.scope_id for t in entries})
+    root = reverse("memory:forgotten")
+    rows = [
+        {
+            "id": t.id,
+            "anchor": f"t-{t.id}",
+            "learn_again": f"{root}{t.id}/learn-again",
+            "label": keys.labels.get(t.key) or plain_label(t.key),
+            "key": t.key,
+            "scope_words": names.forget_words(t.scope_id),
+            "one_value": t.one_value,
+            "many": keys.is_many(t.key),
+            "forgotten_on": when(t.forgotten_at),
+            "by_support": t.forgotten_by == "support",
+        }
+        for t in entries
+    ]
+    return {"rows": rows}

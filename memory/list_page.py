@@ -26,6 +26,7 @@ from .domain import USER_AUTHORITIES, normalise_value
 from .domain import MemoryRecord as DomainRecord
 from .forget_pages import WithheldNotice, withheld_notices
 from .forms import MemoryFilterForm
+from .notices import SWITCHES_ANCHOR  # the switches' card shows its own message
 from .presentation import (
     CERTAINTY,
     Provenance,
@@ -42,8 +43,6 @@ from .selectors.resolution import Remembered, remembered_now
 from .switches import memory_settings_of
 
 PAGE_SIZE = 25
-# The switches' card shows its own message (the view's action lands there).
-SWITCHES_ANCHOR = "switches"
 # I8: each card's line on use in conversations while `use` is off.
 NOT_USED_NOW = "Not used in conversations now: you turned memory use off."
 

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from conversations.models import scope_shapes
+from conversations.models import scope_character, scope_conversation, scope_scene, scope_shapes
 from conversations.scopes import Scope
 
 from .domain import AUTHORITIES, CARDINALITIES, STATUSES
@@ -119,17 +119,9 @@ class MemoryRecord(models.Model):
     scope_kind = models.CharField(
         max_length=12, choices=_choices(("user", "character", "conversation", "scene"))
     )
-    character = models.ForeignKey(
-        "conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
-    scene = models.CharField(max_length=100, null=True, blank=True)
+    character = scope_character()
+    conversation = scope_conversation()
+    scene = scope_scene()
     scope_id = models.CharField(max_length=255, editable=False)
     status = models.CharField(max_length=10, choices=_choices(STATUSES), default="active")
     status_since = models.DateTimeField(null=True, blank=True)
@@ -198,12 +190,7 @@ class MemoryRecord(models.Model):
 
     @property
     def scope(self) -> Scope:
-        return Scope(
-            kind=self.scope_kind,
-            character=self.character.slug if self.character_id else None,
-            conversation=str(self.conversation_id) if self.conversation_id else None,
-            scene=self.scene,
-        )
+        return Scope.of_columns(self)
 
 
 class MemorySource(models.Model):

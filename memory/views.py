@@ -13,10 +13,7 @@ the term is kept in the session."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -24,28 +21,21 @@ from django.views.decorators.http import require_POST
 
 from config.errors import Conflict, ValidationError
 from config.pages import (
+    Notice,
     form_errors_from,
     messages_by_anchor,
     next_url,
     notify,
     private_page,
-    when,
 )
 
-from . import services
-from .domain import MemoryRecord as DomainRecord
+from . import notices, services
+from .correct_page import correct_page
 from .forms import SEARCH_MAX, CorrectForm, MemorySwitchesForm
-from .list_page import PAGE_SIZE, SWITCHES_ANCHOR, memory_list_page
-from .presentation import (
-    ScopeNames,
-    Sentence,
-    Wording,
-    plain_label,
-    told_by,
-)
-from .selectors.pages import key_templates, no_longer_true
+from .list_page import PAGE_SIZE, SWITCHES_ANCHOR, memory_list_page  # noqa: F401  (tests read PAGE_SIZE here)
+from .no_longer_true_page import no_longer_true_page
+from .presentation import plain_label
 from .selectors.records import memory_get, registry
-from .selectors.resolution import remembered_now
 from .switches import memory_settings_of
 
 SEARCH_SESSION_KEY = "memory_search"
@@ -60,6 +50,12 @@ _pending = messages_by_anchor
 def back_to(request, anchor: str = MESSAGES_ANCHOR, default: str = "memory:list"):
     """Back where the action came from (`next`, a path on this site), at `anchor`."""
     return redirect(f"{next_url(request, default).split('#', 1)[0]}#{anchor}")
+
+
+def told(request, notice: Notice, default: str = "memory:list"):
+    """Leave `notice` and land back where the action came from, at the notice's anchor."""
+    notice.add_to(request)
+    return back_to(request, notice.anchor, default)
 
 
 def _switch_values(user) -> dict:
@@ -104,13 +100,7 @@ def memory_switches_view(request):
     Nothing is deleted either way."""
     form = MemorySwitchesForm(request.POST)
     if not form.is_valid():
-        notify(
-            request,
-            messages.ERROR,
-            "Those switches could not be read; nothing changed.",
-            SWITCHES_ANCHOR,
-        )
-        return back_to(request, SWITCHES_ANCHOR)
+        return told(request, notices.switches_unread())
     before = memory_settings_of(request.user)
     after = services.memory_settings_set(
         user=request.user,
@@ -118,27 +108,7 @@ def memory_switches_view(request):
         learn=form.cleaned_data["learn"],
         use=form.cleaned_data["use"],
     )
-    if after == before:
-        notify(request, messages.INFO, "Nothing changed.", SWITCHES_ANCHOR)
-    else:
-        learning = (
-            "learns from your messages" if after.learn else "learns nothing new from your messages"
-        )
-        using = (
-            "uses these memories in conversations"
-            if after.use
-            else "uses none of these memories in conversations"
-        )
-        # I8: neither switch deletes anything; that reassures only when something was turned off.
-        turned_off = (before.learn and not after.learn) or (before.use and not after.use)
-        notify(
-            request,
-            messages.SUCCESS,
-            f"Saved: the companion {learning} and {using}."
-            + (" Nothing was deleted." if turned_off else ""),
-            SWITCHES_ANCHOR,
-        )
-    return back_to(request, SWITCHES_ANCHOR)
+    return told(request, notices.switches_set(before, after))
 
 
 @private_page
@@ -179,29 +149,8 @@ def memory_confirm_view(request, memory_id):
     try:
         result = services.memory_confirm(record_id=memory_id, user=request.user)
     except Conflict:
-        notify(
-            request,
-            messages.ERROR,
-            "That memory is no longer current, so there was nothing to confirm. "
-            "The list shows what is remembered now.",
-        )
-        return back_to(request)
-    label = key_label(result.record.key)
-    if result.outcome == "unchanged":
-        notify(
-            request,
-            messages.INFO,
-            f"Nothing changed: “{label}” was already confirmed by you.",
-            f"m-{result.record.id}",
-        )
-    else:
-        notify(
-            request,
-            messages.SUCCESS,
-            f"Confirmed “{label}”. It now counts as something you said yourself.",
-            f"m-{result.record.id}",
-        )
-    return back_to(request, f"m-{result.record.id}")
+        return told(request, notices.confirm_conflict())
+    return told(request, notices.confirmed(result, key_label(result.record.key)))
 
 
 @private_page
@@ -211,70 +160,21 @@ def memory_correct_view(request, memory_id):
     GET shows the form on its own page; the memories page also has it inline."""
     row = memory_get(memory_id, user=request.user)
     label = key_label(row.key)
-    if request.method == "POST":
-        form = CorrectForm(request.POST)
-        if form.is_valid():
-            try:
-                result = services.memory_correct(
-                    record_id=row.pk, value=form.cleaned_data["value"], user=request.user
-                )
-            except ValidationError as exc:
-                form_errors_from(form, exc)
-            except Conflict:
-                notify(
-                    request,
-                    messages.ERROR,
-                    f"“{label}” changed in the meantime, so nothing was corrected. "
-                    "The list shows what is remembered now.",
-                )
-                return back_to(request)
-            else:
-                if result.record is None:
-                    notify(
-                        request,
-                        messages.ERROR,
-                        f"Nothing was saved for “{label}”: you had asked the "
-                        "companion to forget that value.",
-                    )
-                    return back_to(request)
-                anchor = f"m-{result.record.id}"
-                if result.outcome == "unchanged":
-                    notify(
-                        request,
-                        messages.INFO,
-                        f"Nothing changed: “{label}” already holds that value, as you said it.",
-                        anchor,
-                    )
-                elif result.record.authority == "user-confirmed":
-                    notify(
-                        request,
-                        messages.SUCCESS,
-                        f"Confirmed “{label}”: the value you saved is the one "
-                        "remembered. It now counts as something you said yourself.",
-                        anchor,
-                    )
-                else:
-                    notify(
-                        request,
-                        messages.SUCCESS,
-                        f"Corrected “{label}”. The old value will not be used again.",
-                        anchor,
-                    )
-                return back_to(request, anchor)
-    else:
-        form = CorrectForm(initial={"value": row.value})
-    names = ScopeNames(request.user, [row.scope_id])
-    return render(
-        request,
-        "memory/correct.html",
-        {
-            "record": row,
-            "label": label,
-            "scope_words": names.words(row.scope_id),
-            "form": form,
-            "next": next_url(request),
-        },
-    )
+    posted = request.method == "POST"
+    form = CorrectForm(request.POST) if posted else CorrectForm(initial={"value": row.value})
+    if posted and form.is_valid():
+        try:
+            result = services.memory_correct(
+                record_id=row.pk, value=form.cleaned_data["value"], user=request.user
+            )
+        except ValidationError as exc:
+            form_errors_from(form, exc)
+        except Conflict:
+            return told(request, notices.correct_conflict(label))
+        else:
+            return told(request, notices.corrected(result, label))
+    page = correct_page(request.user, row, label, form, next_url(request))
+    return render(request, "memory/correct.html", page)
 
 
 @private_page
@@ -286,20 +186,8 @@ def memory_retract_view(request, memory_id):
     try:
         services.memory_retract(record_id=memory_id, user=request.user)
     except Conflict:
-        notify(
-            request,
-            messages.ERROR,
-            f"“{label}” was forgotten, so there is nothing to mark as no longer true.",
-        )
-        return back_to(request)
-    notify(
-        request,
-        messages.SUCCESS,
-        f"“{label}” is no longer treated as true. Its history keeps the old value, "
-        "and older messages will not bring it back.",
-        f"m-{memory_id}",
-    )
-    return back_to(request, f"m-{memory_id}")
+        return told(request, notices.retract_conflict(label))
+    return told(request, notices.retracted(label, memory_id))
 
 
 @private_page
@@ -311,79 +199,13 @@ def memory_restore_view(request, memory_id):
     try:
         result = services.memory_restore(record_id=memory_id, user=request.user)
     except Conflict as exc:
-        notify(request, messages.ERROR, f"Nothing to undo for “{label}”: {exc.detail}")
-        return back_to(request)
-    if result.record is None:
-        notify(
-            request,
-            messages.ERROR,
-            f"“{label}” could not come back: you had asked the companion to forget it.",
-        )
-        return back_to(request)
-    anchor = f"m-{result.record.id}"
-    notify(
-        request,
-        messages.SUCCESS,
-        f"“{label}” is remembered again, as something you said yourself, from now "
-        "on. Its history shows the time it was not.",
-        anchor,
-    )
-    return back_to(request, anchor)
-
-
-@dataclass(frozen=True)
-class RetractedRow:
-    record: DomainRecord
-    label: str
-    sentence: Sentence | None
-    scope_words: str
-    retracted_on: str
-    base: str
-    told_by: str = ""  # M3: "told by <name> on <day>" for a value an assistant stored
-
-    @property
-    def id(self) -> str:
-        return self.record.id
-
-    @property
-    def anchor(self) -> str:
-        return f"m-{self.record.id}"
+        return told(request, notices.restore_conflict(label, exc))
+    return told(request, notices.restored(result, label))
 
 
 @private_page
 def no_longer_true_list_view(request):
     """What you marked no longer true, while nothing else is remembered in its place: each
-    with an undo (W10, then a new assert from now)."""
-    user = request.user
-    remembered = remembered_now(user)
-    retracted = no_longer_true(remembered)
-    paginator = Paginator(retracted, PAGE_SIZE)
-    page = paginator.get_page(request.GET.get("page"))
-    names = ScopeNames(user, {r.scope_id for r in page.object_list})
-    words = Wording(remembered.registry.labels, key_templates({r.key for r in page.object_list}))
-    root = reverse("memory:list")
-    rows = [
-        RetractedRow(
-            r,
-            words.label(r.key),
-            words.sentence(r.key, r.value),
-            names.words(r.scope_id),
-            when(r.retracted_at),
-            f"{root}{r.id}/",
-            told_by(r),
-        )
-        for r in page.object_list
-    ]
-    return render(
-        request,
-        "memory/no_longer_true.html",
-        {
-            "rows": rows,
-            "page": page,
-            "paginated": paginator.num_pages > 1,
-            "list_url": root,
-            "page_range": list(
-                paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)
-            ),
-        },
-    )
+    with an undo (W10, then a new assert from now; `memory.no_longer_true_page`)."""
+    page = no_longer_true_page(request.user, request.GET.get("page"))
+    return render(request, "memory/no_longer_true.html", page)

@@ -131,9 +131,7 @@ class RuleCreateApi(APIView):
             valid_until=data.get("valid_until"),
             replace=data["replace"],
         )
-        return Response(
-            RuleOutput(selectors.rule_by_id(rule.pk)).data, status=status.HTTP_201_CREATED
-        )
+        return _rule_answer(rule, status.HTTP_201_CREATED)
 
 
 class RuleCollectionApi(RuleListApi, RuleCreateApi):
@@ -156,7 +154,7 @@ class RuleRevokeApi(APIView):
     def post(self, request, rule_id):
         validated(RuleRevokeInput, request.data)
         rule = services.rule_revoke(rule_id=rule_id)
-        return Response(RuleOutput(selectors.rule_by_id(rule.pk)).data)
+        return _rule_answer(rule)
 
 
 class PolicyAnswerApi(APIView):
@@ -207,8 +205,7 @@ class MediaJobAdmitApi(APIView):
             requested_by=data["requested_by"],
             idempotency_key=data["idempotency_key"],
         )
-        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data, status=code)
+        return _job_answer(job, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class MediaJobStartApi(APIView):
@@ -227,7 +224,7 @@ class MediaJobStartApi(APIView):
     def post(self, request, job_id):
         validated(MediaJobStartInput, request.data)
         job = media_jobs.media_job_start(job_id=job_id)
-        return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data)
+        return _job_answer(job)
 
 
 class MediaJobCompleteApi(APIView):
@@ -245,4 +242,14 @@ class MediaJobCompleteApi(APIView):
     def post(self, request, job_id):
         validated(MediaJobCompleteInput, request.data)
         job = media_jobs.media_job_complete(job_id=job_id)
-        return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data)
+        return _job_answer(job)
+
+
+def _rule_answer(rule, code: int = status.HTTP_200_OK) -> Response:
+    """A rule as stored now, read again with what its output shows (capability, character)."""
+    return Response(RuleOutput(selectors.rule_by_id(rule.pk)).data, status=code)
+
+
+def _job_answer(job, code: int = status.HTTP_200_OK) -> Response:
+    """A media job as stored now, read again with what its output shows."""
+    return Response(MediaJobOutput(selectors.media_job_by_id(job.pk)).data, status=code)

@@ -13,8 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from django.contrib import messages
+from django.urls import reverse
+from django.utils.http import urlencode
+
 from config.clock import db_now
-from config.pages import day
+from config.pages import Notice, day
 
 from .domain import (
     EXPLICIT_USER,
@@ -23,9 +27,16 @@ from .domain import (
     REASON_NO_APPLICABLE_RULE,
     Rule,
 )
-from .forms import EFFECT_CHOICES
+from .forms import EFFECT_CHOICES, BoundaryForm
 from .presentation import DECISION_WORDS, capability_name
-from .selectors import BoundaryOverview, Places, boundary_overview, boundary_places
+from .selectors import (
+    BoundaryOverview,
+    Places,
+    boundary_overview,
+    boundary_places,
+    capability_list,
+    rule_list,
+)
 
 EFFECT_WORDS = dict(EFFECT_CHOICES)
 # The page shows what happens when the companion itself wants to do something.
@@ -142,6 +153,63 @@ class CardAsked:
             str(query.get(name, "")) for name in ("section", "capability", "where", "effect")
         )
         return cls(section, capability, where, effect, refused)
+
+
+@dataclass(frozen=True)
+class BoundaryPost:
+    """A boundary choice as posted: its form, bound to the capabilities and the places the user
+    can choose, and the card it was sent from (`section`, "" for the form at the page's top),
+    whose field ids the form takes so that its errors stand beside that card's fields."""
+
+    form: BoundaryForm
+    section: str
+    places: list  # the places' choices: (value, words)
+
+    @classmethod
+    def of(cls, user, posted: Mapping) -> BoundaryPost:
+        places = boundary_places(user, list(rule_list(user=user)))
+        all_places = places.choices()
+        sections = {"everywhere", *(c.slug for c in places.characters)}
+        section = posted.get("section", "")
+        section = section if section in sections else ""
+        capability = posted.get("capability", "")
+        form = BoundaryForm(
+            posted,
+            capabilities=[(c.name, capability_name(c.name)) for c in capability_list()],
+            places=all_places,
+            auto_id=f"%s-{field_id(section, capability)}" if section else "id_%s",
+        )
+        return cls(form, section, all_places)
+
+    def saved(self, outcome: str) -> Notice:
+        """The message of a save (`outcome` "unchanged" when the choice already held), beside
+        the card it was sent from."""
+        data = self.form.cleaned_data
+        what = capability_name(data["capability"])
+        where = dict(self.places)[data["where"]]
+        choice = EFFECT_WORDS[data["effect"]].lower()
+        anchor = self.card() or "messages"
+        if outcome == "unchanged":
+            return Notice(messages.INFO, f"{what} was already set to “{choice}” {where}.", anchor)
+        return Notice(messages.SUCCESS, f"Saved: {what} — {choice}, {where}.", anchor)
+
+    def landing(self) -> str:
+        """Where a save lands: the page, and from a card that card, in view and open, showing
+        the place just chosen."""
+        url = reverse("policy:boundaries")
+        if not self.section:
+            return url
+        data = self.form.cleaned_data
+        query = urlencode(
+            {"section": self.section, "capability": data["capability"], "where": data["where"]}
+        )
+        return f"{url}?{query}#{self.card()}"
+
+    def card(self) -> str:
+        """The anchor of the card it was sent from, or "" from the form at the page's top."""
+        if not self.section:
+            return ""
+        return f"card-{field_id(self.section, self.form.cleaned_data['capability'])}"
 
 
 @dataclass

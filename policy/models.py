@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from conversations.models import scope_shapes
+from conversations.models import scope_character, scope_conversation, scope_scene, scope_shapes
 
 from .domain import (
     DEFAULT_SCOPE_KINDS,
@@ -60,17 +60,9 @@ class PolicyRule(models.Model):
     effect = models.CharField(max_length=5, choices=_choices(EFFECTS))
     source = models.CharField(max_length=20, choices=_choices(SOURCES))
     scope_kind = models.CharField(max_length=12, choices=_choices(SCOPE_KINDS))
-    character = models.ForeignKey(
-        "conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
-    scene = models.CharField(max_length=100, null=True, blank=True)
+    character = scope_character()
+    conversation = scope_conversation()
+    scene = scope_scene()
     requested_by = models.CharField(
         max_length=10, null=True, blank=True, choices=_choices(REQUESTERS)
     )
@@ -132,12 +124,7 @@ class PolicyRule(models.Model):
 
     @property
     def scope(self) -> PolicyScope:
-        return PolicyScope(
-            kind=self.scope_kind,
-            character=self.character.slug if self.character_id else None,
-            conversation=str(self.conversation_id) if self.conversation_id else None,
-            scene=self.scene,
-        )
+        return PolicyScope.of_columns(self)
 
     def to_domain(self) -> Rule:
         """Needs `user` and `character` loaded (select_related) to stay query-free."""
@@ -276,17 +263,9 @@ class MediaJob(models.Model):
         Capability, on_delete=models.PROTECT, related_name="+", db_column="capability"
     )
     requested_by = models.CharField(max_length=10, choices=_choices(REQUESTERS))
-    character = models.ForeignKey(
-        "conversations.Character", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    conversation = models.ForeignKey(
-        "conversations.Conversation",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="+",
-    )
-    scene = models.CharField(max_length=100, null=True, blank=True)
+    character = scope_character()
+    conversation = scope_conversation()
+    scene = scope_scene()
     status = models.CharField(max_length=20, choices=_choices(JOB_STATUSES))
     reason = models.CharField(max_length=40, blank=True, default="")
     # The admission decision (D9), copied here so it outlives decision-log retention.

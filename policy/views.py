@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.urls import reverse
-from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from config.errors import Conflict, ValidationError
-from config.pages import form_errors_from, messages_by_anchor, next_url, notify, private_page
+from config.pages import form_errors_from, messages_by_anchor, next_url, private_page
 
-from .boundaries_page import EFFECT_WORDS, CardAsked, boundaries_page, field_id
+from .boundaries_page import BoundaryPost, CardAsked, boundaries_page
 from .forms import EFFECT_CHOICES, BoundaryForm
 from .presentation import capability_name
-from .selectors import boundary_places, capability_list, rule_list
 from .services.rules import boundary_set, rule_revoke
+
+# A scope's errors stand beside the one field that chooses the place.
+SCOPE_FIELDS = {"scope.kind": "where", "scope.character": "where", "scope.conversation": "where"}
 
 
 def _page(request, *, error_form: BoundaryForm | None = None):
@@ -56,37 +56,18 @@ def boundaries_view(request):
 def boundary_set_view(request):
     """Set always allow / always ask / never for a capability at a chosen place. Back on the
     page, the card it was sent from is in view and open, showing the place just chosen."""
-    user = request.user
-    places = boundary_places(user, list(rule_list(user=user)))
-    all_places = places.choices()
-    sections = {"everywhere", *(c.slug for c in places.characters)}
-    section = request.POST.get("section", "")
-    section = section if section in sections else ""
-    capability = request.POST.get("capability", "")
-    form = BoundaryForm(
-        request.POST,
-        capabilities=[(c.name, capability_name(c.name)) for c in capability_list()],
-        places=all_places,
-        auto_id=f"%s-{field_id(section, capability)}" if section else "id_%s",
-    )
+    post = BoundaryPost.of(request.user, request.POST)
+    form = post.form
     if form.is_valid():
         try:
             outcome = boundary_set(
-                user=user,
+                user=request.user,
                 capability=form.cleaned_data["capability"],
                 effect=form.cleaned_data["effect"],
                 scope=form.scope(),
             )
         except ValidationError as exc:
-            form_errors_from(
-                form,
-                exc,
-                fields={
-                    "scope.kind": "where",
-                    "scope.character": "where",
-                    "scope.conversation": "where",
-                },
-            )
+            form_errors_from(form, exc, fields=SCOPE_FIELDS)
         except Conflict:
             messages.error(
                 request,
@@ -95,31 +76,8 @@ def boundary_set_view(request):
             )
             return redirect("policy:boundaries")
         else:
-            what = capability_name(form.cleaned_data["capability"])
-            where = dict(all_places)[form.cleaned_data["where"]]
-            choice = EFFECT_WORDS[form.cleaned_data["effect"]].lower()
-            anchor = (
-                f"card-{field_id(section, form.cleaned_data['capability'])}"
-                if section
-                else "messages"
-            )
-            if outcome == "unchanged":
-                notify(
-                    request, messages.INFO, f"{what} was already set to “{choice}” {where}.", anchor
-                )
-            else:
-                notify(request, messages.SUCCESS, f"Saved: {what} — {choice}, {where}.", anchor)
-            url = reverse("policy:boundaries")
-            if section:
-                query = urlencode(
-                    {
-                        "section": section,
-                        "capability": form.cleaned_data["capability"],
-                        "where": form.cleaned_data["where"],
-                    }
-                )
-                url += f"?{query}#card-{field_id(section, form.cleaned_data['capability'])}"
-            return redirect(url)
+            post.saved(outcome).add_to(request)
+            return redirect(post.landing())
     return _page(request, error_form=form)
 
 

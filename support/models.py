@@ -181,22 +181,9 @@ class SupportAction(models.Model):
         ("revoke-rule", "revoke rule"),
     ]
 
-    staff = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        related_name="+",
-    )
+    staff = _user_reference()
     staff_username = models.CharField(max_length=150)
-    subject = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        related_name="+",
-        help_text="The user the action was for (none for a product default).",
-    )
+    subject = _user_reference("The user the action was for (none for a product default).")
     action = models.CharField(max_length=12, choices=ACTIONS)
     content_type = models.ForeignKey(
         "contenttypes.ContentType", on_delete=models.PROTECT, related_name="+"

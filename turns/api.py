@@ -8,9 +8,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import paginated, problems, query_params, represented, validated
+from config.api import (
+    no_query,
+    paginated,
+    problems,
+    query_params,
+    represented,
+    validated,
+)
 from config.errors import ValidationError
-from config.serializers import EmptyQuery
 from conversations.selectors import conversation_get, user_by_ref
 
 from . import creation, plans, replies, selectors
@@ -45,7 +51,7 @@ class UserExportApi(APIView):
         "empty deployment gives the same answers (§9).",
     )
     def get(self, request, user_ref):
-        validated(EmptyQuery, query_params(request))
+        no_query(request)
         return Response(user_export(user=user_by_ref(user_ref, field=None)))
 
 
@@ -120,7 +126,7 @@ class TurnApi(APIView):
         "`GET /turns/{id}/prompt-plan` plans again. An unknown id answers 404 `not_found` (C4).",
     )
     def get(self, request, turn_id):
-        validated(EmptyQuery, query_params(request))
+        no_query(request)
         turn = selectors.turn_get(turn_id)
         body = turn_json(turn)
         body["created_at"] = (

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.core.serializers.json import DjangoJSONEncoder
@@ -25,12 +24,11 @@ from config.pages import form_errors_from, private_page
 from conversations.selectors import conversation_for_page, conversations_of
 from conversations.services import conversation_delete, user_delete
 from memory import services as memory_services
-from memory.forgetting import memory_forget_all, withheld_total
-from support.selectors import reveals_of  # S2: "Support access" on Your data
+from memory.forgetting import memory_forget_all
 
-from .forms import DeleteAccountForm, TimeZoneForm, zone_words
+from .data_page import data_page, forgot_everything_words, time_zone_words
+from .forms import DeleteAccountForm, TimeZoneForm
 from .portability import user_export
-from .selectors import data_counts
 from .transcript_page import transcript_page
 
 
@@ -86,15 +84,8 @@ def data_index_view(request):
     zone = (
         timezone.get_current_timezone_name() if getattr(request, "time_zone_chosen", False) else ""
     )
-    return render(
-        request,
-        "data/index.html",
-        {
-            "counts": data_counts(request.user),
-            "time_zone_form": TimeZoneForm(initial={"time_zone": zone}),
-            "reveals": reveals_of(request.user),
-        },
-    )
+    form = TimeZoneForm(initial={"time_zone": zone})
+    return render(request, "data/index.html", data_page(request.user, form))
 
 
 @private_page
@@ -103,31 +94,15 @@ def data_time_zone_view(request):
     """The time zone every page shows your times in (blank: the service's)."""
     form = TimeZoneForm(request.POST)
     if form.is_valid():
+        zone = form.cleaned_data["time_zone"]
         try:
-            memory_services.profile_set_time_zone(
-                user=request.user, time_zone=form.cleaned_data["time_zone"]
-            )
+            memory_services.profile_set_time_zone(user=request.user, time_zone=zone)
         except ValidationError as exc:
             form_errors_from(form, exc)
         else:
-            zone = form.cleaned_data["time_zone"]
-            messages.success(
-                request,
-                f"Times are now shown in {zone_words(zone)}."
-                if zone
-                else f"Times are now shown in the service's time zone, {settings.TIME_ZONE}.",
-                extra_tags="at-time-zone",
-            )
+            messages.success(request, time_zone_words(zone), extra_tags="at-time-zone")
             return redirect(reverse("data:index") + "#time-zone")
-    return render(
-        request,
-        "data/index.html",
-        {
-            "counts": data_counts(request.user),
-            "time_zone_form": form,
-            "reveals": reveals_of(request.user),
-        },
-    )
+    return render(request, "data/index.html", data_page(request.user, form))
 
 
 @private_page
@@ -149,19 +124,7 @@ def forget_everything_view(request):
     if request.method == "POST":
         tombstones = memory_forget_all(user=request.user)
         if tombstones:
-            n = withheld_total(tombstones)
-            seen = (
-                f" The companion no longer sees the {n} message{'' if n == 1 else 's'} that held "
-                "it."
-                if n
-                else ""
-            )
-            messages.success(
-                request,
-                "Forgot everything the companion remembered about you, everywhere."
-                f"{seen} Old messages will not bring it back; your conversations "
-                "stay until you delete them.",
-            )
+            messages.success(request, forgot_everything_words(tombstones))
         else:
             messages.info(request, "There was nothing to forget.")
         return redirect("memory:list")

@@ -114,6 +114,12 @@ class SupportAdmin(admin.ModelAdmin):
     preview_chars = 80
     change_form_template = "admin/support/change_form.html"
 
+    def __init_subclass__(cls, **kwargs):
+        # A read-only admin shows every field it lists read-only (unless it says otherwise).
+        super().__init_subclass__(**kwargs)
+        if cls.read_only and cls.fields and "readonly_fields" not in cls.__dict__:
+            cls.readonly_fields = cls.fields
+
     # --- permissions -----------------------------------------------------------------------
 
     def has_add_permission(self, request, *args):
@@ -156,7 +162,17 @@ class SupportAdmin(admin.ModelAdmin):
         """May this staff member open a reveal (`view_private_text`)?"""
         return request_may_reveal(request)
 
+    def annotations(self) -> dict:
+        """The columns each row of this admin's list carries besides its fields (counts and
+        flags its columns show and sort by), by name."""
+        return {}
+
     def get_queryset(self, request):
+        extra = self.annotations()
+        qs = self._masked_queryset(request)
+        return qs.annotate(**extra) if extra else qs
+
+    def _masked_queryset(self, request):
         if not self.masks:
             return super().get_queryset(request)
         # ModelAdmin.get_queryset, with the ordering applied after the annotations it may use.
@@ -417,3 +433,30 @@ def support_action(
     }
     request.current_app = modeladmin.admin_site.name
     return TemplateResponse(request, "admin/support/action_confirm.html", context)
+
+
+class SetOrNotFilter(admin.SimpleListFilter):
+    """A list filter of two choices: the rows whose `field` is set, or those where it is null.
+    `options` maps each choice's value to its words and whether it keeps the null rows, in the
+    order the filter lists them (`set_or_not_filter` makes one)."""
+
+    field: str
+    options: dict[str, tuple[str, bool]]
+
+    def lookups(self, request, model_admin):
+        return [(value, words) for value, (words, _) in self.options.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() in self.options:
+            return queryset.filter(**{f"{self.field}__isnull": self.options[self.value()][1]})
+        return queryset
+
+
+def set_or_not_filter(
+    title: str, field: str, options: dict[str, tuple[str, bool]], parameter: str = ""
+) -> type[SetOrNotFilter]:
+    """A `SetOrNotFilter` on `field`, titled `title` and read from `?<parameter>=` (the title
+    unless given)."""
+    attrs = {"title": title, "parameter_name": parameter or title, "field": field}
+    attrs["options"] = options
+    return type(f"{field.title().replace('_', '')}Filter", (SetOrNotFilter,), attrs)

@@ -40,12 +40,8 @@ class CharacterAdmin(SupportAdmin):
     search_fields = ("slug", "name")
     date_hierarchy = "created_at"
 
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(_conversations=count_of(Conversation, "character"))
-        )
+    def annotations(self):
+        return {"_conversations": count_of(Conversation, "character")}
 
     @admin.display(description="conversations", ordering="_conversations")
     def n_conversations(self, obj):
@@ -95,17 +91,12 @@ class ConversationAdmin(SupportAdmin):
         "n_turns",
         "related",
     )
-    readonly_fields = fields
 
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _messages=count_of(Message, "conversation"),
-                _turns=count_of(Turn, "conversation"),
-            )
-        )
+    def annotations(self):
+        return {
+            "_messages": count_of(Message, "conversation"),
+            "_turns": count_of(Turn, "conversation"),
+        }
 
     def object_label(self, obj):
         return f"Conversation {obj.pk}"  # never the title: it is the user's own text
@@ -196,17 +187,9 @@ class TurnAdmin(SupportAdmin):
         "plan_hash",
         "explain_this",
     )
-    readonly_fields = fields
 
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _user_seq=F("user_message__seq"),
-                _reply_seq=F("reply_message__seq"),
-            )
-        )
+    def annotations(self):
+        return {"_user_seq": F("user_message__seq"), "_reply_seq": F("reply_message__seq")}
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         turn = self.get_object(request, unquote(object_id))
@@ -305,7 +288,6 @@ class MessageAdmin(SupportAdmin):
         "explain",
         "memory_refs",
     )
-    readonly_fields = fields
 
     def get_queryset(self, request):
         # The message's turn (it made the turn, or it is the turn's reply), in the same query.

@@ -90,7 +90,6 @@ class WebhookEndpointAdmin(SupportAdmin):
 class AttemptInline(admin.TabularInline):
     model = DeliveryAttempt
     fields = ("at", "status_code", "latency_ms", "error")
-    readonly_fields = fields
     extra = 0
     can_delete = False
 
@@ -160,4 +159,3 @@ class EventAdmin(SupportAdmin):
     list_filter = ("type",)
     search_fields = ("user_ref",)
     fields = ("type", "user_ref", "occurred_at", "data")
-    readonly_fields = fields

@@ -57,9 +57,8 @@ class KeyDefinitionAdmin(SupportAdmin):
     list_filter = ("cardinality",)
     search_fields = ("key", "label")
 
-    def get_queryset(self, request):
-        used = MemoryRecord.objects.filter(key=OuterRef("key"))
-        return super().get_queryset(request).annotate(_in_use=Exists(used))
+    def annotations(self):
+        return {"_in_use": Exists(MemoryRecord.objects.filter(key=OuterRef("key")))}
 
     @admin.display(description="used by memories", boolean=True, ordering="_in_use")
     def in_use(self, obj):

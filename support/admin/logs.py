@@ -9,7 +9,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from memory.domain import loggable_key
-from support.admin.base import SupportAdmin
+from support.admin.base import SupportAdmin, set_or_not_filter
 from support.display import admin_link
 from support.models import PrivateTextAccess, RevealGrant, SupportAction
 
@@ -81,7 +81,6 @@ class PrivateTextAccessAdmin(LogAdmin):
         "target",
         "shown",
     )
-    readonly_fields = fields
 
     @admin.display(description="reason")
     def reason(self, obj):
@@ -92,19 +91,9 @@ class PrivateTextAccessAdmin(LogAdmin):
         return admin_link(RevealGrant, obj.grant_id, obj.grant_id) if obj.grant_id else "-"
 
 
-class RevealStateFilter(admin.SimpleListFilter):
-    title = "state"
-    parameter_name = "state"
-
-    def lookups(self, request, model_admin):
-        return [("open", "not closed yet"), ("ended", "ended")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "open":
-            return queryset.filter(closed_at__isnull=True)
-        if self.value() == "ended":
-            return queryset.filter(closed_at__isnull=False)
-        return queryset
+RevealStateFilter = set_or_not_filter(
+    "state", "closed_at", {"open": ("not closed yet", True), "ended": ("ended", False)}
+)
 
 
 @admin.register(RevealGrant)
@@ -138,7 +127,6 @@ class RevealGrantAdmin(LogAdmin):
         "ended",
         "events_ref",
     )
-    readonly_fields = fields
 
     @admin.display(description="access log")
     def events_ref(self, obj):
@@ -165,7 +153,6 @@ class SupportActionAdmin(LogAdmin):
         "reason",
         "detail_shown",
     )
-    readonly_fields = fields
 
     @admin.display(description="detail")
     def detail_shown(self, obj):

@@ -11,6 +11,7 @@ read-only, and never its secret (the key of the value hashes).
 """
 
 from django.contrib import admin
+from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils.html import format_html, format_html_join
 
@@ -30,7 +31,7 @@ from memory.models import (
 from memory.presentation import STATE_WORDS
 from memory.selectors.states import memory_states_of
 from support import services as support
-from support.admin.base import SupportAdmin, count_of, support_action
+from support.admin.base import SupportAdmin, count_of, set_or_not_filter, support_action
 from support.display import admin_link, explain_turn_url, explain_url
 from support.forms import ForgetForm
 from support.words import when
@@ -79,19 +80,9 @@ class StateFilter(admin.SimpleListFilter):
         return counts
 
 
-class RetractedFilter(admin.SimpleListFilter):
-    title = "retracted"
-    parameter_name = "retracted"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "retracted (W10)"), ("no", "not retracted")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "yes":
-            return queryset.filter(retracted_at__isnull=False)
-        if self.value() == "no":
-            return queryset.filter(retracted_at__isnull=True)
-        return queryset
+RetractedFilter = set_or_not_filter(
+    "retracted", "retracted_at", {"yes": ("retracted (W10)", False), "no": ("not retracted", True)}
+)
 
 
 @admin.register(MemoryRecord)
@@ -164,39 +155,13 @@ class MemoryRecordAdmin(SupportAdmin):
             },
         ),
     )
-    readonly_fields = (
-        "id",
-        "user_ref",
-        "key_ref",
-        "value_full",
-        "scope_ref",
-        "state_ref",
-        "state_detail_ref",
-        "withheld_by_refs",
-        "authority",
-        "confidence",
-        "valid_from",
-        "valid_until",
-        "retracted_at",
-        "recorded_at",
-        "evidence_time",
-        "version",
-        "supersedes_ref",
-        "superseded_by_refs",
-        "source_refs",
-        "tombstone_refs",
-        "explain_link",
-    )
+    readonly_fields = tuple(flatten_fieldsets(fieldsets))
 
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _sources=count_of(MemorySource, "memory"),
-                _withheld=Exists(MemoryWithholding.objects.filter(memory=OuterRef("pk"))),
-            )
-        )
+    def annotations(self):
+        return {
+            "_sources": count_of(MemorySource, "memory"),
+            "_withheld": Exists(MemoryWithholding.objects.filter(memory=OuterRef("pk"))),
+        }
 
     def get_ordering(self, request):
         return ("user__username", "_shown_key", "scope_id", "version")  # never by a hidden name
@@ -551,7 +516,6 @@ class MemorySettingsAdmin(SupportAdmin):
     search_fields = ("user__username",)
     list_select_related = ("user",)
     fields = ("user_ref", "learn", "use", "settings_changed_by", "settings_changed_at", "time_zone")
-    readonly_fields = fields
 
 
 @admin.register(SlotRetraction)
@@ -563,7 +527,6 @@ class SlotRetractionAdmin(SupportAdmin):
     list_select_related = ("user",)
     date_hierarchy = "retracted_at"
     fields = ("user_ref", "key_ref", "scope_id", "value_level", "retracted_at")
-    readonly_fields = fields
 
     def get_ordering(self, request):
         return ("user__username", "_shown_key", "scope_id")  # never by a hidden name
@@ -592,7 +555,6 @@ class IdempotencyRecordAdmin(SupportAdmin):
     list_select_related = ("user",)
     date_hierarchy = "created_at"
     fields = ("user_ref", "key", "outcome", "reason", "record_ref", "created_at")
-    readonly_fields = fields
 
     @admin.display(description="record")
     def record_ref(self, obj):

@@ -23,7 +23,7 @@ from policy.models import (
 )
 from support import requesters
 from support import services as support
-from support.admin.base import SupportAdmin, count_of, support_action
+from support.admin.base import SupportAdmin, count_of, set_or_not_filter, support_action
 from support.display import admin_link
 
 
@@ -36,8 +36,8 @@ class CapabilityAdmin(SupportAdmin):
     list_display = ("name", "question", "n_rules")
     search_fields = ("name",)
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_rules=count_of(PolicyRule, "capability"))
+    def annotations(self):
+        return {"_rules": count_of(PolicyRule, "capability")}
 
     @admin.display(description="rules", ordering="_rules")
     def n_rules(self, obj):
@@ -51,34 +51,14 @@ class CapabilityAdmin(SupportAdmin):
         return False
 
 
-class LiveFilter(admin.SimpleListFilter):
-    title = "revoked"
-    parameter_name = "revoked"
-
-    def lookups(self, request, model_admin):
-        return [("no", "not revoked"), ("yes", "revoked")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "no":
-            return queryset.filter(revoked_at__isnull=True)
-        if self.value() == "yes":
-            return queryset.filter(revoked_at__isnull=False)
-        return queryset
+LiveFilter = set_or_not_filter(
+    "revoked", "revoked_at", {"no": ("not revoked", True), "yes": ("revoked", False)}
+)
 
 
-class OwnerFilter(admin.SimpleListFilter):
-    title = "owner"
-    parameter_name = "owner"
-
-    def lookups(self, request, model_admin):
-        return [("user", "a user's rule"), ("default", "product default")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "user":
-            return queryset.filter(user__isnull=False)
-        if self.value() == "default":
-            return queryset.filter(user__isnull=True)
-        return queryset
+OwnerFilter = set_or_not_filter(
+    "owner", "user", {"user": ("a user's rule", False), "default": ("product default", True)}
+)
 
 
 class CapabilityColumn:
@@ -118,22 +98,7 @@ class PolicyRuleAdmin(CapabilityColumn, SupportAdmin):
     list_select_related = ("user", "character")
     date_hierarchy = "created_at"
     actions = ("revoke_rules",)
-    fields = (
-        "id",
-        "owner_ref",
-        "capability_name",
-        "effect",
-        "source",
-        "scope_ref",
-        "requested_by",
-        "valid_from",
-        "valid_until",
-        "revoked_at",
-        "version",
-        "supersedes_ref",
-        "created_at",
-    )
-    readonly_fields = fields
+    fields = (*list_display, "supersedes_ref", "created_at")
 
     @admin.display(description="user", ordering="user__username")
     def owner_ref(self, obj):
@@ -202,7 +167,6 @@ class UserPolicyVersionAdmin(SupportAdmin):
     search_fields = ("user__username",)
     list_select_related = ("user",)
     fields = ("user_ref", "version")
-    readonly_fields = fields
 
 
 @admin.register(DefaultsPolicyVersion)
@@ -210,7 +174,6 @@ class DefaultsPolicyVersionAdmin(SupportAdmin):
     read_only = True
     list_display = ("id", "version")
     fields = ("version",)
-    readonly_fields = fields
 
 
 @admin.register(DecisionLog)
@@ -251,7 +214,6 @@ class DecisionLogAdmin(SupportAdmin):
         "decided_at",
         "answer_ref",
     )
-    readonly_fields = fields
 
     def get_changelist_instance(self, request):
         """The page's decisions, each with its requester's name (one query for the page)."""
@@ -329,7 +291,6 @@ class PolicyAnswerAdmin(SupportAdmin):
         "job_ref",
         "answered_at",
     )
-    readonly_fields = fields
 
     @admin.display(description="capability", ordering="decision__capability")
     def capability(self, obj):
@@ -392,7 +353,6 @@ class MediaJobAdmin(CapabilityColumn, SupportAdmin):
         "started_at",
         "finished_at",
     )
-    readonly_fields = fields
 
     @admin.display(description="admitted at policy version")
     def admitted_at_version(self, obj):

@@ -6,22 +6,14 @@ from django.contrib import admin
 
 from memory.models import Tombstone
 from memory.withholding import withheld_count_annotation, withheld_memory_count_annotation
-from support.admin.base import SupportAdmin
+from support.admin.base import SupportAdmin, set_or_not_filter
 
-
-class ValueLevelFilter(admin.SimpleListFilter):
-    title = "forget level"
-    parameter_name = "level"
-
-    def lookups(self, request, model_admin):
-        return [("value", "one value (many key)"), ("key", "whole key")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "value":
-            return queryset.filter(value_hash__isnull=False)
-        if self.value() == "key":
-            return queryset.filter(value_hash__isnull=True)
-        return queryset
+ValueLevelFilter = set_or_not_filter(
+    "forget level",
+    "value_hash",
+    {"value": ("one value (many key)", False), "key": ("whole key", True)},
+    "level",
+)
 
 
 class EverywhereFilter(admin.SimpleListFilter):
@@ -73,17 +65,12 @@ class TombstoneAdmin(SupportAdmin):
         "withheld_messages",
         "withheld_memories",
     )
-    readonly_fields = fields
 
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _withheld=withheld_count_annotation(),
-                _withheld_memories=withheld_memory_count_annotation(),
-            )
-        )
+    def annotations(self):
+        return {
+            "_withheld": withheld_count_annotation(),
+            "_withheld_memories": withheld_memory_count_annotation(),
+        }
 
     @admin.display(description="messages withheld", ordering="_withheld")
     def withheld_messages(self, obj):
