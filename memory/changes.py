@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from events import outbox
 
-from .writes import WritePlan
+from .write_rules import WritePlan
 
 
 def plan_events(user_ref: str, plan: WritePlan) -> list:

@@ -36,7 +36,7 @@ class ContextState:
     @cached_property
     def by_slot(self) -> Mapping[tuple[str, str], Sequence[MemoryRecord]]:
         """The records by scoped key `(scope_id, key)`, each slot's in version order (W8):
-        what a batch of writes decides against (`memory.writes.Known`). Made once per state
+        what a batch of writes decides against (`memory.write_rules.Known`). Made once per state
         and held with it (`with_slots`, `caught_up`), so a turn that changed nothing does not
         sort the stored records again. A slot may map to an empty sequence."""
         return slots_of(self.records)

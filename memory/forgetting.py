@@ -35,7 +35,7 @@ from .models import (
 )
 from .selectors.records import memory_get, parse_uuid, registry
 from .selectors.resolution import remembered_now
-from .services.writing import lock_profile
+from .services.asserting import lock_profile
 from .storage import MEMORY_CACHE, TOMBSTONE_COLUMNS, tombstone_from_row
 from .withholding import (
     Purged,

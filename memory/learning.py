@@ -32,7 +32,7 @@ from conversations.scopes import Scope
 from .domain import AUTHORITY_RANK, Tombstone, normalise_value
 from .projection import project
 from .resolver import resolve
-from .writes import Fact, Outcome, Retract, WriteBatch, check_fields
+from .write_rules import Fact, Outcome, Retract, WriteBatch, check_fields
 
 EXTRACTED = "rule-extracted"
 CORRECTED = "user-corrected"

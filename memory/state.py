@@ -48,9 +48,9 @@ from .selectors.records import (
     records_to_domain,
     tombstones_of,
 )
-from .services.writing import add_plan_rows
+from .services.asserting import add_plan_rows
 from .storage import MEMORY_CACHE, CachedMemory
-from .writes import WritePlan
+from .write_rules import WritePlan
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class ContextMemory:
         `writer`; once written, the context's state as they left it — `records` with their
         resolution (`memory.current.resolve_keyed`) — is kept for the next request of this
         process, at the version read, once the transaction commits (`_keep`). `by_slot`:
-        `records` by scoped key as the writes left them (`memory.writes.WriteBatch.slots`) and
+        `records` by scoped key as the writes left them (`memory.write_rules.WriteBatch.slots`) and
         `by_group` by group of keys (`memory.current.KeyGroups`), kept with the state. A
         transaction that rolls back keeps nothing."""
         add_plan_rows(writer, self.user, writes, scope_fields)

@@ -13,7 +13,7 @@ PURE = [
     "memory.projection",
     "memory.extract",
     "config.builders",
-    "memory.writes",
+    "memory.write_rules",
     "policy.domain",
     "policy.engine",
     "turns.planner",

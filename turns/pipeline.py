@@ -34,7 +34,7 @@ from memory import learning
 from memory.current import KeyGroups, Resolved, resolve_keyed, slots_of
 from memory.domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
 from memory.extract import extract
-from memory.writes import Known, Outcome, WriteBatch, WritePlan
+from memory.write_rules import Known, Outcome, WriteBatch, WritePlan
 from policy import engine
 from policy.domain import Decision, DecisionRequest, PolicyContext, Rule
 

@@ -3,7 +3,8 @@
 - `records`: the record reads every other read builds on — rows as pure-core records, the
   candidate records of a context, tombstones, the key registry, a record by id, SPEC §8's "it";
   the turn's state (`memory.state`), turn creation and export read them directly.
-- `writes`: what the write path (`memory.services`, `memory.services.learning`) decides against.
+- `write_state`: what the write path (`memory.services`, `memory.services.teaching`) decides
+  against.
 - `resolution`: what is remembered now (SPEC §3, §5) — the resolve endpoint, prompt plans,
   support's explain and the pages.
 - `history`: one scoped key's history (W11) — the history page and `GET /memory/history`.

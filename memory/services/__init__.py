@@ -2,14 +2,14 @@
 in one transaction, reads the database clock once, holds the user's memory lock while it
 decides, calls the pure core, and saves.
 
-One module per job: `writing` (assert, W1–W9, and the write plan's rows), `learning` (what a
+One module per job: `asserting` (assert, W1–W9, and the write plan's rows), `teaching` (what a
 text teaches, §8: the turn's and `POST /memory/remember`'s writes), `record_actions`
 (the user's confirm, correct, retract and restore, SPEC §2 and W10), `statuses` (W12) and
 `profile` (the time zone and the I8 switches). The services below are memory's write API,
 named here for the other apps and the tests; memory's own modules import the module that
 holds a name."""
 
-from .learning import memory_learn, memory_remember
+from .asserting import AssertResult, log_memory_write, memory_assert
 from .profile import ensure_profile, memory_settings_set, profile_set_time_zone
 from .record_actions import (
     RetractResult,
@@ -19,7 +19,7 @@ from .record_actions import (
     memory_retract,
 )
 from .statuses import memory_normalise
-from .writing import AssertResult, log_memory_write, memory_assert
+from .teaching import memory_learn, memory_remember
 
 __all__ = [
     "AssertResult",

@@ -13,7 +13,7 @@ from config.errors import ValidationError
 from .. import changes
 from ..models import SETTINGS_CHANGED_BY, MemoryProfile
 from ..switches import MemorySettings, settings_of_profile
-from .writing import lock_profile
+from .asserting import lock_profile
 
 log = logging.getLogger("companion.memory")
 

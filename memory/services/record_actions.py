@@ -1,6 +1,6 @@
 """The user's actions on one remembered record (SPEC §2): confirm, correct, "no longer true"
 (W10, retract) and its undo (restore). Each runs under the user's memory lock and writes
-through the write path (`memory.services.writing`)."""
+through the write path (`memory.services.asserting`)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from ..domain import AUTHORITY_RANK, VALUE_MAX, RecordState, loggable_key, norma
 from ..domain import MemoryRecord as DomainRecord
 from ..models import MemoryProfile, MemoryRecord
 from ..selectors.records import memory_get, records_to_domain, registry, tombstones_of
-from ..selectors.writes import write_state
+from ..selectors.write_state import write_state
 from ..withholding import release_memories
-from ..writes import Fact, Retract
-from .writing import (
+from ..write_rules import Fact, Retract
+from .asserting import (
     AssertResult,
     domain_record,
     lock_profile,

@@ -13,7 +13,7 @@ from config.clock import db_now
 from .. import normalisation
 from ..models import MemoryRecord
 from ..selectors.records import records_to_domain
-from .writing import lock_profile
+from .asserting import lock_profile
 
 log = logging.getLogger("companion.memory")
 

@@ -21,7 +21,7 @@ from conversations.scopes import Scope
 from memory import forgetting, services
 from memory.extract import Extraction
 from memory.models import MemoryRecord, MemorySource
-from memory.services import learning, profile, record_actions, statuses, writing
+from memory.services import asserting, profile, record_actions, statuses, teaching
 from tests.factories import CharacterFactory, ConversationFactory, MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +49,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
-    for module in (writing, record_actions, statuses, profile, forgetting, learning):
+    for module in (asserting, record_actions, statuses, profile, forgetting, teaching):
         monkeypatch.setattr(module, "db_now", clock)
     return clock
 
@@ -142,7 +142,7 @@ def batched(world: World, facts, *, message: int) -> list:
     """What turn creation and `/memory/remember` do: every finding in one batch under one lock
     and one clock read."""
     msg = world.message(message)
-    return learning.memory_learn(ctx=world.ctx(msg.created_at), found=facts, source_message=msg)
+    return teaching.memory_learn(ctx=world.ctx(msg.created_at), found=facts, source_message=msg)
 
 
 def stored(world: World) -> list[tuple]:

@@ -206,7 +206,7 @@ def test_it_reads_the_tombstones_withholding_each_record_exactly_as_the_orm_does
     carries the ids of the tombstones withholding each record, the same through the raw
     reader and the ORM (here a routine two forgets withhold, a note one does)."""
     from memory import storage as memory_storage
-    from memory.selectors.writes import write_state
+    from memory.selectors.write_state import write_state
     from memory.state import ContextMemory
 
     user, conversation, _ = stored

@@ -29,7 +29,7 @@ def test_it_fails_loudly_when_a_check_fails(monkeypatch):
 
     from conversations.scopes import Scope
     from memory import learning
-    from memory.writes import Fact
+    from memory.write_rules import Fact
 
     def no_corrections(item, batch, *, known, sources, source_time, **_):
         # A correction taken as a model's guess: it supersedes nothing (§8 broken).

@@ -387,7 +387,7 @@ def test_it_makes_the_slots_afresh_when_a_changed_record_left_its_slot():
 
 @st.composite
 def facts(draw):
-    from memory.writes import Fact, Retract
+    from memory.write_rules import Fact, Retract
 
     seed = draw(st.integers(0, 10_000))
     key = KEYS[seed % len(KEYS)]
@@ -416,7 +416,7 @@ def test_it_decides_a_batch_against_held_slots_without_changing_them(seeds, writ
     """W3–W10 against the slots a state holds: the batch copies a slot only when it takes it
     up, so the held slots are what they were after it; what it leaves — its records and its
     slots — is what a batch of freshly made slots leaves, and its slots are its records'."""
-    from memory.writes import AuthorityConflict, Known, ValidationError, WriteBatch
+    from memory.write_rules import AuthorityConflict, Known, ValidationError, WriteBatch
 
     store = Store()
     for n, seed in enumerate(seeds):

@@ -1,5 +1,5 @@
-"""What the write path reads (`memory.services`, `memory.services.learning`): the stored state a
-batch of asserts and retractions is decided against (W3–W10, `memory.writes.Known`), read
+"""What the write path reads (`memory.services`, `memory.services.teaching`): the stored state a
+batch of asserts and retractions is decided against (W3–W10, `memory.write_rules.Known`), read
 under the caller's lock in one statement."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from ..models import MemoryRecord, SlotRetraction
 from .records import records_to_domain, registry, tombstones_of
 
 # ---------------------------------------------------------------------------------------------
-# What a batch of writes reads (memory.writes): one statement
+# What a batch of writes reads (memory.write_rules): one statement
 
 
 @dataclasses.dataclass(frozen=True)
 class WriteState:
-    """Everything W3–W9 read for a batch of asserts (see `memory.writes.Known`): every stored
+    """Everything W3–W9 read for a batch of asserts (see `memory.write_rules.Known`): every stored
     record of the scoped keys asked for (forgotten skeletons included, sources included), the
     tombstones and retraction times of their keys, and which of the keys are `many`."""
 

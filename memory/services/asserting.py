@@ -1,5 +1,5 @@
 """The write path (SPEC §1, W1–W9): `memory_assert`, and the decided write plan written as rows,
-which every writer of memory records goes through (`memory.services.learning` for what a
+which every writer of memory records goes through (`memory.services.teaching` for what a
 text teaches, the user's actions on a record, `memory.state` for a turn's writes).
 
 Serialisation: writes of one user take a row lock on that user's MemoryProfile (`lock_profile`).
@@ -32,9 +32,9 @@ from ..domain import MemoryRecord as DomainRecord
 from ..models import IdempotencyRecord, MemoryProfile, MemoryRecord, MemorySource, SlotRetraction
 from ..selectors.records import records_to_domain
 from ..selectors.states import memory_states
-from ..selectors.writes import write_state
+from ..selectors.write_state import write_state
 from ..withholding import release_memories
-from ..writes import Fact, Known, Retract, WritePlan, check_fields, plan_writes
+from ..write_rules import Fact, Known, Retract, WritePlan, check_fields, plan_writes
 
 # I8: the authorities of what the companion learns by itself; `learn` off blocks them.
 LEARNED_AUTHORITIES = frozenset({"model-inferred", "rule-extracted"})
@@ -172,7 +172,7 @@ def memory_assert(
 def _validate_assert(
     *, key, value, authority, confidence, valid_from=None, valid_until=None, idempotency_key=None
 ) -> None:
-    """W1: the checks that need no database (`memory.writes.check_fields`)."""
+    """W1: the checks that need no database (`memory.write_rules.check_fields`)."""
     check_fields(
         key=key,
         value=value,
@@ -316,7 +316,7 @@ def _assert_core(
     now,
     agent=(),
 ) -> AssertResult:
-    """W3–W9 for one assert: a batch of one (`memory.writes`), read and written like any."""
+    """W3–W9 for one assert: a batch of one (`memory.write_rules`), read and written like any."""
     scope_id = scope.scope_id(user.username)
     state = write_state(user, [(scope_id, key)])
     fact = Fact(
@@ -372,7 +372,7 @@ def write_plan(
     scope_fields=None,
     writer: RowWriter | None = None,
 ) -> WritePlan:
-    """Decide `writes` with the pure W-steps (`memory.writes.plan_writes`) against `state`
+    """Decide `writes` with the pure W-steps (`memory.write_rules.plan_writes`) against `state`
     (read under the user's lock, which the caller holds) and write what they decided: the new
     rows, their source links and W5's, W5's confidence raises, W10's closed windows and
     retraction rows — through `writer` when the caller gathers its transaction's writes, else

@@ -24,13 +24,13 @@ from ..domain import (
 )
 from ..extract import extract
 from ..selectors.records import last_named_key, registry
-from ..selectors.writes import write_state
+from ..selectors.write_state import write_state
 from ..switches import memory_settings_of
-from ..writes import (
+from ..write_rules import (
     Known,
     WriteBatch,
 )
-from .writing import AssertResult, add_plan_rows, lock_profile, log_assert
+from .asserting import AssertResult, add_plan_rows, lock_profile, log_assert
 
 log = logging.getLogger("companion.memory")
 

@@ -1,4 +1,4 @@
-"""memory.writes without a database: the W-steps of a batch (SPEC §2) as a pure function."""
+"""memory.write_rules without a database: the W-steps of a batch (SPEC §2) as a pure function."""
 
 import datetime as dt
 import itertools
@@ -8,7 +8,7 @@ import pytest
 from config.errors import AuthorityConflict, ValidationError
 from conversations.scopes import Scope
 from memory.domain import MemoryRecord, Tombstone, value_hash
-from memory.writes import Fact, Known, plan_writes
+from memory.write_rules import Fact, Known, plan_writes
 
 T = dt.datetime(2026, 8, 5, 12, 0, tzinfo=dt.UTC)
 NOW = T + dt.timedelta(hours=1)
