@@ -15,6 +15,7 @@ def selectors_match_orm(info) -> dict:
     from memory.models import MemoryRecord
     from memory.selectors import records as selectors
     from memory.selectors.resolution import ContextResolution
+    from memory.state import ContextMemory
     from turns.planner import HistoryCandidate
     from turns.selectors import OctetLength, history_candidates
 
@@ -37,17 +38,11 @@ def selectors_match_orm(info) -> dict:
         selectors.records_to_domain(qs, user.username),
         selectors._records_to_domain_orm(qs, user.username),
     )
-    for name, keys in (
-        ("candidate_records", None),
-        ("candidate_records_keys", ["dog.name", "user.likes"]),
-    ):
-        cqs = MemoryRecord.objects.filter(user=user, scope_id__in=ctx.domain.scope_ids())
-        if keys:
-            cqs = cqs.filter(key__in=keys)
-        out[name] = same(
-            selectors.candidate_records(ctx, keys),
-            selectors._records_to_domain_orm(cqs, user.username),
-        )
+    held, _ = ContextMemory(user, ctx.domain.scope_ids()).read()
+    cqs = MemoryRecord.objects.filter(user=user, scope_id__in=ctx.domain.scope_ids())
+    out["context_state"] = sorted(
+        held.state.records, key=lambda r: (r.scope_id, r.key, r.version)
+    ) == selectors._records_to_domain_orm(cqs, user.username)
     resolved = ContextResolution(ctx)
     out["tombstones"] = same(resolved.tombstones, selectors.tombstones_of(user))
     conversation = Conversation.objects.get(pk=info.conversation)

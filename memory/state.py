@@ -1,24 +1,25 @@
-"""Memory owns the state of a context (docs/DESIGN.md, "Memory owns the turn's state"; SPEC
-§3 R1–R8, §4 W3–W10, E1). A turn asks memory for two things and reaches none of its tables,
-statements or per-process copies itself:
+"""The one door into memory's state (docs/DESIGN.md, "Memory owns the turn's state"; SPEC §3
+R1–R8, §4 W3–W10, E1). Whoever reads a context's memory — the turn, the resolve endpoint
+(`memory.selectors.resolution`), the write services (`slots_state`) and the pages (every
+scope of the user) — asks `ContextMemory` and reaches none of memory's tables, statements or
+per-process copies itself. It does two things:
 
-1. **The state of a context at a version** (`ContextMemory`, `at_version`) — for the turn and
-   for the resolve endpoint alike (`memory.selectors.resolution`, which ends its read with
-   `keep`). The turn's one statement after the locks carries memory's parts (`read_parts`):
+1. **The state of a context at a version** (`read`, or `read_parts` + `read_from` +
+   `at_version` for the turn, whose one statement after the locks carries memory's parts):
    the user's memory version and its removal version and — unless the version is the one
    this process keeps the context's state at — the records, tombstones and retractions of
    the context's scopes: only those changed after the kept version (`changed_version`,
-   `memory.triggers`) when no removal came after it, every one otherwise. `at_version`
-   answers the state as of the version read: the process's copy
-   (`memory.storage.MEMORY_CACHE`) as it is, or caught up with the rows changed since
-   (`memory.catch_up.caught_up`), or what was read whole; with the resolution this process
-   made last, which the pure pass reuses group of keys by group of keys while it holds
-   (`memory.current.resolve_keyed`).
+   `memory.triggers`) when no removal came after it, every one otherwise. The answer is the
+   state as of the version read: the process's copy (`memory.storage.MEMORY_CACHE`) as it
+   is, or caught up with the rows changed since (`memory.catch_up.caught_up`), or what was
+   read whole; with the resolution this process made last, which the pure pass reuses group
+   of keys by group of keys while it holds (`memory.current.resolve_keyed`). The same read
+   goes through the ORM (`read_orm`) where the raw reader does not serve the database.
 2. **Apply a batch of writes** (`apply_writes`): the rows of the pure pass's write plan join
-   the turn's one write (`config.storage.RowWriter`), and once they commit the state they
-   left is kept, at the version read, for the process's next request: no version is read
-   back, since the next read catches that state up with every row stamped after the version
-   read, the writes' own rows included.
+   the caller's one write (`config.storage.RowWriter`, `memory.plan_rows`), and once they
+   commit the state they left is kept, at the version read, for the process's next request:
+   no version is read back, since the next read catches that state up with every row
+   stamped after the version read, the writes' own rows included.
 
 The process's copy is correct whatever else writes to the database: it is used as it is only
 while the user's memory version (`memory.triggers`) is the one it was kept at, and caught up
@@ -29,26 +30,31 @@ registry — are parts of the same statement, built here once per process (`last
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connections, transaction
 
-from config.storage import RawReader, RowWriter, json_rows
+from config.storage import RawReader, RowWriter, json_rows, raw_reader
 
 from . import storage
 from .catch_up import caught_up
 from .current import EMPTY, ContextState, Resolved
 from .domain import MemoryRecord as DomainRecord
+from .domain import Tombstone as DomainTombstone
 from .models import KeyDefinition, MemoryProfile, MemoryRecord, MemoryVersion, SlotRetraction
+from .plan_rows import add_plan_rows
 from .selectors.records import (
+    Registry,
+    catalog_registry,
     last_named_key_query,
     memory_version_of,
     records_to_domain,
+    registry,
     tombstones_of,
 )
-from .services.asserting import add_plan_rows
 from .storage import MEMORY_CACHE, CachedMemory
 from .write_rules import WritePlan
 
@@ -63,24 +69,58 @@ class MemoryState:
     resolved: Resolved | None = None
 
 
+EVERY_SCOPE = ("*",)  # the cache's name for the state of every scope of a user (no scope id)
+
+
 class ContextMemory:
     """The memory of one context (the scope ids it sees, R1) for one request: asked by the
-    turn's statement, answered at the version read, written with the turn's rows."""
+    turn's statement, answered at the version read, written with the turn's rows. The one
+    door into memory's state: the turn, the resolve endpoint, the write services
+    (`slots_state`) and the pages (`scope_ids` None: every scope of the user) read through it.
+    """
 
-    def __init__(self, user, scope_ids: Sequence[str]):
+    def __init__(
+        self, user, scope_ids: Sequence[str] | None, *, profile: MemoryProfile | None = None
+    ):
         self.user = user
-        self.scope_ids = list(scope_ids)
-        try:
-            self.secret = user.memory_profile.secret
-        except MemoryProfile.DoesNotExist:  # a user made outside `user_put`: no secret yet
-            self.secret = ""
-        cached = MEMORY_CACHE.get(user.pk, self.scope_ids)
+        self.scope_ids = None if scope_ids is None else list(scope_ids)
+        self._cache_key = EVERY_SCOPE if scope_ids is None else self.scope_ids
+        if profile is None:
+            try:
+                profile = user.memory_profile
+            except MemoryProfile.DoesNotExist:  # a user made outside `user_put`: no secret yet
+                profile = None
+        self.secret = profile.secret if profile is not None else ""
+        cached = MEMORY_CACHE.get(user.pk, self._cache_key)
         self._cached = cached
         self._read = False
         self._version: int | None = None
         self._known: int | None = None
         self._found: ContextState | None = None
         self._state = MemoryState(None, EMPTY)
+
+    def read(self) -> tuple[MemoryState, Registry]:
+        """The door's read, for a caller whose statement carries nothing else (the write
+        services, the resolve endpoint, the pages): the state at the version read
+        (`at_version`) and the key registry. One statement through the raw reader — the
+        registry in it unless this process holds it at the catalog's version — and the ORM's
+        reads (`read_orm`) where the raw reader does not serve the database."""
+        reader = raw_reader(MemoryRecord.objects.db)
+        if reader is None:
+            self.read_orm()
+            keyed = registry()
+            return self.at_version(keyed), keyed
+        parts, params = self.read_parts(reader)
+        cold = not catalog_registry.warm()
+        if cold:
+            parts.append(registry_part(reader))
+        values = storage.read_parts(reader, parts, params)
+        self.read_from(values)
+        if cold:
+            keyed = catalog_registry.put(Registry(json.loads(values[0])))
+        else:
+            keyed = catalog_registry()
+        return self.at_version(keyed), keyed
 
     def read_parts(self, reader: RawReader) -> tuple[list[str], list]:
         """The state's parts as scalar subqueries of the caller's one statement, with their
@@ -109,17 +149,21 @@ class ContextMemory:
         """What `read_parts` reads, through the ORM: the reference the statement is tested
         against, and the read wherever the raw reader does not serve the database."""
         user = self.user
-        records = records_to_domain(
-            MemoryRecord.objects.filter(user=user, scope_id__in=self.scope_ids), user.username
-        )
+        records = MemoryRecord.objects.filter(user=user)
+        retractions = SlotRetraction.objects.filter(user=user)
+        if self.scope_ids is not None:
+            records = records.filter(scope_id__in=self.scope_ids)
+            retractions = retractions.filter(scope_id__in=self.scope_ids)
         latest: dict[tuple[str, str, str], datetime] = {}
-        for scope_id, key, hashed, at in SlotRetraction.objects.filter(
-            user=user, scope_id__in=self.scope_ids
-        ).values_list("scope_id", "key", "value_hash", "retracted_at"):
+        for scope_id, key, hashed, at in retractions.values_list(
+            "scope_id", "key", "value_hash", "retracted_at"
+        ):
             slot = (scope_id, key, hashed or "")
             if slot not in latest or at > latest[slot]:
                 latest[slot] = at
-        self._found = ContextState(records, tombstones_of(user), latest)
+        self._found = ContextState(
+            records_to_domain(records, user.username), tombstones_of(user), latest
+        )
         self._read, self._version = True, memory_version_of(user.pk)
 
     def at_version(self, registry) -> MemoryState:
@@ -148,7 +192,7 @@ class ContextMemory:
         by_slot=None,
         by_group=None,
     ) -> None:
-        """A batch's rows (W3–W10, as `memory.services.add_plan_rows` lays them out) added to
+        """A batch's rows (W3–W10, as `memory.plan_rows.add_plan_rows` lays them out) added to
         `writer`; once written, the context's state as they left it — `records` with their
         resolution (`memory.current.resolve_keyed`) — is kept for the next request of this
         process, at the version read, once the transaction commits (`_keep`). `by_slot`:
@@ -161,10 +205,10 @@ class ContextMemory:
                 lambda: self._keep(writes, records, resolved, registry, (by_slot, by_group))
             )
 
-    def keep(self, resolved: Resolved, registry) -> None:
-        """A read's end (the resolve endpoint, `memory.selectors.resolution`): the state read,
-        with the resolution made of it, kept at the version read for the process's next
-        request."""
+    def keep(self, resolved: Resolved | None, registry) -> None:
+        """A read's end (the resolve endpoint, `memory.selectors.resolution`; the write
+        services, `slots_state`, with no resolution): the state read, with the resolution made
+        of it, kept at the version read for the process's next request."""
         read = self._state
         if read.version is not None:
             self._put(read.version, read.state, resolved, registry)
@@ -199,12 +243,62 @@ class ContextMemory:
             using=MemoryRecord.objects.db,
         )
 
-    def _put(self, version: int, state: ContextState, resolved: Resolved, registry) -> None:
+    def _put(self, version: int, state: ContextState, resolved: Resolved | None, registry):
+        if resolved is None:
+            # A read that resolved nothing (a write's, `slots_state`) keeps the resolution
+            # held before: `memory.current.resolve_keyed` reuses each group of it that holds.
+            cached = self._cached
+            held = cached.resolved if cached is not None and cached.secret == self.secret else None
+        else:
+            held = (registry, resolved)
         MEMORY_CACHE.put(
-            self.user.pk,
-            self.scope_ids,
-            CachedMemory(version, state, self.secret, resolved=(registry, resolved)),
+            self.user.pk, self._cache_key, CachedMemory(version, state, self.secret, resolved=held)
         )
+
+
+@dataclass(frozen=True)
+class SlotsState:
+    """What a batch of writes decides against (W3–W10, `memory.write_rules.Known`): the stored
+    records of each scoped key asked for, in version order (forgotten skeletons and sources
+    included), the tombstones and the latest retraction per slot of their keys, and which of
+    the keys are `many`."""
+
+    records: Mapping[tuple[str, str], Sequence[DomainRecord]]
+    tombstones: list[DomainTombstone]
+    retractions: dict[tuple[str, str, str], datetime]
+    many_keys: frozenset[str]
+
+
+def slots_state(
+    user,
+    slots: Iterable[tuple[str, str]],
+    *,
+    profile: MemoryProfile | None = None,
+    scope_ids: Sequence[str] | None = None,
+) -> SlotsState:
+    """The state of the scoped keys `slots` ((scope_id, key) pairs) of `user`, read under the
+    caller's lock through the one door into memory: the state of the scopes they live in
+    (`ContextMemory.read`; `scope_ids`, a context's, when the caller names them) at the
+    version read — this process's copy while it holds, caught up with the rows changed since,
+    or read whole — and kept for the next write or read of those scopes. `profile`: the
+    memory profile the caller's lock took (its secret)."""
+    slots = sorted(set(slots))
+    if not slots:
+        return SlotsState({}, [], {}, frozenset())
+    if scope_ids is None:
+        scope_ids = sorted({scope_id for scope_id, _ in slots})
+    memory = ContextMemory(user, scope_ids, profile=profile)
+    held, keyed = memory.read()
+    memory.keep(None, keyed)
+    state = held.state
+    by_slot = state.by_slot
+    keys = {key for _, key in slots}
+    return SlotsState(
+        {slot: by_slot.get(slot, ()) for slot in slots},
+        [t for t in state.tombstones if t.key in keys],
+        {slot: at for slot, at in state.retractions.items() if slot[1] in keys},
+        frozenset(key for key in keys if keyed.is_many(key)),
+    )
 
 
 def last_named_part(reader: RawReader, user_id) -> tuple[str, list]:

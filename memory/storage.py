@@ -1,9 +1,9 @@
 """Memory's statements for the speed devices of `config.storage` (docs/DESIGN.md, habit 2):
-the candidate read (records with their source ids in one statement), a context's state as
-the turn's statement reads it (whole, or only what changed since a held version), and the
-per-process cache of those states (`MEMORY_CACHE`). The write path's reads are in
-`memory.write_storage`. Each builds exactly the domain objects the ORM path in
-`memory.selectors` builds; tests/memory/test_selectors.py compares the two."""
+the record read (records with their source ids in one statement), a context's state as
+the door reads it (`memory.state`) (whole, or only what changed since a held version), and the
+per-process cache of those states (`MEMORY_CACHE`); a user's tombstones with the secret, and
+the key registry. Each builds exactly the domain objects the ORM path in `memory.selectors`
+builds; tests/memory/test_selectors.py compares the two."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ from .current import ContextState, Resolved
 from .domain import MemoryRecord as DomainRecord
 from .domain import Tombstone as DomainTombstone
 from .models import (
+    KeyDefinition,
+    MemoryProfile,
     MemoryRecord,
     MemorySource,
     MemoryVersion,
@@ -201,7 +203,7 @@ def build_records(
 def context_state_parts(
     reader: RawReader,
     user,
-    scope_ids: list[str],
+    scope_ids: list[str] | None,
     cached_version: int | None = None,
     *,
     catch_up: bool = False,
@@ -209,13 +211,17 @@ def context_state_parts(
     """SQL for the parts of a `ContextState` as scalar subqueries, and their parameters: the
     user's memory version, then the records, the tombstones and the retractions, each a JSON
     array — or NULL when the version is `cached_version` (the caller holds that state).
+    `scope_ids` None: every scope of the user (the pages).
 
     With `catch_up`, the user's removal version comes second and, when the caller holds the
     state at `cached_version` and no removal came after it, the arrays hold only the rows
     changed after it (`memory.catch_up.caught_up`); otherwise every row."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
-    scopes = ", ".join(["%s"] * len(scope_ids))
+    if scope_ids is None:
+        in_scopes, scope_ids = "", []
+    else:
+        in_scopes = f"IN ({', '.join(['%s'] * len(scope_ids))})"
     since, since_params = "", []
     if catch_up and cached_version is not None:
         # A removal after the held version: every row (no row is stamped below 0).
@@ -235,8 +241,9 @@ def context_state_parts(
     records = json_rows(
         vendor,
         [column(MemoryRecord, field, "r.") for field in RECORD_FIELDS] + [sources, withheld],
-        f"FROM {reader.table(MemoryRecord)} r WHERE {name(MemoryRecord, 'user', 'r.')} = %s "
-        f"AND {name(MemoryRecord, 'scope_id', 'r.')} IN ({scopes})" + changed(MemoryRecord, "r."),
+        f"FROM {reader.table(MemoryRecord)} r WHERE {name(MemoryRecord, 'user', 'r.')} = %s"
+        + (f" AND {name(MemoryRecord, 'scope_id', 'r.')} {in_scopes}" if in_scopes else "")
+        + changed(MemoryRecord, "r."),
     )
     tombstones = json_rows(
         vendor,
@@ -260,8 +267,8 @@ def context_state_parts(
             column(SlotRetraction, field, "x.")
             for field in ("scope_id", "key", "value_hash", "retracted_at")
         ],
-        f"FROM {reader.table(SlotRetraction)} x WHERE {name(SlotRetraction, 'user', 'x.')} = %s "
-        f"AND {name(SlotRetraction, 'scope_id', 'x.')} IN ({scopes})"
+        f"FROM {reader.table(SlotRetraction)} x WHERE {name(SlotRetraction, 'user', 'x.')} = %s"
+        + (f" AND {name(SlotRetraction, 'scope_id', 'x.')} {in_scopes}" if in_scopes else "")
         + changed(SlotRetraction, "x."),
     )
     version = (
@@ -293,7 +300,7 @@ def parse_context_state(
     records: str, tombstones: str, retractions: str, username: str
 ) -> ContextState:
     """The three JSON parts read by `context_state_parts`, as domain objects equal to what the
-    candidate read and the write-state read build."""
+    record read builds."""
     rows = json.loads(records)
     built: list[DomainRecord] = []
     if rows:
@@ -310,6 +317,70 @@ def parse_context_state(
         if slot not in latest or at > latest[slot]:
             latest[slot] = at
     return ContextState(built, tombs, latest)
+
+
+# ---------------------------------------------------------------------------------------------
+# A user's tombstones with the secret, and the key registry
+
+
+def _registry_tombstone_sql(reader: RawReader) -> dict[str, str]:
+    """A user's tombstones (`{where}` over the alias `t`) with the user's secret, in the
+    model's order; and the key registry."""
+    column = reader.column
+    tomb = ", ".join(
+        column(Tombstone, name, "t.")
+        for name in ("id", "scope_id", "key", "value_hash", "forgotten_at", "blocks_sources_before")
+    )
+    keys = ", ".join(
+        column(KeyDefinition, name) for name in ("key", "cardinality", "label", "pinned")
+    )
+    return {
+        "tombstones": (
+            f"SELECT {tomb}, {column(MemoryProfile, 'secret', 'p.')} "
+            f"FROM {reader.table(Tombstone)} t "
+            f"LEFT JOIN {reader.table(MemoryProfile)} p "
+            f"ON {reader.name(MemoryProfile, 'user', 'p.')} = "
+            f"{reader.name(Tombstone, 'user', 't.')} "
+            f"WHERE {{where}} ORDER BY {reader.order(Tombstone, 't.')}"
+        ),
+        "registry": f"SELECT {keys} FROM {reader.table(KeyDefinition)} "
+        f"ORDER BY {reader.order(KeyDefinition)}",
+    }
+
+
+def read_tombstones_and_secret(
+    reader: RawReader, user, keys
+) -> tuple[list[DomainTombstone], bytes]:
+    """`user`'s tombstones (of `keys`, or all) in the model's order, with the user's secret
+    when one of them holds a value hash: one statement."""
+    where, params = f"{reader.name(Tombstone, 'user', 't.')} = %s", [user.pk]
+    if keys is not None:
+        keys = list(keys)
+        if not keys:
+            where, params = "1 = 0", []
+        else:
+            where += (
+                f" AND {reader.name(Tombstone, 'key', 't.')} IN ({', '.join(['%s'] * len(keys))})"
+            )
+            params += keys
+    sql = reader.sql("registry-tombstones", _registry_tombstone_sql)
+    rows = reader.fetch(sql["tombstones"].format(where=where), params)
+    username = user.username
+    tombstones = tombstones_from_rows(rows, username, parsed=False)
+    secret = b""
+    if any(t.value_hash for t in tombstones):
+        hexed = rows[0][6]
+        secret = bytes.fromhex(hexed) if hexed else b""
+    return tombstones, secret
+
+
+def read_registry(reader: RawReader) -> list[tuple]:
+    """The whole key registry as (key, cardinality, label, pinned) rows: one statement."""
+    return reader.fetch(reader.sql("registry-tombstones", _registry_tombstone_sql)["registry"], [])
+
+
+# ---------------------------------------------------------------------------------------------
+# A context's whole memory state as parts of one statement (the turn read, turns.storage)
 
 
 # ---------------------------------------------------------------------------------------------

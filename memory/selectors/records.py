@@ -1,10 +1,10 @@
 """Memory's record reads, which every other read of memory builds on (SPEC §0: every query
-filters by user first): stored rows as pure-core records with their sources, the candidate
-records of a context (R1 pre-filtered), tombstones, the key registry, one record by id, the
-user's memory version and SPEC §8's "it". The turn's state (`memory.state`), turn creation
-and export read these directly. The resolver's candidate read is one query for records with
-their sources and one for tombstones, whatever the number of records (DESIGN: constant query
-counts)."""
+filters by user first): stored rows as pure-core records with their sources, tombstones, the
+key registry, one record by id, the user's memory version and SPEC §8's "it". A context's
+state — what the turn, the resolve endpoint, the write services and the pages read — goes
+through the one door, `memory.state`, whose ORM path builds on these; turn creation and
+export read them directly. A read of records is one query for records with their sources
+and one for tombstones, whatever the number of records (DESIGN: constant query counts)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from config.errors import NotFound
 from config.storage import raw_reader
 from conversations.scopes import scope_of_id
 
-from .. import write_storage
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
 from ..domain import default_label
@@ -33,7 +32,14 @@ from ..models import (
     MemoryWithholding,
     Tombstone,
 )
-from ..storage import RECORD_FIELDS, TOMBSTONE_COLUMNS, read_records, tombstones_from_rows
+from ..storage import (
+    RECORD_FIELDS,
+    TOMBSTONE_COLUMNS,
+    read_records,
+    read_registry,
+    read_tombstones_and_secret,
+    tombstones_from_rows,
+)
 
 
 def row_to_domain(
@@ -145,29 +151,6 @@ def links_of(ids) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return sources, withheld
 
 
-def candidate_records(ctx, keys: Iterable[str] | None = None) -> list[DomainRecord]:
-    """The records a resolve for `ctx` considers (R1 pre-filtered by scope id), in the
-    model's order: one query (two on the ORM path). Read with SQL written out once per database
-    rather than a queryset compiled per request (the read of every resolve and plan)."""
-    scope_ids = ctx.domain.scope_ids()
-    keys = list(keys) if keys else None
-    reader = raw_reader(MemoryRecord.objects.db)
-    if reader is None:
-        qs = MemoryRecord.objects.filter(user=ctx.user, scope_id__in=scope_ids)
-        if keys:
-            qs = qs.filter(key__in=keys)
-        return records_to_domain(qs, ctx.user.username)
-    where = (
-        f"{reader.name(MemoryRecord, 'user')} = %s AND {reader.name(MemoryRecord, 'scope_id')} "
-        f"IN ({', '.join(['%s'] * len(scope_ids))})"
-    )
-    params: list = [ctx.user.pk, *scope_ids]
-    if keys:
-        where += f" AND {reader.name(MemoryRecord, 'key')} IN ({', '.join(['%s'] * len(keys))})"
-        params += keys
-    return read_records(reader, where, params, ctx.user.username)
-
-
 def tombstones_of(user, keys: Iterable[str] | None = None) -> list[DomainTombstone]:
     qs = Tombstone.objects.filter(user=user)
     if keys is not None:
@@ -271,16 +254,14 @@ def registry_tombstones_secret(user, keys) -> tuple[Registry, list[DomainTombsto
     `user_secret(user)`, in two queries whatever the data (one in a request, where the
     registry is cached) (the secret comes with the
     tombstones), so a resolve's query count does not depend on what was forgotten. Written
-    out once per database like the candidate read (same WHERE and ORDER BY as the ORM's)."""
+    out once per database like the record read (same WHERE and ORDER BY as the ORM's)."""
     reader = raw_reader(Tombstone.objects.db)
     if reader is None:
         keyed = registry()
         tombstones = tombstones_of(user, keys)
         secret = user_secret(user) if any(t.value_hash for t in tombstones) else b""
         return keyed, tombstones, secret
-    tombstones, secret = write_storage.read_tombstones_and_secret(reader, user, keys)
+    tombstones, secret = read_tombstones_and_secret(reader, user, keys)
     # In a request the registry comes from the process cache (config.catalog).
-    keyed = (
-        catalog_registry() if catalog.active() else Registry(write_storage.read_registry(reader))
-    )
+    keyed = catalog_registry() if catalog.active() else Registry(read_registry(reader))
     return keyed, tombstones, secret

@@ -13,26 +13,21 @@ from typing import NamedTuple
 
 from django.conf import settings
 
-from config import catalog, metrics
+from config import metrics
 from config.clock import db_now
-from config.storage import gc_paused, raw_reader
+from config.storage import gc_paused
 from conversations.domain import Context
 
-from .. import storage, write_storage
 from ..current import resolve_keyed
 from ..domain import RESOLVER_VERSION, RecordState, Resolution
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
-from ..models import MemoryRecord, Tombstone
+from ..models import Tombstone
 from ..projection import project, withholding_in
 from ..resolver import RESOLVER_REASONS, record_states, resolve
 from ..state import ContextMemory
 from .records import (
     Registry,
-    candidate_records,
-    catalog_registry,
-    records_to_domain,
-    registry_tombstones_secret,
 )
 
 
@@ -200,19 +195,36 @@ def _utc_domain(domain):
 
 
 def _remembered_in_context(user, context, keys) -> Remembered:
-    """One loaded context: its whole memory through the door a turn takes when no keys narrow
-    it, else its candidate records, resolved once (SPEC §3)."""
+    """One loaded context, through the one door into memory (`memory.state.ContextMemory`):
+    its whole memory resolved group of keys by group of keys and kept, or — keys narrowing
+    it — the records of those keys resolved once (SPEC §3), from the same state."""
     domain = _utc_domain(context.domain)
     if not keys:
-        found = _context_remembered(user, context, domain)
-        if found is not None:
-            return found
-    records = candidate_records(context, keys)
-    keyed, tombstones, secret = registry_tombstones_secret(user, keys)
+        return _context_remembered(user, context, domain)
+    memory = ContextMemory(user, context.domain.scope_ids())
+    held, keyed = memory.read()
+    wanted = set(keys)
+    records = sorted((r for r in held.state.records if r.key in wanted), key=_model_order)
+    # Every tombstone of the user, as the whole context's resolve has them: a key's own
+    # apply to its records (F3), and those withholding a record (F7.2) are at hand.
+    tombstones = _in_model_order(held.state.tombstones)
+    secret = bytes.fromhex(memory.secret) if memory.secret else b""
     resolutions = {
         None: resolve(records, tombstones, domain, many_keys=keyed.many_keys, secret=secret)
     }
     return Remembered(records, keyed, tombstones, resolutions, domain.now, secret=secret)
+
+
+def _model_order(record: DomainRecord) -> tuple:
+    """The records' order in the model (scope, key, version): what a queryset answered."""
+    return (record.scope_id, record.key, record.version)
+
+
+def _in_model_order(tombstones: list[DomainTombstone]) -> list[DomainTombstone]:
+    """The tombstones' order in the model: the newest forget first, then by id."""
+    tombstones = sorted(tombstones, key=lambda t: t.id)
+    tombstones.sort(key=lambda t: t.forgotten_at, reverse=True)
+    return tombstones
 
 
 def _scope_contexts(user, records, now) -> dict[str, Context]:
@@ -233,16 +245,26 @@ def _scope_contexts(user, records, now) -> dict[str, Context]:
 
 
 def _remembered_in_every_scope(user, now, keys) -> Remembered:
-    """Every scope the user has: one pure resolve per scope, forgotten skeletons unread (R2,
-    R5; see `remembered_now`)."""
+    """Every scope the user has, read through the one door (`memory.state.ContextMemory` of
+    every scope): one pure resolve per scope, forgotten skeletons left out (R2, R5; see
+    `remembered_now`)."""
     if now is None:
         now = db_now()
-    qs = MemoryRecord.objects.filter(user=user).exclude(status="forgotten")
-    if keys:
-        qs = qs.filter(key__in=keys)
-    records = records_to_domain(qs, user.username)
+    memory = ContextMemory(user, None)
+    held, keyed = memory.read()
+    memory.keep(None, keyed)
+    wanted = set(keys) if keys else None
+    records = [
+        r
+        for r in held.state.records
+        if r.status != "forgotten" and (wanted is None or r.key in wanted)
+    ]
+    records.sort(key=_model_order)
+    tombstones = _in_model_order(
+        [t for t in held.state.tombstones if wanted is None or t.key in wanted]
+    )
     contexts = _scope_contexts(user, records, now)
-    keyed, tombstones, secret = registry_tombstones_secret(user, keys)
+    secret = bytes.fromhex(memory.secret) if memory.secret else b""
     by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
     for record in records:
         by_scope[record.scope_id].append(record)
@@ -259,24 +281,15 @@ def _remembered_in_every_scope(user, now, keys) -> Remembered:
     return Remembered(records, keyed, tombstones, resolutions, now, secret=secret)
 
 
-def _context_remembered(user, context, domain) -> Remembered | None:
+def _context_remembered(user, context, domain) -> Remembered:
     """A context's whole memory as the resolver keeps it, in one statement, through the door a
     turn takes (`memory.state.ContextMemory`): the state this process holds as it is while the
     user's memory version (`memory.triggers`) is the one it was kept at, caught up with the
     rows changed after it when no removal came since, else read whole; resolved group of keys
     by group of keys, each group's share reused while it holds
-    (`memory.current.resolve_keyed`), and kept for the next request. None where the raw reader
-    does not serve the database."""
-    reader = raw_reader(MemoryRecord.objects.db)
-    if reader is None:
-        return None
+    (`memory.current.resolve_keyed`), and kept for the next request."""
     memory = ContextMemory(user, context.domain.scope_ids())
-    parts, params = memory.read_parts(reader)
-    memory.read_from(storage.read_parts(reader, parts, params))
-    keyed = (
-        catalog_registry() if catalog.active() else Registry(write_storage.read_registry(reader))
-    )
-    held = memory.at_version(keyed)
+    held, keyed = memory.read()
     state = held.state
     secret = bytes.fromhex(memory.secret) if memory.secret else b""
     cfg = settings.COMPANION

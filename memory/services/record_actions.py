@@ -18,7 +18,7 @@ from ..domain import AUTHORITY_RANK, VALUE_MAX, RecordState, loggable_key, norma
 from ..domain import MemoryRecord as DomainRecord
 from ..models import MemoryProfile, MemoryRecord
 from ..selectors.records import memory_get, records_to_domain, registry, tombstones_of
-from ..selectors.write_state import write_state
+from ..state import slots_state
 from ..withholding import release_memories
 from ..write_rules import Fact, Retract
 from .asserting import (
@@ -57,10 +57,11 @@ def _slot_records(
 @dataclass
 class _Locked:
     """A record of a user-facing action, as the user's lock sees it: the stored row, its
-    scoped key's state (`write_state`), the record within it, the clock and the secret."""
+    scoped key's state (`memory.state.slots_state`), the record within it, the clock and the
+    secret."""
 
     row: MemoryRecord
-    state: object  # selectors.WriteState
+    state: object  # memory.state.SlotsState
     record: DomainRecord
     now: datetime
     secret: bytes
@@ -78,7 +79,7 @@ def _lock_record(record_id, user) -> _Locked:
     """The user's lock, then the record's scoped key read under it (one statement)."""
     row = memory_get(record_id, user=user)
     profile = lock_profile(row.user)
-    state = write_state(row.user, [(row.scope_id, row.key)])
+    state = slots_state(row.user, [(row.scope_id, row.key)], profile=profile)
     record = next(r for r in state.records[(row.scope_id, row.key)] if r.id == str(row.pk))
     return _Locked(row, state, record, db_now(), profile.secret_bytes())
 

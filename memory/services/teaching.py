@@ -23,14 +23,15 @@ from ..domain import (
     REASON_PAUSED,
 )
 from ..extract import extract
+from ..plan_rows import add_plan_rows
 from ..selectors.records import last_named_key, registry
-from ..selectors.write_state import write_state
+from ..state import slots_state
 from ..switches import memory_settings_of
 from ..write_rules import (
     Known,
     WriteBatch,
 )
-from .asserting import AssertResult, add_plan_rows, lock_profile, log_assert
+from .asserting import AssertResult, lock_profile, log_assert
 
 log = logging.getLogger("companion.memory")
 
@@ -84,7 +85,12 @@ def memory_learn(
         else:
             now = db_now()
             secret = profile.secret_bytes()
-            state = write_state(user, [(scope_id, key) for scope_id in scope_ids for key in keys])
+            state = slots_state(
+                user,
+                [(scope_id, key) for scope_id in scope_ids for key in keys],
+                profile=profile,
+                scope_ids=scope_ids,
+            )
             batch = WriteBatch(
                 Known(state.records, state.tombstones, state.retractions),
                 user=user.username,

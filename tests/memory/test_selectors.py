@@ -108,6 +108,15 @@ def orm(monkeypatch):
     return read
 
 
+def context_records(ctx, keys=None) -> list:
+    """A context's records as the door reads them, of `keys` (or all), in the model's order."""
+    from memory.state import ContextMemory
+
+    held, _ = ContextMemory(ctx.user, ctx.domain.scope_ids()).read()
+    found = [r for r in held.state.records if keys is None or r.key in keys]
+    return sorted(found, key=lambda r: (r.scope_id, r.key, r.version))
+
+
 def reprs(items) -> list[str]:
     return [repr(item) for item in items]
 
@@ -141,14 +150,21 @@ def test_it_reads_records_exactly_as_the_orm_does(stored, orm):
 def test_it_reads_a_contexts_candidates_and_tombstones_exactly_as_the_orm_does(
     stored, orm, keys, scene
 ):
-    """§3 input: the candidate records of a context (pre-filtered by user and scope id), the
-    tombstones, the key registry and the secret are the ORM's, in the same order."""
+    """§3 input: the records of a context read through the one door (`memory.state`: every
+    record of its scopes, R1), the tombstones, the key registry and the secret are the ORM's
+    (the records equal, in the model's order once sorted so)."""
     user, conversation, _ = stored
     ctx = load_context(
         {"user": user.username, "conversation": str(conversation.pk), "scene": scene}
     )
-    raw = records.candidate_records(ctx, keys)
-    assert reprs(raw) == reprs(orm(records.candidate_records, ctx, keys))
+    raw = context_records(ctx, keys)
+    assert raw == orm(context_records, ctx, keys)
+    assert {r.scope_id for r in raw} <= set(ctx.domain.scope_ids())
+    if keys is None:
+        assert (
+            len(raw)
+            == MemoryRecord.objects.filter(user=user, scope_id__in=ctx.domain.scope_ids()).count()
+        )
     registry, tombstones, secret = records.registry_tombstones_secret(user, keys)
     orm_registry, orm_tombstones, orm_secret = orm(records.registry_tombstones_secret, user, keys)
     assert reprs(tombstones) == reprs(orm_tombstones)
@@ -206,8 +222,7 @@ def test_it_reads_the_tombstones_withholding_each_record_exactly_as_the_orm_does
     carries the ids of the tombstones withholding each record, the same through the raw
     reader and the ORM (here a routine two forgets withhold, a note one does)."""
     from memory import storage as memory_storage
-    from memory.selectors.write_state import write_state
-    from memory.state import ContextMemory
+    from memory.state import ContextMemory, slots_state
 
     user, conversation, _ = stored
     here = Scope("conversation", conversation=str(conversation.pk))
@@ -230,10 +245,11 @@ def test_it_reads_the_tombstones_withholding_each_record_exactly_as_the_orm_does
         note.record.id: (str(first.pk),),
     }
     slots = sorted({(r.scope_id, r.key) for r in raw})
-    by_raw, by_orm = write_state(user, slots), orm(write_state, user, slots)
+    by_raw, by_orm = slots_state(user, slots), orm(slots_state, user, slots)
     assert {s: reprs(found) for s, found in by_raw.records.items()} == {
         s: reprs(found) for s, found in by_orm.records.items()
     }
+    assert {s: reprs(found) for s, found in by_raw.records.items() if found}
     scope_ids = load_context(
         {"user": user.username, "conversation": str(conversation.pk)}
     ).domain.scope_ids()
