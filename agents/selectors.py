@@ -10,6 +10,7 @@ from conversations.selectors import conversation_list
 from memory.selectors.resolution import ContextResolution
 from memory.switches import memory_settings_of, prompt_projection
 from turns.relevance import query_terms, relevance_order
+from turns.storage import LABEL_TERMS
 
 from .models import Connection
 
@@ -62,7 +63,7 @@ def recalled(ctx, query: str, limit: int) -> list:
     I8), most relevant to `query` first (I6), at most `limit`."""
     result = ContextResolution(ctx)
     prompt = prompt_projection(result.projection, memory_settings_of(ctx.user)).prompt
-    order, _ = relevance_order(prompt, query_terms(query), ())
+    order, _ = relevance_order(prompt, query_terms(query), (), LABEL_TERMS)
     return [prompt[i] for i in order[:limit]]
 
 

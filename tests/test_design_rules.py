@@ -184,10 +184,6 @@ def test_it_names_writers_and_exceptions_that_are_there():
 SQL_ALLOWED = {
     "config.catalog": "the catalog's triggers are migration operations (`CatalogTriggers`), "
     "and its version read runs in the module migrations import while models load",
-    "memory.withholding": "F6's SQL fragments (`withheld_sql`, `withheld_ids_sql`, "
-    "`turn_held_sql`) the turn's storage modules compose: turns may not import "
-    "`memory.storage`, so they stay beside the holds' writer until a storage module of "
-    "memory's that turns may import takes them",
 }
 # Calls named like a statement's that send none.
 NOT_SQL = {"pipe.execute": "a Redis pipeline's commands (`config.throttle.RedisStore`)"}
@@ -318,12 +314,6 @@ CACHE_ALLOWED = {
         "_SLOTTED",
         "each slots dataclass's setters, keyed by the class: the code's shape, the same in "
         "every call, never a value",
-    ),
-    "turns.relevance": (
-        "_LABEL_AND_KEY_TERMS",
-        "the label and key terms by record id (F7.6: keyed by ids, emptied on a forget by "
-        "`turns.storage`), the hot path of I6's ranking; still to move to the shell, handed "
-        "in by the turn path and `agents.selectors` through the planner",
     ),
 }
 CACHES = {"lru_cache", "cache"}

@@ -47,6 +47,7 @@ from .planner import (
     build_plan,
     recent_ids,
 )
+from .relevance import LabelTerms
 
 REQUESTED_BY = "assistant"
 
@@ -89,6 +90,8 @@ class TurnRead:
     # records are the very objects it was made of is reused while its valid times hold
     # (`memory.current.resolve_keyed`).
     resolved: Resolved | None = None
+    # The terms of labels and keys the shell keeps from plan to plan (I6, `relevance.LabelTerms`).
+    label_terms: LabelTerms | None = None
     # `records` by scoped key and by group of keys as the state holds them
     # (`memory.current.ContextState.by_slot`, `.by_group`); None: made here.
     by_slot: Mapping[tuple[str, str], Sequence[MemoryRecord]] | None = None
@@ -245,6 +248,7 @@ def plan_turn(
             now=context.now,
             decide=decide,
             described=lambda d: (d[0], d[1].name, d[2].effect),
+            label_terms=read.label_terms,
         )
     except BudgetExceeded as refused:
         decided.refused = refused
@@ -294,6 +298,7 @@ def plan_prompt(
     decide: Callable[[], list],
     described: Callable[[object], tuple[str, str, str]],
     current_withheld: bool = False,
+    label_terms: LabelTerms | None = None,
 ) -> PlannedPrompt:
     """The one way a turn's prompt plan is made (SPEC §7), for turn creation (I7) and for
     `GET /turns/{id}/prompt-plan` alike. The plan (`turns.planner.build_plan`: I1, I3, I6 and
@@ -327,6 +332,7 @@ def plan_prompt(
         pinned_keys=pinned if relevance else frozenset(),
         recent=recent,
         use_memories=use,
+        label_terms=label_terms,
     )
     decisions = decide()
     snapshot = PlanSnapshot.made(

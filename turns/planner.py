@@ -88,7 +88,7 @@ from memory.domain import (
 from turns import history_order
 from turns.history_order import InOrder
 from turns.left_out import UNRANKED, LeftOut
-from turns.relevance import QUERY_HISTORY, query_terms, relevance_order
+from turns.relevance import QUERY_HISTORY, LabelTerms, query_terms, relevance_order
 from turns.stopwords import STOPWORDS_VERSION
 from turns.tokens import estimate_from_bytes, estimate_memory, estimate_message
 
@@ -345,6 +345,7 @@ def build_plan(
     recent: Sequence[str] | None = None,
     use_memories: bool = True,
     withheld: Collection[str] = frozenset(),
+    label_terms: LabelTerms | None = None,
 ) -> Plan:
     """Build the prompt plan for one turn (I1, I3, I6). See the module docstring for the
     rules. ``memories`` are the projection's items in the I3 order; ``memory_excluded_parts``,
@@ -359,7 +360,9 @@ def build_plan(
     Under ``memory_order=relevance``, ``pinned_keys`` are the registry's pinned keys and
     ``recent`` may give the contents of the last ``QUERY_HISTORY`` messages before the
     current one (newest first); without it they are taken from ``history`` or fetched
-    through ``fetch_content``. ``use_memories=False`` is the user's `use` switch (I8).
+    through ``fetch_content``; ``label_terms`` holds the terms of labels and keys from plan to
+    plan (`turns.relevance.LabelTerms`). ``use_memories=False`` is the user's `use` switch
+    (I8).
 
     F6: a withheld message — a candidate marked ``withheld``, or an id in ``withheld`` — is
     not a history candidate: it never enters the history nor I6's query, both history policies
@@ -389,7 +392,10 @@ def build_plan(
         if recent is None:
             recent = _recent_contents(current, history, history_candidates, fetch_content)
         order, rounded = relevance_order(
-            unique, query_terms(current.content, recent[:QUERY_HISTORY]), pinned_keys
+            unique,
+            query_terms(current.content, recent[:QUERY_HISTORY]),
+            pinned_keys,
+            label_terms,
         )
         scores = list(rounded)
 

@@ -75,39 +75,45 @@ def _counted_terms(text: str) -> tuple[int, list[str]]:
     return len(found), found
 
 
-# The terms of each memory's label and key, by record id (F7.6: a process's cache is keyed by
-# ids, never by a text): labels and keys recur from plan to plan, and a held entry is used
-# only for the label and key it was made of. `forget_cached` empties it when the process
-# learns of a forget; values are not cached.
-_LABEL_AND_KEY_TERMS: dict[str, tuple[str, str, tuple[int, frozenset[str], tuple[str, ...]]]] = {}
-LABEL_AND_KEY_TERMS_MAX = 16_384
+class LabelTerms:
+    """The terms of each memory's label and key, by record id, for a caller that keeps them
+    from plan to plan (the turn's shell holds one per process, `turns.storage.LABEL_TERMS`):
+    labels and keys recur, and a held entry is used only for the label and key it was made
+    of (F7.6: keyed by ids, never by a text; values are never held). At most `size` entries;
+    `clear` lets them all go (a forget may have erased what they hold)."""
+
+    def __init__(self, size: int = 16_384):
+        self.size = size
+        self._held: dict[str, tuple[str, str, tuple[int, frozenset[str], tuple[str, ...]]]] = {}
+
+    def of(self, pm: ProjectedMemory) -> tuple[int, frozenset[str], tuple[str, ...]]:
+        """The memory's label and key terms: their count, their set and their sequence."""
+        record_id = pm.record.id
+        held = self._held.get(record_id)
+        if held is not None and held[0] == pm.label and held[1] == pm.key:
+            return held[2]
+        made = label_and_key_terms(pm)
+        if len(self._held) >= self.size:
+            self._held.clear()
+        self._held[record_id] = (pm.label, pm.key, made)
+        return made
+
+    def clear(self) -> None:
+        self._held.clear()
+
+    def held_texts(self) -> list[str]:
+        """Every text held (what a test walks after a forget)."""
+        return [
+            text
+            for label, key, (_, _, found) in list(self._held.values())
+            for text in (label, key, *found)
+        ]
 
 
-def _label_and_key_terms(pm: ProjectedMemory) -> tuple[int, frozenset[str], tuple[str, ...]]:
-    record_id = pm.record.id
-    held = _LABEL_AND_KEY_TERMS.get(record_id)
-    if held is not None and held[0] == pm.label and held[1] == pm.key:
-        return held[2]
+def label_and_key_terms(pm: ProjectedMemory) -> tuple[int, frozenset[str], tuple[str, ...]]:
+    """The terms of a memory's label and key: their count, their set and their sequence."""
     found = (*terms(pm.label), *terms(pm.key))
-    made = (len(found), frozenset(found), found)
-    if len(_LABEL_AND_KEY_TERMS) >= LABEL_AND_KEY_TERMS_MAX:
-        _LABEL_AND_KEY_TERMS.clear()
-    _LABEL_AND_KEY_TERMS[record_id] = (pm.label, pm.key, made)
-    return made
-
-
-def forget_cached() -> None:
-    """Empty the process's label and key terms (a forget may have erased what they hold)."""
-    _LABEL_AND_KEY_TERMS.clear()
-
-
-def held_texts() -> list[str]:
-    """Every text the process's relevance cache holds (what a test walks after a forget)."""
-    return [
-        text
-        for label, key, (_, _, found) in list(_LABEL_AND_KEY_TERMS.values())
-        for text in (label, key, *found)
-    ]
+    return len(found), frozenset(found), found
 
 
 def document_terms(pm: ProjectedMemory) -> list[str]:
@@ -199,16 +205,19 @@ def _occurrences(text: str, term: str) -> list[int]:
     return out
 
 
-def _memory_scores(memories: Sequence[ProjectedMemory], distinct: list[str]) -> list[float]:
+def _memory_scores(
+    memories: Sequence[ProjectedMemory], distinct: list[str], label_terms: LabelTerms | None
+) -> list[float]:
     """`bm25_scores` of the memories' documents (:func:`document_terms`) without building
     them: BM25 reads only the total number of terms, and the length and query-term
-    occurrences of the documents that hold a query term. Labels and keys are looked up in a
-    cache; when every value is ASCII, the values' terms are counted in one pass over their
-    concatenation and the query's terms found there by one pattern, so per memory only a
-    cache lookup remains. (A test holds the result equal to `bm25_scores`.)"""
+    occurrences of the documents that hold a query term. Labels and keys are looked up in
+    `label_terms` when the caller keeps them; when every value is ASCII, the values' terms
+    are counted in one pass over their concatenation and the query's terms found there by
+    one pattern, so per memory only a lookup remains. (A test holds the result equal to
+    `bm25_scores`.)"""
     query_set = frozenset(distinct)
     wanted, disjoint = query_set.__contains__, query_set.isdisjoint
-    fixed = list(map(_label_and_key_terms, memories))
+    fixed = list(map(label_and_key_terms if label_terms is None else label_terms.of, memories))
     total = sum(f[0] for f in fixed)
     matched_terms: dict[int, list[str]] = {
         index: list(filter(wanted, fixed[index][2]))
@@ -247,13 +256,15 @@ def relevance_order(
     memories: Sequence[ProjectedMemory],
     query: Iterable[str],
     pinned_keys: Collection[str],
+    label_terms: LabelTerms | None = None,
 ) -> tuple[list[int], list[float]]:
     """I6: the fill order (indexes into ``memories``, which are in the I3 order) and each
     memory's rounded score (:func:`bm25_scores` of their documents): pinned keys first, then
-    score highest first, then the I3 order."""
+    score highest first, then the I3 order. `label_terms`: the caller's held terms of labels
+    and keys (`LabelTerms`), else they are made here."""
     distinct = sorted(set(query))
     n = len(memories)
-    scores = _memory_scores(memories, distinct) if distinct and n else [0.0] * n
+    scores = _memory_scores(memories, distinct, label_terms) if distinct and n else [0.0] * n
     # Two stable sorts (score, then pinned first) keep the I3 order among equals, with keys
     # that are plain floats and booleans rather than a tuple per memory.
     pinned = frozenset(pinned_keys)

@@ -14,7 +14,7 @@ from django.db import connection
 from config.clock import db_now
 from conversations.models import Conversation, Message, Turn
 from memory.state import profile_table, version_table
-from memory.withholding import turn_held_sql
+from memory.withholding_storage import turn_held_sql
 
 
 def _reply_tables() -> dict[str, str]:

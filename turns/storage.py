@@ -25,7 +25,7 @@ from django.utils import timezone
 from config.storage import RawReader, json_rows, parse_datetimes
 from conversations.models import Conversation, Message, Turn
 from memory.state import ContextMemory, last_named_part, on_forget, registry_part
-from memory.withholding import withheld_ids_sql, withheld_sql
+from memory.withholding_storage import withheld_ids_sql, withheld_sql
 from policy.domain import PolicyScope, Rule
 from policy.models import PolicyRule, UserPolicyVersion
 
@@ -36,13 +36,15 @@ from .planner import HistoryCandidate
 
 # The history each conversation's last turn in this process read (`turns.held_history`).
 HELD_HISTORIES = HeldHistories(512)
+# The terms of memories' labels and keys the process's plans ranked (I6; F7.6: by record id).
+LABEL_TERMS = relevance.LabelTerms()
 
 
 def _forgotten(user_id) -> None:
     """F7.6: the process learnt of a forget or an undo of the user: the texts it holds of
     their conversations' histories and the relevance terms of labels and keys let go."""
     HELD_HISTORIES.forget_texts(user_id)
-    relevance.forget_cached()
+    LABEL_TERMS.clear()
 
 
 on_forget(_forgotten)

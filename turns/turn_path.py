@@ -184,6 +184,7 @@ def _turn_read(
         resolved=state.resolved,
         by_slot=state.state.by_slot,
         by_group=state.state.by_group,
+        label_terms=storage.LABEL_TERMS,
     )
 
 

@@ -2,8 +2,8 @@
 in any process, no per-process cache holds the purged value or a withheld message's text.
 The tests walk every per-process cache the turn and memory keep — the contexts' states
 (`memory.storage.MEMORY_CACHE`), the held histories (`turns.storage.HELD_HISTORIES`, on
-PostgreSQL), the relevance terms of labels and keys (`turns.relevance`) — and check that no
-function cache (`functools.lru_cache`) is left that a text could key."""
+PostgreSQL), the relevance terms of labels and keys (`turns.storage.LABEL_TERMS`) — and check
+that no function cache (`functools.lru_cache`) is left that a text could key."""
 
 import dataclasses
 import sys
@@ -15,8 +15,7 @@ from memory.models import MemoryRecord
 from memory.storage import MEMORY_CACHE
 from tests.factories import ConversationFactory
 from tests.helpers import ON_POSTGRES
-from turns import relevance
-from turns.storage import HELD_HISTORIES
+from turns.storage import HELD_HISTORIES, LABEL_TERMS
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +52,7 @@ def _held(word: str) -> dict[str, bool]:
     return {
         "memory": any(word in t.casefold() for t in _texts(MEMORY_CACHE.entries())),
         "history": any(word in t.casefold() for t in HELD_HISTORIES.held_texts()),
-        "relevance": any(word in t.casefold() for t in relevance.held_texts()),
+        "relevance": any(word in t.casefold() for t in LABEL_TERMS.held_texts()),
     }
 
 
@@ -94,7 +93,7 @@ def test_it_keeps_no_purged_value_once_a_forget_of_this_process_commits(
         r = api.post(f"/api/v1/memories/{world}/forget", {}, format="json")
     assert r.status_code == 200 and r.json()["withheld_messages"] == 3
     assert _held("miso") == {"memory": False, "history": False, "relevance": False}
-    assert relevance.held_texts() == []
+    assert LABEL_TERMS.held_texts() == []
 
 
 def test_it_keeps_no_purged_value_after_the_next_request_when_another_process_forgot(

@@ -85,16 +85,17 @@ words = st.sampled_from(["garden", "priya", "acme", "moth", "letter", "basil", "
 def test_it_scores_by_record_id_as_a_fresh_computation_does(rounds, query):
     """F7.6: the label and key terms held per record id are used only for the label and key
     they were made of — the same ids with other labels or keys (a registry's new label, a
-    test's reuse of ids) score as `bm25_scores` over freshly made documents — and
-    `forget_cached` leaves nothing held."""
-    relevance.forget_cached()
+    test's reuse of ids) score as `bm25_scores` over freshly made documents, as do terms made
+    afresh (no holder) — and `clear` leaves nothing held."""
+    held = relevance.LabelTerms(size=3)
     for memories in rounds:
         made = {}
         for n, label, key, value in memories:
             made[f"r{n}"] = mem(f"r{n}", value, key=f"{key}.name", label=label)
         shown = list(made.values())
-        _, scores = relevance.relevance_order(shown, query, ())
+        _, scores = relevance.relevance_order(shown, query, (), held)
         fresh = relevance.bm25_scores(query, [relevance.document_terms(pm) for pm in shown])
         assert scores == fresh
-    relevance.forget_cached()
-    assert relevance.held_texts() == []
+        assert relevance.relevance_order(shown, query, ())[1] == fresh
+    held.clear()
+    assert held.held_texts() == []
