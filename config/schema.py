@@ -8,7 +8,10 @@ of every operation (C3, `config.problems`).
 The document is OpenAPI 3.1, whose schemas are JSON Schema: a nullable field is
 `"type": [..., "null"]`, or a `oneOf` with `{"type": "null"}` beside a reference — never 3.0's
 `nullable: true`. `nullable` and `without_null` are the only places here that write or strip
-that mark."""
+that mark.
+
+`OperationSchema` is the project's AutoSchema: an operation's method docstring is its
+documentation (C6)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ from drf_spectacular.extensions import (
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
-from drf_spectacular.plumbing import append_meta, safe_ref
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import append_meta, get_doc, safe_ref
 from rest_framework import serializers
 
 from config import examples, field_docs, problems
@@ -36,6 +40,26 @@ from config.serializers import (
 NO_NUL = r"^[^\u0000]*$"
 NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 USER_REF = r"^[\w.@+-]+$"
+
+
+class OperationSchema(AutoSchema):
+    """C6: an operation's documentation is its method's docstring. Its first paragraph is the
+    operation's `summary` (a short phrase, no full stop), the rest its `description`; the lines
+    of a paragraph are joined by single spaces, paragraphs by a blank line. A view's class
+    docstring is for readers of the code (it names the SPEC rules) and never reaches the
+    schema; what `extend_schema` says (a webhook's words) still comes first."""
+
+    def _paragraphs(self) -> list[str]:
+        method = getattr(self.view, getattr(self.view, "action", self.method.lower()), None)
+        blocks = re.split(r"\n[ \t]*\n", get_doc(method)) if method is not None else []
+        paragraphs = [" ".join(line.strip() for line in b.strip().splitlines()) for b in blocks]
+        return [p for p in paragraphs if p]
+
+    def get_summary(self) -> str | None:
+        return next(iter(self._paragraphs()), None)
+
+    def get_description(self) -> str:
+        return "\n\n".join(self._paragraphs()[1:])
 
 
 def nullable(schema: dict) -> dict:
