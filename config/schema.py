@@ -128,26 +128,43 @@ def _variant(auto_schema, serializer, direction, present: dict[str, bool], const
     }
 
 
-class ScopeSchema(OpenApiSerializerExtension):
+class KindsSchema(OpenApiSerializerExtension):
+    """C1: an input that is one of its kinds is, in a request, a `oneOf` with a member per
+    kind (`members`); in an answer it keeps its serializer's own shape."""
+
+    priority = 1
+
+    def members(self, auto_schema, direction) -> list[dict]:
+        raise NotImplementedError
+
+    def description(self) -> str:
+        raise NotImplementedError
+
+    def map_serializer(self, auto_schema, direction):
+        if direction != "request":
+            return auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        return {"oneOf": self.members(auto_schema, direction), "description": self.description()}
+
+
+class ScopeSchema(KindsSchema):
     """C1: a scope is one of its kinds, each with exactly the ids that kind takes
     (`ScopeShapeMixin.REQUIRED`), so the schema refuses what the server refuses."""
 
     target_class = ScopeShapeMixin
     match_subclasses = True
-    priority = 1
 
-    def map_serializer(self, auto_schema, direction):
-        serializer = self.target
-        if direction != "request":
-            return auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
-        members = []
+    def members(self, auto_schema, direction) -> list[dict]:
+        serializer, members = self.target, []
         for kind, needed in serializer.REQUIRED.items():
             present = {
                 "kind": True,
                 **{name: True for name in ("character", "conversation", "scene") if name in needed},
             }
             members.append(_variant(auto_schema, serializer, direction, present, const=kind))
-        return {"oneOf": members, "description": _doc(serializer)}
+        return members
+
+    def description(self) -> str:
+        return _doc(self.target)
 
 
 # A context names a user and, for each of its kinds, the ids that kind takes (SPEC §10).
@@ -166,23 +183,21 @@ CONTEXT_DESCRIPTION = (
 )
 
 
-class ContextSchema(OpenApiSerializerExtension):
+class ContextSchema(KindsSchema):
     """C1: a context is a user's, a character's, a conversation's or a scene's; a scene needs
     its conversation. Naming a conversation with another character than `character` is a
     cross-field rule the schema cannot state (400 naming `context.conversation`)."""
 
     target_class = ContextInput
-    priority = 1
 
-    def map_serializer(self, auto_schema, direction):
-        serializer = self.target
-        if direction != "request":
-            return auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
-        members = [
-            _variant(auto_schema, serializer, direction, present)
+    def members(self, auto_schema, direction) -> list[dict]:
+        return [
+            _variant(auto_schema, self.target, direction, present)
             for present in CONTEXT_KINDS.values()
         ]
-        return {"oneOf": members, "description": CONTEXT_DESCRIPTION}
+
+    def description(self) -> str:
+        return CONTEXT_DESCRIPTION
 
 
 def _doc(serializer) -> str:
