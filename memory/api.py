@@ -7,14 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
-    no_query,
-    paginated,
-    problems,
-    query_params,
-    represented,
-    validated,
-)
+from config.api import no_query, paginated, problems, query_params, represented, validated
 from config.clock import db_now
 from config.errors import ValidationError
 from conversations.scopes import Scope
