@@ -8,7 +8,10 @@ of every operation (C3, `config.problems`).
 The document is OpenAPI 3.1, whose schemas are JSON Schema: a nullable field is
 `"type": [..., "null"]`, or a `oneOf` with `{"type": "null"}` beside a reference — never 3.0's
 `nullable: true`. `nullable` and `without_null` are the only places here that write or strip
-that mark."""
+that mark.
+
+`OperationSchema` is the project's AutoSchema: an operation's method docstring is its
+documentation (C6)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ from drf_spectacular.extensions import (
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
-from drf_spectacular.plumbing import append_meta, safe_ref
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import append_meta, get_doc, safe_ref
 from rest_framework import serializers
 
 from config import examples, field_docs, problems
@@ -36,6 +40,26 @@ from config.serializers import (
 NO_NUL = r"^[^\u0000]*$"
 NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 USER_REF = r"^[\w.@+-]+$"
+
+
+class OperationSchema(AutoSchema):
+    """C6: an operation's documentation is its method's docstring. Its first paragraph is the
+    operation's `summary` (a short phrase, no full stop), the rest its `description`; the lines
+    of a paragraph are joined by single spaces, paragraphs by a blank line. A view's class
+    docstring is for readers of the code (it names the SPEC rules) and never reaches the
+    schema; what `extend_schema` says (a webhook's words) still comes first."""
+
+    def _paragraphs(self) -> list[str]:
+        method = getattr(self.view, getattr(self.view, "action", self.method.lower()), None)
+        blocks = re.split(r"\n[ \t]*\n", get_doc(method)) if method is not None else []
+        paragraphs = [" ".join(line.strip() for line in b.strip().splitlines()) for b in blocks]
+        return [p for p in paragraphs if p]
+
+    def get_summary(self) -> str | None:
+        return next(iter(self._paragraphs()), None)
+
+    def get_description(self) -> str:
+        return "\n\n".join(self._paragraphs()[1:])
 
 
 def nullable(schema: dict) -> dict:
@@ -104,26 +128,43 @@ def _variant(auto_schema, serializer, direction, present: dict[str, bool], const
     }
 
 
-class ScopeSchema(OpenApiSerializerExtension):
+class KindsSchema(OpenApiSerializerExtension):
+    """C1: an input that is one of its kinds is, in a request, a `oneOf` with a member per
+    kind (`members`); in an answer it keeps its serializer's own shape."""
+
+    priority = 1
+
+    def members(self, auto_schema, direction) -> list[dict]:
+        raise NotImplementedError
+
+    def description(self) -> str:
+        raise NotImplementedError
+
+    def map_serializer(self, auto_schema, direction):
+        if direction != "request":
+            return auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        return {"oneOf": self.members(auto_schema, direction), "description": self.description()}
+
+
+class ScopeSchema(KindsSchema):
     """C1: a scope is one of its kinds, each with exactly the ids that kind takes
     (`ScopeShapeMixin.REQUIRED`), so the schema refuses what the server refuses."""
 
     target_class = ScopeShapeMixin
     match_subclasses = True
-    priority = 1
 
-    def map_serializer(self, auto_schema, direction):
-        serializer = self.target
-        if direction != "request":
-            return auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
-        members = []
+    def members(self, auto_schema, direction) -> list[dict]:
+        serializer, members = self.target, []
         for kind, needed in serializer.REQUIRED.items():
             present = {
                 "kind": True,
                 **{name: True for name in ("character", "conversation", "scene") if name in needed},
             }
             members.append(_variant(auto_schema, serializer, direction, present, const=kind))
-        return {"oneOf": members, "description": _doc(serializer)}
+        return members
+
+    def description(self) -> str:
+        return _doc(self.target)
 
 
 # A context names a user and, for each of its kinds, the ids that kind takes (SPEC §10).
@@ -142,23 +183,21 @@ CONTEXT_DESCRIPTION = (
 )
 
 
-class ContextSchema(OpenApiSerializerExtension):
+class ContextSchema(KindsSchema):
     """C1: a context is a user's, a character's, a conversation's or a scene's; a scene needs
     its conversation. Naming a conversation with another character than `character` is a
     cross-field rule the schema cannot state (400 naming `context.conversation`)."""
 
     target_class = ContextInput
-    priority = 1
 
-    def map_serializer(self, auto_schema, direction):
-        serializer = self.target
-        if direction != "request":
-            return auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
-        members = [
-            _variant(auto_schema, serializer, direction, present)
+    def members(self, auto_schema, direction) -> list[dict]:
+        return [
+            _variant(auto_schema, self.target, direction, present)
             for present in CONTEXT_KINDS.values()
         ]
-        return {"oneOf": members, "description": CONTEXT_DESCRIPTION}
+
+    def description(self) -> str:
+        return CONTEXT_DESCRIPTION
 
 
 def _doc(serializer) -> str:

@@ -246,7 +246,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["config.api.IsRuntime"],
     "DEFAULT_RENDERER_CLASSES": ["config.api.SafeJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.api.SafeJSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.schema.OperationSchema",
     "EXCEPTION_HANDLER": "config.api.problem_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "config.api.Pagination",
     "PAGE_SIZE": 50,

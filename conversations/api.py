@@ -42,41 +42,37 @@ from .serializers import (
 
 
 class UserApi(APIView):
-    @extend_schema(
-        operation_id="user_get",
-        summary="Read a user",
-        responses={200: UserOutput, **problems(400, 404)},
-        description="Answer the user with this ref as `PUT /users/{ref}` stored it: the ref and "
-        "when the user was created. An unknown ref answers 404 `not_found` (C4).",
-    )
+    @extend_schema(operation_id="user_get", responses={200: UserOutput, **problems(400, 404)})
     def get(self, request, user_ref):
+        """Read a user
+
+        Answer the user with this ref as `PUT /users/{ref}` stored it: the ref and when the user was
+        created. An unknown ref answers 404 `not_found` (C4)."""
         no_query(request)
         return Response(UserOutput(user_by_ref(user_ref, field=None)).data)
 
     @extend_schema(
         operation_id="user_put",
-        summary="Create or update a user",
         request=UserPutInput,
         responses={201: UserOutput, 200: UserOutput, **problems(400)},
-        description="Create the user with this ref, or update the user's email if the ref "
-        "exists. Answers 201 when the user was created and 200 when it already existed; "
-        "calling it again is safe. Every other operation names users by this ref.",
     )
     def put(self, request, user_ref):
+        """Create or update a user
+
+        Create the user with this ref, or update the user's email if the ref exists. Answers 201
+        when the user was created and 200 when it already existed; calling it again is safe. Every
+        other operation names users by this ref."""
         data = validated(UserPutInput, request.data)
         user, created = services.user_put(ref=user_ref, email=data.get("email", ""))
         return put_answer(UserOutput, user, created)
 
-    @extend_schema(
-        operation_id="user_delete",
-        summary="Erase a user and all their data",
-        responses={204: None, **problems(404)},
-        description="Erase the user and everything stored about them — conversations, "
-        "messages, turns, memories, forgets, boundary rules, decisions and media jobs — in "
-        "one transaction before answering 204. Nothing comes back; export first to keep a "
-        "copy (§9).",
-    )
+    @extend_schema(operation_id="user_delete", responses={204: None, **problems(404)})
     def delete(self, request, user_ref):
+        """Erase a user and all their data
+
+        Erase the user and everything stored about them — conversations, messages, turns, memories,
+        forgets, boundary rules, decisions and media jobs — in one transaction before answering 204.
+        Nothing comes back; export first to keep a copy (§9)."""
         services.user_delete(user=user_by_ref(user_ref, field=None))
         return Response(status=204)
 
@@ -84,38 +80,40 @@ class UserApi(APIView):
 class CharacterListApi(APIView):
     @extend_schema(
         operation_id="character_list",
-        summary="List the characters",
         parameters=[PageQuery],
         responses={200: CharacterPageOutput, **problems(400)},
-        description="Answer every character of the catalog, by slug, as a paginated list (C4).",
     )
     def get(self, request):
+        """List the characters
+
+        Answer every character of the catalog, by slug, as a paginated list (C4)."""
         validated(PageQuery, query_params(request))
         return paginated(self, request, character_list(), CharacterOutput)
 
 
 class CharacterApi(APIView):
     @extend_schema(
-        operation_id="character_get",
-        summary="Read a character",
-        responses={200: CharacterOutput, **problems(400, 404)},
-        description="Answer the character with this slug: its slug and name. An unknown slug "
-        "answers 404 `not_found` (C4).",
+        operation_id="character_get", responses={200: CharacterOutput, **problems(400, 404)}
     )
     def get(self, request, slug):
+        """Read a character
+
+        Answer the character with this slug: its slug and name. An unknown slug answers 404
+        `not_found` (C4)."""
         no_query(request)
         return Response(CharacterOutput(character_get(slug)).data)
 
     @extend_schema(
         operation_id="character_put",
-        summary="Create or rename a character",
         request=CharacterPutInput,
         responses={201: CharacterOutput, 200: CharacterOutput, **problems(400)},
-        description="Create the character with this slug, or change its name if the slug "
-        "exists. Answers 201 when created and 200 when it existed. Conversations, memory "
-        "scopes and boundary rules name the character by its slug.",
     )
     def put(self, request, slug):
+        """Create or rename a character
+
+        Create the character with this slug, or change its name if the slug exists. Answers 201 when
+        created and 200 when it existed. Conversations, memory scopes and boundary rules name the
+        character by its slug."""
         data = validated(CharacterPutInput, request.data)
         character, created = services.character_put(slug=slug, name=data["name"])
         return put_answer(CharacterOutput, character, created)
@@ -124,14 +122,15 @@ class CharacterApi(APIView):
 class ConversationCollectionApi(APIView):
     @extend_schema(
         operation_id="conversation_list",
-        summary="List a user's conversations",
         parameters=[ConversationListQuery],
         responses={200: ConversationPageOutput, **problems(400)},
-        description="Answer the user's conversations, newest first, as a paginated list; with "
-        "`character`, only those with that character. An unknown user or character is a 400 "
-        "naming the parameter (C4).",
     )
     def get(self, request):
+        """List a user's conversations
+
+        Answer the user's conversations, newest first, as a paginated list; with `character`, only
+        those with that character. An unknown user or character is a 400 naming the parameter (C4).
+        """
         params = validated(ConversationListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         character = character_by_slug(params["character"]) if params.get("character") else None
@@ -141,14 +140,14 @@ class ConversationCollectionApi(APIView):
 
     @extend_schema(
         operation_id="conversation_create",
-        summary="Start a conversation",
         request=ConversationCreateInput,
         responses={201: ConversationOutput, **problems(400)},
-        description="Start a conversation between a user and a character; answers 201 with "
-        "its id, which turns are created under. An unknown user or character is a 400 naming "
-        "the field.",
     )
     def post(self, request):
+        """Start a conversation
+
+        Start a conversation between a user and a character; answers 201 with its id, which turns
+        are created under. An unknown user or character is a 400 naming the field."""
         data = validated(ConversationCreateInput, request.data)
         user = user_by_ref(data["user"], field="user")
         character = character_by_slug(data["character"], field="character")
@@ -160,26 +159,22 @@ class ConversationCollectionApi(APIView):
 
 class ConversationApi(APIView):
     @extend_schema(
-        operation_id="conversation_get",
-        summary="Read a conversation",
-        responses={200: ConversationOutput, **problems(400, 404)},
-        description="Answer the conversation: its user, character, title, creation time and "
-        "`last_seq`, the number of its newest message. An unknown id answers 404 `not_found` "
-        "(C4).",
+        operation_id="conversation_get", responses={200: ConversationOutput, **problems(400, 404)}
     )
     def get(self, request, conversation_id):
+        """Read a conversation
+
+        Answer the conversation: its user, character, title, creation time and `last_seq`, the
+        number of its newest message. An unknown id answers 404 `not_found` (C4)."""
         no_query(request)
         return Response(ConversationOutput(conversation_get(conversation_id)).data)
 
-    @extend_schema(
-        operation_id="conversation_delete",
-        summary="Delete a conversation",
-        responses={204: None, **problems(404)},
-        description="Delete the conversation with its messages and turns, and the memories "
-        "scoped to it or its scenes, before answering 204. Memories of wider scopes that its "
-        "messages taught stay, keeping their evidence time but no longer naming those "
-        "messages as sources (§7).",
-    )
+    @extend_schema(operation_id="conversation_delete", responses={204: None, **problems(404)})
     def delete(self, request, conversation_id):
+        """Delete a conversation
+
+        Delete the conversation with its messages and turns, and the memories scoped to it or its
+        scenes, before answering 204. Memories of wider scopes that its messages taught stay,
+        keeping their evidence time but no longer naming those messages as sources (§7)."""
         services.conversation_delete(conversation_id=conversation_id)
         return Response(status=204)

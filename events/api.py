@@ -15,16 +15,17 @@ class EventFeedApi(APIView):
         operation_id="event_feed",
         parameters=[EventFeedQuery],
         responses={200: EventPageOutput, **problems(400, 410)},
-        summary="Follow every change, in the order it became visible",
-        description="The events every change leaves (SPEC V1: `memory.created`, `memory.changed`, "
-        "`memory.forgotten`, `tombstone.deleted`, `settings.changed`, `policy.changed`, "
-        "`conversation.deleted`, `user.deleted`), oldest first in the order they became "
-        "visible (V2). Pass `next` as `after` to read on: a reader that always does sees every "
-        "event at least once and in order, also while writers commit concurrently. `data` holds "
-        "ids, states, versions and times only. Events are kept `EVENTS_RETENTION_DAYS` (7 by "
-        "default); an older cursor answers 410 `cursor_expired`.",
     )
     def get(self, request):
+        """Follow every change, in the order it became visible
+
+        The events every change leaves (SPEC V1: `memory.created`, `memory.changed`,
+        `memory.forgotten`, `tombstone.deleted`, `settings.changed`, `policy.changed`,
+        `conversation.deleted`, `user.deleted`), oldest first in the order they became visible (V2).
+        Pass `next` as `after` to read on: a reader that always does sees every event at least once
+        and in order, also while writers commit concurrently. `data` holds ids, states, versions and
+        times only. Events are kept `EVENTS_RETENTION_DAYS` (7 by default); an older cursor answers
+        410 `cursor_expired`."""
         params = validated(EventFeedQuery, query_params(request))
         page = feed_page(
             after=params.get("after"),

@@ -7,14 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
-    no_query,
-    paginated,
-    problems,
-    query_params,
-    represented,
-    validated,
-)
+from config.api import no_query, paginated, problems, query_params, represented, validated
 from config.clock import db_now
 from config.errors import ValidationError
 from conversations.scopes import Scope
@@ -72,17 +65,17 @@ def _scope(data: dict) -> Scope:
 class MemoryCollectionApi(APIView):
     @extend_schema(
         operation_id="memory_assert",
-        summary="Remember a fact",
         request=MemoryAssertInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 409)},
-        description="Store a fact about a user — a key, a value and the scope it holds in — "
-        "with who vouches for it (`authority`) and how sure it is. Answers 201 `created` for a "
-        "new memory; 200 `unchanged` when the same value is already current, `replayed` for a "
-        "repeated `idempotency_key`, or `blocked` when the user forgot this fact (reason "
-        "`forgotten`) or switched learning off and the write was not theirs (reason `paused`) "
-        "(W1–W9, I8).",
     )
     def post(self, request):
+        """Remember a fact
+
+        Store a fact about a user — a key, a value and the scope it holds in — with who vouches for
+        it (`authority`) and how sure it is. Answers 201 `created` for a new memory; 200 `unchanged`
+        when the same value is already current, `replayed` for a repeated `idempotency_key`, or
+        `blocked` when the user forgot this fact (reason `forgotten`) or switched learning off and
+        the write was not theirs (reason `paused`) (W1–W9, I8)."""
         data = validated(MemoryAssertInput, request.data)
         user = user_by_ref(data["user"], field="user")
         result = services.memory_assert(
@@ -102,17 +95,18 @@ class MemoryCollectionApi(APIView):
 
     @extend_schema(
         operation_id="memory_list",
-        summary="List a user's memories",
         parameters=[MemoryListQuery],
         responses={200: MemoryPageOutput, **problems(400)},
-        description="Answer the user's stored memories as a paginated list, ordered by key, "
-        "scope and version, optionally only those of a key, a scope id, a stored status or a "
-        "state. Each memory carries its `state` now (active, superseded, forgotten…); the "
-        "filters apply before pagination, so `count` agrees with them (E1). A memory a forget "
-        "withholds (it holds a forgotten value) is listed only with `include_withheld=true`, "
-        "and then with `value` null and its key's free part masked (F7.2).",
     )
     def get(self, request):
+        """List a user's memories
+
+        Answer the user's stored memories as a paginated list, ordered by key, scope and version,
+        optionally only those of a key, a scope id, a stored status or a state. Each memory carries
+        its `state` now (active, superseded, forgotten…); the filters apply before pagination, so
+        `count` agrees with them (E1). A memory a forget withholds (it holds a forgotten value) is
+        listed only with `include_withheld=true`, and then with `value` null and its key's free part
+        masked (F7.2)."""
         params = validated(MemoryListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         found = memory_list(
@@ -128,16 +122,13 @@ class MemoryCollectionApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    @extend_schema(
-        operation_id="memory_get",
-        summary="Read a memory",
-        responses={200: MemoryOutput, **problems(400, 404)},
-        description="Answer one memory with its `state` now (active, superseded, forgotten…) "
-        "and what decided it. A forgotten memory keeps its id and key but no value (E1, F2); a "
-        "memory a forget withholds is answered with `value` null and its key's free part "
-        "masked (F7.2).",
-    )
+    @extend_schema(operation_id="memory_get", responses={200: MemoryOutput, **problems(400, 404)})
     def get(self, request, memory_id):
+        """Read a memory
+
+        Answer one memory with its `state` now (active, superseded, forgotten…) and what decided it.
+        A forgotten memory keeps its id and key but no value (E1, F2); a memory a forget withholds
+        is answered with `value` null and its key's free part masked (F7.2)."""
         no_query(request)
         found = memory_stated(memory_id, now=db_now())
         return Response(listed_memory_json(found))
@@ -146,15 +137,16 @@ class MemoryDetailApi(APIView):
 class MemoryConfirmApi(APIView):
     @extend_schema(
         operation_id="memory_confirm",
-        summary="Confirm a memory",
         request=EmptyInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
-        description="Record that the user confirmed this memory: a new version with the same "
-        "value and authority `user-confirmed`, which outranks what was inferred. A memory that "
-        "is no longer current is a 409, unless what holds it now is the user's own word for "
-        "the same value (this confirm made again): 200 `unchanged` with that memory (§2).",
     )
     def post(self, request, memory_id):
+        """Confirm a memory
+
+        Record that the user confirmed this memory: a new version with the same value and authority
+        `user-confirmed`, which outranks what was inferred. A memory that is no longer current is a
+        409, unless what holds it now is the user's own word for the same value (this confirm made
+        again): 200 `unchanged` with that memory (§2)."""
         validated(EmptyInput, request.data)
         result = services.memory_confirm(record_id=memory_id)
         return Response(assert_json(result), status=result.http_status)
@@ -163,15 +155,16 @@ class MemoryConfirmApi(APIView):
 class MemoryCorrectApi(APIView):
     @extend_schema(
         operation_id="memory_correct",
-        summary="Correct a memory",
         request=MemoryCorrectInput,
         responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
-        description="Replace this memory's value with the one the user gave: a new version with "
-        "authority `user-corrected` that supersedes it. A memory that is no longer current is "
-        "a 409, unless what holds it now is the user's own word for this value (this "
-        "correction made again): 200 `unchanged` with that memory (§2).",
     )
     def post(self, request, memory_id):
+        """Correct a memory
+
+        Replace this memory's value with the one the user gave: a new version with authority
+        `user-corrected` that supersedes it. A memory that is no longer current is a 409, unless
+        what holds it now is the user's own word for this value (this correction made again): 200
+        `unchanged` with that memory (§2)."""
         data = validated(MemoryCorrectInput, request.data)
         result = services.memory_correct(record_id=memory_id, value=data["value"])
         return Response(assert_json(result), status=result.http_status)
@@ -180,14 +173,15 @@ class MemoryCorrectApi(APIView):
 class MemoryRetractApi(APIView):
     @extend_schema(
         operation_id="memory_retract",
-        summary="Mark a memory no longer true",
         request=EmptyInput,
         responses={200: RetractOutput, **problems(400, 404, 409)},
-        description="Record that this fact is no longer true from now on: every open version "
-        "of it in its scope ends now. Unlike a forget, the history stays visible and an older "
-        "message cannot bring the value back (W10).",
     )
     def post(self, request, memory_id):
+        """Mark a memory no longer true
+
+        Record that this fact is no longer true from now on: every open version of it in its scope
+        ends now. Unlike a forget, the history stays visible and an older message cannot bring the
+        value back (W10)."""
         validated(EmptyInput, request.data)
         result = services.memory_retract(record_id=memory_id)
         return Response(
@@ -203,16 +197,16 @@ class MemoryRetractApi(APIView):
 class MemoryForgetApi(APIView):
     @extend_schema(
         operation_id="memory_forget",
-        summary="Forget a memory",
         request=MemoryForgetInput,
         responses={200: TombstoneOutput, **problems(400, 404, 409)},
-        description="Forget this memory: its values are erased and the companion will not "
-        "learn it again from the messages it already has. Answers the tombstone that records "
-        "the forget (never the value), with how many messages and other memories it withholds "
-        "(F6, F7.2). `everywhere` forgets the key in every scope, "
-        "`whole_key` every value of a many-valued key (F1–F3).",
     )
     def post(self, request, memory_id):
+        """Forget a memory
+
+        Forget this memory: its values are erased and the companion will not learn it again from the
+        messages it already has. Answers the tombstone that records the forget (never the value),
+        with how many messages and other memories it withholds (F6, F7.2). `everywhere` forgets the
+        key in every scope, `whole_key` every value of a many-valued key (F1–F3)."""
         data = validated(MemoryForgetInput, request.data)
         tombstone = forgetting.memory_forget(
             record_id=memory_id, everywhere=data["everywhere"], whole_key=data["whole_key"]
@@ -223,18 +217,19 @@ class MemoryForgetApi(APIView):
 class MemoryResolveApi(APIView):
     @extend_schema(
         operation_id="memory_resolve",
-        summary="Resolve the memories that apply",
         request=ResolveInput,
         responses={200: ResolveOutput, **problems(400)},
-        description="Answer which memories apply in a context — a user, a character, a "
-        "conversation or a scene, at a time — and why the others do not, and what a prompt "
-        "would get. The body's `context` object is required (a 400 names `context` when it is "
-        "missing). With the user's `use` switch off `prompt` is empty and what it would have "
-        "held is in `prompt_excluded` with reason `memory-off` (R1–R8, P1–P4, I8). A memory a "
-        "forget withholds in this context stays in `active` with `value` null and its key's "
-        "free part masked, and is in `prompt_excluded` with reason `withheld` (F7.2).",
     )
     def post(self, request):
+        """Resolve the memories that apply
+
+        Answer which memories apply in a context — a user, a character, a conversation or a scene,
+        at a time — and why the others do not, and what a prompt would get. The body's `context`
+        object is required (a 400 names `context` when it is missing). With the user's `use` switch
+        off `prompt` is empty and what it would have held is in `prompt_excluded` with reason
+        `memory-off` (R1–R8, P1–P4, I8). A memory a forget withholds in this context stays in
+        `active` with `value` null and its key's free part masked, and is in `prompt_excluded` with
+        reason `withheld` (F7.2)."""
         data = validated(ResolveInput, request.data)
         ctx = load_context(data["context"])
         keys = data.get("keys") or None
@@ -269,15 +264,16 @@ class MemoryResolveApi(APIView):
 class MemoryHistoryApi(APIView):
     @extend_schema(
         operation_id="memory_history",
-        summary="Read a fact's history",
         parameters=[HistoryQuery],
         responses={200: HistoryPageOutput, **problems(400)},
-        description="Answer every version of one key in one scope, in the order they became "
-        "valid, each with when it effectively ended, as a paginated list. `scope` is a scope "
-        "id; the user's own scope by default (W11). A version a forget withholds (F7.2) comes "
-        "back with `value` null and the free part of its key masked.",
     )
     def get(self, request):
+        """Read a fact's history
+
+        Answer every version of one key in one scope, in the order they became valid, each with when
+        it effectively ended, as a paginated list. `scope` is a scope id; the user's own scope by
+        default (W11). A version a forget withholds (F7.2) comes back with `value` null and the free
+        part of its key masked."""
         params = validated(HistoryQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         scope_id = params.get("scope") or f"user:{user.username}"
@@ -297,14 +293,15 @@ class MemoryHistoryApi(APIView):
 class MemoryRememberApi(APIView):
     @extend_schema(
         operation_id="memory_remember",
-        summary="Learn from a text",
         request=RememberInput,
         responses={200: RememberOutput, **problems(400)},
-        description='Find the facts a text states about the user ("My cat is called Miso", '
-        '"I live in Oslo") and remember each, as a turn does with the user\'s message. With '
-        "the user's `learn` switch off nothing is extracted (§8, I8).",
     )
     def post(self, request):
+        """Learn from a text
+
+        Find the facts a text states about the user ("My cat is called Miso", "I live in Oslo") and
+        remember each, as a turn does with the user's message. With the user's `learn` switch off
+        nothing is extracted (§8, I8)."""
         data = validated(RememberInput, request.data)
         ctx = load_context(data["context"])
         results = services.memory_remember(ctx=ctx, text=data["text"], source=data.get("source"))
@@ -314,16 +311,16 @@ class MemoryRememberApi(APIView):
 class MemoryAskApi(APIView):
     @extend_schema(
         operation_id="memory_ask",
-        summary="Ask what is remembered",
         parameters=[AskQuery],
         responses={200: AskOutput, **problems(400)},
-        description='Answer a simple question in words ("Where do I work?", "What is my '
-        "dog called?\") from the user's own-scope memories active now. `understood` says "
-        "whether the question was recognised: an unrecognised one answers `answer: null, "
-        "understood: false`; a recognised one with nothing remembered answers `answer: null, "
-        "understood: true` (C5).",
     )
     def get(self, request):
+        """Ask what is remembered
+
+        Answer a simple question in words ("Where do I work?", "What is my dog called?") from the
+        user's own-scope memories active now. `understood` says whether the question was recognised:
+        an unrecognised one answers `answer: null, understood: false`; a recognised one with nothing
+        remembered answers `answer: null, understood: true` (C5)."""
         params = validated(AskQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         asked = asking.ask(user, params["q"])
@@ -339,14 +336,15 @@ class MemoryAskApi(APIView):
 class TombstoneListApi(APIView):
     @extend_schema(
         operation_id="tombstone_list",
-        summary="List a user's forgets",
         parameters=[TombstoneListQuery],
         responses={200: TombstonePageOutput, **problems(400)},
-        description="Answer the user's tombstones — one per forget, with its key and scope, "
-        "never the value, and how many messages and other memories it withholds (F6, F7.2) — "
-        "newest first, as a paginated list (F1).",
     )
     def get(self, request):
+        """List a user's forgets
+
+        Answer the user's tombstones — one per forget, with its key and scope, never the value, and
+        how many messages and other memories it withholds (F6, F7.2) — newest first, as a paginated
+        list (F1)."""
         params = validated(TombstoneListQuery, query_params(request))
         user = user_by_ref(params["user"], field="user")
         qs = tombstone_list(user)
@@ -355,25 +353,23 @@ class TombstoneListApi(APIView):
 
 class TombstoneDetailApi(APIView):
     @extend_schema(
-        operation_id="tombstone_get",
-        summary="Read a forget",
-        responses={200: TombstoneOutput, **problems(400, 404)},
-        description="Answer one tombstone: the key and scope forgotten and when, never the "
-        "value, and how many messages and other memories it withholds (F6, F7.2). An unknown "
-        "id answers 404 `not_found` (C4).",
+        operation_id="tombstone_get", responses={200: TombstoneOutput, **problems(400, 404)}
     )
     def get(self, request, tombstone_id):
+        """Read a forget
+
+        Answer one tombstone: the key and scope forgotten and when, never the value, and how many
+        messages and other memories it withholds (F6, F7.2). An unknown id answers 404 `not_found`
+        (C4)."""
         no_query(request)
         return Response(TombstoneOutput(tombstone_get(tombstone_id)).data)
 
-    @extend_schema(
-        operation_id="tombstone_delete",
-        summary="Undo a forget",
-        responses={204: None, **problems(404)},
-        description="Delete the tombstone so that the companion may learn this again. Values "
-        "the forget erased do not come back (F4).",
-    )
+    @extend_schema(operation_id="tombstone_delete", responses={204: None, **problems(404)})
     def delete(self, request, tombstone_id):
+        """Undo a forget
+
+        Delete the tombstone so that the companion may learn this again. Values the forget erased do
+        not come back (F4)."""
         forgetting.tombstone_delete(tombstone_id=tombstone_id)
         return Response(status=204)
 
@@ -383,27 +379,28 @@ class MemorySettingsApi(APIView):
 
     @extend_schema(
         operation_id="memory_settings_get",
-        summary="Read the memory switches",
         responses={200: MemorySettingsOutput, **problems(400, 404)},
-        description="Answer the user's two memory switches: `learn` (the companion may learn "
-        "new memories from messages) and `use` (memories may enter prompts), both on by "
-        "default (I8).",
     )
     def get(self, request, user_ref):
+        """Read the memory switches
+
+        Answer the user's two memory switches: `learn` (the companion may learn new memories from
+        messages) and `use` (memories may enter prompts), both on by default (I8)."""
         no_query(request)
         user = user_by_ref(user_ref, field=None)
         return Response(_settings_json(memory_settings_of(user)))
 
     @extend_schema(
         operation_id="memory_settings_put",
-        summary="Switch learning or memory use",
         request=MemorySettingsInput,
         responses={200: MemorySettingsOutput, **problems(400, 404)},
-        description="Switch learning and/or memory use on or off; an omitted switch stays as "
-        "it is. Nothing is deleted either way. The change records when it was made and that "
-        "it came through the API (I8).",
     )
     def put(self, request, user_ref):
+        """Switch learning or memory use
+
+        Switch learning and/or memory use on or off; an omitted switch stays as it is. Nothing is
+        deleted either way. The change records when it was made and that it came through the API
+        (I8)."""
         data = validated(MemorySettingsInput, request.data)
         user = user_by_ref(user_ref, field=None)
         result = services.memory_settings_set(

@@ -29,23 +29,20 @@ from .serializers import (
     RuleRevokeInput,
 )
 
-TAG = ["policy"]
-JOBS_TAG = ["media jobs"]
-
 
 class CapabilityListApi(APIView):
     """SPEC §6: the capability catalog, each with the question to ask."""
 
     @extend_schema(
-        tags=TAG,
         operation_id="policy_capabilities_list",
-        summary="List the capabilities",
         responses={200: CapabilityPageOutput, **problems(401)},
-        description="Answer the capabilities boundary rules and decisions are about — such as "
-        "`tone.playful`, `media.voice` or `media.image` — each with the question to ask the "
-        "user when a decision is `ask`, as a paginated list (§6).",
     )
     def get(self, request):
+        """List the capabilities
+
+        Answer the capabilities boundary rules and decisions are about — such as `tone.playful`,
+        `media.voice` or `media.image` — each with the question to ask the user when a decision is
+        `ask`, as a paginated list (§6)."""
         return paginated(self, request, selectors.capability_list(), CapabilityOutput)
 
 
@@ -53,20 +50,19 @@ class PolicyDecideApi(APIView):
     """D1–D7, logged (D10). An unknown capability is a 400 naming `capability`."""
 
     @extend_schema(
-        tags=TAG,
         operation_id="policy_decide",
-        summary="Decide whether a capability is allowed",
         request=PolicyDecideInput,
         responses={200: DecisionOutput, **problems(400, 401)},
-        description="Decide whether the companion may use a capability in a context: `allow`, "
-        "`deny`, or `ask` (ask the user the capability's question, then send the answer to "
-        "`POST /policy/answers`). The user's own rules outrank the product's defaults, then the "
-        "narrowest scope wins; when the strongest rules disagree, or none applies, the answer "
-        "is `ask`. Every decision is logged with the rules it used. The body's "
-        "`context` object is required (a 400 names `context` when it is missing); an unknown "
-        "capability is a 400 naming `capability` (D1–D7, D10).",
     )
     def post(self, request):
+        """Decide whether a capability is allowed
+
+        Decide whether the companion may use a capability in a context: `allow`, `deny`, or `ask`
+        (ask the user the capability's question, then send the answer to `POST /policy/answers`).
+        The user's own rules outrank the product's defaults, then the narrowest scope wins; when the
+        strongest rules disagree, or none applies, the answer is `ask`. Every decision is logged
+        with the rules it used. The body's `context` object is required (a 400 names `context` when
+        it is missing); an unknown capability is a 400 naming `capability` (D1–D7, D10)."""
         data = validated(PolicyDecideInput, request.data)
         context = load_context(data["context"])
         outcome = services.decision_make(
@@ -83,16 +79,16 @@ class RuleListApi(APIView):
     `user`; paginated."""
 
     @extend_schema(
-        tags=TAG,
         operation_id="policy_rules_list",
-        summary="List boundary rules",
         parameters=[RuleListQueryInput],
         responses={200: RulePageOutput, **problems(400, 401)},
-        description="Answer a user's boundary rules — every version, revoked ones too — or, "
-        "without `user`, the product's default rules, as a paginated list; `capability` keeps "
-        "only the rules of one capability (§6).",
     )
     def get(self, request):
+        """List boundary rules
+
+        Answer a user's boundary rules — every version, revoked ones too — or, without `user`, the
+        product's default rules, as a paginated list; `capability` keeps only the rules of one
+        capability (§6)."""
         query = validated(RuleListQueryInput, request.query_params)
         user = user_by_ref(query["user"], field="user") if query.get("user") else None
         if query.get("capability"):
@@ -106,18 +102,17 @@ class RuleCreateApi(APIView):
     (D11) it replaces the user's explicit choices at its place."""
 
     @extend_schema(
-        tags=TAG,
         operation_id="policy_rules_create",
-        summary="Create a boundary rule",
         request=RuleCreateInput,
         responses={201: RuleOutput, **problems(400, 401)},
-        description="Create a rule that allows, denies or asks about a capability in a scope, "
-        "for one user or, without `user`, as a product default. Creating it changes the "
-        "owner's policy version, so decisions made before are told apart. With `replace: "
-        "true` it revokes the user's earlier choices for the same capability and scope in the "
-        "same transaction (D7, D11).",
     )
     def post(self, request):
+        """Create a boundary rule
+
+        Create a rule that allows, denies or asks about a capability in a scope, for one user or,
+        without `user`, as a product default. Creating it changes the owner's policy version, so
+        decisions made before are told apart. With `replace: true` it revokes the user's earlier
+        choices for the same capability and scope in the same transaction (D7, D11)."""
         data = validated(RuleCreateInput, request.data)
         user = user_by_ref(data["user"], field="user") if data.get("user") else None
         rule = services.rule_create(
@@ -142,16 +137,15 @@ class RuleRevokeApi(APIView):
     """D5/D7: revoke a rule now; revoking it again changes nothing."""
 
     @extend_schema(
-        tags=TAG,
         operation_id="policy_rules_revoke",
-        summary="Revoke a boundary rule",
         request=RuleRevokeInput,
         responses={200: RuleOutput, **problems(400, 401, 404)},
-        description="Revoke the rule now: it no longer applies to decisions, and the owner's "
-        "policy version changes. Revoking it again changes nothing and answers the same rule "
-        "(D5, D7).",
     )
     def post(self, request, rule_id):
+        """Revoke a boundary rule
+
+        Revoke the rule now: it no longer applies to decisions, and the owner's policy version
+        changes. Revoking it again changes nothing and answers the same rule (D5, D7)."""
         validated(RuleRevokeInput, request.data)
         rule = services.rule_revoke(rule_id=rule_id)
         return _rule_answer(rule)
@@ -161,17 +155,16 @@ class PolicyAnswerApi(APIView):
     """D8: the user's answer to an ASK decision."""
 
     @extend_schema(
-        tags=TAG,
         operation_id="policy_answers_create",
-        summary="Answer an ask decision",
         request=PolicyAnswerInput,
         responses={200: PolicyAnswerOutput, **problems(400, 401, 409)},
-        description="Record the user's answer to an `ask` decision: `allow` or `deny`, for "
-        "this time only (`remember: once`) or remembered as a rule for the user, the "
-        "character, the conversation or the scene. Only an `ask` decision can be answered "
-        "(D8, D11).",
     )
     def post(self, request):
+        """Answer an ask decision
+
+        Record the user's answer to an `ask` decision: `allow` or `deny`, for this time only
+        (`remember: once`) or remembered as a rule for the user, the character, the conversation or
+        the scene. Only an `ask` decision can be answered (D8, D11)."""
         data = validated(PolicyAnswerInput, request.data)
         outcome = services.decision_answer(
             decision_id=data["decision_id"],
@@ -186,17 +179,17 @@ class MediaJobAdmitApi(APIView):
     """D9: admit a media job (201; the same idempotency key and request again: 200)."""
 
     @extend_schema(
-        tags=JOBS_TAG,
         operation_id="media_jobs_create",
-        summary="Admit a media job",
         request=MediaJobAdmitInput,
         responses={201: MediaJobOutput, 200: MediaJobOutput, **problems(400, 401, 409)},
-        description="Ask to make a piece of media (a voice message, an image) in a context: "
-        "the boundary decision is made now and the job is `queued`, `needs-confirmation` "
-        "(the decision was `ask`) or `rejected`. Answers 201 for a new job; the same "
-        "`idempotency_key` with the same request answers 200 with the same job (D9).",
     )
     def post(self, request):
+        """Admit a media job
+
+        Ask to make a piece of media (a voice message, an image) in a context: the boundary decision
+        is made now and the job is `queued`, `needs-confirmation` (the decision was `ask`) or
+        `rejected`. Answers 201 for a new job; the same `idempotency_key` with the same request
+        answers 200 with the same job (D9)."""
         data = validated(MediaJobAdmitInput, request.data)
         context = load_context(data["context"])
         job, created = media_jobs.media_job_admit(
@@ -212,16 +205,16 @@ class MediaJobStartApi(APIView):
     """D9: decide again and start (or cancel) the job; 200 with the job whatever its status."""
 
     @extend_schema(
-        tags=JOBS_TAG,
         operation_id="media_jobs_start",
-        summary="Start a media job",
         request=MediaJobStartInput,
         responses={200: MediaJobOutput, **problems(400, 401, 404)},
-        description="Decide again, now, and start the job (`running`) if the capability is "
-        "still allowed, or cancel it if a boundary changed since it was admitted. Answers 200 "
-        "with the job whatever its status (D9).",
     )
     def post(self, request, job_id):
+        """Start a media job
+
+        Decide again, now, and start the job (`running`) if the capability is still allowed, or
+        cancel it if a boundary changed since it was admitted. Answers 200 with the job whatever its
+        status (D9)."""
         validated(MediaJobStartInput, request.data)
         job = media_jobs.media_job_start(job_id=job_id)
         return _job_answer(job)
@@ -231,15 +224,15 @@ class MediaJobCompleteApi(APIView):
     """D9: a running job is done (idempotent); a job that never ran is a 409."""
 
     @extend_schema(
-        tags=JOBS_TAG,
         operation_id="media_jobs_complete",
-        summary="Finish a media job",
         request=MediaJobCompleteInput,
         responses={200: MediaJobOutput, **problems(400, 401, 404, 409)},
-        description="Mark a running job `done`; marking it again changes nothing. A job that "
-        "never ran is a 409 (D9).",
     )
     def post(self, request, job_id):
+        """Finish a media job
+
+        Mark a running job `done`; marking it again changes nothing. A job that never ran is a 409
+        (D9)."""
         validated(MediaJobCompleteInput, request.data)
         job = media_jobs.media_job_complete(job_id=job_id)
         return _job_answer(job)

@@ -8,14 +8,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import (
-    no_query,
-    paginated,
-    problems,
-    query_params,
-    represented,
-    validated,
-)
+from config.api import no_query, paginated, problems, query_params, represented, validated
 from config.errors import ValidationError
 from conversations.selectors import conversation_get, user_by_ref
 
@@ -41,16 +34,14 @@ from .serializers import (
 
 
 class UserExportApi(APIView):
-    @extend_schema(
-        operation_id="user_export",
-        summary="Export a user's data",
-        responses={200: Snapshot, **problems(400, 404)},
-        description="Answer everything stored about the user as one snapshot (format "
-        "`companion-memory/3`): the conversations with their messages and turns, memories, "
-        "forgets, boundary rules, decisions and media jobs. Importing the snapshot into an "
-        "empty deployment gives the same answers (§9).",
-    )
+    @extend_schema(operation_id="user_export", responses={200: Snapshot, **problems(400, 404)})
     def get(self, request, user_ref):
+        """Export a user's data
+
+        Answer everything stored about the user as one snapshot (format `companion-memory/3`): the
+        conversations with their messages and turns, memories, forgets, boundary rules, decisions
+        and media jobs. Importing the snapshot into an empty deployment gives the same answers (§9).
+        """
         no_query(request)
         return Response(user_export(user=user_by_ref(user_ref, field=None)))
 
@@ -60,18 +51,18 @@ class UserImportApi(APIView):
 
     @extend_schema(
         operation_id="user_import",
-        summary="Import a user's snapshot",
         request=SnapshotInput,
         responses={200: UserImportOutput, **problems(400, 404, 409, 413)},
-        description="Import a snapshot made by `GET /users/{ref}/export`, atomically: every "
-        "row or none. Ids are kept, so importing the same snapshot again creates nothing "
-        "(`skipped` counts the rows already there); a row whose id exists with other content "
-        "is a 409 `import_conflict` (§9). A ref no user can have (see `user_ref`) answers 404 "
-        "`not_found` (C7). A snapshot of an earlier format imports too: `companion-memory/2` "
-        "with no memory links (F7.2), `companion-memory/1` with no withholding links at all "
-        "(F6).",
     )
     def post(self, request, user_ref):
+        """Import a user's snapshot
+
+        Import a snapshot made by `GET /users/{ref}/export`, atomically: every row or none. Ids are
+        kept, so importing the same snapshot again creates nothing (`skipped` counts the rows
+        already there); a row whose id exists with other content is a 409 `import_conflict` (§9). A
+        ref no user can have (see `user_ref`) answers 404 `not_found` (C7). A snapshot of an earlier
+        format imports too: `companion-memory/2` with no memory links (F7.2), `companion-memory/1`
+        with no withholding links at all (F6)."""
         data = request.data
         if not isinstance(data, dict):
             raise ValidationError("Must be a JSON object.", field="body")
@@ -88,17 +79,18 @@ class UserImportApi(APIView):
 class ConversationMessagesApi(APIView):
     @extend_schema(
         operation_id="conversation_messages",
-        summary="Read a conversation's messages",
         parameters=[MessageListQuery],
         responses={200: MessagePageOutput, **problems(400, 404)},
-        description="Answer the conversation's messages oldest first (by `seq`), as a "
-        "paginated list, optionally only those after `after_seq` and before `before_seq`. "
-        "Each message says which turn it belongs to and whether a forget withholds it from "
-        "prompts (`withheld`, F6); a withheld message comes with `content` null, so a runtime "
-        "that rebuilds its context from this read skips it (F7.5). To show the last 20 "
-        "messages, read the conversation's `last_seq` and pass `after_seq=last_seq-20` (C4).",
     )
     def get(self, request, conversation_id):
+        """Read a conversation's messages
+
+        Answer the conversation's messages oldest first (by `seq`), as a paginated list, optionally
+        only those after `after_seq` and before `before_seq`. Each message says which turn it
+        belongs to and whether a forget withholds it from prompts (`withheld`, F6); a withheld
+        message comes with `content` null, so a runtime that rebuilds its context from this read
+        skips it (F7.5). To show the last 20 messages, read the conversation's `last_seq` and pass
+        `after_seq=last_seq-20` (C4)."""
         params = validated(MessageListQuery, query_params(request))
         conversation = conversation_get(conversation_id)
         rows = selectors.conversation_messages(
@@ -114,18 +106,15 @@ class ConversationMessagesApi(APIView):
 
 
 class TurnApi(APIView):
-    @extend_schema(
-        operation_id="turn_get",
-        summary="Read a turn",
-        responses={200: TurnReadOutput, **problems(400, 404)},
-        description="Answer the turn: its ids, key, scene and status, the user's message, what "
-        "it learned — each memory as it is now, so a memory forgotten since shows state "
-        "`forgotten` and no value — and the companion's reply once committed (with `content` "
-        "null when a forget withholds it, F7.5). A prompt plan "
-        "is never stored with its text, so it is not part of the answer; "
-        "`GET /turns/{id}/prompt-plan` plans again. An unknown id answers 404 `not_found` (C4).",
-    )
+    @extend_schema(operation_id="turn_get", responses={200: TurnReadOutput, **problems(400, 404)})
     def get(self, request, turn_id):
+        """Read a turn
+
+        Answer the turn: its ids, key, scene and status, the user's message, what it learned — each
+        memory as it is now, so a memory forgotten since shows state `forgotten` and no value — and
+        the companion's reply once committed (with `content` null when a forget withholds it, F7.5).
+        A prompt plan is never stored with its text, so it is not part of the answer; `GET
+        /turns/{id}/prompt-plan` plans again. An unknown id answers 404 `not_found` (C4)."""
         no_query(request)
         turn = selectors.turn_get(turn_id)
         body = turn_json(turn)
@@ -139,20 +128,20 @@ class TurnApi(APIView):
 class TurnPromptPlanApi(APIView):
     @extend_schema(
         operation_id="turn_prompt_plan",
-        summary="Plan a turn's prompt",
         parameters=[PromptPlanQuery],
         responses={200: PromptPlanOutput, **problems(400, 404, 409, 422)},
-        description="Answer what to send the model for this turn under a token budget: the "
-        "user's message, the memories that apply (in the order asked for), as much earlier "
-        "history as fits, and the boundary decisions for the capabilities named — with what "
-        "was left out and why (at most 20 listed for each kind and reason, every one counted "
-        "in `excluded_counts`). The same inputs always give the same plan (`plan_hash`). A "
-        "message that alone does not fit answers 422 `budget_exceeded`. A turn whose own "
-        "message a forget made since withholds has no plan: 409 `message_withheld` (F7.1). "
-        "With the user's `use` switch off the memory section is empty and each memory is "
-        "excluded as `memory-off` (I1–I8).",
     )
     def get(self, request, turn_id):
+        """Plan a turn's prompt
+
+        Answer what to send the model for this turn under a token budget: the user's message, the
+        memories that apply (in the order asked for), as much earlier history as fits, and the
+        boundary decisions for the capabilities named — with what was left out and why (at most 20
+        listed for each kind and reason, every one counted in `excluded_counts`). The same inputs
+        always give the same plan (`plan_hash`). A message that alone does not fit answers 422
+        `budget_exceeded`. A turn whose own message a forget made since withholds has no plan: 409
+        `message_withheld` (F7.1). With the user's `use` switch off the memory section is empty and
+        each memory is excluded as `memory-off` (I1–I8)."""
         params = validated(PromptPlanQuery, query_params(request))
         capabilities = tuple(c.strip() for c in params["capabilities"].split(",") if c.strip())
         result = plans.turn_prompt_plan(
@@ -170,20 +159,20 @@ class TurnPromptPlanApi(APIView):
 class TurnCreateApi(APIView):
     @extend_schema(
         operation_id="turn_create",
-        summary="Create a turn from the user's message",
         request=TurnCreateInput,
         responses={201: TurnCreateOutput, 200: TurnCreateOutput, **problems(400, 404, 409, 422)},
-        description="Store the user's message, open a turn for it and learn what the message "
-        "says (§8). A retry with the same `turn_key` and content answers 200 with the same "
-        "turn; the same key with other content is a 409. With `plan` the answer also holds "
-        "the turn's prompt plan, computed now — also for a retry (I7), unless a forget made "
-        "since withholds the turn's message: then the retry answers 409 `message_withheld` "
-        "(F7.1). A plan refused for its "
-        "parameters (a 400 naming `plan.capabilities`, `plan.budget`…) stores nothing, so the "
-        "retry with the same `turn_key` creates the turn (C2). Only 422 `budget_exceeded` "
-        "leaves the turn created; its problem carries `turn`, and a retry replays it (I1, I4).",
     )
     def post(self, request, conversation_id):
+        """Create a turn from the user's message
+
+        Store the user's message, open a turn for it and learn what the message says (§8). A retry
+        with the same `turn_key` and content answers 200 with the same turn; the same key with other
+        content is a 409. With `plan` the answer also holds the turn's prompt plan, computed now —
+        also for a retry (I7), unless a forget made since withholds the turn's message: then the
+        retry answers 409 `message_withheld` (F7.1). A plan refused for its parameters (a 400 naming
+        `plan.capabilities`, `plan.budget`…) stores nothing, so the retry with the same `turn_key`
+        creates the turn (C2). Only 422 `budget_exceeded` leaves the turn created; its problem
+        carries `turn`, and a retry replays it (I1, I4)."""
         data = validated(TurnCreateInput, request.data)
         params = data.get("plan")
         plan = plan_params(params)
@@ -206,17 +195,18 @@ class TurnCreateApi(APIView):
 class TurnReplyApi(APIView):
     @extend_schema(
         operation_id="turn_reply",
-        summary="Commit the companion's reply",
         request=TurnReplyInput,
         responses={201: TurnReplyOutput, 200: TurnReplyOutput, **problems(400, 404)},
-        description="Store the companion's reply to the turn, exactly once: 201 the first "
-        "time; any later call answers 200 with `replayed: true` and the first reply, whatever "
-        "its content, so a retry after a lost answer is safe (I4). A reply to a turn that a "
-        "forget made since touches — its plan held what the forget purged, or its own message "
-        "is withheld — is stored withheld: the answer says `withheld: true` with `content` "
-        "null, and no later plan holds it (F6, F7.1, F7.5).",
     )
     def post(self, request, turn_id):
+        """Commit the companion's reply
+
+        Store the companion's reply to the turn, exactly once: 201 the first time; any later call
+        answers 200 with `replayed: true` and the first reply, whatever its content, so a retry
+        after a lost answer is safe (I4). A reply to a turn that a forget made since touches — its
+        plan held what the forget purged, or its own message is withheld — is stored withheld: the
+        answer says `withheld: true` with `content` null, and no later plan holds it (F6, F7.1,
+        F7.5)."""
         data = validated(TurnReplyInput, request.data)
         result = replies.turn_commit_reply(turn_id=turn_id, content=data["content"])
         return Response(reply_json(result), status=200 if result.replayed else 201)
