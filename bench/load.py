@@ -50,11 +50,17 @@ def ensure_characters() -> dict[str, int]:
     return existing
 
 
-# The fields a pure-core record and its stored row name alike.
-SAME_NAMES = (
+# The fields a generated (pure-core) record and tombstone name as their stored rows do.
+RECORD_NAMES = (
     "id key value scope_id status status_since authority confidence valid_from valid_until "
     "recorded_at evidence_time retracted_at version"
 )
+TOMBSTONE_NAMES = "id scope_id key value_hash forgotten_at blocks_sources_before"
+
+
+def same_fields(generated, names: str) -> dict:
+    """The fields in `names` (space-separated) of a generated object, for its stored row."""
+    return {name: getattr(generated, name) for name in names.split()}
 
 
 def record_row(r, user, characters: dict[str, int]):
@@ -65,7 +71,7 @@ def record_row(r, user, characters: dict[str, int]):
     kind = r.scope.kind
     return MemoryRecord(
         user=user,
-        **{name: getattr(r, name) for name in SAME_NAMES.split()},
+        **same_fields(r, RECORD_NAMES),
         scope_kind=kind,
         character_id=characters[r.scope.character] if kind == "character" else None,
         conversation_id=r.scope.conversation if kind in ("conversation", "scene") else None,
@@ -150,18 +156,7 @@ def load_world(world: World, *, with_turn: bool = True) -> Loaded:
         MemoryRecord.objects.bulk_create(rows, batch_size=BATCH)
         MemorySource.objects.bulk_create(links, batch_size=BATCH)
         Tombstone.objects.bulk_create(
-            [
-                Tombstone(
-                    id=t.id,
-                    user=user,
-                    scope_id=t.scope_id,
-                    key=t.key,
-                    value_hash=t.value_hash,
-                    forgotten_at=t.forgotten_at,
-                    blocks_sources_before=t.blocks_sources_before,
-                )
-                for t in world.tombstones
-            ],
+            [Tombstone(user=user, **same_fields(t, TOMBSTONE_NAMES)) for t in world.tombstones],
             batch_size=BATCH,
         )
     return Loaded(
