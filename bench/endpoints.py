@@ -153,6 +153,27 @@ class Floor:
         labels = {k: label for k, _, label in registry}
         return records, tombstones, many, labels, secret
 
+    def stored_id(self, ident: str) -> str:
+        """A UUID as the database stores it (SQLite: 32 hex digits, no dashes)."""
+        return ident.replace("-", "") if self.sqlite else ident
+
+    def case(self, info) -> dict:
+        """A loaded world (`bench.data`) as the floor's statements take it: its user, the scope
+        ids of its first scene, and its turn and conversation ids as the database stores
+        them."""
+        return {
+            "user": info.user,
+            "user_pk": info.user_pk,
+            "scope_ids": [
+                f"user:{info.user}",
+                f"character:{info.user}:{info.character}",
+                f"conversation:{info.conversation}",
+                f"scene:{info.conversation}:{SCENES[0]}",
+            ],
+            "turn_db": self.stored_id(info.turn),
+            "conversation_db": self.stored_id(info.conversation),
+        }
+
     def resolve_and_project(self, cursor, case: dict, context):
         records, tombstones, many, labels, secret = self.memory(
             cursor, case["user_pk"], case["user"], case["scope_ids"]
@@ -199,7 +220,7 @@ class Floor:
             def fetch(ids: list[str]) -> dict[str, str]:
                 if not ids:
                     return {}
-                keys = [i.replace("-", "") for i in ids] if self.sqlite else ids
+                keys = [self.stored_id(i) for i in ids]
                 marks = ",".join(["%s"] * len(keys))
                 cursor.execute(
                     f"SELECT {self.uuid_sql('id')}, content FROM conversations_message "
@@ -292,26 +313,12 @@ def run_cases(
 
     client = _client(token)
     floor = Floor(vendor)
-    sqlite = vendor == "sqlite"
     results = []
     now_text = NOW.isoformat().replace("+00:00", "Z")
     for n in record_sizes:
         for m in message_sizes:
             info = loaded[(n, m)]
-            case = {
-                "user": info.user,
-                "user_pk": info.user_pk,
-                "scope_ids": [
-                    f"user:{info.user}",
-                    f"character:{info.user}:{info.character}",
-                    f"conversation:{info.conversation}",
-                    f"scene:{info.conversation}:{SCENES[0]}",
-                ],
-                "turn_db": info.turn.replace("-", "") if sqlite else info.turn,
-                "conversation_db": info.conversation.replace("-", "")
-                if sqlite
-                else info.conversation,
-            }
+            case = floor.case(info)
             context = Context(
                 user=info.user,
                 character=info.character,
@@ -319,17 +326,7 @@ def run_cases(
                 scene=SCENES[0],
                 now=NOW,
             )
-            body = json.dumps(
-                {
-                    "context": {
-                        "user": info.user,
-                        "character": info.character,
-                        "conversation": info.conversation,
-                        "scene": SCENES[0],
-                        "now": now_text,
-                    }
-                }
-            )
+            body = info.resolve_body()
 
             def resolve_endpoint(body=body):
                 response = client.post(

@@ -3,10 +3,11 @@ rows are exactly what the generator produced, and loading 30k rows takes seconds
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 
-from .data import CHARACTERS, NOW, World, message_content
+from .data import CHARACTERS, NOW, SCENES, World, message_content
 
 BATCH = 2000
 
@@ -20,6 +21,18 @@ class Loaded:
     turn: str | None  # a turn on the main conversation's last (user) message
     records: int
     messages: int
+
+    def resolve_body(self) -> str:
+        """The body of `POST /memory/resolve` for this world: its main conversation, in the
+        first scene, at the benchmark's `NOW`."""
+        context = {
+            "user": self.user,
+            "character": self.character,
+            "conversation": self.conversation,
+            "scene": SCENES[0],
+            "now": NOW.isoformat().replace("+00:00", "Z"),
+        }
+        return json.dumps({"context": context})
 
 
 def ensure_characters() -> dict[str, int]:
@@ -35,6 +48,36 @@ def ensure_characters() -> dict[str, int]:
         Character.objects.bulk_create(missing)
         existing = {c.slug: c.pk for c in Character.objects.all()}
     return existing
+
+
+# The fields a generated (pure-core) record and tombstone name as their stored rows do.
+RECORD_NAMES = (
+    "id key value scope_id status status_since authority confidence valid_from valid_until "
+    "recorded_at evidence_time retracted_at version"
+)
+TOMBSTONE_NAMES = "id scope_id key value_hash forgotten_at blocks_sources_before"
+
+
+def same_fields(generated, names: str) -> dict:
+    """The fields in `names` (space-separated) of a generated object, for its stored row."""
+    return {name: getattr(generated, name) for name in names.split()}
+
+
+def record_row(r, user, characters: dict[str, int]):
+    """The stored row of a generated record `r` (a pure-core `memory.domain.MemoryRecord`) of
+    `user`, its character named by id (`characters`, from `ensure_characters`)."""
+    from memory.models import MemoryRecord
+
+    kind = r.scope.kind
+    return MemoryRecord(
+        user=user,
+        **same_fields(r, RECORD_NAMES),
+        scope_kind=kind,
+        character_id=characters[r.scope.character] if kind == "character" else None,
+        conversation_id=r.scope.conversation if kind in ("conversation", "scene") else None,
+        scene=r.scope.scene if kind == "scene" else None,
+        supersedes_id=r.supersedes,
+    )
 
 
 def load_world(world: World, *, with_turn: bool = True) -> Loaded:
@@ -108,49 +151,12 @@ def load_world(world: World, *, with_turn: bool = True) -> Loaded:
         rows = []
         links = []
         for r in world.records:
-            kind = r.scope.kind
-            rows.append(
-                MemoryRecord(
-                    id=r.id,
-                    user=user,
-                    key=r.key,
-                    value=r.value,
-                    scope_kind=kind,
-                    character_id=characters[r.scope.character] if kind == "character" else None,
-                    conversation_id=r.scope.conversation
-                    if kind in ("conversation", "scene")
-                    else None,
-                    scene=r.scope.scene if kind == "scene" else None,
-                    scope_id=r.scope_id,
-                    status=r.status,
-                    status_since=r.status_since,
-                    authority=r.authority,
-                    confidence=r.confidence,
-                    valid_from=r.valid_from,
-                    valid_until=r.valid_until,
-                    recorded_at=r.recorded_at,
-                    evidence_time=r.evidence_time,
-                    supersedes_id=r.supersedes,
-                    retracted_at=r.retracted_at,
-                    version=r.version,
-                )
-            )
+            rows.append(record_row(r, user, characters))
             links.extend(MemorySource(memory_id=r.id, message_id=m) for m in r.sources)
         MemoryRecord.objects.bulk_create(rows, batch_size=BATCH)
         MemorySource.objects.bulk_create(links, batch_size=BATCH)
         Tombstone.objects.bulk_create(
-            [
-                Tombstone(
-                    id=t.id,
-                    user=user,
-                    scope_id=t.scope_id,
-                    key=t.key,
-                    value_hash=t.value_hash,
-                    forgotten_at=t.forgotten_at,
-                    blocks_sources_before=t.blocks_sources_before,
-                )
-                for t in world.tombstones
-            ],
+            [Tombstone(user=user, **same_fields(t, TOMBSTONE_NAMES)) for t in world.tombstones],
             batch_size=BATCH,
         )
     return Loaded(

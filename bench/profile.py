@@ -153,7 +153,7 @@ def _profile_endpoints(args, Profiler, suffix: str) -> None:
         from config.models import ApiToken
 
         from . import data, load
-        from .data import NOW, SCENES
+        from .data import NOW
         from .endpoints import PLAN_BUDGET, Floor
 
         migrate()
@@ -166,76 +166,40 @@ def _profile_endpoints(args, Profiler, suffix: str) -> None:
         _, token = ApiToken.issue("bench")
         client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
         now = NOW.isoformat().replace("+00:00", "Z")
-        body = json.dumps(
-            {
-                "context": {
-                    "user": info.user,
-                    "character": info.character,
-                    "conversation": info.conversation,
-                    "scene": SCENES[0],
-                    "now": now,
-                }
-            }
-        )
+        body = info.resolve_body()
         plan_url = f"/api/v1/turns/{info.turn}/prompt-plan?" + urlencode(
             {"budget": PLAN_BUDGET, "now": now}
         )
         floor = Floor(args.db)
-        sqlite = args.db == "sqlite"
-        case = {
-            "user": info.user,
-            "user_pk": info.user_pk,
-            "scope_ids": [
-                f"user:{info.user}",
-                f"character:{info.user}:{info.character}",
-                f"conversation:{info.conversation}",
-                f"scene:{info.conversation}:{SCENES[0]}",
-            ],
-            "turn_db": info.turn.replace("-", "") if sqlite else info.turn,
-            "conversation_db": info.conversation.replace("-", "") if sqlite else info.conversation,
-        }
+        case = floor.case(info)
         context = world.context()
         from .turns import PLAN, REPLY, TURN_TEXTS
 
         counter = iter(range(10**9))
 
-        def whole_turn():
+        def post(path: str, body: dict) -> dict:
+            """A JSON POST as a runtime makes it, stored (201); its answer."""
+            answer = client.post(path, json.dumps(body), content_type="application/json")
+            assert answer.status_code == 201, answer.content[:200]
+            return answer.json()
+
+        def turn_create(tag: str, **extra) -> str:
             n = next(counter)
-            created = client.post(
-                f"/api/v1/conversations/{info.conversation}/turns",
-                json.dumps({"turn_key": f"p{n}", "content": TURN_TEXTS[n % len(TURN_TEXTS)]}),
-                content_type="application/json",
-            )
-            assert created.status_code == 201, created.content[:200]
-            turn = created.json()["id"]
+            text = TURN_TEXTS[n % len(TURN_TEXTS)]
+            body = {"turn_key": f"{tag}{n}", "content": text, **extra}
+            return post(f"/api/v1/conversations/{info.conversation}/turns", body)["id"]
+
+        def whole_turn():
+            turn = turn_create("p")
             plan = client.get(
                 f"/api/v1/turns/{turn}/prompt-plan?budget=8000&capabilities=tone.playful"
             )
             assert plan.status_code == 200, plan.content[:200]
-            reply = client.post(
-                f"/api/v1/turns/{turn}/reply",
-                json.dumps({"content": REPLY}),
-                content_type="application/json",
-            )
-            assert reply.status_code == 201, reply.content[:200]
+            post(f"/api/v1/turns/{turn}/reply", {"content": REPLY})
 
         def one_trip():
             """The one round trip: create with a plan, then the reply (what a user waits for)."""
-            n = next(counter)
-            created = client.post(
-                f"/api/v1/conversations/{info.conversation}/turns",
-                json.dumps(
-                    {"turn_key": f"q{n}", "plan": PLAN, "content": TURN_TEXTS[n % len(TURN_TEXTS)]}
-                ),
-                content_type="application/json",
-            )
-            assert created.status_code == 201, created.content[:200]
-            reply = client.post(
-                f"/api/v1/turns/{created.json()['id']}/reply",
-                json.dumps({"content": REPLY}),
-                content_type="application/json",
-            )
-            assert reply.status_code == 201, reply.content[:200]
+            post(f"/api/v1/turns/{turn_create('q', plan=PLAN)}/reply", {"content": REPLY})
 
         def ping():
             assert client.get("/bench/ping").status_code == 200

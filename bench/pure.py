@@ -273,8 +273,9 @@ def _measure_size(n: int, rows: dict[int, dict], paired: tuple[list, list], runs
     built = time.perf_counter() - started
     context = world.context()
 
-    def call():
-        return resolve(
+    def on_world(resolver):
+        """`resolver` asked about this world, as the turn asks (the same arguments for both)."""
+        return lambda: resolver(
             world.records,
             world.tombstones,
             context,
@@ -282,14 +283,7 @@ def _measure_size(n: int, rows: dict[int, dict], paired: tuple[list, list], runs
             secret=world.secret,
         )
 
-    def plain():
-        return plain_resolve(
-            world.records,
-            world.tombstones,
-            context,
-            many_keys=world.many_keys,
-            secret=world.secret,
-        )
+    call, plain = on_world(resolve), on_world(plain_resolve)
 
     resolution = call()
     check_same_answer(resolution, plain())

@@ -399,7 +399,7 @@ def load_user(
     from conversations.models import Conversation, Message, Turn
     from memory.models import MemoryProfile, MemoryRecord, MemorySource
 
-    from .load import BATCH, ensure_characters
+    from .load import BATCH, ensure_characters, record_row
 
     rng = random.Random(seed + 1)
     ref = f"bench-relevance-{n_memories}"
@@ -452,25 +452,7 @@ def load_user(
         rows, links = [], []
         for n, pm in enumerate(world.memories):
             r = pm.record
-            kind = r.scope.kind
-            rows.append(
-                MemoryRecord(
-                    id=r.id,
-                    user=user,
-                    key=r.key,
-                    value=r.value,
-                    scope_kind=kind,
-                    character_id=characters[CHARACTER] if kind == "character" else None,
-                    conversation_id=conversation_id if kind == "conversation" else None,
-                    scope_id=r.scope_id,
-                    authority=r.authority,
-                    confidence=r.confidence,
-                    valid_from=r.valid_from,
-                    recorded_at=r.recorded_at,
-                    evidence_time=r.evidence_time,
-                    version=1,
-                )
-            )
+            rows.append(record_row(r, user, characters))
             links.append(MemorySource(memory_id=r.id, message_id=messages[n % len(messages)].id))
         MemoryRecord.objects.bulk_create(rows, batch_size=BATCH)
         MemorySource.objects.bulk_create(links, batch_size=BATCH)

@@ -242,17 +242,25 @@ def ping_auth_factory(token: str):
     return work
 
 
+def _turn_create(conn, conversation: str, key: str, n: int, token: str, plan=None):
+    """A turn on `conversation` for the `n`th text, as a runtime creates it (with `plan`: the
+    one round trip, I7)."""
+    body = {"turn_key": key, "content": TURN_TEXTS[n % len(TURN_TEXTS)]}
+    if plan is not None:
+        body["plan"] = plan
+    return request(conn, "POST", f"/api/v1/conversations/{conversation}/turns", body, token)
+
+
+def _reply(conn, turn: str, token: str):
+    """The turn's reply, as a runtime commits it; the work's answer: (1, 0) once stored."""
+    status, data = request(conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token)
+    return (1, 0) if status == 201 else (0, f"reply {status} {data[:120]!r}")
+
+
 def turn_work_factory(conversations: list[str], token: str, tag: str):
     def work(index, conn, n):
         conversation = conversations[index % len(conversations)]
-        text = TURN_TEXTS[n % len(TURN_TEXTS)]
-        status, data = request(
-            conn,
-            "POST",
-            f"/api/v1/conversations/{conversation}/turns",
-            {"turn_key": f"{tag}-{index}-{n}", "content": text},
-            token,
-        )
+        status, data = _turn_create(conn, conversation, f"{tag}-{index}-{n}", n, token)
         if status != 201:
             return 0, f"turn {status} {data[:120]!r}"
         turn = json.loads(data)["id"]
@@ -265,12 +273,7 @@ def turn_work_factory(conversations: list[str], token: str, tag: str):
         )
         if status != 200:
             return 0, f"plan {status} {data[:120]!r}"
-        status, data = request(
-            conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token
-        )
-        if status != 201:
-            return 0, f"reply {status} {data[:120]!r}"
-        return 1, 0
+        return _reply(conn, turn, token)
 
     return work
 
@@ -286,25 +289,12 @@ def turn_one_work_factory(
 
     def work(index, conn, n):
         conversation = conversations[index % len(conversations)]
-        text = TURN_TEXTS[n % len(TURN_TEXTS)]
-        status, data = request(
-            conn,
-            "POST",
-            f"/api/v1/conversations/{conversation}/turns",
-            {"turn_key": f"{tag}-{index}-{n}", "content": text, "plan": PLAN},
-            token,
-        )
+        status, data = _turn_create(conn, conversation, f"{tag}-{index}-{n}", n, token, PLAN)
         if status != 201:
             return 0, f"turn+plan {status} {data[:120]!r}"
         if answers is not None:
             answers.append(len(data))
-        turn = json.loads(data)["id"]
-        status, data = request(
-            conn, "POST", f"/api/v1/turns/{turn}/reply", {"content": REPLY}, token
-        )
-        if status != 201:
-            return 0, f"reply {status} {data[:120]!r}"
-        return 1, 0
+        return _reply(conn, json.loads(data)["id"], token)
 
     return work
 

@@ -34,6 +34,14 @@ class RowImport:
     def rows(self, section: str):
         return list(zip(self.v[section], self.c[section], strict=True))
 
+    def new_row(self, model, v: dict, same_names: str, /, **others):
+        """A new row of `model` for the import's user, from the file's validated row `v`: the
+        fields in `same_names` (space-separated) the file names as the model does — an
+        optional one the file leaves out is None — and `others`, those it names otherwise or
+        that are derived."""
+        copied = {name: v.get(name) for name in same_names.split()}
+        return model(user=self.user, **copied, **others)
+
     def create(self, model, objects: list, what: str) -> None:
         """New rows in bulk; a unique constraint that a stored row already holds is a conflict."""
         if not objects:

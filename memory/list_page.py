@@ -194,19 +194,35 @@ def _filter_query(form: MemoryFilterForm) -> QueryDict:
     return query
 
 
+def _card(
+    item, group: str | None, words: Wording, sort: str, *, scope_kind: str, value: str, **extra
+) -> MemoryRow:
+    """The card of `item`, a record or the skeleton of a forgotten one: its slot, label, group
+    and place in the chosen order."""
+    label = words.label(item.key)
+    return MemoryRow(
+        id=item.id,
+        key=item.key,
+        scope_id=item.scope_id,
+        label=label,
+        group=group,
+        recorded_at=item.recorded_at,
+        order=_order(sort, label, scope_kind, value, item.recorded_at, item.id),
+        **extra,
+    )
+
+
 def _record_row(
     record: DomainRecord, group: str | None, words: Wording, sort: str, **extra
 ) -> MemoryRow:
-    label = words.label(record.key)
-    return MemoryRow(
-        id=record.id,
-        key=record.key,
-        scope_id=record.scope_id,
-        label=label,
-        group=group,
-        recorded_at=record.recorded_at,
+    return _card(
+        record,
+        group,
+        words,
+        sort,
+        scope_kind=record.scope.kind,
+        value=record.value,
         record=record,
-        order=_order(sort, label, record.scope.kind, record.value, record.recorded_at, record.id),
         **extra,
     )
 
@@ -241,26 +257,10 @@ def _rows(
             group = names.group_of(record.scope_id)
             groups[group].append(_record_row(record, group, words, filters.sort, kind="retracted"))
     for skeleton in skeletons:
-        label = words.label(skeleton.key)
         group = names.group_of(skeleton.scope_id)
+        kind = skeleton.scope_id.split(":", 1)[0]
         groups[group].append(
-            MemoryRow(
-                id=skeleton.id,
-                key=skeleton.key,
-                scope_id=skeleton.scope_id,
-                label=label,
-                group=group,
-                recorded_at=skeleton.recorded_at,
-                kind="forgotten",
-                order=_order(
-                    filters.sort,
-                    label,
-                    skeleton.scope_id.split(":", 1)[0],
-                    "",
-                    skeleton.recorded_at,
-                    skeleton.id,
-                ),
-            )
+            _card(skeleton, group, words, filters.sort, scope_kind=kind, value="", kind="forgotten")
         )
     return groups
 

@@ -29,7 +29,12 @@ from .selectors import (
     as_uuid,
     capability_by_name,
 )
-from .services.decisions import IDEMPOTENCY_KEY_MAX, decide_and_log, require_choice
+from .services.decisions import (
+    IDEMPOTENCY_KEY_MAX,
+    decide_and_log,
+    decide_in_context,
+    require_choice,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Media jobs (D9)
@@ -87,14 +92,7 @@ def media_job_admit(
     if existing is not None:
         return _replay_job(existing, fingerprint)
     with transaction.atomic():
-        outcome = decide_and_log(
-            user=user,
-            context=PolicyContext.of(context.domain),
-            character_id=character_id,
-            conversation_id=conversation_id,
-            capabilities=[found],
-            requested_by=requested_by,
-        )[0]
+        outcome = decide_in_context(context, [found], requested_by=requested_by)[0]
         decision = outcome.decision
         job = MediaJob(
             user=user,

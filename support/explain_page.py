@@ -2,7 +2,7 @@
 about, what the resolver and the policy engine say (`support.services.support_explain`), the
 stored plan of a turn of that user when one is named, the rows the page shows — masked outside
 a reveal of that user (S1) — and, inside one, the page's one row in the access log. The view
-(`support.views.explain_view`) validates the form, calls `support_explain_page` and renders.
+(`support.views.explain_view`) validates the form, calls `explain_form_page` and renders.
 
 It writes nothing but that log row: no decision-log rows (D10 logs the runtime's questions;
 explaining a context is not one)."""
@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from config.errors import ValidationError
+from config.pages import form_errors_from
 
 from . import reveals, selectors
 from .display import explain_record_rows, plan_rows, reveal_url
@@ -105,3 +108,24 @@ def support_explain_page(
         plan=plan,
         turn_unknown=turn_unknown,
     )
+
+
+def explain_form_page(form, *, staff, reveal: Reveal | None, may_reveal: bool, back: str):
+    """The page for the explain form `form`, valid: the context it names explained
+    (`support_explain_page`). What does not load — a context (its fields named `context.*`),
+    a memory, a turn not of the user — is an error on the form, and the rest still shows."""
+    try:
+        page = support_explain_page(
+            asked=form.cleaned_data,
+            every_capability=[c for c, _ in form.fields["capabilities"].choices],
+            staff=staff,
+            reveal=reveal,
+            may_reveal=may_reveal,
+            back=back,
+        )
+    except ValidationError as error:
+        form_errors_from(form, error, fields={f"context.{name}": name for name in form.fields})
+        return ExplainPage()
+    if page.turn_unknown:
+        form.add_error("turn", "Not a turn of this user.")
+    return page

@@ -67,9 +67,7 @@ class ExplainForm(forms.Form):
         required=False, help_text="Only these keys (comma-separated). Empty: every key."
     )
     memory = forms.UUIDField(
-        required=False,
-        label="Memory",
-        help_text="Only the key of this memory record of the user (its id).",
+        required=False, help_text="Only the key of this memory record of the user (its id)."
     )
     turn = forms.UUIDField(
         required=False, help_text="A turn of this user: its stored prompt plan is shown too."
@@ -80,6 +78,16 @@ class ExplainForm(forms.Form):
         help_text="Empty: every capability.",
     )
     requested_by = forms.ChoiceField(initial="assistant")
+
+    @classmethod
+    def of_query(cls, query) -> ExplainForm:
+        """The form of the page's query string: unbound until it names a user; a link may name
+        only the user, and the rest has defaults."""
+        if "user" not in query:
+            return cls(None)
+        data = query.copy()
+        data.setdefault("requested_by", "assistant")
+        return cls(data)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -118,3 +126,12 @@ class RevealForm(forms.Form):
         "data” page (not your name). Do not paste the user's private text here.",
     )
     next = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    @classmethod
+    def of_request(cls, request) -> RevealForm:
+        """The form's answer (POST), or the form pre-filled from the query string (from a
+        masked value or the user's page: the user and the page to return to)."""
+        if request.method == "POST":
+            return cls(request.POST)
+        query = request.GET
+        return cls(initial={"user": query.get("user", ""), "next": query.get("next", "")})

@@ -19,22 +19,22 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from config.errors import NotFound
 from config.errors import PermissionDenied as DomainPermissionDenied
 from config.errors import ValidationError as DomainValidationError
-from config.pages import form_errors_from, next_url
+from config.pages import next_url
 from conversations.plan_snapshot import PlanSnapshot
 
 from . import reveals, selectors
 from . import services as support
 from .display import EXPLAIN_ADMIN_OPTS, explain_url
-from .explain_page import ExplainPage, support_explain_page
+from .explain_page import ExplainPage, explain_form_page
 from .forms import ExplainForm, RevealForm
 from .request_reveal import request_may_reveal, request_reveal, request_reveal_forget
+from .reveal_page import RevealOpening, reveal_form_open, reveal_page
 
 # Why a staff member may not open a support page: the admin's 403 page says it (config.views).
 NO_EXPLAIN = (
@@ -77,36 +77,38 @@ def explain_view(request):
     (`support.explain_page`). Writes nothing else (no decision-log rows)."""
     if not request.user.has_perm(support.EXPLAIN_PERMISSION):
         raise PermissionDenied(NO_EXPLAIN)
-    data = None
-    if "user" in request.GET:
-        data = request.GET.copy()  # a link may name only the user: the rest has defaults
-        data.setdefault("requested_by", "assistant")
-    form = ExplainForm(data)
+    form = ExplainForm.of_query(request.GET)
     page = ExplainPage()
     if form.is_bound and form.is_valid():
-        try:
-            page = support_explain_page(
-                asked=form.cleaned_data,
-                every_capability=[c for c, _ in form.fields["capabilities"].choices],
-                staff=request.user,
-                reveal=request_reveal(request),
-                may_reveal=request_may_reveal(request),
-                back=request.get_full_path(),
-            )
-        except DomainValidationError as error:
-            form_errors_from(form, error, fields={f"context.{name}": name for name in form.fields})
-        if page.turn_unknown:
-            form.add_error("turn", "Not a turn of this user.")
-    context = {
-        **admin.site.each_context(request),
-        "title": "Explain a context",
-        "subtitle": None,
-        "form": form,
+        page = explain_form_page(
+            form,
+            staff=request.user,
+            reveal=request_reveal(request),
+            may_reveal=request_may_reveal(request),
+            back=request.get_full_path(),
+        )
+    return _support_page(
+        request,
+        "admin/support/explain.html",
+        "Explain a context",
+        form,
         **page.context(),
         **EXPLAIN_ADMIN_OPTS,
+    )
+
+
+def _support_page(request, template: str, title: str, form, **page):
+    """A support page of the admin (`admin/support/support_page.html`): the admin's own
+    context, the page's title and form, and what the page shows."""
+    context = {
+        **admin.site.each_context(request),
+        "title": title,
+        "subtitle": None,
+        "form": form,
         "media": form.media,
+        **page,
     }
-    return TemplateResponse(request, "admin/support/explain.html", context)
+    return TemplateResponse(request, template, context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,51 +128,29 @@ def reveal_view(request):
     if not request_may_reveal(request):
         raise PermissionDenied(NO_REVEAL)
     current = request_reveal(request)
-    already = None
-    if request.method == "POST":
-        form = RevealForm(request.POST)
-        if form.is_valid():
-            try:
-                grant = reveals.reveal_open(
-                    staff=request.user,
-                    user=form.cleaned_data["user"],
-                    reason=form.cleaned_data["reason"],
-                )
-            except reveals.RevealAlreadyOpen as error:
-                form.add_error(None, error.detail)
-                already = error.grant
-            except DomainValidationError as error:
-                form_errors_from(form, error)
-            else:
-                request_reveal_forget(request)
-                ref = grant.subject.get_username()
-                # No message: the reveal's banner, on the page this leads to, says whose text
-                # shows until when and that every page is logged (once, not twice).
-                default = reverse("admin:memory_memoryrecord_changelist") + "?q=" + ref
-                return redirect(next_url(request, default=default))
-    else:
-        form = RevealForm(
-            initial={"user": request.GET.get("user", ""), "next": request.GET.get("next", "")}
+    form = RevealForm.of_request(request)
+    opening = RevealOpening()
+    if form.is_bound and form.is_valid():
+        opening = reveal_form_open(form, staff=request.user)
+    if opening.grant is None:
+        return _support_page(
+            request,
+            "admin/support/reveal.html",
+            "Reveal a user's private text",
+            form,
+            **reveal_page(current, opening),
         )
-    context = {
-        **admin.site.each_context(request),
-        "title": "Reveal a user's private text",
-        "subtitle": None,
-        "form": form,
-        "current": current,
-        "already": already,
-        "duration": reveals.duration_words(),
-    }
-    return TemplateResponse(request, "admin/support/reveal.html", context)
+    request_reveal_forget(request)
+    # No message: the reveal's banner, on the page this leads to, says whose text shows until
+    # when and that every page is logged (once, not twice).
+    return redirect(next_url(request, default=opening.landing))
 
 
 @require_POST
 def reveal_extend_view(request, grant_id):
     """Start the time of your open reveal again; back to the page you were on."""
     try:
-        grant = reveals.reveal_extend(staff=request.user, grant_id=grant_id)
-    except NotFound:
-        raise Http404("No such reveal of yours.") from None
+        grant = _your_reveal(reveals.reveal_extend, request, grant_id)
     except DomainPermissionDenied:
         raise PermissionDenied(NO_REVEAL) from None
     except DomainValidationError as error:
@@ -187,10 +167,16 @@ def reveal_extend_view(request, grant_id):
 @require_POST
 def reveal_close_view(request, grant_id):
     """Close your reveal now; back to the page you were on, masked again."""
-    try:
-        grant = reveals.reveal_close(staff=request.user, grant_id=grant_id)
-    except NotFound:
-        raise Http404("No such reveal of yours.") from None
+    grant = _your_reveal(reveals.reveal_close, request, grant_id)
     ref = grant.subject.get_username() if grant.subject is not None else "the user"
     messages.success(request, f"Closed: {ref}'s private text is hidden again.")
     return redirect(next_url(request, default="admin:index"))
+
+
+def _your_reveal(change, request, grant_id):
+    """`change` (extend or close) done to the reveal `grant_id` of the staff member making
+    `request`; one that is not theirs, or no reveal at all, is not found."""
+    try:
+        return change(staff=request.user, grant_id=grant_id)
+    except NotFound:
+        raise Http404("No such reveal of yours.") from None

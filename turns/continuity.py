@@ -154,6 +154,18 @@ class _Runtime:
         turn_commit_reply(turn_id=turn.pk, content=reply)
         return turn, plan
 
+    def infer(self, key: str, value: str, *, scope: Scope, confidence=1.0, evidence=()):
+        """What the runtime's own model infers (§8, `model-inferred`), with the user messages
+        of the turns in `evidence` as its sources."""
+        return memory_assert(
+            user=self.conversation.user,
+            key=key,
+            value=value,
+            scope=scope,
+            confidence=confidence,
+            sources=[str(t.user_message_id) for t in evidence],
+        )
+
 
 def play(
     *, username: str | None = None, keep: bool = False, days_later: timedelta = timedelta(days=3)
@@ -197,25 +209,20 @@ def _play(card: Scorecard, user, days_later: timedelta) -> None:
         SETUP, scene="greenhouse", reply="Welcome back to the greenhouse. No hurry tonight."
     )
     extracted_keys = {e["memory"] and e["outcome"] for e in t1.extracted}
-    source = [str(t1.user_message_id)]
     # The runtime's own model extractions, with the message as evidence.
-    letter = memory_assert(
-        user=user,
-        key="story.letter.status",
-        value="unfinished; not to be sent tonight",
+    letter = runtime.infer(
+        "story.letter.status",
+        "unfinished; not to be sent tonight",
         scope=convo,
-        authority="model-inferred",
         confidence=0.7,
-        sources=source,
+        evidence=[t1],
     ).record
-    memory_assert(
-        user=user,
-        key="story.meeting",
-        value="Thursdays at the rooftop greenhouse",
+    runtime.infer(
+        "story.meeting",
+        "Thursdays at the rooftop greenhouse",
         scope=convo,
-        authority="model-inferred",
         confidence=0.9,
-        sources=source,
+        evidence=[t1],
     )
     for line, reply in (
         (
@@ -233,14 +240,12 @@ def _play(card: Scorecard, user, days_later: timedelta) -> None:
     ):
         lamp, _ = runtime.say(line, scene="greenhouse", reply=reply)
     # The scene's detail, with the message that says it as evidence.
-    memory_assert(
-        user=user,
-        key="scene.lamp",
-        value="the work lamp is on",
-        authority="model-inferred",
+    runtime.infer(
+        "scene.lamp",
+        "the work lamp is on",
         scope=Scope("scene", conversation=str(conversation.pk), scene="greenhouse"),
         confidence=0.9,
-        sources=[str(lamp.user_message_id)],
+        evidence=[lamp],
     )
     _, p_base = runtime.say(
         "What is growing tonight?",
@@ -271,14 +276,7 @@ def _play(card: Scorecard, user, days_later: timedelta) -> None:
         reply="Done: where you live is gone, and I will not bring it up again.",
         then=lambda: forget_key(user=user, key="user.lives_in", scope_id="*"),
     )
-    resummary = memory_assert(
-        user=user,
-        key="user.lives_in",
-        value="Boston",
-        scope=Scope("user"),
-        authority="model-inferred",
-        sources=source,
-    )
+    resummary = runtime.infer("user.lives_in", "Boston", scope=Scope("user"), evidence=[t1])
     card.check(
         "user control",
         "a forgotten fact stays out of the plan (F2)",
@@ -354,13 +352,8 @@ def _play(card: Scorecard, user, days_later: timedelta) -> None:
     )
     decision = decision_make(context=ctx, capability="tone.playful", requested_by="assistant")
     decision_answer(decision_id=decision.decision_id, answer="allow", remember="conversation")
-    invented = memory_assert(
-        user=user,
-        key="story.letter.outcome",
-        value="sent to its recipient",
-        scope=convo,
-        authority="model-inferred",
-        confidence=0.95,
+    invented = runtime.infer(
+        "story.letter.outcome", "sent to its recipient", scope=convo, confidence=0.95
     ).record
     _, p_tone = runtime.say(
         "Tell me a silly story about the greenhouse.",
@@ -397,23 +390,15 @@ def _play(card: Scorecard, user, days_later: timedelta) -> None:
         scene="downstairs",
         reply="Down we go, letter in hand.",
     )
-    memory_assert(
-        user=user,
-        key="basil_plant.location",
-        value="the rooftop greenhouse",
+    runtime.infer(
+        "basil_plant.location",
+        "the rooftop greenhouse",
         scope=convo,
-        authority="model-inferred",
         confidence=0.9,
-        sources=[str(t4.user_message_id)],
+        evidence=[t4],
     )
-    memory_assert(
-        user=user,
-        key="story.letter.location",
-        value="with us, downstairs",
-        scope=convo,
-        authority="model-inferred",
-        confidence=0.9,
-        sources=[str(t4.user_message_id)],
+    runtime.infer(
+        "story.letter.location", "with us, downstairs", scope=convo, confidence=0.9, evidence=[t4]
     )
     _, p_stairs = runtime.say(
         "It is quieter down here.",

@@ -113,7 +113,7 @@ def memories_import(rows: RowImport, *, characters: dict, slugs: dict) -> list[M
         "memory",
         as_dict=lambda e: memory_row(e, slugs, sources_of),
         same=_same_record,
-        build=lambda v, c: _record(rows.user, characters, v),
+        build=lambda v, c: _record(rows, characters, v),
     )
     sources = {v["id"]: v["sources"] for v in rows.v["memories"]}
     links = [MemorySource(memory_id=r.id, message_id=m) for r in created for m in sources[r.id]]
@@ -132,30 +132,20 @@ def _same_record(row: MemoryRecord, mine: dict, theirs: dict) -> tuple[dict, dic
     return mine, theirs
 
 
-def _record(user, characters: dict, v: dict) -> MemoryRecord:
+def _record(rows: RowImport, characters: dict, v: dict) -> MemoryRecord:
     scope = v["scope"]
     kind = scope["kind"]
     teller = (v.get("told_by") or [{"id": "", "name": ""}])[0]
-    return MemoryRecord(
-        id=v["id"],
-        user=user,
-        key=v["key"],
-        value=v["value"],
+    return rows.new_row(
+        MemoryRecord,
+        v,
+        "id key value status status_since authority confidence valid_from valid_until "
+        "recorded_at evidence_time retracted_at version",
         scope_kind=kind,
-        scope_id=memory_scope_id(user.username, scope),
+        scope_id=memory_scope_id(rows.user.username, scope),
         character=characters[scope["character"]] if kind == "character" else None,
         conversation_id=scope.get("conversation"),
         scene=scope.get("scene"),
-        status=v["status"],
-        status_since=v.get("status_since"),
-        authority=v["authority"],
-        confidence=v["confidence"],
-        valid_from=v["valid_from"],
-        valid_until=v.get("valid_until"),
-        recorded_at=v["recorded_at"],
-        evidence_time=v["evidence_time"],
-        retracted_at=v.get("retracted_at"),
-        version=v["version"],
         supersedes_id=v.get("supersedes"),
         told_by_connection=str(teller["id"]),
         told_by_name=teller["name"],
@@ -183,15 +173,11 @@ def _tombstones_import(rows: RowImport) -> list[Tombstone]:
         "tombstone",
         as_dict=tombstone_row,
         same=lambda row, mine, theirs: (tombstone_content(mine), tombstone_content(theirs)),
-        build=lambda v, c: Tombstone(
-            id=v["id"],
-            user=user,
+        build=lambda v, c: rows.new_row(
+            Tombstone,
+            v,
+            "id key value_hash forgotten_at blocks_sources_before forgotten_by",
             scope_id=v["scope"],
-            key=v["key"],
-            value_hash=v["value_hash"],
-            forgotten_at=v["forgotten_at"],
-            blocks_sources_before=v["blocks_sources_before"],
-            forgotten_by=v["forgotten_by"],
         ),
     )
     # F6 and F7.2: the links each tombstone carries, restored beside what is stored.
@@ -215,13 +201,7 @@ def _retractions_import(rows: RowImport) -> None:
             continue
         have.add(ident)
         new.append(
-            SlotRetraction(
-                user=user,
-                scope_id=v["scope"],
-                key=v["key"],
-                value_hash=v["value_hash"],
-                retracted_at=v["retracted_at"],
-            )
+            rows.new_row(SlotRetraction, v, "key value_hash retracted_at", scope_id=v["scope"])
         )
     rows.create(SlotRetraction, new, "retraction")
 
@@ -244,14 +224,11 @@ def _idempotency_import(rows: RowImport) -> None:
             rows.counts["skipped"] += 1
             continue
         new.append(
-            IdempotencyRecord(
-                user=user,
-                key=v["key"],
-                payload_hmac=v["payload_hmac"],
-                outcome=v["outcome"],
-                reason=v["reason"],
+            rows.new_row(
+                IdempotencyRecord,
+                v,
+                "key payload_hmac outcome reason created_at",
                 record_id=v.get("record"),
-                created_at=v["created_at"],
             )
         )
     rows.create(IdempotencyRecord, new, "idempotency record")

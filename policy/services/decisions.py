@@ -172,6 +172,22 @@ def log_decision(
     metrics.decision_made(decision.effect, decision.reason)
 
 
+def decide_in_context(
+    context: LoadedContext, capabilities: Sequence[Capability], *, requested_by: str, **options
+) -> list[DecisionOutcome]:
+    """`decide_and_log` at the place and time of a loaded context: its user, character,
+    conversation, scene and `now`."""
+    return decide_and_log(
+        user=context.user,
+        context=PolicyContext.of(context.domain),
+        character_id=context.character.pk if context.character else None,
+        conversation_id=context.conversation.pk if context.conversation else None,
+        capabilities=capabilities,
+        requested_by=requested_by,
+        **options,
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Decisions
 
@@ -190,15 +206,8 @@ def decision_make(
     require_choice(requested_by, REQUESTERS, field="requested_by")
     found = capability_by_name(capability)
     with transaction.atomic():
-        return decide_and_log(
-            user=context.user,
-            context=PolicyContext.of(context.domain),
-            character_id=context.character.pk if context.character else None,
-            conversation_id=context.conversation.pk if context.conversation else None,
-            capabilities=[found],
-            requested_by=requested_by,
-            explain=explain,
-            requester=requester,
+        return decide_in_context(
+            context, [found], requested_by=requested_by, explain=explain, requester=requester
         )[0]
 
 
@@ -212,11 +221,8 @@ def decisions_make(
     if not found:
         return []
     with transaction.atomic():
-        return decide_and_log(
-            user=context.user,
-            context=PolicyContext.of(context.domain),
-            character_id=context.character.pk if context.character else None,
-            conversation_id=context.conversation.pk if context.conversation else None,
-            capabilities=[found[name] for name in dict.fromkeys(capabilities)],
+        return decide_in_context(
+            context,
+            [found[name] for name in dict.fromkeys(capabilities)],
             requested_by=requested_by,
         )

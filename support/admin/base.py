@@ -65,6 +65,22 @@ from support.reveals import reveal_page_log
 PRIVATE_LOOKUP_PARTS = frozenset({"value", "content", "title"})
 
 
+def private_text_columns(name: str):
+    """The two columns of the private text field `name` (S1): its preview on the list, the
+    whole text on the change page, each the mask outside a reveal of its user. A model admin
+    takes them as `<name>_preview, <name>_full = private_text_columns("<name>")`."""
+
+    @admin.display(description=name)
+    def preview(self, obj):
+        return self.private_text(obj, name)
+
+    @admin.display(description=name)
+    def full(self, obj):
+        return self.private_text(obj, name, full=True)
+
+    return preview, full
+
+
 def count_of(model, fk: str, **filters):
     """A correlated COUNT subquery: per-row counts in the changelist's one query, without the
     GROUP BY a `Count()` join would add to every other column."""

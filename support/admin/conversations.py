@@ -18,7 +18,7 @@ from conversations.services import character_put
 from memory.models import MemoryRecord, MemorySource
 from memory.withholding import withheld_exists
 from support import services as support
-from support.admin.base import SupportAdmin, count_of
+from support.admin.base import SupportAdmin, count_of, private_text_columns
 from support.display import admin_link, explain_turn_url, explain_url, plan_rows, reveal_url
 from support.reveals import reveal_page_log
 
@@ -105,13 +105,7 @@ class ConversationAdmin(SupportAdmin):
     def character_slug(self, obj):
         return obj.character.slug
 
-    @admin.display(description="title")
-    def title_preview(self, obj):
-        return self.private_text(obj, "title")
-
-    @admin.display(description="title")
-    def title_full(self, obj):
-        return self.private_text(obj, "title", full=True)
+    title_preview, title_full = private_text_columns("title")
 
     @admin.display(description="messages", ordering="_messages")
     def n_messages(self, obj):
@@ -316,13 +310,7 @@ class MessageAdmin(SupportAdmin):
     def conversation_ref(self, obj):
         return conversation_link(obj.conversation_id)
 
-    @admin.display(description="content")
-    def content_preview(self, obj):
-        return self.private_text(obj, "content")
-
-    @admin.display(description="content")
-    def content_full(self, obj):
-        return self.private_text(obj, "content", full=True)
+    content_preview, content_full = private_text_columns("content")
 
     @admin.display(description="turn")
     def turn_ref(self, obj):

@@ -40,6 +40,8 @@ WITHHELD = (
     "A forget withholds this memory (F7.2): it holds a forgotten value, so the companion no "
     "longer uses it in the forget's scope. It stays the user's."
 )
+# A memory record on a support action's page, as `MemoryRecordAdmin._rows` writes it.
+RECORD_COLUMNS = ["record", "user", "key", "scope", "state", "authority", "value"]
 
 
 def _state_now(request):
@@ -375,6 +377,8 @@ class MemoryRecordAdmin(SupportAdmin):
     # --- actions ------------------------------------------------------------------------------
 
     def _rows(self, request, queryset):
+        """The selected records, their rows on an action's page (`RECORD_COLUMNS`), and the
+        records whose text the page may show."""
         records = list(queryset.select_related("user"))
         self._attach_states(request, records)
         rows = [
@@ -423,13 +427,7 @@ class MemoryRecordAdmin(SupportAdmin):
             "that hold the value (forgetting in the memory's scope · everywhere, F6) and the "
             "user's other memories that hold it (in its scope, F7.2) — counts only.",
             columns=[
-                "record",
-                "user",
-                "key",
-                "scope",
-                "state",
-                "authority",
-                "value",
+                *RECORD_COLUMNS,
                 "messages withheld (scope · everywhere)",
                 "other memories withheld",
             ],
@@ -459,7 +457,7 @@ class MemoryRecordAdmin(SupportAdmin):
             "W10): "
             "every record of the slot that has not ended is closed now; history keeps them, and "
             "older evidence cannot bring the value back (W4). Nothing is erased.",
-            columns=["record", "user", "key", "scope", "state", "authority", "value"],
+            columns=RECORD_COLUMNS,
             rows=rows,
             revealed=revealed,
             perform=lambda data: support.support_retract(

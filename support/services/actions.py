@@ -115,6 +115,21 @@ def _each(
     return outcomes
 
 
+def _each_record(*, staff, action: str, reason: str, record_ids: Sequence, run):
+    """`_each` over the memory records `record_ids` that exist, each logged under its user:
+    `run(record_id, owner_id)`."""
+    record_ids = as_uuids(record_ids)
+    owners = dict(MemoryRecord.objects.filter(pk__in=record_ids).values_list("pk", "user_id"))
+    return _each(
+        staff=staff,
+        action=action,
+        model=MemoryRecord,
+        reason=reason,
+        targets=[(pk, owners[pk]) for pk in record_ids if pk in owners],
+        run=lambda record_id: run(record_id, owners[record_id]),
+    )
+
+
 def support_forget(
     *, staff, record_ids: Sequence, reason: str, everywhere: bool = False, whole_key: bool = False
 ) -> list[ActionOutcome]:
@@ -122,11 +137,8 @@ def support_forget(
     covered records purged to skeletons. A record already forgotten (for instance by the forget
     of another selected record of its slot) is skipped and says so."""
 
-    record_ids = as_uuids(record_ids)
-    owners = dict(MemoryRecord.objects.filter(pk__in=record_ids).values_list("pk", "user_id"))
-
-    def run(record_id):
-        owner = get_user_model().objects.get(pk=owners[record_id])
+    def run(record_id, owner_id):
+        owner = get_user_model().objects.get(pk=owner_id)
         tombstone = memory_forget(
             record_id=record_id,
             user=owner,
@@ -154,24 +166,14 @@ def support_forget(
             },
         )
 
-    return _each(
-        staff=staff,
-        action="forget",
-        model=MemoryRecord,
-        reason=reason,
-        targets=[(pk, owners[pk]) for pk in record_ids if pk in owners],
-        run=run,
-    )
+    return _each_record(staff=staff, action="forget", reason=reason, record_ids=record_ids, run=run)
 
 
 def support_retract(*, staff, record_ids: Sequence, reason: str) -> list[ActionOutcome]:
     """W10 through `memory_retract`: the record's slot is closed now and stays closed for old
     evidence (W4)."""
 
-    record_ids = as_uuids(record_ids)
-    owners = dict(MemoryRecord.objects.filter(pk__in=record_ids).values_list("pk", "user_id"))
-
-    def run(record_id):
+    def run(record_id, owner_id):
         result = memory_retract(record_id=record_id)
         return ActionOutcome(
             str(record_id),
@@ -182,13 +184,8 @@ def support_retract(*, staff, record_ids: Sequence, reason: str) -> list[ActionO
             },
         )
 
-    return _each(
-        staff=staff,
-        action="retract",
-        model=MemoryRecord,
-        reason=reason,
-        targets=[(pk, owners[pk]) for pk in record_ids if pk in owners],
-        run=run,
+    return _each_record(
+        staff=staff, action="retract", reason=reason, record_ids=record_ids, run=run
     )
 
 

@@ -150,13 +150,11 @@ class _Import(RowImport):
             "conversations",
             "conversation",
             as_dict=lambda e: conversation_row(e, self.slugs),
-            build=lambda v, c: Conversation(
-                id=v["id"],
-                user=user,
+            build=lambda v, c: self.new_row(
+                Conversation,
+                v,
+                "id title created_at last_seq",
                 character=chars[v["character"]],
-                title=v["title"],
-                created_at=v["created_at"],
-                last_seq=v["last_seq"],
             ),
         )
         self.merge(
@@ -165,14 +163,8 @@ class _Import(RowImport):
             "message",
             as_dict=message_row,
             same=lambda row, mine, theirs: (message_content(mine), message_content(theirs)),
-            build=lambda v, c: Message(
-                id=v["id"],
-                user=user,
-                conversation_id=v["conversation"],
-                seq=v["seq"],
-                role=v["role"],
-                content=v["content"],
-                created_at=v["created_at"],
+            build=lambda v, c: self.new_row(
+                Message, v, "id seq role content created_at", conversation_id=v["conversation"]
             ),
         )
         # A conversation's sequence counter never falls behind its messages (I1: next seq).
@@ -192,20 +184,14 @@ class _Import(RowImport):
             "turn",
             as_dict=turn_row,
             same=lambda row, mine, theirs: (turn_content(mine), turn_content(theirs)),
-            build=lambda v, c: Turn(
-                id=v["id"],
-                user=user,
+            build=lambda v, c: self.new_row(
+                Turn,
+                v,
+                "id turn_key scene status created_at learning plan_snapshot plan_hash",
                 conversation_id=v["conversation"],
-                turn_key=v["turn_key"],
-                scene=v["scene"],
-                status=v["status"],
                 user_message_id=v["user_message"],
                 reply_message_id=v.get("reply_message"),
-                created_at=v["created_at"],
                 extracted=c["extracted"],
-                learning=v["learning"],
-                plan_snapshot=v.get("plan_snapshot"),
-                plan_hash=v["plan_hash"],
             ),
         )
 
@@ -219,23 +205,17 @@ class _Import(RowImport):
 
         def build_rule(v, c):
             scope, kind = v["scope"], v["scope"]["kind"]
-            return PolicyRule(
-                id=v["id"],
-                user=user,
+            return self.new_row(
+                PolicyRule,
+                v,
+                "id effect source requested_by valid_from valid_until revoked_at version "
+                "created_at",
                 capability_id=v["capability"],
-                effect=v["effect"],
-                source=v["source"],
                 scope_kind=kind,
                 character=chars[scope["character"]] if kind == "character" else None,
                 conversation_id=scope.get("conversation"),
                 scene=scope.get("scene"),
-                requested_by=v.get("requested_by"),
-                valid_from=v["valid_from"],
-                valid_until=v.get("valid_until"),
-                revoked_at=v.get("revoked_at"),
-                version=v["version"],
                 supersedes_id=v.get("supersedes"),
-                created_at=v["created_at"],
             )
 
         self.created_rules = self.merge(
@@ -258,19 +238,13 @@ class _Import(RowImport):
             "decisions",
             "decision",
             as_dict=decision_row,
-            build=lambda v, c: DecisionLog(
-                id=v["id"],
-                user=user,
-                capability=v["capability"],
-                requested_by=v["requested_by"],
-                effect=v["effect"],
-                reason=v["reason"],
+            build=lambda v, c: self.new_row(
+                DecisionLog,
+                v,
+                "id capability requested_by effect reason defaults_version user_version "
+                "decided_at requester",
                 rule_ids=[str(r) for r in v["rule_ids"]],
-                defaults_version=v["defaults_version"],
-                user_version=v["user_version"],
                 scope_ids=list(v["scope_ids"]),
-                decided_at=v["decided_at"],
-                requester=v["requester"],
             ),
         )
         self.merge(
@@ -278,17 +252,13 @@ class _Import(RowImport):
             "media_jobs",
             "media job",
             as_dict=lambda e: job_row(e, self.slugs),
-            build=lambda v, c: MediaJob(
-                id=v["id"],
-                user=user,
+            build=lambda v, c: self.new_row(
+                MediaJob,
+                v,
+                "id decision_id start_decision_id created_at started_at finished_at",
                 capability_id=v["capability"],
                 character=chars[v["character"]] if v.get("character") else None,
                 conversation_id=v.get("conversation"),
-                decision_id=v["decision_id"],
-                start_decision_id=v.get("start_decision_id"),
-                created_at=v["created_at"],
-                started_at=v.get("started_at"),
-                finished_at=v.get("finished_at"),
                 **{f: v[f] for f in JOB_FIELDS if f != "decision_rule_ids"},
                 decision_rule_ids=[str(r) for r in v["decision_rule_ids"]],
             ),
@@ -298,14 +268,12 @@ class _Import(RowImport):
             "answers",
             "answer",
             as_dict=answer_row,
-            build=lambda v, c: PolicyAnswer(
-                id=v["id"],
-                user=user,
+            build=lambda v, c: self.new_row(
+                PolicyAnswer,
+                v,
+                "id answer remember answered_at",
                 decision_id=v["decision"],
-                answer=v["answer"],
-                remember=v["remember"],
                 rule_id=v.get("rule"),
                 media_job_id=v.get("media_job"),
-                answered_at=v["answered_at"],
             ),
         )
