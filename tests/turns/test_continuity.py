@@ -61,7 +61,10 @@ def test_it_fails_the_relevance_scene_when_plans_ignore_relevance(monkeypatch):
     monkeypatch.setattr(
         planner,
         "relevance_order",
-        lambda memories, query, pinned: (list(range(len(memories))), [0.0] * len(memories)),
+        lambda memories, query, pinned, label_terms=None: (
+            list(range(len(memories))),
+            [0.0] * len(memories),
+        ),
     )
     card, _ = play()
     failed = {c.name for c in card.checks if not c.passed}
