@@ -329,8 +329,7 @@ def log(taken: TurnTaken) -> None:
     for item, outcome in zip(decided.found, decided.outcomes, strict=True):
         record = outcome.record
         log_memory_write(
-            outcome=outcome.outcome,
-            reason=outcome.reason,
+            outcome,
             key=item.key,
             scope_kind=record.scope.kind if record else "user",
             authority=record.authority

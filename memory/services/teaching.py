@@ -31,7 +31,7 @@ from ..write_rules import (
     Known,
     WriteBatch,
 )
-from .asserting import AssertResult, lock_profile, log_assert
+from .asserting import AssertResult, lock_profile, log_memory_write
 
 log = logging.getLogger("companion.memory")
 
@@ -134,7 +134,7 @@ def memory_learn(
             ]
     for item, result in zip(found, results, strict=True):
         record = result.record
-        log_assert(
+        log_memory_write(
             result,
             key=item.key,
             scope_kind=record.scope.kind if record else "user",
