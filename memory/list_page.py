@@ -194,21 +194,30 @@ def _filter_query(form: MemoryFilterForm) -> QueryDict:
     return query
 
 
+def _card(
+    item, group: str | None, words: Wording, sort: str, *, scope_kind: str, value: str, **extra
+) -> MemoryRow:
+    """A card of the page in its place: a record's, or a forgotten skeleton's (no value),
+    labelled and ordered by `sort` (`_order`)."""
+    label = words.label(item.key)
+    order = _order(sort, label, scope_kind, value, item.recorded_at, item.id)
+    return MemoryRow(
+        id=item.id,
+        key=item.key,
+        scope_id=item.scope_id,
+        label=label,
+        group=group,
+        recorded_at=item.recorded_at,
+        order=order,
+        **extra,
+    )
+
+
 def _record_row(
     record: DomainRecord, group: str | None, words: Wording, sort: str, **extra
 ) -> MemoryRow:
-    label = words.label(record.key)
-    return MemoryRow(
-        id=record.id,
-        key=record.key,
-        scope_id=record.scope_id,
-        label=label,
-        group=group,
-        recorded_at=record.recorded_at,
-        record=record,
-        order=_order(sort, label, record.scope.kind, record.value, record.recorded_at, record.id),
-        **extra,
-    )
+    kind, value = record.scope.kind, record.value
+    return _card(record, group, words, sort, scope_kind=kind, value=value, record=record, **extra)
 
 
 def _rows(
@@ -241,26 +250,10 @@ def _rows(
             group = names.group_of(record.scope_id)
             groups[group].append(_record_row(record, group, words, filters.sort, kind="retracted"))
     for skeleton in skeletons:
-        label = words.label(skeleton.key)
         group = names.group_of(skeleton.scope_id)
+        kind = skeleton.scope_id.split(":", 1)[0]
         groups[group].append(
-            MemoryRow(
-                id=skeleton.id,
-                key=skeleton.key,
-                scope_id=skeleton.scope_id,
-                label=label,
-                group=group,
-                recorded_at=skeleton.recorded_at,
-                kind="forgotten",
-                order=_order(
-                    filters.sort,
-                    label,
-                    skeleton.scope_id.split(":", 1)[0],
-                    "",
-                    skeleton.recorded_at,
-                    skeleton.id,
-                ),
-            )
+            _card(skeleton, group, words, filters.sort, scope_kind=kind, value="", kind="forgotten")
         )
     return groups
 
