@@ -28,6 +28,7 @@ from config.storage import RowWriter, raw_reader
 from conversations.domain import Context, scope_ids_of
 from conversations.models import Conversation, Message, Turn
 from conversations.scopes import scope_columns
+from memory.current import ResolveBasis
 from memory.selectors.records import Registry, catalog_registry
 from memory.selectors.resolution import resolve_log_line
 from memory.services import log_memory_write
@@ -164,10 +165,14 @@ def _turn_read(
         message=ask.current,
         learn=learning,
         use=profile.use,
-        secret=profile.secret_bytes(),
+        basis=ResolveBasis(
+            many_keys=registry.many_keys,
+            labels=registry.labels,
+            secret=profile.secret_bytes(),
+            likely=settings.COMPANION["CERTAINTY_LIKELY"],
+            uncertain=settings.COMPANION["CERTAINTY_UNCERTAIN"],
+        ),
         last_named=rows.last_named,
-        many_keys=registry.many_keys,
-        labels=registry.labels,
         pinned=registry.pinned_keys,
         scope_ids=tuple(context.scope_ids()),
         records=state.state.records,
@@ -175,8 +180,6 @@ def _turn_read(
         retractions=state.state.retractions,
         history=rows.history,
         texts=rows.texts,
-        likely=settings.COMPANION["CERTAINTY_LIKELY"],
-        uncertain=settings.COMPANION["CERTAINTY_UNCERTAIN"],
         params=ask.plan,
         capabilities=ask.capabilities,
         rules=rules,

@@ -19,6 +19,7 @@ from conversations.models import Message
 from conversations.scopes import scope_columns
 
 from .. import learning
+from ..current import ResolveBasis
 from ..domain import (
     REASON_PAUSED,
 )
@@ -100,14 +101,14 @@ def memory_learn(
                 complete_scopes=scope_ids,
             )
             cfg = settings.COMPANION
-            known = learning.CorrectionBasis(
+            basis = ResolveBasis(
                 many_keys=state.many_keys,
                 labels=registry(keys).labels,
-                tombstones=state.tombstones,
                 secret=secret,
                 likely=cfg["CERTAINTY_LIKELY"],
                 uncertain=cfg["CERTAINTY_UNCERTAIN"],
             )
+            known = learning.CorrectionBasis(basis, state.tombstones)
             outcomes = learning.learn(
                 found,
                 batch,
