@@ -112,7 +112,7 @@ def read(ask: TurnAsk, memory: ContextMemory, *, learning: bool) -> storage.Turn
     conversation = ask.conversation
     room = plan.budget - estimate_message(ask.current.content) if plan is not None else -1
     relevance = plan is not None and plan.memory_order == "relevance"
-    found = dict(
+    asked = storage.TurnQuery(
         conversation=conversation,
         turn_key=ask.turn_key,
         character=conversation.character.slug,
@@ -125,8 +125,8 @@ def read(ask: TurnAsk, memory: ContextMemory, *, learning: bool) -> storage.Turn
     )
     reader = raw_reader(Turn.objects.db)
     if reader is None:
-        return read_turn_orm(**found)
-    return storage.read_turn(reader, registry=not catalog_registry.warm(), **found)
+        return read_turn_orm(asked)
+    return storage.read_turn(reader, asked, registry=not catalog_registry.warm())
 
 
 def _registry(rows, learning: bool, plan) -> Registry:
