@@ -53,6 +53,15 @@ class CorrectionBasis:
         return self.basis.many_keys
 
 
+def authority_of(item, agent: tuple[str, ...] = ()) -> str:
+    """The authority a finding is written with when nothing it names is held (§8, M3): a
+    connection's is `model-inferred`, a correction `user-corrected`, a fact
+    `rule-extracted`."""
+    if agent:
+        return INFERRED
+    return CORRECTED if item.correction else EXTRACTED
+
+
 def check(found: Iterable) -> None:
     """W1 for what the extractor found, before anything is decided: `ValidationError` for the
     first finding a write would refuse (a value over the length limit, say)."""

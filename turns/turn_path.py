@@ -31,7 +31,7 @@ from conversations.scopes import scope_columns
 from memory.current import ResolveBasis
 from memory.selectors.records import Registry, catalog_registry
 from memory.selectors.resolution import resolve_log_line
-from memory.services import log_memory_write
+from memory.services import log_learned
 from memory.state import ContextMemory
 from policy.domain import PolicyContext, PolicyVersion
 from policy.models import DecisionLog
@@ -331,15 +331,7 @@ def log(taken: TurnTaken) -> None:
     read, decided, turn = taken.read, taken.decided, taken.turn
     for item, outcome in zip(decided.found, decided.outcomes, strict=True):
         record = outcome.record
-        log_memory_write(
-            outcome,
-            key=item.key,
-            scope_kind=record.scope.kind if record else "user",
-            authority=record.authority
-            if record
-            else ("user-corrected" if item.correction else "rule-extracted"),
-            sources=len(record.sources) if record else 1,
-        )
+        log_learned(item, outcome, sources=len(record.sources) if record else 1)
     metrics.resolve_observed(len(decided.records))
     for decision_id, capability, decision in decided.decisions:
         log_decision(

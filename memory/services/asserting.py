@@ -26,6 +26,7 @@ from config.storage import RowWriter
 from conversations.models import Character, Conversation, Message
 from conversations.scopes import SCOPE_KINDS, USER_SCOPE_COLUMNS, Scope
 
+from .. import learning
 from ..domain import REASON_PAUSED, RecordState, loggable_key
 from ..domain import MemoryRecord as DomainRecord
 from ..models import IdempotencyRecord, MemoryProfile, MemoryRecord
@@ -210,6 +211,19 @@ def log_memory_write(result, *, key: str, scope_kind: str, authority: str, sourc
     )
     if result.outcome == "blocked":
         metrics.write_blocked(result.reason)
+
+
+def log_learned(item, result, *, agent: tuple[str, ...] = (), sources: int) -> None:
+    """`log_memory_write` for a finding a text taught (§8): its key, and the scope and
+    authority of the record it left, or the user scope and the authority it asked for."""
+    record = result.record
+    log_memory_write(
+        result,
+        key=item.key,
+        scope_kind=record.scope.kind if record else "user",
+        authority=record.authority if record else learning.authority_of(item, agent),
+        sources=sources,
+    )
 
 
 def _memory_assert_locked(user, asked: _Asked, idempotency_key: str | None) -> AssertResult:

@@ -32,7 +32,7 @@ from ..write_rules import (
     Known,
     WriteBatch,
 )
-from .asserting import AssertResult, lock_profile, log_memory_write
+from .asserting import AssertResult, lock_profile, log_learned
 
 log = logging.getLogger("companion.memory")
 
@@ -134,20 +134,7 @@ def memory_learn(
                 for o in outcomes
             ]
     for item, result in zip(found, results, strict=True):
-        record = result.record
-        log_memory_write(
-            result,
-            key=item.key,
-            scope_kind=record.scope.kind if record else "user",
-            authority=record.authority
-            if record
-            else (
-                "model-inferred"
-                if agent
-                else ("user-corrected" if item.correction else "rule-extracted")
-            ),
-            sources=len(sources),
-        )
+        log_learned(item, result, agent=agent, sources=len(sources))
     return results
 
 
