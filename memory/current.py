@@ -134,6 +134,37 @@ _version = operator.attrgetter("version")
 
 
 @dataclass(frozen=True)
+class ResolveBasis:
+    """What a context's records are resolved and projected with besides themselves and the
+    tombstones: the registry's `many` keys (R6, P3) and labels (P4), the user's secret (R6's
+    value slots) and P2's certainty thresholds. A resolution is answered again only under the
+    very registry objects it was made with (`Resolved.made_with`)."""
+
+    many_keys: frozenset[str]
+    labels: Mapping[str, str]
+    secret: bytes
+    likely: float
+    uncertain: float
+
+    def resolve(
+        self, records: Sequence[MemoryRecord], tombstones: Sequence[Tombstone], context: Context
+    ) -> Resolution:
+        """R1–R8 (`memory.resolver.resolve`)."""
+        return resolve(records, tombstones, context, many_keys=self.many_keys, secret=self.secret)
+
+    def project(self, active, withholding: frozenset[str] = frozenset()) -> Projection:
+        """F7.2 and P1–P4 of the resolver's `active` records (`memory.projection.project`)."""
+        return project(
+            active,
+            labels=self.labels,
+            many_keys=self.many_keys,
+            likely=self.likely,
+            uncertain=self.uncertain,
+            withholding=withholding,
+        )
+
+
+@dataclass(frozen=True)
 class Resolved:
     """A resolution and projection of some records made at a time of `window`, the valid
     times `[lo, hi)` over which they answer as they did (`memory.resolver.stable_window`)."""
@@ -180,12 +211,8 @@ def resolve_context(
     records: Sequence[MemoryRecord],
     tombstones: Sequence[Tombstone],
     context: Context,
+    basis: ResolveBasis,
     *,
-    many_keys: frozenset[str],
-    labels: Mapping[str, str],
-    secret: bytes,
-    likely: float,
-    uncertain: float,
     earlier: Resolved | None = None,
 ) -> tuple[Resolution, Projection]:
     """R1–R8 and P1–P4 for the context: `earlier` answered again when it is a resolution of
@@ -194,16 +221,8 @@ def resolve_context(
         reused = earlier.at(context.now)
         if reused is not None:
             return reused
-    resolution = resolve(records, tombstones, context, many_keys=many_keys, secret=secret)
-    projection = project(
-        resolution.active,
-        labels=labels,
-        many_keys=many_keys,
-        likely=likely,
-        uncertain=uncertain,
-        withholding=withholding_in(tombstones, context),
-    )
-    return resolution, projection
+    resolution = basis.resolve(records, tombstones, context)
+    return resolution, basis.project(resolution.active, withholding_in(tombstones, context))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,12 +297,8 @@ def resolve_keyed(
     records: Sequence[MemoryRecord],
     tombstones: Sequence[Tombstone],
     context: Context,
+    basis: ResolveBasis,
     *,
-    many_keys: frozenset[str],
-    labels: Mapping[str, str],
-    secret: bytes,
-    likely: float,
-    uncertain: float,
     earlier: Resolved | None = None,
     groups: int | None = None,
     by_group: KeyGroups | None = None,
@@ -301,7 +316,8 @@ def resolve_keyed(
     holds them (`ContextState.by_group`); a group whose list is the very one `earlier` was
     made of, under the very registry and tombstones, is reused without a look at its
     records while `now` stays in its window."""
-    settings = (secret, likely, uncertain)
+    many_keys, labels = basis.many_keys, basis.labels
+    settings = (basis.secret, basis.likely, basis.uncertain)
     now = context.now
     groups, by_group = _grouping(len(records), groups, by_group)
     if earlier is not None and earlier.settings != (*settings, groups):
@@ -311,7 +327,7 @@ def resolve_keyed(
         reused = earlier.at(now)
         if reused is not None:
             return replace(earlier, resolution=reused[0], records=tuple(records))
-    making = _GroupMaking(context, tombstones, many_keys, labels, settings, groups)
+    making = _GroupMaking(context, tombstones, basis, groups)
     parts, changed = making.parts(
         by_group.groups if by_group is not None else KeyGroups.of_count(records, groups),
         earlier.parts if earlier is not None else {},
@@ -332,16 +348,7 @@ def resolve_keyed(
         if reused is not None:
             return Resolved(earlier.window, *reused, parts=parts, **extra)
     if _names_across_groups(records, parts):
-        resolution, projection = resolve_context(
-            records,
-            tombstones,
-            context,
-            many_keys=many_keys,
-            labels=labels,
-            secret=secret,
-            likely=likely,
-            uncertain=uncertain,
-        )
+        resolution, projection = resolve_context(records, tombstones, context, basis)
         return Resolved.made(records, now, resolution, projection)
     return _assembled(parts, now, extra)
 
@@ -369,12 +376,11 @@ def _names_across_groups(records: Sequence[MemoryRecord], parts: Mapping[int, Ke
 class _GroupMaking:
     """What each group's share of a context is made with (`resolve_keyed`): the context, the
     tombstones (by group, and those that withhold here, F7.2, found once when a group is
-    made), the registry and the settings."""
+    made), the registry, the secret and the thresholds (`basis`)."""
 
-    def __init__(self, context, tombstones, many_keys, labels, settings, groups):
+    def __init__(self, context, tombstones, basis: ResolveBasis, groups):
         self.context, self.tombstones = context, tombstones
-        self.many_keys, self.labels = many_keys, labels
-        self.settings, self.groups = settings, groups
+        self.basis, self.groups = basis, groups
         self._by_group: dict[int, list[Tombstone]] | None = None
         self._withholding: frozenset[str] | None = None
 
@@ -410,25 +416,15 @@ class _GroupMaking:
         tombs, withholding = self.tombstones_of(index), self.withholding()
         # F7.2: a group is withheld by tombstones of any key; what it holds of them is part
         # of what it was made with.
+        many_keys, labels = self.basis.many_keys, self.basis.labels
         made_with = (
-            tuple(
-                (k, k in self.many_keys, self.labels.get(k))
-                for k in sorted({r.key for r in grouped})
-            ),
+            tuple((k, k in many_keys, labels.get(k)) for k in sorted({r.key for r in grouped})),
             _withheld_in_group(grouped, withholding),
         )
         now = self.context.now
         if before is not None and before.holds(grouped, tombs, made_with, now):
             return before
-        made = _resolve_group(
-            grouped,
-            tombs,
-            self.context,
-            self.many_keys,
-            self.labels,
-            *self.settings,
-            withholding,
-        )
+        made = _resolve_group(grouped, tombs, self.context, self.basis, withholding)
         return KeyPart(tuple(grouped), tuple(tombs), made_with, stable_window(grouped, now), *made)
 
     def tombstones_of(self, index: int) -> list[Tombstone] | tuple:
@@ -457,18 +453,9 @@ def _withheld_in_group(grouped, withholding: frozenset[str]) -> frozenset[str]:
     return withholding.intersection(chain.from_iterable(r.withheld_by for r in grouped))
 
 
-def _resolve_group(
-    grouped, tombs, context, many_keys, labels, secret, likely, uncertain, withholding
-):
-    resolution = resolve(grouped, tombs, context, many_keys=many_keys, secret=secret)
-    projection = project(
-        resolution.active,
-        labels=labels,
-        many_keys=many_keys,
-        likely=likely,
-        uncertain=uncertain,
-        withholding=withholding,
-    )
+def _resolve_group(grouped, tombs, context, basis: ResolveBasis, withholding):
+    resolution = basis.resolve(grouped, tombs, context)
+    projection = basis.project(resolution.active, withholding)
     ids = {record.id for record in grouped}
     outside = frozenset(
         record.supersedes

@@ -21,7 +21,7 @@ is `unchanged` (never a confirm), and any live tombstone of the key blocks it.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,9 +29,8 @@ from config.errors import AuthorityConflict
 from conversations.domain import Context
 from conversations.scopes import Scope
 
+from .current import ResolveBasis
 from .domain import AUTHORITY_RANK, Tombstone, normalise_value
-from .projection import project
-from .resolver import resolve
 from .write_rules import Fact, Outcome, Retract, WriteBatch, check_fields
 
 EXTRACTED = "rule-extracted"
@@ -42,16 +41,25 @@ INFERRED = "model-inferred"
 
 @dataclass(frozen=True)
 class CorrectionBasis:
-    """What a correction's target is decided with, besides the batch's records: the registry
-    (which keys are `many`, labels), the user's tombstones and secret, and the certainty
-    thresholds of P2."""
+    """What a correction's target is decided with, besides the batch's records: what the
+    context is resolved and projected with (`basis`: the registry, the user's secret, P2's
+    thresholds) and the user's tombstones."""
 
-    many_keys: frozenset[str]
-    labels: Mapping[str, str]
+    basis: ResolveBasis
     tombstones: Sequence[Tombstone]
-    secret: bytes
-    likely: float
-    uncertain: float
+
+    @property
+    def many_keys(self) -> frozenset[str]:
+        return self.basis.many_keys
+
+
+def authority_of(item, agent: tuple[str, ...] = ()) -> str:
+    """The authority a finding is written with when nothing it names is held (§8, M3): a
+    connection's is `model-inferred`, a correction `user-corrected`, a fact
+    `rule-extracted`."""
+    if agent:
+        return INFERRED
+    return CORRECTED if item.correction else EXTRACTED
 
 
 def check(found: Iterable) -> None:
@@ -147,20 +155,8 @@ def _agent_write(
 def target_of(key: str, batch: WriteBatch, *, context: Context, known: CorrectionBasis):
     """The record of `key` projected for `context` at its `now` (R1–R6, then P1–P4), as the
     batch's writes so far left the records, or None."""
-    resolution = resolve(
-        batch.records(key),
-        known.tombstones,
-        context,
-        many_keys=known.many_keys,
-        secret=known.secret,
-    )
-    projection = project(
-        resolution.active,
-        labels=known.labels,
-        many_keys=known.many_keys,
-        likely=known.likely,
-        uncertain=known.uncertain,
-    )
+    resolution = known.basis.resolve(batch.records(key), known.tombstones, context)
+    projection = known.basis.project(resolution.active)
     return next((p.record for p in projection.prompt if p.key == key), None)
 
 

@@ -197,9 +197,10 @@ def _filter_query(form: MemoryFilterForm) -> QueryDict:
 def _card(
     item, group: str | None, words: Wording, sort: str, *, scope_kind: str, value: str, **extra
 ) -> MemoryRow:
-    """The card of `item`, a record or the skeleton of a forgotten one: its slot, label, group
-    and place in the chosen order."""
+    """A card of the page in its place: a record's, or a forgotten skeleton's (no value),
+    labelled and ordered by `sort` (`_order`)."""
     label = words.label(item.key)
+    order = _order(sort, label, scope_kind, value, item.recorded_at, item.id)
     return MemoryRow(
         id=item.id,
         key=item.key,
@@ -207,7 +208,7 @@ def _card(
         label=label,
         group=group,
         recorded_at=item.recorded_at,
-        order=_order(sort, label, scope_kind, value, item.recorded_at, item.id),
+        order=order,
         **extra,
     )
 
@@ -215,16 +216,8 @@ def _card(
 def _record_row(
     record: DomainRecord, group: str | None, words: Wording, sort: str, **extra
 ) -> MemoryRow:
-    return _card(
-        record,
-        group,
-        words,
-        sort,
-        scope_kind=record.scope.kind,
-        value=record.value,
-        record=record,
-        **extra,
-    )
+    kind, value = record.scope.kind, record.value
+    return _card(record, group, words, sort, scope_kind=kind, value=value, record=record, **extra)
 
 
 def _rows(

@@ -31,7 +31,7 @@ from config.errors import BudgetExceeded, MessageWithheld
 from conversations.domain import Context
 from conversations.plan_snapshot import PlanSnapshot
 from memory import learning
-from memory.current import KeyGroups, Resolved, resolve_keyed, slots_of
+from memory.current import KeyGroups, ResolveBasis, Resolved, resolve_keyed, slots_of
 from memory.domain import RESOLVER_VERSION, MemoryRecord, Projection, Resolution, Tombstone
 from memory.extract import extract
 from memory.write_rules import Known, Outcome, WriteBatch, WritePlan
@@ -61,18 +61,17 @@ class Capability:
 @dataclass(frozen=True)
 class TurnRead:
     """Everything a new turn is decided with: the context (its `now` is the clock read after
-    the locks, the message's time), the message, the user's switches and secret, the
-    registry, the context's memory state, the history before the message with the text read,
+    the locks, the message's time), the message, the user's switches, what the memory is
+    resolved with (`basis`: the registry, the user's secret, P2's thresholds), the pinned
+    keys, the context's memory state, the history before the message with the text read,
     the plan parameters and the policy inputs."""
 
     context: Context
     message: PlanMessage
     learn: bool
     use: bool
-    secret: bytes
+    basis: ResolveBasis
     last_named: str | None
-    many_keys: frozenset[str]
-    labels: Mapping[str, str]
     pinned: frozenset[str]
     scope_ids: tuple[str, ...]
     records: Sequence[MemoryRecord]
@@ -80,8 +79,6 @@ class TurnRead:
     retractions: Mapping[tuple[str, str, str], datetime]
     history: Sequence[HistoryCandidate]
     texts: Mapping[str, str]
-    likely: float
-    uncertain: float
     params: PlanParams | None = None
     capabilities: Sequence[Capability] = ()
     rules: Sequence[Rule] = ()
@@ -143,7 +140,7 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
         Known(by_slot, read.tombstones, read.retractions),
         user=context.user,
         now=context.now,
-        secret=read.secret,
+        secret=read.basis.secret,
         new_id=new_id,
         complete_scopes=read.scope_ids,
     )
@@ -152,14 +149,7 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
     if read.learn:
         found = extract(read.message.content, last_named_key=read.last_named)
         learning.check(found)
-        known = learning.CorrectionBasis(
-            many_keys=read.many_keys,
-            labels=read.labels,
-            tombstones=read.tombstones,
-            secret=read.secret,
-            likely=read.likely,
-            uncertain=read.uncertain,
-        )
+        known = learning.CorrectionBasis(read.basis, read.tombstones)
         outcomes = learning.learn(
             found,
             batch,
@@ -178,16 +168,7 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
     if by_group is None:
         by_group = KeyGroups.of(records)
     resolved = resolve_keyed(
-        records,
-        read.tombstones,
-        context,
-        many_keys=read.many_keys,
-        labels=read.labels,
-        secret=read.secret,
-        likely=read.likely,
-        uncertain=read.uncertain,
-        earlier=read.resolved,
-        by_group=by_group,
+        records, read.tombstones, context, read.basis, earlier=read.resolved, by_group=by_group
     )
     decided = TurnDecided(
         found, outcomes, batch.plan, records, resolved.resolution, resolved.projection
@@ -196,7 +177,7 @@ def decide_turn(read: TurnRead, *, new_id: Callable[[], str]) -> TurnDecided:
     decided.by_slot = batch.slots() if batch.changed else by_slot
     decided.by_group = by_group
     decided.states = batch.states(
-        [o.record.id for o in outcomes if o.record], many_keys=read.many_keys
+        [o.record.id for o in outcomes if o.record], many_keys=read.basis.many_keys
     )
     if read.params is not None:
         plan_turn(read, decided, read.texts, new_id=new_id)

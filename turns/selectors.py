@@ -28,7 +28,6 @@ from memory.selectors.pages import (
 )
 from memory.selectors.records import last_named_key
 from memory.selectors.resolution import remembered_now
-from memory.state import ContextMemory
 from memory.withholding import withheld_by, withheld_exists, withheld_message_ids
 from policy.models import DecisionLog, PolicyRule
 from policy.selectors import user_policy_version, user_rules_for_context
@@ -37,6 +36,7 @@ from . import used as used_words
 from .planner import HistoryCandidate
 from .storage import (
     OctetLength,
+    TurnQuery,
     TurnRows,
     history_sql,
     message_size_sql,
@@ -205,37 +205,27 @@ def data_counts(user) -> dict[str, int]:
     }
 
 
-def read_turn_orm(
-    *,
-    conversation,
-    turn_key: str | None,
-    character: str,
-    memory: ContextMemory,
-    room: int,
-    n_recent: int,
-    learning: bool,
-    capabilities: list[str],
-    boundary: int,
-) -> TurnRows:
+def read_turn_orm(asked: TurnQuery) -> TurnRows:
     """What `turns.storage.read_turn` reads, through the ORM: the reference the raw statement
     is tested against, and the read wherever the raw reader does not serve the database."""
+    conversation, capabilities = asked.conversation, asked.capabilities
     user = conversation.user
     existing = None
-    if turn_key is not None:
+    if asked.turn_key is not None:
         existing = (
-            Turn.objects.filter(conversation=conversation, turn_key=turn_key)
+            Turn.objects.filter(conversation=conversation, turn_key=asked.turn_key)
             .values_list("pk", flat=True)
             .first()
         )
-    memory.read_orm()
+    asked.memory.read_orm()
     history, texts = [], {}
-    if room >= 0 or n_recent > 0:
-        history = history_candidates(conversation, boundary)
+    if asked.planned:
+        history = history_candidates(conversation, asked.boundary)
         running, wanted = 0, []
         admissible = [c for c in history if not c.withheld]  # F6
         for newest, candidate in enumerate(reversed(admissible), start=1):
             running += estimate_from_bytes(candidate.n_bytes)
-            if running <= room or newest <= n_recent:
+            if running <= asked.room or newest <= asked.n_recent:
                 wanted.append(candidate.id)
         texts = message_contents(conversation, wanted)
     rules = []
@@ -252,7 +242,7 @@ def read_turn_orm(
     return TurnRows(
         now=db_now(),
         existing_turn=existing,
-        last_named=last_named_key(user) if learning else None,
+        last_named=last_named_key(user) if asked.learning else None,
         history=history,
         texts=texts,
         rules=rules,

@@ -107,6 +107,32 @@ class TurnRows:
     registry_rows: list[tuple] | None = None  # (key, cardinality, label, pinned), when read
 
 
+@dataclass(frozen=True)
+class TurnQuery:
+    """What a turn's read asks for (`read_turn`, and its ORM reference
+    `turns.selectors.read_turn_orm`): the turn under `turn_key` (None: none looked up), the
+    character's and the context's memory (`memory`, written and read back by itself), the
+    history before the message of seq `boundary` (I1) with the text of what `room` tokens
+    and the `n_recent` newest messages admit, the "it" of §8 when `learning`, and the rules
+    of the asked `capabilities`."""
+
+    conversation: Conversation
+    turn_key: str | None
+    character: str
+    memory: ContextMemory
+    room: int
+    n_recent: int
+    learning: bool
+    capabilities: list[str]
+    boundary: int
+
+    @property
+    def planned(self) -> bool:
+        """Whether a plan is to be made: then the history is read (`room` < 0 and no
+        `n_recent` read none)."""
+        return self.room >= 0 or self.n_recent > 0
+
+
 _RULE_FIELDS = (
     "id",
     "capability",
@@ -124,30 +150,18 @@ _RULE_FIELDS = (
 )
 
 
-def read_turn(
-    reader: RawReader,
-    *,
-    conversation: Conversation,
-    turn_key: str | None,
-    character: str,
-    memory: ContextMemory,
-    room: int,
-    n_recent: int,
-    learning: bool,
-    capabilities: list[str],
-    boundary: int,
-    registry: bool = False,
-) -> TurnRows:
+def read_turn(reader: RawReader, asked: TurnQuery, *, registry: bool = False) -> TurnRows:
     """One statement, run after the conversation's and the memory profile's locks so it sees
     every committed write (see the module docstring). `turn_key` None looks up no turn (a
     stored turn's plan); the history is the messages before `boundary` (the current
-    message's seq, I1). `room` < 0 and no `n_recent` read no history; `registry` reads the
+    message's seq, I1), read only for a plan (`TurnQuery.planned`); `registry` reads the
     key registry too (outside a request, where the catalog cache does not serve it).
     Memory's parts are `memory`'s to write and to read back (`memory.state.ContextMemory`):
     the context's state is read only when the user's memory version is not the one this
     process keeps it at."""
     vendor = connections[reader.alias].vendor
     column, name = reader.column, reader.name
+    conversation = asked.conversation
     user = conversation.user
     parts: list[str] = []
     params: list = []
@@ -155,32 +169,30 @@ def read_turn(
         parts.append(
             "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00:00'"
         )
-    if turn_key is not None:
+    if asked.turn_key is not None:
         parts.append(
             f"(SELECT {column(Turn, 'id')} FROM {reader.table(Turn)} "
             f"WHERE {name(Turn, 'conversation')} = %s AND {name(Turn, 'turn_key')} = %s)"
         )
-        params += [reader.param(Turn, "conversation", conversation.pk), turn_key]
-    if learning:
+        params += [reader.param(Turn, "conversation", conversation.pk), asked.turn_key]
+    if asked.learning:
         named, found = last_named_part(reader, user.pk)
         parts.append(named)
         params += found
-    planned = room >= 0 or n_recent > 0
+    planned = asked.planned
     # With learning off and no plan, the turn touches no memory table (I8).
-    remembers = learning or planned
+    remembers = asked.learning or planned
     if remembers:
-        memory_parts, found = memory.read_parts(reader)
+        memory_parts, found = asked.memory.read_parts(reader)
         parts += memory_parts
         params += found
     held = None
     if planned:
-        held = _held(vendor, conversation, boundary)
-        history_parts, history_params = _history_parts(
-            reader, vendor, held, conversation, boundary, room=room, n_recent=n_recent
-        )
+        held = _held(vendor, conversation, asked.boundary)
+        history_parts, history_params = _history_parts(reader, vendor, held, asked)
         parts += history_parts
         params += history_params
-    rule_parts, rule_params = _rule_parts(reader, vendor, conversation, capabilities)
+    rule_parts, rule_params = _rule_parts(reader, vendor, conversation, asked.capabilities)
     parts += rule_parts
     params += rule_params
     if registry and remembers:
@@ -189,16 +201,14 @@ def read_turn(
     # plan step refuses it (I3) from the message alone.
     row = list(reader.fetch("SELECT " + ", ".join(parts), params)[0]) if parts else []
     now = _turn_now(vendor, row)
-    existing = row.pop(0) if turn_key is not None else None
-    last_named = row.pop(0) if learning else None
+    existing = row.pop(0) if asked.turn_key is not None else None
+    last_named = row.pop(0) if asked.learning else None
     if remembers:
-        memory.read_from(row)
+        asked.memory.read_from(row)
     history, texts = [], {}
     if planned:
-        history, texts = _history_read(
-            reader, vendor, row, held, conversation, boundary, room=room, n_recent=n_recent
-        )
-    rules, policy_version = _read_rules(row, capabilities, user.username, character)
+        history, texts = _history_read(reader, vendor, row, held, asked)
+    rules, policy_version = _read_rules(row, asked.capabilities, user.username, asked.character)
     keys = [tuple(found) for found in json.loads(row.pop(0))] if registry and remembers else None
     return TurnRows(
         now=now,
@@ -284,8 +294,11 @@ def _history_part(reader: RawReader, vendor: str, *, since: bool = False) -> str
     return reader.sql("history-since-part" if since else "history-part", build)
 
 
-def _history_params(user_id, conversation_param, boundary: int, *, room, n_recent) -> list:
-    return [room, n_recent, user_id, conversation_param, boundary]
+def _history_params(reader: RawReader, asked: TurnQuery) -> list:
+    """The parameters of the whole history's part (`_history_part`)."""
+    conversation = asked.conversation
+    conversation_param = reader.param(Message, "conversation", conversation.pk)
+    return [asked.room, asked.n_recent, conversation.user.pk, conversation_param, asked.boundary]
 
 
 def _held(vendor: str, conversation, boundary: int) -> HeldHistory | None:
@@ -301,21 +314,20 @@ def _held(vendor: str, conversation, boundary: int) -> HeldHistory | None:
     return held
 
 
-def _history_parts(
-    reader: RawReader, vendor: str, held, conversation, boundary: int, *, room, n_recent
-):
+def _history_parts(reader: RawReader, vendor: str, held, asked: TurnQuery):
     """The turn's read's history parts and their parameters. On PostgreSQL, first the row
     version of the newest message before the boundary (what the process keeps it at); then
     the whole history, or, where the process holds some, the parts that catch it up: the
     version of the newest held, the conversation's withheld ids (F6) and the messages after
     the held seq."""
+    conversation = asked.conversation
     user_id = conversation.user.pk
     conversation_param = reader.param(Message, "conversation", conversation.pk)
-    whole = _history_params(user_id, conversation_param, boundary, room=room, n_recent=n_recent)
+    whole = _history_params(reader, asked)
     if vendor != "postgresql":
         return [_history_part(reader, vendor)], whole
     newest, check = reader.sql("held-history-check", _held_check_sql)
-    parts, params = [newest], [user_id, conversation_param, boundary]
+    parts, params = [newest], [user_id, conversation_param, asked.boundary]
     if held is None:
         return [*parts, _history_part(reader, vendor)], [*params, *whole]
     by_conversation = [user_id, conversation_param]
@@ -343,9 +355,7 @@ def _held_check_sql(reader: RawReader) -> tuple[str, list[str]]:
     ]
 
 
-def _history_read(
-    reader, vendor: str, row: list, held, conversation, boundary: int, *, room, n_recent
-):
+def _history_read(reader, vendor: str, row: list, held, asked: TurnQuery):
     """The history the statement read — on PostgreSQL caught up from what this process holds
     where it holds some (a held history the database no longer has is read whole, one
     statement more) — and, read up to the conversation's end, what the process keeps of it
@@ -364,17 +374,12 @@ def _history_read(
             history = InOrder(candidates(held.candidates, new_history, withheld))
             texts = {i: t for i, t in held.texts.items() if i not in withheld} | new_texts
         else:
-            whole = _history_params(
-                conversation.user.pk,
-                reader.param(Message, "conversation", conversation.pk),
-                boundary,
-                room=room,
-                n_recent=n_recent,
-            )
+            whole = _history_params(reader, asked)
             [[found]] = reader.fetch("SELECT " + _history_part(reader, vendor), whole)
             history, texts = _parse_history(json.loads(found))
         HELD_HISTORIES.note(caught_up=caught_up)
-    if boundary <= conversation.last_seq:
+    conversation = asked.conversation
+    if asked.boundary <= conversation.last_seq:
         return history, texts  # a stored turn's history: the next turn's is read after it
     HELD_HISTORIES.put(
         conversation.pk,
@@ -382,8 +387,8 @@ def _history_read(
             history,
             texts,
             stamp=stamp,
-            room=room,
-            n_recent=n_recent,
+            room=asked.room,
+            n_recent=asked.n_recent,
             removed=conversation.messages_removed,
         ),
         user=conversation.user.pk,

@@ -28,9 +28,10 @@ from config.storage import RowWriter, raw_reader
 from conversations.domain import Context, scope_ids_of
 from conversations.models import Conversation, Message, Turn
 from conversations.scopes import scope_columns
+from memory.current import ResolveBasis
 from memory.selectors.records import Registry, catalog_registry
 from memory.selectors.resolution import resolve_log_line
-from memory.services import log_memory_write
+from memory.services import log_learned
 from memory.state import ContextMemory
 from policy.domain import PolicyContext, PolicyVersion
 from policy.models import DecisionLog
@@ -111,7 +112,7 @@ def read(ask: TurnAsk, memory: ContextMemory, *, learning: bool) -> storage.Turn
     conversation = ask.conversation
     room = plan.budget - estimate_message(ask.current.content) if plan is not None else -1
     relevance = plan is not None and plan.memory_order == "relevance"
-    found = dict(
+    asked = storage.TurnQuery(
         conversation=conversation,
         turn_key=ask.turn_key,
         character=conversation.character.slug,
@@ -124,8 +125,8 @@ def read(ask: TurnAsk, memory: ContextMemory, *, learning: bool) -> storage.Turn
     )
     reader = raw_reader(Turn.objects.db)
     if reader is None:
-        return read_turn_orm(**found)
-    return storage.read_turn(reader, registry=not catalog_registry.warm(), **found)
+        return read_turn_orm(asked)
+    return storage.read_turn(reader, asked, registry=not catalog_registry.warm())
 
 
 def _registry(rows, learning: bool, plan) -> Registry:
@@ -164,10 +165,14 @@ def _turn_read(
         message=ask.current,
         learn=learning,
         use=profile.use,
-        secret=profile.secret_bytes(),
+        basis=ResolveBasis(
+            many_keys=registry.many_keys,
+            labels=registry.labels,
+            secret=profile.secret_bytes(),
+            likely=settings.COMPANION["CERTAINTY_LIKELY"],
+            uncertain=settings.COMPANION["CERTAINTY_UNCERTAIN"],
+        ),
         last_named=rows.last_named,
-        many_keys=registry.many_keys,
-        labels=registry.labels,
         pinned=registry.pinned_keys,
         scope_ids=tuple(context.scope_ids()),
         records=state.state.records,
@@ -175,8 +180,6 @@ def _turn_read(
         retractions=state.state.retractions,
         history=rows.history,
         texts=rows.texts,
-        likely=settings.COMPANION["CERTAINTY_LIKELY"],
-        uncertain=settings.COMPANION["CERTAINTY_UNCERTAIN"],
         params=ask.plan,
         capabilities=ask.capabilities,
         rules=rules,
@@ -328,16 +331,7 @@ def log(taken: TurnTaken) -> None:
     read, decided, turn = taken.read, taken.decided, taken.turn
     for item, outcome in zip(decided.found, decided.outcomes, strict=True):
         record = outcome.record
-        log_memory_write(
-            outcome=outcome.outcome,
-            reason=outcome.reason,
-            key=item.key,
-            scope_kind=record.scope.kind if record else "user",
-            authority=record.authority
-            if record
-            else ("user-corrected" if item.correction else "rule-extracted"),
-            sources=len(record.sources) if record else 1,
-        )
+        log_learned(item, outcome, sources=len(record.sources) if record else 1)
     metrics.resolve_observed(len(decided.records))
     for decision_id, capability, decision in decided.decisions:
         log_decision(

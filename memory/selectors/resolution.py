@@ -18,7 +18,7 @@ from config.clock import db_now
 from config.storage import gc_paused
 from conversations.domain import Context
 
-from ..current import resolve_keyed
+from ..current import ResolveBasis, resolve_keyed
 from ..domain import RESOLVER_VERSION, RecordState, Resolution
 from ..domain import MemoryRecord as DomainRecord
 from ..domain import Tombstone as DomainTombstone
@@ -293,17 +293,14 @@ def _context_remembered(user, context, domain) -> Remembered:
     state = held.state
     secret = bytes.fromhex(memory.secret) if memory.secret else b""
     cfg = settings.COMPANION
-    resolved = resolve_keyed(
-        state.records,
-        state.tombstones,
-        domain,
+    basis = ResolveBasis(
         many_keys=keyed.many_keys,
         labels=keyed.labels,
         secret=secret,
         likely=cfg["CERTAINTY_LIKELY"],
         uncertain=cfg["CERTAINTY_UNCERTAIN"],
-        earlier=held.resolved,
     )
+    resolved = resolve_keyed(state.records, state.tombstones, domain, basis, earlier=held.resolved)
     resolution, projection = resolved.resolution, resolved.projection
     memory.keep(resolved, keyed)
     return Remembered(

@@ -9,7 +9,7 @@ text teaches, §8: the turn's and `POST /memory/remember`'s writes), `record_act
 named here for the other apps and the tests; memory's own modules import the module that
 holds a name."""
 
-from .asserting import AssertResult, log_memory_write, memory_assert
+from .asserting import AssertResult, log_learned, memory_assert
 from .profile import ensure_profile, memory_settings_set, profile_set_time_zone
 from .record_actions import (
     RetractResult,
@@ -25,7 +25,7 @@ __all__ = [
     "AssertResult",
     "RetractResult",
     "ensure_profile",
-    "log_memory_write",
+    "log_learned",
     "memory_assert",
     "memory_confirm",
     "memory_correct",

@@ -26,6 +26,7 @@ from config.storage import RowWriter
 from conversations.models import Character, Conversation, Message
 from conversations.scopes import SCOPE_KINDS, USER_SCOPE_COLUMNS, Scope
 
+from .. import learning
 from ..domain import REASON_PAUSED, RecordState, loggable_key
 from ..domain import MemoryRecord as DomainRecord
 from ..models import IdempotencyRecord, MemoryProfile, MemoryRecord
@@ -140,38 +141,6 @@ def memory_assert(
     `agent`: the connection writing, (id, name) (SPEC §15 M3): any live tombstone of its key
     and scope blocks its write, whatever its evidence time, and what it stores is told by it."""
     # W1: everything that can be checked without the lock, so bad input stores nothing.
-    _validate_assert(
-        key=key,
-        value=value,
-        authority=authority,
-        confidence=confidence,
-        valid_from=valid_from,
-        valid_until=valid_until,
-        idempotency_key=idempotency_key,
-    )
-    source_ids = sorted({str(s) for s in sources})
-
-    with transaction.atomic():
-        return _memory_assert_locked(
-            user=user,
-            key=key,
-            value=value,
-            scope=scope,
-            authority=authority,
-            confidence=float(confidence),
-            valid_from=valid_from,
-            valid_until=valid_until,
-            source_ids=source_ids,
-            supersedes=str(supersedes) if supersedes else None,
-            idempotency_key=idempotency_key,
-            agent=agent,
-        )
-
-
-def _validate_assert(
-    *, key, value, authority, confidence, valid_from=None, valid_until=None, idempotency_key=None
-) -> None:
-    """W1: the checks that need no database (`memory.write_rules.check_fields`)."""
     check_fields(
         key=key,
         value=value,
@@ -182,53 +151,84 @@ def _validate_assert(
     )
     if idempotency_key is not None and not (1 <= len(idempotency_key) <= 255):
         raise ValidationError("1–255 characters.", field="idempotency_key")
-
-
-def log_assert(
-    result: AssertResult, *, key: str, scope_kind: str, authority: str, sources: int
-) -> None:
-    log_memory_write(
-        outcome=result.outcome,
-        reason=result.reason,
-        key=key,
-        scope_kind=scope_kind,
-        authority=authority,
-        sources=sources,
+    asked = _Asked(
+        key,
+        value,
+        scope,
+        authority,
+        float(confidence),
+        valid_from,
+        valid_until,
+        sorted({str(s) for s in sources}),
+        str(supersedes) if supersedes else None,
+        agent,
     )
+    with transaction.atomic():
+        return _memory_assert_locked(user, asked, idempotency_key)
 
 
-def log_memory_write(
-    *, outcome: str, reason: str | None, key: str, scope_kind: str, authority: str, sources: int
-) -> None:
-    """SPEC §12: ids, counts and a loggable key only — never a value."""
+@dataclass(frozen=True)
+class _Asked:
+    """One assert as asked, W1 passed: what W2's payload is the hash of and the fact of W3–W9
+    is made of. `source_ids`: the source message ids, sorted and each once."""
+
+    key: str
+    value: str
+    scope: Scope
+    authority: str
+    confidence: float
+    valid_from: datetime | None
+    valid_until: datetime | None
+    source_ids: list[str]
+    supersedes: str | None
+    agent: tuple[str, ...]
+
+    def payload(self) -> dict:
+        """W2: what an idempotency key stands for (the writing connection is not part of it)."""
+        return {
+            "key": self.key,
+            "value": self.value,
+            "scope": self.scope.as_dict(),
+            "authority": self.authority,
+            "confidence": self.confidence,
+            "valid_from": self.valid_from,
+            "valid_until": self.valid_until,
+            "sources": self.source_ids,
+            "supersedes": self.supersedes,
+        }
+
+
+def log_memory_write(result, *, key: str, scope_kind: str, authority: str, sources: int) -> None:
+    """SPEC §12: ids, counts and a loggable key only — never a value. `result`: the write's
+    answer (`AssertResult`, or the pure core's `Outcome`), its `outcome` and `reason` read."""
     log.info(
         "memory_assert outcome=%s key=%s scope_kind=%s authority=%s sources=%d",
-        outcome,
+        result.outcome,
         loggable_key(key),
         scope_kind,
         authority,
         sources,
     )
-    if outcome == "blocked":
-        metrics.write_blocked(reason)
+    if result.outcome == "blocked":
+        metrics.write_blocked(result.reason)
 
 
-def _memory_assert_locked(
-    *,
-    user,
-    key,
-    value,
-    scope,
-    authority,
-    confidence,
-    valid_from,
-    valid_until,
-    source_ids,
-    supersedes,
-    idempotency_key,
-    agent=(),
-) -> AssertResult:
-    scope_fields = _scope_row_fields(user, scope)
+def log_learned(item, result, *, agent: tuple[str, ...] = (), sources: int) -> None:
+    """`log_memory_write` for a finding a text taught (§8): its key, and the scope and
+    authority of the record it left, or the user scope and the authority it asked for."""
+    record = result.record
+    log_memory_write(
+        result,
+        key=item.key,
+        scope_kind=record.scope.kind if record else "user",
+        authority=record.authority if record else learning.authority_of(item, agent),
+        sources=sources,
+    )
+
+
+def _memory_assert_locked(user, asked: _Asked, idempotency_key: str | None) -> AssertResult:
+    scope_fields = _scope_row_fields(user, asked.scope)
+    source_ids = asked.source_ids
     messages = list(Message.objects.filter(user=user, pk__in=source_ids)) if source_ids else []
     if len(messages) != len(source_ids):
         raise ValidationError("Every source must be a message of this user.", field="sources")
@@ -239,18 +239,7 @@ def _memory_assert_locked(
     # W2: idempotency — the same key and payload replays, another payload is a conflict.
     payload_hmac = None
     if idempotency_key is not None:
-        payload = {
-            "key": key,
-            "value": value,
-            "scope": scope.as_dict(),
-            "authority": authority,
-            "confidence": confidence,
-            "valid_from": valid_from,
-            "valid_until": valid_until,
-            "sources": source_ids,
-            "supersedes": supersedes,
-        }
-        payload_hmac = _payload_hmac(secret, payload)
+        payload_hmac = _payload_hmac(secret, asked.payload())
         previous = IdempotencyRecord.objects.filter(user=user, key=idempotency_key).first()
         if previous is not None:
             if not hmac.compare_digest(previous.payload_hmac, payload_hmac):
@@ -265,25 +254,17 @@ def _memory_assert_locked(
                 state=state,
             )
 
-    if authority in LEARNED_AUTHORITIES and not profile.learn:
+    if asked.authority in LEARNED_AUTHORITIES and not profile.learn:
         result = AssertResult("blocked", None, REASON_PAUSED)
     else:
         result = _assert_core(
-            user=user,
-            key=key,
-            value=value,
-            scope=scope,
+            user,
+            asked,
             scope_fields=scope_fields,
-            authority=authority,
-            confidence=confidence,
-            valid_from=valid_from,
-            valid_until=valid_until,
             messages=messages,
-            supersedes=supersedes,
             secret=secret,
             now=now,
             profile=profile,
-            agent=agent,
         )
     if idempotency_key is not None:
         IdempotencyRecord.objects.create(
@@ -295,44 +276,35 @@ def _memory_assert_locked(
             record_id=result.record.id if result.record else None,
             created_at=now,
         )
-    log_assert(result, key=key, scope_kind=scope.kind, authority=authority, sources=len(messages))
+    log_memory_write(
+        result,
+        key=asked.key,
+        scope_kind=asked.scope.kind,
+        authority=asked.authority,
+        sources=len(messages),
+    )
     return result
 
 
 def _assert_core(
-    *,
-    user,
-    key,
-    value,
-    scope,
-    scope_fields,
-    authority,
-    confidence,
-    valid_from,
-    valid_until,
-    messages,
-    supersedes,
-    secret,
-    now,
-    profile,
-    agent=(),
+    user, asked: _Asked, *, scope_fields, messages, secret, now, profile
 ) -> AssertResult:
     """W3–W9 for one assert: a batch of one (`memory.write_rules`), read and written like any."""
-    scope_id = scope.scope_id(user.username)
-    state = slots_state(user, [(scope_id, key)], profile=profile)
+    scope_id = asked.scope.scope_id(user.username)
+    state = slots_state(user, [(scope_id, asked.key)], profile=profile)
     fact = Fact(
-        key=key,
-        value=value,
-        scope=scope,
-        authority=authority,
-        many=key in state.many_keys,
-        confidence=confidence,
-        valid_from=valid_from,
-        valid_until=valid_until,
+        key=asked.key,
+        value=asked.value,
+        scope=asked.scope,
+        authority=asked.authority,
+        many=asked.key in state.many_keys,
+        confidence=asked.confidence,
+        valid_from=asked.valid_from,
+        valid_until=asked.valid_until,
         sources=tuple(str(m.pk) for m in messages),
         source_time=max(m.created_at for m in messages) if messages else None,
-        supersedes=supersedes,
-        agent=agent,
+        supersedes=asked.supersedes,
+        agent=asked.agent,
     )
     [result] = write_facts(
         user, state, [fact], secret=secret, now=now, scope_fields={scope_id: scope_fields}

@@ -19,6 +19,7 @@ from conversations.models import Message
 from conversations.scopes import scope_columns
 
 from .. import learning
+from ..current import ResolveBasis
 from ..domain import (
     REASON_PAUSED,
 )
@@ -31,7 +32,7 @@ from ..write_rules import (
     Known,
     WriteBatch,
 )
-from .asserting import AssertResult, lock_profile, log_assert
+from .asserting import AssertResult, lock_profile, log_learned
 
 log = logging.getLogger("companion.memory")
 
@@ -100,14 +101,14 @@ def memory_learn(
                 complete_scopes=scope_ids,
             )
             cfg = settings.COMPANION
-            known = learning.CorrectionBasis(
+            basis = ResolveBasis(
                 many_keys=state.many_keys,
                 labels=registry(keys).labels,
-                tombstones=state.tombstones,
                 secret=secret,
                 likely=cfg["CERTAINTY_LIKELY"],
                 uncertain=cfg["CERTAINTY_UNCERTAIN"],
             )
+            known = learning.CorrectionBasis(basis, state.tombstones)
             outcomes = learning.learn(
                 found,
                 batch,
@@ -133,20 +134,7 @@ def memory_learn(
                 for o in outcomes
             ]
     for item, result in zip(found, results, strict=True):
-        record = result.record
-        log_assert(
-            result,
-            key=item.key,
-            scope_kind=record.scope.kind if record else "user",
-            authority=record.authority
-            if record
-            else (
-                "model-inferred"
-                if agent
-                else ("user-corrected" if item.correction else "rule-extracted")
-            ),
-            sources=len(sources),
-        )
+        log_learned(item, result, agent=agent, sources=len(sources))
     return results
 
 

@@ -22,6 +22,7 @@ from memory.catch_up import caught_up
 from memory.current import (
     ContextState,
     KeyGroups,
+    ResolveBasis,
     Resolved,
     group_of,
     resolve_context,
@@ -254,29 +255,25 @@ def test_it_reads_its_own_write_back_as_no_change():
 
 def _resolve_and_compare(store: Store, holder: Holder, now: float) -> None:
     context = ctx(now, scene="greenhouse")
-    kwargs = dict(
-        many_keys=store.many,
-        labels=store.labels,
-        secret=SECRET,
-        likely=0.85,
-        uncertain=0.5,
+    basis = ResolveBasis(
+        many_keys=store.many, labels=store.labels, secret=SECRET, likely=0.85, uncertain=0.5
     )
     holder.catch_up(store)
     resolved = resolve_keyed(
         holder.state.records,
         holder.state.tombstones,
         context,
+        basis,
         earlier=holder.resolved,
         # The holder that keeps its slots resolves by the groups its state holds, patched.
         groups=None if holder.slots else holder.groups,
         by_group=holder.state.by_group if holder.slots else None,
-        **kwargs,
     )
     holder.resolved = resolved
     fresh = store.read(None)
     assert sorted(r.id for r in holder.state.records) == sorted(r.id for r in fresh.records)
     assert holder.state.retractions == fresh.retractions
-    resolution, projection = resolve_context(fresh.records, fresh.tombstones, context, **kwargs)
+    resolution, projection = resolve_context(fresh.records, fresh.tombstones, context, basis)
     got = resolved.resolution
     assert got.active == resolution.active
     assert got.excluded == resolution.excluded

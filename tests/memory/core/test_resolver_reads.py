@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import reasons
-from memory.current import resolve_keyed
+from memory.current import ResolveBasis, resolve_keyed
 from memory.domain import Exclusion
 from memory.normalisation import apply_changes, plan_normalisation
 from memory.reasons import Exclusions
@@ -162,11 +162,9 @@ def test_it_reads_a_context_resolved_by_groups_of_keys_as_one_resolve(world, gro
     one resolve's: the list, its counts and first ids, each explanation looked up by id, and
     an id no group holds."""
     records, tombstones, context = world
-    kwargs = dict(many_keys=MANY_KEYS, secret=SECRET)
+    basis = ResolveBasis(many_keys=MANY_KEYS, labels={}, secret=SECRET, likely=0.85, uncertain=0.5)
     whole = run_world(records, tombstones, context)
-    keyed = resolve_keyed(
-        records, tombstones, context, labels={}, likely=0.85, uncertain=0.5, groups=groups, **kwargs
-    ).resolution
+    keyed = resolve_keyed(records, tombstones, context, basis, groups=groups).resolution
     assert keyed.excluded.counts() == whole.excluded.counts()
     assert keyed.excluded.first(2) == whole.excluded.first(2)
     assert keyed.excluded == whole.excluded
