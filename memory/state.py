@@ -99,6 +99,11 @@ class ContextMemory:
         self._found: ContextState | None = None
         self._state = MemoryState(None, EMPTY)
 
+    @property
+    def secret_bytes(self) -> bytes:
+        """The user's secret as the pure core takes it (empty before the user has one)."""
+        return bytes.fromhex(self.secret) if self.secret else b""
+
     def read(self) -> tuple[MemoryState, Registry]:
         """The door's read, for a caller whose statement carries nothing else (the write
         services, the resolve endpoint, the pages): the state at the version read

@@ -208,7 +208,7 @@ def _remembered_in_context(user, context, keys) -> Remembered:
     # Every tombstone of the user, as the whole context's resolve has them: a key's own
     # apply to its records (F3), and those withholding a record (F7.2) are at hand.
     tombstones = _in_model_order(held.state.tombstones)
-    secret = bytes.fromhex(memory.secret) if memory.secret else b""
+    secret = memory.secret_bytes
     resolutions = {
         None: resolve(records, tombstones, domain, many_keys=keyed.many_keys, secret=secret)
     }
@@ -264,7 +264,7 @@ def _remembered_in_every_scope(user, now, keys) -> Remembered:
         [t for t in held.state.tombstones if wanted is None or t.key in wanted]
     )
     contexts = _scope_contexts(user, records, now)
-    secret = bytes.fromhex(memory.secret) if memory.secret else b""
+    secret = memory.secret_bytes
     by_scope: dict[str, list[DomainRecord]] = defaultdict(list)
     for record in records:
         by_scope[record.scope_id].append(record)
@@ -291,7 +291,7 @@ def _context_remembered(user, context, domain) -> Remembered:
     memory = ContextMemory(user, context.domain.scope_ids())
     held, keyed = memory.read()
     state = held.state
-    secret = bytes.fromhex(memory.secret) if memory.secret else b""
+    secret = memory.secret_bytes
     cfg = settings.COMPANION
     basis = ResolveBasis(
         many_keys=keyed.many_keys,
