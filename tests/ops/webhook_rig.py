@@ -57,7 +57,8 @@ class Receiver:
     def __init__(self):
         self.secrets: dict[str, str] = {}
         self.received: list[tuple[str, dict]] = []  # (path, verified event), in arrival order
-        self.unverified: list[str] = []
+        self.unverified: list[str] = []  # whole requests whose signature did not verify
+        self.cut_off: list[str] = []  # requests whose sender died before the body ended
         self.flaky_failures = 0
         self.flaky_event: str | None = None
         self.release = threading.Event()  # lets the hanging path answer
@@ -70,8 +71,13 @@ class Receiver:
                 pass
 
             def do_POST(self):
-                body = self.rfile.read(int(self.headers["content-length"]))
+                length = int(self.headers["content-length"])
+                body = self.rfile.read(length)
                 path = self.path
+                if len(body) < length:  # a killed worker's request, cut off mid-body
+                    with receiver.lock:
+                        receiver.cut_off.append(path)
+                    return
                 try:
                     event = Webhook(receiver.secrets[path]).verify(body, dict(self.headers.items()))
                 except Exception:
