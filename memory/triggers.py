@@ -29,6 +29,8 @@ migrations use it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from config.catalog import SQLOperation
 
 VERSION_TABLE = "memory_memoryversion"
@@ -276,21 +278,45 @@ def drop_sql(vendor: str) -> list[str]:
     ]
 
 
-class MemoryVersionTriggers(SQLOperation):
-    """The memory version's triggers on every memory table (and PostgreSQL's functions)."""
+class _TriggerSet(SQLOperation):
+    """One set of this module's triggers as a migration operation: `made(vendor)` writes the
+    statements that create them, `dropped(vendor)` those that drop them; a `dropping` operation
+    runs them the other way round (drops forwards, creates again backwards)."""
+
+    made: Callable[[str], list[str]]
+    dropped: Callable[[str], list[str]]
+    dropping = False
+    description = ""
+    fragment = ""
 
     def create_sql(self, vendor: str) -> list[str]:
-        return create_sql(vendor)
+        return (self.dropped if self.dropping else self.made)(vendor)
 
     def drop_sql(self, vendor: str) -> list[str]:
-        return drop_sql(vendor)
+        return (self.made if self.dropping else self.dropped)(vendor)
 
     def describe(self):
-        return "Memory version triggers on the memory tables"
+        return self.description
 
     @property
     def migration_name_fragment(self):
-        return "memory_version_triggers"
+        return self.fragment
+
+
+class MemoryVersionTriggers(_TriggerSet):
+    """The memory version's triggers on every memory table (and PostgreSQL's functions)."""
+
+    made, dropped = staticmethod(create_sql), staticmethod(drop_sql)
+    description = "Memory version triggers on the memory tables"
+    fragment = "memory_version_triggers"
+
+
+class DropMemoryVersionTriggers(MemoryVersionTriggers):
+    """The memory version's triggers dropped (before a change of the tables they are on)."""
+
+    dropping = True
+    description = "Drop the memory version triggers"
+    fragment = "drop_memory_version_triggers"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,52 +368,17 @@ def link_drop_sql(vendor: str) -> list[str]:
     return [f"DROP TRIGGER IF EXISTS {LINKS}_stamp_{e}" for e in events]
 
 
-class MemoryLinkTriggers(SQLOperation):
+class MemoryLinkTriggers(_TriggerSet):
     """The triggers that stamp a record when a memory link naming it changes (F7.2)."""
 
-    def create_sql(self, vendor: str) -> list[str]:
-        return link_create_sql(vendor)
-
-    def drop_sql(self, vendor: str) -> list[str]:
-        return link_drop_sql(vendor)
-
-    def describe(self):
-        return "Memory link triggers stamping the records they name"
-
-    @property
-    def migration_name_fragment(self):
-        return "memory_link_triggers"
+    made, dropped = staticmethod(link_create_sql), staticmethod(link_drop_sql)
+    description = "Memory link triggers stamping the records they name"
+    fragment = "memory_link_triggers"
 
 
-class DropMemoryVersionTriggers(SQLOperation):
-    """The memory version's triggers dropped (before a change of the tables they are on)."""
-
-    def create_sql(self, vendor: str) -> list[str]:
-        return drop_sql(vendor)
-
-    def drop_sql(self, vendor: str) -> list[str]:
-        return create_sql(vendor)
-
-    def describe(self):
-        return "Drop the memory version triggers"
-
-    @property
-    def migration_name_fragment(self):
-        return "drop_memory_version_triggers"
-
-
-class DropMemoryLinkTriggers(SQLOperation):
+class DropMemoryLinkTriggers(MemoryLinkTriggers):
     """The memory links' triggers dropped (before a change of the record table they stamp)."""
 
-    def create_sql(self, vendor: str) -> list[str]:
-        return link_drop_sql(vendor)
-
-    def drop_sql(self, vendor: str) -> list[str]:
-        return link_create_sql(vendor)
-
-    def describe(self):
-        return "Drop the memory link triggers"
-
-    @property
-    def migration_name_fragment(self):
-        return "drop_memory_link_triggers"
+    dropping = True
+    description = "Drop the memory link triggers"
+    fragment = "drop_memory_link_triggers"
