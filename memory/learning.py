@@ -172,50 +172,22 @@ def _correct(
     key, value = item.key, item.value
     many = key in known.many_keys
     target = target_of(key, batch, context=context, known=known)
+
+    def fact(value: str, scope: Scope, authority: str = CORRECTED, **more) -> Outcome:
+        return batch.add(
+            Fact(key=key, value=value, scope=scope, authority=authority, many=many, **more)
+        )
+
+    told = {"sources": tuple(sorted(set(sources))), "source_time": source_time}
     if target is None:
-        return batch.add(
-            Fact(
-                key=key,
-                value=value,
-                scope=Scope("user"),
-                authority=CORRECTED,
-                many=many,
-                sources=tuple(sorted(set(sources))),
-                source_time=source_time,
-            )
-        )
+        return fact(value, Scope("user"), **told)
     if not many:
-        return batch.add(
-            Fact(
-                key=key,
-                value=value,
-                scope=target.scope,
-                authority=CORRECTED,
-                many=False,
-                sources=tuple(sorted(set(sources))),
-                source_time=source_time,
-                supersedes=target.id,
-            )
-        )
+        return fact(value, target.scope, **told, supersedes=target.id)
     # §2 Correct of a `many` key, valid from the write's clock, the user's own write.
     now = batch.now
     if normalise_value(value) == normalise_value(target.value):
         if target.authority_rank >= AUTHORITY_RANK[CONFIRMED]:
             return Outcome("unchanged", target)
-        return batch.add(
-            Fact(
-                key=key,
-                value=target.value,
-                scope=target.scope,
-                authority=CONFIRMED,
-                many=True,
-                valid_from=now,
-                supersedes=target.id,
-            )
-        )
+        return fact(target.value, target.scope, CONFIRMED, valid_from=now, supersedes=target.id)
     batch.add(Retract(target.scope_id, key, many=True, value=target.value))
-    return batch.add(
-        Fact(
-            key=key, value=value, scope=target.scope, authority=CORRECTED, many=True, valid_from=now
-        )
-    )
+    return fact(value, target.scope, valid_from=now)
