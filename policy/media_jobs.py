@@ -40,27 +40,21 @@ from .services.decisions import (
 # Media jobs (D9)
 
 
-def _job_fingerprint(
-    *, capability: str, requested_by: str, character_id, conversation_id, scene
-) -> tuple:
+def _request_of(job: MediaJob) -> tuple:
+    """What makes two admissions one request (D9's idempotency): the capability, the requester
+    and the place."""
+    conversation_id = job.conversation_id
     return (
-        capability,
-        requested_by,
-        character_id,
+        job.capability_id,
+        job.requested_by,
+        job.character_id,
         str(conversation_id) if conversation_id else None,
-        scene,
+        job.scene,
     )
 
 
 def _replay_job(job: MediaJob, fingerprint: tuple) -> tuple[MediaJob, bool]:
-    seen = _job_fingerprint(
-        capability=job.capability_id,
-        requested_by=job.requested_by,
-        character_id=job.character_id,
-        conversation_id=job.conversation_id,
-        scene=job.scene,
-    )
-    if seen != fingerprint:
+    if _request_of(job) != fingerprint:
         raise IdempotencyKeyReused("This idempotency key was used for another media job.")
     return job, False
 
@@ -79,15 +73,14 @@ def media_job_admit(
     if not is_media_capability(found.name):
         raise ValidationError("Media jobs are only for media capabilities.", field="capability")
     user = context.user
-    character_id = context.character.pk if context.character else None
-    conversation_id = context.conversation.pk if context.conversation else None
-    fingerprint = _job_fingerprint(
-        capability=found.name,
-        requested_by=requested_by,
-        character_id=character_id,
-        conversation_id=conversation_id,
-        scene=context.scene,
-    )
+    request = {
+        "capability": found,
+        "requested_by": requested_by,
+        "character_id": context.character.pk if context.character else None,
+        "conversation_id": context.conversation.pk if context.conversation else None,
+        "scene": context.scene,
+    }
+    fingerprint = _request_of(MediaJob(**request))
     existing = MediaJob.objects.filter(user=user, idempotency_key=idempotency_key).first()
     if existing is not None:
         return _replay_job(existing, fingerprint)
@@ -97,11 +90,7 @@ def media_job_admit(
         job = MediaJob(
             user=user,
             idempotency_key=idempotency_key,
-            capability=found,
-            requested_by=requested_by,
-            character_id=character_id,
-            conversation_id=conversation_id,
-            scene=context.scene,
+            **request,
             status=ADMISSION_STATUS[decision.effect],
             reason="" if decision.effect == "allow" else job_reason(decision),
             decision_id=outcome.decision_id,
