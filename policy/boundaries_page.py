@@ -221,12 +221,9 @@ class BoundariesPage:
     unplaced: list = field(default_factory=list)  # messages of no card on the page
 
     def context(self) -> dict:
-        return {
-            "sections": self.sections,
-            "yours": self.yours,
-            "conflicts": self.conflicts,
-            "shadowed": self.shadowed,
-        }
+        """The template's variables: the page's fields but `unplaced`, which the view shows
+        with the messages of no card."""
+        return {name: value for name, value in vars(self).items() if name != "unplaced"}
 
 
 class _Sections:
