@@ -18,8 +18,9 @@ endif
 RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB))) \
 	WEBHOOK_ALLOW_HTTP=true WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true
 # `make test` runs the suite in TEST_WORKERS processes (pytest-xdist), a test file per process
-# at a time: files that start servers or hold fixed ports never meet. TEST_WORKERS=0 runs it in
-# this process.
+# at a time: files that start servers or hold fixed ports never meet. The files run in the
+# order tests/conftest.py gives them (the slow ones first). TEST_WORKERS=0 runs it in this
+# process.
 TEST_WORKERS ?= 2
 
 .PHONY: run test install lint smoke bench bench-smoke bench-explain clean
@@ -46,7 +47,7 @@ run: install
 	$(RUN_ENV) $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: install
-	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
 
 # The contract smoke: every operation of the schema called once over HTTP against a live
 # server, each answer checked against the schema; then the README's curl loop as written.
