@@ -178,7 +178,8 @@ class DecisionLogAdmin(SupportAdmin):
     """D10: the allow-listed fields only; never text."""
 
     read_only = True
-    list_display = (
+    # The decision: whose, which capability, who asked, and what was decided why.
+    _decision = (
         "id",
         "user_ref",
         "capability",
@@ -186,6 +187,9 @@ class DecisionLogAdmin(SupportAdmin):
         "requester_ref",
         "effect",
         "reason",
+    )
+    list_display = (
+        *_decision,
         "n_rules",
         "version",
         "answered",
@@ -198,13 +202,7 @@ class DecisionLogAdmin(SupportAdmin):
     list_select_related = ("user", "answer")
     date_hierarchy = "decided_at"
     fields = (
-        "id",
-        "user_ref",
-        "capability",
-        "requested_by",
-        "requester_ref",
-        "effect",
-        "reason",
+        *_decision,
         "rule_refs",
         "version",
         "scope_ids",
