@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from support.admin.base import SupportAdmin
+from support.admin.base import RevokedFilter, SupportAdmin
 
 from .models import Connection
 from .services import connections_revoke
@@ -15,6 +15,7 @@ from .services import connections_revoke
 
 @admin.register(Connection)
 class ConnectionAdmin(SupportAdmin):
+    read_only = True  # made by their users (or `create_connection`); support only revokes
     list_display = (
         "name",
         "user",
@@ -26,7 +27,7 @@ class ConnectionAdmin(SupportAdmin):
         "last_used_at",
         "revoked_at",
     )
-    list_filter = ("access", ("revoked_at", admin.EmptyFieldListFilter))
+    list_filter = ("access", RevokedFilter)
     search_fields = ("name", "prefix", "user__username")
     fields = (
         "name",
@@ -40,15 +41,8 @@ class ConnectionAdmin(SupportAdmin):
         "last_used_at",
         "revoked_at",
     )
-    readonly_fields = fields
     list_select_related = ("user",)
     actions = ["revoke"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_revoke_permission(self, request) -> bool:
         return request.user.has_perm("agents.revoke_connection")

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from .scopes import SCOPE_REFERENCES
+from .scopes import SCOPE_REFERENCES, Scope
 
 
 def scope_shapes(widest: str) -> Q:
@@ -51,6 +51,18 @@ def scope_conversation():
 def scope_scene():
     """A stored scope's scene: set for a scene scope only."""
     return models.CharField(max_length=100, null=True, blank=True)
+
+
+class StoredScope:
+    """A model whose rows store a scope in the columns above (`scope_kind` and the
+    `scope_character()`, `scope_conversation()`, `scope_scene()` fields): a row's `scope`, as
+    `scope_type` (`Scope`, or policy's `PolicyScope`). Query-free with the character loaded."""
+
+    scope_type: type[Scope] = Scope
+
+    @property
+    def scope(self) -> Scope:
+        return self.scope_type.of_columns(self)
 
 
 class Character(models.Model):

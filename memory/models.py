@@ -6,8 +6,14 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from conversations.models import scope_character, scope_conversation, scope_scene, scope_shapes
-from conversations.scopes import Scope
+from config.model_checks import one_of
+from conversations.models import (
+    StoredScope,
+    scope_character,
+    scope_conversation,
+    scope_scene,
+    scope_shapes,
+)
 
 from .domain import AUTHORITIES, CARDINALITIES, STATUSES
 
@@ -57,9 +63,7 @@ class KeyDefinition(models.Model):
         ordering = ["key"]
         verbose_name = "memory key"
         constraints = [
-            models.CheckConstraint(
-                condition=Q(cardinality__in=CARDINALITIES), name="key_cardinality_valid"
-            ),
+            one_of("cardinality", CARDINALITIES, "key_cardinality_valid"),
         ]
 
     def __str__(self) -> str:
@@ -93,9 +97,10 @@ class MemoryProfile(models.Model):
         verbose_name = "memory settings"
         verbose_name_plural = "memory settings"
         constraints = [
-            models.CheckConstraint(
-                condition=Q(settings_changed_by__in=("", *SETTINGS_CHANGED_BY)),
-                name="memory_profile_changed_by_valid",
+            one_of(
+                "settings_changed_by",
+                ("", *SETTINGS_CHANGED_BY),
+                "memory_profile_changed_by_valid",
             ),
         ]
 
@@ -106,7 +111,7 @@ class MemoryProfile(models.Model):
         return bytes.fromhex(self.secret)
 
 
-class MemoryRecord(models.Model):
+class MemoryRecord(StoredScope, models.Model):
     """One version of a remembered fact (SPEC §1). Rows are never deleted by the services:
     superseded and expired rows stay, forgotten ones become skeletons (F2)."""
 
@@ -168,10 +173,8 @@ class MemoryRecord(models.Model):
                 name="memory_confidence_range",
             ),
             models.CheckConstraint(condition=Q(version__gte=1), name="memory_version_positive"),
-            models.CheckConstraint(condition=Q(status__in=STATUSES), name="memory_status_valid"),
-            models.CheckConstraint(
-                condition=Q(authority__in=AUTHORITIES), name="memory_authority_valid"
-            ),
+            one_of("status", STATUSES, "memory_status_valid"),
+            one_of("authority", AUTHORITIES, "memory_authority_valid"),
             models.CheckConstraint(
                 condition=~Q(value="") | Q(status="forgotten"),
                 name="memory_value_only_empty_when_forgotten",
@@ -187,10 +190,6 @@ class MemoryRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} v{self.version}"
-
-    @property
-    def scope(self) -> Scope:
-        return Scope.of_columns(self)
 
 
 class MemorySource(models.Model):
@@ -233,9 +232,7 @@ class Tombstone(models.Model):
         ordering = ["-forgotten_at", "id"]
         indexes = [models.Index(fields=["user", "key"], name="tombstone_user_key")]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(forgotten_by__in=FORGOTTEN_BY), name="tombstone_forgotten_by_valid"
-            ),
+            one_of("forgotten_by", FORGOTTEN_BY, "tombstone_forgotten_by_valid"),
         ]
 
     def __str__(self) -> str:

@@ -4,7 +4,14 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from conversations.models import scope_character, scope_conversation, scope_scene, scope_shapes
+from config.model_checks import one_of
+from conversations.models import (
+    StoredScope,
+    scope_character,
+    scope_conversation,
+    scope_scene,
+    scope_shapes,
+)
 
 from .domain import (
     DEFAULT_SCOPE_KINDS,
@@ -41,10 +48,30 @@ class Capability(models.Model):
         return self.name
 
 
-class PolicyRule(models.Model):
+def _decision_outcome():
+    """A decision as a row keeps it (D10): its effect, its reason code and the ids of the rules
+    that decided."""
+    return (
+        models.CharField(max_length=5, choices=_choices(EFFECTS)),
+        models.CharField(max_length=30),
+        models.JSONField(default=list),
+    )
+
+
+def _policy_version(*, null: bool = False):
+    """The policy version a decision was taken at (D7): the product defaults' and the user's."""
+    return (
+        models.PositiveBigIntegerField(null=null, blank=null),
+        models.PositiveBigIntegerField(null=null, blank=null),
+    )
+
+
+class PolicyRule(StoredScope, models.Model):
     """One version of a boundary rule (SPEC §6). Immutable: the services never update a rule
     except to set `revoked_at` once; a change revokes it and creates `successor` (version + 1).
     `user` null is a product default (catalog data) with a global or character scope."""
+
+    scope_type = PolicyScope
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(
@@ -93,19 +120,10 @@ class PolicyRule(models.Model):
                 | (Q(user__isnull=False) & ~Q(source=PRODUCT_DEFAULT)),
                 name="policy_rule_default_source",
             ),
-            models.CheckConstraint(
-                condition=Q(effect__in=EFFECTS), name="policy_rule_effect_valid"
-            ),
-            models.CheckConstraint(
-                condition=Q(source__in=SOURCES), name="policy_rule_source_valid"
-            ),
-            models.CheckConstraint(
-                condition=Q(scope_kind__in=SCOPE_KINDS), name="policy_rule_scope_kind_valid"
-            ),
-            models.CheckConstraint(
-                condition=Q(requested_by__isnull=True) | Q(requested_by__in=REQUESTERS),
-                name="policy_rule_requested_by_valid",
-            ),
+            one_of("effect", EFFECTS, "policy_rule_effect_valid"),
+            one_of("source", SOURCES, "policy_rule_source_valid"),
+            one_of("scope_kind", SCOPE_KINDS, "policy_rule_scope_kind_valid"),
+            one_of("requested_by", REQUESTERS, "policy_rule_requested_by_valid", or_null=True),
             models.CheckConstraint(
                 condition=Q(valid_until__isnull=True) | Q(valid_until__gt=models.F("valid_from")),
                 name="policy_rule_window_not_empty",
@@ -121,10 +139,6 @@ class PolicyRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.capability_id} {self.effect} ({self.scope_kind}) v{self.version}"
-
-    @property
-    def scope(self) -> PolicyScope:
-        return PolicyScope.of_columns(self)
 
     def to_domain(self) -> Rule:
         """Needs `user` and `character` loaded (select_related) to stay query-free."""
@@ -200,11 +214,8 @@ class DecisionLog(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     capability = models.CharField(max_length=100)
     requested_by = models.CharField(max_length=10, choices=_choices(REQUESTERS))
-    effect = models.CharField(max_length=5, choices=_choices(EFFECTS))
-    reason = models.CharField(max_length=30)
-    rule_ids = models.JSONField(default=list)
-    defaults_version = models.PositiveBigIntegerField()
-    user_version = models.PositiveBigIntegerField()
+    effect, reason, rule_ids = _decision_outcome()
+    defaults_version, user_version = _policy_version()
     scope_ids = models.JSONField(default=list)
     decided_at = models.DateTimeField()
     # Who asked, beyond `requested_by`'s role: `connection:<id>` for an assistant's MCP
@@ -270,16 +281,12 @@ class MediaJob(models.Model):
     reason = models.CharField(max_length=40, blank=True, default="")
     # The admission decision (D9), copied here so it outlives decision-log retention.
     decision_id = models.UUIDField()
-    decision_effect = models.CharField(max_length=5, choices=_choices(EFFECTS))
-    decision_reason = models.CharField(max_length=30)
-    decision_rule_ids = models.JSONField(default=list)
-    admission_defaults_version = models.PositiveBigIntegerField()
-    admission_user_version = models.PositiveBigIntegerField()
+    decision_effect, decision_reason, decision_rule_ids = _decision_outcome()
+    admission_defaults_version, admission_user_version = _policy_version()
     # D8: an answer "allow, once" naming this job: it runs unless the decision at start is deny.
     allowed_once = models.BooleanField(default=False)
     start_decision_id = models.UUIDField(null=True, blank=True)
-    start_defaults_version = models.PositiveBigIntegerField(null=True, blank=True)
-    start_user_version = models.PositiveBigIntegerField(null=True, blank=True)
+    start_defaults_version, start_user_version = _policy_version(null=True)
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -290,9 +297,7 @@ class MediaJob(models.Model):
             models.UniqueConstraint(
                 fields=["user", "idempotency_key"], name="media_job_idempotency_key_unique"
             ),
-            models.CheckConstraint(
-                condition=Q(status__in=JOB_STATUSES), name="media_job_status_valid"
-            ),
+            one_of("status", JOB_STATUSES, "media_job_status_valid"),
             models.CheckConstraint(
                 condition=Q(scene__isnull=True) | Q(conversation__isnull=False),
                 name="media_job_scene_needs_conversation",

@@ -35,6 +35,21 @@ def _user_reference(help_text: str = ""):
     )
 
 
+def _object_reference(*, optional: bool = False):
+    """The object a log row is about: its content type (kept while rows name it, no reverse
+    accessor) and its id as text (ids of every kind). `optional`: a row may name none."""
+    return (
+        models.ForeignKey(
+            "contenttypes.ContentType",
+            null=optional,
+            blank=optional,
+            on_delete=models.PROTECT,
+            related_name="+",
+        ),
+        models.CharField(max_length=64, blank=optional),
+    )
+
+
 class RevealGrant(models.Model):
     """S1: a reveal — one staff member may see one end user's private text, for a written
     reason, from `opened_at` until `expires_at` (`SUPPORT_REVEAL_SECONDS` after it was opened or
@@ -124,14 +139,7 @@ class PrivateTextAccess(models.Model):
     staff_username = models.CharField(max_length=150)
     subject = _user_reference("The user whose text was shown.")
     subject_pseudonym = models.CharField(max_length=40, blank=True)
-    content_type = models.ForeignKey(
-        "contenttypes.ContentType",
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-    )
-    object_id = models.CharField(max_length=64, blank=True)
+    content_type, object_id = _object_reference(optional=True)
     view = models.CharField(max_length=12, choices=VIEWS, blank=True)
     shown = models.PositiveIntegerField(
         default=1, help_text="How many objects' private text the page showed."
@@ -185,10 +193,7 @@ class SupportAction(models.Model):
     staff_username = models.CharField(max_length=150)
     subject = _user_reference("The user the action was for (none for a product default).")
     action = models.CharField(max_length=12, choices=ACTIONS)
-    content_type = models.ForeignKey(
-        "contenttypes.ContentType", on_delete=models.PROTECT, related_name="+"
-    )
-    object_id = models.CharField(max_length=64)
+    content_type, object_id = _object_reference()
     reason = models.TextField()
     outcome = models.CharField(max_length=20, help_text="done, or why it was skipped.")
     detail = models.JSONField(default=dict, blank=True)

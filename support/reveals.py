@@ -138,11 +138,10 @@ def clean_reveal_reason(reason) -> str:
 
 
 def _access_row(
+    reveal: RevealGrant | Reveal,
     *,
-    grant_id,
     staff_id,
     staff_username: str,
-    subject_id,
     event: str,
     at: datetime,
     subject_pseudonym: str = "",
@@ -151,13 +150,14 @@ def _access_row(
     object_id="",
     shown: int = 0,
 ) -> PrivateTextAccess:
-    """S2: the one way a row of the support access log is written."""
+    """S2: the one way a row of the support access log is written: an event of `reveal` (its
+    row, or the open `Reveal` a page was drawn under), about the reveal's user."""
     return PrivateTextAccess.objects.create(
-        grant_id=grant_id,
+        grant_id=reveal.id,
         event=event,
         staff_id=staff_id,
         staff_username=staff_username,
-        subject_id=subject_id,
+        subject_id=reveal.subject_id,
         subject_pseudonym=subject_pseudonym,
         view=view,
         content_type=ContentType.objects.get_for_model(model, for_concrete_model=False)
@@ -170,11 +170,11 @@ def _access_row(
 
 
 def _log(grant: RevealGrant, *, event: str, at: datetime) -> PrivateTextAccess:
+    """An event of the reveal itself (opened, extended, closed, expired)."""
     return _access_row(
-        grant_id=grant.pk,
+        grant,
         staff_id=grant.staff_id,
         staff_username=grant.staff_username,
-        subject_id=grant.subject_id,
         subject_pseudonym=grant.subject_pseudonym,
         event=event,
         at=at,
@@ -327,10 +327,9 @@ def reveal_page_log(
     if shown <= 0:
         return
     _access_row(
-        grant_id=reveal.id,
+        reveal,
         staff_id=staff.pk,
         staff_username=staff.get_username(),
-        subject_id=reveal.subject_id,
         event="page",
         at=db_now(),
         view=view,

@@ -81,6 +81,29 @@ def private_text_columns(name: str):
     return preview, full
 
 
+def private_key_column(name: str = "key"):
+    """The list and page column of the memory key `name` (one of `private_key_fields`): whole
+    inside a reveal of its user, its free part masked otherwise (S1); sorted by what it shows,
+    never by a hidden name. A model admin takes it as `key_ref = private_key_column()`."""
+
+    @admin.display(description=name, ordering=f"_shown_{name}")
+    def column(self, obj):
+        return self.private_key(obj, name)
+
+    return column
+
+
+def count_column(annotation: str, description: str):
+    """A list column showing the per-row count `annotation` (one of `annotations()`, a
+    `count_of`) and sorted by it: `n_rules = count_column("_rules", "rules")`."""
+
+    @admin.display(description=description, ordering=annotation)
+    def column(self, obj):
+        return getattr(obj, annotation)
+
+    return column
+
+
 def count_of(model, fk: str, **filters):
     """A correlated COUNT subquery: per-row counts in the changelist's one query, without the
     GROUP BY a `Count()` join would add to every other column."""
@@ -121,8 +144,8 @@ def key_html(shown: str):
 
 
 class SupportAdmin(admin.ModelAdmin):
-    private_fields: tuple[str, ...] = ()  # text columns: masked outside a reveal of their user
-    private_search_fields: tuple[str, ...] = ()  # searched inside a reveal, among its user's rows
+    # Text columns: masked outside a reveal of their user, searched inside one (its user's rows).
+    private_fields: tuple[str, ...] = ()
     private_key_fields: tuple[str, ...] = ()  # memory keys: their free part is private text
     uuid_search_fields: tuple[str, ...] = ()  # a search term that is a UUID matches these exactly
     read_only = False  # the services own these rows: no add, change or delete here
@@ -213,7 +236,7 @@ class SupportAdmin(admin.ModelAdmin):
             annotations[f"_preview_{name}"] = only_mine(
                 Substr(name, 1, self.preview_chars + 1), Value(""), TextField()
             )
-            if mine is not None and name in self.private_search_fields:
+            if mine is not None:
                 nothing = Value(None, output_field=TextField())
                 annotations[f"_search_{name}"] = only_mine(F(name), nothing, TextField())
         for name in self.private_key_fields:
@@ -317,7 +340,7 @@ class SupportAdmin(admin.ModelAdmin):
         fields = list(super().get_search_fields(request))
         fields += [f"_shown_{name}" for name in self.private_key_fields]
         if self.reveal_subject(request) is not None:
-            fields += [f"_search_{name}" for name in self.private_search_fields]
+            fields += [f"_search_{name}" for name in self.private_fields]
         return fields
 
     def get_search_results(self, request, queryset, search_term):
@@ -378,6 +401,21 @@ class SupportAdmin(admin.ModelAdmin):
     def user_ref(self, obj):
         user = getattr(obj, "user", None)
         return user.get_username() if user is not None else "-"
+
+
+class CatalogAdmin(SupportAdmin):
+    """A catalog other rows refer to by its key (characters by slug, capabilities by name):
+    editable, but its `key_fields` are fixed once it exists — changing one would orphan the
+    rows that name it — and nothing is deleted here (those rows protect it)."""
+
+    key_fields: tuple[str, ...] = ()
+
+    def get_readonly_fields(self, request, obj=None):
+        fixed = tuple(super().get_readonly_fields(request, obj))
+        return (*self.key_fields, *fixed) if obj is not None else fixed
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -476,3 +514,9 @@ def set_or_not_filter(
     attrs = {"title": title, "parameter_name": parameter or title, "field": field}
     attrs["options"] = options
     return type(f"{field.title().replace('_', '')}Filter", (SetOrNotFilter,), attrs)
+
+
+# Rows revoked from a moment on and kept (boundary rules, connections): revoked or not yet.
+RevokedFilter = set_or_not_filter(
+    "revoked", "revoked_at", {"no": ("not revoked", True), "yes": ("revoked", False)}
+)

@@ -18,13 +18,15 @@ from conversations.services import character_put
 from memory.models import MemoryRecord, MemorySource
 from memory.withholding import withheld_exists
 from support import services as support
-from support.admin.base import SupportAdmin, count_of, private_text_columns
+from support.admin.base import (
+    CatalogAdmin,
+    SupportAdmin,
+    count_column,
+    count_of,
+    private_text_columns,
+)
 from support.display import admin_link, explain_turn_url, explain_url, plan_rows, reveal_url
 from support.reveals import reveal_page_log
-
-
-def conversation_link(conversation_id):
-    return admin_link(Conversation, conversation_id, conversation_id)
 
 
 class CharacterForm(forms.ModelForm):
@@ -34,8 +36,13 @@ class CharacterForm(forms.ModelForm):
 
 
 @admin.register(Character)
-class CharacterAdmin(SupportAdmin):
+class CharacterAdmin(CatalogAdmin):
+    """The slug is the character's identity in scope ids and the API; conversations, memories
+    and rules refer to characters (PROTECT), so none is retired here."""
+
     form = CharacterForm
+    key_fields = ("slug",)
+    readonly_fields = ("created_at",)
     list_display = ("slug", "name", "n_conversations", "created_at")
     search_fields = ("slug", "name")
     date_hierarchy = "created_at"
@@ -43,28 +50,17 @@ class CharacterAdmin(SupportAdmin):
     def annotations(self):
         return {"_conversations": count_of(Conversation, "character")}
 
-    @admin.display(description="conversations", ordering="_conversations")
-    def n_conversations(self, obj):
-        return obj._conversations
-
-    def get_readonly_fields(self, request, obj=None):
-        # The slug is the character's identity in scope ids and the API.
-        return ("slug", "created_at") if obj is not None else ("created_at",)
+    n_conversations = count_column("_conversations", "conversations")
 
     def save_model(self, request, obj, form, change):
         character, _ = character_put(slug=obj.slug, name=obj.name)
         obj.pk, obj.created_at = character.pk, character.created_at
-
-    def has_delete_permission(self, request, obj=None):
-        # Conversations, memories and rules refer to characters (PROTECT); retire none here.
-        return False
 
 
 @admin.register(Conversation)
 class ConversationAdmin(SupportAdmin):
     read_only = True
     private_fields = ("title",)
-    private_search_fields = ("title",)
     uuid_search_fields = ("id",)
     list_display = (
         "id",
@@ -107,13 +103,8 @@ class ConversationAdmin(SupportAdmin):
 
     title_preview, title_full = private_text_columns("title")
 
-    @admin.display(description="messages", ordering="_messages")
-    def n_messages(self, obj):
-        return obj._messages
-
-    @admin.display(description="turns", ordering="_turns")
-    def n_turns(self, obj):
-        return obj._turns
+    n_messages = count_column("_messages", "messages")
+    n_turns = count_column("_turns", "turns")
 
     @admin.display(description="see also")
     def related(self, obj):
@@ -141,13 +132,25 @@ def explain_turn_link(turn_id, text="Explain"):
     return format_html('<a href="{}" class="explain-turn">{}</a>', explain_turn_url(turn_id), text)
 
 
+class ConversationPartAdmin(SupportAdmin):
+    """A conversation's turns and messages: read-only (the services own them), browsed by
+    their time, each naming its conversation by id, never by its title."""
+
+    read_only = True
+    list_select_related = ("user",)
+    date_hierarchy = "created_at"
+
+    @admin.display(description="conversation")
+    def conversation_ref(self, obj):
+        return admin_link(Conversation, obj.conversation_id, obj.conversation_id)
+
+
 @admin.register(Turn)
-class TurnAdmin(SupportAdmin):
+class TurnAdmin(ConversationPartAdmin):
     """A turn keeps ids, outcomes and the last plan's ids and hash (never text, SPEC §7). Its
     page reads the plan back as tables of keys and labels (values and whole keys only inside a
     reveal of the turn's user, and then the page is logged), and one click explains the turn."""
 
-    read_only = True
     change_form_template = "admin/support/turn_change_form.html"
     uuid_search_fields = ("id", "conversation_id", "user_message_id", "reply_message_id")
     list_display = (
@@ -165,8 +168,6 @@ class TurnAdmin(SupportAdmin):
     list_filter = ("status", ("plan_hash", admin.EmptyFieldListFilter))
     search_fields = ("user__username", "turn_key", "scene")
     search_help_text = "A username, turn key or scene, or a turn, conversation or message id."
-    list_select_related = ("user",)
-    date_hierarchy = "created_at"
     fields = (
         "id",
         "user_ref",
@@ -219,10 +220,6 @@ class TurnAdmin(SupportAdmin):
     def explain_this(self, obj):
         return explain_turn_link(obj.pk, "Explain this turn: its conversation, scene and plan time")
 
-    @admin.display(description="conversation")
-    def conversation_ref(self, obj):
-        return conversation_link(obj.conversation_id)
-
     @admin.display(description="user message", ordering="_user_seq")
     def user_seq(self, obj):
         return admin_link(Message, obj.user_message_id, f"#{obj._user_seq}")
@@ -249,10 +246,8 @@ class TurnAdmin(SupportAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(SupportAdmin):
-    read_only = True
+class MessageAdmin(ConversationPartAdmin):
     private_fields = ("content",)
-    private_search_fields = ("content",)
     uuid_search_fields = ("id", "conversation_id")
     list_display = (
         "seq",
@@ -267,8 +262,6 @@ class MessageAdmin(SupportAdmin):
     list_filter = ("role",)
     search_fields = ("user__username",)
     search_help_text = "A username, or a message or conversation id."
-    list_select_related = ("user",)
-    date_hierarchy = "created_at"
     fields = (
         "id",
         "user_ref",
@@ -305,10 +298,6 @@ class MessageAdmin(SupportAdmin):
     @admin.display(description="explain")
     def explain(self, obj):
         return explain_turn_link(getattr(obj, "_turn", None))
-
-    @admin.display(description="conversation")
-    def conversation_ref(self, obj):
-        return conversation_link(obj.conversation_id)
 
     content_preview, content_full = private_text_columns("content")
 

@@ -99,27 +99,11 @@ class AttemptInline(admin.TabularInline):
 
 @admin.register(Delivery)
 class DeliveryAdmin(SupportAdmin):
-    list_display = (
-        "event_ref",
-        "event_type",
-        "endpoint",
-        "user",
-        "status",
-        "attempts",
-        "delivered_at",
-    )
+    _delivery = ("event_ref", "event_type", "endpoint", "user", "status", "attempts")
+    list_display = (*_delivery, "delivered_at")
     list_filter = ("status",)
     list_select_related = ("event", "lane__endpoint")
-    fields = (
-        "event_ref",
-        "event_type",
-        "endpoint",
-        "user",
-        "status",
-        "attempts",
-        "first_attempt_at",
-        "delivered_at",
-    )
+    fields = (*_delivery, "first_attempt_at", "delivered_at")
     readonly_fields = fields
     inlines = [AttemptInline]
     actions = ["send_again"]

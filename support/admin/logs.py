@@ -70,17 +70,7 @@ class PrivateTextAccessAdmin(LogAdmin):
     list_select_related = ("content_type", "subject", "grant")
     search_fields = ("staff_username", "subject__username", "subject_pseudonym", "=object_id")
     date_hierarchy = "accessed_at"
-    fields = (
-        "accessed_at",
-        "staff_ref",
-        "event",
-        "subject_ref",
-        "reason",
-        "grant_ref",
-        "view",
-        "target",
-        "shown",
-    )
+    fields = (*list_display, "grant_ref")
 
     @admin.display(description="reason")
     def reason(self, obj):
@@ -116,17 +106,7 @@ class RevealGrantAdmin(LogAdmin):
     list_select_related = ("subject",)
     search_fields = ("staff_username", "subject__username", "subject_pseudonym", "reason")
     date_hierarchy = "opened_at"
-    fields = (
-        "id",
-        "staff_ref",
-        "subject_ref",
-        "reason",
-        "opened_at",
-        "expires_at",
-        "closed_at",
-        "ended",
-        "events_ref",
-    )
+    fields = ("id", *list_display, "events_ref")
 
     @admin.display(description="access log")
     def events_ref(self, obj):
@@ -143,16 +123,7 @@ class SupportActionAdmin(LogAdmin):
     list_filter = ("action", "outcome", "content_type")
     search_fields = ("staff_username", "subject__username", "=object_id", "reason")
     date_hierarchy = "acted_at"
-    fields = (
-        "acted_at",
-        "staff_ref",
-        "action",
-        "target",
-        "subject_ref",
-        "outcome",
-        "reason",
-        "detail_shown",
-    )
+    fields = (*list_display, "detail_shown")
 
     @admin.display(description="detail")
     def detail_shown(self, obj):

@@ -31,7 +31,14 @@ from memory.models import (
 from memory.presentation import STATE_WORDS
 from memory.selectors.states import memory_states_of
 from support import services as support
-from support.admin.base import SupportAdmin, count_of, set_or_not_filter, support_action
+from support.admin.base import (
+    SupportAdmin,
+    count_column,
+    count_of,
+    private_key_column,
+    set_or_not_filter,
+    support_action,
+)
 from support.display import admin_link, explain_turn_url, explain_url
 from support.forms import ForgetForm
 from support.words import when
@@ -40,7 +47,7 @@ WITHHELD = (
     "A forget withholds this memory (F7.2): it holds a forgotten value, so the companion no "
     "longer uses it in the forget's scope. It stays the user's."
 )
-# A memory record on a support action's page, as `MemoryRecordAdmin._rows` writes it.
+# A memory record on a support action's page, as `MemoryRecordAdmin._on_records` writes it.
 RECORD_COLUMNS = ["record", "user", "key", "scope", "state", "authority", "value"]
 
 
@@ -91,7 +98,6 @@ RetractedFilter = set_or_not_filter(
 class MemoryRecordAdmin(SupportAdmin):
     read_only = True
     private_fields = ("value",)
-    private_search_fields = ("value",)
     private_key_fields = ("key",)
     uuid_search_fields = ("id", "supersedes_id", "conversation_id")
     list_display = (
@@ -171,9 +177,7 @@ class MemoryRecordAdmin(SupportAdmin):
     def object_label(self, obj):
         return f"{getattr(obj, '_shown_key', '') or 'memory'} v{obj.version}"
 
-    @admin.display(description="key", ordering="_shown_key")
-    def key_ref(self, obj):
-        return self.private_key(obj)
+    key_ref = private_key_column()
 
     # --- E1: the state now, never the stored status -------------------------------------------
 
@@ -279,9 +283,7 @@ class MemoryRecordAdmin(SupportAdmin):
             return format_html("<em>{}</em>", "erased (forgotten, F2)")
         return self.private_text(obj, "value", full=True)
 
-    @admin.display(description="sources", ordering="_sources")
-    def n_sources(self, obj):
-        return obj._sources
+    n_sources = count_column("_sources", "sources")
 
     @admin.display(description="scope")
     def scope_ref(self, obj):
@@ -376,9 +378,10 @@ class MemoryRecordAdmin(SupportAdmin):
 
     # --- actions ------------------------------------------------------------------------------
 
-    def _rows(self, request, queryset):
-        """The selected records, their rows on an action's page (`RECORD_COLUMNS`), and the
-        records whose text the page may show."""
+    def _on_records(self, request, queryset, *, service, options=(), more=None, **page):
+        """A support action on the selected records: their rows on its page (`RECORD_COLUMNS`,
+        then `more(record)`'s cells), then `service` on them with the reason and the form's
+        `options`. The page may show the records' text (a logged page, S1)."""
         records = list(queryset.select_related("user"))
         self._attach_states(request, records)
         rows = [
@@ -390,10 +393,24 @@ class MemoryRecordAdmin(SupportAdmin):
                 self.state_ref(r),
                 r.authority,
                 self.value_preview(r),
+                *(more(r) if more else ()),
             ]
             for r in records
         ]
-        return records, rows, records
+        return support_action(
+            self,
+            request,
+            queryset,
+            rows=rows,
+            revealed=records,
+            perform=lambda data: service(
+                staff=request.user,
+                record_ids=[r.pk for r in records],
+                reason=data["reason"],
+                **{name: data[name] for name in options},
+            ),
+            **page,
+        )
 
     @staticmethod
     def _forget_counts(record) -> list:
@@ -410,12 +427,13 @@ class MemoryRecordAdmin(SupportAdmin):
 
     @admin.action(description="Forget on the user's behalf…", permissions=["forget_memory"])
     def forget_on_behalf(self, request, queryset):
-        records, rows, revealed = self._rows(request, queryset)
-        rows = [row + self._forget_counts(r) for r, row in zip(records, rows, strict=True)]
-        return support_action(
-            self,
+        return self._on_records(
             request,
             queryset,
+            service=support.support_forget,
+            options=("everywhere", "whole_key"),
+            more=self._forget_counts,
+            form_class=ForgetForm,
             title="Forget on the user's behalf",
             intro="Each selected memory's slot is forgotten through the forget service (SPEC "
             "F1–F3): "
@@ -431,40 +449,22 @@ class MemoryRecordAdmin(SupportAdmin):
                 "messages withheld (scope · everywhere)",
                 "other memories withheld",
             ],
-            rows=rows,
-            revealed=revealed,
-            form_class=ForgetForm,
-            perform=lambda data: support.support_forget(
-                staff=request.user,
-                record_ids=[r.pk for r in records],
-                reason=data["reason"],
-                everywhere=data["everywhere"],
-                whole_key=data["whole_key"],
-            ),
         )
 
     @admin.action(
         description="Retract (the slot is no longer true)…", permissions=["retract_memory"]
     )
     def retract(self, request, queryset):
-        records, rows, revealed = self._rows(request, queryset)
-        return support_action(
-            self,
+        return self._on_records(
             request,
             queryset,
+            service=support.support_retract,
             title="Retract",
             intro="Each selected memory's slot is retracted through the retract service (SPEC "
             "W10): "
             "every record of the slot that has not ended is closed now; history keeps them, and "
             "older evidence cannot bring the value back (W4). Nothing is erased.",
             columns=RECORD_COLUMNS,
-            rows=rows,
-            revealed=revealed,
-            perform=lambda data: support.support_retract(
-                staff=request.user,
-                record_ids=[r.pk for r in records],
-                reason=data["reason"],
-            ),
         )
 
     @admin.action(
@@ -516,29 +516,36 @@ class MemorySettingsAdmin(SupportAdmin):
     fields = ("user_ref", "learn", "use", "settings_changed_by", "settings_changed_at", "time_zone")
 
 
-@admin.register(SlotRetraction)
-class SlotRetractionAdmin(SupportAdmin):
+class SlotAdmin(SupportAdmin):
+    """Rows that name a memory slot — a key in a scope, and one value of it by its keyed hash or
+    the whole key — and never a value: slot retractions and tombstones. Read-only; the key's
+    free part is private text (S1), so a row is named by its key as this request may see it."""
+
     read_only = True
     private_key_fields = ("key",)
-    list_display = ("key_ref", "user_ref", "scope_id", "value_level", "retracted_at")
     search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     list_select_related = ("user",)
+    row_label = ""  # what a row is, as its model's `__str__` says: "forgotten", "retraction of"
+
+    key_ref = private_key_column()
+
+    def object_label(self, obj):
+        return f"{self.row_label} {getattr(obj, '_shown_key', '')} ({obj.scope_id})"
+
+    @admin.display(description="one value only", boolean=True)
+    def value_level(self, obj):
+        return bool(obj.value_hash)
+
+
+@admin.register(SlotRetraction)
+class SlotRetractionAdmin(SlotAdmin):
+    row_label = "retraction of"
+    list_display = ("key_ref", "user_ref", "scope_id", "value_level", "retracted_at")
     date_hierarchy = "retracted_at"
     fields = ("user_ref", "key_ref", "scope_id", "value_level", "retracted_at")
 
     def get_ordering(self, request):
         return ("user__username", "_shown_key", "scope_id")  # never by a hidden name
-
-    def object_label(self, obj):
-        return f"retraction of {getattr(obj, '_shown_key', '')} ({obj.scope_id})"
-
-    @admin.display(description="key", ordering="_shown_key")
-    def key_ref(self, obj):
-        return self.private_key(obj)
-
-    @admin.display(description="one value only", boolean=True)
-    def value_level(self, obj):
-        return bool(obj.value_hash)
 
 
 @admin.register(IdempotencyRecord)

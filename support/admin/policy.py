@@ -23,7 +23,15 @@ from policy.models import (
 )
 from support import requesters
 from support import services as support
-from support.admin.base import SupportAdmin, count_of, set_or_not_filter, support_action
+from support.admin.base import (
+    CatalogAdmin,
+    RevokedFilter,
+    SupportAdmin,
+    count_column,
+    count_of,
+    set_or_not_filter,
+    support_action,
+)
 from support.display import admin_link
 
 
@@ -32,28 +40,17 @@ def owner(obj):
 
 
 @admin.register(Capability)
-class CapabilityAdmin(SupportAdmin):
+class CapabilityAdmin(CatalogAdmin):
+    """Rules and logs refer to a capability by name: renaming one would orphan them."""
+
+    key_fields = ("name",)
     list_display = ("name", "question", "n_rules")
     search_fields = ("name",)
 
     def annotations(self):
         return {"_rules": count_of(PolicyRule, "capability")}
 
-    @admin.display(description="rules", ordering="_rules")
-    def n_rules(self, obj):
-        return obj._rules
-
-    def get_readonly_fields(self, request, obj=None):
-        # Rules and logs refer to a capability by name: renaming one would orphan them.
-        return ("name",) if obj is not None else ()
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-LiveFilter = set_or_not_filter(
-    "revoked", "revoked_at", {"no": ("not revoked", True), "yes": ("revoked", False)}
-)
+    n_rules = count_column("_rules", "rules")
 
 
 OwnerFilter = set_or_not_filter(
@@ -89,7 +86,7 @@ class PolicyRuleAdmin(CapabilityColumn, SupportAdmin):
         "source",
         "scope_kind",
         "requested_by",
-        LiveFilter,
+        RevokedFilter,
         OwnerFilter,
     )
     search_fields = ("user__username", "capability__name")
@@ -181,7 +178,8 @@ class DecisionLogAdmin(SupportAdmin):
     """D10: the allow-listed fields only; never text."""
 
     read_only = True
-    list_display = (
+    # The decision: whose, which capability, who asked, and what was decided why.
+    _decision = (
         "id",
         "user_ref",
         "capability",
@@ -189,6 +187,9 @@ class DecisionLogAdmin(SupportAdmin):
         "requester_ref",
         "effect",
         "reason",
+    )
+    list_display = (
+        *_decision,
         "n_rules",
         "version",
         "answered",
@@ -201,13 +202,7 @@ class DecisionLogAdmin(SupportAdmin):
     list_select_related = ("user", "answer")
     date_hierarchy = "decided_at"
     fields = (
-        "id",
-        "user_ref",
-        "capability",
-        "requested_by",
-        "requester_ref",
-        "effect",
-        "reason",
+        *_decision,
         "rule_refs",
         "version",
         "scope_ids",

@@ -6,7 +6,8 @@ from django.contrib import admin
 
 from memory.models import Tombstone
 from memory.withholding import withheld_count_annotation, withheld_memory_count_annotation
-from support.admin.base import SupportAdmin, set_or_not_filter
+from support.admin.base import set_or_not_filter
+from support.admin.memory import SlotAdmin
 
 ValueLevelFilter = set_or_not_filter(
     "forget level",
@@ -32,12 +33,11 @@ class EverywhereFilter(admin.SimpleListFilter):
 
 
 @admin.register(Tombstone)
-class TombstoneAdmin(SupportAdmin):
+class TombstoneAdmin(SlotAdmin):
     """F1: a tombstone holds no value, and its value hash is not shown either (it is a keyed
     hash, useless to read and not for copying around)."""
 
-    read_only = True
-    private_key_fields = ("key",)
+    row_label = "forgotten"
     list_display = (
         "key_ref",
         "user_ref",
@@ -49,9 +49,7 @@ class TombstoneAdmin(SupportAdmin):
         "withheld_memories",
     )
     list_filter = (ValueLevelFilter, EverywhereFilter, "forgotten_by")
-    search_fields = ("user__username",)  # and the key, without its free part (SupportAdmin)
     uuid_search_fields = ("id",)
-    list_select_related = ("user",)
     date_hierarchy = "forgotten_at"
     fields = (
         "id",
@@ -82,14 +80,3 @@ class TombstoneAdmin(SupportAdmin):
         """F7.2: how many of the user's other memories the forget withholds (a count: never
         which values)."""
         return obj._withheld_memories
-
-    def object_label(self, obj):
-        return f"forgotten {getattr(obj, '_shown_key', '')} ({obj.scope_id})"
-
-    @admin.display(description="key", ordering="_shown_key")
-    def key_ref(self, obj):
-        return self.private_key(obj)
-
-    @admin.display(description="one value only", boolean=True)
-    def value_level(self, obj):
-        return obj.value_hash is not None
