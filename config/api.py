@@ -10,6 +10,7 @@ import threading
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import permissions, serializers
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -190,7 +191,18 @@ def problem_exception_handler(exc, context):
 # Schema helpers: every documented error is a problem+json body (config.problems, SPEC C3).
 
 from config.problems import Problem as ProblemOutput  # noqa: E402,F401
-from config.problems import responses as problems  # noqa: E402,F401
+from config.problems import responses as problems  # noqa: E402
+
+
+def operation(operation_id: str, answers: dict, *problem_statuses: int, **schema):
+    """The schema of one operation, on its view method: its id, its answers by status
+    (`{201: Output, 200: Output}`, `{204: None}`), the statuses of the problems it can answer
+    (`problems`: 401 and 429 come with every operation) and its `request=` or `parameters=`.
+    `@operation("memory_forget", {200: TombstoneOutput}, 400, 404, request=MemoryForgetInput)`."""
+    return extend_schema(
+        operation_id=operation_id, responses={**answers, **problems(*problem_statuses)}, **schema
+    )
+
 
 # One validating instance per input serializer and thread (DRF deep-copies a serializer's
 # declared fields into every new instance: the nested plan of a turn's input cost more to copy

@@ -4,14 +4,13 @@ validating with a named input, calling one service or selector and rendering an 
 other paths, with their views in `turns.api`: a snapshot holds every app's rows, and a message
 read asks memory which messages a forget withholds (F6)."""
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import (
     no_query,
+    operation,
     paginated,
-    problems,
     put_answer,
     query_params,
     represented,
@@ -42,7 +41,7 @@ from .serializers import (
 
 
 class UserApi(APIView):
-    @extend_schema(operation_id="user_get", responses={200: UserOutput, **problems(400, 404)})
+    @operation("user_get", {200: UserOutput}, 400, 404)
     def get(self, request, user_ref):
         """Read a user
 
@@ -51,11 +50,7 @@ class UserApi(APIView):
         no_query(request)
         return Response(UserOutput(user_by_ref(user_ref, field=None)).data)
 
-    @extend_schema(
-        operation_id="user_put",
-        request=UserPutInput,
-        responses={201: UserOutput, 200: UserOutput, **problems(400)},
-    )
+    @operation("user_put", {201: UserOutput, 200: UserOutput}, 400, request=UserPutInput)
     def put(self, request, user_ref):
         """Create or update a user
 
@@ -66,7 +61,7 @@ class UserApi(APIView):
         user, created = services.user_put(ref=user_ref, email=data.get("email", ""))
         return put_answer(UserOutput, user, created)
 
-    @extend_schema(operation_id="user_delete", responses={204: None, **problems(404)})
+    @operation("user_delete", {204: None}, 404)
     def delete(self, request, user_ref):
         """Erase a user and all their data
 
@@ -78,11 +73,7 @@ class UserApi(APIView):
 
 
 class CharacterListApi(APIView):
-    @extend_schema(
-        operation_id="character_list",
-        parameters=[PageQuery],
-        responses={200: CharacterPageOutput, **problems(400)},
-    )
+    @operation("character_list", {200: CharacterPageOutput}, 400, parameters=[PageQuery])
     def get(self, request):
         """List the characters
 
@@ -92,9 +83,7 @@ class CharacterListApi(APIView):
 
 
 class CharacterApi(APIView):
-    @extend_schema(
-        operation_id="character_get", responses={200: CharacterOutput, **problems(400, 404)}
-    )
+    @operation("character_get", {200: CharacterOutput}, 400, 404)
     def get(self, request, slug):
         """Read a character
 
@@ -103,10 +92,11 @@ class CharacterApi(APIView):
         no_query(request)
         return Response(CharacterOutput(character_get(slug)).data)
 
-    @extend_schema(
-        operation_id="character_put",
+    @operation(
+        "character_put",
+        {201: CharacterOutput, 200: CharacterOutput},
+        400,
         request=CharacterPutInput,
-        responses={201: CharacterOutput, 200: CharacterOutput, **problems(400)},
     )
     def put(self, request, slug):
         """Create or rename a character
@@ -120,10 +110,8 @@ class CharacterApi(APIView):
 
 
 class ConversationCollectionApi(APIView):
-    @extend_schema(
-        operation_id="conversation_list",
-        parameters=[ConversationListQuery],
-        responses={200: ConversationPageOutput, **problems(400)},
+    @operation(
+        "conversation_list", {200: ConversationPageOutput}, 400, parameters=[ConversationListQuery]
     )
     def get(self, request):
         """List a user's conversations
@@ -138,10 +126,8 @@ class ConversationCollectionApi(APIView):
             self, request, conversation_list(user, character=character), ConversationOutput
         )
 
-    @extend_schema(
-        operation_id="conversation_create",
-        request=ConversationCreateInput,
-        responses={201: ConversationOutput, **problems(400)},
+    @operation(
+        "conversation_create", {201: ConversationOutput}, 400, request=ConversationCreateInput
     )
     def post(self, request):
         """Start a conversation
@@ -158,9 +144,7 @@ class ConversationCollectionApi(APIView):
 
 
 class ConversationApi(APIView):
-    @extend_schema(
-        operation_id="conversation_get", responses={200: ConversationOutput, **problems(400, 404)}
-    )
+    @operation("conversation_get", {200: ConversationOutput}, 400, 404)
     def get(self, request, conversation_id):
         """Read a conversation
 
@@ -169,7 +153,7 @@ class ConversationApi(APIView):
         no_query(request)
         return Response(ConversationOutput(conversation_get(conversation_id)).data)
 
-    @extend_schema(operation_id="conversation_delete", responses={204: None, **problems(404)})
+    @operation("conversation_delete", {204: None}, 404)
     def delete(self, request, conversation_id):
         """Delete a conversation
 

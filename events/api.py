@@ -1,21 +1,16 @@
 """The event feed (SPEC §14 V2): validate the query, call the feed selector, answer."""
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import problems, query_params, validated
+from config.api import operation, query_params, validated
 
 from .feed import feed_page
 from .serializers import EventFeedQuery, EventPageOutput
 
 
 class EventFeedApi(APIView):
-    @extend_schema(
-        operation_id="event_feed",
-        parameters=[EventFeedQuery],
-        responses={200: EventPageOutput, **problems(400, 410)},
-    )
+    @operation("event_feed", {200: EventPageOutput}, 400, 410, parameters=[EventFeedQuery])
     def get(self, request):
         """Follow every change, in the order it became visible
 

@@ -3,11 +3,10 @@ serializer, calling one service or selector, rendering with an output shape."""
 
 import logging
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import no_query, paginated, problems, query_params, represented, validated
+from config.api import no_query, operation, paginated, query_params, represented, validated
 from config.clock import db_now
 from config.errors import ValidationError
 from conversations.scopes import Scope
@@ -63,10 +62,8 @@ def _scope(data: dict) -> Scope:
 
 
 class MemoryCollectionApi(APIView):
-    @extend_schema(
-        operation_id="memory_assert",
-        request=MemoryAssertInput,
-        responses={201: AssertOutput, 200: AssertOutput, **problems(400, 409)},
+    @operation(
+        "memory_assert", {201: AssertOutput, 200: AssertOutput}, 400, 409, request=MemoryAssertInput
     )
     def post(self, request):
         """Remember a fact
@@ -93,11 +90,7 @@ class MemoryCollectionApi(APIView):
         )
         return Response(assert_json(result), status=result.http_status)
 
-    @extend_schema(
-        operation_id="memory_list",
-        parameters=[MemoryListQuery],
-        responses={200: MemoryPageOutput, **problems(400)},
-    )
+    @operation("memory_list", {200: MemoryPageOutput}, 400, parameters=[MemoryListQuery])
     def get(self, request):
         """List a user's memories
 
@@ -122,7 +115,7 @@ class MemoryCollectionApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    @extend_schema(operation_id="memory_get", responses={200: MemoryOutput, **problems(400, 404)})
+    @operation("memory_get", {200: MemoryOutput}, 400, 404)
     def get(self, request, memory_id):
         """Read a memory
 
@@ -135,10 +128,8 @@ class MemoryDetailApi(APIView):
 
 
 class MemoryConfirmApi(APIView):
-    @extend_schema(
-        operation_id="memory_confirm",
-        request=EmptyInput,
-        responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
+    @operation(
+        "memory_confirm", {201: AssertOutput, 200: AssertOutput}, 400, 404, 409, request=EmptyInput
     )
     def post(self, request, memory_id):
         """Confirm a memory
@@ -153,10 +144,13 @@ class MemoryConfirmApi(APIView):
 
 
 class MemoryCorrectApi(APIView):
-    @extend_schema(
-        operation_id="memory_correct",
+    @operation(
+        "memory_correct",
+        {201: AssertOutput, 200: AssertOutput},
+        400,
+        404,
+        409,
         request=MemoryCorrectInput,
-        responses={201: AssertOutput, 200: AssertOutput, **problems(400, 404, 409)},
     )
     def post(self, request, memory_id):
         """Correct a memory
@@ -171,11 +165,7 @@ class MemoryCorrectApi(APIView):
 
 
 class MemoryRetractApi(APIView):
-    @extend_schema(
-        operation_id="memory_retract",
-        request=EmptyInput,
-        responses={200: RetractOutput, **problems(400, 404, 409)},
-    )
+    @operation("memory_retract", {200: RetractOutput}, 400, 404, 409, request=EmptyInput)
     def post(self, request, memory_id):
         """Mark a memory no longer true
 
@@ -195,11 +185,7 @@ class MemoryRetractApi(APIView):
 
 
 class MemoryForgetApi(APIView):
-    @extend_schema(
-        operation_id="memory_forget",
-        request=MemoryForgetInput,
-        responses={200: TombstoneOutput, **problems(400, 404, 409)},
-    )
+    @operation("memory_forget", {200: TombstoneOutput}, 400, 404, 409, request=MemoryForgetInput)
     def post(self, request, memory_id):
         """Forget a memory
 
@@ -215,11 +201,7 @@ class MemoryForgetApi(APIView):
 
 
 class MemoryResolveApi(APIView):
-    @extend_schema(
-        operation_id="memory_resolve",
-        request=ResolveInput,
-        responses={200: ResolveOutput, **problems(400)},
-    )
+    @operation("memory_resolve", {200: ResolveOutput}, 400, request=ResolveInput)
     def post(self, request):
         """Resolve the memories that apply
 
@@ -262,11 +244,7 @@ class MemoryResolveApi(APIView):
 
 
 class MemoryHistoryApi(APIView):
-    @extend_schema(
-        operation_id="memory_history",
-        parameters=[HistoryQuery],
-        responses={200: HistoryPageOutput, **problems(400)},
-    )
+    @operation("memory_history", {200: HistoryPageOutput}, 400, parameters=[HistoryQuery])
     def get(self, request):
         """Read a fact's history
 
@@ -291,11 +269,7 @@ class MemoryHistoryApi(APIView):
 
 
 class MemoryRememberApi(APIView):
-    @extend_schema(
-        operation_id="memory_remember",
-        request=RememberInput,
-        responses={200: RememberOutput, **problems(400)},
-    )
+    @operation("memory_remember", {200: RememberOutput}, 400, request=RememberInput)
     def post(self, request):
         """Learn from a text
 
@@ -309,11 +283,7 @@ class MemoryRememberApi(APIView):
 
 
 class MemoryAskApi(APIView):
-    @extend_schema(
-        operation_id="memory_ask",
-        parameters=[AskQuery],
-        responses={200: AskOutput, **problems(400)},
-    )
+    @operation("memory_ask", {200: AskOutput}, 400, parameters=[AskQuery])
     def get(self, request):
         """Ask what is remembered
 
@@ -334,11 +304,7 @@ class MemoryAskApi(APIView):
 
 
 class TombstoneListApi(APIView):
-    @extend_schema(
-        operation_id="tombstone_list",
-        parameters=[TombstoneListQuery],
-        responses={200: TombstonePageOutput, **problems(400)},
-    )
+    @operation("tombstone_list", {200: TombstonePageOutput}, 400, parameters=[TombstoneListQuery])
     def get(self, request):
         """List a user's forgets
 
@@ -352,9 +318,7 @@ class TombstoneListApi(APIView):
 
 
 class TombstoneDetailApi(APIView):
-    @extend_schema(
-        operation_id="tombstone_get", responses={200: TombstoneOutput, **problems(400, 404)}
-    )
+    @operation("tombstone_get", {200: TombstoneOutput}, 400, 404)
     def get(self, request, tombstone_id):
         """Read a forget
 
@@ -364,7 +328,7 @@ class TombstoneDetailApi(APIView):
         no_query(request)
         return Response(TombstoneOutput(tombstone_get(tombstone_id)).data)
 
-    @extend_schema(operation_id="tombstone_delete", responses={204: None, **problems(404)})
+    @operation("tombstone_delete", {204: None}, 404)
     def delete(self, request, tombstone_id):
         """Undo a forget
 
@@ -377,10 +341,7 @@ class TombstoneDetailApi(APIView):
 class MemorySettingsApi(APIView):
     """I8: the user's two memory switches."""
 
-    @extend_schema(
-        operation_id="memory_settings_get",
-        responses={200: MemorySettingsOutput, **problems(400, 404)},
-    )
+    @operation("memory_settings_get", {200: MemorySettingsOutput}, 400, 404)
     def get(self, request, user_ref):
         """Read the memory switches
 
@@ -390,10 +351,8 @@ class MemorySettingsApi(APIView):
         user = user_by_ref(user_ref, field=None)
         return Response(_settings_json(memory_settings_of(user)))
 
-    @extend_schema(
-        operation_id="memory_settings_put",
-        request=MemorySettingsInput,
-        responses={200: MemorySettingsOutput, **problems(400, 404)},
+    @operation(
+        "memory_settings_put", {200: MemorySettingsOutput}, 400, 404, request=MemorySettingsInput
     )
     def put(self, request, user_ref):
         """Switch learning or memory use

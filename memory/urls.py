@@ -1,25 +1,32 @@
 from django.urls import path
 
+from config.routes import below
+
 from . import api, history_views, views
 
 # The runtime's API (SPEC §10), under /api/v1/ (namespace `memory_api`).
 api = [
     path("memories", api.MemoryCollectionApi.as_view(), name="memories"),
     path("memories/<uuid:memory_id>", api.MemoryDetailApi.as_view(), name="memory"),
-    path(
-        "memories/<uuid:memory_id>/confirm", api.MemoryConfirmApi.as_view(), name="memory-confirm"
+    *below(
+        "memories/<uuid:memory_id>",
+        {
+            "confirm": api.MemoryConfirmApi.as_view(),
+            "correct": api.MemoryCorrectApi.as_view(),
+            "retract": api.MemoryRetractApi.as_view(),
+            "forget": api.MemoryForgetApi.as_view(),
+        },
+        name="memory-{}",
     ),
-    path(
-        "memories/<uuid:memory_id>/correct", api.MemoryCorrectApi.as_view(), name="memory-correct"
+    *below(
+        "memory",
+        {
+            "resolve": api.MemoryResolveApi.as_view(),
+            "history": api.MemoryHistoryApi.as_view(),
+            "remember": api.MemoryRememberApi.as_view(),
+            "ask": api.MemoryAskApi.as_view(),
+        },
     ),
-    path(
-        "memories/<uuid:memory_id>/retract", api.MemoryRetractApi.as_view(), name="memory-retract"
-    ),
-    path("memories/<uuid:memory_id>/forget", api.MemoryForgetApi.as_view(), name="memory-forget"),
-    path("memory/resolve", api.MemoryResolveApi.as_view(), name="resolve"),
-    path("memory/history", api.MemoryHistoryApi.as_view(), name="history"),
-    path("memory/remember", api.MemoryRememberApi.as_view(), name="remember"),
-    path("memory/ask", api.MemoryAskApi.as_view(), name="ask"),
     path(
         "users/<str:user_ref>/memory-settings",
         api.MemorySettingsApi.as_view(),
@@ -42,10 +49,15 @@ pages = [
         history_views.tombstone_delete_view,
         name="learn-again",
     ),
-    path("<uuid:memory_id>/confirm", views.memory_confirm_view, name="confirm"),
-    path("<uuid:memory_id>/correct", views.memory_correct_view, name="correct"),
-    path("<uuid:memory_id>/retract", views.memory_retract_view, name="retract"),
-    path("<uuid:memory_id>/restore", views.memory_restore_view, name="restore"),
-    path("<uuid:memory_id>/forget", history_views.memory_forget_view, name="forget"),
-    path("<uuid:memory_id>/history", history_views.memory_history_view, name="history"),
+    *below(
+        "<uuid:memory_id>",
+        {
+            "confirm": views.memory_confirm_view,
+            "correct": views.memory_correct_view,
+            "retract": views.memory_retract_view,
+            "restore": views.memory_restore_view,
+            "forget": history_views.memory_forget_view,
+            "history": history_views.memory_history_view,
+        },
+    ),
 ]

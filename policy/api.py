@@ -2,12 +2,11 @@
 its input with its own serializer, calls one service and serializes the result; every error
 is a DomainError or a DRF error that config.api renders as problem details."""
 
-from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import paginated, problems, represented, validated
+from config.api import operation, paginated, represented, validated
 from conversations.selectors import load_context, user_by_ref
 
 from . import media_jobs, selectors, services
@@ -33,10 +32,7 @@ from .serializers import (
 class CapabilityListApi(APIView):
     """SPEC §6: the capability catalog, each with the question to ask."""
 
-    @extend_schema(
-        operation_id="policy_capabilities_list",
-        responses={200: CapabilityPageOutput, **problems(401)},
-    )
+    @operation("policy_capabilities_list", {200: CapabilityPageOutput})
     def get(self, request):
         """List the capabilities
 
@@ -49,11 +45,7 @@ class CapabilityListApi(APIView):
 class PolicyDecideApi(APIView):
     """D1–D7, logged (D10). An unknown capability is a 400 naming `capability`."""
 
-    @extend_schema(
-        operation_id="policy_decide",
-        request=PolicyDecideInput,
-        responses={200: DecisionOutput, **problems(400, 401)},
-    )
+    @operation("policy_decide", {200: DecisionOutput}, 400, request=PolicyDecideInput)
     def post(self, request):
         """Decide whether a capability is allowed
 
@@ -78,11 +70,7 @@ class RuleListApi(APIView):
     """A user's rules (every version, revoked ones too), or the product defaults without
     `user`; paginated."""
 
-    @extend_schema(
-        operation_id="policy_rules_list",
-        parameters=[RuleListQueryInput],
-        responses={200: RulePageOutput, **problems(400, 401)},
-    )
+    @operation("policy_rules_list", {200: RulePageOutput}, 400, parameters=[RuleListQueryInput])
     def get(self, request):
         """List boundary rules
 
@@ -101,11 +89,7 @@ class RuleCreateApi(APIView):
     """SPEC §6: a new rule (version 1); bumps the owner's policy version (D7). With `replace`
     (D11) it replaces the user's explicit choices at its place."""
 
-    @extend_schema(
-        operation_id="policy_rules_create",
-        request=RuleCreateInput,
-        responses={201: RuleOutput, **problems(400, 401)},
-    )
+    @operation("policy_rules_create", {201: RuleOutput}, 400, request=RuleCreateInput)
     def post(self, request):
         """Create a boundary rule
 
@@ -136,11 +120,7 @@ class RuleCollectionApi(RuleListApi, RuleCreateApi):
 class RuleRevokeApi(APIView):
     """D5/D7: revoke a rule now; revoking it again changes nothing."""
 
-    @extend_schema(
-        operation_id="policy_rules_revoke",
-        request=RuleRevokeInput,
-        responses={200: RuleOutput, **problems(400, 401, 404)},
-    )
+    @operation("policy_rules_revoke", {200: RuleOutput}, 400, 404, request=RuleRevokeInput)
     def post(self, request, rule_id):
         """Revoke a boundary rule
 
@@ -154,10 +134,8 @@ class RuleRevokeApi(APIView):
 class PolicyAnswerApi(APIView):
     """D8: the user's answer to an ASK decision."""
 
-    @extend_schema(
-        operation_id="policy_answers_create",
-        request=PolicyAnswerInput,
-        responses={200: PolicyAnswerOutput, **problems(400, 401, 409)},
+    @operation(
+        "policy_answers_create", {200: PolicyAnswerOutput}, 400, 409, request=PolicyAnswerInput
     )
     def post(self, request):
         """Answer an ask decision
@@ -178,10 +156,12 @@ class PolicyAnswerApi(APIView):
 class MediaJobAdmitApi(APIView):
     """D9: admit a media job (201; the same idempotency key and request again: 200)."""
 
-    @extend_schema(
-        operation_id="media_jobs_create",
+    @operation(
+        "media_jobs_create",
+        {201: MediaJobOutput, 200: MediaJobOutput},
+        400,
+        409,
         request=MediaJobAdmitInput,
-        responses={201: MediaJobOutput, 200: MediaJobOutput, **problems(400, 401, 409)},
     )
     def post(self, request):
         """Admit a media job
@@ -204,11 +184,7 @@ class MediaJobAdmitApi(APIView):
 class MediaJobStartApi(APIView):
     """D9: decide again and start (or cancel) the job; 200 with the job whatever its status."""
 
-    @extend_schema(
-        operation_id="media_jobs_start",
-        request=MediaJobStartInput,
-        responses={200: MediaJobOutput, **problems(400, 401, 404)},
-    )
+    @operation("media_jobs_start", {200: MediaJobOutput}, 400, 404, request=MediaJobStartInput)
     def post(self, request, job_id):
         """Start a media job
 
@@ -223,10 +199,13 @@ class MediaJobStartApi(APIView):
 class MediaJobCompleteApi(APIView):
     """D9: a running job is done (idempotent); a job that never ran is a 409."""
 
-    @extend_schema(
-        operation_id="media_jobs_complete",
+    @operation(
+        "media_jobs_complete",
+        {200: MediaJobOutput},
+        400,
+        404,
+        409,
         request=MediaJobCompleteInput,
-        responses={200: MediaJobOutput, **problems(400, 401, 404, 409)},
     )
     def post(self, request, job_id):
         """Finish a media job

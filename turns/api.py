@@ -4,11 +4,10 @@ selector and rendering an output shape (`turns.serializers`). They sit here, abo
 a snapshot holds every app's rows (§9) and a message read asks memory what a forget withholds
 (F6). The user, character and conversation paths are `conversations.api`."""
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import no_query, paginated, problems, query_params, represented, validated
+from config.api import no_query, operation, paginated, query_params, represented, validated
 from config.errors import ValidationError
 from conversations.selectors import conversation_get, user_by_ref
 
@@ -34,7 +33,7 @@ from .serializers import (
 
 
 class UserExportApi(APIView):
-    @extend_schema(operation_id="user_export", responses={200: Snapshot, **problems(400, 404)})
+    @operation("user_export", {200: Snapshot}, 400, 404)
     def get(self, request, user_ref):
         """Export a user's data
 
@@ -49,11 +48,7 @@ class UserExportApi(APIView):
 class UserImportApi(APIView):
     throttle_scope = "import"
 
-    @extend_schema(
-        operation_id="user_import",
-        request=SnapshotInput,
-        responses={200: UserImportOutput, **problems(400, 404, 409, 413)},
-    )
+    @operation("user_import", {200: UserImportOutput}, 400, 404, 409, 413, request=SnapshotInput)
     def post(self, request, user_ref):
         """Import a user's snapshot
 
@@ -77,10 +72,8 @@ class UserImportApi(APIView):
 
 
 class ConversationMessagesApi(APIView):
-    @extend_schema(
-        operation_id="conversation_messages",
-        parameters=[MessageListQuery],
-        responses={200: MessagePageOutput, **problems(400, 404)},
+    @operation(
+        "conversation_messages", {200: MessagePageOutput}, 400, 404, parameters=[MessageListQuery]
     )
     def get(self, request, conversation_id):
         """Read a conversation's messages
@@ -106,7 +99,7 @@ class ConversationMessagesApi(APIView):
 
 
 class TurnApi(APIView):
-    @extend_schema(operation_id="turn_get", responses={200: TurnReadOutput, **problems(400, 404)})
+    @operation("turn_get", {200: TurnReadOutput}, 400, 404)
     def get(self, request, turn_id):
         """Read a turn
 
@@ -126,10 +119,14 @@ class TurnApi(APIView):
 
 
 class TurnPromptPlanApi(APIView):
-    @extend_schema(
-        operation_id="turn_prompt_plan",
+    @operation(
+        "turn_prompt_plan",
+        {200: PromptPlanOutput},
+        400,
+        404,
+        409,
+        422,
         parameters=[PromptPlanQuery],
-        responses={200: PromptPlanOutput, **problems(400, 404, 409, 422)},
     )
     def get(self, request, turn_id):
         """Plan a turn's prompt
@@ -157,10 +154,14 @@ class TurnPromptPlanApi(APIView):
 
 
 class TurnCreateApi(APIView):
-    @extend_schema(
-        operation_id="turn_create",
+    @operation(
+        "turn_create",
+        {201: TurnCreateOutput, 200: TurnCreateOutput},
+        400,
+        404,
+        409,
+        422,
         request=TurnCreateInput,
-        responses={201: TurnCreateOutput, 200: TurnCreateOutput, **problems(400, 404, 409, 422)},
     )
     def post(self, request, conversation_id):
         """Create a turn from the user's message
@@ -193,10 +194,8 @@ class TurnCreateApi(APIView):
 
 
 class TurnReplyApi(APIView):
-    @extend_schema(
-        operation_id="turn_reply",
-        request=TurnReplyInput,
-        responses={201: TurnReplyOutput, 200: TurnReplyOutput, **problems(400, 404)},
+    @operation(
+        "turn_reply", {201: TurnReplyOutput, 200: TurnReplyOutput}, 400, 404, request=TurnReplyInput
     )
     def post(self, request, turn_id):
         """Commit the companion's reply

@@ -1,21 +1,26 @@
 from django.urls import path
 
+from config.routes import below
+
 from . import api, views
 
 # The runtime's API of exports, imports, messages and turns (SPEC §10), under /api/v1/
 # (namespace `turns_api`); users, characters and conversations are `conversations.urls`.
 api = [
-    path("users/<str:user_ref>/export", api.UserExportApi.as_view(), name="user-export"),
-    path("users/<str:user_ref>/import", api.UserImportApi.as_view(), name="user-import"),
-    path(
-        "conversations/<uuid:conversation_id>/messages",
-        api.ConversationMessagesApi.as_view(),
-        name="messages",
+    *below(
+        "users/<str:user_ref>",
+        {"export": api.UserExportApi.as_view(), "import": api.UserImportApi.as_view()},
+        name="user-{}",
     ),
-    path("conversations/<uuid:conversation_id>/turns", api.TurnCreateApi.as_view(), name="turns"),
+    *below(
+        "conversations/<uuid:conversation_id>",
+        {"messages": api.ConversationMessagesApi.as_view(), "turns": api.TurnCreateApi.as_view()},
+    ),
     path("turns/<uuid:turn_id>", api.TurnApi.as_view(), name="turn"),
-    path("turns/<uuid:turn_id>/prompt-plan", api.TurnPromptPlanApi.as_view(), name="prompt-plan"),
-    path("turns/<uuid:turn_id>/reply", api.TurnReplyApi.as_view(), name="reply"),
+    *below(
+        "turns/<uuid:turn_id>",
+        {"prompt-plan": api.TurnPromptPlanApi.as_view(), "reply": api.TurnReplyApi.as_view()},
+    ),
 ]
 
 # The transcripts, under /conversations/ (namespace `conversations`).

@@ -1,16 +1,14 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from agents.models import ACCESS_ORDER, EXPIRY_DAYS
 from agents.services import connection_create
+from config.commands import PRINTED_ONCE, TokenCommand
 from config.errors import ValidationError
 from conversations.selectors import user_by_ref
 
 
-class Command(BaseCommand):
-    help = (
-        "Connect an assistant to a user's memory over MCP (SPEC §15 M1). The token is printed "
-        "once, alone on the last line; only its hash is stored."
-    )
+class Command(TokenCommand):
+    help = f"Connect an assistant to a user's memory over MCP (SPEC §15 M1). {PRINTED_ONCE}"
 
     def add_arguments(self, parser):
         parser.add_argument("user", help="The username the connection acts for.")
@@ -25,7 +23,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--days", type=int, choices=EXPIRY_DAYS, default=90)
 
-    def handle(self, *args, user, name, access, characters, days, **options):
+    def issue(self, *, user, name, access, characters, days, **options):
         try:
             owner = user_by_ref(user)
             created = connection_create(
@@ -34,9 +32,9 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(exc.detail) from None
         connection = created.connection
-        self.stderr.write(
+        said = (
             f"Connected {connection.name!r} ({connection.prefix}…) for {owner.username}, "
             f"{access} access, until {connection.expires_at:%Y-%m-%d}. Store the token now: "
             "it is not shown again."
         )
-        self.stdout.write(created.token)
+        return said, created.token

@@ -1,20 +1,16 @@
-from django.core.management.base import BaseCommand
-
+from config.commands import PRINTED_ONCE, TokenCommand
 from config.models import ApiToken
 
 
-class Command(BaseCommand):
-    help = (
-        "Create a chat-runtime API token. The token is printed once, alone on the last line; only "
-        "its hash is stored."
-    )
+class Command(TokenCommand):
+    help = f"Create a chat-runtime API token. {PRINTED_ONCE}"
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="What the token is for, e.g. 'chat-runtime-eu'.")
 
-    def handle(self, *args, name, **options):
+    def issue(self, *, name, **options):
         token, raw = ApiToken.issue(name)
-        self.stderr.write(
+        said = (
             f"Created token {token.name!r} ({token.prefix}…). Store it now: it is not shown again."
         )
-        self.stdout.write(raw)
+        return said, raw
