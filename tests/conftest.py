@@ -18,6 +18,7 @@ hypothesis_settings.register_profile("suite", deadline=None)
 hypothesis_settings.load_profile("suite")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
     """The files marked `slow` run first, then the others by how many tests they hold, so the
     workers of a parallel run (`make test`: xdist, one file per work unit, in this order) end

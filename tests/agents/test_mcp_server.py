@@ -28,6 +28,8 @@ from mcp.client.streamable_http import streamable_http_client
 from agents.tools import TOOLS
 from tests.helpers import stop_process
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 MESSAGE = "My dog's name is Rex. I work at Acme. My cat is called Miso."
 CONNECTIONS = """

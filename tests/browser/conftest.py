@@ -65,6 +65,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if Path(str(item.fspath)).parent == here:
             item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.slow)  # Chromium: started first in `make test`
             if CHROMIUM is None:
                 item.add_marker(
                     pytest.mark.skip(

@@ -19,7 +19,7 @@ BIN = Path(sys.executable).parent
 PYTHON_CLIENT = ROOT / "clients" / "python"
 TYPESCRIPT = ROOT / "clients" / "typescript"
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def run(*command, cwd=None) -> subprocess.CompletedProcess:

@@ -19,7 +19,7 @@ from rest_framework import serializers
 from config.serializers import StrictSerializer, json_type
 from tests.contract.test_schema_conformance import every_call
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 SCHEMA = SchemaGenerator().get_schema(request=None, public=True)
 COMPONENTS = SCHEMA["components"]["schemas"]

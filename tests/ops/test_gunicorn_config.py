@@ -20,6 +20,8 @@ import pytest
 
 from tests.helpers import children
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 PORT = 8431
 

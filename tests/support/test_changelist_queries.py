@@ -24,7 +24,7 @@ from tests.support.conftest import staff_client
 from turns.creation import turn_create
 from turns.replies import turn_commit_reply
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 APPS = {"memory", "policy", "conversations", "config", "support", "auth", "events"}
 

@@ -29,7 +29,7 @@ from tests.support.conftest import (
     staff_client,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 APPS = {"memory", "policy", "conversations", "config", "support", "auth"}
 

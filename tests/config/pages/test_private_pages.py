@@ -14,7 +14,7 @@ from memory.models import MemoryRecord, Tombstone
 from policy.services import rule_create
 from tests.helpers import live, text
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 
 @pytest.fixture

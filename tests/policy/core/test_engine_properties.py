@@ -5,6 +5,7 @@ and D6's properties are checked directly. No database."""
 import dataclasses
 import datetime as dt
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,8 @@ from policy.domain import DecisionRequest, PolicyContext, PolicyScope, Rule
 from policy.engine import check_rules, decide, explain
 
 from .rules import CONV, OTHER_CONV, T0
+
+pytestmark = pytest.mark.slow
 
 HOUR = dt.timedelta(hours=1)
 PROPERTY = settings(max_examples=300, deadline=None, derandomize=True)

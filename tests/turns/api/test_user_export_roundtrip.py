@@ -18,7 +18,7 @@ from tests.turns.api.snapshot_world import (
     without_exported_at,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 
 @pytest.fixture(autouse=True)

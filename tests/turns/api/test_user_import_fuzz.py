@@ -18,7 +18,7 @@ import pytest
 
 from tests.turns.api.snapshot_world import build_every_kind, reads_answer
 
-pytestmark = [pytest.mark.django_db, pytest.mark.fuzz]
+pytestmark = [pytest.mark.django_db, pytest.mark.fuzz, pytest.mark.slow]
 
 FULL = os.environ.get("SNAPSHOT_FUZZ") == "full"
 DANGLING = "00000000-0000-4000-8000-000000000000"
