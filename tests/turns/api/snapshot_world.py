@@ -51,7 +51,7 @@ class World:
         self.decisions: list[dict] = []
         self.jobs: list[dict] = []
         ensure_characters(api)
-        assert self.call("put", f"/users/{self.ref}", {}).status_code in (200, 201)
+        assert self.call("put", f"/users/{self.ref}", {}).status_code == 201  # a new user
         for slug in CHARACTERS:
             self.conversation(slug)
 
