@@ -1,9 +1,10 @@
 """The events worker (SPEC V3), a process apart from the web workers: it follows the feed and
 turns new events into deliveries (the dispatcher), wakes lanes that are due, prunes old events
-(V2), and runs the delivery tasks of Django's tasks API in `--threads` threads, so one slow
-endpoint holds one thread and no other endpoint's deliveries. SIGTERM or SIGINT stop it after
-the deliveries in flight; a SIGKILL loses nothing (a killed delivery's lane is taken up again
-once its lease ends)."""
+(V2), and runs the delivery tasks of Django's tasks API in `--threads` threads, so a slow
+lane (one endpoint's deliveries for one user) holds one thread and no other lane's deliveries;
+an endpoint that hangs for many users holds a thread per lane while it hangs. SIGTERM or
+SIGINT stop it after the deliveries in flight; a SIGKILL loses nothing (a killed delivery's
+lane is taken up again once its lease ends)."""
 
 from __future__ import annotations
 
