@@ -108,8 +108,6 @@ def _guarded(connection: Connection, tool, arguments) -> Answer:
 
 class Revoked(DomainError):
     code = "unauthenticated"
-    status = 401
-    title = "Authentication failed"
 
 
 def _run(connection: Connection, tool, args: dict) -> dict:

@@ -39,8 +39,6 @@ class MemoryOff(DomainError):
     """I8: the user switched memory use off; reads of what is remembered answer this."""
 
     code = "memory_off"
-    status = 409
-    title = "Memory is switched off"
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from config import credentials
-from config import problems as problem_codes
 from config.errors import DomainError
-from config.problems import PROBLEM_CONTENT_TYPE, problem
+from config.problem_codes import PROBLEM_CODES
+from config.problems import PROBLEM_CONTENT_TYPE, code_for_status, problem
 from config.serializers import EmptyQuery, QueryText
 from config.throttle import RuntimeThrottle  # noqa: F401  (its old home: tests patch it here)
 
@@ -164,8 +164,8 @@ def problem_exception_handler(exc, context):
     if not isinstance(exc, drf_exceptions.APIException):
         return None  # a real bug: let Django log it and answer 500 (see handler500)
     # Any other APIException is named by its status, from the one list of codes (SPEC C3).
-    code = problem_codes.code_for_status(exc.status_code)
-    title = problem_codes.PROBLEM_CODES[code].title
+    code = code_for_status(exc.status_code)
+    title = PROBLEM_CODES[code].title
     for cls in type(exc).__mro__:
         if cls in _DRF_CODES:
             code, title = _DRF_CODES[cls]

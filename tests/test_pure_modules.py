@@ -30,6 +30,7 @@ PURE = [
     "conversations.domain",
     "conversations.scopes",
     "config.errors",
+    "config.problem_codes",
     "support.words",
     "policy.presentation",
     "memory.history",
