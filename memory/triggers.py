@@ -281,13 +281,15 @@ def drop_sql(vendor: str) -> list[str]:
 class _TriggerSet(SQLOperation):
     """One set of this module's triggers as a migration operation: `made(vendor)` writes the
     statements that create them, `dropped(vendor)` those that drop them; a `dropping` operation
-    runs them the other way round (drops forwards, creates again backwards)."""
+    (a subclass that says only `dropping = True`) runs them the other way round (drops
+    forwards, creates again backwards). `triggers` names the set, `description` says what making
+    it does."""
 
     made: Callable[[str], list[str]]
     dropped: Callable[[str], list[str]]
     dropping = False
+    triggers = ""
     description = ""
-    fragment = ""
 
     def create_sql(self, vendor: str) -> list[str]:
         return (self.dropped if self.dropping else self.made)(vendor)
@@ -296,27 +298,25 @@ class _TriggerSet(SQLOperation):
         return (self.made if self.dropping else self.dropped)(vendor)
 
     def describe(self):
-        return self.description
+        return f"Drop the {self.triggers}" if self.dropping else self.description
 
     @property
     def migration_name_fragment(self):
-        return self.fragment
+        return ("drop_" if self.dropping else "") + self.triggers.replace(" ", "_")
 
 
 class MemoryVersionTriggers(_TriggerSet):
     """The memory version's triggers on every memory table (and PostgreSQL's functions)."""
 
     made, dropped = staticmethod(create_sql), staticmethod(drop_sql)
+    triggers = "memory version triggers"
     description = "Memory version triggers on the memory tables"
-    fragment = "memory_version_triggers"
 
 
 class DropMemoryVersionTriggers(MemoryVersionTriggers):
     """The memory version's triggers dropped (before a change of the tables they are on)."""
 
     dropping = True
-    description = "Drop the memory version triggers"
-    fragment = "drop_memory_version_triggers"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,13 +372,11 @@ class MemoryLinkTriggers(_TriggerSet):
     """The triggers that stamp a record when a memory link naming it changes (F7.2)."""
 
     made, dropped = staticmethod(link_create_sql), staticmethod(link_drop_sql)
+    triggers = "memory link triggers"
     description = "Memory link triggers stamping the records they name"
-    fragment = "memory_link_triggers"
 
 
 class DropMemoryLinkTriggers(MemoryLinkTriggers):
     """The memory links' triggers dropped (before a change of the record table they stamp)."""
 
     dropping = True
-    description = "Drop the memory link triggers"
-    fragment = "drop_memory_link_triggers"
