@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import wraps
+from typing import ClassVar
 
 from django import forms
 from django.contrib import messages as flash
@@ -86,6 +87,25 @@ def messages_by_anchor(request) -> tuple[dict[str, list], list]:
         else:
             loose.append(message)
     return placed, loose
+
+
+class PagePresenter:
+    """What a page shows, worked out beside its view (DESIGN habit 3), as a dataclass whose
+    fields are its template's variables: `context()` gives every field but those in
+    `not_shown` (what the view itself reads, or what only other variables are made from),
+    with the variables `derived()` works out from the fields."""
+
+    not_shown: ClassVar[tuple[str, ...]] = ()
+
+    def derived(self) -> dict:
+        return {}
+
+    def context(self) -> dict:
+        """The template's variables of this page."""
+        shown = {
+            f.name: getattr(self, f.name) for f in fields(self) if f.name not in self.not_shown
+        }
+        return shown | self.derived()
 
 
 def next_url(request, default: str = "memory:list") -> str:

@@ -20,6 +20,7 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from config.pages import PagePresenter
 from conversations.scopes import SCOPE_NARROWNESS
 
 from .domain import USER_AUTHORITIES, normalise_value
@@ -114,7 +115,7 @@ class Filters:
 
 
 @dataclass
-class MemoryListPage:
+class MemoryListPage(PagePresenter):
     """One page of the memories page's cards, in their groups, with the filter form and the
     addresses the page links to; `unplaced`: the messages of cards not on this page."""
 
@@ -131,24 +132,19 @@ class MemoryListPage:
     no_longer_true: int
     unplaced: list
 
-    def context(self) -> dict:
-        """The template's variables of this page."""
+    # `unplaced`: the view shows them with the messages of no card.
+    not_shown = ("term", "filters", "paginator", "params", "unplaced")
+
+    def derived(self) -> dict:
         return {
-            "groups": self.groups,
-            "page": self.page,
             "paginated": self.paginator.num_pages > 1,
             "page_range": list(
                 self.paginator.get_elided_page_range(self.page.number, on_each_side=2, on_ends=1)
             ),
             "page_query": self.params.urlencode(),
-            "form": self.form,
             "query": self.term,
             "filtered": bool(self.term or self.filters.only or self.filters.certainty),
             "total": self.paginator.count,
-            "anything": self.anything,
-            "forgotten_before": self.forgotten_before,
-            "no_longer_true": self.no_longer_true,
-            "here": self.here,
             "here_query": urlencode({"next": self.here}),
         }
 

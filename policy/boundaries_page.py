@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from config.clock import db_now
-from config.pages import Notice, day
+from config.pages import Notice, PagePresenter, day
 
 from .domain import (
     EXPLICIT_USER,
@@ -213,17 +213,14 @@ class BoundaryPost:
 
 
 @dataclass
-class BoundariesPage:
+class BoundariesPage(PagePresenter):
     sections: list[dict]
     yours: list[dict]
     conflicts: list[dict]
     shadowed: list[dict]
     unplaced: list = field(default_factory=list)  # messages of no card on the page
 
-    def context(self) -> dict:
-        """The template's variables: the page's fields but `unplaced`, which the view shows
-        with the messages of no card."""
-        return {name: value for name, value in vars(self).items() if name != "unplaced"}
+    not_shown = ("unplaced",)  # the view shows them with the messages of no card
 
 
 class _Sections:

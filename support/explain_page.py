@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from config.errors import ValidationError
-from config.pages import form_errors_from
+from config.pages import PagePresenter, form_errors_from
 
 from . import reveals, selectors
 from .display import explain_record_rows, plan_rows, reveal_url
@@ -22,7 +22,7 @@ from .services import ExplainResult, TurnPlan, support_explain, turn_plan
 
 
 @dataclass
-class ExplainPage:
+class ExplainPage(PagePresenter):
     """What the explain page shows; empty until a context was explained. `turn_unknown`: the
     turn asked for is not one of the user's (a form error; the rest still shows)."""
 
@@ -34,19 +34,11 @@ class ExplainPage:
     plan: TurnPlan | None = None
     turn_unknown: bool = False
 
-    def context(self) -> dict:
-        """The template's variables of this page."""
-        return {
-            "result": self.result,
-            "rows": self.rows,
-            "reveal": self.reveal,
-            "reveal_link": self.reveal_link,
-            "conversations": self.conversations,
-            "plan": self.plan,
-            "plan_rows": plan_rows(self.plan, reveal_link=self.reveal_link)
-            if self.plan is not None
-            else None,
-        }
+    not_shown = ("turn_unknown",)  # a form error, put on the form
+
+    def derived(self) -> dict:
+        rows = plan_rows(self.plan, reveal_link=self.reveal_link) if self.plan is not None else None
+        return {"plan_rows": rows}
 
 
 def _turn_plan(user, turn_id, *, reveal: bool) -> tuple[TurnPlan | None, bool]:
