@@ -124,7 +124,7 @@ def _blocking_tombstone(
 
 
 def _decide_records(
-    records: list[MemoryRecord] | tuple[MemoryRecord, ...],
+    records: Iterable[MemoryRecord],
     now: datetime,
     context: Context | None,
     tombstones: Mapping[str, list[Tombstone]],
@@ -135,6 +135,8 @@ def _decide_records(
     ones: R1 scope (`_in_scope`; skipped without a context), R2 and R3 (`_in_time`), R4
     (`_not_blocked`), R5 and R6 (`_slot_winners`). Each step records the reason of what it
     excludes and hands on the others, each with its scope id."""
+    if not isinstance(records, list | tuple):
+        records = list(records)
     # One reason per id, in input order; duplicate ids are dropped here (`unique_records`),
     # and a record that reaches R6 keeps the default unless it wins.
     reasons = dict.fromkeys(map(_record_id, records), REASON_LOWER_PRECEDENCE)
@@ -287,8 +289,6 @@ def resolve(
     `explanations` are read from the pass's reasons when asked (`memory.reasons`, I9).
     """
     now = context.now
-    if not isinstance(records, list | tuple):
-        records = list(records)
     decisions = _decide_records(
         records, now, context, _index_tombstones(tombstones), many_keys, secret
     )
@@ -337,8 +337,6 @@ def record_states(
 
     `state` is the reason the pass recorded (or "active"); the detail is read from what the
     pass recorded, never decided again (`_States`)."""
-    if not isinstance(records, list | tuple):
-        records = list(records)
     index = _index_tombstones(tombstones)
     states = _States(_decide_records(records, now, None, index, many_keys, secret), index)
     return {
