@@ -4,8 +4,8 @@ memory rows and hands here the file's, and never reaches memory's tables itself.
 
 - `export`: the user's memory rows as the export file holds them (`memory_export`).
 - `imports`: an import's memory rows written, step by step in its one transaction.
-- `rows`: each memory row as the file holds it, shared by export and import, and the profile's
-  part of the user object."""
+- `rows`: each memory row as the file holds it, with its section's declaration, shared by
+  export and import, and the profile's part of the user object."""
 
 from .export import MemoryExport, memory_export
 from .imports import (

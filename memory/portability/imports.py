@@ -22,15 +22,7 @@ from ..models import (
 )
 from ..selectors.records import tombstones_of
 from ..withholding import withhold_links, withhold_memory_links
-from .rows import (
-    idempotency_row,
-    memory_row,
-    memory_scope_id,
-    profile_apply,
-    retraction_row,
-    tombstone_content,
-    tombstone_row,
-)
+from .rows import MEMORIES, TOMBSTONES, idempotency_row, profile_apply, retraction_row
 
 # ---------------------------------------------------------------------------------------------
 # The registry and the profile
@@ -98,58 +90,21 @@ def _secret_import(user, secret: str | None) -> MemoryProfile:
 # The records
 
 
-def memories_import(rows: RowImport, *, characters: dict, slugs: dict) -> list[MemoryRecord]:
-    """The memory records and their source links. `characters` maps the file's slugs to the
-    stored characters, `slugs` their ids back to slugs. Answers the records created."""
+def memories_import(rows: RowImport) -> list[MemoryRecord]:
+    """The memory records and their source links (once the file's characters are imported).
+    Answers the records created."""
     sources_of: dict = {}
     ids = [v["id"] for v in rows.v["memories"]]
     for memory_id, message_id in MemorySource.objects.filter(memory_id__in=ids).values_list(
         "memory_id", "message_id"
     ):
         sources_of.setdefault(memory_id, []).append(str(message_id))
-    created = rows.merge(
-        MemoryRecord,
-        "memories",
-        "memory",
-        as_dict=lambda e: memory_row(e, slugs, sources_of),
-        same=_same_record,
-        build=lambda v, c: _record(rows, characters, v),
-    )
+    created = rows.merge(MEMORIES, rows.slugs, sources_of)
     sources = {v["id"]: v["sources"] for v in rows.v["memories"]}
     links = [MemorySource(memory_id=r.id, message_id=m) for r in created for m in sources[r.id]]
     if links:
         MemorySource.objects.bulk_create(links, batch_size=500)
     return created
-
-
-def _same_record(row: MemoryRecord, mine: dict, theirs: dict) -> tuple[dict, dict]:
-    theirs.setdefault("told_by", [])  # files written before §15 name no teller
-    if row.status == "forgotten":
-        # A tombstone purged it here (F3): the skeleton is the same row.
-        for field in ("value", "status", "status_since", "sources"):
-            mine.pop(field)
-            theirs.pop(field)
-    return mine, theirs
-
-
-def _record(rows: RowImport, characters: dict, v: dict) -> MemoryRecord:
-    scope = v["scope"]
-    kind = scope["kind"]
-    teller = (v.get("told_by") or [{"id": "", "name": ""}])[0]
-    return rows.new_row(
-        MemoryRecord,
-        v,
-        "id key value status status_since authority confidence valid_from valid_until "
-        "recorded_at evidence_time retracted_at version",
-        scope_kind=kind,
-        scope_id=memory_scope_id(rows.user.username, scope),
-        character=characters[scope["character"]] if kind == "character" else None,
-        conversation_id=scope.get("conversation"),
-        scene=scope.get("scene"),
-        supersedes_id=v.get("supersedes"),
-        told_by_connection=str(teller["id"]),
-        told_by_name=teller["name"],
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,19 +122,7 @@ def bookkeeping_import(rows: RowImport) -> list[Tombstone]:
 
 def _tombstones_import(rows: RowImport) -> list[Tombstone]:
     user = rows.user
-    created = rows.merge(
-        Tombstone,
-        "tombstones",
-        "tombstone",
-        as_dict=tombstone_row,
-        same=lambda row, mine, theirs: (tombstone_content(mine), tombstone_content(theirs)),
-        build=lambda v, c: rows.new_row(
-            Tombstone,
-            v,
-            "id key value_hash forgotten_at blocks_sources_before forgotten_by",
-            scope_id=v["scope"],
-        ),
-    )
+    created = rows.merge(TOMBSTONES)
     # F6 and F7.2: the links each tombstone carries, restored beside what is stored.
     stored = {str(t.pk): t for t in Tombstone.objects.filter(user=user)}
     for v, c in rows.rows("tombstones"):

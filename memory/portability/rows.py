@@ -1,6 +1,7 @@
 """Memory's rows of the export file (SPEC §9): each writes one stored row as the file holds it,
-and the import compares an imported row with a stored one through the same function
-(`tombstone_content` leaves out what an import adds to rather than compares). The profile's
+and the section's declaration below it (`config.portability.Section`) is what the export and
+the import both read — the import compares a stored row with the file's through the same
+function, and makes a new row from the file's by the declaration's fields. The profile's
 part of the user object has its home here too: a new memory setting joins the file with a line
 in `profile_fields` and one in `profile_apply` (and a field of the file's user object, which
 `turns.portability.shape` validates)."""
@@ -8,7 +9,7 @@ in `profile_fields` and one in `profile_apply` (and a field of the file's user o
 from __future__ import annotations
 
 from config.clock import iso_z
-from config.portability import text_or_none
+from config.portability import RowImport, Section, text_or_none
 from conversations.scopes import Scope, scope_dict
 
 from ..models import (
@@ -59,7 +60,8 @@ def profile_apply(profile: MemoryProfile, data: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Rows as the export file's dicts (also used to compare an imported row with a stored one)
+# The sections: rows as the export file's dicts (also used to compare an imported row with a
+# stored one), each followed by its section's declaration when an import merges it by id
 
 
 def memory_scope_id(ref: str, scope: dict) -> str:
@@ -96,6 +98,43 @@ def memory_row(r: MemoryRecord, slugs: dict, sources: dict) -> dict:
     }
 
 
+def _record_others(v: dict, c: dict, rows: RowImport) -> dict:
+    scope, kind = v["scope"], v["scope"]["kind"]
+    teller = (v.get("told_by") or [{"id": "", "name": ""}])[0]
+    return {
+        "scope_kind": kind,
+        "scope_id": memory_scope_id(rows.user.username, scope),
+        "character": rows.characters[scope["character"]] if kind == "character" else None,
+        "conversation_id": scope.get("conversation"),
+        "scene": scope.get("scene"),
+        "supersedes_id": v.get("supersedes"),
+        "told_by_connection": str(teller["id"]),
+        "told_by_name": teller["name"],
+    }
+
+
+def _same_record(row: MemoryRecord, mine: dict, theirs: dict) -> tuple[dict, dict]:
+    theirs.setdefault("told_by", [])  # files written before §15 name no teller
+    if row.status == "forgotten":
+        # A tombstone purged it here (F3): the skeleton is the same row.
+        for field in ("value", "status", "status_since", "sources"):
+            mine.pop(field)
+            theirs.pop(field)
+    return mine, theirs
+
+
+MEMORIES = Section(
+    "memories",
+    MemoryRecord,
+    "memory",
+    row=memory_row,
+    fields="id key value status status_since authority confidence valid_from valid_until "
+    "recorded_at evidence_time retracted_at version",
+    others=_record_others,
+    same=_same_record,
+)
+
+
 def told_by_row(r: MemoryRecord) -> list[dict]:
     """SPEC §15 M3: who told the memory besides its sources, self-contained (an export holds
     no connection): the connection by id and the name it had, or nothing."""
@@ -123,13 +162,16 @@ def tombstone_row(
     }
 
 
-TOMBSTONE_LINKS = ("withheld_messages", "withheld_replies", "withheld_memories")
-
-
-def tombstone_content(t: dict) -> dict:
-    """A tombstone without its links (F6, F7.2): an import adds the file's to what is
-    stored."""
-    return {k: v for k, v in t.items() if k not in TOMBSTONE_LINKS}
+TOMBSTONES = Section(
+    "tombstones",
+    Tombstone,
+    "tombstone",
+    row=tombstone_row,
+    fields="id key value_hash forgotten_at blocks_sources_before forgotten_by",
+    others=lambda v, c, rows: {"scope_id": v["scope"]},
+    # Its links (F6, F7.2): an import adds the file's to what is stored.
+    not_compared=("withheld_messages", "withheld_replies", "withheld_memories"),
+)
 
 
 def retraction_row(r: SlotRetraction) -> dict:

@@ -8,8 +8,9 @@ generated clients spell.)
 - `imports`: the file validated whole, then written in one transaction, idempotently.
 - `shape`: the file's shape, validated with the API's own fields and rules.
 - `references`: what spans the file's rows (unique ids, references, the F6 and F7.2 links).
-- `rows`: the conversation's and the policy's rows as the file holds them, shared by export
-  and import. Memory's rows are read and written by memory itself (`memory.portability`).
+- `rows`: the conversation's and the policy's rows as the file holds them, each with its
+  section's declaration (`config.portability.Section`), shared by export and import. Memory's
+  rows are read and written by memory itself (`memory.portability`).
 - `import_events`: the events (V1) of what an import created."""
 
 from .export import user_export

@@ -11,10 +11,11 @@ Export → `DELETE /users/{user}` → import → export gives the same file (but
 ignores them and restores none, and deleting the user keeps them only under a pseudonym), and
 resolving any context before and after gives the same results and plan hashes.
 
-Each section of the file is one exporter (`rows.turn_row`, memory's `memory_row` …) and one
-`SnapshotInput` field whose canonical form (`serializer.data`) is exactly what the exporter
-writes: that is how an imported row is compared with a stored one, and what the round-trip
-test holds to."""
+Each section of the file is one exporter (`rows.turn_row`, memory's `memory_row` …), declared
+with the way back from the file to a row (`rows.TURNS`, memory's `MEMORIES` …: a
+`config.portability.Section`), and one `SnapshotInput` field whose canonical form
+(`serializer.data`) is exactly what the exporter writes: that is how an imported row is
+compared with a stored one, and what the round-trip test holds to."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from config.api import flatten_errors
 from config.clock import db_now
 from config.errors import ValidationError
 from config.portability import RowImport
-from conversations.models import Character, Conversation, Message, Turn
+from conversations.models import Character, Conversation, Message
 from memory.portability import (
     bookkeeping_import,
     keys_import,
@@ -33,20 +34,17 @@ from memory.portability import (
     profile_import,
     tombstones_apply,
 )
-from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule, UserPolicyVersion
+from policy.models import UserPolicyVersion
 
 from .import_events import import_events
 from .rows import (
-    JOB_FIELDS,
-    answer_row,
-    conversation_row,
-    decision_row,
-    job_row,
-    message_content,
-    message_row,
-    rule_row,
-    turn_content,
-    turn_row,
+    ANSWERS,
+    CONVERSATIONS,
+    DECISIONS,
+    MEDIA_JOBS,
+    MESSAGES,
+    POLICY_RULES,
+    TURNS,
     user_object_apply,
 )
 from .shape import SnapshotInput
@@ -89,7 +87,7 @@ class _Import(RowImport):
         self.import_user()
         self.import_characters()
         self.import_conversations()
-        memories = memories_import(self, characters=self.characters, slugs=self.slugs)
+        memories = memories_import(self)
         tombstones = bookkeeping_import(self)
         self.import_policy()
         purged = set(tombstones_apply(self.user, imported=memories))  # F3
@@ -144,31 +142,10 @@ class _Import(RowImport):
         self.slugs = {c.pk: c.slug for c in self.characters.values()}
 
     def import_conversations(self) -> None:
-        user, chars = self.user, self.characters
-        self.merge(
-            Conversation,
-            "conversations",
-            "conversation",
-            as_dict=lambda e: conversation_row(e, self.slugs),
-            build=lambda v, c: self.new_row(
-                Conversation,
-                v,
-                "id title created_at last_seq",
-                character=chars[v["character"]],
-            ),
-        )
-        self.merge(
-            Message,
-            "messages",
-            "message",
-            as_dict=message_row,
-            same=lambda row, mine, theirs: (message_content(mine), message_content(theirs)),
-            build=lambda v, c: self.new_row(
-                Message, v, "id seq role content created_at", conversation_id=v["conversation"]
-            ),
-        )
+        self.merge(CONVERSATIONS, self.slugs)
+        self.merge(MESSAGES)
         # A conversation's sequence counter never falls behind its messages (I1: next seq).
-        for c in Conversation.objects.filter(user=user):
+        for c in Conversation.objects.filter(user=self.user):
             top = (
                 Message.objects.filter(conversation=c)
                 .order_by("-seq")
@@ -178,102 +155,15 @@ class _Import(RowImport):
             )
             if top > c.last_seq:
                 Conversation.objects.filter(pk=c.pk).update(last_seq=top)
-        self.merge(
-            Turn,
-            "turns",
-            "turn",
-            as_dict=turn_row,
-            same=lambda row, mine, theirs: (turn_content(mine), turn_content(theirs)),
-            build=lambda v, c: self.new_row(
-                Turn,
-                v,
-                "id turn_key scene status created_at learning plan_snapshot plan_hash",
-                conversation_id=v["conversation"],
-                user_message_id=v["user_message"],
-                reply_message_id=v.get("reply_message"),
-                extracted=c["extracted"],
-            ),
-        )
+        self.merge(TURNS)
 
     def import_policy(self) -> None:
-        user, chars = self.user, self.characters
-
-        def same_rule(row, mine, theirs):
-            if row.supersedes_id is None and theirs.get("supersedes"):
-                theirs["supersedes"] = None  # its predecessor was deleted here (SET_NULL)
-            return mine, theirs
-
-        def build_rule(v, c):
-            scope, kind = v["scope"], v["scope"]["kind"]
-            return self.new_row(
-                PolicyRule,
-                v,
-                "id effect source requested_by valid_from valid_until revoked_at version "
-                "created_at",
-                capability_id=v["capability"],
-                scope_kind=kind,
-                character=chars[scope["character"]] if kind == "character" else None,
-                conversation_id=scope.get("conversation"),
-                scene=scope.get("scene"),
-                supersedes_id=v.get("supersedes"),
-            )
-
-        self.created_rules = self.merge(
-            PolicyRule,
-            "policy_rules",
-            "policy rule",
-            as_dict=lambda e: rule_row(e, self.slugs),
-            same=same_rule,
-            build=build_rule,
-        )
-
+        self.created_rules = self.merge(POLICY_RULES, self.slugs)
         wanted = self.v["policy_version"].get("user", 0)
-        row, _ = UserPolicyVersion.objects.select_for_update().get_or_create(user=user)
+        row, _ = UserPolicyVersion.objects.select_for_update().get_or_create(user=self.user)
         if wanted > row.version:  # D7: versions only increase
             row.version = wanted
             row.save(update_fields=["version"])
-
-        self.merge(
-            DecisionLog,
-            "decisions",
-            "decision",
-            as_dict=decision_row,
-            build=lambda v, c: self.new_row(
-                DecisionLog,
-                v,
-                "id capability requested_by effect reason defaults_version user_version "
-                "decided_at requester",
-                rule_ids=[str(r) for r in v["rule_ids"]],
-                scope_ids=list(v["scope_ids"]),
-            ),
-        )
-        self.merge(
-            MediaJob,
-            "media_jobs",
-            "media job",
-            as_dict=lambda e: job_row(e, self.slugs),
-            build=lambda v, c: self.new_row(
-                MediaJob,
-                v,
-                "id decision_id start_decision_id created_at started_at finished_at",
-                capability_id=v["capability"],
-                character=chars[v["character"]] if v.get("character") else None,
-                conversation_id=v.get("conversation"),
-                **{f: v[f] for f in JOB_FIELDS if f != "decision_rule_ids"},
-                decision_rule_ids=[str(r) for r in v["decision_rule_ids"]],
-            ),
-        )
-        self.merge(
-            PolicyAnswer,
-            "answers",
-            "answer",
-            as_dict=answer_row,
-            build=lambda v, c: self.new_row(
-                PolicyAnswer,
-                v,
-                "id answer remember answered_at",
-                decision_id=v["decision"],
-                rule_id=v.get("rule"),
-                media_job_id=v.get("media_job"),
-            ),
-        )
+        self.merge(DECISIONS)
+        self.merge(MEDIA_JOBS, self.slugs)
+        self.merge(ANSWERS)

@@ -1,7 +1,10 @@
 """The rows of the export file (SPEC §9) that are the conversation's and the policy's: each
-section's exporter writes one stored row as the file holds it, and the import compares an
-imported row with a stored one through the same function (`*_content` leaves out what an import
-may not change). Memory's rows are memory's (`memory.portability.rows`). The user object's
+section's exporter writes one stored row as the file holds it, and the section's declaration
+below it (`config.portability.Section`) is what the export and the import both read — the
+import compares a stored row with the file's through the same exporter, and makes a new row
+from the file's by the declaration's fields. A new field of a row joins the file with a line in
+its exporter and one in its section's `fields` or `others` (and one in `shape`, which
+validates it). Memory's rows are memory's (`memory.portability.rows`). The user object's
 fields have one home here too, with `turns.portability.shape.SnapshotUserInput`, which
 validates them: a new account field joins the file with a line in `user_object` and one in
 `user_object_apply`; a memory setting joins it in `memory.portability.rows`."""
@@ -9,7 +12,7 @@ validates them: a new account field joins the file with a line in `user_object` 
 from __future__ import annotations
 
 from config.clock import iso_z
-from config.portability import text_or_none
+from config.portability import RowImport, Section, text_or_none
 from conversations.models import Character, Conversation, Message, Turn
 from conversations.scopes import scope_dict
 from policy.models import DecisionLog, MediaJob, PolicyAnswer, PolicyRule
@@ -44,7 +47,8 @@ def user_object_apply(user, data: dict, *, created: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Rows as the export file's dicts (also used to compare an imported row with a stored one)
+# The sections: rows as the export file's dicts (also used to compare an imported row with a
+# stored one), each followed by its section's declaration
 
 
 def character_row(c: Character) -> dict:
@@ -61,6 +65,16 @@ def conversation_row(c: Conversation, slugs: dict) -> dict:
     }
 
 
+CONVERSATIONS = Section(
+    "conversations",
+    Conversation,
+    "conversation",
+    row=conversation_row,
+    fields="id title created_at last_seq",
+    others=lambda v, c, rows: {"character": rows.characters[v["character"]]},
+)
+
+
 def message_row(m: Message, withheld: set[str] = frozenset()) -> dict:
     return {
         "id": str(m.pk),
@@ -73,10 +87,16 @@ def message_row(m: Message, withheld: set[str] = frozenset()) -> dict:
     }
 
 
-def message_content(m: dict) -> dict:
-    """A message without `withheld`: derived from the tombstones' links (F6), which an import
-    restores beside what is stored."""
-    return {k: v for k, v in m.items() if k != "withheld"}
+MESSAGES = Section(
+    "messages",
+    Message,
+    "message",
+    row=message_row,
+    fields="id seq role content created_at",
+    others=lambda v, c, rows: {"conversation_id": v["conversation"]},
+    # Derived from the tombstones' links (F6), which an import restores beside what is stored.
+    not_compared=("withheld",),
+)
 
 
 def turn_row(t: Turn) -> dict:
@@ -96,9 +116,21 @@ def turn_row(t: Turn) -> dict:
     }
 
 
-def turn_content(t: dict) -> dict:
-    """A turn without its plan snapshot: bookkeeping of the last plan asked for, not content."""
-    return {k: v for k, v in t.items() if k not in ("plan_snapshot", "plan_hash")}
+TURNS = Section(
+    "turns",
+    Turn,
+    "turn",
+    row=turn_row,
+    fields="id turn_key scene status created_at learning plan_snapshot plan_hash",
+    others=lambda v, c, rows: {
+        "conversation_id": v["conversation"],
+        "user_message_id": v["user_message"],
+        "reply_message_id": v.get("reply_message"),
+        "extracted": c["extracted"],
+    },
+    # The plan snapshot: bookkeeping of the last plan asked for, not content.
+    not_compared=("plan_snapshot", "plan_hash"),
+)
 
 
 def _scope(kind: str, character_id, conversation_id, scene, slugs: dict) -> dict:
@@ -122,6 +154,35 @@ def rule_row(r: PolicyRule, slugs: dict) -> dict:
     }
 
 
+def _rule_others(v: dict, c: dict, rows: RowImport) -> dict:
+    scope, kind = v["scope"], v["scope"]["kind"]
+    return {
+        "capability_id": v["capability"],
+        "scope_kind": kind,
+        "character": rows.characters[scope["character"]] if kind == "character" else None,
+        "conversation_id": scope.get("conversation"),
+        "scene": scope.get("scene"),
+        "supersedes_id": v.get("supersedes"),
+    }
+
+
+def _same_rule(row: PolicyRule, mine: dict, theirs: dict) -> tuple[dict, dict]:
+    if row.supersedes_id is None and theirs.get("supersedes"):
+        theirs["supersedes"] = None  # its predecessor was deleted here (SET_NULL)
+    return mine, theirs
+
+
+POLICY_RULES = Section(
+    "policy_rules",
+    PolicyRule,
+    "policy rule",
+    row=rule_row,
+    fields="id effect source requested_by valid_from valid_until revoked_at version created_at",
+    others=_rule_others,
+    same=_same_rule,
+)
+
+
 def decision_row(d: DecisionLog) -> dict:
     return {
         "id": str(d.pk),
@@ -138,6 +199,20 @@ def decision_row(d: DecisionLog) -> dict:
     }
 
 
+DECISIONS = Section(
+    "decisions",
+    DecisionLog,
+    "decision",
+    row=decision_row,
+    fields="id capability requested_by effect reason defaults_version user_version decided_at "
+    "requester",
+    others=lambda v, c, rows: {
+        "rule_ids": [str(r) for r in v["rule_ids"]],
+        "scope_ids": list(v["scope_ids"]),
+    },
+)
+
+
 def answer_row(a: PolicyAnswer) -> dict:
     return {
         "id": str(a.pk),
@@ -148,6 +223,20 @@ def answer_row(a: PolicyAnswer) -> dict:
         "media_job": text_or_none(a.media_job_id),
         "answered_at": iso_z(a.answered_at),
     }
+
+
+ANSWERS = Section(
+    "answers",
+    PolicyAnswer,
+    "answer",
+    row=answer_row,
+    fields="id answer remember answered_at",
+    others=lambda v, c, rows: {
+        "decision_id": v["decision"],
+        "rule_id": v.get("rule"),
+        "media_job_id": v.get("media_job"),
+    },
+)
 
 
 JOB_FIELDS = (
@@ -181,3 +270,19 @@ def job_row(j: MediaJob, slugs: dict) -> dict:
     }
     out.update({f: getattr(j, f) for f in JOB_FIELDS})
     return out
+
+
+MEDIA_JOBS = Section(
+    "media_jobs",
+    MediaJob,
+    "media job",
+    row=job_row,
+    fields="id decision_id start_decision_id created_at started_at finished_at",
+    others=lambda v, c, rows: {
+        "capability_id": v["capability"],
+        "character": rows.characters[v["character"]] if v.get("character") else None,
+        "conversation_id": v.get("conversation"),
+        **{f: v[f] for f in JOB_FIELDS if f != "decision_rule_ids"},
+        "decision_rule_ids": [str(r) for r in v["decision_rule_ids"]],
+    },
+)
