@@ -38,9 +38,12 @@ def token(db):
     return raw
 
 
-@pytest.fixture
-def python_client(live_server, tmp_path, monkeypatch):
-    """The Python client, generated from the live server's schema beside a copy of loop.py."""
+@pytest.fixture(scope="module")
+def generated_client(live_server, tmp_path_factory):
+    """The Python client, generated once for this file from the live server's schema, beside
+    a copy of loop.py (the generator takes some ten seconds; the schema is the same for every
+    test)."""
+    where = tmp_path_factory.mktemp("python-client")
     run(
         BIN / "openapi-python-client",
         "generate",
@@ -49,15 +52,21 @@ def python_client(live_server, tmp_path, monkeypatch):
         "--meta",
         "none",
         "--output-path",
-        tmp_path / "companion_client",
+        where / "companion_client",
         "--config",
         PYTHON_CLIENT / "config.yml",
     )
-    shutil.copy(PYTHON_CLIENT / "loop.py", tmp_path / "loop.py")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    shutil.copy(PYTHON_CLIENT / "loop.py", where / "loop.py")
+    return where
+
+
+@pytest.fixture
+def python_client(generated_client, monkeypatch):
+    """The generated client importable by this test, as a program using it imports it."""
+    monkeypatch.syspath_prepend(str(generated_client))
     for name in [m for m in sys.modules if m == "loop" or m.startswith("companion_client")]:
         del sys.modules[name]
-    return tmp_path
+    return generated_client
 
 
 def test_it_generates_a_python_client_that_passes_mypy_strict_and_runs_the_loop(
