@@ -138,7 +138,8 @@ def unthrottled(monkeypatch):
 
 def test_it_never_answers_a_mutated_snapshot_with_a_500(api, unthrottled):
     w = build_every_kind(api, "fuzzed")
-    snapshot = json.loads(json.dumps(api.get(f"/api/v1/users/{w.ref}/export").json()))
+    exported = json.dumps(api.get(f"/api/v1/users/{w.ref}/export").json())
+    snapshot = json.loads(exported)
     assert api.delete(f"/api/v1/users/{w.ref}").status_code == 204
 
     tried: Counter = Counter()
@@ -167,11 +168,11 @@ def test_it_never_answers_a_mutated_snapshot_with_a_500(api, unthrottled):
         if path in (("format",), ("user", "ref")):
             continue  # the snapshot of another user or format: refused before any field
         for cls, replacement in mutations_for(path, value):
-            mutated = copy.deepcopy(snapshot)
+            mutated = json.loads(exported)  # a fresh copy, faster than deepcopy
             set_path(mutated, path, replacement)
             attempt(cls, mutated)
     for cls, path, mutate in structural(snapshot):
-        mutated = copy.deepcopy(snapshot)
+        mutated = json.loads(exported)  # a fresh copy, faster than deepcopy
         target = mutated
         for step in path:
             target = target[step]
