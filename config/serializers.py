@@ -1,7 +1,5 @@
 """Input pieces shared by every API: context and scope shapes (SPEC §10)."""
 
-from functools import cache
-
 from rest_framework import serializers
 
 SCENE_MAX = 100
@@ -60,14 +58,7 @@ _JSON_TYPE_ERRORS = {
 def json_type(field: serializers.Field) -> str | None:
     """The JSON type `field` takes in a request body (C7), or None for a kind of field this
     module does not know."""
-    return _json_type_of_class(type(field))
-
-
-@cache
-def _json_type_of_class(kind: type) -> str | None:
-    """`json_type` by the field's class: the same for every field of a class, and asked for
-    every field of every body (a snapshot's import asks it some thousand times)."""
-    return next((name for cls, name in JSON_TYPES if issubclass(kind, cls)), None)
+    return next((name for cls, name in JSON_TYPES if isinstance(field, cls)), None)
 
 
 def json_type_error(field: serializers.Field, value):
