@@ -39,23 +39,25 @@ def token(db):
 
 
 @pytest.fixture(scope="module")
-def generated_client(live_server, tmp_path_factory):
+def generated_client(live_server, tmp_path_factory, django_db_blocker):
     """The Python client, generated once for this file from the live server's schema, beside
     a copy of loop.py (the generator takes some ten seconds; the schema is the same for every
-    test)."""
+    test). The server's request opens its database connection, which pytest-django allows a
+    fixture of this scope only inside `unblock()`."""
     where = tmp_path_factory.mktemp("python-client")
-    run(
-        BIN / "openapi-python-client",
-        "generate",
-        "--url",
-        f"{live_server.url}/api/schema/?format=json",
-        "--meta",
-        "none",
-        "--output-path",
-        where / "companion_client",
-        "--config",
-        PYTHON_CLIENT / "config.yml",
-    )
+    with django_db_blocker.unblock():
+        run(
+            BIN / "openapi-python-client",
+            "generate",
+            "--url",
+            f"{live_server.url}/api/schema/?format=json",
+            "--meta",
+            "none",
+            "--output-path",
+            where / "companion_client",
+            "--config",
+            PYTHON_CLIENT / "config.yml",
+        )
     shutil.copy(PYTHON_CLIENT / "loop.py", where / "loop.py")
     return where
 
