@@ -83,7 +83,7 @@ def dispatch(batch: int = 500) -> int:
     return len(events)
 
 
-def wake_due(enqueue) -> int:
+def wake_due(enqueue, endpoint_id: int | None = None) -> int:
     """Enqueue a delivery task for each lane with a pending delivery that is due, not held by
     a worker and not already woken (a killed worker's lane is woken once its lease ends).
 
@@ -91,21 +91,23 @@ def wake_due(enqueue) -> int:
     `WEBHOOK_LANES_PER_ENDPOINT` lanes of one endpoint are held or woken at once, so an
     endpoint that hangs for many users holds that many threads and no more. A lane over the
     cap is left due and woken on a later pass, the lanes that waited longest first; each lane
-    still sends its own deliveries in event order, so no user's events are reordered."""
+    still sends its own deliveries in event order, so no user's events are reordered. With
+    `endpoint_id`, only that endpoint's lanes: a lane that finishes hands its place on."""
     now = timezone.now()
     due = (
         Lane.objects.filter(endpoint__enabled=True, deliveries__status=Delivery.PENDING)
         .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
         .filter(Q(woken_until__isnull=True) | Q(woken_until__lt=now))
+        .filter(**({} if endpoint_id is None else {"endpoint_id": endpoint_id}))
         .values_list("id", "endpoint_id")
         .annotate(oldest=Min("deliveries__id"))
         .order_by("oldest")
     )
     cap, room = lanes_per_endpoint(), _room(now)
     woken = 0
-    for lane_id, endpoint_id, _ in list(due):
-        if room.get(endpoint_id, cap) <= 0:
+    for lane_id, endpoint, _ in list(due):
+        if room.get(endpoint, cap) <= 0:
             continue
         claimed = (
             Lane.objects.filter(pk=lane_id)
@@ -113,7 +115,7 @@ def wake_due(enqueue) -> int:
             .update(woken_until=now + lease())
         )
         if claimed:
-            room[endpoint_id] = room.get(endpoint_id, cap) - 1
+            room[endpoint] = room.get(endpoint, cap) - 1
             enqueue(lane_id, None)
             woken += 1
     return woken
@@ -185,6 +187,11 @@ def deliver_lane(lane_id: int, enqueue, *, max_deliveries: int = 100) -> int:
         Lane.objects.filter(pk=lane_id, leased_by=token).update(
             lease_until=None, leased_by="", woken_until=None
         )
+    # Its place under the endpoint's cap goes to the endpoint's next due lane now, not at the
+    # dispatcher's next tick (V3).
+    endpoint_id = Lane.objects.filter(pk=lane_id).values_list("endpoint_id", flat=True).first()
+    if endpoint_id is not None:
+        wake_due(enqueue, endpoint_id)
     return delivered
 
 

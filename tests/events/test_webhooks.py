@@ -371,20 +371,23 @@ def test_it_wakes_at_most_the_cap_of_one_endpoints_lanes_and_the_rest_once_they_
     users = ["u1", "u2", "u3", "u4", "u5"]
     busy_lanes = _lanes(busy, users)
     other_lanes = _lanes(other, ["u1"])
+    queue = []
 
-    woken = _wake()
-    assert sorted(woken) == sorted(busy_lanes[:2] + other_lanes)  # the oldest lanes first
+    def enqueue(lane_id, at):
+        queue.append(lane_id)
+
+    assert delivery.wake_due(enqueue) == 3
+    assert sorted(queue) == sorted(busy_lanes[:2] + other_lanes)  # the oldest lanes first
     assert _wake() == []  # the busy endpoint is at its cap until its lanes finish
 
-    passes = 0
-    while woken:
-        passes += 1
-        for lane_id in woken:
-            delivery.deliver_lane(lane_id, lambda *a: None)
-        woken = _wake()
-        assert len(woken) <= 2
+    sent_lanes = []
+    while queue:
+        assert Lane.objects.filter(endpoint=busy, woken_until__isnull=False).count() <= 2
+        lane_id = queue.pop(0)
+        sent_lanes.append(lane_id)
+        delivery.deliver_lane(lane_id, enqueue)  # a finished lane hands its place on
 
-    assert passes == 3  # 2 + 2 + 1 of the busy endpoint's five lanes
+    assert [lane for lane in sent_lanes if lane in busy_lanes] == busy_lanes
     assert not Delivery.objects.filter(status=Delivery.PENDING).exists()  # nothing lost
     for user in users:  # each user's events in order
         sent = [event for endpoint, u, event in answering if endpoint == busy.pk and u == user]
@@ -403,7 +406,8 @@ def test_it_leaves_a_retry_over_its_endpoints_cap_to_a_later_pass(settings, answ
     assert Lane.objects.get(pk=retried).woken_until is None
     assert Delivery.objects.filter(lane_id=retried, status=Delivery.PENDING).count() == 2
 
-    assert delivery.deliver_lane(held, lambda *a: None) == 2
-    assert _wake() == [retried]
+    handed = []
+    assert delivery.deliver_lane(held, lambda lane_id, at: handed.append(lane_id)) == 2
+    assert handed == [retried]
     assert delivery.deliver_lane(retried, lambda *a: None) == 2
     assert not Delivery.objects.filter(status=Delivery.PENDING).exists()
