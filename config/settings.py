@@ -354,9 +354,16 @@ WEBHOOK_LEASE_MARGIN_SECONDS = env.float("WEBHOOK_LEASE_MARGIN_SECONDS", default
 WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=False)
 WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env.bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", default=False)
 # The worker: how often it reads the feed for new events (seconds), how many deliveries it
-# runs at once (one slow endpoint holds one of them), and the port of its metrics (0: none).
+# runs at once (a slow lane — one endpoint, one user — holds one of them), and the port of its
+# metrics (0: none).
 EVENTS_WORKER_INTERVAL = env.float("EVENTS_WORKER_INTERVAL", default=1.0)
 EVENTS_WORKER_THREADS = env.int("EVENTS_WORKER_THREADS", default=4)
+# V3: at most this many lanes of one endpoint are sent at once (across all workers), so an
+# endpoint that hangs for many users leaves the other endpoints a thread: by default all the
+# worker's threads but one.
+WEBHOOK_LANES_PER_ENDPOINT = env.int(
+    "WEBHOOK_LANES_PER_ENDPOINT", default=max(1, EVENTS_WORKER_THREADS - 1)
+)
 EVENTS_WORKER_METRICS_PORT = env.int("EVENTS_WORKER_METRICS_PORT", default=0)
 # How often the worker prunes events past their retention (seconds).
 EVENTS_PRUNE_INTERVAL = env.float("EVENTS_PRUNE_INTERVAL", default=3600.0)

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from . import metrics
@@ -42,6 +42,11 @@ def lease() -> timedelta:
     return timedelta(
         seconds=settings.WEBHOOK_TIMEOUT_SECONDS + settings.WEBHOOK_LEASE_MARGIN_SECONDS
     )
+
+
+def lanes_per_endpoint() -> int:
+    """How many lanes of one endpoint may be held at once (V3), at least one."""
+    return max(1, settings.WEBHOOK_LANES_PER_ENDPOINT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,29 +83,53 @@ def dispatch(batch: int = 500) -> int:
     return len(events)
 
 
-def wake_due(enqueue) -> int:
+def wake_due(enqueue, endpoint_id: int | None = None) -> int:
     """Enqueue a delivery task for each lane with a pending delivery that is due, not held by
-    a worker and not already woken (a killed worker's lane is woken once its lease ends)."""
+    a worker and not already woken (a killed worker's lane is woken once its lease ends).
+
+    V3 ("a slow or dead endpoint never delays another endpoint's deliveries"): at most
+    `WEBHOOK_LANES_PER_ENDPOINT` lanes of one endpoint are held or woken at once, so an
+    endpoint that hangs for many users holds that many threads and no more. A lane over the
+    cap is left due and woken on a later pass, the lanes that waited longest first; each lane
+    still sends its own deliveries in event order, so no user's events are reordered. With
+    `endpoint_id`, only that endpoint's lanes: a lane that finishes hands its place on."""
     now = timezone.now()
     due = (
         Lane.objects.filter(endpoint__enabled=True, deliveries__status=Delivery.PENDING)
         .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
         .filter(Q(woken_until__isnull=True) | Q(woken_until__lt=now))
-        .values_list("id", flat=True)
-        .distinct()
+        .filter(**({} if endpoint_id is None else {"endpoint_id": endpoint_id}))
+        .values_list("id", "endpoint_id")
+        .annotate(oldest=Min("deliveries__id"))
+        .order_by("oldest")
     )
+    cap, room = lanes_per_endpoint(), _room(now)
     woken = 0
-    for lane_id in list(due):
+    for lane_id, endpoint, _ in list(due):
+        if room.get(endpoint, cap) <= 0:
+            continue
         claimed = (
             Lane.objects.filter(pk=lane_id)
             .filter(Q(woken_until__isnull=True) | Q(woken_until__lt=now))
             .update(woken_until=now + lease())
         )
         if claimed:
+            room[endpoint] = room.get(endpoint, cap) - 1
             enqueue(lane_id, None)
             woken += 1
     return woken
+
+
+def _held(now: datetime):
+    """The lanes a worker holds or is about to take up: leased or woken (V3's lane cap)."""
+    return Lane.objects.filter(Q(lease_until__gte=now) | Q(woken_until__gte=now))
+
+
+def _room(now: datetime) -> dict[int, int]:
+    """How many more lanes each endpoint with held lanes may have woken (V3), in one query."""
+    held = _held(now).values("endpoint_id").annotate(n=Count("id")).values_list("endpoint_id", "n")
+    return {endpoint_id: lanes_per_endpoint() - n for endpoint_id, n in held}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,12 +138,21 @@ def wake_due(enqueue) -> int:
 
 def _take_lease(lane_id: int, token: str, now: datetime, *, renew: bool = False) -> bool:
     qs = Lane.objects.filter(pk=lane_id)
-    qs = (
-        qs.filter(leased_by=token)
-        if renew
-        else qs.filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-    )
-    return bool(qs.update(lease_until=now + lease(), leased_by=token))
+    if renew:
+        return bool(qs.filter(leased_by=token).update(lease_until=now + lease()))
+    with transaction.atomic():
+        endpoint_id = qs.values_list("endpoint_id", flat=True).first()
+        # The endpoint's row is locked while its held lanes are counted, so two workers never
+        # both take the last place under the cap (V3). A retry scheduled with `run_after`
+        # comes here without `wake_due`, and the cap holds for it too.
+        endpoint = WebhookEndpoint.objects.select_for_update(no_key=True).filter(pk=endpoint_id)
+        list(endpoint.values_list("pk", flat=True))
+        free = qs.filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        others = _held(now).filter(endpoint_id=endpoint_id).exclude(pk=lane_id)
+        if others.count() >= lanes_per_endpoint():
+            free.update(woken_until=None)  # over the cap: woken again on a later pass
+            return False
+        return bool(free.update(lease_until=now + lease(), leased_by=token))
 
 
 def deliver_lane(lane_id: int, enqueue, *, max_deliveries: int = 100) -> int:
@@ -149,6 +187,11 @@ def deliver_lane(lane_id: int, enqueue, *, max_deliveries: int = 100) -> int:
         Lane.objects.filter(pk=lane_id, leased_by=token).update(
             lease_until=None, leased_by="", woken_until=None
         )
+    # Its place under the endpoint's cap goes to the endpoint's next due lane now, not at the
+    # dispatcher's next tick (V3).
+    endpoint_id = Lane.objects.filter(pk=lane_id).values_list("endpoint_id", flat=True).first()
+    if endpoint_id is not None:
+        wake_due(enqueue, endpoint_id)
     return delivered
 
 

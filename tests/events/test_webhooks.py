@@ -319,3 +319,95 @@ def test_it_enables_an_endpoint_again_in_the_admin_and_restarts_its_give_up_wind
     d.refresh_from_db()
     endpoint.refresh_from_db()
     assert d.status == "pending" and endpoint.enabled
+
+
+def _lanes(endpoint, users, events_each=2):
+    """A lane of `endpoint` per user, each with `events_each` pending deliveries (V3)."""
+    lanes = []
+    for user in users:
+        lane = Lane.objects.create(endpoint=endpoint, user_ref=user)
+        for n in range(events_each):
+            event = Event.objects.create(
+                type="settings.changed", user_ref=user, occurred_at=timezone.now(), data={"n": n}
+            )
+            Delivery.objects.create(lane=lane, event=event)
+        lanes.append(lane.pk)
+    return lanes
+
+
+def _endpoint(name):
+    return WebhookEndpoint.objects.create(
+        url=f"https://hooks.example.com/{name}",
+        secret="whsec_" + "QUJD" * 11,
+        created_at=timezone.now(),
+    )
+
+
+@pytest.fixture
+def answering(monkeypatch):
+    """Every POST answers 200; the (endpoint, user, event) of each is recorded in order."""
+    sent = []
+
+    def post(endpoint, event, at):
+        sent.append((endpoint.pk, event.user_ref, event.pk))
+        return 200, ""
+
+    monkeypatch.setattr(delivery, "_post", post)
+    return sent
+
+
+def _wake():
+    """The lanes one pass of `wake_due` wakes."""
+    woken = []
+    delivery.wake_due(lambda lane_id, at: woken.append(lane_id))
+    return woken
+
+
+def test_it_wakes_at_most_the_cap_of_one_endpoints_lanes_and_the_rest_once_they_finish(
+    settings, answering
+):
+    settings.WEBHOOK_LANES_PER_ENDPOINT = 2
+    busy, other = _endpoint("busy"), _endpoint("other")
+    users = ["u1", "u2", "u3", "u4", "u5"]
+    busy_lanes = _lanes(busy, users)
+    other_lanes = _lanes(other, ["u1"])
+    queue = []
+
+    def enqueue(lane_id, at):
+        queue.append(lane_id)
+
+    assert delivery.wake_due(enqueue) == 3
+    assert sorted(queue) == sorted(busy_lanes[:2] + other_lanes)  # the oldest lanes first
+    assert _wake() == []  # the busy endpoint is at its cap until its lanes finish
+
+    sent_lanes = []
+    while queue:
+        assert Lane.objects.filter(endpoint=busy, woken_until__isnull=False).count() <= 2
+        lane_id = queue.pop(0)
+        sent_lanes.append(lane_id)
+        delivery.deliver_lane(lane_id, enqueue)  # a finished lane hands its place on
+
+    assert [lane for lane in sent_lanes if lane in busy_lanes] == busy_lanes
+    assert not Delivery.objects.filter(status=Delivery.PENDING).exists()  # nothing lost
+    for user in users:  # each user's events in order
+        sent = [event for endpoint, u, event in answering if endpoint == busy.pk and u == user]
+        assert sent == sorted(sent) and len(sent) == 2
+
+
+def test_it_leaves_a_retry_over_its_endpoints_cap_to_a_later_pass(settings, answering):
+    settings.WEBHOOK_LANES_PER_ENDPOINT = 1
+    endpoint = _endpoint("busy")
+    held, retried = _lanes(endpoint, ["u1", "u2"])
+    assert _wake() == [held]
+
+    # A backoff's task (`run_after`) comes without wake_due while the cap is taken: it sends
+    # nothing and leaves the lane to a later pass.
+    assert delivery.deliver_lane(retried, lambda *a: None) == 0
+    assert Lane.objects.get(pk=retried).woken_until is None
+    assert Delivery.objects.filter(lane_id=retried, status=Delivery.PENDING).count() == 2
+
+    handed = []
+    assert delivery.deliver_lane(held, lambda lane_id, at: handed.append(lane_id)) == 2
+    assert handed == [retried]
+    assert delivery.deliver_lane(retried, lambda *a: None) == 2
+    assert not Delivery.objects.filter(status=Delivery.PENDING).exists()

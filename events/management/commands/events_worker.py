@@ -2,7 +2,8 @@
 turns new events into deliveries (the dispatcher), wakes lanes that are due, prunes old events
 (V2), and runs the delivery tasks of Django's tasks API in `--threads` threads, so a slow
 lane (one endpoint's deliveries for one user) holds one thread and no other lane's deliveries;
-an endpoint that hangs for many users holds a thread per lane while it hangs. SIGTERM or
+an endpoint that hangs for many users holds at most `WEBHOOK_LANES_PER_ENDPOINT` threads (by
+default `EVENTS_WORKER_THREADS` - 1) while it hangs, its other lanes waiting their turn. SIGTERM or
 SIGINT stop it after the deliveries in flight; a SIGKILL loses nothing (a killed delivery's
 lane is taken up again once its lease ends)."""
 
