@@ -366,6 +366,9 @@ def _wake():
 def test_it_wakes_at_most_the_cap_of_one_endpoints_lanes_and_the_rest_once_they_finish(
     settings, answering
 ):
+    """V3: a slow or dead endpoint never delays another endpoint's deliveries — at most
+    `WEBHOOK_LANES_PER_ENDPOINT` of one endpoint's lanes are woken, another endpoint's lane
+    beside them, and the rest once a place is handed on; nothing lost, each user in order."""
     settings.WEBHOOK_LANES_PER_ENDPOINT = 2
     busy, other = _endpoint("busy"), _endpoint("other")
     users = ["u1", "u2", "u3", "u4", "u5"]
@@ -395,6 +398,8 @@ def test_it_wakes_at_most_the_cap_of_one_endpoints_lanes_and_the_rest_once_they_
 
 
 def test_it_leaves_a_retry_over_its_endpoints_cap_to_a_later_pass(settings, answering):
+    """V3: a backoff's retry, which comes without the dispatcher, takes its lease only under
+    its endpoint's cap; over it, it sends nothing and keeps its deliveries for a later pass."""
     settings.WEBHOOK_LANES_PER_ENDPOINT = 1
     endpoint = _endpoint("busy")
     held, retried = _lanes(endpoint, ["u1", "u2"])
