@@ -13,7 +13,9 @@ Serving:
   ignores `keepalive`). Each thread holds its own database connection: workers × threads
   connections at most.
 - `preload_app`: Django and every module are imported once, in the master, before the
-  workers fork: workers start fast and share those pages copy-on-write. The master then
+  workers fork: workers start fast and share those pages copy-on-write. The URLs (every view
+  and serializer) and the MCP SDK behind `/mcp`, which Django and `agents.urls` otherwise
+  import on a worker's first request, are imported there too. The master then
   closes any database connection (a forked connection would be shared by every worker) and
   runs `gc.freeze()`, so the collector never touches (and so never copies) the objects loaded
   before the fork.
@@ -58,6 +60,7 @@ def on_starting(server):
 
 def when_ready(server):
     """The app is loaded (preload_app) and no worker is forked yet."""
+    _import_what_requests_import()
     _close_database_connections()
     gc.collect()
     gc.freeze()
@@ -66,6 +69,13 @@ def when_ready(server):
 def pre_fork(server, worker):
     # A worker replaced later is forked from this master too: it must not inherit a connection.
     _close_database_connections()
+
+
+def _import_what_requests_import():
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018 (imports every view, serializer and admin)
+    import agents.transport  # noqa: F401 (the MCP SDK, imported by `/mcp`'s first call)
 
 
 def _close_database_connections():

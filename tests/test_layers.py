@@ -113,6 +113,10 @@ LAZY_ALLOWED = {
     "turns.apps",
     "conversations.apps",
     "config.catalog",
+    # Start-up cost, not a cycle: the MCP SDK behind `/mcp` takes about a second to import, so
+    # `agents.urls.mcp_view` imports it on the first call, not in every process that loads
+    # the URLs (gunicorn's master imports it before forking: gunicorn.conf.py).
+    "agents.urls",
 }
 
 
