@@ -23,7 +23,7 @@ RUN_ENV = $(if $(DB),DATABASE_URL=sqlite:///$(abspath $(DB))) \
 # process.
 TEST_WORKERS ?= 2
 
-.PHONY: run test install lint smoke bench bench-smoke bench-explain clean
+.PHONY: run test screenshots install lint smoke bench bench-smoke bench-explain clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
+
+# The browser tests again, saving a full-page screenshot of every page they look at, at each
+# width, in test-artifacts/screenshots/ (for a reviewer; `make test` does not draw them).
+screenshots: install
+	SCREENSHOTS=1 $(BIN)/python -m pytest tests/browser $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
 
 # The contract smoke: every operation of the schema called once over HTTP against a live
 # server, each answer checked against the schema; then the README's curl loop as written.

@@ -12,8 +12,11 @@
   and 390 px: a test that takes the `width` fixture runs once per width.
 - **Every page looked at.** `look(page, name)` asserts the stylesheet is applied (a computed
   style), that nothing is cut off sideways, that screen-reader-only text stays off screen,
-  runs axe-core (`axe-playwright-python`; any violation fails), and saves a full-page
-  screenshot to `test-artifacts/screenshots/<name>-<width>.jpg`.
+  and runs axe-core (`axe-playwright-python`; any violation fails).
+- **Screenshots for a reviewer**, with `SCREENSHOTS=1` (`make screenshots`): every page
+  looked at, full-page, in `test-artifacts/screenshots/<name>-<width>.jpg`. They are not a
+  check, and drawing them took 7% of two browser files' time (a paired run: 112 against
+  118 s), so `make test` leaves them out.
 
 To add a flow: take `readme_server`, `person` (a fresh user with the demo's world), `page`
 (at `width`), `sign_in` and `look`; see test_pages_browser.py.
@@ -54,6 +57,7 @@ CHROMIUM_ARGS = [
 WIDTHS = {"desktop": 1280, "phone": 390}
 ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
+TAKE_SCREENSHOTS = os.environ.get("SCREENSHOTS") == "1"  # `make screenshots`
 REVEAL_SECONDS = 20  # how long a support reveal lasts on the README's server (SPEC S1)
 START_TIMEOUT = 180  # seconds: a cold `make run` migrates, collects static files and loads the demo
 # The pages' own background (static/css/pages.css, --wash): only the stylesheet sets it.
@@ -354,9 +358,12 @@ def assert_screen_reader_text_off_screen(page) -> None:
     assert shown == 0, f"{page.url}: {shown} screen-reader-only text(s) take up space on screen"
 
 
-def screenshot(page, name: str) -> Path:
-    """The whole page as a person scrolling it sees it, for a reviewer to look at: JPEG, which
-    Chromium encodes in about half the time of a PNG of a long page (the suite takes some 300)."""
+def screenshot(page, name: str) -> Path | None:
+    """With `SCREENSHOTS=1`, the whole page as a person scrolling it sees it, for a reviewer to
+    look at: JPEG, which Chromium encodes in about half the time of a PNG of a long page (the
+    browser files take some 300). Its path; None when screenshots are off."""
+    if not TAKE_SCREENSHOTS:
+        return None
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     width = page.viewport_size["width"]
     path = SCREENSHOTS / f"{name}-{width}.jpg"
@@ -366,7 +373,8 @@ def screenshot(page, name: str) -> Path:
 
 @pytest.fixture
 def look():
-    """`look(page, name)`: every check a user page must pass, and its screenshot.
+    """`look(page, name)`: every check a user page must pass, and its screenshot (with
+    `SCREENSHOTS=1`).
     `admin=True` for Django admin pages: the admin's own stylesheets, no axe (the admin is
     Django's), the same sideways check only where asked (`fits=True`)."""
 
