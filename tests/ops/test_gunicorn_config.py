@@ -59,6 +59,32 @@ def test_it_preloads_the_app_and_keeps_connections_alive():
     assert settings["keepalive"] >= 2
 
 
+def test_it_imports_the_mcp_sdk_in_the_master_not_with_the_urls(tmp_path):
+    """Loading the URLs (each management command, `runserver`, a worker's first request) does
+    not import the MCP SDK behind `/mcp`, which takes about a second; gunicorn's master
+    imports it, with the URLs, before it forks (`when_ready`), so the workers share it."""
+    code = (
+        "import sys, django\n"
+        "django.setup()\n"
+        "from django.urls import get_resolver\n"
+        "get_resolver().url_patterns\n"
+        "print('mcp' in sys.modules, 'agents.transport' in sys.modules)\n"
+        "import runpy\n"
+        "runpy.run_path('gunicorn.conf.py')['_import_what_requests_import']()\n"
+        "print('mcp' in sys.modules, 'agents.transport' in sys.modules)\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["False False", "True True"]
+
+
 def test_it_closes_the_masters_connections_and_freezes_what_it_loaded(monkeypatch):
     from django.db import connections
 
