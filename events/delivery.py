@@ -136,12 +136,9 @@ def _room(now: datetime) -> dict[int, int]:
 # A lane's deliveries
 
 
-def _take_lease(lane_id: int, token: str, now: datetime, *, renew: bool = False) -> bool:
+def _take_lease(lane_id: int, endpoint_id: int, token: str, now: datetime) -> bool:
     qs = Lane.objects.filter(pk=lane_id)
-    if renew:
-        return bool(qs.filter(leased_by=token).update(lease_until=now + lease()))
     with transaction.atomic():
-        endpoint_id = qs.values_list("endpoint_id", flat=True).first()
         # The endpoint's row is locked while its held lanes are counted, so two workers never
         # both take the last place under the cap (V3). A retry scheduled with `run_after`
         # comes here without `wake_due`, and the cap holds for it too.
@@ -155,11 +152,16 @@ def _take_lease(lane_id: int, token: str, now: datetime, *, renew: bool = False)
         return bool(free.update(lease_until=now + lease(), leased_by=token))
 
 
+def _renew_lease(lane_id: int, token: str, now: datetime) -> bool:
+    return bool(Lane.objects.filter(pk=lane_id, leased_by=token).update(lease_until=now + lease()))
+
+
 def deliver_lane(lane_id: int, enqueue, *, max_deliveries: int = 100) -> int:
     """Send the lane's pending deliveries in event order until one fails (V3). Returns how
     many were delivered. A lane another worker holds is left to it."""
     token = uuid.uuid4().hex
-    if not _take_lease(lane_id, token, timezone.now()):
+    endpoint_id = Lane.objects.filter(pk=lane_id).values_list("endpoint_id", flat=True).first()
+    if endpoint_id is None or not _take_lease(lane_id, endpoint_id, token, timezone.now()):
         return 0
     delivered = 0
     try:
@@ -181,7 +183,7 @@ def deliver_lane(lane_id: int, enqueue, *, max_deliveries: int = 100) -> int:
             if not attempt(lane, head, enqueue):
                 break
             delivered += 1
-            if not _take_lease(lane_id, token, timezone.now(), renew=True):
+            if not _renew_lease(lane_id, token, timezone.now()):
                 break
     finally:
         Lane.objects.filter(pk=lane_id, leased_by=token).update(
@@ -189,9 +191,7 @@ def deliver_lane(lane_id: int, enqueue, *, max_deliveries: int = 100) -> int:
         )
     # Its place under the endpoint's cap goes to the endpoint's next due lane now, not at the
     # dispatcher's next tick (V3).
-    endpoint_id = Lane.objects.filter(pk=lane_id).values_list("endpoint_id", flat=True).first()
-    if endpoint_id is not None:
-        wake_due(enqueue, endpoint_id)
+    wake_due(enqueue, endpoint_id)
     return delivered
 
 
